@@ -1,0 +1,175 @@
+// Package writers defines the contract between the Flight service, the
+// transaction coordinator and the sinks that land rows somewhere: the Writer
+// interface, its optional capabilities, the error classes every sink returns
+// and the registry through which sink packages plug into the server.
+//
+// Sinks live in sub-packages (writers/discard, later writers/delta,
+// writers/kafka, writers/lance). This package must not import any of them,
+// nor gRPC: flightsvc maps the error classes to status codes.
+//
+// A sink implements Writer. It may also implement:
+//   - SchemaReporter: the endpoint's current schema, for GetSchema and for
+//     rejecting mismatched streams before any row is staged.
+//
+// Capabilities are detected in one place, [SchemaOf].
+package writers
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// TxnKey names the transaction a write belongs to.
+//
+// Transactional writes carry the client's (Writer, Epoch). Auto-commit
+// streams use a private key made by [AutoKey]: Auto is true, Writer is a
+// server-generated stream id and Epoch is 0. Sinks must not record
+// auto-commit keys as committed epochs (no Delta txn action, no Lance
+// writer/epoch property, no Kafka marker).
+type TxnKey struct {
+	Writer string
+	Epoch  int64
+	Auto   bool
+}
+
+// AutoKey returns the private key of one auto-commit stream.
+func AutoKey(streamID string) TxnKey { return TxnKey{Writer: streamID, Auto: true} }
+
+func (k TxnKey) String() string {
+	if k.Auto {
+		return "auto:" + k.Writer
+	}
+	return fmt.Sprintf("%s@%d", k.Writer, k.Epoch)
+}
+
+// Descriptor is the opaque, self-contained result of Precommit: everything
+// Commit needs to publish the staged data, even on another server or after a
+// restart (for Delta, the Add actions of files already written; for Kafka,
+// the location of the staged record file). It travels base64-encoded in the
+// precommit and commit actions and is kept in the coordinator's journal.
+type Descriptor []byte
+
+// CommitInfo is what a Commit reports.
+type CommitInfo struct {
+	// Version is the table version the commit produced (Delta, Lance), or
+	// -1 when the sink has no versions.
+	Version int64
+	// Replayed is true when the key was already committed and the call
+	// changed nothing.
+	Replayed bool
+}
+
+// NoVersion is CommitInfo.Version for sinks without table versions.
+const NoVersion int64 = -1
+
+// Contract describes what a sink guarantees.
+type Contract struct {
+	// Delivery is "exactly-once" or "at-least-once".
+	Delivery string
+	// Modes lists the write modes the sink offers (append, overwrite, ...).
+	Modes []string
+	// AggregatesDescriptors is true when Commit can publish descriptors
+	// precommitted by other servers in one sink commit.
+	AggregatesDescriptors bool
+}
+
+// Writer lands rows in one endpoint's sink.
+//
+// Concurrency: Write for one key is never called concurrently with itself or
+// with Precommit/Rollback of the same key; calls for different keys may run
+// concurrently. Commit, Rollback and CommittedEpoch may be called from any
+// goroutine.
+//
+// Records passed to Write are borrowed: valid only for the call. A writer
+// that keeps one (a buffer, a queue, a goroutine) must Retain it and Release
+// it exactly once later, on every path.
+//
+// Errors wrap one of the classes of this package (ErrInvalid,
+// ErrUnavailable, ErrConflict, ...) so that the caller can map them; an
+// unclassified error is treated as internal.
+type Writer interface {
+	// Open prepares the writer (connect, read table state). It is called
+	// once before any other method except Check.
+	Open(ctx context.Context) error
+	// Close releases resources. Staged, uncommitted data of open keys is
+	// discarded. Close is idempotent.
+	Close(ctx context.Context) error
+
+	// Write stages rows for key. Staged rows are invisible to readers until
+	// Commit. Write may block to apply backpressure; it returns when ctx ends.
+	Write(ctx context.Context, key TxnKey, rec arrow.RecordBatch) error
+	// Precommit makes everything staged for key durable but invisible and
+	// returns the descriptor that publishes it. A key with no staged rows
+	// yields a valid descriptor that publishes nothing.
+	Precommit(ctx context.Context, key TxnKey) (Descriptor, error)
+	// Commit publishes descs (this server's own descriptor and any handed
+	// over from other servers) in one sink commit that also records key
+	// (unless key.Auto). Commit is idempotent: if key is already committed
+	// it returns the original version with Replayed set and changes nothing.
+	Commit(ctx context.Context, key TxnKey, descs []Descriptor) (CommitInfo, error)
+	// Rollback discards what is staged or precommitted for key. Unknown
+	// keys are a no-op. Rollback is idempotent.
+	Rollback(ctx context.Context, key TxnKey) error
+
+	// CommittedEpoch reads from the sink itself the last epoch committed by
+	// writer, for reconciliation after an unknown outcome and for replay
+	// detection. ok is false when the writer never committed.
+	CommittedEpoch(ctx context.Context, writer string) (epoch int64, ok bool, err error)
+
+	// Contract reports the sink's guarantees.
+	Contract() Contract
+	// Check probes the sink without side effects (reachability,
+	// permissions, table readable). It may be called before Open.
+	Check(ctx context.Context) error
+}
+
+// SchemaReporter is implemented by writers whose endpoint has a known schema
+// (a fixed configured schema or an existing table).
+type SchemaReporter interface {
+	// Schema returns the endpoint's schema, or nil when none is known yet
+	// (the first stream will define it).
+	Schema(ctx context.Context) (*arrow.Schema, error)
+}
+
+// SchemaOf returns w's schema when w reports one, nil otherwise.
+func SchemaOf(ctx context.Context, w Writer) (*arrow.Schema, error) {
+	if sr, ok := w.(SchemaReporter); ok {
+		return sr.Schema(ctx)
+	}
+	return nil, nil
+}
+
+// SchemaMismatch compares got against want and describes the first
+// difference, naming the column, or returns "" when they match. Field
+// metadata is ignored; names, order, types and nullability must agree
+// (a non-nullable column accepts a nullable field only if want is nullable).
+func SchemaMismatch(want, got *arrow.Schema) string {
+	wf, gf := want.Fields(), got.Fields()
+	for i := 0; i < len(wf) || i < len(gf); i++ {
+		switch {
+		case i >= len(gf):
+			return fmt.Sprintf("column %q (%s) is missing", wf[i].Name, wf[i].Type)
+		case i >= len(wf):
+			return fmt.Sprintf("unexpected column %q (%s)", gf[i].Name, gf[i].Type)
+		case wf[i].Name != gf[i].Name:
+			return fmt.Sprintf("column %d is %q, expected %q", i, gf[i].Name, wf[i].Name)
+		case !arrow.TypeEqual(wf[i].Type, gf[i].Type):
+			return fmt.Sprintf("column %q has type %s, expected %s", gf[i].Name, gf[i].Type, wf[i].Type)
+		case gf[i].Nullable && !wf[i].Nullable:
+			return fmt.Sprintf("column %q is nullable, expected non-nullable", gf[i].Name)
+		}
+	}
+	return ""
+}
+
+// FieldList formats a schema compactly as "name type, ..." for messages.
+func FieldList(s *arrow.Schema) string {
+	parts := make([]string, len(s.Fields()))
+	for i, f := range s.Fields() {
+		parts[i] = f.Name + " " + f.Type.String()
+	}
+	return strings.Join(parts, ", ")
+}
