@@ -1,18 +1,29 @@
 // Package flightsvc is Quiver's Arrow Flight service: descriptors, DoPut
 // sessions and acks, DoAction dispatch, ListFlights/GetFlightInfo/GetSchema,
 // per-call permission checks and the one mapping from error classes to gRPC
-// codes.
+// codes ([Status]).
 //
-// THIS FILE IS THE AGREED API SKELETON used by server/. The implementation
-// replaces the bodies; keep signatures unless server/ changes with them.
+// It imports the writers contract and the txn coordinator, never a sink
+// package. The wire conventions it implements (descriptors, acks, action
+// bodies and results) are specified in docs/interface.md, "Flight
+// conventions"; the choices that page leaves open are documented on
+// [Service.DoPut], [Service.DoAction], [Service.GetSchema] and
+// [Service.Handshake].
 package flightsvc
 
 import (
 	"context"
 	"log/slog"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
 
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
 
 	"github.com/quiver-ingest/quiver/txn"
@@ -37,7 +48,11 @@ type Token struct {
 
 // Options configure the service.
 type Options struct {
-	Endpoints   []Endpoint
+	// Endpoints served; names must be unique and match
+	// ^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$.
+	Endpoints []Endpoint
+	// Coordinator runs transactions; required. Build it over
+	// EndpointWriters(Endpoints).
 	Coordinator *txn.Coordinator
 	// Allocator for decoding incoming batches; nil means memory.DefaultAllocator.
 	Allocator memory.Allocator
@@ -45,8 +60,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Registerer for quiver_ endpoint metrics; nil registers nothing.
 	Registerer prometheus.Registerer
-	// MaxMessageBytes bounds one IPC message body (ipc.WithBodySizeLimit);
-	// zero means 64 MiB.
+	// MaxMessageBytes bounds one IPC message body; a larger batch is
+	// ResourceExhausted naming limits.max_message_bytes. Zero means 64 MiB.
+	// The gRPC server's receive limit must be at least
+	// [Service.MaxRecvMsgSize].
 	MaxMessageBytes int64
 	// EndpointBufferBytes is each endpoint's in-flight budget; a stream over
 	// it blocks. Zero means 512 MiB.
@@ -55,23 +72,173 @@ type Options struct {
 	Tokens []Token
 }
 
-// Service implements flight.FlightServer.
-type Service struct{}
+const (
+	defaultMaxMessageBytes     = 64 << 20
+	defaultEndpointBufferBytes = 512 << 20
+	// recvSlack is what a FlightData message may carry beyond its IPC body
+	// (flatbuffer header, descriptor, app metadata).
+	recvSlack = 1 << 20
+)
 
-// New builds the service.
-func New(opts Options) (*Service, error) { panic("unimplemented") }
+var endpointName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
-// Register registers the Flight service on gs.
-func (s *Service) Register(gs *grpc.Server) { panic("unimplemented") }
+// Service implements flight.FlightServer. All methods are safe for
+// concurrent use.
+type Service struct {
+	pb.UnimplementedFlightServiceServer
 
-// Authenticate is a go-grpc-middleware auth.AuthFunc: it checks the bearer
-// token (when auth is enabled) and stores the caller in the context for the
-// per-endpoint and per-action checks. Health-service calls are not routed
-// through it.
-func (s *Service) Authenticate(ctx context.Context) (context.Context, error) {
-	panic("unimplemented")
+	coord   *txn.Coordinator
+	mem     memory.Allocator
+	log     *slog.Logger
+	maxMsg  int64
+	eps     map[string]*endpoint
+	names   []string // endpoint names, sorted
+	tokens  []Token  // nil: auth disabled
+	actions []action // in ListActions order
+
+	// receivers counts DoPut receive goroutines, which may outlive their
+	// handler by the time gRPC takes to cancel the stream (see pump).
+	receivers sync.WaitGroup
 }
 
-// Health probes every endpoint's sink (writers.Writer.Check): name → nil or
-// the error.
-func (s *Service) Health(ctx context.Context) map[string]error { panic("unimplemented") }
+// endpoint is an Endpoint with its budget and metrics.
+type endpoint struct {
+	Endpoint
+	budget      *semaphore.Weighted
+	budgetBytes int64
+	m           endpointMetrics
+}
+
+// New validates opts and builds the service. Validation errors wrap
+// writers.ErrInvalid and name the offending endpoint or token; a metric
+// that cannot be registered is reported as is.
+func New(opts Options) (*Service, error) {
+	if opts.Coordinator == nil {
+		return nil, writers.Errorf(writers.ErrInvalid, "flightsvc: Options.Coordinator is required")
+	}
+	if opts.MaxMessageBytes < 0 || opts.EndpointBufferBytes < 0 {
+		return nil, writers.Errorf(writers.ErrInvalid, "flightsvc: MaxMessageBytes and EndpointBufferBytes must not be negative")
+	}
+	s := &Service{
+		coord:  opts.Coordinator,
+		mem:    opts.Allocator,
+		log:    opts.Logger,
+		maxMsg: orDefault(opts.MaxMessageBytes, defaultMaxMessageBytes),
+		eps:    make(map[string]*endpoint, len(opts.Endpoints)),
+	}
+	if s.mem == nil {
+		s.mem = memory.DefaultAllocator
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	budget := orDefault(opts.EndpointBufferBytes, defaultEndpointBufferBytes)
+	for _, e := range opts.Endpoints {
+		switch {
+		case !endpointName.MatchString(e.Name):
+			return nil, writers.Errorf(writers.ErrInvalid, "flightsvc: endpoint name %q must match %s", e.Name, endpointName)
+		case s.eps[e.Name] != nil:
+			return nil, writers.Errorf(writers.ErrInvalid, "flightsvc: endpoint %q is defined twice", e.Name)
+		case e.Writer == nil:
+			return nil, writers.Errorf(writers.ErrInvalid, "flightsvc: endpoint %q has no writer", e.Name)
+		}
+		s.eps[e.Name] = &endpoint{
+			Endpoint:    e,
+			budget:      semaphore.NewWeighted(budget),
+			budgetBytes: budget,
+			m:           m.forEndpoint(e.Name),
+		}
+		s.names = append(s.names, e.Name)
+	}
+	sort.Strings(s.names)
+	s.actions = s.actionTable()
+	if err := s.setTokens(opts.Tokens); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func orDefault(v, def int64) int64 {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// EndpointWriters returns the txn.Endpoints view of eps, for building the
+// coordinator that Options.Coordinator needs.
+func EndpointWriters(eps []Endpoint) txn.Endpoints {
+	ws := make(writerSet, len(eps))
+	for _, e := range eps {
+		ws[e.Name] = e.Writer
+	}
+	return ws
+}
+
+type writerSet map[string]writers.Writer
+
+func (ws writerSet) Writer(name string) (writers.Writer, bool) {
+	w, ok := ws[name]
+	return w, ok
+}
+
+// Register registers the Flight service on gs. gs must accept messages of
+// MaxRecvMsgSize bytes.
+func (s *Service) Register(gs *grpc.Server) { flight.RegisterFlightServiceServer(gs, s) }
+
+// MaxRecvMsgSize is the gRPC receive limit the server must set
+// (grpc.MaxRecvMsgSize): twice MaxMessageBytes plus room for the message
+// header. gRPC rejects a larger message itself, before the service sees
+// it, with its own ResourceExhausted message; a body between
+// MaxMessageBytes and this cap reaches the service, whose error names
+// limits.max_message_bytes. The cap bounds what one hostile message can
+// make the server buffer.
+func (s *Service) MaxRecvMsgSize() int { return int(2*s.maxMsg + recvSlack) }
+
+// Close waits for the DoPut receive goroutines that outlived their
+// handlers. A stream that fails while its receiver is blocked in Recv ends
+// its handler at once; gRPC then cancels the stream and the receiver
+// returns, releasing what it holds. Call Close after the gRPC server has
+// stopped, before checking or freeing the allocator. Close is idempotent.
+func (s *Service) Close() { s.receivers.Wait() }
+
+// endpoint returns the endpoint called name or an ErrNotFound error listing
+// the known ones.
+func (s *Service) endpoint(name string) (*endpoint, error) {
+	if e, ok := s.eps[name]; ok {
+		return e, nil
+	}
+	return nil, writers.Errorf(writers.ErrNotFound, "unknown endpoint %q (this server has: %s)", name, listOrNone(s.names))
+}
+
+// Health probes every endpoint's sink (writers.Writer.Check) concurrently:
+// name → nil or the error. It returns when every probe has, so ctx should
+// carry a deadline.
+func (s *Service) Health(ctx context.Context) map[string]error {
+	var (
+		wg  sync.WaitGroup
+		mu  sync.Mutex
+		out = make(map[string]error, len(s.eps))
+	)
+	for name, e := range s.eps {
+		wg.Go(func() {
+			err := e.Writer.Check(ctx)
+			mu.Lock()
+			out[name] = err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return out
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}

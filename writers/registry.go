@@ -102,4 +102,3 @@ func (r *Registry) Sections() []string {
 	sort.Strings(out)
 	return out
 }
-

@@ -2,11 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
+
+	"github.com/quiver-ingest/quiver/bench"
 )
 
-// PLACEHOLDER: replaced by the implementation.
+// runBench runs the benchmark harness, the same program as quiverbench.
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("bench: not built yet")
+	return bench.Main(ctx, args, stdout, stderr)
 }

@@ -1,0 +1,31 @@
+// Package quiver is the Go client of the Quiver Arrow Flight ingestion
+// server.
+//
+// A [Client] holds one gRPC connection; it is safe for concurrent use, and
+// several Puts may stream over it at once (more connections do not make
+// loopback ingestion faster). Two ways to write:
+//
+//   - [Client.Put] is an auto-commit stream: every batch of the reader lands
+//     in one sink commit when the stream ends, or nothing does. Retrying a
+//     Put whose outcome is unknown may land the rows twice.
+//   - [Client.Txn] (or [Client.Begin]) names a transaction (writer, epoch).
+//     [Txn.Put] stages rows invisibly, [Txn.Precommit] makes them durable,
+//     [Txn.Commit] publishes them. Replaying an epoch that already committed
+//     succeeds and changes nothing ([TxnStatus.Replayed]), so a pipeline that
+//     replays after a crash gets exactly-once delivery without special cases.
+//
+// The wire protocol is plain Arrow Flight (docs/transactions.md and the
+// "Flight conventions" of interface.md): DoPut with a PATH descriptor
+// ["<endpoint>"] or a CMD descriptor {"endpoint","writer","epoch"}, one
+// PutResult per batch plus a final one, and JSON DoActions. Any Flight
+// client (pyarrow.flight, Java, Rust) can do the same; this package only
+// spares Go callers the JSON.
+//
+// Errors returned by calls that reached the server keep their gRPC status:
+// status.Code(err) gives the class (InvalidArgument for bad input,
+// FailedPrecondition for a wrong transaction state, Unknown when a commit's
+// outcome is unknown and must be reconciled with [Client.CommittedEpoch]).
+//
+// This package imports nothing of the server; it depends only on arrow-go
+// and gRPC.
+package quiver

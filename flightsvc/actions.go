@@ -1,0 +1,393 @@
+package flightsvc
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+
+	"github.com/quiver-ingest/quiver/txn"
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// action is one DoAction type.
+type action struct {
+	name string
+	desc string // one line, for ListActions
+	// run decodes body and returns the JSON-encodable result.
+	run func(ctx context.Context, body []byte) (any, error)
+}
+
+func (s *Service) actionTable() []action {
+	return []action{
+		{"begin", `open transaction {"writer","epoch","ttl_s"?}`, s.begin},
+		{"precommit", `make a transaction's staged rows durable and return their descriptors {"writer","epoch"}`, s.precommit},
+		{"commit", `publish a precommitted transaction, with descriptors handed over from other servers {"writer","epoch","descriptors"?}`, s.commit},
+		{"rollback", `discard a transaction's staged rows {"writer","epoch"}`, s.rollback},
+		{"status", `show a transaction's state, participants and deadline {"writer","epoch"}`, s.status},
+		{"committed-epoch", `read a writer's last committed epoch from an endpoint's sink {"endpoint","writer"}`, s.committedEpoch},
+		{"endpoints", `list the endpoints: name, sink, mode and schema {}`, s.endpointsAction},
+		{"health", `probe every endpoint's sink {}`, s.healthAction},
+	}
+}
+
+func (s *Service) findAction(name string) *action {
+	for i := range s.actions {
+		if s.actions[i].name == name {
+			return &s.actions[i]
+		}
+	}
+	return nil
+}
+
+func (s *Service) actionNames() []string {
+	names := make([]string, len(s.actions))
+	for i, a := range s.actions {
+		names[i] = a.name
+	}
+	return names
+}
+
+// ListActions lists every action type with a one-line description.
+func (s *Service) ListActions(_ *flight.Empty, stream flight.FlightService_ListActionsServer) error {
+	for _, a := range s.actions {
+		if err := stream.Send(&flight.ActionType{Type: a.name, Description: a.desc}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DoAction runs one action and answers one Result whose body is the JSON
+// result (docs/interface.md, "Actions"). Bodies are strict JSON objects:
+// unknown fields, wrong types and missing required fields are
+// InvalidArgument naming the field; an empty body counts as {}. An unknown
+// action type is InvalidArgument listing the known ones.
+func (s *Service) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
+	ctx := stream.Context()
+	act := s.findAction(a.GetType())
+	if act == nil {
+		return Status(writers.Errorf(writers.ErrInvalid, "unknown action %q (known: %s)", a.GetType(), strings.Join(s.actionNames(), ", ")))
+	}
+	if err := s.allowAction(ctx, act.name); err != nil {
+		return Status(err)
+	}
+	res, err := act.run(ctx, a.GetBody())
+	if err != nil {
+		return Status(err)
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return Status(err)
+	}
+	return stream.Send(&flight.Result{Body: body})
+}
+
+// Results.
+type (
+	txnHead struct {
+		Writer   string    `json:"writer"`
+		Epoch    int64     `json:"epoch"`
+		State    txn.State `json:"state"`
+		Replayed bool      `json:"replayed,omitempty"`
+	}
+	participantJSON struct {
+		Endpoint string `json:"endpoint"`
+		Rows     int64  `json:"rows"`
+		// Descriptor is base64; set once precommitted.
+		Descriptor *string `json:"descriptor,omitempty"`
+		// Version is set once committed, unless the sink has none.
+		Version *int64 `json:"version,omitempty"`
+	}
+	precommitResult struct {
+		txnHead
+		Participants []participantJSON `json:"participants"`
+	}
+	versionJSON struct {
+		Version *int64 `json:"version,omitempty"`
+	}
+	commitResult struct {
+		txnHead
+		Endpoints map[string]versionJSON `json:"endpoints"`
+	}
+	statusResult struct {
+		txnHead
+		Participants []participantJSON `json:"participants"`
+		Deadline     *time.Time        `json:"deadline,omitempty"`
+	}
+	committedEpochResult struct {
+		Endpoint string `json:"endpoint"`
+		Writer   string `json:"writer"`
+		Epoch    *int64 `json:"epoch"` // null: never committed
+	}
+	endpointJSON struct {
+		Name   string      `json:"name"`
+		Sink   string      `json:"sink"`
+		Mode   string      `json:"mode"`
+		Schema []fieldJSON `json:"schema,omitempty"`
+	}
+	fieldJSON struct {
+		Name     string `json:"name"`
+		Type     string `json:"type"`
+		Nullable bool   `json:"nullable"`
+	}
+	healthResult struct {
+		Status    string            `json:"status"` // ok | degraded
+		Endpoints map[string]string `json:"endpoints"`
+	}
+)
+
+func head(st txn.Status) txnHead {
+	return txnHead{Writer: st.Writer, Epoch: st.Epoch, State: st.State, Replayed: st.Replayed}
+}
+
+func participants(st txn.Status) []participantJSON {
+	out := make([]participantJSON, 0, len(st.Participants))
+	for _, p := range st.Participants {
+		pj := participantJSON{Endpoint: p.Endpoint, Rows: p.Rows}
+		if st.State == txn.StatePrecommitted || st.State == txn.StateCommitted {
+			d := base64.StdEncoding.EncodeToString(p.Descriptor)
+			pj.Descriptor = &d
+		}
+		if st.State == txn.StateCommitted && p.Version != writers.NoVersion {
+			pj.Version = &p.Version
+		}
+		out = append(out, pj)
+	}
+	return out
+}
+
+// decodeTxnRef decodes a {"writer","epoch"} body.
+func decodeTxnRef(what string, body []byte) (string, int64, error) {
+	var b txnRef
+	if err := decodeStrict(what, body, &b); err != nil {
+		return "", 0, err
+	}
+	return b.check(what)
+}
+
+func (s *Service) begin(ctx context.Context, body []byte) (any, error) {
+	const what = "action begin"
+	var b struct {
+		Writer     *string `json:"writer"`
+		Epoch      *int64  `json:"epoch"`
+		TTLSeconds *int64  `json:"ttl_s"`
+	}
+	if err := decodeStrict(what, body, &b); err != nil {
+		return nil, err
+	}
+	writer, epoch, err := txnRef{b.Writer, b.Epoch}.check(what)
+	if err != nil {
+		return nil, err
+	}
+	var ttl time.Duration
+	if b.TTLSeconds != nil {
+		if *b.TTLSeconds < 0 {
+			return nil, writers.Errorf(writers.ErrInvalid, `%s: field "ttl_s" must be >= 0 (0: the server's txn.ttl), got %d`, what, *b.TTLSeconds)
+		}
+		ttl = time.Duration(*b.TTLSeconds) * time.Second
+	}
+	st, err := s.coord.Begin(ctx, writer, epoch, ttl)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s@%d: %w", what, writer, epoch, err)
+	}
+	return head(st), nil
+}
+
+func (s *Service) precommit(ctx context.Context, body []byte) (any, error) {
+	const what = "action precommit"
+	writer, epoch, err := decodeTxnRef(what, body)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.coord.Precommit(ctx, writer, epoch)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s@%d: %w", what, writer, epoch, err)
+	}
+	return precommitResult{txnHead: head(st), Participants: participants(st)}, nil
+}
+
+func (s *Service) commit(ctx context.Context, body []byte) (any, error) {
+	const what = "action commit"
+	var b struct {
+		Writer      *string             `json:"writer"`
+		Epoch       *int64              `json:"epoch"`
+		Descriptors map[string][]string `json:"descriptors"`
+	}
+	if err := decodeStrict(what, body, &b); err != nil {
+		return nil, err
+	}
+	writer, epoch, err := txnRef{b.Writer, b.Epoch}.check(what)
+	if err != nil {
+		return nil, err
+	}
+	handed := make(map[string][]writers.Descriptor, len(b.Descriptors))
+	for name, encoded := range b.Descriptors {
+		if _, err := s.endpoint(name); err != nil {
+			return nil, fmt.Errorf("%s: descriptors: %w", what, err)
+		}
+		if err := s.allowEndpoint(ctx, name); err != nil {
+			return nil, err
+		}
+		for i, e := range encoded {
+			d, err := base64.StdEncoding.DecodeString(e)
+			if err != nil {
+				return nil, writers.Errorf(writers.ErrInvalid, "%s: descriptors[%q][%d] is not valid base64: %v", what, name, i, err)
+			}
+			handed[name] = append(handed[name], d)
+		}
+	}
+
+	start := time.Now()
+	st, err := s.coord.Commit(ctx, writer, epoch, handed)
+	elapsed := time.Since(start).Seconds()
+	if err != nil {
+		// Count the failure against the endpoints the transaction knows.
+		if known, serr := s.coord.Status(ctx, writer, epoch); serr == nil {
+			s.countCommit(known, elapsed, resultFailed)
+		}
+		return nil, fmt.Errorf("%s %s@%d: %w", what, writer, epoch, err)
+	}
+	result := resultCommitted
+	if st.Replayed {
+		result = resultReplayed
+	}
+	s.countCommit(st, elapsed, result)
+
+	res := commitResult{txnHead: head(st), Endpoints: make(map[string]versionJSON, len(st.Participants))}
+	for _, p := range st.Participants {
+		var v versionJSON
+		if p.Version != writers.NoVersion {
+			v.Version = &p.Version
+		}
+		res.Endpoints[p.Endpoint] = v
+	}
+	return res, nil
+}
+
+func (s *Service) countCommit(st txn.Status, seconds float64, result string) {
+	for _, p := range st.Participants {
+		if e, ok := s.eps[p.Endpoint]; ok {
+			e.m.commit.Observe(seconds)
+			e.m.commits.WithLabelValues(result).Inc()
+		}
+	}
+}
+
+func (s *Service) rollback(ctx context.Context, body []byte) (any, error) {
+	const what = "action rollback"
+	writer, epoch, err := decodeTxnRef(what, body)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.coord.Rollback(ctx, writer, epoch)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s@%d: %w", what, writer, epoch, err)
+	}
+	return head(st), nil
+}
+
+func (s *Service) status(ctx context.Context, body []byte) (any, error) {
+	const what = "action status"
+	writer, epoch, err := decodeTxnRef(what, body)
+	if err != nil {
+		return nil, err
+	}
+	st, err := s.coord.Status(ctx, writer, epoch)
+	if err != nil {
+		return nil, fmt.Errorf("%s %s@%d: %w", what, writer, epoch, err)
+	}
+	res := statusResult{txnHead: head(st), Participants: participants(st)}
+	if !st.Deadline.IsZero() && (st.State == txn.StateOpen || st.State == txn.StatePrecommitted) {
+		res.Deadline = &st.Deadline
+	}
+	return res, nil
+}
+
+func (s *Service) committedEpoch(ctx context.Context, body []byte) (any, error) {
+	const what = "action committed-epoch"
+	var b struct {
+		Endpoint *string `json:"endpoint"`
+		Writer   *string `json:"writer"`
+	}
+	if err := decodeStrict(what, body, &b); err != nil {
+		return nil, err
+	}
+	name, err := requireString(what, "endpoint", b.Endpoint)
+	if err != nil {
+		return nil, err
+	}
+	writer, err := requireString(what, "writer", b.Writer)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.endpoint(name); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
+	}
+	if err := s.allowEndpoint(ctx, name); err != nil {
+		return nil, err
+	}
+	epoch, ok, err := s.coord.CommittedEpoch(ctx, name, writer)
+	if err != nil {
+		return nil, fmt.Errorf("%s: endpoint %q, writer %q: %w", what, name, writer, err)
+	}
+	res := committedEpochResult{Endpoint: name, Writer: writer}
+	if ok {
+		res.Epoch = &epoch
+	}
+	return res, nil
+}
+
+// endpointsAction lists the endpoints the caller may use. An endpoint
+// whose schema cannot be read is listed without one.
+func (s *Service) endpointsAction(ctx context.Context, body []byte) (any, error) {
+	if err := decodeStrict("action endpoints", body, &struct{}{}); err != nil {
+		return nil, err
+	}
+	out := make([]endpointJSON, 0, len(s.names))
+	for _, name := range s.names {
+		if s.allowEndpoint(ctx, name) != nil {
+			continue
+		}
+		e := s.eps[name]
+		ej := endpointJSON{Name: name, Sink: e.Sink, Mode: e.Mode}
+		schema, err := writers.SchemaOf(ctx, e.Writer)
+		if err != nil {
+			s.log.Warn("endpoints: cannot read the schema", "endpoint", name, "err", err)
+		}
+		if schema != nil {
+			ej.Schema = schemaJSON(schema)
+		}
+		out = append(out, ej)
+	}
+	return out, nil
+}
+
+func schemaJSON(schema *arrow.Schema) []fieldJSON {
+	out := make([]fieldJSON, len(schema.Fields()))
+	for i, f := range schema.Fields() {
+		out[i] = fieldJSON{Name: f.Name, Type: f.Type.String(), Nullable: f.Nullable}
+	}
+	return out
+}
+
+func (s *Service) healthAction(ctx context.Context, body []byte) (any, error) {
+	if err := decodeStrict("action health", body, &struct{}{}); err != nil {
+		return nil, err
+	}
+	res := healthResult{Status: "ok", Endpoints: make(map[string]string, len(s.eps))}
+	for name, err := range s.Health(ctx) {
+		if err != nil {
+			res.Status = "degraded"
+			res.Endpoints[name] = err.Error()
+			continue
+		}
+		res.Endpoints[name] = "ok"
+	}
+	return res, nil
+}

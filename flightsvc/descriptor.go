@@ -1,0 +1,66 @@
+package flightsvc
+
+import (
+	"github.com/apache/arrow-go/v18/arrow/flight"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// putTarget is what a DoPut descriptor asks for.
+type putTarget struct {
+	endpoint string
+	// txn is true for a CMD descriptor: the rows join (writer, epoch).
+	txn    bool
+	writer string
+	epoch  int64
+}
+
+// cmdDescriptor is the JSON of a transactional DoPut's CMD descriptor.
+type cmdDescriptor struct {
+	Endpoint *string `json:"endpoint"`
+	Writer   *string `json:"writer"`
+	Epoch    *int64  `json:"epoch"`
+}
+
+// parsePutDescriptor reads a DoPut descriptor: PATH ["<endpoint>"] for an
+// auto-commit stream, CMD {"endpoint","writer","epoch"} for a transactional
+// one. Errors are ErrInvalid and name the problem.
+func parsePutDescriptor(d *flight.FlightDescriptor) (putTarget, error) {
+	if d == nil {
+		return putTarget{}, writers.Errorf(writers.ErrInvalid, `doput: the first message carries no flight descriptor: use PATH ["<endpoint>"] or CMD {"endpoint","writer","epoch"}`)
+	}
+	switch d.GetType() {
+	case flight.DescriptorPATH:
+		name, err := parsePathDescriptor("doput", d)
+		return putTarget{endpoint: name}, err
+	case flight.DescriptorCMD:
+		const what = "doput: CMD descriptor"
+		var c cmdDescriptor
+		if err := decodeStrict(what, d.GetCmd(), &c); err != nil {
+			return putTarget{}, err
+		}
+		name, err := requireString(what, "endpoint", c.Endpoint)
+		if err != nil {
+			return putTarget{}, err
+		}
+		writer, epoch, err := txnRef{c.Writer, c.Epoch}.check(what)
+		if err != nil {
+			return putTarget{}, err
+		}
+		return putTarget{endpoint: name, txn: true, writer: writer, epoch: epoch}, nil
+	default:
+		return putTarget{}, writers.Errorf(writers.ErrInvalid, `doput: descriptor type %s is not supported: use PATH ["<endpoint>"] or CMD {"endpoint","writer","epoch"}`, d.GetType())
+	}
+}
+
+// parsePathDescriptor returns the endpoint named by a PATH descriptor
+// ["<endpoint>"]; what prefixes errors.
+func parsePathDescriptor(what string, d *flight.FlightDescriptor) (string, error) {
+	if d.GetType() != flight.DescriptorPATH {
+		return "", writers.Errorf(writers.ErrInvalid, `%s: expected a PATH descriptor ["<endpoint>"], got type %s`, what, d.GetType())
+	}
+	if p := d.GetPath(); len(p) != 1 || p[0] == "" {
+		return "", writers.Errorf(writers.ErrInvalid, `%s: the descriptor path must be one element, the endpoint name; got %q`, what, p)
+	}
+	return d.GetPath()[0], nil
+}

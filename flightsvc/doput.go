@@ -1,0 +1,225 @@
+package flightsvc
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// finishTimeout bounds the commit or rollback of an auto-commit stream once
+// the stream has ended: it runs without the stream's context, so that a
+// client leaving at that moment neither cuts a commit in half nor leaves
+// staged data behind.
+const finishTimeout = 5 * time.Minute
+
+// Final acks of DoPut (the last PutResult's app_metadata).
+type (
+	committedAck struct {
+		Committed bool   `json:"committed"`
+		Rows      int64  `json:"rows"`
+		Version   *int64 `json:"version,omitempty"`
+	}
+	stagedAck struct {
+		Staged   bool   `json:"staged,omitempty"`
+		Replayed bool   `json:"replayed,omitempty"`
+		Rows     int64  `json:"rows"`
+		Writer   string `json:"writer"`
+		Epoch    int64  `json:"epoch"`
+	}
+)
+
+// DoPut receives one stream of record batches.
+//
+// The first message carries the descriptor and the schema. A PATH
+// descriptor ["<endpoint>"] is an auto-commit stream: its batches are
+// written under a private key and published by one sink commit when the
+// stream ends, or, if it fails or the client cancels, rolled back so that
+// nothing is published. A CMD descriptor {"endpoint","writer","epoch"}
+// (strict JSON) joins the rows to that transaction; a replayed epoch is
+// read and acknowledged without writing.
+//
+// Before anything is written the stream's schema is checked against the
+// endpoint's (writers.SchemaOf), and every later schema message against
+// the first; a mismatch is InvalidArgument naming the column.
+//
+// Acks: one PutResult per batch, app_metadata {"batch":N,"rows":R} with N
+// the 0-based batch index and R that batch's rows, then a final one:
+// {"committed":true,"rows":TOTAL,"version":V} (version omitted for sinks
+// without versions), {"staged":true,"rows","writer","epoch"} or
+// {"replayed":true,"rows","writer","epoch"}. An auto-commit stream without
+// rows commits nothing and answers {"committed":true,"rows":0}.
+//
+// Receiving and writing overlap: a receiver goroutine decodes the next
+// batch while the handler writes the current one and sends its ack. Batches
+// in flight are charged to the endpoint's buffer budget, and the receiver
+// blocks while the budget is spent.
+func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
+	return Status(s.doPut(stream))
+}
+
+func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
+	ctx := stream.Context()
+	guard := &recvGuard{stream: stream, limit: s.maxMsg, mem: s.mem}
+	rdr, err := flight.NewRecordReader(guard, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
+	if errors.Is(err, io.EOF) {
+		return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
+	}
+	if err != nil {
+		return streamError(err)
+	}
+	// pump takes rdr over; until then it is ours to release.
+	owned := true
+	defer func() {
+		if owned {
+			rdr.Release()
+		}
+	}()
+
+	t, err := parsePutDescriptor(rdr.LatestFlightDescriptor())
+	if err != nil {
+		return err
+	}
+	ep, err := s.endpoint(t.endpoint)
+	if err != nil {
+		return fmt.Errorf("doput: %w", err)
+	}
+	if err := s.allowEndpoint(ctx, ep.Name); err != nil {
+		return err
+	}
+	want, err := writers.SchemaOf(ctx, ep.Writer)
+	if err != nil {
+		return fmt.Errorf("doput: endpoint %q: read its schema: %w", ep.Name, err)
+	}
+	if want != nil {
+		if diff := writers.SchemaMismatch(want, rdr.Schema()); diff != "" {
+			return writers.Errorf(writers.ErrInvalid, "doput: endpoint %q: the stream's schema does not match the endpoint's: %s", ep.Name, diff)
+		}
+	}
+	guard.schema = rdr.Schema()
+
+	ep.m.streams.Inc()
+	defer ep.m.streams.Dec()
+	owned = false
+	if t.txn {
+		return s.putTxn(ctx, stream, ep, rdr, t)
+	}
+	return s.putAuto(ctx, stream, ep, rdr)
+}
+
+// putAuto runs an auto-commit stream; it owns rdr.
+func (s *Service) putAuto(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, rdr *flight.Reader) error {
+	key := writers.AutoKey(rand.Text())
+	log := s.log.With("endpoint", ep.Name, "stream", key.Writer)
+	log.Debug("auto-commit stream started")
+	start := time.Now()
+
+	p, err := s.pump(ctx, stream, ep, rdr, key, true)
+	if err != nil {
+		s.abort(ctx, ep, key, log)
+		log.Info("auto-commit stream failed, nothing published", "rows", p.rows, "err", err)
+		return err
+	}
+	if p.rows == 0 {
+		s.abort(ctx, ep, key, log)
+		return sendFinal(stream, committedAck{Committed: true})
+	}
+
+	commitStart := time.Now()
+	info, err := s.commitAuto(ctx, ep, key)
+	ep.m.commit.Observe(time.Since(commitStart).Seconds())
+	if err != nil {
+		ep.m.commits.WithLabelValues(resultFailed).Inc()
+		if !errors.Is(err, writers.ErrOutcomeUnknown) {
+			// The commit did not happen: drop the staged data. With an
+			// unknown outcome it may have, and rolling back could remove
+			// published data.
+			s.abort(ctx, ep, key, log)
+		}
+		log.Warn("auto-commit failed", "rows", p.rows, "err", err)
+		return err
+	}
+	ep.m.commits.WithLabelValues(resultCommitted).Inc()
+	log.Debug("auto-commit stream committed", "rows", p.rows, "batches", p.batches, "version", info.Version, "duration", time.Since(start))
+	ack := committedAck{Committed: true, Rows: p.rows}
+	if info.Version != writers.NoVersion {
+		ack.Version = &info.Version
+	}
+	return sendFinal(stream, ack)
+}
+
+// commitAuto precommits and commits an auto-commit stream's key. Precommit
+// runs under the stream's context (a client leaving before it ends aborts
+// the stream); Commit does not, so that it is never cut in half.
+func (s *Service) commitAuto(ctx context.Context, ep *endpoint, key writers.TxnKey) (writers.CommitInfo, error) {
+	desc, err := ep.Writer.Precommit(ctx, key)
+	if err != nil {
+		return writers.CommitInfo{}, fmt.Errorf("doput: endpoint %q: precommit: %w", ep.Name, err)
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	info, err := ep.Writer.Commit(cctx, key, []writers.Descriptor{desc})
+	if err != nil {
+		return writers.CommitInfo{}, fmt.Errorf("doput: endpoint %q: commit: %w", ep.Name, err)
+	}
+	return info, nil
+}
+
+// abort rolls back an auto-commit stream's key, even when the client has
+// gone, and counts the abort.
+func (s *Service) abort(ctx context.Context, ep *endpoint, key writers.TxnKey, log *slog.Logger) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	if err := ep.Writer.Rollback(rctx, key); err != nil {
+		log.Warn("rollback of a failed auto-commit stream failed; the sink may keep staged data until it cleans up", "err", err)
+	}
+	ep.m.commits.WithLabelValues(resultAborted).Inc()
+}
+
+// putTxn runs a transactional stream; it owns rdr.
+func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, rdr *flight.Reader, t putTarget) error {
+	log := s.log.With("endpoint", ep.Name, "writer", t.writer, "epoch", t.epoch)
+	st, err := s.coord.Join(ctx, t.writer, t.epoch, ep.Name)
+	if err != nil {
+		rdr.Release()
+		return fmt.Errorf("doput: join transaction %s@%d on endpoint %q: %w", t.writer, t.epoch, ep.Name, err)
+	}
+	replayed := st.Replayed()
+	log.Debug("transactional stream started", "replayed", replayed)
+
+	p, err := s.pump(ctx, stream, ep, rdr, st.Key(), !replayed)
+	st.Done(p.written, err)
+	if err != nil {
+		log.Info("transactional stream failed; the transaction must be rolled back and the epoch replayed", "rows", p.rows, "err", err)
+		return err
+	}
+	log.Debug("transactional stream ended", "rows", p.rows, "batches", p.batches)
+	return sendFinal(stream, stagedAck{Staged: !replayed, Replayed: replayed, Rows: p.rows, Writer: t.writer, Epoch: t.epoch})
+}
+
+func sendFinal(stream flight.FlightService_DoPutServer, ack any) error {
+	b, err := json.Marshal(ack)
+	if err != nil {
+		return err
+	}
+	return stream.Send(&flight.PutResult{AppMetadata: b})
+}
+
+// streamError classifies an error reading the stream: errors that already
+// have a class or status (ours, gRPC's, the context's) stay; anything else
+// comes from decoding the client's IPC data and is invalid input.
+func streamError(err error) error {
+	if classified(err) {
+		return err
+	}
+	return writers.Errorf(writers.ErrInvalid, "doput: cannot decode the stream: %v", err)
+}

@@ -1,0 +1,79 @@
+package flightsvc
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// classCodes maps each error class to its gRPC code (design.md, "Errors").
+// Order matters: an error may wrap several classes (an OutcomeUnknownError
+// wraps ErrOutcomeUnknown and its cause), and the first match wins, so the
+// outcome-unknown class comes first.
+var classCodes = []struct {
+	class error
+	code  codes.Code
+}{
+	{writers.ErrOutcomeUnknown, codes.Unknown},
+	{writers.ErrInvalid, codes.InvalidArgument},
+	{writers.ErrNotFound, codes.NotFound},
+	{writers.ErrWrongState, codes.FailedPrecondition},
+	{writers.ErrConflict, codes.Aborted},
+	{writers.ErrExhausted, codes.ResourceExhausted},
+	{writers.ErrUnavailable, codes.Unavailable},
+	{writers.ErrUnauthenticated, codes.Unauthenticated},
+	{writers.ErrPermissionDenied, codes.PermissionDenied},
+}
+
+// Status maps err to the gRPC status error a client receives; it is the one
+// place where error classes become codes. In order: an error of a writers
+// class gets that class's code (outcome unknown becomes Unknown and its
+// message always tells the client to reconcile with committed-epoch); an
+// error that already carries a gRPC status keeps it; context errors become
+// Canceled or DeadlineExceeded; anything else is Internal. The message is
+// err's. Status(nil) is nil.
+func Status(err error) error {
+	if err == nil {
+		return nil
+	}
+	msg := err.Error()
+	if code, ok := classCode(err); ok {
+		if code == codes.Unknown && !strings.Contains(msg, "committed-epoch") {
+			msg += " (outcome unknown: reconcile with the committed-epoch action before retrying)"
+		}
+		return status.Error(code, msg)
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Err()
+	}
+	if isContextError(err) {
+		return status.FromContextError(err).Err()
+	}
+	return status.Error(codes.Internal, msg)
+}
+
+func classCode(err error) (codes.Code, bool) {
+	for _, c := range classCodes {
+		if errors.Is(err, c.class) {
+			return c.code, true
+		}
+	}
+	return codes.Internal, false
+}
+
+func isContextError(err error) bool {
+	return errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// classified reports whether Status maps err to a specific code (a writers
+// class, a gRPC status or a context error) rather than to Internal.
+func classified(err error) bool {
+	_, class := classCode(err)
+	_, grpcStatus := status.FromError(err)
+	return class || grpcStatus || isContextError(err)
+}

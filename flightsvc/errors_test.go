@@ -1,0 +1,52 @@
+package flightsvc_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/quiver-ingest/quiver/flightsvc"
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+func TestStatus(t *testing.T) {
+	unknown := &writers.OutcomeUnknownError{
+		Endpoint: "events",
+		Key:      writers.TxnKey{Writer: "job", Epoch: 3},
+		Err:      writers.Errorf(writers.ErrUnavailable, "delta: put timed out"),
+	}
+	tests := []struct {
+		name     string
+		err      error
+		code     codes.Code
+		contains string
+	}{
+		{"invalid", writers.Errorf(writers.ErrInvalid, "delta: unknown column %q", "x"), codes.InvalidArgument, `unknown column "x"`},
+		{"not found", writers.Errorf(writers.ErrNotFound, "unknown endpoint"), codes.NotFound, "unknown endpoint"},
+		{"wrong state", writers.Errorf(writers.ErrWrongState, "commit before precommit"), codes.FailedPrecondition, "commit before precommit"},
+		{"conflict", writers.Errorf(writers.ErrConflict, "lost the race"), codes.Aborted, "lost the race"},
+		{"exhausted", writers.Errorf(writers.ErrExhausted, "too many streams"), codes.ResourceExhausted, "too many streams"},
+		{"unavailable", writers.Errorf(writers.ErrUnavailable, "broker down"), codes.Unavailable, "broker down"},
+		{"outcome unknown, typed", unknown, codes.Unknown, "reconcile with committed-epoch"},
+		{"outcome unknown, plain", writers.Errorf(writers.ErrOutcomeUnknown, "kafka: commit answer lost"), codes.Unknown, "reconcile with the committed-epoch action"},
+		{"unauthenticated", writers.Errorf(writers.ErrUnauthenticated, "no token"), codes.Unauthenticated, "no token"},
+		{"permission denied", writers.Errorf(writers.ErrPermissionDenied, "not yours"), codes.PermissionDenied, "not yours"},
+		{"wrapped class", fmt.Errorf("action commit: %w", writers.Errorf(writers.ErrConflict, "lost")), codes.Aborted, "action commit: lost"},
+		{"grpc status kept", status.Error(codes.OutOfRange, "far"), codes.OutOfRange, "far"},
+		{"canceled", fmt.Errorf("write: %w", context.Canceled), codes.Canceled, "write"},
+		{"deadline", context.DeadlineExceeded, codes.DeadlineExceeded, "deadline"},
+		{"unclassified", errors.New("boom"), codes.Internal, "boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wantCode(t, flightsvc.Status(tt.err), tt.code, tt.contains)
+		})
+	}
+	if flightsvc.Status(nil) != nil {
+		t.Fatal("Status(nil) != nil")
+	}
+}

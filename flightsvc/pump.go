@@ -1,0 +1,170 @@
+package flightsvc
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/util"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// queueDepth is how many decoded batches may wait for the writer: one is
+// enough for decoding the next batch to overlap writing the current one.
+const queueDepth = 1
+
+// queued is a received batch on its way to the writer. It holds a
+// reference on rec and size bytes of the endpoint's budget, both given back
+// by release, exactly once.
+type queued struct {
+	rec  arrow.RecordBatch
+	size int64
+}
+
+func (q queued) release(ep *endpoint) {
+	q.rec.Release()
+	ep.budget.Release(q.size)
+	ep.m.buffered.Sub(float64(q.size))
+}
+
+// pumped counts what a pump saw.
+type pumped struct {
+	rows    int64 // rows received and acknowledged
+	written int64 // rows passed to Write
+	batches int64
+}
+
+// pump moves the batches of rdr into ep's writer under key (or, when write
+// is false, only counts them) and sends one ack per batch. It takes rdr
+// over and releases it.
+//
+// Two goroutines: a receiver decodes batches, charges them to the endpoint
+// budget and queues them; the calling goroutine writes them and sends the
+// acks, so each of Recv and Send has one caller. The first error of
+// either stops both and is returned.
+//
+// On success, and when the receiving side fails, the receiver has released
+// rdr and its batches when pump returns. When the writing side fails first, pump returns at once although the receiver may still
+// be blocked in Recv, waiting for a client that waits for acks: only the
+// end of the handler makes gRPC cancel the stream and Recv return. The
+// receiver then releases rdr and whatever is still queued; Service.Close
+// waits for it.
+func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, rdr *flight.Reader, key writers.TxnKey, write bool) (pumped, error) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	queue := make(chan queued, queueDepth)
+	writerDone := make(chan struct{})
+
+	s.receivers.Add(1)
+	go func() {
+		defer s.receivers.Done()
+		err := receive(ctx, ep, rdr, queue)
+		rdr.Release()
+		if err != nil {
+			// Cancel before closing the queue, so that the writing side,
+			// seeing the queue closed, finds the cause.
+			cancel(err)
+		}
+		close(queue)
+		// Batches the writing side did not take are released here, once
+		// it has stopped taking them.
+		<-writerDone
+		for q := range queue {
+			q.release(ep)
+		}
+	}()
+
+	p, err := s.drain(ctx, stream, ep, queue, key, write)
+	if err != nil {
+		cancel(err)
+	}
+	close(writerDone)
+	// The first error wins: a write failing because the receiver's error
+	// canceled it reports the receiver's error.
+	if cause := context.Cause(ctx); cause != nil && err != nil {
+		err = cause
+	}
+	return p, err
+}
+
+// receive decodes batches from rdr into queue until the stream ends.
+func receive(ctx context.Context, ep *endpoint, rdr *flight.Reader, queue chan<- queued) error {
+	for rdr.Next() {
+		rec := rdr.RecordBatch()
+		size := util.TotalRecordSize(rec)
+		if size > ep.budgetBytes {
+			return writers.Errorf(writers.ErrExhausted, "doput: endpoint %q: a batch of %d bytes exceeds the endpoint's buffer budget of %d bytes (limits.endpoint_buffer_bytes): send smaller batches or raise the budget", ep.Name, size, ep.budgetBytes)
+		}
+		// Blocks while other streams of the endpoint hold the budget:
+		// backpressure on this stream, never a dropped batch.
+		if err := ep.budget.Acquire(ctx, size); err != nil {
+			return err
+		}
+		ep.m.buffered.Add(float64(size))
+		rec.Retain() // rdr releases rec on its next Next
+		q := queued{rec: rec, size: size}
+		select {
+		case queue <- q:
+		case <-ctx.Done():
+			q.release(ep)
+			return ctx.Err()
+		}
+	}
+	if err := rdr.Err(); err != nil {
+		return streamError(err)
+	}
+	return nil
+}
+
+// drain writes queued batches and acknowledges each one.
+func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, queue <-chan queued, key writers.TxnKey, write bool) (pumped, error) {
+	var p pumped
+	for {
+		var q queued
+		select {
+		case <-ctx.Done():
+			return p, context.Cause(ctx)
+		case next, ok := <-queue:
+			if !ok {
+				// The receiver cancels before closing on error.
+				return p, context.Cause(ctx)
+			}
+			q = next
+		}
+		rows := q.rec.NumRows()
+		if write {
+			start := time.Now()
+			err := ep.Writer.Write(ctx, key, q.rec)
+			ep.m.write.Observe(time.Since(start).Seconds())
+			if err != nil {
+				q.release(ep)
+				return p, fmt.Errorf("doput: endpoint %q: write batch %d: %w", ep.Name, p.batches, err)
+			}
+			p.written += rows
+		}
+		q.release(ep)
+		ep.m.rows.Add(float64(rows))
+		ep.m.bytes.Add(float64(q.size))
+		ep.m.batches.Inc()
+		if err := stream.Send(&flight.PutResult{AppMetadata: batchAck(p.batches, rows)}); err != nil {
+			return p, err
+		}
+		p.rows += rows
+		p.batches++
+	}
+}
+
+// batchAck is {"batch":n,"rows":rows}, built without reflection: it is
+// sent for every batch.
+func batchAck(n, rows int64) []byte {
+	b := make([]byte, 0, 40)
+	b = append(b, `{"batch":`...)
+	b = strconv.AppendInt(b, n, 10)
+	b = append(b, `,"rows":`...)
+	b = strconv.AppendInt(b, rows, 10)
+	return append(b, '}')
+}

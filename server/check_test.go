@@ -1,0 +1,79 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+
+	"github.com/quiver-ingest/quiver/server/config"
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/discard"
+)
+
+// unreachable is a discard writer whose sink cannot be reached.
+type unreachable struct{ *discard.Writer }
+
+func (unreachable) Check(context.Context) error {
+	return writers.Errorf(writers.ErrUnavailable, "unreachable: connection refused")
+}
+
+// withUnreachable is the build's registry plus the "unreachable" sink.
+func withUnreachable() *writers.Registry {
+	return writers.NewRegistry(discard.Sink(), writers.Sink{
+		Name:      "unreachable",
+		NewConfig: func() writers.SinkConfig { return discard.Config{} },
+		New: func(writers.SinkConfig, writers.Env) (writers.Writer, error) {
+			return unreachable{discard.New(nil)}, nil
+		},
+	})
+}
+
+const oneUnreachable = "endpoints:\n  - {name: devnull, sink: discard}\n  - {name: remote, sink: unreachable}\n"
+
+func TestCheck(t *testing.T) {
+	sinks := withUnreachable()
+	cfg, err := config.Parse([]byte(oneUnreachable), t.TempDir(), sinks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := Check(t.Context(), cfg, Options{Sinks: sinks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(results) != 2 || results[0] != (CheckResult{Endpoint: "devnull", Sink: "discard"}) {
+		t.Fatalf("results = %+v", results)
+	}
+	if r := results[1]; r.Endpoint != "remote" || r.Sink != "unreachable" || !errors.Is(r.Err, writers.ErrUnavailable) {
+		t.Errorf("results[1] = %+v, want the unreachable error", r)
+	}
+}
+
+func TestReadyzListsFailingEndpoints(t *testing.T) {
+	sinks := withUnreachable()
+	cfg, err := config.Parse([]byte("listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\n"+oneUnreachable), t.TempDir(), sinks)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := New(cfg, Options{Sinks: sinks})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Shutdown(context.Background()); err != nil {
+			t.Error(err)
+		}
+	})
+	code, body := httpGet(t, "http://"+s.HTTPAddr()+"/readyz")
+	want := "not ready: 1 endpoint(s) failing\n  remote: unreachable: connection refused\n"
+	if code != http.StatusServiceUnavailable || body != want {
+		t.Errorf("/readyz = %d %q, want 503 %q", code, body, want)
+	}
+	// Liveness does not depend on the sinks.
+	if code, _ := httpGet(t, "http://"+s.HTTPAddr()+"/healthz"); code != http.StatusOK {
+		t.Errorf("/healthz = %d", code)
+	}
+}

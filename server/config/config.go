@@ -1,0 +1,147 @@
+// Package config loads and validates Quiver's YAML config (docs: the
+// "Config" section of interface.md).
+//
+// Loading is strict: an unknown or misspelled key is an error naming the key
+// and its line, and every validation error names the YAML path
+// ("endpoints[1].name: ..."). Defaults live in one place, [Default]. Each
+// endpoint's sink section is decoded into the sink's own config type
+// (writers.Sink.NewConfig) and validated by the sink, through the registry
+// handed to [Load]; this package knows no sink.
+//
+// The package reads the config file and the environment (token secrets); it
+// opens no listener and touches no data. It must not import flightsvc, txn or
+// any sink package.
+package config
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Config is a loaded, validated config. Paths in it (DataDir, TLS files)
+// are absolute or relative to the process's working directory: Load
+// resolves relative ones against the config file's folder.
+type Config struct {
+	// Listen is the Flight (gRPC) address, host:port; port 0 picks one.
+	Listen string `yaml:"listen"`
+	// HTTPListen serves /metrics, /healthz, /readyz and the status page.
+	HTTPListen string `yaml:"http_listen"`
+	// DataDir holds the journal and default table roots.
+	DataDir string `yaml:"data_dir"`
+	Log     Log    `yaml:"log"`
+	// Auth is nil when the config has no auth section: no authentication,
+	// which Load allows only on a loopback Listen address.
+	Auth          *Auth         `yaml:"auth"`
+	TLS           TLS           `yaml:"tls"`
+	Limits        Limits        `yaml:"limits"`
+	Txn           Txn           `yaml:"txn"`
+	EmbeddedKafka EmbeddedKafka `yaml:"embedded_kafka"`
+	// Endpoints are decoded separately (their sink sections need the
+	// registry), see rawEndpoint.
+	Endpoints []Endpoint `yaml:"-"`
+	// Dir is the folder of the config file; relative file:// URIs in sink
+	// sections resolve against it (writers.Env.ConfigDir).
+	Dir string `yaml:"-"`
+}
+
+// Log configures the server's log/slog logger.
+type Log struct {
+	// Level is debug, info, warn or error.
+	Level string `yaml:"level"`
+	// Format is text or json.
+	Format string `yaml:"format"`
+}
+
+// SlogLevel returns Level as a slog.Level (info for an unknown level, which
+// validation rejects).
+func (l Log) SlogLevel() slog.Level {
+	var lv slog.Level
+	if lv.UnmarshalText([]byte(l.Level)) != nil {
+		return slog.LevelInfo
+	}
+	return lv
+}
+
+// Auth lists the bearer tokens the server accepts.
+type Auth struct {
+	Tokens []Token `yaml:"tokens"`
+}
+
+// Token is one bearer token and what it may do.
+type Token struct {
+	Name string `yaml:"name"`
+	// TokenEnv names the environment variable holding the secret.
+	TokenEnv string `yaml:"token_env"`
+	// Endpoints the token may write to and read: names or "*".
+	Endpoints []string `yaml:"endpoints"`
+	// Actions the token may run: action types or "*".
+	Actions []string `yaml:"actions"`
+	// Secret is the value of TokenEnv, read by Load; never empty.
+	Secret string `yaml:"-"`
+}
+
+// TLS configures the Flight listener's certificates. All empty: plaintext.
+type TLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+	// ClientCAFile enables mutual TLS: clients must present a certificate
+	// signed by one of these CAs.
+	ClientCAFile string `yaml:"client_ca_file"`
+}
+
+// Enabled reports whether the listener serves TLS.
+func (t TLS) Enabled() bool { return t.CertFile != "" }
+
+// Limits bound what one client can make the server hold.
+type Limits struct {
+	// MaxMessageBytes bounds one Flight message (one IPC record batch body).
+	MaxMessageBytes int64 `yaml:"max_message_bytes"`
+	// MaxStreams bounds concurrent streams per client connection.
+	MaxStreams uint32 `yaml:"max_streams"`
+	// EndpointBufferBytes is each endpoint's in-flight memory budget;
+	// streams over it block.
+	EndpointBufferBytes int64 `yaml:"endpoint_buffer_bytes"`
+}
+
+// Txn configures the transaction coordinator.
+type Txn struct {
+	// TTL is how long a transaction may stay idle before it is rolled back.
+	TTL time.Duration `yaml:"ttl"`
+}
+
+// EmbeddedKafka configures the in-process development Kafka broker.
+type EmbeddedKafka struct {
+	Enabled    bool   `yaml:"enabled"`
+	Listen     string `yaml:"listen"`
+	Partitions int    `yaml:"partitions"`
+}
+
+// Endpoint is one configured endpoint.
+type Endpoint struct {
+	Name string
+	// Sink is the sink kind, a name in the registry ("discard").
+	Sink string
+	// Settings is the sink's decoded and validated section (its defaults
+	// when the endpoint has no section).
+	Settings writers.SinkConfig
+}
+
+// Default returns a config holding every default. It is the one place the
+// server's defaults live; Load decodes the file on top of it.
+func Default() *Config {
+	return &Config{
+		Listen:     "127.0.0.1:8815",
+		HTTPListen: "127.0.0.1:9815",
+		DataDir:    "./data",
+		Log:        Log{Level: "info", Format: "text"},
+		Limits: Limits{
+			MaxMessageBytes:     64 << 20,
+			MaxStreams:          64,
+			EndpointBufferBytes: 512 << 20,
+		},
+		Txn:           Txn{TTL: 15 * time.Minute},
+		EmbeddedKafka: EmbeddedKafka{Listen: "127.0.0.1:19092", Partitions: 3},
+	}
+}

@@ -1,0 +1,182 @@
+package config
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// validator checks a decoded config, adding problems (with the line of the
+// path when the file had it) to the decoder's list.
+type validator struct {
+	*decoder
+}
+
+// fail records a problem at path, on the line where path (or its nearest
+// ancestor present in the file) was written.
+func (v *validator) fail(path, format string, args ...any) {
+	v.problem(v.line(path), path, format, args...)
+}
+
+func (v *validator) line(path string) int {
+	for path != "" {
+		if l, ok := v.lines[path]; ok {
+			return l
+		}
+		i := strings.LastIndexAny(path, ".[")
+		if i < 0 {
+			break
+		}
+		path = path[:i]
+	}
+	return 0
+}
+
+// knownActions are the DoAction types a token may be granted (interface.md,
+// "Actions").
+var knownActions = []string{"begin", "precommit", "commit", "rollback", "status", "committed-epoch", "endpoints", "health"}
+
+func (v *validator) config(c *Config) {
+	v.address("listen", c.Listen)
+	v.address("http_listen", c.HTTPListen)
+	if c.Listen == c.HTTPListen && !strings.HasSuffix(c.Listen, ":0") {
+		v.fail("http_listen", "same address as listen (%s); use another port", c.Listen)
+	}
+	if c.DataDir == "" {
+		v.fail("data_dir", "required: the folder for the journal and local tables")
+	} else {
+		c.DataDir = v.resolvePath(c, c.DataDir)
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.Log.Level) {
+		v.fail("log.level", "must be debug, info, warn or error, not %q", c.Log.Level)
+	}
+	if c.Log.Format != "text" && c.Log.Format != "json" {
+		v.fail("log.format", "must be text or json, not %q", c.Log.Format)
+	}
+	v.auth(c)
+	v.tls(c)
+	v.limits(c.Limits)
+	if c.Txn.TTL <= 0 {
+		v.fail("txn.ttl", "must be a positive duration like 15m, not %s", c.Txn.TTL)
+	}
+	v.embeddedKafka(c.EmbeddedKafka)
+}
+
+// address checks a host:port listen address.
+func (v *validator) address(path, addr string) {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		v.fail(path, "must be host:port like 127.0.0.1:8815, not %q", addr)
+		return
+	}
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || (n == 0 && port != "0") {
+		v.fail(path, "port %q must be a number from 0 to 65535", port)
+	}
+}
+
+// isLoopback reports whether a listen address only accepts local clients.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (v *validator) resolvePath(c *Config, p string) string {
+	if filepath.IsAbs(p) {
+		return filepath.Clean(p)
+	}
+	return filepath.Join(c.Dir, p)
+}
+
+func (v *validator) auth(c *Config) {
+	if c.Auth == nil {
+		if _, _, err := net.SplitHostPort(c.Listen); err == nil && !isLoopback(c.Listen) {
+			// Point at listen: the missing section has no line.
+			v.problem(v.line("listen"), "auth", "required because listen %q accepts remote clients: configure auth.tokens (secrets from token_env), or listen on 127.0.0.1", c.Listen)
+		}
+		return
+	}
+	if len(c.Auth.Tokens) == 0 {
+		v.fail("auth.tokens", "needs at least one token (remove the auth section to disable auth, loopback listen only)")
+	}
+	names := make(map[string]int)
+	secrets := make(map[string]int)
+	for i := range c.Auth.Tokens {
+		t := &c.Auth.Tokens[i]
+		p := fmt.Sprintf("auth.tokens[%d]", i)
+		switch first, dup := names[t.Name]; {
+		case t.Name == "":
+			v.fail(p+".name", "required: a name for logs and metrics")
+		case dup:
+			v.fail(p+".name", "%q is already the name of auth.tokens[%d]", t.Name, first)
+		default:
+			names[t.Name] = i
+		}
+		if t.TokenEnv == "" {
+			v.fail(p+".token_env", "required: the environment variable holding the token's secret")
+		} else if t.Secret = os.Getenv(t.TokenEnv); t.Secret == "" {
+			v.fail(p+".token_env", "environment variable %s is not set or empty: set it to the token's secret", t.TokenEnv)
+		} else if first, dup := secrets[t.Secret]; dup {
+			v.fail(p+".token_env", "%s holds the same secret as the token of auth.tokens[%d]; give every token its own secret", t.TokenEnv, first)
+		} else {
+			secrets[t.Secret] = i
+		}
+		for j, e := range t.Endpoints {
+			if e != "*" && !slices.ContainsFunc(c.Endpoints, func(ep Endpoint) bool { return ep.Name == e }) {
+				v.fail(fmt.Sprintf("%s.endpoints[%d]", p, j), "no endpoint is called %q (use an endpoint name or \"*\")", e)
+			}
+		}
+		for j, a := range t.Actions {
+			if a != "*" && !slices.Contains(knownActions, a) {
+				v.fail(fmt.Sprintf("%s.actions[%d]", p, j), "unknown action %q (known: %s, or \"*\")", a, strings.Join(knownActions, ", "))
+			}
+		}
+	}
+}
+
+func (v *validator) tls(c *Config) {
+	t := &c.TLS
+	if (t.CertFile == "") != (t.KeyFile == "") {
+		v.fail("tls", "cert_file and key_file go together: set both to serve TLS, or neither")
+	}
+	if t.ClientCAFile != "" && t.CertFile == "" {
+		v.fail("tls.client_ca_file", "mutual TLS needs the server's own cert_file and key_file too")
+	}
+	for _, p := range []*string{&t.CertFile, &t.KeyFile, &t.ClientCAFile} {
+		if *p != "" {
+			*p = v.resolvePath(c, *p)
+		}
+	}
+}
+
+func (v *validator) limits(l Limits) {
+	if l.MaxMessageBytes <= 0 {
+		v.fail("limits.max_message_bytes", "must be positive, not %d", l.MaxMessageBytes)
+	}
+	if l.MaxStreams == 0 {
+		v.fail("limits.max_streams", "must be positive")
+	}
+	if l.EndpointBufferBytes < l.MaxMessageBytes {
+		v.fail("limits.endpoint_buffer_bytes", "must be at least limits.max_message_bytes (%d), or one large batch could never fit", l.MaxMessageBytes)
+	}
+}
+
+func (v *validator) embeddedKafka(k EmbeddedKafka) {
+	v.address("embedded_kafka.listen", k.Listen)
+	if k.Partitions < 1 {
+		v.fail("embedded_kafka.partitions", "must be at least 1, not %d", k.Partitions)
+	}
+	if k.Enabled {
+		v.fail("embedded_kafka", "not available in this build (arrives with the Kafka sink); set enabled: false")
+	}
+}

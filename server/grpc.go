@@ -1,0 +1,96 @@
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"log/slog"
+	"runtime/debug"
+
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/auth"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/logging"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/recovery"
+	"github.com/grpc-ecosystem/go-grpc-middleware/v2/interceptors/selector"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+)
+
+// newGRPCServer builds the Flight listener's gRPC server with its limits
+// (maxRecv: the Flight service's MaxRecvMsgSize, which leaves room beyond
+// limits.max_message_bytes so that flightsvc, not gRPC, rejects an
+// oversized batch with a message naming the limit), credentials and
+// interceptor chain, outermost first:
+//
+//   - metrics: every call is counted, including rejected ones;
+//   - logging: one line per finished call, Debug when OK, Info otherwise
+//     (Error for Internal/DataLoss);
+//   - auth: authFn on every call but the gRPC health service, which load
+//     balancers call without credentials (a service implementing
+//     auth.ServiceAuthFuncOverride, as flightsvc does to exempt Handshake,
+//     decides for itself);
+//   - recovery: a handler panic becomes Internal and is logged with its
+//     stack, and the server keeps serving.
+func newGRPCServer(maxRecv int, maxStreams uint32, tc *tls.Config, authFn auth.AuthFunc, metrics *grpcprom.ServerMetrics, logger *slog.Logger) *grpc.Server {
+	opts := []grpc.ServerOption{
+		grpc.MaxRecvMsgSize(maxRecv),
+		grpc.MaxConcurrentStreams(maxStreams),
+		// Stop must not return while a DoPut handler still runs: the
+		// writers close right after, and the handler's rollback needs them.
+		grpc.WaitForHandlers(true),
+	}
+	if tc != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tc)))
+	}
+	callLog := logging.LoggerFunc(func(ctx context.Context, lvl logging.Level, msg string, fields ...any) {
+		logger.Log(ctx, slog.Level(lvl), msg, fields...)
+	})
+	logOpts := []logging.Option{
+		logging.WithLogOnEvents(logging.FinishCall),
+		logging.WithLevels(callLevel),
+	}
+	needsAuth := selector.MatchFunc(func(_ context.Context, c interceptors.CallMeta) bool {
+		return c.Service != healthpb.Health_ServiceDesc.ServiceName
+	})
+	onPanic := recovery.WithRecoveryHandlerContext(func(ctx context.Context, p any) error {
+		logger.ErrorContext(ctx, "panic in gRPC handler", "panic", p, "stack", string(debug.Stack()))
+		return status.Error(codes.Internal, "quiver: internal error (the server logged the details)")
+	})
+	opts = append(opts,
+		grpc.ChainUnaryInterceptor(
+			metrics.UnaryServerInterceptor(),
+			logging.UnaryServerInterceptor(callLog, logOpts...),
+			selector.UnaryServerInterceptor(auth.UnaryServerInterceptor(authFn), needsAuth),
+			recovery.UnaryServerInterceptor(onPanic),
+		),
+		grpc.ChainStreamInterceptor(
+			metrics.StreamServerInterceptor(),
+			logging.StreamServerInterceptor(callLog, logOpts...),
+			selector.StreamServerInterceptor(auth.StreamServerInterceptor(authFn), needsAuth),
+			recovery.StreamServerInterceptor(onPanic),
+		),
+	)
+	return grpc.NewServer(opts...)
+}
+
+func callLevel(code codes.Code) logging.Level {
+	switch code {
+	case codes.OK:
+		return logging.LevelDebug
+	case codes.Internal, codes.DataLoss:
+		return logging.LevelError
+	}
+	return logging.LevelInfo
+}
+
+// newGRPCMetrics returns the gRPC server metrics (grpc_server_handled_total
+// and friends, with handling-time histograms) registered on reg.
+func newGRPCMetrics(reg prometheus.Registerer) *grpcprom.ServerMetrics {
+	m := grpcprom.NewServerMetrics(grpcprom.WithServerHandlingTimeHistogram())
+	reg.MustRegister(m)
+	return m
+}

@@ -1,0 +1,354 @@
+// Package server assembles a Quiver server from a validated config: it
+// builds every endpoint's writer from the sink registry, opens the
+// transaction coordinator (journal under data_dir), the Flight service, the
+// gRPC listener (limits, TLS, interceptors, health service) and the HTTP
+// operations listener (/metrics, /healthz, /readyz, status page), and runs
+// their lifecycle down to a graceful shutdown.
+//
+// Config loading and validation live in server/config; the quiver binary in
+// server/cmd/quiver. This package may import everything of the module; no
+// package imports it but the binary.
+package server
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	flightpb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/quiver-ingest/quiver/flightsvc"
+	"github.com/quiver-ingest/quiver/server/config"
+	"github.com/quiver-ingest/quiver/txn"
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Options are the server's dependencies. Zero values are documented per
+// field.
+type Options struct {
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Allocator for every Arrow buffer the server makes; nil means
+	// memory.DefaultAllocator. Tests pass a checked allocator.
+	Allocator memory.Allocator
+	// Sinks must be the registry the config was loaded with; nil means
+	// Sinks().
+	Sinks *writers.Registry
+	// Version is shown by the status page and quiver_build_info; "" means
+	// "dev".
+	Version string
+	// ShutdownTimeout is how long Serve lets streams drain after its
+	// context ends before cancelling them; zero means 30 seconds.
+	ShutdownTimeout time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Allocator == nil {
+		o.Allocator = memory.DefaultAllocator
+	}
+	if o.Sinks == nil {
+		o.Sinks = Sinks()
+	}
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = 30 * time.Second
+	}
+	return o
+}
+
+// closeTimeout bounds closing the writers during Shutdown, whatever is left
+// of the caller's deadline: they must be closed, and must not hang forever.
+const closeTimeout = 10 * time.Second
+
+// Server is one Quiver server. Build it with New, run it with Start (or
+// Serve), stop it with Shutdown; Shutdown may be called from any goroutine,
+// also while Start runs. FlightAddr and HTTPAddr are valid once Start has
+// returned.
+type Server struct {
+	cfg       *config.Config
+	opts      Options
+	logger    *slog.Logger
+	tls       *tls.Config
+	reg       *prometheus.Registry
+	endpoints []flightsvc.Endpoint
+
+	startOnce sync.Once
+	startErr  error
+	// Set by Start before it returns; read-only afterwards.
+	coord    *txn.Coordinator
+	svc      *flightsvc.Service
+	grpc     *grpc.Server
+	health   *health.Server
+	http     *http.Server
+	flightLn net.Listener
+	httpLn   net.Listener
+	serveErr chan error     // the first unexpected Serve failure of either listener
+	served   sync.WaitGroup // the two Serve goroutines
+
+	// serving is true from the end of Start until Shutdown begins.
+	serving      atomic.Bool
+	shutdownOnce sync.Once
+	shutdownErr  error
+}
+
+// New builds a server for cfg, which must come from config.Load with the
+// same sink registry as opts.Sinks. It loads the TLS files and builds every
+// endpoint's writer, unopened; it binds nothing and starts no goroutine.
+func New(cfg *config.Config, opts Options) (*Server, error) {
+	opts = opts.withDefaults()
+	tc, err := tlsConfig(cfg.TLS)
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		buildInfo(opts.Version),
+	)
+	eps, err := buildEndpoints(cfg, opts.Sinks, opts.Logger, reg, opts.Allocator)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{
+		cfg:       cfg,
+		opts:      opts,
+		logger:    opts.Logger,
+		tls:       tc,
+		reg:       reg,
+		endpoints: eps,
+		serveErr:  make(chan error, 2),
+	}, nil
+}
+
+// buildInfo is quiver_build_info{version, goversion} = 1.
+func buildInfo(version string) prometheus.Collector {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "quiver_build_info",
+		Help:        "Always 1; the labels name the running build.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()},
+	})
+	g.Set(1)
+	return g
+}
+
+// Start binds both listeners, opens the writers and the coordinator
+// (replaying the journal), and starts serving; it returns once the server
+// answers calls, with the gRPC health status SERVING. ctx bounds the
+// opening only, it is not kept. On error everything Start opened is closed
+// again. Start may be called once; a second call returns the first result.
+func (s *Server) Start(ctx context.Context) error {
+	s.startOnce.Do(func() { s.startErr = s.start(ctx) })
+	return s.startErr
+}
+
+func (s *Server) start(ctx context.Context) (err error) {
+	// Bind first: a taken port should fail before the journal is touched.
+	if s.flightLn, err = net.Listen("tcp", s.cfg.Listen); err != nil {
+		return writers.Errorf(writers.ErrUnavailable, "server: listen %s: %v (is another server running? change listen)", s.cfg.Listen, err)
+	}
+	if s.httpLn, err = net.Listen("tcp", s.cfg.HTTPListen); err != nil {
+		s.flightLn.Close()
+		return writers.Errorf(writers.ErrUnavailable, "server: http_listen %s: %v (is another server running? change http_listen)", s.cfg.HTTPListen, err)
+	}
+	var opened []flightsvc.Endpoint
+	defer func() {
+		if err != nil {
+			s.flightLn.Close()
+			s.httpLn.Close()
+			s.closeWriters(ctx, opened)
+			if s.coord != nil {
+				s.coord.Close()
+			}
+		}
+	}()
+	for _, e := range s.endpoints {
+		if err := e.Writer.Open(ctx); err != nil {
+			return fmt.Errorf("server: open endpoint %q (sink %s): %w", e.Name, e.Sink, err)
+		}
+		opened = append(opened, e)
+	}
+	s.coord, err = txn.Open(ctx, txn.Options{
+		Dir:        filepath.Join(s.cfg.DataDir, "journal"),
+		TTL:        s.cfg.Txn.TTL,
+		Logger:     s.logger.With("component", "txn"),
+		Registerer: s.reg,
+	}, flightsvc.EndpointWriters(s.endpoints))
+	if err != nil {
+		return fmt.Errorf("server: open transaction journal: %w", err)
+	}
+	s.svc, err = flightsvc.New(flightsvc.Options{
+		Endpoints:           s.endpoints,
+		Coordinator:         s.coord,
+		Allocator:           s.opts.Allocator,
+		Logger:              s.logger.With("component", "flight"),
+		Registerer:          s.reg,
+		MaxMessageBytes:     s.cfg.Limits.MaxMessageBytes,
+		EndpointBufferBytes: s.cfg.Limits.EndpointBufferBytes,
+		Tokens:              tokens(s.cfg.Auth),
+	})
+	if err != nil {
+		return fmt.Errorf("server: flight service: %w", err)
+	}
+
+	metrics := newGRPCMetrics(s.reg)
+	s.grpc = newGRPCServer(s.svc.MaxRecvMsgSize(), s.cfg.Limits.MaxStreams, s.tls, s.svc.Authenticate, metrics, s.logger.With("component", "grpc"))
+	s.svc.Register(s.grpc)
+	// The health server answers SERVING for "" (the whole server) and for
+	// the Flight service by name, from now until Shutdown.
+	s.health = health.NewServer()
+	s.health.SetServingStatus(flightpb.FlightService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
+	healthpb.RegisterHealthServer(s.grpc, s.health)
+	metrics.InitializeMetrics(s.grpc)
+	s.http = s.newHTTPServer(s.reg)
+
+	s.serving.Store(true)
+	s.served.Add(2)
+	go func() {
+		defer s.served.Done()
+		if err := s.grpc.Serve(s.flightLn); err != nil {
+			s.serveErr <- fmt.Errorf("server: flight listener: %w", err)
+		}
+	}()
+	go func() {
+		defer s.served.Done()
+		if err := s.http.Serve(s.httpLn); !errors.Is(err, http.ErrServerClosed) {
+			s.serveErr <- fmt.Errorf("server: http listener: %w", err)
+		}
+	}()
+	s.logger.Info("flight listening", "addr", s.FlightAddr(), "tls", s.tls != nil, "auth", s.cfg.Auth != nil)
+	s.logger.Info("http listening", "addr", s.HTTPAddr())
+	return nil
+}
+
+// tokens converts the configured tokens for flightsvc; nil disables auth.
+func tokens(a *config.Auth) []flightsvc.Token {
+	if a == nil {
+		return nil
+	}
+	out := make([]flightsvc.Token, len(a.Tokens))
+	for i, t := range a.Tokens {
+		out[i] = flightsvc.Token{Name: t.Name, Secret: t.Secret, Endpoints: t.Endpoints, Actions: t.Actions}
+	}
+	return out
+}
+
+// FlightAddr is the bound Flight address (the real port when listen asked
+// for port 0), or "" when Start was not called.
+func (s *Server) FlightAddr() string { return addr(s.flightLn) }
+
+// HTTPAddr is the bound HTTP address, or "" when Start was not called.
+func (s *Server) HTTPAddr() string { return addr(s.httpLn) }
+
+func addr(ln net.Listener) string {
+	if ln == nil {
+		return ""
+	}
+	return ln.Addr().String()
+}
+
+// Serve starts the server and runs it until ctx ends or a listener fails,
+// then shuts it down, giving streams Options.ShutdownTimeout to finish.
+// It returns the listener failure, or the shutdown's error.
+func (s *Server) Serve(ctx context.Context) error {
+	if err := s.Start(ctx); err != nil {
+		return err
+	}
+	var failed error
+	select {
+	case <-ctx.Done():
+		s.logger.Info("shutting down", "cause", context.Cause(ctx), "timeout", s.opts.ShutdownTimeout)
+	case failed = <-s.serveErr:
+		s.logger.Error("listener failed, shutting down", "err", failed)
+	}
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.opts.ShutdownTimeout)
+	defer cancel()
+	return errors.Join(failed, s.Shutdown(sctx))
+}
+
+// Shutdown stops the server gracefully, as http.Server.Shutdown does: it
+// reports NOT_SERVING (gRPC health, /readyz), stops accepting connections
+// and lets running calls finish until ctx ends. Then it cancels the calls
+// still running: flightsvc rolls back their unfinished auto-commit streams,
+// so no half stream is ever published. Finally it closes the writers and,
+// last, the coordinator and its journal.
+//
+// It returns an error wrapping ctx's cause when calls had to be cancelled.
+// Shutdown is idempotent and safe to call concurrently (later calls wait
+// for the first and return its result); it may be called without Start.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.shutdownOnce.Do(func() { s.shutdownErr = s.shutdown(ctx) })
+	return s.shutdownErr
+}
+
+func (s *Server) shutdown(ctx context.Context) error {
+	// Wait out a concurrent Start, and make a later one fail.
+	s.startOnce.Do(func() { s.startErr = errors.New("server: shut down before start") })
+	if s.startErr != nil {
+		return nil
+	}
+	s.serving.Store(false)
+	s.health.Shutdown()
+
+	stopped := make(chan struct{})
+	go func() {
+		s.grpc.GracefulStop()
+		close(stopped)
+	}()
+	var errs []error
+	select {
+	case <-stopped:
+	case <-ctx.Done():
+		s.logger.Warn("shutdown deadline reached: cancelling the calls still running")
+		s.grpc.Stop() // waits for the handlers (WaitForHandlers)
+		<-stopped
+		errs = append(errs, fmt.Errorf("server: shutdown: calls still running at the deadline were cancelled (unfinished streams rolled back): %w", context.Cause(ctx)))
+	}
+	// DoPut receive goroutines may outlive their handlers briefly; they
+	// hold Arrow memory and write to the writers about to close.
+	s.svc.Close()
+	if s.http.Shutdown(ctx) != nil {
+		s.http.Close() // the deadline passed: drop the remaining scrapes
+	}
+	s.served.Wait()
+	errs = append(errs, s.closeWriters(ctx, s.endpoints))
+	if err := s.coord.Close(); err != nil {
+		errs = append(errs, fmt.Errorf("server: close transaction journal: %w", err))
+	}
+	s.logger.Info("stopped")
+	return errors.Join(errs...)
+}
+
+// closeWriters closes eps' writers with closeTimeout of their own: ctx may
+// already be over, and a writer left open would leak.
+func (s *Server) closeWriters(ctx context.Context, eps []flightsvc.Endpoint) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	defer cancel()
+	var errs []error
+	for _, e := range eps {
+		if err := e.Writer.Close(cctx); err != nil {
+			errs = append(errs, fmt.Errorf("server: close endpoint %q: %w", e.Name, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,13 @@
+package server
+
+import (
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/discard"
+)
+
+// Sinks returns the registry of every sink this build offers. A sink
+// package joins the build by being listed here; config naming any other
+// sink fails with a "not available in this build" error.
+func Sinks() *writers.Registry {
+	return writers.NewRegistry(discard.Sink())
+}

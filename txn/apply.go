@@ -1,0 +1,67 @@
+package txn
+
+import (
+	"time"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// applyLocked applies a durable record to the state. Live operations and
+// recovery share it, so that the state after a restart is the state the
+// records describe. Records are trusted: decodeRecord rejected unknown
+// types.
+func (c *Coordinator) applyLocked(r *record) {
+	if r.typ == recEpoch {
+		c.noteCommittedLocked(r.Writer, r.Endpoint, r.Epoch)
+		return
+	}
+	t := c.txns[r.id()]
+	if t == nil {
+		t = c.newTxnLocked(r.id(), StateOpen)
+		// Only the owner of a pending transaction's op lock may journal
+		// for it; records replayed here have no owner.
+		t.op.Unlock()
+	}
+	t.pending = false
+	switch r.typ {
+	case recBegin:
+		// Also a begin of an aborted epoch (whose streams have all ended):
+		// it starts afresh.
+		t.state, t.ended, t.poison, t.replayed = StateOpen, time.Time{}, "", false
+		t.parts = make(map[string]*part)
+		t.decision, t.done, t.versions, t.discard = nil, nil, nil, nil
+		t.ttl, t.deadline = time.Duration(r.TTLMillis)*time.Millisecond, r.Deadline
+	case recJoin:
+		if t.parts[r.Endpoint] == nil {
+			t.parts[r.Endpoint] = &part{}
+		}
+	case recPrecommit:
+		t.state = StatePrecommitted
+		t.parts = make(map[string]*part, len(r.Participants))
+		for _, p := range r.Participants {
+			t.parts[p.Endpoint] = &part{rows: p.Rows, desc: p.Descriptor}
+		}
+		t.ttl, t.deadline = time.Duration(r.TTLMillis)*time.Millisecond, r.Deadline
+	case recDecide:
+		t.state = StatePrecommitted
+		t.decision = r.Descriptors
+		if t.decision == nil {
+			t.decision = make(map[string][]writers.Descriptor)
+		}
+		t.done = make(map[string]writers.CommitInfo)
+	case recCommitted:
+		t.state, t.ended = StateCommitted, r.At
+		t.versions, t.replayed = r.Versions, r.Replayed
+		t.decision, t.done = nil, nil
+		for ep := range r.Versions {
+			c.noteCommittedLocked(r.Writer, ep, r.Epoch)
+		}
+	case recAbort:
+		t.state, t.ended = StateAborted, r.At
+		t.decision, t.done = nil, nil
+	}
+	if t.ttl <= 0 {
+		t.ttl = c.ttl
+	}
+	c.indexLocked(t)
+}

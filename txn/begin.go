@@ -1,0 +1,156 @@
+package txn
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Begin opens transaction (writer, epoch), journaled before it returns.
+// Beginning an existing open or precommitted transaction returns it (ttl
+// refreshed); beginning a committed one returns it with Replayed set;
+// beginning an aborted one starts it afresh (the way to replay an epoch
+// after a rollback). A newer epoch fences (aborts and rolls back) older
+// open transactions of the same writer; beginning an epoch older than an
+// open or precommitted epoch of the writer is ErrWrongState. ttl <= 0
+// means the default. Epochs below 0 and empty writers are ErrInvalid.
+func (c *Coordinator) Begin(ctx context.Context, writer string, epoch int64, ttl time.Duration) (Status, error) {
+	id, err := checkID(writer, epoch)
+	if err != nil {
+		return Status{}, err
+	}
+	if ttl <= 0 {
+		ttl = c.ttl
+	}
+	t, created, err := c.lockOrCreate(id, StateOpen, c.fencedLocked)
+	if err != nil {
+		return Status{}, err
+	}
+	defer t.op.Unlock()
+	if !created {
+		c.mu.Lock()
+		switch t.state {
+		case StateOpen, StatePrecommitted:
+			t.ttl = ttl
+			c.refreshLocked(t)
+			st := c.statusLocked(t)
+			c.mu.Unlock()
+			return st, nil
+		case StateCommitted:
+			st := c.statusLocked(t)
+			c.mu.Unlock()
+			st.Replayed = true
+			return st, nil
+		}
+		c.mu.Unlock()
+	}
+	if err := c.start(ctx, t, created, ttl, ""); err != nil {
+		return Status{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.statusLocked(t), nil
+}
+
+// lockOrCreate returns transaction id with its op lock held. When it does
+// not exist, check (run under c.mu) may refuse it; otherwise it is created
+// in state, pending, and created is true.
+func (c *Coordinator) lockOrCreate(id txnID, state State, check func(txnID) error) (t *txn, created bool, err error) {
+	for {
+		if t := c.lockTxn(id); t != nil {
+			return t, false, nil
+		}
+		c.mu.Lock()
+		if c.txns[id] != nil {
+			// Created since lockTxn looked: wait for it like everyone else.
+			c.mu.Unlock()
+			continue
+		}
+		if check != nil {
+			if err := check(id); err != nil {
+				c.mu.Unlock()
+				return nil, false, err
+			}
+		}
+		t := c.newTxnLocked(id, state)
+		c.mu.Unlock()
+		return t, true, nil
+	}
+}
+
+// fencedLocked refuses epochs older than an open or precommitted epoch of
+// the same writer.
+func (c *Coordinator) fencedLocked(id txnID) error {
+	for e := range c.liveByWriter[id.writer] {
+		if e > id.epoch {
+			return writers.Errorf(writers.ErrWrongState, "txn: %s is fenced by epoch %d of the same writer (open or precommitted): use an epoch above %d", id, e, e)
+		}
+	}
+	return nil
+}
+
+// start journals the begin of t (op held; created now, or aborted and to
+// be started afresh), with a join of endpoint unless it is "", then fences
+// the writer's older open epochs. A failed start forgets a created t.
+func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.Duration, endpoint string) error {
+	c.mu.Lock()
+	if !created {
+		// The key is the same for every incarnation of the epoch: the old
+		// one's streams and rollbacks must be over before new data comes.
+		if t.streams > 0 || len(t.discard) > 0 {
+			n := t.streams
+			c.mu.Unlock()
+			return writers.Errorf(writers.ErrWrongState, "txn: %s was aborted and is still being rolled back (%d streams ending): retry shortly", t.id, n)
+		}
+		if err := c.fencedLocked(t.id); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+	}
+	c.mu.Unlock()
+	now := c.now()
+	recs := []*record{{typ: recBegin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, TTLMillis: ttl.Milliseconds(), Deadline: now.Add(ttl)}}
+	if endpoint != "" {
+		recs = append(recs, &record{typ: recJoin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, Endpoint: endpoint})
+	}
+	if err := c.log(nil, recs...); err != nil {
+		if created {
+			c.mu.Lock()
+			c.dropLocked(t)
+			c.mu.Unlock()
+		}
+		return err
+	}
+	c.fenceOlder(ctx, t.id)
+	return nil
+}
+
+// fenceOlder aborts the open transactions of id's writer with older epochs
+// (precommitted ones wait for their commit). Called with id's op held:
+// newer epochs lock before older ones.
+func (c *Coordinator) fenceOlder(ctx context.Context, id txnID) {
+	c.mu.Lock()
+	var older []*txn
+	for e, o := range c.liveByWriter[id.writer] {
+		if e < id.epoch && o.state == StateOpen {
+			older = append(older, o)
+		}
+	}
+	c.mu.Unlock()
+	sort.Slice(older, func(i, k int) bool { return older[i].id.epoch < older[k].id.epoch })
+	for _, o := range older {
+		o.op.Lock()
+		c.mu.Lock()
+		still := !o.gone && !o.pending && o.state == StateOpen
+		c.mu.Unlock()
+		if still {
+			c.logger.Info("txn: fencing an older open epoch", "writer", id.writer, "epoch", o.id.epoch, "by", id.epoch)
+			if err := c.abort(ctx, o, false); err != nil {
+				c.logger.Warn("txn: fencing an older epoch", "writer", id.writer, "epoch", o.id.epoch, "err", err)
+			}
+		}
+		o.op.Unlock()
+	}
+}

@@ -1,0 +1,201 @@
+package txn
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Commit decides the commit (journaled and fsync'd), then commits every
+// participant, adding the descriptors handed over from other servers
+// (endpoint → descriptors; a handed descriptor equal to this server's own is
+// ignored); handed descriptors may name endpoints this server's transaction
+// has no participant for, or a transaction this server never saw (then the
+// sinks of the named endpoints are asked first whether the epoch already
+// committed). Idempotent: committing a committed transaction returns the
+// same result with Replayed; an epoch already committed in the sinks
+// answers Replayed. Commit of an open or aborted transaction is
+// ErrWrongState; of an unknown one without handed descriptors, ErrNotFound
+// unless the writer is known to have committed the epoch (Replayed).
+//
+// The sink commits run with ctx's values but not its cancellation, bounded
+// by the coordinator's own timeout: once decided, a commit is finished. When
+// a sink commit fails the error keeps its class, the decision stays
+// journaled and a later Commit (or a restart) retries it; descriptors
+// handed to that later call are ignored.
+func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, handed map[string][]writers.Descriptor) (Status, error) {
+	id, err := checkID(writer, epoch)
+	if err != nil {
+		return Status{}, err
+	}
+	for ep := range handed {
+		if _, err := c.writerOf(ep); err != nil {
+			return Status{}, err
+		}
+	}
+	t := c.lockTxn(id)
+	if t == nil {
+		st, answered, err := c.commitUnknown(ctx, id, handed)
+		if answered || err != nil {
+			return st, err
+		}
+		t, _, _ = c.lockOrCreate(id, StatePrecommitted, nil)
+	}
+	defer t.op.Unlock()
+	c.mu.Lock()
+	switch {
+	case t.state == StateCommitted:
+		st := c.statusLocked(t)
+		c.mu.Unlock()
+		st.Replayed = true
+		c.metrics.result(resultReplayed)
+		return st, nil
+	case t.state == StateAborted:
+		c.mu.Unlock()
+		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: commit %s: the transaction was aborted: begin it again to replay the epoch", id)
+	case t.state == StateOpen:
+		c.mu.Unlock()
+		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: commit %s: the transaction is open: precommit it first", id)
+	}
+	decision := t.decision
+	if decision == nil {
+		decision = t.decisionLocked(handed)
+	}
+	decided, pending := t.decision != nil, t.pending
+	c.mu.Unlock()
+	if !decided {
+		rec := &record{typ: recDecide, Writer: writer, Epoch: epoch, At: c.now(), Descriptors: decision}
+		if err := c.log(nil, rec); err != nil {
+			if pending {
+				c.mu.Lock()
+				c.dropLocked(t)
+				c.mu.Unlock()
+			}
+			return Status{}, err
+		}
+		c.crashAt(crashAfterDecision)
+	}
+	return c.finish(ctx, t)
+}
+
+// commitUnknown answers a commit of a transaction this coordinator has no
+// record of, unless it must be decided from the handed descriptors
+// (answered false).
+func (c *Coordinator) commitUnknown(ctx context.Context, id txnID, handed map[string][]writers.Descriptor) (st Status, answered bool, err error) {
+	replayed := Status{Writer: id.writer, Epoch: id.epoch, State: StateCommitted, Replayed: true}
+	if len(handed) == 0 {
+		c.mu.Lock()
+		known := c.committedAnywhereLocked(id.writer, id.epoch)
+		c.mu.Unlock()
+		if !known {
+			return Status{}, true, writers.Errorf(writers.ErrNotFound, "txn: no transaction %s on this server: precommit it first, or pass the descriptors the other servers precommitted", id)
+		}
+		c.metrics.result(resultReplayed)
+		return replayed, true, nil
+	}
+	for ep := range handed {
+		last, err := c.lastCommitted(ctx, id.writer, ep)
+		if err != nil {
+			return Status{}, true, err
+		}
+		if last < id.epoch {
+			return Status{}, false, nil
+		}
+	}
+	for _, ep := range slices.Sorted(maps.Keys(handed)) {
+		replayed.Participants = append(replayed.Participants, Participant{Endpoint: ep, Version: writers.NoVersion})
+	}
+	c.metrics.result(resultReplayed)
+	return replayed, true, nil
+}
+
+// decisionLocked is what t's commit publishes per endpoint: its own
+// descriptors plus the handed ones, without duplicates (an orchestrator
+// may hand this server its own descriptor back).
+func (t *txn) decisionLocked(handed map[string][]writers.Descriptor) map[string][]writers.Descriptor {
+	d := make(map[string][]writers.Descriptor, len(t.parts)+len(handed))
+	for ep, p := range t.parts {
+		d[ep] = []writers.Descriptor{p.desc}
+	}
+	for ep, ds := range handed {
+		for _, h := range ds {
+			if !slices.ContainsFunc(d[ep], func(x writers.Descriptor) bool { return bytes.Equal(x, h) }) {
+				d[ep] = append(d[ep], h)
+			}
+		}
+	}
+	return d
+}
+
+// finish commits the decided transaction t (op held) on every endpoint of
+// the decision not committed yet, concurrently, and journals it committed
+// once all have. Sink commits are idempotent, so retrying after a failure
+// or a crash is safe.
+func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
+	type job struct {
+		endpoint string
+		descs    []writers.Descriptor
+	}
+	c.mu.Lock()
+	var jobs []job
+	for ep, ds := range t.decision {
+		if _, ok := t.done[ep]; !ok {
+			jobs = append(jobs, job{ep, ds})
+		}
+	}
+	c.mu.Unlock()
+
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
+	defer cancel()
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, jb := range jobs {
+		wg.Go(func() {
+			w, ok := c.eps.Writer(jb.endpoint)
+			if !ok {
+				errs[i] = writers.Errorf(writers.ErrNotFound, "txn: commit %s: endpoint %q is no longer configured: restore it to finish the decided commit", t.id, jb.endpoint)
+				return
+			}
+			info, err := w.Commit(ctx, t.key(), jb.descs)
+			if err != nil {
+				errs[i] = fmt.Errorf("txn: commit %s on endpoint %q: %w (the commit is decided and kept: retry commit to finish it)", t.id, jb.endpoint, err)
+				return
+			}
+			c.mu.Lock()
+			t.done[jb.endpoint] = info
+			c.mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return Status{}, err
+	}
+
+	c.mu.Lock()
+	versions := make(map[string]int64, len(t.done))
+	replayed := len(t.done) > 0 || c.committedAnywhereLocked(t.id.writer, t.id.epoch)
+	for ep, info := range t.done {
+		versions[ep] = info.Version
+		replayed = replayed && info.Replayed
+	}
+	c.mu.Unlock()
+	rec := &record{typ: recCommitted, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now(), Versions: versions, Replayed: replayed}
+	if err := c.log(nil, rec); err != nil {
+		return Status{}, err
+	}
+	if replayed {
+		c.metrics.result(resultReplayed)
+	} else {
+		c.metrics.result(resultCommitted)
+	}
+	c.logger.Info("txn: committed", "writer", t.id.writer, "epoch", t.id.epoch, "endpoints", len(versions), "replayed", replayed)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.statusLocked(t), nil
+}

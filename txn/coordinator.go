@@ -1,0 +1,377 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quiver-ingest/quiver/txn/journal"
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Defaults of the unexported knobs (tests shorten them).
+const (
+	defaultSegmentBytes  = 16 << 20
+	defaultCommitTimeout = 2 * time.Minute
+	defaultTick          = time.Second
+	minRetention         = time.Hour
+)
+
+// txnID identifies a transaction.
+type txnID struct {
+	writer string
+	epoch  int64
+}
+
+func (id txnID) String() string { return fmt.Sprintf("%s@%d", id.writer, id.epoch) }
+
+// part is one participant endpoint's staged work.
+type part struct {
+	rows int64
+	desc writers.Descriptor
+}
+
+// txn is one transaction.
+type txn struct {
+	id txnID
+	// op serializes the work on this transaction that journals or calls
+	// sinks (begin, join of a new endpoint, precommit, commit, rollback,
+	// expiry), so that a sink never sees Write racing Precommit or
+	// Rollback of the same key. Lock order: op, then Coordinator.gate,
+	// then Coordinator.mu; op of a newer epoch before op of an older one
+	// (fencing).
+	op sync.Mutex
+
+	// The fields below are guarded by Coordinator.mu.
+
+	// gone: removed from Coordinator.txns (creation failed, or forgotten
+	// after the retention); whoever waited on op must look it up again.
+	gone bool
+	// pending: created in memory, its first record not yet journaled.
+	pending  bool
+	state    State
+	ttl      time.Duration
+	deadline time.Time
+	ended    time.Time // when it became committed or aborted
+	parts    map[string]*part
+	streams  int    // streams joined and not Done
+	poison   string // why a stream failed
+	// decision is non-nil once the commit is decided and until it is
+	// finished: endpoint → descriptors to commit.
+	decision map[string][]writers.Descriptor
+	done     map[string]writers.CommitInfo // endpoints of the decision already committed
+	versions map[string]int64              // once committed
+	replayed bool
+	// discard lists the endpoints still to roll back after an abort: kept
+	// while streams are active (Write must not race Rollback) or when a
+	// sink Rollback failed.
+	discard []string
+}
+
+func (t *txn) live() bool { return t.state == StateOpen || t.state == StatePrecommitted }
+
+func (t *txn) key() writers.TxnKey { return writers.TxnKey{Writer: t.id.writer, Epoch: t.id.epoch} }
+
+// epochKey names the last committed epoch of a writer on an endpoint.
+type epochKey struct{ writer, endpoint string }
+
+// Coordinator runs transactions. All methods are safe for concurrent use.
+type Coordinator struct {
+	eps       Endpoints
+	logger    *slog.Logger
+	now       func() time.Time
+	ttl       time.Duration
+	retention time.Duration
+	crash     func(point string)
+	metrics   *metrics
+	j         *journal.Journal
+
+	// Unexported knobs, shortened by tests.
+	segmentBytes  int64
+	commitTimeout time.Duration
+
+	// gate is held shared while a record is appended and applied, and
+	// exclusively by compaction, which so sees the journal and the state
+	// agree.
+	gate       sync.RWMutex
+	compacting atomic.Bool
+
+	mu   sync.Mutex // guards the following fields and the txn fields
+	txns map[txnID]*txn
+	// liveByWriter indexes open and precommitted transactions for fencing.
+	liveByWriter map[string]map[int64]*txn
+	// committed is the last epoch each writer committed on each endpoint,
+	// from the journal and from the sinks (-1: the sink says never). It is
+	// small and kept forever.
+	committed map[epochKey]int64
+	// writerMax is the highest committed epoch of each writer on any
+	// endpoint.
+	writerMax map[string]int64
+
+	ctx       context.Context // canceled by Close; bounds background sink calls
+	cancel    context.CancelFunc
+	stopc     chan struct{}
+	donec     chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Open replays the journal in opts.Dir and returns a running coordinator:
+// decided commits are finished (calling Commit on the sinks again, which is
+// idempotent; a failure is logged and the decision kept for a later Commit),
+// precommitted transactions stay precommitted with their deadlines, open
+// ones are aborted and rolled back. A torn journal tail is truncated with a
+// warning; corruption elsewhere returns a *CorruptionError naming file and
+// offset. ctx bounds the sink calls of recovery. Open starts the expiry
+// goroutine, stopped by Close.
+func Open(ctx context.Context, opts Options, eps Endpoints) (*Coordinator, error) {
+	return open(ctx, opts, eps, defaultTick, nil)
+}
+
+// open is Open with the knobs tests change: the expiry tick and a hook run
+// before recovery.
+func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, tune func(*Coordinator)) (*Coordinator, error) {
+	if opts.Dir == "" {
+		return nil, writers.Errorf(writers.ErrInvalid, "txn: Options.Dir is required (the journal directory under data_dir)")
+	}
+	c := &Coordinator{
+		eps:           eps,
+		logger:        opts.Logger,
+		now:           opts.Now,
+		ttl:           opts.TTL,
+		segmentBytes:  defaultSegmentBytes,
+		commitTimeout: defaultCommitTimeout,
+		txns:          make(map[txnID]*txn),
+		liveByWriter:  make(map[string]map[int64]*txn),
+		committed:     make(map[epochKey]int64),
+		writerMax:     make(map[string]int64),
+		stopc:         make(chan struct{}),
+		donec:         make(chan struct{}),
+	}
+	if c.logger == nil {
+		c.logger = slog.New(slog.DiscardHandler)
+	}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.ttl <= 0 {
+		c.ttl = DefaultTTL
+	}
+	c.retention = max(c.ttl, minRetention)
+	crash, err := crashHook(c.logger)
+	if err != nil {
+		return nil, err
+	}
+	c.crash = crash
+	if tune != nil {
+		tune(c)
+	}
+	j, recs, err := journal.Open(opts.Dir, journal.Options{Logger: c.logger, Registerer: opts.Registerer})
+	if err != nil {
+		return nil, err
+	}
+	c.j = j
+	if c.metrics, err = newMetrics(opts.Registerer, c); err != nil {
+		return nil, errors.Join(err, j.Close())
+	}
+	if err := c.recover(ctx, recs); err != nil {
+		c.metrics.unregister()
+		return nil, errors.Join(err, j.Close())
+	}
+	c.maybeCompact()
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	go c.run(tick)
+	return c, nil
+}
+
+// Close stops background work and closes the journal. Calls after Close
+// fail with ErrUnavailable. Idempotent.
+func (c *Coordinator) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.stopc)
+		c.cancel()
+		<-c.donec
+		c.metrics.unregister()
+		c.closeErr = c.j.Close()
+	})
+	return c.closeErr
+}
+
+// log appends recs to the journal and, once they are durable, applies them
+// to the state together with then (run under c.mu, may be nil). Nothing is
+// applied when the append fails.
+func (c *Coordinator) log(then func(), recs ...*record) error {
+	jrs := make([]journal.Record, len(recs))
+	for i, r := range recs {
+		jr, err := r.encode()
+		if err != nil {
+			return err
+		}
+		jrs[i] = jr
+	}
+	c.gate.RLock()
+	err := c.j.Append(jrs...)
+	if err == nil {
+		c.mu.Lock()
+		for _, r := range recs {
+			c.applyLocked(r)
+		}
+		if then != nil {
+			then()
+		}
+		c.mu.Unlock()
+	}
+	c.gate.RUnlock()
+	if err != nil {
+		return fmt.Errorf("txn: journal: %w: %w", err, writers.ErrUnavailable)
+	}
+	c.maybeCompact()
+	return nil
+}
+
+// lockTxn returns transaction id with its op lock held, or nil when the
+// coordinator has no such transaction.
+func (c *Coordinator) lockTxn(id txnID) *txn {
+	for {
+		c.mu.Lock()
+		t := c.txns[id]
+		c.mu.Unlock()
+		if t == nil {
+			return nil
+		}
+		t.op.Lock()
+		c.mu.Lock()
+		gone := t.gone
+		c.mu.Unlock()
+		if !gone {
+			return t
+		}
+		t.op.Unlock()
+	}
+}
+
+// newTxnLocked adds a transaction in state, pending until its first record
+// is journaled, with its op lock held.
+func (c *Coordinator) newTxnLocked(id txnID, state State) *txn {
+	t := &txn{id: id, state: state, pending: true, ttl: c.ttl, parts: make(map[string]*part)}
+	t.op.Lock()
+	c.txns[id] = t
+	c.indexLocked(t)
+	return t
+}
+
+// dropLocked forgets t.
+func (c *Coordinator) dropLocked(t *txn) {
+	t.gone = true
+	delete(c.txns, t.id)
+	if m := c.liveByWriter[t.id.writer]; m[t.id.epoch] == t {
+		delete(m, t.id.epoch)
+		if len(m) == 0 {
+			delete(c.liveByWriter, t.id.writer)
+		}
+	}
+}
+
+// indexLocked keeps liveByWriter in step with t.state.
+func (c *Coordinator) indexLocked(t *txn) {
+	m := c.liveByWriter[t.id.writer]
+	if t.live() {
+		if m == nil {
+			m = make(map[int64]*txn)
+			c.liveByWriter[t.id.writer] = m
+		}
+		m[t.id.epoch] = t
+		return
+	}
+	if m[t.id.epoch] == t {
+		delete(m, t.id.epoch)
+		if len(m) == 0 {
+			delete(c.liveByWriter, t.id.writer)
+		}
+	}
+}
+
+// refreshLocked restarts t's inactivity deadline.
+func (c *Coordinator) refreshLocked(t *txn) { t.deadline = c.now().Add(t.ttl) }
+
+// statusLocked describes t.
+func (c *Coordinator) statusLocked(t *txn) Status {
+	st := Status{Writer: t.id.writer, Epoch: t.id.epoch, State: t.state, Replayed: t.replayed}
+	if t.live() {
+		st.Deadline = t.deadline
+	}
+	eps := make(map[string]bool, len(t.parts))
+	for ep := range t.parts {
+		eps[ep] = true
+	}
+	for ep := range t.decision {
+		eps[ep] = true
+	}
+	for ep := range t.versions {
+		eps[ep] = true
+	}
+	for ep := range eps {
+		p := Participant{Endpoint: ep, Version: writers.NoVersion}
+		if own := t.parts[ep]; own != nil {
+			p.Rows, p.Descriptor = own.rows, own.desc
+		}
+		if v, ok := t.versions[ep]; ok {
+			p.Version = v
+		}
+		st.Participants = append(st.Participants, p)
+	}
+	sort.Slice(st.Participants, func(i, k int) bool { return st.Participants[i].Endpoint < st.Participants[k].Endpoint })
+	return st
+}
+
+// Status reports a transaction; unknown ones are ErrNotFound.
+func (c *Coordinator) Status(ctx context.Context, writer string, epoch int64) (Status, error) {
+	id, err := checkID(writer, epoch)
+	if err != nil {
+		return Status{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := c.txns[id]
+	if t == nil || t.pending {
+		return Status{}, writers.Errorf(writers.ErrNotFound, "txn: no transaction %s on this server (never begun, or finished more than %s ago)", id, c.retention)
+	}
+	return c.statusLocked(t), nil
+}
+
+// OpenTransactions returns the number of open and precommitted
+// transactions (for metrics and health).
+func (c *Coordinator) OpenTransactions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, m := range c.liveByWriter {
+		n += len(m)
+	}
+	return n
+}
+
+// checkID validates a transaction identity.
+func checkID(writer string, epoch int64) (txnID, error) {
+	if writer == "" {
+		return txnID{}, writers.Errorf(writers.ErrInvalid, "txn: writer is empty: name the producer (for example \"orders-pipeline/p3\")")
+	}
+	if epoch < 0 {
+		return txnID{}, writers.Errorf(writers.ErrInvalid, "txn: epoch %d of writer %q is negative: epochs are int64 >= 0", epoch, writer)
+	}
+	return txnID{writer, epoch}, nil
+}
+
+// writerOf returns the writer of endpoint or an ErrNotFound error.
+func (c *Coordinator) writerOf(endpoint string) (writers.Writer, error) {
+	w, ok := c.eps.Writer(endpoint)
+	if !ok {
+		return nil, writers.Errorf(writers.ErrNotFound, "txn: unknown endpoint %q: check the endpoint name against the server's config", endpoint)
+	}
+	return w, nil
+}

@@ -1,0 +1,527 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+var bg = context.Background()
+
+func TestStateMachineErrors(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(fx *fixture) error
+		want error
+		msg  string
+	}{
+		{"empty writer", func(fx *fixture) error { _, err := fx.c.Begin(bg, "", 1, 0); return err }, writers.ErrInvalid, "writer is empty"},
+		{"negative epoch", func(fx *fixture) error { _, err := fx.c.Join(bg, "w", -1, "a"); return err }, writers.ErrInvalid, "negative"},
+		{"unknown endpoint", func(fx *fixture) error { _, err := fx.c.Join(bg, "w", 1, "nope"); return err }, writers.ErrNotFound, `"nope"`},
+		{"unknown endpoint in handed descriptors", func(fx *fixture) error {
+			_, err := fx.c.Commit(bg, "w", 1, map[string][]writers.Descriptor{"nope": {[]byte("d")}})
+			return err
+		}, writers.ErrNotFound, `"nope"`},
+		{"status of unknown", func(fx *fixture) error { _, err := fx.c.Status(bg, "w", 1); return err }, writers.ErrNotFound, "no transaction w@1"},
+		{"precommit of unknown", func(fx *fixture) error { _, err := fx.c.Precommit(bg, "w", 1); return err }, writers.ErrNotFound, "begin it"},
+		{"commit of unknown", func(fx *fixture) error { _, err := fx.c.Commit(bg, "w", 1, nil); return err }, writers.ErrNotFound, "precommit it first"},
+		{"commit before precommit", func(fx *fixture) error {
+			fx.write("w", 1, "a", 10)
+			_, err := fx.c.Commit(bg, "w", 1, nil)
+			return err
+		}, writers.ErrWrongState, "precommit it first"},
+		{"precommit while a stream writes", func(fx *fixture) error {
+			fx.c.Join(bg, "w", 1, "a")
+			fx.c.Join(bg, "w", 1, "b")
+			_, err := fx.c.Precommit(bg, "w", 1)
+			return err
+		}, writers.ErrWrongState, "2 stream(s) still writing"},
+		{"precommit after a stream failed", func(fx *fixture) error {
+			s, _ := fx.c.Join(bg, "w", 1, "a")
+			s.Done(3, errors.New("client went away"))
+			_, err := fx.c.Precommit(bg, "w", 1)
+			return err
+		}, writers.ErrWrongState, "a stream of this transaction failed (endpoint \"a\": client went away): roll back and replay the epoch"},
+		{"join after precommit", func(fx *fixture) error {
+			fx.write("w", 1, "a", 1)
+			fx.c.Precommit(bg, "w", 1)
+			_, err := fx.c.Join(bg, "w", 1, "a")
+			return err
+		}, writers.ErrWrongState, "precommitted"},
+		{"join after rollback", func(fx *fixture) error {
+			fx.write("w", 1, "a", 1)
+			fx.c.Rollback(bg, "w", 1)
+			_, err := fx.c.Join(bg, "w", 1, "a")
+			return err
+		}, writers.ErrWrongState, "begin it again"},
+		{"commit after rollback", func(fx *fixture) error {
+			fx.write("w", 1, "a", 1)
+			fx.c.Precommit(bg, "w", 1)
+			fx.c.Rollback(bg, "w", 1)
+			_, err := fx.c.Commit(bg, "w", 1, nil)
+			return err
+		}, writers.ErrWrongState, "aborted"},
+		{"rollback after commit", func(fx *fixture) error {
+			fx.write("w", 1, "a", 1)
+			fx.c.Precommit(bg, "w", 1)
+			fx.c.Commit(bg, "w", 1, nil)
+			_, err := fx.c.Rollback(bg, "w", 1)
+			return err
+		}, writers.ErrWrongState, "committed"},
+		{"sink precommit failure keeps the transaction open", func(fx *fixture) error {
+			fx.write("w", 1, "a", 1)
+			fx.eps["a"].set(func(f *fakeWriter) { f.failPrecommit = writers.Errorf(writers.ErrUnavailable, "storage down") })
+			_, err := fx.c.Precommit(bg, "w", 1)
+			if fx.status("w", 1).State != StateOpen {
+				return errors.New("not open after a failed precommit")
+			}
+			return err
+		}, writers.ErrUnavailable, "storage down"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := newFixture(t)
+			err := tc.run(fx)
+			if !errors.Is(err, tc.want) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("error %v, want class %v containing %q", err, tc.want, tc.msg)
+			}
+		})
+	}
+}
+
+func TestCommitTwoEndpoints(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	fx := newFixture(t)
+	fx.c.Close()
+	fx.c = nil
+	fx.tune = nil
+	c, err := open(bg, Options{Dir: fx.dir, TTL: time.Minute, Now: fx.clock.Now, Registerer: reg}, fx.eps, time.Hour, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.c = c
+
+	st, err := c.Begin(bg, "job", 7, 0)
+	if err != nil || st.State != StateOpen || !st.Deadline.Equal(fx.clock.Now().Add(time.Minute)) {
+		t.Fatalf("begin: %+v %v", st, err)
+	}
+	fx.write("job", 7, "a", 10)
+	fx.write("job", 7, "a", 5)
+	fx.write("job", 7, "b", 2)
+	if n := c.OpenTransactions(); n != 1 {
+		t.Fatalf("open transactions = %d", n)
+	}
+	st, err = c.Precommit(bg, "job", 7)
+	if err != nil || st.State != StatePrecommitted || len(st.Participants) != 2 {
+		t.Fatalf("precommit: %+v %v", st, err)
+	}
+	if p := st.Participants[0]; p.Endpoint != "a" || p.Rows != 15 || string(p.Descriptor) != "a/job@7" || p.Version != writers.NoVersion {
+		t.Fatalf("participant a: %+v", p)
+	}
+	again, err := c.Precommit(bg, "job", 7)
+	if err != nil || again.State != StatePrecommitted || len(again.Participants) != 2 {
+		t.Fatalf("second precommit: %+v %v", again, err)
+	}
+	if n, _, _, _ := fx.eps["a"].counts(); n != 1 {
+		t.Fatalf("sink precommits = %d, want 1", n)
+	}
+	st, err = c.Commit(bg, "job", 7, nil)
+	if err != nil || st.State != StateCommitted || st.Replayed {
+		t.Fatalf("commit: %+v %v", st, err)
+	}
+	if st.Participants[0].Version != 1 || st.Participants[1].Version != 1 {
+		t.Fatalf("versions: %+v", st.Participants)
+	}
+	for _, ep := range []string{"a", "b"} {
+		f := fx.eps[ep]
+		if len(f.commits) != 1 || len(f.commits[0].descs) != 1 || string(f.commits[0].descs[0]) != ep+"/job@7" {
+			t.Fatalf("%s commits: %+v", ep, f.commits)
+		}
+	}
+	st, err = c.Commit(bg, "job", 7, nil)
+	if err != nil || st.State != StateCommitted || !st.Replayed || st.Participants[0].Version != 1 {
+		t.Fatalf("second commit: %+v %v", st, err)
+	}
+	if _, n, _, _ := fx.eps["a"].counts(); n != 1 {
+		t.Fatalf("sink commits = %d after a double commit, want 1", n)
+	}
+	if n := c.OpenTransactions(); n != 0 {
+		t.Fatalf("open transactions = %d", n)
+	}
+	got := gatherCounters(t, reg)
+	if got["quiver_transactions_total/committed"] != 1 || got["quiver_transactions_total/replayed"] != 1 || got["quiver_transactions_open"] != 0 {
+		t.Fatalf("metrics %v", got)
+	}
+}
+
+func gatherCounters(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			name := mf.GetName()
+			for _, l := range m.GetLabel() {
+				name += "/" + l.GetValue()
+			}
+			switch {
+			case m.Counter != nil:
+				out[name] = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[name] = m.GetGauge().GetValue()
+			case m.Histogram != nil:
+				out[name] = float64(m.GetHistogram().GetSampleCount())
+			}
+		}
+	}
+	return out
+}
+
+func TestRollbackIsIdempotent(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 3)
+	for i := range 2 {
+		st, err := fx.c.Rollback(bg, "w", 1)
+		if err != nil || st.State != StateAborted {
+			t.Fatalf("rollback %d: %+v %v", i, st, err)
+		}
+	}
+	if _, _, n, _ := fx.eps["a"].counts(); n != 1 {
+		t.Fatalf("sink rollbacks = %d, want 1", n)
+	}
+	if st, err := fx.c.Rollback(bg, "never", 4); err != nil || st.State != StateAborted {
+		t.Fatalf("rollback of unknown: %+v %v", st, err)
+	}
+}
+
+func TestRollbackRetriesFailedSinkRollback(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 3)
+	fx.eps["a"].set(func(f *fakeWriter) { f.failRollback = writers.Errorf(writers.ErrUnavailable, "down") })
+	st, err := fx.c.Rollback(bg, "w", 1)
+	if !errors.Is(err, writers.ErrUnavailable) || st.State != StateAborted {
+		t.Fatalf("rollback: %+v %v", st, err)
+	}
+	fx.eps["a"].set(func(f *fakeWriter) { f.failRollback = nil })
+	if _, err := fx.c.Rollback(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, n, _ := fx.eps["a"].counts(); n != 1 {
+		t.Fatalf("sink rollbacks = %d, want 1", n)
+	}
+}
+
+func TestBeginAfterRollbackReplaysTheEpoch(t *testing.T) {
+	fx := newFixture(t)
+	s, _ := fx.c.Join(bg, "w", 1, "a")
+	s.Done(1, errors.New("broken pipe"))
+	fx.c.Rollback(bg, "w", 1)
+	if st, err := fx.c.Begin(bg, "w", 1, 0); err != nil || st.State != StateOpen || len(st.Participants) != 0 {
+		t.Fatalf("begin again: %+v %v", st, err)
+	}
+	fx.write("w", 1, "a", 4)
+	if _, err := fx.c.Precommit(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.Participants[0].Rows != 4 {
+		t.Fatalf("commit: %+v %v", st, err)
+	}
+}
+
+func TestReplayBelowLastCommitted(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 5, "a", 1)
+	fx.c.Precommit(bg, "w", 5)
+	if _, err := fx.c.Commit(bg, "w", 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, epoch := range []int64{5, 3} {
+		s, err := fx.c.Join(bg, "w", epoch, "a")
+		if err != nil || !s.Replayed() || s.Key() != (writers.TxnKey{Writer: "w", Epoch: epoch}) {
+			t.Fatalf("join %d: replayed=%v %v", epoch, s != nil && s.Replayed(), err)
+		}
+		s.Done(100, nil)
+	}
+	st, err := fx.c.Precommit(bg, "w", 3)
+	if err != nil || st.State != StatePrecommitted || !st.Replayed || len(st.Participants) != 0 {
+		t.Fatalf("precommit replay: %+v %v", st, err)
+	}
+	st, err = fx.c.Commit(bg, "w", 3, nil)
+	if err != nil || st.State != StateCommitted || !st.Replayed {
+		t.Fatalf("commit replay: %+v %v", st, err)
+	}
+	if _, n, _, calls := fx.eps["a"].counts(); n != 1 || calls != 1 {
+		t.Fatalf("sink commits %d, committed-epoch calls %d; want 1 and 1", n, calls)
+	}
+	// A newer epoch is not a replay.
+	if s, err := fx.c.Join(bg, "w", 6, "a"); err != nil || s.Replayed() {
+		t.Fatalf("join 6: %v", err)
+	}
+}
+
+func TestReplayKnownFromTheSink(t *testing.T) {
+	fx := newFixture(t)
+	fx.eps["a"].set(func(f *fakeWriter) { f.committed["w"] = 9 })
+	for range 3 {
+		s, err := fx.c.Join(bg, "w", 8, "a")
+		if err != nil || !s.Replayed() {
+			t.Fatalf("join: %v", err)
+		}
+		s.Done(0, nil)
+	}
+	if _, _, _, calls := fx.eps["a"].counts(); calls != 1 {
+		t.Fatalf("CommittedEpoch called %d times, want 1 (cached)", calls)
+	}
+	// Begin of a replayed epoch, then precommit and commit: all transparent.
+	if _, err := fx.c.Begin(bg, "w", 8, 0); err != nil {
+		t.Fatal(err)
+	}
+	fx.write("w", 8, "a", 10)
+	if st, err := fx.c.Precommit(bg, "w", 8); err != nil || !st.Replayed {
+		t.Fatalf("precommit: %+v %v", st, err)
+	}
+	if st, err := fx.c.Commit(bg, "w", 8, nil); err != nil || !st.Replayed || st.State != StateCommitted {
+		t.Fatalf("commit: %+v %v", st, err)
+	}
+	if p, n, _, _ := fx.eps["a"].counts(); p != 0 || n != 0 {
+		t.Fatalf("sink precommits %d commits %d, want none", p, n)
+	}
+	if v, ok, err := fx.c.CommittedEpoch(bg, "a", "w"); v != 9 || !ok || err != nil {
+		t.Fatalf("CommittedEpoch = %d %v %v", v, ok, err)
+	}
+	if _, ok, err := fx.c.CommittedEpoch(bg, "a", "other"); ok || err != nil {
+		t.Fatalf("CommittedEpoch of a new writer: ok=%v %v", ok, err)
+	}
+}
+
+func TestFencing(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 5, "a", 1)
+	if _, err := fx.c.Begin(bg, "w", 6, 0); err != nil {
+		t.Fatal(err)
+	}
+	fx.mustState("w", 5, StateAborted)
+	if _, _, n, _ := fx.eps["a"].counts(); n != 1 {
+		t.Fatalf("sink rollbacks = %d, want 1", n)
+	}
+	if _, err := fx.c.Begin(bg, "w", 4, 0); !errors.Is(err, writers.ErrWrongState) || !strings.Contains(err.Error(), "fenced by epoch 6") {
+		t.Fatalf("begin 4: %v", err)
+	}
+	if _, err := fx.c.Join(bg, "w", 5, "a"); !errors.Is(err, writers.ErrWrongState) {
+		t.Fatalf("join fenced 5: %v", err)
+	}
+	// Other writers are not affected.
+	fx.write("x", 1, "a", 1)
+
+	// A precommitted epoch is not fenced, and fences older begins.
+	fx.write("w", 6, "b", 1)
+	fx.c.Precommit(bg, "w", 6)
+	fx.write("w", 7, "b", 1)
+	fx.mustState("w", 6, StatePrecommitted)
+	fx.mustState("x", 1, StateOpen)
+
+	// Fencing an epoch whose stream still writes rolls it back at Done.
+	s, err := fx.c.Join(bg, "w", 8, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Begin(bg, "w", 9, 0); err != nil {
+		t.Fatal(err)
+	}
+	fx.mustState("w", 8, StateAborted)
+	before := len(fx.eps["a"].rollbacks)
+	s.Done(1, nil)
+	if after := len(fx.eps["a"].rollbacks); after != before+1 || fx.eps["a"].rollbacks[after-1].Epoch != 8 {
+		t.Fatalf("rollbacks %v", fx.eps["a"].rollbacks)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	fx.write("v", 1, "b", 1)
+	fx.c.Precommit(bg, "v", 1)
+	busy, _ := fx.c.Join(bg, "u", 1, "a")
+	fx.clock.Advance(30 * time.Second)
+	fx.write("z", 1, "a", 1) // refreshed later: lives longer
+	fx.clock.Advance(45 * time.Second)
+	fx.c.expireNow(fx.clock.Now())
+	st := fx.mustState("w", 1, StateAborted)
+	if !st.Deadline.IsZero() {
+		t.Fatalf("aborted transaction has a deadline")
+	}
+	fx.mustState("v", 1, StateAborted)
+	fx.mustState("u", 1, StateOpen) // a stream is still writing
+	fx.mustState("z", 1, StateOpen)
+	if _, _, n, _ := fx.eps["b"].counts(); n != 1 {
+		t.Fatalf("b rollbacks %d", n)
+	}
+	busy.Done(1, nil)
+	fx.clock.Advance(time.Hour)
+	fx.c.expireNow(fx.clock.Now())
+	fx.mustState("u", 1, StateAborted)
+	// Terminal transactions are forgotten after the retention.
+	fx.clock.Advance(2 * time.Hour)
+	fx.c.expireNow(fx.clock.Now())
+	if _, err := fx.c.Status(bg, "w", 1); !errors.Is(err, writers.ErrNotFound) {
+		t.Fatalf("status after retention: %v", err)
+	}
+}
+
+func TestExpiryGoroutine(t *testing.T) {
+	fx := newFixture(t)
+	fx.c.Close()
+	c, err := open(bg, Options{Dir: fx.dir, TTL: time.Minute, Now: fx.clock.Now}, fx.eps, time.Millisecond, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.c = c
+	fx.write("w", 1, "a", 1)
+	fx.clock.Advance(2 * time.Minute)
+	deadline := time.Now().Add(10 * time.Second)
+	for fx.status("w", 1).State != StateAborted {
+		if time.Now().After(deadline) {
+			t.Fatal("the expiry goroutine did not roll back the expired transaction")
+		}
+		time.Sleep(time.Millisecond) // polling interval, not a wait for an event
+	}
+}
+
+func TestHandedDescriptorsOfUnknownTransaction(t *testing.T) {
+	fx := newFixture(t)
+	handed := map[string][]writers.Descriptor{"a": {[]byte("other-server-1"), []byte("other-server-2")}}
+	st, err := fx.c.Commit(bg, "w", 3, handed)
+	if err != nil || st.State != StateCommitted || st.Replayed || len(st.Participants) != 1 || st.Participants[0].Version != 1 {
+		t.Fatalf("commit: %+v %v", st, err)
+	}
+	f := fx.eps["a"]
+	if len(f.commits) != 1 || len(f.commits[0].descs) != 2 || string(f.commits[0].descs[1]) != "other-server-2" {
+		t.Fatalf("sink commits %+v", f.commits)
+	}
+	if st, err := fx.c.Commit(bg, "w", 3, handed); err != nil || !st.Replayed {
+		t.Fatalf("second commit: %+v %v", st, err)
+	}
+	// A fresh server whose sink already has the epoch answers replayed
+	// without committing.
+	fx2 := newFixture(t)
+	fx2.eps["a"].set(func(f *fakeWriter) { f.committed["w"] = 3 })
+	if st, err := fx2.c.Commit(bg, "w", 3, handed); err != nil || !st.Replayed || st.State != StateCommitted {
+		t.Fatalf("commit on a sink that has it: %+v %v", st, err)
+	}
+	if _, n, _, _ := fx2.eps["a"].counts(); n != 0 {
+		t.Fatalf("sink commits %d, want 0", n)
+	}
+}
+
+func TestHandedDescriptorsJoinOwn(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	fx.c.Precommit(bg, "w", 1)
+	// The orchestrator hands every server's descriptors, ours included.
+	handed := map[string][]writers.Descriptor{"a": {[]byte("a/w@1"), []byte("peer")}, "b": {[]byte("peer-b")}}
+	st, err := fx.c.Commit(bg, "w", 1, handed)
+	if err != nil || len(st.Participants) != 2 {
+		t.Fatalf("commit: %+v %v", st, err)
+	}
+	a := fx.eps["a"].commits[0].descs
+	if len(a) != 2 || string(a[0]) != "a/w@1" || string(a[1]) != "peer" {
+		t.Fatalf("a committed %q", a)
+	}
+	if b := fx.eps["b"].commits[0].descs; len(b) != 1 || string(b[0]) != "peer-b" {
+		t.Fatalf("b committed %q", b)
+	}
+}
+
+func TestCommitRetryAfterSinkFailure(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	fx.write("w", 1, "b", 1)
+	fx.c.Precommit(bg, "w", 1)
+	fx.eps["b"].set(func(f *fakeWriter) {
+		f.failCommit = &writers.OutcomeUnknownError{Endpoint: "b", Err: errors.New("timeout")}
+	})
+	if _, err := fx.c.Commit(bg, "w", 1, nil); !errors.Is(err, writers.ErrOutcomeUnknown) {
+		t.Fatalf("commit: %v, want outcome unknown", err)
+	}
+	fx.mustState("w", 1, StatePrecommitted)
+	if _, err := fx.c.Rollback(bg, "w", 1); !errors.Is(err, writers.ErrWrongState) {
+		t.Fatalf("rollback of a decided commit: %v", err)
+	}
+	fx.clock.Advance(time.Hour)
+	fx.c.expireNow(fx.clock.Now())
+	fx.mustState("w", 1, StatePrecommitted) // decided commits never expire
+	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = nil })
+	if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.State != StateCommitted {
+		t.Fatalf("retry: %+v %v", st, err)
+	}
+	if _, n, _, _ := fx.eps["a"].counts(); n != 1 {
+		t.Fatalf("a commits %d, want 1", n)
+	}
+}
+
+func TestConcurrentTransactions(t *testing.T) {
+	fx := newFixture(t)
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			writer := string(rune('a'+w)) + "-job"
+			for e := range int64(5) {
+				var streams sync.WaitGroup
+				for _, ep := range []string{"a", "b"} {
+					streams.Go(func() {
+						s, err := fx.c.Join(bg, writer, e, ep)
+						if err != nil {
+							t.Error(err)
+							return
+						}
+						s.Done(1, nil)
+					})
+				}
+				streams.Wait()
+				if _, err := fx.c.Precommit(bg, writer, e); err != nil {
+					t.Error(err)
+					return
+				}
+				if _, err := fx.c.Commit(bg, writer, e, nil); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if _, n, _, _ := fx.eps["a"].counts(); n != 40 {
+		t.Fatalf("a commits %d, want 40", n)
+	}
+}
+
+func TestCrashPoints(t *testing.T) {
+	fx := newFixture(t)
+	var points []string
+	var mu sync.Mutex
+	fx.c.crash = func(p string) {
+		mu.Lock()
+		defer mu.Unlock()
+		points = append(points, p)
+	}
+	fx.write("w", 1, "a", 1)
+	fx.c.Precommit(bg, "w", 1)
+	fx.c.Commit(bg, "w", 1, nil)
+	if strings.Join(points, ",") != "after-precommit,after-commit-decision" {
+		t.Fatalf("crash points %v", points)
+	}
+	t.Setenv(crashEnv, "sometime")
+	if _, err := Open(bg, Options{Dir: t.TempDir()}, fx.eps); !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("Open with a bad %s: %v", crashEnv, err)
+	}
+}

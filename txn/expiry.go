@@ -1,0 +1,59 @@
+package txn
+
+import (
+	"sort"
+	"time"
+)
+
+// run is the expiry goroutine: it wakes every tick until Close.
+func (c *Coordinator) run(tick time.Duration) {
+	defer close(c.donec)
+	tk := time.NewTicker(tick)
+	defer tk.Stop()
+	for {
+		select {
+		case <-c.stopc:
+			return
+		case <-tk.C:
+			c.expireNow(c.now())
+		}
+	}
+}
+
+// expireNow rolls back the open and precommitted transactions idle past
+// their deadline at now, and forgets terminal ones that ended a retention
+// ago. Transactions with streams still writing are active, so they do not
+// expire; decided commits never expire (a Commit or a restart finishes
+// them).
+func (c *Coordinator) expireNow(now time.Time) {
+	var expired []*txn
+	c.mu.Lock()
+	for _, t := range c.txns {
+		switch {
+		case !t.live() && !t.pending && now.Sub(t.ended) >= c.retention:
+			c.dropLocked(t)
+		case t.expiredLocked(now):
+			expired = append(expired, t)
+		}
+	}
+	sort.Slice(expired, func(i, k int) bool { return expired[i].deadline.Before(expired[k].deadline) })
+	c.mu.Unlock()
+	for _, t := range expired {
+		t.op.Lock()
+		c.mu.Lock()
+		still := !t.gone && t.expiredLocked(now)
+		c.mu.Unlock()
+		if still {
+			c.logger.Info("txn: rolling back a transaction idle past its ttl", "writer", t.id.writer, "epoch", t.id.epoch)
+			if err := c.abort(c.ctx, t, true); err != nil {
+				c.logger.Warn("txn: expiring a transaction", "writer", t.id.writer, "epoch", t.id.epoch, "err", err)
+			}
+		}
+		t.op.Unlock()
+	}
+}
+
+// expiredLocked reports whether t is due for expiry at now.
+func (t *txn) expiredLocked(now time.Time) bool {
+	return t.live() && !t.pending && t.decision == nil && t.streams == 0 && !now.Before(t.deadline)
+}

@@ -1,0 +1,226 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"go.uber.org/goleak"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeWriter is a sink that stores committed epochs like a real one, records
+// the coordinator's calls and fails on demand.
+type fakeWriter struct {
+	name string
+
+	mu         sync.Mutex
+	committed  map[string]int64 // writer → last committed epoch
+	versionOf  map[writers.TxnKey]int64
+	version    int64
+	precommits []writers.TxnKey
+	commits    []fakeCommit
+	rollbacks  []writers.TxnKey
+	epochCalls int
+	// Injected failures, returned until reset.
+	failPrecommit, failCommit, failRollback error
+}
+
+type fakeCommit struct {
+	key   writers.TxnKey
+	descs []writers.Descriptor
+}
+
+var _ writers.Writer = (*fakeWriter)(nil)
+
+func newFake(name string) *fakeWriter {
+	return &fakeWriter{name: name, committed: map[string]int64{}, versionOf: map[writers.TxnKey]int64{}}
+}
+
+func (f *fakeWriter) desc(key writers.TxnKey) writers.Descriptor {
+	return writers.Descriptor(fmt.Sprintf("%s/%s", f.name, key))
+}
+
+func (f *fakeWriter) Open(context.Context) error  { return nil }
+func (f *fakeWriter) Close(context.Context) error { return nil }
+func (f *fakeWriter) Write(context.Context, writers.TxnKey, arrow.RecordBatch) error {
+	return nil
+}
+
+func (f *fakeWriter) Precommit(_ context.Context, key writers.TxnKey) (writers.Descriptor, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failPrecommit != nil {
+		return nil, f.failPrecommit
+	}
+	f.precommits = append(f.precommits, key)
+	return f.desc(key), nil
+}
+
+func (f *fakeWriter) Commit(_ context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failCommit != nil {
+		return writers.CommitInfo{}, f.failCommit
+	}
+	if e, ok := f.committed[key.Writer]; ok && key.Epoch <= e {
+		return writers.CommitInfo{Version: f.versionOf[key], Replayed: true}, nil
+	}
+	f.version++
+	f.committed[key.Writer] = key.Epoch
+	f.versionOf[key] = f.version
+	f.commits = append(f.commits, fakeCommit{key, descs})
+	return writers.CommitInfo{Version: f.version}, nil
+}
+
+func (f *fakeWriter) Rollback(_ context.Context, key writers.TxnKey) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.failRollback != nil {
+		return f.failRollback
+	}
+	f.rollbacks = append(f.rollbacks, key)
+	return nil
+}
+
+func (f *fakeWriter) CommittedEpoch(_ context.Context, writer string) (int64, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.epochCalls++
+	e, ok := f.committed[writer]
+	return e, ok, nil
+}
+
+func (f *fakeWriter) Contract() writers.Contract {
+	return writers.Contract{Delivery: "exactly-once", AggregatesDescriptors: true}
+}
+func (f *fakeWriter) Check(context.Context) error { return nil }
+
+func (f *fakeWriter) set(fn func(f *fakeWriter)) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	fn(f)
+}
+
+func (f *fakeWriter) counts() (precommits, commits, rollbacks, epochCalls int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.precommits), len(f.commits), len(f.rollbacks), f.epochCalls
+}
+
+// fakeEndpoints maps endpoint names to fake writers.
+type fakeEndpoints map[string]*fakeWriter
+
+func (e fakeEndpoints) Writer(name string) (writers.Writer, bool) {
+	w, ok := e[name]
+	if !ok {
+		return nil, false
+	}
+	return w, true
+}
+
+func newEndpoints(names ...string) fakeEndpoints {
+	e := fakeEndpoints{}
+	for _, n := range names {
+		e[n] = newFake(n)
+	}
+	return e
+}
+
+// clock is a settable test clock.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func newClock() *clock { return &clock{now: time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)} }
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// fixture is one coordinator on a directory, reopenable.
+type fixture struct {
+	t     *testing.T
+	dir   string
+	eps   fakeEndpoints
+	clock *clock
+	tune  func(*Coordinator)
+	c     *Coordinator
+}
+
+func newFixture(t *testing.T, endpoints ...string) *fixture {
+	if len(endpoints) == 0 {
+		endpoints = []string{"a", "b"}
+	}
+	fx := &fixture{t: t, dir: t.TempDir(), eps: newEndpoints(endpoints...), clock: newClock()}
+	fx.open()
+	t.Cleanup(func() {
+		if fx.c != nil {
+			fx.c.Close()
+		}
+	})
+	return fx
+}
+
+func (fx *fixture) open() {
+	fx.t.Helper()
+	c, err := open(context.Background(), Options{Dir: fx.dir, TTL: time.Minute, Now: fx.clock.Now}, fx.eps, time.Hour, fx.tune)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	fx.c = c
+}
+
+// restart closes the coordinator and opens a new one on the same journal.
+func (fx *fixture) restart() {
+	fx.t.Helper()
+	if err := fx.c.Close(); err != nil {
+		fx.t.Fatal(err)
+	}
+	fx.c = nil
+	fx.open()
+}
+
+// write joins a stream for (writer, epoch) on endpoint and ends it.
+func (fx *fixture) write(writer string, epoch int64, endpoint string, rows int64) *Stream {
+	fx.t.Helper()
+	s, err := fx.c.Join(context.Background(), writer, epoch, endpoint)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	s.Done(rows, nil)
+	return s
+}
+
+func (fx *fixture) status(writer string, epoch int64) Status {
+	fx.t.Helper()
+	st, err := fx.c.Status(context.Background(), writer, epoch)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return st
+}
+
+func (fx *fixture) mustState(writer string, epoch int64, want State) Status {
+	fx.t.Helper()
+	st := fx.status(writer, epoch)
+	if st.State != want {
+		fx.t.Fatalf("%s@%d is %s, want %s", writer, epoch, st.State, want)
+	}
+	return st
+}

@@ -1,0 +1,225 @@
+package txn
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden journal in testdata")
+
+func TestRestartKeepsPrecommitted(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 7)
+	pre, err := fx.c.Precommit(bg, "w", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.restart()
+	st := fx.mustState("w", 1, StatePrecommitted)
+	if !st.Deadline.Equal(pre.Deadline) || st.Participants[0].Rows != 7 || string(st.Participants[0].Descriptor) != "a/w@1" {
+		t.Fatalf("after restart %+v, before %+v", st, pre)
+	}
+	for range 2 {
+		if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.State != StateCommitted {
+			t.Fatalf("commit: %+v %v", st, err)
+		}
+	}
+	if _, n, _, _ := fx.eps["a"].counts(); n != 1 {
+		t.Fatalf("sink commits %d, want exactly 1", n)
+	}
+	// Committed epochs survive a restart: replays need no sink.
+	fx.restart()
+	_, _, _, before := fx.eps["a"].counts()
+	if s, err := fx.c.Join(bg, "w", 1, "a"); err != nil || !s.Replayed() {
+		t.Fatalf("join after restart: %v", err)
+	}
+	if _, _, _, calls := fx.eps["a"].counts(); calls != before {
+		t.Fatalf("CommittedEpoch called %d times after the restart", calls-before)
+	}
+}
+
+func TestRestartAbortsOpen(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	fx.write("w", 1, "b", 1)
+	fx.c.Join(bg, "v", 2, "a") // a stream cut by the crash
+	fx.restart()
+	fx.mustState("w", 1, StateAborted)
+	fx.mustState("v", 2, StateAborted)
+	if _, _, n, _ := fx.eps["a"].counts(); n != 2 {
+		t.Fatalf("a rollbacks %d, want 2", n)
+	}
+	if _, _, n, _ := fx.eps["b"].counts(); n != 1 {
+		t.Fatalf("b rollbacks %d, want 1", n)
+	}
+}
+
+func TestRestartFinishesDecidedCommit(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	fx.write("w", 1, "b", 1)
+	fx.c.Precommit(bg, "w", 1)
+	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = writers.Errorf(writers.ErrUnavailable, "broker down") })
+	if _, err := fx.c.Commit(bg, "w", 1, map[string][]writers.Descriptor{"b": {[]byte("peer")}}); !errors.Is(err, writers.ErrUnavailable) {
+		t.Fatalf("commit: %v", err)
+	}
+	fx.c.Close()
+	fx.c = nil
+	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = nil })
+	fx.open()
+	fx.mustState("w", 1, StateCommitted)
+	b := fx.eps["b"].commits
+	if len(b) != 1 || len(b[0].descs) != 2 || string(b[0].descs[1]) != "peer" {
+		t.Fatalf("b commits %+v", b)
+	}
+	if _, n, _, _ := fx.eps["a"].counts(); n != 1 {
+		t.Fatalf("a commits %d (idempotent retry must not double)", n)
+	}
+}
+
+func TestRestartKeepsDecisionForMissingEndpoint(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "b", 1)
+	fx.c.Precommit(bg, "w", 1)
+	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = writers.Errorf(writers.ErrUnavailable, "down") })
+	fx.c.Commit(bg, "w", 1, nil)
+	fx.c.Close()
+	fx.c = nil
+	b := fx.eps["b"]
+	delete(fx.eps, "b")
+	fx.open()
+	fx.mustState("w", 1, StatePrecommitted)
+	b.set(func(f *fakeWriter) { f.failCommit = nil })
+	fx.eps["b"] = b
+	if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.State != StateCommitted {
+		t.Fatalf("commit once the endpoint is back: %+v %v", st, err)
+	}
+}
+
+func TestCompactionKeepsState(t *testing.T) {
+	fx := newFixture(t)
+	fx.c.Close()
+	fx.c = nil
+	fx.tune = func(c *Coordinator) { c.segmentBytes = 4 << 10 }
+	fx.open()
+	for e := range int64(60) {
+		fx.write("w", e, "a", 1)
+		fx.c.Precommit(bg, "w", e)
+		if _, err := fx.c.Commit(bg, "w", e, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fx.write("p", 1, "b", 3)
+	fx.c.Precommit(bg, "p", 1)
+	fx.write("d", 1, "b", 1)
+	fx.c.Precommit(bg, "d", 1)
+	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = writers.Errorf(writers.ErrUnavailable, "down") })
+	fx.c.Commit(bg, "d", 1, nil)
+	fx.write("o", 1, "a", 1)
+	// Push past the segment size once more with the live state in place.
+	for e := range int64(20) {
+		fx.c.Begin(bg, "filler", e, 0)
+	}
+	segs, _ := filepath.Glob(filepath.Join(fx.dir, "*.journal"))
+	if len(segs) != 1 || filepath.Base(segs[0]) == "00000001.journal" {
+		t.Fatalf("segments %v: want one compacted segment", segs)
+	}
+	fx.c.Close()
+	fx.c = nil
+	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = nil })
+	fx.open()
+	fx.mustState("p", 1, StatePrecommitted)
+	fx.mustState("d", 1, StateCommitted)
+	fx.mustState("o", 1, StateAborted)
+	_, _, _, before := fx.eps["a"].counts()
+	if s, err := fx.c.Join(bg, "w", 59, "a"); err != nil || !s.Replayed() {
+		t.Fatalf("join of a committed epoch after compaction: %v", err)
+	}
+	if _, _, _, calls := fx.eps["a"].counts(); calls != before {
+		t.Fatalf("the sink was asked for an epoch the compacted journal knows")
+	}
+	if st, err := fx.c.Commit(bg, "p", 1, nil); err != nil || st.Participants[0].Rows != 3 {
+		t.Fatalf("commit of a snapshotted precommit: %+v %v", st, err)
+	}
+}
+
+func TestSecondCoordinatorOnSameDirFails(t *testing.T) {
+	fx := newFixture(t)
+	if _, err := Open(bg, Options{Dir: fx.dir}, fx.eps); err == nil {
+		t.Fatal("a second coordinator opened a locked journal")
+	}
+}
+
+func TestOpenRefusesCorruptJournal(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	fx.write("w", 2, "a", 1)
+	fx.c.Close()
+	fx.c = nil
+	seg := filepath.Join(fx.dir, "00000001.journal")
+	data, err := os.ReadFile(seg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[16+12+3] ^= 0x40 // inside the first record's payload
+	if err := os.WriteFile(seg, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Open(bg, Options{Dir: fx.dir}, fx.eps)
+	var ce *CorruptionError
+	if !errors.As(err, &ce) || ce.Segment != seg || ce.Offset != 16 {
+		t.Fatalf("Open: %v, want corruption of %s at 16", err, seg)
+	}
+}
+
+func TestGoldenJournal(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("job", 1, "a", 2)
+	fx.write("job", 1, "b", 3)
+	fx.clock.Advance(time.Second)
+	fx.c.Precommit(bg, "job", 1)
+	fx.c.Commit(bg, "job", 1, map[string][]writers.Descriptor{"b": {[]byte("peer")}})
+	fx.write("job", 2, "a", 1)
+	fx.c.Rollback(bg, "job", 2)
+	fx.c.Close()
+	fx.c = nil
+	got, err := os.ReadFile(filepath.Join(fx.dir, "00000001.journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join("testdata", "golden.journal")
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test -run TestGoldenJournal -update)", err)
+	}
+	if string(got) != string(want) {
+		t.Fatalf("journal bytes differ from %s (format change? update the golden file and docs/journal-format.md together)\n got %q\nwant %q", golden, got, want)
+	}
+	// The golden journal still opens and says what happened.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "00000001.journal"), want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open(bg, Options{Dir: dir, Now: fx.clock.Now}, fx.eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if st, _ := c.Status(bg, "job", 1); st.State != StateCommitted || len(st.Participants) != 2 {
+		t.Fatalf("golden job@1: %+v", st)
+	}
+	if st, _ := c.Status(bg, "job", 2); st.State != StateAborted {
+		t.Fatalf("golden job@2: %+v", st)
+	}
+}

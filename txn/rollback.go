@@ -1,0 +1,113 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Rollback aborts an open or precommitted transaction and discards its
+// staged data (once its streams have ended). Idempotent: rolling back an
+// aborted transaction retries the sink rollbacks that failed. Rolling back
+// a committed transaction, or one whose commit is decided, is
+// ErrWrongState; an unknown transaction answers aborted. When a sink
+// rollback fails the transaction is aborted anyway and the error is
+// returned with the status.
+func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) (Status, error) {
+	id, err := checkID(writer, epoch)
+	if err != nil {
+		return Status{}, err
+	}
+	t := c.lockTxn(id)
+	if t == nil {
+		return Status{Writer: writer, Epoch: epoch, State: StateAborted}, nil
+	}
+	defer t.op.Unlock()
+	c.mu.Lock()
+	state, decided := t.state, t.decision != nil
+	c.mu.Unlock()
+	switch {
+	case state == StateCommitted:
+		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: %s is committed: it cannot be rolled back", id)
+	case decided:
+		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: the commit of %s is decided: it can no longer be rolled back; retry commit to finish it", id)
+	case state == StateAborted:
+		err = c.discardParts(ctx, t)
+	default:
+		// abort fails before changing the state only when the journal
+		// does; afterwards the error is a sink rollback's.
+		if err = c.abort(ctx, t, false); c.isLive(t) {
+			return Status{}, err
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.statusLocked(t), err
+}
+
+// isLive reports whether t is open or precommitted.
+func (c *Coordinator) isLive(t *txn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return t.live()
+}
+
+// abort journals the abort of t (op held; open or precommitted, commit not
+// decided) and rolls its participants back, now or when its last stream
+// ends.
+func (c *Coordinator) abort(ctx context.Context, t *txn, expired bool) error {
+	rec := &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now(), Expired: expired}
+	err := c.log(func() { t.discard = slices.Sorted(maps.Keys(t.parts)) }, rec)
+	if err != nil {
+		return err
+	}
+	if expired {
+		c.metrics.result(resultExpired)
+	} else {
+		c.metrics.result(resultAborted)
+	}
+	return c.discardParts(ctx, t)
+}
+
+// discardParts rolls back the endpoints listed in t.discard, unless
+// streams are still writing: Rollback must not race Write of the same key,
+// so then the last Stream.Done does it. Failed endpoints stay listed for a
+// later Rollback call.
+func (c *Coordinator) discardParts(ctx context.Context, t *txn) error {
+	c.mu.Lock()
+	if t.streams > 0 {
+		c.mu.Unlock()
+		return nil
+	}
+	eps := t.discard
+	t.discard = nil
+	c.mu.Unlock()
+	if len(eps) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
+	defer cancel()
+	var failed []string
+	var errs []error
+	for _, ep := range eps {
+		w, ok := c.eps.Writer(ep)
+		if !ok {
+			c.logger.Warn("txn: cannot roll back on an endpoint that is no longer configured", "txn", t.id.String(), "endpoint", ep)
+			continue
+		}
+		if err := w.Rollback(ctx, t.key()); err != nil {
+			failed = append(failed, ep)
+			errs = append(errs, fmt.Errorf("txn: roll back %s on endpoint %q: %w (the transaction is aborted; roll back again to retry)", t.id, ep, err))
+		}
+	}
+	if len(failed) > 0 {
+		c.mu.Lock()
+		t.discard = append(t.discard, failed...)
+		c.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}

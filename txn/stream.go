@@ -1,0 +1,118 @@
+package txn
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Stream is one transactional DoPut stream joined to a transaction. Its
+// methods are safe for concurrent use.
+type Stream struct {
+	c        *Coordinator
+	t        *txn // nil when replayed
+	endpoint string
+	key      writers.TxnKey
+	ended    atomic.Bool
+}
+
+// Replayed reports that the stream's epoch is at or below the last epoch the
+// writer committed on the endpoint: the caller must read and acknowledge
+// the stream's batches without writing them.
+func (s *Stream) Replayed() bool { return s.t == nil }
+
+// Key is the transaction key to pass to writers.Writer.Write.
+func (s *Stream) Key() writers.TxnKey { return s.key }
+
+// Done ends the stream. rows is the number of rows written. A non-nil err
+// means the stream failed part-way: its rows may be partly staged, so the
+// transaction is poisoned (precommit fails with ErrWrongState telling the
+// client to roll back and replay the epoch). When the transaction was
+// aborted while the stream wrote (fenced, rolled back), the last stream's
+// Done rolls back the sinks. Done is idempotent.
+func (s *Stream) Done(rows int64, err error) {
+	if s.t == nil || !s.ended.CompareAndSwap(false, true) {
+		return
+	}
+	c, t := s.c, s.t
+	c.mu.Lock()
+	t.streams--
+	if p := t.parts[s.endpoint]; p != nil {
+		p.rows += rows
+	}
+	if err != nil && t.poison == "" {
+		t.poison = fmt.Sprintf("endpoint %q: %v", s.endpoint, err)
+	}
+	if t.live() {
+		c.refreshLocked(t)
+	}
+	discard := t.streams == 0 && len(t.discard) > 0
+	c.mu.Unlock()
+	if discard {
+		if err := c.discardParts(context.Background(), t); err != nil {
+			c.logger.Warn("txn: rolling back an aborted transaction after its last stream", "txn", t.id.String(), "err", err)
+		}
+	}
+}
+
+// Join attaches a transactional DoPut stream to (writer, epoch) on endpoint,
+// beginning the transaction if needed (which fences older open epochs). If
+// the epoch is at or below the last epoch the writer committed on endpoint
+// (asked of the sink through CommittedEpoch and remembered), or the
+// transaction is committed, the returned stream is Replayed. A
+// precommitted or aborted transaction, or one a stream of which failed, is
+// ErrWrongState; an unknown endpoint ErrNotFound. ctx bounds the sink and
+// journal calls of Join only. The caller must call Done.
+func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endpoint string) (*Stream, error) {
+	id, err := checkID(writer, epoch)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := c.writerOf(endpoint); err != nil {
+		return nil, err
+	}
+	key := writers.TxnKey{Writer: writer, Epoch: epoch}
+	last, err := c.lastCommitted(ctx, writer, endpoint)
+	if err != nil {
+		return nil, err
+	}
+	if epoch <= last {
+		return &Stream{c: c, endpoint: endpoint, key: key}, nil
+	}
+	t, created, err := c.lockOrCreate(id, StateOpen, c.fencedLocked)
+	if err != nil {
+		return nil, err
+	}
+	defer t.op.Unlock()
+	if created {
+		if err := c.start(ctx, t, true, c.ttl, endpoint); err != nil {
+			return nil, err
+		}
+	} else {
+		c.mu.Lock()
+		state, poison, joined := t.state, t.poison, t.parts[endpoint] != nil
+		c.mu.Unlock()
+		switch {
+		case state == StateCommitted:
+			return &Stream{c: c, endpoint: endpoint, key: key}, nil
+		case state == StatePrecommitted:
+			return nil, writers.Errorf(writers.ErrWrongState, "txn: %s is precommitted: no stream can join it any more; commit or roll it back, and write new data under a newer epoch", id)
+		case state == StateAborted:
+			return nil, writers.Errorf(writers.ErrWrongState, "txn: %s was aborted: begin it again to replay the epoch", id)
+		case poison != "":
+			return nil, writers.Errorf(writers.ErrWrongState, "txn: %s: a stream of this transaction failed (%s): roll back and replay the epoch", id, poison)
+		case !joined:
+			rec := &record{typ: recJoin, Writer: writer, Epoch: epoch, At: c.now(), Endpoint: endpoint}
+			if err := c.log(nil, rec); err != nil {
+				return nil, err
+			}
+		}
+	}
+	c.mu.Lock()
+	t.streams++
+	c.refreshLocked(t)
+	c.mu.Unlock()
+	return &Stream{c: c, t: t, endpoint: endpoint, key: key}, nil
+}

@@ -1,0 +1,77 @@
+package txn
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/quiver-ingest/quiver/txn/journal"
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// State is a transaction's state.
+type State string
+
+const (
+	StateOpen         State = "open"
+	StatePrecommitted State = "precommitted"
+	StateCommitted    State = "committed"
+	StateAborted      State = "aborted"
+)
+
+// Endpoints finds the writer of an endpoint by name. It is called
+// concurrently and must not block.
+type Endpoints interface {
+	Writer(endpoint string) (writers.Writer, bool)
+}
+
+// Options configure a Coordinator. Zero values are documented per field.
+type Options struct {
+	// Dir holds the journal; created if missing. Required. Only one
+	// coordinator may use a Dir at a time (it is locked).
+	Dir string
+	// TTL is the default lifetime of a transaction without activity before
+	// it is rolled back (open or precommitted). Zero means 15 minutes.
+	TTL time.Duration
+	// Logger; nil discards.
+	Logger *slog.Logger
+	// Registerer for the coordinator's and the journal's metrics; nil
+	// registers nothing. They are unregistered by Close.
+	Registerer prometheus.Registerer
+	// Now is the clock of deadlines and journal timestamps; nil means
+	// time.Now.
+	Now func() time.Time
+}
+
+// DefaultTTL is the TTL when Options.TTL is zero.
+const DefaultTTL = 15 * time.Minute
+
+// Participant is one endpoint taking part in a transaction.
+type Participant struct {
+	Endpoint string
+	// Rows staged by finished streams.
+	Rows int64
+	// Descriptor is set once precommitted (this server's own descriptor).
+	Descriptor writers.Descriptor
+	// Version is the sink's table version once committed (or
+	// writers.NoVersion).
+	Version int64
+}
+
+// Status describes a transaction.
+type Status struct {
+	Writer       string
+	Epoch        int64
+	State        State
+	Participants []Participant
+	// Replayed: the epoch was already committed before this call; the call
+	// changed nothing.
+	Replayed bool
+	// Deadline is when the transaction expires (open/precommitted only).
+	Deadline time.Time
+}
+
+// CorruptionError is returned by Open when the journal is corrupt: it
+// names the segment file and the byte offset.
+type CorruptionError = journal.CorruptionError

@@ -1,0 +1,386 @@
+// Package writertest is the conformance suite of the writers.Writer
+// contract. Every sink runs it from its own tests:
+//
+//	func TestConformance(t *testing.T) {
+//		writertest.Run(t, writertest.Harness{New: ..., Published: ...})
+//	}
+//
+// The suite covers auto-commit, transactions, idempotent commit, rollback,
+// replayed epochs, aggregated descriptors, restart (with Harness.Peer),
+// schema mismatch (for SchemaReporter writers), CommittedEpoch and Arrow
+// memory leaks. It imports only the writers contract, Arrow and testing.
+package writertest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Harness connects the suite to one sink.
+type Harness struct {
+	// New returns an opened writer over fresh, empty sink storage that
+	// accepts records of [Schema]. mem is the suite's checked allocator;
+	// the writer should allocate from it so leaks are caught. The suite
+	// closes the writer. Required.
+	New func(t *testing.T, mem memory.Allocator) writers.Writer
+	// Published returns the number of rows a reader of w's sink sees now.
+	// Required.
+	Published func(t *testing.T, w writers.Writer) int64
+	// Peer returns another opened writer over the same sink storage as w:
+	// what a restarted server, or a second server writing the same table,
+	// sees. The suite closes it. nil skips the restart subtest and the
+	// cross-writer half of the aggregation subtest.
+	Peer func(t *testing.T, w writers.Writer) writers.Writer
+}
+
+// Schema is the schema of the records the suite writes: id int64 (not
+// null), name utf8.
+func Schema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+}
+
+// Run runs every conformance subtest against h.
+func Run(t *testing.T, h Harness) {
+	if h.New == nil || h.Published == nil {
+		t.Fatal("writertest: Harness.New and Harness.Published are required")
+	}
+	subtests := []struct {
+		name string
+		run  func(*suite)
+	}{
+		{"auto-commit", (*suite).autoCommit},
+		{"transaction", (*suite).transaction},
+		{"idempotent-commit", (*suite).idempotentCommit},
+		{"rollback", (*suite).rollbackDiscards},
+		{"empty-precommit", (*suite).emptyPrecommit},
+		{"replayed-epoch", (*suite).replayedEpoch},
+		{"aggregated-descriptors", (*suite).aggregatedDescriptors},
+		{"restart", (*suite).restart},
+		{"schema-mismatch", (*suite).schemaMismatch},
+		{"never-committed", (*suite).neverCommitted},
+		{"concurrent-keys", (*suite).concurrentKeys},
+	}
+	for _, st := range subtests {
+		t.Run(st.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			// Cleanups run last-in first-out: the writers close before the
+			// allocator is checked.
+			t.Cleanup(func() { mem.AssertSize(t, 0) })
+			s := &suite{t: t, h: h, mem: mem, ctx: context.Background()}
+			s.w = s.open(h.New(t, mem))
+			st.run(s)
+		})
+	}
+}
+
+type suite struct {
+	t   *testing.T
+	h   Harness
+	mem memory.Allocator
+	ctx context.Context
+	w   writers.Writer
+}
+
+func (s *suite) open(w writers.Writer) writers.Writer {
+	s.t.Cleanup(func() {
+		if err := w.Close(context.Background()); err != nil {
+			s.t.Errorf("Close: %v", err)
+		}
+	})
+	return w
+}
+
+// write writes batches of the given sizes under key with w and returns the
+// rows written.
+func (s *suite) write(w writers.Writer, key writers.TxnKey, sizes ...int) int64 {
+	s.t.Helper()
+	var total int64
+	for _, n := range sizes {
+		rec := s.record(int(total), n)
+		err := w.Write(s.ctx, key, rec)
+		rec.Release() // records are borrowed by Write
+		if err != nil {
+			s.t.Fatalf("Write(%s): %v", key, err)
+		}
+		total += int64(n)
+	}
+	return total
+}
+
+func (s *suite) record(start, n int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(s.mem, Schema())
+	defer b.Release()
+	ids := b.Field(0).(*array.Int64Builder)
+	names := b.Field(1).(*array.StringBuilder)
+	for i := start; i < start+n; i++ {
+		ids.Append(int64(i))
+		if i%3 == 0 {
+			names.AppendNull()
+		} else {
+			names.Append(fmt.Sprintf("name-%d", i))
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+func (s *suite) precommit(w writers.Writer, key writers.TxnKey) writers.Descriptor {
+	s.t.Helper()
+	d, err := w.Precommit(s.ctx, key)
+	if err != nil {
+		s.t.Fatalf("Precommit(%s): %v", key, err)
+	}
+	return d
+}
+
+func (s *suite) commit(w writers.Writer, key writers.TxnKey, descs ...writers.Descriptor) writers.CommitInfo {
+	s.t.Helper()
+	info, err := w.Commit(s.ctx, key, descs)
+	if err != nil {
+		s.t.Fatalf("Commit(%s): %v", key, err)
+	}
+	return info
+}
+
+func (s *suite) rollback(w writers.Writer, key writers.TxnKey) {
+	s.t.Helper()
+	if err := w.Rollback(s.ctx, key); err != nil {
+		s.t.Fatalf("Rollback(%s): %v", key, err)
+	}
+}
+
+func (s *suite) wantPublished(want int64, when string) {
+	s.t.Helper()
+	if got := s.h.Published(s.t, s.w); got != want {
+		s.t.Fatalf("%s: %d rows published, want %d", when, got, want)
+	}
+}
+
+func (s *suite) wantEpoch(w writers.Writer, writer string, want int64, wantOK bool) {
+	s.t.Helper()
+	got, ok, err := w.CommittedEpoch(s.ctx, writer)
+	switch {
+	case err != nil:
+		s.t.Fatalf("CommittedEpoch(%q): %v", writer, err)
+	case ok != wantOK:
+		s.t.Fatalf("CommittedEpoch(%q): ok = %v, want %v", writer, ok, wantOK)
+	case ok && got != want:
+		s.t.Fatalf("CommittedEpoch(%q) = %d, want %d", writer, got, want)
+	}
+}
+
+func (s *suite) autoCommit() {
+	key := writers.AutoKey("stream-1")
+	rows := s.write(s.w, key, 3, 5)
+	s.wantPublished(0, "after Write")
+	d := s.precommit(s.w, key)
+	s.wantPublished(0, "after Precommit")
+	if info := s.commit(s.w, key, d); info.Replayed {
+		s.t.Fatal("first Commit of an auto-commit key reported Replayed")
+	}
+	s.wantPublished(rows, "after Commit")
+	// Auto-commit keys are private: they must not show up as epochs.
+	s.wantEpoch(s.w, key.Writer, 0, false)
+}
+
+func (s *suite) transaction() {
+	key := writers.TxnKey{Writer: "job-1", Epoch: 7}
+	rows := s.write(s.w, key, 4)
+	rows += s.write(s.w, key, 6)
+	d := s.precommit(s.w, key)
+	s.wantPublished(0, "after Precommit")
+	s.wantEpoch(s.w, key.Writer, 0, false)
+	s.commit(s.w, key, d)
+	s.wantPublished(rows, "after Commit")
+	s.wantEpoch(s.w, key.Writer, 7, true)
+}
+
+func (s *suite) idempotentCommit() {
+	key := writers.TxnKey{Writer: "job-1", Epoch: 1}
+	rows := s.write(s.w, key, 5)
+	d := s.precommit(s.w, key)
+	first := s.commit(s.w, key, d)
+	second := s.commit(s.w, key, d)
+	if !second.Replayed {
+		s.t.Fatal("second Commit of the same key: Replayed = false, want true")
+	}
+	if second.Version != first.Version {
+		s.t.Fatalf("second Commit version %d, want the original %d", second.Version, first.Version)
+	}
+	s.wantPublished(rows, "after the second Commit")
+}
+
+func (s *suite) rollbackDiscards() {
+	staged := writers.TxnKey{Writer: "job-1", Epoch: 1}
+	s.write(s.w, staged, 5)
+	s.rollback(s.w, staged)
+	s.rollback(s.w, staged) // idempotent
+	s.rollback(s.w, writers.TxnKey{Writer: "nobody", Epoch: 3})
+
+	precommitted := writers.TxnKey{Writer: "job-2", Epoch: 1}
+	s.write(s.w, precommitted, 5)
+	s.precommit(s.w, precommitted)
+	s.rollback(s.w, precommitted)
+
+	auto := writers.AutoKey("stream-1")
+	s.write(s.w, auto, 2)
+	s.rollback(s.w, auto)
+
+	s.wantPublished(0, "after Rollback")
+	s.wantEpoch(s.w, staged.Writer, 0, false)
+	s.wantEpoch(s.w, precommitted.Writer, 0, false)
+}
+
+func (s *suite) emptyPrecommit() {
+	// A key with nothing staged (never written, or rolled back) yields a
+	// descriptor that publishes nothing but still records the epoch.
+	key := writers.TxnKey{Writer: "job-1", Epoch: 2}
+	s.write(s.w, key, 5)
+	s.rollback(s.w, key)
+	s.commit(s.w, key, s.precommit(s.w, key))
+	s.wantPublished(0, "after committing an empty descriptor")
+	s.wantEpoch(s.w, key.Writer, 2, true)
+}
+
+func (s *suite) replayedEpoch() {
+	newer := writers.TxnKey{Writer: "job-1", Epoch: 5}
+	rows := s.write(s.w, newer, 5)
+	s.commit(s.w, newer, s.precommit(s.w, newer))
+
+	for _, epoch := range []int64{5, 3, 0} {
+		old := writers.TxnKey{Writer: "job-1", Epoch: epoch}
+		s.write(s.w, old, 4)
+		info := s.commit(s.w, old, s.precommit(s.w, old))
+		if !info.Replayed {
+			s.t.Fatalf("Commit of epoch %d after epoch 5 committed: Replayed = false, want true", epoch)
+		}
+		s.wantPublished(rows, fmt.Sprintf("after replaying epoch %d", epoch))
+		s.wantEpoch(s.w, "job-1", 5, true)
+	}
+}
+
+func (s *suite) aggregatedDescriptors() {
+	if !s.w.Contract().AggregatesDescriptors {
+		s.t.Skip("the sink does not aggregate descriptors")
+	}
+	// Two keys of one writer instance, published by one Commit.
+	a := writers.TxnKey{Writer: "agg-a", Epoch: 1}
+	b := writers.TxnKey{Writer: "agg-b", Epoch: 1}
+	rows := s.write(s.w, a, 3) + s.write(s.w, b, 4)
+	s.commit(s.w, a, s.precommit(s.w, a), s.precommit(s.w, b))
+	s.wantPublished(rows, "after committing two keys' descriptors")
+
+	if s.h.Peer == nil {
+		return
+	}
+	// Two servers precommit the same transaction; one publishes both, the
+	// other's own Commit then finds the epoch committed.
+	peer := s.open(s.h.Peer(s.t, s.w))
+	key := writers.TxnKey{Writer: "agg-c", Epoch: 9}
+	rows += s.write(s.w, key, 5) + s.write(peer, key, 6)
+	mine, theirs := s.precommit(s.w, key), s.precommit(peer, key)
+	s.commit(s.w, key, mine, theirs)
+	s.wantPublished(rows, "after committing a peer's descriptor")
+	if info := s.commit(peer, key, theirs); !info.Replayed {
+		s.t.Fatal("peer Commit after the aggregated commit: Replayed = false, want true")
+	}
+	s.wantPublished(rows, "after the peer's replayed Commit")
+	s.wantEpoch(peer, key.Writer, 9, true)
+}
+
+func (s *suite) restart() {
+	if s.h.Peer == nil {
+		s.t.Skip("Harness.Peer is nil")
+	}
+	key := writers.TxnKey{Writer: "job-1", Epoch: 3}
+	rows := s.write(s.w, key, 5)
+	d := s.precommit(s.w, key)
+	restarted := s.open(s.h.Peer(s.t, s.w))
+	if err := s.w.Close(s.ctx); err != nil {
+		s.t.Fatalf("Close: %v", err)
+	}
+	s.commit(restarted, key, d)
+	s.wantPublished(rows, "after committing a precommitted descriptor after a restart")
+	s.wantEpoch(restarted, key.Writer, 3, true)
+	if info := s.commit(restarted, key, d); !info.Replayed {
+		s.t.Fatal("second Commit after restart: Replayed = false, want true")
+	}
+	s.wantPublished(rows, "after the second Commit")
+}
+
+func (s *suite) schemaMismatch() {
+	// Schemas are known once a table exists: commit one batch first.
+	first := writers.AutoKey("stream-1")
+	rows := s.write(s.w, first, 2)
+	s.commit(s.w, first, s.precommit(s.w, first))
+	schema, err := writers.SchemaOf(s.ctx, s.w)
+	if err != nil {
+		s.t.Fatalf("Schema: %v", err)
+	}
+	if schema == nil {
+		s.t.Skip("the writer reports no schema")
+	}
+
+	b := array.NewRecordBuilder(s.mem, arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.BinaryTypes.String},
+	}, nil))
+	defer b.Release()
+	b.Field(0).(*array.StringBuilder).Append("not-an-int")
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+
+	key := writers.AutoKey("stream-2")
+	err = s.w.Write(s.ctx, key, rec)
+	if !errors.Is(err, writers.ErrInvalid) {
+		s.t.Fatalf("Write of a mismatched record: %v, want an ErrInvalid error", err)
+	}
+	s.commit(s.w, key, s.precommit(s.w, key))
+	s.wantPublished(rows, "after the rejected Write")
+}
+
+func (s *suite) neverCommitted() {
+	s.wantEpoch(s.w, "never-seen", 0, false)
+}
+
+func (s *suite) concurrentKeys() {
+	const streams = 4
+	var (
+		wg    sync.WaitGroup
+		descs = make([]writers.Descriptor, streams)
+		errs  = make([]error, streams)
+	)
+	key := func(i int) writers.TxnKey { return writers.TxnKey{Writer: fmt.Sprintf("job-%d", i), Epoch: 1} }
+	for i := range streams {
+		wg.Go(func() {
+			for range 3 {
+				rec := s.record(0, 10)
+				err := s.w.Write(s.ctx, key(i), rec)
+				rec.Release()
+				if err != nil {
+					errs[i] = err
+					return
+				}
+			}
+			descs[i], errs[i] = s.w.Precommit(s.ctx, key(i))
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		s.t.Fatalf("concurrent writes: %v", err)
+	}
+	for i, d := range descs {
+		s.commit(s.w, key(i), d)
+	}
+	s.wantPublished(streams*3*10, "after concurrent streams")
+}
