@@ -36,9 +36,9 @@ func (v *validator) line(path string) int {
 	return 0
 }
 
-// knownActions are the DoAction types a token may be granted (interface.md,
-// "Actions").
-var knownActions = []string{"begin", "precommit", "commit", "rollback", "status", "committed-epoch", "endpoints", "health"}
+// KnownActions are the DoAction types a token may be granted (interface.md,
+// "Actions"). server's tests check it against the Flight service's list.
+var KnownActions = []string{"begin", "precommit", "commit", "rollback", "status", "committed-epoch", "endpoints", "health"}
 
 func (v *validator) config(c *Config) {
 	v.address("listen", c.Listen)
@@ -137,8 +137,8 @@ func (v *validator) auth(c *Config) {
 			}
 		}
 		for j, a := range t.Actions {
-			if a != "*" && !slices.Contains(knownActions, a) {
-				v.fail(fmt.Sprintf("%s.actions[%d]", p, j), "unknown action %q (known: %s, or \"*\")", a, strings.Join(knownActions, ", "))
+			if a != "*" && !slices.Contains(KnownActions, a) {
+				v.fail(fmt.Sprintf("%s.actions[%d]", p, j), "unknown action %q (known: %s, or \"*\")", a, strings.Join(KnownActions, ", "))
 			}
 		}
 	}
