@@ -1,0 +1,223 @@
+package deltalog
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Highest legacy protocol versions this package understands; reader 3 and
+// writer 7 mean "explicit feature lists".
+const (
+	maxReaderVersion = 3
+	maxWriterVersion = 7
+)
+
+// featureRule says what Quiver does with a listed feature: ok reports
+// whether the table (with this feature listed) is usable. A nil rule means
+// "always supported"; the policy follows the feature table of
+// delta-protocol.md §4 for a reader of logs and an append/whole-file
+// overwrite writer.
+type featureRule func(s *Snapshot) (ok bool, why string)
+
+func always(*Snapshot) (bool, string) { return true, "" }
+
+func never(why string) featureRule {
+	return func(*Snapshot) (bool, string) { return false, why }
+}
+
+// refuseIfActive refuses the feature only when active reports it in use:
+// "supported" (listed) is not "active".
+func refuseIfActive(why string, active func(*Snapshot) bool) featureRule {
+	return func(s *Snapshot) (bool, string) { return !active(s), why }
+}
+
+// readerRules covers features a reader must understand. deletionVectors is
+// accepted: log replay keys files by (path, DV) and exposes each file's DV;
+// a data reader must apply them (Add.DeletionVector).
+var readerRules = map[string]featureRule{
+	"deletionVectors":     always,
+	"timestampNtz":        always,
+	"vacuumProtocolCheck": always,
+	"columnMapping": refuseIfActive("column mapping is active (delta.columnMapping.mode); physical column names are not implemented",
+		columnMappingActive),
+	"v2Checkpoint":             never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
+	"typeWidening":             never("files written before a type change would need upcasting"),
+	"typeWidening-preview":     never("files written before a type change would need upcasting"),
+	"variantType":              never("the variant type is not implemented"),
+	"variantType-preview":      never("the variant type is not implemented"),
+	"variantShredding":         never("the variant type is not implemented"),
+	"variantShredding-preview": never("the variant type is not implemented"),
+	"catalogManaged":           never("commits of catalog-managed tables live in a catalog"),
+}
+
+// writerRules covers writer features; a writer must also satisfy every
+// reader feature (it reads the log before writing).
+var writerRules = map[string]featureRule{
+	"appendOnly": always, // enforced per commit: see checkAppendOnly
+	"invariants": refuseIfActive("a column has delta.invariants (SQL expressions are not evaluated)",
+		columnMetadataActive("delta.invariants")),
+	"checkConstraints": refuseIfActive("delta.constraints.* is set (SQL expressions are not evaluated)",
+		func(s *Snapshot) bool { return configHasPrefix(s, "delta.constraints.") }),
+	// Appends and whole-file overwrites never need cdc files.
+	"changeDataFeed": always,
+	"generatedColumns": refuseIfActive("a column has delta.generationExpression (values are not generated)",
+		columnMetadataActive("delta.generationExpression")),
+	"allowColumnDefaults": refuseIfActive("a column has CURRENT_DEFAULT (defaults are not filled in)",
+		columnMetadataActive("CURRENT_DEFAULT")),
+	"columnMapping": refuseIfActive("column mapping is active (delta.columnMapping.mode); physical column names are not implemented",
+		columnMappingActive),
+	"identityColumns": refuseIfActive("a column has delta.identity.* (identity values are not generated)",
+		columnMetadataActive("delta.identity.")),
+	"deletionVectors": always, // never created; removes copy the live add's DV (Add.Remove)
+	"timestampNtz":    always,
+	"domainMetadata":  always, // domains are preserved, never edited
+	"rowTracking": refuseIfActive("row ids and the delta.rowTracking high-water mark are not maintained",
+		func(s *Snapshot) bool { return s.Metadata.Configuration["delta.rowTrackingSuspended"] != "true" }),
+	"v2Checkpoint":                never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
+	"inCommitTimestamp":           always, // commitInfo.inCommitTimestamp is written when enabled
+	"clustering":                  always, // stats are written for every column; clusteringProvider is never set
+	"vacuumProtocolCheck":         always,
+	"checkpointProtection":        always, // log files and checkpoints are never deleted
+	"materializePartitionColumns": never("partition columns are not written into data files"),
+	"icebergCompatV1":             refuseIfActive("delta.enableIcebergCompatV1 is set", configTrue("delta.enableIcebergCompatV1")),
+	"icebergCompatV2":             refuseIfActive("delta.enableIcebergCompatV2 is set", configTrue("delta.enableIcebergCompatV2")),
+	"icebergCompatV3":             refuseIfActive("delta.enableIcebergCompatV3 is set", configTrue("delta.enableIcebergCompatV3")),
+	"coordinatedCommits-preview":  never("commits are coordinated by an external service"),
+}
+
+// legacyWriterFeatures lists the features implied by writer versions 2..6.
+var legacyWriterFeatures = [][]string{
+	2: {"appendOnly", "invariants"},
+	3: {"checkConstraints"},
+	4: {"changeDataFeed", "generatedColumns"},
+	5: {"columnMapping"},
+	6: {"identityColumns"},
+}
+
+// CheckReadable reports whether Quiver can read the table of s: reader
+// version ≤ 3 and every reader feature supported (legacy reader 2 implies
+// columnMapping, refused only when active). Refusals wrap ErrUnsupported
+// and name the feature and the table protocol.
+func CheckReadable(s *Snapshot) error {
+	p := s.Protocol
+	if p.MinReaderVersion > maxReaderVersion || p.MinReaderVersion < 1 {
+		return unsupported(p, "reader version", fmt.Sprint(p.MinReaderVersion), "Quiver reads reader versions 1 to 3")
+	}
+	for _, f := range readerFeatures(p) {
+		if err := checkFeature(s, "reader", f, readerRules); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// CheckWritable reports whether Quiver can append to or overwrite the table
+// of s: it must be readable (CheckReadable), have writer version ≤ 7, and
+// every writer feature, explicit or implied by a legacy version, supported
+// or inactive. Refusals wrap ErrUnsupported and name the feature.
+func CheckWritable(s *Snapshot) error {
+	if err := CheckReadable(s); err != nil {
+		return err
+	}
+	p := s.Protocol
+	if p.MinWriterVersion > maxWriterVersion || p.MinWriterVersion < 1 {
+		return unsupported(p, "writer version", fmt.Sprint(p.MinWriterVersion), "Quiver writes writer versions 1 to 7")
+	}
+	for _, f := range writerFeatures(p) {
+		if err := checkFeature(s, "writer", f, writerRules); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkFeature(s *Snapshot, kind, feature string, rules map[string]featureRule) error {
+	rule, known := rules[feature]
+	if !known {
+		// A reader feature is always a writer feature too; the writer rules
+		// then decide. Anything else is unknown to Quiver.
+		if kind == "reader" {
+			if _, ok := writerRules[feature]; ok {
+				return nil
+			}
+		}
+		return unsupported(s.Protocol, kind+" feature", feature, "Quiver does not implement it")
+	}
+	if ok, why := rule(s); !ok {
+		return unsupported(s.Protocol, kind+" feature", feature, why)
+	}
+	return nil
+}
+
+func unsupported(p Protocol, what, name, why string) error {
+	return fmt.Errorf("delta: unsupported Delta %s %q (table protocol %d/%d): %s: %w",
+		what, name, p.MinReaderVersion, p.MinWriterVersion, why, ErrUnsupported)
+}
+
+func readerFeatures(p Protocol) []string {
+	switch {
+	case p.MinReaderVersion >= 3:
+		return p.ReaderFeatures
+	case p.MinReaderVersion == 2:
+		return []string{"columnMapping"}
+	}
+	return nil
+}
+
+func writerFeatures(p Protocol) []string {
+	if p.MinWriterVersion >= 7 {
+		return p.WriterFeatures
+	}
+	var out []string
+	for v := 2; v <= int(p.MinWriterVersion) && v < len(legacyWriterFeatures); v++ {
+		out = append(out, legacyWriterFeatures[v]...)
+	}
+	return out
+}
+
+// HasWriterFeature reports whether feature is listed or implied by the
+// protocol's writer version.
+func (p Protocol) HasWriterFeature(feature string) bool {
+	return slices.Contains(writerFeatures(p), feature)
+}
+
+func columnMappingActive(s *Snapshot) bool {
+	mode := s.Metadata.Configuration["delta.columnMapping.mode"]
+	return mode != "" && mode != "none"
+}
+
+func configTrue(key string) func(*Snapshot) bool {
+	return func(s *Snapshot) bool { return strings.EqualFold(s.Metadata.Configuration[key], "true") }
+}
+
+func configHasPrefix(s *Snapshot, prefix string) bool {
+	for k := range s.Metadata.Configuration {
+		if strings.HasPrefix(k, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// columnMetadataActive reports whether any field at any depth has a
+// metadata key starting with prefix. An unparsable schema counts as active
+// (refuse rather than guess).
+func columnMetadataActive(prefix string) func(*Snapshot) bool {
+	return func(s *Snapshot) bool {
+		schema, err := s.Metadata.Schema()
+		if err != nil {
+			return true
+		}
+		found := false
+		root := DataType{Name: "struct", Fields: schema.Fields}
+		root.walk(func(t *DataType) {
+			for _, f := range t.Fields {
+				for k := range f.Metadata {
+					found = found || strings.HasPrefix(k, prefix)
+				}
+			}
+		})
+		return found
+	}
+}

@@ -1,0 +1,235 @@
+package deltalog
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Load reads the latest snapshot of the table. It does not check the
+// protocol: call CheckReadable or CheckWritable before using the data.
+// Errors: ErrTableNotFound when there is no log, ErrCorrupt (version gap,
+// missing protocol/metaData, malformed commit), writers.ErrUnavailable for
+// storage failures. ctx bounds the whole load.
+func Load(ctx context.Context, store Store) (*Snapshot, error) {
+	return LoadVersion(ctx, store, -1)
+}
+
+// LoadVersion reads the snapshot at version (time travel); a negative
+// version means the latest. A version beyond the latest wraps
+// writers.ErrNotFound.
+//
+// Replay starts from the newest complete checkpoint ≤ version:
+// _last_checkpoint is used as a hint to list the log from there; when it is
+// missing, corrupt or stale, or its checkpoint cannot be read, the whole
+// log is listed. Incomplete multi-part checkpoints are ignored, as is any
+// unreadable checkpoint when an older one (or version 0) can serve.
+func LoadVersion(ctx context.Context, store Store, version int64) (*Snapshot, error) {
+	if hint, ok := lastCheckpointHint(ctx, store); ok && (version < 0 || hint <= version) {
+		l, err := listLog(ctx, store, fmt.Sprintf("%s%020d", LogDir, hint))
+		if err != nil {
+			return nil, err
+		}
+		if s, err := replayListing(ctx, store, l, version, true); err == nil {
+			return s, nil
+		} else if ctx.Err() != nil {
+			return nil, err
+		}
+	}
+	l, err := listLog(ctx, store, "")
+	if err != nil {
+		return nil, err
+	}
+	return replayListing(ctx, store, l, version, false)
+}
+
+// replayListing builds the snapshot at version from a listing. With
+// needCheckpoint (a listing that starts at a hint) it fails unless a
+// checkpoint in the listing can be read.
+func replayListing(ctx context.Context, store Store, l *logListing, version int64, needCheckpoint bool) (*Snapshot, error) {
+	latest := int64(-1)
+	for v := range l.commits {
+		latest = max(latest, v)
+	}
+	for v := range l.checkpoints {
+		latest = max(latest, v)
+	}
+	if latest < 0 {
+		return nil, fmt.Errorf("delta: no commits in %s: %w", LogDir, ErrTableNotFound)
+	}
+	if version < 0 {
+		version = latest
+	}
+	if version > latest {
+		return nil, writers.Errorf(writers.ErrNotFound, "delta: version %d does not exist (latest is %d)", version, latest)
+	}
+	s, err := snapshotFromCheckpoint(ctx, store, l, version)
+	if err != nil {
+		return nil, err
+	}
+	if s == nil {
+		if needCheckpoint {
+			return nil, fmt.Errorf("delta: no readable checkpoint after the hint: %w", ErrCorrupt)
+		}
+		s = newSnapshot()
+	}
+	for v := s.Version + 1; v <= version; v++ {
+		if _, ok := l.commits[v]; !ok {
+			return nil, fmt.Errorf("delta: versions are not contiguous: version %d is missing (have %v): %w",
+				v, slices.Sorted(maps.Keys(l.commits)), ErrCorrupt)
+		}
+		actions, err := ReadCommit(ctx, store, v)
+		if err != nil {
+			return nil, err
+		}
+		s.apply(v, actions)
+	}
+	if !s.hasProtocol || !s.hasMetadata {
+		return nil, fmt.Errorf("delta: no protocol or metaData found at version %d: %w", version, ErrCorrupt)
+	}
+	return s, nil
+}
+
+// snapshotFromCheckpoint returns the state of the newest readable
+// checkpoint ≤ version, or nil when there is none.
+func snapshotFromCheckpoint(ctx context.Context, store Store, l *logListing, version int64) (*Snapshot, error) {
+	versions := slices.Sorted(maps.Keys(l.checkpoints))
+	slices.Reverse(versions)
+	for _, v := range versions {
+		if v > version {
+			continue
+		}
+		for _, set := range l.checkpoints[v] {
+			if !set.complete() {
+				continue
+			}
+			actions, err := readCheckpoint(ctx, store, set.keys())
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				continue // another set or an older checkpoint may serve
+			}
+			s := newSnapshot()
+			s.apply(v, actions)
+			return s, nil
+		}
+	}
+	return nil, nil
+}
+
+// ReadCommit reads and decodes the commit file of version v. A missing
+// commit wraps storage.ErrNotExist.
+func ReadCommit(ctx context.Context, store Store, v int64) ([]Action, error) {
+	key := CommitKey(v)
+	data, err := store.Get(ctx, key)
+	if err != nil {
+		return nil, storageErr("read", key, err)
+	}
+	actions, err := DecodeCommit(data)
+	if err != nil {
+		return nil, fmt.Errorf("delta: %s: %w", key, err)
+	}
+	return actions, nil
+}
+
+// readCheckpoint reads every part of one checkpoint.
+func readCheckpoint(ctx context.Context, store Store, keys []string) ([]Action, error) {
+	var out []Action
+	for _, key := range keys {
+		actions, err := readCheckpointFile(ctx, store, key)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, actions...)
+	}
+	return out, nil
+}
+
+func readCheckpointFile(ctx context.Context, store Store, key string) ([]Action, error) {
+	r, size, err := store.OpenReader(ctx, key)
+	if err != nil {
+		return nil, storageErr("open", key, err)
+	}
+	defer r.Close()
+	f, err := parquet.OpenFile(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("delta: checkpoint %s: %w: %w", key, ErrCorrupt, err)
+	}
+	pr := parquet.NewGenericReader[cpRow](f)
+	defer pr.Close()
+	var out []Action
+	rows := make([]cpRow, 256)
+	for {
+		n, err := pr.Read(rows)
+		for i := range rows[:n] {
+			a, aerr := rows[i].action()
+			if aerr != nil {
+				return nil, fmt.Errorf("delta: checkpoint %s: %w", key, aerr)
+			}
+			if !a.empty() {
+				out = append(out, a)
+			}
+			rows[i] = cpRow{}
+		}
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("delta: checkpoint %s: %w: %w", key, ErrCorrupt, err)
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// Update returns the snapshot at the latest version, replaying only the
+// commits after s.Version (s itself is unchanged). When the log no longer
+// holds those commits contiguously (cleaned up), it loads from scratch.
+func (s *Snapshot) Update(ctx context.Context, store Store) (*Snapshot, error) {
+	newer, err := commitsAfter(ctx, store, s.Version)
+	if err != nil {
+		return nil, err
+	}
+	if newer == nil {
+		return Load(ctx, store)
+	}
+	if len(newer) == 0 {
+		return s, nil
+	}
+	c := s.clone()
+	for i, actions := range newer {
+		c.apply(s.Version+1+int64(i), actions)
+	}
+	return c, nil
+}
+
+// commitsAfter reads the contiguous commits after version v, in order. It
+// returns nil (not an empty slice) when the listed commits after v are not
+// contiguous from v+1.
+func commitsAfter(ctx context.Context, store Store, v int64) ([][]Action, error) {
+	l, err := listLog(ctx, store, CommitKey(v))
+	if err != nil {
+		return nil, err
+	}
+	out := [][]Action{}
+	for next := v + 1; len(out) < len(l.commits); next++ {
+		if _, ok := l.commits[next]; !ok {
+			return nil, nil
+		}
+		actions, err := ReadCommit(ctx, store, next)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, actions)
+	}
+	return out, nil
+}

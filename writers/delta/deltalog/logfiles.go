@@ -1,0 +1,138 @@
+package deltalog
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// LogDir is the log directory under the table root.
+const LogDir = "_delta_log/"
+
+// CommitKey is the storage key of the commit file of version v.
+func CommitKey(v int64) string { return fmt.Sprintf("%s%020d.json", LogDir, v) }
+
+// CheckpointKey is the storage key of the classic checkpoint of version v.
+func CheckpointKey(v int64) string { return fmt.Sprintf("%s%020d.checkpoint.parquet", LogDir, v) }
+
+const lastCheckpointKey = LogDir + "_last_checkpoint"
+
+var (
+	commitRe     = regexp.MustCompile(`^(\d{20})\.json$`)
+	checkpointRe = regexp.MustCompile(`^(\d{20})\.checkpoint(?:\.(\d{10})\.(\d{10}))?\.parquet$`)
+)
+
+// checkpointSet is one usable-looking checkpoint: a classic file or the
+// parts of a multi-part set (complete only when every part is listed).
+type checkpointSet struct {
+	version int64
+	total   int            // 1 for classic
+	parts   map[int]string // part number (1-based) → key
+}
+
+func (c *checkpointSet) complete() bool { return len(c.parts) == c.total }
+
+// keys returns the part keys in part order.
+func (c *checkpointSet) keys() []string {
+	out := make([]string, 0, c.total)
+	for i := 1; i <= c.total; i++ {
+		out = append(out, c.parts[i])
+	}
+	return out
+}
+
+// logListing is what a listing of _delta_log found.
+type logListing struct {
+	commits     map[int64]string
+	checkpoints map[int64][]*checkpointSet // by version; classic and multi-part sets
+}
+
+// listLog lists _delta_log after startAfter (a full key, or "" for all),
+// keeping commit files and classic/multi-part checkpoints. Hidden files,
+// sub-directories (.tmp/, _sidecars/, _commits/), .crc, compacted and
+// UUID-named checkpoints are ignored.
+//
+// A listing that fails because an object vanished under it (a concurrent
+// writer's temporary file, seen by file:// as "does not exist") is retried
+// a few times: a log with live writers is the normal case.
+func listLog(ctx context.Context, store Store, startAfter string) (*logListing, error) {
+	for attempt := 1; ; attempt++ {
+		l, err := listLogOnce(ctx, store, startAfter)
+		if err == nil || attempt == 3 || !errors.Is(err, storage.ErrNotExist) {
+			return l, err
+		}
+	}
+}
+
+func listLogOnce(ctx context.Context, store Store, startAfter string) (*logListing, error) {
+	l := &logListing{commits: map[int64]string{}, checkpoints: map[int64][]*checkpointSet{}}
+	multi := map[string]*checkpointSet{} // "version/total" → set
+	for obj, err := range store.List(ctx, LogDir, startAfter) {
+		if err != nil {
+			return nil, storageErr("list", LogDir, err)
+		}
+		name, ok := strings.CutPrefix(obj.Key, LogDir)
+		if !ok || strings.Contains(name, "/") || strings.HasPrefix(name, ".") {
+			continue
+		}
+		if m := commitRe.FindStringSubmatch(name); m != nil {
+			v, _ := strconv.ParseInt(m[1], 10, 64)
+			l.commits[v] = obj.Key
+			continue
+		}
+		m := checkpointRe.FindStringSubmatch(name)
+		if m == nil {
+			continue
+		}
+		v, _ := strconv.ParseInt(m[1], 10, 64)
+		if m[2] == "" {
+			l.checkpoints[v] = append(l.checkpoints[v], &checkpointSet{version: v, total: 1, parts: map[int]string{1: obj.Key}})
+			continue
+		}
+		part, _ := strconv.Atoi(m[2])
+		total, _ := strconv.Atoi(m[3])
+		if total < 1 || part < 1 || part > total {
+			continue
+		}
+		id := m[1] + "/" + m[3]
+		set := multi[id]
+		if set == nil {
+			set = &checkpointSet{version: v, total: total, parts: map[int]string{}}
+			multi[id] = set
+			l.checkpoints[v] = append(l.checkpoints[v], set)
+		}
+		set.parts[part] = obj.Key
+	}
+	return l, nil
+}
+
+// lastCheckpointHint reads _last_checkpoint. It is only a hint: a missing,
+// unreadable or corrupt file yields ok=false and the caller lists the whole
+// log.
+func lastCheckpointHint(ctx context.Context, store Store) (version int64, ok bool) {
+	data, err := store.Get(ctx, lastCheckpointKey)
+	if err != nil {
+		return 0, false
+	}
+	var h struct {
+		Version *int64 `json:"version"`
+	}
+	if json.Unmarshal(data, &h) != nil || h.Version == nil || *h.Version < 0 {
+		return 0, false
+	}
+	return *h.Version, true
+}
+
+// lastCheckpoint is the _last_checkpoint content this package writes.
+type lastCheckpoint struct {
+	Version       int64 `json:"version"`
+	Size          int64 `json:"size"`
+	SizeInBytes   int64 `json:"sizeInBytes"`
+	NumOfAddFiles int64 `json:"numOfAddFiles"`
+}

@@ -1,0 +1,206 @@
+package deltalog
+
+import (
+	"fmt"
+	"math"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// HiveDefaultPartition is the directory name of a null partition value.
+const HiveDefaultPartition = "__HIVE_DEFAULT_PARTITION__"
+
+// Typed values for FormatPartitionValue and ColumnStat that a plain Go type
+// cannot tell apart.
+type (
+	// Date is a calendar date (the time of day is ignored).
+	Date time.Time
+	// TimestampNTZ is a wall-clock timestamp without zone: its fields are
+	// used as they are, never converted.
+	TimestampNTZ time.Time
+	// Decimal is a decimal as plain text ("-12.340"), written to stats as a
+	// JSON number.
+	Decimal string
+)
+
+// FormatPartitionValue serializes a partition value for
+// add.partitionValues: nil → nil (null); string as is; integers and floats
+// as decimal text; bool "true"/"false"; Decimal as is; Date "YYYY-MM-DD";
+// time.Time (timestamp) as ISO 8601 UTC with microseconds
+// ("2024-01-01T10:00:00.000000Z"); TimestampNTZ "YYYY-MM-DD HH:MM:SS.ffffff".
+// Other types (binary included) are refused with writers.ErrInvalid.
+func FormatPartitionValue(v any) (*string, error) {
+	var s string
+	switch v := v.(type) {
+	case nil:
+		return nil, nil
+	case string:
+		s = v
+	case bool:
+		s = strconv.FormatBool(v)
+	case int8, int16, int32, int64, int, uint8, uint16, uint32:
+		s = fmt.Sprint(v)
+	case float32:
+		s = strconv.FormatFloat(float64(v), 'g', -1, 32)
+	case float64:
+		s = strconv.FormatFloat(v, 'g', -1, 64)
+	case Decimal:
+		s = string(v)
+	case Date:
+		s = time.Time(v).Format(time.DateOnly)
+	case time.Time:
+		s = v.UTC().Format("2006-01-02T15:04:05.000000Z")
+	case TimestampNTZ:
+		s = time.Time(v).Format("2006-01-02 15:04:05.000000")
+	default:
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: partition value of type %T is not supported; partition by a string, number, boolean, date or timestamp column", v)
+	}
+	return &s, nil
+}
+
+// ParsePartitionValue decodes a partitionValues entry of Delta type t into
+// the Go types FormatPartitionValue takes (int64 for every integer type,
+// float64 for float and double, time.Time in UTC for timestamp,
+// TimestampNTZ, Date, Decimal, bool, string). nil and "" (except for
+// strings) are null. Both Go and Java float syntaxes parse; timestamps are
+// accepted as ISO 8601 or "YYYY-MM-DD HH:MM:SS[.ffffff]" (taken as UTC).
+func ParsePartitionValue(v *string, t DataType) (any, error) {
+	if v == nil || (*v == "" && t.Name != "string") {
+		return nil, nil
+	}
+	s := *v
+	var (
+		out any
+		err error
+	)
+	switch t.Name {
+	case "string":
+		out = s
+	case "boolean":
+		out, err = strconv.ParseBool(s)
+	case "byte", "short", "integer", "long":
+		out, err = strconv.ParseInt(s, 10, 64)
+	case "float", "double":
+		var f float64
+		f, err = strconv.ParseFloat(strings.Replace(s, "E", "e", 1), 64)
+		if err != nil && (s == "NaN" || s == "Infinity" || s == "-Infinity") {
+			f, err = javaSpecialFloat(s), nil
+		}
+		out = f
+	case "decimal":
+		_, err = strconv.ParseFloat(s, 64)
+		out = Decimal(s)
+	case "date":
+		var d time.Time
+		d, err = time.Parse(time.DateOnly, s)
+		out = Date(d)
+	case "timestamp":
+		out, err = parseTimestamp(s)
+	case "timestamp_ntz":
+		var ts time.Time
+		ts, err = parseTimestamp(s)
+		out = TimestampNTZ(ts)
+	case "binary":
+		out = []byte(s)
+	default:
+		return nil, fmt.Errorf("delta: partition value of type %s: %w", t, ErrUnsupported)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("delta: partition value %q is not a valid %s: %w", s, t, ErrCorrupt)
+	}
+	return out, nil
+}
+
+func javaSpecialFloat(s string) float64 {
+	switch s {
+	case "Infinity":
+		return math.Inf(1)
+	case "-Infinity":
+		return math.Inf(-1)
+	}
+	return math.NaN()
+}
+
+var timestampLayouts = []string{
+	time.RFC3339Nano,
+	"2006-01-02 15:04:05.999999999",
+	"2006-01-02T15:04:05.999999999",
+	"2006-01-02 15:04:05.999999999Z07:00",
+}
+
+func parseTimestamp(s string) (time.Time, error) {
+	var err error
+	for _, layout := range timestampLayouts {
+		var t time.Time
+		if t, err = time.Parse(layout, s); err == nil {
+			return t.UTC(), nil
+		}
+	}
+	return time.Time{}, err
+}
+
+// hiveEscape lists the bytes Spark's Hive-style escaping turns into %XX in
+// partition directory names (control characters are escaped too).
+const hiveEscape = "\"#%'*/:=?\\\x7f{[]^"
+
+// PartitionDir is the Hive-style directory (storage key prefix, not
+// URL-encoded) of a file with these partition values: "a=1/b=x%2Fy/" for
+// columns a and b, HiveDefaultPartition for nulls and empty strings. It is
+// "" for an unpartitioned table.
+func PartitionDir(columns []string, values map[string]*string) string {
+	var b strings.Builder
+	for _, c := range columns {
+		b.WriteString(escapePartition(c))
+		b.WriteByte('=')
+		if v := values[c]; v == nil || *v == "" {
+			b.WriteString(HiveDefaultPartition)
+		} else {
+			b.WriteString(escapePartition(*v))
+		}
+		b.WriteByte('/')
+	}
+	return b.String()
+}
+
+func escapePartition(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || strings.IndexByte(hiveEscape, c) >= 0 {
+			fmt.Fprintf(&b, "%%%02X", c)
+			continue
+		}
+		b.WriteByte(c)
+	}
+	return b.String()
+}
+
+// EncodePath turns a storage key relative to the table root into add.path:
+// each '/'-separated segment is URL-path-escaped (so the Hive escapes of
+// PartitionDir stack: "%2F" becomes "%252F").
+func EncodePath(key string) string {
+	segs := strings.Split(key, "/")
+	for i, s := range segs {
+		segs[i] = url.PathEscape(s)
+	}
+	return strings.Join(segs, "/")
+}
+
+// DecodePath turns add.path into the storage key relative to the table
+// root, decoding percent-escapes exactly once. Absolute URIs (with a
+// scheme) are refused with ErrUnsupported: Quiver reads only files under the
+// table root.
+func DecodePath(path string) (string, error) {
+	if u, err := url.Parse(path); err == nil && u.Scheme != "" {
+		return "", fmt.Errorf("delta: absolute file path %q: %w", path, ErrUnsupported)
+	}
+	key, err := url.PathUnescape(path)
+	if err != nil {
+		return "", fmt.Errorf("delta: file path %q: %w: %w", path, ErrCorrupt, err)
+	}
+	return key, nil
+}

@@ -1,0 +1,91 @@
+package deltalog
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/google/uuid"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// creatableConfig lists the delta.* table properties Create accepts: they
+// need no table feature. Other delta.* keys would enable features Quiver
+// does not write (column mapping, deletion vectors, row tracking, …).
+var creatableConfig = map[string]bool{
+	"delta.appendOnly":                      true,
+	"delta.checkpointInterval":              true,
+	"delta.logRetentionDuration":            true,
+	"delta.deletedFileRetentionDuration":    true,
+	"delta.setTransactionRetentionDuration": true,
+	"delta.dataSkippingNumIndexedCols":      true,
+	"delta.dataSkippingStatsColumns":        true,
+	"delta.isolationLevel":                  true,
+	"delta.checkpoint.writeStatsAsJson":     true,
+	"delta.parquet.compression.codec":       true,
+	"delta.checkpointPolicy":                true,
+}
+
+// NewTable returns the protocol and metaData actions of a new table (the
+// content of version 0 besides commitInfo and any adds): schemaString from
+// the Arrow schema (FromArrow), the given partition columns and
+// configuration, a new UUID id and createdTime now. The protocol is (1,2),
+// or (3,7) with the timestampNtz feature when a column is timestamp_ntz.
+// Errors wrap writers.ErrInvalid: unsupported column types, partition
+// columns that are missing, nested or of a non-primitive type, every column
+// partitioned, or a delta.* property that needs a table feature.
+func NewTable(schema *arrow.Schema, partitionColumns []string, configuration map[string]string) ([]Action, error) {
+	s, err := FromArrow(schema)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	for _, c := range partitionColumns {
+		f, ok := s.Field(c)
+		switch {
+		case !ok:
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition column %q is not a column of the schema; fix partition_by", c)
+		case seen[c]:
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition column %q is listed twice; fix partition_by", c)
+		case f.Type.Name == "struct" || f.Type.Name == "array" || f.Type.Name == "map" || f.Type.Name == "binary":
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition column %q has type %s; partition by a primitive column", c, f.Type)
+		}
+		seen[c] = true
+	}
+	if len(s.Fields) > 0 && len(partitionColumns) == len(s.Fields) {
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: every column is a partition column; keep at least one data column")
+	}
+	conf := map[string]string{}
+	for k, v := range configuration {
+		if strings.HasPrefix(k, "delta.") && !creatableConfig[k] {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: table property %q needs a table feature Quiver does not write; remove it", k)
+		}
+		conf[k] = v
+	}
+	p := Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	if s.usesType("timestamp_ntz") {
+		p = Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"timestampNtz"}}
+		if conf["delta.appendOnly"] != "" {
+			p.WriterFeatures = append([]string{"appendOnly"}, p.WriterFeatures...)
+		}
+	}
+	created := time.Now().UnixMilli()
+	m := Metadata{
+		ID:               uuid.NewString(),
+		Format:           Format{Provider: "parquet", Options: map[string]string{}},
+		SchemaString:     s.String(),
+		PartitionColumns: nonNilSlice(append([]string(nil), partitionColumns...)),
+		Configuration:    conf,
+		CreatedTime:      &created,
+	}
+	return []Action{{Protocol: &p}, {MetaData: &m}}, nil
+}
+
+// partitionByParam renders partition columns the way Spark writes
+// operationParameters.partitionBy: a JSON array inside a string.
+func partitionByParam(cols []string) string {
+	b, _ := json.Marshal(nonNilSlice(cols))
+	return string(b)
+}

@@ -1,0 +1,197 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// tempMarker marks the temporary files of file:// writes; see tempPath.
+const tempMarker = ".quiver-tmp-"
+
+// tempPath names a temporary file next to path: ".<base>.quiver-tmp-<hex>".
+// The leading dot hides it from Hive-style readers, the random part keeps
+// concurrent writers (threads or processes) apart, and being in the same
+// directory makes the final rename or link a same-filesystem operation.
+func tempPath(path string) string {
+	var r [8]byte
+	_, _ = rand.Read(r[:]) // crypto/rand.Read never fails
+	dir, base := filepath.Split(path)
+	return filepath.Join(dir, "."+base+tempMarker+hex.EncodeToString(r[:]))
+}
+
+// isTempName reports whether a file name is a tempPath name.
+func isTempName(name string) bool {
+	return strings.HasPrefix(name, ".") && strings.Contains(name, tempMarker)
+}
+
+// path maps a checked key to its file under the root.
+func (b *Bucket) path(key string) string {
+	return filepath.Join(b.dir, filepath.FromSlash(key))
+}
+
+// createTemp creates the temporary file for path, creating (and syncing)
+// missing parent directories first.
+func createTemp(path string) (*os.File, error) {
+	if err := mkdirAllSync(filepath.Dir(path)); err != nil {
+		return nil, err
+	}
+	return os.OpenFile(tempPath(path), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+}
+
+// finishTemp makes f's content durable and closes it; on failure it removes
+// the file.
+func finishTemp(f *os.File) error {
+	err := f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		_ = os.Remove(f.Name())
+	}
+	return err
+}
+
+// writeTemp writes data to a new durable temporary file for path and
+// returns its name.
+func writeTemp(path string, data []byte) (string, error) {
+	f, err := createTemp(path)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Write(data); err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return "", err
+	}
+	return f.Name(), finishTemp(f)
+}
+
+// publishReplace renames tmp over path and syncs the directory so that the
+// new name survives a crash. Readers see the old or the new file, never a
+// partial one.
+func publishReplace(tmp, path string) error {
+	if err := os.Rename(tmp, path); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// publishNew links tmp to path, failing with an error wrapping
+// ErrAlreadyExists when path exists. link(2) fails with EEXIST atomically in
+// the kernel, so of several processes racing for one name exactly one wins
+// and nobody's file is ever replaced (a rename would replace the winner).
+func publishNew(tmp, path string) error {
+	err := os.Link(tmp, path)
+	_ = os.Remove(tmp) // the target name, if linked, keeps the data
+	if errors.Is(err, fs.ErrExist) {
+		return ErrAlreadyExists
+	}
+	if err != nil {
+		return err
+	}
+	return syncDir(filepath.Dir(path))
+}
+
+// syncDir fsyncs a directory so that entries created or renamed in it are
+// durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// mkdirAllSync is os.MkdirAll that also syncs the parent of every directory
+// it creates, so that a file published below survives a crash with its path.
+func mkdirAllSync(dir string) error {
+	if fi, err := os.Stat(dir); err == nil {
+		if !fi.IsDir() {
+			return &fs.PathError{Op: "mkdir", Path: dir, Err: fs.ErrExist}
+		}
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirAllSync(parent); err != nil {
+			return err
+		}
+	}
+	if err := os.Mkdir(dir, 0o777); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			return nil // a concurrent writer created it
+		}
+		return err
+	}
+	return syncDir(parent)
+}
+
+// fileWriter is NewWriter for file://: a temporary file renamed over the
+// target by Close.
+type fileWriter struct {
+	ctx  context.Context
+	f    *os.File
+	path string
+	err  error // first Write error; Close then abandons
+}
+
+func (w *fileWriter) Write(p []byte) (int, error) {
+	if w.err != nil {
+		return 0, w.err
+	}
+	n, err := w.f.Write(p)
+	w.err = err
+	return n, err
+}
+
+// Close publishes the object unless ctx was cancelled or a Write failed,
+// in which case it removes the temporary file and returns the cause.
+func (w *fileWriter) Close() error {
+	if w.f == nil {
+		return os.ErrClosed
+	}
+	f := w.f
+	w.f = nil
+	if w.err == nil {
+		w.err = w.ctx.Err()
+	}
+	if w.err != nil {
+		_ = f.Close()
+		_ = os.Remove(f.Name())
+		return w.err
+	}
+	if err := finishTemp(f); err != nil {
+		return err
+	}
+	return publishReplace(f.Name(), w.path)
+}
+
+// openFile is OpenReader for file://: the open file itself is the fastest
+// ReaderAt there is (Parquet reads are the hot path). A directory does not
+// exist as an object.
+func openFile(path string) (*os.File, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	fi, err := f.Stat()
+	if err == nil && fi.IsDir() {
+		err = &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, 0, err
+	}
+	return f, fi.Size(), nil
+}

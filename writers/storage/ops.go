@@ -1,0 +1,213 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+
+	"github.com/aws/smithy-go"
+	"gocloud.dev/blob"
+	"gocloud.dev/gcerrors"
+)
+
+// writeOpts are the options of every gocloud write: a fixed content type
+// spares the driver sniffing the first 512 bytes.
+func writeOpts(ifNotExist bool) *blob.WriterOptions {
+	return &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: ifNotExist}
+}
+
+// Get reads a whole object; ErrNotExist when missing.
+func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := checkKey(key); err != nil {
+		return nil, b.wrap("get", key, err)
+	}
+	var data []byte
+	var err error
+	if b.local() {
+		data, err = os.ReadFile(b.path(key))
+	} else {
+		data, err = b.blob.ReadAll(ctx, key)
+	}
+	if err != nil {
+		return nil, b.wrap("get", key, err)
+	}
+	return data, nil
+}
+
+// Put writes a whole object, replacing any existing one atomically (readers
+// never see a partial object). On file:// the object is durable (fsynced,
+// directory included) when Put returns nil.
+func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
+	if err := checkKey(key); err != nil {
+		return b.wrap("put", key, err)
+	}
+	var err error
+	if b.local() {
+		err = b.putLocal(ctx, key, data, publishReplace)
+	} else {
+		err = b.blob.WriteAll(ctx, key, data, writeOpts(false))
+	}
+	if err != nil {
+		return b.wrap("put", key, err)
+	}
+	return nil
+}
+
+// PutIfAbsent writes data at key only if key does not exist, atomically
+// across processes (file: link(2) of a temp file; s3 and azblob:
+// If-None-Match: *; gs: a DoesNotExist precondition; mem: within the
+// process). A taken key returns an error wrapping ErrAlreadyExists and
+// changes nothing.
+//
+// Any other error on a cloud scheme leaves the outcome unknown (the write
+// may have been applied and its answer lost): read the key back to decide.
+// On file:// an error other than ErrAlreadyExists means nothing was
+// published, except a failed directory fsync after the link.
+func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
+	if err := checkKey(key); err != nil {
+		return b.wrap("put-if-absent", key, err)
+	}
+	var err error
+	if b.local() {
+		err = b.putLocal(ctx, key, data, publishNew)
+	} else {
+		err = b.putIfAbsentBlob(ctx, key, data)
+	}
+	if err != nil {
+		return b.wrap("put-if-absent", key, err)
+	}
+	return nil
+}
+
+// conflictRetries bounds the retries of a conditional S3 write that lost
+// to another one in flight (see putIfAbsentBlob).
+const conflictRetries = 3
+
+// putIfAbsentBlob is PutIfAbsent on gocloud. Every driver reports a failed
+// IfNotExist precondition as FailedPrecondition (s3blob: 412
+// PreconditionFailed; azureblob: BlobAlreadyExists or ConditionNotMet;
+// gcsblob: 412; memblob directly), and no other write does. S3 may also
+// answer 409 ConditionalRequestConflict while another conditional write of
+// the key is in flight: that write did not happen, and retrying yields the
+// real answer (412 once the other one has won).
+func (b *Bucket) putIfAbsentBlob(ctx context.Context, key string, data []byte) error {
+	for attempt := 0; ; attempt++ {
+		err := b.blob.WriteAll(ctx, key, data, writeOpts(true))
+		if gcerrors.Code(err) == gcerrors.FailedPrecondition {
+			return errors.Join(ErrAlreadyExists, err)
+		}
+		var apiErr smithy.APIError
+		if attempt < conflictRetries && b.blob.ErrorAs(err, &apiErr) && apiErr.ErrorCode() == "ConditionalRequestConflict" {
+			continue
+		}
+		return err
+	}
+}
+
+// putLocal writes data to a durable temporary file and publishes it.
+func (b *Bucket) putLocal(ctx context.Context, key string, data []byte, publish func(tmp, path string) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	path := b.path(key)
+	tmp, err := writeTemp(path, data)
+	if err != nil {
+		return err
+	}
+	return publish(tmp, path)
+}
+
+// NewWriter streams a new object; it becomes visible (atomically, replacing
+// any existing object) only when Close returns nil. To abandon it, cancel
+// ctx and then call Close, which returns the context's error and leaves no
+// object (and, on file://, no temporary file). Close must always be called.
+// The writer is not safe for concurrent use.
+func (b *Bucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
+	if err := checkKey(key); err != nil {
+		return nil, b.wrap("new-writer", key, err)
+	}
+	if b.local() {
+		path := b.path(key)
+		f, err := createTemp(path)
+		if err != nil {
+			return nil, b.wrap("new-writer", key, err)
+		}
+		return &wrappedWriter{b: b, key: key, w: &fileWriter{ctx: ctx, f: f, path: path}}, nil
+	}
+	w, err := b.blob.NewWriter(ctx, key, writeOpts(false))
+	if err != nil {
+		return nil, b.wrap("new-writer", key, err)
+	}
+	return &wrappedWriter{b: b, key: key, w: w}, nil
+}
+
+// wrappedWriter gives writer errors the Bucket's Error form.
+type wrappedWriter struct {
+	b   *Bucket
+	key string
+	w   io.WriteCloser
+}
+
+func (w *wrappedWriter) Write(p []byte) (int, error) {
+	n, err := w.w.Write(p)
+	if err != nil {
+		err = w.b.wrap("write", w.key, err)
+	}
+	return n, err
+}
+
+func (w *wrappedWriter) Close() error {
+	if err := w.w.Close(); err != nil {
+		return w.b.wrap("write", w.key, err)
+	}
+	return nil
+}
+
+// OpenReader returns a random-access reader of an object and its size;
+// ErrNotExist when missing. The caller closes it. On file:// it is the open
+// file; on other schemes every ReadAt is one ranged request made with ctx,
+// so ctx must stay live while the reader is used. The reader is safe for
+// concurrent ReadAt calls.
+func (b *Bucket) OpenReader(ctx context.Context, key string) (ReaderAtCloser, int64, error) {
+	if err := checkKey(key); err != nil {
+		return nil, 0, b.wrap("open-reader", key, err)
+	}
+	if b.local() {
+		f, size, err := openFile(b.path(key))
+		if err != nil {
+			return nil, 0, b.wrap("open-reader", key, err)
+		}
+		return f, size, nil
+	}
+	attrs, err := b.blob.Attributes(ctx, key)
+	if err != nil {
+		return nil, 0, b.wrap("open-reader", key, err)
+	}
+	return &rangeReader{ctx: ctx, b: b, key: key, size: attrs.Size}, attrs.Size, nil
+}
+
+// Stat returns an object's size and modification time; ErrNotExist when
+// missing.
+func (b *Bucket) Stat(ctx context.Context, key string) (Object, error) {
+	if err := checkKey(key); err != nil {
+		return Object{}, b.wrap("stat", key, err)
+	}
+	attrs, err := b.blob.Attributes(ctx, key)
+	if err != nil {
+		return Object{}, b.wrap("stat", key, err)
+	}
+	return Object{Key: key, Size: attrs.Size, ModTime: attrs.ModTime}, nil
+}
+
+// Delete removes an object; deleting a missing object is not an error.
+func (b *Bucket) Delete(ctx context.Context, key string) error {
+	if err := checkKey(key); err != nil {
+		return b.wrap("delete", key, err)
+	}
+	err := b.blob.Delete(ctx, key)
+	if err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+		return b.wrap("delete", key, err)
+	}
+	return nil
+}

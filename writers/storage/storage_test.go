@@ -1,0 +1,478 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) != "" {
+		os.Exit(helperProcess())
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// openers are the schemes tested for real: each returns a fresh empty root.
+var openers = []struct {
+	name string
+	open func(t *testing.T) *Bucket
+}{
+	{"file", func(t *testing.T) *Bucket { return mustOpen(t, "file://"+t.TempDir()+"/root", Options{}) }},
+	{"mem", func(t *testing.T) *Bucket { return mustOpen(t, "mem://"+memName(t)+"/root", Options{}) }},
+}
+
+// memRuns numbers memName's names: mem:// data outlives a test, and -count
+// runs a test again in the same process.
+var memRuns atomic.Int64
+
+// memName returns a mem:// bucket name no other test run uses.
+func memName(t *testing.T) string {
+	name := strings.NewReplacer("/", "-", "_", "-").Replace(strings.ToLower(t.Name()))
+	return fmt.Sprintf("%s-%d", name, memRuns.Add(1))
+}
+
+func mustOpen(t *testing.T, uri string, opts Options) *Bucket {
+	t.Helper()
+	b, err := Open(t.Context(), uri, opts)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", uri, err)
+	}
+	t.Cleanup(func() {
+		if err := b.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return b
+}
+
+func mustPut(t *testing.T, b *Bucket, key, data string) {
+	t.Helper()
+	if err := b.Put(t.Context(), key, []byte(data)); err != nil {
+		t.Fatalf("Put(%q): %v", key, err)
+	}
+}
+
+func wantContent(t *testing.T, b *Bucket, key, want string) {
+	t.Helper()
+	got, err := b.Get(t.Context(), key)
+	if err != nil {
+		t.Fatalf("Get(%q): %v", key, err)
+	}
+	if string(got) != want {
+		t.Fatalf("Get(%q) = %q, want %q", key, got, want)
+	}
+}
+
+func listKeys(t *testing.T, b *Bucket, prefix, startAfter string) []string {
+	t.Helper()
+	var keys []string
+	for o, err := range b.List(t.Context(), prefix, startAfter) {
+		if err != nil {
+			t.Fatalf("List(%q, %q): %v", prefix, startAfter, err)
+		}
+		keys = append(keys, o.Key)
+	}
+	return keys
+}
+
+func TestGetPut(t *testing.T) {
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			b := o.open(t)
+			ctx := t.Context()
+			if _, err := b.Get(ctx, "a/b.json"); !errors.Is(err, ErrNotExist) {
+				t.Fatalf("Get missing: err = %v, want ErrNotExist", err)
+			}
+			mustPut(t, b, "a/b.json", "one")
+			wantContent(t, b, "a/b.json", "one")
+			mustPut(t, b, "a/b.json", "two!")
+			wantContent(t, b, "a/b.json", "two!")
+			mustPut(t, b, "empty", "")
+			wantContent(t, b, "empty", "")
+		})
+	}
+}
+
+func TestPutIfAbsent(t *testing.T) {
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			b := o.open(t)
+			ctx := t.Context()
+			if err := b.PutIfAbsent(ctx, "_delta_log/00000000000000000000.json", []byte("first")); err != nil {
+				t.Fatalf("first PutIfAbsent: %v", err)
+			}
+			err := b.PutIfAbsent(ctx, "_delta_log/00000000000000000000.json", []byte("second"))
+			if !errors.Is(err, ErrAlreadyExists) {
+				t.Fatalf("second PutIfAbsent: err = %v, want ErrAlreadyExists", err)
+			}
+			if !strings.Contains(err.Error(), "00000000000000000000.json") || !strings.Contains(err.Error(), b.URI()) {
+				t.Errorf("error %q does not name the key and the root", err)
+			}
+			wantContent(t, b, "_delta_log/00000000000000000000.json", "first")
+		})
+	}
+}
+
+// TestPutIfAbsentRace: of N goroutines racing for one key exactly one wins
+// and the stored content is the winner's.
+func TestPutIfAbsentRace(t *testing.T) {
+	const n = 16
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			b := o.open(t)
+			errs := make([]error, n)
+			var wg sync.WaitGroup
+			for i := range n {
+				wg.Go(func() {
+					errs[i] = b.PutIfAbsent(t.Context(), "k", fmt.Appendf(nil, "writer-%d", i))
+				})
+			}
+			wg.Wait()
+			winner := -1
+			for i, err := range errs {
+				switch {
+				case err == nil && winner >= 0:
+					t.Fatalf("writers %d and %d both won", winner, i)
+				case err == nil:
+					winner = i
+				case !errors.Is(err, ErrAlreadyExists):
+					t.Fatalf("writer %d: err = %v, want ErrAlreadyExists", i, err)
+				}
+			}
+			if winner < 0 {
+				t.Fatal("nobody won")
+			}
+			wantContent(t, b, "k", fmt.Sprintf("writer-%d", winner))
+		})
+	}
+}
+
+func TestNewWriter(t *testing.T) {
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			b := o.open(t)
+			ctx := t.Context()
+			mustPut(t, b, "part.parquet", "old")
+			w, err := b.NewWriter(ctx, "part.parquet")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range []string{"hello ", "streamed ", "world"} {
+				if _, err := io.WriteString(w, s); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Before Close the old object is what readers and lists see.
+			wantContent(t, b, "part.parquet", "old")
+			if got := listKeys(t, b, "", ""); !slices.Equal(got, []string{"part.parquet"}) {
+				t.Fatalf("List during write = %q", got)
+			}
+			if err := w.Close(); err != nil {
+				t.Fatal(err)
+			}
+			wantContent(t, b, "part.parquet", "hello streamed world")
+		})
+	}
+}
+
+func TestNewWriterCancelAbandons(t *testing.T) {
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			b := o.open(t)
+			ctx, cancel := context.WithCancel(t.Context())
+			w, err := b.NewWriter(ctx, "x/abandoned")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.WriteString(w, "partial"); err != nil {
+				t.Fatal(err)
+			}
+			cancel()
+			if err := w.Close(); !errors.Is(err, context.Canceled) {
+				t.Fatalf("Close after cancel: err = %v, want context.Canceled", err)
+			}
+			if _, err := b.Stat(t.Context(), "x/abandoned"); !errors.Is(err, ErrNotExist) {
+				t.Fatalf("Stat of abandoned object: err = %v, want ErrNotExist", err)
+			}
+			if b.local() {
+				wantNoSideFiles(t, b.dir)
+			}
+		})
+	}
+}
+
+func TestOpenReader(t *testing.T) {
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			b := o.open(t)
+			ctx := t.Context()
+			mustPut(t, b, "f", "0123456789")
+			r, size, err := b.OpenReader(ctx, "f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			if size != 10 {
+				t.Fatalf("size = %d, want 10", size)
+			}
+			for _, tc := range []struct {
+				name    string
+				off     int64
+				n       int
+				want    string
+				wantEOF bool
+			}{
+				{"middle", 3, 4, "3456", false},
+				{"whole", 0, 10, "0123456789", false},
+				{"past end", 8, 4, "89", true},
+				{"at end", 10, 1, "", true},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					p := make([]byte, tc.n)
+					n, err := r.ReadAt(p, tc.off)
+					if string(p[:n]) != tc.want {
+						t.Errorf("ReadAt = %q, want %q", p[:n], tc.want)
+					}
+					if tc.wantEOF != (err == io.EOF) || (!tc.wantEOF && err != nil) {
+						t.Errorf("ReadAt err = %v, want EOF=%v", err, tc.wantEOF)
+					}
+				})
+			}
+			if _, _, err := b.OpenReader(ctx, "missing"); !errors.Is(err, ErrNotExist) {
+				t.Fatalf("OpenReader missing: err = %v, want ErrNotExist", err)
+			}
+		})
+	}
+}
+
+func TestStatDelete(t *testing.T) {
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			b := o.open(t)
+			ctx := t.Context()
+			mustPut(t, b, "d/f", "12345")
+			obj, err := b.Stat(ctx, "d/f")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if obj.Key != "d/f" || obj.Size != 5 || obj.ModTime.IsZero() {
+				t.Fatalf("Stat = %+v", obj)
+			}
+			if _, err := b.Stat(ctx, "d"); !errors.Is(err, ErrNotExist) {
+				t.Fatalf("Stat of a directory: err = %v, want ErrNotExist", err)
+			}
+			if err := b.Delete(ctx, "d/f"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := b.Stat(ctx, "d/f"); !errors.Is(err, ErrNotExist) {
+				t.Fatalf("Stat after Delete: err = %v, want ErrNotExist", err)
+			}
+			if err := b.Delete(ctx, "d/f"); err != nil {
+				t.Fatalf("Delete of a missing object: %v", err)
+			}
+		})
+	}
+}
+
+func TestList(t *testing.T) {
+	// "a-b" sorts before "a/x" but a directory walk visits a/ first.
+	keys := []string{"a/x", "a-b", "_delta_log/00000000000000000002.json", "_delta_log/00000000000000000000.json",
+		"_delta_log/00000000000000000001.json", "_delta_log/_last_checkpoint", "b=1/part-0.parquet", "a/y/z", ".hidden.crc"}
+	all := slices.Sorted(slices.Values(keys))
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			b := o.open(t)
+			for _, k := range keys {
+				mustPut(t, b, k, k)
+			}
+			for _, tc := range []struct {
+				name, prefix, startAfter string
+				want                     []string
+			}{
+				{"all", "", "", all},
+				{"log", "_delta_log/", "", []string{"_delta_log/00000000000000000000.json", "_delta_log/00000000000000000001.json",
+					"_delta_log/00000000000000000002.json", "_delta_log/_last_checkpoint"}},
+				{"log after version 0", "_delta_log/", "_delta_log/00000000000000000000.json", []string{
+					"_delta_log/00000000000000000001.json", "_delta_log/00000000000000000002.json", "_delta_log/_last_checkpoint"}},
+				{"start after a key that does not exist", "_delta_log/0", "_delta_log/00000000000000000001", []string{
+					"_delta_log/00000000000000000001.json", "_delta_log/00000000000000000002.json"}},
+				{"partial segment prefix", "a", "", []string{"a-b", "a/x", "a/y/z"}},
+				{"directory prefix", "a/", "", []string{"a/x", "a/y/z"}},
+				{"no match", "zzz", "", nil},
+				{"missing directory", "nodir/x/", "", nil},
+				{"start after everything", "", "~", nil},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					if got := listKeys(t, b, tc.prefix, tc.startAfter); !slices.Equal(got, tc.want) {
+						t.Errorf("List(%q, %q) = %q, want %q", tc.prefix, tc.startAfter, got, tc.want)
+					}
+				})
+			}
+			t.Run("objects", func(t *testing.T) {
+				for o, err := range b.List(t.Context(), "a/y/", "") {
+					if err != nil || o.Key != "a/y/z" || o.Size != int64(len("a/y/z")) || o.ModTime.IsZero() {
+						t.Errorf("List yielded %+v, %v", o, err)
+					}
+				}
+			})
+			t.Run("cancelled", func(t *testing.T) {
+				ctx, cancel := context.WithCancel(t.Context())
+				cancel()
+				var errs int
+				for _, err := range b.List(ctx, "", "") {
+					if !errors.Is(err, context.Canceled) {
+						t.Fatalf("List with a cancelled ctx yielded err = %v", err)
+					}
+					errs++
+				}
+				if errs != 1 {
+					t.Errorf("List with a cancelled ctx yielded %d errors, want 1", errs)
+				}
+			})
+			t.Run("break", func(t *testing.T) {
+				n := 0
+				for range b.List(t.Context(), "", "") {
+					n++
+					break
+				}
+				if n != 1 {
+					t.Errorf("iterations after break = %d", n)
+				}
+			})
+		})
+	}
+}
+
+func TestInvalidKeys(t *testing.T) {
+	b := openers[0].open(t)
+	for _, key := range []string{"", "/abs", "a//b", "a/", "../escape", "a/./b", "a/../b", "ctl\x01", `back\slash`, "a/.b" + tempMarker + "00"} {
+		t.Run(fmt.Sprintf("%q", key), func(t *testing.T) {
+			if err := b.Put(t.Context(), key, nil); !errors.Is(err, writers.ErrInvalid) {
+				t.Errorf("Put: err = %v, want ErrInvalid", err)
+			}
+			if _, err := b.Get(t.Context(), key); !errors.Is(err, writers.ErrInvalid) {
+				t.Errorf("Get: err = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	for _, err := range b.List(t.Context(), "/x", "") {
+		if !errors.Is(err, writers.ErrInvalid) {
+			t.Errorf("List(/x): err = %v, want ErrInvalid", err)
+		}
+	}
+}
+
+// wantNoSideFiles fails if dir holds a temporary or fileblob ".attrs" file.
+func wantNoSideFiles(t *testing.T, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if isTempName(d.Name()) || strings.HasSuffix(d.Name(), ".attrs") {
+			t.Errorf("side file left behind: %s", path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestFileLeavesNoSideFiles(t *testing.T) {
+	b := openers[0].open(t)
+	ctx := t.Context()
+	mustPut(t, b, "a/b", "x")
+	mustPut(t, b, "a/b", "y")
+	if err := b.PutIfAbsent(ctx, "a/c", []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutIfAbsent(ctx, "a/c", []byte("x")); !errors.Is(err, ErrAlreadyExists) {
+		t.Fatal(err)
+	}
+	w, err := b.NewWriter(ctx, "a/d")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantNoSideFiles(t, b.dir)
+}
+
+func TestListHidesTempFiles(t *testing.T) {
+	b := openers[0].open(t)
+	mustPut(t, b, "a/b", "x")
+	// A write in flight (or stranded by a crash) leaves a temporary file.
+	if err := os.WriteFile(tempPath(b.path("a/c")), []byte("partial"), 0o666); err != nil {
+		t.Fatal(err)
+	}
+	if got := listKeys(t, b, "", ""); !slices.Equal(got, []string{"a/b"}) {
+		t.Fatalf("List = %q, want only a/b", got)
+	}
+}
+
+func TestMemSharedAcrossOpens(t *testing.T) {
+	name := memName(t)
+	b1, err := Open(t.Context(), "mem://"+name+"/table", Options{}) // closed below
+	if err != nil {
+		t.Fatal(err)
+	}
+	b2 := mustOpen(t, "mem://"+name+"/table", Options{})
+	other := mustOpen(t, "mem://"+name+"/other", Options{})
+	mustPut(t, b1, "k", "v")
+	wantContent(t, b2, "k", "v")
+	if err := b2.PutIfAbsent(t.Context(), "k", []byte("w")); !errors.Is(err, ErrAlreadyExists) {
+		t.Fatalf("PutIfAbsent through the second Open: err = %v, want ErrAlreadyExists", err)
+	}
+	if _, err := other.Get(t.Context(), "k"); !errors.Is(err, ErrNotExist) {
+		t.Fatalf("another prefix sees the key: err = %v", err)
+	}
+	for range 2 { // Close is idempotent
+		if err := b1.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantContent(t, b2, "k", "v") // closing one Open leaves the shared data
+}
+
+func TestFileRoot(t *testing.T) {
+	base := t.TempDir()
+	for _, tc := range []struct {
+		name, uri string
+		want      string
+	}{
+		{"dot relative", "file://./data/t1", filepath.Join(base, "data/t1")},
+		{"bare relative", "file://data/t2", filepath.Join(base, "data/t2")},
+		{"parent relative", "file://../" + filepath.Base(base) + "/t3", filepath.Join(base, "t3")},
+		{"absolute", "file://" + base + "/abs/t4", filepath.Join(base, "abs/t4")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			b := mustOpen(t, tc.uri, Options{BaseDir: base})
+			if got, want := b.URI(), "file://"+tc.want; got != want {
+				t.Errorf("URI() = %q, want %q", got, want)
+			}
+			if fi, err := os.Stat(tc.want); err != nil || !fi.IsDir() {
+				t.Fatalf("root directory not created: %v", err)
+			}
+			mustPut(t, b, "x/y", "data")
+			if got, err := os.ReadFile(filepath.Join(tc.want, "x", "y")); err != nil || !bytes.Equal(got, []byte("data")) {
+				t.Fatalf("file on disk = %q, %v", got, err)
+			}
+		})
+	}
+}
