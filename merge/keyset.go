@@ -1,0 +1,215 @@
+package merge
+
+import (
+	"bytes"
+	"hash/maphash"
+)
+
+// KeySet interns encoded keys (from a [KeyEncoder]) and numbers the distinct
+// keys densely, 0..Len()-1, in first-added order.
+//
+// It is an open-addressing hash table over maphash hashes (seeded per set,
+// so iteration never depends on hash order: ordinals do). Memory per key:
+// the key bytes, plus 8 bytes of offset unless every key has the same
+// length (single or fixed-width key columns), plus 8-byte slots at a load
+// factor between 3/8 and 3/4 (about 14 bytes on average): an int64 key
+// costs about 22 bytes. Adding allocates only when the arena or the table
+// grows.
+//
+// The zero KeySet is not usable; call NewKeySet. Find, Key and Len may run
+// concurrently with each other, not with Add.
+type KeySet struct {
+	seed  maphash.Seed
+	arena []byte
+	n     int
+	// width is the length shared by every key so far (-1 once two lengths
+	// were seen, -2 while empty): while keys are fixed-width, key i is
+	// arena[i*width:] and offs is unused, saving 8 bytes and a cache miss
+	// per key.
+	width int
+	offs  []uint64 // when width == -1, len n+1: key i is arena[offs[i]:offs[i+1]]
+	// slots holds hash<<32 | (ordinal+1); 0 is empty. Comparing the stored
+	// high hash bits first avoids touching the arena on most misses.
+	slots []uint64
+	mask  uint64
+}
+
+// maxKeys bounds the ordinal to the 32 bits a slot holds.
+const maxKeys = 1<<32 - 2
+
+// NewKeySet returns an empty set sized for about sizeHint keys (0 is fine).
+func NewKeySet(sizeHint int) *KeySet {
+	s := &KeySet{seed: maphash.MakeSeed(), width: -2}
+	s.reserve(sizeHint)
+	return s
+}
+
+// reserve grows the slot table to hold n keys without growing again.
+func (s *KeySet) reserve(n int) {
+	size := 16
+	for size*3/4 < n {
+		size *= 2
+	}
+	if size <= len(s.slots) {
+		return
+	}
+	s.rehash(size)
+}
+
+// rehash rebuilds the slot table with size slots.
+func (s *KeySet) rehash(size int) {
+	s.slots = make([]uint64, size)
+	s.mask = uint64(size - 1)
+	for ord := range s.n {
+		h := maphash.Bytes(s.seed, s.Key(ord))
+		i := h & s.mask
+		for s.slots[i] != 0 {
+			i = (i + 1) & s.mask
+		}
+		s.slots[i] = h>>32<<32 | uint64(ord+1)
+	}
+}
+
+// Len returns the number of distinct keys.
+func (s *KeySet) Len() int { return s.n }
+
+// Key returns the key of ordinal ord. The slice aliases the set's arena: it
+// is valid until the next Add and must not be modified.
+func (s *KeySet) Key(ord int) []byte {
+	if w := s.width; w >= 0 {
+		return s.arena[ord*w : (ord+1)*w : (ord+1)*w]
+	}
+	return s.arena[s.offs[ord]:s.offs[ord+1]:s.offs[ord+1]]
+}
+
+// MemoryBytes returns the bytes held by the set's buffers (capacity).
+func (s *KeySet) MemoryBytes() int {
+	return cap(s.arena) + 8*cap(s.offs) + 8*cap(s.slots)
+}
+
+// Find returns the ordinal of key and true, or -1 and false.
+func (s *KeySet) Find(key []byte) (int, bool) {
+	h := maphash.Bytes(s.seed, key)
+	tag := h >> 32
+	for i := h & s.mask; ; i = (i + 1) & s.mask {
+		sl := s.slots[i]
+		if sl == 0 {
+			return -1, false
+		}
+		if sl>>32 == tag {
+			if ord := int(sl&0xffffffff) - 1; bytes.Equal(s.Key(ord), key) {
+				return ord, true
+			}
+		}
+	}
+}
+
+// Add adds a copy of key if it is new. It returns the key's ordinal and
+// whether it was added. key is borrowed. Add panics past 2^32-2 keys
+// (about 100 GiB of table): bound the input before that.
+func (s *KeySet) Add(key []byte) (int, bool) {
+	h := maphash.Bytes(s.seed, key)
+	tag := h >> 32
+	i := h & s.mask
+	for ; ; i = (i + 1) & s.mask {
+		sl := s.slots[i]
+		if sl == 0 {
+			break
+		}
+		if sl>>32 == tag {
+			if ord := int(sl&0xffffffff) - 1; bytes.Equal(s.Key(ord), key) {
+				return ord, false
+			}
+		}
+	}
+	ord := s.n
+	if ord >= maxKeys {
+		panic("merge: KeySet holds 2^32-2 keys; bound the input")
+	}
+	s.appendKey(key)
+	s.slots[i] = tag<<32 | uint64(ord+1)
+	if uint64(s.n) > (s.mask+1)*3/4 {
+		s.rehash(2 * len(s.slots))
+	}
+	return ord, true
+}
+
+// appendKey stores a copy of key as ordinal s.n.
+func (s *KeySet) appendKey(key []byte) {
+	switch {
+	case s.width == -2:
+		s.width = len(key)
+	case s.width >= 0 && len(key) != s.width:
+		// Keys stop being fixed-width: materialize the offsets.
+		s.offs = make([]uint64, s.n+1, 2*s.n+2)
+		for i := range s.offs {
+			s.offs[i] = uint64(i * s.width)
+		}
+		s.width = -1
+	}
+	s.arena = append(s.arena, key...)
+	if s.width == -1 {
+		s.offs = append(s.offs, uint64(len(s.arena)))
+	}
+	s.n++
+}
+
+// MatchRows appends to dst the rows of enc's last Encode whose key is in s,
+// in row order, and returns the extended slice. Sinks use it to find the
+// target rows a collapsed changelog replaces or deletes.
+func (s *KeySet) MatchRows(enc *KeyEncoder, dst []int32) []int32 {
+	for i := range enc.Len() {
+		if _, ok := s.Find(enc.Key(i)); ok {
+			dst = append(dst, int32(i))
+		}
+	}
+	return dst
+}
+
+// KeyIndex maps encoded keys to uint64 values (a row address, a file and
+// row number, an output position). Memory per key: a KeySet entry plus 8
+// bytes. The zero KeyIndex is not usable; call NewKeyIndex. Get may run
+// concurrently with Get, not with Put.
+type KeyIndex struct {
+	set  *KeySet
+	vals []uint64
+}
+
+// NewKeyIndex returns an empty index sized for about sizeHint keys.
+func NewKeyIndex(sizeHint int) *KeyIndex {
+	return &KeyIndex{set: NewKeySet(sizeHint), vals: make([]uint64, 0, sizeHint)}
+}
+
+// Put sets the value of key (borrowed; copied when new) and returns the
+// previous value and whether there was one.
+func (x *KeyIndex) Put(key []byte, v uint64) (old uint64, replaced bool) {
+	ord, added := x.set.Add(key)
+	if added {
+		x.vals = append(x.vals, v)
+		return 0, false
+	}
+	old, x.vals[ord] = x.vals[ord], v
+	return old, true
+}
+
+// Get returns the value of key and whether it is present.
+func (x *KeyIndex) Get(key []byte) (uint64, bool) {
+	ord, ok := x.set.Find(key)
+	if !ok {
+		return 0, false
+	}
+	return x.vals[ord], true
+}
+
+// Len returns the number of keys.
+func (x *KeyIndex) Len() int { return x.set.Len() }
+
+// Keys returns the index's key set: ordinal i holds the i-th distinct key
+// put, and Value(i) its value.
+func (x *KeyIndex) Keys() *KeySet { return x.set }
+
+// Value returns the value of ordinal ord of Keys.
+func (x *KeyIndex) Value(ord int) uint64 { return x.vals[ord] }
+
+// MemoryBytes returns the bytes held by the index's buffers (capacity).
+func (x *KeyIndex) MemoryBytes() int { return x.set.MemoryBytes() + 8*cap(x.vals) }

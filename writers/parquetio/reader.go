@@ -1,0 +1,213 @@
+package parquetio
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sync/atomic"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/parquet"
+	"github.com/apache/arrow-go/v18/parquet/file"
+	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+const defaultBatchRows = 65536
+
+func readFile(ctx context.Context, r io.ReaderAt, size int64, mem memory.Allocator, opts ReadOptions) (array.RecordReader, error) {
+	pf, err := file.NewParquetReader(io.NewSectionReader(r, 0, size), file.WithReadProps(parquet.NewReaderProperties(mem)))
+	if err != nil {
+		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: open parquet file: %v", err)
+	}
+	rd, err := openRecords(ctx, pf, mem, opts)
+	if err != nil {
+		pf.Close()
+		return nil, err
+	}
+	return rd, nil
+}
+
+func openRecords(ctx context.Context, pf *file.Reader, mem memory.Allocator, opts ReadOptions) (*recordReader, error) {
+	batch := opts.BatchRows
+	if batch <= 0 {
+		batch = defaultBatchRows
+	}
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch}, mem)
+	if err != nil {
+		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: read parquet schema: %v", err)
+	}
+	fields, err := selectFields(fr, opts.Columns)
+	if err != nil {
+		return nil, err
+	}
+	inner, err := fr.GetRecordReader(ctx, leafColumns(pf, fields), nil)
+	if err != nil {
+		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: read parquet columns: %v", err)
+	}
+	rd := &recordReader{inner: inner, file: pf, mem: mem}
+	rd.refs.Store(1)
+	rd.schema, rd.int96 = int96AsMicros(inner.Schema(), fr, pf, fields)
+	return rd, nil
+}
+
+// selectFields returns the top-level field indices of names, in file order
+// (all fields for nil).
+func selectFields(fr *pqarrow.FileReader, names []string) ([]int, error) {
+	want := make(map[string]bool, len(names))
+	for _, n := range names {
+		want[n] = true
+	}
+	var out []int
+	for i, f := range fr.Manifest.Fields {
+		if names == nil || want[f.Field.Name] {
+			out = append(out, i)
+			delete(want, f.Field.Name)
+		}
+	}
+	for n := range want {
+		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: column %q is not in the file", n)
+	}
+	return out, nil
+}
+
+// leafColumns returns the Parquet leaf columns below the top-level fields.
+func leafColumns(pf *file.Reader, fields []int) []int {
+	want := make(map[int]bool, len(fields))
+	for _, f := range fields {
+		want[f] = true
+	}
+	descr := pf.MetaData().Schema
+	var leaves []int
+	for i := range descr.NumColumns() {
+		if want[descr.Root().FieldIndexByField(descr.ColumnRoot(i))] {
+			leaves = append(leaves, i)
+		}
+	}
+	return leaves
+}
+
+// int96AsMicros finds top-level INT96 columns (legacy Spark timestamps,
+// which pqarrow reads as timestamp[ns]) and returns the output schema
+// with those as timestamp[us, UTC], and their positions.
+func int96AsMicros(schema *arrow.Schema, fr *pqarrow.FileReader, pf *file.Reader, fields []int) (*arrow.Schema, []int) {
+	var pos []int
+	out := schema.Fields()
+	for i, fi := range fields {
+		sf := fr.Manifest.Fields[fi]
+		if sf.ColIndex < 0 || pf.MetaData().Schema.Column(sf.ColIndex).PhysicalType() != parquet.Types.Int96 {
+			continue
+		}
+		pos = append(pos, i)
+		out[i].Type = &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}
+	}
+	if pos == nil {
+		return schema, nil
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(out, &md), pos
+}
+
+// recordReader wraps pqarrow's reader: it converts INT96 columns and
+// closes the file with the last Release.
+type recordReader struct {
+	inner  pqarrow.RecordReader
+	file   *file.Reader
+	mem    memory.Allocator
+	schema *arrow.Schema
+	int96  []int
+	refs   atomic.Int64
+	cur    arrow.RecordBatch // owned when int96 != nil
+	err    error
+}
+
+var _ array.RecordReader = (*recordReader)(nil)
+
+func (r *recordReader) Retain() { r.refs.Add(1) }
+
+func (r *recordReader) Release() {
+	if r.refs.Add(-1) != 0 {
+		return
+	}
+	r.releaseCurrent()
+	r.inner.Release()
+	r.file.Close()
+}
+
+func (r *recordReader) releaseCurrent() {
+	if r.cur != nil && r.int96 != nil {
+		r.cur.Release()
+	}
+	r.cur = nil
+}
+
+func (r *recordReader) Schema() *arrow.Schema { return r.schema }
+
+func (r *recordReader) Next() bool {
+	r.releaseCurrent()
+	if r.err != nil || !r.inner.Next() {
+		return false
+	}
+	rec := r.inner.RecordBatch()
+	if r.int96 == nil {
+		r.cur = rec
+		return true
+	}
+	cols := make([]arrow.Array, rec.NumCols())
+	copy(cols, rec.Columns())
+	var converted []arrow.Array
+	defer func() {
+		for _, c := range converted {
+			c.Release()
+		}
+	}()
+	for _, i := range r.int96 {
+		c, err := nanosToMicros(r.mem, cols[i])
+		if err != nil {
+			r.err = err
+			return false
+		}
+		converted = append(converted, c)
+		cols[i] = c
+	}
+	r.cur = array.NewRecordBatch(r.schema, cols, rec.NumRows())
+	return true
+}
+
+func (r *recordReader) RecordBatch() arrow.RecordBatch { return r.cur }
+
+// Record is the deprecated name of RecordBatch.
+func (r *recordReader) Record() arrow.RecordBatch { return r.cur }
+
+func (r *recordReader) Err() error {
+	if r.err != nil {
+		return r.err
+	}
+	if err := r.inner.Err(); err != nil && err != io.EOF {
+		return fmt.Errorf("parquetio: read parquet: %w", err)
+	}
+	return nil
+}
+
+// nanosToMicros converts a timestamp[ns] array to timestamp[us, UTC],
+// rounding toward negative infinity.
+func nanosToMicros(mem memory.Allocator, arr arrow.Array) (arrow.Array, error) {
+	ts, ok := arr.(*array.Timestamp)
+	if !ok {
+		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: INT96 column read as %s, want a timestamp", arr.DataType())
+	}
+	b := array.NewTimestampBuilder(mem, &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"})
+	defer b.Release()
+	b.Reserve(ts.Len())
+	for i, v := range ts.TimestampValues() {
+		if ts.IsNull(i) {
+			b.UnsafeAppendBoolToBitmap(false)
+			continue
+		}
+		b.UnsafeAppend(arrow.Timestamp(floorDiv(int64(v), 1000)))
+	}
+	return b.NewArray(), nil
+}

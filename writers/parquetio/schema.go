@@ -1,0 +1,162 @@
+package parquetio
+
+import (
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// nodeKind says how a node's Arrow array is shredded into Parquet levels.
+type nodeKind uint8
+
+const (
+	leafNode   nodeKind = iota // a primitive column
+	structNode                 // children: the struct fields
+	listNode                   // children: [element]
+	mapNode                    // children: [key, value]
+)
+
+// node is one Arrow field of the written schema, with the Dremel levels of
+// its Parquet counterpart. The tree is built once per Writer.
+type node struct {
+	name     string
+	path     []string
+	nullable bool
+	kind     nodeKind
+	children []*node
+	leaf     *leaf // for leafNode only
+
+	// defPresent is the definition level a value reaches when this node is
+	// non-null; a non-empty list or map reaches one more.
+	defPresent uint8
+	// repLevel is the repetition level of a list's or map's repeated group.
+	repLevel uint8
+
+	// slots and elems are scratch reused across batches by the shredder:
+	// the positions where this node is present, and the list elements
+	// its parent list or map expanded (held by the first child).
+	slots []slot
+	elems []slot
+}
+
+// buildTree maps schema to nodes, numbering leaves in Parquet column order
+// (depth first, fields in schema order). Unsupported types give an error
+// wrapping writers.ErrInvalid that names the column.
+func buildTree(schema *arrow.Schema) ([]*node, []*leaf, error) {
+	var leaves []*leaf
+	roots := make([]*node, len(schema.Fields()))
+	for i, f := range schema.Fields() {
+		n, err := newNode(f, nil, 0, 0, &leaves)
+		if err != nil {
+			return nil, nil, err
+		}
+		roots[i] = n
+	}
+	return roots, leaves, nil
+}
+
+func newNode(f arrow.Field, parent []string, def, rep uint8, leaves *[]*leaf) (*node, error) {
+	path := append(append([]string(nil), parent...), f.Name)
+	n := &node{name: f.Name, path: path, nullable: f.Nullable}
+	if f.Nullable {
+		def++
+	}
+	n.defPresent = def
+	switch t := f.Type.(type) {
+	case *arrow.StructType:
+		if t.NumFields() == 0 {
+			return nil, unsupported(path, f.Type, "a struct needs at least one field")
+		}
+		n.kind = structNode
+		for _, cf := range t.Fields() {
+			c, err := newNode(cf, path, def, rep, leaves)
+			if err != nil {
+				return nil, err
+			}
+			n.children = append(n.children, c)
+		}
+	case *arrow.MapType:
+		n.kind, n.repLevel = mapNode, rep+1
+		key := t.KeyField()
+		key.Nullable = false // Parquet map keys are required
+		for _, cf := range []arrow.Field{key, t.ItemField()} {
+			c, err := newNode(cf, path, def+1, rep+1, leaves)
+			if err != nil {
+				return nil, err
+			}
+			n.children = append(n.children, c)
+		}
+	case arrow.ListLikeType:
+		if t.ID() != arrow.LIST && t.ID() != arrow.LARGE_LIST {
+			return nil, unsupported(path, f.Type, "")
+		}
+		n.kind, n.repLevel = listNode, rep+1
+		c, err := newNode(t.ElemField(), path, def+1, rep+1, leaves)
+		if err != nil {
+			return nil, err
+		}
+		n.children = []*node{c}
+	default:
+		l, err := newLeaf(path, f.Type)
+		if err != nil {
+			return nil, err
+		}
+		l.column, l.maxDef, l.maxRep = len(*leaves), def, rep
+		*leaves = append(*leaves, l)
+		n.kind, n.leaf = leafNode, l
+	}
+	return n, nil
+}
+
+// parquetNode returns n's Parquet schema node; dictionary[i] says whether
+// leaf column i is dictionary encoded.
+func (n *node) parquetNode(dictionary []bool) parquet.Node {
+	var pn parquet.Node
+	switch n.kind {
+	case leafNode:
+		pn = n.leaf.node
+		if dictionary[n.leaf.column] {
+			pn = parquet.Encoded(pn, &parquet.RLEDictionary)
+		}
+	case structNode:
+		pn = groupOf(n.children, dictionary)
+	case listNode:
+		pn = parquet.List(n.children[0].parquetNode(dictionary))
+	case mapNode:
+		pn = parquet.Map(n.children[0].parquetNode(dictionary), n.children[1].parquetNode(dictionary))
+	}
+	if n.nullable {
+		return parquet.Optional(pn)
+	}
+	return parquet.Required(pn)
+}
+
+// groupOf returns the ordered group of nodes.
+func groupOf(nodes []*node, dictionary []bool) group {
+	g := make(group, len(nodes))
+	for i, c := range nodes {
+		g[i] = namedNode{Node: c.parquetNode(dictionary), name: c.name, index: i}
+	}
+	return g
+}
+
+// parquetSchema returns the file schema for roots.
+func parquetSchema(roots []*node, dictionary []bool) *parquet.Schema {
+	return parquet.NewSchema("schema", groupOf(roots, dictionary))
+}
+
+func checkSchema(schema *arrow.Schema) error {
+	_, _, err := buildTree(schema)
+	return err
+}
+
+// unsupported returns the error for a column whose type cannot be written.
+func unsupported(path []string, t arrow.DataType, why string) error {
+	if why == "" {
+		why = "supported: int8-int64, float32/64, bool, utf8, large_utf8, binary, large_binary, fixed_size_binary, date32, timestamp, decimal128, struct, list, large_list, map and dictionaries of these"
+	}
+	return writers.Errorf(writers.ErrInvalid, "parquetio: column %q has type %s, which cannot be written to Parquet (%s): cast or drop the column", strings.Join(path, "."), t, why)
+}

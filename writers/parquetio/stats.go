@@ -1,0 +1,260 @@
+package parquetio
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/parquet-go/parquet-go"
+)
+
+// minMax accumulates the bounds of a leaf's non-null values, in the
+// Parquet physical representation (timestamps already in microseconds).
+type minMax struct {
+	has      bool
+	nan      bool
+	lo, hi   int64   // INT32, INT64 and BOOLEAN (0/1)
+	flo, fhi float64 // FLOAT, DOUBLE
+	blo, bhi []byte  // BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY (owned copies)
+}
+
+// observe adds the non-null values of vals.
+func (m *minMax) observe(kind parquet.Kind, vals []parquet.Value) {
+	switch kind {
+	case parquet.Int32, parquet.Int64, parquet.Boolean:
+		m.observeInts(vals)
+	case parquet.Float, parquet.Double:
+		m.observeFloats(kind, vals)
+	case parquet.ByteArray:
+		for _, v := range vals {
+			if !v.IsNull() {
+				m.observeBytes(v.ByteArray(), bytes.Compare)
+			}
+		}
+	case parquet.FixedLenByteArray:
+		for _, v := range vals {
+			if !v.IsNull() {
+				m.observeBytes(v.ByteArray(), compareSignedBigEndian)
+			}
+		}
+	}
+}
+
+// observeInts reads every kind through Value.Int64: parquet-go keeps
+// INT32 values sign-extended and booleans as 0/1 in the same 64-bit
+// payload (the stats tests pin this down).
+func (m *minMax) observeInts(vals []parquet.Value) {
+	lo, hi, has := m.lo, m.hi, m.has
+	for _, v := range vals {
+		if v.IsNull() {
+			continue
+		}
+		x := v.Int64()
+		if !has {
+			lo, hi, has = x, x, true
+		}
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	m.lo, m.hi, m.has = lo, hi, has
+}
+
+func (m *minMax) observeFloats(kind parquet.Kind, vals []parquet.Value) {
+	lo, hi, has, nan := m.flo, m.fhi, m.has, m.nan
+	for _, v := range vals {
+		if v.IsNull() {
+			continue
+		}
+		x := v.Double()
+		if kind == parquet.Float {
+			x = float64(v.Float())
+		}
+		if x != x { // NaN
+			nan = true
+			continue
+		}
+		if !has {
+			lo, hi, has = x, x, true
+		}
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	m.flo, m.fhi, m.has, m.nan = lo, hi, has, nan
+}
+
+// observeInts and observeFloats add Arrow values without nulls (the
+// dense fast path of shredRange).
+func observeInts[T int32 | int64 | arrow.Timestamp](m *minMax, src []T) {
+	if len(src) == 0 {
+		return
+	}
+	lo, hi := src[0], src[0]
+	for _, x := range src[1:] {
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	if !m.has {
+		m.lo, m.hi, m.has = int64(lo), int64(hi), true
+	}
+	m.lo, m.hi = min(m.lo, int64(lo)), max(m.hi, int64(hi))
+}
+
+// observeBools adds n booleans: all true or not, any true or not.
+func observeBools(m *minMax, allTrue, anyTrue bool, n int) {
+	if n == 0 {
+		return
+	}
+	l, h := int64(0), int64(0)
+	if allTrue {
+		l = 1
+	}
+	if anyTrue {
+		h = 1
+	}
+	if !m.has {
+		m.lo, m.hi, m.has = l, h, true
+	}
+	m.lo, m.hi = min(m.lo, l), max(m.hi, h)
+}
+
+func observeFloats(m *minMax, src []float64) {
+	lo, hi, has, nan := m.flo, m.fhi, m.has, m.nan
+	for _, x := range src {
+		if x != x { // NaN
+			nan = true
+			continue
+		}
+		if !has {
+			lo, hi, has = x, x, true
+		}
+		lo, hi = min(lo, x), max(hi, x)
+	}
+	m.flo, m.fhi, m.has, m.nan = lo, hi, has, nan
+}
+
+// observeBytes adds b, copying a bound only when it changes.
+func (m *minMax) observeBytes(b []byte, cmp func(a, b []byte) int) {
+	switch {
+	case !m.has:
+		m.blo, m.bhi, m.has = append(m.blo[:0], b...), append(m.bhi[:0], b...), true
+	case cmp(b, m.blo) < 0:
+		m.blo = append(m.blo[:0], b...)
+	case cmp(b, m.bhi) > 0:
+		m.bhi = append(m.bhi[:0], b...)
+	}
+}
+
+// compareSignedBigEndian orders equal-width two's complement big-endian
+// integers (FIXED_LEN_BYTE_ARRAY decimals).
+func compareSignedBigEndian(a, b []byte) int {
+	if len(a) == 0 || len(b) == 0 || a[0]^b[0] < 0x80 {
+		return bytes.Compare(a, b)
+	}
+	// Signs differ: the negative one (high bit set) is smaller.
+	if a[0]&0x80 != 0 {
+		return -1
+	}
+	return 1
+}
+
+// bounds converts the accumulated bounds to the Go values documented on
+// ColumnStats for Arrow value type t.
+func (m *minMax) bounds(t arrow.DataType) (lo, hi any, ok bool) {
+	if !m.has || m.nan {
+		return nil, nil, false
+	}
+	switch t := t.(type) {
+	case *arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type, *arrow.Int64Type:
+		return m.lo, m.hi, true
+	case *arrow.Float32Type, *arrow.Float64Type:
+		return m.flo, m.fhi, true
+	case *arrow.BooleanType:
+		return m.lo != 0, m.hi != 0, true
+	case *arrow.StringType, *arrow.LargeStringType:
+		return string(m.blo), string(m.bhi), true
+	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.FixedSizeBinaryType:
+		return m.blo, m.bhi, true
+	case *arrow.Date32Type:
+		return time.Unix(m.lo*86400, 0).UTC(), time.Unix(m.hi*86400, 0).UTC(), true
+	case *arrow.TimestampType:
+		return time.UnixMicro(m.lo).UTC(), time.UnixMicro(m.hi).UTC(), true
+	case *arrow.Decimal128Type:
+		if t.Precision <= 18 {
+			return decimalNumber(decimal128.FromI64(m.lo), t.Scale), decimalNumber(decimal128.FromI64(m.hi), t.Scale), true
+		}
+		return decimalNumber(numFromBigEndian(m.blo), t.Scale), decimalNumber(numFromBigEndian(m.bhi), t.Scale), true
+	}
+	return nil, nil, false
+}
+
+func decimalNumber(n decimal128.Num, scale int32) json.Number {
+	return json.Number(n.ToString(scale))
+}
+
+// numFromBigEndian sign-extends a big-endian two's complement integer of
+// up to 16 bytes.
+func numFromBigEndian(b []byte) decimal128.Num {
+	var full [16]byte
+	if len(b) > 0 && b[0]&0x80 != 0 {
+		for i := range full {
+			full[i] = 0xff
+		}
+	}
+	copy(full[16-len(b):], b)
+	return decimal128.New(int64(binary.BigEndian.Uint64(full[:8])), binary.BigEndian.Uint64(full[8:]))
+}
+
+// statNode is one ColumnStats entry: a column not inside a list or map.
+type statNode struct {
+	node  *node
+	first *leaf // the first leaf below node, whose levels tell its nulls
+	nulls int64
+}
+
+// statNodes lists the entries of roots in depth-first order.
+func statNodes(roots []*node) []*statNode {
+	var out []*statNode
+	var walk func(n *node)
+	walk = func(n *node) {
+		out = append(out, &statNode{node: n, first: firstLeaf(n)})
+		if n.kind == structNode {
+			for _, c := range n.children {
+				walk(c)
+			}
+		}
+	}
+	for _, r := range roots {
+		walk(r)
+	}
+	return out
+}
+
+func firstLeaf(n *node) *leaf {
+	for n.leaf == nil {
+		n = n.children[0]
+	}
+	return n.leaf
+}
+
+// observe counts the rows of the current chunk in which the node is null:
+// at the row's first value (repetition level 0) the definition level
+// stops below the node's.
+func (s *statNode) observe() {
+	if s.node.defPresent == 0 {
+		return // required all the way down from the top
+	}
+	for _, v := range s.first.vals {
+		if v.RepetitionLevel() == 0 && v.DefinitionLevel() < int(s.node.defPresent) {
+			s.nulls++
+		}
+	}
+}
+
+// columnStats returns the entry for the file's FileStats.
+func (s *statNode) columnStats() ColumnStats {
+	cs := ColumnStats{Path: s.node.path, NullCount: s.nulls}
+	if l := s.node.leaf; l != nil {
+		cs.Min, cs.Max, cs.HasMinMax = l.stats.bounds(l.valueType)
+	}
+	return cs
+}

@@ -1,0 +1,226 @@
+package parquetio
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/compress"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Writer encodes Arrow record batches into one Parquet file.
+//
+// A Writer is not safe for concurrent use. Close must be called once to
+// finish the file. An error from Write leaves the file unusable: later
+// calls return the same error (Close too, which still frees the buffers).
+type Writer struct {
+	out    *countingWriter
+	schema *arrow.Schema
+	opts   Options
+	codec  compress.Codec
+
+	roots  []*node
+	leaves []*leaf
+	stats  []*statNode
+	slots  []slot // top-level positions of nested columns, reused
+
+	// pw is created at the first chunk: the dictionary choice needs data.
+	pw          *parquet.Writer
+	rows        int64 // rows written, all row groups
+	rowsInGroup int64
+	err         error // sticky: the file is broken
+	closed      bool
+}
+
+// NewWriter returns a Writer that writes a Parquet file with schema to w.
+// Unsupported Arrow types and bad options give an error wrapping
+// writers.ErrInvalid naming the column or option. Nothing is written to w
+// before the first row group is flushed or Close is called.
+func NewWriter(w io.Writer, schema *arrow.Schema, opts Options) (*Writer, error) {
+	codec, err := codecOf(opts.Compression)
+	if err != nil {
+		return nil, err
+	}
+	if opts.RowGroupRows < 0 {
+		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: row group rows %d: must be positive (0 means %d)", opts.RowGroupRows, DefaultRowGroupRows)
+	}
+	if opts.RowGroupRows == 0 {
+		opts.RowGroupRows = DefaultRowGroupRows
+	}
+	roots, leaves, err := buildTree(schema)
+	if err != nil {
+		return nil, err
+	}
+	return &Writer{
+		out:    &countingWriter{w: w},
+		schema: schema,
+		opts:   opts,
+		codec:  codec,
+		roots:  roots,
+		leaves: leaves,
+		stats:  statNodes(roots),
+	}, nil
+}
+
+// codecOf maps Options.Compression to parquet-go's shared codecs, which
+// are safe for concurrent use.
+func codecOf(name string) (compress.Codec, error) {
+	switch name {
+	case "", CompressionSnappy:
+		return &parquet.Snappy, nil
+	case CompressionZstd:
+		return &parquet.Zstd, nil
+	case CompressionNone:
+		return &parquet.Uncompressed, nil
+	}
+	return nil, writers.Errorf(writers.ErrInvalid, "parquetio: compression %q: use %q, %q or %q", name, CompressionSnappy, CompressionZstd, CompressionNone)
+}
+
+// Write appends rec's rows. rec is borrowed for the call; its fields must
+// match the writer's schema in name, type and nullability (else
+// writers.ErrInvalid). Array offsets (slices), null bitmaps and dictionary
+// arrays are honoured. A row group is flushed to the underlying writer
+// every Options.RowGroupRows rows; errors from the underlying writer are
+// returned as they are.
+func (w *Writer) Write(rec arrow.RecordBatch) error {
+	if w.closed {
+		return writers.Errorf(writers.ErrWrongState, "parquetio: write after close: start a new file")
+	}
+	if w.err != nil {
+		return w.err
+	}
+	if err := w.checkRecord(rec); err != nil {
+		return err
+	}
+	n := int(rec.NumRows())
+	for lo := 0; lo < n; {
+		hi := lo + int(min(int64(n-lo), w.opts.RowGroupRows-w.rowsInGroup))
+		if err := w.writeChunk(rec, lo, hi); err != nil {
+			w.err = err
+			return err
+		}
+		lo = hi
+	}
+	return nil
+}
+
+// checkRecord compares fields, ignoring schema metadata.
+func (w *Writer) checkRecord(rec arrow.RecordBatch) error {
+	got, want := rec.Schema().Fields(), w.schema.Fields()
+	if len(got) != len(want) {
+		return writers.Errorf(writers.ErrInvalid, "parquetio: batch has %d columns, the file has %d: send batches of one schema per file", len(got), len(want))
+	}
+	for i, f := range got {
+		if f.Name != want[i].Name || f.Nullable != want[i].Nullable || !arrow.TypeEqual(f.Type, want[i].Type) {
+			return writers.Errorf(writers.ErrInvalid, "parquetio: batch column %d is %s, the file's is %s: send batches of one schema per file", i, f, want[i])
+		}
+	}
+	return nil
+}
+
+// writeChunk writes rows [lo, hi) of rec, all in the current row group.
+func (w *Writer) writeChunk(rec arrow.RecordBatch, lo, hi int) error {
+	var err error
+	for i, root := range w.roots {
+		if w.slots, err = root.shred(rec.Column(i), lo, hi, w.slots); err != nil {
+			return err
+		}
+	}
+	if w.pw == nil {
+		w.open()
+	}
+	for _, s := range w.stats {
+		s.observe()
+		if l := s.node.leaf; l != nil && !l.observed {
+			l.stats.observe(l.kind, l.vals)
+		}
+	}
+	columns := w.pw.ColumnWriters()
+	for _, l := range w.leaves {
+		if _, err := columns[l.column].WriteRowValues(l.vals); err != nil {
+			return fmt.Errorf("parquetio: write column %q: %w", l.path, err)
+		}
+		if l.kind == parquet.ByteArray || l.kind == parquet.FixedLenByteArray {
+			// Drop the pointers into the record's buffers so the
+			// buffer does not keep them alive.
+			clear(l.vals)
+		}
+	}
+	w.rows += int64(hi - lo)
+	w.rowsInGroup += int64(hi - lo)
+	if w.rowsInGroup == w.opts.RowGroupRows {
+		w.rowsInGroup = 0
+		if err := w.pw.Flush(); err != nil {
+			return fmt.Errorf("parquetio: flush row group: %w", err)
+		}
+	}
+	return nil
+}
+
+// open creates the parquet-go writer once the first chunk's values are
+// shredded, choosing each leaf's dictionary encoding from them.
+func (w *Writer) open() {
+	dictionary := make([]bool, len(w.leaves))
+	for i, l := range w.leaves {
+		dictionary[i] = !w.opts.NoDictionary && l.wantsDictionary()
+	}
+	w.pw = parquet.NewWriter(w.out,
+		parquetSchema(w.roots, dictionary),
+		parquet.Compression(w.codec),
+		parquet.DictionaryMaxBytes(dictionaryMaxBytes),
+		// Version 1 data pages are what Spark, pyarrow and delta-rs
+		// write by default and what every reader handles.
+		parquet.DataPageVersion(1),
+		parquet.CreatedBy("quiver", "parquetio", "parquet-go"),
+	)
+}
+
+// BytesWritten estimates the file size so far: bytes written to the
+// underlying writer plus the uncompressed size of buffered rows (so it
+// overestimates until the row group is flushed). Use it to roll to a new
+// file at a target size.
+func (w *Writer) BytesWritten() int64 {
+	if w.pw == nil {
+		return w.out.n
+	}
+	return w.pw.Size()
+}
+
+// Close flushes buffered rows, writes the footer and returns the file's
+// statistics. It does not close the underlying io.Writer. A second Close
+// returns an error wrapping writers.ErrWrongState.
+func (w *Writer) Close() (FileStats, error) {
+	if w.closed {
+		return FileStats{}, writers.Errorf(writers.ErrWrongState, "parquetio: file already closed")
+	}
+	w.closed = true
+	if w.err != nil {
+		return FileStats{}, w.err
+	}
+	if w.pw == nil {
+		w.open() // an empty file still has a schema and a footer
+	}
+	if err := w.pw.Close(); err != nil {
+		return FileStats{}, fmt.Errorf("parquetio: finish file: %w", err)
+	}
+	fs := FileStats{Rows: w.rows, Bytes: w.out.n, Columns: make([]ColumnStats, len(w.stats))}
+	for i, s := range w.stats {
+		fs.Columns[i] = s.columnStats()
+	}
+	return fs, nil
+}
+
+// countingWriter counts the bytes that reach the file.
+type countingWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
