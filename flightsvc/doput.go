@@ -49,7 +49,7 @@ type (
 // read and acknowledged without writing.
 //
 // Before anything is written the stream's schema is checked against the
-// endpoint's (writers.SchemaOf), and every later schema message against
+// endpoint's (writers.CheckStreamSchema), and every later schema message against
 // the first; a mismatch is InvalidArgument naming the column.
 //
 // Acks: one PutResult per batch, app_metadata {"batch":N,"rows":R} with N
@@ -96,14 +96,8 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	if err := s.allowEndpoint(ctx, ep.Name); err != nil {
 		return err
 	}
-	want, err := writers.SchemaOf(ctx, ep.Writer)
-	if err != nil {
-		return fmt.Errorf("doput: endpoint %q: read its schema: %w", ep.Name, err)
-	}
-	if want != nil {
-		if diff := writers.SchemaMismatch(want, rdr.Schema()); diff != "" {
-			return writers.Errorf(writers.ErrInvalid, "doput: endpoint %q: the stream's schema does not match the endpoint's: %s", ep.Name, diff)
-		}
+	if err := writers.CheckStreamSchema(ctx, ep.Writer, rdr.Schema()); err != nil {
+		return fmt.Errorf("doput: endpoint %q: %w", ep.Name, err)
 	}
 	guard.schema = rdr.Schema()
 

@@ -10,8 +10,12 @@
 // A sink implements Writer. It may also implement:
 //   - SchemaReporter: the endpoint's current schema, for GetSchema and for
 //     rejecting mismatched streams before any row is staged.
+//   - SchemaChecker: its own admission rule for a stream's schema, for sinks
+//     that absorb differences from the reported schema (another string or
+//     timestamp encoding, new columns under schema evolution).
 //
-// Capabilities are detected in one place, [SchemaOf].
+// Capabilities are detected in one place each: [SchemaOf] and
+// [CheckStreamSchema].
 package writers
 
 import (
@@ -140,6 +144,37 @@ func SchemaOf(ctx context.Context, w Writer) (*arrow.Schema, error) {
 		return sr.Schema(ctx)
 	}
 	return nil, nil
+}
+
+// SchemaChecker is implemented by writers that decide themselves whether a
+// stream's schema is acceptable, instead of requiring it to equal the
+// reported schema.
+type SchemaChecker interface {
+	// CheckSchema returns an ErrInvalid error naming the column when rows
+	// of schema s cannot be written, and nil when they can (also when the
+	// endpoint has no schema yet). It has no side effects.
+	CheckSchema(ctx context.Context, s *arrow.Schema) error
+}
+
+// CheckStreamSchema checks a stream's schema s before any of its rows is
+// staged: with w's own rule when w is a SchemaChecker; otherwise s must
+// match w's reported schema exactly ([SchemaMismatch]); a writer reporting
+// no schema accepts anything. Mismatches are ErrInvalid naming the column.
+func CheckStreamSchema(ctx context.Context, w Writer, s *arrow.Schema) error {
+	if sc, ok := w.(SchemaChecker); ok {
+		return sc.CheckSchema(ctx, s)
+	}
+	want, err := SchemaOf(ctx, w)
+	if err != nil {
+		return fmt.Errorf("read the endpoint's schema: %w", err)
+	}
+	if want == nil {
+		return nil
+	}
+	if diff := SchemaMismatch(want, s); diff != "" {
+		return Errorf(ErrInvalid, "the stream's schema does not match the endpoint's: %s", diff)
+	}
+	return nil
 }
 
 // SchemaMismatch compares got against want and describes the first

@@ -1,0 +1,273 @@
+// Command deltabench measures the Delta sink end to end: it starts one
+// Quiver server in process with a discard endpoint and Delta append
+// endpoints on file:// tables (zstd and snappy), drives each with the
+// standard workload through package bench (the engine of quiverbench), and
+// in the same run encodes the same batches with writers/parquetio alone,
+// the raw Parquet encoder the sink is built on. It prints rows/s, MB/s
+// (IPC body bytes sent), the data files and bytes each Delta endpoint
+// wrote, and the ratios to discard and to raw encoding at each stream
+// count:
+//
+//	go run ./bench/cmd/deltabench --streams 1,4 --rows 2000000
+//
+// The tables live in a temporary folder removed at exit (--keep keeps it).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/clients/go/quiverflag"
+	"github.com/quiver-ingest/quiver/server"
+	"github.com/quiver-ingest/quiver/server/config"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/parquetio"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// codecs are the Delta endpoints measured, one per compression.
+var codecs = []string{"zstd", "snappy"}
+
+type options struct {
+	streams []int
+	rows    int64
+	runs    int
+	keep    bool
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var o options
+	fs := flag.NewFlagSet("deltabench", flag.ExitOnError)
+	streams := fs.String("streams", "1,4", "concurrent streams, a comma list runs each")
+	fs.Int64Var(&o.rows, "rows", 2_000_000, "rows per stream")
+	fs.IntVar(&o.runs, "runs", 3, "runs per target and stream count; the median is reported")
+	fs.BoolVar(&o.keep, "keep", false, "keep the tables' temporary folder")
+	fs.Parse(os.Args[1:])
+	for s := range strings.SplitSeq(*streams, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "deltabench: --streams %q: give positive integers\n", *streams)
+			os.Exit(2)
+		}
+		o.streams = append(o.streams, n)
+	}
+	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "deltabench:", err)
+		os.Exit(1)
+	}
+}
+
+// row is one line of the report.
+type row struct {
+	target       string
+	streams      int
+	rowsPerSec   float64
+	mbPerSec     float64
+	files, bytes int64 // Delta only: data files and bytes written by the measured runs
+}
+
+func run(ctx context.Context, o options, out, log io.Writer) (err error) {
+	dir, err := os.MkdirTemp("", "deltabench-")
+	if err != nil {
+		return err
+	}
+	if o.keep {
+		fmt.Fprintln(log, "deltabench: tables in", dir)
+	} else {
+		defer os.RemoveAll(dir)
+	}
+	srv, err := startServer(ctx, dir)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		err = errors.Join(err, srv.Shutdown(sctx))
+	}()
+
+	var rows []row
+	for _, streams := range o.streams {
+		for _, target := range append([]string{"devnull"}, codecs...) {
+			before, err := tableFiles(ctx, filepath.Join(dir, target))
+			if err != nil {
+				return err
+			}
+			rep, err := bench.Run(ctx, bench.Config{
+				Conn: quiverflag.Conn{Addr: srv.FlightAddr()}, Endpoint: target, Streams: []int{streams},
+				Rows: o.rows, BatchRows: bench.DefaultBatchRows, Seed: bench.DefaultSeed, Runs: o.runs,
+			}, log)
+			if err != nil {
+				return fmt.Errorf("%s, %d streams: %w", target, streams, err)
+			}
+			after, err := tableFiles(ctx, filepath.Join(dir, target))
+			if err != nil {
+				return err
+			}
+			res := rep.Results[0]
+			rows = append(rows, row{target: target, streams: streams, rowsPerSec: res.RowsPerSec, mbPerSec: res.MBPerSec,
+				files: after.files - before.files, bytes: after.bytes - before.bytes})
+		}
+		for _, codec := range codecs {
+			r, err := rawEncode(o.rows, streams, codec, o.runs)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(log, "deltabench: raw parquetio %s, %d stream(s): %.0f rows/s\n", codec, streams, r.rowsPerSec)
+			rows = append(rows, r)
+		}
+	}
+	return report(out, rows)
+}
+
+// startServer serves a discard endpoint devnull and one Delta append
+// endpoint per codec, named after it, on tables under dir.
+func startServer(ctx context.Context, dir string) (*server.Server, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nlog: {level: warn}\nendpoints:\n  - {name: devnull, sink: discard}\n", filepath.Join(dir, "data"))
+	for _, c := range codecs {
+		fmt.Fprintf(&b, "  - name: %s\n    sink: delta\n    delta: {table_uri: \"file://%s\", parquet: {compression: %s}}\n", c, filepath.Join(dir, c), c)
+	}
+	reg := server.Sinks()
+	cfg, err := config.Parse([]byte(b.String()), dir, reg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.New(cfg, server.Options{Sinks: reg})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+type fileTotals struct{ files, bytes int64 }
+
+// tableFiles counts every data file (committed or not) under a table root.
+func tableFiles(ctx context.Context, root string) (fileTotals, error) {
+	var t fileTotals
+	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
+		return t, nil
+	}
+	b, err := storage.Open(ctx, "file://"+root, storage.Options{})
+	if err != nil {
+		return t, err
+	}
+	defer b.Close()
+	for obj, err := range b.List(ctx, "", "") {
+		if err != nil {
+			return t, err
+		}
+		if strings.HasSuffix(obj.Key, ".parquet") && !strings.HasPrefix(obj.Key, deltalog.LogDir) {
+			t.files++
+			t.bytes += obj.Size
+		}
+	}
+	return t, nil
+}
+
+// rawEncode encodes the workload's batches with parquetio into a byte
+// counter, streams goroutines at once, each its own file of rows rows with
+// the sink's default row groups; it reports the median of runs.
+func rawEncode(rows int64, streams int, codec string, runs int) (row, error) {
+	batches, err := bench.Generate(memory.DefaultAllocator, bench.DefaultSeed, rows, bench.DefaultBatchRows)
+	if err != nil {
+		return row{}, err
+	}
+	defer func() {
+		for _, b := range batches {
+			b.Release()
+		}
+	}()
+	var ipc int64
+	for _, b := range batches {
+		n, err := bench.IPCBodyBytes(memory.DefaultAllocator, b)
+		if err != nil {
+			return row{}, err
+		}
+		ipc += n
+	}
+	var rates []float64
+	for range runs {
+		start := time.Now()
+		errs := make([]error, streams)
+		var wg sync.WaitGroup
+		for i := range streams {
+			wg.Go(func() { errs[i] = encodeAll(batches, codec) })
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return row{}, err
+		}
+		rates = append(rates, float64(rows*int64(streams))/time.Since(start).Seconds())
+	}
+	med := median(rates)
+	return row{target: "raw-" + codec, streams: streams, rowsPerSec: med, mbPerSec: med * float64(ipc) / float64(rows) / 1e6}, nil
+}
+
+func encodeAll(batches []arrow.RecordBatch, codec string) error {
+	pw, err := parquetio.NewWriter(io.Discard, batches[0].Schema(), parquetio.Options{Compression: codec})
+	if err != nil {
+		return err
+	}
+	for _, b := range batches {
+		if err := pw.Write(b); err != nil {
+			pw.Close()
+			return err
+		}
+	}
+	_, err = pw.Close()
+	return err
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// report prints one line per target and stream count, with the ratios of
+// each Delta endpoint to discard and to raw encoding with its codec.
+func report(w io.Writer, rows []row) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "target\tstreams\trows/s\tMB/s\tfiles\tbytes\tvs discard\tvs raw parquetio\t")
+	find := func(target string, streams int) float64 {
+		for _, r := range rows {
+			if r.target == target && r.streams == streams {
+				return r.rowsPerSec
+			}
+		}
+		return 0
+	}
+	for _, r := range rows {
+		files, bytes, vsDiscard, vsRaw := "", "", "", ""
+		if !strings.HasPrefix(r.target, "raw-") && r.target != "devnull" {
+			files, bytes = strconv.FormatInt(r.files, 10), strconv.FormatInt(r.bytes, 10)
+			vsDiscard = fmt.Sprintf("%.2fx", r.rowsPerSec/find("devnull", r.streams))
+			vsRaw = fmt.Sprintf("%.2fx", r.rowsPerSec/find("raw-"+r.target, r.streams))
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t\n", r.target, r.streams, r.rowsPerSec, r.mbPerSec, files, bytes, vsDiscard, vsRaw)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,113 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/parquetio"
+)
+
+// BenchmarkWrite measures the sink without Flight: per op, 1 or 4
+// concurrent auto-commit streams of the standard workload written,
+// precommitted and committed to a file:// table, next to parquetio
+// encoding the same batches into io.Discard as often at once (the raw
+// encoder the sink is built on), per codec.
+func BenchmarkWrite(b *testing.B) {
+	const rows int64 = 1 << 20
+	batches, err := bench.Generate(memory.DefaultAllocator, bench.DefaultSeed, rows, bench.DefaultBatchRows)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		for _, r := range batches {
+			r.Release()
+		}
+	}()
+	var size int64
+	for _, r := range batches {
+		size += util.TotalRecordSize(r)
+	}
+	for _, bc := range []struct {
+		codec   string
+		streams int
+	}{{CodecZstd, 1}, {CodecSnappy, 1}, {CodecZstd, 4}, {CodecSnappy, 4}} {
+		codec, streams := bc.codec, bc.streams
+		name := fmt.Sprintf("%s/streams=%d", codec, streams)
+		b.Run("sink-"+name, func(b *testing.B) {
+			cfg := testConfig("file://"+filepath.Join(b.TempDir(), "t"), func(c *Config) { c.Parquet.Compression = codec })
+			w, err := New(cfg, writers.Env{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			if err := w.Open(ctx); err != nil {
+				b.Fatal(err)
+			}
+			defer w.Close(ctx)
+			measure(b, size, rows, streams, func(id int) error {
+				return writeStream(ctx, w, writers.AutoKey(fmt.Sprint(id)), batches)
+			})
+		})
+		b.Run("raw-"+name, func(b *testing.B) {
+			measure(b, size, rows, streams, func(int) error { return encodeRaw(batches, codec) })
+		})
+	}
+}
+
+// measure runs op streams times at once per benchmark op, each with an id
+// unique in the benchmark, and reports rows/s over all of them.
+func measure(b *testing.B, size, rows int64, streams int, op func(id int) error) {
+	b.ReportAllocs()
+	b.SetBytes(size * int64(streams))
+	n := 0
+	for b.Loop() {
+		n++
+		var g errgroup.Group
+		for i := range streams {
+			g.Go(func() error { return op(n*streams + i) })
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(rows*int64(streams)*int64(n))/b.Elapsed().Seconds(), "rows/s")
+}
+
+func writeStream(ctx context.Context, w *Writer, key writers.TxnKey, batches []arrow.RecordBatch) error {
+	for _, r := range batches {
+		if err := w.Write(ctx, key, r); err != nil {
+			return err
+		}
+	}
+	d, err := w.Precommit(ctx, key)
+	if err != nil {
+		return err
+	}
+	_, err = w.Commit(ctx, key, []writers.Descriptor{d})
+	return err
+}
+
+func encodeRaw(batches []arrow.RecordBatch, codec string) error {
+	pw, err := parquetio.NewWriter(io.Discard, batches[0].Schema(), parquetio.Options{Compression: codec, RowGroupRows: 128 << 10})
+	if err != nil {
+		return err
+	}
+	for _, r := range batches {
+		if err := pw.Write(r); err != nil {
+			pw.Close()
+			return err
+		}
+	}
+	_, err = pw.Close()
+	return err
+}

@@ -1,0 +1,247 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+)
+
+// maxReplans bounds how often Commit plans its actions again after a
+// conflict deltalog could not rebase (a concurrent schema change, or an
+// overwrite racing another). deltalog itself retries plain lost races.
+const maxReplans = 5
+
+// Commit publishes descs in one Delta commit: every add of every
+// descriptor (deduplicated by path), a txn{appId: key.Writer, version:
+// key.Epoch} unless key is an auto-commit key, a metaData action when the
+// files add columns (schema_evolution: add_columns), every active file
+// removed in overwrite mode, and commitInfo first. An auto-commit key
+// without files commits nothing and answers the current version.
+//
+// Exactly-once: before every attempt the latest snapshot's txn version for
+// key.Writer is read; when it is already ≥ key.Epoch the call changes
+// nothing and reports Replayed with the version of the original commit
+// (remembered, or found among the latest commits), else the current
+// version. A commit that lost a race
+// is rebased by deltalog, or re-planned here against the winner up to
+// maxReplans times; then it fails with ErrConflict. A descriptor that is not
+// a Delta descriptor of this table's layout is ErrInvalid and nothing is
+// committed. A failure to write the commit file whose result is unknown is
+// a writers.OutcomeUnknownError.
+func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
+	ds := make([]*descriptor, len(descs))
+	for i, b := range descs {
+		d, err := decodeDescriptor(b)
+		if err != nil {
+			return writers.CommitInfo{}, fmt.Errorf("%w (descriptor %d)", err, i)
+		}
+		ds[i] = d
+	}
+	w.forget(ctx, key)
+
+	for replan := 0; ; replan++ {
+		snap, err := w.latest(ctx)
+		if err != nil {
+			return writers.CommitInfo{}, err
+		}
+		if key.Auto && !hasFiles(ds) {
+			// No files and no epoch to record: a commit would only add an
+			// empty version.
+			if snap == nil {
+				return writers.CommitInfo{Version: writers.NoVersion}, nil
+			}
+			return writers.CommitInfo{Version: snap.Version}, nil
+		}
+		if snap == nil {
+			if snap, err = w.createFromDescriptors(ctx, ds); err != nil {
+				return writers.CommitInfo{}, err
+			}
+		}
+		if info, done := w.replayed(ctx, key, snap); done {
+			w.m.commits.WithLabelValues("replayed").Inc()
+			return info, nil
+		}
+		actions, err := w.plan(snap, key, ds)
+		if err != nil {
+			return writers.CommitInfo{}, err
+		}
+		version, err := w.commitActions(ctx, snap, actions)
+		var conflict *deltalog.ConflictError
+		switch {
+		case err == nil:
+			if version > snap.Version+1 {
+				w.m.conflicts.Inc() // lost a race; deltalog rebased it
+			}
+			w.rememberCommit(key, version)
+			w.m.commits.WithLabelValues("committed").Inc()
+			return writers.CommitInfo{Version: version}, nil
+		case errors.As(err, &conflict) && replan < maxReplans:
+			// The next round reads the winner: a txn of ours (a replay)
+			// ends as Replayed, anything else is planned again.
+			w.m.conflicts.Inc()
+			w.m.retries.Inc()
+			w.log.Debug("delta commit conflict, planning again", "key", key.String(), "conflict", conflict.Kind, "winner", conflict.WinnerVersion)
+		case errors.Is(err, writers.ErrOutcomeUnknown):
+			w.m.commits.WithLabelValues("failed").Inc()
+			return writers.CommitInfo{}, &writers.OutcomeUnknownError{Endpoint: w.env.Endpoint, Key: key, Err: err}
+		default:
+			w.m.commits.WithLabelValues("failed").Inc()
+			return writers.CommitInfo{}, err
+		}
+	}
+}
+
+func hasFiles(ds []*descriptor) bool {
+	for _, d := range ds {
+		if len(d.Adds) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// committedAt is the epoch of a writer's last commit through this Writer
+// and the table version it produced.
+type committedAt struct{ epoch, version int64 }
+
+// rememberCommit records the version key's commit produced, so that a
+// repeated Commit answers it. Auto-commit keys never replay.
+func (w *Writer) rememberCommit(key writers.TxnKey, version int64) {
+	if key.Auto {
+		return
+	}
+	w.mu.Lock()
+	w.lastCommit[key.Writer] = committedAt{key.Epoch, version}
+	w.mu.Unlock()
+}
+
+// forget drops key's local stage without deleting precommitted files (the
+// commit publishes them); anything staged after the precommit is
+// discarded.
+func (w *Writer) forget(ctx context.Context, key writers.TxnKey) {
+	w.mu.Lock()
+	s := w.stages[key]
+	delete(w.stages, key)
+	w.mu.Unlock()
+	if s != nil {
+		if err := w.discard(ctx, s); err != nil {
+			w.log.Warn("delta: discarding data staged after precommit failed", "key", key.String(), "err", err)
+		}
+	}
+}
+
+// replayLookback bounds how many commits replayed reads back to find the
+// version that recorded a key this writer did not commit itself.
+const replayLookback = 100
+
+// replayed reports whether snap already records key, and the answer to
+// give: the version of the commit that recorded key.Epoch when this writer
+// made it or it is among the last replayLookback commits, else snap's
+// version.
+func (w *Writer) replayed(ctx context.Context, key writers.TxnKey, snap *deltalog.Snapshot) (writers.CommitInfo, bool) {
+	if key.Auto {
+		return writers.CommitInfo{}, false
+	}
+	v, ok := snap.TxnVersion(key.Writer)
+	if !ok || v < key.Epoch {
+		return writers.CommitInfo{}, false
+	}
+	w.mu.Lock()
+	last, known := w.lastCommit[key.Writer]
+	w.mu.Unlock()
+	version := last.version
+	if !known || last.epoch != key.Epoch {
+		version = w.findTxn(ctx, key, snap.Version)
+	}
+	return writers.CommitInfo{Version: version, Replayed: true}, true
+}
+
+// findTxn returns the version, at or below latest, of the commit holding
+// key's txn action, reading back at most replayLookback commits; latest
+// when it is not found (older, in a checkpoint, or unreadable).
+func (w *Writer) findTxn(ctx context.Context, key writers.TxnKey, latest int64) int64 {
+	for v := latest; v >= 0 && v > latest-replayLookback; v-- {
+		actions, err := deltalog.ReadCommit(ctx, w.bucket, v)
+		if err != nil {
+			break
+		}
+		for _, a := range actions {
+			if a.Txn != nil && a.Txn.AppID == key.Writer && a.Txn.Version == key.Epoch {
+				return v
+			}
+		}
+	}
+	return latest
+}
+
+// plan builds the actions of one commit attempt on top of snap (deltalog
+// adds commitInfo).
+func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descriptor) ([]deltalog.Action, error) {
+	now := time.Now().UnixMilli()
+	meta := &snap.Metadata
+	table, err := meta.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("delta: table schema: %w", err)
+	}
+
+	// Files already live (published by an earlier commit of another key
+	// that was handed this descriptor) are not added again.
+	seen := make(map[string]bool)
+	for _, a := range snap.Files() {
+		seen[a.Path] = true
+	}
+	var (
+		adds    []deltalog.Action
+		keep    = make(map[string]bool) // live files this overwrite publishes
+		evolved = table
+	)
+	for i, d := range ds {
+		if !slices.Equal(d.PartitionColumns, meta.PartitionColumns) {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d was written for partition columns %q, the table has %q: replay the transaction", i, d.PartitionColumns, meta.PartitionColumns)
+		}
+		if len(d.Adds) == 0 {
+			continue
+		}
+		files, err := deltalog.ParseSchema(d.Schema)
+		if err != nil {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: %v", i, err)
+		}
+		if evolved, err = reconcile(evolved, files, w.cfg.SchemaEvolution == EvolveAddColumns, true); err != nil {
+			return nil, fmt.Errorf("%w (descriptor %d; the table may have changed since precommit: replay the transaction)", err, i)
+		}
+		for _, a := range d.Adds {
+			if seen[a.Path] {
+				keep[a.Path] = true
+				continue // handed over twice, or already published
+			}
+			seen[a.Path] = true
+			adds = append(adds, deltalog.Action{Add: &deltalog.Add{
+				Path: a.Path, PartitionValues: a.PartitionValues, Size: a.Size,
+				ModificationTime: a.ModificationTime, DataChange: true, Stats: a.Stats,
+			}})
+		}
+	}
+
+	var actions []deltalog.Action
+	if len(evolved.Fields) != len(table.Fields) {
+		m := *meta
+		m.SchemaString = evolved.String()
+		actions = append(actions, deltalog.Action{MetaData: &m})
+	}
+	if !key.Auto {
+		actions = append(actions, deltalog.Action{Txn: &deltalog.Txn{AppID: key.Writer, Version: key.Epoch, LastUpdated: &now}})
+	}
+	if w.cfg.WriteMode == ModeOverwrite {
+		for _, a := range snap.Files() {
+			if !keep[a.Path] {
+				actions = append(actions, deltalog.Action{Remove: a.Remove(now, true)})
+			}
+		}
+	}
+	return append(actions, adds...), nil
+}

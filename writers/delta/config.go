@@ -1,0 +1,147 @@
+package delta
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"slices"
+	"strings"
+)
+
+// Write modes (Config.WriteMode).
+const (
+	ModeAppend    = "append"
+	ModeOverwrite = "overwrite"
+	ModeUpsert    = "upsert"
+)
+
+// Schema evolution policies (Config.SchemaEvolution).
+const (
+	EvolveReject     = "reject"
+	EvolveAddColumns = "add_columns"
+)
+
+// Parquet codecs (ParquetConfig.Compression).
+const (
+	CodecZstd   = "zstd"
+	CodecSnappy = "snappy"
+	CodecNone   = "none"
+)
+
+// Config is one endpoint's `delta:` section. NewConfig holds every default;
+// Validate names the offending key relative to the section.
+type Config struct {
+	// TableURI is the table root: file://, mem://, s3://, gs:// or
+	// azblob://. Relative file:// paths resolve against the config
+	// file's folder (writers.Env.ConfigDir).
+	TableURI string `yaml:"table_uri"`
+	// WriteMode is append (every commit adds files) or overwrite (every
+	// commit replaces the whole table). Upsert is refused until the
+	// upsert issue lands.
+	WriteMode string `yaml:"mode"`
+	// MergeKeys are upsert's key columns; refused with the other modes.
+	MergeKeys []string `yaml:"merge_keys"`
+	// PartitionBy lists top-level columns that become Hive-style
+	// directories and partitionValues. A new table is created with them;
+	// an existing table must have exactly them.
+	PartitionBy []string `yaml:"partition_by"`
+	// SchemaEvolution is reject (every batch must match the table) or
+	// add_columns (new nullable columns are added by the commit).
+	SchemaEvolution string `yaml:"schema_evolution"`
+	// TargetFileBytes rolls a data file once this many Parquet bytes are
+	// written to it.
+	TargetFileBytes int64 `yaml:"target_file_bytes"`
+	// Parquet tunes the data files.
+	Parquet ParquetConfig `yaml:"parquet"`
+	// CheckpointInterval writes a checkpoint every this many versions
+	// (the table's delta.checkpointInterval when it is created).
+	CheckpointInterval int `yaml:"checkpoint_interval"`
+}
+
+// ParquetConfig tunes the Parquet data files.
+type ParquetConfig struct {
+	// Compression is zstd, snappy or none.
+	Compression string `yaml:"compression"`
+	// RowGroupRows caps the rows of one row group.
+	RowGroupRows int `yaml:"row_group_rows"`
+}
+
+// NewConfig returns the defaults of interface.md: append, no partitions,
+// reject schema changes, 128 MiB files, zstd, 131072-row row groups, a
+// checkpoint every 10 versions. TableURI has no default.
+func NewConfig() *Config {
+	return &Config{
+		WriteMode:          ModeAppend,
+		SchemaEvolution:    EvolveReject,
+		TargetFileBytes:    128 << 20,
+		Parquet:            ParquetConfig{Compression: CodecZstd, RowGroupRows: 128 << 10},
+		CheckpointInterval: 10,
+	}
+}
+
+// tableSchemes are the URI schemes writers/storage opens.
+var tableSchemes = []string{"file", "mem", "s3", "gs", "azblob"}
+
+// Validate checks every key and reports all problems, one per line, each
+// starting with the key ("mode: ...").
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", key, fmt.Sprintf(format, args...)))
+	}
+
+	if c.TableURI == "" {
+		bad("table_uri", "required, e.g. file://./data/delta/events")
+	} else if u, err := url.Parse(c.TableURI); err != nil {
+		bad("table_uri", "%q is not a URI: %v", c.TableURI, err)
+	} else if !slices.Contains(tableSchemes, u.Scheme) {
+		bad("table_uri", "scheme %q is not supported: use one of %s", u.Scheme, strings.Join(tableSchemes, ", "))
+	}
+
+	switch c.WriteMode {
+	case ModeAppend, ModeOverwrite:
+		if len(c.MergeKeys) > 0 {
+			bad("merge_keys", "only mode upsert uses merge keys: remove them or change mode")
+		}
+	case ModeUpsert:
+		bad("mode", "upsert arrives with the Delta upsert issue and is not in this build: use append or overwrite")
+	default:
+		bad("mode", "%q is not a write mode: use append or overwrite", c.WriteMode)
+	}
+
+	seen := make(map[string]bool, len(c.PartitionBy))
+	for i, col := range c.PartitionBy {
+		switch low := strings.ToLower(col); {
+		case col == "":
+			bad("partition_by", "entry %d is empty: name a top-level column", i)
+		case seen[low]:
+			bad("partition_by", "column %q is listed twice (names are case-insensitive)", col)
+		default:
+			seen[low] = true
+		}
+	}
+
+	switch c.SchemaEvolution {
+	case EvolveReject, EvolveAddColumns:
+	default:
+		bad("schema_evolution", "%q is not a policy: use reject or add_columns", c.SchemaEvolution)
+	}
+	if c.TargetFileBytes <= 0 {
+		bad("target_file_bytes", "%d: must be positive (default 134217728)", c.TargetFileBytes)
+	}
+	switch c.Parquet.Compression {
+	case CodecZstd, CodecSnappy, CodecNone:
+	default:
+		bad("parquet.compression", "%q is not a codec: use zstd, snappy or none", c.Parquet.Compression)
+	}
+	if c.Parquet.RowGroupRows <= 0 {
+		bad("parquet.row_group_rows", "%d: must be positive (default 131072)", c.Parquet.RowGroupRows)
+	}
+	if c.CheckpointInterval <= 0 {
+		bad("checkpoint_interval", "%d: must be positive (default 10)", c.CheckpointInterval)
+	}
+	return errors.Join(errs...)
+}
+
+// Mode is the write mode shown by the endpoints listing.
+func (c *Config) Mode() string { return c.WriteMode }

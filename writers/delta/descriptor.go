@@ -1,0 +1,112 @@
+package delta
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"path"
+	"strings"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// descriptorKind and descriptorVersion identify a Delta sink descriptor.
+const (
+	descriptorKind    = "delta"
+	descriptorVersion = 1
+)
+
+// descriptor is what Precommit returns and Commit publishes: the Delta add
+// actions of data files already written (durable, not yet in the log) and
+// the Delta schema they were written with. It is self-contained, so a
+// restarted server or another server writing the same table can commit it.
+// JSON layout (docs/delta.md, "Descriptors"):
+//
+//	{"kind":"delta","version":1,
+//	 "schema":"<Delta schemaString the files follow, \"\" when no rows>",
+//	 "partitionColumns":["day"],
+//	 "adds":[{"path":"day=2026-01-01/part-….parquet","partitionValues":{"day":"2026-01-01"},
+//	          "size":1234,"modificationTime":1764700000000,"dataChange":true,"stats":"{…}"}]}
+type descriptor struct {
+	Kind             string    `json:"kind"`
+	Version          int       `json:"version"`
+	Schema           string    `json:"schema"`
+	PartitionColumns []string  `json:"partitionColumns"`
+	Adds             []addFile `json:"adds"`
+}
+
+// addFile is the content of one Delta add action, as delta-protocol.md §2
+// spells it. Path is relative to the table root and URI-encoded.
+type addFile struct {
+	Path             string             `json:"path"`
+	PartitionValues  map[string]*string `json:"partitionValues"`
+	Size             int64              `json:"size"`
+	ModificationTime int64              `json:"modificationTime"`
+	DataChange       bool               `json:"dataChange"`
+	Stats            string             `json:"stats,omitempty"`
+	// Rows is numRecords, kept apart from Stats so that counting needs no
+	// second JSON decode.
+	Rows int64 `json:"rows"`
+}
+
+// encode returns the descriptor's JSON.
+func (d *descriptor) encode() (writers.Descriptor, error) {
+	d.Kind, d.Version = descriptorKind, descriptorVersion
+	b, err := json.Marshal(d)
+	if err != nil {
+		return nil, fmt.Errorf("delta: encode descriptor: %w", err)
+	}
+	return b, nil
+}
+
+// decodeDescriptor parses and checks one descriptor. Anything that is not a
+// Delta descriptor of this version, or whose files point outside the table
+// root, is ErrInvalid: publishing it could reference arbitrary objects.
+func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
+	var d descriptor
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&d); err != nil {
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor is not a Delta sink descriptor (%v): hand over only descriptors precommitted by a delta endpoint", err)
+	}
+	if dec.More() {
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor has trailing data: hand over the descriptor exactly as precommit returned it")
+	}
+	if d.Kind != descriptorKind || d.Version != descriptorVersion {
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor kind %q version %d is not %q version %d: hand over only descriptors precommitted by a delta endpoint of this Quiver version", d.Kind, d.Version, descriptorKind, descriptorVersion)
+	}
+	if len(d.Adds) > 0 && d.Schema == "" {
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor has %d files but no schema", len(d.Adds))
+	}
+	for _, a := range d.Adds {
+		if err := checkAddPath(a.Path); err != nil {
+			return nil, err
+		}
+		if a.Size < 0 || a.Rows < 0 {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor file %q has a negative size or row count", a.Path)
+		}
+	}
+	return &d, nil
+}
+
+// checkAddPath accepts only clean relative paths inside the table root,
+// outside the _delta_log folder, both as logged and as the storage key
+// they decode to (once, as readers decode them).
+func checkAddPath(p string) error {
+	key, err := url.PathUnescape(p)
+	if err != nil {
+		return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not URI-encoded: %v", p, err)
+	}
+	for _, s := range []string{p, key} {
+		clean := path.Clean(s)
+		switch {
+		case s == "" || strings.Contains(s, "://") || strings.HasPrefix(s, "/"):
+			return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not relative to the table root", p)
+		case clean != s || clean == "." || clean == ".." || strings.HasPrefix(clean, "../"):
+			return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not a clean path inside the table", p)
+		case strings.HasPrefix(clean, "_delta_log/"):
+			return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q points into the Delta log", p)
+		}
+	}
+	return nil
+}

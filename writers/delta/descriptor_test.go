@@ -1,0 +1,83 @@
+package delta
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+func TestDescriptorRoundTrip(t *testing.T) {
+	v := "2026-01-01"
+	d := descriptor{
+		Schema:           `{"type":"struct","fields":[]}`,
+		PartitionColumns: []string{"day"},
+		Adds: []addFile{{
+			Path: "day=2026-01-01/part-00000-x-c000.zstd.parquet", PartitionValues: map[string]*string{"day": &v},
+			Size: 10, ModificationTime: 1, DataChange: true, Stats: `{"numRecords":3}`, Rows: 3,
+		}},
+	}
+	b, err := d.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeDescriptor(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Adds[0].Path != d.Adds[0].Path || *got.Adds[0].PartitionValues["day"] != v || got.Adds[0].Rows != 3 || got.Schema != d.Schema {
+		t.Fatalf("round trip changed the descriptor: %+v", got)
+	}
+}
+
+func TestDescriptorRefused(t *testing.T) {
+	for _, tc := range []struct{ name, json string }{
+		{"not-json", `nope`},
+		{"discard", `{"rows":3,"bytes":10,"batches":1}`},
+		{"kind", `{"kind":"lance","version":1,"schema":"","partitionColumns":[],"adds":[]}`},
+		{"version", `{"kind":"delta","version":2,"schema":"","partitionColumns":[],"adds":[]}`},
+		{"trailing", `{"kind":"delta","version":1,"schema":"","partitionColumns":[],"adds":[]} {}`},
+		{"no-schema", `{"kind":"delta","version":1,"schema":"","adds":[{"path":"a.parquet"}]}`},
+		{"absolute", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"/etc/passwd"}]}`},
+		{"uri", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"s3://other/x.parquet"}]}`},
+		{"dotdot", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"../x.parquet"}]}`},
+		{"encoded-dotdot", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"%2E%2E/x.parquet"}]}`},
+		{"log", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"_delta_log/00000000000000000001.json"}]}`},
+		{"negative", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"a.parquet","size":-1}]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, err := decodeDescriptor(writers.Descriptor(tc.json)); !errors.Is(err, writers.ErrInvalid) {
+				t.Fatalf("decode %s: %v, want ErrInvalid", tc.json, err)
+			}
+		})
+	}
+}
+
+// FuzzDecodeDescriptor: decoding never panics, and whatever decodes has
+// only clean relative paths and encodes back to something that decodes.
+func FuzzDecodeDescriptor(f *testing.F) {
+	f.Add(`{"kind":"delta","version":1,"schema":"s","partitionColumns":["d"],"adds":[{"path":"d=1/a.parquet","partitionValues":{"d":"1"},"size":3,"rows":1}]}`)
+	f.Add(`{"kind":"delta","version":1,"schema":"","partitionColumns":[],"adds":[]}`)
+	f.Add(`{"kind":"delta","version":1,"schema":"s","adds":[{"path":"a%252Fb/c.parquet"}]}`)
+	f.Fuzz(func(t *testing.T, in string) {
+		d, err := decodeDescriptor(writers.Descriptor(in))
+		if err != nil {
+			if !errors.Is(err, writers.ErrInvalid) {
+				t.Fatalf("error %v is not ErrInvalid", err)
+			}
+			return
+		}
+		for _, a := range d.Adds {
+			if err := checkAddPath(a.Path); err != nil {
+				t.Fatalf("accepted path %q: %v", a.Path, err)
+			}
+		}
+		b, err := d.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := decodeDescriptor(b); err != nil {
+			t.Fatalf("re-decoding %s: %v", b, err)
+		}
+	})
+}

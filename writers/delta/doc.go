@@ -1,0 +1,22 @@
+// Package delta is the Delta Lake sink (`sink: delta`): it lands an
+// endpoint's rows in a Delta table as Parquet data files and commits to
+// the table's _delta_log, with exactly-once transactions through Delta's
+// txn action. docs/delta.md describes its configuration and behaviour.
+//
+// Data flow: Write checks each stream's schema against the table (creating
+// the table from the first batch when it is missing), splits batches by
+// partition and hands them to the key's encoder goroutines (encoder.go),
+// which encode them into Parquet files streamed to storage (parquetio,
+// storage), rolling files at target_file_bytes.
+// Precommit finishes the files and returns a self-contained JSON
+// descriptor of their add actions (descriptor.go); Commit publishes any
+// number of descriptors in one Delta commit with the writer's txn, through
+// deltalog's optimistic concurrency.
+//
+// What it owns: the sink config, staging per key, partition splitting,
+// the descriptor format and commit planning. The Delta protocol itself
+// (log replay, commit files, conflicts, checkpoints, type mapping, stats
+// and path encoding) is package deltalog; Parquet encoding is
+// writers/parquetio; object storage is writers/storage. It must not import
+// flightsvc, txn or server.
+package delta

@@ -1,0 +1,142 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+)
+
+// maxEncoders caps the encoder goroutines of one key.
+const maxEncoders = 4
+
+// encodeJob is rows of one partition for an encoder; the job owns rec.
+type encodeJob struct {
+	dir    string
+	values map[string]*string
+	rec    arrow.RecordBatch
+}
+
+// encoderPool encodes one key's batches on up to GOMAXPROCS goroutines
+// (at most maxEncoders), each with its own open file per partition, so
+// that a single stream uses every core: Parquet encoding, not receiving,
+// is what bounds a stream. Batches go round-robin to the encoders through
+// one-slot queues; rows may land in any of the key's files, which Delta
+// does not mind (a commit is a set of files).
+//
+// send is called by the key's Write only; finish and abort by its
+// Precommit, Rollback or Close, never concurrently with send.
+type encoderPool struct {
+	w       *Writer
+	ctx     context.Context // cancelled by abort: encoders drop what is queued
+	cancel  context.CancelFunc
+	workers []*encoder
+	next    int
+	wg      sync.WaitGroup
+
+	mu  sync.Mutex // guards err
+	err error      // first encoding or upload failure
+}
+
+// encoder is one goroutine's queue and files. files belongs to the
+// goroutine until the pool's WaitGroup is done.
+type encoder struct {
+	in    chan encodeJob
+	files fileSet
+}
+
+func (w *Writer) newEncoderPool() *encoderPool {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &encoderPool{w: w, ctx: ctx, cancel: cancel}
+	n := min(runtime.GOMAXPROCS(0), maxEncoders)
+	for range n {
+		e := &encoder{in: make(chan encodeJob, 1), files: fileSet{open: make(map[string]*dataFile)}}
+		p.workers = append(p.workers, e)
+		p.wg.Go(func() { p.run(e) })
+	}
+	return p
+}
+
+// run encodes e's jobs until its queue is closed. After a failure, or
+// once the pool is aborted, it only releases what it receives.
+func (p *encoderPool) run(e *encoder) {
+	for j := range e.in {
+		if p.ctx.Err() == nil && p.failed() == nil {
+			if err := p.w.write(p.ctx, &e.files, j.dir, j.values, j.rec); err != nil {
+				p.fail(err)
+			}
+		}
+		j.rec.Release()
+	}
+}
+
+// send queues j on the next encoder, blocking while it is busy. It owns
+// j.rec: on ctx's end it releases it and returns the context's error.
+func (p *encoderPool) send(ctx context.Context, j encodeJob) error {
+	e := p.workers[p.next]
+	p.next = (p.next + 1) % len(p.workers)
+	select {
+	case e.in <- j:
+		return nil
+	case <-ctx.Done():
+		j.rec.Release()
+		return fmt.Errorf("delta: write: %w", ctx.Err())
+	}
+}
+
+func (p *encoderPool) fail(err error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.err == nil {
+		p.err = err
+	}
+}
+
+// failed returns the first encoding or upload failure, if any.
+func (p *encoderPool) failed() error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.err
+}
+
+// stop closes the queues and waits for the encoders to drain them.
+func (p *encoderPool) stop() {
+	for _, e := range p.workers {
+		close(e.in)
+	}
+	p.wg.Wait()
+}
+
+// finish encodes everything queued, finishes every open file and returns
+// all finished files. On a failure it abandons the open files and returns
+// the finished ones with the error (they are unreferenced: the caller
+// deletes them on rollback).
+func (p *encoderPool) finish() ([]addFile, error) {
+	p.stop()
+	defer p.cancel()
+	err := p.failed()
+	var files []addFile
+	for _, e := range p.workers {
+		if err == nil {
+			err = p.w.finishAll(&e.files)
+		}
+		e.files.abortAll()
+		files = append(files, e.files.finished...)
+	}
+	return files, err
+}
+
+// abort drops what is queued, abandons the open files and returns the
+// files already finished (for the caller to delete).
+func (p *encoderPool) abort() []addFile {
+	p.cancel()
+	p.stop()
+	var files []addFile
+	for _, e := range p.workers {
+		e.files.abortAll()
+		files = append(files, e.files.finished...)
+	}
+	return files
+}

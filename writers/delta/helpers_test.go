@@ -1,0 +1,170 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/parquetio"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+var memTables atomic.Int64
+
+// memURI returns a mem:// table root no other test uses.
+func memURI(t *testing.T) string {
+	name := strings.NewReplacer("/", "-", " ", "-").Replace(t.Name())
+	return fmt.Sprintf("mem://quiver-delta-test/%s-%d", strings.ToLower(name), memTables.Add(1))
+}
+
+// fileURI returns a file:// table root in a fresh temporary folder.
+func fileURI(t *testing.T) string {
+	return "file://" + filepath.Join(t.TempDir(), "table")
+}
+
+// testConfig returns a valid config for uri with small files, changed by
+// the given functions.
+func testConfig(uri string, change ...func(*Config)) *Config {
+	cfg := NewConfig()
+	cfg.TableURI = uri
+	for _, f := range change {
+		f(cfg)
+	}
+	return cfg
+}
+
+// openWriter builds and opens a writer on cfg allocating from mem; the
+// test closes it.
+func openWriter(t *testing.T, cfg *Config, mem memory.Allocator) *Writer {
+	t.Helper()
+	w, err := New(cfg, writers.Env{Endpoint: "test", ConfigDir: t.TempDir(), Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := w.Close(context.Background()); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return w
+}
+
+// snapshot loads the table's latest version through a bucket of its own.
+func snapshot(t *testing.T, cfg *Config) *deltalog.Snapshot {
+	t.Helper()
+	ctx := context.Background()
+	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	snap, err := deltalog.Load(ctx, b)
+	if err != nil {
+		t.Fatalf("load table %s: %v", cfg.TableURI, err)
+	}
+	return snap
+}
+
+// readTable reads every active file of the table with parquetio and
+// returns its records (owned by the caller; none when there is no table)
+// after checking each file's
+// row count against its add stats. Partition columns are not in the files
+// and are not added back.
+func readTable(t *testing.T, cfg *Config, mem memory.Allocator) []arrow.RecordBatch {
+	t.Helper()
+	ctx := context.Background()
+	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	snap, err := deltalog.Load(ctx, b)
+	if errors.Is(err, deltalog.ErrTableNotFound) {
+		return nil
+	}
+	if err != nil {
+		t.Fatalf("load table %s: %v", cfg.TableURI, err)
+	}
+	var out []arrow.RecordBatch
+	for _, a := range snap.Files() {
+		key, err := deltalog.DecodePath(a.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, size, err := b.OpenReader(ctx, key)
+		if err != nil {
+			t.Fatalf("open data file %s: %v", key, err)
+		}
+		if size != a.Size {
+			t.Errorf("file %s: size %d, add.size %d", key, size, a.Size)
+		}
+		rr, err := parquetio.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{})
+		if err != nil {
+			r.Close()
+			t.Fatalf("read data file %s: %v", key, err)
+		}
+		var rows int64
+		for rr.Next() {
+			rec := rr.RecordBatch()
+			rec.Retain()
+			out = append(out, rec)
+			rows += rec.NumRows()
+		}
+		if err := rr.Err(); err != nil {
+			t.Fatalf("read data file %s: %v", key, err)
+		}
+		rr.Release()
+		r.Close()
+		if want := statsRows(t, a); rows != want {
+			t.Errorf("file %s: %d rows, stats numRecords %d", key, rows, want)
+		}
+	}
+	return out
+}
+
+// publishedRows counts the rows of every active file, read back.
+func publishedRows(t *testing.T, cfg *Config) int64 {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var n int64
+	for _, rec := range readTable(t, cfg, mem) {
+		n += rec.NumRows()
+		rec.Release()
+	}
+	return n
+}
+
+// idRecord builds n rows of writertest's schema shape with ids from start.
+func idRecord(mem memory.Allocator, schema *arrow.Schema, start, n int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for i := start; i < start+n; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("name-%d", i%7))
+	}
+	return b.NewRecordBatch()
+}
+
+// statsRows returns the numRecords of a's stats.
+func statsRows(t *testing.T, a *deltalog.Add) int64 {
+	t.Helper()
+	st, err := deltalog.ParseStats(a.Stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.NumRecords
+}

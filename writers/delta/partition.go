@@ -1,0 +1,222 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+)
+
+// part is the rows of one batch that belong to one partition.
+type part struct {
+	dir    string             // Hive-style directory with a trailing '/', escaped for storage ("" unpartitioned)
+	values map[string]*string // add.partitionValues
+	rows   []int32            // row indexes in the batch
+}
+
+// partitioner splits batches by the values of the partition columns.
+type partitioner struct {
+	cols []string // partition columns, table order
+}
+
+// split groups rec's rows by partition. It returns the record to write per
+// partition (partition columns removed), owned by the caller, who releases
+// each. Rows are grouped column-wise: the partition key of every row is
+// computed first, then each partition's columns are gathered with one
+// compute.Take per column. An unpartitioned table, or a batch whose rows
+// all share one partition, costs no copy.
+func (p *partitioner) split(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) ([]part, []arrow.RecordBatch, error) {
+	schema := rec.Schema()
+	keyCols := make([]arrow.Array, len(p.cols))
+	for i, name := range p.cols {
+		idx := schema.FieldIndices(name)
+		if len(idx) != 1 {
+			return nil, nil, writers.Errorf(writers.ErrInvalid, "delta: partition column %q is missing from the batch: send it", name)
+		}
+		keyCols[i] = rec.Column(idx[0])
+	}
+	data := dropColumns(rec, p.cols)
+	defer data.Release()
+	if len(p.cols) == 0 {
+		data.Retain()
+		return []part{{}}, []arrow.RecordBatch{data}, nil
+	}
+
+	parts, err := groupRows(keyCols, p.cols, int(rec.NumRows()))
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(parts) == 1 {
+		data.Retain()
+		return parts, []arrow.RecordBatch{data}, nil
+	}
+	recs := make([]arrow.RecordBatch, 0, len(parts))
+	release := func() {
+		for _, r := range recs {
+			r.Release()
+		}
+	}
+	cctx := compute.WithAllocator(ctx, mem)
+	for _, pt := range parts {
+		r, err := take(cctx, mem, data, pt.rows)
+		if err != nil {
+			release()
+			return nil, nil, err
+		}
+		recs = append(recs, r)
+	}
+	return parts, recs, nil
+}
+
+// groupRows computes every row's partition and returns the partitions in
+// order of first appearance.
+func groupRows(keyCols []arrow.Array, names []string, n int) ([]part, error) {
+	var (
+		parts []part
+		index = make(map[string]int)
+		vals  = make([]*string, len(keyCols))
+		key   strings.Builder
+	)
+	for row := range n {
+		key.Reset()
+		for i, col := range keyCols {
+			v, err := partitionValue(col, row)
+			if err != nil {
+				return nil, fmt.Errorf("delta: partition column %q: %w", names[i], err)
+			}
+			vals[i] = v
+			if v == nil {
+				key.WriteByte(0)
+			} else {
+				key.WriteByte(1)
+				key.WriteString(*v)
+			}
+			key.WriteByte(0xff)
+		}
+		g, ok := index[key.String()]
+		if !ok {
+			g = len(parts)
+			index[key.String()] = g
+			values := make(map[string]*string, len(names))
+			for i, name := range names {
+				values[name] = vals[i]
+			}
+			parts = append(parts, part{dir: deltalog.PartitionDir(names, values), values: values})
+		}
+		parts[g].rows = append(parts[g].rows, int32(row))
+	}
+	return parts, nil
+}
+
+// take gathers rows of rec into a new record.
+func take(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, rows []int32) (arrow.RecordBatch, error) {
+	ib := array.NewInt32Builder(mem)
+	ib.AppendValues(rows, nil)
+	idx := ib.NewInt32Array()
+	ib.Release()
+	defer idx.Release()
+	cols := make([]arrow.Array, rec.NumCols())
+	defer func() {
+		for _, c := range cols {
+			if c != nil {
+				c.Release()
+			}
+		}
+	}()
+	for i := range cols {
+		c, err := compute.TakeArray(ctx, rec.Column(i), idx)
+		if err != nil {
+			return nil, fmt.Errorf("delta: split batch by partition: column %q: %w", rec.Schema().Field(i).Name, err)
+		}
+		cols[i] = c
+	}
+	return array.NewRecordBatch(rec.Schema(), cols, int64(len(rows))), nil
+}
+
+// dropColumns returns rec without the named columns (no copy).
+func dropColumns(rec arrow.RecordBatch, names []string) arrow.RecordBatch {
+	if len(names) == 0 {
+		rec.Retain()
+		return rec
+	}
+	var cols []arrow.Array
+	for i, f := range rec.Schema().Fields() {
+		if !slices.Contains(names, f.Name) {
+			cols = append(cols, rec.Column(i))
+		}
+	}
+	return array.NewRecordBatch(dropFields(rec.Schema(), names), cols, rec.NumRows())
+}
+
+// dropFields returns s without the named fields.
+func dropFields(s *arrow.Schema, names []string) *arrow.Schema {
+	var fields []arrow.Field
+	for _, f := range s.Fields() {
+		if !slices.Contains(names, f.Name) {
+			fields = append(fields, f)
+		}
+	}
+	md := s.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// partitionValue serializes row i of a partition column for
+// add.partitionValues, per the protocol's rules
+// (deltalog.FormatPartitionValue). Null and the empty string are both nil:
+// Delta reads "" as null and both live in __HIVE_DEFAULT_PARTITION__, so
+// they must be one partition. Dictionary columns give their value.
+func partitionValue(col arrow.Array, i int) (*string, error) {
+	if col.IsNull(i) {
+		return nil, nil
+	}
+	var v any
+	switch a := col.(type) {
+	case *array.Dictionary:
+		return partitionValue(a.Dictionary(), a.GetValueIndex(i))
+	case *array.String:
+		v = a.Value(i)
+	case *array.LargeString:
+		v = a.Value(i)
+	case *array.Int8:
+		v = a.Value(i)
+	case *array.Int16:
+		v = a.Value(i)
+	case *array.Int32:
+		v = a.Value(i)
+	case *array.Int64:
+		v = a.Value(i)
+	case *array.Float32:
+		v = a.Value(i)
+	case *array.Float64:
+		v = a.Value(i)
+	case *array.Boolean:
+		v = a.Value(i)
+	case *array.Date32:
+		v = deltalog.Date(a.Value(i).ToTime())
+	case *array.Timestamp:
+		unit := a.DataType().(*arrow.TimestampType)
+		t := a.Value(i).ToTime(unit.Unit)
+		if unit.TimeZone == "" {
+			v = deltalog.TimestampNTZ(t)
+		} else {
+			v = t
+		}
+	case *array.Decimal128:
+		v = deltalog.Decimal(a.Value(i).ToString(a.DataType().(*arrow.Decimal128Type).Scale))
+	default:
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: partition column type %s is not supported: partition by a string, number, boolean, date, timestamp or decimal column", col.DataType())
+	}
+	s, err := deltalog.FormatPartitionValue(v)
+	if s != nil && *s == "" {
+		return nil, err
+	}
+	return s, err
+}

@@ -1,0 +1,92 @@
+package delta
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+)
+
+// reconcile checks the Delta schema of incoming rows (got) against the
+// table's (table) and returns the schema the rows' files follow: the
+// table's columns, then the new ones when evolve allows them. Columns match
+// by exact name; types must be equal (column metadata aside); a column the
+// table declares non-nullable accepts only non-nullable input. Every
+// mismatch is ErrInvalid naming the column. allowMissing accepts input
+// lacking nullable table columns: files written before another writer
+// added those columns, which readers fill with nulls.
+func reconcile(table, got *deltalog.Schema, evolve, allowMissing bool) (*deltalog.Schema, error) {
+	merged := &deltalog.Schema{Fields: append([]deltalog.StructField(nil), table.Fields...)}
+	lower := make(map[string]string, len(table.Fields))
+	for _, f := range table.Fields {
+		lower[strings.ToLower(f.Name)] = f.Name
+	}
+	for _, g := range got.Fields {
+		t, ok := table.Field(g.Name)
+		if !ok {
+			if other, clash := lower[strings.ToLower(g.Name)]; clash {
+				return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q clashes with the table's column %q (Delta column names are case-insensitive): rename it", g.Name, other)
+			}
+			if !evolve {
+				return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q (%s) is not in the table and schema_evolution is reject: drop the column or set schema_evolution: add_columns", g.Name, g.Type)
+			}
+			if !g.Nullable {
+				return nil, writers.Errorf(writers.ErrInvalid, "delta: new column %q (%s) is not nullable, but existing rows have no value for it: send it as a nullable field", g.Name, g.Type)
+			}
+			merged.Fields = append(merged.Fields, g)
+			lower[strings.ToLower(g.Name)] = g.Name
+			continue
+		}
+		if !sameType(t.Type, g.Type) {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q has type %s, the table's is %s: cast it (changing a column's type is not supported)", g.Name, typeJSON(g.Type), typeJSON(t.Type))
+		}
+		if g.Nullable && !t.Nullable {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q is nullable, the table's is not: send it as a non-nullable field", g.Name)
+		}
+	}
+	for _, t := range table.Fields {
+		if _, ok := got.Field(t.Name); !ok && !(allowMissing && t.Nullable) {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q (%s) of the table is missing: send every table column (%s)", t.Name, t.Type, columnNames(table))
+		}
+	}
+	return merged, nil
+}
+
+// sameType compares two Delta types ignoring field metadata (which the
+// table may carry and Arrow input never does).
+func sameType(a, b deltalog.DataType) bool { return typeJSON(a) == typeJSON(b) }
+
+// typeJSON renders t without field metadata.
+func typeJSON(t deltalog.DataType) string {
+	b, err := json.Marshal(stripMetadata(t))
+	if err != nil {
+		return t.String()
+	}
+	return string(b)
+}
+
+func stripMetadata(t deltalog.DataType) deltalog.DataType {
+	if t.Fields != nil {
+		fields := make([]deltalog.StructField, len(t.Fields))
+		for i, f := range t.Fields {
+			fields[i] = deltalog.StructField{Name: f.Name, Type: stripMetadata(f.Type), Nullable: f.Nullable}
+		}
+		t.Fields = fields
+	}
+	for _, c := range []**deltalog.DataType{&t.Element, &t.Key, &t.Value} {
+		if *c != nil {
+			s := stripMetadata(**c)
+			*c = &s
+		}
+	}
+	return t
+}
+
+func columnNames(s *deltalog.Schema) string {
+	names := make([]string, len(s.Fields))
+	for i, f := range s.Fields {
+		names[i] = f.Name
+	}
+	return strings.Join(names, ", ")
+}

@@ -1,0 +1,213 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/google/uuid"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/parquetio"
+)
+
+// maxOpenFiles bounds the data files one key keeps open at once (one per
+// partition it is writing). Past it every open file is finished, so memory
+// stays bounded however many partitions a stream touches.
+const maxOpenFiles = 32
+
+// stage is what one key (a stream or a transaction on this server) has
+// written: the encoders of its open files, finished files not yet handed
+// out, and files handed out in a descriptor. Only the key's own calls use
+// it, never concurrently (the writers.Writer contract), so it has no lock.
+type stage struct {
+	// schema is the Delta schemaString of the table columns the key's
+	// files hold (the table's, or the table's plus added columns); "" until
+	// the first batch.
+	schema string
+	// admitted is the last Arrow schema checked against the table, so a
+	// stream's batches are checked once.
+	admitted *arrow.Schema
+	// pool encodes the key's batches; nil until the first rows and after
+	// a precommit.
+	pool *encoderPool
+	// finished files are durable but in no descriptor yet: Rollback may
+	// delete them, as no commit can reference them.
+	finished []addFile
+	// precommitted files are in a descriptor: they are never deleted here,
+	// as a commit (this server's or another's) may still publish them.
+	precommitted []addFile
+}
+
+// fileSet is the data files of one encoder: at most one open file per
+// partition directory, and the files it finished.
+type fileSet struct {
+	open     map[string]*dataFile // by partition directory ("" unpartitioned)
+	finished []addFile
+}
+
+// dataFile is one Parquet file being streamed to storage.
+type dataFile struct {
+	key       string             // storage key (decoded path)
+	path      string             // add.path (URI-encoded)
+	partition map[string]*string // add.partitionValues
+	schema    *arrow.Schema      // the file's Arrow schema (partition columns removed)
+	cancel    context.CancelFunc // abandons the upload
+	out       io.WriteCloser
+	pw        *parquetio.Writer
+}
+
+// newDataFile starts a file under dir ("" or "k=v/", already escaped for
+// storage). The upload outlives the Write call that starts it, so it
+// runs under its own context, cancelled by abort.
+func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[string]*string, schema *arrow.Schema) (*dataFile, error) {
+	name := fmt.Sprintf("part-00000-%s-c000.%s.parquet", uuid.NewString(), w.cfg.Parquet.Compression)
+	if w.cfg.Parquet.Compression == CodecNone {
+		name = fmt.Sprintf("part-00000-%s-c000.parquet", uuid.NewString())
+	}
+	key := dir + name
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	out, err := w.bucket.NewWriter(fctx, key)
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("delta: start data file %s: %w", key, err)
+	}
+	pw, err := parquetio.NewWriter(out, schema, parquetio.Options{
+		Compression:  w.cfg.Parquet.Compression,
+		RowGroupRows: int64(w.cfg.Parquet.RowGroupRows),
+	})
+	if err != nil {
+		cancel()
+		out.Close()
+		return nil, fmt.Errorf("delta: data file %s: %w", key, err)
+	}
+	return &dataFile{key: key, path: deltalog.EncodePath(key), partition: partition, schema: schema, cancel: cancel, out: out, pw: pw}, nil
+}
+
+// finish writes the footer, publishes the object and returns its add
+// action (stats computed from the Arrow data written).
+func (w *Writer) finishFile(f *dataFile) (addFile, error) {
+	defer f.cancel()
+	st, err := f.pw.Close()
+	if err != nil {
+		f.cancel()
+		f.out.Close()
+		return addFile{}, fmt.Errorf("delta: finish data file %s: %w", f.key, err)
+	}
+	if err := f.out.Close(); err != nil {
+		return addFile{}, fmt.Errorf("delta: upload data file %s: %w", f.key, err)
+	}
+	stats, err := fileStatsJSON(st, f.schema)
+	if err != nil {
+		return addFile{}, err
+	}
+	w.m.filesWritten.Inc()
+	w.m.bytesWritten.Add(float64(st.Bytes))
+	return addFile{
+		Path:             f.path,
+		PartitionValues:  f.partition,
+		Size:             st.Bytes,
+		ModificationTime: time.Now().UnixMilli(),
+		DataChange:       true,
+		Stats:            stats,
+		Rows:             st.Rows,
+	}, nil
+}
+
+// abort abandons the upload: the object never appears.
+func (f *dataFile) abort() {
+	f.cancel()
+	f.pw.Close() // releases buffers; its error is moot once cancelled
+	f.out.Close()
+}
+
+// write appends part (rows of one partition, partition columns removed)
+// to the set's file for dir, starting one when needed and rolling it at
+// the target size or when the Arrow schema changes (a second stream of the
+// same transaction may send, e.g., dictionary strings instead of plain).
+func (w *Writer) write(ctx context.Context, s *fileSet, dir string, partition map[string]*string, part arrow.RecordBatch) error {
+	f := s.open[dir]
+	if f != nil && !f.schema.Equal(part.Schema()) {
+		if err := w.finishOpen(s, dir); err != nil {
+			return err
+		}
+		f = nil
+	}
+	if f == nil {
+		if len(s.open) >= maxOpenFiles {
+			if err := w.finishAll(s); err != nil {
+				return err
+			}
+		}
+		var err error
+		if f, err = w.newDataFile(ctx, dir, partition, part.Schema()); err != nil {
+			return err
+		}
+		s.open[dir] = f
+	}
+	if err := f.pw.Write(part); err != nil {
+		return fmt.Errorf("delta: encode rows into %s: %w", f.key, err)
+	}
+	if f.pw.BytesWritten() >= w.cfg.TargetFileBytes {
+		return w.finishOpen(s, dir)
+	}
+	return nil
+}
+
+// finishOpen finishes the open file of dir and records it as finished.
+func (w *Writer) finishOpen(s *fileSet, dir string) error {
+	f := s.open[dir]
+	delete(s.open, dir)
+	a, err := w.finishFile(f)
+	if err != nil {
+		return err
+	}
+	s.finished = append(s.finished, a)
+	return nil
+}
+
+// finishAll finishes every open file.
+func (w *Writer) finishAll(s *fileSet) error {
+	var errs []error
+	for dir := range s.open {
+		errs = append(errs, w.finishOpen(s, dir))
+	}
+	return errors.Join(errs...)
+}
+
+// abortAll abandons every open file of the set.
+func (s *fileSet) abortAll() {
+	for dir, f := range s.open {
+		f.abort()
+		delete(s.open, dir)
+	}
+}
+
+// discard abandons the open files and deletes the finished ones that no
+// descriptor names. Precommitted files stay: a commit may publish them
+// (a vacuum reclaims them if none does).
+func (w *Writer) discard(ctx context.Context, s *stage) error {
+	if s.pool != nil {
+		s.finished = append(s.finished, s.pool.abort()...)
+		s.pool = nil
+	}
+	var errs []error
+	for _, a := range s.finished {
+		key, err := deltalog.DecodePath(a.Path)
+		if err == nil {
+			err = w.bucket.Delete(ctx, key)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("delta: delete staged file %s: %w", a.Path, err))
+		}
+	}
+	s.finished = nil
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w (the files are unreferenced; a vacuum reclaims them): %w", err, writers.ErrUnavailable)
+	}
+	return nil
+}

@@ -1,0 +1,71 @@
+package delta
+
+import (
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/parquetio"
+)
+
+// fileStatsJSON turns the statistics parquetio computed while encoding a
+// file of Arrow schema schema into the add.stats JSON. The Arrow type of
+// each column decides the Delta form of its bounds: date32 is a date,
+// a timestamp without zone a timestamp_ntz, a decimal exact text.
+func fileStatsJSON(st parquetio.FileStats, schema *arrow.Schema) (string, error) {
+	cols := make([]deltalog.ColumnStat, 0, len(st.Columns))
+	for _, c := range st.Columns {
+		cs := deltalog.ColumnStat{Path: c.Path, NullCount: c.NullCount}
+		if c.HasMinMax {
+			t := leafType(schema, c.Path)
+			cs.Min, cs.Max = statValue(t, c.Min), statValue(t, c.Max)
+		}
+		cols = append(cols, cs)
+	}
+	return deltalog.BuildStats(st.Rows, cols)
+}
+
+// statValue converts one parquetio bound to the type BuildStats expects.
+func statValue(t arrow.DataType, v any) any {
+	if d, ok := t.(*arrow.DictionaryType); ok {
+		t = d.ValueType
+	}
+	switch t := t.(type) {
+	case *arrow.Date32Type:
+		if tm, ok := v.(time.Time); ok {
+			return deltalog.Date(tm)
+		}
+	case *arrow.TimestampType:
+		if tm, ok := v.(time.Time); ok && t.TimeZone == "" {
+			return deltalog.TimestampNTZ(tm)
+		}
+	case *arrow.Decimal128Type:
+		if s, ok := v.(interface{ String() string }); ok {
+			return deltalog.Decimal(s.String())
+		}
+	}
+	return v
+}
+
+// leafType returns the Arrow type of the column at path (struct members
+// by name), nil when there is none.
+func leafType(schema *arrow.Schema, path []string) arrow.DataType {
+	fields := schema.Fields()
+	var t arrow.DataType
+	for _, name := range path {
+		t = nil
+		for _, f := range fields {
+			if f.Name == name {
+				t = f.Type
+				break
+			}
+		}
+		if st, ok := t.(*arrow.StructType); ok {
+			fields = st.Fields()
+		} else {
+			fields = nil
+		}
+	}
+	return t
+}

@@ -1,0 +1,141 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/parquetio"
+)
+
+// Write encodes rec into the key's Parquet files as it arrives: the rows
+// are split by partition and handed to the key's encoders (encoderPool),
+// which append them to their open file of that partition and finish a
+// file (uploaded, still invisible) once it reaches target_file_bytes, so
+// memory stays bounded however long the stream. Write blocks while the
+// encoders are busy (backpressure) until ctx ends; an encoding or upload
+// failure is returned by a later Write or by Precommit.
+// A missing table is created from the first batch's schema. rec is
+// borrowed. A batch whose schema does not fit the table is ErrInvalid
+// naming the column, and nothing of it is staged.
+func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
+	s, err := w.stageOf(key, true)
+	if err != nil {
+		return err
+	}
+	if s.admitted == nil || !s.admitted.Equal(rec.Schema()) {
+		schema, err := w.admit(ctx, rec.Schema())
+		if err != nil {
+			return err
+		}
+		if s.schema != "" && s.schema != schema {
+			return writers.Errorf(writers.ErrInvalid, "delta: the streams of %s send different schemas: send every stream of a transaction with the same columns", key)
+		}
+		s.schema, s.admitted = schema, rec.Schema()
+	}
+	if rec.NumRows() == 0 {
+		return nil
+	}
+	parts, recs, err := w.parts.split(ctx, w.mem, rec)
+	if err != nil {
+		return err
+	}
+	if s.pool == nil {
+		s.pool = w.newEncoderPool()
+	}
+	for i, p := range parts {
+		// send owns recs[i] from here on, whatever it returns.
+		if err := s.pool.send(ctx, encodeJob{dir: p.dir, values: p.values, rec: recs[i]}); err != nil {
+			for _, r := range recs[i+1:] {
+				r.Release()
+			}
+			return err
+		}
+	}
+	return s.pool.failed()
+}
+
+// admit checks an incoming Arrow schema against the table (creating the
+// table when there is none) and returns the Delta schemaString the rows'
+// files follow. A mismatch against the cached table schema is checked
+// again against the latest version, which another writer may have evolved.
+func (w *Writer) admit(ctx context.Context, in *arrow.Schema) (string, error) {
+	got, err := deltalog.FromArrow(in)
+	if err != nil {
+		return "", err
+	}
+	if err := parquetio.CheckSchema(dropFields(in, w.cfg.PartitionBy)); err != nil {
+		return "", err
+	}
+	snap := w.cached()
+	if snap == nil {
+		if snap, err = w.ensureTable(ctx, in, got); err != nil {
+			return "", err
+		}
+	}
+	merged, err := w.reconcileWith(snap, got)
+	if err != nil {
+		fresh, lerr := w.latest(ctx)
+		if lerr != nil || fresh == nil || fresh.Version == snap.Version {
+			return "", err
+		}
+		if merged, err = w.reconcileWith(fresh, got); err != nil {
+			return "", err
+		}
+	}
+	return merged.String(), nil
+}
+
+// reconcileWith reconciles the schema of incoming rows with snap's table
+// schema under the configured schema_evolution.
+func (w *Writer) reconcileWith(snap *deltalog.Snapshot, got *deltalog.Schema) (*deltalog.Schema, error) {
+	table, err := snap.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("delta: table schema: %w", err)
+	}
+	return reconcile(table, got, w.cfg.SchemaEvolution == EvolveAddColumns, false)
+}
+
+// Precommit finishes the key's open files (uploaded, not in the log) and
+// returns a descriptor of every file the key has precommitted so far, so a
+// repeated call (a lost answer) returns the same files and more. A key that
+// wrote nothing yields a descriptor that publishes nothing.
+func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Descriptor, error) {
+	s, err := w.stageOf(key, false)
+	if err != nil {
+		return nil, err
+	}
+	d := descriptor{PartitionColumns: w.cfg.PartitionBy, Adds: []addFile{}}
+	if s != nil {
+		if s.pool != nil {
+			files, err := s.pool.finish()
+			s.pool = nil
+			s.finished = append(s.finished, files...)
+			if err != nil {
+				return nil, err
+			}
+		}
+		s.precommitted = append(s.precommitted, s.finished...)
+		s.finished = nil
+		d.Schema, d.Adds = s.schema, s.precommitted
+	}
+	return d.encode()
+}
+
+// Rollback forgets key: open files are abandoned and finished files that
+// no descriptor names are deleted. Precommitted files stay where they are,
+// unreferenced, because a commit elsewhere may still publish them. Unknown
+// keys are a no-op; Rollback is idempotent.
+func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
+	w.mu.Lock()
+	s := w.stages[key]
+	delete(w.stages, key)
+	w.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return w.discard(ctx, s)
+}

@@ -1,0 +1,231 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/parquetio"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+var (
+	_ writers.Writer         = (*Writer)(nil)
+	_ writers.SchemaReporter = (*Writer)(nil)
+	_ writers.SchemaChecker  = (*Writer)(nil)
+)
+
+// Writer is the Delta sink of one endpoint. All methods are safe for
+// concurrent use within the writers.Writer contract (calls for one key are
+// never concurrent).
+type Writer struct {
+	cfg    *Config
+	env    writers.Env
+	log    *slog.Logger
+	mem    memory.Allocator
+	m      *metrics
+	parts  partitioner
+	bucket *storage.Bucket // set by Open, read-only afterwards
+
+	mu     sync.Mutex // guards the following fields
+	snap   *deltalog.Snapshot
+	stages map[writers.TxnKey]*stage
+	// lastCommit remembers, per transactional writer, the last commit
+	// made through this Writer, so that a repeated Commit answers the
+	// original version without reading the log.
+	lastCommit map[string]committedAt
+	closed     bool
+}
+
+var (
+	_ writers.Writer         = (*Writer)(nil)
+	_ writers.SchemaReporter = (*Writer)(nil)
+)
+
+// New returns an unopened writer for cfg, which must be valid. A nil
+// env.Logger discards logs, a nil env.Registerer registers no metrics and a
+// nil env.Allocator means memory.DefaultAllocator.
+func New(cfg *Config, env writers.Env) (*Writer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("delta: %w: %w", writers.ErrInvalid, err)
+	}
+	if env.Logger == nil {
+		env.Logger = slog.New(slog.DiscardHandler)
+	}
+	if env.Allocator == nil {
+		env.Allocator = memory.DefaultAllocator
+	}
+	w := &Writer{
+		cfg:        cfg,
+		env:        env,
+		log:        env.Logger,
+		mem:        env.Allocator,
+		m:          newMetrics(),
+		parts:      partitioner{cols: cfg.PartitionBy},
+		stages:     make(map[writers.TxnKey]*stage),
+		lastCommit: make(map[string]committedAt),
+	}
+	w.m.version.Set(-1)
+	if err := w.m.register(env.Registerer); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// Open opens the table root and reads the table if it exists; a missing
+// table is created by the first Write. An existing table must be writable
+// by Quiver (deltalog.CheckWritable) and partitioned by partition_by.
+func (w *Writer) Open(ctx context.Context) error {
+	b, err := w.openBucket(ctx)
+	if err != nil {
+		return err
+	}
+	w.bucket = b
+	if _, err := w.latest(ctx); err != nil {
+		w.bucket = nil
+		return errors.Join(err, b.Close())
+	}
+	return nil
+}
+
+func (w *Writer) openBucket(ctx context.Context) (*storage.Bucket, error) {
+	b, err := storage.Open(ctx, w.cfg.TableURI, storage.Options{BaseDir: w.env.ConfigDir})
+	if err != nil {
+		return nil, fmt.Errorf("delta: open table_uri %s: %w", w.cfg.TableURI, err)
+	}
+	return b, nil
+}
+
+// Close discards what open keys staged (precommitted files stay for a
+// commit to publish), stops their encoders and releases the table root.
+// It must not run concurrently with Write (the server closes writers once
+// every stream has ended). Close is idempotent.
+func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	stages := w.stages
+	w.stages = make(map[writers.TxnKey]*stage)
+	w.mu.Unlock()
+	if w.bucket == nil {
+		return nil
+	}
+	var errs []error
+	for _, s := range stages {
+		errs = append(errs, w.discard(ctx, s))
+	}
+	errs = append(errs, w.bucket.Close())
+	return errors.Join(errs...)
+}
+
+// Contract: exactly-once through txn actions, append and overwrite, and
+// descriptors of other servers publish in one Delta commit.
+func (w *Writer) Contract() writers.Contract {
+	return writers.Contract{
+		Delivery:              "exactly-once",
+		Modes:                 []string{ModeAppend, ModeOverwrite},
+		AggregatesDescriptors: true,
+	}
+}
+
+// Schema returns the table's schema (partition columns included) as of the
+// latest version, or nil when the table does not exist yet.
+func (w *Writer) Schema(ctx context.Context) (*arrow.Schema, error) {
+	snap, err := w.latest(ctx)
+	if err != nil || snap == nil {
+		return nil, err
+	}
+	s, err := snap.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("delta: table schema: %w", err)
+	}
+	return s.ToArrow()
+}
+
+// CheckSchema admits a stream's schema without side effects: its types
+// must map to Delta and Parquet, and, once the table exists, it must
+// reconcile with the table's schema under schema_evolution (other Arrow
+// encodings of a column's Delta type, such as dictionary or large strings
+// and any timestamp unit, are accepted). Before the table exists any
+// mappable schema is accepted: the first batch creates the table.
+func (w *Writer) CheckSchema(ctx context.Context, in *arrow.Schema) error {
+	got, err := deltalog.FromArrow(in)
+	if err != nil {
+		return err
+	}
+	if err := parquetio.CheckSchema(dropFields(in, w.cfg.PartitionBy)); err != nil {
+		return err
+	}
+	snap, err := w.latest(ctx)
+	if err != nil || snap == nil {
+		return err
+	}
+	_, err = w.reconcileWith(snap, got)
+	return err
+}
+
+// CommittedEpoch returns the txn version the table records for appId
+// writer at its latest version.
+func (w *Writer) CommittedEpoch(ctx context.Context, writer string) (int64, bool, error) {
+	snap, err := w.latest(ctx)
+	if err != nil || snap == nil {
+		return 0, false, err
+	}
+	v, ok := snap.TxnVersion(writer)
+	return v, ok, nil
+}
+
+// Check probes the table without writing: the root is reachable, and an
+// existing table is readable and writable by Quiver and partitioned as
+// configured. It may run before Open.
+func (w *Writer) Check(ctx context.Context) error {
+	b := w.bucket
+	if b == nil {
+		var err error
+		if b, err = w.openBucket(ctx); err != nil {
+			return err
+		}
+		defer b.Close()
+	}
+	snap, err := deltalog.Load(ctx, b)
+	if errors.Is(err, deltalog.ErrTableNotFound) {
+		// Probe reachability: listing an empty or missing root is fine.
+		for _, err := range b.List(ctx, "", "") {
+			if err != nil {
+				return fmt.Errorf("delta: table_uri %s is not reachable: %w", w.cfg.TableURI, err)
+			}
+			break
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delta: read table %s: %w", w.cfg.TableURI, err)
+	}
+	return w.checkTable(snap)
+}
+
+// stageOf returns key's stage, creating it when create is set; nil when
+// the key has none.
+func (w *Writer) stageOf(key writers.TxnKey, create bool) (*stage, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, writers.Errorf(writers.ErrWrongState, "delta: the writer is closed")
+	}
+	s := w.stages[key]
+	if s == nil && create {
+		s = &stage{}
+		w.stages[key] = s
+	}
+	return s, nil
+}

@@ -1,0 +1,108 @@
+package lance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+)
+
+// maxReplans bounds how often Commit plans again after a conflict
+// lanceformat could not rebase (a concurrent create, schema change or
+// overwrite).
+const maxReplans = 5
+
+// Commit publishes every fragment of descs in one Lance version whose
+// transaction properties record key (unless key.Auto): an Append, or the
+// Overwrite that creates the dataset. An auto-commit key without fragments
+// commits nothing. A key whose epoch the history already records is
+// answered Replayed with the version that recorded it, changing nothing.
+// Errors: ErrInvalid for foreign descriptors or a schema that no longer
+// matches; ErrConflict when the dataset changed incompatibly maxReplans
+// times; a writers.OutcomeUnknownError when the manifest write's outcome
+// is unknown.
+func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
+	ds := make([]*descriptor, len(descs))
+	var frags []lanceformat.Fragment
+	var schema *lanceformat.Schema
+	seen := make(map[string]bool)
+	for i, b := range descs {
+		d, err := decodeDescriptor(b)
+		if err != nil {
+			return writers.CommitInfo{}, fmt.Errorf("%w (descriptor %d)", err, i)
+		}
+		ds[i] = d
+		if schema == nil {
+			schema = d.Schema
+		}
+		for _, f := range d.Fragments {
+			if !seen[f.Path] {
+				seen[f.Path] = true
+				frags = append(frags, f.lance())
+			}
+		}
+	}
+	w.forget(key)
+
+	for replan := 0; ; replan++ {
+		d, err := w.latest(ctx)
+		if err != nil {
+			return writers.CommitInfo{}, err
+		}
+		if key.Auto && len(frags) == 0 {
+			if d == nil {
+				return writers.CommitInfo{Version: writers.NoVersion}, nil
+			}
+			return writers.CommitInfo{Version: int64(d.Version())}, nil
+		}
+		if !key.Auto {
+			c, ok, err := w.hist.lookup(ctx, w.bucket, d, key.Writer)
+			if err != nil {
+				return writers.CommitInfo{}, err
+			}
+			if ok && c.epoch >= key.Epoch {
+				return writers.CommitInfo{Version: c.version, Replayed: true}, nil
+			}
+		}
+		txn := &lanceformat.Transaction{Op: lanceformat.OpAppend, Fragments: frags}
+		if !key.Auto {
+			txn.Properties = map[string]string{propWriter: key.Writer, propEpoch: strconv.FormatInt(key.Epoch, 10)}
+		}
+		if d == nil {
+			txn.Op, txn.Schema = lanceformat.OpOverwrite, schema
+			if txn.Schema == nil {
+				txn.Schema = &lanceformat.Schema{}
+			}
+		} else if schema != nil && len(frags) > 0 && !schema.Equal(&d.Manifest.Schema) {
+			return writers.CommitInfo{}, writers.Errorf(writers.ErrInvalid, "lance: the descriptors' data files were written for another schema than the dataset's (changed since precommit?): replay the transaction")
+		}
+		nd, err := lanceformat.Commit(ctx, w.bucket, d, txn)
+		switch {
+		case err == nil:
+			return writers.CommitInfo{Version: int64(nd.Version())}, nil
+		case errors.Is(err, writers.ErrConflict) && replan < maxReplans:
+			w.log.Debug("lance commit conflict, planning again", "key", key.String(), "err", err)
+		case errors.Is(err, writers.ErrOutcomeUnknown):
+			return writers.CommitInfo{}, &writers.OutcomeUnknownError{Endpoint: w.env.Endpoint, Key: key, Err: err}
+		default:
+			return writers.CommitInfo{}, err
+		}
+	}
+}
+
+// forget drops key's stage without deleting precommitted files (the
+// commit publishes them); data staged after the precommit is discarded.
+func (w *Writer) forget(key writers.TxnKey) {
+	w.mu.Lock()
+	s := w.stages[key]
+	delete(w.stages, key)
+	w.mu.Unlock()
+	if s != nil {
+		if err := w.discard(context.Background(), s); err != nil {
+			w.log.Warn("lance: discarding data staged after precommit failed", "key", key.String(), "err", err)
+		}
+	}
+}

@@ -1,0 +1,45 @@
+package lance
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// newWriter opens a writer on dir (the dataset folder).
+func newWriter(t *testing.T, dir string, mem memory.Allocator) *Writer {
+	t.Helper()
+	cfg := NewConfig()
+	cfg.DatasetURI = "file://" + dir
+	w, err := New(cfg, writers.Env{Endpoint: "items", Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return w
+}
+
+// published counts the live rows of the latest version.
+func published(t *testing.T, w *Writer) int64 {
+	t.Helper()
+	d, err := w.latest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d == nil {
+		return 0
+	}
+	return int64(d.Manifest.NumRows())
+}
+
+// dbDir returns a LanceDB database folder and the dataset folder of name.
+func dbDir(t *testing.T, name string) (string, string) {
+	db := t.TempDir()
+	return db, filepath.Join(db, name+".lance")
+}

@@ -1,0 +1,183 @@
+package lance
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/internal/lanceprobe"
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+)
+
+// scenarioSchema is the schema of `probe.mjs scenario`.
+func scenarioSchema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "name", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "score", Type: arrow.PrimitiveTypes.Float64},
+		{Name: "tags", Type: arrow.ListOfField(arrow.Field{Name: "item", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
+	}, nil)
+}
+
+// scenarioRows builds rows id in [from, to) of scenarioSchema: name null
+// every third row, tags ["t<id>", null] or null every fourth.
+func scenarioRows(mem memory.Allocator, from, to int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, scenarioSchema())
+	defer b.Release()
+	for i := from; i < to; i++ {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		if i%3 == 0 {
+			b.Field(1).AppendNull()
+		} else {
+			b.Field(1).(*array.StringBuilder).Append(fmt.Sprintf("n%d", i))
+		}
+		b.Field(2).(*array.Float64Builder).Append(float64(i) + 0.5)
+		lb := b.Field(3).(*array.ListBuilder)
+		if i%4 == 0 {
+			lb.AppendNull()
+		} else {
+			lb.Append(true)
+			lb.ValueBuilder().(*array.StringBuilder).Append(fmt.Sprintf("t%d", i))
+			lb.ValueBuilder().AppendNull()
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// commitRows writes rec under key and commits it.
+func commitRows(t *testing.T, w *Writer, key writers.TxnKey, rec arrow.RecordBatch) writers.CommitInfo {
+	t.Helper()
+	ctx := context.Background()
+	if err := w.Write(ctx, key, rec); err != nil {
+		t.Fatal(err)
+	}
+	d, err := w.Precommit(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := w.Commit(ctx, key, []writers.Descriptor{d})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return info
+}
+
+// readIDs returns the id column of every live row Quiver reads.
+func readIDs(t *testing.T, w *Writer, mem memory.Allocator) map[int64]string {
+	t.Helper()
+	ctx := context.Background()
+	d, err := w.latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[int64]string{}
+	for i := range d.Manifest.Fragments {
+		rec, err := d.ReadFragment(ctx, w.bucket, &d.Manifest.Fragments[i], mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids := rec.Column(0).(*array.Int64)
+		names := rec.Column(1).(*array.String)
+		for r := range ids.Len() {
+			out[ids.Value(r)] = names.ValueStr(r)
+		}
+		rec.Release()
+	}
+	return out
+}
+
+func wantLines(t *testing.T, out string, lines ...string) {
+	t.Helper()
+	for _, l := range lines {
+		if !strings.Contains(out, l) {
+			t.Fatalf("probe output lacks %q:\n%s", l, out)
+		}
+	}
+}
+
+// TestLanceDBReadsAndMutatesQuiverDataset: LanceDB reads a dataset the sink
+// created (every version, values and nulls), merges into and deletes from
+// it, and Quiver then reads LanceDB's versions and appends on top.
+func TestLanceDBReadsAndMutatesQuiverDataset(t *testing.T) {
+	lanceprobe.Dir(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	db, dir := dbDir(t, "items")
+	w := newWriter(t, dir, mem)
+	defer w.Close(context.Background())
+
+	r1, r2 := scenarioRows(mem, 0, 6), scenarioRows(mem, 6, 10)
+	defer r1.Release()
+	defer r2.Release()
+	commitRows(t, w, writers.AutoKey("s1"), r1)
+	commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 4}, r2)
+
+	out := lanceprobe.Run(t, "verify", db, "items", "--mutate")
+	wantLines(t, out,
+		"== latest: version=2 rows=10",
+		`{"id":"0","name":null,"score":0.5,"tags":null}`,
+		`{"id":"5","name":"n5","score":5.5,"tags":["t5",null]}`,
+		`{"id":"9","name":null,"score":9.5,"tags":["t9",null]}`,
+		"v1 rows=6", "v2 rows=10",
+		// LanceDB's mergeInsert updated one row and inserted id 1009, its
+		// delete removed 1009 again.
+		"== after mutate: version=4 rows=10",
+	)
+
+	// Quiver reads LanceDB's Update and Delete versions (deletion files)...
+	got := readIDs(t, w, mem)
+	if len(got) != 10 || !strings.Contains(out, `"name":"mutated"`) {
+		t.Fatalf("Quiver reads %d rows after LanceDB's mutations, want 10: %v", len(got), got)
+	}
+	// ... still knows its epoch, and appends on top.
+	if e, ok, err := w.CommittedEpoch(context.Background(), "job"); err != nil || !ok || e != 4 {
+		t.Fatalf("CommittedEpoch after LanceDB's versions = %d, %v, %v; want 4", e, ok, err)
+	}
+	r3 := scenarioRows(mem, 100, 103)
+	defer r3.Release()
+	if info := commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 5}, r3); info.Version != 5 {
+		t.Fatalf("append after LanceDB's versions made version %d, want 5", info.Version)
+	}
+	out = lanceprobe.Run(t, "verify", db, "items")
+	wantLines(t, out, "== latest: version=5 rows=13", `{"id":"101","name":"n101","score":101.5,"tags":["t101",null]}`, "v4 rows=10", "v5 rows=13")
+}
+
+// TestQuiverAppendsToLanceDBDataset: a 2.0 dataset LanceDB wrote (append,
+// mergeInsert, delete: .arrow deletion files) is read by Quiver and
+// appended to; LanceDB reads the result.
+func TestQuiverAppendsToLanceDBDataset(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	db, dir := dbDir(t, "t")
+	lanceprobe.Run(t, "scenario", db, "--storage", "2.0")
+	w := newWriter(t, dir, mem)
+	defer w.Close(context.Background())
+
+	got := readIDs(t, w, mem)
+	want := map[int64]string{1: "alice", 2: "bob", 3: "carol", 5: "eve", 6: "frank", 7: "grace", 8: "heidi", 9: "ivan", 10: "(null)"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("Quiver reads %v, want %v", got, want)
+	}
+	s, err := w.Schema(context.Background())
+	if err != nil || writers.SchemaMismatch(s, scenarioSchema()) != "" {
+		t.Fatalf("Schema = %v, %v", s, err)
+	}
+	r := scenarioRows(mem, 20, 23)
+	defer r.Release()
+	if info := commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 1}, r); info.Version != 5 {
+		t.Fatalf("append made version %d, want 5", info.Version)
+	}
+	out := lanceprobe.Run(t, "verify", db, "t")
+	wantLines(t, out, "== latest: version=5 rows=12", `{"id":"20","name":"n20","score":20.5,"tags":null}`,
+		`{"id":"2","name":"bob","score":20.5,"tags":["upd"]}`, "v4 rows=9", "v5 rows=12")
+	d, err := lanceformat.Latest(context.Background(), w.bucket)
+	if err != nil || d.Manifest.FormatVersion != "2.0" {
+		t.Fatalf("latest: %v, format %q", err, d.Manifest.FormatVersion)
+	}
+}

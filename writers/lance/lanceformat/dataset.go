@@ -1,0 +1,339 @@
+package lanceformat
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// ErrNoDataset reports a root without any manifest. It wraps
+// writers.ErrNotFound.
+var ErrNoDataset = fmt.Errorf("lance: no dataset (no manifest in _versions/): %w", writers.ErrNotFound)
+
+// Writer identity recorded in every manifest Quiver writes. Lance accepts
+// any library name; "lance" is avoided because readers key bug
+// workarounds on lance versions.
+const (
+	WriterLibrary = "quiver"
+	WriterVersion = "0.1.0"
+	// FormatVersion is the only data storage version Quiver writes.
+	FormatVersion = "2.0"
+	hintKey       = versionsDir + "latest_version_hint.json"
+	txnDir        = "_transactions/"
+	dataDir       = "data/"
+)
+
+// Dataset is one version of a Lance dataset: its manifest, the naming
+// scheme of its _versions/ folder and the raw sections of its manifest
+// file. It is immutable.
+type Dataset struct {
+	Manifest *Manifest
+	Naming   Naming
+	txn      []byte // inline transaction, or nil
+	index    []byte // IndexSection protobuf, or nil
+}
+
+// Version is the dataset version.
+func (d *Dataset) Version() uint64 { return d.Manifest.Version }
+
+// HasIndexSection reports whether the version carries LanceDB indices.
+func (d *Dataset) HasIndexSection() bool { return d.index != nil }
+
+// listVersions returns every version in _versions/ and the naming scheme.
+// Mixed schemes are refused, as Lance refuses them.
+func listVersions(ctx context.Context, b *storage.Bucket) ([]uint64, Naming, error) {
+	var (
+		vs     []uint64
+		naming Naming
+		seen   = map[Naming]bool{}
+	)
+	for o, err := range b.List(ctx, versionsDir, "") {
+		if err != nil {
+			return nil, 0, fmt.Errorf("lance: list versions: %w", err)
+		}
+		v, n, ok := parseManifestName(path.Base(o.Key))
+		if !ok || path.Dir(o.Key)+"/" != versionsDir {
+			continue
+		}
+		vs = append(vs, v)
+		naming = n
+		seen[n] = true
+	}
+	if len(seen) > 1 {
+		return nil, 0, writers.Errorf(writers.ErrInvalid, "lance: _versions/ mixes V1 and V2 manifest names, which Lance refuses too: repair the dataset with Lance")
+	}
+	return vs, naming, nil
+}
+
+// Latest loads the newest version of the dataset under b, or ErrNoDataset.
+func Latest(ctx context.Context, b *storage.Bucket) (*Dataset, error) {
+	vs, naming, err := listVersions(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	if len(vs) == 0 {
+		return nil, ErrNoDataset
+	}
+	var latest uint64
+	for _, v := range vs {
+		latest = max(latest, v)
+	}
+	return LoadVersion(ctx, b, latest, naming)
+}
+
+// LoadVersion loads version v. A missing manifest wraps
+// storage.ErrNotExist; a corrupt one is an error naming the key.
+func LoadVersion(ctx context.Context, b *storage.Bucket, v uint64, naming Naming) (*Dataset, error) {
+	key := ManifestKey(v, naming)
+	raw, err := b.Get(ctx, key)
+	if err != nil {
+		return nil, fmt.Errorf("lance: read version %d: %w", v, err)
+	}
+	mf, err := decodeManifestFile(raw)
+	if err != nil {
+		return nil, fmt.Errorf("lance: manifest %s: %w", key, err)
+	}
+	if mf.m.Version != v {
+		return nil, fmt.Errorf("lance: manifest %s says version %d", key, mf.m.Version)
+	}
+	return &Dataset{Manifest: mf.m, Naming: naming, txn: mf.txn, index: mf.index}, nil
+}
+
+// Transaction returns the transaction that produced this version (inline
+// section or _transactions/ file), or nil when none is recorded.
+func (d *Dataset) Transaction(ctx context.Context, b *storage.Bucket) (*Transaction, error) {
+	raw := d.txn
+	if raw == nil && d.Manifest.TxnFile != "" {
+		var err error
+		if raw, err = b.Get(ctx, txnDir+d.Manifest.TxnFile); err != nil {
+			return nil, fmt.Errorf("lance: read transaction of version %d: %w", d.Version(), err)
+		}
+	}
+	if raw == nil {
+		return nil, nil
+	}
+	return DecodeTransaction(raw)
+}
+
+// CheckWritable reports, as ErrInvalid naming the reason and the way out,
+// whether Quiver can append to this dataset: data storage version 2.0,
+// no feature flags beyond deletion files and table config, one base path.
+func (d *Dataset) CheckWritable() error {
+	m := d.Manifest
+	flags := m.ReaderFlags | m.WriterFlags
+	switch {
+	case flags&FlagStableRowIDs != 0:
+		return writers.Errorf(writers.ErrInvalid, "lance: the dataset uses stable row ids, which Quiver does not implement: write to a dataset created without new_table_enable_stable_row_ids")
+	case flags&FlagMultiBasePaths != 0 || m.hasBasePaths:
+		return writers.Errorf(writers.ErrInvalid, "lance: the dataset stores data under several base paths, which Quiver does not implement: write to a single-location dataset")
+	case flags&FlagNoTxnFiles != 0:
+		return writers.Errorf(writers.ErrInvalid, "lance: the dataset disables transaction files, which Quiver needs for exactly-once: re-enable them or use a new dataset")
+	case flags&^uint64(FlagDeletionFiles|FlagTableConfig) != 0:
+		return writers.Errorf(writers.ErrInvalid, "lance: the dataset has feature flags %#x that this Quiver does not know: use a Quiver built for this Lance version", flags)
+	}
+	if v := m.FormatVersion; v != "" && v != FormatVersion {
+		return writers.Errorf(writers.ErrInvalid, "lance: the dataset stores data in Lance file format %s; Quiver reads and writes 2.0 only: create the table with new_table_data_storage_version \"2.0\", or point Quiver at a new dataset", v)
+	}
+	for _, f := range m.Fragments {
+		for _, df := range f.Files {
+			if df.Major != 2 || df.Minor != 0 {
+				return writers.Errorf(writers.ErrInvalid, "lance: data file %s is format %d.%d; Quiver reads and writes 2.0 only: create the table with new_table_data_storage_version \"2.0\"", df.Path, df.Major, df.Minor)
+			}
+		}
+	}
+	return nil
+}
+
+// maxRebases bounds how often Commit rebases over concurrent commits.
+const maxRebases = 32
+
+// Commit publishes txn as the version after base (base nil: create the
+// dataset as version 1, which txn must be an Overwrite for) and returns
+// the new version. txn.ReadVersion and txn.UUID are filled in when zero.
+//
+// The transaction is written to _transactions/ and inline; the manifest
+// is published put-if-absent. When another writer took the version, the
+// winners' transactions are read: an Append rebases over Append, Delete,
+// Update, CreateIndex, Rewrite, ReserveFragments, UpdateConfig and
+// DataReplacement (if the schema is unchanged) and retries on the new
+// latest version; anything else, and a create losing to any version, is
+// writers.ErrConflict. The hint file is rewritten best effort.
+//
+// Errors: ErrConflict as above; a failed manifest write whose outcome is
+// unknown wraps writers.ErrOutcomeUnknown; other storage errors keep their
+// class.
+func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transaction) (*Dataset, error) {
+	naming := NamingV2
+	if base != nil {
+		naming = base.Naming
+		txn.ReadVersion = base.Version()
+	} else if txn.Op != OpOverwrite {
+		return nil, fmt.Errorf("lance: creating a dataset needs an Overwrite transaction")
+	}
+	if txn.UUID == "" {
+		txn.UUID = uuid.NewString()
+	}
+	raw := txn.Encode()
+	txnName := fmt.Sprintf("%d-%s.txn", txn.ReadVersion, txn.UUID)
+	if err := b.Put(ctx, txnDir+txnName, raw); err != nil {
+		return nil, fmt.Errorf("lance: write transaction file: %w", err)
+	}
+	for range maxRebases {
+		m, err := build(base, txn, txnName)
+		if err != nil {
+			return nil, err
+		}
+		var index []byte
+		if base != nil {
+			index = base.index
+		}
+		file := encodeManifestFile(m, raw, index)
+		key := ManifestKey(m.Version, naming)
+		err = b.PutIfAbsent(ctx, key, file)
+		switch {
+		case err == nil:
+			writeHint(ctx, b, m.Version)
+			return &Dataset{Manifest: m, Naming: naming, txn: raw, index: index}, nil
+		case !errors.Is(err, storage.ErrAlreadyExists):
+			if errors.Is(err, writers.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+				return nil, fmt.Errorf("lance: publish version %d: %w: %w", m.Version, writers.ErrOutcomeUnknown, err)
+			}
+			return nil, fmt.Errorf("lance: publish version %d: %w", m.Version, err)
+		}
+		if base == nil {
+			return nil, writers.Errorf(writers.ErrConflict, "lance: another writer created the dataset concurrently: retry against the existing dataset")
+		}
+		if base, err = rebase(ctx, b, base, txn); err != nil {
+			return nil, err
+		}
+	}
+	return nil, writers.Errorf(writers.ErrConflict, "lance: lost the commit race %d times: retry later", maxRebases)
+}
+
+// rebase returns the latest version if txn may be applied on top of every
+// version committed after base, else ErrConflict.
+func rebase(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transaction) (*Dataset, error) {
+	latest, err := Latest(ctx, b)
+	if err != nil {
+		return nil, err
+	}
+	for v := base.Version() + 1; v <= latest.Version(); v++ {
+		d, err := LoadVersion(ctx, b, v, latest.Naming)
+		if err != nil {
+			return nil, err
+		}
+		other, err := d.Transaction(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		if other == nil {
+			return nil, writers.Errorf(writers.ErrConflict, "lance: concurrent version %d records no transaction, so Quiver cannot tell whether its append is compatible: retry", v)
+		}
+		if !appendCompatible(txn.Op, other.Op) {
+			return nil, writers.Errorf(writers.ErrConflict, "lance: concurrent version %d (operation %s) is incompatible with this %s: retry the transaction", v, opName(other.Op), opName(txn.Op))
+		}
+	}
+	if !latest.Manifest.Schema.Equal(&base.Manifest.Schema) {
+		return nil, writers.Errorf(writers.ErrConflict, "lance: the dataset schema changed concurrently (version %d): retry the transaction", latest.Version())
+	}
+	if err := latest.CheckWritable(); err != nil {
+		return nil, err
+	}
+	return latest, nil
+}
+
+// appendCompatible applies Lance's conflict rules from the side of mine,
+// which Quiver only ever rebases when it is an Append.
+func appendCompatible(mine, other protowire.Number) bool {
+	if mine != OpAppend {
+		return false
+	}
+	switch other {
+	case OpAppend, OpDelete, OpUpdate, OpCreateIndex, OpRewrite, OpReserveFrags, OpUpdateConfig, OpDataReplacement:
+		return true
+	}
+	return false
+}
+
+var opNames = map[protowire.Number]string{
+	OpAppend: "Append", OpDelete: "Delete", OpOverwrite: "Overwrite", OpCreateIndex: "CreateIndex",
+	OpRewrite: "Rewrite", OpMerge: "Merge", OpRestore: "Restore", OpReserveFrags: "ReserveFragments",
+	OpUpdate: "Update", OpProject: "Project", OpUpdateConfig: "UpdateConfig", OpDataReplacement: "DataReplacement",
+}
+
+func opName(op protowire.Number) string {
+	if n, ok := opNames[op]; ok {
+		return n
+	}
+	return fmt.Sprintf("operation #%d", op)
+}
+
+// build makes the manifest of the version after base that applies txn.
+func build(base *Dataset, txn *Transaction, txnName string) (*Manifest, error) {
+	m := &Manifest{}
+	if base != nil {
+		cp := *base.Manifest
+		m = &cp
+	}
+	m.Version++
+	m.Timestamp = time.Now().UTC()
+	m.TxnFile = txnName
+	m.WriterLibrary, m.WriterVersion = WriterLibrary, WriterVersion
+	m.FileFormat, m.FormatVersion = "lance", FormatVersion
+	next := m.nextFragmentID()
+	switch txn.Op {
+	case OpAppend:
+		m.Fragments = append([]Fragment(nil), m.Fragments...)
+	case OpOverwrite:
+		if txn.Schema == nil {
+			return nil, fmt.Errorf("lance: overwrite without a schema")
+		}
+		m.Schema = *txn.Schema
+		m.Fragments = nil
+	default:
+		return nil, fmt.Errorf("lance: Quiver does not build %s versions", opName(txn.Op))
+	}
+	for _, f := range txn.Fragments {
+		f.ID = next
+		next++
+		m.Fragments = append(m.Fragments, f)
+	}
+	if len(txn.Fragments) > 0 {
+		last := next - 1
+		m.MaxFragmentID = &last
+	}
+	m.ReaderFlags, m.WriterFlags = 0, 0
+	for _, f := range m.Fragments {
+		if f.Deletion != nil {
+			m.ReaderFlags |= FlagDeletionFiles
+			m.WriterFlags |= FlagDeletionFiles
+		}
+	}
+	if m.hasConfig {
+		m.WriterFlags |= FlagTableConfig
+	}
+	return m, nil
+}
+
+// writeHint rewrites _versions/latest_version_hint.json. Readers treat it
+// as a lower bound, so a failure only costs them a listing.
+func writeHint(ctx context.Context, b *storage.Bucket, v uint64) {
+	_ = b.Put(ctx, hintKey, fmt.Appendf(nil, `{"version":%d}`, v))
+}
+
+// DataKey returns the storage key of a data file path of a DataFile.
+func DataKey(p string) string { return dataDir + p }
+
+// NewDataFileName returns a fresh data file name (relative to data/).
+func NewDataFileName() string {
+	return strings.ReplaceAll(uuid.NewString(), "-", "") + ".lance"
+}

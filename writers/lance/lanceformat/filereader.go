@@ -1,0 +1,274 @@
+package lanceformat
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// maxMetadataBytes bounds the metadata tail a reader loads, so that a
+// corrupt footer cannot make it allocate without limit.
+const maxMetadataBytes = 256 << 20
+
+// maxPageRows bounds the rows of one page, so that a page without buffers
+// (all nulls) cannot make the reader allocate without limit. LanceDB cuts
+// pages at about 8 MiB, far below it.
+const maxPageRows = 1 << 26
+
+// FileReader reads a Lance 2.0 data file.
+type FileReader struct {
+	r       io.ReaderAt
+	size    uint64
+	Schema  *Schema // the file's own schema (FileDescriptor)
+	Rows    uint64
+	columns [][]pageRef
+}
+
+// OpenFile parses the footer, file descriptor and column metadata of a
+// data file of size bytes. Files of format 2.1 or newer are refused with
+// ErrInvalid; malformed files are plain errors.
+func OpenFile(r io.ReaderAt, size int64) (*FileReader, error) {
+	if size < footerLen {
+		return nil, fmt.Errorf("lance: data file of %d bytes is too short", size)
+	}
+	foot := make([]byte, footerLen)
+	if _, err := r.ReadAt(foot, size-footerLen); err != nil {
+		return nil, fmt.Errorf("lance: read data file footer: %w", err)
+	}
+	if string(foot[36:]) != magic {
+		return nil, fmt.Errorf("lance: not a Lance data file (no LANC magic)")
+	}
+	major, minor := binary.LittleEndian.Uint16(foot[32:]), binary.LittleEndian.Uint16(foot[34:])
+	if !(major == footerMajor20 && minor == footerMinor20) && !(major == 2 && minor == 0) {
+		name := fmt.Sprintf("%d.%d", major, minor)
+		if major == 0 && minor < 3 {
+			name = "legacy (0.1)"
+		}
+		return nil, writers.Errorf(writers.ErrInvalid, "lance: data file format %s is not supported: Quiver reads and writes Lance file format 2.0 only (create the table with new_table_data_storage_version \"2.0\", or point Quiver at a new dataset)", name)
+	}
+	metaStart := binary.LittleEndian.Uint64(foot[0:])
+	cmoPos := binary.LittleEndian.Uint64(foot[8:])
+	gboPos := binary.LittleEndian.Uint64(foot[16:])
+	numGB := uint64(binary.LittleEndian.Uint32(foot[24:]))
+	numCols := uint64(binary.LittleEndian.Uint32(foot[28:]))
+	end := uint64(size) - footerLen
+	if numGB < 1 || gboPos+16*numGB > end || cmoPos+16*numCols > end || metaStart > end {
+		return nil, fmt.Errorf("lance: data file footer points outside the file")
+	}
+	// Read from the lowest metadata position to the footer at once.
+	start := min(metaStart, cmoPos, gboPos)
+	if end-start > maxMetadataBytes {
+		return nil, fmt.Errorf("lance: data file metadata of %d bytes exceeds the limit", end-start)
+	}
+	gbo := make([]byte, 16)
+	if _, err := r.ReadAt(gbo, int64(gboPos)); err != nil {
+		return nil, fmt.Errorf("lance: read data file: %w", err)
+	}
+	gbPos, gbLen := binary.LittleEndian.Uint64(gbo), binary.LittleEndian.Uint64(gbo[8:])
+	if gbPos+gbLen > end || gbLen > maxMetadataBytes {
+		return nil, fmt.Errorf("lance: file descriptor outside the file")
+	}
+	start = min(start, gbPos)
+	tail := make([]byte, end-start)
+	if _, err := r.ReadAt(tail, int64(start)); err != nil {
+		return nil, fmt.Errorf("lance: read data file metadata: %w", err)
+	}
+	at := func(pos, n uint64) []byte { return tail[pos-start : pos-start+n] }
+
+	f := &FileReader{r: r, size: uint64(size), Schema: &Schema{}}
+	if err := f.decodeDescriptor(at(gbPos, gbLen)); err != nil {
+		return nil, err
+	}
+	cmo := at(cmoPos, 16*numCols)
+	for c := range numCols {
+		pos, n := binary.LittleEndian.Uint64(cmo[16*c:]), binary.LittleEndian.Uint64(cmo[16*c+8:])
+		if pos < start || pos+n > end {
+			return nil, fmt.Errorf("lance: column %d metadata outside the file", c)
+		}
+		pages, err := decodeColumnMetadata(at(pos, n))
+		if err != nil {
+			return nil, fmt.Errorf("lance: column %d metadata: %w", c, err)
+		}
+		f.columns = append(f.columns, pages)
+	}
+	return f, nil
+}
+
+func (f *FileReader) decodeDescriptor(b []byte) error {
+	err := eachField(b, func(x field) error {
+		switch x.num {
+		case 1:
+			return eachField(x.b, func(y field) error {
+				switch y.num {
+				case 1:
+					fl, err := decodeField(y.b)
+					if err != nil {
+						return err
+					}
+					f.Schema.Fields = append(f.Schema.Fields, fl)
+				case 5:
+					k, v, err := mapEntry(y.b)
+					if err != nil {
+						return err
+					}
+					if f.Schema.Metadata == nil {
+						f.Schema.Metadata = make(map[string][]byte)
+					}
+					f.Schema.Metadata[k] = v
+				}
+				return nil
+			})
+		case 2:
+			f.Rows = x.u
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("lance: file descriptor: %w", err)
+	}
+	return nil
+}
+
+// unwrapAny returns the value of a direct encoding's Any after checking
+// its type URL.
+func unwrapDirect(b []byte, wantType string) ([]byte, error) {
+	var anyBytes []byte
+	err := eachField(b, func(x field) error {
+		if x.num == 2 {
+			return eachField(x.b, func(y field) error {
+				if y.num == 1 {
+					anyBytes = y.b
+				}
+				return nil
+			})
+		}
+		if x.num == 1 {
+			return fmt.Errorf("indirect encodings are not supported")
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var url string
+	var val []byte
+	err = eachField(anyBytes, func(x field) error {
+		switch x.num {
+		case 1:
+			url = string(x.b)
+		case 2:
+			val = x.b
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	if url != wantType {
+		return nil, writers.Errorf(writers.ErrInvalid, "lance: page encoding %q is not %q: the file is not Lance format 2.0", url, wantType)
+	}
+	return val, nil
+}
+
+func decodeColumnMetadata(b []byte) ([]pageRef, error) {
+	var pages []pageRef
+	err := eachField(b, func(x field) error {
+		if x.num != 2 {
+			return nil
+		}
+		var p pageRef
+		err := eachField(x.b, func(y field) error {
+			var err error
+			switch y.num {
+			case 1:
+				p.offsets, err = y.uints(p.offsets)
+			case 2:
+				p.sizes, err = y.uints(p.sizes)
+			case 3:
+				p.length = y.u
+			case 4:
+				var v []byte
+				if v, err = unwrapDirect(y.b, typeArrayEncoding); err == nil {
+					p.enc, err = decodeEncoding(v, 0)
+				}
+			}
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		if p.length > maxPageRows {
+			return fmt.Errorf("page of %d rows exceeds the reader's limit of %d", p.length, maxPageRows)
+		}
+		if len(p.offsets) != len(p.sizes) || p.enc == nil {
+			return fmt.Errorf("page without encoding or with %d offsets for %d sizes", len(p.offsets), len(p.sizes))
+		}
+		pages = append(pages, p)
+		return nil
+	})
+	return pages, err
+}
+
+// buffers reads a page's buffers.
+func (f *FileReader) buffers(p pageRef) ([][]byte, error) {
+	out := make([][]byte, len(p.offsets))
+	for i, off := range p.offsets {
+		n := p.sizes[i]
+		if off > f.size || n > f.size-off {
+			return nil, fmt.Errorf("lance: page buffer at %d (%d bytes) is outside the file", off, n)
+		}
+		out[i] = make([]byte, n)
+		if _, err := f.r.ReadAt(out[i], int64(off)); err != nil {
+			return nil, fmt.Errorf("lance: read page buffer: %w", err)
+		}
+	}
+	return out, nil
+}
+
+// Read reads the whole file as one record of the file's schema, allocated
+// from mem (the caller releases it).
+func (f *FileReader) Read(mem memory.Allocator) (arrow.RecordBatch, error) {
+	return f.ReadFields(mem, f.Schema, nil)
+}
+
+// ReadFields reads the top-level fields of schema s (a dataset schema
+// whose field ids the file holds) as one record. columnOf maps a
+// top-level field id to its column in the file; nil means columns follow
+// the file's own schema in pre-order.
+func (f *FileReader) ReadFields(mem memory.Allocator, s *Schema, columnOf map[int32]int) (arrow.RecordBatch, error) {
+	as, err := s.ToArrow()
+	if err != nil {
+		return nil, err
+	}
+	if columnOf == nil {
+		columnOf = make(map[int32]int)
+		for i, fl := range f.Schema.Fields {
+			columnOf[fl.ID] = i
+		}
+	}
+	top := s.TopLevel()
+	cols := make([]arrow.Array, 0, len(top))
+	defer func() { releaseAll(cols) }()
+	for i, fl := range top {
+		c, ok := columnOf[fl.ID]
+		if !ok {
+			return nil, fmt.Errorf("lance: data file has no column for field %q (id %d)", fl.Name, fl.ID)
+		}
+		arr, _, err := f.readColumn(mem, as.Field(i).Type, c)
+		if err != nil {
+			return nil, fmt.Errorf("lance: column %q: %w", fl.Name, err)
+		}
+		if uint64(arr.Len()) != f.Rows {
+			arr.Release()
+			return nil, fmt.Errorf("lance: column %q has %d rows, the file %d", fl.Name, arr.Len(), f.Rows)
+		}
+		cols = append(cols, arr)
+	}
+	return array.NewRecordBatch(as, cols, int64(f.Rows)), nil
+}

@@ -1,0 +1,255 @@
+package lanceformat
+
+import (
+	"encoding/binary"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/util"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Format 2.0 as written in data file footers (LanceDB writes 0.3 there and
+// 2/0 in the manifest's DataFile).
+const (
+	footerMajor20 = 0
+	footerMinor20 = 3
+	footerLen     = 40
+	pageAlign     = 64
+)
+
+// DefaultPageBytes is the Arrow size at which a FileWriter cuts a page
+// (LanceDB cuts around 8 MiB too).
+const DefaultPageBytes = 8 << 20
+
+// FileWriter streams one Lance 2.0 data file to an io.Writer: rows are
+// buffered until about PageBytes of Arrow data are pending, then written
+// as one page per column; Close writes the metadata and footer. It is not
+// safe for concurrent use.
+type FileWriter struct {
+	out       io.Writer
+	pos       uint64
+	schema    *Schema
+	arrow     *arrow.Schema
+	pageBytes int64
+
+	pending      []arrow.RecordBatch // retained; released by flush
+	pendingBytes int64
+	rows         uint64
+	columns      [][]pageRef // per column, in order
+	closed       bool
+}
+
+// pageRef is a written page: where its buffers are and how it is encoded.
+type pageRef struct {
+	offsets, sizes []uint64
+	length         uint64
+	enc            *aenc
+}
+
+// NewFileWriter returns a writer of records of schema s, whose Lance
+// fields (ids) are given by ls (FromArrow(s) for a new dataset, the
+// dataset's schema otherwise). pageBytes <= 0 means DefaultPageBytes.
+func NewFileWriter(out io.Writer, s *arrow.Schema, ls *Schema, pageBytes int64) (*FileWriter, error) {
+	if pageBytes <= 0 {
+		pageBytes = DefaultPageBytes
+	}
+	probe, err := FromArrow(s)
+	if err != nil {
+		return nil, err
+	}
+	if len(probe.Fields) != len(ls.Fields) {
+		return nil, writers.Errorf(writers.ErrInvalid, "lance: the records have %d fields (nested included), the dataset %d", len(probe.Fields), len(ls.Fields))
+	}
+	return &FileWriter{out: out, schema: ls, arrow: s, pageBytes: pageBytes, columns: make([][]pageRef, len(ls.Fields))}, nil
+}
+
+// Write buffers rec (borrowed: retained while pending). Its schema must be
+// the writer's.
+func (w *FileWriter) Write(rec arrow.RecordBatch) error {
+	if !rec.Schema().Equal(w.arrow) {
+		return writers.Errorf(writers.ErrInvalid, "lance: record schema %s differs from the file's %s", rec.Schema(), w.arrow)
+	}
+	size := util.TotalRecordSize(rec)
+	rows := rec.NumRows()
+	// Large records are cut so that no page grows far past pageBytes.
+	parts := max(1, size/w.pageBytes)
+	step := max(1, (rows+parts-1)/parts)
+	for start := int64(0); start < rows; start += step {
+		part := rec.NewSlice(start, min(rows, start+step))
+		w.pending = append(w.pending, part)
+		w.pendingBytes += size * (part.NumRows()) / max(1, rows)
+		if w.pendingBytes >= w.pageBytes {
+			if err := w.flush(); err != nil {
+				return err
+			}
+		}
+	}
+	w.rows += uint64(rows)
+	return nil
+}
+
+// Rows is the number of rows written so far.
+func (w *FileWriter) Rows() uint64 { return w.rows }
+
+// BytesWritten is the number of bytes written to out so far.
+func (w *FileWriter) BytesWritten() uint64 { return w.pos }
+
+// Abort releases pending records without writing anything more.
+func (w *FileWriter) Abort() {
+	for _, r := range w.pending {
+		r.Release()
+	}
+	w.pending, w.closed = nil, true
+}
+
+// flush writes the pending records as one page per column.
+func (w *FileWriter) flush() error {
+	if len(w.pending) == 0 {
+		return nil
+	}
+	defer func() {
+		for _, r := range w.pending {
+			r.Release()
+		}
+		w.pending, w.pendingBytes = nil, 0
+	}()
+	col := 0
+	for i, f := range w.arrow.Fields() {
+		chunks := make([]arrow.Array, len(w.pending))
+		for j, r := range w.pending {
+			chunks[j] = r.Column(i)
+		}
+		var err error
+		col, err = encodeColumns(f.Type, chunks, col, w.writePage)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (w *FileWriter) writePage(col int, p page) error {
+	ref := pageRef{length: p.length, enc: p.enc}
+	for _, b := range p.bufs {
+		off, err := w.writeAligned(b)
+		if err != nil {
+			return err
+		}
+		ref.offsets = append(ref.offsets, off)
+		ref.sizes = append(ref.sizes, uint64(len(b)))
+	}
+	w.columns[col] = append(w.columns[col], ref)
+	return nil
+}
+
+var zeros [pageAlign]byte
+
+// writeAligned writes b and pads to the next 64-byte boundary.
+func (w *FileWriter) writeAligned(b []byte) (uint64, error) {
+	off := w.pos
+	if err := w.write(b); err != nil {
+		return 0, err
+	}
+	if pad := (pageAlign - w.pos%pageAlign) % pageAlign; pad > 0 {
+		return off, w.write(zeros[:pad])
+	}
+	return off, nil
+}
+
+func (w *FileWriter) write(b []byte) error {
+	n, err := w.out.Write(b)
+	w.pos += uint64(n)
+	if err != nil {
+		return fmt.Errorf("lance: write data file: %w", err)
+	}
+	return nil
+}
+
+// Close flushes pending rows and writes the file descriptor, column
+// metadata and footer. It does not close out. It returns the file's size.
+func (w *FileWriter) Close() (uint64, error) {
+	if w.closed {
+		return 0, fmt.Errorf("lance: file writer already closed")
+	}
+	if err := w.flush(); err != nil {
+		w.Abort()
+		return 0, err
+	}
+	w.closed = true
+	var fd pb
+	var sch pb
+	w.schema.encodeFields(&sch, 1)
+	encodeBytesMap(&sch, 5, w.schema.Metadata)
+	fd.msg(1, sch)
+	fd.uint(2, w.rows)
+
+	var tail []byte
+	gbPos := w.pos
+	tail = append(tail, fd...)
+	metaStart := gbPos + uint64(len(fd))
+	var cmo []byte
+	for _, pages := range w.columns {
+		m := columnMetadata(pages)
+		cmo = binary.LittleEndian.AppendUint64(cmo, metaStart+uint64(len(tail))-uint64(len(fd)))
+		cmo = binary.LittleEndian.AppendUint64(cmo, uint64(len(m)))
+		tail = append(tail, m...)
+	}
+	cmoPos := gbPos + uint64(len(tail))
+	tail = append(tail, cmo...)
+	gboPos := gbPos + uint64(len(tail))
+	tail = binary.LittleEndian.AppendUint64(tail, gbPos)
+	tail = binary.LittleEndian.AppendUint64(tail, uint64(len(fd)))
+	tail = binary.LittleEndian.AppendUint64(tail, metaStart)
+	tail = binary.LittleEndian.AppendUint64(tail, cmoPos)
+	tail = binary.LittleEndian.AppendUint64(tail, gboPos)
+	tail = binary.LittleEndian.AppendUint32(tail, 1)
+	tail = binary.LittleEndian.AppendUint32(tail, uint32(len(w.columns)))
+	tail = binary.LittleEndian.AppendUint16(tail, footerMajor20)
+	tail = binary.LittleEndian.AppendUint16(tail, footerMinor20)
+	tail = append(tail, magic...)
+	if err := w.write(tail); err != nil {
+		return 0, err
+	}
+	return w.pos, nil
+}
+
+// anyMsg is a google.protobuf.Any.
+func anyMsg(typeURL string, value []byte) pb {
+	var b pb
+	b.str(1, typeURL)
+	b.bytesAlways(2, value)
+	return b
+}
+
+// directEncoding is lance.file.v2.Encoding{direct{encoding: Any}}.
+func directEncoding(a pb) pb {
+	var d, e pb
+	d.bytesAlways(1, a)
+	e.msg(2, d)
+	return e
+}
+
+const (
+	typeColumnEncoding = "/lance.encodings.ColumnEncoding"
+	typeArrayEncoding  = "/lance.encodings.ArrayEncoding"
+)
+
+// columnMetadata is lance.file.v2.ColumnMetadata of one column.
+func columnMetadata(pages []pageRef) pb {
+	var empty, colEnc pb
+	colEnc.msg(1, empty) // ColumnEncoding{values: Empty}
+	var b pb
+	b.msg(1, directEncoding(anyMsg(typeColumnEncoding, colEnc)))
+	for _, p := range pages {
+		var m pb
+		m.packed(1, p.offsets)
+		m.packed(2, p.sizes)
+		m.uint(3, p.length)
+		m.msg(4, directEncoding(anyMsg(typeArrayEncoding, p.enc.encode())))
+		b.msg(2, m)
+	}
+	return b
+}

@@ -1,0 +1,158 @@
+package lanceformat
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// tombstoned is the field id of a column superseded by another file.
+const tombstoned = -2
+
+// ReadFragment reads the live rows of fragment f of d (deleted rows
+// removed), as one record of the dataset schema allocated from mem.
+func (d *Dataset) ReadFragment(ctx context.Context, b *storage.Bucket, f *Fragment, mem memory.Allocator) (arrow.RecordBatch, error) {
+	as, err := d.Manifest.Schema.ToArrow()
+	if err != nil {
+		return nil, err
+	}
+	top := d.Manifest.Schema.TopLevel()
+	cols := make([]arrow.Array, len(top))
+	defer func() { releaseAll(slices.DeleteFunc(cols, func(a arrow.Array) bool { return a == nil })) }()
+	for _, df := range f.Files {
+		colOf := make(map[int32]int)
+		for i, id := range df.Fields {
+			if id != tombstoned && i < len(df.ColumnIndices) {
+				colOf[id] = int(df.ColumnIndices[i])
+			}
+		}
+		sub := &Schema{}
+		var idx []int
+		for i, fl := range top {
+			if _, ok := colOf[fl.ID]; ok {
+				sub.Fields = append(sub.Fields, d.Manifest.Schema.subtree(fl.ID)...)
+				idx = append(idx, i)
+			}
+		}
+		if len(idx) == 0 {
+			continue
+		}
+		rec, err := readDataFile(ctx, b, df, sub, colOf, mem)
+		if err != nil {
+			return nil, err
+		}
+		for j, i := range idx {
+			if cols[i] != nil {
+				cols[i].Release()
+			}
+			cols[i] = rec.Column(j)
+			cols[i].Retain()
+		}
+		rec.Release()
+	}
+	for i, c := range cols {
+		if c == nil {
+			return nil, fmt.Errorf("lance: fragment %d has no data for column %q", f.ID, top[i].Name)
+		}
+	}
+	rec := array.NewRecordBatch(as, cols, int64(f.PhysicalRows))
+	if f.Deletion == nil {
+		return rec, nil
+	}
+	defer rec.Release()
+	deleted, err := ReadDeletions(ctx, b, f)
+	if err != nil {
+		return nil, err
+	}
+	return dropRows(rec, deleted, mem)
+}
+
+// subtree returns field id and its descendants in pre-order.
+func (s *Schema) subtree(id int32) []Field {
+	var out []Field
+	for _, f := range s.Fields {
+		if f.ID == id {
+			out = append(out, f)
+		}
+	}
+	for _, c := range s.children(id) {
+		out = append(out, s.subtree(c.ID)...)
+	}
+	return out
+}
+
+func readDataFile(ctx context.Context, b *storage.Bucket, df DataFile, s *Schema, colOf map[int32]int, mem memory.Allocator) (arrow.RecordBatch, error) {
+	r, size, err := b.OpenReader(ctx, DataKey(df.Path))
+	if err != nil {
+		return nil, fmt.Errorf("lance: open data file %s: %w", df.Path, err)
+	}
+	defer r.Close()
+	fr, err := OpenFile(r, size)
+	if err != nil {
+		return nil, fmt.Errorf("%w (data file %s)", err, df.Path)
+	}
+	return fr.ReadFields(mem, s, colOf)
+}
+
+// ReadDeletions returns the deleted row offsets of fragment f.
+func ReadDeletions(ctx context.Context, b *storage.Bucket, f *Fragment) ([]uint32, error) {
+	if f.Deletion == nil {
+		return nil, nil
+	}
+	raw, err := b.Get(ctx, f.Deletion.Path(f.ID))
+	if err != nil {
+		return nil, fmt.Errorf("lance: read deletion file of fragment %d: %w", f.ID, err)
+	}
+	if f.Deletion.FileType == DeletionBitmap {
+		return DecodeDeletionBitmap(raw)
+	}
+	return DecodeDeletionArrow(raw)
+}
+
+// dropRows returns rec without the rows at offsets deleted.
+func dropRows(rec arrow.RecordBatch, deleted []uint32, mem memory.Allocator) (arrow.RecordBatch, error) {
+	gone := make(map[uint32]bool, len(deleted))
+	for _, o := range deleted {
+		gone[o] = true
+	}
+	// Live rows as [start, end) ranges, sliced and concatenated per column.
+	var ranges [][2]int64
+	for i := int64(0); i < rec.NumRows(); i++ {
+		if gone[uint32(i)] {
+			continue
+		}
+		if n := len(ranges); n > 0 && ranges[n-1][1] == i {
+			ranges[n-1][1]++
+		} else {
+			ranges = append(ranges, [2]int64{i, i + 1})
+		}
+	}
+	var rows int64
+	cols := make([]arrow.Array, rec.NumCols())
+	for c := range cols {
+		var parts []arrow.Array
+		for _, r := range ranges {
+			parts = append(parts, array.NewSlice(rec.Column(c), r[0], r[1]))
+		}
+		var err error
+		if len(parts) == 0 {
+			cols[c] = array.MakeArrayOfNull(mem, rec.Column(c).DataType(), 0)
+		} else {
+			cols[c], err = array.Concatenate(parts, mem)
+		}
+		releaseAll(parts)
+		if err != nil {
+			releaseAll(cols[:c])
+			return nil, err
+		}
+		rows = int64(cols[c].Len())
+	}
+	defer releaseAll(cols)
+	return array.NewRecordBatch(rec.Schema(), cols, rows), nil
+}

@@ -1,0 +1,357 @@
+package lanceformat
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Field is one lance.file.Field: a column or a nested child, listed flat in
+// pre-order (parents before children).
+type Field struct {
+	Name        string
+	ID          int32
+	ParentID    int32 // -1 for top-level fields
+	LogicalType string
+	Nullable    bool
+	// Encoding is the legacy encoding hint LanceDB still writes (PLAIN=1,
+	// VAR_BINARY=2); kept for compatibility, ignored by readers.
+	Encoding uint64
+	Metadata map[string][]byte
+	extra    []byte // fields Quiver does not model, carried through
+}
+
+// Legacy encoding hints (lance.file.Encoding).
+const (
+	encodingPlain     = 1
+	encodingVarBinary = 2
+)
+
+// Schema is a Lance schema: fields in pre-order plus schema metadata.
+type Schema struct {
+	Fields   []Field
+	Metadata map[string][]byte
+}
+
+func (f *Field) encode() pb {
+	var b pb
+	b.str(2, f.Name)
+	b.int32(3, f.ID)
+	b.int32(4, f.ParentID)
+	b.str(5, f.LogicalType)
+	b.bool(6, f.Nullable)
+	b.uint(7, f.Encoding)
+	for _, k := range sortedKeys(f.Metadata) {
+		var e pb
+		e.str(1, k)
+		e.bytes(2, f.Metadata[k])
+		b.msg(10, e)
+	}
+	b.raw(f.extra)
+	return b
+}
+
+func decodeField(msg []byte) (Field, error) {
+	var f Field
+	err := eachField(msg, func(x field) error {
+		switch x.num {
+		case 2:
+			f.Name = string(x.b)
+		case 3:
+			f.ID = int32(int64(x.u))
+		case 4:
+			f.ParentID = int32(int64(x.u))
+		case 5:
+			f.LogicalType = string(x.b)
+		case 6:
+			f.Nullable = x.u != 0
+		case 7:
+			f.Encoding = x.u
+		case 10:
+			k, v, err := mapEntry(x.b)
+			if err != nil {
+				return err
+			}
+			if f.Metadata == nil {
+				f.Metadata = make(map[string][]byte)
+			}
+			f.Metadata[k] = slices.Clone(v)
+		default:
+			f.extra = append(f.extra, x.raw...)
+		}
+		return nil
+	})
+	return f, err
+}
+
+// encodeFields appends the fields as repeated field number n.
+func (s *Schema) encodeFields(b *pb, n protowire.Number) {
+	for i := range s.Fields {
+		b.msg(n, s.Fields[i].encode())
+	}
+}
+
+func encodeBytesMap(b *pb, n protowire.Number, m map[string][]byte) {
+	for _, k := range sortedKeys(m) {
+		var e pb
+		e.str(1, k)
+		e.bytes(2, m[k])
+		b.msg(n, e)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}
+
+// MaxID returns the highest field id, or -1 for an empty schema.
+func (s *Schema) MaxID() int32 {
+	m := int32(-1)
+	for _, f := range s.Fields {
+		m = max(m, f.ID)
+	}
+	return m
+}
+
+// TopLevel returns the top-level fields in order.
+func (s *Schema) TopLevel() []Field {
+	var out []Field
+	for _, f := range s.Fields {
+		if f.ParentID == -1 {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// children returns the direct children of id in order.
+func (s *Schema) children(id int32) []Field {
+	var out []Field
+	for _, f := range s.Fields {
+		if f.ParentID == id {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Equal reports whether two schemas have the same fields (names, ids,
+// parents, types, nullability); metadata is ignored.
+func (s *Schema) Equal(o *Schema) bool {
+	return slices.EqualFunc(s.Fields, o.Fields, func(a, b Field) bool {
+		return a.Name == b.Name && a.ID == b.ID && a.ParentID == b.ParentID &&
+			a.LogicalType == b.LogicalType && a.Nullable == b.Nullable
+	})
+}
+
+// FromArrow converts an Arrow schema into a Lance schema with field ids
+// assigned depth-first in pre-order from 0, as Lance does at creation.
+// Arrow types without a Lance 2.0 mapping are ErrInvalid.
+func FromArrow(s *arrow.Schema) (*Schema, error) {
+	out := &Schema{Metadata: arrowMeta(s.Metadata())}
+	next := int32(0)
+	var add func(af arrow.Field, parent int32) error
+	add = func(af arrow.Field, parent int32) error {
+		lt, err := logicalType(af.Type)
+		if err != nil {
+			return writers.Errorf(writers.ErrInvalid, "lance: column %q: %v", af.Name, err)
+		}
+		f := Field{Name: af.Name, ID: next, ParentID: parent, LogicalType: lt, Nullable: af.Nullable,
+			Encoding: encodingPlain, Metadata: arrowMeta(af.Metadata)}
+		switch af.Type.ID() {
+		case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
+			f.Encoding = encodingVarBinary
+		}
+		next++
+		out.Fields = append(out.Fields, f)
+		switch t := af.Type.(type) {
+		case *arrow.ListType:
+			return add(t.ElemField(), f.ID)
+		case *arrow.StructType:
+			for _, c := range t.Fields() {
+				if err := add(c, f.ID); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	for _, af := range s.Fields() {
+		if err := add(af, -1); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func arrowMeta(m arrow.Metadata) map[string][]byte {
+	if m.Len() == 0 {
+		return nil
+	}
+	out := make(map[string][]byte, m.Len())
+	for i, k := range m.Keys() {
+		out[k] = []byte(m.Values()[i])
+	}
+	return out
+}
+
+func toArrowMeta(m map[string][]byte) arrow.Metadata {
+	if len(m) == 0 {
+		return arrow.Metadata{}
+	}
+	keys := sortedKeys(m)
+	vals := make([]string, len(keys))
+	for i, k := range keys {
+		vals[i] = string(m[k])
+	}
+	return arrow.NewMetadata(keys, vals)
+}
+
+// ToArrow converts the schema to Arrow. Unknown logical types are
+// ErrInvalid naming the column.
+func (s *Schema) ToArrow() (*arrow.Schema, error) {
+	top := s.TopLevel()
+	fields := make([]arrow.Field, len(top))
+	for i, f := range top {
+		af, err := s.arrowField(f)
+		if err != nil {
+			return nil, err
+		}
+		fields[i] = af
+	}
+	return arrow.NewSchema(fields, ptrMeta(toArrowMeta(s.Metadata))), nil
+}
+
+func ptrMeta(m arrow.Metadata) *arrow.Metadata {
+	if m.Len() == 0 {
+		return nil
+	}
+	return &m
+}
+
+func (s *Schema) arrowField(f Field) (arrow.Field, error) {
+	af := arrow.Field{Name: f.Name, Nullable: f.Nullable, Metadata: toArrowMeta(f.Metadata)}
+	switch f.LogicalType {
+	case "list", "struct":
+		kids := s.children(f.ID)
+		conv := make([]arrow.Field, len(kids))
+		for i, k := range kids {
+			c, err := s.arrowField(k)
+			if err != nil {
+				return af, err
+			}
+			conv[i] = c
+		}
+		if f.LogicalType == "struct" {
+			af.Type = arrow.StructOf(conv...)
+			return af, nil
+		}
+		if len(conv) != 1 {
+			return af, writers.Errorf(writers.ErrInvalid, "lance: list column %q has %d child fields, want 1", f.Name, len(conv))
+		}
+		af.Type = arrow.ListOfField(conv[0])
+		return af, nil
+	}
+	t, err := parseLogicalType(f.LogicalType)
+	if err != nil {
+		return af, writers.Errorf(writers.ErrInvalid, "lance: column %q: %v", f.Name, err)
+	}
+	af.Type = t
+	return af, nil
+}
+
+var primitiveTypes = map[string]arrow.DataType{
+	"bool":         arrow.FixedWidthTypes.Boolean,
+	"int8":         arrow.PrimitiveTypes.Int8,
+	"int16":        arrow.PrimitiveTypes.Int16,
+	"int32":        arrow.PrimitiveTypes.Int32,
+	"int64":        arrow.PrimitiveTypes.Int64,
+	"uint8":        arrow.PrimitiveTypes.Uint8,
+	"uint16":       arrow.PrimitiveTypes.Uint16,
+	"uint32":       arrow.PrimitiveTypes.Uint32,
+	"uint64":       arrow.PrimitiveTypes.Uint64,
+	"float":        arrow.PrimitiveTypes.Float32,
+	"double":       arrow.PrimitiveTypes.Float64,
+	"string":       arrow.BinaryTypes.String,
+	"large_string": arrow.BinaryTypes.LargeString,
+	"binary":       arrow.BinaryTypes.Binary,
+	"large_binary": arrow.BinaryTypes.LargeBinary,
+	"date32:day":   arrow.FixedWidthTypes.Date32,
+}
+
+// logicalType returns Lance's logical type string for an Arrow type that
+// Quiver can write in format 2.0.
+func logicalType(t arrow.DataType) (string, error) {
+	for name, p := range primitiveTypes {
+		if arrow.TypeEqual(p, t) {
+			return name, nil
+		}
+	}
+	switch t := t.(type) {
+	case *arrow.TimestampType:
+		tz := t.TimeZone
+		if tz == "" {
+			tz = "-"
+		}
+		return "timestamp:" + t.Unit.String() + ":" + tz, nil
+	case *arrow.FixedSizeListType:
+		if !isFixedWidth(t.Elem()) || t.Elem().ID() == arrow.BOOL {
+			return "", fmt.Errorf("fixed_size_list of %s is not supported: use fixed_size_list of a fixed-width number", t.Elem())
+		}
+		item, err := logicalType(t.Elem())
+		if err != nil {
+			return "", err
+		}
+		return "fixed_size_list:" + item + ":" + strconv.Itoa(int(t.Len())), nil
+	case *arrow.ListType:
+		return "list", nil
+	case *arrow.StructType:
+		return "struct", nil
+	}
+	return "", fmt.Errorf("type %s has no Lance 2.0 mapping in Quiver: use a supported type (integers, floats, bool, utf8, binary, date32, timestamp, fixed_size_list, list, struct)", t)
+}
+
+// parseLogicalType is the inverse of logicalType for non-nested types.
+func parseLogicalType(s string) (arrow.DataType, error) {
+	if t, ok := primitiveTypes[s]; ok {
+		return t, nil
+	}
+	switch {
+	case strings.HasPrefix(s, "timestamp:"):
+		parts := strings.SplitN(s, ":", 3)
+		if len(parts) != 3 {
+			return nil, fmt.Errorf("bad logical type %q", s)
+		}
+		units := map[string]arrow.TimeUnit{"s": arrow.Second, "ms": arrow.Millisecond, "us": arrow.Microsecond, "ns": arrow.Nanosecond}
+		u, ok := units[parts[1]]
+		if !ok {
+			return nil, fmt.Errorf("bad timestamp unit in %q", s)
+		}
+		tz := parts[2]
+		if tz == "-" {
+			tz = ""
+		}
+		return &arrow.TimestampType{Unit: u, TimeZone: tz}, nil
+	case strings.HasPrefix(s, "fixed_size_list:"):
+		i := strings.LastIndexByte(s, ':')
+		dim, err := strconv.Atoi(s[i+1:])
+		item, ierr := parseLogicalType(s[len("fixed_size_list:"):i])
+		if err != nil || ierr != nil || dim <= 0 {
+			return nil, fmt.Errorf("bad logical type %q", s)
+		}
+		return arrow.FixedSizeListOf(int32(dim), item), nil
+	}
+	return nil, fmt.Errorf("logical type %q is not supported by Quiver", s)
+}
+
+func isFixedWidth(t arrow.DataType) bool {
+	_, ok := t.(arrow.FixedWidthDataType)
+	return ok
+}

@@ -1,0 +1,213 @@
+package lance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+)
+
+// Data files roll at whichever limit comes first (LanceDB's default
+// max_rows_per_file is 1Mi rows).
+const (
+	maxFileRows  = 1 << 20
+	maxFileBytes = 1 << 30
+)
+
+// stage is what one key wrote on this server. Only the key's own calls
+// use it, never concurrently, so it has no lock.
+type stage struct {
+	schema       *lanceformat.Schema // Lance schema of the files; nil until the first batch
+	admitted     *arrow.Schema       // last Arrow schema checked
+	open         *dataFile
+	finished     []fragment // durable, in no descriptor yet: Rollback deletes them
+	precommitted []fragment // in a descriptor: never deleted here
+}
+
+// dataFile is one data file being streamed to storage.
+type dataFile struct {
+	name   string
+	cancel context.CancelFunc // abandons the upload
+	out    io.WriteCloser
+	fw     *lanceformat.FileWriter
+	arrow  *arrow.Schema
+}
+
+func (w *Writer) stageOf(key writers.TxnKey, create bool) (*stage, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return nil, writers.Errorf(writers.ErrWrongState, "lance: the writer is closed")
+	}
+	s := w.stages[key]
+	if s == nil && create {
+		s = &stage{}
+		w.stages[key] = s
+	}
+	return s, nil
+}
+
+// Write stages rec (borrowed) for key in the key's open data file. A
+// record whose schema does not match the dataset's is ErrInvalid and
+// stages nothing.
+func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
+	s, err := w.stageOf(key, true)
+	if err != nil {
+		return err
+	}
+	if s.admitted == nil || !s.admitted.Equal(rec.Schema()) {
+		ls, err := w.admit(ctx, rec.Schema())
+		if err != nil {
+			return err
+		}
+		if s.schema != nil && !s.schema.Equal(ls) {
+			return writers.Errorf(writers.ErrInvalid, "lance: the stream's schema changed: send one schema per stream")
+		}
+		s.schema, s.admitted = ls, rec.Schema()
+	}
+	if s.open != nil && !s.open.arrow.Equal(rec.Schema()) {
+		if err := w.finishOpen(s); err != nil {
+			return err
+		}
+	}
+	if s.open == nil {
+		if s.open, err = w.newDataFile(ctx, rec.Schema(), s.schema); err != nil {
+			return err
+		}
+	}
+	if err := s.open.fw.Write(rec); err != nil {
+		return fmt.Errorf("lance: encode rows into data/%s: %w", s.open.name, err)
+	}
+	if s.open.fw.Rows() >= maxFileRows || s.open.fw.BytesWritten() >= maxFileBytes {
+		return w.finishOpen(s)
+	}
+	return nil
+}
+
+// admit checks an Arrow schema against the dataset (or, before it
+// exists, that it maps to Lance) and returns the Lance schema to write.
+func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Schema, error) {
+	d, err := w.latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		ls, err := lanceformat.FromArrow(got)
+		if err != nil {
+			return nil, err
+		}
+		w.mu.Lock()
+		if w.known == nil {
+			w.known = ls
+		}
+		w.mu.Unlock()
+		return ls, nil
+	}
+	want, err := d.Manifest.Schema.ToArrow()
+	if err != nil {
+		return nil, err
+	}
+	if msg := writers.SchemaMismatch(want, got); msg != "" {
+		return nil, writers.Errorf(writers.ErrInvalid, "lance: %s (dataset columns: %s)", msg, writers.FieldList(want))
+	}
+	return &d.Manifest.Schema, nil
+}
+
+func (w *Writer) newDataFile(ctx context.Context, as *arrow.Schema, ls *lanceformat.Schema) (*dataFile, error) {
+	name := lanceformat.NewDataFileName()
+	// The upload outlives the Write call that starts it.
+	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	out, err := w.bucket.NewWriter(fctx, lanceformat.DataKey(name))
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("lance: start data file %s: %w", name, err)
+	}
+	fw, err := lanceformat.NewFileWriter(out, as, ls, 0)
+	if err != nil {
+		cancel()
+		out.Close()
+		return nil, err
+	}
+	return &dataFile{name: name, cancel: cancel, out: out, fw: fw, arrow: as}, nil
+}
+
+// finishOpen completes the open data file and records its fragment.
+func (w *Writer) finishOpen(s *stage) error {
+	f := s.open
+	s.open = nil
+	defer f.cancel()
+	size, err := f.fw.Close()
+	if err != nil {
+		f.cancel()
+		f.out.Close()
+		return fmt.Errorf("lance: finish data file %s: %w", f.name, err)
+	}
+	if err := f.out.Close(); err != nil {
+		return fmt.Errorf("lance: upload data file %s: %w", f.name, err)
+	}
+	fr := fragment{Path: f.name, Size: size, Rows: f.fw.Rows()}
+	for i, fl := range s.schema.Fields {
+		fr.Fields = append(fr.Fields, fl.ID)
+		fr.Columns = append(fr.Columns, int32(i))
+	}
+	s.finished = append(s.finished, fr)
+	return nil
+}
+
+// Precommit finishes key's data files and returns the descriptor of their
+// fragments. They stay invisible until a Commit publishes them.
+func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Descriptor, error) {
+	s, err := w.stageOf(key, true)
+	if err != nil {
+		return nil, err
+	}
+	if s.open != nil {
+		if err := w.finishOpen(s); err != nil {
+			return nil, err
+		}
+	}
+	d := descriptor{Schema: s.schema, Fragments: s.finished}
+	if d.Schema == nil {
+		w.mu.Lock()
+		d.Schema = w.known
+		w.mu.Unlock()
+	}
+	s.precommitted = append(s.precommitted, s.finished...)
+	s.finished = nil
+	return d.encode()
+}
+
+// Rollback discards what key staged: the open file is abandoned and
+// finished files no descriptor names are deleted. Idempotent.
+func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
+	w.mu.Lock()
+	s := w.stages[key]
+	delete(w.stages, key)
+	w.mu.Unlock()
+	if s == nil {
+		return nil
+	}
+	return w.discard(ctx, s)
+}
+
+func (w *Writer) discard(ctx context.Context, s *stage) error {
+	if s.open != nil {
+		s.open.fw.Abort()
+		s.open.cancel()
+		s.open.out.Close() // cancelled: the object never appears
+		s.open = nil
+	}
+	var errs []error
+	for _, f := range s.finished {
+		if err := w.bucket.Delete(ctx, lanceformat.DataKey(f.Path)); err != nil {
+			errs = append(errs, fmt.Errorf("lance: delete staged file %s: %w", f.Path, err))
+		}
+	}
+	s.finished = nil
+	return errors.Join(errs...)
+}

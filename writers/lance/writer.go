@@ -1,0 +1,151 @@
+package lance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// Writer is the Lance sink of one endpoint. All methods are safe for
+// concurrent use within the writers.Writer contract (calls for one key are
+// never concurrent).
+type Writer struct {
+	cfg    *Config
+	env    writers.Env
+	log    *slog.Logger
+	bucket *storage.Bucket // set by Open, read-only afterwards
+
+	mu     sync.Mutex // guards the following fields
+	stages map[writers.TxnKey]*stage
+	// known is the schema of the first stream when no dataset exists yet,
+	// so that an empty transactional commit can still create the dataset
+	// that records its epoch.
+	known  *lanceformat.Schema
+	closed bool
+
+	hist history // committed epochs read from the version history
+}
+
+var (
+	_ writers.Writer         = (*Writer)(nil)
+	_ writers.SchemaReporter = (*Writer)(nil)
+)
+
+// New returns an unopened writer for cfg, which must be valid. A nil
+// env.Logger discards logs.
+func New(cfg *Config, env writers.Env) (*Writer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("lance: %w: %w", writers.ErrInvalid, err)
+	}
+	if env.Logger == nil {
+		env.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Writer{cfg: cfg, env: env, log: env.Logger, stages: make(map[writers.TxnKey]*stage),
+		hist: history{epochs: make(map[string]committedAt)}}, nil
+}
+
+func (w *Writer) openBucket(ctx context.Context) (*storage.Bucket, error) {
+	b, err := storage.Open(ctx, w.cfg.DatasetURI, storage.Options{BaseDir: w.env.ConfigDir})
+	if err != nil {
+		return nil, fmt.Errorf("lance: open dataset_uri %s: %w", w.cfg.DatasetURI, err)
+	}
+	return b, nil
+}
+
+// Open opens the dataset root and checks an existing dataset is writable
+// by Quiver; a missing dataset is created by the first commit.
+func (w *Writer) Open(ctx context.Context) error {
+	b, err := w.openBucket(ctx)
+	if err != nil {
+		return err
+	}
+	w.bucket = b
+	if _, err := w.latest(ctx); err != nil {
+		w.bucket = nil
+		return errors.Join(err, b.Close())
+	}
+	return nil
+}
+
+// latest returns the newest version, nil when there is no dataset, or an
+// error when it cannot be read or Quiver cannot write it.
+func (w *Writer) latest(ctx context.Context) (*lanceformat.Dataset, error) {
+	d, err := lanceformat.Latest(ctx, w.bucket)
+	if errors.Is(err, lanceformat.ErrNoDataset) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lance: read dataset %s: %w", w.cfg.DatasetURI, err)
+	}
+	if err := d.CheckWritable(); err != nil {
+		return nil, fmt.Errorf("%w (dataset %s)", err, w.cfg.DatasetURI)
+	}
+	return d, nil
+}
+
+// Close discards what open keys staged (precommitted files stay for a
+// commit to publish) and releases the root. Close is idempotent.
+func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	stages := w.stages
+	w.stages = nil
+	w.mu.Unlock()
+	if w.bucket == nil {
+		return nil
+	}
+	var errs []error
+	for _, s := range stages {
+		errs = append(errs, w.discard(ctx, s))
+	}
+	return errors.Join(append(errs, w.bucket.Close())...)
+}
+
+// Contract: exactly-once through transaction properties, append, and
+// descriptors of other servers publish in one Lance version.
+func (w *Writer) Contract() writers.Contract {
+	return writers.Contract{Delivery: "exactly-once", Modes: []string{ModeAppend}, AggregatesDescriptors: true}
+}
+
+// Schema returns the dataset's schema, or nil before the dataset exists.
+func (w *Writer) Schema(ctx context.Context) (*arrow.Schema, error) {
+	d, err := w.latest(ctx)
+	if err != nil || d == nil {
+		return nil, err
+	}
+	return d.Manifest.Schema.ToArrow()
+}
+
+// Check probes the dataset without writing: the root is reachable, and an
+// existing dataset is readable and writable by Quiver. It may run before
+// Open.
+func (w *Writer) Check(ctx context.Context) error {
+	b := w.bucket
+	if b == nil {
+		var err error
+		if b, err = w.openBucket(ctx); err != nil {
+			return err
+		}
+		defer b.Close()
+	}
+	d, err := lanceformat.Latest(ctx, b)
+	if errors.Is(err, lanceformat.ErrNoDataset) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("lance: read dataset %s: %w", w.cfg.DatasetURI, err)
+	}
+	return d.CheckWritable()
+}
