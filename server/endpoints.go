@@ -11,6 +11,7 @@ import (
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 )
 
 // buildEndpoints builds every endpoint's writer, unopened. Each writer gets
@@ -55,6 +56,14 @@ func Check(ctx context.Context, cfg *config.Config, opts Options) ([]CheckResult
 	opts = opts.withDefaults()
 	if _, err := tlsConfig(cfg.TLS); err != nil {
 		return nil, err
+	}
+	// Kafka endpoints may point at the embedded broker: stand one up for
+	// the probes, unless its port is taken (a running server's broker
+	// then answers them).
+	if k := cfg.EmbeddedKafka; k.Enabled {
+		if c, err := embedded.Start(embedded.Options{Listen: k.Listen, Partitions: k.Partitions}); err == nil {
+			defer c.Close()
+		}
 	}
 	// A throwaway registry: probing must not clash with a running server's.
 	reg := prometheus.NewRegistry()

@@ -36,6 +36,7 @@ import (
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 )
 
 // Options are the server's dependencies. Zero values are documented per
@@ -95,6 +96,7 @@ type Server struct {
 	startOnce sync.Once
 	startErr  error
 	// Set by Start before it returns; read-only afterwards.
+	kafka    *embedded.Cluster // embedded_kafka; nil when disabled
 	coord    *txn.Coordinator
 	svc      *flightsvc.Service
 	grpc     *grpc.Server
@@ -180,8 +182,17 @@ func (s *Server) start(ctx context.Context) (err error) {
 			if s.coord != nil {
 				s.coord.Close()
 			}
+			s.stopKafka()
 		}
 	}()
+	// The embedded broker starts before the writers open: Kafka endpoints
+	// may point at it.
+	if k := s.cfg.EmbeddedKafka; k.Enabled {
+		if s.kafka, err = embedded.Start(embedded.Options{Listen: k.Listen, Partitions: k.Partitions}); err != nil {
+			return writers.Errorf(writers.ErrUnavailable, "server: embedded_kafka: %v", err)
+		}
+		s.logger.Info("embedded kafka listening", "addrs", s.kafka.Addrs(), "partitions", k.Partitions)
+	}
 	for _, e := range s.endpoints {
 		if err := e.Writer.Open(ctx); err != nil {
 			return fmt.Errorf("server: open endpoint %q (sink %s): %w", e.Name, e.Sink, err)
@@ -332,11 +343,20 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	s.served.Wait()
 	errs = append(errs, s.closeWriters(ctx, s.endpoints))
+	s.stopKafka() // after the writers: they may still talk to it
 	if err := s.coord.Close(); err != nil {
 		errs = append(errs, fmt.Errorf("server: close transaction journal: %w", err))
 	}
 	s.logger.Info("stopped")
 	return errors.Join(errs...)
+}
+
+// stopKafka stops the embedded broker, if it runs.
+func (s *Server) stopKafka() {
+	if s.kafka != nil {
+		s.kafka.Close()
+		s.kafka = nil
+	}
 }
 
 // closeWriters closes eps' writers with closeTimeout of their own: ctx may

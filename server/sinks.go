@@ -4,6 +4,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta"
 	"github.com/quiver-ingest/quiver/writers/discard"
+	"github.com/quiver-ingest/quiver/writers/kafka"
 	"github.com/quiver-ingest/quiver/writers/lance"
 )
 
@@ -11,5 +12,5 @@ import (
 // package joins the build by being listed here; config naming any other
 // sink fails with a "not available in this build" error.
 func Sinks() *writers.Registry {
-	return writers.NewRegistry(discard.Sink(), delta.Sink(), lance.Sink())
+	return writers.NewRegistry(discard.Sink(), delta.Sink(), kafka.Sink(), lance.Sink())
 }

@@ -298,7 +298,7 @@ func TestProblems(t *testing.T) {
 		{"ttl", "txn: {ttl: 0s}\n" + ep,
 			[]string{`line 1: txn.ttl: must be a positive duration like 15m, not 0s`}},
 		{"embedded kafka", ep + "embedded_kafka:\n  enabled: true\n  partitions: 0\n",
-			[]string{`line 2: embedded_kafka: not available in this build (arrives with the Kafka sink); set enabled: false`, `line 4: embedded_kafka.partitions: must be at least 1, not 0`}},
+			[]string{`line 4: embedded_kafka.partitions: must be at least 1, not 0`}},
 		{"empty data_dir", "data_dir: ''\n" + ep,
 			[]string{`line 1: data_dir: required: the folder for the journal and local tables`}},
 	}

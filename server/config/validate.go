@@ -176,7 +176,4 @@ func (v *validator) embeddedKafka(k EmbeddedKafka) {
 	if k.Partitions < 1 {
 		v.fail("embedded_kafka.partitions", "must be at least 1, not %d", k.Partitions)
 	}
-	if k.Enabled {
-		v.fail("embedded_kafka", "not available in this build (arrives with the Kafka sink); set enabled: false")
-	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -45,14 +46,14 @@ func Open(ctx context.Context, uri string, opts Options) (*Bucket, error) {
 	b := &Bucket{uri: r.uri, dir: r.dir, prefix: r.prefix}
 	switch r.scheme {
 	case fileblob.Scheme:
-		// The root is created here (CreateDir) because a new table starts as
-		// an empty directory; NoTempDir and MetadataDontWrite keep fileblob's
-		// side files out of tables should anything write through it.
-		b.blob, err = fileblob.OpenBucket(r.dir, &fileblob.Options{
-			CreateDir: true,
-			NoTempDir: true,
-			Metadata:  fileblob.MetadataDontWrite,
-		})
+		// file:// needs no gocloud bucket: every operation works on the
+		// files directly (see the package comment). The root is not
+		// created here, so that opening one to probe it (quiver check)
+		// leaves nothing behind; the first write creates it.
+		if fi, serr := os.Stat(r.dir); serr == nil && !fi.IsDir() {
+			return nil, &Error{Op: "open", URI: r.uri, Class: writers.ErrInvalid, Err: fmt.Errorf("%s is not a directory", r.dir)}
+		}
+		return b, nil
 	case memblob.Scheme:
 		b.blob = memBucket(r.bucket)
 	default:

@@ -3,7 +3,9 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"io/fs"
 	"os"
 
 	"github.com/aws/smithy-go"
@@ -193,6 +195,16 @@ func (b *Bucket) Stat(ctx context.Context, key string) (Object, error) {
 	if err := checkKey(key); err != nil {
 		return Object{}, b.wrap("stat", key, err)
 	}
+	if b.local() {
+		fi, err := os.Stat(b.path(key))
+		if err == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("%s is not a regular file: %w", b.path(key), fs.ErrNotExist)
+		}
+		if err != nil {
+			return Object{}, b.wrap("stat", key, err)
+		}
+		return Object{Key: key, Size: fi.Size(), ModTime: fi.ModTime()}, nil
+	}
 	attrs, err := b.blob.Attributes(ctx, key)
 	if err != nil {
 		return Object{}, b.wrap("stat", key, err)
@@ -204,6 +216,12 @@ func (b *Bucket) Stat(ctx context.Context, key string) (Object, error) {
 func (b *Bucket) Delete(ctx context.Context, key string) error {
 	if err := checkKey(key); err != nil {
 		return b.wrap("delete", key, err)
+	}
+	if b.local() {
+		if err := os.Remove(b.path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return b.wrap("delete", key, err)
+		}
+		return nil
 	}
 	err := b.blob.Delete(ctx, key)
 	if err != nil && gcerrors.Code(err) != gcerrors.NotFound {

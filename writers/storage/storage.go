@@ -75,6 +75,9 @@ func (b *Bucket) URI() string { return b.uri }
 // idempotent: later calls return the first call's result.
 func (b *Bucket) Close() error {
 	b.closeOnce.Do(func() {
+		if b.blob == nil { // file:// roots hold no gocloud bucket
+			return
+		}
 		if err := b.blob.Close(); err != nil {
 			b.closeErr = b.wrap("close", "", err)
 		}

@@ -1,0 +1,172 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	quiver "github.com/quiver-ingest/quiver/clients/go"
+	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
+)
+
+// startKafka runs a kfake cluster in the test process, so that it outlives
+// the quiver processes the test kills.
+func startKafka(t *testing.T) *embedded.Cluster {
+	t.Helper()
+	c, err := embedded.Start(embedded.Options{Listen: "127.0.0.1:0", Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
+}
+
+// writeKafkaConfig writes a config with endpoint devnull and a JSON Kafka
+// endpoint "orders" on topic orders of c.
+func writeKafkaConfig(t *testing.T, dataDir string, c *embedded.Cluster) string {
+	t.Helper()
+	brokers, _ := json.Marshal(c.Addrs())
+	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
+http_listen: 127.0.0.1:0
+data_dir: %s
+endpoints:
+  - name: devnull
+    sink: discard
+  - name: orders
+    sink: kafka
+    kafka:
+      brokers: %s
+      topic: orders
+      key_column: id
+      create_topic: {partitions: 3, replication_factor: 1}
+`, dataDir, brokers)
+	path := filepath.Join(t.TempDir(), "quiver.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// readIDs returns the ids of the records of topic a read_committed
+// consumer sees, counting each.
+func readIDs(t *testing.T, c *embedded.Cluster, topic string) map[int64]int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recs, err := embedded.ReadCommitted(ctx, c.Addrs(), topic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := map[int64]int{}
+	for _, r := range recs {
+		var v struct{ ID int64 }
+		if err := json.Unmarshal(r.Value, &v); err != nil {
+			t.Fatalf("record %s: %v", r.Value, err)
+		}
+		ids[v.ID]++
+	}
+	return ids
+}
+
+func wantExactlyOnce(t *testing.T, ids map[int64]int, n int) {
+	t.Helper()
+	if len(ids) != n {
+		t.Fatalf("%d distinct ids published, want %d", len(ids), n)
+	}
+	for id, k := range ids {
+		if k != 1 {
+			t.Fatalf("id %d published %d times", id, k)
+		}
+	}
+}
+
+// TestKafkaKillAfterPrecommit: the real binary is killed right after the
+// precommit is journaled; the restarted server commits the staged records
+// from the staging file, exactly once for read_committed readers, with one
+// commit marker; committing again and replaying change nothing; a rolled
+// back epoch publishes nothing.
+func TestKafkaKillAfterPrecommit(t *testing.T) {
+	ctx := ctxT(t)
+	k := startKafka(t)
+	cfg := writeKafkaConfig(t, t.TempDir(), k)
+
+	p := startQuiver(t, cfg, "QUIVER_TEST_CRASH=after-precommit")
+	tx := dial(t, p).Txn("job-k", 1)
+	if _, err := tx.Put(ctx, "orders", rows(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Precommit(ctx); err == nil {
+		t.Fatal("precommit answered, but the crash point should have killed the server first")
+	}
+	p.waitExit(t)
+	if ids := readIDs(t, k, "orders"); len(ids) != 0 {
+		t.Fatalf("%d records visible before commit", len(ids))
+	}
+
+	p = startQuiver(t, cfg)
+	client := dial(t, p)
+	tx = client.Txn("job-k", 1)
+	for i := range 2 {
+		st, err := tx.Commit(ctx, nil)
+		if err != nil || st.State != quiver.StateCommitted {
+			t.Fatalf("commit %d: %+v, %v", i, st, err)
+		}
+	}
+	wantExactlyOnce(t, readIDs(t, k, "orders"), totalRows)
+	markers, err := embedded.ReadCommitted(ctx, k.Addrs(), "_quiver_commits")
+	if err != nil || len(markers) != 1 {
+		t.Fatalf("markers %v, %v: want exactly one", markers, err)
+	}
+	if e, ok, err := client.CommittedEpoch(ctx, "orders", "job-k"); err != nil || !ok || e != 1 {
+		t.Fatalf("committed-epoch = %d, %v, %v; want 1", e, ok, err)
+	}
+
+	// Replaying epoch 1 stages nothing and publishes nothing.
+	if _, err := tx.Put(ctx, "orders", rows(t)); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := tx.Commit(ctx, nil); err != nil || st.State != quiver.StateCommitted {
+		t.Fatalf("replayed commit: %+v, %v", st, err)
+	}
+	// A rolled back epoch publishes nothing.
+	tx2 := client.Txn("job-k", 2)
+	if _, err := tx2.Put(ctx, "orders", rows(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx2.Precommit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx2.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	wantExactlyOnce(t, readIDs(t, k, "orders"), totalRows)
+}
+
+// TestKafkaBrokerDown: with Kafka gone, an auto-commit stream fails with
+// Unavailable saying how many records were acknowledged, and the server
+// keeps serving its other endpoints.
+func TestKafkaBrokerDown(t *testing.T) {
+	ctx := ctxT(t)
+	k := startKafka(t)
+	p := startQuiver(t, writeKafkaConfig(t, t.TempDir(), k))
+	c := dial(t, p)
+	if _, err := c.Put(ctx, "orders", rows(t)); err != nil {
+		t.Fatal(err)
+	}
+	k.Close()
+	_, err := c.Put(ctx, "orders", rows(t))
+	if status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), fmt.Sprintf("0 of %d records acknowledged", totalRows)) {
+		t.Fatalf("put with Kafka down: %v, want Unavailable with the acknowledged count", err)
+	}
+	if ack, err := c.Put(ctx, "devnull", rows(t)); err != nil || ack.Rows != totalRows {
+		t.Fatalf("put to devnull after the Kafka failure: %+v, %v", ack, err)
+	}
+}

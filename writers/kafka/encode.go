@@ -1,0 +1,182 @@
+package kafka
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc"
+)
+
+// valueEncoder is kafkaenc.JSON or kafkaenc.Avro.
+type valueEncoder interface {
+	Encode(rec arrow.RecordBatch, out *kafkaenc.Batch) error
+	Schema() *arrow.Schema
+}
+
+// encoder turns one key's batches into staged frames. It belongs to the
+// key's stage: not safe for concurrent use. It keeps one value encoder per
+// schema seen (a changed schema derives and registers a new Avro schema).
+type encoder struct {
+	w      *Writer
+	values map[string]valueEncoder // by schema fingerprint
+	keys   *kafkaenc.Keys
+	kb, vb kafkaenc.Batch
+	frames []byte
+	now    func() time.Time
+}
+
+func newEncoder(w *Writer) *encoder {
+	return &encoder{w: w, values: map[string]valueEncoder{}, now: time.Now}
+}
+
+// valueEncoder returns the encoder of schema s, deriving (and, for Avro,
+// registering) it on first use.
+func (e *encoder) valueEncoder(ctx context.Context, s *arrow.Schema) (valueEncoder, error) {
+	fp := s.String()
+	if v, ok := e.values[fp]; ok {
+		return v, nil
+	}
+	var v valueEncoder
+	switch e.w.cfg.Format {
+	case FormatAvro:
+		a, err := kafkaenc.NewAvro(s, e.w.cfg.Topic)
+		if err != nil {
+			return nil, writers.Errorf(writers.ErrInvalid, "kafka: %v", err)
+		}
+		id, err := e.w.registry.Register(ctx, a.SchemaText())
+		if err != nil {
+			return nil, registryError(err)
+		}
+		a.SetID(id)
+		v = a
+	default:
+		j, err := kafkaenc.NewJSON(s, kafkaenc.Options{EpochMillis: e.w.cfg.Timestamps == TimestampsEpochMillis})
+		if err != nil {
+			return nil, writers.Errorf(writers.ErrInvalid, "kafka: %v", err)
+		}
+		v = j
+	}
+	e.values[fp] = v
+	return v, nil
+}
+
+// encode returns the frames of rec's records and their count. Nothing is
+// returned on error: a batch stages whole or not at all.
+func (e *encoder) encode(ctx context.Context, rec arrow.RecordBatch) ([]byte, int, error) {
+	e.frames = e.frames[:0]
+	if e.w.cfg.KeyColumn != "" && e.keys == nil {
+		k, err := kafkaenc.NewKeys(rec.Schema(), e.w.cfg.KeyColumn)
+		if err != nil {
+			return nil, 0, writers.Errorf(writers.ErrInvalid, "kafka: key_column: %v", err)
+		}
+		e.keys = k
+	}
+	if e.w.cfg.Envelope == EnvelopeUpsert {
+		return e.upsert(ctx, rec)
+	}
+	n, err := e.rows(ctx, rec, false)
+	return e.frames, n, err
+}
+
+// upsert collapses rec per key (merge: last row wins, _op D deletes) and
+// stages a value per live key and a tombstone per deleted key. Empty keys
+// are refused before anything is staged: a compacted topic cannot hold
+// them (null keys are refused by merge).
+func (e *encoder) upsert(ctx context.Context, rec arrow.RecordBatch) ([]byte, int, error) {
+	res, err := merge.Collapse(rec, merge.Options{Keys: []string{e.w.cfg.KeyColumn}, Allocator: e.w.env.Allocator})
+	if err != nil {
+		return nil, 0, fmt.Errorf("kafka: upsert envelope: %w", err)
+	}
+	defer res.Release()
+	total := 0
+	for _, live := range res.Live {
+		n, err := e.rows(ctx, live, false)
+		if err != nil {
+			return nil, 0, err
+		}
+		total += n
+	}
+	for _, del := range res.Deleted {
+		n, err := e.rows(ctx, del, true)
+		if err != nil {
+			return nil, 0, err
+		}
+		total += n
+	}
+	return e.frames, total, nil
+}
+
+// rows appends the frames of rec's rows (tombstones when deletes) to
+// e.frames and returns their count.
+func (e *encoder) rows(ctx context.Context, rec arrow.RecordBatch, deletes bool) (int, error) {
+	n := int(rec.NumRows())
+	e.kb.Reset()
+	e.vb.Reset()
+	if e.keys != nil {
+		if err := e.keys.Encode(rec, &e.kb); err != nil {
+			return 0, writers.Errorf(writers.ErrInvalid, "kafka: key_column: %v", err)
+		}
+	}
+	if !deletes {
+		v, err := e.valueEncoder(ctx, rec.Schema())
+		if err != nil {
+			return 0, err
+		}
+		if err := v.Encode(rec, &e.vb); err != nil {
+			return 0, writers.Errorf(writers.ErrInvalid, "kafka: %v", err)
+		}
+	}
+	upsert := e.w.cfg.Envelope == EnvelopeUpsert
+	for i := range n {
+		r := record{}
+		if e.keys != nil {
+			r.key = e.kb.Row(i)
+		}
+		if upsert && len(r.key) == 0 {
+			return 0, writers.Errorf(writers.ErrInvalid, "kafka: upsert envelope: row %d has an empty key in column %q: a compacted topic needs a non-empty key; nothing of this batch was staged", i, e.w.cfg.KeyColumn)
+		}
+		if !deletes {
+			r.value = e.vb.Row(i)
+		}
+		if size := recordSize(r); size > e.w.maxRecordBytes {
+			if e.w.cfg.DLQTopic == "" {
+				return 0, writers.Errorf(writers.ErrExhausted, "kafka: row %d makes a record of %d bytes, above the %d bytes topic %q accepts (max.message.bytes): shrink the row, raise the topic's limit or set dlq_topic", i, size, e.w.maxRecordBytes, e.w.cfg.Topic)
+			}
+			r = e.deadLetter(r, fmt.Sprintf("record of %d bytes exceeds the %d bytes topic %s accepts (max.message.bytes)", size, e.w.maxRecordBytes, e.w.cfg.Topic))
+		}
+		e.frames = appendFrame(e.frames, r)
+	}
+	return n, nil
+}
+
+// deadLetter marks r for the dead-letter topic with the __dlq.* headers.
+func (e *encoder) deadLetter(r record, reason string) record {
+	r.dlq = true
+	r.headers = dlqHeaders(e.w.cfg.Topic, reason, e.now())
+	return r
+}
+
+func dlqHeaders(topic, reason string, at time.Time) []header {
+	return []header{
+		{name: []byte("__dlq.error"), value: []byte(reason)},
+		{name: []byte("__dlq.topic"), value: []byte(topic)},
+		{name: []byte("__dlq.timestamp"), value: strconv.AppendInt(nil, at.UnixMilli(), 10)},
+	}
+}
+
+// recordSize is what sarama counts against Producer.MaxMessageBytes for a
+// v2 record: a fixed overhead of 36 bytes (varints at their widest), the
+// key and value, and per header its bytes plus 10.
+func recordSize(r record) int {
+	n := 36 + len(r.key) + len(r.value)
+	for _, h := range r.headers {
+		n += 10 + len(h.name) + len(h.value)
+	}
+	return n
+}

@@ -1,0 +1,135 @@
+package kafka_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/kafka"
+)
+
+var changelogSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "user", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "n", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "_op", Type: arrow.BinaryTypes.String, Nullable: true},
+}, nil)
+
+func TestUpsertEnvelope(t *testing.T) {
+	mem := checkedMem(t)
+	c := startCluster(t)
+	topic := uniqueTopic("users")
+	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) {
+		cfg.KeyColumn, cfg.Envelope = "user", kafka.EnvelopeUpsert
+		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 3, ReplicationFactor: 1, Configs: map[string]string{"cleanup.policy": "compact"}}
+	}), t.TempDir(), mem)
+
+	rec := record(t, mem, changelogSchema, `[
+		{"user":"a","n":1,"_op":"I"}, {"user":"b","n":2,"_op":"I"}, {"user":"a","n":3,"_op":"U"},
+		{"user":"c","n":4,"_op":"I"}, {"user":"c","n":4,"_op":"D"}, {"user":"b","n":5,"_op":null}]`)
+	if err := commitAuto(t, w, rec); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range readCommitted(t, c.Addrs(), topic) {
+		if _, dup := got[string(r.Key)]; dup {
+			t.Errorf("key %q produced twice", r.Key)
+		}
+		if r.Value == nil {
+			got[string(r.Key)] = "<tombstone>"
+		} else {
+			got[string(r.Key)] = string(r.Value)
+		}
+	}
+	want := map[string]string{"a": `{"user":"a","n":3}`, "b": `{"user":"b","n":5}`, "c": "<tombstone>"}
+	if len(got) != len(want) {
+		t.Fatalf("records %v, want %v", got, want)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("key %q = %s, want %s", k, got[k], v)
+		}
+	}
+}
+
+func TestUpsertRefusesEmptyAndNullKeys(t *testing.T) {
+	mem := checkedMem(t)
+	c := startCluster(t)
+	topic := uniqueTopic("users")
+	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) {
+		cfg.KeyColumn, cfg.Envelope = "user", kafka.EnvelopeUpsert
+		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 3, ReplicationFactor: 1}
+	}), t.TempDir(), mem)
+	for name, rows := range map[string]string{
+		"empty": `[{"user":"a","n":1,"_op":"I"},{"user":"","n":2,"_op":"I"}]`,
+		"null":  `[{"user":"a","n":1,"_op":"I"},{"user":null,"n":2,"_op":"I"}]`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			ok := record(t, mem, changelogSchema, `[{"user":"z","n":0,"_op":"I"}]`)
+			err := commitAuto(t, w, ok, record(t, mem, changelogSchema, rows))
+			if !errors.Is(err, writers.ErrInvalid) {
+				t.Fatalf("commit with a %s key: %v, want ErrInvalid", name, err)
+			}
+			if n := len(readCommitted(t, c.Addrs(), topic)); n != 0 {
+				t.Fatalf("%d records produced, want none", n)
+			}
+		})
+	}
+}
+
+func TestDeadLetterTopic(t *testing.T) {
+	mem := checkedMem(t)
+	c := startCluster(t)
+	topic, dlq := uniqueTopic("small"), uniqueTopic("dlq")
+	if err := c.CreateTopic(topic, 3, map[string]string{"max.message.bytes": "2000"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateTopic(dlq, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) {
+		cfg.KeyColumn, cfg.DLQTopic = "user", dlq
+	}), t.TempDir(), mem)
+
+	rows := "["
+	for i := range 300 {
+		user := "u"
+		if i == 150 {
+			user = strings.Repeat("x", 3000) // one record far above the topic's 2000 bytes
+		}
+		rows += fmt.Sprintf(`{"user":%q,"n":%d},`, user, i)
+	}
+	rows = rows[:len(rows)-1] + "]"
+	if err := commitAuto(t, w, record(t, mem, rowsSchema, rows)); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(readCommitted(t, c.Addrs(), topic)); n != 299 {
+		t.Fatalf("%d records in the topic, want 299", n)
+	}
+	dead := readCommitted(t, c.Addrs(), dlq)
+	if len(dead) != 1 {
+		t.Fatalf("%d records in the DLQ, want 1", len(dead))
+	}
+	headers := map[string]string{}
+	for _, h := range dead[0].Headers {
+		headers[h.Key] = string(h.Value)
+	}
+	if headers["__dlq.topic"] != topic || headers["__dlq.error"] == "" || headers["__dlq.timestamp"] == "" {
+		t.Fatalf("DLQ headers %v, want __dlq.error, __dlq.topic=%s, __dlq.timestamp", headers, topic)
+	}
+	if len(dead[0].Value) < 3000 {
+		t.Fatalf("DLQ value of %d bytes, want the original record", len(dead[0].Value))
+	}
+
+	// Without a DLQ the same record fails the write, before anything is produced.
+	w2 := openWriter(t, newConfig(c, topic, nil), t.TempDir(), mem)
+	if err := commitAuto(t, w2, record(t, mem, rowsSchema, rows)); !errors.Is(err, writers.ErrExhausted) {
+		t.Fatalf("oversized record without dlq_topic: %v, want ErrExhausted", err)
+	}
+	if n := len(readCommitted(t, c.Addrs(), topic)); n != 299 {
+		t.Fatalf("%d records in the topic after the refused stream, want 299", n)
+	}
+}

@@ -1,0 +1,46 @@
+package kafka
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics of one Kafka endpoint (the registerer carries the endpoint
+// label).
+type metrics struct {
+	staged        prometheus.Counter
+	records       *prometheus.CounterVec
+	commits       *prometheus.CounterVec
+	commitSeconds prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) (*metrics, error) {
+	m := &metrics{
+		staged: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_kafka_staged_records_total", Help: "Records serialized into staging files.",
+		}),
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quiver_kafka_records_total", Help: "Records by outcome: produced, dlq (to the dead-letter topic), failed.",
+		}, []string{"result"}),
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quiver_kafka_commits_total", Help: "Sink commits by result: committed, failed.",
+		}, []string{"result"}),
+		commitSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "quiver_kafka_commit_seconds", Help: "Duration of successful sink commits (produce and, for transactions, the Kafka commit).",
+			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
+		}),
+	}
+	if reg != nil {
+		for _, c := range []prometheus.Collector{m.staged, m.records, m.commits, m.commitSeconds} {
+			if err := reg.Register(c); err != nil {
+				return nil, fmt.Errorf("kafka: register metrics: %w", err)
+			}
+		}
+	}
+	return m, nil
+}
+
+// joinErrs joins the non-nil errors.
+func joinErrs(errs []error) error { return errors.Join(errs...) }

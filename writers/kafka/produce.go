@@ -1,0 +1,209 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/IBM/sarama"
+)
+
+// pipe is a sarama AsyncProducer whose delivery reports are routed to the
+// batch that sent each message (msg.Metadata is its *delivery), so several
+// commits can share one producer. Close it exactly once.
+type pipe struct {
+	p    sarama.AsyncProducer
+	done chan struct{} // closed when both report channels are drained
+}
+
+func newPipe(p sarama.AsyncProducer) *pipe {
+	pp := &pipe{p: p, done: make(chan struct{})}
+	go pp.route()
+	return pp
+}
+
+func (pp *pipe) route() {
+	defer close(pp.done)
+	succ, errs := pp.p.Successes(), pp.p.Errors()
+	for succ != nil || errs != nil {
+		select {
+		case m, ok := <-succ:
+			if !ok {
+				succ = nil
+				continue
+			}
+			m.Metadata.(*delivery).report(m, nil)
+		case e, ok := <-errs:
+			if !ok {
+				errs = nil
+				continue
+			}
+			e.Msg.Metadata.(*delivery).report(e.Msg, e.Err)
+		}
+	}
+}
+
+// send hands msg to the producer for d, unless ctx ends first.
+func (pp *pipe) send(ctx context.Context, d *delivery, msg *sarama.ProducerMessage) error {
+	msg.Metadata = d
+	d.add()
+	select {
+	case pp.p.Input() <- msg:
+		return nil
+	case <-ctx.Done():
+		d.unsent()
+		return ctx.Err()
+	}
+}
+
+// close closes the producer (flushing what is in flight) and waits for the
+// last reports, or until ctx ends: with brokers down sarama retries for a
+// long time, and then its goroutines finish in the background.
+func (pp *pipe) close(ctx context.Context) error {
+	pp.p.AsyncClose()
+	select {
+	case <-pp.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("kafka: producer still retrying undelivered records when closed: %w", ctx.Err())
+	}
+}
+
+// failure is one record the producer did not deliver.
+type failure struct {
+	msg *sarama.ProducerMessage
+	err error
+}
+
+// delivery counts the reports of the messages of one batch.
+type delivery struct {
+	mu      sync.Mutex // guards the following fields
+	pending int
+	sealed  bool
+	acked   int64
+	failed  []failure
+	done    chan struct{}
+}
+
+func newDelivery() *delivery { return &delivery{done: make(chan struct{})} }
+
+func (d *delivery) add() {
+	d.mu.Lock()
+	d.pending++
+	d.mu.Unlock()
+}
+
+func (d *delivery) unsent() {
+	d.mu.Lock()
+	d.pending--
+	d.finishLocked()
+	d.mu.Unlock()
+}
+
+func (d *delivery) report(m *sarama.ProducerMessage, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pending--
+	if err != nil {
+		d.failed = append(d.failed, failure{msg: m, err: err})
+	} else {
+		d.acked++
+	}
+	d.finishLocked()
+}
+
+// seal says no more messages will be sent; wait returns once all reported.
+func (d *delivery) seal() {
+	d.mu.Lock()
+	d.sealed = true
+	d.finishLocked()
+	d.mu.Unlock()
+}
+
+func (d *delivery) finishLocked() {
+	if d.sealed && d.pending == 0 {
+		select {
+		case <-d.done:
+		default:
+			close(d.done)
+		}
+	}
+}
+
+// wait blocks until every sent message reported or ctx ends.
+func (d *delivery) wait(ctx context.Context) error {
+	select {
+	case <-d.done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// snapshot returns the counts so far and the messages still unreported.
+func (d *delivery) snapshot() (acked int64, failed []failure, pending int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.acked, append([]failure(nil), d.failed...), d.pending
+}
+
+// result returns the counts once wait returned nil.
+func (d *delivery) result() (acked int64, failed []failure) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.acked, d.failed
+}
+
+// scope is who a producer error is about (after the seed's policy).
+type scope int
+
+const (
+	// scopeRecord: the broker or sarama refused this record for its own
+	// sake (too large, invalid, corrupt); retrying it fails again. Such
+	// records go to the dead-letter topic.
+	scopeRecord scope = iota
+	// scopeInfra: brokers unreachable, leaders moving, timeouts; retrying
+	// later may succeed.
+	scopeInfra
+	// scopeSink: anything else (authorization, fencing, unknown codes);
+	// it fails closed and is not retryable.
+	scopeSink
+)
+
+// classify sorts a producer error into its scope.
+func classify(err error) scope {
+	var kerr sarama.KError
+	if errors.As(err, &kerr) {
+		switch kerr {
+		case sarama.ErrMessageSizeTooLarge, sarama.ErrInvalidRecord, sarama.ErrInvalidMessage,
+			sarama.ErrInvalidTimestamp:
+			return scopeRecord
+		case sarama.ErrUnknownTopicOrPartition, sarama.ErrLeaderNotAvailable, sarama.ErrNotLeaderForPartition,
+			sarama.ErrRequestTimedOut, sarama.ErrBrokerNotAvailable, sarama.ErrReplicaNotAvailable,
+			sarama.ErrNetworkException, sarama.ErrNotEnoughReplicas, sarama.ErrNotEnoughReplicasAfterAppend,
+			sarama.ErrNotController, sarama.ErrKafkaStorageError, sarama.ErrReassignmentInProgress,
+			sarama.ErrFencedLeaderEpoch, sarama.ErrUnknownLeaderEpoch, sarama.ErrThrottlingQuotaExceeded,
+			sarama.ErrConcurrentTransactions, sarama.ErrConsumerCoordinatorNotAvailable, sarama.ErrNotCoordinatorForConsumer,
+			sarama.ErrOffsetsLoadInProgress:
+			return scopeInfra
+		}
+		return scopeSink
+	}
+	var cfgErr sarama.ConfigurationError
+	if errors.As(err, &cfgErr) && strings.Contains(string(cfgErr), "MaxMessageBytes") {
+		return scopeRecord // sarama's own size refusal, before sending
+	}
+	var netErr net.Error
+	if errors.Is(err, sarama.ErrOutOfBrokers) || errors.Is(err, sarama.ErrNotConnected) ||
+		errors.Is(err, sarama.ErrClosedClient) || errors.Is(err, sarama.ErrShuttingDown) ||
+		errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) {
+		return scopeInfra
+	}
+	return scopeSink
+}

@@ -1,0 +1,385 @@
+package kafka
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc"
+)
+
+// openTimeout bounds the broker and registry calls of Open and Check.
+const openTimeout = 15 * time.Second
+
+// Writer is the Kafka sink's writer. All methods are safe for concurrent
+// use within the writers.Writer contract.
+type Writer struct {
+	cfg      *Config
+	env      writers.Env
+	log      *slog.Logger
+	m        *metrics
+	dir      string             // staging folder
+	registry *kafkaenc.Registry // avro only
+
+	// Set by Open, read-only until Close.
+	kcl            *kgo.Client
+	adm            *kadm.Client
+	auto           *pipe // idempotent producer of auto-commit streams
+	dlq            *pipe // idempotent producer of dead-letter records; nil without dlq_topic
+	producerBytes  int   // Producer.MaxMessageBytes of data producers
+	maxRecordBytes int   // larger records go to the DLQ when staged
+
+	mu     sync.Mutex // guards the following fields
+	stages map[writers.TxnKey]*stage
+	opened bool
+	closed bool
+}
+
+// stage is what one key has staged.
+type stage struct {
+	enc  *encoder
+	sw   *stageWriter // nil until the first record
+	desc *descriptor  // set by Precommit
+}
+
+var _ writers.Writer = (*Writer)(nil)
+
+// New returns an unopened writer for cfg (validated) in env.
+func New(cfg *Config, env writers.Env) (*Writer, error) {
+	if env.Logger == nil {
+		env.Logger = slog.New(slog.DiscardHandler)
+	}
+	w := &Writer{
+		cfg:    cfg,
+		env:    env,
+		log:    env.Logger,
+		dir:    filepath.Join(env.DataDir, "kafka", env.Endpoint),
+		stages: map[writers.TxnKey]*stage{},
+	}
+	if cfg.Format == FormatAvro {
+		r, err := kafkaenc.NewRegistry(cfg.SchemaRegistry.URL, cfg.Topic+"-value")
+		if err != nil {
+			return nil, writers.Errorf(writers.ErrInvalid, "kafka: schema_registry.url: %v", err)
+		}
+		w.registry = r
+	}
+	m, err := newMetrics(env.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	w.m = m
+	return w, nil
+}
+
+// Contract: exactly-once for transactions (at-least-once for auto-commit
+// streams, see the package comment), append or upsert envelope, no
+// cross-server aggregation (a Kafka transaction belongs to one producer).
+func (w *Writer) Contract() writers.Contract {
+	return writers.Contract{Delivery: "exactly-once", Modes: []string{EnvelopeAppend, EnvelopeUpsert}}
+}
+
+// Open prepares the staging folder (removing files of streams that never
+// reached precommit before a crash), checks the topic (creating it with
+// create_topic), reads its partition count and max.message.bytes, creates
+// the marker topic when missing, applies the registry compatibility level
+// and starts the idempotent producers.
+func (w *Writer) Open(ctx context.Context) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	if err := w.cleanStaging(); err != nil {
+		return err
+	}
+	if w.kcl, err = w.newAdmin(); err != nil {
+		return err
+	}
+	w.adm = kadm.NewClient(w.kcl)
+	defer func() {
+		if err != nil {
+			w.closeClients()
+		}
+	}()
+	topic, err := ensureTopic(ctx, w.adm, w.cfg.Topic, w.cfg.CreateTopic, "set create_topic")
+	if err != nil {
+		return err
+	}
+	w.producerBytes = topic.maxBytes - batchOverhead
+	w.maxRecordBytes = w.producerBytes
+	if _, err := ensureTopic(ctx, w.adm, w.cfg.MarkerTopic, markerTopicSpec, ""); err != nil {
+		return err
+	}
+	if w.auto, err = w.newPipe(w.producerBytes, ""); err != nil {
+		return err
+	}
+	if w.cfg.DLQTopic != "" {
+		dlq, err := ensureTopic(ctx, w.adm, w.cfg.DLQTopic, w.cfg.CreateTopic, "set create_topic")
+		if err != nil {
+			return err
+		}
+		if w.dlq, err = w.newPipe(dlq.maxBytes-batchOverhead, ""); err != nil {
+			return err
+		}
+	}
+	if lvl, ok := w.cfg.compatibility(); ok && w.registry != nil {
+		if err := w.registry.SetCompatibility(ctx, lvl); err != nil {
+			return registryError(err)
+		}
+	}
+	w.mu.Lock()
+	w.opened = true
+	w.mu.Unlock()
+	w.log.Info("kafka sink opened", "topic", w.cfg.Topic, "partitions", topic.partitions, "max_message_bytes", topic.maxBytes, "format", w.cfg.Format, "envelope", w.cfg.Envelope)
+	return nil
+}
+
+// newPipe starts an idempotent AsyncProducer (transactional when txnID is
+// set) whose batches stay under maxBytes.
+func (w *Writer) newPipe(maxBytes int, txnID string) (*pipe, error) {
+	p, err := sarama.NewAsyncProducer(w.cfg.Brokers, w.producerConfig(maxBytes, txnID))
+	if err != nil {
+		return nil, writers.Errorf(writers.ErrUnavailable, "kafka: start producer: %v (check brokers and that Kafka is up)", err)
+	}
+	return newPipe(p), nil
+}
+
+// producerConfig is the verified configuration of kafka-notes.md §4.
+func (w *Writer) producerConfig(maxBytes int, txnID string) *sarama.Config {
+	c := sarama.NewConfig()
+	c.ClientID = "quiver"
+	c.Version = sarama.V3_6_0_0
+	c.Producer.Idempotent = true
+	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Net.MaxOpenRequests = 1
+	c.Producer.Retry.Max = 3
+	c.Net.DialTimeout = 5 * time.Second
+	c.Net.ReadTimeout = 10 * time.Second
+	c.Net.WriteTimeout = 10 * time.Second
+	c.Producer.Return.Successes = true
+	c.Producer.Return.Errors = true
+	c.Producer.Partitioner = partitioner(w.cfg.Partitioner, w.cfg.StickyBatchSize)
+	c.Producer.MaxMessageBytes = maxBytes
+	c.Producer.Compression = codec(w.cfg.Compression)
+	c.ChannelBufferSize = 4096
+	c.Metadata.Retry.Max = 3
+	if txnID != "" {
+		c.Producer.Transaction.ID = txnID
+		c.Producer.Transaction.Timeout = time.Minute
+	}
+	return c
+}
+
+func codec(name string) sarama.CompressionCodec {
+	switch name {
+	case "snappy":
+		return sarama.CompressionSnappy
+	case "lz4":
+		return sarama.CompressionLZ4
+	case "zstd":
+		return sarama.CompressionZSTD
+	}
+	return sarama.CompressionNone
+}
+
+// Check probes the brokers, the topic (and the DLQ topic) and, for Avro,
+// the registry, without producing or creating anything. It may be called
+// before Open.
+func (w *Writer) Check(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, openTimeout)
+	defer cancel()
+	cl, err := w.newAdmin()
+	if err != nil {
+		return err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	for _, t := range []string{w.cfg.Topic, w.cfg.DLQTopic} {
+		if t == "" {
+			continue
+		}
+		_, ok, err := describeTopic(ctx, adm, t)
+		if err != nil {
+			return err
+		}
+		if !ok && w.cfg.CreateTopic == nil {
+			return writers.Errorf(writers.ErrNotFound, "kafka: topic %q does not exist: create it, or set create_topic", t)
+		}
+	}
+	if w.registry != nil {
+		if err := w.registry.Probe(ctx); err != nil {
+			return registryError(err)
+		}
+	}
+	return nil
+}
+
+// Close stops the producers and clients, and discards what is staged but
+// not precommitted. Precommitted staging files of transactions stay: a
+// restarted server commits them. Close is idempotent.
+func (w *Writer) Close(ctx context.Context) error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	w.closed = true
+	stages := w.stages
+	w.stages = map[writers.TxnKey]*stage{}
+	w.mu.Unlock()
+	var errs []error
+	for key, st := range stages {
+		if st.sw != nil {
+			errs = append(errs, st.sw.discard())
+		}
+		if key.Auto && st.desc != nil {
+			errs = append(errs, removeIfExists(st.desc.Path))
+		}
+	}
+	for _, p := range []*pipe{w.auto, w.dlq} {
+		if p != nil {
+			if err := p.close(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("kafka: close producer: %w", err))
+			}
+		}
+	}
+	w.closeClients()
+	return joinErrs(errs)
+}
+
+func (w *Writer) closeClients() {
+	if w.kcl != nil {
+		w.kcl.Close()
+	}
+}
+
+// cleanStaging creates the staging folder and removes *.open files: a
+// crash left them before precommit, so nobody can commit them.
+func (w *Writer) cleanStaging() error {
+	if err := os.MkdirAll(w.dir, 0o755); err != nil {
+		return writers.Errorf(writers.ErrUnavailable, "kafka: create staging folder: %v (check data_dir)", err)
+	}
+	open, err := filepath.Glob(filepath.Join(w.dir, "*.open"))
+	if err != nil {
+		return err
+	}
+	for _, f := range open {
+		if err := removeIfExists(f); err != nil {
+			return err
+		}
+	}
+	if len(open) > 0 {
+		w.log.Info("kafka sink removed staging files of streams that never reached precommit", "files", len(open))
+	}
+	return nil
+}
+
+// stageName is the file name of key's staging file without suffix:
+// deterministic, so Rollback finds it after a restart.
+func stageName(key writers.TxnKey) string {
+	sum := sha256.Sum256([]byte(key.Writer))
+	if key.Auto {
+		return "auto-" + hex.EncodeToString(sum[:12])
+	}
+	return "txn-" + hex.EncodeToString(sum[:12]) + "-" + strconv.FormatInt(key.Epoch, 10)
+}
+
+func (w *Writer) stagePath(key writers.TxnKey, suffix string) string {
+	return filepath.Join(w.dir, stageName(key)+suffix)
+}
+
+// stageOf returns key's stage, creating it when create is set.
+func (w *Writer) stageOf(key writers.TxnKey, create bool) (*stage, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || !w.opened {
+		return nil, writers.Errorf(writers.ErrWrongState, "kafka: endpoint %q: writer is not open", w.env.Endpoint)
+	}
+	st := w.stages[key]
+	if st == nil && create {
+		st = &stage{enc: newEncoder(w)}
+		w.stages[key] = st
+	}
+	return st, nil
+}
+
+func (w *Writer) forget(key writers.TxnKey) {
+	w.mu.Lock()
+	delete(w.stages, key)
+	w.mu.Unlock()
+}
+
+// Write serializes rec (borrowed) into key's staging file: a batch is
+// staged whole or not at all. Errors: ErrInvalid (a type the format cannot
+// carry, a bad key, an empty upsert key), ErrExhausted (a record above the
+// topic's limit without dlq_topic), ErrUnavailable (disk, registry).
+func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
+	st, err := w.stageOf(key, true)
+	if err != nil {
+		return err
+	}
+	if st.desc != nil {
+		return writers.Errorf(writers.ErrWrongState, "kafka: %s is already precommitted: write under a new epoch", key)
+	}
+	frames, n, err := st.enc.encode(ctx, rec)
+	if err != nil || n == 0 {
+		return err
+	}
+	if st.sw == nil {
+		if st.sw, err = createStage(w.stagePath(key, ".open")); err != nil {
+			return err
+		}
+	}
+	if err := st.sw.append(frames, n); err != nil {
+		return err
+	}
+	w.m.staged.Add(float64(n))
+	return nil
+}
+
+// Precommit closes key's staging file (fsync'd for transactions) and
+// returns its descriptor; again, it returns the same descriptor.
+func (w *Writer) Precommit(_ context.Context, key writers.TxnKey) (writers.Descriptor, error) {
+	st, err := w.stageOf(key, true)
+	if err != nil {
+		return nil, err
+	}
+	if st.desc == nil {
+		d := descriptor{Endpoint: w.env.Endpoint}
+		if st.sw != nil {
+			final := w.stagePath(key, ".stage")
+			if err := st.sw.finish(final, !key.Auto); err != nil {
+				return nil, err
+			}
+			d.Path, d.Size, d.CRC, d.Records = final, st.sw.size, st.sw.crc, st.sw.records
+			st.sw = nil
+		}
+		st.desc = &d
+	}
+	return st.desc.encode(), nil
+}
+
+// Rollback discards key's staging file, open or precommitted (also one a
+// previous process precommitted). Idempotent.
+func (w *Writer) Rollback(_ context.Context, key writers.TxnKey) error {
+	w.mu.Lock()
+	st := w.stages[key]
+	delete(w.stages, key)
+	w.mu.Unlock()
+	var errs []error
+	if st != nil && st.sw != nil {
+		errs = append(errs, st.sw.discard())
+	}
+	errs = append(errs, removeIfExists(w.stagePath(key, ".stage")))
+	return joinErrs(errs)
+}
