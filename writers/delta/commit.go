@@ -42,6 +42,10 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		}
 		ds[i] = d
 	}
+	upsert, err := upsertOf(ds)
+	if err != nil {
+		return writers.CommitInfo{}, err
+	}
 	w.forget(ctx, key)
 
 	for replan := 0; ; replan++ {
@@ -66,13 +70,19 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			w.m.commits.WithLabelValues("replayed").Inc()
 			return info, nil
 		}
-		actions, err := w.plan(snap, key, ds)
+		actions, err := w.plan(snap, key, ds, upsert)
 		if err != nil {
 			return writers.CommitInfo{}, err
 		}
-		version, err := w.commitActions(ctx, snap, actions)
+		version, err := w.commitPlanned(ctx, snap, actions, upsert)
 		var conflict *deltalog.ConflictError
 		switch {
+		case upsert != nil && errors.As(err, &conflict) && conflict.Kind != deltalog.ConflictTxn:
+			// The rewrite was planned against a table that has moved on:
+			// publishing it could resurrect or duplicate rows.
+			w.m.conflicts.Inc()
+			w.m.commits.WithLabelValues("failed").Inc()
+			return writers.CommitInfo{}, fmt.Errorf("%w (upsert planned at version %d: roll back the transaction and replay it)", err, upsert.ReadVersion)
 		case err == nil:
 			if version > snap.Version+1 {
 				w.m.conflicts.Inc() // lost a race; deltalog rebased it
@@ -96,9 +106,10 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	}
 }
 
+// hasFiles reports whether ds add or remove any file.
 func hasFiles(ds []*descriptor) bool {
 	for _, d := range ds {
-		if len(d.Adds) > 0 {
+		if len(d.Adds) > 0 || d.Upsert != nil && len(d.Upsert.Removes) > 0 {
 			return true
 		}
 	}
@@ -180,8 +191,9 @@ func (w *Writer) findTxn(ctx context.Context, key writers.TxnKey, latest int64) 
 }
 
 // plan builds the actions of one commit attempt on top of snap (deltalog
-// adds commitInfo).
-func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descriptor) ([]deltalog.Action, error) {
+// adds commitInfo); upsert, when set, adds the removes of its rewritten
+// files.
+func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descriptor, upsert *upsertPlan) ([]deltalog.Action, error) {
 	now := time.Now().UnixMilli()
 	meta := &snap.Metadata
 	table, err := meta.Schema()
@@ -235,6 +247,13 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 	}
 	if !key.Auto {
 		actions = append(actions, deltalog.Action{Txn: &deltalog.Txn{AppID: key.Writer, Version: key.Epoch, LastUpdated: &now}})
+	}
+	if upsert != nil {
+		removes, err := upsertRemoves(snap, upsert, now)
+		if err != nil {
+			return nil, err
+		}
+		actions = append(actions, removes...)
 	}
 	if w.cfg.WriteMode == ModeOverwrite {
 		for _, a := range snap.Files() {

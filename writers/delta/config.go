@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"github.com/quiver-ingest/quiver/merge"
 )
 
 // Write modes (Config.WriteMode).
@@ -35,11 +37,13 @@ type Config struct {
 	// azblob://. Relative file:// paths resolve against the config
 	// file's folder (writers.Env.ConfigDir).
 	TableURI string `yaml:"table_uri"`
-	// WriteMode is append (every commit adds files) or overwrite (every
-	// commit replaces the whole table). Upsert is refused until the
-	// upsert issue lands.
+	// WriteMode is append (every commit adds files), overwrite (every
+	// commit replaces the whole table) or upsert (every commit merges a
+	// changelog by MergeKeys, copy-on-write; see upsert.go).
 	WriteMode string `yaml:"mode"`
-	// MergeKeys are upsert's key columns; refused with the other modes.
+	// MergeKeys are upsert's key columns (required by upsert, refused
+	// with the other modes). Partition columns may be keys, but at least
+	// one key must be a data column.
 	MergeKeys []string `yaml:"merge_keys"`
 	// PartitionBy lists top-level columns that become Hive-style
 	// directories and partitionValues. A new table is created with them;
@@ -104,9 +108,9 @@ func (c *Config) Validate() error {
 			bad("merge_keys", "only mode upsert uses merge keys: remove them or change mode")
 		}
 	case ModeUpsert:
-		bad("mode", "upsert arrives with the Delta upsert issue and is not in this build: use append or overwrite")
+		c.validateMergeKeys(bad)
 	default:
-		bad("mode", "%q is not a write mode: use append or overwrite", c.WriteMode)
+		bad("mode", "%q is not a write mode: use append, overwrite or upsert", c.WriteMode)
 	}
 
 	seen := make(map[string]bool, len(c.PartitionBy))
@@ -141,6 +145,31 @@ func (c *Config) Validate() error {
 		bad("checkpoint_interval", "%d: must be positive (default 10)", c.CheckpointInterval)
 	}
 	return errors.Join(errs...)
+}
+
+// validateMergeKeys checks merge_keys for mode upsert. That they are
+// columns of the table is checked at the first write.
+func (c *Config) validateMergeKeys(bad func(key, format string, args ...any)) {
+	if len(c.MergeKeys) == 0 {
+		bad("merge_keys", "required with mode upsert: list the key columns, e.g. [id]")
+		return
+	}
+	data := 0
+	for i, k := range c.MergeKeys {
+		switch {
+		case k == "":
+			bad("merge_keys", "entry %d is empty: name a top-level column", i)
+		case slices.Contains(c.MergeKeys[:i], k):
+			bad("merge_keys", "column %q is listed twice", k)
+		case merge.IsMetadataColumn(k):
+			bad("merge_keys", "column %q is a changelog metadata column, which never reaches the table: key on data columns", k)
+		case !slices.Contains(c.PartitionBy, k):
+			data++
+		}
+	}
+	if data == 0 {
+		bad("merge_keys", "every key is a partition column: add at least one column that is not in partition_by")
+	}
 }
 
 // Mode is the write mode shown by the endpoints listing.

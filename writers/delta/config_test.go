@@ -17,7 +17,13 @@ func TestConfigValidate(t *testing.T) {
 		{"cloud", func(c *Config) { c.TableURI = "s3://bucket/events?region=eu-west-1" }, ""},
 		{"no-uri", func(c *Config) { c.TableURI = "" }, "table_uri: required"},
 		{"bad-scheme", func(c *Config) { c.TableURI = "hdfs://x/y" }, `table_uri: scheme "hdfs" is not supported`},
-		{"upsert", func(c *Config) { c.WriteMode = ModeUpsert }, "mode: upsert arrives with the Delta upsert issue"},
+		{"upsert", func(c *Config) { c.WriteMode, c.MergeKeys = ModeUpsert, []string{"id", "day"} }, ""},
+		{"upsert-no-keys", func(c *Config) { c.WriteMode = ModeUpsert }, "merge_keys: required with mode upsert"},
+		{"upsert-dup-key", func(c *Config) { c.WriteMode, c.MergeKeys = ModeUpsert, []string{"id", "id"} }, `merge_keys: column "id" is listed twice`},
+		{"upsert-op-key", func(c *Config) { c.WriteMode, c.MergeKeys = ModeUpsert, []string{"_op"} }, `merge_keys: column "_op" is a changelog metadata column`},
+		{"upsert-partition-keys-only", func(c *Config) {
+			c.WriteMode, c.MergeKeys, c.PartitionBy = ModeUpsert, []string{"day"}, []string{"day"}
+		}, "merge_keys: every key is a partition column"},
 		{"bad-mode", func(c *Config) { c.WriteMode = "merge" }, `mode: "merge" is not a write mode`},
 		{"merge-keys", func(c *Config) { c.MergeKeys = []string{"id"} }, "merge_keys: only mode upsert"},
 		{"dup-partition", func(c *Config) { c.PartitionBy = []string{"Day", "day"} }, `partition_by: column "day" is listed twice`},

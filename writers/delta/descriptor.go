@@ -5,15 +5,19 @@ import (
 	"fmt"
 	"net/url"
 	"path"
+	"slices"
 	"strings"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
 
-// descriptorKind and descriptorVersion identify a Delta sink descriptor.
+// descriptorKind and the versions identify a Delta sink descriptor.
+// Version 1 (append, overwrite) has no upsert member; version 2 is an
+// upsert's. Both decode, so descriptors of earlier builds stay valid.
 const (
-	descriptorKind    = "delta"
-	descriptorVersion = 1
+	descriptorKind          = "delta"
+	descriptorVersion       = 1
+	upsertDescriptorVersion = 2
 )
 
 // descriptor is what Precommit returns and Commit publishes: the Delta add
@@ -27,12 +31,27 @@ const (
 //	 "partitionColumns":["day"],
 //	 "adds":[{"path":"day=2026-01-01/part-….parquet","partitionValues":{"day":"2026-01-01"},
 //	          "size":1234,"modificationTime":1764700000000,"dataChange":true,"stats":"{…}"}]}
+//
+// An upsert's descriptor is version 2 and adds
+//
+//	"upsert":{"readVersion":7,"readFiles":["part-….parquet"],"removes":["part-….parquet"]}
 type descriptor struct {
-	Kind             string    `json:"kind"`
-	Version          int       `json:"version"`
-	Schema           string    `json:"schema"`
-	PartitionColumns []string  `json:"partitionColumns"`
-	Adds             []addFile `json:"adds"`
+	Kind             string      `json:"kind"`
+	Version          int         `json:"version"`
+	Schema           string      `json:"schema"`
+	PartitionColumns []string    `json:"partitionColumns"`
+	Adds             []addFile   `json:"adds"`
+	Upsert           *upsertPlan `json:"upsert,omitempty"`
+}
+
+// upsertPlan is what an upsert's commit needs besides its adds: the table
+// version it was planned against, the files whose keys it read (its read
+// set for conflict checks) and the files it rewrote, which the commit
+// removes. Paths are add paths as logged.
+type upsertPlan struct {
+	ReadVersion int64    `json:"readVersion"`
+	ReadFiles   []string `json:"readFiles"`
+	Removes     []string `json:"removes"`
 }
 
 // addFile is the content of one Delta add action, as delta-protocol.md §2
@@ -52,6 +71,9 @@ type addFile struct {
 // encode returns the descriptor's JSON.
 func (d *descriptor) encode() (writers.Descriptor, error) {
 	d.Kind, d.Version = descriptorKind, descriptorVersion
+	if d.Upsert != nil {
+		d.Version = upsertDescriptorVersion
+	}
 	b, err := json.Marshal(d)
 	if err != nil {
 		return nil, fmt.Errorf("delta: encode descriptor: %w", err)
@@ -72,8 +94,12 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 	if dec.More() {
 		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor has trailing data: hand over the descriptor exactly as precommit returned it")
 	}
-	if d.Kind != descriptorKind || d.Version != descriptorVersion {
-		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor kind %q version %d is not %q version %d: hand over only descriptors precommitted by a delta endpoint of this Quiver version", d.Kind, d.Version, descriptorKind, descriptorVersion)
+	wantVersion := descriptorVersion
+	if d.Upsert != nil {
+		wantVersion = upsertDescriptorVersion
+	}
+	if d.Kind != descriptorKind || d.Version != wantVersion {
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor kind %q version %d is not %q version %d: hand over only descriptors precommitted by a delta endpoint of this Quiver version", d.Kind, d.Version, descriptorKind, wantVersion)
 	}
 	if len(d.Adds) > 0 && d.Schema == "" {
 		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor has %d files but no schema", len(d.Adds))
@@ -84,6 +110,16 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 		}
 		if a.Size < 0 || a.Rows < 0 {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor file %q has a negative size or row count", a.Path)
+		}
+	}
+	if u := d.Upsert; u != nil {
+		if u.ReadVersion < 0 {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: upsert descriptor has read version %d", u.ReadVersion)
+		}
+		for _, p := range append(slices.Clip(u.ReadFiles), u.Removes...) {
+			if err := checkAddPath(p); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return &d, nil

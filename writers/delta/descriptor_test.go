@@ -30,6 +30,30 @@ func TestDescriptorRoundTrip(t *testing.T) {
 	}
 }
 
+// TestUpsertDescriptorRoundTrip: an upsert descriptor is version 2 and
+// keeps its read version, read set and removes; an append's stays 1.
+func TestUpsertDescriptorRoundTrip(t *testing.T) {
+	d := descriptor{Adds: []addFile{}, Upsert: &upsertPlan{ReadVersion: 4, ReadFiles: []string{"a.parquet", "b.parquet"}, Removes: []string{"a.parquet"}}}
+	b, err := d.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := decodeDescriptor(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Version != upsertDescriptorVersion || got.Upsert.ReadVersion != 4 || len(got.Upsert.ReadFiles) != 2 || got.Upsert.Removes[0] != "a.parquet" {
+		t.Fatalf("round trip changed the descriptor: %s -> %+v", b, got.Upsert)
+	}
+	plain := descriptor{Adds: []addFile{}}
+	if b, err = plain.encode(); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = decodeDescriptor(b); err != nil || got.Version != descriptorVersion {
+		t.Fatalf("append descriptor %s: version %d, %v", b, got.Version, err)
+	}
+}
+
 func TestDescriptorRefused(t *testing.T) {
 	for _, tc := range []struct{ name, json string }{
 		{"not-json", `nope`},
@@ -44,6 +68,10 @@ func TestDescriptorRefused(t *testing.T) {
 		{"encoded-dotdot", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"%2E%2E/x.parquet"}]}`},
 		{"log", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"_delta_log/00000000000000000001.json"}]}`},
 		{"negative", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"a.parquet","size":-1}]}`},
+		{"upsert-v1", `{"kind":"delta","version":1,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":[],"removes":[]}}`},
+		{"upsert-remove-path", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":[],"removes":["../x.parquet"]}}`},
+		{"upsert-read-path", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":["_delta_log/x"],"removes":[]}}`},
+		{"upsert-read-version", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":-1,"readFiles":[],"removes":[]}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := decodeDescriptor(writers.Descriptor(tc.json)); !errors.Is(err, writers.ErrInvalid) {

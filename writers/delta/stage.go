@@ -41,6 +41,8 @@ type stage struct {
 	// precommitted files are in a descriptor: they are never deleted here,
 	// as a commit (this server's or another's) may still publish them.
 	precommitted []addFile
+	// upsert holds an upsert key's changelog (mode upsert only).
+	upsert *upsertStage
 }
 
 // fileSet is the data files of one encoder: at most one open file per
@@ -191,6 +193,9 @@ func (s *fileSet) abortAll() {
 // descriptor names. Precommitted files stay: a commit may publish them
 // (a vacuum reclaims them if none does).
 func (w *Writer) discard(ctx context.Context, s *stage) error {
+	if s.upsert != nil {
+		s.upsert.release()
+	}
 	if s.pool != nil {
 		s.finished = append(s.finished, s.pool.abort()...)
 		s.pool = nil

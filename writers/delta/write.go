@@ -26,15 +26,11 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 	if err != nil {
 		return err
 	}
-	if s.admitted == nil || !s.admitted.Equal(rec.Schema()) {
-		schema, err := w.admit(ctx, rec.Schema())
-		if err != nil {
-			return err
-		}
-		if s.schema != "" && s.schema != schema {
-			return writers.Errorf(writers.ErrInvalid, "delta: the streams of %s send different schemas: send every stream of a transaction with the same columns", key)
-		}
-		s.schema, s.admitted = schema, rec.Schema()
+	if w.cfg.WriteMode == ModeUpsert {
+		return w.writeUpsert(ctx, key, s, rec)
+	}
+	if err := w.admitStage(ctx, key, s, rec.Schema()); err != nil {
+		return err
 	}
 	if rec.NumRows() == 0 {
 		return nil
@@ -56,6 +52,28 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		}
 	}
 	return s.pool.failed()
+}
+
+// admitStage admits the table columns in of the key's next batch: once per
+// Arrow schema, and every stream of the key must map to one Delta schema.
+func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, in *arrow.Schema) error {
+	if s.admitted != nil && s.admitted.Equal(in) {
+		return nil
+	}
+	schema, err := w.admit(ctx, in)
+	if err != nil {
+		return err
+	}
+	if s.schema != "" && s.schema != schema {
+		return writers.Errorf(writers.ErrInvalid, "delta: the streams of %s send different schemas: send every stream of a transaction with the same columns", key)
+	}
+	if w.cfg.WriteMode == ModeUpsert {
+		if err := w.checkMergeKeys(w.cached()); err != nil {
+			return err
+		}
+	}
+	s.schema, s.admitted = schema, in
+	return nil
 }
 
 // admit checks an incoming Arrow schema against the table (creating the
@@ -107,6 +125,9 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 	s, err := w.stageOf(key, false)
 	if err != nil {
 		return nil, err
+	}
+	if w.cfg.WriteMode == ModeUpsert {
+		return w.precommitUpsert(ctx, s)
 	}
 	d := descriptor{PartitionColumns: w.cfg.PartitionBy, Adds: []addFile{}}
 	if s != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
@@ -128,13 +129,16 @@ func (w *Writer) Close(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// Contract: exactly-once through txn actions, append and overwrite, and
-// descriptors of other servers publish in one Delta commit.
+// Contract: exactly-once through txn actions; append, overwrite and
+// upsert; in append and overwrite mode descriptors of other servers
+// publish in one Delta commit.
 func (w *Writer) Contract() writers.Contract {
 	return writers.Contract{
-		Delivery:              "exactly-once",
-		Modes:                 []string{ModeAppend, ModeOverwrite},
-		AggregatesDescriptors: true,
+		Delivery: "exactly-once",
+		Modes:    []string{ModeAppend, ModeOverwrite, ModeUpsert},
+		// An upsert is planned against one snapshot by one server: two
+		// plans made apart cannot be published together (upsertOf).
+		AggregatesDescriptors: w.cfg.WriteMode != ModeUpsert,
 	}
 }
 
@@ -157,8 +161,21 @@ func (w *Writer) Schema(ctx context.Context) (*arrow.Schema, error) {
 // reconcile with the table's schema under schema_evolution (other Arrow
 // encodings of a column's Delta type, such as dictionary or large strings
 // and any timestamp unit, are accepted). Before the table exists any
-// mappable schema is accepted: the first batch creates the table.
+// mappable schema is accepted: the first batch creates the table. In
+// upsert mode the merge keys must be in the schema and the changelog
+// metadata columns (merge.MetadataColumns) of their types; they are not
+// table columns.
 func (w *Writer) CheckSchema(ctx context.Context, in *arrow.Schema) error {
+	if w.cfg.WriteMode == ModeUpsert {
+		// The merge keys and the changelog columns' types; the
+		// Collapser holds nothing yet.
+		c, err := merge.NewCollapser(in, merge.Options{Keys: w.cfg.MergeKeys})
+		if err != nil {
+			return fmt.Errorf("delta: upsert: %w", err)
+		}
+		c.Close()
+		in = merge.StripMetadata(in)
+	}
 	got, err := deltalog.FromArrow(in)
 	if err != nil {
 		return err

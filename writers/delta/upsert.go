@@ -1,0 +1,239 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+)
+
+// Upsert (mode: upsert) is a copy-on-write MERGE by merge_keys, one per
+// transaction (or auto-commit stream):
+//
+//   - Write folds the key's batches into a merge.Collapser (one row per
+//     key, the changelog convention of package merge; _op, _ts_ms and
+//     __weight never reach the table). The Collapser retains the batches
+//     holding a live row, so a key's memory is its distinct rows' batches
+//     plus about 38 bytes per distinct key (merge.Collapser).
+//   - Precommit collapses, plans against the latest snapshot (mergeInto),
+//     rewrites the target files that hold a source key without those rows,
+//     writes the live rows as new files, and returns a version 2
+//     descriptor: the adds, the removed paths, the files read and the
+//     version read.
+//   - Commit removes the rewritten files and adds the new ones in one
+//     Delta commit (with the txn), checked against every commit after the
+//     read version: a plan that went stale is refused (ErrConflict), never
+//     published.
+
+// upsertStage is the changelog side of an upsert key's stage.
+type upsertStage struct {
+	c *merge.Collapser // nil before the first batch and after the collapse
+	// res is the collapse, kept until a precommit succeeds so that a
+	// failed precommit (storage trouble) can be retried.
+	res *merge.Result
+	// desc is the first successful precommit's descriptor, returned again
+	// by a repeated Precommit (a lost answer).
+	desc writers.Descriptor
+}
+
+// release frees the batches the stage holds. It is idempotent.
+func (u *upsertStage) release() {
+	if u.c != nil {
+		u.c.Close()
+		u.c = nil
+	}
+	if u.res != nil {
+		u.res.Release()
+		u.res = nil
+	}
+}
+
+// writeUpsert admits rec (its metadata columns aside) against the table
+// and folds it into the key's collapse. A bad row (unknown _op, null key or
+// weight) is ErrInvalid naming it, and nothing of rec is kept.
+func (w *Writer) writeUpsert(ctx context.Context, key writers.TxnKey, s *stage, rec arrow.RecordBatch) error {
+	if s.upsert == nil {
+		s.upsert = &upsertStage{}
+	}
+	u := s.upsert
+	if u.c == nil && (u.res != nil || u.desc != nil) {
+		return writers.Errorf(writers.ErrWrongState, "delta: %s is precommitted: an upsert takes no rows after its precommit; commit it, or roll back and replay", key)
+	}
+	if u.c == nil {
+		c, err := merge.NewCollapser(rec.Schema(), merge.Options{Keys: w.cfg.MergeKeys, Allocator: w.mem})
+		if err != nil {
+			return fmt.Errorf("delta: upsert: %w", err)
+		}
+		u.c = c
+	}
+	if err := w.admitStage(ctx, key, s, merge.StripMetadata(rec.Schema())); err != nil {
+		return err
+	}
+	if err := u.c.Add(rec); err != nil {
+		return fmt.Errorf("delta: upsert: %w", err)
+	}
+	return nil
+}
+
+// checkMergeKeys refuses merge keys that are not columns of the table: a
+// key column the rows add (schema_evolution: add_columns) would be null
+// in every existing row.
+func (w *Writer) checkMergeKeys(snap *deltalog.Snapshot) error {
+	table, err := snap.Schema()
+	if err != nil {
+		return fmt.Errorf("delta: table schema: %w", err)
+	}
+	for _, k := range w.cfg.MergeKeys {
+		if _, ok := table.Field(k); !ok {
+			return writers.Errorf(writers.ErrInvalid, "delta: merge key %q is not a column of table %s (columns: %s): fix merge_keys", k, w.cfg.TableURI, columnNames(table))
+		}
+	}
+	return nil
+}
+
+// checkUpsertable refuses tables an upsert cannot rewrite correctly.
+func (w *Writer) checkUpsertable(snap *deltalog.Snapshot) error {
+	if strings.EqualFold(snap.Metadata.Configuration["delta.enableChangeDataFeed"], "true") {
+		return writers.Errorf(writers.ErrInvalid, "delta: table %s has Change Data Feed enabled (delta.enableChangeDataFeed=true) and upsert does not write cdc files: disable it or use mode append", w.cfg.TableURI)
+	}
+	for _, a := range snap.Files() {
+		if a.DeletionVector != nil {
+			return writers.Errorf(writers.ErrInvalid, "delta: table %s has deletion vectors (file %s) and upsert cannot rewrite such files yet: purge them (REORG TABLE … APPLY (PURGE)) or use mode append", w.cfg.TableURI, a.Path)
+		}
+	}
+	return w.checkMergeKeys(snap)
+}
+
+// precommitUpsert collapses the key's changelog, merges it into the table
+// (mergeInto) and returns the descriptor; a repeated call returns the
+// first answer. A failed merge deletes what it wrote and keeps the
+// collapse, so Precommit may be retried.
+func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descriptor, error) {
+	d := descriptor{PartitionColumns: w.cfg.PartitionBy, Adds: []addFile{}}
+	if s == nil || s.upsert == nil {
+		return d.encode()
+	}
+	u := s.upsert
+	if u.desc != nil {
+		return u.desc, nil
+	}
+	if u.c != nil {
+		res, err := u.c.Result()
+		u.c = nil
+		if err != nil {
+			return nil, fmt.Errorf("delta: upsert: %w", err)
+		}
+		u.res = res
+	}
+	snap, err := w.latest(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if snap == nil {
+		return nil, writers.Errorf(writers.ErrConflict, "delta: table %s disappeared after the upsert's first write: roll back and replay", w.cfg.TableURI)
+	}
+	if err := w.checkUpsertable(snap); err != nil {
+		return nil, err
+	}
+	out, err := w.mergeInto(ctx, snap, u.res)
+	if err != nil {
+		return nil, err
+	}
+	d.Schema, d.Adds = s.schema, out.adds
+	d.Upsert = &upsertPlan{ReadVersion: snap.Version, ReadFiles: out.readFiles, Removes: out.removes}
+	desc, err := d.encode()
+	if err != nil {
+		return nil, err
+	}
+	s.precommitted = append(s.precommitted, out.adds...)
+	u.desc = desc
+	u.res.Release()
+	u.res = nil
+	w.log.Debug("delta upsert planned", "table", w.cfg.TableURI, "read_version", snap.Version,
+		"live", out.liveRows, "deleted", out.deletedKeys, "candidates", len(out.readFiles),
+		"rewritten", len(out.removes), "files", len(out.adds))
+	return desc, nil
+}
+
+// upsertOf returns the one upsert plan among ds (nil when none). An
+// upsert's descriptors cannot be aggregated: two plans made apart could
+// rewrite the same file or insert the same key twice.
+func upsertOf(ds []*descriptor) (*upsertPlan, error) {
+	var plan *upsertPlan
+	for i, d := range ds {
+		if d.Upsert == nil || (len(d.Adds) == 0 && len(d.Upsert.Removes) == 0) {
+			continue
+		}
+		if plan != nil {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d is a second upsert in one commit: an upsert transaction must be written through one server", i)
+		}
+		plan = d.Upsert
+	}
+	return plan, nil
+}
+
+// upsertRemoves returns the remove actions of plan against snap. A
+// rewritten file no longer active means a later commit removed it: the
+// rewrite is stale and is refused (ErrConflict).
+func upsertRemoves(snap *deltalog.Snapshot, plan *upsertPlan, now int64) ([]deltalog.Action, error) {
+	active := make(map[string]*deltalog.Add, snap.NumFiles())
+	for _, a := range snap.Files() {
+		active[a.Path] = a
+	}
+	actions := make([]deltalog.Action, 0, len(plan.Removes))
+	for _, p := range plan.Removes {
+		a := active[p]
+		if a == nil {
+			return nil, writers.Errorf(writers.ErrConflict, "delta: upsert: file %s, which this upsert rewrote, was removed by a commit after version %d: roll back the transaction and replay it", p, plan.ReadVersion)
+		}
+		actions = append(actions, deltalog.Action{Remove: a.Remove(now, true)})
+	}
+	return actions, nil
+}
+
+// upsertBase returns the snapshot an upsert was planned against, which its
+// commit must be based on so that deltalog checks every later commit
+// against the plan's read set: snap itself when nothing moved.
+func (w *Writer) upsertBase(ctx context.Context, snap *deltalog.Snapshot, plan *upsertPlan) (*deltalog.Snapshot, error) {
+	switch {
+	case plan.ReadVersion == snap.Version:
+		return snap, nil
+	case plan.ReadVersion > snap.Version:
+		return nil, writers.Errorf(writers.ErrConflict, "delta: upsert was planned at version %d but the table is at version %d (recreated?): roll back the transaction and replay it", plan.ReadVersion, snap.Version)
+	}
+	base, err := deltalog.LoadVersion(ctx, w.bucket, plan.ReadVersion)
+	if err != nil {
+		return nil, fmt.Errorf("delta: upsert: read version %d it was planned at: %w", plan.ReadVersion, err)
+	}
+	return base, nil
+}
+
+// upsertCommitOptions are the deltalog options of an upsert's commit: its
+// read set is the files whose keys it read; with none (the keys fell in no
+// file) it read the whole table, because a concurrent append could hold
+// one of its keys, and a blind commit would let it through as duplicates.
+func (w *Writer) upsertCommitOptions(plan *upsertPlan) deltalog.CommitOptions {
+	preds := make([]string, len(w.cfg.MergeKeys))
+	for i, k := range w.cfg.MergeKeys {
+		preds[i] = fmt.Sprintf("target.%s = source.%s", k, k)
+	}
+	return deltalog.CommitOptions{
+		Operation: "MERGE",
+		OperationParameters: map[string]any{
+			"predicate":                    strings.Join(preds, " AND "),
+			"matchedPredicates":            `[{"actionType":"update"},{"actionType":"delete"}]`,
+			"notMatchedPredicates":         `[{"actionType":"insert"}]`,
+			"notMatchedBySourcePredicates": "[]",
+		},
+		ReadFiles:      slices.Clone(plan.ReadFiles),
+		ReadWholeTable: len(plan.ReadFiles) == 0,
+		EngineInfo:     "quiver",
+		Logger:         w.log,
+	}
+}

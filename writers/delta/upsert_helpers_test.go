@@ -1,0 +1,196 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/internal/duckcheck"
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/parquetio"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// nullText renders a null value in row strings.
+const nullText = "∅"
+
+// tableRows reads the table at cfg's latest version with deltalog and
+// parquetio and renders each row as its values in the order of cols
+// (partition columns from the add's partitionValues), "|"-separated,
+// sorted.
+func tableRows(t *testing.T, cfg *Config, cols []string) []string {
+	t.Helper()
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	snap, err := deltalog.Load(ctx, b)
+	if err != nil {
+		t.Fatalf("load table: %v", err)
+	}
+	var out []string
+	for _, a := range snap.Files() {
+		key, err := deltalog.DecodePath(a.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, size, err := b.OpenReader(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rr, err := parquetio.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{})
+		if err != nil {
+			t.Fatalf("read %s: %v", key, err)
+		}
+		for rr.Next() {
+			rec := rr.RecordBatch()
+			for row := range int(rec.NumRows()) {
+				vals := make([]string, len(cols))
+				for i, c := range cols {
+					if idx := rec.Schema().FieldIndices(c); len(idx) > 0 {
+						vals[i] = cellText(rec.Column(idx[0]), row)
+					} else if v := a.PartitionValues[c]; v != nil {
+						vals[i] = *v
+					} else {
+						vals[i] = nullText
+					}
+				}
+				out = append(out, strings.Join(vals, "|"))
+			}
+		}
+		if err := rr.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rr.Release()
+		r.Close()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// cellText renders one value as the model and DuckDB rows do.
+func cellText(col arrow.Array, row int) string {
+	if col.IsNull(row) {
+		return nullText
+	}
+	return col.ValueStr(row)
+}
+
+// duckRows reads every active file of the file:// table at cfg with
+// DuckDB and renders the rows as tableRows does.
+func duckRows(t *testing.T, db *duckcheck.DB, cfg *Config, cols []string) []string {
+	t.Helper()
+	root := strings.TrimPrefix(cfg.TableURI, "file://")
+	snap := snapshot(t, cfg)
+	var out []string
+	for _, a := range snap.Files() {
+		key, err := deltalog.DecodePath(a.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sel := make([]string, len(cols))
+		for i, c := range cols {
+			sel[i] = strconv.Quote(c)
+			if _, ok := a.PartitionValues[c]; ok {
+				sel[i] = "NULL"
+				if v := a.PartitionValues[c]; v != nil {
+					sel[i] = "'" + strings.ReplaceAll(*v, "'", "''") + "'"
+				}
+			}
+		}
+		query := "SELECT " + strings.Join(sel, ", ") + " FROM " + duckcheck.Parquet(filepath.Join(root, key))
+		for _, row := range db.Query(t, query) {
+			vals := make([]string, len(row))
+			for i, v := range row {
+				switch v := v.(type) {
+				case nil:
+					vals[i] = nullText
+				case float64:
+					vals[i] = strconv.FormatFloat(v, 'g', -1, 64)
+				default:
+					vals[i] = fmt.Sprint(v)
+				}
+			}
+			out = append(out, strings.Join(vals, "|"))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sameRows fails the test when got and want (sorted) differ, showing the
+// first difference.
+func sameRows(t *testing.T, what string, got, want []string) {
+	t.Helper()
+	if slices.Equal(got, want) {
+		return
+	}
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			t.Fatalf("%s: %d rows, want %d; first difference at sorted row %d:\n got  %s\n want %s", what, len(got), len(want), i, got[i], want[i])
+		}
+	}
+	t.Fatalf("%s: %d rows, want %d", what, len(got), len(want))
+}
+
+// goldenCopy copies the golden table name into a fresh folder and returns
+// its file:// URI. The golden tables live next to the repository, found
+// from the module's go.mod.
+func goldenCopy(t *testing.T, name string) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOMOD").Output()
+	if err != nil {
+		t.Fatalf("go env GOMOD: %v", err)
+	}
+	src := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "..", "shared", "testdata", "delta-golden", name)
+	if _, err := os.Stat(src); err != nil {
+		t.Skipf("golden table %s is not available: %v", name, err)
+	}
+	dst := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
+		t.Fatalf("copy golden table %s: %v", name, err)
+	}
+	return "file://" + dst
+}
+
+// commitOne writes recs under key, precommits and commits.
+func commitOne(t *testing.T, w *Writer, key writers.TxnKey, recs ...arrow.RecordBatch) writers.CommitInfo {
+	t.Helper()
+	ctx := context.Background()
+	for _, r := range recs {
+		if err := w.Write(ctx, key, r); err != nil {
+			t.Fatalf("Write: %v", err)
+		}
+	}
+	d, err := w.Precommit(ctx, key)
+	if err != nil {
+		t.Fatalf("Precommit: %v", err)
+	}
+	info, err := w.Commit(ctx, key, []writers.Descriptor{d})
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	return info
+}
+
+func itoa(i int32) string { return strconv.Itoa(int(i)) }
+
+func sortedCopy(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return out
+}

@@ -1,0 +1,250 @@
+package delta
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+)
+
+// keyColumns splits merge_keys: partition columns live in add
+// partitionValues, not in the data files, so they select files; data
+// columns are read from the files and matched row by row.
+type keyColumns struct {
+	part []string // merge keys that are partition columns, merge_keys order
+	data []string // the other merge keys, merge_keys order (never empty)
+}
+
+func (w *Writer) keyColumns() keyColumns {
+	var k keyColumns
+	for _, c := range w.cfg.MergeKeys {
+		if slices.Contains(w.cfg.PartitionBy, c) {
+			k.part = append(k.part, c)
+		} else {
+			k.data = append(k.data, c)
+		}
+	}
+	return k
+}
+
+// keyGroup is the source keys (live or deleted) of one combination of
+// partition key values: the encoded data keys, and their bounds per data
+// key column for pruning by file statistics. Once built it is read-only
+// and safe for concurrent use.
+type keyGroup struct {
+	set    *merge.KeySet
+	bounds []keyBounds // per data key column
+}
+
+// keyGroups indexes the source keys of a collapse by partition key values
+// (partTuple); enc encodes the data keys.
+type keyGroups struct {
+	keys   keyColumns
+	enc    *merge.KeyEncoder // over the source's data key columns
+	groups map[string]*keyGroup
+}
+
+// newKeyGroups indexes the keys of res: the key columns of its live rows
+// and its deleted keys. Every target row with one of them is replaced or
+// deleted.
+func newKeyGroups(res *merge.Result, keys keyColumns) (*keyGroups, error) {
+	g := &keyGroups{keys: keys, groups: make(map[string]*keyGroup)}
+	for _, recs := range [][]arrow.RecordBatch{res.Live, res.Deleted} {
+		for _, rec := range recs {
+			if err := g.add(rec); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if g.enc == nil {
+		var err error
+		if g.enc, err = merge.NewKeyEncoder(res.KeySchema, keys.data); err != nil {
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// add indexes the keys of rec, which holds every key column.
+func (g *keyGroups) add(rec arrow.RecordBatch) error {
+	enc, err := merge.NewKeyEncoder(rec.Schema(), g.keys.data)
+	if err != nil {
+		return err
+	}
+	g.enc = enc
+	dataCols := namedColumns(rec, g.keys.data)
+	if err := enc.EncodeColumns(dataCols, int(rec.NumRows())); err != nil {
+		return err
+	}
+	partCols := namedColumns(rec, g.keys.part)
+	vals := make([]*string, len(partCols))
+	for row := range int(rec.NumRows()) {
+		for i, col := range partCols {
+			v, err := partitionValue(col, row)
+			if err != nil {
+				return err
+			}
+			vals[i] = v
+		}
+		tuple := partTuple(vals)
+		grp := g.groups[tuple]
+		if grp == nil {
+			hint := int(rec.NumRows())
+			if len(partCols) > 0 {
+				hint = 0 // the rows spread over partitions
+			}
+			grp = &keyGroup{set: merge.NewKeySet(hint), bounds: make([]keyBounds, len(dataCols))}
+			g.groups[tuple] = grp
+		}
+		grp.set.Add(enc.Key(row))
+		for i, col := range dataCols {
+			grp.bounds[i].add(col, row)
+		}
+	}
+	return nil
+}
+
+// forFile returns the group of a's partition key values, nil when the
+// source has no key there.
+func (g *keyGroups) forFile(a *deltalog.Add) *keyGroup {
+	vals := make([]*string, len(g.keys.part))
+	for i, c := range g.keys.part {
+		vals[i] = a.PartitionValues[c]
+		if vals[i] != nil && *vals[i] == "" {
+			vals[i] = nil // Delta reads "" as null
+		}
+	}
+	return g.groups[partTuple(vals)]
+}
+
+// mayHold reports whether a file with stats st may hold a key of g: false
+// only when, for some data key column, the file's min/max range and the
+// group's are disjoint. Missing or unparsable stats never prune.
+func (grp *keyGroup) mayHold(st *deltalog.Stats, data []string) bool {
+	if st == nil {
+		return true
+	}
+	for i, name := range data {
+		lo, okLo := st.Min(name)
+		hi, okHi := st.Max(name)
+		if okLo && grp.bounds[i].above(lo) || okHi && grp.bounds[i].below(hi) {
+			return false
+		}
+	}
+	return true
+}
+
+// partTuple encodes partition values (nil = null) as a map key.
+func partTuple(vals []*string) string {
+	var b strings.Builder
+	for _, v := range vals {
+		if v == nil {
+			b.WriteByte(0)
+		} else {
+			b.WriteByte(1)
+			b.WriteString(*v)
+		}
+		b.WriteByte(0xff)
+	}
+	return b.String()
+}
+
+// namedColumns returns rec's columns named names, in that order (every
+// name must be in rec).
+func namedColumns(rec arrow.RecordBatch, names []string) []arrow.Array {
+	cols := make([]arrow.Array, len(names))
+	for i, n := range names {
+		cols[i] = rec.Column(rec.Schema().FieldIndices(n)[0])
+	}
+	return cols
+}
+
+// keyBounds are the smallest and largest source values of one key column,
+// kept for integer and string columns (the types whose Delta stats compare
+// exactly); other types never prune.
+type keyBounds struct {
+	kind       boundKind
+	minI, maxI int64
+	minS, maxS string
+}
+
+type boundKind uint8
+
+const (
+	boundNone boundKind = iota
+	boundInt
+	boundString
+)
+
+// add widens b by row of col.
+func (b *keyBounds) add(col arrow.Array, row int) {
+	var (
+		i  int64
+		s  string
+		kd boundKind
+	)
+	switch c := col.(type) {
+	case *array.Int8:
+		i, kd = int64(c.Value(row)), boundInt
+	case *array.Int16:
+		i, kd = int64(c.Value(row)), boundInt
+	case *array.Int32:
+		i, kd = int64(c.Value(row)), boundInt
+	case *array.Int64:
+		i, kd = c.Value(row), boundInt
+	case *array.String:
+		s, kd = c.Value(row), boundString
+	case *array.LargeString:
+		s, kd = c.Value(row), boundString
+	default:
+		return
+	}
+	switch {
+	case b.kind == boundNone:
+		b.kind, b.minI, b.maxI, b.minS, b.maxS = kd, i, i, s, s
+	case kd == boundInt:
+		b.minI, b.maxI = min(b.minI, i), max(b.maxI, i)
+	default:
+		b.minS, b.maxS = min(b.minS, s), max(b.maxS, s)
+	}
+}
+
+// above reports whether every source value is below a file's min v.
+func (b *keyBounds) above(v any) bool {
+	switch b.kind {
+	case boundInt:
+		n, ok := statInt(v)
+		return ok && b.maxI < n
+	case boundString:
+		s, ok := v.(string)
+		return ok && b.maxS < s
+	}
+	return false
+}
+
+// below reports whether every source value is above a file's max v.
+func (b *keyBounds) below(v any) bool {
+	switch b.kind {
+	case boundInt:
+		n, ok := statInt(v)
+		return ok && b.minI > n
+	case boundString:
+		s, ok := v.(string)
+		return ok && b.minS > s
+	}
+	return false
+}
+
+func statInt(v any) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, false
+	}
+	i, err := n.Int64()
+	return i, err == nil
+}
