@@ -23,7 +23,8 @@ const maxReplans = 5
 // Errors: ErrInvalid for foreign descriptors or a schema that no longer
 // matches; ErrConflict when the dataset changed incompatibly maxReplans
 // times; a writers.OutcomeUnknownError when the manifest write's outcome
-// is unknown.
+// is unknown. Every call that commits, replays or fails counts in
+// quiver_lance_commits_total.
 func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
 	ds := make([]*descriptor, len(descs))
 	var frags []lanceformat.Fragment
@@ -46,11 +47,15 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		}
 	}
 	w.forget(key)
+	failed := func(err error) (writers.CommitInfo, error) {
+		w.m.commits.WithLabelValues("failed").Inc()
+		return writers.CommitInfo{}, err
+	}
 
 	for replan := 0; ; replan++ {
 		d, err := w.latest(ctx)
 		if err != nil {
-			return writers.CommitInfo{}, err
+			return failed(err)
 		}
 		if key.Auto && len(frags) == 0 {
 			if d == nil {
@@ -61,9 +66,10 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		if !key.Auto {
 			c, ok, err := w.hist.lookup(ctx, w.bucket, d, key.Writer)
 			if err != nil {
-				return writers.CommitInfo{}, err
+				return failed(err)
 			}
 			if ok && c.epoch >= key.Epoch {
+				w.m.commits.WithLabelValues("replayed").Inc()
 				return writers.CommitInfo{Version: c.version, Replayed: true}, nil
 			}
 		}
@@ -77,18 +83,27 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 				txn.Schema = &lanceformat.Schema{}
 			}
 		} else if schema != nil && len(frags) > 0 && !schema.Equal(&d.Manifest.Schema) {
-			return writers.CommitInfo{}, writers.Errorf(writers.ErrInvalid, "lance: the descriptors' data files were written for another schema than the dataset's (changed since precommit?): replay the transaction")
+			return failed(writers.Errorf(writers.ErrInvalid, "lance: the descriptors' data files were written for another schema than the dataset's (changed since precommit?): replay the transaction"))
 		}
 		nd, err := lanceformat.Commit(ctx, w.bucket, d, txn)
 		switch {
 		case err == nil:
+			if d != nil && nd.Version() > d.Version()+1 {
+				w.m.rebases.Inc() // lost the race; lanceformat rebased it
+			}
+			w.m.version.Set(float64(nd.Version()))
+			w.m.commits.WithLabelValues("committed").Inc()
 			return writers.CommitInfo{Version: int64(nd.Version())}, nil
 		case errors.Is(err, writers.ErrConflict) && replan < maxReplans:
+			w.m.conflicts.Inc()
 			w.log.Debug("lance commit conflict, planning again", "key", key.String(), "err", err)
 		case errors.Is(err, writers.ErrOutcomeUnknown):
-			return writers.CommitInfo{}, &writers.OutcomeUnknownError{Endpoint: w.env.Endpoint, Key: key, Err: err}
+			return failed(&writers.OutcomeUnknownError{Endpoint: w.env.Endpoint, Key: key, Err: err})
 		default:
-			return writers.CommitInfo{}, err
+			if errors.Is(err, writers.ErrConflict) {
+				w.m.conflicts.Inc()
+			}
+			return failed(err)
 		}
 	}
 }

@@ -1,9 +1,16 @@
 package lance
 
 import (
+	"os"
 	"testing"
 
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	// The race tests run this test binary as the concurrent Quiver writer.
+	if dir := os.Getenv(appendHelperEnv); dir != "" {
+		os.Exit(appendHelper(dir))
+	}
+	goleak.VerifyTestMain(m)
+}

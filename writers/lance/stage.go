@@ -151,6 +151,9 @@ func (w *Writer) finishOpen(s *stage) error {
 		return fmt.Errorf("lance: upload data file %s: %w", f.name, err)
 	}
 	fr := fragment{Path: f.name, Size: size, Rows: f.fw.Rows()}
+	w.m.filesWritten.Inc()
+	w.m.bytesWritten.Add(float64(size))
+	w.m.rowsWritten.Add(float64(fr.Rows))
 	for i, fl := range s.schema.Fields {
 		fr.Fields = append(fr.Fields, fl.ID)
 		fr.Columns = append(fr.Columns, int32(i))

@@ -32,6 +32,7 @@ type Writer struct {
 	closed bool
 
 	hist history // committed epochs read from the version history
+	m    *metrics
 }
 
 var (
@@ -40,7 +41,8 @@ var (
 )
 
 // New returns an unopened writer for cfg, which must be valid. A nil
-// env.Logger discards logs.
+// env.Logger discards logs; a nil env.Registerer registers no metrics, and
+// registering them twice on one Registerer is an error.
 func New(cfg *Config, env writers.Env) (*Writer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("lance: %w: %w", writers.ErrInvalid, err)
@@ -48,8 +50,12 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Writer{cfg: cfg, env: env, log: env.Logger, stages: make(map[writers.TxnKey]*stage),
-		hist: history{epochs: make(map[string]committedAt)}}, nil
+	w := &Writer{cfg: cfg, env: env, log: env.Logger, stages: make(map[writers.TxnKey]*stage),
+		hist: history{epochs: make(map[string]committedAt)}, m: newMetrics()}
+	if err := w.m.register(env.Registerer); err != nil {
+		return nil, err
+	}
+	return w, nil
 }
 
 func (w *Writer) openBucket(ctx context.Context) (*storage.Bucket, error) {
@@ -85,6 +91,7 @@ func (w *Writer) latest(ctx context.Context) (*lanceformat.Dataset, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lance: read dataset %s: %w", w.cfg.DatasetURI, err)
 	}
+	w.m.version.Set(float64(d.Version()))
 	if err := d.CheckWritable(); err != nil {
 		return nil, fmt.Errorf("%w (dataset %s)", err, w.cfg.DatasetURI)
 	}

@@ -65,9 +65,9 @@ func (f *FileReader) readStruct(mem memory.Allocator, dt *arrow.StructType, col 
 			return nil, 0, err
 		}
 		next = nx
-		if uint64(arr.Len()) != n {
+		if got := arr.Len(); uint64(got) != n {
 			arr.Release()
-			return nil, 0, fmt.Errorf("struct child %q has %d rows, the struct %d", dt.Field(i).Name, arr.Len(), n)
+			return nil, 0, fmt.Errorf("struct child %q has %d rows, the struct %d", dt.Field(i).Name, got, n)
 		}
 		kids = append(kids, arr.Data())
 		arr.Data().Retain()

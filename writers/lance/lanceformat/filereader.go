@@ -58,7 +58,7 @@ func OpenFile(r io.ReaderAt, size int64) (*FileReader, error) {
 	numGB := uint64(binary.LittleEndian.Uint32(foot[24:]))
 	numCols := uint64(binary.LittleEndian.Uint32(foot[28:]))
 	end := uint64(size) - footerLen
-	if numGB < 1 || gboPos+16*numGB > end || cmoPos+16*numCols > end || metaStart > end {
+	if numGB < 1 || !within(gboPos, 16*numGB, end) || !within(cmoPos, 16*numCols, end) || metaStart > end {
 		return nil, fmt.Errorf("lance: data file footer points outside the file")
 	}
 	// Read from the lowest metadata position to the footer at once.
@@ -71,7 +71,7 @@ func OpenFile(r io.ReaderAt, size int64) (*FileReader, error) {
 		return nil, fmt.Errorf("lance: read data file: %w", err)
 	}
 	gbPos, gbLen := binary.LittleEndian.Uint64(gbo), binary.LittleEndian.Uint64(gbo[8:])
-	if gbPos+gbLen > end || gbLen > maxMetadataBytes {
+	if !within(gbPos, gbLen, end) || gbLen > maxMetadataBytes {
 		return nil, fmt.Errorf("lance: file descriptor outside the file")
 	}
 	start = min(start, gbPos)
@@ -88,7 +88,7 @@ func OpenFile(r io.ReaderAt, size int64) (*FileReader, error) {
 	cmo := at(cmoPos, 16*numCols)
 	for c := range numCols {
 		pos, n := binary.LittleEndian.Uint64(cmo[16*c:]), binary.LittleEndian.Uint64(cmo[16*c+8:])
-		if pos < start || pos+n > end {
+		if pos < start || !within(pos, n, end) {
 			return nil, fmt.Errorf("lance: column %d metadata outside the file", c)
 		}
 		pages, err := decodeColumnMetadata(at(pos, n))
@@ -215,12 +215,16 @@ func decodeColumnMetadata(b []byte) ([]pageRef, error) {
 	return pages, err
 }
 
+// within reports whether [pos, pos+n) lies in [0, end), without
+// overflowing on hostile values.
+func within(pos, n, end uint64) bool { return n <= end && pos <= end-n }
+
 // buffers reads a page's buffers.
 func (f *FileReader) buffers(p pageRef) ([][]byte, error) {
 	out := make([][]byte, len(p.offsets))
 	for i, off := range p.offsets {
 		n := p.sizes[i]
-		if off > f.size || n > f.size-off {
+		if !within(off, n, f.size) {
 			return nil, fmt.Errorf("lance: page buffer at %d (%d bytes) is outside the file", off, n)
 		}
 		out[i] = make([]byte, n)
@@ -264,9 +268,9 @@ func (f *FileReader) ReadFields(mem memory.Allocator, s *Schema, columnOf map[in
 		if err != nil {
 			return nil, fmt.Errorf("lance: column %q: %w", fl.Name, err)
 		}
-		if uint64(arr.Len()) != f.Rows {
+		if n := arr.Len(); uint64(n) != f.Rows {
 			arr.Release()
-			return nil, fmt.Errorf("lance: column %q has %d rows, the file %d", fl.Name, arr.Len(), f.Rows)
+			return nil, fmt.Errorf("lance: column %q has %d rows, the file %d", fl.Name, n, f.Rows)
 		}
 		cols = append(cols, arr)
 	}

@@ -94,11 +94,11 @@ func decodeManifestFile(b []byte) (*manifestFile, error) {
 	}
 	pos := binary.LittleEndian.Uint64(b[len(b)-manifestTail:])
 	end := uint64(len(b) - manifestTail)
-	if pos+4 > end {
+	if !within(pos, 4, end) {
 		return nil, fmt.Errorf("manifest offset %d is outside the file (%d bytes)", pos, len(b))
 	}
 	n := uint64(binary.LittleEndian.Uint32(b[pos:]))
-	if pos+4+n != end {
+	if n != end-pos-4 {
 		return nil, fmt.Errorf("manifest length %d does not reach the footer", n)
 	}
 	m, err := decodeManifest(b[pos+4 : end])
@@ -121,11 +121,11 @@ func decodeManifestFile(b []byte) (*manifestFile, error) {
 
 // sectionAt reads a [u32 len][bytes] section at off.
 func sectionAt(b []byte, off uint64) ([]byte, error) {
-	if off+4 > uint64(len(b)) {
+	if !within(off, 4, uint64(len(b))) {
 		return nil, fmt.Errorf("offset %d is outside the file", off)
 	}
 	n := uint64(binary.LittleEndian.Uint32(b[off:]))
-	if off+4+n > uint64(len(b)) {
+	if !within(off+4, n, uint64(len(b))) {
 		return nil, fmt.Errorf("length %d at offset %d runs past the manifest", n, off)
 	}
 	return b[off+4 : off+4+n], nil

@@ -340,9 +340,13 @@ func parseLogicalType(s string) (arrow.DataType, error) {
 		}
 		return &arrow.TimestampType{Unit: u, TimeZone: tz}, nil
 	case strings.HasPrefix(s, "fixed_size_list:"):
-		i := strings.LastIndexByte(s, ':')
-		dim, err := strconv.Atoi(s[i+1:])
-		item, ierr := parseLogicalType(s[len("fixed_size_list:"):i])
+		rest := s[len("fixed_size_list:"):]
+		i := strings.LastIndexByte(rest, ':')
+		if i < 0 {
+			return nil, fmt.Errorf("bad logical type %q", s)
+		}
+		dim, err := strconv.ParseInt(rest[i+1:], 10, 32)
+		item, ierr := parseLogicalType(rest[:i])
 		if err != nil || ierr != nil || dim <= 0 {
 			return nil, fmt.Errorf("bad logical type %q", s)
 		}

@@ -7,10 +7,16 @@
 // ($GOCACHE/../quiver-lance-probe) and installed there once with
 // `npm run setup:<platform>`; tests skip only when node or npm is missing.
 // Set QUIVER_LANCE_PROBE_SRC to use another probe folder.
+//
+// Beside probe.mjs the cache folder holds quiverprobe.mjs (embedded here):
+// Quiver's own LanceDB commands (append, index, create-ipc), kept out of
+// the shared workspace.
 package lanceprobe
 
 import (
 	"bytes"
+	_ "embed"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -31,27 +37,52 @@ func defaultSource() (string, error) {
 	return filepath.Join(root, "..", "shared", "tools", "lance-probe"), nil
 }
 
+// quiverProbe is Quiver's own probe script (see the package doc).
+//
+//go:embed quiverprobe.mjs
+var quiverProbe []byte
+
+// QuiverScript is the file name of quiverProbe in the probe folder.
+const QuiverScript = "quiverprobe.mjs"
+
 var (
 	setupOnce sync.Once
 	setupDir  string
 	setupErr  string
 )
 
+// ErrNoNode reports that node or npm is not installed.
+var ErrNoNode = errors.New("lanceprobe: the LanceDB checks need Node >= 20 and npm, which are not installed")
+
+// Install returns the installed probe directory, installing it on first
+// use (once per process; safe for concurrent use). It returns ErrNoNode
+// when node or npm are missing.
+func Install() (string, error) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", ErrNoNode
+		}
+	}
+	setupOnce.Do(install)
+	if setupErr != "" {
+		return "", errors.New("lanceprobe: " + setupErr)
+	}
+	return setupDir, nil
+}
+
 // Dir returns the installed probe directory, installing it on first use.
 // It skips the test when node or npm are missing and fails it when the
 // install fails.
 func Dir(t testing.TB) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("lanceprobe: %s is not installed; the LanceDB compatibility checks need Node >= 20 and npm", tool)
-		}
+	dir, err := Install()
+	if errors.Is(err, ErrNoNode) {
+		t.Skip(err.Error())
 	}
-	setupOnce.Do(install)
-	if setupErr != "" {
-		t.Fatalf("lanceprobe: %s", setupErr)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return setupDir
+	return dir
 }
 
 func install() {
@@ -84,6 +115,10 @@ func install() {
 			return
 		}
 	}
+	if err := os.WriteFile(filepath.Join(dir, QuiverScript), quiverProbe, 0o644); err != nil {
+		setupErr = err.Error()
+		return
+	}
 	setupDir = dir
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@lancedb", "lancedb")); err == nil {
 		if matches, _ := filepath.Glob(filepath.Join(dir, "node_modules", "@lancedb", "lancedb-*")); len(matches) > 0 {
@@ -106,13 +141,32 @@ func install() {
 // exit fails the test with the output.
 func Run(t testing.TB, args ...string) string {
 	t.Helper()
+	return runScript(t, "probe.mjs", args)
+}
+
+// RunQuiver runs `node quiverprobe.mjs args...` like Run.
+func RunQuiver(t testing.TB, args ...string) string {
+	t.Helper()
+	return runScript(t, QuiverScript, args)
+}
+
+func runScript(t testing.TB, script string, args []string) string {
+	t.Helper()
 	dir := Dir(t)
-	cmd := exec.Command("node", append([]string{"probe.mjs"}, args...)...)
+	out, err := Node(dir, script, args...)
+	if err != nil {
+		t.Fatalf("node %s %s: %v\n%s", script, strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// Node runs `node script args...` in the installed probe folder dir and
+// returns its combined output.
+func Node(dir, script string, args ...string) (string, error) {
+	cmd := exec.Command("node", append([]string{script}, args...)...)
 	cmd.Dir = dir
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("node probe.mjs %s: %v\n%s", strings.Join(args, " "), err, out.String())
-	}
-	return out.String()
+	err := cmd.Run()
+	return out.String(), err
 }

@@ -1,0 +1,70 @@
+package lance
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are one Lance endpoint's sink metrics (the Registerer of
+// writers.Env already carries the endpoint label).
+type metrics struct {
+	rowsWritten  prometheus.Counter
+	filesWritten prometheus.Counter
+	bytesWritten prometheus.Counter
+	version      prometheus.Gauge
+	commits      *prometheus.CounterVec
+	rebases      prometheus.Counter
+	conflicts    prometheus.Counter
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		rowsWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_lance_rows_written_total",
+			Help: "Rows in data files finished by the Lance sink (committed or not).",
+		}),
+		filesWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_lance_files_written_total",
+			Help: "Lance data files finished by the Lance sink (committed or not).",
+		}),
+		bytesWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_lance_bytes_written_total",
+			Help: "Bytes of Lance data files finished by the Lance sink.",
+		}),
+		version: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "quiver_lance_dataset_version",
+			Help: "Latest Lance dataset version this sink has seen or written (-1: no dataset yet).",
+		}),
+		commits: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quiver_lance_commits_total",
+			Help: "Lance sink commits by result: committed, replayed or failed.",
+		}, []string{"result"}),
+		rebases: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_lance_commit_rebases_total",
+			Help: "Lance commits that lost the race for their version and were rebased over the winners' transactions.",
+		}),
+		conflicts: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_lance_commit_conflicts_total",
+			Help: "Lance commit attempts that lost a race they could not rebase over (concurrent create, overwrite or schema change): planned again or failed.",
+		}),
+	}
+	m.version.Set(-1)
+	return m
+}
+
+// register adds every metric to reg; a nil reg registers nothing.
+func (m *metrics) register(reg prometheus.Registerer) error {
+	if reg == nil {
+		return nil
+	}
+	var errs []error
+	for _, c := range []prometheus.Collector{m.rowsWritten, m.filesWritten, m.bytesWritten, m.version, m.commits, m.rebases, m.conflicts} {
+		errs = append(errs, reg.Register(c))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("lance: register metrics: %w", err)
+	}
+	return nil
+}
