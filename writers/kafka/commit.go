@@ -2,7 +2,6 @@ package kafka
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -22,12 +21,17 @@ import (
 // endpoint and writer, carries the staged records and the marker
 // {writer, epoch}. Staging files are removed once committed.
 //
+// Commit returns once every record has had its final delivery report,
+// which sarama gives within retryBudget (producer_config.go): after an
+// error, no record of the commit is still being retried.
+//
 // Errors: ErrUnavailable when nothing was published and a retry of Commit
 // may succeed (the staging file stays); ErrInvalid when the broker refused
 // records for their own sake and there is no dead-letter topic;
-// *writers.OutcomeUnknownError when records may have been published (the
-// transaction commit's answer was lost, or an auto-commit stream was
-// partly acknowledged: the message says how many records).
+// ErrOutcomeUnknown when records may have been published (the transaction
+// commit's answer was lost, an auto-commit stream was partly acknowledged,
+// or ctx ended before every report came: the message says how many
+// records were acknowledged).
 func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
 	if _, err := w.stageOf(key, false); err != nil {
 		return writers.CommitInfo{}, err
@@ -114,11 +118,6 @@ func (w *Writer) sendStaged(ctx context.Context, ds []descriptor, data *pipe, dd
 	return n, nil
 }
 
-// deliveryTimeout bounds how long a commit waits for delivery reports:
-// sarama keeps retrying while brokers are down, and a stream must get its
-// answer.
-const deliveryTimeout = 20 * time.Second
-
 // commitAuto produces ds at least once and waits for every report. A
 // record the broker refuses for its own sake goes to the DLQ when there is
 // one.
@@ -133,14 +132,18 @@ func (w *Writer) commitAuto(ctx context.Context, ds []descriptor) error {
 		}
 	}
 	dd, dlqd := newDelivery(), newDelivery()
+	waitStart := time.Now()
 	total, sendErr := w.sendStaged(ctx, ds, w.auto, dd, dlqd)
 	dd.seal()
-	wctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
+	// Every record gets its report within retryBudget (producer_config.go),
+	// so the wait ends early only when ctx does, or sarama overran its
+	// budget: records still unreported may yet be delivered.
+	wctx, cancel := context.WithTimeout(ctx, deliveryWait)
 	defer cancel()
 	if err := dd.wait(wctx); err != nil {
 		acked, failed, pending := dd.snapshot()
-		return deliveryError(w.cfg.Topic, total, acked, failed, writers.Errorf(writers.ErrUnavailable,
-			"%d records without a delivery report after %s (Kafka unreachable? they may still be delivered later: at-least-once)", pending, deliveryTimeout))
+		return outcomeUnknown(fmt.Errorf("kafka: topic %q: %d of %d records acknowledged, %d failed, %d without a delivery report after %s (%v): they may still be delivered; the stream's outcome is unknown",
+			w.cfg.Topic, acked, total, len(failed), pending, time.Since(waitStart).Round(time.Millisecond), err))
 	}
 	acked, failed := dd.result()
 	var rest []failure
@@ -204,7 +207,9 @@ func deliveryError(topic string, total, applied int64, failed []failure, sendErr
 	if sendErr != nil && (errors.Is(sendErr, writers.ErrInvalid) || errors.Is(sendErr, writers.ErrUnavailable)) {
 		return fmt.Errorf("%s: nothing was published: %w", msg, sendErr)
 	}
-	hint := "nothing was published: retry when Kafka is reachable"
+	// Every record has had its final report, so sarama retries none of
+	// them any more (producer_config.go bounds its retries).
+	hint := "nothing was published and the producer has stopped retrying: retry when Kafka is reachable"
 	switch class {
 	case writers.ErrInvalid:
 		hint = "nothing was published: the broker refused records for their own sake; set dlq_topic to divert them"
@@ -217,76 +222,4 @@ func deliveryError(topic string, total, applied int64, failed []failure, sendErr
 // outcomeUnknown wraps err as writers.ErrOutcomeUnknown.
 func outcomeUnknown(err error) error {
 	return fmt.Errorf("%w: %w", writers.ErrOutcomeUnknown, err)
-}
-
-// marker is the value of a commit marker record.
-type marker struct {
-	Writer string `json:"writer"`
-	Epoch  int64  `json:"epoch"`
-}
-
-// txnID is the transactional id of writer on this endpoint: stable across
-// restarts (so a new producer fences and aborts a crashed attempt) and
-// distinct per endpoint and writer.
-func (w *Writer) txnID(writer string) string {
-	return "quiver-" + w.env.Endpoint + "-" + writer
-}
-
-// commitTxn publishes ds and the marker of key in one Kafka transaction,
-// unless the marker topic already holds key's epoch or a newer one.
-func (w *Writer) commitTxn(ctx context.Context, key writers.TxnKey, ds []descriptor) (replayed bool, err error) {
-	if epoch, ok, err := w.CommittedEpoch(ctx, key.Writer); err != nil {
-		return false, err
-	} else if ok && epoch >= key.Epoch {
-		return true, nil
-	}
-	// A new producer with the same transactional id aborts whatever an
-	// earlier attempt (this process's or a crashed one's) left open.
-	p, err := w.newPipe(w.producerBytes, w.txnID(key.Writer))
-	if err != nil {
-		return false, err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), deliveryTimeout)
-		defer cancel()
-		if err := p.close(cctx); err != nil {
-			w.log.Warn("kafka sink: transactional producer did not close cleanly", "key", key.String(), "err", err)
-		}
-	}()
-	if err := p.p.BeginTxn(); err != nil {
-		return false, writers.Errorf(writers.ErrUnavailable, "kafka: begin transaction for %s: %v: nothing was published; retry the commit", key, err)
-	}
-	dd, dlqd := newDelivery(), newDelivery()
-	total, sendErr := w.sendStaged(ctx, ds, p, dd, dlqd)
-	if sendErr == nil {
-		value, _ := json.Marshal(marker{Writer: key.Writer, Epoch: key.Epoch})
-		sendErr = p.send(ctx, dd, &sarama.ProducerMessage{Topic: w.cfg.MarkerTopic, Key: sarama.StringEncoder(key.Writer), Value: sarama.ByteEncoder(value)})
-	}
-	dd.seal()
-	dlqd.seal()
-	wctx, cancel := context.WithTimeout(ctx, deliveryTimeout)
-	defer cancel()
-	waitErr := errors.Join(dd.wait(wctx), dlqd.wait(wctx))
-	acked, failed := dd.result()
-	dlqAcked, dlqFailed := dlqd.result()
-	failed = append(failed, dlqFailed...)
-	if sendErr != nil || waitErr != nil || len(failed) > 0 {
-		if aerr := p.p.AbortTxn(); aerr != nil {
-			w.log.Warn("kafka sink could not abort a failed transaction; the next attempt's producer aborts it", "key", key.String(), "err", aerr)
-		}
-		if sendErr == nil {
-			sendErr = waitErr
-		}
-		// The transaction is aborted: nothing of it is visible, whatever
-		// was acknowledged (dead-letter records excepted, which are
-		// at-least-once).
-		err := deliveryError(w.cfg.Topic, total+1, 0, failed, sendErr)
-		return false, fmt.Errorf("kafka: commit %s aborted (%d records had been acknowledged inside the transaction, %d dead-letter records published): %w", key, acked, dlqAcked, err)
-	}
-	if err := p.p.CommitTxn(); err != nil {
-		return false, &writers.OutcomeUnknownError{Endpoint: w.env.Endpoint, Key: key, Err: fmt.Errorf("kafka: commit transaction: %w", err)}
-	}
-	w.m.records.WithLabelValues("produced").Add(float64(acked - 1))
-	w.m.records.WithLabelValues("dlq").Add(float64(dlqAcked))
-	return false, nil
 }

@@ -19,13 +19,15 @@
 //     acknowledged.
 //   - Transactions are exactly-once across restarts: Precommit fsyncs the
 //     file and returns its descriptor (path, size, CRC, record count);
-//     Commit opens a sarama transactional producer whose id is derived
-//     from the endpoint and the writer, produces the staged records plus
-//     one marker record {writer, epoch} to the compacted marker topic, and
-//     commits the Kafka transaction. A failed commit aborts and can be
-//     retried from the file, also after a restart; CommittedEpoch reads the
-//     marker topic with read_committed, and a commit at or below the
-//     marker's epoch is a replay that changes nothing.
+//     Commit uses the writer's sarama transactional producer (id derived
+//     from the endpoint and the writer, kept between commits), produces
+//     the staged records plus one marker record {endpoint, writer, epoch}
+//     to the compacted marker topic, and commits the Kafka transaction. A
+//     failed commit aborts and can be retried from the file, also after a
+//     restart; a commit at or below the writer's committed epoch is a
+//     replay that changes nothing. That epoch is read from the marker
+//     topic (read_committed) once per producer and then cached; a fenced
+//     or failed producer drops both (txn.go says why this is sound).
 //
 // Records the broker refuses for their own sake go to the dead-letter
 // topic (dlq_topic); records larger than the topic's max.message.bytes are

@@ -14,13 +14,21 @@ import (
 const readTimeout = 30 * time.Second
 
 // CommittedEpoch reads the marker topic with read_committed up to its last
-// stable offset and returns the highest epoch committed by writer on this
-// endpoint's topic. Markers of aborted or still open transactions are
-// never seen. Errors: ErrUnavailable when the brokers cannot be read.
+// stable offset and returns the highest epoch writer committed on this
+// endpoint. Markers of aborted or still open transactions are never seen.
+// It always reads: the epoch Commit caches is tied to its transactional
+// producer, and the coordinator asks this only at recovery. Errors:
+// ErrUnavailable when the brokers cannot be read.
 func (w *Writer) CommittedEpoch(ctx context.Context, writer string) (int64, bool, error) {
 	if _, err := w.stageOf(writers.TxnKey{}, false); err != nil {
 		return 0, false, err
 	}
+	return w.readMarkers(ctx, writer)
+}
+
+// readMarkers reads writer's markers of this endpoint (see CommittedEpoch).
+func (w *Writer) readMarkers(ctx context.Context, writer string) (int64, bool, error) {
+	w.m.markerReads.Inc()
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	topic := w.cfg.MarkerTopic
@@ -61,6 +69,7 @@ func (w *Writer) CommittedEpoch(ctx context.Context, writer string) (int64, bool
 	defer cl.Close()
 	var epoch int64
 	found := false
+	key := w.markerKey(writer)
 	for len(last) > 0 {
 		fs := cl.PollFetches(ctx)
 		if err := ctx.Err(); err != nil {
@@ -73,11 +82,11 @@ func (w *Writer) CommittedEpoch(ctx context.Context, writer string) (int64, bool
 			if end, ok := last[r.Partition]; ok && r.Offset >= end {
 				delete(last, r.Partition)
 			}
-			if r.Attrs.IsControl() || string(r.Key) != writer || r.Value == nil {
+			if r.Attrs.IsControl() || string(r.Key) != key || r.Value == nil {
 				return
 			}
 			var m marker
-			if json.Unmarshal(r.Value, &m) == nil && m.Writer == writer && (!found || m.Epoch > epoch) {
+			if json.Unmarshal(r.Value, &m) == nil && m.Endpoint == w.env.Endpoint && m.Writer == writer && (!found || m.Epoch > epoch) {
 				epoch, found = m.Epoch, true
 			}
 		})

@@ -14,6 +14,7 @@ type metrics struct {
 	records       *prometheus.CounterVec
 	commits       *prometheus.CounterVec
 	commitSeconds prometheus.Histogram
+	markerReads   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -31,9 +32,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "quiver_kafka_commit_seconds", Help: "Duration of successful sink commits (produce and, for transactions, the Kafka commit).",
 			Buckets: prometheus.ExponentialBuckets(0.001, 4, 10),
 		}),
+		markerReads: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_kafka_marker_reads_total", Help: "Reads of the marker topic (committed-epoch and commits whose writer's epoch is not cached).",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.staged, m.records, m.commits, m.commitSeconds} {
+		for _, c := range []prometheus.Collector{m.staged, m.records, m.commits, m.commitSeconds, m.markerReads} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("kafka: register metrics: %w", err)
 			}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 
 	"github.com/IBM/sarama"
+	"github.com/eapache/go-resiliency/breaker"
 )
 
 // pipe is a sarama AsyncProducer whose delivery reports are routed to the
@@ -199,7 +200,9 @@ func classify(err error) scope {
 		return scopeRecord // sarama's own size refusal, before sending
 	}
 	var netErr net.Error
-	if errors.Is(err, sarama.ErrOutOfBrokers) || errors.Is(err, sarama.ErrNotConnected) ||
+	// breaker.ErrBreakerOpen: sarama stopped asking for a partition's
+	// leader for a while after repeated failures.
+	if errors.Is(err, sarama.ErrOutOfBrokers) || errors.Is(err, breaker.ErrBreakerOpen) || errors.Is(err, sarama.ErrNotConnected) ||
 		errors.Is(err, sarama.ErrClosedClient) || errors.Is(err, sarama.ErrShuttingDown) ||
 		errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) ||
 		errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) {

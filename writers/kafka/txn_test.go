@@ -49,7 +49,7 @@ func TestCommitAfterCrash(t *testing.T) {
 	pc.Version = sarama.V3_6_0_0
 	pc.Producer.Idempotent, pc.Producer.RequiredAcks, pc.Net.MaxOpenRequests = true, sarama.WaitForAll, 1
 	pc.Producer.Return.Successes = true
-	pc.Producer.Transaction.ID = "quiver-ep-job"
+	pc.Producer.Transaction.ID = "quiver/ep/job"
 	orphan, err := sarama.NewSyncProducer(c.Addrs(), pc)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +75,7 @@ func TestCommitAfterCrash(t *testing.T) {
 			t.Fatal("the crashed attempt's record is visible")
 		}
 	}
-	if markers := readCommitted(t, c.Addrs(), cfg.MarkerTopic); len(markers) != 1 || string(markers[0].Value) != `{"writer":"job","epoch":4}` {
+	if markers := readCommitted(t, c.Addrs(), cfg.MarkerTopic); len(markers) != 1 || string(markers[0].Value) != `{"endpoint":"ep","writer":"job","epoch":4}` || string(markers[0].Key) != "ep/job" {
 		t.Fatalf("markers %v, want one {writer job, epoch 4}", markers)
 	}
 	if e, ok, err := b.CommittedEpoch(ctx, "job"); err != nil || !ok || e != 4 {
@@ -130,7 +130,8 @@ func TestCorruptStagingFileIsRefused(t *testing.T) {
 }
 
 // TestBrokerDown: a stream whose commit finds Kafka gone fails with
-// ErrUnavailable, saying nothing was acknowledged.
+// ErrUnavailable once every record has had its final report, saying
+// nothing was acknowledged.
 func TestBrokerDown(t *testing.T) {
 	mem := checkedMem(t)
 	c := startCluster(t)
@@ -152,8 +153,9 @@ func TestBrokerDown(t *testing.T) {
 	}
 	c.Close()
 	_, err = w.Commit(ctx, key, []writers.Descriptor{desc})
-	if !errors.Is(err, writers.ErrUnavailable) || !strings.Contains(err.Error(), "0 of 2 records acknowledged") {
-		t.Fatalf("Commit with the broker down: %v, want ErrUnavailable saying 0 of 2 records acknowledged", err)
+	if !errors.Is(err, writers.ErrUnavailable) || !strings.Contains(err.Error(), "0 of 2 records acknowledged") ||
+		!strings.Contains(err.Error(), "stopped retrying") {
+		t.Fatalf("Commit with the broker down: %v, want ErrUnavailable saying 0 of 2 records acknowledged and that the producer stopped retrying", err)
 	}
 }
 

@@ -44,6 +44,7 @@ type Writer struct {
 
 	mu     sync.Mutex // guards the following fields
 	stages map[writers.TxnKey]*stage
+	txns   map[string]*txnSlot // by writer
 	opened bool
 	closed bool
 }
@@ -68,6 +69,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		log:    env.Logger,
 		dir:    filepath.Join(env.DataDir, "kafka", env.Endpoint),
 		stages: map[writers.TxnKey]*stage{},
+		txns:   map[string]*txnSlot{},
 	}
 	if cfg.Format == FormatAvro {
 		r, err := kafkaenc.NewRegistry(cfg.SchemaRegistry.URL, cfg.Topic+"-value")
@@ -154,44 +156,6 @@ func (w *Writer) newPipe(maxBytes int, txnID string) (*pipe, error) {
 	return newPipe(p), nil
 }
 
-// producerConfig is the verified configuration of kafka-notes.md §4.
-func (w *Writer) producerConfig(maxBytes int, txnID string) *sarama.Config {
-	c := sarama.NewConfig()
-	c.ClientID = "quiver"
-	c.Version = sarama.V3_6_0_0
-	c.Producer.Idempotent = true
-	c.Producer.RequiredAcks = sarama.WaitForAll
-	c.Net.MaxOpenRequests = 1
-	c.Producer.Retry.Max = 3
-	c.Net.DialTimeout = 5 * time.Second
-	c.Net.ReadTimeout = 10 * time.Second
-	c.Net.WriteTimeout = 10 * time.Second
-	c.Producer.Return.Successes = true
-	c.Producer.Return.Errors = true
-	c.Producer.Partitioner = partitioner(w.cfg.Partitioner, w.cfg.StickyBatchSize)
-	c.Producer.MaxMessageBytes = maxBytes
-	c.Producer.Compression = codec(w.cfg.Compression)
-	c.ChannelBufferSize = 4096
-	c.Metadata.Retry.Max = 3
-	if txnID != "" {
-		c.Producer.Transaction.ID = txnID
-		c.Producer.Transaction.Timeout = time.Minute
-	}
-	return c
-}
-
-func codec(name string) sarama.CompressionCodec {
-	switch name {
-	case "snappy":
-		return sarama.CompressionSnappy
-	case "lz4":
-		return sarama.CompressionLZ4
-	case "zstd":
-		return sarama.CompressionZSTD
-	}
-	return sarama.CompressionNone
-}
-
 // Check probes the brokers, the topic (and the DLQ topic) and, for Avro,
 // the registry, without producing or creating anything. It may be called
 // before Open.
@@ -246,6 +210,7 @@ func (w *Writer) Close(ctx context.Context) error {
 			errs = append(errs, removeIfExists(st.desc.Path))
 		}
 	}
+	w.closeTxns(ctx)
 	for _, p := range []*pipe{w.auto, w.dlq} {
 		if p != nil {
 			if err := p.close(ctx); err != nil {
@@ -303,7 +268,7 @@ func (w *Writer) stageOf(key writers.TxnKey, create bool) (*stage, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || !w.opened {
-		return nil, writers.Errorf(writers.ErrWrongState, "kafka: endpoint %q: writer is not open", w.env.Endpoint)
+		return nil, w.notOpen()
 	}
 	st := w.stages[key]
 	if st == nil && create {

@@ -33,9 +33,16 @@ type Server struct {
 
 // Start starts a registry on 127.0.0.1:0, closed at the test's end.
 func Start(t testing.TB) *Server {
+	s := New()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// New starts a registry on 127.0.0.1:0 outside a test (benchmarks); the
+// caller closes it.
+func New() *Server {
 	s := &Server{byText: map[string]int{}, subjects: map[string][]int{}, compat: map[string]string{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
-	t.Cleanup(s.Close)
 	return s
 }
 

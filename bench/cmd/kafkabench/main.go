@@ -1,0 +1,257 @@
+// Command kafkabench measures the Kafka sink end to end: it starts an
+// embedded kfake broker (writers/kafka/embedded, 6 partitions) and an
+// in-process Schema Registry (srfake), one Quiver server in process with a
+// JSON and an Avro Kafka endpoint (key_column id, murmur2), and drives each
+// with the standard workload through package bench (the engine of
+// quiverbench). In the same run it produces the very records the sink
+// produces (serialized beforehand with writers/kafka/kafkaenc, Avro with
+// the same registered schema id) with a bare sarama AsyncProducer (the
+// sink's producer settings) and a franz-go client, to the same broker. It
+// prints records/s, MB/s (record key and value bytes) and the ratio of each
+// to bare sarama at each format and stream count:
+//
+//	go run ./bench/cmd/kafkabench --streams 1,4 --rows 200000
+//
+// kfake keeps records in memory and serves every request on one goroutine
+// sharing the machine with the clients: the figures compare clients with
+// one another, they do not predict a real cluster's throughput. Topics are
+// truncated (DeleteRecords) after every measurement to keep memory flat.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/clients/go/quiverflag"
+	"github.com/quiver-ingest/quiver/server"
+	"github.com/quiver-ingest/quiver/server/config"
+	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
+	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc/srfake"
+)
+
+// partitions of every benchmark topic.
+const partitions = 6
+
+// formats are the value formats measured; each is a Quiver endpoint of
+// that name producing to topic "quiver-<format>".
+var formats = []string{"json", "avro"}
+
+// Targets of the report.
+const (
+	targetQuiver = "quiver"
+	targetSarama = "sarama"
+	targetFranz  = "franz-go"
+)
+
+type options struct {
+	streams []int
+	rows    int64
+	runs    int
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var o options
+	fs := flag.NewFlagSet("kafkabench", flag.ExitOnError)
+	streams := fs.String("streams", "1,4", "concurrent streams (producing goroutines for the bare clients), a comma list runs each")
+	fs.Int64Var(&o.rows, "rows", 200_000, "rows (records) per stream")
+	fs.IntVar(&o.runs, "runs", 3, "runs per target, format and stream count; the median is reported")
+	fs.Parse(os.Args[1:])
+	for s := range strings.SplitSeq(*streams, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(s))
+		if err != nil || n <= 0 {
+			fmt.Fprintf(os.Stderr, "kafkabench: --streams %q: give positive integers\n", *streams)
+			os.Exit(2)
+		}
+		o.streams = append(o.streams, n)
+	}
+	if o.rows <= 0 || o.runs <= 0 {
+		fmt.Fprintln(os.Stderr, "kafkabench: --rows and --runs must be positive")
+		os.Exit(2)
+	}
+	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "kafkabench:", err)
+		os.Exit(1)
+	}
+}
+
+// row is one line of the report.
+type row struct {
+	format, target string
+	streams        int
+	recsPerSec     float64
+	mbPerSec       float64 // key and value bytes
+}
+
+func run(ctx context.Context, o options, out, log io.Writer) (err error) {
+	var topics []string
+	for _, f := range formats {
+		topics = append(topics, quiverTopic(f), baselineTopic(targetSarama, f), baselineTopic(targetFranz, f))
+	}
+	cluster, err := embedded.Start(embedded.Options{Listen: "127.0.0.1:0", Partitions: partitions, Topics: topics})
+	if err != nil {
+		return err
+	}
+	defer cluster.Close()
+	reg := srfake.New()
+	defer reg.Close()
+	dir, err := os.MkdirTemp("", "kafkabench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	srv, err := startServer(ctx, dir, cluster.Addrs(), reg.URL)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		err = errors.Join(err, srv.Shutdown(sctx))
+	}()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(cluster.Addrs()...))
+	if err != nil {
+		return err
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+
+	recs := map[string]*records{}
+	for _, f := range formats {
+		if recs[f], err = serialize(ctx, f, o.rows, reg.URL); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "kafkabench: %s records: %d per stream, %.1f bytes each (key and value)\n", f, len(recs[f].kv), recs[f].meanBytes())
+	}
+
+	var rows []row
+	for _, streams := range o.streams {
+		for _, f := range formats {
+			// One bench.Run per run, so the topic is truncated between runs
+			// as it is for the bare clients.
+			var rates []float64
+			for range o.runs {
+				rep, err := bench.Run(ctx, bench.Config{
+					Conn: quiverflag.Conn{Addr: srv.FlightAddr()}, Endpoint: f, Streams: []int{streams},
+					Rows: o.rows, BatchRows: bench.DefaultBatchRows, Seed: bench.DefaultSeed, Runs: 1,
+				}, log)
+				if err != nil {
+					return fmt.Errorf("quiver %s, %d streams: %w", f, streams, err)
+				}
+				if err := truncate(ctx, adm, quiverTopic(f)); err != nil {
+					return err
+				}
+				rates = append(rates, rep.Results[0].RowsPerSec)
+			}
+			rate := median(rates)
+			rows = append(rows, row{format: f, target: targetQuiver, streams: streams, recsPerSec: rate, mbPerSec: rate * recs[f].meanBytes() / 1e6})
+
+			for _, b := range []struct {
+				target  string
+				produce produceFunc
+			}{{targetSarama, produceSarama}, {targetFranz, produceFranz}} {
+				topic := baselineTopic(b.target, f)
+				var rates []float64
+				for run := range o.runs {
+					elapsed, err := b.produce(ctx, cluster.Addrs(), topic, recs[f], streams)
+					if err != nil {
+						return fmt.Errorf("%s %s, %d streams: %w", b.target, f, streams, err)
+					}
+					if err := truncate(ctx, adm, topic); err != nil {
+						return err
+					}
+					r := float64(len(recs[f].kv)*streams) / elapsed.Seconds()
+					fmt.Fprintf(log, "kafkabench: %s %s, %d stream(s), run %d: %.0f records/s\n", b.target, f, streams, run+1, r)
+					rates = append(rates, r)
+				}
+				med := median(rates)
+				rows = append(rows, row{format: f, target: b.target, streams: streams, recsPerSec: med, mbPerSec: med * recs[f].meanBytes() / 1e6})
+			}
+		}
+	}
+	return report(out, rows)
+}
+
+func quiverTopic(format string) string           { return "quiver-" + format }
+func baselineTopic(target, format string) string { return target + "-" + format }
+
+// startServer serves one Kafka endpoint per format, named after it,
+// keyed by id, producing to quiverTopic(format) on brokers.
+func startServer(ctx context.Context, dir string, brokers []string, registry string) (*server.Server, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nlog: {level: warn}\nendpoints:\n", dir)
+	for _, f := range formats {
+		fmt.Fprintf(&b, "  - name: %s\n    sink: kafka\n    kafka: {brokers: [%q], topic: %s, format: %s, key_column: id, schema_registry: {url: %q}}\n",
+			f, brokers[0], quiverTopic(f), f, registry)
+	}
+	reg := server.Sinks()
+	cfg, err := config.Parse([]byte(b.String()), dir, reg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.New(cfg, server.Options{Sinks: reg})
+	if err != nil {
+		return nil, err
+	}
+	if err := srv.Start(ctx); err != nil {
+		return nil, err
+	}
+	return srv, nil
+}
+
+// truncate deletes every record of topic, so kfake frees its memory.
+func truncate(ctx context.Context, adm *kadm.Client, topic string) error {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	resp, err := adm.DeleteRecords(ctx, ends.Offsets())
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("truncate %s: %w", topic, err)
+	}
+	return nil
+}
+
+func median(xs []float64) float64 {
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
+
+// report prints one line per format, stream count and target, with the
+// ratio of each target's records/s to bare sarama's.
+func report(w io.Writer, rows []row) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "format\tstreams\ttarget\trecords/s\tMB/s\tvs sarama\t")
+	sarama := func(format string, streams int) float64 {
+		for _, r := range rows {
+			if r.format == format && r.streams == streams && r.target == targetSarama {
+				return r.recsPerSec
+			}
+		}
+		return 0
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.1f\t%.2fx\t\n", r.format, r.streams, r.target, r.recsPerSec, r.mbPerSec, r.recsPerSec/sarama(r.format, r.streams))
+	}
+	return tw.Flush()
+}
