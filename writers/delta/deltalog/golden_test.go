@@ -23,7 +23,7 @@ func openGolden(t *testing.T, name string) *storage.Bucket {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(dir); err != nil {
-		t.Skipf("golden tables not available: %v", err)
+		t.Fatalf("golden tables not available (they live in ../shared/testdata/delta-golden beside the repository): %v", err)
 	}
 	b, err := storage.Open(context.Background(), "file://"+dir, storage.Options{})
 	if err != nil {
@@ -127,7 +127,7 @@ var goldenTables = map[string]goldenCase{
 func TestGoldenTables(t *testing.T) {
 	entries, err := os.ReadDir(goldenDir)
 	if err != nil {
-		t.Skipf("golden tables not available: %v", err)
+		t.Fatalf("golden tables not available (they live in ../shared/testdata/delta-golden beside the repository): %v", err)
 	}
 	var dirs []string
 	for _, e := range entries {
