@@ -84,6 +84,37 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 	return c.finish(ctx, t)
 }
 
+// conflictedEverywhere reports whether t's decided commit can never
+// succeed and published nothing: no endpoint of the decision has committed
+// and every failure of this attempt is a conflict (a concurrent commit won
+// and this one cannot be rebased; the sink published nothing). Retrying such
+// a decision would fail forever, so it is undone instead.
+func (c *Coordinator) conflictedEverywhere(t *txn, errs []error) bool {
+	c.mu.Lock()
+	committed := len(t.done)
+	c.mu.Unlock()
+	if committed > 0 {
+		return false
+	}
+	for _, err := range errs {
+		if err != nil && !errors.Is(err, writers.ErrConflict) {
+			return false
+		}
+	}
+	return true
+}
+
+// abortDecided undoes t's decided commit after conflictedEverywhere: it
+// journals the abort (which clears the decision), rolls the participants
+// back and returns cause, still a conflict, telling the client to replay.
+func (c *Coordinator) abortDecided(ctx context.Context, t *txn, cause error) (Status, error) {
+	if err := c.abort(ctx, t, false); err != nil && c.isLive(t) {
+		return Status{}, errors.Join(cause, err)
+	}
+	c.logger.Warn("txn: decided commit conflicted on every endpoint and published nothing: aborted", "txn", t.id.String(), "err", cause)
+	return Status{}, fmt.Errorf("txn: %s is aborted, nothing was published: begin the epoch again and replay it: %w", t.id, cause)
+}
+
 // commitUnknown answers a commit of a transaction this coordinator has no
 // record of, unless it must be decided from the handed descriptors
 // (answered false).
@@ -164,7 +195,7 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 			}
 			info, err := w.Commit(ctx, t.key(), jb.descs)
 			if err != nil {
-				errs[i] = fmt.Errorf("txn: commit %s on endpoint %q: %w (the commit is decided and kept: retry commit to finish it)", t.id, jb.endpoint, err)
+				errs[i] = fmt.Errorf("txn: commit %s on endpoint %q: %w", t.id, jb.endpoint, err)
 				return
 			}
 			c.mu.Lock()
@@ -174,7 +205,10 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return Status{}, err
+		if c.conflictedEverywhere(t, errs) {
+			return c.abortDecided(ctx, t, err)
+		}
+		return Status{}, fmt.Errorf("%w (the commit is decided and kept: retry commit to finish it)", err)
 	}
 
 	c.mu.Lock()

@@ -525,3 +525,43 @@ func TestCrashPoints(t *testing.T) {
 		t.Fatalf("Open with a bad %s: %v", crashEnv, err)
 	}
 }
+
+// TestCommitConflictEverywhereAborts: a decided commit that every sink
+// refuses with a conflict published nothing and can never succeed, so it is
+// undone: the transaction is aborted, its parts rolled back, and the epoch
+// can be begun again and replayed. A conflict after another endpoint
+// committed keeps the decision (half of it is published).
+func TestCommitConflictEverywhereAborts(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	fx.c.Precommit(bg, "w", 1)
+	conflict := writers.Errorf(writers.ErrConflict, "delta: a concurrent commit removed a file this upsert rewrites")
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = conflict })
+	_, err := fx.c.Commit(bg, "w", 1, nil)
+	if !errors.Is(err, writers.ErrConflict) || !strings.Contains(err.Error(), "begin the epoch again and replay it") {
+		t.Fatalf("commit: %v, want a conflict telling to replay", err)
+	}
+	fx.mustState("w", 1, StateAborted)
+	if _, _, rollbacks, _ := fx.eps["a"].counts(); rollbacks != 1 {
+		t.Fatalf("rollbacks = %d, want 1", rollbacks)
+	}
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
+	if _, err := fx.c.Begin(bg, "w", 1, 0); err != nil {
+		t.Fatalf("begin the aborted epoch again: %v", err)
+	}
+	fx.write("w", 1, "a", 1)
+	fx.c.Precommit(bg, "w", 1)
+	if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.State != StateCommitted {
+		t.Fatalf("replayed epoch: %+v %v", st, err)
+	}
+
+	// Two endpoints: a commits, b conflicts → the decision stays.
+	fx.write("w", 2, "a", 1)
+	fx.write("w", 2, "b", 1)
+	fx.c.Precommit(bg, "w", 2)
+	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = conflict })
+	if _, err := fx.c.Commit(bg, "w", 2, nil); !errors.Is(err, writers.ErrConflict) || !strings.Contains(err.Error(), "decided and kept") {
+		t.Fatalf("half-committed: %v, want the decision kept", err)
+	}
+	fx.mustState("w", 2, StatePrecommitted)
+}

@@ -48,14 +48,15 @@ func (o *mergeOutcome) record(removed string, adds []addFile) {
 //     source keys' (files without stats are candidates);
 //  2. each candidate's key columns alone are read and matched against the
 //     source keys; a file without a match is left alone;
-//  3. a matched file is read whole and written again without its matched
-//     rows (updated or deleted);
-//  4. the live rows are written as new files.
+//  3. a matched file is removed, and unless every row matched, read whole
+//     and written again without its matched rows (updated or deleted);
+//  4. the live rows are written as new files, concurrently with 2 and 3.
 //
 // Memory stays bounded whatever the table's size: candidates are streamed
 // one at a time per worker (at most min(GOMAXPROCS, maxEncoders) at once),
-// batch by batch, and only the source keys are indexed. On failure every
-// file written is deleted and nothing is returned.
+// batch by batch, and only the source keys and the matched row positions
+// are kept. On failure every file written is deleted and nothing is
+// returned.
 func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result) (*mergeOutcome, error) {
 	groups, err := newKeyGroups(res, w.keyColumns())
 	if err != nil {
@@ -82,7 +83,9 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(min(runtime.GOMAXPROCS(0), maxEncoders))
+	// The live rows take the first slot, alongside (not instead of) the
+	// candidate workers.
+	g.SetLimit(1 + min(runtime.GOMAXPROCS(0), maxEncoders))
 	g.Go(func() error {
 		adds, err := w.writeLive(gctx, res.Live)
 		out.record("", adds)
@@ -143,6 +146,12 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch) ([]add
 // some match, rewrites it without the matched rows. rewritten reports
 // whether a is replaced by adds (possibly none: every row matched). On
 // failure the files already finished are returned for deletion.
+//
+// The key columns alone are read first (most candidates of a selective
+// changelog hold no match and are never read whole); the matched row
+// positions found there are kept (8 bytes per matched row, bounded by the
+// changelog) so the second read, of every column, only gathers the rows
+// to keep. A file whose every row matched is removed without that read.
 func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups) (adds []addFile, rewritten bool, err error) {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
@@ -153,36 +162,104 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		return nil, false, fmt.Errorf("delta: upsert: open data file %s: %w", key, err)
 	}
 	defer r.Close()
-	grp := groups.forFile(a)
-	m := fileMatcher{w: w, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path}
-
-	// Pass 1: the key columns alone.
-	matched, err := m.scan(ctx, r, size, groups.keys.data, nil)
-	if err != nil || matched == 0 {
+	m := fileMatcher{w: w, grp: groups.forFile(a), keys: groups.keys.data, src: groups.enc, file: a.Path}
+	matched, rows, err := m.matchedRows(ctx, r, size)
+	if err != nil || len(matched) == 0 {
 		return nil, false, err
 	}
-	// Pass 2: every column, written again without the matched rows.
-	fs := fileSet{open: make(map[string]*dataFile)}
+	if int64(len(matched)) == rows {
+		return nil, true, nil
+	}
 	dir := deltalog.PartitionDir(snap.Metadata.PartitionColumns, a.PartitionValues)
-	_, err = m.scan(ctx, r, size, nil, func(rec arrow.RecordBatch, matched []int32) error {
-		if len(matched) == int(rec.NumRows()) {
+	adds, err = w.rewrite(ctx, r, size, a, dir, matched)
+	return adds, err == nil, err
+}
+
+// rewrite writes the rows of data file a (r, size) but the matched ones
+// (ascending positions in the file) as new files under dir. Reading and
+// Parquet encoding are pipelined: this goroutine decodes and gathers, one
+// more encodes, with one batch in between. It returns the finished files,
+// also on failure (for deletion).
+func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, matched []int64) ([]addFile, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fs := fileSet{open: make(map[string]*dataFile)}
+	kept := make(chan arrow.RecordBatch, 1)
+	var encErr error
+	encoded := make(chan struct{})
+	go func() {
+		defer close(encoded)
+		for rec := range kept {
+			if encErr == nil {
+				if encErr = w.write(ctx, &fs, dir, a.PartitionValues, rec); encErr != nil {
+					cancel() // stop reading: nothing more will be encoded
+				}
+			}
+			rec.Release()
+		}
+		if encErr == nil {
+			encErr = w.finishAll(&fs)
+		}
+	}()
+	readErr := w.readKept(ctx, r, size, a.Path, matched, func(rec arrow.RecordBatch) error {
+		select {
+		case kept <- rec:
 			return nil
+		case <-ctx.Done():
+			rec.Release()
+			return ctx.Err()
 		}
-		if len(matched) == 0 {
-			return w.write(ctx, &fs, dir, a.PartitionValues, rec)
+	})
+	close(kept)
+	<-encoded
+	fs.abortAll()
+	if encErr != nil {
+		return fs.finished, encErr // the cause; readErr is then the cancellation
+	}
+	return fs.finished, readErr
+}
+
+// readKept reads every column of data file path and hands send each
+// batch without the matched rows (positions in the file, ascending); send
+// owns the batch it is given.
+func (w *Writer) readKept(ctx context.Context, r io.ReaderAt, size int64, path string, matched []int64, send func(arrow.RecordBatch) error) error {
+	rr, err := parquetio.ReadFile(ctx, r, size, w.mem, parquetio.ReadOptions{})
+	if err != nil {
+		return fmt.Errorf("delta: upsert: read data file %s: %w", path, err)
+	}
+	defer rr.Release()
+	cctx := compute.WithAllocator(ctx, w.mem)
+	var first int64 // the file position of the batch's first row
+	var rows []int32
+	for rr.Next() {
+		rec := rr.RecordBatch()
+		n := rec.NumRows()
+		rows = rows[:0]
+		for len(matched) > 0 && matched[0] < first+n {
+			rows = append(rows, int32(matched[0]-first))
+			matched = matched[1:]
 		}
-		kept, err := take(compute.WithAllocator(ctx, w.mem), w.mem, rec, complement(matched, int(rec.NumRows())))
-		if err != nil {
+		first += n
+		var out arrow.RecordBatch
+		switch {
+		case len(rows) == int(n):
+			continue
+		case len(rows) == 0:
+			rec.Retain()
+			out = rec
+		default:
+			if out, err = take(cctx, w.mem, rec, complement(rows, int(n))); err != nil {
+				return err
+			}
+		}
+		if err := send(out); err != nil {
 			return err
 		}
-		defer kept.Release()
-		return w.write(ctx, &fs, dir, a.PartitionValues, kept)
-	})
-	if err == nil {
-		err = w.finishAll(&fs)
 	}
-	fs.abortAll()
-	return fs.finished, err == nil, err
+	if err := rr.Err(); err != nil {
+		return fmt.Errorf("delta: upsert: read data file %s: %w", path, err)
+	}
+	return nil
 }
 
 // fileMatcher finds the rows of one target file whose data keys are
@@ -197,38 +274,35 @@ type fileMatcher struct {
 	buf  []int32
 }
 
-// scan reads the file (only columns, nil for all), matches each batch and
-// hands it with its matched rows (ascending) to fn when fn is set. It
-// returns the number of matched rows.
-func (m *fileMatcher) scan(ctx context.Context, r io.ReaderAt, size int64, columns []string, fn func(arrow.RecordBatch, []int32) error) (int64, error) {
-	rr, err := parquetio.ReadFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: columns})
+// matchedRows reads the data key columns of the file and returns the
+// positions (ascending) of its rows whose key is among the group's, and
+// the file's row count.
+func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64) (matched []int64, rows int64, err error) {
+	rr, err := parquetio.ReadFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: m.keys})
 	if err != nil {
-		return 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
+		return nil, 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
 	}
 	defer rr.Release()
 	if m.enc, err = merge.NewKeyEncoder(rr.Schema(), m.keys); err == nil {
 		err = m.src.SameEncoding(m.enc)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
+		return nil, 0, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 	}
-	var n int64
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		if m.buf, err = m.match(ctx, rec, m.buf[:0]); err != nil {
-			return 0, err
+			return nil, 0, err
 		}
-		n += int64(len(m.buf))
-		if fn != nil {
-			if err := fn(rec, m.buf); err != nil {
-				return 0, err
-			}
+		for _, row := range m.buf {
+			matched = append(matched, rows+int64(row))
 		}
+		rows += rec.NumRows()
 	}
 	if err := rr.Err(); err != nil {
-		return 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
+		return nil, 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
 	}
-	return n, nil
+	return matched, rows, nil
 }
 
 // match appends to dst the rows of rec whose key is in the group. Rows

@@ -1,0 +1,136 @@
+package e2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+
+	quiver "github.com/quiver-ingest/quiver/clients/go"
+)
+
+// upsertChangelog is the transaction of the upsert tests over a table
+// seeded with ids [0, 1000): updates (one key twice), deletes (one of a
+// key the table does not hold), inserts, and a key inserted then deleted.
+func upsertChangelog() []change {
+	var cs []change
+	for id := int64(0); id < 50; id++ {
+		cs = append(cs, change{id: id, v: fmt.Sprintf("upd-%d", id), op: "U"})
+	}
+	cs = append(cs, change{id: 7, v: "upd-7-again"})
+	for id := int64(500); id < 530; id++ {
+		cs = append(cs, change{id: id, op: "D"})
+	}
+	cs = append(cs, change{id: 5000, op: "D"})
+	for id := int64(1000); id < 1100; id++ {
+		cs = append(cs, change{id: id, v: fmt.Sprintf("new-%d", id), op: "I"})
+	}
+	return append(cs, change{id: 2000, v: "gone", op: "I"}, change{id: 2000, op: "D"})
+}
+
+// seedUpsertTable appends ids [0, 1000) to the table in two auto-commit
+// streams (two commits, so the table has several files) and returns the
+// model of the table.
+func seedUpsertTable(t *testing.T, c *quiver.Client) map[int64]string {
+	t.Helper()
+	ctx := ctxT(t)
+	var model map[int64]string
+	for _, start := range []int64{0, 500} {
+		seed := seedChanges(start, 500)
+		if ack, err := c.Put(ctx, deltaEndpoint, changelog(t, seed)); err != nil || !ack.Committed {
+			t.Fatalf("seed put: %+v, %v", ack, err)
+		}
+		model = applyChanges(model, seed)
+	}
+	return model
+}
+
+// upsertVersion returns the Delta version a commit answered for the
+// upsert endpoint.
+func upsertVersion(t *testing.T, st quiver.TxnStatus) int64 {
+	t.Helper()
+	ec, ok := st.Endpoints[upsertEndpoint]
+	if !ok || ec.Version == nil {
+		t.Fatalf("commit answered no version for %s: %+v", upsertEndpoint, st)
+	}
+	return *ec.Version
+}
+
+// TestDeltaUpsertKillAfterPrecommit: the real server is killed right
+// after journaling the precommit of an upsert transaction, whose rewritten
+// and new files are written. The restarted server commits the descriptor;
+// the table equals the model with the changelog applied exactly once, a
+// second commit adds no version, and replaying the whole epoch from
+// scratch (begin, put, precommit, commit: planned again against the
+// merged table) adds none either.
+func TestDeltaUpsertKillAfterPrecommit(t *testing.T) {
+	ctx := ctxT(t)
+	tableDir := filepath.Join(t.TempDir(), "events")
+	cfg := writeUpsertConfig(t, t.TempDir(), tableDir)
+
+	p := startQuiver(t, cfg, "QUIVER_TEST_CRASH=after-precommit")
+	c := dial(t, p)
+	model := seedUpsertTable(t, c)
+	seeded := wantRows(t, tableDir, model)
+	changes := upsertChangelog()
+	want := applyChanges(model, changes)
+
+	tx := c.Txn("cdc", 1)
+	if _, err := tx.Put(ctx, upsertEndpoint, changelog(t, changes)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Precommit(ctx); err == nil {
+		t.Fatal("precommit answered, but the crash point should have killed the server first")
+	}
+	p.waitExit(t)
+	if tab := readDelta(t, tableDir); tab.version != seeded.version {
+		t.Fatalf("the precommit published version %d", tab.version)
+	}
+
+	p = startQuiver(t, cfg)
+	c = dial(t, p)
+	tx = c.Txn("cdc", 1)
+	st, err := tx.Commit(ctx, nil)
+	if err != nil || st.State != quiver.StateCommitted || st.Replayed {
+		t.Fatalf("commit after restart: %+v, %v", st, err)
+	}
+	version := upsertVersion(t, st)
+	tab := wantRows(t, tableDir, want)
+	if tab.version != version || version != seeded.version+1 {
+		t.Fatalf("table at version %d, the commit answered %d, seeded at %d: want one new version", tab.version, version, seeded.version)
+	}
+	if epoch, ok := tab.snap.TxnVersion("cdc"); !ok || epoch != 1 {
+		t.Fatalf("txn version of cdc = %d, %v; want 1", epoch, ok)
+	}
+
+	st, err = tx.Commit(ctx, nil)
+	if err != nil || st.State != quiver.StateCommitted {
+		t.Fatalf("second commit: %+v, %v", st, err)
+	}
+	if again := readDelta(t, tableDir); again.version != version {
+		t.Fatalf("second commit moved the table from version %d to %d", version, again.version)
+	}
+
+	// The pipeline replays the epoch from scratch.
+	tx, err = c.Begin(ctx, "cdc", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Put(ctx, upsertEndpoint, changelog(t, changes)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Precommit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	st, err = tx.Commit(ctx, nil)
+	if err != nil || st.State != quiver.StateCommitted || !st.Replayed {
+		t.Fatalf("replayed epoch: %+v, %v; want committed and replayed", st, err)
+	}
+	if tab = wantRows(t, tableDir, want); tab.version != version {
+		t.Fatalf("replaying the epoch moved the table from version %d to %d", version, tab.version)
+	}
+	wantContiguousLog(t, tableDir, version)
+	epoch, ok, err := c.CommittedEpoch(ctx, upsertEndpoint, "cdc")
+	if err != nil || !ok || epoch != 1 {
+		t.Fatalf("committed-epoch = %d, %v, %v; want 1", epoch, ok, err)
+	}
+}
