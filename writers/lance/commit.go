@@ -17,12 +17,15 @@ const maxReplans = 5
 
 // Commit publishes every fragment of descs in one Lance version whose
 // transaction properties record key (unless key.Auto): an Append, or the
-// Overwrite that creates the dataset. An auto-commit key without fragments
+// Overwrite that creates the dataset; a merge_insert descriptor (at most
+// one per commit) makes it an Update that also replaces the fragments the
+// merge deleted rows from and drops those it emptied, provided each is
+// unchanged since the precommit (see mergeDesc.apply). An auto-commit key without fragments
 // commits nothing. A key whose epoch the history already records is
 // answered Replayed with the version that recorded it, changing nothing.
 // Errors: ErrInvalid for foreign descriptors or a schema that no longer
 // matches; ErrConflict when the dataset changed incompatibly maxReplans
-// times; a writers.OutcomeUnknownError when the manifest write's outcome
+// times, or a merge's fragments changed since its precommit; a writers.OutcomeUnknownError when the manifest write's outcome
 // is unknown. Every call that commits, replays or fails counts in
 // quiver_lance_commits_total.
 func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
@@ -46,6 +49,10 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			}
 		}
 	}
+	m, err := mergeOf(ds)
+	if err != nil {
+		return writers.CommitInfo{}, err
+	}
 	w.forget(key)
 	failed := func(err error) (writers.CommitInfo, error) {
 		w.m.commits.WithLabelValues("failed").Inc()
@@ -57,7 +64,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		if err != nil {
 			return failed(err)
 		}
-		if key.Auto && len(frags) == 0 {
+		if key.Auto && len(frags) == 0 && (m == nil || len(m.Updated)+len(m.Removed) == 0) {
 			if d == nil {
 				return writers.CommitInfo{Version: writers.NoVersion}, nil
 			}
@@ -74,6 +81,12 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			}
 		}
 		txn := &lanceformat.Transaction{Op: lanceformat.OpAppend, Fragments: frags}
+		if m != nil {
+			if err := m.apply(d, txn); err != nil {
+				w.m.conflicts.Inc()
+				return failed(err)
+			}
+		}
 		if !key.Auto {
 			txn.Properties = map[string]string{propWriter: key.Writer, propEpoch: strconv.FormatInt(key.Epoch, 10)}
 		}
@@ -93,6 +106,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			}
 			w.m.version.Set(float64(nd.Version()))
 			w.m.commits.WithLabelValues("committed").Inc()
+			if m != nil {
+				w.m.countMerge(m.Counts)
+			}
 			return writers.CommitInfo{Version: int64(nd.Version())}, nil
 		case errors.Is(err, writers.ErrConflict) && replan < maxReplans:
 			w.m.conflicts.Inc()

@@ -21,7 +21,7 @@ type Config struct {
 	// mem://, s3://, gs:// or azblob://. Relative file:// paths resolve
 	// against the config file's folder.
 	DatasetURI string `yaml:"dataset_uri"`
-	// WriteMode is append or merge_insert (refused until Lance part 2).
+	// WriteMode is append or merge_insert.
 	WriteMode string `yaml:"mode"`
 	// On lists merge_insert's key columns.
 	On []string `yaml:"on"`
@@ -83,12 +83,26 @@ func (c *Config) Validate() error {
 			bad("on", "only mode merge_insert uses key columns: remove them or change mode")
 		}
 	case ModeMergeInsert:
-		bad("mode", "merge_insert arrives with Lance part 2 and is not in this build: use append")
+		if len(c.On) == 0 {
+			bad("on", "mode merge_insert needs the key columns to match on, e.g. on: [id]")
+		}
+		if dup := firstDuplicate(c.On); dup != "" {
+			bad("on", "column %q is listed twice", dup)
+		}
 	default:
-		bad("mode", "%q is not a write mode: use append", c.WriteMode)
+		bad("mode", "%q is not a write mode: use append or merge_insert", c.WriteMode)
 	}
 	return errors.Join(errs...)
 }
 
 // Mode is the write mode shown by the endpoints listing.
 func (c *Config) Mode() string { return c.WriteMode }
+
+func firstDuplicate(names []string) string {
+	for i, n := range names {
+		if slices.Contains(names[:i], n) {
+			return n
+		}
+	}
+	return ""
+}

@@ -19,11 +19,38 @@ const (
 // schema the data files were written with (nil when the key staged
 // nothing and no schema was known) and the new fragments (ids unassigned).
 // It is self-contained, so a restarted or another server can commit it.
+// A merge_insert descriptor also carries Merge.
 type descriptor struct {
 	Kind      string              `json:"kind"`
 	Version   int                 `json:"version"`
 	Schema    *lanceformat.Schema `json:"schema,omitempty"`
 	Fragments []fragment          `json:"fragments"`
+	Merge     *mergeDesc          `json:"merge,omitempty"`
+}
+
+// mergeDesc is the part of a merge_insert descriptor that changes existing
+// fragments, planned on dataset version ReadVersion (0: no dataset).
+type mergeDesc struct {
+	ReadVersion uint64            `json:"read_version"`
+	Updated     []updatedFragment `json:"updated"`
+	Removed     []touchedFragment `json:"removed"`
+	Counts      mergeCounts       `json:"counts"`
+}
+
+// touchedFragment identifies an existing fragment as the plan saw it:
+// Commit refuses to publish when it changed since (another deletion file,
+// other data files, or gone).
+type touchedFragment struct {
+	ID       uint64                    `json:"id"`
+	Files    []string                  `json:"files"`
+	Deletion *lanceformat.DeletionFile `json:"deletion,omitempty"`
+}
+
+// updatedFragment is a touched fragment and its new deletion file (the old
+// deleted offsets and the merge's).
+type updatedFragment struct {
+	touchedFragment
+	NewDeletion lanceformat.DeletionFile `json:"new_deletion"`
 }
 
 // fragment is one new fragment: one data file under data/.
@@ -65,6 +92,9 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 	}
 	if len(d.Fragments) > 0 && d.Schema == nil {
 		return nil, writers.Errorf(writers.ErrInvalid, "lance: descriptor has fragments but no schema")
+	}
+	if d.Merge != nil && d.Merge.ReadVersion == 0 && (len(d.Merge.Updated) > 0 || len(d.Merge.Removed) > 0) {
+		return nil, writers.Errorf(writers.ErrInvalid, "lance: merge descriptor changes fragments of a dataset it says did not exist")
 	}
 	for _, f := range d.Fragments {
 		if f.Path == "" || path.Clean(f.Path) != f.Path || strings.Contains(f.Path, "/") || len(f.Fields) != len(f.Columns) {

@@ -1,6 +1,7 @@
 // Package lance is the Lance sink (`sink: lance`): it appends Arrow
-// batches to a Lance dataset (file format 2.0) that LanceDB reads, with
-// exactly-once transactions.
+// batches to a Lance dataset (file format 2.0) that LanceDB reads, or
+// merges them into it (merge_insert, Lance's semantics), with exactly-once
+// transactions.
 //
 // Precommit finishes the key's data files (durable under data/, invisible:
 // no manifest names them) and returns a JSON descriptor of the new
@@ -11,6 +12,13 @@
 // history, so a replayed epoch changes nothing. Lost commit races are
 // rebased by lanceformat when Lance's conflict rules allow it.
 //
-// Only mode append is implemented; merge_insert is validated but refused
-// until the Lance part 2 issue lands. See docs/lance.md.
+// In mode merge_insert, Write buffers the transaction's source and
+// Precommit runs the merge against the latest version: it reads only the
+// key columns of every fragment (skipping deleted rows), decides each
+// source row as Lance's full-schema merge-insert executor does
+// (mergeplan.go), writes updated and inserted rows as new fragments and
+// the touched fragments' merged deletion files, and describes them.
+// Commit publishes one Lance Update version after checking that every
+// fragment the merge replaces or drops is unchanged since the precommit.
+// See docs/lance.md.
 package lance

@@ -17,6 +17,7 @@ type metrics struct {
 	commits      *prometheus.CounterVec
 	rebases      prometheus.Counter
 	conflicts    prometheus.Counter
+	mergeRows    *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -49,6 +50,10 @@ func newMetrics() *metrics {
 			Name: "quiver_lance_commit_conflicts_total",
 			Help: "Lance commit attempts that lost a race they could not rebase over (concurrent create, overwrite or schema change): planned again or failed.",
 		}),
+		mergeRows: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quiver_lance_merge_rows_total",
+			Help: "Rows of committed merge_insert versions by action: inserted, updated, deleted, skipped_duplicates (first_seen).",
+		}, []string{"action"}),
 	}
 	m.version.Set(-1)
 	return m
@@ -60,11 +65,19 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.rowsWritten, m.filesWritten, m.bytesWritten, m.version, m.commits, m.rebases, m.conflicts} {
+	for _, c := range []prometheus.Collector{m.rowsWritten, m.filesWritten, m.bytesWritten, m.version, m.commits, m.rebases, m.conflicts, m.mergeRows} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("lance: register metrics: %w", err)
 	}
 	return nil
+}
+
+// countMerge adds a committed merge's row counts.
+func (m *metrics) countMerge(c mergeCounts) {
+	m.mergeRows.WithLabelValues("inserted").Add(float64(c.Inserted))
+	m.mergeRows.WithLabelValues("updated").Add(float64(c.Updated))
+	m.mergeRows.WithLabelValues("deleted").Add(float64(c.Deleted))
+	m.mergeRows.WithLabelValues("skipped_duplicates").Add(float64(c.Skipped))
 }

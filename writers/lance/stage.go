@@ -8,6 +8,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
 )
@@ -27,6 +28,8 @@ type stage struct {
 	open         *dataFile
 	finished     []fragment // durable, in no descriptor yet: Rollback deletes them
 	precommitted []fragment // in a descriptor: never deleted here
+	// source is the merge_insert source (retained), merged at Precommit.
+	source []arrow.RecordBatch
 }
 
 // dataFile is one data file being streamed to storage.
@@ -52,9 +55,11 @@ func (w *Writer) stageOf(key writers.TxnKey, create bool) (*stage, error) {
 	return s, nil
 }
 
-// Write stages rec (borrowed) for key in the key's open data file. A
-// record whose schema does not match the dataset's is ErrInvalid and
-// stages nothing.
+// Write stages rec (borrowed) for key: in append mode in the key's open
+// data file, in merge_insert mode in memory (retained) until Precommit
+// merges it. A record whose schema does not match the dataset's (in
+// merge_insert mode: besides the changelog columns _op, _ts_ms and
+// __weight) is ErrInvalid and stages nothing.
 func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
 	s, err := w.stageOf(key, true)
 	if err != nil {
@@ -70,6 +75,17 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		}
 		s.schema, s.admitted = ls, rec.Schema()
 	}
+	if w.cfg.WriteMode == ModeMergeInsert {
+		w.writeMerge(s, rec)
+		return nil
+	}
+	return w.writeRec(ctx, s, rec)
+}
+
+// writeRec writes the admitted rec into s's open data file, rolling it at
+// the file limits.
+func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) error {
+	var err error
 	if s.open != nil && !s.open.arrow.Equal(rec.Schema()) {
 		if err := w.finishOpen(s); err != nil {
 			return err
@@ -91,7 +107,20 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 
 // admit checks an Arrow schema against the dataset (or, before it
 // exists, that it maps to Lance) and returns the Lance schema to write.
+// In merge_insert mode the changelog columns are ignored and the key
+// columns must exist.
 func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Schema, error) {
+	if w.cfg.WriteMode == ModeMergeInsert {
+		if _, err := merge.NewKeyEncoder(got, w.cfg.On); err != nil {
+			return nil, fmt.Errorf("lance: merge_insert keys (on): %w", err)
+		}
+		if isChangelog(got) {
+			if _, err := merge.NewCollapser(got, merge.Options{Keys: w.cfg.On}); err != nil {
+				return nil, fmt.Errorf("lance: merge_insert changelog: %w", err)
+			}
+		}
+		got = merge.StripMetadata(got)
+	}
 	d, err := w.latest(ctx)
 	if err != nil {
 		return nil, err
@@ -163,11 +192,15 @@ func (w *Writer) finishOpen(s *stage) error {
 }
 
 // Precommit finishes key's data files and returns the descriptor of their
-// fragments. They stay invisible until a Commit publishes them.
+// fragments (in merge_insert mode: runs the merge, see precommitMerge).
+// They stay invisible until a Commit publishes them.
 func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Descriptor, error) {
 	s, err := w.stageOf(key, true)
 	if err != nil {
 		return nil, err
+	}
+	if w.cfg.WriteMode == ModeMergeInsert {
+		return w.precommitMerge(ctx, s)
 	}
 	if s.open != nil {
 		if err := w.finishOpen(s); err != nil {
@@ -199,6 +232,7 @@ func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
 }
 
 func (w *Writer) discard(ctx context.Context, s *stage) error {
+	releaseSource(s)
 	if s.open != nil {
 		s.open.fw.Abort()
 		s.open.cancel()

@@ -120,10 +120,13 @@ func (w *Writer) Close(ctx context.Context) error {
 	return errors.Join(append(errs, w.bucket.Close())...)
 }
 
-// Contract: exactly-once through transaction properties, append, and
-// descriptors of other servers publish in one Lance version.
+// Contract: exactly-once through transaction properties; append and
+// merge_insert. Append descriptors of other servers publish in one Lance
+// version; a merge is planned on one version, so merge_insert does not
+// aggregate.
 func (w *Writer) Contract() writers.Contract {
-	return writers.Contract{Delivery: "exactly-once", Modes: []string{ModeAppend}, AggregatesDescriptors: true}
+	return writers.Contract{Delivery: "exactly-once", Modes: []string{ModeAppend, ModeMergeInsert},
+		AggregatesDescriptors: w.cfg.WriteMode != ModeMergeInsert}
 }
 
 // Schema returns the dataset's schema, or nil before the dataset exists.

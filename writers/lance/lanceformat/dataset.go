@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 	"time"
 
@@ -164,9 +165,13 @@ const maxRebases = 32
 // is published put-if-absent. When another writer took the version, the
 // winners' transactions are read: an Append rebases over Append, Delete,
 // Update, CreateIndex, Rewrite, ReserveFragments, UpdateConfig and
-// DataReplacement (if the schema is unchanged) and retries on the new
-// latest version; anything else, and a create losing to any version, is
-// writers.ErrConflict. The hint file is rewritten best effort.
+// DataReplacement; an Update only over Append, CreateIndex,
+// ReserveFragments and UpdateConfig, which never change an existing
+// fragment (its replaced fragments would otherwise carry stale deletion
+// files). Both need an unchanged schema and retry on the new latest
+// version; anything else, and a create losing to any version, is
+// writers.ErrConflict, after which the caller re-checks its plan against
+// the new version. The hint file is rewritten best effort.
 //
 // Errors: ErrConflict as above; a failed manifest write whose outcome is
 // unknown wraps writers.ErrOutcomeUnknown; other storage errors keep their
@@ -177,7 +182,7 @@ func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 		naming = base.Naming
 		txn.ReadVersion = base.Version()
 	} else if txn.Op != OpOverwrite {
-		return nil, fmt.Errorf("lance: creating a dataset needs an Overwrite transaction")
+		return nil, fmt.Errorf("lance: creating a dataset needs an Overwrite transaction, not %s", opName(txn.Op))
 	}
 	if txn.UUID == "" {
 		txn.UUID = uuid.NewString()
@@ -238,7 +243,7 @@ func rebase(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 		if other == nil {
 			return nil, writers.Errorf(writers.ErrConflict, "lance: concurrent version %d records no transaction, so Quiver cannot tell whether its append is compatible: retry", v)
 		}
-		if !appendCompatible(txn.Op, other.Op) {
+		if !compatible(txn.Op, other.Op) {
 			return nil, writers.Errorf(writers.ErrConflict, "lance: concurrent version %d (operation %s) is incompatible with this %s: retry the transaction", v, opName(other.Op), opName(txn.Op))
 		}
 	}
@@ -251,15 +256,22 @@ func rebase(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 	return latest, nil
 }
 
-// appendCompatible applies Lance's conflict rules from the side of mine,
-// which Quiver only ever rebases when it is an Append.
-func appendCompatible(mine, other protowire.Number) bool {
-	if mine != OpAppend {
-		return false
-	}
-	switch other {
-	case OpAppend, OpDelete, OpUpdate, OpCreateIndex, OpRewrite, OpReserveFrags, OpUpdateConfig, OpDataReplacement:
-		return true
+// compatible applies Lance's conflict rules from the side of mine (an
+// Append or an Update; see Commit), without inspecting which fragments
+// other touched: an Update conservatively conflicts with every operation
+// that may change an existing fragment.
+func compatible(mine, other protowire.Number) bool {
+	switch mine {
+	case OpAppend:
+		switch other {
+		case OpAppend, OpDelete, OpUpdate, OpCreateIndex, OpRewrite, OpReserveFrags, OpUpdateConfig, OpDataReplacement:
+			return true
+		}
+	case OpUpdate:
+		switch other {
+		case OpAppend, OpCreateIndex, OpReserveFrags, OpUpdateConfig:
+			return true
+		}
 	}
 	return false
 }
@@ -299,6 +311,12 @@ func build(base *Dataset, txn *Transaction, txnName string) (*Manifest, error) {
 		}
 		m.Schema = *txn.Schema
 		m.Fragments = nil
+	case OpUpdate:
+		frags, err := applyUpdate(m.Fragments, txn)
+		if err != nil {
+			return nil, err
+		}
+		m.Fragments = frags
 	default:
 		return nil, fmt.Errorf("lance: Quiver does not build %s versions", opName(txn.Op))
 	}
@@ -322,6 +340,33 @@ func build(base *Dataset, txn *Transaction, txnName string) (*Manifest, error) {
 		m.WriterFlags |= FlagTableConfig
 	}
 	return m, nil
+}
+
+// applyUpdate returns frags without txn's removed fragments and with its
+// updated ones replaced by id. A removed or updated id that frags lacks is
+// writers.ErrConflict: the fragment changed under the plan.
+func applyUpdate(frags []Fragment, txn *Transaction) ([]Fragment, error) {
+	byID := make(map[uint64]*Fragment, len(txn.Updated))
+	for i := range txn.Updated {
+		byID[txn.Updated[i].ID] = &txn.Updated[i]
+	}
+	out := make([]Fragment, 0, len(frags))
+	found := 0
+	for _, f := range frags {
+		if slices.Contains(txn.Removed, f.ID) {
+			found++
+			continue
+		}
+		if u := byID[f.ID]; u != nil {
+			found++
+			f = *u
+		}
+		out = append(out, f)
+	}
+	if found != len(txn.Removed)+len(byID) {
+		return nil, writers.Errorf(writers.ErrConflict, "lance: a fragment the update replaces or removes is no longer in the dataset: plan the merge again")
+	}
+	return out, nil
 }
 
 // writeHint rewrites _versions/latest_version_hint.json. Readers treat it

@@ -2,6 +2,7 @@ package lanceformat
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -196,4 +197,32 @@ func DecodeDeletionBitmap(b []byte) ([]uint32, error) {
 		}
 	}
 	return out, nil
+}
+
+// maxArrowDeletions is where LanceDB switches from .arrow to .bin
+// deletion files.
+const maxArrowDeletions = 5000
+
+// NewDeletionFile encodes the deleted offsets of a fragment (every deleted
+// row, old and new) as LanceDB would: .arrow up to 5000 rows, a roaring
+// .bin above. It returns the DeletionFile (a random id, readVersion = the
+// version the deletions were computed on) and the file's bytes, to be
+// stored under DeletionFile.Path.
+func NewDeletionFile(readVersion uint64, offsets []uint32) (*DeletionFile, []byte, error) {
+	vs := slices.Clone(offsets)
+	slices.Sort(vs)
+	vs = slices.Compact(vs)
+	var idb [8]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return nil, nil, err
+	}
+	// Lance parses the id from the file name as u64; keep it positive in
+	// i64 too for readers that use signed integers.
+	d := &DeletionFile{ReadVersion: readVersion, ID: binary.LittleEndian.Uint64(idb[:]) >> 1, NumDeletedRows: uint64(len(vs))}
+	if len(vs) > maxArrowDeletions {
+		d.FileType = DeletionBitmap
+		return d, EncodeDeletionBitmap(vs), nil
+	}
+	raw, err := EncodeDeletionArrow(vs)
+	return d, raw, err
 }

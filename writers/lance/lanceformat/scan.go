@@ -18,11 +18,41 @@ const tombstoned = -2
 // ReadFragment reads the live rows of fragment f of d (deleted rows
 // removed), as one record of the dataset schema allocated from mem.
 func (d *Dataset) ReadFragment(ctx context.Context, b *storage.Bucket, f *Fragment, mem memory.Allocator) (arrow.RecordBatch, error) {
-	as, err := d.Manifest.Schema.ToArrow()
+	rec, err := d.ReadColumns(ctx, b, f, nil, mem)
+	if err != nil || f.Deletion == nil {
+		return rec, err
+	}
+	defer rec.Release()
+	deleted, err := ReadDeletions(ctx, b, f)
+	if err != nil {
+		return nil, err
+	}
+	return dropRows(rec, deleted, mem)
+}
+
+// ReadColumns reads the top-level columns names (nil: every column, in
+// schema order) of every physical row of fragment f of d, deleted rows
+// included, so row i is the row at offset i. Only the files holding those
+// columns are opened. An unknown name is an error.
+func (d *Dataset) ReadColumns(ctx context.Context, b *storage.Bucket, f *Fragment, names []string, mem memory.Allocator) (arrow.RecordBatch, error) {
+	all, err := d.Manifest.Schema.ToArrow()
 	if err != nil {
 		return nil, err
 	}
 	top := d.Manifest.Schema.TopLevel()
+	if names != nil {
+		var picked []Field
+		var fields []arrow.Field
+		for _, n := range names {
+			i := slices.IndexFunc(top, func(fl Field) bool { return fl.Name == n })
+			if i < 0 {
+				return nil, fmt.Errorf("lance: the dataset has no column %q", n)
+			}
+			picked = append(picked, top[i])
+			fields = append(fields, all.Field(i))
+		}
+		top, all = picked, arrow.NewSchema(fields, nil)
+	}
 	cols := make([]arrow.Array, len(top))
 	defer func() { releaseAll(slices.DeleteFunc(cols, func(a arrow.Array) bool { return a == nil })) }()
 	for _, df := range f.Files {
@@ -61,16 +91,7 @@ func (d *Dataset) ReadFragment(ctx context.Context, b *storage.Bucket, f *Fragme
 			return nil, fmt.Errorf("lance: fragment %d has no data for column %q", f.ID, top[i].Name)
 		}
 	}
-	rec := array.NewRecordBatch(as, cols, int64(f.PhysicalRows))
-	if f.Deletion == nil {
-		return rec, nil
-	}
-	defer rec.Release()
-	deleted, err := ReadDeletions(ctx, b, f)
-	if err != nil {
-		return nil, err
-	}
-	return dropRows(rec, deleted, mem)
+	return array.NewRecordBatch(all, cols, int64(f.PhysicalRows)), nil
 }
 
 // subtree returns field id and its descendants in pre-order.

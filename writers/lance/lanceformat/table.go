@@ -399,16 +399,22 @@ const (
 	OpDataReplacement protowire.Number = 111
 )
 
-// Transaction is one lance.table.Transaction. Quiver builds Append and
-// Overwrite (create) operations; for others it keeps the operation number
-// (for the conflict rules) and its raw body.
+// Transaction is one lance.table.Transaction. Quiver builds Append,
+// Overwrite (create) and Update (merge-insert) operations; for others it
+// keeps the operation number (for the conflict rules) and its raw body.
 type Transaction struct {
 	ReadVersion uint64
 	UUID        string
 	Properties  map[string]string
 	Op          protowire.Number
-	// Fragments are the new fragments of an Append or Overwrite (ids 0).
+	// Fragments are the new fragments of an Append, Overwrite or Update
+	// (ids 0: assigned when the manifest is built).
 	Fragments []Fragment
+	// Removed are the ids of the fragments an Update drops.
+	Removed []uint64
+	// Updated are the fragments an Update replaces (real ids, full
+	// content, typically with a new deletion file).
+	Updated []Fragment
 	// Schema is an Overwrite's schema.
 	Schema *Schema
 	opBody []byte // the operation of a decoded transaction
@@ -424,6 +430,17 @@ func (t *Transaction) Encode() []byte {
 	switch {
 	case t.opBody != nil:
 		op = t.opBody
+	case t.Op == OpUpdate:
+		// update_mode stays REWRITE_ROWS (0); fields_modified and
+		// fields_for_preserving_frag_bitmap stay empty, which lance-format
+		// §12 records as safe: no index is extended over new fragments.
+		op.packed(1, t.Removed)
+		for i := range t.Updated {
+			op.msg(2, t.Updated[i].encode())
+		}
+		for i := range t.Fragments {
+			op.msg(3, t.Fragments[i].encode())
+		}
 	default:
 		for i := range t.Fragments {
 			op.msg(1, t.Fragments[i].encode())

@@ -9,7 +9,7 @@
 // Set QUIVER_LANCE_PROBE_SRC to use another probe folder.
 //
 // Beside probe.mjs the cache folder holds quiverprobe.mjs (embedded here):
-// Quiver's own LanceDB commands (append, index, create-ipc), kept out of
+// Quiver's own LanceDB commands (append, index, create-ipc, merge-insert, dump), kept out of
 // the shared workspace.
 package lanceprobe
 

@@ -1,0 +1,194 @@
+package lance
+
+import (
+	"context"
+	"math"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// noAddr marks a source key without a target row.
+const noAddr = math.MaxUint64
+
+// mergeCounts are a merge's row counts, as Lance's MergeStats has them.
+type mergeCounts struct {
+	Inserted int64 `json:"inserted"`
+	Updated  int64 `json:"updated"`
+	Deleted  int64 `json:"deleted"`
+	Skipped  int64 `json:"skipped_duplicates"`
+}
+
+// outRef is one row to write into the new fragment(s).
+type outRef struct{ rec, row int32 }
+
+// mergePlan is what a merge does to one dataset version: the rows to
+// write (updated and inserted, in source order) and the new deleted
+// offsets of each fragment.
+type mergePlan struct {
+	out     []outRef
+	deletes map[uint64][]uint32 // fragment id -> newly deleted offsets
+	counts  mergeCounts
+}
+
+// targets maps source key ordinals to the row addresses of the live
+// target rows with that key (more than one only when the target itself
+// holds duplicate keys).
+type targets struct {
+	first []uint64
+	more  map[int32][]uint64
+}
+
+func (t *targets) add(ord int32, addr uint64) {
+	if t.first[ord] == noAddr {
+		t.first[ord] = addr
+		return
+	}
+	t.more[ord] = append(t.more[ord], addr)
+}
+
+func (t *targets) of(ord int32) []uint64 {
+	if t.first[ord] == noAddr {
+		return nil
+	}
+	return append([]uint64{t.first[ord]}, t.more[ord]...)
+}
+
+// scanTargets reads only the key columns of every fragment of d (nil: an
+// empty target), skipping deleted offsets, and returns the matches of the
+// source keys; with bySourceDelete, the addresses of live rows whose key
+// the source lacks go to plan.deletes.
+func scanTargets(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, src *source, cfg *Config, plan *mergePlan, mem memory.Allocator) (*targets, error) {
+	t := &targets{first: make([]uint64, src.keys.Len()), more: map[int32][]uint64{}}
+	for i := range t.first {
+		t.first[i] = noAddr
+	}
+	if d == nil {
+		return t, nil
+	}
+	as, err := d.Manifest.Schema.ToArrow()
+	if err != nil {
+		return nil, err
+	}
+	enc, err := merge.NewKeyEncoder(as, cfg.On)
+	if err != nil {
+		return nil, err
+	}
+	bySource := cfg.WhenNotMatchedBySource == "delete"
+	for i := range d.Manifest.Fragments {
+		f := &d.Manifest.Fragments[i]
+		deleted, err := lanceformat.ReadDeletions(ctx, b, f)
+		if err != nil {
+			return nil, err
+		}
+		gone := make(map[uint32]bool, len(deleted))
+		for _, o := range deleted {
+			gone[o] = true
+		}
+		rec, err := d.ReadColumns(ctx, b, f, cfg.On, mem)
+		if err != nil {
+			return nil, err
+		}
+		err = enc.EncodeColumns(rec.Columns(), int(rec.NumRows()))
+		rec.Release()
+		if err != nil {
+			return nil, err
+		}
+		for off := range enc.Len() {
+			if gone[uint32(off)] {
+				continue
+			}
+			addr := f.ID<<32 | uint64(off)
+			if ord, ok := src.keys.Find(enc.Key(off)); ok {
+				t.add(int32(ord), addr)
+			} else if bySource {
+				plan.deletes[f.ID] = append(plan.deletes[f.ID], uint32(off))
+				plan.counts.Deleted++
+			}
+		}
+	}
+	return t, nil
+}
+
+// planMerge applies Lance's merge_insert semantics (the full-schema
+// executor, row by row in source order) to src against the matches t:
+//
+//   - a matched key: update_all deletes the target row and writes the
+//     source row; delete deletes it; do_nothing keeps it; fail aborts the
+//     merge naming the key. A second source row reaching a target row
+//     already updated or deleted is a duplicate.
+//   - an unmatched key: insert_all writes the row; a second source row
+//     inserting the same key is a duplicate.
+//   - a duplicate fails the merge naming the key (fail) or is skipped and
+//     counted (first_seen).
+//   - a changelog delete (_op D) deletes the matched target rows whatever
+//     when_matched says, and does nothing for an unmatched key.
+func planMerge(src *source, t *targets, cfg *Config, plan *mergePlan) error {
+	done := make([]bool, src.keys.Len()) // key already updated, deleted or inserted
+	dup := func(r srcRow) error {
+		if cfg.SourceDuplicates == "first_seen" {
+			plan.counts.Skipped++
+			return nil
+		}
+		return writers.Errorf(writers.ErrInvalid,
+			"lance: ambiguous merge insert: multiple source rows have the key (%s); send one row per key or set source_duplicates: first_seen", src.keyValues(r))
+	}
+	del := func(addrs []uint64) {
+		for _, a := range addrs {
+			plan.deletes[a>>32] = append(plan.deletes[a>>32], uint32(a))
+		}
+	}
+	for _, r := range src.rows {
+		addrs := t.of(r.ord)
+		switch {
+		case r.del:
+			del(addrs)
+			plan.counts.Deleted += int64(len(addrs))
+		case len(addrs) > 0:
+			switch cfg.WhenMatched {
+			case "do_nothing":
+				continue
+			case "fail":
+				return writers.Errorf(writers.ErrInvalid,
+					"lance: merge insert failed: found a matching row with key values %s (when_matched: fail)", src.keyValues(r))
+			}
+			if done[r.ord] {
+				if err := dup(r); err != nil {
+					return err
+				}
+				continue
+			}
+			done[r.ord] = true
+			del(addrs)
+			if cfg.WhenMatched == "delete" {
+				plan.counts.Deleted += int64(len(addrs))
+				continue
+			}
+			// Like Lance's join, one updated row per matched target row.
+			for range addrs {
+				plan.out = append(plan.out, outRef{r.rec, r.row})
+			}
+			plan.counts.Updated += int64(len(addrs))
+		case cfg.WhenNotMatched == "insert_all":
+			if done[r.ord] {
+				if err := dup(r); err != nil {
+					return err
+				}
+				continue
+			}
+			done[r.ord] = true
+			plan.out = append(plan.out, outRef{r.rec, r.row})
+			plan.counts.Inserted++
+		}
+	}
+	for id, offs := range plan.deletes {
+		slices.Sort(offs)
+		plan.deletes[id] = slices.Compact(offs)
+	}
+	return nil
+}

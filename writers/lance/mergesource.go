@@ -1,0 +1,148 @@
+package lance
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/merge"
+)
+
+// srcRow is one row of a merge source: row of recs[rec], its key ordinal
+// in the source key set, and whether it is a changelog delete (_op D).
+type srcRow struct {
+	rec, row, ord int32
+	del           bool
+}
+
+// source is a key-encoded merge source. It owns recs (user columns only:
+// what a new fragment stores); Release frees them.
+type source struct {
+	recs   []arrow.RecordBatch
+	rows   []srcRow
+	keys   *merge.KeySet
+	keyCol []int // column of each key in recs' schema
+	on     []string
+}
+
+func (s *source) Release() {
+	for _, r := range s.recs {
+		r.Release()
+	}
+	s.recs = nil
+}
+
+// isChangelog reports whether a stream carries changelog metadata columns
+// (_op or __weight): such a source is collapsed first (see newSource).
+func isChangelog(schema *arrow.Schema) bool {
+	return schema.HasField(merge.OpColumn) || schema.HasField(merge.WeightColumn)
+}
+
+// newSource key-encodes the stream's batches (borrowed) in stream order.
+// A plain source keeps every row, duplicates included: source_duplicates
+// decides about them. A changelog source is collapsed through merge first
+// (the latest row of a key wins, as in every Quiver upsert), so it has no
+// duplicates; its deleted keys become rows with del set.
+func newSource(recs []arrow.RecordBatch, on []string, mem memory.Allocator) (*source, error) {
+	if len(recs) == 0 {
+		return &source{keys: merge.NewKeySet(0), on: on}, nil
+	}
+	if isChangelog(recs[0].Schema()) {
+		return collapsedSource(recs, on, mem)
+	}
+	enc, err := merge.NewKeyEncoder(merge.StripMetadata(recs[0].Schema()), on)
+	if err != nil {
+		return nil, err
+	}
+	s := &source{keys: merge.NewKeySet(0), keyCol: enc.Columns(), on: on}
+	var stream int64
+	for _, rec := range recs {
+		user := merge.StripMetadataRecord(rec) // without _ts_ms
+		err := s.add(enc, user, false)
+		user.Release()
+		if err != nil {
+			s.Release()
+			return nil, withStreamRow(err, stream)
+		}
+		stream += rec.NumRows()
+	}
+	return s, nil
+}
+
+// add encodes rec's keys and appends its rows; unless del, rec is
+// retained for output.
+func (s *source) add(enc *merge.KeyEncoder, rec arrow.RecordBatch, del bool) error {
+	if err := enc.Encode(rec); err != nil {
+		return err
+	}
+	ri := int32(-1)
+	if !del {
+		rec.Retain()
+		s.recs = append(s.recs, rec)
+		ri = int32(len(s.recs) - 1)
+	}
+	for i := range enc.Len() {
+		ord, _ := s.keys.Add(enc.Key(i))
+		s.rows = append(s.rows, srcRow{rec: ri, row: int32(i), ord: int32(ord), del: del})
+	}
+	return nil
+}
+
+func collapsedSource(recs []arrow.RecordBatch, on []string, mem memory.Allocator) (*source, error) {
+	c, err := merge.NewCollapser(recs[0].Schema(), merge.Options{Keys: on, Allocator: mem})
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	for _, rec := range recs {
+		if err := c.Add(rec); err != nil {
+			return nil, err
+		}
+	}
+	res, err := c.Result()
+	if err != nil {
+		return nil, err
+	}
+	defer res.Release()
+	live, err := merge.NewKeyEncoder(res.Schema, on)
+	if err != nil {
+		return nil, err
+	}
+	dead, err := merge.NewKeyEncoder(res.KeySchema, on)
+	if err != nil {
+		return nil, err
+	}
+	s := &source{keys: merge.NewKeySet(res.Keys.Len()), keyCol: live.Columns(), on: on}
+	for _, rec := range res.Live {
+		if err := s.add(live, rec, false); err != nil {
+			s.Release()
+			return nil, err
+		}
+	}
+	for _, rec := range res.Deleted {
+		if err := s.add(dead, rec, true); err != nil {
+			s.Release()
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func withStreamRow(err error, base int64) error {
+	if re, ok := err.(*merge.RowError); ok {
+		re.StreamRow += base
+	}
+	return err
+}
+
+// keyValues formats the key of r as Lance's errors do: col = value, ...
+func (s *source) keyValues(r srcRow) string {
+	rec := s.recs[r.rec]
+	parts := make([]string, len(s.on))
+	for k, col := range s.keyCol {
+		parts[k] = fmt.Sprintf("%s = %s", s.on[k], rec.Column(col).ValueStr(int(r.row)))
+	}
+	return strings.Join(parts, ", ")
+}
