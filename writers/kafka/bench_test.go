@@ -11,9 +11,10 @@ import (
 )
 
 // BenchmarkCommitAuto measures one auto-commit stream of a 10,000-row
-// batch end to end (JSON encoding, staging, producing to kfake with
-// murmur2 keys, every delivery report). Bytes are the staged record
-// bytes; kfake shares the machine, so compare runs, not clusters.
+// batch end to end (JSON encoding, producing to kfake with murmur2 keys in
+// the stream's transaction, every delivery report, the Kafka commit).
+// Bytes are the record key and value bytes; kfake shares the machine, so
+// compare runs, not clusters.
 func BenchmarkCommitAuto(b *testing.B) {
 	const rows = 10_000
 	mem := memory.NewGoAllocator()

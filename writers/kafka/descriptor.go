@@ -7,13 +7,16 @@ import (
 )
 
 // descriptor is the Precommit result: where the durable staging file is
-// and what it must hold. Path is "" when nothing was staged.
+// and what it must hold. Path is "" when nothing was staged. Produced
+// counts the records an auto-commit stream sent in its transaction (they
+// are not in the file, which holds only its dead-letter records).
 type descriptor struct {
 	Endpoint string `json:"endpoint"`
 	Path     string `json:"path,omitempty"`
 	Size     int64  `json:"size"`
 	CRC      uint32 `json:"crc"`
 	Records  int64  `json:"records"`
+	Produced int64  `json:"produced,omitempty"`
 }
 
 func (d descriptor) encode() writers.Descriptor {

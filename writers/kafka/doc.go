@@ -5,33 +5,42 @@
 // (writers/kafka/kafkaenc), a choice of partitioners, an append or upsert
 // envelope and a dead-letter topic.
 //
-// # Staging
+// # Auto-commit streams and transactions
 //
-// Write serializes rows at once into the final record bytes and appends
-// them to a staging file of the key under <data_dir>/kafka/<endpoint>/
-// (format in docs/kafka.md: length- and CRC-32C-framed key, value and
-// headers). Nothing reaches Kafka before Commit, so a stream that fails,
-// and a transaction that rolls back, publish nothing.
+// Write serializes rows at once into the final record bytes.
 //
-//   - Auto-commit streams are at-least-once: Commit produces the staged
-//     records with the shared idempotent producer and returns after every
-//     delivery report; a partial failure reports how many records were
-//     acknowledged.
-//   - Transactions are exactly-once across restarts: Precommit fsyncs the
-//     file and returns its descriptor (path, size, CRC, record count);
-//     Commit uses the writer's sarama transactional producer (id derived
-//     from the endpoint and the writer, kept between commits), produces
-//     the staged records plus one marker record {endpoint, writer, epoch}
-//     to the compacted marker topic, and commits the Kafka transaction. A
-//     failed commit aborts and can be retried from the file, also after a
+//   - An auto-commit stream runs inside a Kafka transaction of its own, on
+//     a transactional producer leased from the endpoint's pool (ids
+//     quiver/<endpoint>/auto/<instance>/<n>, reused across streams, so
+//     InitProducerId is paid once per pooled producer): Write sends each
+//     batch as it arrives, blocking while 16 MiB of the stream's records
+//     are unacknowledged; Precommit waits for every delivery report;
+//     Commit commits the transaction; Rollback or any failure aborts it.
+//     Encoding and producing overlap, and read_committed consumers see a
+//     stream whole or not at all. Across a server crash it is
+//     at-least-once: the open transaction is aborted (by the restarted
+//     server's producer of the same id, or at the transaction timeout)
+//     and the client sends the stream again (autotxn.go, autopool.go).
+//   - Transactions are exactly-once across restarts: Write appends the
+//     records to a staging file of the key under
+//     <data_dir>/kafka/<endpoint>/ (format in docs/kafka.md: length- and
+//     CRC-32C-framed key, value and headers); Precommit fsyncs it and
+//     returns its descriptor (path, size, CRC, record count); Commit uses
+//     the writer's sarama transactional producer (id derived from the
+//     endpoint and the writer, kept between commits), produces the staged
+//     records plus one marker record {endpoint, writer, epoch} to the
+//     compacted marker topic, and commits the Kafka transaction. A failed
+//     commit aborts and can be retried from the file, also after a
 //     restart; a commit at or below the writer's committed epoch is a
 //     replay that changes nothing. That epoch is read from the marker
 //     topic (read_committed) once per producer and then cached; a fenced
 //     or failed producer drops both (txn.go says why this is sound).
 //
-// Records the broker refuses for their own sake go to the dead-letter
-// topic (dlq_topic); records larger than the topic's max.message.bytes are
-// routed there when staged, so they never fail their neighbours' batches.
+// Records larger than the topic's max.message.bytes are diverted to the
+// dead-letter topic (dlq_topic) when encoded, so they never fail their
+// neighbours' batches: they are staged in the key's file and produced at
+// commit, outside the Kafka transaction (at least once). Any other record
+// the broker refuses fails the transaction it is in.
 //
 // The package imports the writers contract, merge (upsert collapse),
 // kafkaenc, sarama and franz-go (admin and read_committed reads); never

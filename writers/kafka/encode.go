@@ -19,15 +19,14 @@ type valueEncoder interface {
 	Schema() *arrow.Schema
 }
 
-// encoder turns one key's batches into staged frames. It belongs to the
-// key's stage: not safe for concurrent use. It keeps one value encoder per
+// encoder turns one key's batches into records. It belongs to the key's
+// stage: not safe for concurrent use. It keeps one value encoder per
 // schema seen (a changed schema derives and registers a new Avro schema).
 type encoder struct {
 	w      *Writer
 	values map[string]valueEncoder // by schema fingerprint
 	keys   *kafkaenc.Keys
 	kb, vb kafkaenc.Batch
-	frames []byte
 	now    func() time.Time
 }
 
@@ -66,55 +65,59 @@ func (e *encoder) valueEncoder(ctx context.Context, s *arrow.Schema) (valueEncod
 	return v, nil
 }
 
-// encode returns the frames of rec's records and their count. Nothing is
-// returned on error: a batch stages whole or not at all.
-func (e *encoder) encode(ctx context.Context, rec arrow.RecordBatch) ([]byte, int, error) {
-	e.frames = e.frames[:0]
+// emitFunc receives each record of a batch. The record's bytes are the
+// encoder's and valid only during the call: keep a copy.
+type emitFunc func(record)
+
+// encode passes rec's records to emit and returns their count. On error
+// some records may have been emitted: the caller collects them and uses
+// them only when encode succeeds, so a batch goes out whole or not at all.
+func (e *encoder) encode(ctx context.Context, rec arrow.RecordBatch, emit emitFunc) (int, error) {
 	if e.w.cfg.KeyColumn != "" && e.keys == nil {
 		k, err := kafkaenc.NewKeys(rec.Schema(), e.w.cfg.KeyColumn)
 		if err != nil {
-			return nil, 0, writers.Errorf(writers.ErrInvalid, "kafka: key_column: %v", err)
+			return 0, writers.Errorf(writers.ErrInvalid, "kafka: key_column: %v", err)
 		}
 		e.keys = k
 	}
 	if e.w.cfg.Envelope == EnvelopeUpsert {
-		return e.upsert(ctx, rec)
+		return e.upsert(ctx, rec, emit)
 	}
-	n, err := e.rows(ctx, rec, false)
-	return e.frames, n, err
+	return e.rows(ctx, rec, false, emit)
 }
 
 // upsert collapses rec per key (merge: last row wins, _op D deletes) and
-// stages a value per live key and a tombstone per deleted key. Empty keys
-// are refused before anything is staged: a compacted topic cannot hold
-// them (null keys are refused by merge).
-func (e *encoder) upsert(ctx context.Context, rec arrow.RecordBatch) ([]byte, int, error) {
+// emits a value per live key and a tombstone per deleted key. Empty keys
+// fail the batch: a compacted topic cannot hold them (null keys are
+// refused by merge).
+func (e *encoder) upsert(ctx context.Context, rec arrow.RecordBatch, emit emitFunc) (int, error) {
 	res, err := merge.Collapse(rec, merge.Options{Keys: []string{e.w.cfg.KeyColumn}, Allocator: e.w.env.Allocator})
 	if err != nil {
-		return nil, 0, fmt.Errorf("kafka: upsert envelope: %w", err)
+		return 0, fmt.Errorf("kafka: upsert envelope: %w", err)
 	}
 	defer res.Release()
 	total := 0
 	for _, live := range res.Live {
-		n, err := e.rows(ctx, live, false)
+		n, err := e.rows(ctx, live, false, emit)
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		total += n
 	}
 	for _, del := range res.Deleted {
-		n, err := e.rows(ctx, del, true)
+		n, err := e.rows(ctx, del, true, emit)
 		if err != nil {
-			return nil, 0, err
+			return 0, err
 		}
 		total += n
 	}
-	return e.frames, total, nil
+	return total, nil
 }
 
-// rows appends the frames of rec's rows (tombstones when deletes) to
-// e.frames and returns their count.
-func (e *encoder) rows(ctx context.Context, rec arrow.RecordBatch, deletes bool) (int, error) {
+// rows emits the records of rec's rows (tombstones when deletes) and
+// returns their count. A record above the topic's limit is emitted for the
+// dead-letter topic.
+func (e *encoder) rows(ctx context.Context, rec arrow.RecordBatch, deletes bool, emit emitFunc) (int, error) {
 	n := int(rec.NumRows())
 	e.kb.Reset()
 	e.vb.Reset()
@@ -139,7 +142,7 @@ func (e *encoder) rows(ctx context.Context, rec arrow.RecordBatch, deletes bool)
 			r.key = e.kb.Row(i)
 		}
 		if upsert && len(r.key) == 0 {
-			return 0, writers.Errorf(writers.ErrInvalid, "kafka: upsert envelope: row %d has an empty key in column %q: a compacted topic needs a non-empty key; nothing of this batch was staged", i, e.w.cfg.KeyColumn)
+			return 0, writers.Errorf(writers.ErrInvalid, "kafka: upsert envelope: row %d has an empty key in column %q: a compacted topic needs a non-empty key; nothing of this batch was sent", i, e.w.cfg.KeyColumn)
 		}
 		if !deletes {
 			r.value = e.vb.Row(i)
@@ -150,7 +153,7 @@ func (e *encoder) rows(ctx context.Context, rec arrow.RecordBatch, deletes bool)
 			}
 			r = e.deadLetter(r, fmt.Sprintf("record of %d bytes exceeds the %d bytes topic %s accepts (max.message.bytes)", size, e.w.maxRecordBytes, e.w.cfg.Topic))
 		}
-		e.frames = appendFrame(e.frames, r)
+		emit(r)
 	}
 	return n, nil
 }

@@ -15,12 +15,13 @@ type metrics struct {
 	commits       *prometheus.CounterVec
 	commitSeconds prometheus.Histogram
 	markerReads   prometheus.Counter
+	autoProducers prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 	m := &metrics{
 		staged: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "quiver_kafka_staged_records_total", Help: "Records serialized into staging files.",
+			Name: "quiver_kafka_staged_records_total", Help: "Records serialized into staging files (every record of a transaction, dead-letter records of auto-commit streams).",
 		}),
 		records: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quiver_kafka_records_total", Help: "Records by outcome: produced, dlq (to the dead-letter topic), failed.",
@@ -35,9 +36,12 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		markerReads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "quiver_kafka_marker_reads_total", Help: "Reads of the marker topic (committed-epoch and commits whose writer's epoch is not cached).",
 		}),
+		autoProducers: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_kafka_auto_producers_started_total", Help: "Transactional producers started (InitProducerId) for the pool of auto-commit streams.",
+		}),
 	}
 	if reg != nil {
-		for _, c := range []prometheus.Collector{m.staged, m.records, m.commits, m.commitSeconds, m.markerReads} {
+		for _, c := range []prometheus.Collector{m.staged, m.records, m.commits, m.commitSeconds, m.markerReads, m.autoProducers} {
 			if err := reg.Register(c); err != nil {
 				return nil, fmt.Errorf("kafka: register metrics: %w", err)
 			}

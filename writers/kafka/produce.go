@@ -12,6 +12,7 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/eapache/go-resiliency/breaker"
+	"golang.org/x/sync/semaphore"
 )
 
 // pipe is a sarama AsyncProducer whose delivery reports are routed to the
@@ -49,15 +50,21 @@ func (pp *pipe) route() {
 	}
 }
 
-// send hands msg to the producer for d, unless ctx ends first.
+// send hands msg to the producer for d, unless ctx ends first. With a
+// budget, it first waits until msg fits in d's unreported bytes.
 func (pp *pipe) send(ctx context.Context, d *delivery, msg *sarama.ProducerMessage) error {
+	if d.budget != nil {
+		if err := d.budget.Acquire(ctx, d.weight(msg)); err != nil {
+			return err
+		}
+	}
 	msg.Metadata = d
 	d.add()
 	select {
 	case pp.p.Input() <- msg:
 		return nil
 	case <-ctx.Done():
-		d.unsent()
+		d.unsent(msg)
 		return ctx.Err()
 	}
 }
@@ -83,6 +90,12 @@ type failure struct {
 
 // delivery counts the reports of the messages of one batch.
 type delivery struct {
+	// budget, when set, bounds the bytes of messages sent and not yet
+	// reported (budgetBytes): send blocks while it is spent, and each
+	// report gives the message's share back. Set before the first send.
+	budget      *semaphore.Weighted
+	budgetBytes int64
+
 	mu      sync.Mutex // guards the following fields
 	pending int
 	sealed  bool
@@ -93,13 +106,41 @@ type delivery struct {
 
 func newDelivery() *delivery { return &delivery{done: make(chan struct{})} }
 
+// newBudgetedDelivery returns a delivery whose unreported messages hold at
+// most budget bytes.
+func newBudgetedDelivery(budget int64) *delivery {
+	d := newDelivery()
+	d.budget, d.budgetBytes = semaphore.NewWeighted(budget), budget
+	return d
+}
+
+// weight is msg's share of the budget: its key and value bytes, capped at
+// the whole budget so that one large message can still be sent alone.
+func (d *delivery) weight(msg *sarama.ProducerMessage) int64 {
+	var n int64
+	if msg.Key != nil {
+		n += int64(msg.Key.Length())
+	}
+	if msg.Value != nil {
+		n += int64(msg.Value.Length())
+	}
+	return min(max(n, 1), d.budgetBytes)
+}
+
+func (d *delivery) release(msg *sarama.ProducerMessage) {
+	if d.budget != nil {
+		d.budget.Release(d.weight(msg))
+	}
+}
+
 func (d *delivery) add() {
 	d.mu.Lock()
 	d.pending++
 	d.mu.Unlock()
 }
 
-func (d *delivery) unsent() {
+func (d *delivery) unsent(msg *sarama.ProducerMessage) {
+	d.release(msg)
 	d.mu.Lock()
 	d.pending--
 	d.finishLocked()
@@ -107,6 +148,7 @@ func (d *delivery) unsent() {
 }
 
 func (d *delivery) report(m *sarama.ProducerMessage, err error) {
+	d.release(m)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.pending--
@@ -144,6 +186,13 @@ func (d *delivery) wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// failures returns how many messages failed so far.
+func (d *delivery) failures() int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.failed)
 }
 
 // snapshot returns the counts so far and the messages still unreported.

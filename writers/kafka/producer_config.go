@@ -24,13 +24,18 @@ const (
 	retryMax        = 2 // at least 1 with the idempotent producer
 	retryBackoff    = 250 * time.Millisecond
 
+	// writerTxnTimeout is the transaction timeout of a writer's commits
+	// (sarama's default): a commit produces its staged records at once.
+	writerTxnTimeout = time.Minute
+
 	retryBudget  = (retryMax + 1) * (metadataTimeout + dialTimeout + writeTimeout + netReadTimeout + retryBackoff)
 	deliveryWait = retryBudget + 3*time.Second
 )
 
 // producerConfig is the verified configuration of kafka-notes.md §4 with
-// the timing above; txnID makes it transactional.
-func (w *Writer) producerConfig(maxBytes int, txnID string) *sarama.Config {
+// the timing above; txnID makes it transactional, with transactions the
+// broker aborts txnTimeout after their first record.
+func (w *Writer) producerConfig(maxBytes int, txnID string, txnTimeout time.Duration) *sarama.Config {
 	c := sarama.NewConfig()
 	c.ClientID = "quiver"
 	c.Version = sarama.V3_6_0_0
@@ -54,7 +59,7 @@ func (w *Writer) producerConfig(maxBytes int, txnID string) *sarama.Config {
 	c.ChannelBufferSize = 4096
 	if txnID != "" {
 		c.Producer.Transaction.ID = txnID
-		c.Producer.Transaction.Timeout = time.Minute
+		c.Producer.Transaction.Timeout = txnTimeout
 		// EndTxn and AddPartitionsToTxn retry 50 times by default: bound
 		// them like the records, so a commit's answer comes in time.
 		c.Producer.Transaction.Retry.Max = retryMax

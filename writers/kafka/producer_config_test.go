@@ -1,6 +1,9 @@
 package kafka
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 // TestProducerTimingIsConsistent: a commit outwaits sarama's whole retry
 // budget, so its "nothing was published" is final; the producer configs
@@ -14,7 +17,7 @@ func TestProducerTimingIsConsistent(t *testing.T) {
 	}
 	w := &Writer{cfg: NewConfig()}
 	for _, txnID := range []string{"", "quiver/ep/job"} {
-		c := w.producerConfig(1<<20, txnID)
+		c := w.producerConfig(1<<20, txnID, time.Minute)
 		if err := c.Validate(); err != nil {
 			t.Fatalf("producer config (transactional id %q): %v", txnID, err)
 		}

@@ -81,7 +81,7 @@ func (w *Writer) commitAttempt(ctx context.Context, slot *txnSlot, key writers.T
 	if slot.p == nil {
 		// A new producer with the same transactional id aborts whatever an
 		// earlier attempt (this process's or a crashed one's) left open.
-		p, err := w.newPipe(w.producerBytes, w.txnID(key.Writer))
+		p, err := w.newPipe(w.producerBytes, w.txnID(key.Writer), writerTxnTimeout)
 		if err != nil {
 			return false, err
 		}
@@ -125,8 +125,8 @@ func (w *Writer) commitAttempt(ctx context.Context, slot *txnSlot, key writers.T
 		// The transaction is aborted: nothing of it is visible, whatever
 		// was acknowledged (dead-letter records excepted, which are
 		// at-least-once).
-		err := deliveryError(w.cfg.Topic, total+1, 0, failed, sendErr)
-		return false, &abortedError{fmt.Errorf("kafka: commit %s aborted (%d records had been acknowledged inside the transaction, %d dead-letter records published): %w", key, acked, dlqAcked, err)}
+		err := deliveryError(w.cfg.Topic, total+1, acked, failed, sendErr)
+		return false, &abortedError{fmt.Errorf("kafka: commit %s aborted (%d dead-letter records published): %w", key, dlqAcked, err)}
 	}
 	if err := p.p.CommitTxn(); err != nil {
 		return false, &writers.OutcomeUnknownError{Endpoint: w.env.Endpoint, Key: key, Err: fmt.Errorf("kafka: commit transaction: %w", err)}

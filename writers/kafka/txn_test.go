@@ -129,20 +129,47 @@ func TestCorruptStagingFileIsRefused(t *testing.T) {
 	}
 }
 
-// TestBrokerDown: a stream whose commit finds Kafka gone fails with
-// ErrUnavailable once every record has had its final report, saying
-// nothing was acknowledged.
+// TestBrokerDown: an auto-commit stream whose records find Kafka gone
+// fails with ErrUnavailable once every record has had its final report,
+// saying none was acknowledged; its transaction is aborted.
 func TestBrokerDown(t *testing.T) {
 	mem := checkedMem(t)
 	c := startCluster(t)
-	topic := uniqueTopic("down")
-	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) {
+	w := openWriter(t, newConfig(c, uniqueTopic("down"), func(cfg *kafka.Config) {
 		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 3, ReplicationFactor: 1}
 	}), t.TempDir(), mem)
 	ctx := context.Background()
 	if err := commitAuto(t, w, record(t, mem, rowsSchema, `[{"user":"a","n":0}]`)); err != nil {
-		t.Fatal(err) // connected and produced once before the broker goes
+		t.Fatal(err) // connected, and a pooled producer ready, before the broker goes
 	}
+	c.Close()
+	key := writers.AutoKey("s")
+	err := w.Write(ctx, key, record(t, mem, rowsSchema, `[{"user":"a","n":1},{"user":"b","n":2}]`))
+	if err == nil {
+		_, err = w.Precommit(ctx, key)
+	}
+	if !errors.Is(err, writers.ErrUnavailable) || !strings.Contains(err.Error(), "0 of 2 records acknowledged") ||
+		!strings.Contains(err.Error(), "stopped retrying") {
+		t.Fatalf("stream with the broker down: %v, want ErrUnavailable saying 0 of 2 records acknowledged and that the producer stopped retrying", err)
+	}
+	if _, again := w.Commit(ctx, key, nil); !errors.Is(again, writers.ErrUnavailable) {
+		t.Fatalf("Commit of the failed stream: %v, want its ErrUnavailable again", again)
+	}
+	if err := w.Rollback(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestBrokerDownAtCommit: a stream precommitted (every record
+// acknowledged inside its transaction) whose Kafka commit finds the broker
+// gone has an unknown outcome: the commit may have reached it.
+func TestBrokerDownAtCommit(t *testing.T) {
+	mem := checkedMem(t)
+	c := startCluster(t)
+	w := openWriter(t, newConfig(c, uniqueTopic("down"), func(cfg *kafka.Config) {
+		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 3, ReplicationFactor: 1}
+	}), t.TempDir(), mem)
+	ctx := context.Background()
 	key := writers.AutoKey("s")
 	if err := w.Write(ctx, key, record(t, mem, rowsSchema, `[{"user":"a","n":1},{"user":"b","n":2}]`)); err != nil {
 		t.Fatal(err)
@@ -152,15 +179,16 @@ func TestBrokerDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Close()
-	_, err = w.Commit(ctx, key, []writers.Descriptor{desc})
-	if !errors.Is(err, writers.ErrUnavailable) || !strings.Contains(err.Error(), "0 of 2 records acknowledged") ||
-		!strings.Contains(err.Error(), "stopped retrying") {
-		t.Fatalf("Commit with the broker down: %v, want ErrUnavailable saying 0 of 2 records acknowledged and that the producer stopped retrying", err)
+	if _, err := w.Commit(ctx, key, []writers.Descriptor{desc}); !errors.Is(err, writers.ErrOutcomeUnknown) {
+		t.Fatalf("Commit with the broker down: %v, want ErrOutcomeUnknown", err)
 	}
 }
 
-// TestBrokerRejectsRecord: a record the broker refuses as invalid goes to
-// the dead-letter topic.
+// TestBrokerRejectsRecord: a record the broker refuses as invalid (not
+// for its size) fails the auto-commit stream it is in with ErrInvalid: the
+// stream's transaction aborts, so nothing of it is visible, and nothing
+// goes to the dead-letter topic (only records above max.message.bytes,
+// caught before sending, do).
 func TestBrokerRejectsRecord(t *testing.T) {
 	mem := checkedMem(t)
 	c := startCluster(t)
@@ -172,15 +200,22 @@ func TestBrokerRejectsRecord(t *testing.T) {
 	}
 	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) { cfg.DLQTopic = dlq }), t.TempDir(), mem)
 	c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: topic, Err: kerr.InvalidRecord, Count: 1})
-	if err := commitAuto(t, w, record(t, mem, rowsSchema, `[{"user":"a","n":1}]`)); err != nil {
-		t.Fatal(err)
+	err := commitAuto(t, w, record(t, mem, rowsSchema, `[{"user":"a","n":1}]`))
+	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "nothing was published") {
+		t.Fatalf("stream with a refused record: %v, want ErrInvalid saying nothing was published", err)
 	}
 	if n := len(readCommitted(t, c.Addrs(), topic)); n != 0 {
 		t.Fatalf("%d records in the topic, want 0", n)
 	}
-	dead := readCommitted(t, c.Addrs(), dlq)
-	if len(dead) != 1 || string(dead[0].Value) != `{"user":"a","n":1}` {
-		t.Fatalf("DLQ holds %v, want the rejected record", dead)
+	if n := len(readCommitted(t, c.Addrs(), dlq)); n != 0 {
+		t.Fatalf("%d records in the DLQ, want 0", n)
+	}
+	// The producer's aborted transaction leaves it fit for the next stream.
+	if err := commitAuto(t, w, record(t, mem, rowsSchema, `[{"user":"b","n":2}]`)); err != nil {
+		t.Fatalf("next stream: %v", err)
+	}
+	if n := len(readCommitted(t, c.Addrs(), topic)); n != 1 {
+		t.Fatalf("%d records in the topic after the next stream, want 1", n)
 	}
 }
 

@@ -37,10 +37,14 @@ type Writer struct {
 	// Set by Open, read-only until Close.
 	kcl            *kgo.Client
 	adm            *kadm.Client
-	auto           *pipe // idempotent producer of auto-commit streams
-	dlq            *pipe // idempotent producer of dead-letter records; nil without dlq_topic
-	producerBytes  int   // Producer.MaxMessageBytes of data producers
-	maxRecordBytes int   // larger records go to the DLQ when staged
+	dlq            *pipe         // idempotent producer of dead-letter records; nil without dlq_topic
+	producerBytes  int           // Producer.MaxMessageBytes of data producers
+	maxRecordBytes int           // larger records go to the DLQ when encoded
+	instance       string        // of the data_dir, in auto-commit transactional ids
+	autoTimeout    time.Duration // transaction timeout of auto-commit streams
+
+	autoPool autoPool       // transactional producers of auto-commit streams
+	aborts   sync.WaitGroup // background aborts of failed auto-commit streams
 
 	mu     sync.Mutex // guards the following fields
 	stages map[writers.TxnKey]*stage
@@ -49,11 +53,21 @@ type Writer struct {
 	closed bool
 }
 
-// stage is what one key has staged.
+// stage is what one key has written. Transactions stage every record in
+// sw; auto-commit streams stage only their dead-letter records there and
+// send the others in their Kafka transaction (auto).
 type stage struct {
-	enc  *encoder
-	sw   *stageWriter // nil until the first record
-	desc *descriptor  // set by Precommit
+	enc    *encoder
+	sw     *stageWriter // nil until the first staged record
+	desc   *descriptor  // set by Precommit
+	auto   *autoTxn     // auto-commit keys: the open transaction, from the first record sent
+	failed error        // auto-commit keys: the stream failed; every later call repeats it
+
+	// Per-Write scratch: the batch's frames to stage and messages to send,
+	// and the slab auto-commit record bytes are copied into (autotxn.go).
+	frames []byte
+	msgs   []*sarama.ProducerMessage
+	slab   []byte
 }
 
 var _ writers.Writer = (*Writer)(nil)
@@ -94,14 +108,19 @@ func (w *Writer) Contract() writers.Contract {
 }
 
 // Open prepares the staging folder (removing files of streams that never
-// reached precommit before a crash), checks the topic (creating it with
-// create_topic), reads its partition count and max.message.bytes, creates
+// reached precommit before a crash) and the instance id, checks the topic
+// (creating it with create_topic), reads its partition count and
+// max.message.bytes and the broker's transaction.max.timeout.ms, creates
 // the marker topic when missing, applies the registry compatibility level
-// and starts the idempotent producers.
+// and starts the dead-letter producer. Auto-commit producers start with
+// the first streams.
 func (w *Writer) Open(ctx context.Context) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
 	if err := w.cleanStaging(); err != nil {
+		return err
+	}
+	if w.instance, err = w.loadInstance(); err != nil {
 		return err
 	}
 	if w.kcl, err = w.newAdmin(); err != nil {
@@ -122,15 +141,13 @@ func (w *Writer) Open(ctx context.Context) (err error) {
 	if _, err := ensureTopic(ctx, w.adm, w.cfg.MarkerTopic, markerTopicSpec, ""); err != nil {
 		return err
 	}
-	if w.auto, err = w.newPipe(w.producerBytes, ""); err != nil {
-		return err
-	}
+	w.autoTimeout = autoTimeoutOf(ctx, w.adm)
 	if w.cfg.DLQTopic != "" {
 		dlq, err := ensureTopic(ctx, w.adm, w.cfg.DLQTopic, w.cfg.CreateTopic, "set create_topic")
 		if err != nil {
 			return err
 		}
-		if w.dlq, err = w.newPipe(dlq.maxBytes-batchOverhead, ""); err != nil {
+		if w.dlq, err = w.newPipe(dlq.maxBytes-batchOverhead, "", 0); err != nil {
 			return err
 		}
 	}
@@ -147,9 +164,9 @@ func (w *Writer) Open(ctx context.Context) (err error) {
 }
 
 // newPipe starts an idempotent AsyncProducer (transactional when txnID is
-// set) whose batches stay under maxBytes.
-func (w *Writer) newPipe(maxBytes int, txnID string) (*pipe, error) {
-	p, err := sarama.NewAsyncProducer(w.cfg.Brokers, w.producerConfig(maxBytes, txnID))
+// set, with txnTimeout) whose batches stay under maxBytes.
+func (w *Writer) newPipe(maxBytes int, txnID string, txnTimeout time.Duration) (*pipe, error) {
+	p, err := sarama.NewAsyncProducer(w.cfg.Brokers, w.producerConfig(maxBytes, txnID, txnTimeout))
 	if err != nil {
 		return nil, writers.Errorf(writers.ErrUnavailable, "kafka: start producer: %v (check brokers and that Kafka is up)", err)
 	}
@@ -188,8 +205,9 @@ func (w *Writer) Check(ctx context.Context) error {
 	return nil
 }
 
-// Close stops the producers and clients, and discards what is staged but
-// not precommitted. Precommitted staging files of transactions stay: a
+// Close aborts the transactions of open auto-commit streams, stops the
+// producers and clients, and discards what is staged but not
+// precommitted. Precommitted staging files of transactions stay: a
 // restarted server commits them. Close is idempotent.
 func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Lock()
@@ -209,13 +227,14 @@ func (w *Writer) Close(ctx context.Context) error {
 		if key.Auto && st.desc != nil {
 			errs = append(errs, removeIfExists(st.desc.Path))
 		}
+		w.abortAuto(ctx, st, true)
 	}
+	w.aborts.Wait()
 	w.closeTxns(ctx)
-	for _, p := range []*pipe{w.auto, w.dlq} {
-		if p != nil {
-			if err := p.close(ctx); err != nil {
-				errs = append(errs, fmt.Errorf("kafka: close producer: %w", err))
-			}
+	w.closeAutoPool(ctx)
+	if w.dlq != nil {
+		if err := w.dlq.close(ctx); err != nil {
+			errs = append(errs, fmt.Errorf("kafka: close producer: %w", err))
 		}
 	}
 	w.closeClients()
@@ -284,10 +303,15 @@ func (w *Writer) forget(key writers.TxnKey) {
 	w.mu.Unlock()
 }
 
-// Write serializes rec (borrowed) into key's staging file: a batch is
-// staged whole or not at all. Errors: ErrInvalid (a type the format cannot
-// carry, a bad key, an empty upsert key), ErrExhausted (a record above the
-// topic's limit without dlq_topic), ErrUnavailable (disk, registry).
+// Write serializes rec (borrowed) into final records: a batch goes out
+// whole or not at all. A transaction stages them in its staging file. An
+// auto-commit stream sends them at once in its Kafka transaction (begun at
+// its first record), blocking while autoInflightBytes of its records are
+// unacknowledged, and stages only records bound for the dead-letter topic.
+// Errors: ErrInvalid (a type the format cannot carry, a bad key, an empty
+// upsert key), ErrExhausted (a record above the topic's limit without
+// dlq_topic), ErrUnavailable (disk, registry, an auto-commit stream whose
+// records failed: it is aborted and every later call on it fails).
 func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
 	st, err := w.stageOf(key, true)
 	if err != nil {
@@ -296,31 +320,60 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 	if st.desc != nil {
 		return writers.Errorf(writers.ErrWrongState, "kafka: %s is already precommitted: write under a new epoch", key)
 	}
-	frames, n, err := st.enc.encode(ctx, rec)
+	if st.failed != nil {
+		return st.failed
+	}
+	if st.auto != nil && st.auto.d.failures() > 0 {
+		return w.failAuto(ctx, st, nil)
+	}
+	st.frames, st.msgs = st.frames[:0], st.msgs[:0]
+	staged := 0
+	n, err := st.enc.encode(ctx, rec, func(r record) {
+		if key.Auto && !r.dlq {
+			r.key, r.value = st.keep(r.key), st.keep(r.value)
+			st.msgs = append(st.msgs, message(w.cfg.Topic, r))
+			return
+		}
+		st.frames = appendFrame(st.frames, r)
+		staged++
+	})
 	if err != nil || n == 0 {
 		return err
 	}
-	if st.sw == nil {
-		if st.sw, err = createStage(w.stagePath(key, ".open")); err != nil {
+	if staged > 0 {
+		if st.sw == nil {
+			if st.sw, err = createStage(w.stagePath(key, ".open")); err != nil {
+				return err
+			}
+		}
+		if err := st.sw.append(st.frames, staged); err != nil {
 			return err
 		}
+		w.m.staged.Add(float64(staged))
 	}
-	if err := st.sw.append(frames, n); err != nil {
-		return err
-	}
-	w.m.staged.Add(float64(n))
-	return nil
+	return w.sendAuto(ctx, st)
 }
 
 // Precommit closes key's staging file (fsync'd for transactions) and
-// returns its descriptor; again, it returns the same descriptor.
-func (w *Writer) Precommit(_ context.Context, key writers.TxnKey) (writers.Descriptor, error) {
+// returns its descriptor; again, it returns the same descriptor. For an
+// auto-commit stream it first waits for the delivery report of every
+// record sent: a failure aborts the stream's transaction and fails it.
+func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Descriptor, error) {
 	st, err := w.stageOf(key, true)
 	if err != nil {
 		return nil, err
 	}
+	if st.failed != nil {
+		return nil, st.failed
+	}
 	if st.desc == nil {
 		d := descriptor{Endpoint: w.env.Endpoint}
+		if st.auto != nil {
+			if err := w.flushAuto(ctx, st); err != nil {
+				return nil, err
+			}
+			d.Produced = st.auto.sent
+		}
 		if st.sw != nil {
 			final := w.stagePath(key, ".stage")
 			if err := st.sw.finish(final, !key.Auto); err != nil {
@@ -335,15 +388,19 @@ func (w *Writer) Precommit(_ context.Context, key writers.TxnKey) (writers.Descr
 }
 
 // Rollback discards key's staging file, open or precommitted (also one a
-// previous process precommitted). Idempotent.
-func (w *Writer) Rollback(_ context.Context, key writers.TxnKey) error {
+// previous process precommitted), and aborts an auto-commit stream's
+// transaction. Idempotent.
+func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
 	w.mu.Lock()
 	st := w.stages[key]
 	delete(w.stages, key)
 	w.mu.Unlock()
 	var errs []error
-	if st != nil && st.sw != nil {
-		errs = append(errs, st.sw.discard())
+	if st != nil {
+		if st.sw != nil {
+			errs = append(errs, st.sw.discard())
+		}
+		w.abortAuto(ctx, st, true)
 	}
 	errs = append(errs, removeIfExists(w.stagePath(key, ".stage")))
 	return joinErrs(errs)
