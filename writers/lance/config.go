@@ -33,7 +33,15 @@ type Config struct {
 	WhenNotMatchedBySource string `yaml:"when_not_matched_by_source"`
 	// SourceDuplicates is fail or first_seen (merge_insert).
 	SourceDuplicates string `yaml:"source_duplicates"`
+	// KeyIndexMaxBytes bounds the merge_insert key index (33-38 bytes
+	// per int64 key); past it, merges scan the key columns instead. 0
+	// disables the index.
+	KeyIndexMaxBytes int64 `yaml:"key_index_max_bytes"`
 }
+
+// DefaultKeyIndexMaxBytes is key_index_max_bytes' default: 1 GiB, 28-32
+// million int64 keys.
+const DefaultKeyIndexMaxBytes = 1 << 30
 
 // NewConfig returns the defaults of interface.md: append; for
 // merge_insert update_all, insert_all, keep, fail. DatasetURI has none.
@@ -44,6 +52,7 @@ func NewConfig() *Config {
 		WhenNotMatched:         "insert_all",
 		WhenNotMatchedBySource: "keep",
 		SourceDuplicates:       "fail",
+		KeyIndexMaxBytes:       DefaultKeyIndexMaxBytes,
 	}
 }
 
@@ -72,6 +81,9 @@ func (c *Config) Validate() error {
 	oneOf("when_not_matched", c.WhenNotMatched, "insert_all", "do_nothing")
 	oneOf("when_not_matched_by_source", c.WhenNotMatchedBySource, "keep", "delete")
 	oneOf("source_duplicates", c.SourceDuplicates, "fail", "first_seen")
+	if c.KeyIndexMaxBytes < 0 {
+		bad("key_index_max_bytes", "%d is negative: use 0 to disable the key index", c.KeyIndexMaxBytes)
+	}
 	for i, col := range c.On {
 		if col == "" {
 			bad("on", "entry %d is empty: name a key column", i)

@@ -142,16 +142,19 @@ func TestMergeInsertMatchesLanceDB(t *testing.T) {
 				{"update_all", "do_nothing", "delete"}, {"do_nothing", "insert_all", "delete"},
 			}
 			next := int64(100)
+			// One writer for every round: its key index is built once and
+			// then kept in sync with its own commits.
+			mw := mergeWriter(t, qdir, mem, on, combos[0])
+			defer mw.Close(context.Background())
 			for round := range len(combos) {
 				opts := combos[round]
+				mw.cfg.WhenMatched, mw.cfg.WhenNotMatched, mw.cfg.WhenNotMatchedBySource = opts[0], opts[1], opts[2]
 				src := randomSource(rng, live, &next, round)
 				rec := diffRecord(mem, src)
 				file := filepath.Join(db, fmt.Sprintf("src%d.arrow", round))
 				writeIPC(t, file, rec)
-				w := mergeWriter(t, qdir, mem, on, opts)
-				_, qerr := mergeRows(w, int64(round+1), rec)
+				_, qerr := mergeRows(mw, int64(round+1), rec)
 				rec.Release()
-				w.Close(context.Background())
 				out := lanceprobe.RunQuiver(t, "merge-insert", db, "l", file, "--on", strings.Join(on, ","),
 					"--matched", opts[0], "--not-matched", opts[1], "--by-source", opts[2], "--compare", "q")
 				lerr, lrows, qrows := parseDiff(t, out)

@@ -64,7 +64,7 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage) (writers.Descript
 	}
 	defer src.Release()
 	plan := &mergePlan{deletes: map[uint64][]uint32{}}
-	t, err := scanTargets(ctx, w.bucket, d, src, w.cfg, plan, mem)
+	t, err := w.findTargets(ctx, d, src, plan, mem)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +114,8 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage) (writers.Descript
 				return fail(fmt.Errorf("lance: write deletion file %s: %w", key, err))
 			}
 			deletions = append(deletions, key)
+			w.m.delFiles.Inc()
+			w.m.delBytes.Add(float64(len(raw)))
 			desc.Merge.Updated = append(desc.Merge.Updated, updatedFragment{touchedFragment: tf, NewDeletion: *nd})
 		}
 	}

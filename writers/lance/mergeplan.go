@@ -44,6 +44,14 @@ type targets struct {
 	more  map[int32][]uint64
 }
 
+func newTargets(n int) *targets {
+	t := &targets{first: make([]uint64, n), more: map[int32][]uint64{}}
+	for i := range t.first {
+		t.first[i] = noAddr
+	}
+	return t
+}
+
 func (t *targets) add(ord int32, addr uint64) {
 	if t.first[ord] == noAddr {
 		t.first[ord] = addr
@@ -64,10 +72,7 @@ func (t *targets) of(ord int32) []uint64 {
 // source keys; with bySourceDelete, the addresses of live rows whose key
 // the source lacks go to plan.deletes.
 func scanTargets(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, src *source, cfg *Config, plan *mergePlan, mem memory.Allocator) (*targets, error) {
-	t := &targets{first: make([]uint64, src.keys.Len()), more: map[int32][]uint64{}}
-	for i := range t.first {
-		t.first[i] = noAddr
-	}
+	t := newTargets(src.keys.Len())
 	if d == nil {
 		return t, nil
 	}

@@ -18,6 +18,11 @@ type metrics struct {
 	rebases      prometheus.Counter
 	conflicts    prometheus.Counter
 	mergeRows    *prometheus.CounterVec
+	delFiles     prometheus.Counter
+	delBytes     prometheus.Counter
+	indexKeys    prometheus.Gauge
+	indexBytes   prometheus.Gauge
+	indexSyncs   *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -54,6 +59,26 @@ func newMetrics() *metrics {
 			Name: "quiver_lance_merge_rows_total",
 			Help: "Rows of committed merge_insert versions by action: inserted, updated, deleted, skipped_duplicates (first_seen).",
 		}, []string{"action"}),
+		delFiles: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_lance_deletion_files_written_total",
+			Help: "Deletion files written by merge_insert precommits (committed or not).",
+		}),
+		delBytes: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_lance_deletion_bytes_written_total",
+			Help: "Bytes of deletion files written by merge_insert precommits.",
+		}),
+		indexKeys: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "quiver_lance_key_index_keys",
+			Help: "Keys in the merge_insert key index.",
+		}),
+		indexBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "quiver_lance_key_index_bytes",
+			Help: "Memory held by the merge_insert key index.",
+		}),
+		indexSyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quiver_lance_key_index_syncs_total",
+			Help: "Key index syncs before a merge by result: current (nothing changed), patched (changed fragments re-read), rebuilt, disabled (outgrew key_index_max_bytes).",
+		}, []string{"result"}),
 	}
 	m.version.Set(-1)
 	return m
@@ -65,7 +90,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.rowsWritten, m.filesWritten, m.bytesWritten, m.version, m.commits, m.rebases, m.conflicts, m.mergeRows} {
+	for _, c := range []prometheus.Collector{m.rowsWritten, m.filesWritten, m.bytesWritten, m.version, m.commits, m.rebases, m.conflicts, m.mergeRows, m.delFiles, m.delBytes, m.indexKeys, m.indexBytes, m.indexSyncs} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -33,6 +33,11 @@ type Writer struct {
 
 	hist history // committed epochs read from the version history
 	m    *metrics
+
+	idxMu sync.Mutex // guards idx and serializes merge planning
+	// idx is the merge_insert key index; nil in append mode, with
+	// key_index_max_bytes 0, or after it outgrew that bound.
+	idx *keyIndex
 }
 
 var (
@@ -54,6 +59,9 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		hist: history{epochs: make(map[string]committedAt)}, m: newMetrics()}
 	if err := w.m.register(env.Registerer); err != nil {
 		return nil, err
+	}
+	if cfg.WriteMode == ModeMergeInsert && cfg.KeyIndexMaxBytes > 0 {
+		w.idx = newKeyIndex()
 	}
 	return w, nil
 }

@@ -13,6 +13,10 @@
 // decoded before the clock starts); Quiver's covers sending, writing and
 // committing. --no-lancedb skips the LanceDB side (no node needed).
 // Everything lives in a temporary folder removed at exit.
+//
+// --merge runs the merge-insert scenario instead (see mergeBench):
+//
+//	go run ./writers/lance/cmd/lancebench --merge --base-rows 2000000 --merge-rows 200000
 package main
 
 import (
@@ -47,6 +51,8 @@ type options struct {
 	rows      int64
 	runs      int
 	noLanceDB bool
+	merge     bool
+	mo        mergeOptions
 }
 
 func main() {
@@ -58,6 +64,10 @@ func main() {
 	fs.Int64Var(&o.rows, "rows", 1_000_000, "rows per stream (and of LanceDB's table)")
 	fs.IntVar(&o.runs, "runs", 3, "runs per stream count; the median is reported")
 	fs.BoolVar(&o.noLanceDB, "no-lancedb", false, "skip LanceDB's side")
+	fs.BoolVar(&o.merge, "merge", false, "run the merge-insert scenario (needs LanceDB)")
+	fs.Int64Var(&o.mo.baseRows, "base-rows", 2_000_000, "--merge: rows of the base dataset")
+	fs.Int64Var(&o.mo.srcRows, "merge-rows", 200_000, "--merge: rows per merge, half existing ids")
+	fs.IntVar(&o.mo.warm, "warm", 3, "--merge: merges after the first (warm key index)")
 	fs.Parse(os.Args[1:])
 	for s := range strings.SplitSeq(*streams, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(s))
@@ -66,6 +76,10 @@ func main() {
 			os.Exit(2)
 		}
 		o.streams = append(o.streams, n)
+	}
+	run := run
+	if o.merge {
+		run = func(ctx context.Context, o options, out, log io.Writer) error { return mergeBench(ctx, o.mo, out, log) }
 	}
 	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintln(os.Stderr, "lancebench:", err)
@@ -87,7 +101,8 @@ func run(ctx context.Context, o options, out, log io.Writer) (err error) {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	srv, err := startServer(ctx, dir)
+	srv, err := startServer(ctx, dir, fmt.Sprintf("  - name: items\n    sink: lance\n    lance: {dataset_uri: \"file://%s\"}\n",
+		filepath.Join(dir, "quiver", "items.lance")))
 	if err != nil {
 		return err
 	}
@@ -116,15 +131,20 @@ func run(ctx context.Context, o options, out, log io.Writer) (err error) {
 		}
 		rows = append(rows, r)
 	}
-	return report(out, rows)
+	return report(out, rows, "lancedb-createTable")
 }
 
-// startServer serves one Lance append endpoint, items, on a dataset under
-// dir.
-func startServer(ctx context.Context, dir string) (*server.Server, error) {
-	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nlog: {level: warn}\nendpoints:\n"+
-		"  - name: items\n    sink: lance\n    lance: {dataset_uri: \"file://%s\"}\n",
-		filepath.Join(dir, "data"), filepath.Join(dir, "quiver", "items.lance"))
+// startMergeServer serves one Lance merge_insert endpoint, merged (on id,
+// update_all + insert_all), on the dataset folder dataset.
+func startMergeServer(ctx context.Context, dir, dataset string) (*server.Server, error) {
+	return startServer(ctx, dir, fmt.Sprintf("  - name: merged\n    sink: lance\n    lance: {dataset_uri: \"file://%s\", mode: merge_insert, on: [id]}\n", dataset))
+}
+
+// startServer serves the endpoints of the YAML list endpoints, with its
+// data_dir under dir.
+func startServer(ctx context.Context, dir, endpoints string) (*server.Server, error) {
+	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nlog: {level: warn}\nendpoints:\n%s",
+		filepath.Join(dir, "data"), endpoints)
 	reg := server.Sinks()
 	cfg, err := config.Parse([]byte(yaml), dir, reg)
 	if err != nil {
@@ -217,12 +237,12 @@ func median(xs []float64) float64 {
 	return s[len(s)/2]
 }
 
-// report prints one line per target and stream count, with Quiver's ratio
-// to LanceDB's createTable.
-func report(w io.Writer, rows []row) error {
+// report prints one line per target and stream count, with each target's
+// ratio to the baseline target's rows/s.
+func report(w io.Writer, rows []row, baseline string) error {
 	var lance float64
 	for _, r := range rows {
-		if r.target == "lancedb-createTable" {
+		if r.target == baseline {
 			lance = r.rowsPerSec
 		}
 	}
@@ -230,7 +250,7 @@ func report(w io.Writer, rows []row) error {
 	fmt.Fprintln(tw, "target\tstreams\trows/s\tMB/s\tvs lancedb\t")
 	for _, r := range rows {
 		ratio := ""
-		if lance > 0 && r.target != "lancedb-createTable" {
+		if lance > 0 && r.target != baseline {
 			ratio = fmt.Sprintf("%.2fx", r.rowsPerSec/lance)
 		}
 		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%s\t\n", r.target, r.streams, r.rowsPerSec, r.mbPerSec, ratio)

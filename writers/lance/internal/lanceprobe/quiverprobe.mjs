@@ -12,7 +12,8 @@
 //   node quiverprobe.mjs merge-insert <dbdir> <name> <source.arrow> --on id[,k2]
 //        [--matched update_all|do_nothing] [--not-matched insert_all|do_nothing]
 //        [--by-source keep|delete]
-//       LanceDB's mergeInsert of the Arrow IPC source; prints {"ok":{stats}} or
+//       LanceDB's mergeInsert of the Arrow IPC source; prints {"ok":{stats},"ms":..}
+//       (ms times execute alone, the source is decoded before) or
 //       {"error":"..."} (exit 0 either way, for differential tests); with
 //       --compare <other> it then dumps <name> and <other> as dump does
 //   node quiverprobe.mjs dump <dbdir> <name>... --on id[,k2]
@@ -82,8 +83,10 @@ async function mergeInsert(db, name, file, opt) {
   if ((opt["not-matched"] || "insert_all") === "insert_all") b = b.whenNotMatchedInsertAll();
   if (opt["by-source"] === "delete") b = b.whenNotMatchedBySourceDelete();
   try {
+    const start = process.hrtime.bigint();
     const r = await b.execute(source);
-    console.log(JSON.stringify({ ok: toPlain(r) }));
+    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    console.log(JSON.stringify({ ok: toPlain(r), ms }));
   } catch (e) {
     console.log(JSON.stringify({ error: String(e && e.message ? e.message : e) }));
   }

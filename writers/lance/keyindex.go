@@ -1,0 +1,345 @@
+package lance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// Values of the key index: a row address (fragment id << 32 | offset), a
+// tombstone (the key's rows were all deleted), or multiBit | i for a key
+// the target holds more than once (its addresses are multi[i]).
+const (
+	tombstone = math.MaxUint64
+	multiBit  = 1 << 63
+	// maxIndexedFragment keeps fragment ids clear of multiBit; a dataset
+	// with larger ids is merged by scanning.
+	maxIndexedFragment = 1<<31 - 1
+)
+
+// errNoIndex is why a dataset cannot be indexed: the index outgrew
+// key_index_max_bytes, or a fragment id does not fit its addresses. The
+// endpoint then merges by scanning.
+var errNoIndex = errors.New("lance: the key index cannot hold this dataset")
+
+// keyIndex maps the key of every live row of one dataset version to its
+// row address, so a merge finds its targets without reading the dataset.
+// It is synced to the latest version before each merge (see sync): the
+// fragments that changed since it was built — by Quiver's own commits or
+// another writer's — are read again (only their key columns), the others
+// are not touched. Not safe for concurrent use: the Writer serializes it.
+type keyIndex struct {
+	keys  *merge.KeyIndex
+	multi [][]uint64
+	tombs int // tombstoned keys (they keep their slot)
+	// frags is each indexed fragment as the index saw it, with its count
+	// of indexed addresses.
+	frags  map[uint64]indexedFragment
+	schema *lanceformat.Schema
+	enc    *merge.KeyEncoder
+}
+
+type indexedFragment struct {
+	seen touchedFragment
+	live uint64
+}
+
+// syncStats says what one sync did.
+type syncStats struct {
+	rebuilt bool // the index was built from scratch
+	changed int  // fragments re-read or patched with their new deletions
+}
+
+func newKeyIndex() *keyIndex {
+	return &keyIndex{keys: merge.NewKeyIndex(0), frags: map[uint64]indexedFragment{}}
+}
+
+// Len returns the number of indexed keys (tombstones excluded).
+func (x *keyIndex) Len() int { return x.keys.Len() - x.tombs }
+
+// MemoryBytes returns the bytes the index holds.
+func (x *keyIndex) MemoryBytes() int {
+	n := x.keys.MemoryBytes() + 24*cap(x.multi)
+	for _, m := range x.multi {
+		n += 8 * cap(m)
+	}
+	return n
+}
+
+// sync brings the index to version d (nil: no dataset), reading only what
+// changed since the version it reflects: fragments that are new or whose
+// data files changed are re-read; a fragment with only a new deletion file
+// loses the newly deleted addresses (re-read if rows came back). It
+// rebuilds from scratch when the key schema changed. It returns an error
+// wrapping errNoIndex past maxBytes (0: no bound); on any error the index
+// is left empty (the next sync rebuilds it).
+func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, on []string, maxBytes int, mem memory.Allocator) (syncStats, error) {
+	var st syncStats
+	if d == nil {
+		*x = *newKeyIndex()
+		return st, nil
+	}
+	if x.schema == nil || !x.schema.Equal(&d.Manifest.Schema) {
+		as, err := d.Manifest.Schema.ToArrow()
+		if err != nil {
+			return st, err
+		}
+		enc, err := merge.NewKeyEncoder(as, on)
+		if err != nil {
+			return st, err
+		}
+		*x = *newKeyIndex()
+		x.keys = merge.NewKeyIndex(int(d.Manifest.NumRows()))
+		x.schema, x.enc = &d.Manifest.Schema, enc
+		st.rebuilt = true
+	}
+	current := make(map[uint64]*lanceformat.Fragment, len(d.Manifest.Fragments))
+	var read []*lanceformat.Fragment        // new or rewritten: read whole
+	purge := map[uint64]bool{}              // every address of these goes
+	deleted := map[uint64]map[uint32]bool{} // only these offsets go
+	for i := range d.Manifest.Fragments {
+		f := &d.Manifest.Fragments[i]
+		if f.ID > maxIndexedFragment {
+			return st, x.fail(fmt.Errorf("%w: fragment id %d does not fit a row address", errNoIndex, f.ID))
+		}
+		current[f.ID] = f
+		old, ok := x.frags[f.ID]
+		switch {
+		case !ok:
+			read = append(read, f)
+		case unchanged(f, old.seen):
+		case sameFiles(f, old.seen):
+			offs, err := lanceformat.ReadDeletions(ctx, b, f)
+			if err != nil {
+				return st, x.fail(err)
+			}
+			set := make(map[uint32]bool, len(offs))
+			for _, o := range offs {
+				set[o] = true
+			}
+			deleted[f.ID] = set
+		default:
+			purge[f.ID] = true
+			read = append(read, f)
+		}
+	}
+	for id := range x.frags {
+		if current[id] == nil {
+			purge[id] = true
+		}
+	}
+	if len(purge)+len(deleted) > 0 {
+		x.remove(func(a uint64) bool { return purge[a>>32] || deleted[a>>32][uint32(a)] })
+		// Rows that came back (a restore) are not in the index: re-read.
+		var back map[uint64]bool
+		for id := range deleted {
+			f := current[id]
+			if x.frags[id].live != f.LiveRows() {
+				if back == nil {
+					back = map[uint64]bool{}
+				}
+				back[id] = true
+				read = append(read, f)
+			}
+		}
+		if back != nil {
+			x.remove(func(a uint64) bool { return back[a>>32] })
+		}
+		for id := range purge {
+			delete(x.frags, id)
+		}
+		for id := range deleted {
+			e := x.frags[id]
+			e.seen = seenAs(current[id])
+			x.frags[id] = e
+		}
+	}
+	if x.tombs > x.Len() && x.tombs > minCompact {
+		x.compact()
+	}
+	for _, f := range read {
+		if err := x.readFragment(ctx, b, d, f, on, mem); err != nil {
+			return st, x.fail(err)
+		}
+		if maxBytes > 0 && x.MemoryBytes() > maxBytes {
+			return st, x.fail(fmt.Errorf("%w: it outgrew key_index_max_bytes (%d)", errNoIndex, maxBytes))
+		}
+	}
+	st.changed = len(read) + len(purge) + len(deleted)
+	return st, nil
+}
+
+// minCompact is the fewest tombstones worth compacting away.
+const minCompact = 1 << 16
+
+// compact rebuilds the key table without its tombstones (in memory: the
+// addresses are all there).
+func (x *keyIndex) compact() {
+	old := x.keys
+	x.keys = merge.NewKeyIndex(x.Len())
+	x.tombs = 0
+	ks := old.Keys()
+	for ord := range ks.Len() {
+		if v := old.Value(ord); v != tombstone {
+			x.keys.Put(ks.Key(ord), v)
+		}
+	}
+}
+
+// fail empties the index (it may be half-synced) and returns err.
+func (x *keyIndex) fail(err error) error {
+	*x = *newKeyIndex()
+	return err
+}
+
+// sameFiles reports whether f still has the data files t recorded.
+func sameFiles(f *lanceformat.Fragment, t touchedFragment) bool {
+	return unchanged(f, touchedFragment{ID: t.ID, Files: t.Files, Deletion: f.Deletion})
+}
+
+// seenAs records f's data files and deletion file.
+func seenAs(f *lanceformat.Fragment) touchedFragment {
+	t := touchedFragment{ID: f.ID}
+	for _, df := range f.Files {
+		t.Files = append(t.Files, df.Path)
+	}
+	if f.Deletion != nil {
+		del := *f.Deletion
+		t.Deletion = &del
+	}
+	return t
+}
+
+// readFragment indexes the live rows of f (only its key columns are read).
+func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, f *lanceformat.Fragment, on []string, mem memory.Allocator) error {
+	offs, err := lanceformat.ReadDeletions(ctx, b, f)
+	if err != nil {
+		return err
+	}
+	gone := make(map[uint32]bool, len(offs))
+	for _, o := range offs {
+		gone[o] = true
+	}
+	rec, err := d.ReadColumns(ctx, b, f, on, mem)
+	if err != nil {
+		return err
+	}
+	err = x.enc.EncodeColumns(rec.Columns(), int(rec.NumRows()))
+	rec.Release()
+	if err != nil {
+		return err
+	}
+	var live uint64
+	for off := range x.enc.Len() {
+		if !gone[uint32(off)] {
+			x.add(x.enc.Key(off), f.ID<<32|uint64(off))
+			live++
+		}
+	}
+	x.frags[f.ID] = indexedFragment{seen: seenAs(f), live: live}
+	return nil
+}
+
+// add records one more live row of key at addr.
+func (x *keyIndex) add(key []byte, addr uint64) {
+	old, replaced := x.keys.Put(key, addr)
+	switch {
+	case !replaced:
+	case old == tombstone:
+		x.tombs--
+	case old&multiBit != 0:
+		i := old &^ multiBit
+		x.multi[i] = append(x.multi[i], addr)
+		x.keys.Put(key, old)
+	default:
+		x.multi = append(x.multi, []uint64{old, addr})
+		x.keys.Put(key, multiBit|uint64(len(x.multi)-1))
+	}
+}
+
+// remove drops every indexed address gone reports, in one pass.
+func (x *keyIndex) remove(gone func(addr uint64) bool) {
+	ks := x.keys.Keys()
+	for ord := range ks.Len() {
+		v := x.keys.Value(ord)
+		switch {
+		case v == tombstone:
+		case v&multiBit != 0:
+			i := v &^ multiBit
+			kept := x.multi[i][:0]
+			for _, a := range x.multi[i] {
+				if gone(a) {
+					x.dropped(a)
+				} else {
+					kept = append(kept, a)
+				}
+			}
+			switch len(kept) {
+			case 0:
+				x.multi[i] = nil
+				x.keys.Put(ks.Key(ord), tombstone)
+				x.tombs++
+			case 1:
+				x.multi[i] = nil
+				x.keys.Put(ks.Key(ord), kept[0])
+			default:
+				x.multi[i] = kept
+			}
+		case gone(v):
+			x.dropped(v)
+			x.keys.Put(ks.Key(ord), tombstone)
+			x.tombs++
+		}
+	}
+}
+
+// dropped counts addr out of its fragment's indexed rows.
+func (x *keyIndex) dropped(addr uint64) {
+	if e, ok := x.frags[addr>>32]; ok {
+		e.live--
+		x.frags[addr>>32] = e
+	}
+}
+
+// targets returns the matches of src's keys and, with bySource, adds the
+// addresses of indexed keys the source lacks to plan.deletes: what
+// scanTargets returns for the version the index reflects.
+func (x *keyIndex) targets(src *source, bySource bool, plan *mergePlan) *targets {
+	t := newTargets(src.keys.Len())
+	expand := func(v uint64, each func(uint64)) {
+		switch {
+		case v == tombstone:
+		case v&multiBit != 0:
+			for _, a := range x.multi[v&^multiBit] {
+				each(a)
+			}
+		default:
+			each(v)
+		}
+	}
+	for ord := range src.keys.Len() {
+		if v, ok := x.keys.Get(src.keys.Key(ord)); ok {
+			expand(v, func(a uint64) { t.add(int32(ord), a) })
+		}
+	}
+	if bySource {
+		ks := x.keys.Keys()
+		for ord := range ks.Len() {
+			if _, in := src.keys.Find(ks.Key(ord)); in {
+				continue
+			}
+			expand(x.keys.Value(ord), func(a uint64) {
+				plan.deletes[a>>32] = append(plan.deletes[a>>32], uint32(a))
+				plan.counts.Deleted++
+			})
+		}
+	}
+	return t
+}

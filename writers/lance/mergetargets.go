@@ -1,0 +1,45 @@
+package lance
+
+import (
+	"context"
+	"errors"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+)
+
+// findTargets returns the target rows of src's keys in version d (and,
+// under when_not_matched_by_source: delete, adds the other live rows to
+// plan.deletes). It uses the endpoint's key index, synced to d first;
+// with key_index_max_bytes 0, or once the index outgrew it (or a fragment
+// id does not fit its addresses), it scans the key columns of every
+// fragment instead. Merges of one endpoint plan one
+// at a time while the index is in use.
+func (w *Writer) findTargets(ctx context.Context, d *lanceformat.Dataset, src *source, plan *mergePlan, mem memory.Allocator) (*targets, error) {
+	bySource := w.cfg.WhenNotMatchedBySource == "delete"
+	w.idxMu.Lock()
+	defer w.idxMu.Unlock()
+	if w.idx == nil {
+		return scanTargets(ctx, w.bucket, d, src, w.cfg, plan, mem)
+	}
+	st, err := w.idx.sync(ctx, w.bucket, d, w.cfg.On, int(w.cfg.KeyIndexMaxBytes), mem)
+	w.m.indexKeys.Set(float64(w.idx.Len()))
+	w.m.indexBytes.Set(float64(w.idx.MemoryBytes()))
+	switch {
+	case errors.Is(err, errNoIndex):
+		w.log.Warn("lance: merges scan the key columns from now on", "err", err)
+		w.idx = nil
+		w.m.indexSyncs.WithLabelValues("disabled").Inc()
+		return scanTargets(ctx, w.bucket, d, src, w.cfg, plan, mem)
+	case err != nil:
+		return nil, err
+	case st.rebuilt:
+		w.m.indexSyncs.WithLabelValues("rebuilt").Inc()
+	case st.changed > 0:
+		w.m.indexSyncs.WithLabelValues("patched").Inc()
+	default:
+		w.m.indexSyncs.WithLabelValues("current").Inc()
+	}
+	return w.idx.targets(src, bySource, plan), nil
+}
