@@ -3,7 +3,9 @@ package kafka
 import (
 	"context"
 	"errors"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -38,11 +40,12 @@ func (w *Writer) newAdmin(opts ...kgo.Opt) (*kgo.Client, error) {
 // topicInfo describes an existing topic.
 type topicInfo struct {
 	partitions int
-	maxBytes   int // max.message.bytes
+	maxBytes   int  // max.message.bytes
+	compacted  bool // cleanup.policy includes compact: the broker refuses keyless records
 }
 
-// describeTopic returns topic's partition count and message size limit;
-// ok is false when the topic does not exist.
+// describeTopic returns topic's partition count, message size limit and
+// whether it is compacted; ok is false when the topic does not exist.
 func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (info topicInfo, ok bool, err error) {
 	tds, err := adm.ListTopics(ctx, topic)
 	if err != nil {
@@ -63,10 +66,16 @@ func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (info to
 	}
 	for _, rc := range rcs {
 		for _, c := range rc.Configs {
-			if c.Key == "max.message.bytes" && c.Value != nil {
+			if c.Value == nil {
+				continue
+			}
+			switch c.Key {
+			case "max.message.bytes":
 				if v, err := strconv.Atoi(*c.Value); err == nil && v > batchOverhead {
 					info.maxBytes = v
 				}
+			case "cleanup.policy":
+				info.compacted = slices.ContainsFunc(strings.Split(*c.Value, ","), func(p string) bool { return strings.TrimSpace(p) == "compact" })
 			}
 		}
 	}

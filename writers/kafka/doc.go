@@ -36,11 +36,13 @@
 //     topic (read_committed) once per producer and then cached; a fenced
 //     or failed producer drops both (txn.go says why this is sound).
 //
-// Records larger than the topic's max.message.bytes are diverted to the
-// dead-letter topic (dlq_topic) when encoded, so they never fail their
-// neighbours' batches: they are staged in the key's file and produced at
-// commit, outside the Kafka transaction (at least once). Any other record
-// the broker refuses fails the transaction it is in.
+// Records the broker would refuse for their own sake, as predicted from
+// the topic's configs read at Open (larger than max.message.bytes, or
+// keyless for a compacted topic), are diverted to the dead-letter topic
+// (dlq_topic) when encoded, so they never abort their neighbours'
+// transaction: they are staged in the key's file and produced at commit,
+// outside the Kafka transaction (at least once). Any other record the
+// broker refuses fails the transaction it is in.
 //
 // The package imports the writers contract, merge (upsert collapse),
 // kafkaenc, sarama and franz-go (admin and read_committed reads); never

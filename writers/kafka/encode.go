@@ -115,8 +115,8 @@ func (e *encoder) upsert(ctx context.Context, rec arrow.RecordBatch, emit emitFu
 }
 
 // rows emits the records of rec's rows (tombstones when deletes) and
-// returns their count. A record above the topic's limit is emitted for the
-// dead-letter topic.
+// returns their count. A record the broker would refuse (divert) is
+// emitted for the dead-letter topic.
 func (e *encoder) rows(ctx context.Context, rec arrow.RecordBatch, deletes bool, emit emitFunc) (int, error) {
 	n := int(rec.NumRows())
 	e.kb.Reset()
@@ -147,15 +147,41 @@ func (e *encoder) rows(ctx context.Context, rec arrow.RecordBatch, deletes bool,
 		if !deletes {
 			r.value = e.vb.Row(i)
 		}
-		if size := recordSize(r); size > e.w.maxRecordBytes {
-			if e.w.cfg.DLQTopic == "" {
-				return 0, writers.Errorf(writers.ErrExhausted, "kafka: row %d makes a record of %d bytes, above the %d bytes topic %q accepts (max.message.bytes): shrink the row, raise the topic's limit or set dlq_topic", i, size, e.w.maxRecordBytes, e.w.cfg.Topic)
-			}
-			r = e.deadLetter(r, fmt.Sprintf("record of %d bytes exceeds the %d bytes topic %s accepts (max.message.bytes)", size, e.w.maxRecordBytes, e.w.cfg.Topic))
+		r, err := e.divert(i, r)
+		if err != nil {
+			return 0, err
 		}
 		emit(r)
 	}
 	return n, nil
+}
+
+// divert returns r (row i) marked for the dead-letter topic when the
+// broker would refuse it for its own sake, as predicted from the topic's
+// configs read at Open: a null key for a compacted topic (INVALID_RECORD)
+// or a size above max.message.bytes. It is decided here, before anything
+// is sent, because a refusal inside the stream's Kafka transaction would
+// abort the whole stream. Without dlq_topic (or when the dead-letter topic
+// would refuse the record too) it fails the batch instead: ErrInvalid for
+// a keyless record, ErrExhausted for an oversized one.
+func (e *encoder) divert(i int, r record) (record, error) {
+	w := e.w
+	if r.key == nil && w.keyRequired {
+		switch {
+		case w.cfg.DLQTopic == "":
+			return r, writers.Errorf(writers.ErrInvalid, "kafka: row %d has no key (a null key_column value, or no key_column) and topic %q is compacted (cleanup.policy), which refuses keyless records: give the row a key or set dlq_topic; nothing of this batch was sent", i, w.cfg.Topic)
+		case w.dlqKeyRequired:
+			return r, writers.Errorf(writers.ErrInvalid, "kafka: row %d has no key and both topic %q and dlq_topic %q are compacted (cleanup.policy), which refuse keyless records: give the row a key or use a dlq_topic that is not compacted; nothing of this batch was sent", i, w.cfg.Topic, w.cfg.DLQTopic)
+		}
+		return e.deadLetter(r, fmt.Sprintf("record without a key for compacted topic %s (cleanup.policy compact): the broker refuses it (INVALID_RECORD)", w.cfg.Topic)), nil
+	}
+	if size := recordSize(r); size > w.maxRecordBytes {
+		if w.cfg.DLQTopic == "" {
+			return r, writers.Errorf(writers.ErrExhausted, "kafka: row %d makes a record of %d bytes, above the %d bytes topic %q accepts (max.message.bytes): shrink the row, raise the topic's limit or set dlq_topic", i, size, w.maxRecordBytes, w.cfg.Topic)
+		}
+		return e.deadLetter(r, fmt.Sprintf("record of %d bytes exceeds the %d bytes topic %s accepts (max.message.bytes)", size, w.maxRecordBytes, w.cfg.Topic)), nil
+	}
+	return r, nil
 }
 
 // deadLetter marks r for the dead-letter topic with the __dlq.* headers.

@@ -133,3 +133,74 @@ func TestDeadLetterTopic(t *testing.T) {
 		t.Fatalf("%d records in the topic after the refused stream, want 299", n)
 	}
 }
+
+// TestDeadLetterKeyless: a compacted topic refuses keyless records
+// (INVALID_RECORD), which inside the stream's Kafka transaction would abort
+// the whole stream; the sink predicts it from cleanup.policy and diverts
+// such a record to the DLQ before sending, or, without a DLQ that can take
+// it, fails the write with nothing visible.
+func TestDeadLetterKeyless(t *testing.T) {
+	mem := checkedMem(t)
+	c := startCluster(t)
+	topic, dlq, compactedDLQ := uniqueTopic("compacted"), uniqueTopic("dlq"), uniqueTopic("compacted-dlq")
+	if err := c.CreateTopic(dlq, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.CreateTopic(compactedDLQ, 1, map[string]string{"cleanup.policy": "compact"}); err != nil {
+		t.Fatal(err)
+	}
+	compacted := func(dlqTopic string) func(*kafka.Config) {
+		return func(cfg *kafka.Config) {
+			cfg.KeyColumn, cfg.DLQTopic = "user", dlqTopic
+			cfg.CreateTopic = &kafka.CreateTopic{Partitions: 3, ReplicationFactor: 1, Configs: map[string]string{"cleanup.policy": "compact"}}
+		}
+	}
+	keyed := record(t, mem, rowsSchema, `[{"user":"a","n":0},{"user":"b","n":1}]`)
+	defer keyed.Release()
+	mixed := record(t, mem, rowsSchema, `[{"user":"c","n":2},{"user":"","n":3},{"user":null,"n":4},{"user":"d","n":5}]`)
+	defer mixed.Release()
+
+	w := openWriter(t, newConfig(c, topic, compacted(dlq)), t.TempDir(), mem)
+	if err := commitAuto(t, w, keyed, mixed); err != nil {
+		t.Fatal(err)
+	}
+	got := readCommitted(t, c.Addrs(), topic)
+	if len(got) != 5 {
+		t.Fatalf("%d records in the topic, want 5 (every row with a key, the empty one included)", len(got))
+	}
+	for _, r := range got {
+		if r.Key == nil {
+			t.Fatalf("keyless record %s in the compacted topic", r.Value)
+		}
+	}
+	dead := readCommitted(t, c.Addrs(), dlq)
+	if len(dead) != 1 {
+		t.Fatalf("%d records in the DLQ, want 1", len(dead))
+	}
+	headers := map[string]string{}
+	for _, h := range dead[0].Headers {
+		headers[h.Key] = string(h.Value)
+	}
+	if headers["__dlq.topic"] != topic || !strings.Contains(headers["__dlq.error"], "compacted") || headers["__dlq.timestamp"] == "" {
+		t.Fatalf("DLQ headers %v, want __dlq.error naming the compacted topic, __dlq.topic=%s, __dlq.timestamp", headers, topic)
+	}
+	if dead[0].Key != nil || !strings.Contains(string(dead[0].Value), `"n":4`) {
+		t.Fatalf("DLQ record key %q value %s, want the keyless row n=4", dead[0].Key, dead[0].Value)
+	}
+
+	for _, tc := range []struct{ name, dlq string }{{"no dlq_topic", ""}, {"compacted dlq_topic", compactedDLQ}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := openWriter(t, newConfig(c, topic, compacted(tc.dlq)), t.TempDir(), mem)
+			err := commitAuto(t, w, keyed, mixed)
+			if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "row 2") || !strings.Contains(err.Error(), "compacted") {
+				t.Fatalf("keyless row for a compacted topic: %v, want ErrInvalid naming row 2 and the compacted topic", err)
+			}
+			if n := len(readCommitted(t, c.Addrs(), topic)); n != 5 {
+				t.Fatalf("%d records in the topic after the refused stream, want 5", n)
+			}
+			if n := len(readCommitted(t, c.Addrs(), dlq)) + len(readCommitted(t, c.Addrs(), compactedDLQ)); n != 1 {
+				t.Fatalf("%d dead-letter records after the refused stream, want 1", n)
+			}
+		})
+	}
+}

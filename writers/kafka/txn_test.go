@@ -187,8 +187,8 @@ func TestBrokerDownAtCommit(t *testing.T) {
 // TestBrokerRejectsRecord: a record the broker refuses as invalid (not
 // for its size) fails the auto-commit stream it is in with ErrInvalid: the
 // stream's transaction aborts, so nothing of it is visible, and nothing
-// goes to the dead-letter topic (only records above max.message.bytes,
-// caught before sending, do).
+// goes to the dead-letter topic (only refusals predicted before sending
+// are diverted: oversized records, keyless ones for compacted topics).
 func TestBrokerRejectsRecord(t *testing.T) {
 	mem := checkedMem(t)
 	c := startCluster(t)

@@ -40,6 +40,8 @@ type Writer struct {
 	dlq            *pipe         // idempotent producer of dead-letter records; nil without dlq_topic
 	producerBytes  int           // Producer.MaxMessageBytes of data producers
 	maxRecordBytes int           // larger records go to the DLQ when encoded
+	keyRequired    bool          // the topic is compacted: keyless records go to the DLQ when encoded
+	dlqKeyRequired bool          // the DLQ topic is compacted too: keyless records cannot go there
 	instance       string        // of the data_dir, in auto-commit transactional ids
 	autoTimeout    time.Duration // transaction timeout of auto-commit streams
 
@@ -109,8 +111,8 @@ func (w *Writer) Contract() writers.Contract {
 
 // Open prepares the staging folder (removing files of streams that never
 // reached precommit before a crash) and the instance id, checks the topic
-// (creating it with create_topic), reads its partition count and
-// max.message.bytes and the broker's transaction.max.timeout.ms, creates
+// (creating it with create_topic), reads its partition count,
+// max.message.bytes and cleanup.policy and the broker's transaction.max.timeout.ms, creates
 // the marker topic when missing, applies the registry compatibility level
 // and starts the dead-letter producer. Auto-commit producers start with
 // the first streams.
@@ -138,6 +140,7 @@ func (w *Writer) Open(ctx context.Context) (err error) {
 	}
 	w.producerBytes = topic.maxBytes - batchOverhead
 	w.maxRecordBytes = w.producerBytes
+	w.keyRequired = topic.compacted
 	if _, err := ensureTopic(ctx, w.adm, w.cfg.MarkerTopic, markerTopicSpec, ""); err != nil {
 		return err
 	}
@@ -147,6 +150,7 @@ func (w *Writer) Open(ctx context.Context) (err error) {
 		if err != nil {
 			return err
 		}
+		w.dlqKeyRequired = dlq.compacted
 		if w.dlq, err = w.newPipe(dlq.maxBytes-batchOverhead, "", 0); err != nil {
 			return err
 		}
@@ -159,7 +163,10 @@ func (w *Writer) Open(ctx context.Context) (err error) {
 	w.mu.Lock()
 	w.opened = true
 	w.mu.Unlock()
-	w.log.Info("kafka sink opened", "topic", w.cfg.Topic, "partitions", topic.partitions, "max_message_bytes", topic.maxBytes, "format", w.cfg.Format, "envelope", w.cfg.Envelope)
+	if w.keyRequired && w.cfg.KeyColumn == "" {
+		w.log.Warn("kafka topic is compacted and key_column is not set: the broker refuses keyless records, so every record is refused (or sent to dlq_topic)", "topic", w.cfg.Topic)
+	}
+	w.log.Info("kafka sink opened", "topic", w.cfg.Topic, "partitions", topic.partitions, "max_message_bytes", topic.maxBytes, "compacted", topic.compacted, "format", w.cfg.Format, "envelope", w.cfg.Envelope)
 	return nil
 }
 
@@ -309,7 +316,8 @@ func (w *Writer) forget(key writers.TxnKey) {
 // its first record), blocking while autoInflightBytes of its records are
 // unacknowledged, and stages only records bound for the dead-letter topic.
 // Errors: ErrInvalid (a type the format cannot carry, a bad key, an empty
-// upsert key), ErrExhausted (a record above the topic's limit without
+// upsert key, a null key for a compacted topic without dlq_topic),
+// ErrExhausted (a record above the topic's limit without
 // dlq_topic), ErrUnavailable (disk, registry, an auto-commit stream whose
 // records failed: it is aborted and every later call on it fails).
 func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
