@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,7 +101,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (_ Report, err error) {
 			}
 		}
 		for _, rs := range runs {
-			rep.Results = append(rep.Results, median(rs))
+			rep.Results = append(rep.Results, MedianBy(rs, func(r Result) float64 { return r.RowsPerSec }))
 		}
 	}
 	rep.Ratios = ratios(rep.Results)
@@ -117,12 +116,4 @@ func warmUp(ctx context.Context, t target, w *workload) error {
 		return fmt.Errorf("warm-up: %w", err)
 	}
 	return nil
-}
-
-// median returns the run with the median rows/s.
-func median(rs []Result) Result {
-	sorted := slices.SortedFunc(slices.Values(rs), func(a, b Result) int {
-		return cmp.Compare(a.RowsPerSec, b.RowsPerSec)
-	})
-	return sorted[len(sorted)/2]
 }

@@ -10,4 +10,9 @@
 // endpoint), which is why this package imports flightsvc, txn and
 // writers/discard besides clients/go; with --addr it drives any running
 // server.
+//
+// The sink benchmarks (bench/cmd/deltabench, kafkabench, upsertbench) use
+// its workload and the small helpers they share: ParseStreams, Median and
+// MedianBy, NewTable, ReleaseAll and TotalIPCBodyBytes; bench/benchkit
+// holds their in-process server and command plumbing.
 package bench

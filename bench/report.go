@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"text/tabwriter"
 )
 
 // Report is everything one bench invocation measured.
@@ -64,7 +63,7 @@ func (r Report) WriteTable(w io.Writer) error {
 	wl := r.Workload
 	fmt.Fprintf(w, "workload: %d rows per stream in %d-row batches (%.2f MB IPC body each), seed %d; server %s; median of %d runs\n\n",
 		wl.RowsPerStream, wl.BatchRows, float64(wl.BytesPerBatch)/1e6, wl.Seed, r.Server, r.Runs)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := NewTable(w)
 	fmt.Fprintln(tw, "target\tstreams\trows/s\tMB/s\tack p50\tack p99\tcommit p50\tcommit max\t")
 	for _, res := range r.Results {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%.1f\t%s\t%s\t%s\t%s\t\n", res.Target, res.Streams, humanRate(res.RowsPerSec),

@@ -73,23 +73,15 @@ func newWorkload(mem memory.Allocator, seed uint64, rows int64, batchRows int) (
 	if err != nil {
 		return nil, err
 	}
-	w := &workload{schema: Schema(), batches: batches, rows: rows}
-	for _, b := range batches {
-		n, err := IPCBodyBytes(mem, b)
-		if err != nil {
-			w.release()
-			return nil, err
-		}
-		w.bytes += n
+	bytes, err := TotalIPCBodyBytes(mem, batches)
+	if err != nil {
+		ReleaseAll(batches)
+		return nil, err
 	}
-	return w, nil
+	return &workload{schema: Schema(), batches: batches, rows: rows, bytes: bytes}, nil
 }
 
-func (w *workload) release() {
-	for _, b := range w.batches {
-		b.Release()
-	}
-}
+func (w *workload) release() { ReleaseAll(w.batches) }
 
 // streamStats is what one stream measured.
 type streamStats struct {

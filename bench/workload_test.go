@@ -18,9 +18,7 @@ func generateT(t *testing.T, seed uint64, rows int64, batchRows int) []arrow.Rec
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
-		for _, b := range batches {
-			b.Release()
-		}
+		ReleaseAll(batches)
 		mem.AssertSize(t, 0)
 	})
 	return batches

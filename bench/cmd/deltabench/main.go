@@ -20,23 +20,19 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/bench/benchkit"
 	"github.com/quiver-ingest/quiver/clients/go/quiverflag"
 	"github.com/quiver-ingest/quiver/server"
-	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
@@ -53,8 +49,6 @@ type options struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var o options
 	fs := flag.NewFlagSet("deltabench", flag.ExitOnError)
 	streams := fs.String("streams", "1,4", "concurrent streams, a comma list runs each")
@@ -62,18 +56,11 @@ func main() {
 	fs.IntVar(&o.runs, "runs", 3, "runs per target and stream count; the median is reported")
 	fs.BoolVar(&o.keep, "keep", false, "keep the tables' temporary folder")
 	fs.Parse(os.Args[1:])
-	for s := range strings.SplitSeq(*streams, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			fmt.Fprintf(os.Stderr, "deltabench: --streams %q: give positive integers\n", *streams)
-			os.Exit(2)
-		}
-		o.streams = append(o.streams, n)
+	var err error
+	if o.streams, err = bench.ParseStreams(*streams); err != nil {
+		benchkit.UsageError("deltabench", err)
 	}
-	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "deltabench:", err)
-		os.Exit(1)
-	}
+	benchkit.Run("deltabench", func(ctx context.Context) error { return run(ctx, o, os.Stdout, os.Stderr) })
 }
 
 // row is one line of the report.
@@ -86,24 +73,16 @@ type row struct {
 }
 
 func run(ctx context.Context, o options, out, log io.Writer) (err error) {
-	dir, err := os.MkdirTemp("", "deltabench-")
+	dir, remove, err := benchkit.TempDir("deltabench", "tables", o.keep, log)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Fprintln(log, "deltabench: tables in", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer remove()
 	srv, err := startServer(ctx, dir)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		err = errors.Join(err, srv.Shutdown(sctx))
-	}()
+	defer func() { err = errors.Join(err, benchkit.Stop(ctx, srv)) }()
 
 	var rows []row
 	for _, streams := range o.streams {
@@ -143,23 +122,11 @@ func run(ctx context.Context, o options, out, log io.Writer) (err error) {
 // endpoint per codec, named after it, on tables under dir.
 func startServer(ctx context.Context, dir string) (*server.Server, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nlog: {level: warn}\nendpoints:\n  - {name: devnull, sink: discard}\n", filepath.Join(dir, "data"))
+	b.WriteString("  - {name: devnull, sink: discard}\n")
 	for _, c := range codecs {
 		fmt.Fprintf(&b, "  - name: %s\n    sink: delta\n    delta: {table_uri: \"file://%s\", parquet: {compression: %s}}\n", c, filepath.Join(dir, c), c)
 	}
-	reg := server.Sinks()
-	cfg, err := config.Parse([]byte(b.String()), dir, reg)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := server.New(cfg, server.Options{Sinks: reg})
-	if err != nil {
-		return nil, err
-	}
-	if err := srv.Start(ctx); err != nil {
-		return nil, err
-	}
-	return srv, nil
+	return benchkit.Start(ctx, dir, filepath.Join(dir, "data"), b.String())
 }
 
 type fileTotals struct{ files, bytes int64 }
@@ -195,18 +162,10 @@ func rawEncode(rows int64, streams int, codec string, runs int) (row, error) {
 	if err != nil {
 		return row{}, err
 	}
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
-	var ipc int64
-	for _, b := range batches {
-		n, err := bench.IPCBodyBytes(memory.DefaultAllocator, b)
-		if err != nil {
-			return row{}, err
-		}
-		ipc += n
+	defer bench.ReleaseAll(batches)
+	ipc, err := bench.TotalIPCBodyBytes(memory.DefaultAllocator, batches)
+	if err != nil {
+		return row{}, err
 	}
 	var rates []float64
 	for range runs {
@@ -222,7 +181,7 @@ func rawEncode(rows int64, streams int, codec string, runs int) (row, error) {
 		}
 		rates = append(rates, float64(rows*int64(streams))/time.Since(start).Seconds())
 	}
-	med := median(rates)
+	med := bench.Median(rates)
 	return row{target: "raw-" + codec, streams: streams, rowsPerSec: med, mbPerSec: med * float64(ipc) / float64(rows) / 1e6}, nil
 }
 
@@ -241,16 +200,10 @@ func encodeAll(batches []arrow.RecordBatch, codec string) error {
 	return err
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // report prints one line per target and stream count, with the ratios of
 // each Delta endpoint to discard and to raw encoding with its codec.
 func report(w io.Writer, rows []row) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := bench.NewTable(w)
 	fmt.Fprintln(tw, "target\tstreams\trows/s\tMB/s\tfiles\tbytes\tvs discard\tvs raw parquetio\t")
 	find := func(target string, streams int) float64 {
 		for _, r := range rows {

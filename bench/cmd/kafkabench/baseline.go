@@ -39,11 +39,7 @@ func serialize(ctx context.Context, format string, rows int64, registry string) 
 	if err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, b := range batches {
-			b.Release()
-		}
-	}()
+	defer bench.ReleaseAll(batches)
 	schema := bench.Schema()
 	keys, err := kafkaenc.NewKeys(schema, "id")
 	if err != nil {

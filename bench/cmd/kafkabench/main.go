@@ -25,21 +25,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
-	"slices"
-	"strconv"
 	"strings"
-	"syscall"
-	"text/tabwriter"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/bench/benchkit"
 	"github.com/quiver-ingest/quiver/clients/go/quiverflag"
 	"github.com/quiver-ingest/quiver/server"
-	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc/srfake"
 )
@@ -65,30 +59,20 @@ type options struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var o options
 	fs := flag.NewFlagSet("kafkabench", flag.ExitOnError)
 	streams := fs.String("streams", "1,4", "concurrent streams (producing goroutines for the bare clients), a comma list runs each")
 	fs.Int64Var(&o.rows, "rows", 200_000, "rows (records) per stream")
 	fs.IntVar(&o.runs, "runs", 3, "runs per target, format and stream count; the median is reported")
 	fs.Parse(os.Args[1:])
-	for s := range strings.SplitSeq(*streams, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(s))
-		if err != nil || n <= 0 {
-			fmt.Fprintf(os.Stderr, "kafkabench: --streams %q: give positive integers\n", *streams)
-			os.Exit(2)
-		}
-		o.streams = append(o.streams, n)
+	var err error
+	if o.streams, err = bench.ParseStreams(*streams); err != nil {
+		benchkit.UsageError("kafkabench", err)
 	}
 	if o.rows <= 0 || o.runs <= 0 {
-		fmt.Fprintln(os.Stderr, "kafkabench: --rows and --runs must be positive")
-		os.Exit(2)
+		benchkit.UsageError("kafkabench", errors.New("--rows and --runs must be positive"))
 	}
-	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "kafkabench:", err)
-		os.Exit(1)
-	}
+	benchkit.Run("kafkabench", func(ctx context.Context) error { return run(ctx, o, os.Stdout, os.Stderr) })
 }
 
 // row is one line of the report.
@@ -111,20 +95,16 @@ func run(ctx context.Context, o options, out, log io.Writer) (err error) {
 	defer cluster.Close()
 	reg := srfake.New()
 	defer reg.Close()
-	dir, err := os.MkdirTemp("", "kafkabench-")
+	dir, remove, err := benchkit.TempDir("kafkabench", "", false, log)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer remove()
 	srv, err := startServer(ctx, dir, cluster.Addrs(), reg.URL)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		err = errors.Join(err, srv.Shutdown(sctx))
-	}()
+	defer func() { err = errors.Join(err, benchkit.Stop(ctx, srv)) }()
 	admCl, err := kgo.NewClient(kgo.SeedBrokers(cluster.Addrs()...))
 	if err != nil {
 		return err
@@ -159,7 +139,7 @@ func run(ctx context.Context, o options, out, log io.Writer) (err error) {
 				}
 				rates = append(rates, rep.Results[0].RowsPerSec)
 			}
-			rate := median(rates)
+			rate := bench.Median(rates)
 			rows = append(rows, row{format: f, target: targetQuiver, streams: streams, recsPerSec: rate, mbPerSec: rate * recs[f].meanBytes() / 1e6})
 
 			for _, b := range []struct {
@@ -180,7 +160,7 @@ func run(ctx context.Context, o options, out, log io.Writer) (err error) {
 					fmt.Fprintf(log, "kafkabench: %s %s, %d stream(s), run %d: %.0f records/s\n", b.target, f, streams, run+1, r)
 					rates = append(rates, r)
 				}
-				med := median(rates)
+				med := bench.Median(rates)
 				rows = append(rows, row{format: f, target: b.target, streams: streams, recsPerSec: med, mbPerSec: med * recs[f].meanBytes() / 1e6})
 			}
 		}
@@ -195,24 +175,11 @@ func baselineTopic(target, format string) string { return target + "-" + format 
 // keyed by id, producing to quiverTopic(format) on brokers.
 func startServer(ctx context.Context, dir string, brokers []string, registry string) (*server.Server, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nlog: {level: warn}\nendpoints:\n", dir)
 	for _, f := range formats {
 		fmt.Fprintf(&b, "  - name: %s\n    sink: kafka\n    kafka: {brokers: [%q], topic: %s, format: %s, key_column: id, schema_registry: {url: %q}}\n",
 			f, brokers[0], quiverTopic(f), f, registry)
 	}
-	reg := server.Sinks()
-	cfg, err := config.Parse([]byte(b.String()), dir, reg)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := server.New(cfg, server.Options{Sinks: reg})
-	if err != nil {
-		return nil, err
-	}
-	if err := srv.Start(ctx); err != nil {
-		return nil, err
-	}
-	return srv, nil
+	return benchkit.Start(ctx, dir, dir, b.String())
 }
 
 // truncate deletes every record of topic, so kfake frees its memory.
@@ -231,16 +198,10 @@ func truncate(ctx context.Context, adm *kadm.Client, topic string) error {
 	return nil
 }
 
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return s[len(s)/2]
-}
-
 // report prints one line per format, stream count and target, with the
 // ratio of each target's records/s to bare sarama's.
 func report(w io.Writer, rows []row) error {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := bench.NewTable(w)
 	fmt.Fprintln(tw, "format\tstreams\ttarget\trecords/s\tMB/s\tvs sarama\t")
 	sarama := func(format string, streams int) float64 {
 		for _, r := range rows {

@@ -17,20 +17,15 @@ package main
 
 import (
 	"bufio"
-	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
-	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -38,9 +33,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/bench/benchkit"
 	quiver "github.com/quiver-ingest/quiver/clients/go"
 	"github.com/quiver-ingest/quiver/server"
-	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -53,8 +48,6 @@ type options struct {
 }
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	var o options
 	fs := flag.NewFlagSet("upsertbench", flag.ExitOnError)
 	fs.Int64Var(&o.tableRows, "table-rows", 2_000_000, "rows of the table before the first upsert")
@@ -64,13 +57,9 @@ func main() {
 	fs.BoolVar(&o.keep, "keep", false, "keep the table's temporary folder")
 	fs.Parse(os.Args[1:])
 	if o.tableRows <= 0 || o.changeRows <= 0 || o.runs <= 0 || o.runs > 10 || o.changeRows*5 > o.tableRows {
-		fmt.Fprintln(os.Stderr, "upsertbench: give positive sizes, at most 10 runs, and --table-rows at least 5 × --change-rows (updates hit every 20th id, shifted by one per run)")
-		os.Exit(2)
+		benchkit.UsageError("upsertbench", errors.New("give positive sizes, at most 10 runs, and --table-rows at least 5 × --change-rows (updates hit every 20th id, shifted by one per run)"))
 	}
-	if err := run(ctx, o, os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "upsertbench:", err)
-		os.Exit(1)
-	}
+	benchkit.Run("upsertbench", func(ctx context.Context) error { return run(ctx, o, os.Stdout, os.Stderr) })
 }
 
 // result is one upsert run.
@@ -86,25 +75,17 @@ type result struct {
 }
 
 func run(ctx context.Context, o options, out, log io.Writer) (err error) {
-	dir, err := os.MkdirTemp("", "upsertbench-")
+	dir, remove, err := benchkit.TempDir("upsertbench", "table", o.keep, log)
 	if err != nil {
 		return err
 	}
-	if o.keep {
-		fmt.Fprintln(log, "upsertbench: table in", dir)
-	} else {
-		defer os.RemoveAll(dir)
-	}
+	defer remove()
 	tableDir := filepath.Join(dir, "table")
 	srv, err := startServer(ctx, dir, tableDir, o.codec)
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-		defer cancel()
-		err = errors.Join(err, srv.Shutdown(sctx))
-	}()
+	defer func() { err = errors.Join(err, benchkit.Stop(ctx, srv)) }()
 	c, err := quiver.Dial(srv.FlightAddr())
 	if err != nil {
 		return err
@@ -121,7 +102,7 @@ func run(ctx context.Context, o options, out, log io.Writer) (err error) {
 	if err != nil {
 		return err
 	}
-	defer releaseAll(changes)
+	defer bench.ReleaseAll(changes)
 	var results []result
 	for epoch := int64(1); epoch <= int64(o.runs); epoch++ {
 		r, err := upsert(ctx, c, tableDir, o, changes, epoch)
@@ -138,22 +119,9 @@ func run(ctx context.Context, o options, out, log io.Writer) (err error) {
 // upsert (merge_keys [id]) on the table tableDir.
 func startServer(ctx context.Context, dir, tableDir, codec string) (*server.Server, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nlog: {level: warn}\nendpoints:\n", filepath.Join(dir, "data"))
 	fmt.Fprintf(&b, "  - name: seed\n    sink: delta\n    delta: {table_uri: \"file://%s\", parquet: {compression: %s}}\n", tableDir, codec)
 	fmt.Fprintf(&b, "  - name: upsert\n    sink: delta\n    delta: {table_uri: \"file://%s\", mode: upsert, merge_keys: [id], parquet: {compression: %s}}\n", tableDir, codec)
-	reg := server.Sinks()
-	cfg, err := config.Parse([]byte(b.String()), dir, reg)
-	if err != nil {
-		return nil, err
-	}
-	srv, err := server.New(cfg, server.Options{Sinks: reg})
-	if err != nil {
-		return nil, err
-	}
-	if err := srv.Start(ctx); err != nil {
-		return nil, err
-	}
-	return srv, nil
+	return benchkit.Start(ctx, dir, filepath.Join(dir, "data"), b.String())
 }
 
 // seed appends ids [0, rows) of the standard workload in one auto-commit
@@ -163,7 +131,7 @@ func seed(ctx context.Context, c *quiver.Client, rows int64) error {
 	if err != nil {
 		return err
 	}
-	defer releaseAll(batches)
+	defer bench.ReleaseAll(batches)
 	rr, err := array.NewRecordReader(bench.Schema(), batches)
 	if err != nil {
 		return err
@@ -187,7 +155,7 @@ func upsert(ctx context.Context, c *quiver.Client, tableDir string, o options, c
 		}
 		return o.tableRows + epoch*o.changeRows + row
 	})
-	defer releaseAll(batches)
+	defer bench.ReleaseAll(batches)
 	rr, err := array.NewRecordReader(bench.Schema(), batches)
 	if err != nil {
 		return result{}, err
@@ -266,12 +234,6 @@ func withIDs(recs []arrow.RecordBatch, id func(row int64) int64) []arrow.RecordB
 	return out
 }
 
-func releaseAll(recs []arrow.RecordBatch) {
-	for _, r := range recs {
-		r.Release()
-	}
-}
-
 // resetPeakRSS resets the kernel's peak RSS of this process (VmHWM), so
 // that peakRSS measures what follows.
 func resetPeakRSS() error {
@@ -304,7 +266,7 @@ func peakRSS() int64 {
 func report(w io.Writer, o options, rs []result) error {
 	fmt.Fprintf(w, "upsert of %d changelog rows (%d updates spread over the table, %d inserts) into %d rows, merge_keys [id], %s, through Flight\n",
 		o.changeRows, (o.changeRows+1)/2, o.changeRows/2, o.tableRows, o.codec)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := bench.NewTable(w)
 	fmt.Fprintln(tw, "run\tseconds\trows/s\tfiles rewritten\tfiles added\tMiB written\tpeak RSS MiB\ttable rows after\t")
 	line := func(name string, r result) {
 		rss := "?"
@@ -319,8 +281,6 @@ func report(w io.Writer, o options, rs []result) error {
 	for _, r := range rs {
 		line(strconv.FormatInt(r.epoch, 10), r)
 	}
-	sorted := slices.Clone(rs)
-	slices.SortFunc(sorted, func(a, b result) int { return cmp.Compare(a.rowsPerSec, b.rowsPerSec) })
-	line("median", sorted[len(sorted)/2])
+	line("median", bench.MedianBy(rs, func(r result) float64 { return r.rowsPerSec }))
 	return tw.Flush()
 }

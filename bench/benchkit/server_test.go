@@ -1,0 +1,69 @@
+package benchkit
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.uber.org/goleak"
+
+	"github.com/quiver-ingest/quiver/bench"
+	quiver "github.com/quiver-ingest/quiver/clients/go"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestStartServesEndpoints starts a server with one discard endpoint, puts
+// a batch of the standard workload to it and stops it.
+func TestStartServesEndpoints(t *testing.T) {
+	ctx := t.Context()
+	dir := t.TempDir()
+	srv, err := Start(ctx, dir, filepath.Join(dir, "data"), "  - {name: devnull, sink: discard}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			_ = Stop(context.Background(), srv)
+		}
+	})
+
+	c, err := quiver.Dial(srv.FlightAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	batches, err := bench.Generate(mem, bench.DefaultSeed, 100, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bench.ReleaseAll(batches)
+	rr, err := array.NewRecordReader(bench.Schema(), batches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	if _, err := c.Put(ctx, "devnull", rr); err != nil {
+		t.Fatalf("put to devnull: %v", err)
+	}
+
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	stopped = true
+	if err := Stop(cancelled, srv); err != nil {
+		t.Errorf("stop with a cancelled context: %v", err)
+	}
+}
+
+func TestStartRejectsBadEndpoints(t *testing.T) {
+	dir := t.TempDir()
+	if srv, err := Start(t.Context(), dir, dir, "  - {name: x, sink: nosuchsink}\n"); err == nil {
+		_ = Stop(context.Background(), srv)
+		t.Fatal("Start accepted an unknown sink")
+	}
+}
