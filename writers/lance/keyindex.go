@@ -101,9 +101,9 @@ func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lanceformat.D
 		st.rebuilt = true
 	}
 	current := make(map[uint64]*lanceformat.Fragment, len(d.Manifest.Fragments))
-	var read []*lanceformat.Fragment        // new or rewritten: read whole
-	purge := map[uint64]bool{}              // every address of these goes
-	deleted := map[uint64]map[uint32]bool{} // only these offsets go
+	var read []*lanceformat.Fragment // new or rewritten: read whole
+	var purged, deleted []uint64     // fragments losing all / some addresses
+	var drop dropSet                 // the addresses they lose
 	for i := range d.Manifest.Fragments {
 		f := &d.Manifest.Fragments[i]
 		if f.ID > maxIndexedFragment {
@@ -120,42 +120,38 @@ func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lanceformat.D
 			if err != nil {
 				return st, x.fail(err)
 			}
-			set := make(map[uint32]bool, len(offs))
-			for _, o := range offs {
-				set[o] = true
-			}
-			deleted[f.ID] = set
+			drop.addOffsets(f.ID, offs)
+			deleted = append(deleted, f.ID)
 		default:
-			purge[f.ID] = true
+			drop.addFragment(f.ID)
+			purged = append(purged, f.ID)
 			read = append(read, f)
 		}
 	}
 	for id := range x.frags {
 		if current[id] == nil {
-			purge[id] = true
+			drop.addFragment(id)
+			purged = append(purged, id)
 		}
 	}
-	if len(purge)+len(deleted) > 0 {
-		x.remove(func(a uint64) bool { return purge[a>>32] || deleted[a>>32][uint32(a)] })
+	if !drop.empty() {
+		x.remove(drop.has)
 		// Rows that came back (a restore) are not in the index: re-read.
-		var back map[uint64]bool
-		for id := range deleted {
+		var back dropSet
+		for _, id := range deleted {
 			f := current[id]
 			if x.frags[id].live != f.LiveRows() {
-				if back == nil {
-					back = map[uint64]bool{}
-				}
-				back[id] = true
+				back.addFragment(id)
 				read = append(read, f)
 			}
 		}
-		if back != nil {
-			x.remove(func(a uint64) bool { return back[a>>32] })
+		if !back.empty() {
+			x.remove(back.has)
 		}
-		for id := range purge {
+		for _, id := range purged {
 			delete(x.frags, id)
 		}
-		for id := range deleted {
+		for _, id := range deleted {
 			e := x.frags[id]
 			e.seen = seenAs(current[id])
 			x.frags[id] = e
@@ -172,7 +168,7 @@ func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lanceformat.D
 			return st, x.fail(fmt.Errorf("%w: it outgrew key_index_max_bytes (%d)", errNoIndex, maxBytes))
 		}
 	}
-	st.changed = len(read) + len(purge) + len(deleted)
+	st.changed = len(read) + len(purged) + len(deleted)
 	return st, nil
 }
 
@@ -223,9 +219,9 @@ func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lance
 	if err != nil {
 		return err
 	}
-	gone := make(map[uint32]bool, len(offs))
+	var gone droppedFragment
 	for _, o := range offs {
-		gone[o] = true
+		gone.addOffset(o)
 	}
 	rec, err := d.ReadColumns(ctx, b, f, on, mem)
 	if err != nil {
@@ -238,7 +234,7 @@ func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lance
 	}
 	var live uint64
 	for off := range x.enc.Len() {
-		if !gone[uint32(off)] {
+		if !gone.has(uint32(off)) {
 			x.add(x.enc.Key(off), f.ID<<32|uint64(off))
 			live++
 		}

@@ -10,7 +10,7 @@ import (
 func TestMain(m *testing.M) {
 	// The race tests run this test binary as the concurrent Quiver writer.
 	if dir := os.Getenv(appendHelperEnv); dir != "" {
-		os.Exit(appendHelper(dir))
+		os.Exit(appendHelper(dir, os.Getenv(helperModeEnv)))
 	}
 	goleak.VerifyTestMain(m)
 }

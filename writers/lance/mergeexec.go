@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -100,7 +101,7 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage) (writers.Descript
 			if err != nil {
 				return fail(err)
 			}
-			all := append(old, offs...)
+			all := unionSorted(old, offs)
 			nd, raw, err := lanceformat.NewDeletionFile(d.Version(), all)
 			if err != nil {
 				return fail(err)
@@ -174,4 +175,27 @@ func takeRows(ctx context.Context, rec arrow.RecordBatch, idx []int32) (arrow.Re
 		cols = append(cols, col)
 	}
 	return array.NewRecordBatch(rec.Schema(), cols, int64(len(idx))), nil
+}
+
+// unionSorted returns old and offs (sorted in place) in ascending order,
+// merging in one pass when old is sorted (deletion files usually are), so
+// a fragment's deletions are not sorted again whole for every merge.
+func unionSorted(old, offs []uint32) []uint32 {
+	slices.Sort(offs)
+	if !slices.IsSorted(old) {
+		return append(old, offs...)
+	}
+	all := make([]uint32, 0, len(old)+len(offs))
+	i, j := 0, 0
+	for i < len(old) && j < len(offs) {
+		if old[i] <= offs[j] {
+			all = append(all, old[i])
+			i++
+		} else {
+			all = append(all, offs[j])
+			j++
+		}
+	}
+	all = append(all, old[i:]...)
+	return append(all, offs[j:]...)
 }

@@ -56,7 +56,11 @@ func newSource(recs []arrow.RecordBatch, on []string, mem memory.Allocator) (*so
 	if err != nil {
 		return nil, err
 	}
-	s := &source{keys: merge.NewKeySet(0), keyCol: enc.Columns(), on: on}
+	var rows int64 // at most that many keys: size the set once
+	for _, rec := range recs {
+		rows += rec.NumRows()
+	}
+	s := &source{keys: merge.NewKeySet(int(rows)), keyCol: enc.Columns(), on: on}
 	var stream int64
 	for _, rec := range recs {
 		user := merge.StripMetadataRecord(rec) // without _ts_ms

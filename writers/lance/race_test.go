@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -16,21 +17,35 @@ import (
 )
 
 // appendHelperEnv names the dataset folder the test binary, run as
-// appendHelper, commits racerRows to.
-const appendHelperEnv = "QUIVER_LANCE_APPEND_HELPER"
+// appendHelper, commits racerRows to; helperModeEnv is the sink's mode
+// (append when unset).
+const (
+	appendHelperEnv = "QUIVER_LANCE_APPEND_HELPER"
+	helperModeEnv   = "QUIVER_LANCE_HELPER_MODE"
+)
 
-// The helper's commit: rows 100..102 as epoch 1 of writer racer.
+// The helper's commit: rows 100..102 as epoch 1 of writer racer; a
+// merge_insert helper also sends rows 3..5 (matched: rewritten).
 var (
 	racerKey           = writers.TxnKey{Writer: "racer", Epoch: 1}
 	racerFrom, racerTo = 100, 103
+	racerUpdates       = [2]int{3, 6}
 )
 
-// appendHelper commits racerRows to the dataset in dir through the sink,
-// as a separate Quiver process would, and returns the exit code.
-func appendHelper(dir string) int {
+// appendHelper commits racerRows to the dataset in dir through the sink in
+// mode (merge_insert on id: update_all, insert_all), as a separate Quiver
+// process would, and returns the exit code.
+func appendHelper(dir, mode string) int {
 	ctx := context.Background()
 	cfg := NewConfig()
 	cfg.DatasetURI = "file://" + dir
+	var recs []arrow.RecordBatch
+	if mode == ModeMergeInsert {
+		cfg.WriteMode, cfg.On = ModeMergeInsert, []string{"id"}
+		recs = append(recs, scenarioRows(memory.DefaultAllocator, racerUpdates[0], racerUpdates[1]))
+	}
+	recs = append(recs, scenarioRows(memory.DefaultAllocator, racerFrom, racerTo))
+	// The helper process exits right after: an early return leaks nothing.
 	w, err := New(cfg, writers.Env{Endpoint: "items", Allocator: memory.DefaultAllocator})
 	if err == nil {
 		err = w.Open(ctx)
@@ -40,11 +55,13 @@ func appendHelper(dir string) int {
 		return 1
 	}
 	defer w.Close(ctx)
-	rec := scenarioRows(memory.DefaultAllocator, racerFrom, racerTo)
-	defer rec.Release()
-	if err := w.Write(ctx, racerKey, rec); err != nil {
-		fmt.Fprintln(os.Stderr, "append helper:", err)
-		return 1
+	for _, rec := range recs {
+		err := w.Write(ctx, racerKey, rec)
+		rec.Release()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "append helper:", err)
+			return 1
+		}
 	}
 	d, err := w.Precommit(ctx, racerKey)
 	if err != nil {
@@ -60,14 +77,14 @@ func appendHelper(dir string) int {
 	return 0
 }
 
-// helperCommand is the shell command that runs appendHelper on dir.
-func helperCommand(t *testing.T, dir string) string {
+// helperCommand is the shell command that runs appendHelper on dir in mode.
+func helperCommand(t *testing.T, dir, mode string) string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fmt.Sprintf("%s=%q %q -test.run=^$", appendHelperEnv, dir, exe)
+	return fmt.Sprintf("%s=%q %s=%q %q -test.run=^$", appendHelperEnv, dir, helperModeEnv, mode, exe)
 }
 
 func sortedKeys(m map[int64]string) []int64 {
@@ -94,7 +111,7 @@ func TestLanceDBRebasesOverQuiverCommit(t *testing.T) {
 	defer r1.Release()
 	commitRows(t, w, writers.AutoKey("s1"), r1)
 
-	out := lanceprobe.Run(t, "race", db, "items", "--cmd", helperCommand(t, dir))
+	out := lanceprobe.Run(t, "race", db, "items", "--cmd", helperCommand(t, dir, ModeAppend))
 	wantLines(t, out,
 		"== LanceDB opened items at version 1",
 		"quiver committed version 2",
@@ -226,4 +243,43 @@ func TestLanceDBIndexSurvivesQuiverAppend(t *testing.T) {
 		`{"id":"22","name":"n22","score":22.5,"tags":["t22",null]}`, "v6 rows=12",
 		// The index still covers LanceDB's rows; Quiver's fragment is unindexed.
 		`"numIndexedRows":9,"numUnindexedRows":3`)
+}
+
+// TestLanceDBRebasesOverQuiverMerge: LanceDB opens version 1, a Quiver
+// process commits a merge_insert (ids 3..5 rewritten, 100..102 inserted:
+// an Update with a deletion file on the fragment LanceDB then updates)
+// as version 2, and LanceDB's mergeInsert and delete from its stale
+// version 1 still commit on top of it.
+func TestLanceDBRebasesOverQuiverMerge(t *testing.T) {
+	lanceprobe.Dir(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	db, dir := dbDir(t, "items")
+	w := newWriter(t, dir, mem)
+	defer w.Close(context.Background())
+	r1 := scenarioRows(mem, 0, 6)
+	defer r1.Release()
+	commitRows(t, w, writers.AutoKey("s1"), r1)
+
+	out := lanceprobe.Run(t, "race", db, "items", "--cmd", helperCommand(t, dir, ModeMergeInsert))
+	if strings.Contains(out, "race FAILED") {
+		t.Fatalf("LanceDB did not commit over Quiver's merge:\n%s", out)
+	}
+	wantLines(t, out,
+		"== LanceDB opened items at version 1",
+		"quiver committed version 2",
+		"== after race: version=4 rows=9",
+		`{"id":"101","name":"n101","score":101.5,"tags":["t101",null]}`,
+		"v2 rows=9", "v3 rows=10", "v4 rows=9",
+	)
+	got := readIDs(t, w, mem)
+	if want := []int64{0, 1, 2, 3, 4, 5, 100, 101, 102}; !slices.Equal(sortedKeys(got), want) || published(t, w) != 9 {
+		t.Fatalf("Quiver reads ids %v in %d rows, want %v once each", sortedKeys(got), published(t, w), want)
+	}
+	if got[0] != "mutated" {
+		t.Fatalf("Quiver reads name %q for id 0, want LanceDB's update \"mutated\"", got[0])
+	}
+	if e, ok, err := w.CommittedEpoch(context.Background(), racerKey.Writer); err != nil || !ok || e != racerKey.Epoch {
+		t.Fatalf("CommittedEpoch(racer) = %d, %v, %v; want 1", e, ok, err)
+	}
 }

@@ -74,7 +74,9 @@ const (
 // containers only.
 func EncodeDeletionBitmap(offsets []uint32) []byte {
 	vs := slices.Clone(offsets)
-	slices.Sort(vs)
+	if !slices.IsSorted(vs) { // merges pass them sorted: skip the sort
+		slices.Sort(vs)
+	}
 	vs = slices.Compact(vs)
 	type container struct {
 		key  uint16
@@ -210,7 +212,9 @@ const maxArrowDeletions = 5000
 // stored under DeletionFile.Path.
 func NewDeletionFile(readVersion uint64, offsets []uint32) (*DeletionFile, []byte, error) {
 	vs := slices.Clone(offsets)
-	slices.Sort(vs)
+	if !slices.IsSorted(vs) { // merges pass them sorted: skip the sort
+		slices.Sort(vs)
+	}
 	vs = slices.Compact(vs)
 	var idb [8]byte
 	if _, err := rand.Read(idb[:]); err != nil {
