@@ -158,7 +158,7 @@ func goldenCopy(t *testing.T, name string) string {
 	}
 	src := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "..", "shared", "testdata", "delta-golden", name)
 	if _, err := os.Stat(src); err != nil {
-		t.Skipf("golden table %s is not available: %v", name, err)
+		t.Fatalf("golden table %s is not available (it lives in ../shared/testdata/delta-golden beside the repository): %v", name, err)
 	}
 	dst := filepath.Join(t.TempDir(), name)
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {
