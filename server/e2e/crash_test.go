@@ -2,12 +2,11 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
 )
@@ -22,29 +21,11 @@ const (
 // devnull, as the server exports it.
 const committedRows = `quiver_discard_committed_rows_total{endpoint="devnull"}`
 
-// rows returns a reader of batches × batchRows rows of one int64 column.
+// rows returns a reader of the totalRows rows of one int64 column id,
+// 0 to totalRows-1, in batches of 1000 (idRows).
 func rows(t *testing.T) array.RecordReader {
 	t.Helper()
-	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
-	defer b.Release()
-	recs := make([]arrow.RecordBatch, batches)
-	for i := range recs {
-		ids := b.Field(0).(*array.Int64Builder)
-		for j := range batchRows {
-			ids.Append(int64(i*batchRows + j))
-		}
-		recs[i] = b.NewRecordBatch()
-	}
-	r, err := array.NewRecordReader(schema, recs)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, rec := range recs {
-		rec.Release()
-	}
-	t.Cleanup(r.Release)
-	return r
+	return idRows(t, 0, totalRows)
 }
 
 func dial(t *testing.T, p *proc) *quiver.Client {
@@ -77,20 +58,11 @@ func wantMetric(t *testing.T, p *proc, name string, want float64) {
 func TestKillAfterPrecommit(t *testing.T) {
 	ctx := ctxT(t)
 	dataDir := t.TempDir()
-	cfg := writeConfig(t, dataDir, "devnull")
+	cfg := writeConfig(t, dataDir, devnullEndpoint)
+	crashAfterPrecommit(t, cfg, putTxn(t, "job-a", 1, "devnull", rows(t)))
 
-	p := startQuiver(t, cfg, "QUIVER_TEST_CRASH=after-precommit")
+	p := startQuiver(t, cfg)
 	tx := dial(t, p).Txn("job-a", 1)
-	if _, err := tx.Put(ctx, "devnull", rows(t)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Precommit(ctx); err == nil {
-		t.Fatal("precommit answered, but the crash point should have killed the server first")
-	}
-	p.waitExit(t)
-
-	p = startQuiver(t, cfg)
-	tx = dial(t, p).Txn("job-a", 1)
 	st, err := tx.Status(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -100,13 +72,7 @@ func TestKillAfterPrecommit(t *testing.T) {
 	}
 	wantMetric(t, p, committedRows, 0)
 	for i := range 2 {
-		st, err := tx.Commit(ctx, nil)
-		if err != nil {
-			t.Fatalf("commit %d: %v", i, err)
-		}
-		if st.State != quiver.StateCommitted {
-			t.Fatalf("commit %d: state %s", i, st.State)
-		}
+		commitOK(t, tx, fmt.Sprintf("commit %d", i))
 	}
 	wantMetric(t, p, committedRows, totalRows)
 	p.kill()
@@ -114,10 +80,7 @@ func TestKillAfterPrecommit(t *testing.T) {
 	// A third life: the journal says committed, so nothing is published
 	// again, and the client's retry still answers committed.
 	p = startQuiver(t, cfg)
-	st, err = dial(t, p).Txn("job-a", 1).Commit(ctx, nil)
-	if err != nil || st.State != quiver.StateCommitted {
-		t.Fatalf("commit after second restart: %+v, %v", st, err)
-	}
+	commitOK(t, dial(t, p).Txn("job-a", 1), "commit after second restart")
 	wantMetric(t, p, committedRows, 0)
 }
 
@@ -126,29 +89,12 @@ func TestKillAfterPrecommit(t *testing.T) {
 // itself, exactly once; the client's retried commit answers committed and
 // publishes nothing more.
 func TestKillAfterCommitDecision(t *testing.T) {
-	ctx := ctxT(t)
-	dataDir := t.TempDir()
-	cfg := writeConfig(t, dataDir, "devnull")
+	cfg := writeConfig(t, t.TempDir(), devnullEndpoint)
+	crashAfterCommitDecision(t, cfg, putTxn(t, "job-b", 7, "devnull", rows(t)))
 
-	p := startQuiver(t, cfg, "QUIVER_TEST_CRASH=after-commit-decision")
-	tx := dial(t, p).Txn("job-b", 7)
-	if _, err := tx.Put(ctx, "devnull", rows(t)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Precommit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx, nil); err == nil {
-		t.Fatal("commit answered, but the crash point should have killed the server first")
-	}
-	p.waitExit(t)
-
-	p = startQuiver(t, cfg)
+	p := startQuiver(t, cfg)
 	wantMetric(t, p, committedRows, totalRows) // recovery finished the commit
-	st, err := dial(t, p).Txn("job-b", 7).Commit(ctx, nil)
-	if err != nil || st.State != quiver.StateCommitted {
-		t.Fatalf("retried commit: %+v, %v", st, err)
-	}
+	commitOK(t, dial(t, p).Txn("job-b", 7), "retried commit")
 	wantMetric(t, p, committedRows, totalRows)
 }
 
@@ -158,7 +104,7 @@ func TestKillAfterCommitDecision(t *testing.T) {
 func TestKillWhileOpen(t *testing.T) {
 	ctx := ctxT(t)
 	dataDir := t.TempDir()
-	cfg := writeConfig(t, dataDir, "devnull")
+	cfg := writeConfig(t, dataDir, devnullEndpoint)
 
 	p := startQuiver(t, cfg)
 	tx := dial(t, p).Txn("job-c", 3)
@@ -178,18 +124,6 @@ func TestKillWhileOpen(t *testing.T) {
 	}
 	// Replay the same epoch: begin starts an aborted epoch afresh (a bare
 	// DoPut may not, so that a late stream of the dead attempt cannot).
-	tx, err = dial(t, p).Begin(ctx, "job-c", 3, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Put(ctx, "devnull", rows(t)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Precommit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Commit(ctx, nil); err != nil {
-		t.Fatal(err)
-	}
+	runEpoch(t, dial(t, p), "job-c", 3, "devnull", rows(t))
 	wantMetric(t, p, committedRows, totalRows)
 }

@@ -28,7 +28,7 @@ func TestDeltaTwoServersAppend(t *testing.T) {
 	clients := make([]*quiver.Client, servers)
 	procs := make([]*proc, servers)
 	for i := range servers {
-		procs[i] = startQuiver(t, writeDeltaConfig(t, t.TempDir(), tableDir))
+		procs[i] = startQuiver(t, writeConfig(t, t.TempDir(), deltaAppend(tableDir)))
 		clients[i] = dial(t, procs[i])
 	}
 

@@ -18,22 +18,13 @@ import (
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
-// deltaEndpoint is the name of the Delta endpoint of writeDeltaConfig.
+// deltaEndpoint is the name of the Delta endpoint of deltaAppend.
 const deltaEndpoint = "events"
 
-// writeDeltaConfig writes a config with one Delta append endpoint called
-// events on the table folder tableDir, free ports and dataDir, returning
-// its path.
-func writeDeltaConfig(t *testing.T, dataDir, tableDir string) string {
-	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nendpoints:\n", dataDir)
-	fmt.Fprintf(&b, "  - name: %s\n    sink: delta\n    delta:\n      table_uri: file://%s\n      parquet: {compression: snappy}\n", deltaEndpoint, tableDir)
-	path := filepath.Join(t.TempDir(), "quiver.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+// deltaAppend is the config of the Delta append endpoint deltaEndpoint on
+// the table folder tableDir, for writeConfig.
+func deltaAppend(tableDir string) string {
+	return fmt.Sprintf(`{name: %s, sink: delta, delta: {table_uri: "file://%s", parquet: {compression: snappy}}}`, deltaEndpoint, tableDir)
 }
 
 // idRows returns a reader of n rows of one int64 column id, start to
@@ -84,18 +75,26 @@ func (d deltaTable) store(t *testing.T) *storage.Bucket {
 // readDelta replays the table's log and reads every active file.
 func readDelta(t *testing.T, tableDir string) deltaTable {
 	t.Helper()
-	ctx := context.Background()
-	b, err := storage.Open(ctx, "file://"+tableDir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	snap, err := deltalog.Load(ctx, b)
+	tab := deltaTable{dir: tableDir}
+	snap, err := deltalog.Load(context.Background(), tab.store(t))
 	if err != nil {
 		t.Fatalf("load table: %v", err)
 	}
-	tab := deltaTable{dir: tableDir, version: snap.Version, snap: snap}
-	for _, a := range snap.Files() {
+	tab.version, tab.snap = snap.Version, snap
+	tab.eachBatch(t, []string{"id"}, func(_ string, rec arrow.RecordBatch) {
+		tab.ids = append(tab.ids, rec.Column(0).(*array.Int64).Int64Values()...)
+	})
+	slices.Sort(tab.ids)
+	return tab
+}
+
+// eachBatch reads columns of every active file of the table at
+// tab.version, calling fn with the file's path and each batch.
+func (d deltaTable) eachBatch(t *testing.T, columns []string, fn func(path string, rec arrow.RecordBatch)) {
+	t.Helper()
+	ctx := context.Background()
+	b := d.store(t)
+	for _, a := range d.snap.Files() {
 		key, err := deltalog.DecodePath(a.Path)
 		if err != nil {
 			t.Fatal(err)
@@ -104,12 +103,12 @@ func readDelta(t *testing.T, tableDir string) deltaTable {
 		if err != nil {
 			t.Fatal(err)
 		}
-		rr, err := parquetio.ReadFile(ctx, r, size, memory.DefaultAllocator, parquetio.ReadOptions{Columns: []string{"id"}})
+		rr, err := parquetio.ReadFile(ctx, r, size, memory.DefaultAllocator, parquetio.ReadOptions{Columns: columns})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for rr.Next() {
-			tab.ids = append(tab.ids, rr.RecordBatch().Column(0).(*array.Int64).Int64Values()...)
+			fn(a.Path, rr.RecordBatch())
 		}
 		if err := rr.Err(); err != nil {
 			t.Fatal(err)
@@ -117,21 +116,12 @@ func readDelta(t *testing.T, tableDir string) deltaTable {
 		rr.Release()
 		r.Close()
 	}
-	slices.Sort(tab.ids)
-	return tab
 }
 
 // wantIDs checks that the table holds exactly the ids [0, n), once each.
 func (d deltaTable) wantIDs(t *testing.T, n int64) {
 	t.Helper()
-	if int64(len(d.ids)) != n {
-		t.Fatalf("table holds %d rows, want %d", len(d.ids), n)
-	}
-	for i, id := range d.ids {
-		if id != int64(i) {
-			t.Fatalf("table rows: id %d at position %d: rows missing or duplicated", id, i)
-		}
-	}
+	wantIDRange(t, "table", d.ids, n)
 }
 
 // wantContiguousLog checks that _delta_log holds exactly the commits 0 to

@@ -22,7 +22,7 @@ import (
 func TestDeltaUpsertConcurrentAppend(t *testing.T) {
 	ctx := ctxT(t)
 	tableDir := filepath.Join(t.TempDir(), "events")
-	p := startQuiver(t, writeUpsertConfig(t, t.TempDir(), tableDir))
+	p := startQuiver(t, writeConfig(t, t.TempDir(), deltaAppend(tableDir), deltaUpsert(tableDir)))
 	c := dial(t, p)
 	model := seedUpsertTable(t, c)
 	changes := upsertChangelog()
@@ -73,7 +73,7 @@ func TestDeltaUpsertConcurrentAppend(t *testing.T) {
 		t.Fatalf("replay of epoch 1: %+v, %v", st, err)
 	}
 	tab := wantRows(t, tableDir, applyChanges(model, changes))
-	if v := upsertVersion(t, st); tab.version != v || v != before.version+1 {
+	if v := endpointVersion(t, st, upsertEndpoint); tab.version != v || v != before.version+1 {
 		t.Fatalf("table at version %d, commit answered %d, before %d: want one new version", tab.version, v, before.version)
 	}
 }

@@ -44,17 +44,6 @@ func seedUpsertTable(t *testing.T, c *quiver.Client) map[int64]string {
 	return model
 }
 
-// upsertVersion returns the Delta version a commit answered for the
-// upsert endpoint.
-func upsertVersion(t *testing.T, st quiver.TxnStatus) int64 {
-	t.Helper()
-	ec, ok := st.Endpoints[upsertEndpoint]
-	if !ok || ec.Version == nil {
-		t.Fatalf("commit answered no version for %s: %+v", upsertEndpoint, st)
-	}
-	return *ec.Version
-}
-
 // TestDeltaUpsertKillAfterPrecommit: the real server is killed right
 // after journaling the precommit of an upsert transaction, whose rewritten
 // and new files are written. The restarted server commits the descriptor;
@@ -63,37 +52,29 @@ func upsertVersion(t *testing.T, st quiver.TxnStatus) int64 {
 // scratch (begin, put, precommit, commit: planned again against the
 // merged table) adds none either.
 func TestDeltaUpsertKillAfterPrecommit(t *testing.T) {
-	ctx := ctxT(t)
 	tableDir := filepath.Join(t.TempDir(), "events")
-	cfg := writeUpsertConfig(t, t.TempDir(), tableDir)
-
-	p := startQuiver(t, cfg, "QUIVER_TEST_CRASH=after-precommit")
-	c := dial(t, p)
-	model := seedUpsertTable(t, c)
-	seeded := wantRows(t, tableDir, model)
+	cfg := writeConfig(t, t.TempDir(), deltaAppend(tableDir), deltaUpsert(tableDir))
 	changes := upsertChangelog()
+	var model map[int64]string
+	var seeded deltaTable
+	crashAfterPrecommit(t, cfg, func(c *quiver.Client) *quiver.Txn {
+		model = seedUpsertTable(t, c)
+		seeded = wantRows(t, tableDir, model)
+		return putTxn(t, "cdc", 1, upsertEndpoint, changelog(t, changes))(c)
+	})
 	want := applyChanges(model, changes)
-
-	tx := c.Txn("cdc", 1)
-	if _, err := tx.Put(ctx, upsertEndpoint, changelog(t, changes)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Precommit(ctx); err == nil {
-		t.Fatal("precommit answered, but the crash point should have killed the server first")
-	}
-	p.waitExit(t)
 	if tab := readDelta(t, tableDir); tab.version != seeded.version {
 		t.Fatalf("the precommit published version %d", tab.version)
 	}
 
-	p = startQuiver(t, cfg)
-	c = dial(t, p)
-	tx = c.Txn("cdc", 1)
-	st, err := tx.Commit(ctx, nil)
-	if err != nil || st.State != quiver.StateCommitted || st.Replayed {
-		t.Fatalf("commit after restart: %+v, %v", st, err)
+	p := startQuiver(t, cfg)
+	c := dial(t, p)
+	tx := c.Txn("cdc", 1)
+	st := commitOK(t, tx, "commit after restart")
+	if st.Replayed {
+		t.Fatalf("commit after restart: %+v, want not replayed", st)
 	}
-	version := upsertVersion(t, st)
+	version := endpointVersion(t, st, upsertEndpoint)
 	tab := wantRows(t, tableDir, want)
 	if tab.version != version || version != seeded.version+1 {
 		t.Fatalf("table at version %d, the commit answered %d, seeded at %d: want one new version", tab.version, version, seeded.version)
@@ -102,35 +83,16 @@ func TestDeltaUpsertKillAfterPrecommit(t *testing.T) {
 		t.Fatalf("txn version of cdc = %d, %v; want 1", epoch, ok)
 	}
 
-	st, err = tx.Commit(ctx, nil)
-	if err != nil || st.State != quiver.StateCommitted {
-		t.Fatalf("second commit: %+v, %v", st, err)
-	}
+	commitOK(t, tx, "second commit")
 	if again := readDelta(t, tableDir); again.version != version {
 		t.Fatalf("second commit moved the table from version %d to %d", version, again.version)
 	}
 
 	// The pipeline replays the epoch from scratch.
-	tx, err = c.Begin(ctx, "cdc", 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Put(ctx, upsertEndpoint, changelog(t, changes)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Precommit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st, err = tx.Commit(ctx, nil)
-	if err != nil || st.State != quiver.StateCommitted || !st.Replayed {
-		t.Fatalf("replayed epoch: %+v, %v; want committed and replayed", st, err)
-	}
+	wantReplayed(t, runEpoch(t, c, "cdc", 1, upsertEndpoint, changelog(t, changes)))
 	if tab = wantRows(t, tableDir, want); tab.version != version {
 		t.Fatalf("replaying the epoch moved the table from version %d to %d", version, tab.version)
 	}
 	wantContiguousLog(t, tableDir, version)
-	epoch, ok, err := c.CommittedEpoch(ctx, upsertEndpoint, "cdc")
-	if err != nil || !ok || epoch != 1 {
-		t.Fatalf("committed-epoch = %d, %v, %v; want 1", epoch, ok, err)
-	}
+	wantCommittedEpoch(t, c, upsertEndpoint, "cdc", 1)
 }

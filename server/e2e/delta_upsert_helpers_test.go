@@ -1,41 +1,24 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-
-	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
-	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
 
 // upsertEndpoint is the name of the Delta upsert endpoint of
-// writeUpsertConfig; deltaEndpoint appends to the same table.
+// deltaUpsert; deltaEndpoint appends to the same table.
 const upsertEndpoint = "changes"
 
-// writeUpsertConfig writes a config with two Delta endpoints on the table
-// folder tableDir: deltaEndpoint (append) and upsertEndpoint (mode upsert,
-// merge_keys [id]), with free ports and dataDir, returning its path.
-func writeUpsertConfig(t *testing.T, dataDir, tableDir string) string {
-	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nendpoints:\n", dataDir)
-	fmt.Fprintf(&b, "  - name: %s\n    sink: delta\n    delta: {table_uri: \"file://%s\", parquet: {compression: snappy}}\n", deltaEndpoint, tableDir)
-	fmt.Fprintf(&b, "  - name: %s\n    sink: delta\n    delta: {table_uri: \"file://%s\", mode: upsert, merge_keys: [id], parquet: {compression: snappy}}\n", upsertEndpoint, tableDir)
-	path := filepath.Join(t.TempDir(), "quiver.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+// deltaUpsert is the config of the Delta endpoint upsertEndpoint (mode
+// upsert, merge_keys [id]) on the table folder tableDir, for writeConfig.
+func deltaUpsert(tableDir string) string {
+	return fmt.Sprintf(`{name: %s, sink: delta, delta: {table_uri: "file://%s", mode: upsert, merge_keys: [id], parquet: {compression: snappy}}}`, upsertEndpoint, tableDir)
 }
 
 // change is one changelog row: key id, value v, and _op ("" = null,
@@ -117,39 +100,17 @@ func applyChanges(model map[int64]string, changes []change) map[int64]string {
 // tab.version, failing on a duplicated id.
 func upsertRows(t *testing.T, tab deltaTable) map[int64]string {
 	t.Helper()
-	ctx := context.Background()
-	b := tab.store(t)
 	rows := make(map[int64]string)
-	for _, a := range tab.snap.Files() {
-		key, err := deltalog.DecodePath(a.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, size, err := b.OpenReader(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rr, err := parquetio.ReadFile(ctx, r, size, memory.DefaultAllocator, parquetio.ReadOptions{Columns: []string{"id", "v"}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rr.Next() {
-			rec := rr.RecordBatch()
-			ids, vs := rec.Column(0).(*array.Int64), rec.Column(1).(*array.String)
-			for i := range ids.Len() {
-				id := ids.Value(i)
-				if _, dup := rows[id]; dup {
-					t.Fatalf("id %d is in the table twice (file %s)", id, a.Path)
-				}
-				rows[id] = vs.Value(i)
+	tab.eachBatch(t, []string{"id", "v"}, func(path string, rec arrow.RecordBatch) {
+		ids, vs := rec.Column(0).(*array.Int64), rec.Column(1).(*array.String)
+		for i := range ids.Len() {
+			id := ids.Value(i)
+			if _, dup := rows[id]; dup {
+				t.Fatalf("id %d is in the table twice (file %s)", id, path)
 			}
+			rows[id] = vs.Value(i)
 		}
-		if err := rr.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rr.Release()
-		r.Close()
-	}
+	})
 	return rows
 }
 

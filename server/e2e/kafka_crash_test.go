@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	quiver "github.com/quiver-ingest/quiver/clients/go"
 	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 )
 
@@ -29,30 +26,12 @@ func startKafka(t *testing.T) *embedded.Cluster {
 	return c
 }
 
-// writeKafkaConfig writes a config with endpoint devnull and a JSON Kafka
-// endpoint "orders" on topic orders of c.
-func writeKafkaConfig(t *testing.T, dataDir string, c *embedded.Cluster) string {
-	t.Helper()
-	brokers, _ := json.Marshal(c.Addrs())
-	cfg := fmt.Sprintf(`listen: 127.0.0.1:0
-http_listen: 127.0.0.1:0
-data_dir: %s
-endpoints:
-  - name: devnull
-    sink: discard
-  - name: orders
-    sink: kafka
-    kafka:
-      brokers: %s
-      topic: orders
-      key_column: id
-      create_topic: {partitions: 3, replication_factor: 1}
-`, dataDir, brokers)
-	path := filepath.Join(t.TempDir(), "quiver.yaml")
-	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+// kafkaOrders is the config of a JSON Kafka endpoint "orders" on topic
+// orders of brokers, whose topic is created with partitions partitions,
+// for writeConfig.
+func kafkaOrders(brokers []string, partitions int) string {
+	list, _ := json.Marshal(brokers)
+	return fmt.Sprintf("{name: orders, sink: kafka, kafka: {brokers: %s, topic: orders, key_column: id, create_topic: {partitions: %d, replication_factor: 1}}}", list, partitions)
 }
 
 // readIDs returns the ids of the records of topic a read_committed
@@ -96,46 +75,30 @@ func wantExactlyOnce(t *testing.T, ids map[int64]int, n int) {
 func TestKafkaKillAfterPrecommit(t *testing.T) {
 	ctx := ctxT(t)
 	k := startKafka(t)
-	cfg := writeKafkaConfig(t, t.TempDir(), k)
-
-	p := startQuiver(t, cfg, "QUIVER_TEST_CRASH=after-precommit")
-	tx := dial(t, p).Txn("job-k", 1)
-	if _, err := tx.Put(ctx, "orders", rows(t)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Precommit(ctx); err == nil {
-		t.Fatal("precommit answered, but the crash point should have killed the server first")
-	}
-	p.waitExit(t)
+	cfg := writeConfig(t, t.TempDir(), devnullEndpoint, kafkaOrders(k.Addrs(), 3))
+	crashAfterPrecommit(t, cfg, putTxn(t, "job-k", 1, "orders", rows(t)))
 	if ids := readIDs(t, k, "orders"); len(ids) != 0 {
 		t.Fatalf("%d records visible before commit", len(ids))
 	}
 
-	p = startQuiver(t, cfg)
+	p := startQuiver(t, cfg)
 	client := dial(t, p)
-	tx = client.Txn("job-k", 1)
+	tx := client.Txn("job-k", 1)
 	for i := range 2 {
-		st, err := tx.Commit(ctx, nil)
-		if err != nil || st.State != quiver.StateCommitted {
-			t.Fatalf("commit %d: %+v, %v", i, st, err)
-		}
+		commitOK(t, tx, fmt.Sprintf("commit %d", i))
 	}
 	wantExactlyOnce(t, readIDs(t, k, "orders"), totalRows)
 	markers, err := embedded.ReadCommitted(ctx, k.Addrs(), "_quiver_commits")
 	if err != nil || len(markers) != 1 {
 		t.Fatalf("markers %v, %v: want exactly one", markers, err)
 	}
-	if e, ok, err := client.CommittedEpoch(ctx, "orders", "job-k"); err != nil || !ok || e != 1 {
-		t.Fatalf("committed-epoch = %d, %v, %v; want 1", e, ok, err)
-	}
+	wantCommittedEpoch(t, client, "orders", "job-k", 1)
 
 	// Replaying epoch 1 stages nothing and publishes nothing.
 	if _, err := tx.Put(ctx, "orders", rows(t)); err != nil {
 		t.Fatal(err)
 	}
-	if st, err := tx.Commit(ctx, nil); err != nil || st.State != quiver.StateCommitted {
-		t.Fatalf("replayed commit: %+v, %v", st, err)
-	}
+	commitOK(t, tx, "replayed commit")
 	// A rolled back epoch publishes nothing.
 	tx2 := client.Txn("job-k", 2)
 	if _, err := tx2.Put(ctx, "orders", rows(t)); err != nil {
@@ -157,7 +120,7 @@ func TestKafkaKillAfterPrecommit(t *testing.T) {
 func TestKafkaBrokerDown(t *testing.T) {
 	ctx := ctxT(t)
 	k := startKafka(t)
-	p := startQuiver(t, writeKafkaConfig(t, t.TempDir(), k))
+	p := startQuiver(t, writeConfig(t, t.TempDir(), devnullEndpoint, kafkaOrders(k.Addrs(), 3)))
 	c := dial(t, p)
 	if _, err := c.Put(ctx, "orders", rows(t)); err != nil {
 		t.Fatal(err)

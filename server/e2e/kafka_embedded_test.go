@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,7 +12,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	quiver "github.com/quiver-ingest/quiver/clients/go"
 	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 )
 
@@ -31,20 +28,15 @@ func freePort(t *testing.T) int {
 }
 
 // writeEmbeddedConfig writes a config whose embedded broker listens on
-// listen, with a Kafka endpoint "orders" (6 partitions) on brokers when
-// brokers is not empty.
+// listen, with endpoint devnull and, when brokers is not empty, a Kafka
+// endpoint "orders" (6 partitions) on brokers.
 func writeEmbeddedConfig(t *testing.T, listen, brokers string) string {
 	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nembedded_kafka: {enabled: true, listen: %q, partitions: 6}\nendpoints:\n  - {name: devnull, sink: discard}\n", t.TempDir(), listen)
+	endpoints := []string{devnullEndpoint}
 	if brokers != "" {
-		fmt.Fprintf(&b, "  - name: orders\n    sink: kafka\n    kafka: {brokers: [%q], topic: orders, key_column: id, create_topic: {partitions: 6, replication_factor: 1}}\n", brokers)
+		endpoints = append(endpoints, kafkaOrders([]string{brokers}, 6))
 	}
-	path := filepath.Join(t.TempDir(), "quiver.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return writeConfigWith(t, t.TempDir(), fmt.Sprintf("embedded_kafka: {enabled: true, listen: %q, partitions: 6}\n", listen), endpoints...)
 }
 
 // TestKafkaEmbeddedBroker: `quiver serve` with embedded_kafka enabled
@@ -59,16 +51,7 @@ func TestKafkaEmbeddedBroker(t *testing.T) {
 	if ack, err := c.Put(ctx, "orders", rows(t)); err != nil || ack.Rows != totalRows {
 		t.Fatalf("put: %+v, %v", ack, err)
 	}
-	tx := c.Txn("job-e", 1)
-	if _, err := tx.Put(ctx, "orders", rows(t)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Precommit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := tx.Commit(ctx, nil); err != nil || st.State != quiver.StateCommitted {
-		t.Fatalf("commit: %+v, %v", st, err)
-	}
+	precommitCommit(t, putTxn(t, "job-e", 1, "orders", rows(t))(c), "commit")
 
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

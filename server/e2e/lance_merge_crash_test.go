@@ -1,72 +1,47 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"maps"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	quiver "github.com/quiver-ingest/quiver/clients/go"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
-// mergeEndpoint is the Lance merge_insert endpoint of
-// writeLanceMergeConfig; lanceEndpoint appends to the same dataset.
+// mergeEndpoint is the Lance merge_insert endpoint of lanceMerge;
+// lanceEndpoint appends to the same dataset.
 const mergeEndpoint = "merged"
 
-// writeLanceMergeConfig writes a config with two Lance endpoints on the
-// dataset folder datasetDir: lanceEndpoint (append) and mergeEndpoint
-// (merge_insert on id, update_all + insert_all), returning its path.
-func writeLanceMergeConfig(t *testing.T, dataDir, datasetDir string) string {
-	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nendpoints:\n", dataDir)
-	fmt.Fprintf(&b, "  - name: %s\n    sink: lance\n    lance: {dataset_uri: \"file://%s\", mode: append}\n", lanceEndpoint, datasetDir)
-	fmt.Fprintf(&b, "  - name: %s\n    sink: lance\n    lance: {dataset_uri: \"file://%s\", mode: merge_insert, on: [id]}\n", mergeEndpoint, datasetDir)
-	path := filepath.Join(t.TempDir(), "quiver.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
+// lanceMerge is the config of the Lance endpoint mergeEndpoint
+// (merge_insert on id, update_all + insert_all) on the dataset folder
+// datasetDir, for writeConfig.
+func lanceMerge(datasetDir string) string {
+	return fmt.Sprintf(`{name: %s, sink: lance, lance: {dataset_uri: "file://%s", mode: merge_insert, on: [id]}}`, mergeEndpoint, datasetDir)
 }
 
 // readLanceRows returns the latest version and id -> v of its live rows,
 // failing on an id that is live twice.
 func readLanceRows(t *testing.T, datasetDir string) (uint64, map[int64]string) {
 	t.Helper()
-	ctx := context.Background()
-	b, err := storage.Open(ctx, "file://"+datasetDir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	d, err := lanceformat.Latest(ctx, b)
-	if err != nil {
-		t.Fatalf("load dataset: %v", err)
-	}
+	var version uint64
 	out := map[int64]string{}
-	for i := range d.Manifest.Fragments {
-		rec, err := d.ReadFragment(ctx, b, &d.Manifest.Fragments[i], memory.DefaultAllocator)
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachFragment(t, datasetDir, func(d *lanceformat.Dataset, _ *storage.Bucket) {
+		version = d.Version()
+	}, func(rec arrow.RecordBatch) {
 		for r := range int(rec.NumRows()) {
 			id := rec.Column(0).(*array.Int64).Value(r)
 			if _, dup := out[id]; dup {
-				t.Fatalf("version %d: id %d is live twice", d.Version(), id)
+				t.Fatalf("version %d: id %d is live twice", version, id)
 			}
 			out[id] = rec.Column(1).(*array.String).Value(r)
 		}
-		rec.Release()
-	}
-	return d.Version(), out
+	})
+	return version, out
 }
 
 // mergeChanges returns the rows of ids [start, start+n) with v prefix<id>.
@@ -86,36 +61,18 @@ func mergeChanges(prefix string, start, n int64) []change {
 // version and change no row; the next epoch merges on top (through the
 // restarted server's key index).
 func TestLanceMergeKillAfterPrecommit(t *testing.T) {
-	ctx := ctxT(t)
 	datasetDir := filepath.Join(t.TempDir(), "items.lance")
-	cfg := writeLanceMergeConfig(t, t.TempDir(), datasetDir)
+	cfg := writeConfig(t, t.TempDir(), lanceAppend(datasetDir), lanceMerge(datasetDir))
 
 	p := startQuiver(t, cfg)
 	c := dial(t, p)
 	seed := mergeChanges("s", 0, 100)
-	stx := c.Txn("seed", 1)
-	if _, err := stx.Put(ctx, lanceEndpoint, changelog(t, seed)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := stx.Precommit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := stx.Commit(ctx, nil); err != nil || st.State != quiver.StateCommitted {
-		t.Fatalf("seed commit: %+v, %v", st, err)
-	}
+	precommitCommit(t, putTxn(t, "seed", 1, lanceEndpoint, changelog(t, seed))(c), "seed commit")
 	p.kill()
 
 	// Ids 50..149: half update, half insert.
 	merge := mergeChanges("m", 50, 100)
-	p = startQuiver(t, cfg, "QUIVER_TEST_CRASH=after-precommit")
-	tx := dial(t, p).Txn("job-m", 1)
-	if _, err := tx.Put(ctx, mergeEndpoint, changelog(t, merge)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Precommit(ctx); err == nil {
-		t.Fatal("precommit answered, but the crash point should have killed the server first")
-	}
-	p.waitExit(t)
+	crashAfterPrecommit(t, cfg, putTxn(t, "job-m", 1, mergeEndpoint, changelog(t, merge)))
 	want := map[int64]string{}
 	for _, ch := range append(seed, merge...) {
 		want[ch.id] = ch.v
@@ -126,14 +83,11 @@ func TestLanceMergeKillAfterPrecommit(t *testing.T) {
 
 	p = startQuiver(t, cfg)
 	c = dial(t, p)
-	tx = c.Txn("job-m", 1)
-	st, err := tx.Commit(ctx, nil)
-	if err != nil || st.State != quiver.StateCommitted {
-		t.Fatalf("commit after restart: %+v, %v", st, err)
-	}
+	tx := c.Txn("job-m", 1)
+	version := endpointVersion(t, commitOK(t, tx, "commit after restart"), mergeEndpoint)
 	v, rows := readLanceRows(t, datasetDir)
-	if ec := st.Endpoints[mergeEndpoint]; ec.Version == nil || int64(v) != *ec.Version || v != 2 {
-		t.Fatalf("dataset at version %d, the commit answered %+v; want 2", v, st.Endpoints)
+	if int64(v) != version || v != 2 {
+		t.Fatalf("dataset at version %d, the commit answered %d; want 2", v, version)
 	}
 	if !maps.Equal(rows, want) {
 		t.Fatalf("after the merge: %d rows, want %d (ids 0..149, 50..149 merged)", len(rows), len(want))
@@ -143,44 +97,18 @@ func TestLanceMergeKillAfterPrecommit(t *testing.T) {
 		t.Fatalf("version 2 records %v, want writer job-m epoch 1", ds.props)
 	}
 
-	if st, err := tx.Commit(ctx, nil); err != nil || st.State != quiver.StateCommitted {
-		t.Fatalf("second commit: %+v, %v", st, err)
-	}
+	commitOK(t, tx, "second commit")
 	// The pipeline replays the epoch from scratch, with other values: the
 	// replay is recognized and changes nothing.
-	rtx, err := c.Begin(ctx, "job-m", 1, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rtx.Put(ctx, mergeEndpoint, changelog(t, mergeChanges("replay", 50, 100))); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := rtx.Precommit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	st, err = rtx.Commit(ctx, nil)
-	if err != nil || st.State != quiver.StateCommitted || !st.Replayed {
-		t.Fatalf("replayed epoch: %+v, %v; want committed and replayed", st, err)
-	}
+	wantReplayed(t, runEpoch(t, c, "job-m", 1, mergeEndpoint, changelog(t, mergeChanges("replay", 50, 100))))
 	if v, rows := readLanceRows(t, datasetDir); v != 2 || !maps.Equal(rows, want) {
 		t.Fatalf("the second commit or the replay changed the dataset: version %d, %d rows", v, len(rows))
 	}
-	if epoch, ok, err := c.CommittedEpoch(ctx, mergeEndpoint, "job-m"); err != nil || !ok || epoch != 1 {
-		t.Fatalf("committed-epoch = %d, %v, %v; want 1", epoch, ok, err)
-	}
+	wantCommittedEpoch(t, c, mergeEndpoint, "job-m", 1)
 
 	// The next epoch: update 0..9 and 140..149, insert 150..159.
 	next := append(mergeChanges("n", 0, 10), mergeChanges("n", 140, 20)...)
-	tx = c.Txn("job-m", 2)
-	if _, err := tx.Put(ctx, mergeEndpoint, changelog(t, next)); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Precommit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if st, err := tx.Commit(ctx, nil); err != nil || st.State != quiver.StateCommitted {
-		t.Fatalf("epoch 2: %+v, %v", st, err)
-	}
+	precommitCommit(t, putTxn(t, "job-m", 2, mergeEndpoint, changelog(t, next))(c), "epoch 2")
 	for _, ch := range next {
 		want[ch.id] = ch.v
 	}

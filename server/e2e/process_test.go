@@ -145,19 +145,3 @@ func (p *proc) metric(t *testing.T, name string) float64 {
 	}
 	return -1
 }
-
-// writeConfig writes a config with one discard endpoint per name and free
-// ports, returning its path. dataDir is shared across restarts.
-func writeConfig(t *testing.T, dataDir string, endpoints ...string) string {
-	t.Helper()
-	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nendpoints:\n", dataDir)
-	for _, e := range endpoints {
-		fmt.Fprintf(&b, "  - name: %s\n    sink: discard\n", e)
-	}
-	path := filepath.Join(t.TempDir(), "quiver.yaml")
-	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
