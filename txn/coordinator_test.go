@@ -388,12 +388,15 @@ func TestExpiryGoroutine(t *testing.T) {
 	fx.c = c
 	fx.write("w", 1, "a", 1)
 	fx.clock.Advance(2 * time.Minute)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.After(10 * time.Second)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
 	for fx.status("w", 1).State != StateAborted {
-		if time.Now().After(deadline) {
+		select {
+		case <-deadline:
 			t.Fatal("the expiry goroutine did not roll back the expired transaction")
+		case <-tick.C:
 		}
-		time.Sleep(time.Millisecond) // polling interval, not a wait for an event
 	}
 }
 
