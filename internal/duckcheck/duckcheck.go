@@ -73,6 +73,13 @@ func Parquet(path string) string {
 	return "read_parquet(" + literal(path) + ")"
 }
 
+// ParquetRowNumbered is Parquet with the extra column file_row_number,
+// each row's 0-based position in the file (what Delta deletion vectors
+// and Lance row addresses count).
+func ParquetRowNumbered(path string) string {
+	return "read_parquet(" + literal(path) + ", file_row_number = true)"
+}
+
 // literal quotes s as an SQL string literal.
 func literal(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"

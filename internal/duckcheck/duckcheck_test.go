@@ -151,6 +151,16 @@ func TestQuery(t *testing.T) {
 	}
 }
 
+func TestParquetRowNumbered(t *testing.T) {
+	path := writeParquet(t)
+	db := Open(t)
+	rows := db.Query(t, "SELECT count(*), min(file_row_number), max(file_row_number) FROM "+ParquetRowNumbered(path))
+	n := rows[0][0].(int64)
+	if n < 2 || rows[0][1] != int64(0) || rows[0][2] != n-1 {
+		t.Errorf("count, min, max of file_row_number = %v, want n, 0, n-1", rows[0])
+	}
+}
+
 func TestParquetQuotesPath(t *testing.T) {
 	if got, want := Parquet("/tmp/it's.parquet"), "read_parquet('/tmp/it''s.parquet')"; got != want {
 		t.Errorf("Parquet = %s, want %s", got, want)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
@@ -89,13 +90,18 @@ func readDelta(t *testing.T, tableDir string) deltaTable {
 }
 
 // eachBatch reads columns of every active file of the table at
-// tab.version, calling fn with the file's path and each batch.
+// tab.version, calling fn with the file's path and each batch, without the
+// rows the file's deletion vector marks.
 func (d deltaTable) eachBatch(t *testing.T, columns []string, fn func(path string, rec arrow.RecordBatch)) {
 	t.Helper()
 	ctx := context.Background()
 	b := d.store(t)
 	for _, a := range d.snap.Files() {
 		key, err := deltalog.DecodePath(a.Path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		gone, err := deltalog.ReadDeletionVector(ctx, b, a.DeletionVector)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,8 +113,13 @@ func (d deltaTable) eachBatch(t *testing.T, columns []string, fn func(path strin
 		if err != nil {
 			t.Fatal(err)
 		}
+		var first int64 // file position of the batch's first row
 		for rr.Next() {
-			fn(a.Path, rr.RecordBatch())
+			rec := rr.RecordBatch()
+			live := liveRows(t, rec, first, gone)
+			first += rec.NumRows()
+			fn(a.Path, live)
+			live.Release()
 		}
 		if err := rr.Err(); err != nil {
 			t.Fatal(err)
@@ -116,6 +127,25 @@ func (d deltaTable) eachBatch(t *testing.T, columns []string, fn func(path strin
 		rr.Release()
 		r.Close()
 	}
+}
+
+// liveRows returns rec (whose first row is at file position first) without
+// the rows at the positions gone (ascending).
+func liveRows(t *testing.T, rec arrow.RecordBatch, first int64, gone []int64) arrow.RecordBatch {
+	t.Helper()
+	keep := array.NewBooleanBuilder(memory.DefaultAllocator)
+	defer keep.Release()
+	for row := range rec.NumRows() {
+		_, marked := slices.BinarySearch(gone, first+row)
+		keep.Append(!marked)
+	}
+	mask := keep.NewBooleanArray()
+	defer mask.Release()
+	out, err := compute.FilterRecordBatch(context.Background(), rec, mask, compute.DefaultFilterOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
 }
 
 // wantIDs checks that the table holds exactly the ids [0, n), once each.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
@@ -46,14 +47,29 @@ func seedUpsertTable(t *testing.T, c *quiver.Client) map[int64]string {
 
 // TestDeltaUpsertKillAfterPrecommit: the real server is killed right
 // after journaling the precommit of an upsert transaction, whose rewritten
-// and new files are written. The restarted server commits the descriptor;
-// the table equals the model with the changelog applied exactly once, a
-// second commit adds no version, and replaying the whole epoch from
-// scratch (begin, put, precommit, commit: planned again against the
-// merged table) adds none either.
+// and new files (or deletion vectors) are written. The restarted server
+// commits the descriptor; the table equals the model with the changelog
+// applied exactly once, a second commit adds no version, and replaying the
+// whole epoch from scratch (begin, put, precommit, commit: planned again
+// against the merged table) adds none either.
 func TestDeltaUpsertKillAfterPrecommit(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		dvs  bool
+	}{{"copy-on-write", false}, {"deletion-vectors", true}} {
+		t.Run(tc.name, func(t *testing.T) { testDeltaUpsertKillAfterPrecommit(t, tc.dvs) })
+	}
+}
+
+func testDeltaUpsertKillAfterPrecommit(t *testing.T, dvs bool) {
 	tableDir := filepath.Join(t.TempDir(), "events")
-	cfg := writeConfig(t, t.TempDir(), deltaAppend(tableDir), deltaUpsert(tableDir))
+	endpoints := []string{deltaAppend(tableDir), deltaUpsert(tableDir)}
+	if dvs {
+		for i, e := range endpoints {
+			endpoints[i] = strings.Replace(e, "delta: {", "delta: {deletion_vectors: true, ", 1)
+		}
+	}
+	cfg := writeConfig(t, t.TempDir(), endpoints...)
 	changes := upsertChangelog()
 	var model map[int64]string
 	var seeded deltaTable
@@ -81,6 +97,15 @@ func TestDeltaUpsertKillAfterPrecommit(t *testing.T) {
 	}
 	if epoch, ok := tab.snap.TxnVersion("cdc"); !ok || epoch != 1 {
 		t.Fatalf("txn version of cdc = %d, %v; want 1", epoch, ok)
+	}
+	marked := 0
+	for _, a := range tab.snap.Files() {
+		if a.DeletionVector != nil {
+			marked++
+		}
+	}
+	if dvs != (marked > 0) {
+		t.Fatalf("%d files carry a deletion vector, want some exactly when deletion_vectors is on (%v)", marked, dvs)
 	}
 
 	commitOK(t, tx, "second commit")

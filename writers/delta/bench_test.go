@@ -117,16 +117,22 @@ func encodeRaw(batches []arrow.RecordBatch, codec string) error {
 // workload (100,000 existing ids spread over the whole table with new
 // values, 100,000 new ids) into a file:// table seeded with 2,000,000
 // rows, merge_keys [id], one transaction: collapse, key scan of every
-// candidate file, rewrites, new files and the commit. It reports rows/s
-// of the changelog, files rewritten and bytes written per op.
+// candidate file, rewrites (copy-on-write) or deletion vectors, new files
+// and the commit. It reports rows/s of the changelog, files rewritten or
+// marked and bytes written per op.
 func BenchmarkUpsert(b *testing.B) {
+	b.Run("copy-on-write", func(b *testing.B) { benchmarkUpsert(b, false) })
+	b.Run("deletion-vectors", func(b *testing.B) { benchmarkUpsert(b, true) })
+}
+
+func benchmarkUpsert(b *testing.B, dvs bool) {
 	const (
 		tableRows  = 2_000_000
 		changeRows = 200_000
 	)
 	ctx := context.Background()
 	uri := "file://" + filepath.Join(b.TempDir(), "t")
-	seed, err := New(testConfig(uri), writers.Env{})
+	seed, err := New(testConfig(uri, func(c *Config) { c.DeletionVectors = dvs }), writers.Env{})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -146,7 +152,7 @@ func BenchmarkUpsert(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	cfg := testConfig(uri, func(c *Config) { c.WriteMode, c.MergeKeys = ModeUpsert, []string{"id"} })
+	cfg := testConfig(uri, func(c *Config) { c.WriteMode, c.MergeKeys, c.DeletionVectors = ModeUpsert, []string{"id"}, dvs })
 	w, err := New(cfg, writers.Env{})
 	if err != nil {
 		b.Fatal(err)
@@ -167,7 +173,7 @@ func BenchmarkUpsert(b *testing.B) {
 
 	b.ReportAllocs()
 	b.SetBytes(size)
-	var rewritten, written int
+	var rewritten, marked, written int
 	epoch := int64(0)
 	for b.Loop() {
 		epoch++
@@ -200,6 +206,7 @@ func BenchmarkUpsert(b *testing.B) {
 			b.Fatal(err)
 		}
 		rewritten += len(desc.Upsert.Removes)
+		marked += len(desc.Upsert.Updates)
 		for _, a := range desc.Adds {
 			written += int(a.Size)
 		}
@@ -207,6 +214,7 @@ func BenchmarkUpsert(b *testing.B) {
 	n := float64(epoch)
 	b.ReportMetric(changeRows*n/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(rewritten)/n, "files-rewritten/op")
+	b.ReportMetric(float64(marked)/n, "files-marked/op")
 	b.ReportMetric(float64(written)/n/(1<<20), "MiB-written/op")
 }
 

@@ -109,7 +109,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 // hasFiles reports whether ds add or remove any file.
 func hasFiles(ds []*descriptor) bool {
 	for _, d := range ds {
-		if len(d.Adds) > 0 || d.Upsert != nil && len(d.Upsert.Removes) > 0 {
+		if len(d.Adds) > 0 || d.Upsert != nil && len(d.Upsert.Removes)+len(d.Upsert.Updates) > 0 {
 			return true
 		}
 	}
@@ -249,7 +249,7 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 		actions = append(actions, deltalog.Action{Txn: &deltalog.Txn{AppID: key.Writer, Version: key.Epoch, LastUpdated: &now}})
 	}
 	if upsert != nil {
-		removes, err := upsertRemoves(snap, upsert, now)
+		removes, err := upsertActions(snap, upsert, now)
 		if err != nil {
 			return nil, err
 		}

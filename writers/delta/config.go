@@ -60,6 +60,11 @@ type Config struct {
 	// CheckpointInterval writes a checkpoint every this many versions
 	// (the table's delta.checkpointInterval when it is created).
 	CheckpointInterval int `yaml:"checkpoint_interval"`
+	// DeletionVectors creates the table with deletion vectors enabled
+	// (delta.enableDeletionVectors); an existing table must enable them.
+	// Upserts into a table that enables them mark replaced rows in
+	// deletion vectors instead of rewriting files (see upsert.go).
+	DeletionVectors bool `yaml:"deletion_vectors"`
 }
 
 // ParquetConfig tunes the Parquet data files.

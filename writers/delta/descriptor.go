@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
 // descriptorKind and the versions identify a Delta sink descriptor.
@@ -35,6 +36,14 @@ const (
 // An upsert's descriptor is version 2 and adds
 //
 //	"upsert":{"readVersion":7,"readFiles":["part-….parquet"],"removes":["part-….parquet"]}
+//
+// and, in a table with deletion vectors, the deletion vector each read file
+// had (by path, absent when none), the files that get a new deletion vector
+// instead of a rewrite, and the deletion-vector file holding them:
+//
+//	"readDVs":{"part-a.parquet":"u…@1"},
+//	"updates":[{"path":"part-a.parquet","deletionVector":{"storageType":"u",…}}],
+//	"dvFile":"deletion_vector_….bin"
 type descriptor struct {
 	Kind             string      `json:"kind"`
 	Version          int         `json:"version"`
@@ -49,9 +58,20 @@ type descriptor struct {
 // set for conflict checks) and the files it rewrote, which the commit
 // removes. Paths are add paths as logged.
 type upsertPlan struct {
-	ReadVersion int64    `json:"readVersion"`
-	ReadFiles   []string `json:"readFiles"`
-	Removes     []string `json:"removes"`
+	ReadVersion int64             `json:"readVersion"`
+	ReadFiles   []string          `json:"readFiles"`
+	Removes     []string          `json:"removes"`
+	ReadDVs     map[string]string `json:"readDVs,omitempty"`
+	Updates     []dvUpdate        `json:"updates,omitempty"`
+	DVFile      string            `json:"dvFile,omitempty"`
+}
+
+// dvUpdate replaces the deletion vector of the live file at Path (the one
+// the plan read, readDVs) by DeletionVector, which marks the rows the
+// old one did and the rows the upsert replaced or deleted.
+type dvUpdate struct {
+	Path           string                   `json:"path"`
+	DeletionVector *deltalog.DeletionVector `json:"deletionVector"`
 }
 
 // addFile is the content of one Delta add action, as delta-protocol.md §2
@@ -121,8 +141,36 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 				return nil, err
 			}
 		}
+		if err := u.checkUpdates(); err != nil {
+			return nil, err
+		}
 	}
 	return &d, nil
+}
+
+// checkUpdates accepts deletion-vector updates only of clean paths, each
+// with a deletion vector stored in the plan's own DV file: a descriptor
+// must not reference arbitrary objects.
+func (u *upsertPlan) checkUpdates() error {
+	if len(u.Updates) == 0 {
+		return nil
+	}
+	if err := checkAddPath(u.DVFile); err != nil {
+		return err
+	}
+	for _, up := range u.Updates {
+		if err := checkAddPath(up.Path); err != nil {
+			return err
+		}
+		if up.DeletionVector == nil {
+			return writers.Errorf(writers.ErrInvalid, "delta: descriptor update of %q has no deletion vector", up.Path)
+		}
+		key, ok, err := deltalog.DeletionVectorKey(up.DeletionVector)
+		if err != nil || !ok || key != u.DVFile || up.DeletionVector.Cardinality <= 0 {
+			return writers.Errorf(writers.ErrInvalid, "delta: descriptor update of %q has a deletion vector outside the plan's file %q", up.Path, u.DVFile)
+		}
+	}
+	return nil
 }
 
 // checkAddPath accepts only clean relative paths inside the table root,

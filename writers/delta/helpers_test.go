@@ -15,7 +15,6 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
-	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -79,11 +78,25 @@ func snapshot(t *testing.T, cfg *Config) *deltalog.Snapshot {
 }
 
 // readTable reads every active file of the table with parquetio and
-// returns its records (owned by the caller; none when there is no table)
-// after checking each file's
-// row count against its add stats. Partition columns are not in the files
-// and are not added back.
+// returns its records (owned by the caller; none when there is no table),
+// rows marked by deletion vectors left out. Partition columns are not in
+// the files and are not added back.
 func readTable(t *testing.T, cfg *Config, mem memory.Allocator) []arrow.RecordBatch {
+	t.Helper()
+	var out []arrow.RecordBatch
+	eachLiveBatch(t, cfg, mem, func(_ *deltalog.Add, rec arrow.RecordBatch) {
+		rec.Retain()
+		out = append(out, rec)
+	})
+	return out
+}
+
+// eachLiveBatch calls fn with every batch of every active file of the
+// table at its latest version (none when there is no table), without the
+// rows its deletion vector marks; fn must Retain a batch it keeps. Each
+// file's size is checked against its add, and its rows against numRecords
+// minus the deletion vector's cardinality.
+func eachLiveBatch(t *testing.T, cfg *Config, mem memory.Allocator, fn func(a *deltalog.Add, rec arrow.RecordBatch)) {
 	t.Helper()
 	ctx := context.Background()
 	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
@@ -93,16 +106,19 @@ func readTable(t *testing.T, cfg *Config, mem memory.Allocator) []arrow.RecordBa
 	defer b.Close()
 	snap, err := deltalog.Load(ctx, b)
 	if errors.Is(err, deltalog.ErrTableNotFound) {
-		return nil
+		return
 	}
 	if err != nil {
 		t.Fatalf("load table %s: %v", cfg.TableURI, err)
 	}
-	var out []arrow.RecordBatch
 	for _, a := range snap.Files() {
 		key, err := deltalog.DecodePath(a.Path)
 		if err != nil {
 			t.Fatal(err)
+		}
+		gone, err := deltalog.ReadDeletionVector(ctx, b, a.DeletionVector)
+		if err != nil {
+			t.Fatalf("deletion vector of %s: %v", key, err)
 		}
 		r, size, err := b.OpenReader(ctx, key)
 		if err != nil {
@@ -111,28 +127,21 @@ func readTable(t *testing.T, cfg *Config, mem memory.Allocator) []arrow.RecordBa
 		if size != a.Size {
 			t.Errorf("file %s: size %d, add.size %d", key, size, a.Size)
 		}
-		rr, err := parquetio.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{})
-		if err != nil {
-			r.Close()
-			t.Fatalf("read data file %s: %v", key, err)
-		}
 		var rows int64
-		for rr.Next() {
-			rec := rr.RecordBatch()
-			rec.Retain()
-			out = append(out, rec)
+		err = readKept(ctx, mem, r, size, key, gone, func(rec arrow.RecordBatch) error {
+			defer rec.Release()
 			rows += rec.NumRows()
-		}
-		if err := rr.Err(); err != nil {
+			fn(a, rec)
+			return nil
+		})
+		r.Close()
+		if err != nil {
 			t.Fatalf("read data file %s: %v", key, err)
 		}
-		rr.Release()
-		r.Close()
-		if want := statsRows(t, a); rows != want {
-			t.Errorf("file %s: %d rows, stats numRecords %d", key, rows, want)
+		if want := statsRows(t, a) - int64(len(gone)); rows != want {
+			t.Errorf("file %s: %d live rows, stats numRecords %d minus %d marked deleted", key, rows, statsRows(t, a), len(gone))
 		}
 	}
-	return out
 }
 
 // publishedRows counts the rows of every active file, read back.

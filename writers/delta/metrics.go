@@ -16,6 +16,7 @@ type metrics struct {
 	conflicts    prometheus.Counter
 	retries      prometheus.Counter
 	commits      *prometheus.CounterVec
+	upsertFiles  *prometheus.CounterVec
 }
 
 func newMetrics() *metrics {
@@ -44,6 +45,10 @@ func newMetrics() *metrics {
 			Name: "quiver_delta_commits_total",
 			Help: "Delta sink commits by result: committed, replayed or failed.",
 		}, []string{"result"}),
+		upsertFiles: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "quiver_delta_upsert_files_total",
+			Help: "Target files an upsert precommit changed, by how: rewritten (copy-on-write), marked (new deletion vector) or removed (every row gone).",
+		}, []string{"action"}),
 	}
 }
 
@@ -53,7 +58,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.filesWritten, m.bytesWritten, m.version, m.conflicts, m.retries, m.commits} {
+	for _, c := range []prometheus.Collector{m.filesWritten, m.bytesWritten, m.version, m.conflicts, m.retries, m.commits, m.upsertFiles} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -27,9 +28,11 @@ func (w *Writer) ensureTable(ctx context.Context, in *arrow.Schema, got *deltalo
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition_by column %q has type %s: partition by a string, number, boolean, date, timestamp or decimal column", col, f.Type)
 		}
 	}
-	snap, err := deltalog.Create(ctx, w.bucket, in, w.cfg.PartitionBy, map[string]string{
-		"delta.checkpointInterval": strconv.Itoa(w.cfg.CheckpointInterval),
-	})
+	props := map[string]string{"delta.checkpointInterval": strconv.Itoa(w.cfg.CheckpointInterval)}
+	if w.cfg.DeletionVectors {
+		props[enableDVProperty] = "true"
+	}
+	snap, err := deltalog.Create(ctx, w.bucket, in, w.cfg.PartitionBy, props)
 	var conflict *deltalog.ConflictError
 	if errors.As(err, &conflict) && conflict.Kind == deltalog.ConflictTableExists {
 		if snap, err = w.latest(ctx); err == nil && snap == nil {
@@ -106,7 +109,21 @@ func (w *Writer) checkTable(snap *deltalog.Snapshot) error {
 	if !slices.Equal(have, w.cfg.PartitionBy) {
 		return writers.Errorf(writers.ErrInvalid, "delta: table %s is partitioned by %q but partition_by is %q: set partition_by to the table's partition columns", w.cfg.TableURI, have, w.cfg.PartitionBy)
 	}
+	if w.cfg.DeletionVectors && !deletionVectorsEnabled(snap) {
+		return writers.Errorf(writers.ErrInvalid, "delta: table %s does not enable deletion vectors (%s=true and the deletionVectors table feature) but deletion_vectors is true: set deletion_vectors: false, or enable them on the table (Spark: ALTER TABLE … SET TBLPROPERTIES ('%s' = true))", w.cfg.TableURI, enableDVProperty, enableDVProperty)
+	}
 	return nil
+}
+
+// enableDVProperty is the table property that lets writers create
+// deletion vectors.
+const enableDVProperty = "delta.enableDeletionVectors"
+
+// deletionVectorsEnabled reports whether writers may add deletion vectors
+// to snap's table: the property is on and the protocol lists the feature.
+func deletionVectorsEnabled(snap *deltalog.Snapshot) bool {
+	return strings.EqualFold(snap.Metadata.Configuration[enableDVProperty], "true") &&
+		snap.Protocol.HasWriterFeature("deletionVectors")
 }
 
 // latest reads the table's latest version (incrementally from the cached

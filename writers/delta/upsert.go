@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -13,8 +14,9 @@ import (
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
-// Upsert (mode: upsert) is a copy-on-write MERGE by merge_keys, one per
-// transaction (or auto-commit stream):
+// Upsert (mode: upsert) is a MERGE by merge_keys, one per transaction (or
+// auto-commit stream), copy-on-write, or with deletion vectors when the
+// table enables them:
 //
 //   - Write folds the key's batches into a merge.Collapser (one row per
 //     key, the changelog convention of package merge; _op, _ts_ms and
@@ -22,13 +24,17 @@ import (
 //     holding a live row, so a key's memory is its distinct rows' batches
 //     plus about 38 bytes per distinct key (merge.Collapser).
 //   - Precommit collapses, plans against the latest snapshot (mergeInto),
-//     rewrites the target files that hold a source key without those rows,
-//     writes the live rows as new files, and returns a version 2
-//     descriptor: the adds, the removed paths, the files read and the
+//     and for every target file holding a source key either rewrites it
+//     without those rows or, with deletion vectors, marks them in a new
+//     deletion vector of the file (one deletion-vector file per plan);
+//     it writes the live rows as new files and returns a version 2
+//     descriptor: the adds, the removed paths, the deletion-vector
+//     updates, the files read (with their deletion vectors) and the
 //     version read.
-//   - Commit removes the rewritten files and adds the new ones in one
-//     Delta commit (with the txn), checked against every commit after the
-//     read version: a plan that went stale is refused (ErrConflict), never
+//   - Commit removes the rewritten files, re-adds the marked ones with
+//     their new deletion vectors and adds the new ones in one Delta commit
+//     (with the txn), checked against every commit after the read
+//     version: a plan that went stale is refused (ErrConflict), never
 //     published.
 
 // upsertStage is the changelog side of an upsert key's stage.
@@ -102,11 +108,6 @@ func (w *Writer) checkUpsertable(snap *deltalog.Snapshot) error {
 	if strings.EqualFold(snap.Metadata.Configuration["delta.enableChangeDataFeed"], "true") {
 		return writers.Errorf(writers.ErrInvalid, "delta: table %s has Change Data Feed enabled (delta.enableChangeDataFeed=true) and upsert does not write cdc files: disable it or use mode append", w.cfg.TableURI)
 	}
-	for _, a := range snap.Files() {
-		if a.DeletionVector != nil {
-			return writers.Errorf(writers.ErrInvalid, "delta: table %s has deletion vectors (file %s) and upsert cannot rewrite such files yet: purge them (REORG TABLE … APPLY (PURGE)) or use mode append", w.cfg.TableURI, a.Path)
-		}
-	}
 	return w.checkMergeKeys(snap)
 }
 
@@ -146,18 +147,25 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 		return nil, err
 	}
 	d.Schema, d.Adds = s.schema, out.adds
-	d.Upsert = &upsertPlan{ReadVersion: snap.Version, ReadFiles: out.readFiles, Removes: out.removes}
+	d.Upsert = &upsertPlan{ReadVersion: snap.Version, ReadFiles: out.readFiles, Removes: out.removes,
+		Updates: out.updates, DVFile: out.dvFile}
+	if len(out.readDVs) > 0 {
+		d.Upsert.ReadDVs = out.readDVs
+	}
 	desc, err := d.encode()
 	if err != nil {
 		return nil, err
 	}
 	s.precommitted = append(s.precommitted, out.adds...)
 	u.desc = desc
+	w.m.upsertFiles.WithLabelValues("rewritten").Add(float64(len(out.removes) - out.emptied))
+	w.m.upsertFiles.WithLabelValues("removed").Add(float64(out.emptied))
+	w.m.upsertFiles.WithLabelValues("marked").Add(float64(len(out.updates)))
 	u.res.Release()
 	u.res = nil
 	w.log.Debug("delta upsert planned", "table", w.cfg.TableURI, "read_version", snap.Version,
 		"live", out.liveRows, "deleted", out.deletedKeys, "candidates", len(out.readFiles),
-		"rewritten", len(out.removes), "files", len(out.adds))
+		"rewritten", len(out.removes), "marked", len(out.updates), "files", len(out.adds))
 	return desc, nil
 }
 
@@ -167,7 +175,7 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 func upsertOf(ds []*descriptor) (*upsertPlan, error) {
 	var plan *upsertPlan
 	for i, d := range ds {
-		if d.Upsert == nil || (len(d.Adds) == 0 && len(d.Upsert.Removes) == 0) {
+		if d.Upsert == nil || (len(d.Adds) == 0 && len(d.Upsert.Removes)+len(d.Upsert.Updates) == 0) {
 			continue
 		}
 		if plan != nil {
@@ -178,23 +186,60 @@ func upsertOf(ds []*descriptor) (*upsertPlan, error) {
 	return plan, nil
 }
 
-// upsertRemoves returns the remove actions of plan against snap. A
-// rewritten file no longer active means a later commit removed it: the
-// rewrite is stale and is refused (ErrConflict).
-func upsertRemoves(snap *deltalog.Snapshot, plan *upsertPlan, now int64) ([]deltalog.Action, error) {
+// upsertActions returns the remove and add actions of plan against snap:
+// a remove for every rewritten file, a remove and an add with the new
+// deletion vector for every updated one. Each must still be the logical
+// file the plan read (same path, same deletion vector); otherwise a later
+// commit changed it, the plan is stale and is refused (ErrConflict).
+func upsertActions(snap *deltalog.Snapshot, plan *upsertPlan, now int64) ([]deltalog.Action, error) {
 	active := make(map[string]*deltalog.Add, snap.NumFiles())
 	for _, a := range snap.Files() {
 		active[a.Path] = a
 	}
-	actions := make([]deltalog.Action, 0, len(plan.Removes))
-	for _, p := range plan.Removes {
+	read := func(p string) (*deltalog.Add, error) {
 		a := active[p]
-		if a == nil {
-			return nil, writers.Errorf(writers.ErrConflict, "delta: upsert: file %s, which this upsert rewrote, was removed by a commit after version %d: roll back the transaction and replay it", p, plan.ReadVersion)
+		if a == nil || a.DeletionVector.UniqueID() != plan.ReadDVs[p] {
+			return nil, writers.Errorf(writers.ErrConflict, "delta: upsert: file %s, which this upsert rewrote or marked, was changed by a commit after version %d: roll back the transaction and replay it", p, plan.ReadVersion)
+		}
+		return a, nil
+	}
+	actions := make([]deltalog.Action, 0, len(plan.Removes)+2*len(plan.Updates))
+	for _, p := range plan.Removes {
+		a, err := read(p)
+		if err != nil {
+			return nil, err
 		}
 		actions = append(actions, deltalog.Action{Remove: a.Remove(now, true)})
 	}
+	for _, up := range plan.Updates {
+		a, err := read(up.Path)
+		if err != nil {
+			return nil, err
+		}
+		marked := *a
+		marked.DeletionVector, marked.DataChange, marked.Stats = up.DeletionVector, true, wideStats(a.Stats)
+		actions = append(actions, deltalog.Action{Remove: a.Remove(now, true)}, deltalog.Action{Add: &marked})
+	}
 	return actions, nil
+}
+
+// wideStats returns stats with tightBounds false: rows a deletion vector
+// marks still count in numRecords, minValues and maxValues, which are
+// then bounds rather than exact values (delta-protocol.md §2).
+func wideStats(stats string) string {
+	if stats == "" {
+		return ""
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(stats), &fields); err != nil {
+		return "" // unreadable stats are dropped rather than kept wrong
+	}
+	fields["tightBounds"] = json.RawMessage("false")
+	b, err := json.Marshal(fields)
+	if err != nil {
+		return ""
+	}
+	return string(b)
 }
 
 // upsertBase returns the snapshot an upsert was planned against, which its

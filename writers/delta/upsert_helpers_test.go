@@ -17,7 +17,6 @@ import (
 	"github.com/quiver-ingest/quiver/internal/duckcheck"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
-	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -30,54 +29,24 @@ const nullText = "∅"
 // sorted.
 func tableRows(t *testing.T, cfg *Config, cols []string) []string {
 	t.Helper()
-	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
-	snap, err := deltalog.Load(ctx, b)
-	if err != nil {
-		t.Fatalf("load table: %v", err)
-	}
 	var out []string
-	for _, a := range snap.Files() {
-		key, err := deltalog.DecodePath(a.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, size, err := b.OpenReader(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rr, err := parquetio.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{})
-		if err != nil {
-			t.Fatalf("read %s: %v", key, err)
-		}
-		for rr.Next() {
-			rec := rr.RecordBatch()
-			for row := range int(rec.NumRows()) {
-				vals := make([]string, len(cols))
-				for i, c := range cols {
-					if idx := rec.Schema().FieldIndices(c); len(idx) > 0 {
-						vals[i] = cellText(rec.Column(idx[0]), row)
-					} else if v := a.PartitionValues[c]; v != nil {
-						vals[i] = *v
-					} else {
-						vals[i] = nullText
-					}
+	eachLiveBatch(t, cfg, mem, func(a *deltalog.Add, rec arrow.RecordBatch) {
+		for row := range int(rec.NumRows()) {
+			vals := make([]string, len(cols))
+			for i, c := range cols {
+				if idx := rec.Schema().FieldIndices(c); len(idx) > 0 {
+					vals[i] = cellText(rec.Column(idx[0]), row)
+				} else if v := a.PartitionValues[c]; v != nil {
+					vals[i] = *v
+				} else {
+					vals[i] = nullText
 				}
-				out = append(out, strings.Join(vals, "|"))
 			}
+			out = append(out, strings.Join(vals, "|"))
 		}
-		if err := rr.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rr.Release()
-		r.Close()
-	}
+	})
 	slices.Sort(out)
 	return out
 }
@@ -113,6 +82,9 @@ func duckRows(t *testing.T, db *duckcheck.DB, cfg *Config, cols []string) []stri
 			}
 		}
 		query := "SELECT " + strings.Join(sel, ", ") + " FROM " + duckcheck.Parquet(filepath.Join(root, key))
+		if a.DeletionVector != nil {
+			query = "SELECT " + strings.Join(sel, ", ") + " FROM " + duckcheck.ParquetRowNumbered(filepath.Join(root, key)) + duckSkip(t, cfg, a)
+		}
 		for _, row := range db.Query(t, query) {
 			vals := make([]string, len(row))
 			for i, v := range row {
@@ -130,6 +102,29 @@ func duckRows(t *testing.T, db *duckcheck.DB, cfg *Config, cols []string) []stri
 	}
 	slices.Sort(out)
 	return out
+}
+
+// duckSkip returns the WHERE clause that leaves out the rows a's deletion
+// vector marks, by DuckDB's own row numbers (duckcheck.ParquetRowNumbered). The
+// positions come from our decoder, which is checked byte for byte against
+// deletion vectors written by Spark (deltalog's golden tests).
+func duckSkip(t *testing.T, cfg *Config, a *deltalog.Add) string {
+	t.Helper()
+	ctx := context.Background()
+	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	gone, err := deltalog.ReadDeletionVector(ctx, b, a.DeletionVector)
+	if err != nil {
+		t.Fatalf("deletion vector of %s: %v", a.Path, err)
+	}
+	list := make([]string, len(gone))
+	for i, p := range gone {
+		list[i] = strconv.FormatInt(p, 10)
+	}
+	return " WHERE file_row_number NOT IN (" + strings.Join(list, ",") + ")"
 }
 
 // sameRows fails the test when got and want (sorted) differ, showing the

@@ -210,17 +210,22 @@ func changelogBatch(mem memory.Allocator, meta changelogMeta, rows []changeRow) 
 // deletes, repeated keys, __weight retractions, a two-column key, nulls in
 // value columns), one transaction each, into an unpartitioned table, a
 // table partitioned by a value column (rows move between partitions) and
-// one partitioned by a key column. After every commit the table read back
-// by our reader and by DuckDB over the active files equals the model.
+// one partitioned by a key column, copy-on-write and with deletion
+// vectors. After every commit the table read back by our reader and by
+// DuckDB over the active files (rows of deletion vectors left out) equals
+// the model.
 func TestUpsertProperty(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
 		partition []string
 		keys      []string
+		dvs       bool
 	}{
-		{"unpartitioned", nil, []string{"k1", "k2"}},
-		{"partitioned", []string{"p"}, []string{"k1", "k2"}},
-		{"partition-key", []string{"p"}, []string{"k2", "p", "k1"}},
+		{"unpartitioned", nil, []string{"k1", "k2"}, false},
+		{"partitioned", []string{"p"}, []string{"k1", "k2"}, false},
+		{"partition-key", []string{"p"}, []string{"k2", "p", "k1"}, false},
+		{"unpartitioned-dv", nil, []string{"k1", "k2"}, true},
+		{"partitioned-dv", []string{"p"}, []string{"k1", "k2"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -229,6 +234,7 @@ func TestUpsertProperty(t *testing.T) {
 			cfg := testConfig(fileURI(t), func(c *Config) {
 				c.WriteMode, c.MergeKeys, c.PartitionBy = ModeUpsert, tc.keys, tc.partition
 				c.Parquet.RowGroupRows = 16
+				c.DeletionVectors = tc.dvs
 			})
 			w := openWriter(t, cfg, mem)
 			db := duckcheck.Open(t)
@@ -254,6 +260,15 @@ func TestUpsertProperty(t *testing.T) {
 			}
 			if len(model.rows) == 0 {
 				t.Fatal("the model ended empty: the test exercised nothing")
+			}
+			marked := 0
+			for _, a := range snapshot(t, cfg).Files() {
+				if a.DeletionVector != nil {
+					marked++
+				}
+			}
+			if tc.dvs != (marked > 0) {
+				t.Errorf("%d live files carry a deletion vector, want some exactly when deletion_vectors is on (%v)", marked, tc.dvs)
 			}
 		})
 	}

@@ -301,39 +301,6 @@ func TestUpsertStaleRewrite(t *testing.T) {
 	}
 }
 
-// TestUpsertRefusesDeletionVectors: a table with deletion vectors is
-// refused for upsert with a clear error, and left unchanged.
-func TestUpsertRefusesDeletionVectors(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
-	cfg := testConfig(goldenCopy(t, "table-with-dv-small"), func(c *Config) { c.WriteMode, c.MergeKeys = ModeUpsert, []string{"value"} })
-	w, err := New(cfg, writers.Env{Allocator: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer w.Close(ctx)
-	err = w.Open(ctx)
-	if err == nil {
-		key := writers.AutoKey("dv")
-		b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{{Name: "value", Type: arrow.PrimitiveTypes.Int32, Nullable: true}}, nil))
-		b.Field(0).(*array.Int32Builder).Append(3)
-		rec := b.NewRecordBatch()
-		b.Release()
-		defer rec.Release()
-		if err = w.Write(ctx, key, rec); err == nil {
-			_, err = w.Precommit(ctx, key)
-		}
-		w.Rollback(ctx, key)
-	}
-	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "deletion vector") {
-		t.Fatalf("upsert into a table with deletion vectors: %v, want ErrInvalid naming deletion vectors", err)
-	}
-	if v := snapshot(t, cfg).Version; v != 1 {
-		t.Fatalf("table at version %d, want 1 (unchanged)", v)
-	}
-}
-
 // TestUpsertBadInput: bad changelogs are InvalidArgument naming the
 // problem, and the table is unchanged.
 func TestUpsertBadInput(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/quiver-ingest/quiver/merge"
@@ -22,10 +23,15 @@ import (
 
 // mergeOutcome is what mergeInto wrote and read.
 type mergeOutcome struct {
-	mu        sync.Mutex // guards adds and removes while files are merged concurrently
+	mu        sync.Mutex // guards adds, removes, updates and dvs while files are merged concurrently
 	adds      []addFile  // rewritten files and live rows
-	removes   []string   // paths of the rewritten files
-	readFiles []string   // paths of the candidate files whose keys were read
+	removes   []string   // paths of the rewritten (or wholly deleted) files
+	updates   []dvUpdate // files marked by a new deletion vector instead
+	dvs       *deltalog.DeletionVectorFile
+	dvFile    string            // storage key of dvs once written
+	readFiles []string          // paths of the candidate files whose keys were read
+	readDVs   map[string]string // path → deletion vector id of the candidates that had one
+	emptied   int               // removes whose every row was gone (no rewrite)
 	liveRows  int64
 	// deletedKeys counts the changelog's deleted keys (matched or not).
 	deletedKeys int64
@@ -40,6 +46,28 @@ func (o *mergeOutcome) record(removed string, adds []addFile) {
 	o.adds = append(o.adds, adds...)
 }
 
+// empty records that the file at path is removed: every row is gone.
+func (o *mergeOutcome) empty(path string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.removes = append(o.removes, path)
+	o.emptied++
+}
+
+// mark records that the file at path loses the rows gone (ascending
+// positions, the old deletion vector's included) through a new deletion
+// vector.
+func (o *mergeOutcome) mark(path string, gone []int64) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	dv, err := o.dvs.Add(gone)
+	if err != nil {
+		return fmt.Errorf("delta: upsert: deletion vector of %s: %w", path, err)
+	}
+	o.updates = append(o.updates, dvUpdate{Path: path, DeletionVector: dv})
+	return nil
+}
+
 // mergeInto applies the collapse res to the table at snap, copy-on-write
 // (delta-protocol.md, "Copy-on-write MERGE"):
 //
@@ -50,7 +78,11 @@ func (o *mergeOutcome) record(removed string, adds []addFile) {
 //     source keys; a file without a match is left alone;
 //  3. a matched file is removed, and unless every row matched, read whole
 //     and written again without its matched rows (updated or deleted);
+//     in a table that enables deletion vectors it is kept instead, with a
+//     new deletion vector marking them (and the rows its old one marked);
 //  4. the live rows are written as new files, concurrently with 2 and 3.
+//
+// Rows an existing deletion vector marks are never matched nor copied.
 //
 // Memory stays bounded whatever the table's size: candidates are streamed
 // one at a time per worker (at most min(GOMAXPROCS, maxEncoders) at once),
@@ -62,7 +94,11 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
 	}
-	out := &mergeOutcome{liveRows: res.LiveRows, deletedKeys: res.DeletedRows}
+	out := &mergeOutcome{liveRows: res.LiveRows, deletedKeys: res.DeletedRows, readDVs: map[string]string{}}
+	useDVs := deletionVectorsEnabled(snap)
+	if useDVs {
+		out.dvs = deltalog.NewDeletionVectorFile()
+	}
 	var candidates []*deltalog.Add
 	for _, a := range snap.Files() {
 		grp := groups.forFile(a)
@@ -80,6 +116,9 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	slices.SortFunc(candidates, func(a, b *deltalog.Add) int { return strings.Compare(a.Path, b.Path) })
 	for _, a := range candidates {
 		out.readFiles = append(out.readFiles, a.Path)
+		if a.DeletionVector != nil {
+			out.readDVs[a.Path] = a.DeletionVector.UniqueID()
+		}
 	}
 
 	g, gctx := errgroup.WithContext(ctx)
@@ -92,20 +131,20 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 		return err
 	})
 	for _, a := range candidates {
-		g.Go(func() error {
-			adds, rewritten, err := w.mergeFile(gctx, snap, a, groups)
-			if rewritten {
-				out.record(a.Path, adds)
-			} else {
-				out.record("", adds) // files of a failed rewrite, for deletion
-			}
-			return err
-		})
+		g.Go(func() error { return w.mergeFile(gctx, snap, a, groups, out) })
 	}
-	if err := g.Wait(); err != nil {
+	err = g.Wait()
+	if err == nil && useDVs && out.dvs.Len() > 0 {
+		out.dvFile = out.dvs.Key()
+		if err = w.bucket.Put(ctx, out.dvFile, out.dvs.Bytes()); err != nil {
+			err = fmt.Errorf("delta: upsert: write deletion vectors %s: %w", out.dvFile, err)
+		}
+	}
+	if err != nil {
 		return nil, errors.Join(err, w.deleteFiles(ctx, out.adds))
 	}
 	slices.Sort(out.removes)
+	slices.SortFunc(out.updates, func(a, b dvUpdate) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
 }
 
@@ -143,44 +182,81 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch) ([]add
 }
 
 // mergeFile matches the keys of candidate a against the source and, when
-// some match, rewrites it without the matched rows. rewritten reports
-// whether a is replaced by adds (possibly none: every row matched). On
-// failure the files already finished are returned for deletion.
+// some match, records in out how a loses those rows: removed (every row
+// gone), marked by a new deletion vector (out.dvs set), or rewritten
+// without them. Files of a failed rewrite are recorded too, for deletion.
 //
 // The key columns alone are read first (most candidates of a selective
 // changelog hold no match and are never read whole); the matched row
 // positions found there are kept (8 bytes per matched row, bounded by the
 // changelog) so the second read, of every column, only gathers the rows
 // to keep. A file whose every row matched is removed without that read.
-func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups) (adds []addFile, rewritten bool, err error) {
+func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, out *mergeOutcome) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
-		return nil, false, fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
+		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
+	}
+	deleted, err := deltalog.ReadDeletionVector(ctx, w.bucket, a.DeletionVector)
+	if err != nil {
+		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
 	}
 	r, size, err := w.bucket.OpenReader(ctx, key)
 	if err != nil {
-		return nil, false, fmt.Errorf("delta: upsert: open data file %s: %w", key, err)
+		return fmt.Errorf("delta: upsert: open data file %s: %w", key, err)
 	}
 	defer r.Close()
 	m := fileMatcher{w: w, grp: groups.forFile(a), keys: groups.keys.data, src: groups.enc, file: a.Path}
 	matched, rows, err := m.matchedRows(ctx, r, size)
-	if err != nil || len(matched) == 0 {
-		return nil, false, err
+	if err != nil {
+		return err
 	}
-	if int64(len(matched)) == rows {
-		return nil, true, nil
+	matched = without(matched, deleted)
+	if len(matched) == 0 {
+		return nil
+	}
+	gone := deltalog.MergeRows(deleted, matched)
+	switch {
+	case int64(len(gone)) == rows:
+		out.empty(a.Path)
+		return nil
+	case out.dvs != nil:
+		return out.mark(a.Path, gone)
 	}
 	dir := deltalog.PartitionDir(snap.Metadata.PartitionColumns, a.PartitionValues)
-	adds, err = w.rewrite(ctx, r, size, a, dir, matched)
-	return adds, err == nil, err
+	adds, err := w.rewrite(ctx, r, size, a, dir, gone)
+	if err != nil {
+		out.record("", adds)
+		return err
+	}
+	out.record(a.Path, adds)
+	return nil
 }
 
-// rewrite writes the rows of data file a (r, size) but the matched ones
+// without returns the positions of sorted not in drop (both ascending).
+func without(sorted, drop []int64) []int64 {
+	if len(drop) == 0 {
+		return sorted
+	}
+	out := sorted[:0]
+	j := 0
+	for _, p := range sorted {
+		for j < len(drop) && drop[j] < p {
+			j++
+		}
+		if j < len(drop) && drop[j] == p {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// rewrite writes the rows of data file a (r, size) but the gone ones
 // (ascending positions in the file) as new files under dir. Reading and
 // Parquet encoding are pipelined: this goroutine decodes and gathers, one
 // more encodes, with one batch in between. It returns the finished files,
 // also on failure (for deletion).
-func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, matched []int64) ([]addFile, error) {
+func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fs := fileSet{open: make(map[string]*dataFile)}
@@ -201,7 +277,7 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 			encErr = w.finishAll(&fs)
 		}
 	}()
-	readErr := w.readKept(ctx, r, size, a.Path, matched, func(rec arrow.RecordBatch) error {
+	readErr := readKept(ctx, w.mem, r, size, a.Path, gone, func(rec arrow.RecordBatch) error {
 		select {
 		case kept <- rec:
 			return nil
@@ -220,24 +296,24 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 }
 
 // readKept reads every column of data file path and hands send each
-// batch without the matched rows (positions in the file, ascending); send
+// batch without the gone rows (positions in the file, ascending); send
 // owns the batch it is given.
-func (w *Writer) readKept(ctx context.Context, r io.ReaderAt, size int64, path string, matched []int64, send func(arrow.RecordBatch) error) error {
-	rr, err := parquetio.ReadFile(ctx, r, size, w.mem, parquetio.ReadOptions{})
+func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int64, path string, gone []int64, send func(arrow.RecordBatch) error) error {
+	rr, err := parquetio.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{})
 	if err != nil {
 		return fmt.Errorf("delta: upsert: read data file %s: %w", path, err)
 	}
 	defer rr.Release()
-	cctx := compute.WithAllocator(ctx, w.mem)
+	cctx := compute.WithAllocator(ctx, mem)
 	var first int64 // the file position of the batch's first row
 	var rows []int32
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		n := rec.NumRows()
 		rows = rows[:0]
-		for len(matched) > 0 && matched[0] < first+n {
-			rows = append(rows, int32(matched[0]-first))
-			matched = matched[1:]
+		for len(gone) > 0 && gone[0] < first+n {
+			rows = append(rows, int32(gone[0]-first))
+			gone = gone[1:]
 		}
 		first += n
 		var out arrow.RecordBatch
@@ -248,7 +324,7 @@ func (w *Writer) readKept(ctx context.Context, r io.ReaderAt, size int64, path s
 			rec.Retain()
 			out = rec
 		default:
-			if out, err = take(cctx, w.mem, rec, complement(rows, int(n))); err != nil {
+			if out, err = take(cctx, mem, rec, complement(rows, int(n))); err != nil {
 				return err
 			}
 		}

@@ -4,8 +4,10 @@
 // _last_checkpoint as a hint), table-feature gating (CheckReadable,
 // CheckWritable), table creation, optimistic-concurrency commits with the
 // conflict rules of ../docs/delta-protocol.md §6, Parquet checkpoints,
-// Arrow ⇄ Delta type mapping, per-file statistics JSON and partition-value /
-// path encoding.
+// Arrow ⇄ Delta type mapping, per-file statistics JSON, partition-value /
+// path encoding, and deletion vectors (reading every stored form, writing
+// deletion-vector files; Z85 and portable roaring64, byte-compatible with
+// Spark's).
 //
 // Storage is reached through the small Store interface, which
 // *storage.Bucket satisfies. Nothing in this package keeps state between

@@ -69,7 +69,7 @@ var writerRules = map[string]featureRule{
 		columnMappingActive),
 	"identityColumns": refuseIfActive("a column has delta.identity.* (identity values are not generated)",
 		columnMetadataActive("delta.identity.")),
-	"deletionVectors": always, // never created; removes copy the live add's DV (Add.Remove)
+	"deletionVectors": always, // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
 	"timestampNtz":    always,
 	"domainMetadata":  always, // domains are preserved, never edited
 	"rowTracking": refuseIfActive("row ids and the delta.rowTracking high-water mark are not maintained",

@@ -2,6 +2,7 @@ package deltalog
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"time"
 
@@ -12,9 +13,11 @@ import (
 )
 
 // creatableConfig lists the delta.* table properties Create accepts: they
-// need no table feature. Other delta.* keys would enable features Quiver
-// does not write (column mapping, deletion vectors, row tracking, …).
+// need no table feature, or one Quiver writes (deletion vectors). Other
+// delta.* keys would enable features Quiver does not write (column
+// mapping, row tracking, …).
 var creatableConfig = map[string]bool{
+	"delta.enableDeletionVectors":           true,
 	"delta.appendOnly":                      true,
 	"delta.checkpointInterval":              true,
 	"delta.logRetentionDuration":            true,
@@ -32,7 +35,9 @@ var creatableConfig = map[string]bool{
 // content of version 0 besides commitInfo and any adds): schemaString from
 // the Arrow schema (FromArrow), the given partition columns and
 // configuration, a new UUID id and createdTime now. The protocol is (1,2),
-// or (3,7) with the timestampNtz feature when a column is timestamp_ntz.
+// or (3,7) with table features when the table needs one: timestampNtz when
+// a column is timestamp_ntz, deletionVectors when
+// delta.enableDeletionVectors is "true".
 // Errors wrap writers.ErrInvalid: unsupported column types, partition
 // columns that are missing, nested or of a non-primitive type, every column
 // partitioned, or a delta.* property that needs a table feature.
@@ -64,13 +69,7 @@ func NewTable(schema *arrow.Schema, partitionColumns []string, configuration map
 		}
 		conf[k] = v
 	}
-	p := Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
-	if s.usesType("timestamp_ntz") {
-		p = Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"timestampNtz"}, WriterFeatures: []string{"timestampNtz"}}
-		if conf["delta.appendOnly"] != "" {
-			p.WriterFeatures = append([]string{"appendOnly"}, p.WriterFeatures...)
-		}
-	}
+	p := newProtocol(s, conf)
 	created := time.Now().UnixMilli()
 	m := Metadata{
 		ID:               uuid.NewString(),
@@ -81,6 +80,27 @@ func NewTable(schema *arrow.Schema, partitionColumns []string, configuration map
 		CreatedTime:      &created,
 	}
 	return []Action{{Protocol: &p}, {MetaData: &m}}, nil
+}
+
+// newProtocol returns the lowest protocol a new table with schema s and
+// configuration conf needs: (1,2) without features, else (3,7) listing
+// every feature in use (appendOnly too, as (3,7) no longer implies it).
+func newProtocol(s *Schema, conf map[string]string) Protocol {
+	var features []string
+	if s.usesType("timestamp_ntz") {
+		features = append(features, "timestampNtz")
+	}
+	if strings.EqualFold(conf["delta.enableDeletionVectors"], "true") {
+		features = append(features, "deletionVectors")
+	}
+	if len(features) == 0 {
+		return Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
+	}
+	writer := slices.Clone(features)
+	if conf["delta.appendOnly"] != "" {
+		writer = append([]string{"appendOnly"}, writer...)
+	}
+	return Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: features, WriterFeatures: writer}
 }
 
 // partitionByParam renders partition columns the way Spark writes

@@ -2,6 +2,7 @@ package deltalog
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -97,7 +98,7 @@ func TestParseSchemaTolerant(t *testing.T) {
 	}
 }
 
-func TestNewTableTimestampNTZ(t *testing.T) {
+func TestNewTableFeatures(t *testing.T) {
 	acts, err := NewTable(arrow.NewSchema([]arrow.Field{{Name: "t", Type: &arrow.TimestampType{Unit: arrow.Microsecond}}}, nil), nil, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -106,13 +107,23 @@ func TestNewTableTimestampNTZ(t *testing.T) {
 	if p.MinReaderVersion != 3 || p.MinWriterVersion != 7 || p.ReaderFeatures[0] != "timestampNtz" || p.WriterFeatures[0] != "timestampNtz" {
 		t.Fatalf("protocol %+v", p)
 	}
+	acts, err = NewTable(arrow.NewSchema([]arrow.Field{{Name: "t", Type: arrow.PrimitiveTypes.Int64}}, nil), nil,
+		map[string]string{"delta.enableDeletionVectors": "true", "delta.appendOnly": "false"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p = acts[0].Protocol
+	if p.MinReaderVersion != 3 || p.MinWriterVersion != 7 ||
+		!slices.Equal(p.ReaderFeatures, []string{"deletionVectors"}) || !slices.Equal(p.WriterFeatures, []string{"appendOnly", "deletionVectors"}) {
+		t.Fatalf("deletion vector protocol %+v", p)
+	}
 	for _, bad := range []struct {
 		parts []string
 		conf  map[string]string
 	}{
 		{[]string{"nope"}, nil},
 		{[]string{"t"}, nil}, // every column partitioned
-		{nil, map[string]string{"delta.enableDeletionVectors": "true"}},
+		{nil, map[string]string{"delta.enableRowTracking": "true"}},
 	} {
 		if _, err := NewTable(arrow.NewSchema([]arrow.Field{{Name: "t", Type: arrow.PrimitiveTypes.Int64}}, nil), bad.parts, bad.conf); !errors.Is(err, writers.ErrInvalid) {
 			t.Errorf("NewTable(%v, %v) = %v, want ErrInvalid", bad.parts, bad.conf, err)
