@@ -89,7 +89,15 @@ func (s *KeySet) MemoryBytes() int {
 
 // Find returns the ordinal of key and true, or -1 and false.
 func (s *KeySet) Find(key []byte) (int, bool) {
-	h := maphash.Bytes(s.seed, key)
+	return s.findHashed(key, s.hash(key))
+}
+
+// hash is the set's hash of key: the slot index in its low bits, the tag
+// in its high 32.
+func (s *KeySet) hash(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
+
+// findHashed is Find given h = s.hash(key).
+func (s *KeySet) findHashed(key []byte, h uint64) (int, bool) {
 	tag := h >> 32
 	for i := h & s.mask; ; i = (i + 1) & s.mask {
 		sl := s.slots[i]
@@ -152,18 +160,6 @@ func (s *KeySet) appendKey(key []byte) {
 		s.offs = append(s.offs, uint64(len(s.arena)))
 	}
 	s.n++
-}
-
-// MatchRows appends to dst the rows of enc's last Encode whose key is in s,
-// in row order, and returns the extended slice. Sinks use it to find the
-// target rows a collapsed changelog replaces or deletes.
-func (s *KeySet) MatchRows(enc *KeyEncoder, dst []int32) []int32 {
-	for i := range enc.Len() {
-		if _, ok := s.Find(enc.Key(i)); ok {
-			dst = append(dst, int32(i))
-		}
-	}
-	return dst
 }
 
 // KeyIndex maps encoded keys to uint64 values (a row address, a file and

@@ -88,7 +88,7 @@ func TestKeyIndex(t *testing.T) {
 	}
 }
 
-func TestKeySetMatchRows(t *testing.T) {
+func TestKeyMatcherMatchRows(t *testing.T) {
 	mem := checkedMem(t)
 	src := keyRecord(t, mem, []arrow.DataType{arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String}, []int64{3, 5, 8})
 	defer src.Release()
@@ -108,7 +108,7 @@ func TestKeySetMatchRows(t *testing.T) {
 	if err := enc.Encode(target); err != nil {
 		t.Fatal(err)
 	}
-	got := s.MatchRows(enc, nil)
+	got := NewKeyMatcher(s).MatchRows(enc, nil)
 	if want := []int32{1, 3, 4, 6}; !slices.Equal(got, want) {
 		t.Errorf("MatchRows = %v, want %v", got, want)
 	}

@@ -38,28 +38,33 @@ func (w *Writer) keyColumns() keyColumns {
 // and safe for concurrent use.
 type keyGroup struct {
 	set    *merge.KeySet
-	bounds []keyBounds // per data key column
+	match  *merge.KeyMatcher // over set, once every key is in
+	bounds []keyBounds       // per data key column
 }
 
 // keyGroups indexes the source keys of a collapse by partition key values
 // (partTuple); enc encodes the data keys.
 type keyGroups struct {
-	keys   keyColumns
-	enc    *merge.KeyEncoder // over the source's data key columns
-	groups map[string]*keyGroup
+	keys     keyColumns
+	enc      *merge.KeyEncoder // over the source's data key columns
+	groups   map[string]*keyGroup
+	sizeHint int // source keys: one group's size when the keys have no partition column
 }
 
 // newKeyGroups indexes the keys of res: the key columns of its live rows
 // and its deleted keys. Every target row with one of them is replaced or
 // deleted.
 func newKeyGroups(res *merge.Result, keys keyColumns) (*keyGroups, error) {
-	g := &keyGroups{keys: keys, groups: make(map[string]*keyGroup)}
+	g := &keyGroups{keys: keys, groups: make(map[string]*keyGroup), sizeHint: int(res.LiveRows + res.DeletedRows)}
 	for _, recs := range [][]arrow.RecordBatch{res.Live, res.Deleted} {
 		for _, rec := range recs {
 			if err := g.add(rec); err != nil {
 				return nil, err
 			}
 		}
+	}
+	for _, grp := range g.groups {
+		grp.match = merge.NewKeyMatcher(grp.set)
 	}
 	if g.enc == nil {
 		var err error
@@ -94,7 +99,7 @@ func (g *keyGroups) add(rec arrow.RecordBatch) error {
 		tuple := partTuple(vals)
 		grp := g.groups[tuple]
 		if grp == nil {
-			hint := int(rec.NumRows())
+			hint := g.sizeHint
 			if len(partCols) > 0 {
 				hint = 0 // the rows spread over partitions
 			}

@@ -391,7 +391,7 @@ func (m *fileMatcher) match(ctx context.Context, rec arrow.RecordBatch, dst []in
 		if err := m.enc.EncodeColumns(cols, n); err != nil {
 			return nil, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 		}
-		return m.grp.set.MatchRows(m.enc, dst), nil
+		return m.grp.match.MatchRows(m.enc, dst), nil
 	}
 	idx := array.NewInt32Builder(m.w.mem)
 	idx.AppendValues(valid, nil)
@@ -417,7 +417,7 @@ func (m *fileMatcher) match(ctx context.Context, rec arrow.RecordBatch, dst []in
 		return nil, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 	}
 	for i := range m.enc.Len() {
-		if _, ok := m.grp.set.Find(m.enc.Key(i)); ok {
+		if m.grp.match.Contains(m.enc.Key(i)) {
 			dst = append(dst, valid[i])
 		}
 	}
