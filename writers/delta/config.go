@@ -65,7 +65,14 @@ type Config struct {
 	// Upserts into a table that enables them mark replaced rows in
 	// deletion vectors instead of rewriting files (see upsert.go).
 	DeletionVectors bool `yaml:"deletion_vectors"`
+	// KeyIndexMaxBytes bounds the memory of upsert's per-file key
+	// indexes (about 30 bytes per int64 key; 0 disables them).
+	KeyIndexMaxBytes int64 `yaml:"key_index_max_bytes"`
 }
+
+// DefaultKeyIndexMaxBytes is key_index_max_bytes' default: 1 GiB, about
+// 35 million int64 keys (a table of that many rows stays indexed).
+const DefaultKeyIndexMaxBytes = 1 << 30
 
 // ParquetConfig tunes the Parquet data files.
 type ParquetConfig struct {
@@ -77,7 +84,8 @@ type ParquetConfig struct {
 
 // NewConfig returns the defaults of interface.md: append, no partitions,
 // reject schema changes, 128 MiB files, zstd, 131072-row row groups, a
-// checkpoint every 10 versions. TableURI has no default.
+// checkpoint every 10 versions, a 1 GiB upsert key index. TableURI has no
+// default.
 func NewConfig() *Config {
 	return &Config{
 		WriteMode:          ModeAppend,
@@ -85,6 +93,7 @@ func NewConfig() *Config {
 		TargetFileBytes:    128 << 20,
 		Parquet:            ParquetConfig{Compression: CodecZstd, RowGroupRows: 128 << 10},
 		CheckpointInterval: 10,
+		KeyIndexMaxBytes:   DefaultKeyIndexMaxBytes,
 	}
 }
 
@@ -148,6 +157,9 @@ func (c *Config) Validate() error {
 	}
 	if c.CheckpointInterval <= 0 {
 		bad("checkpoint_interval", "%d: must be positive (default 10)", c.CheckpointInterval)
+	}
+	if c.KeyIndexMaxBytes < 0 {
+		bad("key_index_max_bytes", "%d: must be 0 (no key index) or positive (default %d)", c.KeyIndexMaxBytes, DefaultKeyIndexMaxBytes)
 	}
 	return errors.Join(errs...)
 }

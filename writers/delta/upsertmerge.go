@@ -19,6 +19,7 @@ import (
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 // mergeOutcome is what mergeInto wrote and read.
@@ -200,15 +201,31 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	if err != nil {
 		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
 	}
-	r, size, err := w.bucket.OpenReader(ctx, key)
-	if err != nil {
-		return fmt.Errorf("delta: upsert: open data file %s: %w", key, err)
+	var (
+		r    storage.ReaderAtCloser
+		size int64
+	)
+	open := func() error {
+		if r, size, err = w.bucket.OpenReader(ctx, key); err != nil {
+			return fmt.Errorf("delta: upsert: open data file %s: %w", key, err)
+		}
+		return nil
 	}
-	defer r.Close()
-	m := fileMatcher{w: w, grp: groups.forFile(a), keys: groups.keys.data, src: groups.enc, file: a.Path}
-	matched, rows, err := m.matchedRows(ctx, r, size)
-	if err != nil {
-		return err
+	defer func() {
+		if r != nil {
+			r.Close()
+		}
+	}()
+	grp := groups.forFile(a)
+	matched, rows, cached := w.cachedMatches(a.Path, grp, groups.enc)
+	if !cached {
+		if err := open(); err != nil {
+			return err
+		}
+		m := fileMatcher{w: w, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path}
+		if matched, rows, err = m.matchedRows(ctx, r, size); err != nil {
+			return err
+		}
 	}
 	matched = without(matched, deleted)
 	if len(matched) == 0 {
@@ -222,6 +239,11 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	case out.dvs != nil:
 		return out.mark(a.Path, gone)
 	}
+	if r == nil {
+		if err := open(); err != nil {
+			return err
+		}
+	}
 	dir := deltalog.PartitionDir(snap.Metadata.PartitionColumns, a.PartitionValues)
 	adds, err := w.rewrite(ctx, r, size, a, dir, gone)
 	if err != nil {
@@ -230,6 +252,21 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	}
 	out.record(a.Path, adds)
 	return nil
+}
+
+// cachedMatches answers matchedRows from the key cache when it holds the
+// file's keys in the source's encoding and looking the group's keys up
+// there costs less than probing the file's keys (at most two lookups per
+// row of the file).
+func (w *Writer) cachedMatches(path string, grp *keyGroup, src *merge.KeyEncoder) (matched []int64, rows int64, ok bool) {
+	if w.keys == nil {
+		return nil, 0, false
+	}
+	fk := w.keys.get(path)
+	if fk == nil || int64(grp.set.Len()) > 2*fk.rows || src.SameEncoding(fk.enc) != nil {
+		return nil, 0, false
+	}
+	return fk.lookup(grp.set), fk.rows, true
 }
 
 // without returns the positions of sorted not in drop (both ascending).
@@ -348,11 +385,16 @@ type fileMatcher struct {
 	file string
 	enc  *merge.KeyEncoder
 	buf  []int32
+	// index collects the file's keys for the key cache while they are
+	// matched; nil when there is no cache or the file holds a key twice.
+	index *merge.KeyIndex
+	first int64 // file position of the current batch's first row
 }
 
 // matchedRows reads the data key columns of the file and returns the
 // positions (ascending) of its rows whose key is among the group's, and
-// the file's row count.
+// the file's row count. Meanwhile it indexes the file's keys into the
+// writer's key cache, when there is one.
 func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64) (matched []int64, rows int64, err error) {
 	rr, err := parquetio.ReadFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: m.keys})
 	if err != nil {
@@ -365,8 +407,12 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 	if err != nil {
 		return nil, 0, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 	}
+	if m.w.keys != nil {
+		m.index = merge.NewKeyIndex(0)
+	}
 	for rr.Next() {
 		rec := rr.RecordBatch()
+		m.first = rows
 		if m.buf, err = m.match(ctx, rec, m.buf[:0]); err != nil {
 			return nil, 0, err
 		}
@@ -378,7 +424,35 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 	if err := rr.Err(); err != nil {
 		return nil, 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
 	}
+	if m.index != nil {
+		// A fresh encoder: the cache keeps the file's key layout, not
+		// the last batch's keys.
+		enc, err := merge.NewKeyEncoder(rr.Schema(), m.keys)
+		if err != nil {
+			return nil, 0, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
+		}
+		m.w.keys.put(&fileKeys{path: m.file, enc: enc, index: m.index, rows: rows})
+	}
 	return matched, rows, nil
+}
+
+// remember adds the keys of the current batch (m.enc's, at rows of the
+// batch, or the rows valid lists) to the file's index; a key seen twice
+// abandons it.
+func (m *fileMatcher) remember(valid []int32) {
+	if m.index == nil {
+		return
+	}
+	for i := range m.enc.Len() {
+		row := int64(i)
+		if valid != nil {
+			row = int64(valid[i])
+		}
+		if _, dup := m.index.Put(m.enc.Key(i), uint64(m.first+row)); dup {
+			m.index = nil
+			return
+		}
+	}
 }
 
 // match appends to dst the rows of rec whose key is in the group. Rows
@@ -391,6 +465,7 @@ func (m *fileMatcher) match(ctx context.Context, rec arrow.RecordBatch, dst []in
 		if err := m.enc.EncodeColumns(cols, n); err != nil {
 			return nil, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 		}
+		m.remember(nil)
 		return m.grp.match.MatchRows(m.enc, dst), nil
 	}
 	idx := array.NewInt32Builder(m.w.mem)
@@ -416,6 +491,7 @@ func (m *fileMatcher) match(ctx context.Context, rec arrow.RecordBatch, dst []in
 	if err := m.enc.EncodeColumns(taken, len(valid)); err != nil {
 		return nil, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 	}
+	m.remember(valid)
 	for i := range m.enc.Len() {
 		if m.grp.match.Contains(m.enc.Key(i)) {
 			dst = append(dst, valid[i])

@@ -34,6 +34,7 @@ type Writer struct {
 	m      *metrics
 	parts  partitioner
 	bucket *storage.Bucket // set by Open, read-only afterwards
+	keys   *keyCache       // upsert's per-file key indexes; nil when disabled
 
 	mu     sync.Mutex // guards the following fields
 	snap   *deltalog.Snapshot
@@ -72,6 +73,9 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		parts:      partitioner{cols: cfg.PartitionBy},
 		stages:     make(map[writers.TxnKey]*stage),
 		lastCommit: make(map[string]committedAt),
+	}
+	if cfg.WriteMode == ModeUpsert && cfg.KeyIndexMaxBytes > 0 {
+		w.keys = newKeyCache(cfg.KeyIndexMaxBytes)
 	}
 	w.m.version.Set(-1)
 	if err := w.m.register(env.Registerer); err != nil {

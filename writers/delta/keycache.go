@@ -1,0 +1,93 @@
+package delta
+
+import (
+	"container/list"
+	"slices"
+	"sync"
+
+	"github.com/quiver-ingest/quiver/merge"
+)
+
+// keyCache keeps, for data files an upsert scanned, the index of their
+// merge-key values to row positions, so that later upserts look their
+// source keys up instead of reading and probing every key of the file.
+// Data files never change once written (a deletion vector is applied on
+// top, by position), so an entry never goes stale: it is keyed by the
+// file's path and dropped only to stay within maxBytes, least recently
+// used first. Safe for concurrent use.
+type keyCache struct {
+	maxBytes int
+
+	mu    sync.Mutex
+	used  int
+	files map[string]*list.Element // of *fileKeys
+	lru   list.List                // front: most recently used
+}
+
+// fileKeys is one data file's key index: encoded key → row position.
+// Files holding a key twice are never cached (one position per key).
+type fileKeys struct {
+	path  string
+	enc   *merge.KeyEncoder // the file's encoder, for SameEncoding with a source
+	index *merge.KeyIndex
+	rows  int64 // rows in the file, marked deleted or not
+	bytes int
+}
+
+func newKeyCache(maxBytes int64) *keyCache {
+	return &keyCache{maxBytes: int(maxBytes), files: map[string]*list.Element{}}
+}
+
+// get returns the keys of the file at path, nil when not cached.
+func (c *keyCache) get(path string) *fileKeys {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e := c.files[path]
+	if e == nil {
+		return nil
+	}
+	c.lru.MoveToFront(e)
+	return e.Value.(*fileKeys)
+}
+
+// put caches fk, evicting the least recently used files to make room; a
+// file larger than the whole cache is not kept.
+func (c *keyCache) put(fk *fileKeys) {
+	fk.bytes = fk.index.MemoryBytes() + len(fk.path)
+	if fk.bytes > c.maxBytes {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.files[fk.path] != nil {
+		return // cached concurrently; both are the same file's keys
+	}
+	for c.used+fk.bytes > c.maxBytes {
+		last := c.lru.Back()
+		old := c.lru.Remove(last).(*fileKeys)
+		delete(c.files, old.path)
+		c.used -= old.bytes
+	}
+	c.files[fk.path] = c.lru.PushFront(fk)
+	c.used += fk.bytes
+}
+
+// usedBytes returns the memory the cached indexes hold.
+func (c *keyCache) usedBytes() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.used
+}
+
+// lookup returns the row positions (ascending) of the keys of grp's set
+// that the file holds.
+func (fk *fileKeys) lookup(set *merge.KeySet) []int64 {
+	var rows []int64
+	for ord := range set.Len() {
+		if row, ok := fk.index.Get(set.Key(ord)); ok {
+			rows = append(rows, int64(row))
+		}
+	}
+	slices.Sort(rows)
+	return rows
+}

@@ -1,0 +1,113 @@
+package delta
+
+import (
+	"encoding/binary"
+	"fmt"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// TestKeyCacheEvictsLeastRecentlyUsed: the cache stays within its bytes,
+// dropping the file used longest ago, and never keeps a file larger than
+// itself.
+func TestKeyCacheEvictsLeastRecentlyUsed(t *testing.T) {
+	file := func(path string, keys int) *fileKeys {
+		x := merge.NewKeyIndex(keys)
+		for i := range keys {
+			x.Put(binary.BigEndian.AppendUint64(nil, uint64(i)), uint64(i))
+		}
+		return &fileKeys{path: path, index: x, rows: int64(keys)}
+	}
+	one := file("a", 1000)
+	size := one.index.MemoryBytes() + 1
+	c := newKeyCache(int64(2*size + 10))
+	c.put(one)
+	c.put(file("b", 1000))
+	c.get("a") // a is now the most recently used
+	c.put(file("c", 1000))
+	if c.get("b") != nil || c.get("a") == nil || c.get("c") == nil {
+		t.Fatalf("after a third file: b cached %v, a %v, c %v; want b evicted", c.get("b") != nil, c.get("a") != nil, c.get("c") != nil)
+	}
+	if c.usedBytes() > 2*size+10 {
+		t.Fatalf("cache holds %d bytes, more than its %d", c.usedBytes(), 2*size+10)
+	}
+	c.put(file("huge", 100_000))
+	if c.get("huge") != nil || c.get("a") == nil {
+		t.Fatal("a file larger than the cache evicted others or was kept")
+	}
+}
+
+// TestUpsertKeyIndex: an upsert indexes the keys of the files it scans,
+// and later upserts answered from the index give the same table as
+// without one; a file holding a key twice is never indexed, and both of
+// its rows are replaced.
+func TestUpsertKeyIndex(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		maxBytes int64
+	}{{"indexed", DefaultKeyIndexMaxBytes}, {"no-index", 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			cfg := upsertDVConfig(memURI(t))
+			cfg.KeyIndexMaxBytes = tc.maxBytes
+			w := openWriter(t, cfg, mem)
+			cols := []string{"id", "str"}
+			seedIDs(t, w, mem, [2]int32{0, 100})
+			seedFile := snapshot(t, cfg).Files()[0].Path
+			appender := openWriter(t, testConfig(cfg.TableURI, func(c *Config) { c.DeletionVectors = true }), mem)
+			appendIDs(t, appender, mem, 7, 7, 200) // one file holding id 7 twice
+			var dupFile string
+			for _, a := range snapshot(t, cfg).Files() {
+				if a.Path != seedFile {
+					dupFile = a.Path
+				}
+			}
+			rows := tableRows(t, cfg, cols)
+			for epoch, changes := range [][]idChange{
+				{{10, "a", "U"}, {7, "seven", "U"}, {300, "new", "I"}},
+				{{11, "b", "U"}, {10, "a2", "U"}, {7, "", "D"}, {200, "", "D"}},
+				{{12, "c", "U"}, {300, "", "D"}, {7, "back", "I"}, {99, "z", "U"}},
+			} {
+				rec := idBatch(mem, changes...)
+				commitOne(t, w, writers.TxnKey{Writer: "idx", Epoch: int64(epoch + 1)}, rec)
+				rec.Release()
+				rows = applyIDs(rows, changes)
+				sameRows(t, fmt.Sprintf("after upsert %d", epoch+1), tableRows(t, cfg, cols), rows)
+			}
+			if tc.maxBytes == 0 {
+				if w.keys != nil {
+					t.Fatal("key_index_max_bytes 0 built a key cache")
+				}
+				return
+			}
+			if w.keys.get(seedFile) == nil || w.keys.usedBytes() == 0 {
+				t.Error("the seed file's keys were not indexed")
+			}
+			if dupFile == "" || w.keys.get(dupFile) != nil {
+				t.Errorf("the file holding id 7 twice (%q) was indexed", dupFile)
+			}
+		})
+	}
+}
+
+// appendIDs appends rows with the given ids (str "appended") as one
+// auto-commit stream of the append-mode writer w: one file.
+func appendIDs(t *testing.T, w *Writer, mem memory.Allocator, ids ...int32) {
+	t.Helper()
+	b := array.NewRecordBuilder(mem, arrow.NewSchema(idSchema().Fields()[:2], nil))
+	defer b.Release()
+	for _, id := range ids {
+		b.Field(0).(*array.Int32Builder).Append(id)
+		b.Field(1).(*array.StringBuilder).Append("appended")
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	commitOne(t, w, writers.AutoKey("append"), rec)
+}
