@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/quiver-ingest/quiver/merge"
 )
 
@@ -17,6 +19,7 @@ import (
 // used first. Safe for concurrent use.
 type keyCache struct {
 	maxBytes int
+	gauge    prometheus.Gauge // the bytes used, for operators
 
 	mu    sync.Mutex
 	used  int
@@ -34,8 +37,8 @@ type fileKeys struct {
 	bytes int
 }
 
-func newKeyCache(maxBytes int64) *keyCache {
-	return &keyCache{maxBytes: int(maxBytes), files: map[string]*list.Element{}}
+func newKeyCache(maxBytes int64, gauge prometheus.Gauge) *keyCache {
+	return &keyCache{maxBytes: int(maxBytes), gauge: gauge, files: map[string]*list.Element{}}
 }
 
 // get returns the keys of the file at path, nil when not cached.
@@ -70,6 +73,7 @@ func (c *keyCache) put(fk *fileKeys) {
 	}
 	c.files[fk.path] = c.lru.PushFront(fk)
 	c.used += fk.bytes
+	c.gauge.Set(float64(c.used))
 }
 
 // usedBytes returns the memory the cached indexes hold.

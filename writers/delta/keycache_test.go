@@ -8,6 +8,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
@@ -26,7 +28,8 @@ func TestKeyCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	one := file("a", 1000)
 	size := one.index.MemoryBytes() + 1
-	c := newKeyCache(int64(2*size + 10))
+	used := prometheus.NewGauge(prometheus.GaugeOpts{Name: "used"})
+	c := newKeyCache(int64(2*size+10), used)
 	c.put(one)
 	c.put(file("b", 1000))
 	c.get("a") // a is now the most recently used
@@ -34,8 +37,8 @@ func TestKeyCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	if c.get("b") != nil || c.get("a") == nil || c.get("c") == nil {
 		t.Fatalf("after a third file: b cached %v, a %v, c %v; want b evicted", c.get("b") != nil, c.get("a") != nil, c.get("c") != nil)
 	}
-	if c.usedBytes() > 2*size+10 {
-		t.Fatalf("cache holds %d bytes, more than its %d", c.usedBytes(), 2*size+10)
+	if c.usedBytes() > 2*size+10 || testutil.ToFloat64(used) != float64(c.usedBytes()) {
+		t.Fatalf("cache holds %d bytes (gauge %v), more than its %d or not reported", c.usedBytes(), testutil.ToFloat64(used), 2*size+10)
 	}
 	c.put(file("huge", 100_000))
 	if c.get("huge") != nil || c.get("a") == nil {

@@ -17,6 +17,8 @@ type metrics struct {
 	retries      prometheus.Counter
 	commits      *prometheus.CounterVec
 	upsertFiles  *prometheus.CounterVec
+	// keyIndexBytes is the memory of upsert's per-file key indexes.
+	keyIndexBytes prometheus.Gauge
 }
 
 func newMetrics() *metrics {
@@ -49,6 +51,10 @@ func newMetrics() *metrics {
 			Name: "quiver_delta_upsert_files_total",
 			Help: "Target files an upsert precommit changed, by how: rewritten (copy-on-write), marked (new deletion vector) or removed (every row gone).",
 		}, []string{"action"}),
+		keyIndexBytes: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "quiver_delta_upsert_key_index_bytes",
+			Help: "Memory held by the upsert's per-file key indexes (bounded by key_index_max_bytes).",
+		}),
 	}
 }
 
@@ -58,7 +64,7 @@ func (m *metrics) register(reg prometheus.Registerer) error {
 		return nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.filesWritten, m.bytesWritten, m.version, m.conflicts, m.retries, m.commits, m.upsertFiles} {
+	for _, c := range []prometheus.Collector{m.filesWritten, m.bytesWritten, m.version, m.conflicts, m.retries, m.commits, m.upsertFiles, m.keyIndexBytes} {
 		errs = append(errs, reg.Register(c))
 	}
 	if err := errors.Join(errs...); err != nil {

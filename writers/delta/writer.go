@@ -75,7 +75,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		lastCommit: make(map[string]committedAt),
 	}
 	if cfg.WriteMode == ModeUpsert && cfg.KeyIndexMaxBytes > 0 {
-		w.keys = newKeyCache(cfg.KeyIndexMaxBytes)
+		w.keys = newKeyCache(cfg.KeyIndexMaxBytes, w.m.keyIndexBytes)
 	}
 	w.m.version.Set(-1)
 	if err := w.m.register(env.Registerer); err != nil {
