@@ -11,8 +11,15 @@
 // writers/discard besides clients/go; with --addr it drives any running
 // server.
 //
-// The sink benchmarks (bench/cmd/deltabench, kafkabench, upsertbench) use
-// its workload and the small helpers they share: ParseStreams, Median and
-// MedianBy, NewTable, ReleaseAll and TotalIPCBodyBytes; bench/benchkit
-// holds their in-process server and command plumbing.
+// --scenario selects another benchmark than ingestion: a Scenario the
+// command passes to Main (quiverbench passes the Lance merge-insert one,
+// writers/lance/mergebench, which needs the whole server and so cannot
+// live here).
+//
+// The sink benchmarks (bench/cmd/deltabench, kafkabench, upsertbench,
+// writers/lance/mergebench) use its workload and the small helpers they
+// share: ParseStreams, Median and MedianBy, NewTable, ReleaseAll,
+// TotalIPCBodyBytes, WithIDs and MergeSource (the merge benchmark's
+// sources); bench/benchkit holds their in-process server, peak RSS and
+// command plumbing.
 package bench

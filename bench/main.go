@@ -56,7 +56,11 @@ func (c Config) validate() error {
 // args, runs the benchmark and writes the report (a table, or JSON with
 // --json) to stdout; progress goes to stderr. -h prints the flags and
 // returns flag.ErrHelp.
-func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+//
+// --scenario picks the benchmark: ingest (the default, configured by the
+// flags of Config) or one of scenarios, which bring their own flags.
+// Setting a flag of another scenario is an error.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer, scenarios ...Scenario) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfg := Config{Streams: []int{1, 4}}
@@ -69,9 +73,14 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.IntVar(&cfg.Runs, "runs", 3, "runs per target and stream count; the median is reported")
 	fs.BoolVar(&cfg.Baseline, "baseline", false, "also measure a bare arrow-go Flight server and print the ratio")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	scenario := fs.String("scenario", IngestScenario, "benchmark to run: "+scenarioNames(scenarios))
+	runScenario, owner := scenarioFlags(fs, scenarios)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: quiverbench [flags]   (also: quiver bench [flags])")
 		fmt.Fprintln(stderr, "Without --addr, Quiver runs in process with a discard endpoint.")
+		for _, sc := range scenarios {
+			fmt.Fprintf(stderr, "--scenario %s: %s\n", sc.Name, sc.Summary)
+		}
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -79,6 +88,15 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench: unexpected argument %q (all settings are flags)", fs.Arg(0))
+	}
+	if *scenario != IngestScenario && runScenario[*scenario] == nil {
+		return fmt.Errorf("bench: --scenario %q: give one of %s", *scenario, scenarioNames(scenarios))
+	}
+	if err := checkScenarioFlags(fs, *scenario, owner); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	if run := runScenario[*scenario]; run != nil {
+		return run(ctx, stdout, stderr)
 	}
 	cfg.Conn = *conn
 	rep, err := Run(ctx, cfg, stderr)

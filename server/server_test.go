@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,6 +26,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/writers/discard"
+	"github.com/quiver-ingest/quiver/writers/lance"
 )
 
 // testServer is a started server on 127.0.0.1 ports chosen by the kernel,
@@ -428,6 +430,17 @@ func TestQuickstartConfig(t *testing.T) {
 	}
 	if len(cfg.Endpoints) == 0 || cfg.Endpoints[0].Name != "devnull" || cfg.Endpoints[0].Sink != "discard" {
 		t.Errorf("quickstart endpoints = %+v", cfg.Endpoints)
+	}
+	// The quickstart's Lance endpoint merges on id (issue 7).
+	var items *lance.Config
+	for _, e := range cfg.Endpoints {
+		if e.Name == "items" {
+			items, _ = e.Settings.(*lance.Config)
+		}
+	}
+	if items == nil || items.WriteMode != lance.ModeMergeInsert || !slices.Equal(items.On, []string{"id"}) ||
+		items.WhenMatched != "update_all" || items.WhenNotMatched != "insert_all" {
+		t.Errorf("quickstart items endpoint = %+v, want a Lance merge_insert on [id], update_all + insert_all", items)
 	}
 	results, err := Check(t.Context(), cfg, Options{})
 	if err != nil {

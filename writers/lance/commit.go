@@ -53,7 +53,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	if err != nil {
 		return writers.CommitInfo{}, err
 	}
-	w.forget(key)
+	patch := w.forget(key)
 	failed := func(err error) (writers.CommitInfo, error) {
 		w.m.commits.WithLabelValues("failed").Inc()
 		return writers.CommitInfo{}, err
@@ -108,6 +108,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			w.m.commits.WithLabelValues("committed").Inc()
 			if m != nil {
 				w.m.countMerge(m.Counts)
+				if patch != nil && patch.matches(m, frags) {
+					w.patchIndex(patch, nd)
+				}
 			}
 			return writers.CommitInfo{Version: int64(nd.Version())}, nil
 		case errors.Is(err, writers.ErrConflict) && replan < maxReplans:
@@ -126,14 +129,43 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 
 // forget drops key's stage without deleting precommitted files (the
 // commit publishes them); data staged after the precommit is discarded.
-func (w *Writer) forget(key writers.TxnKey) {
+// It returns the stage's key index patch (nil: none).
+func (w *Writer) forget(key writers.TxnKey) *indexPatch {
 	w.mu.Lock()
 	s := w.stages[key]
 	delete(w.stages, key)
 	w.mu.Unlock()
-	if s != nil {
-		if err := w.discard(context.Background(), s); err != nil {
-			w.log.Warn("lance: discarding data staged after precommit failed", "key", key.String(), "err", err)
-		}
+	if s == nil {
+		return nil
 	}
+	if err := w.discard(context.Background(), s); err != nil {
+		w.log.Warn("lance: discarding data staged after precommit failed", "key", key.String(), "err", err)
+	}
+	return s.patch
+}
+
+// patchIndex brings the key index to nd, the version a merge committed,
+// from the merge's own patch when it applies (see keyIndex.apply). It
+// takes idxMu now and patches in the background, releasing it when done:
+// the commit is acknowledged without waiting (the patch overlaps with the
+// next transaction's data arriving), and the next merge's planning, which
+// takes idxMu, finds the index patched. Close waits for it.
+func (w *Writer) patchIndex(p *indexPatch, nd *lanceformat.Dataset) {
+	w.mu.Lock()
+	closed := w.closed
+	if !closed {
+		w.patching.Add(1) // under mu: Close, having set closed, waits for it
+	}
+	w.mu.Unlock()
+	if closed {
+		return
+	}
+	w.idxMu.Lock()
+	go func() {
+		defer w.patching.Done()
+		defer w.idxMu.Unlock()
+		if w.idx != nil && w.idx.apply(p, nd, int(w.cfg.KeyIndexMaxBytes)) {
+			w.m.indexSyncs.WithLabelValues("committed").Inc()
+		}
+	}()
 }

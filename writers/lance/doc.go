@@ -12,12 +12,14 @@
 // history, so a replayed epoch changes nothing. Lost commit races are
 // rebased by lanceformat when Lance's conflict rules allow it.
 //
-// In mode merge_insert, Write buffers the transaction's source and
-// Precommit runs the merge against the latest version: it reads only the
-// key columns of every fragment (skipping deleted rows), decides each
-// source row as Lance's full-schema merge-insert executor does
-// (mergeplan.go), writes updated and inserted rows as new fragments and
-// the touched fragments' merged deletion files, and describes them.
+// In mode merge_insert, Write buffers the transaction's source (hashing
+// its keys as it arrives) and Precommit runs the merge against the latest
+// version: it finds the target rows of the source keys in the endpoint's
+// key index (keyindex.go: built once from the key columns, synced to
+// other writers' commits, patched by its own commits, indexpatch.go),
+// decides each source row as Lance's full-schema merge-insert executor
+// does (mergeplan.go), writes updated and inserted rows as new fragments
+// and the touched fragments' merged deletion files, and describes them.
 // Commit publishes one Lance Update version after checking that every
 // fragment the merge replaces or drops is unchanged since the precommit.
 // See docs/lance.md.

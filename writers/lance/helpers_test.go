@@ -43,3 +43,10 @@ func dbDir(t *testing.T, name string) (string, string) {
 	db := t.TempDir()
 	return db, filepath.Join(db, name+".lance")
 }
+
+// indexIdle waits until no background key index patch runs (see
+// Writer.patchIndex), so that a test may read w.idx and its metrics.
+func indexIdle(w *Writer) {
+	w.idxMu.Lock()
+	defer w.idxMu.Unlock()
+}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -36,7 +38,11 @@ var errNoIndex = errors.New("lance: the key index cannot hold this dataset")
 // another writer's — are read again (only their key columns), the others
 // are not touched. Not safe for concurrent use: the Writer serializes it.
 type keyIndex struct {
-	keys  *merge.KeyIndex
+	// keys numbers the indexed keys; vals[ord] is the value of key ord.
+	// (A merge.KeyIndex, opened up: a merge's commit sets the values of
+	// the keys its plan looked up by ordinal, without hashing them again.)
+	keys  *merge.KeySet
+	vals  []uint64
 	multi [][]uint64
 	tombs int // tombstoned keys (they keep their slot)
 	// frags is each indexed fragment as the index saw it, with its count
@@ -44,6 +50,8 @@ type keyIndex struct {
 	frags  map[uint64]indexedFragment
 	schema *lanceformat.Schema
 	enc    *merge.KeyEncoder
+	// version is the dataset version the index reflects (0: none).
+	version uint64
 }
 
 type indexedFragment struct {
@@ -58,7 +66,33 @@ type syncStats struct {
 }
 
 func newKeyIndex() *keyIndex {
-	return &keyIndex{keys: merge.NewKeyIndex(0), frags: map[uint64]indexedFragment{}}
+	return newKeyIndexSized(0)
+}
+
+// newKeyIndexSized returns an empty index sized for about n keys.
+func newKeyIndexSized(n int) *keyIndex {
+	return &keyIndex{keys: merge.NewKeySet(n), vals: make([]uint64, 0, n), frags: map[uint64]indexedFragment{}}
+}
+
+// put sets the value of key (borrowed) and returns its ordinal, the
+// previous value and whether there was one.
+func (x *keyIndex) put(key []byte, v uint64) (ord int, old uint64, replaced bool) {
+	ord, added := x.keys.Add(key)
+	if added {
+		x.vals = append(x.vals, v)
+		return ord, 0, false
+	}
+	old, x.vals[ord] = x.vals[ord], v
+	return ord, old, true
+}
+
+// get returns the ordinal and value of key, or false.
+func (x *keyIndex) get(key []byte) (ord int, v uint64, ok bool) {
+	ord, ok = x.keys.Find(key)
+	if !ok {
+		return -1, 0, false
+	}
+	return ord, x.vals[ord], true
 }
 
 // Len returns the number of indexed keys (tombstones excluded).
@@ -66,7 +100,7 @@ func (x *keyIndex) Len() int { return x.keys.Len() - x.tombs }
 
 // MemoryBytes returns the bytes the index holds.
 func (x *keyIndex) MemoryBytes() int {
-	n := x.keys.MemoryBytes() + 24*cap(x.multi)
+	n := x.keys.MemoryBytes() + 8*cap(x.vals) + 24*cap(x.multi)
 	for _, m := range x.multi {
 		n += 8 * cap(m)
 	}
@@ -95,8 +129,7 @@ func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lanceformat.D
 		if err != nil {
 			return st, err
 		}
-		*x = *newKeyIndex()
-		x.keys = merge.NewKeyIndex(int(d.Manifest.NumRows()))
+		*x = *newKeyIndexSized(int(d.Manifest.NumRows()))
 		x.schema, x.enc = &d.Manifest.Schema, enc
 		st.rebuilt = true
 	}
@@ -169,6 +202,7 @@ func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lanceformat.D
 		}
 	}
 	st.changed = len(read) + len(purged) + len(deleted)
+	x.version = d.Version()
 	return st, nil
 }
 
@@ -178,13 +212,12 @@ const minCompact = 1 << 16
 // compact rebuilds the key table without its tombstones (in memory: the
 // addresses are all there).
 func (x *keyIndex) compact() {
-	old := x.keys
-	x.keys = merge.NewKeyIndex(x.Len())
+	ks, vals := x.keys, x.vals
+	x.keys, x.vals = merge.NewKeySet(x.Len()), make([]uint64, 0, x.Len())
 	x.tombs = 0
-	ks := old.Keys()
-	for ord := range ks.Len() {
-		if v := old.Value(ord); v != tombstone {
-			x.keys.Put(ks.Key(ord), v)
+	for ord, v := range vals {
+		if v != tombstone {
+			x.put(ks.Key(ord), v)
 		}
 	}
 }
@@ -245,7 +278,7 @@ func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lance
 
 // add records one more live row of key at addr.
 func (x *keyIndex) add(key []byte, addr uint64) {
-	old, replaced := x.keys.Put(key, addr)
+	ord, old, replaced := x.put(key, addr)
 	switch {
 	case !replaced:
 	case old == tombstone:
@@ -253,18 +286,16 @@ func (x *keyIndex) add(key []byte, addr uint64) {
 	case old&multiBit != 0:
 		i := old &^ multiBit
 		x.multi[i] = append(x.multi[i], addr)
-		x.keys.Put(key, old)
+		x.vals[ord] = old
 	default:
 		x.multi = append(x.multi, []uint64{old, addr})
-		x.keys.Put(key, multiBit|uint64(len(x.multi)-1))
+		x.vals[ord] = multiBit | uint64(len(x.multi)-1)
 	}
 }
 
 // remove drops every indexed address gone reports, in one pass.
 func (x *keyIndex) remove(gone func(addr uint64) bool) {
-	ks := x.keys.Keys()
-	for ord := range ks.Len() {
-		v := x.keys.Value(ord)
+	for ord, v := range x.vals {
 		switch {
 		case v == tombstone:
 		case v&multiBit != 0:
@@ -280,20 +311,53 @@ func (x *keyIndex) remove(gone func(addr uint64) bool) {
 			switch len(kept) {
 			case 0:
 				x.multi[i] = nil
-				x.keys.Put(ks.Key(ord), tombstone)
+				x.vals[ord] = tombstone
 				x.tombs++
 			case 1:
 				x.multi[i] = nil
-				x.keys.Put(ks.Key(ord), kept[0])
+				x.vals[ord] = kept[0]
 			default:
 				x.multi[i] = kept
 			}
 		case gone(v):
 			x.dropped(v)
-			x.keys.Put(ks.Key(ord), tombstone)
+			x.vals[ord] = tombstone
 			x.tombs++
 		}
 	}
+}
+
+// parallelLookups is the fewest source keys worth looking up on several
+// cores.
+const parallelLookups = 1 << 15
+
+// lookup finds every key of keys in the index: it returns each key's
+// value (noAddr when absent) and sets indexOrd[ord] to its ordinal (-1
+// when absent). Large key sets are looked up on all cores in parallel
+// (the lookups only read the index, and each is a cache miss or two).
+func (x *keyIndex) lookup(keys *merge.KeySet, indexOrd []int32) []uint64 {
+	found := make([]uint64, keys.Len())
+	find := func(from, to int) {
+		for ord := from; ord < to; ord++ {
+			io, v, ok := x.get(keys.Key(ord))
+			if !ok {
+				v = noAddr
+			}
+			found[ord], indexOrd[ord] = v, int32(io)
+		}
+	}
+	parts := min(runtime.GOMAXPROCS(0), keys.Len()/parallelLookups)
+	if parts <= 1 {
+		find(0, keys.Len())
+		return found
+	}
+	var wg sync.WaitGroup
+	step := (keys.Len() + parts - 1) / parts
+	for from := 0; from < keys.Len(); from += step {
+		wg.Go(func() { find(from, min(from+step, keys.Len())) })
+	}
+	wg.Wait()
+	return found
 }
 
 // dropped counts addr out of its fragment's indexed rows.
@@ -306,9 +370,11 @@ func (x *keyIndex) dropped(addr uint64) {
 
 // targets returns the matches of src's keys and, with bySource, adds the
 // addresses of indexed keys the source lacks to plan.deletes: what
-// scanTargets returns for the version the index reflects.
+// scanTargets returns for the version the index reflects. It also
+// records the index ordinal of every source key found (see indexPatch).
 func (x *keyIndex) targets(src *source, bySource bool, plan *mergePlan) *targets {
 	t := newTargets(src.keys.Len())
+	t.indexed, t.indexOrd = x.keys, make([]int32, src.keys.Len())
 	expand := func(v uint64, each func(uint64)) {
 		switch {
 		case v == tombstone:
@@ -320,18 +386,18 @@ func (x *keyIndex) targets(src *source, bySource bool, plan *mergePlan) *targets
 			each(v)
 		}
 	}
-	for ord := range src.keys.Len() {
-		if v, ok := x.keys.Get(src.keys.Key(ord)); ok {
+	found := x.lookup(src.keys, t.indexOrd)
+	for ord, v := range found {
+		if v != noAddr {
 			expand(v, func(a uint64) { t.add(int32(ord), a) })
 		}
 	}
 	if bySource {
-		ks := x.keys.Keys()
-		for ord := range ks.Len() {
-			if _, in := src.keys.Find(ks.Key(ord)); in {
+		for ord, v := range x.vals {
+			if _, in := src.keys.Find(x.keys.Key(ord)); in {
 				continue
 			}
-			expand(x.keys.Value(ord), func(a uint64) {
+			expand(v, func(a uint64) {
 				plan.deletes[a>>32] = append(plan.deletes[a>>32], uint32(a))
 				plan.counts.Deleted++
 			})

@@ -2,73 +2,103 @@ package lance
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/apache/arrow-go/v18/arrow/util"
 
+	"github.com/quiver-ingest/quiver/bench"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
-// BenchmarkMergeWarmIndex merges sources of 20,000 rows (half existing ids
-// spread over a 500,000-row dataset, half new; update_all + insert_all)
-// through a writer whose key index is already built: the warm-index path
-// of the merge-insert benchmark, without Flight.
+// BenchmarkMergeWarmIndex is the warm-index merge of the merge-insert
+// benchmark (writers/lance/mergebench) in process, without Flight: a
+// 2,000,000-row dataset of the standard workload, then sources of 200,000
+// rows (bench.MergeSource: half existing ids with new values, half new)
+// merged on [id] with update_all + insert_all by a writer whose key index
+// the first source built. Each merge is timed until its commit's
+// background index patch is done.
 func BenchmarkMergeWarmIndex(b *testing.B) {
-	const baseRows, srcRows = 500_000, 20_000
+	const baseRows, srcRows = 2_000_000, 200_000
 	mem := memory.NewGoAllocator()
 	dir := b.TempDir()
-	cfg := NewConfig()
-	cfg.DatasetURI = "file://" + dir
-	cfg.WriteMode = ModeMergeInsert
-	cfg.On = []string{"id"}
-	w, err := New(cfg, writers.Env{Endpoint: "items", Allocator: mem})
+	ctx := context.Background()
+	open := func(mode string) *Writer {
+		cfg := NewConfig()
+		cfg.DatasetURI = "file://" + dir
+		cfg.WriteMode = mode
+		if mode == ModeMergeInsert {
+			cfg.On = []string{"id"}
+		}
+		w, err := New(cfg, writers.Env{Endpoint: "items", Allocator: mem})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Open(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return w
+	}
+	base, err := bench.Generate(mem, bench.DefaultSeed, baseRows, bench.DefaultBatchRows)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ctx := context.Background()
-	if err := w.Open(ctx); err != nil {
+	appender := open(ModeAppend)
+	_, err = commitRecs(appender, 1, base)
+	bench.ReleaseAll(base)
+	appender.Close(ctx)
+	if err != nil {
 		b.Fatal(err)
 	}
+	w := open(ModeMergeInsert)
 	defer w.Close(ctx)
-	source := func(round int) []diffRow {
-		rows := make([]diffRow, 0, srcRows)
-		for i := range srcRows / 2 {
-			id := int64((i*(baseRows/(srcRows/2)) + round*7) % baseRows)
-			rows = append(rows, diffRow{id: id, k2: "a", val: float64(round), name: fmt.Sprintf("u%d", round)})
-		}
-		for i := range srcRows / 2 {
-			rows = append(rows, diffRow{id: int64(baseRows + round*srcRows + i), k2: "a", name: "n"})
-		}
-		return rows
-	}
-	var base []diffRow
-	for i := range baseRows {
-		base = append(base, diffRow{id: int64(i), k2: "a", val: float64(i), name: fmt.Sprintf("r%d", i)})
-	}
-	epoch := int64(1)
-	merge := func(rows []diffRow) {
-		rec := diffRecord(mem, rows)
-		defer rec.Release()
-		if _, err := mergeRows(w, epoch, rec); err != nil {
+	// merge builds source round off the clock and merges it.
+	merge := func(round int) {
+		b.StopTimer()
+		src, err := bench.MergeSource(mem, baseRows, srcRows, round)
+		if err != nil {
 			b.Fatal(err)
 		}
-		epoch++
+		defer bench.ReleaseAll(src)
+		b.StartTimer()
+		if _, err := commitRecs(w, int64(round)+2, src); err != nil {
+			b.Fatal(err)
+		}
+		indexIdle(w) // the clock covers the commit's background index patch
 	}
-	merge(base)      // the dataset
-	merge(source(0)) // builds the index
-	probe := diffRecord(mem, source(0))
-	b.SetBytes(util.TotalRecordSize(probe))
-	probe.Release()
+	merge(0) // builds the index
+	src, err := bench.MergeSource(mem, baseRows, srcRows, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	size, err := bench.TotalIPCBodyBytes(mem, src)
+	bench.ReleaseAll(src)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(size)
 	b.ReportAllocs()
 	round := 1
 	for b.Loop() {
-		b.StopTimer()
-		rows := source(round)
+		merge(round)
 		round++
-		b.StartTimer()
-		merge(rows)
 	}
 	b.ReportMetric(float64(srcRows*(round-1))/b.Elapsed().Seconds(), "rows/s")
+}
+
+// commitRecs writes recs (borrowed) as transaction (bench, epoch) and
+// commits it.
+func commitRecs(w *Writer, epoch int64, recs []arrow.RecordBatch) (writers.CommitInfo, error) {
+	ctx := context.Background()
+	key := writers.TxnKey{Writer: "bench", Epoch: epoch}
+	for _, rec := range recs {
+		if err := w.Write(ctx, key, rec); err != nil {
+			return writers.CommitInfo{}, err
+		}
+	}
+	d, err := w.Precommit(ctx, key)
+	if err != nil {
+		return writers.CommitInfo{}, err
+	}
+	return w.Commit(ctx, key, []writers.Descriptor{d})
 }

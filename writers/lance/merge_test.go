@@ -241,3 +241,39 @@ func TestMergeInsertBadInput(t *testing.T) {
 		})
 	}
 }
+
+// TestMergeInsertMixedStreams: a transaction whose first stream is plain
+// and whose second is a changelog merges the rows of both (the plain
+// source built as it arrived is dropped for the encoding of all batches
+// at Precommit).
+func TestMergeInsertMixedStreams(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	seedDiff(t, dir, mem)
+	w := mergeWriter(t, dir, mem, []string{"id"}, [3]string{"update_all", "insert_all", "keep"})
+	defer w.Close(context.Background())
+	ctx := context.Background()
+	key := writers.TxnKey{Writer: "job", Epoch: 1}
+	plain := diffRecord(mem, []diffRow{{id: 1, k2: "a", name: "p1"}})
+	defer plain.Release()
+	changes := opRecord(mem, []int64{40}, []string{"I"})
+	defer changes.Release()
+	for _, rec := range []arrow.RecordBatch{plain, changes} {
+		if err := w.Write(ctx, key, rec); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d, err := w.Precommit(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx, key, []writers.Descriptor{d}); err != nil {
+		t.Fatal(err)
+	}
+	want := names(0, 2, 3, 4, 5, 6, 7, 8, 9)("r")
+	want[1], want[40] = "p1", "I40"
+	if got := diffState(t, w, mem); !maps.Equal(got, want) {
+		t.Fatalf("rows = %v, want %v", got, want)
+	}
+}

@@ -4,23 +4,49 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
 )
 
 // writeMerge buffers rec (borrowed, retained) as merge source of s. The
 // merge runs at Precommit against the then latest version, so the source
-// of one transaction is held in memory until then.
-func (w *Writer) writeMerge(s *stage, rec arrow.RecordBatch) {
+// of one transaction is held in memory until then. A plain source's keys
+// are encoded and hashed here already, as the stream arrives (a
+// changelog's are collapsed at Precommit, and so is a source that mixes
+// both); a null key is ErrInvalid and stages nothing.
+func (w *Writer) writeMerge(s *stage, rec arrow.RecordBatch) error {
+	switch {
+	case isChangelog(rec.Schema()):
+		// Precommit encodes the buffered batches, all of them (a
+		// transaction that mixes plain and changelog streams too).
+		if s.build != nil {
+			s.build.src.Release()
+			s.build = nil
+		}
+	case len(s.source) == 0 || s.build != nil: // every batch so far plain
+		if s.build == nil {
+			// Sized like the last source, or for a few batches like this
+			// one: growing the key set rehashes it.
+			hint := max(w.lastSourceRows.Load(), 4*rec.NumRows())
+			b, err := newSourceBuilder(rec.Schema(), w.cfg.On, int(hint))
+			if err != nil {
+				return fmt.Errorf("lance: merge source: %w", err)
+			}
+			s.build = b
+		}
+		if err := s.build.add(rec); err != nil {
+			return fmt.Errorf("lance: merge source: %w", err)
+		}
+	}
 	rec.Retain()
 	s.source = append(s.source, rec)
+	return nil
 }
 
 // releaseSource frees s's buffered merge source.
@@ -29,6 +55,26 @@ func releaseSource(s *stage) {
 		r.Release()
 	}
 	s.source = nil
+	if s.build != nil {
+		s.build.src.Release()
+		s.build = nil
+	}
+}
+
+// takeSource returns s's source, key-encoded: the one Write built, or
+// (a changelog) the collapse of the buffered batches. The caller releases
+// it.
+func (w *Writer) takeSource(s *stage, mem memory.Allocator) (*source, error) {
+	if b := s.build; b != nil {
+		s.build = nil
+		w.lastSourceRows.Store(int64(len(b.src.rows)))
+		return b.src, nil
+	}
+	src, err := newSource(s.source, w.cfg.On, mem)
+	if err != nil {
+		return nil, fmt.Errorf("lance: merge source: %w", err)
+	}
+	return src, nil
 }
 
 // precommitMerge runs the merge of s's source against the latest version:
@@ -59,12 +105,12 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage) (writers.Descript
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	src, err := newSource(s.source, w.cfg.On, mem)
+	src, err := w.takeSource(s, mem)
 	if err != nil {
-		return nil, fmt.Errorf("lance: merge source: %w", err)
+		return nil, err
 	}
 	defer src.Release()
-	plan := &mergePlan{deletes: map[uint64][]uint32{}}
+	plan := &mergePlan{deletes: map[uint64][]uint32{}, out: make([]outRef, 0, len(src.rows))}
 	t, err := w.findTargets(ctx, d, src, plan, mem)
 	if err != nil {
 		return nil, err
@@ -73,8 +119,17 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage) (writers.Descript
 		return nil, err
 	}
 	desc.Merge.Counts = plan.counts
+	// The new data files and the deletion files are independent: write
+	// them at the same time (the data files' encoding and I/O dominate).
 	var deletions []string // written deletion files, removed on error
-	fail := func(err error) (writers.Descriptor, error) {
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return w.writeOut(gctx, s, src, plan.out, mem) })
+	g.Go(func() error {
+		var err error
+		deletions, err = w.writeDeletions(gctx, d, plan, desc.Merge)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		errs := []error{err, w.discard(context.WithoutCancel(ctx), s)}
 		for _, k := range deletions {
 			if derr := w.bucket.Delete(context.WithoutCancel(ctx), k); derr != nil {
@@ -83,42 +138,8 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage) (writers.Descript
 		}
 		return nil, errors.Join(errs...)
 	}
-	if err := w.writeOut(ctx, s, src, plan.out, mem); err != nil {
-		return fail(err)
-	}
-	if d != nil {
-		for i := range d.Manifest.Fragments {
-			f := &d.Manifest.Fragments[i]
-			offs := plan.deletes[f.ID]
-			if len(offs) == 0 {
-				continue
-			}
-			tf := touchedFragment{ID: f.ID, Deletion: f.Deletion}
-			for _, df := range f.Files {
-				tf.Files = append(tf.Files, df.Path)
-			}
-			old, err := lanceformat.ReadDeletions(ctx, w.bucket, f)
-			if err != nil {
-				return fail(err)
-			}
-			all := unionSorted(old, offs)
-			nd, raw, err := lanceformat.NewDeletionFile(d.Version(), all)
-			if err != nil {
-				return fail(err)
-			}
-			if nd.NumDeletedRows >= f.PhysicalRows {
-				desc.Merge.Removed = append(desc.Merge.Removed, tf)
-				continue
-			}
-			key := nd.Path(f.ID)
-			if err := w.bucket.Put(ctx, key, raw); err != nil {
-				return fail(fmt.Errorf("lance: write deletion file %s: %w", key, err))
-			}
-			deletions = append(deletions, key)
-			w.m.delFiles.Inc()
-			w.m.delBytes.Add(float64(len(raw)))
-			desc.Merge.Updated = append(desc.Merge.Updated, updatedFragment{touchedFragment: tf, NewDeletion: *nd})
-		}
+	if w.idx != nil {
+		s.patch = newIndexPatch(desc.Merge.ReadVersion, src, t, plan, s.finished, w.cfg)
 	}
 	desc.Fragments = s.finished
 	s.precommitted = append(s.precommitted, s.finished...)
@@ -127,21 +148,31 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage) (writers.Descript
 }
 
 // writeOut writes the rows out of src, in order, into s's data files
-// (finished ones are in s.finished; discard removes them).
+// (finished ones are in s.finished; discard removes them). A run of rows
+// that is a contiguous range of one source batch (the usual case: every
+// source row updates or inserts) is written as a slice of it, with no
+// copy; other runs are gathered with Take.
 func (w *Writer) writeOut(ctx context.Context, s *stage, src *source, out []outRef, mem memory.Allocator) error {
 	cctx := compute.WithAllocator(ctx, mem)
+	var idx []int32
 	for i := 0; i < len(out); {
 		j := i
-		idx := []int32{}
+		idx = idx[:0]
 		for j < len(out) && out[j].rec == out[i].rec && len(idx) < maxFileRows {
 			idx = append(idx, out[j].row)
 			j++
 		}
-		rec, err := takeRows(cctx, src.recs[out[i].rec], idx)
-		if err != nil {
-			return err
+		var rec arrow.RecordBatch
+		if isRange(idx) {
+			first := int64(idx[0])
+			rec = src.recs[out[i].rec].NewSlice(first, first+int64(len(idx)))
+		} else {
+			var err error
+			if rec, err = takeRows(cctx, src.recs[out[i].rec], idx); err != nil {
+				return err
+			}
 		}
-		err = w.writeRec(ctx, s, rec)
+		err := w.writeRec(ctx, s, rec)
 		rec.Release()
 		if err != nil {
 			return err
@@ -152,6 +183,16 @@ func (w *Writer) writeOut(ctx context.Context, s *stage, src *source, out []outR
 		return w.finishOpen(s)
 	}
 	return nil
+}
+
+// isRange reports whether idx counts up by one.
+func isRange(idx []int32) bool {
+	for k := 1; k < len(idx); k++ {
+		if idx[k] != idx[k-1]+1 {
+			return false
+		}
+	}
+	return true
 }
 
 // takeRows returns the rows idx of rec.
@@ -175,27 +216,4 @@ func takeRows(ctx context.Context, rec arrow.RecordBatch, idx []int32) (arrow.Re
 		cols = append(cols, col)
 	}
 	return array.NewRecordBatch(rec.Schema(), cols, int64(len(idx))), nil
-}
-
-// unionSorted returns old and offs (sorted in place) in ascending order,
-// merging in one pass when old is sorted (deletion files usually are), so
-// a fragment's deletions are not sorted again whole for every merge.
-func unionSorted(old, offs []uint32) []uint32 {
-	slices.Sort(offs)
-	if !slices.IsSorted(old) {
-		return append(old, offs...)
-	}
-	all := make([]uint32, 0, len(old)+len(offs))
-	i, j := 0, 0
-	for i < len(old) && j < len(offs) {
-		if old[i] <= offs[j] {
-			all = append(all, old[i])
-			i++
-		} else {
-			all = append(all, offs[j])
-			j++
-		}
-	}
-	all = append(all, old[i:]...)
-	return append(all, offs[j:]...)
 }

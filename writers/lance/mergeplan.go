@@ -24,8 +24,9 @@ type mergeCounts struct {
 	Skipped  int64 `json:"skipped_duplicates"`
 }
 
-// outRef is one row to write into the new fragment(s).
-type outRef struct{ rec, row int32 }
+// outRef is one row to write into the new fragment(s): row of source
+// batch rec, whose key has ordinal ord in the source key set.
+type outRef struct{ rec, row, ord int32 }
 
 // mergePlan is what a merge does to one dataset version: the rows to
 // write (updated and inserted, in source order) and the new deleted
@@ -33,7 +34,13 @@ type outRef struct{ rec, row int32 }
 type mergePlan struct {
 	out     []outRef
 	deletes map[uint64][]uint32 // fragment id -> newly deleted offsets
-	counts  mergeCounts
+	// replaced lists the source key ordinals whose target rows the merge
+	// deletes (updated or deleted keys): after the merge such a key has
+	// exactly the rows out writes for it. Rows deleted by
+	// when_not_matched_by_source have keys outside the source and are
+	// not listed.
+	replaced []int32
+	counts   mergeCounts
 }
 
 // targets maps source key ordinals to the row addresses of the live
@@ -42,6 +49,10 @@ type mergePlan struct {
 type targets struct {
 	first []uint64
 	more  map[int32][]uint64
+	// indexOrd is the key index ordinal of each source key (-1: not
+	// indexed), in the key set indexed, when the index found the targets.
+	indexOrd []int32
+	indexed  *merge.KeySet
 }
 
 func newTargets(n int) *targets {
@@ -91,9 +102,9 @@ func scanTargets(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset,
 		if err != nil {
 			return nil, err
 		}
-		gone := make(map[uint32]bool, len(deleted))
+		var gone droppedFragment
 		for _, o := range deleted {
-			gone[o] = true
+			gone.addOffset(o)
 		}
 		rec, err := d.ReadColumns(ctx, b, f, cfg.On, mem)
 		if err != nil {
@@ -105,7 +116,7 @@ func scanTargets(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset,
 			return nil, err
 		}
 		for off := range enc.Len() {
-			if gone[uint32(off)] {
+			if gone.has(uint32(off)) {
 				continue
 			}
 			addr := f.ID<<32 | uint64(off)
@@ -143,7 +154,10 @@ func planMerge(src *source, t *targets, cfg *Config, plan *mergePlan) error {
 		return writers.Errorf(writers.ErrInvalid,
 			"lance: ambiguous merge insert: multiple source rows have the key (%s); send one row per key or set source_duplicates: first_seen", src.keyValues(r))
 	}
-	del := func(addrs []uint64) {
+	del := func(ord int32, addrs []uint64) {
+		if len(addrs) > 0 {
+			plan.replaced = append(plan.replaced, ord)
+		}
 		for _, a := range addrs {
 			plan.deletes[a>>32] = append(plan.deletes[a>>32], uint32(a))
 		}
@@ -152,7 +166,7 @@ func planMerge(src *source, t *targets, cfg *Config, plan *mergePlan) error {
 		addrs := t.of(r.ord)
 		switch {
 		case r.del:
-			del(addrs)
+			del(r.ord, addrs)
 			plan.counts.Deleted += int64(len(addrs))
 		case len(addrs) > 0:
 			switch cfg.WhenMatched {
@@ -169,14 +183,14 @@ func planMerge(src *source, t *targets, cfg *Config, plan *mergePlan) error {
 				continue
 			}
 			done[r.ord] = true
-			del(addrs)
+			del(r.ord, addrs)
 			if cfg.WhenMatched == "delete" {
 				plan.counts.Deleted += int64(len(addrs))
 				continue
 			}
 			// Like Lance's join, one updated row per matched target row.
 			for range addrs {
-				plan.out = append(plan.out, outRef{r.rec, r.row})
+				plan.out = append(plan.out, outRef{r.rec, r.row, r.ord})
 			}
 			plan.counts.Updated += int64(len(addrs))
 		case cfg.WhenNotMatched == "insert_all":
@@ -187,7 +201,7 @@ func planMerge(src *source, t *targets, cfg *Config, plan *mergePlan) error {
 				continue
 			}
 			done[r.ord] = true
-			plan.out = append(plan.out, outRef{r.rec, r.row})
+			plan.out = append(plan.out, outRef{r.rec, r.row, r.ord})
 			plan.counts.Inserted++
 		}
 	}

@@ -52,27 +52,56 @@ func newSource(recs []arrow.RecordBatch, on []string, mem memory.Allocator) (*so
 	if isChangelog(recs[0].Schema()) {
 		return collapsedSource(recs, on, mem)
 	}
-	enc, err := merge.NewKeyEncoder(merge.StripMetadata(recs[0].Schema()), on)
-	if err != nil {
-		return nil, err
-	}
 	var rows int64 // at most that many keys: size the set once
 	for _, rec := range recs {
 		rows += rec.NumRows()
 	}
-	s := &source{keys: merge.NewKeySet(int(rows)), keyCol: enc.Columns(), on: on}
-	var stream int64
-	for _, rec := range recs {
-		user := merge.StripMetadataRecord(rec) // without _ts_ms
-		err := s.add(enc, user, false)
-		user.Release()
-		if err != nil {
-			s.Release()
-			return nil, withStreamRow(err, stream)
-		}
-		stream += rec.NumRows()
+	b, err := newSourceBuilder(recs[0].Schema(), on, int(rows))
+	if err != nil {
+		return nil, err
 	}
-	return s, nil
+	for _, rec := range recs {
+		if err := b.add(rec); err != nil {
+			b.src.Release()
+			return nil, err
+		}
+	}
+	return b.src, nil
+}
+
+// sourceBuilder builds a plain (not changelog) source batch by batch:
+// Write feeds it as the stream arrives, so that encoding and hashing the
+// source keys overlaps with the transfer instead of waiting for the
+// precommit.
+type sourceBuilder struct {
+	src    *source
+	enc    *merge.KeyEncoder
+	stream int64 // rows added so far
+}
+
+// newSourceBuilder returns a builder for batches of schema, its key set
+// sized for about rows keys.
+func newSourceBuilder(schema *arrow.Schema, on []string, rows int) (*sourceBuilder, error) {
+	enc, err := merge.NewKeyEncoder(merge.StripMetadata(schema), on)
+	if err != nil {
+		return nil, err
+	}
+	return &sourceBuilder{enc: enc,
+		src: &source{keys: merge.NewKeySet(rows), rows: make([]srcRow, 0, rows), keyCol: enc.Columns(), on: on}}, nil
+}
+
+// add appends the rows of rec (borrowed; retained without its metadata
+// columns). On error (a null key: a merge.RowError naming its row in the
+// stream) nothing of rec is added.
+func (b *sourceBuilder) add(rec arrow.RecordBatch) error {
+	user := merge.StripMetadataRecord(rec) // without _ts_ms
+	err := b.src.add(b.enc, user, false)
+	user.Release()
+	if err != nil {
+		return withStreamRow(err, b.stream)
+	}
+	b.stream += rec.NumRows()
+	return nil
 }
 
 // add encodes rec's keys and appends its rows; unless del, rec is

@@ -77,7 +77,7 @@ func newMetrics() *metrics {
 		}),
 		indexSyncs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "quiver_lance_key_index_syncs_total",
-			Help: "Key index syncs before a merge by result: current (nothing changed), patched (changed fragments re-read), rebuilt, disabled (outgrew key_index_max_bytes).",
+			Help: "Key index syncs by result: before a merge current (nothing changed), patched (changed fragments re-read), rebuilt or disabled (outgrew key_index_max_bytes); committed when a merge's own commit patched it.",
 		}, []string{"result"}),
 	}
 	m.version.Set(-1)

@@ -28,8 +28,14 @@ type stage struct {
 	open         *dataFile
 	finished     []fragment // durable, in no descriptor yet: Rollback deletes them
 	precommitted []fragment // in a descriptor: never deleted here
-	// source is the merge_insert source (retained), merged at Precommit.
+	// source is the merge_insert source (retained), merged at Precommit;
+	// build is its key-encoded form, built as it arrives (nil for a
+	// changelog, collapsed at Precommit).
 	source []arrow.RecordBatch
+	build  *sourceBuilder
+	// patch is the precommitted merge's change to the key index, for
+	// Commit (nil: none, the next sync catches up).
+	patch *indexPatch
 }
 
 // dataFile is one data file being streamed to storage.
@@ -59,7 +65,8 @@ func (w *Writer) stageOf(key writers.TxnKey, create bool) (*stage, error) {
 // data file, in merge_insert mode in memory (retained) until Precommit
 // merges it. A record whose schema does not match the dataset's (in
 // merge_insert mode: besides the changelog columns _op, _ts_ms and
-// __weight) is ErrInvalid and stages nothing.
+// __weight), or in merge_insert mode has a null key (a changelog's are
+// found at Precommit), is ErrInvalid and stages nothing.
 func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
 	s, err := w.stageOf(key, true)
 	if err != nil {
@@ -76,8 +83,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		s.schema, s.admitted = ls, rec.Schema()
 	}
 	if w.cfg.WriteMode == ModeMergeInsert {
-		w.writeMerge(s, rec)
-		return nil
+		return w.writeMerge(s, rec)
 	}
 	return w.writeRec(ctx, s, rec)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -38,6 +39,11 @@ type Writer struct {
 	// idx is the merge_insert key index; nil in append mode, with
 	// key_index_max_bytes 0, or after it outgrew that bound.
 	idx *keyIndex
+	// patching counts background index patches (see patchIndex).
+	patching sync.WaitGroup
+	// lastSourceRows sizes the next merge source's key set: the rows of
+	// the last one (transactions of one stream tend to be alike).
+	lastSourceRows atomic.Int64
 }
 
 var (
@@ -107,7 +113,8 @@ func (w *Writer) latest(ctx context.Context) (*lanceformat.Dataset, error) {
 }
 
 // Close discards what open keys staged (precommitted files stay for a
-// commit to publish) and releases the root. Close is idempotent.
+// commit to publish), waits for a background key index patch and releases
+// the root. Close is idempotent.
 func (w *Writer) Close(ctx context.Context) error {
 	w.mu.Lock()
 	if w.closed {
@@ -118,6 +125,7 @@ func (w *Writer) Close(ctx context.Context) error {
 	stages := w.stages
 	w.stages = nil
 	w.mu.Unlock()
+	w.patching.Wait()
 	if w.bucket == nil {
 		return nil
 	}

@@ -4,8 +4,14 @@
 //
 //	go run ./bench/cmd/quiverbench --baseline --streams 1,4
 //
-// It is the same program as `quiver bench`; see package bench for the
-// flags and docs/benchmarks.md for what the numbers mean.
+// --scenario merge-insert measures the Lance sink's merge_insert against
+// LanceDB's mergeInsert instead (package writers/lance/mergebench; needs
+// node and npm):
+//
+//	go run ./bench/cmd/quiverbench --scenario merge-insert --base-rows 2000000 --merge-rows 200000
+//
+// The ingest scenario is the same program as `quiver bench`; see package
+// bench for the flags and docs/benchmarks.md for what the numbers mean.
 package main
 
 import (
@@ -18,11 +24,12 @@ import (
 	"syscall"
 
 	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/writers/lance/mergebench"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := bench.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	err := bench.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, mergebench.Scenario())
 	stop()
 	switch {
 	case errors.Is(err, flag.ErrHelp):

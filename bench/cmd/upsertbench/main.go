@@ -16,7 +16,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -149,7 +148,7 @@ func seed(ctx context.Context, c *quiver.Client, rows int64) error {
 // seed's (rewritten) files, so every run rewrites them all, as the first
 // does. Odd rows insert an id no epoch used.
 func upsert(ctx context.Context, c *quiver.Client, tableDir string, o options, changes []arrow.RecordBatch, epoch int64) (result, error) {
-	batches := withIDs(changes, func(row int64) int64 {
+	batches := bench.WithIDs(memory.DefaultAllocator, changes, func(row int64) int64 {
 		if row%2 == 0 {
 			return row*10 + epoch - 1
 		}
@@ -161,7 +160,7 @@ func upsert(ctx context.Context, c *quiver.Client, tableDir string, o options, c
 		return result{}, err
 	}
 	defer rr.Release()
-	reset := resetPeakRSS()
+	reset := benchkit.ResetPeakRSS()
 
 	start := time.Now()
 	tx := c.Txn("upsertbench", epoch)
@@ -176,7 +175,7 @@ func upsert(ctx context.Context, c *quiver.Client, tableDir string, o options, c
 		return result{}, err
 	}
 	elapsed := time.Since(start).Seconds()
-	r := result{epoch: epoch, seconds: elapsed, rowsPerSec: float64(o.changeRows) / elapsed, peakRSS: peakRSS(), peakRSSSinceStart: reset != nil}
+	r := result{epoch: epoch, seconds: elapsed, rowsPerSec: float64(o.changeRows) / elapsed, peakRSS: benchkit.PeakRSS(), peakRSSSinceStart: reset != nil}
 	ec, ok := st.Endpoints["upsert"]
 	if !ok || ec.Version == nil {
 		return result{}, fmt.Errorf("commit answered no version: %+v", st)
@@ -211,55 +210,6 @@ func countCommit(ctx context.Context, tableDir string, version int64, r *result)
 	}
 	r.tableRowsAfterwards, _ = snap.NumRecords()
 	return nil
-}
-
-// withIDs returns copies of recs (sharing every column but the first)
-// whose id column holds id(row) for the row's position in the stream.
-func withIDs(recs []arrow.RecordBatch, id func(row int64) int64) []arrow.RecordBatch {
-	out := make([]arrow.RecordBatch, len(recs))
-	var row int64
-	for i, r := range recs {
-		ib := array.NewInt64Builder(memory.DefaultAllocator)
-		ib.Reserve(int(r.NumRows()))
-		for range r.NumRows() {
-			ib.UnsafeAppend(id(row))
-			row++
-		}
-		ids := ib.NewInt64Array()
-		ib.Release()
-		cols := append([]arrow.Array{ids}, r.Columns()[1:]...)
-		out[i] = array.NewRecordBatch(r.Schema(), cols, r.NumRows())
-		ids.Release()
-	}
-	return out
-}
-
-// resetPeakRSS resets the kernel's peak RSS of this process (VmHWM), so
-// that peakRSS measures what follows.
-func resetPeakRSS() error {
-	return os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
-}
-
-// peakRSS returns VmHWM of this process in bytes, -1 when unknown.
-func peakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
-	if err != nil {
-		return -1
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		kb, ok := strings.CutPrefix(sc.Text(), "VmHWM:")
-		if !ok {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(kb), "kB")), 10, 64)
-		if err != nil {
-			return -1
-		}
-		return n << 10
-	}
-	return -1
 }
 
 // report prints one line per run and the median run by rows/s.

@@ -71,54 +71,68 @@ const (
 
 // EncodeDeletionBitmap returns a 32-bit roaring bitmap in the portable
 // serialization (Lance's BITMAP deletion file), with array and bitmap
-// containers only.
+// containers only. offsets is not modified; sorted and distinct offsets
+// (what merges pass) are encoded without a copy.
 func EncodeDeletionBitmap(offsets []uint32) []byte {
-	vs := slices.Clone(offsets)
-	if !slices.IsSorted(vs) { // merges pass them sorted: skip the sort
+	vs := offsets
+	if !sortedDistinct(vs) {
+		vs = slices.Clone(offsets)
 		slices.Sort(vs)
+		vs = slices.Compact(vs)
 	}
-	vs = slices.Compact(vs)
+	// Containers as ranges of vs: [start, end) share their high 16 bits.
 	type container struct {
-		key  uint16
-		vals []uint16
+		key        uint16
+		start, end int
 	}
 	var cs []container
-	for _, v := range vs {
+	for i, v := range vs {
 		k := uint16(v >> 16)
 		if len(cs) == 0 || cs[len(cs)-1].key != k {
-			cs = append(cs, container{key: k})
+			cs = append(cs, container{key: k, start: i})
 		}
-		cs[len(cs)-1].vals = append(cs[len(cs)-1].vals, uint16(v))
+		cs[len(cs)-1].end = i + 1
 	}
-	out := binary.LittleEndian.AppendUint32(nil, roaringNoRuns)
+	size := 8 + 8*len(cs)
+	for _, c := range cs {
+		size += min(2*(c.end-c.start), 8192)
+	}
+	out := make([]byte, 0, size)
+	out = binary.LittleEndian.AppendUint32(out, roaringNoRuns)
 	out = binary.LittleEndian.AppendUint32(out, uint32(len(cs)))
 	for _, c := range cs {
 		out = binary.LittleEndian.AppendUint16(out, c.key)
-		out = binary.LittleEndian.AppendUint16(out, uint16(len(c.vals)-1))
+		out = binary.LittleEndian.AppendUint16(out, uint16(c.end-c.start-1))
 	}
 	pos := len(out) + 4*len(cs)
 	for _, c := range cs {
 		out = binary.LittleEndian.AppendUint32(out, uint32(pos))
-		if len(c.vals) > 4096 {
-			pos += 8192
-		} else {
-			pos += 2 * len(c.vals)
-		}
+		pos += min(2*(c.end-c.start), 8192)
 	}
 	for _, c := range cs {
-		if len(c.vals) > 4096 {
-			bm := make([]byte, 8192)
-			for _, v := range c.vals {
-				bm[v/8] |= 1 << (v % 8)
+		if c.end-c.start > 4096 {
+			bm := out[len(out) : len(out)+8192]
+			for _, v := range vs[c.start:c.end] {
+				bm[uint16(v)/8] |= 1 << (v % 8)
 			}
-			out = append(out, bm...)
+			out = out[:len(out)+8192]
 			continue
 		}
-		for _, v := range c.vals {
-			out = binary.LittleEndian.AppendUint16(out, v)
+		for _, v := range vs[c.start:c.end] {
+			out = binary.LittleEndian.AppendUint16(out, uint16(v))
 		}
 	}
 	return out
+}
+
+// sortedDistinct reports whether vs ascends strictly.
+func sortedDistinct(vs []uint32) bool {
+	for i := 1; i < len(vs); i++ {
+		if vs[i] <= vs[i-1] {
+			return false
+		}
+	}
+	return true
 }
 
 // DecodeDeletionBitmap reads a portable 32-bit roaring bitmap (array,
@@ -156,7 +170,11 @@ func DecodeDeletionBitmap(b []byte) ([]uint32, error) {
 	if runFlags == nil || n >= 4 {
 		p += 4 * n // offsets header; containers follow in order anyway
 	}
-	var out []uint32
+	total := 0
+	for _, c := range cards {
+		total += c
+	}
+	out := make([]uint32, 0, total)
 	for i := range n {
 		hi := uint32(keys[i]) << 16
 		isRun := runFlags != nil && len(runFlags) > i/8 && runFlags[i/8]&(1<<(i%8)) != 0

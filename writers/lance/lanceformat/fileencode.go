@@ -138,10 +138,18 @@ func binaryChunk(a arrow.Array) (offsets func(i int) int64, data []byte) {
 
 // encodeBinary encodes utf8/binary: u64 end offsets (no leading 0, nulls
 // stored as base + null_adjustment) and the bytes of the valid values.
+// Both buffers are sized up front; a chunk without nulls is copied in one
+// piece (its values are contiguous), with its offsets rebased in a loop.
 func encodeBinary(chunks []arrow.Array) page {
 	var total int64
+	var n int
 	for _, c := range chunks {
 		off, _ := binaryChunk(c)
+		n += c.Len()
+		if c.NullN() == 0 {
+			total += off(c.Len()) - off(0)
+			continue
+		}
 		for i := range c.Len() {
 			if c.IsValid(i) {
 				total += off(i+1) - off(i)
@@ -149,24 +157,30 @@ func encodeBinary(chunks []arrow.Array) page {
 		}
 	}
 	adj := uint64(total) + 1
-	var (
-		offs  []byte
-		bytes = make([]byte, 0, total)
-		pos   uint64
-		n     int
-	)
+	offs := make([]byte, 8*n)
+	bytes := make([]byte, 0, total)
+	row := 0
 	for _, c := range chunks {
 		off, data := binaryChunk(c)
-		for i := range c.Len() {
-			if c.IsNull(i) {
-				offs = binary.LittleEndian.AppendUint64(offs, pos+adj)
-				continue
+		if c.NullN() == 0 {
+			base, first := uint64(len(bytes)), off(0)
+			bytes = append(bytes, data[first:off(c.Len())]...)
+			for i := range c.Len() {
+				binary.LittleEndian.PutUint64(offs[8*(row+i):], base+uint64(off(i+1)-first))
 			}
-			bytes = append(bytes, data[off(i):off(i+1)]...)
-			pos = uint64(len(bytes))
-			offs = binary.LittleEndian.AppendUint64(offs, pos)
+			row += c.Len()
+			continue
 		}
-		n += c.Len()
+		for i := range c.Len() {
+			pos := uint64(len(bytes))
+			if c.IsNull(i) {
+				binary.LittleEndian.PutUint64(offs[8*row:], pos+adj)
+			} else {
+				bytes = append(bytes, data[off(i):off(i+1)]...)
+				binary.LittleEndian.PutUint64(offs[8*row:], uint64(len(bytes)))
+			}
+			row++
+		}
 	}
 	return page{
 		bufs:   [][]byte{offs, bytes},

@@ -45,6 +45,7 @@ func TestManifestNames(t *testing.T) {
 func TestDeletionFilesRoundTrip(t *testing.T) {
 	cases := map[string][]uint32{
 		"few":      {3, 1, 7},
+		"dups":     {7, 3, 3, 1, 7},
 		"two-keys": {1, 65535, 65536, 200000},
 		"bitmap-dense": func() []uint32 {
 			var v []uint32
@@ -56,10 +57,14 @@ func TestDeletionFilesRoundTrip(t *testing.T) {
 	}
 	for name, offs := range cases {
 		t.Run(name, func(t *testing.T) {
-			want := slices.Sorted(slices.Values(offs))
+			want := slices.Compact(slices.Sorted(slices.Values(offs)))
+			in := slices.Clone(offs)
 			got, err := DecodeDeletionBitmap(EncodeDeletionBitmap(offs))
 			if err != nil || !slices.Equal(got, want) {
 				t.Fatalf("bitmap: %v %v", got, err)
+			}
+			if !slices.Equal(offs, in) {
+				t.Fatalf("EncodeDeletionBitmap modified its input: %v, was %v", offs, in)
 			}
 			a, err := EncodeDeletionArrow(offs)
 			if err != nil {

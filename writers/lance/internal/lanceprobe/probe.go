@@ -16,7 +16,9 @@ package lanceprobe
 import (
 	"bytes"
 	_ "embed"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +26,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
 // defaultSource returns where the shared workspace keeps the probe: the
@@ -169,4 +174,42 @@ func Node(dir, script string, args ...string) (string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
 	return out.String(), err
+}
+
+// WriteIPC writes recs (borrowed, of schema) to the Arrow IPC file path,
+// the input format of quiverprobe.mjs's create-ipc and merge-insert.
+func WriteIPC(path string, schema *arrow.Schema, recs []arrow.RecordBatch) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	w, err := ipc.NewFileWriter(f, ipc.WithSchema(schema))
+	if err != nil {
+		return err
+	}
+	for _, rec := range recs {
+		if err := w.Write(rec); err != nil {
+			return err
+		}
+	}
+	if err := w.Close(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// NodeJSON runs `node script args...` like Node and decodes the last line
+// of its output, the JSON answer of quiverprobe.mjs's timed commands,
+// into v.
+func NodeJSON(dir, script string, v any, args ...string) error {
+	out, err := Node(dir, script, args...)
+	if err != nil {
+		return fmt.Errorf("node %s %s: %w\n%s", script, strings.Join(args, " "), err, out)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), v); err != nil {
+		return fmt.Errorf("node %s %s answered %q: %w", script, strings.Join(args, " "), out, err)
+	}
+	return nil
 }

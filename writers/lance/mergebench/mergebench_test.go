@@ -1,0 +1,50 @@
+package mergebench
+
+import (
+	"errors"
+	"io"
+	"strings"
+	"testing"
+
+	"go.uber.org/goleak"
+
+	"github.com/quiver-ingest/quiver/writers/lance/internal/lanceprobe"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestRunSmall runs the whole scenario at a small size and checks the
+// report has every target and phase with a rate.
+func TestRunSmall(t *testing.T) {
+	if _, err := lanceprobe.Install(); errors.Is(err, lanceprobe.ErrNoNode) {
+		t.Skip(err.Error())
+	}
+	var out strings.Builder
+	if err := Run(t.Context(), Options{BaseRows: 2000, SourceRows: 200, WarmMerges: 2}, &out, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{"quiver first", "quiver later (median of 2)", "lancedb first", "lancedb later (median of 2)",
+		"lancedb-btree first", "lancedb-btree later (median of 2)"}
+	if len(lines) != 2+len(want) {
+		t.Fatalf("report has %d lines, want %d:\n%s", len(lines), 2+len(want), out.String())
+	}
+	for i, w := range want {
+		f := strings.Fields(lines[2+i])
+		label := strings.Join(f[:len(strings.Fields(w))], " ")
+		if label != w || len(f) < len(strings.Fields(w))+1 || f[len(strings.Fields(w))] == "0" {
+			t.Errorf("line %q: want %q with a rate", lines[2+i], w)
+		}
+	}
+	if !strings.Contains(lines[2], "x") {
+		t.Errorf("quiver's line %q has no ratio to LanceDB", lines[2])
+	}
+}
+
+func TestOptionsValidate(t *testing.T) {
+	for _, o := range []Options{{BaseRows: 0, SourceRows: 10}, {BaseRows: 10, SourceRows: 1}, {BaseRows: 10, SourceRows: 10, WarmMerges: -1}} {
+		if err := Run(t.Context(), o, io.Discard, io.Discard); err == nil {
+			t.Errorf("Run accepted %+v", o)
+		}
+	}
+}
