@@ -13,11 +13,12 @@
 //
 // --scenario selects another benchmark than ingestion: a Scenario the
 // command passes to Main (quiverbench passes the Lance merge-insert one,
-// writers/lance/mergebench, which needs the whole server and so cannot
+// writers/lance/mergebench, and the Delta upsert one,
+// writers/delta/upsertbench, which need the whole server and so cannot
 // live here).
 //
-// The sink benchmarks (bench/cmd/deltabench, kafkabench, upsertbench,
-// writers/lance/mergebench) use its workload and the small helpers they
+// The sink benchmarks (bench/cmd/deltabench, kafkabench,
+// writers/delta/upsertbench, writers/lance/mergebench) use its workload and the small helpers they
 // share: ParseStreams, Median and MedianBy, NewTable, ReleaseAll,
 // TotalIPCBodyBytes, WithIDs and MergeSource (the merge benchmark's
 // sources); bench/benchkit holds their in-process server, peak RSS and

@@ -1,5 +1,5 @@
 // Package benchkit starts the full Quiver server in process for the sink
-// benchmarks (bench/cmd/deltabench, kafkabench, upsertbench,
+// benchmarks (bench/cmd/deltabench, kafkabench, writers/delta/upsertbench,
 // writers/lance/mergebench) and measures their peak RSS. It is apart
 // from package bench because it imports server, which imports every sink,
 // while the sinks' own in-package tests (writers/delta, writers/parquetio)

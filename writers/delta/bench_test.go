@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"golang.org/x/sync/errgroup"
@@ -144,7 +143,7 @@ func benchmarkUpsert(b *testing.B, dvs bool) {
 		b.Fatal(err)
 	}
 	err = writeStream(ctx, seed, writers.AutoKey("seed"), table)
-	releaseAll(table)
+	bench.ReleaseAll(table)
 	if err == nil {
 		err = seed.Close(ctx)
 	}
@@ -165,7 +164,7 @@ func benchmarkUpsert(b *testing.B, dvs bool) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer releaseAll(changes)
+	defer bench.ReleaseAll(changes)
 	var size int64
 	for _, r := range changes {
 		size += util.TotalRecordSize(r)
@@ -181,7 +180,7 @@ func benchmarkUpsert(b *testing.B, dvs bool) {
 		// in the seed's (rewritten) files, so every op rewrites the whole
 		// table as the first does (the ids of an earlier op now sit in its
 		// small file of live rows); odd rows insert ids never used before.
-		batches := withIDs(changes, func(row int64) int64 {
+		batches := bench.WithIDs(memory.DefaultAllocator, changes, func(row int64) int64 {
 			if row%2 == 0 {
 				return row*10 + (epoch-1)%20
 			}
@@ -193,7 +192,7 @@ func benchmarkUpsert(b *testing.B, dvs bool) {
 				b.Fatal(err)
 			}
 		}
-		releaseAll(batches)
+		bench.ReleaseAll(batches)
 		d, err := w.Precommit(ctx, key)
 		if err != nil {
 			b.Fatal(err)
@@ -216,30 +215,4 @@ func benchmarkUpsert(b *testing.B, dvs bool) {
 	b.ReportMetric(float64(rewritten)/n, "files-rewritten/op")
 	b.ReportMetric(float64(marked)/n, "files-marked/op")
 	b.ReportMetric(float64(written)/n/(1<<20), "MiB-written/op")
-}
-
-// withIDs returns copies of recs (sharing every column but the first)
-// whose id column holds id(row) for the row's position in the stream.
-func withIDs(recs []arrow.RecordBatch, id func(row int64) int64) []arrow.RecordBatch {
-	out := make([]arrow.RecordBatch, len(recs))
-	var row int64
-	for i, r := range recs {
-		ib := array.NewInt64Builder(memory.DefaultAllocator)
-		for range r.NumRows() {
-			ib.Append(id(row))
-			row++
-		}
-		ids := ib.NewInt64Array()
-		ib.Release()
-		cols := append([]arrow.Array{ids}, r.Columns()[1:]...)
-		out[i] = array.NewRecordBatch(r.Schema(), cols, r.NumRows())
-		ids.Release()
-	}
-	return out
-}
-
-func releaseAll(recs []arrow.RecordBatch) {
-	for _, r := range recs {
-		r.Release()
-	}
 }

@@ -89,6 +89,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			}
 			w.rememberCommit(key, version)
 			w.m.commits.WithLabelValues("committed").Inc()
+			if upsert != nil {
+				w.warmKeys(addsOf(ds))
+			}
 			return writers.CommitInfo{Version: version}, nil
 		case errors.As(err, &conflict) && replan < maxReplans:
 			// The next round reads the winner: a txn of ours (a replay)
@@ -104,6 +107,15 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			return writers.CommitInfo{}, err
 		}
 	}
+}
+
+// addsOf returns the files every descriptor of ds adds.
+func addsOf(ds []*descriptor) []addFile {
+	var adds []addFile
+	for _, d := range ds {
+		adds = append(adds, d.Adds...)
+	}
+	return adds
 }
 
 // hasFiles reports whether ds add or remove any file.

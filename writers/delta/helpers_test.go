@@ -61,16 +61,21 @@ func openWriter(t *testing.T, cfg *Config, mem memory.Allocator) *Writer {
 	return w
 }
 
-// snapshot loads the table's latest version through a bucket of its own.
-func snapshot(t *testing.T, cfg *Config) *deltalog.Snapshot {
+// tableBucket opens the table root of cfg for the rest of the test.
+func tableBucket(t *testing.T, cfg *Config) *storage.Bucket {
 	t.Helper()
-	ctx := context.Background()
-	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
+	b, err := storage.Open(context.Background(), cfg.TableURI, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
-	snap, err := deltalog.Load(ctx, b)
+	t.Cleanup(func() { b.Close() })
+	return b
+}
+
+// snapshot loads the table's latest version through a bucket of its own.
+func snapshot(t *testing.T, cfg *Config) *deltalog.Snapshot {
+	t.Helper()
+	snap, err := deltalog.Load(context.Background(), tableBucket(t, cfg))
 	if err != nil {
 		t.Fatalf("load table %s: %v", cfg.TableURI, err)
 	}
@@ -99,11 +104,7 @@ func readTable(t *testing.T, cfg *Config, mem memory.Allocator) []arrow.RecordBa
 func eachLiveBatch(t *testing.T, cfg *Config, mem memory.Allocator, fn func(a *deltalog.Add, rec arrow.RecordBatch)) {
 	t.Helper()
 	ctx := context.Background()
-	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := tableBucket(t, cfg)
 	snap, err := deltalog.Load(ctx, b)
 	if errors.Is(err, deltalog.ErrTableNotFound) {
 		return

@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"testing"
@@ -47,9 +48,9 @@ func TestKeyCacheEvictsLeastRecentlyUsed(t *testing.T) {
 }
 
 // TestUpsertKeyIndex: an upsert indexes the keys of the files it scans,
-// and later upserts answered from the index give the same table as
-// without one; a file holding a key twice is never indexed, and both of
-// its rows are replaced.
+// and those its commit adds (in the background); later upserts answered
+// from the index give the same table as without one; a file holding a key
+// twice is never indexed, and both of its rows are replaced.
 func TestUpsertKeyIndex(t *testing.T) {
 	for _, tc := range []struct {
 		name     string
@@ -92,6 +93,23 @@ func TestUpsertKeyIndex(t *testing.T) {
 			}
 			if w.keys.get(seedFile) == nil || w.keys.usedBytes() == 0 {
 				t.Error("the seed file's keys were not indexed")
+			}
+			// The files of the last commit were indexed after it, in the
+			// background (warmKeys), before any upsert read them.
+			if err := w.waitWarm(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			added := 0
+			for _, a := range readCommit(t, cfg, snapshot(t, cfg).Version) {
+				if a.Add != nil && a.Add.DeletionVector == nil {
+					added++
+					if w.keys.get(a.Add.Path) == nil {
+						t.Errorf("file %s added by the last upsert was not indexed", a.Add.Path)
+					}
+				}
+			}
+			if added == 0 {
+				t.Error("the last upsert added no file: the warm-up was not exercised")
 			}
 			if dupFile == "" || w.keys.get(dupFile) != nil {
 				t.Errorf("the file holding id 7 twice (%q) was indexed", dupFile)

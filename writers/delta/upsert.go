@@ -142,6 +142,9 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 	if err := w.checkUpsertable(snap); err != nil {
 		return nil, err
 	}
+	if err := w.waitWarm(ctx); err != nil {
+		return nil, err
+	}
 	out, err := w.mergeInto(ctx, snap, u.res)
 	if err != nil {
 		return nil, err

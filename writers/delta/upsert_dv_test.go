@@ -17,7 +17,6 @@ import (
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
-	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 func upsertDVConfig(uri string) *Config {
@@ -145,11 +144,7 @@ func TestUpsertDeletionVectors(t *testing.T) {
 	// The checkpoints (interval 2) kept the deletion vectors: a fresh
 	// load from them reads the same rows.
 	ctx := context.Background()
-	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := tableBucket(t, cfg)
 	last, err := b.Get(ctx, deltalog.LogDir+"_last_checkpoint")
 	var hint struct{ Version int64 }
 	if err == nil {
@@ -299,11 +294,7 @@ func partBatch(mem memory.Allocator, rows []partChange) arrow.RecordBatch {
 func setTableProperty(t *testing.T, cfg *Config, key, value string) {
 	t.Helper()
 	ctx := context.Background()
-	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := tableBucket(t, cfg)
 	snap := snapshot(t, cfg)
 	m := snap.Metadata
 	m.Configuration = map[string]string{}

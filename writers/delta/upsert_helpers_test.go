@@ -17,7 +17,6 @@ import (
 	"github.com/quiver-ingest/quiver/internal/duckcheck"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
-	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 // nullText renders a null value in row strings.
@@ -111,11 +110,7 @@ func duckRows(t *testing.T, db *duckcheck.DB, cfg *Config, cols []string) []stri
 func duckSkip(t *testing.T, cfg *Config, a *deltalog.Add) string {
 	t.Helper()
 	ctx := context.Background()
-	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := tableBucket(t, cfg)
 	gone, err := deltalog.ReadDeletionVector(ctx, b, a.DeletionVector)
 	if err != nil {
 		t.Fatalf("deletion vector of %s: %v", a.Path, err)

@@ -13,7 +13,6 @@ import (
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
-	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 // idSchema is the shape of the golden basic tables: id int32, str utf8,
@@ -172,11 +171,7 @@ func TestUpsertPruning(t *testing.T) {
 func readCommit(t *testing.T, cfg *Config, v int64) []deltalog.Action {
 	t.Helper()
 	ctx := context.Background()
-	b, err := storage.Open(ctx, cfg.TableURI, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	b := tableBucket(t, cfg)
 	actions, err := deltalog.ReadCommit(ctx, b, v)
 	if err != nil {
 		t.Fatal(err)

@@ -222,7 +222,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		if err := open(); err != nil {
 			return err
 		}
-		m := fileMatcher{w: w, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path}
+		m := fileMatcher{w: w, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path, rowsHint: numRecords(a)}
 		if matched, rows, err = m.matchedRows(ctx, r, size); err != nil {
 			return err
 		}
@@ -267,6 +267,15 @@ func (w *Writer) cachedMatches(path string, grp *keyGroup, src *merge.KeyEncoder
 		return nil, 0, false
 	}
 	return fk.lookup(grp.set), fk.rows, true
+}
+
+// numRecords returns a's row count from its stats, 0 when unknown.
+func numRecords(a *deltalog.Add) int {
+	st, err := deltalog.ParseStats(a.Stats)
+	if err != nil || st.NumRecords < 0 {
+		return 0
+	}
+	return int(st.NumRecords)
 }
 
 // without returns the positions of sorted not in drop (both ascending).
@@ -376,7 +385,8 @@ func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int
 }
 
 // fileMatcher finds the rows of one target file whose data keys are
-// among a group's source keys.
+// among a group's source keys. Without a group (and source) it only
+// indexes the file's keys into the key cache (warmKeys).
 type fileMatcher struct {
 	w    *Writer
 	grp  *keyGroup
@@ -387,8 +397,9 @@ type fileMatcher struct {
 	buf  []int32
 	// index collects the file's keys for the key cache while they are
 	// matched; nil when there is no cache or the file holds a key twice.
-	index *merge.KeyIndex
-	first int64 // file position of the current batch's first row
+	index    *merge.KeyIndex
+	rowsHint int   // the file's rows by its stats (0: unknown), to size index
+	first    int64 // file position of the current batch's first row
 }
 
 // matchedRows reads the data key columns of the file and returns the
@@ -401,14 +412,14 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 		return nil, 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
 	}
 	defer rr.Release()
-	if m.enc, err = merge.NewKeyEncoder(rr.Schema(), m.keys); err == nil {
+	if m.enc, err = merge.NewKeyEncoder(rr.Schema(), m.keys); err == nil && m.src != nil {
 		err = m.src.SameEncoding(m.enc)
 	}
 	if err != nil {
 		return nil, 0, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 	}
 	if m.w.keys != nil {
-		m.index = merge.NewKeyIndex(0)
+		m.index = merge.NewKeyIndex(m.rowsHint)
 	}
 	for rr.Next() {
 		rec := rr.RecordBatch()
@@ -466,6 +477,9 @@ func (m *fileMatcher) match(ctx context.Context, rec arrow.RecordBatch, dst []in
 			return nil, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 		}
 		m.remember(nil)
+		if m.grp == nil {
+			return dst, nil
+		}
 		return m.grp.match.MatchRows(m.enc, dst), nil
 	}
 	idx := array.NewInt32Builder(m.w.mem)
@@ -492,6 +506,9 @@ func (m *fileMatcher) match(ctx context.Context, rec arrow.RecordBatch, dst []in
 		return nil, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 	}
 	m.remember(valid)
+	if m.grp == nil {
+		return dst, nil
+	}
 	for i := range m.enc.Len() {
 		if m.grp.match.Contains(m.enc.Key(i)) {
 			dst = append(dst, valid[i])

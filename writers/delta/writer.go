@@ -35,6 +35,11 @@ type Writer struct {
 	parts  partitioner
 	bucket *storage.Bucket // set by Open, read-only afterwards
 	keys   *keyCache       // upsert's per-file key indexes; nil when disabled
+	// warmCtx bounds the key warm-ups (warmKeys), which warming counts;
+	// Close cancels it and waits.
+	warmCtx  context.Context
+	stopWarm context.CancelFunc
+	warming  sync.WaitGroup
 
 	mu     sync.Mutex // guards the following fields
 	snap   *deltalog.Snapshot
@@ -44,6 +49,7 @@ type Writer struct {
 	// original version without reading the log.
 	lastCommit map[string]committedAt
 	closed     bool
+	warmDone   chan struct{} // closed when the last warm-up started ends
 }
 
 var (
@@ -77,6 +83,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	if cfg.WriteMode == ModeUpsert && cfg.KeyIndexMaxBytes > 0 {
 		w.keys = newKeyCache(cfg.KeyIndexMaxBytes, w.m.keyIndexBytes)
 	}
+	w.warmCtx, w.stopWarm = context.WithCancel(context.Background())
 	w.m.version.Set(-1)
 	if err := w.m.register(env.Registerer); err != nil {
 		return nil, err
@@ -122,6 +129,8 @@ func (w *Writer) Close(ctx context.Context) error {
 	stages := w.stages
 	w.stages = make(map[writers.TxnKey]*stage)
 	w.mu.Unlock()
+	w.stopWarm()
+	w.warming.Wait()
 	if w.bucket == nil {
 		return nil
 	}

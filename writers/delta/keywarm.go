@@ -1,0 +1,80 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+)
+
+// warmKeys indexes, in the background, the keys of files an upsert commit
+// added, so that the next upsert finds them in the key cache instead of
+// reading them on its critical path (its precommit waits for the warm-up
+// first: waitWarm). It is best effort: a file it could not read is read
+// by the next upsert that needs it. Close cancels and waits for it.
+func (w *Writer) warmKeys(files []addFile) {
+	if w.keys == nil || len(files) == 0 {
+		return
+	}
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.warming.Add(1) // under mu: Close, having set closed, waits for it
+	prev := w.warmDone
+	done := make(chan struct{})
+	w.warmDone = done
+	w.mu.Unlock()
+	go func() {
+		defer w.warming.Done()
+		defer close(done)
+		if prev != nil {
+			<-prev // one warm-up at a time, in commit order
+		}
+		for _, a := range files {
+			if w.warmCtx.Err() != nil {
+				return
+			}
+			if err := w.warmFile(w.warmCtx, a); err != nil {
+				w.log.Debug("delta: indexing the keys of a new file failed; the next upsert reads it", "file", a.Path, "err", err)
+			}
+		}
+	}()
+}
+
+// warmFile indexes the keys of file a unless the cache has them.
+func (w *Writer) warmFile(ctx context.Context, a addFile) error {
+	if w.keys.get(a.Path) != nil {
+		return nil
+	}
+	key, err := deltalog.DecodePath(a.Path)
+	if err != nil {
+		return err
+	}
+	r, size, err := w.bucket.OpenReader(ctx, key)
+	if err != nil {
+		return fmt.Errorf("open data file %s: %w", key, err)
+	}
+	defer r.Close()
+	m := fileMatcher{w: w, keys: w.keyColumns().data, file: a.Path, rowsHint: int(a.Rows)}
+	_, _, err = m.matchedRows(ctx, r, size)
+	return err
+}
+
+// waitWarm waits for the last warm-up started (warmKeys), so that an
+// upsert plans with every key it indexes.
+func (w *Writer) waitWarm(ctx context.Context) error {
+	w.mu.Lock()
+	done := w.warmDone
+	w.mu.Unlock()
+	if done == nil {
+		return nil
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
