@@ -79,3 +79,20 @@ func scenarioNames(scenarios []Scenario) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// NewScenario returns the Scenario name that registers the flags of an
+// options value O (through *O's Register) and runs run with it.
+func NewScenario[O any, PO interface {
+	*O
+	Register(fs *flag.FlagSet)
+}](name, summary string, run func(ctx context.Context, o O, stdout, stderr io.Writer) error) Scenario {
+	return Scenario{
+		Name:    name,
+		Summary: summary,
+		Flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer) error {
+			var o O
+			PO(&o).Register(fs)
+			return func(ctx context.Context, stdout, stderr io.Writer) error { return run(ctx, o, stdout, stderr) }
+		},
+	}
+}

@@ -8,6 +8,13 @@ import (
 	"testing"
 )
 
+// probeOptions are the options of the test scenario: --size.
+type probeOptions struct{ size string }
+
+func (o *probeOptions) Register(fs *flag.FlagSet) {
+	fs.StringVar(&o.size, "size", "3", "a scenario flag")
+}
+
 // TestMainScenarios checks that --scenario runs the named scenario with
 // its own flags and that flags of another scenario are refused.
 func TestMainScenarios(t *testing.T) {
@@ -26,13 +33,10 @@ func TestMainScenarios(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ran := ""
-			probe := Scenario{Name: "probe", Summary: "test scenario", Flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer) error {
-				size := fs.String("size", "3", "a scenario flag")
-				return func(context.Context, io.Writer, io.Writer) error {
-					ran = *size
-					return nil
-				}
-			}}
+			probe := NewScenario[probeOptions]("probe", "test scenario", func(_ context.Context, o probeOptions, _, _ io.Writer) error {
+				ran = o.size
+				return nil
+			})
 			err := Main(t.Context(), tt.args, io.Discard, io.Discard, probe)
 			switch {
 			case tt.wantErr == "" && err != nil:

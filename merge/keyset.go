@@ -32,14 +32,20 @@ type KeySet struct {
 	// high hash bits first avoids touching the arena on most misses.
 	slots []uint64
 	mask  uint64
+	// hint is the size hint, for sizing the arena once the first key
+	// tells the key width.
+	hint int
 }
+
+// maxArenaReserve bounds the arena NewKeySet's size hint reserves.
+const maxArenaReserve = 64 << 20
 
 // maxKeys bounds the ordinal to the 32 bits a slot holds.
 const maxKeys = 1<<32 - 2
 
 // NewKeySet returns an empty set sized for about sizeHint keys (0 is fine).
 func NewKeySet(sizeHint int) *KeySet {
-	s := &KeySet{seed: maphash.MakeSeed(), width: -2}
+	s := &KeySet{seed: maphash.MakeSeed(), width: -2, hint: sizeHint}
 	s.reserve(sizeHint)
 	return s
 }
@@ -147,6 +153,10 @@ func (s *KeySet) appendKey(key []byte) {
 	switch {
 	case s.width == -2:
 		s.width = len(key)
+		// Size the arena for the hinted keys at this width (at most
+		// maxArenaReserve: the first key may be longer than most):
+		// building a large set then copies no arena on the way.
+		s.arena = make([]byte, 0, min(s.hint*len(key), maxArenaReserve))
 	case s.width >= 0 && len(key) != s.width:
 		// Keys stop being fixed-width: materialize the offsets.
 		s.offs = make([]uint64, s.n+1, 2*s.n+2)

@@ -322,13 +322,7 @@ func TestUpsertStaleDeletionVector(t *testing.T) {
 	mine := []idChange{{20, "mine", "U"}}
 	rec := idBatch(mem, mine...)
 	defer rec.Release()
-	if err := w.Write(ctx, key, rec); err != nil {
-		t.Fatal(err)
-	}
-	d, err := w.Precommit(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := precommitOne(t, w, key, rec)
 	other := idBatch(mem, idChange{30, "other", "U"})
 	defer other.Release()
 	commitOne(t, openWriter(t, cfg, mem), writers.TxnKey{Writer: "other", Epoch: 1}, other)

@@ -157,8 +157,8 @@ func goldenCopy(t *testing.T, name string) string {
 	return "file://" + dst
 }
 
-// commitOne writes recs under key, precommits and commits.
-func commitOne(t *testing.T, w *Writer, key writers.TxnKey, recs ...arrow.RecordBatch) writers.CommitInfo {
+// precommitOne writes recs under key and precommits it.
+func precommitOne(t *testing.T, w *Writer, key writers.TxnKey, recs ...arrow.RecordBatch) writers.Descriptor {
 	t.Helper()
 	ctx := context.Background()
 	for _, r := range recs {
@@ -170,7 +170,14 @@ func commitOne(t *testing.T, w *Writer, key writers.TxnKey, recs ...arrow.Record
 	if err != nil {
 		t.Fatalf("Precommit: %v", err)
 	}
-	info, err := w.Commit(ctx, key, []writers.Descriptor{d})
+	return d
+}
+
+// commitOne writes recs under key, precommits and commits.
+func commitOne(t *testing.T, w *Writer, key writers.TxnKey, recs ...arrow.RecordBatch) writers.CommitInfo {
+	t.Helper()
+	d := precommitOne(t, w, key, recs...)
+	info, err := w.Commit(context.Background(), key, []writers.Descriptor{d})
 	if err != nil {
 		t.Fatalf("Commit: %v", err)
 	}

@@ -193,13 +193,7 @@ func TestUpsertExactlyOnce(t *testing.T) {
 	changes := []idChange{{10, "ten", "U"}, {11, "", "D"}, {60, "sixty", "I"}}
 	rec := idBatch(mem, changes...)
 	defer rec.Release()
-	if err := w.Write(ctx, key, rec); err != nil {
-		t.Fatal(err)
-	}
-	d, err := w.Precommit(ctx, key)
-	if err != nil {
-		t.Fatal(err)
-	}
+	d := precommitOne(t, w, key, rec)
 	if again, err := w.Precommit(ctx, key); err != nil || string(again) != string(d) {
 		t.Fatalf("repeated Precommit: %v, descriptor changed: %v", err, string(again) != string(d))
 	}
@@ -263,19 +257,13 @@ func TestUpsertStaleRewrite(t *testing.T) {
 			key := writers.TxnKey{Writer: "stale", Epoch: 1}
 			rec := idBatch(mem, idChange{20, "mine", "U"}, idChange{70, "mine", "I"})
 			defer rec.Release()
-			if err := w.Write(ctx, key, rec); err != nil {
-				t.Fatal(err)
-			}
-			d, err := w.Precommit(ctx, key)
-			if err != nil {
-				t.Fatal(err)
-			}
+			d := precommitOne(t, w, key, rec)
 			other := openWriter(t, cfg, mem)
 			tc.other(t, other, mem)
 			want := tableRows(t, cfg, cols)
 			version := snapshot(t, cfg).Version
 
-			_, err = w.Commit(ctx, key, []writers.Descriptor{d})
+			_, err := w.Commit(ctx, key, []writers.Descriptor{d})
 			if !errors.Is(err, writers.ErrConflict) || !strings.Contains(err.Error(), "replay") {
 				t.Fatalf("stale Commit: %v, want ErrConflict telling to replay", err)
 			}

@@ -67,15 +67,7 @@ func (o Options) validate() error {
 
 // Scenario is the upsert scenario for bench.Main.
 func Scenario() bench.Scenario {
-	return bench.Scenario{
-		Name:    "upsert",
-		Summary: "Delta upsert of a changelog, copy-on-write and with deletion vectors (--lancedb: vs LanceDB mergeInsert)",
-		Flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer) error {
-			var o Options
-			o.Register(fs)
-			return func(ctx context.Context, stdout, stderr io.Writer) error { return Run(ctx, o, stdout, stderr) }
-		},
-	}
+	return bench.NewScenario[Options]("upsert", "Delta upsert of a changelog, copy-on-write and with deletion vectors (--lancedb: vs LanceDB mergeInsert)", Run)
 }
 
 // mode is one way of running the upserts.

@@ -57,15 +57,7 @@ func (o Options) validate() error {
 
 // Scenario is the merge-insert scenario for bench.Main.
 func Scenario() bench.Scenario {
-	return bench.Scenario{
-		Name:    "merge-insert",
-		Summary: "Lance merge_insert (cold and warm key index) vs LanceDB mergeInsert (needs node)",
-		Flags: func(fs *flag.FlagSet) func(context.Context, io.Writer, io.Writer) error {
-			var o Options
-			o.Register(fs)
-			return func(ctx context.Context, stdout, stderr io.Writer) error { return Run(ctx, o, stdout, stderr) }
-		},
-	}
+	return bench.NewScenario[Options]("merge-insert", "Lance merge_insert (cold and warm key index) vs LanceDB mergeInsert (needs node)", Run)
 }
 
 // Run runs the scenario and prints its report to out, progress to log.
