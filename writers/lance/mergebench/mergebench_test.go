@@ -48,3 +48,21 @@ func TestOptionsValidate(t *testing.T) {
 		}
 	}
 }
+
+// TestLanceDBRates measures LanceDB alone at a small size: both rates are
+// positive, and bad sizes are refused before node runs.
+func TestLanceDBRates(t *testing.T) {
+	if _, _, err := LanceDBRates(0, 200, io.Discard); err == nil {
+		t.Error("LanceDBRates accepted an empty table")
+	}
+	if _, err := lanceprobe.Install(); errors.Is(err, lanceprobe.ErrNoNode) {
+		t.Skip(err.Error())
+	}
+	plain, indexed, err := LanceDBRates(2000, 200, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain <= 0 || indexed <= 0 {
+		t.Fatalf("rates %v (no index) and %v (BTREE): want both positive", plain, indexed)
+	}
+}
