@@ -90,7 +90,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			w.rememberCommit(key, version)
 			w.m.commits.WithLabelValues("committed").Inc()
 			if upsert != nil {
-				w.warmKeys(addsOf(ds))
+				w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...))
 			}
 			return writers.CommitInfo{Version: version}, nil
 		case errors.As(err, &conflict) && replan < maxReplans:
@@ -116,6 +116,25 @@ func addsOf(ds []*descriptor) []addFile {
 		adds = append(adds, d.Adds...)
 	}
 	return adds
+}
+
+// readFilesOf returns the files upsert read that its commit (on top of
+// snap) kept: the ones it marked, or left alone, with their row counts.
+func readFilesOf(snap *deltalog.Snapshot, upsert *upsertPlan) []addFile {
+	read := make(map[string]bool, len(upsert.ReadFiles))
+	for _, p := range upsert.ReadFiles {
+		read[p] = true
+	}
+	for _, p := range upsert.Removes {
+		delete(read, p)
+	}
+	var files []addFile
+	for _, a := range snap.Files() {
+		if read[a.Path] {
+			files = append(files, addFile{Path: a.Path, Rows: int64(numRecords(a))})
+		}
+	}
+	return files
 }
 
 // hasFiles reports whether ds add or remove any file.

@@ -8,8 +8,8 @@ import (
 )
 
 // warmKeys indexes, in the background, the keys of files an upsert commit
-// added, so that the next upsert finds them in the key cache instead of
-// reading them on its critical path (its precommit waits for the warm-up
+// added or read, so that the next upsert finds them in the key cache
+// instead of reading them on its critical path (its precommit waits for the warm-up
 // first: waitWarm). It is best effort: a file it could not read is read
 // by the next upsert that needs it. Close cancels and waits for it.
 func (w *Writer) warmKeys(files []addFile) {

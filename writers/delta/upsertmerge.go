@@ -385,8 +385,10 @@ func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int
 }
 
 // fileMatcher finds the rows of one target file whose data keys are
-// among a group's source keys. Without a group (and source) it only
-// indexes the file's keys into the key cache (warmKeys).
+// among a group's source keys. Without a group (and source) it indexes
+// the file's keys into the key cache instead (warmKeys): building an
+// index costs more than matching, so a precommit only matches and leaves
+// the indexing to the background after its commit.
 type fileMatcher struct {
 	w    *Writer
 	grp  *keyGroup
@@ -395,8 +397,8 @@ type fileMatcher struct {
 	file string
 	enc  *merge.KeyEncoder
 	buf  []int32
-	// index collects the file's keys for the key cache while they are
-	// matched; nil when there is no cache or the file holds a key twice.
+	// index collects the file's keys for the key cache (without a group);
+	// nil when matching, or once the file turned out to hold a key twice.
 	index    *merge.KeyIndex
 	rowsHint int   // the file's rows by its stats (0: unknown), to size index
 	first    int64 // file position of the current batch's first row
@@ -404,8 +406,8 @@ type fileMatcher struct {
 
 // matchedRows reads the data key columns of the file and returns the
 // positions (ascending) of its rows whose key is among the group's, and
-// the file's row count. Meanwhile it indexes the file's keys into the
-// writer's key cache, when there is one.
+// the file's row count; without a group it indexes the file's keys into
+// the writer's key cache instead.
 func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64) (matched []int64, rows int64, err error) {
 	rr, err := parquetio.ReadFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: m.keys})
 	if err != nil {
@@ -418,7 +420,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 	if err != nil {
 		return nil, 0, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 	}
-	if m.w.keys != nil {
+	if m.grp == nil && m.w.keys != nil {
 		m.index = merge.NewKeyIndex(m.rowsHint)
 	}
 	for rr.Next() {
