@@ -76,8 +76,7 @@ func duckBatch(mem memory.Allocator, rng *rand.Rand, start, n int) (arrow.Record
 // sent, and each file's Delta stats match DuckDB's count, min, max and null
 // counts.
 func TestDuckDBReadsTable(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedMem(t)
 	ctx := context.Background()
 	dir := filepath.Join(t.TempDir(), "table")
 	cfg := testConfig("file://"+dir, func(c *Config) {

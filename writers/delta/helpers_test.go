@@ -61,6 +61,17 @@ func openWriter(t *testing.T, cfg *Config, mem memory.Allocator) *Writer {
 	return w
 }
 
+// checkedMem returns a checked allocator every byte of which must be
+// freed once the test and its cleanups are done: writers close in
+// cleanups (openWriter), and only then has their background work (key
+// indexing after an upsert's commit) ended.
+func checkedMem(t *testing.T) *memory.CheckedAllocator {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	return mem
+}
+
 // tableBucket opens the table root of cfg for the rest of the test.
 func tableBucket(t *testing.T, cfg *Config) *storage.Bucket {
 	t.Helper()

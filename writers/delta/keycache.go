@@ -76,6 +76,21 @@ func (c *keyCache) put(fk *fileKeys) {
 	c.gauge.Set(float64(c.used))
 }
 
+// retain drops the files for which live is false: files a commit removed
+// are never read again, so their indexes would only hold memory until
+// evicted.
+func (c *keyCache) retain(live func(path string) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for path, e := range c.files {
+		if !live(path) {
+			c.used -= c.lru.Remove(e).(*fileKeys).bytes
+			delete(c.files, path)
+		}
+	}
+	c.gauge.Set(float64(c.used))
+}
+
 // usedBytes returns the memory the cached indexes hold.
 func (c *keyCache) usedBytes() int {
 	c.mu.Lock()

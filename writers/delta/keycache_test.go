@@ -17,8 +17,8 @@ import (
 )
 
 // TestKeyCacheEvictsLeastRecentlyUsed: the cache stays within its bytes,
-// dropping the file used longest ago, and never keeps a file larger than
-// itself.
+// dropping the file used longest ago, never keeps a file larger than
+// itself, and drops files no longer live on demand.
 func TestKeyCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	file := func(path string, keys int) *fileKeys {
 		x := merge.NewKeyIndex(keys)
@@ -45,6 +45,10 @@ func TestKeyCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	if c.get("huge") != nil || c.get("a") == nil {
 		t.Fatal("a file larger than the cache evicted others or was kept")
 	}
+	c.retain(func(path string) bool { return path != "a" })
+	if c.get("a") != nil || c.get("c") == nil || c.usedBytes() != c.get("c").bytes || testutil.ToFloat64(used) != float64(c.usedBytes()) {
+		t.Fatalf("after dropping a: a cached %v, c %v, %d bytes used", c.get("a") != nil, c.get("c") != nil, c.usedBytes())
+	}
 }
 
 // TestUpsertKeyIndex: an upsert indexes the keys of the files it scans,
@@ -57,8 +61,7 @@ func TestUpsertKeyIndex(t *testing.T) {
 		maxBytes int64
 	}{{"indexed", DefaultKeyIndexMaxBytes}, {"no-index", 0}} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
+			mem := checkedMem(t)
 			cfg := upsertDVConfig(memURI(t))
 			cfg.KeyIndexMaxBytes = tc.maxBytes
 			w := openWriter(t, cfg, mem)

@@ -152,8 +152,7 @@ func rowsJSON(t *testing.T, recs []arrow.RecordBatch) []string {
 func TestPropertyRoundTrip(t *testing.T) {
 	for seed := range uint64(3) {
 		t.Run(fmt.Sprint("seed-", seed), func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
+			mem := checkedMem(t)
 			rng := rand.New(rand.NewPCG(seed, 99))
 			cfg := testConfig(memURI(t), func(c *Config) {
 				c.TargetFileBytes = 16 << 10 // roll files within a stream

@@ -403,8 +403,7 @@ func TestCommitRefusesForeignDescriptor(t *testing.T) {
 
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewPedanticRegistry()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedMem(t)
 	cfg := testConfig(memURI(t))
 	w, err := New(cfg, writers.Env{Registerer: reg, Allocator: mem})
 	if err != nil {

@@ -145,6 +145,13 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 	if err := w.waitWarm(ctx); err != nil {
 		return nil, err
 	}
+	if w.keys != nil {
+		live := make(map[string]bool, snap.NumFiles())
+		for _, a := range snap.Files() {
+			live[a.Path] = true
+		}
+		w.keys.retain(func(path string) bool { return live[path] })
+	}
 	out, err := w.mergeInto(ctx, snap, u.res)
 	if err != nil {
 		return nil, err

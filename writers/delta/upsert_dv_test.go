@@ -62,8 +62,7 @@ func fileChanges(actions []deltalog.Action) map[string]*fileChange {
 // file whose every row is gone is removed. Checkpoints keep the deletion
 // vectors, and our reader and DuckDB agree with the model after each step.
 func TestUpsertDeletionVectors(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedMem(t)
 	cfg := upsertDVConfig(fileURI(t))
 	cfg.CheckpointInterval = 2
 	w := openWriter(t, cfg, mem)
@@ -193,8 +192,7 @@ func TestUpsertDeletionVectorGolden(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
+			mem := checkedMem(t)
 			cfg := testConfig(goldenCopy(t, tc.table), func(c *Config) {
 				c.WriteMode, c.MergeKeys, c.PartitionBy = ModeUpsert, tc.keys, tc.partition
 			})
@@ -311,8 +309,7 @@ func setTableProperty(t *testing.T, cfg *Config, key, value string) {
 // between an upsert's precommit and its commit; the commit is Aborted
 // (its deletion vector would drop the other's), and a replay succeeds.
 func TestUpsertStaleDeletionVector(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedMem(t)
 	ctx := context.Background()
 	cfg := upsertDVConfig(memURI(t))
 	w := openWriter(t, cfg, mem)
@@ -341,8 +338,7 @@ func TestUpsertStaleDeletionVector(t *testing.T) {
 // TestDeletionVectorsConfig: deletion_vectors on an existing table that
 // does not enable them is refused, naming the property.
 func TestDeletionVectorsConfig(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedMem(t)
 	ctx := context.Background()
 	uri := memURI(t)
 	w := openWriter(t, upsertIDConfig(uri), mem)

@@ -228,8 +228,7 @@ func TestUpsertProperty(t *testing.T) {
 		{"partitioned-dv", []string{"p"}, []string{"k1", "k2"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
+			mem := checkedMem(t)
 			rng := rand.New(rand.NewPCG(uint64(len(tc.name)), 7))
 			cfg := testConfig(fileURI(t), func(c *Config) {
 				c.WriteMode, c.MergeKeys, c.PartitionBy = ModeUpsert, tc.keys, tc.partition

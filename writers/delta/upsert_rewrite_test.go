@@ -3,8 +3,6 @@ package delta
 import (
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
-
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -26,8 +24,7 @@ func TestUpsertRewrite(t *testing.T) {
 		{"every-row-matched", [2]int32{0, 10}, append(idRange(0, 5, "u"), idDeletes(5, 10)...), 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
+			mem := checkedMem(t)
 			cfg := upsertIDConfig(memURI(t))
 			w := openWriter(t, cfg, mem)
 			seedIDs(t, w, mem, tc.seed)

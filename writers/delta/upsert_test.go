@@ -93,8 +93,7 @@ func seedIDs(t *testing.T, w *Writer, mem memory.Allocator, ranges ...[2]int32) 
 func TestUpsertGolden(t *testing.T) {
 	for _, name := range []string{"basic-with-inserts-updates", "basic-with-inserts-merge"} {
 		t.Run(name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
+			mem := checkedMem(t)
 			cfg := upsertIDConfig(goldenCopy(t, name))
 			cols := []string{"id", "str"}
 			before := tableRows(t, cfg, cols)
@@ -115,8 +114,7 @@ func TestUpsertGolden(t *testing.T) {
 // TestUpsertPruning: an upsert whose keys all fall in one file of three
 // rewrites only that file; the others' adds stay active, untouched.
 func TestUpsertPruning(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedMem(t)
 	cfg := upsertIDConfig(memURI(t))
 	w := openWriter(t, cfg, mem)
 	seedIDs(t, w, mem, [2]int32{0, 100}, [2]int32{100, 200}, [2]int32{200, 300})
@@ -183,8 +181,7 @@ func readCommit(t *testing.T, cfg *Config, v int64) []deltalog.Action {
 // crash between precommit and commit) publishes once; committing it again
 // is a replay that adds no version.
 func TestUpsertExactlyOnce(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedMem(t)
 	ctx := context.Background()
 	cfg := upsertIDConfig(fileURI(t))
 	w := openWriter(t, cfg, mem)
@@ -247,8 +244,7 @@ func TestUpsertStaleRewrite(t *testing.T) {
 		}, []idChange{{70, "appended", "I"}}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
+			mem := checkedMem(t)
 			ctx := context.Background()
 			cfg := upsertIDConfig(memURI(t))
 			w := openWriter(t, cfg, mem)
@@ -287,8 +283,7 @@ func TestUpsertStaleRewrite(t *testing.T) {
 // TestUpsertBadInput: bad changelogs are InvalidArgument naming the
 // problem, and the table is unchanged.
 func TestUpsertBadInput(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	mem := checkedMem(t)
 	ctx := context.Background()
 	cfg := upsertIDConfig(memURI(t))
 	w := openWriter(t, cfg, mem)
