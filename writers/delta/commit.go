@@ -280,11 +280,11 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 		actions = append(actions, deltalog.Action{Txn: &deltalog.Txn{AppID: key.Writer, Version: key.Epoch, LastUpdated: &now}})
 	}
 	if upsert != nil {
-		removes, err := upsertActions(snap, upsert, now)
+		files, err := upsertActions(snap, upsert, now)
 		if err != nil {
 			return nil, err
 		}
-		actions = append(actions, removes...)
+		actions = append(actions, files...)
 	}
 	if w.cfg.WriteMode == ModeOverwrite {
 		for _, a := range snap.Files() {

@@ -42,7 +42,7 @@ const (
 // instead of a rewrite, and the deletion-vector file holding them:
 //
 //	"readDVs":{"part-a.parquet":"u…@1"},
-//	"updates":[{"path":"part-a.parquet","deletionVector":{"storageType":"u",…}}],
+//	"updates":[{"path":"part-a.parquet","deletionVector":{"storageType":"u",…},"rows":1000}],
 //	"dvFile":"deletion_vector_….bin"
 type descriptor struct {
 	Kind             string      `json:"kind"`
@@ -72,6 +72,8 @@ type upsertPlan struct {
 type dvUpdate struct {
 	Path           string                   `json:"path"`
 	DeletionVector *deltalog.DeletionVector `json:"deletionVector"`
+	// Rows is the file's physical row count, for stats that lack it.
+	Rows int64 `json:"rows"`
 }
 
 // addFile is the content of one Delta add action, as delta-protocol.md §2
@@ -166,7 +168,7 @@ func (u *upsertPlan) checkUpdates() error {
 			return writers.Errorf(writers.ErrInvalid, "delta: descriptor update of %q has no deletion vector", up.Path)
 		}
 		key, ok, err := deltalog.DeletionVectorKey(up.DeletionVector)
-		if err != nil || !ok || key != u.DVFile || up.DeletionVector.Cardinality <= 0 {
+		if err != nil || !ok || key != u.DVFile || up.DeletionVector.Cardinality <= 0 || up.DeletionVector.Cardinality >= up.Rows {
 			return writers.Errorf(writers.ErrInvalid, "delta: descriptor update of %q has a deletion vector outside the plan's file %q", up.Path, u.DVFile)
 		}
 	}

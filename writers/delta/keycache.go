@@ -14,9 +14,10 @@ import (
 // merge-key values to row positions, so that later upserts look their
 // source keys up instead of reading and probing every key of the file.
 // Data files never change once written (a deletion vector is applied on
-// top, by position), so an entry never goes stale: it is keyed by the
-// file's path and dropped only to stay within maxBytes, least recently
-// used first. Safe for concurrent use.
+// top, by position) and Delta writers never reuse a path (file names carry
+// a random UUID), so an entry never goes stale: it is keyed by the file's
+// path and dropped to stay within maxBytes, least recently used first, or
+// once its file is no longer live (retain). Safe for concurrent use.
 type keyCache struct {
 	maxBytes int
 	gauge    prometheus.Gauge // the bytes used, for operators

@@ -43,9 +43,10 @@ func (w *Writer) warmKeys(files []addFile) {
 	}()
 }
 
-// warmFile indexes the keys of file a unless the cache has them.
+// warmFile indexes the keys of file a unless the cache has them, or their
+// index would not fit in it (about keyIndexBytesPerRow per row).
 func (w *Writer) warmFile(ctx context.Context, a addFile) error {
-	if w.keys.get(a.Path) != nil {
+	if w.keys.get(a.Path) != nil || a.Rows*keyIndexBytesPerRow > int64(w.keys.maxBytes) {
 		return nil
 	}
 	key, err := deltalog.DecodePath(a.Path)
@@ -62,6 +63,11 @@ func (w *Writer) warmFile(ctx context.Context, a addFile) error {
 	return err
 }
 
+// keyIndexBytesPerRow estimates an index's memory per row of a file: an
+// int64 key costs about 30 bytes (merge.KeyIndex); wider keys cost more,
+// and put drops an index that turns out too large.
+const keyIndexBytesPerRow = 30
+
 // waitWarm waits for the last warm-up started (warmKeys), so that an
 // upsert plans with every key it indexes.
 func (w *Writer) waitWarm(ctx context.Context) error {
@@ -75,6 +81,6 @@ func (w *Writer) waitWarm(ctx context.Context) error {
 	case <-done:
 		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return fmt.Errorf("delta: upsert: waiting for the key index: %w", ctx.Err())
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -61,7 +62,8 @@ func (u *upsertStage) release() {
 }
 
 // writeUpsert admits rec (its metadata columns aside) against the table
-// and folds it into the key's collapse. A bad row (unknown _op, null key or
+// and folds it into the key's collapse, timestamp keys in the unit the
+// files store (storedKeys). A bad row (unknown _op, null key or
 // weight) is ErrInvalid naming it, and nothing of rec is kept.
 func (w *Writer) writeUpsert(ctx context.Context, key writers.TxnKey, s *stage, rec arrow.RecordBatch) error {
 	if s.upsert == nil {
@@ -71,6 +73,8 @@ func (w *Writer) writeUpsert(ctx context.Context, key writers.TxnKey, s *stage, 
 	if u.c == nil && (u.res != nil || u.desc != nil) {
 		return writers.Errorf(writers.ErrWrongState, "delta: %s is precommitted: an upsert takes no rows after its precommit; commit it, or roll back and replay", key)
 	}
+	rec = storedKeys(w.mem, rec, w.cfg.MergeKeys)
+	defer rec.Release()
 	if u.c == nil {
 		c, err := merge.NewCollapser(rec.Schema(), merge.Options{Keys: w.cfg.MergeKeys, Allocator: w.mem})
 		if err != nil {
@@ -227,7 +231,7 @@ func upsertActions(snap *deltalog.Snapshot, plan *upsertPlan, now int64) ([]delt
 			return nil, err
 		}
 		marked := *a
-		marked.DeletionVector, marked.DataChange, marked.Stats = up.DeletionVector, true, wideStats(a.Stats)
+		marked.DeletionVector, marked.DataChange, marked.Stats = up.DeletionVector, true, wideStats(a.Stats, up.Rows)
 		actions = append(actions, deltalog.Action{Remove: a.Remove(now, true)}, deltalog.Action{Add: &marked})
 	}
 	return actions, nil
@@ -235,19 +239,18 @@ func upsertActions(snap *deltalog.Snapshot, plan *upsertPlan, now int64) ([]delt
 
 // wideStats returns stats with tightBounds false: rows a deletion vector
 // marks still count in numRecords, minValues and maxValues, which are
-// then bounds rather than exact values (delta-protocol.md §2).
-func wideStats(stats string) string {
-	if stats == "" {
-		return ""
-	}
+// then bounds rather than exact values (delta-protocol.md §2). A file with
+// a deletion vector must state numRecords: stats that are missing,
+// unreadable or without it become {"numRecords": rows}.
+func wideStats(stats string, rows int64) string {
 	var fields map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(stats), &fields); err != nil {
-		return "" // unreadable stats are dropped rather than kept wrong
+	if json.Unmarshal([]byte(stats), &fields) != nil || fields["numRecords"] == nil {
+		fields = map[string]json.RawMessage{"numRecords": json.RawMessage(strconv.FormatInt(rows, 10))}
 	}
 	fields["tightBounds"] = json.RawMessage("false")
 	b, err := json.Marshal(fields)
-	if err != nil {
-		return ""
+	if err != nil { // RawMessage values that came out of Unmarshal re-encode
+		return fmt.Sprintf(`{"numRecords":%d,"tightBounds":false}`, rows)
 	}
 	return string(b)
 }

@@ -211,7 +211,8 @@ func changelogBatch(mem memory.Allocator, meta changelogMeta, rows []changeRow) 
 // value columns), one transaction each, into an unpartitioned table, a
 // table partitioned by a value column (rows move between partitions) and
 // one partitioned by a key column, copy-on-write and with deletion
-// vectors. After every commit the table read back by our reader and by
+// vectors (with the key index, without, and with one too small to hold
+// the table). After every commit the table read back by our reader and by
 // DuckDB over the active files (rows of deletion vectors left out) equals
 // the model.
 func TestUpsertProperty(t *testing.T) {
@@ -220,12 +221,16 @@ func TestUpsertProperty(t *testing.T) {
 		partition []string
 		keys      []string
 		dvs       bool
+		maxBytes  int64 // key_index_max_bytes
 	}{
-		{"unpartitioned", nil, []string{"k1", "k2"}, false},
-		{"partitioned", []string{"p"}, []string{"k1", "k2"}, false},
-		{"partition-key", []string{"p"}, []string{"k2", "p", "k1"}, false},
-		{"unpartitioned-dv", nil, []string{"k1", "k2"}, true},
-		{"partitioned-dv", []string{"p"}, []string{"k1", "k2"}, true},
+		{"unpartitioned", nil, []string{"k1", "k2"}, false, DefaultKeyIndexMaxBytes},
+		{"partitioned", []string{"p"}, []string{"k1", "k2"}, false, DefaultKeyIndexMaxBytes},
+		{"partition-key", []string{"p"}, []string{"k2", "p", "k1"}, false, DefaultKeyIndexMaxBytes},
+		{"unpartitioned-dv", nil, []string{"k1", "k2"}, true, DefaultKeyIndexMaxBytes},
+		{"partitioned-dv", []string{"p"}, []string{"k1", "k2"}, true, DefaultKeyIndexMaxBytes},
+		{"partition-key-dv", []string{"p"}, []string{"k2", "p", "k1"}, true, DefaultKeyIndexMaxBytes},
+		{"partition-key-dv-no-index", []string{"p"}, []string{"k2", "p", "k1"}, true, 0},
+		{"unpartitioned-dv-tiny-index", nil, []string{"k1", "k2"}, true, 4096},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			mem := checkedMem(t)
@@ -233,7 +238,7 @@ func TestUpsertProperty(t *testing.T) {
 			cfg := testConfig(fileURI(t), func(c *Config) {
 				c.WriteMode, c.MergeKeys, c.PartitionBy = ModeUpsert, tc.keys, tc.partition
 				c.Parquet.RowGroupRows = 16
-				c.DeletionVectors = tc.dvs
+				c.DeletionVectors, c.KeyIndexMaxBytes = tc.dvs, tc.maxBytes
 			})
 			w := openWriter(t, cfg, mem)
 			db := duckcheck.Open(t)

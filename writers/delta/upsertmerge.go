@@ -55,17 +55,17 @@ func (o *mergeOutcome) empty(path string) {
 	o.emptied++
 }
 
-// mark records that the file at path loses the rows gone (ascending
-// positions, the old deletion vector's included) through a new deletion
-// vector.
-func (o *mergeOutcome) mark(path string, gone []int64) error {
+// mark records that the file at path, of rows rows, loses the rows gone
+// (ascending positions, the old deletion vector's included) through a new
+// deletion vector.
+func (o *mergeOutcome) mark(path string, rows int64, gone []int64) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	dv, err := o.dvs.Add(gone)
 	if err != nil {
 		return fmt.Errorf("delta: upsert: deletion vector of %s: %w", path, err)
 	}
-	o.updates = append(o.updates, dvUpdate{Path: path, DeletionVector: dv})
+	o.updates = append(o.updates, dvUpdate{Path: path, DeletionVector: dv, Rows: rows})
 	return nil
 }
 
@@ -237,7 +237,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		out.empty(a.Path)
 		return nil
 	case out.dvs != nil:
-		return out.mark(a.Path, gone)
+		return out.mark(a.Path, rows, gone)
 	}
 	if r == nil {
 		if err := open(); err != nil {

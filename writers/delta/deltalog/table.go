@@ -84,7 +84,8 @@ func NewTable(schema *arrow.Schema, partitionColumns []string, configuration map
 
 // newProtocol returns the lowest protocol a new table with schema s and
 // configuration conf needs: (1,2) without features, else (3,7) listing
-// every feature in use (appendOnly too, as (3,7) no longer implies it).
+// every feature in use (appendOnly too when the table is append-only, as
+// (3,7) no longer implies it).
 func newProtocol(s *Schema, conf map[string]string) Protocol {
 	var features []string
 	if s.usesType("timestamp_ntz") {
@@ -97,7 +98,7 @@ func newProtocol(s *Schema, conf map[string]string) Protocol {
 		return Protocol{MinReaderVersion: 1, MinWriterVersion: 2}
 	}
 	writer := slices.Clone(features)
-	if conf["delta.appendOnly"] != "" {
+	if strings.EqualFold(conf["delta.appendOnly"], "true") {
 		writer = append([]string{"appendOnly"}, writer...)
 	}
 	return Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: features, WriterFeatures: writer}

@@ -108,7 +108,7 @@ func TestNewTableFeatures(t *testing.T) {
 		t.Fatalf("protocol %+v", p)
 	}
 	acts, err = NewTable(arrow.NewSchema([]arrow.Field{{Name: "t", Type: arrow.PrimitiveTypes.Int64}}, nil), nil,
-		map[string]string{"delta.enableDeletionVectors": "true", "delta.appendOnly": "false"})
+		map[string]string{"delta.enableDeletionVectors": "true", "delta.appendOnly": "true"})
 	if err != nil {
 		t.Fatal(err)
 	}
