@@ -4,6 +4,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
 
 // storedKeys returns rec with its timestamp merge-key columns in
@@ -49,7 +51,8 @@ func storedKeys(mem memory.Allocator, rec arrow.RecordBatch, keys []string) arro
 	return out
 }
 
-// micros converts ts to microseconds of type typ, as parquetio stores it.
+// micros converts ts to microseconds of type typ, as parquetio stores it
+// (parquetio.TimestampMicros).
 func micros(mem memory.Allocator, ts *array.Timestamp, typ arrow.DataType) arrow.Array {
 	b := array.NewTimestampBuilder(mem, typ.(*arrow.TimestampType))
 	defer b.Release()
@@ -60,25 +63,7 @@ func micros(mem memory.Allocator, ts *array.Timestamp, typ arrow.DataType) arrow
 			b.UnsafeAppendBoolToBitmap(false)
 			continue
 		}
-		b.UnsafeAppend(arrow.Timestamp(toMicros(int64(v), unit)))
+		b.UnsafeAppend(arrow.Timestamp(parquetio.TimestampMicros(int64(v), unit)))
 	}
 	return b.NewArray()
-}
-
-// toMicros converts v in unit to microseconds, flooring nanoseconds (an
-// instant before 1970 maps to the microsecond that contains it).
-func toMicros(v int64, unit arrow.TimeUnit) int64 {
-	switch unit {
-	case arrow.Second:
-		return v * 1_000_000
-	case arrow.Millisecond:
-		return v * 1_000
-	case arrow.Nanosecond:
-		q := v / 1_000
-		if v%1_000 < 0 {
-			q--
-		}
-		return q
-	}
-	return v
 }

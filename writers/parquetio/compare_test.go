@@ -51,17 +51,7 @@ func goValue(arr arrow.Array, i int) any {
 	case *array.Date32:
 		return a.Value(i)
 	case *array.Timestamp:
-		unit := a.DataType().(*arrow.TimestampType).Unit
-		v := int64(a.Value(i))
-		switch unit {
-		case arrow.Second:
-			return v * 1_000_000
-		case arrow.Millisecond:
-			return v * 1_000
-		case arrow.Nanosecond:
-			return floorDiv(v, 1_000)
-		}
-		return v
+		return TimestampMicros(int64(a.Value(i)), a.DataType().(*arrow.TimestampType).Unit)
 	case *array.Decimal128:
 		return a.Value(i).ToString(a.DataType().(*arrow.Decimal128Type).Scale)
 	case *array.Dictionary:

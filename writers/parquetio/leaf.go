@@ -180,6 +180,21 @@ func timestampValues(_ *leaf, arr arrow.Array) valueFunc {
 	return func(i int) parquet.Value { return parquet.Int64Value(int64(v[i])) }
 }
 
+// TimestampMicros converts v, a timestamp in unit, to the microseconds the
+// files store: seconds and milliseconds scaled, nanoseconds floored (see
+// floorDiv). Callers comparing values with stored ones convert with it.
+func TimestampMicros(v int64, unit arrow.TimeUnit) int64 {
+	switch unit {
+	case arrow.Second:
+		return v * 1_000_000
+	case arrow.Millisecond:
+		return v * 1_000
+	case arrow.Nanosecond:
+		return floorDiv(v, 1_000)
+	}
+	return v
+}
+
 // floorDiv rounds toward negative infinity, so that a nanosecond instant
 // before 1970 maps to the microsecond that contains it.
 func floorDiv(a, b int64) int64 {
