@@ -248,10 +248,7 @@ func wideStats(stats string, rows int64) string {
 		fields = map[string]json.RawMessage{"numRecords": json.RawMessage(strconv.FormatInt(rows, 10))}
 	}
 	fields["tightBounds"] = json.RawMessage("false")
-	b, err := json.Marshal(fields)
-	if err != nil { // RawMessage values that came out of Unmarshal re-encode
-		return fmt.Sprintf(`{"numRecords":%d,"tightBounds":false}`, rows)
-	}
+	b, _ := json.Marshal(fields) // valid RawMessages always re-encode
 	return string(b)
 }
 

@@ -205,9 +205,9 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		r    storage.ReaderAtCloser
 		size int64
 	)
-	open := func() error {
-		if r, size, err = w.bucket.OpenReader(ctx, key); err != nil {
-			return fmt.Errorf("delta: upsert: open data file %s: %w", key, err)
+	open := func() (openErr error) {
+		if r, size, openErr = w.bucket.OpenReader(ctx, key); openErr != nil {
+			return fmt.Errorf("delta: upsert: open data file %s: %w", key, openErr)
 		}
 		return nil
 	}
