@@ -237,7 +237,7 @@ func (s *Service) commit(ctx context.Context, body []byte) (any, error) {
 		for i, e := range encoded {
 			d, err := base64.StdEncoding.DecodeString(e)
 			if err != nil {
-				return nil, writers.Errorf(writers.ErrInvalid, "%s: descriptors[%q][%d] is not valid base64: %v", what, name, i, err)
+				return nil, writers.Errorf(writers.ErrInvalid, "%s: descriptors[%q][%d] is not valid base64: %w", what, name, i, err)
 			}
 			handed[name] = append(handed[name], d)
 		}

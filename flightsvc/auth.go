@@ -185,7 +185,7 @@ func handshakeSecret(stream flight.FlightService_HandshakeServer) (string, error
 				raw, err = base64.RawStdEncoding.DecodeString(cred)
 			}
 			if err != nil {
-				return "", writers.Errorf(writers.ErrUnauthenticated, "auth: basic credentials are not valid base64: %v", err)
+				return "", writers.Errorf(writers.ErrUnauthenticated, "auth: basic credentials are not valid base64: %w", err)
 			}
 			_, password, _ := strings.Cut(string(raw), ":")
 			return password, nil

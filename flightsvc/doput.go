@@ -215,5 +215,5 @@ func streamError(err error) error {
 	if classified(err) {
 		return err
 	}
-	return writers.Errorf(writers.ErrInvalid, "doput: cannot decode the stream: %v", err)
+	return writers.Errorf(writers.ErrInvalid, "doput: cannot decode the stream: %w", err)
 }

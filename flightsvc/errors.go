@@ -31,7 +31,9 @@ var classCodes = []struct {
 }
 
 // Status maps err to the gRPC status error a client receives; it is the one
-// place where error classes become codes. In order: an error of a writers
+// place where error classes become codes. In order: a cancellation (a
+// context.Canceled anywhere in err's chain, unless the outcome of a commit
+// is unknown) is Canceled; an error of a writers
 // class gets that class's code (outcome unknown becomes Unknown and its
 // message always tells the client to reconcile with committed-epoch); an
 // error that already carries a gRPC status keeps it; context errors become
@@ -42,6 +44,12 @@ func Status(err error) error {
 		return nil
 	}
 	msg := err.Error()
+	if !errors.Is(err, writers.ErrOutcomeUnknown) && errors.Is(err, context.Canceled) {
+		// Cancelled, whatever the sink made of it: the client left or the
+		// server is stopping, and a hint such as "check that Kafka is up"
+		// would send an operator the wrong way.
+		return status.Error(codes.Canceled, msg)
+	}
 	if code, ok := classCode(err); ok {
 		if code == codes.Unknown && !strings.Contains(msg, "committed-epoch") {
 			msg += " (outcome unknown: reconcile with the committed-epoch action before retrying)"

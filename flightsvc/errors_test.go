@@ -38,6 +38,9 @@ func TestStatus(t *testing.T) {
 		{"wrapped class", fmt.Errorf("action commit: %w", writers.Errorf(writers.ErrConflict, "lost")), codes.Aborted, "action commit: lost"},
 		{"grpc status kept", status.Error(codes.OutOfRange, "far"), codes.OutOfRange, "far"},
 		{"canceled", fmt.Errorf("write: %w", context.Canceled), codes.Canceled, "write"},
+		{"canceled inside a class", writers.Errorf(writers.ErrUnavailable, "kafka: read marker topic: %w (check that Kafka is up)", context.Canceled), codes.Canceled, "read marker topic"},
+		{"outcome unknown over a cancellation", &writers.OutcomeUnknownError{Endpoint: "e", Err: context.Canceled}, codes.Unknown, "reconcile"},
+		{"reclassified cause", writers.Errorf(writers.ErrUnavailable, "retry: %w", writers.Errorf(writers.ErrConflict, "lost")), codes.Unavailable, "retry: lost"},
 		{"deadline", context.DeadlineExceeded, codes.DeadlineExceeded, "deadline"},
 		{"unclassified", errors.New("boom"), codes.Internal, "boom"},
 	}

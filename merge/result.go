@@ -109,7 +109,7 @@ func (r *Result) take(ctx context.Context, dst *[]arrow.RecordBatch, rec arrow.R
 		var err error
 		out[i], err = takeColumn(ctx, rec.Column(col), indices, idx)
 		if err != nil {
-			return writers.Errorf(writers.ErrInvalid, "merge: take rows of column %q of the collapsed changelog: %v", schema.Field(i).Name, err)
+			return writers.Errorf(writers.ErrInvalid, "merge: take rows of column %q of the collapsed changelog: %w", schema.Field(i).Name, err)
 		}
 	}
 	*dst = append(*dst, array.NewRecordBatch(schema, out, int64(len(idx))))

@@ -167,11 +167,11 @@ func (s *Server) Start(ctx context.Context) error {
 func (s *Server) start(ctx context.Context) (err error) {
 	// Bind first: a taken port should fail before the journal is touched.
 	if s.flightLn, err = net.Listen("tcp", s.cfg.Listen); err != nil {
-		return writers.Errorf(writers.ErrUnavailable, "server: listen %s: %v (is another server running? change listen)", s.cfg.Listen, err)
+		return writers.Errorf(writers.ErrUnavailable, "server: listen %s: %w (is another server running? change listen)", s.cfg.Listen, err)
 	}
 	if s.httpLn, err = net.Listen("tcp", s.cfg.HTTPListen); err != nil {
 		s.flightLn.Close()
-		return writers.Errorf(writers.ErrUnavailable, "server: http_listen %s: %v (is another server running? change http_listen)", s.cfg.HTTPListen, err)
+		return writers.Errorf(writers.ErrUnavailable, "server: http_listen %s: %w (is another server running? change http_listen)", s.cfg.HTTPListen, err)
 	}
 	var opened []flightsvc.Endpoint
 	defer func() {
@@ -189,7 +189,7 @@ func (s *Server) start(ctx context.Context) (err error) {
 	// may point at it.
 	if k := s.cfg.EmbeddedKafka; k.Enabled {
 		if s.kafka, err = embedded.Start(embedded.Options{Listen: k.Listen, Partitions: k.Partitions}); err != nil {
-			return writers.Errorf(writers.ErrUnavailable, "server: embedded_kafka: %v", err)
+			return writers.Errorf(writers.ErrUnavailable, "server: embedded_kafka: %w", err)
 		}
 		s.logger.Info("embedded kafka listening", "addrs", s.kafka.Addrs(), "partitions", k.Partitions)
 	}

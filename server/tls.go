@@ -18,13 +18,13 @@ func tlsConfig(c config.TLS) (*tls.Config, error) {
 	}
 	cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "server: tls.cert_file %s / tls.key_file %s: %v (give a PEM certificate and its private key)", c.CertFile, c.KeyFile, err)
+		return nil, writers.Errorf(writers.ErrInvalid, "server: tls.cert_file %s / tls.key_file %s: %w (give a PEM certificate and its private key)", c.CertFile, c.KeyFile, err)
 	}
 	tc := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	if c.ClientCAFile != "" {
 		pem, err := os.ReadFile(c.ClientCAFile)
 		if err != nil {
-			return nil, writers.Errorf(writers.ErrInvalid, "server: tls.client_ca_file: %v", err)
+			return nil, writers.Errorf(writers.ErrInvalid, "server: tls.client_ca_file: %w", err)
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {

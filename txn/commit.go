@@ -45,7 +45,9 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 		if answered || err != nil {
 			return st, err
 		}
-		t, _, _ = c.lockOrCreate(id, StatePrecommitted, nil)
+		if t, _, err = c.lockOrCreate(id, StatePrecommitted, nil); err != nil {
+			return Status{}, err
+		}
 	}
 	defer t.op.Unlock()
 	c.mu.Lock()

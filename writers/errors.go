@@ -32,19 +32,56 @@ var (
 	ErrPermissionDenied = errors.New("permission denied")
 )
 
+// classes lists every class; isClass tells them from other errors.
+var classes = []error{ErrInvalid, ErrNotFound, ErrWrongState, ErrConflict, ErrExhausted,
+	ErrUnavailable, ErrOutcomeUnknown, ErrUnauthenticated, ErrPermissionDenied}
+
 // Errorf formats an error of class class: Errorf(ErrInvalid, "delta: column
-// %q: ...", name). The class is wrapped, so errors.Is(err, class) holds.
+// %q: %w", name, err). Like fmt.Errorf it honours %w, so errors.Is and
+// errors.As reach the cause (a context.Canceled stays one).
+//
+// The class given here is the error's only class: a class the cause
+// carries is hidden from errors.Is (the caller has reclassified it), except
+// ErrOutcomeUnknown, which no wrapper may hide — a commit whose outcome is
+// unknown must never be rolled back as if it had failed.
 func Errorf(class error, format string, args ...any) error {
-	return &classed{class: class, msg: fmt.Sprintf(format, args...)}
+	return &classed{class: class, cause: cause{fmt.Errorf(format, args...)}}
 }
 
 type classed struct {
 	class error
-	msg   string
+	cause cause
 }
 
-func (e *classed) Error() string { return e.msg }
-func (e *classed) Unwrap() error { return e.class }
+func (e *classed) Error() string { return e.cause.err.Error() }
+
+// Unwrap returns the class and the cause.
+func (e *classed) Unwrap() []error { return []error{e.class, e.cause} }
+
+// cause is the formatted error of a classed error, with the classes of
+// what it wraps hidden (see Errorf). It has no Unwrap method so that
+// errors.Is and errors.As go through its own methods.
+type cause struct{ err error }
+
+func (c cause) Error() string { return c.err.Error() }
+
+func (c cause) Is(target error) bool {
+	if isClass(target) && target != ErrOutcomeUnknown {
+		return false
+	}
+	return errors.Is(c.err, target)
+}
+
+func (c cause) As(target any) bool { return errors.As(c.err, target) }
+
+func isClass(err error) bool {
+	for _, c := range classes {
+		if err == c {
+			return true
+		}
+	}
+	return false
+}
 
 // OutcomeUnknownError reports a commit whose result is unknown, with the
 // transaction to reconcile.

@@ -252,7 +252,7 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 		}
 		files, err := deltalog.ParseSchema(d.Schema)
 		if err != nil {
-			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: %v", i, err)
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: %w", i, err)
 		}
 		if evolved, err = reconcile(evolved, files, w.cfg.SchemaEvolution == EvolveAddColumns, true); err != nil {
 			return nil, fmt.Errorf("%w (descriptor %d; the table may have changed since precommit: replay the transaction)", err, i)

@@ -111,7 +111,7 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&d); err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor is not a Delta sink descriptor (%v): hand over only descriptors precommitted by a delta endpoint", err)
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor is not a Delta sink descriptor (%w): hand over only descriptors precommitted by a delta endpoint", err)
 	}
 	if dec.More() {
 		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor has trailing data: hand over the descriptor exactly as precommit returned it")
@@ -181,7 +181,7 @@ func (u *upsertPlan) checkUpdates() error {
 func checkAddPath(p string) error {
 	key, err := url.PathUnescape(p)
 	if err != nil {
-		return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not URI-encoded: %v", p, err)
+		return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not URI-encoded: %w", p, err)
 	}
 	for _, s := range []string{p, key} {
 		clean := path.Clean(s)

@@ -1,10 +1,8 @@
 package delta
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 // metrics are one Delta endpoint's sink metrics (the Registerer of
@@ -58,17 +56,7 @@ func newMetrics() *metrics {
 	}
 }
 
-// register adds every metric to reg; a nil reg registers nothing.
-func (m *metrics) register(reg prometheus.Registerer) error {
-	if reg == nil {
-		return nil
-	}
-	var errs []error
-	for _, c := range []prometheus.Collector{m.filesWritten, m.bytesWritten, m.version, m.conflicts, m.retries, m.commits, m.upsertFiles, m.keyIndexBytes} {
-		errs = append(errs, reg.Register(c))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("delta: register metrics: %w", err)
-	}
-	return nil
+// register adds every metric to reg (nil: none) until Unregister.
+func (m *metrics) register(reg prometheus.Registerer) (*writers.Metrics, error) {
+	return writers.RegisterMetrics(reg, "delta", m.filesWritten, m.bytesWritten, m.version, m.conflicts, m.retries, m.commits, m.upsertFiles, m.keyIndexBytes)
 }

@@ -58,7 +58,7 @@ func (w *Writer) createFromDescriptors(ctx context.Context, ds []*descriptor) (*
 		}
 		s, err := deltalog.ParseSchema(d.Schema)
 		if err != nil {
-			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor schema: %v", err)
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor schema: %w", err)
 		}
 		in, err := s.ToArrow()
 		if err != nil {

@@ -27,14 +27,15 @@ var (
 // concurrent use within the writers.Writer contract (calls for one key are
 // never concurrent).
 type Writer struct {
-	cfg    *Config
-	env    writers.Env
-	log    *slog.Logger
-	mem    memory.Allocator
-	m      *metrics
-	parts  partitioner
-	bucket *storage.Bucket // set by Open, read-only afterwards
-	keys   *keyCache       // upsert's per-file key indexes; nil when disabled
+	cfg        *Config
+	env        writers.Env
+	log        *slog.Logger
+	mem        memory.Allocator
+	m          *metrics
+	registered *writers.Metrics // m on env.Registerer, until Close
+	parts      partitioner
+	bucket     *storage.Bucket // set by Open, read-only afterwards
+	keys       *keyCache       // upsert's per-file key indexes; nil when disabled
 	// warmCtx bounds the key warm-ups (warmKeys), which warming counts;
 	// Close cancels it and waits.
 	warmCtx  context.Context
@@ -51,6 +52,12 @@ type Writer struct {
 	closed     bool
 	warmDone   chan struct{} // closed when the last warm-up started ends
 }
+
+var (
+	_ writers.Writer         = (*Writer)(nil)
+	_ writers.SchemaReporter = (*Writer)(nil)
+	_ writers.SchemaChecker  = (*Writer)(nil)
+)
 
 var (
 	_ writers.Writer         = (*Writer)(nil)
@@ -85,9 +92,11 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	}
 	w.warmCtx, w.stopWarm = context.WithCancel(context.Background())
 	w.m.version.Set(-1)
-	if err := w.m.register(env.Registerer); err != nil {
+	reg, err := w.m.register(env.Registerer)
+	if err != nil {
 		return nil, err
 	}
+	w.registered = reg
 	return w, nil
 }
 
@@ -126,6 +135,7 @@ func (w *Writer) Close(ctx context.Context) error {
 		return nil
 	}
 	w.closed = true
+	w.registered.Unregister()
 	stages := w.stages
 	w.stages = make(map[writers.TxnKey]*stage)
 	w.mu.Unlock()

@@ -15,7 +15,6 @@ package discard
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -72,8 +71,9 @@ type sinkState struct {
 
 // Writer is the discard writer. All methods are safe for concurrent use.
 type Writer struct {
-	schema *arrow.Schema
-	sink   *sinkState
+	schema  *arrow.Schema
+	sink    *sinkState
+	metrics *writers.Metrics // nil unless built by Sink
 
 	mu           sync.Mutex // guards the following fields
 	staged       map[writers.TxnKey]Totals
@@ -128,6 +128,7 @@ func (w *Writer) Open(context.Context) error { return nil }
 // Close forgets staged data; precommitted descriptors stay committable, as
 // they carry their own counts. Close is idempotent.
 func (w *Writer) Close(context.Context) error {
+	w.metrics.Unregister()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	clear(w.staged)
@@ -177,7 +178,7 @@ func (w *Writer) Commit(_ context.Context, key writers.TxnKey, descs []writers.D
 	for i, d := range descs {
 		var t Totals
 		if err := json.Unmarshal(d, &t); err != nil {
-			return writers.CommitInfo{}, writers.Errorf(writers.ErrInvalid, "discard: descriptor %d is not a discard descriptor (%v): hand over only descriptors precommitted by a discard endpoint", i, err)
+			return writers.CommitInfo{}, writers.Errorf(writers.ErrInvalid, "discard: descriptor %d is not a discard descriptor (%w): hand over only descriptors precommitted by a discard endpoint", i, err)
 		}
 		sum.add(t)
 	}
@@ -230,9 +231,7 @@ func (w *Writer) Check(context.Context) error { return nil }
 // registerMetrics exports the committed totals, the sink-side truth that
 // process-level tests and operators read: quiver_discard_committed_*_total.
 func (w *Writer) registerMetrics(reg prometheus.Registerer) error {
-	if reg == nil {
-		return nil
-	}
+	var cs []prometheus.Collector
 	for _, m := range []struct {
 		name, help string
 		value      func(Totals) int64
@@ -241,13 +240,15 @@ func (w *Writer) registerMetrics(reg prometheus.Registerer) error {
 		{"bytes", "Arrow bytes published by commits of the discard sink.", func(t Totals) int64 { return t.Bytes }},
 		{"batches", "Batches published by commits of the discard sink.", func(t Totals) int64 { return t.Batches }},
 	} {
-		c := prometheus.NewCounterFunc(prometheus.CounterOpts{
+		cs = append(cs, prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "quiver_discard_committed_" + m.name + "_total",
 			Help: m.help,
-		}, func() float64 { return float64(m.value(w.Committed())) })
-		if err := reg.Register(c); err != nil {
-			return fmt.Errorf("discard: register metrics: %w", err)
-		}
+		}, func() float64 { return float64(m.value(w.Committed())) }))
 	}
+	metrics, err := writers.RegisterMetrics(reg, "discard", cs...)
+	if err != nil {
+		return err
+	}
+	w.metrics = metrics
 	return nil
 }

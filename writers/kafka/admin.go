@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,7 +33,7 @@ func (w *Writer) newAdmin(opts ...kgo.Opt) (*kgo.Client, error) {
 	base := []kgo.Opt{kgo.SeedBrokers(w.cfg.Brokers...), kgo.MetadataMinAge(50 * time.Millisecond)}
 	cl, err := kgo.NewClient(append(base, opts...)...)
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "kafka: brokers %v: %v", w.cfg.Brokers, err)
+		return nil, writers.Errorf(writers.ErrInvalid, "kafka: brokers %v: %w", w.cfg.Brokers, err)
 	}
 	return cl, nil
 }
@@ -56,7 +57,7 @@ func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (info to
 		return info, false, nil
 	}
 	if td.Err != nil {
-		return info, false, writers.Errorf(writers.ErrUnavailable, "kafka: metadata of topic %q: %v", topic, td.Err)
+		return info, false, writers.Errorf(writers.ErrUnavailable, "kafka: metadata of topic %q: %w", topic, td.Err)
 	}
 	info.partitions = len(td.Partitions)
 	info.maxBytes = defaultMaxMessageBytes
@@ -101,7 +102,7 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, create *Cr
 		return info, unreachable(err)
 	}
 	if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
-		return info, writers.Errorf(writers.ErrInvalid, "kafka: create topic %q: %v %s (check create_topic)", topic, resp.Err, resp.ErrMessage)
+		return info, writers.Errorf(writers.ErrInvalid, "kafka: create topic %q: %w %s (check create_topic)", topic, resp.Err, resp.ErrMessage)
 	}
 	// A created topic reaches every broker's metadata a little later.
 	tick := time.NewTicker(50 * time.Millisecond)
@@ -119,9 +120,13 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, create *Cr
 	}
 }
 
-// unreachable classifies a failed broker request.
+// unreachable classifies a failed broker request. A request the caller
+// cancelled stays a cancellation: Kafka may well be up.
 func unreachable(err error) error {
-	return writers.Errorf(writers.ErrUnavailable, "kafka: brokers unreachable: %v (check brokers and that Kafka is up)", err)
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("kafka: broker request: %w", err)
+	}
+	return writers.Errorf(writers.ErrUnavailable, "kafka: brokers unreachable: %w (check brokers and that Kafka is up)", err)
 }
 
 // markerTopicSpec creates the marker topic: one partition, compacted, the

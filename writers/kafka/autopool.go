@@ -143,15 +143,15 @@ func (w *Writer) loadInstance() (string, error) {
 		return id, nil
 	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return "", writers.Errorf(writers.ErrUnavailable, "kafka: read %s: %v (check data_dir)", path, err)
+		return "", writers.Errorf(writers.ErrUnavailable, "kafka: read %s: %w (check data_dir)", path, err)
 	}
 	id := strings.ToLower(rand.Text()[:12]) // 60 random bits
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(id+"\n"), 0o644); err != nil {
-		return "", writers.Errorf(writers.ErrUnavailable, "kafka: write %s: %v (check data_dir)", tmp, err)
+		return "", writers.Errorf(writers.ErrUnavailable, "kafka: write %s: %w (check data_dir)", tmp, err)
 	}
 	if err := os.Rename(tmp, path); err != nil {
-		return "", writers.Errorf(writers.ErrUnavailable, "kafka: create %s: %v (check data_dir)", path, err)
+		return "", writers.Errorf(writers.ErrUnavailable, "kafka: create %s: %w (check data_dir)", path, err)
 	}
 	return id, nil
 }

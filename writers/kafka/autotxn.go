@@ -41,7 +41,7 @@ func (w *Writer) beginAuto(ctx context.Context) (*autoTxn, error) {
 	}
 	if err := prod.p.p.BeginTxn(); err != nil {
 		w.returnAuto(ctx, prod, false)
-		return nil, writers.Errorf(writers.ErrUnavailable, "kafka: begin the transaction of an auto-commit stream: %v: nothing was sent; send the stream again", err)
+		return nil, writers.Errorf(writers.ErrUnavailable, "kafka: begin the transaction of an auto-commit stream: %w: nothing was sent; send the stream again", err)
 	}
 	return &autoTxn{prod: prod, d: newBudgetedDelivery(autoInflightBytes)}, nil
 }
@@ -84,7 +84,7 @@ func (w *Writer) sendAuto(ctx context.Context, st *stage) error {
 	for i, m := range st.msgs {
 		if err := a.prod.p.send(ctx, a.d, m); err != nil {
 			a.sent += int64(i)
-			st.failed = writers.Errorf(writers.ErrUnavailable, "kafka: auto-commit stream cut while sending a batch (%v): roll it back and send it again", err)
+			st.failed = writers.Errorf(writers.ErrUnavailable, "kafka: auto-commit stream cut while sending a batch (%w): roll it back and send it again", err)
 			return st.failed
 		}
 	}

@@ -27,7 +27,7 @@ func (d descriptor) encode() writers.Descriptor {
 func decodeDescriptor(endpoint string, i int, b writers.Descriptor) (descriptor, error) {
 	var d descriptor
 	if err := json.Unmarshal(b, &d); err != nil {
-		return d, writers.Errorf(writers.ErrInvalid, "kafka: descriptor %d is not a Kafka descriptor (%v): hand over only descriptors precommitted by a Kafka endpoint", i, err)
+		return d, writers.Errorf(writers.ErrInvalid, "kafka: descriptor %d is not a Kafka descriptor (%w): hand over only descriptors precommitted by a Kafka endpoint", i, err)
 	}
 	if d.Endpoint != endpoint {
 		return d, writers.Errorf(writers.ErrInvalid, "kafka: descriptor %d was precommitted by endpoint %q, not %q: Kafka endpoints commit only their own descriptors", i, d.Endpoint, endpoint)

@@ -46,7 +46,7 @@ func (e *encoder) valueEncoder(ctx context.Context, s *arrow.Schema) (valueEncod
 	case FormatAvro:
 		a, err := kafkaenc.NewAvro(s, e.w.cfg.Topic)
 		if err != nil {
-			return nil, writers.Errorf(writers.ErrInvalid, "kafka: %v", err)
+			return nil, writers.Errorf(writers.ErrInvalid, "kafka: %w", err)
 		}
 		id, err := e.w.registry.Register(ctx, a.SchemaText())
 		if err != nil {
@@ -57,7 +57,7 @@ func (e *encoder) valueEncoder(ctx context.Context, s *arrow.Schema) (valueEncod
 	default:
 		j, err := kafkaenc.NewJSON(s, kafkaenc.Options{EpochMillis: e.w.cfg.Timestamps == TimestampsEpochMillis})
 		if err != nil {
-			return nil, writers.Errorf(writers.ErrInvalid, "kafka: %v", err)
+			return nil, writers.Errorf(writers.ErrInvalid, "kafka: %w", err)
 		}
 		v = j
 	}
@@ -76,7 +76,7 @@ func (e *encoder) encode(ctx context.Context, rec arrow.RecordBatch, emit emitFu
 	if e.w.cfg.KeyColumn != "" && e.keys == nil {
 		k, err := kafkaenc.NewKeys(rec.Schema(), e.w.cfg.KeyColumn)
 		if err != nil {
-			return 0, writers.Errorf(writers.ErrInvalid, "kafka: key_column: %v", err)
+			return 0, writers.Errorf(writers.ErrInvalid, "kafka: key_column: %w", err)
 		}
 		e.keys = k
 	}
@@ -123,7 +123,7 @@ func (e *encoder) rows(ctx context.Context, rec arrow.RecordBatch, deletes bool,
 	e.vb.Reset()
 	if e.keys != nil {
 		if err := e.keys.Encode(rec, &e.kb); err != nil {
-			return 0, writers.Errorf(writers.ErrInvalid, "kafka: key_column: %v", err)
+			return 0, writers.Errorf(writers.ErrInvalid, "kafka: key_column: %w", err)
 		}
 	}
 	if !deletes {
@@ -132,7 +132,7 @@ func (e *encoder) rows(ctx context.Context, rec arrow.RecordBatch, deletes bool,
 			return 0, err
 		}
 		if err := v.Encode(rec, &e.vb); err != nil {
-			return 0, writers.Errorf(writers.ErrInvalid, "kafka: %v", err)
+			return 0, writers.Errorf(writers.ErrInvalid, "kafka: %w", err)
 		}
 	}
 	upsert := e.w.cfg.Envelope == EnvelopeUpsert

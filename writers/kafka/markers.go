@@ -3,6 +3,8 @@ package kafka
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -72,11 +74,14 @@ func (w *Writer) readMarkers(ctx context.Context, writer string) (int64, bool, e
 	key := w.markerKey(writer)
 	for len(last) > 0 {
 		fs := cl.PollFetches(ctx)
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return 0, false, fmt.Errorf("kafka: read marker topic %q: %w", topic, ctx.Err())
+		}
 		if err := ctx.Err(); err != nil {
-			return 0, false, writers.Errorf(writers.ErrUnavailable, "kafka: read marker topic %q: %v (check that Kafka is up)", topic, err)
+			return 0, false, writers.Errorf(writers.ErrUnavailable, "kafka: read marker topic %q: %w (check that Kafka is up)", topic, err)
 		}
 		for _, fe := range fs.Errors() {
-			return 0, false, writers.Errorf(writers.ErrUnavailable, "kafka: read marker topic %q partition %d: %v", topic, fe.Partition, fe.Err)
+			return 0, false, writers.Errorf(writers.ErrUnavailable, "kafka: read marker topic %q partition %d: %w", topic, fe.Partition, fe.Err)
 		}
 		fs.EachRecord(func(r *kgo.Record) {
 			if end, ok := last[r.Partition]; ok && r.Offset >= end {

@@ -2,9 +2,9 @@ package kafka
 
 import (
 	"errors"
-	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 // metrics of one Kafka endpoint (the registerer carries the endpoint
@@ -16,6 +16,9 @@ type metrics struct {
 	commitSeconds prometheus.Histogram
 	markerReads   prometheus.Counter
 	autoProducers prometheus.Counter
+	// registered holds the collectors on the endpoint's Registerer until
+	// the writer closes.
+	registered *writers.Metrics
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -40,13 +43,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "quiver_kafka_auto_producers_started_total", Help: "Transactional producers started (InitProducerId) for the pool of auto-commit streams.",
 		}),
 	}
-	if reg != nil {
-		for _, c := range []prometheus.Collector{m.staged, m.records, m.commits, m.commitSeconds, m.markerReads, m.autoProducers} {
-			if err := reg.Register(c); err != nil {
-				return nil, fmt.Errorf("kafka: register metrics: %w", err)
-			}
-		}
+	registered, err := writers.RegisterMetrics(reg, "kafka", m.staged, m.records, m.commits, m.commitSeconds, m.markerReads, m.autoProducers)
+	if err != nil {
+		return nil, err
 	}
+	m.registered = registered
 	return m, nil
 }
 

@@ -17,12 +17,12 @@ func registryError(err error) error {
 	if errors.As(err, &re) {
 		switch {
 		case re.StatusCode == http.StatusUnauthorized:
-			return writers.Errorf(writers.ErrUnauthenticated, "kafka: schema registry: %v (check the registry's credentials)", err)
+			return writers.Errorf(writers.ErrUnauthenticated, "kafka: schema registry: %w (check the registry's credentials)", err)
 		case re.StatusCode == http.StatusForbidden:
-			return writers.Errorf(writers.ErrPermissionDenied, "kafka: schema registry: %v", err)
+			return writers.Errorf(writers.ErrPermissionDenied, "kafka: schema registry: %w", err)
 		case re.StatusCode >= 400 && re.StatusCode < 500:
-			return writers.Errorf(writers.ErrInvalid, "kafka: schema registry refused the schema: %v (fix the schema or the subject's compatibility level)", err)
+			return writers.Errorf(writers.ErrInvalid, "kafka: schema registry refused the schema: %w (fix the schema or the subject's compatibility level)", err)
 		}
 	}
-	return writers.Errorf(writers.ErrUnavailable, "kafka: schema registry unreachable: %v (check schema_registry.url)", err)
+	return writers.Errorf(writers.ErrUnavailable, "kafka: schema registry unreachable: %w (check schema_registry.url)", err)
 }

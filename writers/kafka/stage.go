@@ -93,7 +93,7 @@ type stageWriter struct {
 func createStage(path string) (*stageWriter, error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrUnavailable, "kafka: create staging file: %v (check data_dir is writable)", err)
+		return nil, writers.Errorf(writers.ErrUnavailable, "kafka: create staging file: %w (check data_dir is writable)", err)
 	}
 	s := &stageWriter{f: f, bw: bufio.NewWriterSize(f, 1<<20)}
 	if err := s.append([]byte(stageMagic), 0); err != nil {
@@ -107,7 +107,7 @@ func createStage(path string) (*stageWriter, error) {
 // a batch is staged entirely or (on error) the stage is unusable.
 func (s *stageWriter) append(frames []byte, n int) error {
 	if _, err := s.bw.Write(frames); err != nil {
-		return writers.Errorf(writers.ErrUnavailable, "kafka: write staging file %s: %v (check free space in data_dir)", s.f.Name(), err)
+		return writers.Errorf(writers.ErrUnavailable, "kafka: write staging file %s: %w (check free space in data_dir)", s.f.Name(), err)
 	}
 	s.crc = crc32.Update(s.crc, castagnoli, frames)
 	s.size += int64(len(frames))
@@ -132,7 +132,7 @@ func (s *stageWriter) finish(final string, durable bool) error {
 		err = syncDir(filepath.Dir(final))
 	}
 	if err != nil {
-		return writers.Errorf(writers.ErrUnavailable, "kafka: make staging file %s durable: %v (check data_dir)", final, err)
+		return writers.Errorf(writers.ErrUnavailable, "kafka: make staging file %s durable: %w (check data_dir)", final, err)
 	}
 	return nil
 }
@@ -170,7 +170,7 @@ func readStage(d descriptor, fn func(record) error) error {
 		return writers.Errorf(writers.ErrInvalid, "kafka: staging file %s is gone: the transaction was rolled back or committed elsewhere; replay the epoch", d.Path)
 	}
 	if err != nil {
-		return writers.Errorf(writers.ErrUnavailable, "kafka: open staging file: %v", err)
+		return writers.Errorf(writers.ErrUnavailable, "kafka: open staging file: %w", err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || st.Size() != d.Size {

@@ -99,7 +99,7 @@ func (w *Writer) commitAttempt(ctx context.Context, slot *txnSlot, key writers.T
 	}
 	p := slot.p
 	if err := p.p.BeginTxn(); err != nil {
-		return false, &abortedError{writers.Errorf(writers.ErrUnavailable, "kafka: begin transaction for %s: %v: nothing was published; retry the commit", key, err)}
+		return false, &abortedError{writers.Errorf(writers.ErrUnavailable, "kafka: begin transaction for %s: %w: nothing was published; retry the commit", key, err)}
 	}
 	dd, dlqd := newDelivery(), newDelivery()
 	total, sendErr := w.sendStaged(ctx, ds, p, dd, dlqd)

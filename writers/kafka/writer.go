@@ -90,7 +90,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	if cfg.Format == FormatAvro {
 		r, err := kafkaenc.NewRegistry(cfg.SchemaRegistry.URL, cfg.Topic+"-value")
 		if err != nil {
-			return nil, writers.Errorf(writers.ErrInvalid, "kafka: schema_registry.url: %v", err)
+			return nil, writers.Errorf(writers.ErrInvalid, "kafka: schema_registry.url: %w", err)
 		}
 		w.registry = r
 	}
@@ -175,7 +175,7 @@ func (w *Writer) Open(ctx context.Context) (err error) {
 func (w *Writer) newPipe(maxBytes int, txnID string, txnTimeout time.Duration) (*pipe, error) {
 	p, err := sarama.NewAsyncProducer(w.cfg.Brokers, w.producerConfig(maxBytes, txnID, txnTimeout))
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrUnavailable, "kafka: start producer: %v (check brokers and that Kafka is up)", err)
+		return nil, writers.Errorf(writers.ErrUnavailable, "kafka: start producer: %w (check brokers and that Kafka is up)", err)
 	}
 	return newPipe(p), nil
 }
@@ -223,6 +223,7 @@ func (w *Writer) Close(ctx context.Context) error {
 		return nil
 	}
 	w.closed = true
+	w.m.registered.Unregister()
 	stages := w.stages
 	w.stages = map[writers.TxnKey]*stage{}
 	w.mu.Unlock()
@@ -258,7 +259,7 @@ func (w *Writer) closeClients() {
 // crash left them before precommit, so nobody can commit them.
 func (w *Writer) cleanStaging() error {
 	if err := os.MkdirAll(w.dir, 0o755); err != nil {
-		return writers.Errorf(writers.ErrUnavailable, "kafka: create staging folder: %v (check data_dir)", err)
+		return writers.Errorf(writers.ErrUnavailable, "kafka: create staging folder: %w (check data_dir)", err)
 	}
 	open, err := filepath.Glob(filepath.Join(w.dir, "*.open"))
 	if err != nil {

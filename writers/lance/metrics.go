@@ -1,10 +1,8 @@
 package lance
 
 import (
-	"errors"
-	"fmt"
-
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 // metrics are one Lance endpoint's sink metrics (the Registerer of
@@ -84,19 +82,9 @@ func newMetrics() *metrics {
 	return m
 }
 
-// register adds every metric to reg; a nil reg registers nothing.
-func (m *metrics) register(reg prometheus.Registerer) error {
-	if reg == nil {
-		return nil
-	}
-	var errs []error
-	for _, c := range []prometheus.Collector{m.rowsWritten, m.filesWritten, m.bytesWritten, m.version, m.commits, m.rebases, m.conflicts, m.mergeRows, m.delFiles, m.delBytes, m.indexKeys, m.indexBytes, m.indexSyncs} {
-		errs = append(errs, reg.Register(c))
-	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("lance: register metrics: %w", err)
-	}
-	return nil
+// register adds every metric to reg (nil: none) until Unregister.
+func (m *metrics) register(reg prometheus.Registerer) (*writers.Metrics, error) {
+	return writers.RegisterMetrics(reg, "lance", m.rowsWritten, m.filesWritten, m.bytesWritten, m.version, m.commits, m.rebases, m.conflicts, m.mergeRows, m.delFiles, m.delBytes, m.indexKeys, m.indexBytes, m.indexSyncs)
 }
 
 // countMerge adds a committed merge's row counts.

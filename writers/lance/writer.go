@@ -32,8 +32,9 @@ type Writer struct {
 	known  *lanceformat.Schema
 	closed bool
 
-	hist history // committed epochs read from the version history
-	m    *metrics
+	hist       history // committed epochs read from the version history
+	m          *metrics
+	registered *writers.Metrics // m on env.Registerer, until Close
 
 	idxMu sync.Mutex // guards idx and serializes merge planning
 	// idx is the merge_insert key index; nil in append mode, with
@@ -45,6 +46,11 @@ type Writer struct {
 	// the last one (transactions of one stream tend to be alike).
 	lastSourceRows atomic.Int64
 }
+
+var (
+	_ writers.Writer         = (*Writer)(nil)
+	_ writers.SchemaReporter = (*Writer)(nil)
+)
 
 var (
 	_ writers.Writer         = (*Writer)(nil)
@@ -63,9 +69,11 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	}
 	w := &Writer{cfg: cfg, env: env, log: env.Logger, stages: make(map[writers.TxnKey]*stage),
 		hist: history{epochs: make(map[string]committedAt)}, m: newMetrics()}
-	if err := w.m.register(env.Registerer); err != nil {
+	reg, err := w.m.register(env.Registerer)
+	if err != nil {
 		return nil, err
 	}
+	w.registered = reg
 	if cfg.WriteMode == ModeMergeInsert && cfg.KeyIndexMaxBytes > 0 {
 		w.idx = newKeyIndex()
 	}
@@ -122,6 +130,7 @@ func (w *Writer) Close(ctx context.Context) error {
 		return nil
 	}
 	w.closed = true
+	w.registered.Unregister()
 	stages := w.stages
 	w.stages = nil
 	w.mu.Unlock()

@@ -21,7 +21,7 @@ const defaultBatchRows = 65536
 func readFile(ctx context.Context, r io.ReaderAt, size int64, mem memory.Allocator, opts ReadOptions) (array.RecordReader, error) {
 	pf, err := file.NewParquetReader(io.NewSectionReader(r, 0, size), file.WithReadProps(parquet.NewReaderProperties(mem)))
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: open parquet file: %v", err)
+		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: open parquet file: %w", err)
 	}
 	rd, err := openRecords(ctx, pf, mem, opts)
 	if err != nil {
@@ -38,7 +38,7 @@ func openRecords(ctx context.Context, pf *file.Reader, mem memory.Allocator, opt
 	}
 	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{BatchSize: batch}, mem)
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: read parquet schema: %v", err)
+		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: read parquet schema: %w", err)
 	}
 	fields, err := selectFields(fr, opts.Columns)
 	if err != nil {
@@ -46,7 +46,7 @@ func openRecords(ctx context.Context, pf *file.Reader, mem memory.Allocator, opt
 	}
 	inner, err := fr.GetRecordReader(ctx, leafColumns(pf, fields), nil)
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: read parquet columns: %v", err)
+		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: read parquet columns: %w", err)
 	}
 	rd := &recordReader{inner: inner, file: pf, mem: mem}
 	rd.refs.Store(1)

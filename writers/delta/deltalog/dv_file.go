@@ -93,7 +93,7 @@ func (f *DeletionVectorFile) Len() int { return f.n }
 func encodeBitmap(bm *roaring64.Bitmap) ([]byte, error) {
 	body, err := bm.ToBytes()
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "delta: deletion vector: serialize bitmap: %v", err)
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: deletion vector: serialize bitmap: %w", err)
 	}
 	return append(binary.LittleEndian.AppendUint32(make([]byte, 0, 4+len(body)), dvMagic), body...), nil
 }

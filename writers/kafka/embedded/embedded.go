@@ -59,7 +59,7 @@ func Start(o Options) (*Cluster, error) {
 	if o.Listen != "" {
 		host, p, err := net.SplitHostPort(o.Listen)
 		if err != nil {
-			return nil, fmt.Errorf("embedded kafka: listen %q: %v (use host:port)", o.Listen, err)
+			return nil, fmt.Errorf("embedded kafka: listen %q: %w (use host:port)", o.Listen, err)
 		}
 		if host != "" && host != "127.0.0.1" && host != "localhost" {
 			return nil, fmt.Errorf("embedded kafka: listen %q: the embedded broker only binds 127.0.0.1", o.Listen)

@@ -161,7 +161,7 @@ func FromArrow(s *arrow.Schema) (*Schema, error) {
 	add = func(af arrow.Field, parent int32) error {
 		lt, err := logicalType(af.Type)
 		if err != nil {
-			return writers.Errorf(writers.ErrInvalid, "lance: column %q: %v", af.Name, err)
+			return writers.Errorf(writers.ErrInvalid, "lance: column %q: %w", af.Name, err)
 		}
 		f := Field{Name: af.Name, ID: next, ParentID: parent, LogicalType: lt, Nullable: af.Nullable,
 			Encoding: encodingPlain, Metadata: arrowMeta(af.Metadata)}
@@ -261,7 +261,7 @@ func (s *Schema) arrowField(f Field) (arrow.Field, error) {
 	}
 	t, err := parseLogicalType(f.LogicalType)
 	if err != nil {
-		return af, writers.Errorf(writers.ErrInvalid, "lance: column %q: %v", f.Name, err)
+		return af, writers.Errorf(writers.ErrInvalid, "lance: column %q: %w", f.Name, err)
 	}
 	af.Type = t
 	return af, nil

@@ -25,6 +25,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -109,18 +110,31 @@ func install() {
 		setupErr = err.Error()
 		return
 	}
+	// Test binaries of several packages install at once (go test runs
+	// them in parallel): one at a time, and files replaced atomically so
+	// that a running probe never reads half a package.json.
+	lock, err := os.OpenFile(filepath.Join(dir, ".install.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		setupErr = err.Error()
+		return
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		setupErr = "lock the probe folder: " + err.Error()
+		return
+	}
 	for _, f := range []string{"package.json", "probe.mjs"} {
 		b, err := os.ReadFile(filepath.Join(src, f))
 		if err != nil {
 			setupErr = "read probe source (set QUIVER_LANCE_PROBE_SRC): " + err.Error()
 			return
 		}
-		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+		if err := replaceFile(filepath.Join(dir, f), b); err != nil {
 			setupErr = err.Error()
 			return
 		}
 	}
-	if err := os.WriteFile(filepath.Join(dir, QuiverScript), quiverProbe, 0o644); err != nil {
+	if err := replaceFile(filepath.Join(dir, QuiverScript), quiverProbe); err != nil {
 		setupErr = err.Error()
 		return
 	}
@@ -140,6 +154,18 @@ func install() {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		setupErr = "npm run setup:" + platform + ": " + err.Error() + "\n" + string(out)
 	}
+}
+
+// replaceFile gives path the contents b, atomically, unless it has them.
+func replaceFile(path string, b []byte) error {
+	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
+		return nil
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }
 
 // Run runs `node probe.mjs args...` and returns its output; a non-zero
