@@ -91,6 +91,18 @@ func (c *Coordinator) fencedLocked(id txnID) error {
 	return nil
 }
 
+// olderLiveLocked returns the oldest open or precommitted transaction of
+// id's writer with an epoch below id's.
+func (c *Coordinator) olderLiveLocked(id txnID) (*txn, bool) {
+	var oldest *txn
+	for e, t := range c.liveByWriter[id.writer] {
+		if e < id.epoch && (oldest == nil || e < oldest.id.epoch) {
+			oldest = t
+		}
+	}
+	return oldest, oldest != nil
+}
+
 // start journals the begin of t (op held; created now, or aborted and to
 // be started afresh), with a join of endpoint unless it is "", then fences
 // the writer's older open epochs. A failed start forgets a created t.

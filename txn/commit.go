@@ -21,7 +21,9 @@ import (
 // committed). Idempotent: committing a committed transaction returns the
 // same result with Replayed; an epoch already committed in the sinks
 // answers Replayed. Commit of an open or aborted transaction is
-// ErrWrongState; of an unknown one without handed descriptors, ErrNotFound
+// ErrWrongState, and so is deciding the commit of an epoch while an older
+// epoch of the same writer is open or precommitted (epochs commit in
+// order); of an unknown one without handed descriptors, ErrNotFound
 // unless the writer is known to have committed the epoch (Replayed).
 //
 // The sink commits run with ctx's values but not its cancellation, bounded
@@ -64,6 +66,15 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 	case t.state == StateOpen:
 		c.mu.Unlock()
 		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: commit %s: the transaction is open: precommit it first", id)
+	}
+	if t.decision == nil {
+		// Sinks record a writer's highest committed epoch: once N+1 is
+		// published, N reads as committed and would be answered
+		// "replayed" without its rows ever being published.
+		if older, ok := c.olderLiveLocked(t.id); ok {
+			c.mu.Unlock()
+			return Status{}, writers.Errorf(writers.ErrWrongState, "txn: commit %s: epoch %d of writer %q is still %s: a writer's epochs commit in order; commit epoch %d first, or roll it back", id, older.id.epoch, writer, older.state, older.id.epoch)
+		}
 	}
 	decision := t.decision
 	if decision == nil {
