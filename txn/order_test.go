@@ -74,11 +74,11 @@ func TestCoordinatorModel(t *testing.T) {
 
 // modelTxn is what a client knows of one (writer, epoch).
 type modelTxn struct {
-	endpoints map[string]bool // written to by successful, non-replayed streams
-	precommitted bool // answered precommitted
-	decided      bool // a commit failed after its decision: it may finish later
-	committed    bool // answered committed
-	aborted      bool // rolled back by the client, or open at a restart
+	endpoints    map[string]bool // written to by successful, non-replayed streams
+	precommitted bool            // answered precommitted
+	decided      bool            // a commit failed after its decision: it may finish later
+	committed    bool            // answered committed
+	aborted      bool            // rolled back by the client, or open at a restart
 }
 
 func runModel(t *testing.T, seed uint64) {
