@@ -11,6 +11,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 // Load reads the latest snapshot of the table. It does not check the
@@ -81,11 +82,16 @@ func replayListing(ctx context.Context, store Store, l *logListing, version int6
 		s = newSnapshot()
 	}
 	for v := s.Version + 1; v <= version; v++ {
-		if _, ok := l.commits[v]; !ok {
+		// A version missing from the listing is read all the same: a
+		// directory listing that races with commits being created may
+		// show version v+1 and not v. Only a commit file that is really
+		// absent is a gap.
+		_, listed := l.commits[v]
+		actions, err := ReadCommit(ctx, store, v)
+		if !listed && errors.Is(err, storage.ErrNotExist) {
 			return nil, fmt.Errorf("delta: versions are not contiguous: version %d is missing (have %v): %w",
 				v, slices.Sorted(maps.Keys(l.commits)), ErrCorrupt)
 		}
-		actions, err := ReadCommit(ctx, store, v)
 		if err != nil {
 			return nil, err
 		}
