@@ -1,6 +1,7 @@
 package parquetio
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 
@@ -203,7 +204,22 @@ func (w *Writer) Close() (FileStats, error) {
 	if w.pw == nil {
 		w.open() // an empty file still has a schema and a footer
 	}
-	if err := w.pw.Close(); err != nil {
+	if err := w.pw.Flush(); err != nil {
+		return FileStats{}, fmt.Errorf("parquetio: finish file: %w", err)
+	}
+	// Everything Close writes now is the tail: page indexes and footer.
+	var tail bytes.Buffer
+	w.out.capture = &tail
+	err := w.pw.Close()
+	w.out.capture = nil
+	if err != nil {
+		return FileStats{}, fmt.Errorf("parquetio: finish file: %w", err)
+	}
+	footer, err := boundFooterStats(tail.Bytes())
+	if err != nil {
+		return FileStats{}, err
+	}
+	if _, err := w.out.Write(footer); err != nil {
 		return FileStats{}, fmt.Errorf("parquetio: finish file: %w", err)
 	}
 	fs := FileStats{Rows: w.rows, Bytes: w.out.n, Columns: make([]ColumnStats, len(w.stats))}
@@ -213,13 +229,18 @@ func (w *Writer) Close() (FileStats, error) {
 	return fs, nil
 }
 
-// countingWriter counts the bytes that reach the file.
+// countingWriter counts the bytes that reach the file; while capture is
+// set, writes go there instead.
 type countingWriter struct {
-	w io.Writer
-	n int64
+	w       io.Writer
+	n       int64
+	capture *bytes.Buffer
 }
 
 func (c *countingWriter) Write(p []byte) (int, error) {
+	if c.capture != nil {
+		return c.capture.Write(p)
+	}
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
