@@ -72,9 +72,14 @@ func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (info to
 			}
 			switch c.Key {
 			case "max.message.bytes":
-				if v, err := strconv.Atoi(*c.Value); err == nil && v > batchOverhead {
-					info.maxBytes = v
+				v, err := strconv.Atoi(*c.Value)
+				if err != nil {
+					continue
 				}
+				if v <= batchOverhead {
+					return info, false, writers.Errorf(writers.ErrInvalid, "kafka: topic %q: max.message.bytes %d leaves no room for a record after the %d-byte batch header: raise it", topic, v, batchOverhead)
+				}
+				info.maxBytes = v
 			case "cleanup.policy":
 				info.compacted = slices.ContainsFunc(strings.Split(*c.Value, ","), func(p string) bool { return strings.TrimSpace(p) == "compact" })
 			}

@@ -24,6 +24,31 @@ type marker struct {
 // the marker topic, each under the same writer and epoch.
 func (w *Writer) markerKey(writer string) string { return w.env.Endpoint + "/" + writer }
 
+// markerRecord returns the key and value of key's commit marker.
+func (w *Writer) markerRecord(key writers.TxnKey) (k, v []byte) {
+	v, _ = json.Marshal(marker{Endpoint: w.env.Endpoint, Writer: key.Writer, Epoch: key.Epoch})
+	return []byte(w.markerKey(key.Writer)), v
+}
+
+// recordOverhead bounds a record's own framing inside a batch (length,
+// attributes, timestamp and offset deltas, key and value lengths, header
+// count: varints of at most 5 or 10 bytes).
+const recordOverhead = 40
+
+// checkMarker refuses, at precommit, a transaction whose commit marker the
+// marker topic would refuse: its commit could never succeed, and a decided
+// commit cannot be rolled back.
+func (w *Writer) checkMarker(key writers.TxnKey) error {
+	if key.Auto {
+		return nil
+	}
+	k, v := w.markerRecord(key)
+	if n := len(k) + len(v) + recordOverhead; n > w.markerBytes {
+		return writers.Errorf(writers.ErrInvalid, "kafka: the commit marker of %s is %d bytes, more than marker topic %q takes (max.message.bytes %d less %d bytes of batch header): raise the topic's max.message.bytes or use a shorter writer name", key, n, w.cfg.MarkerTopic, w.markerBytes+batchOverhead, batchOverhead)
+	}
+	return nil
+}
+
 // txnID is the transactional id of writer on this endpoint: stable across
 // restarts (so a new producer fences and aborts a crashed attempt) and
 // distinct per endpoint and writer.
@@ -104,8 +129,8 @@ func (w *Writer) commitAttempt(ctx context.Context, slot *txnSlot, key writers.T
 	dd, dlqd := newDelivery(), newDelivery()
 	total, sendErr := w.sendStaged(ctx, ds, p, dd, dlqd)
 	if sendErr == nil {
-		value, _ := json.Marshal(marker{Endpoint: w.env.Endpoint, Writer: key.Writer, Epoch: key.Epoch})
-		sendErr = p.send(ctx, dd, &sarama.ProducerMessage{Topic: w.cfg.MarkerTopic, Key: sarama.StringEncoder(w.markerKey(key.Writer)), Value: sarama.ByteEncoder(value)})
+		mk, mv := w.markerRecord(key)
+		sendErr = p.send(ctx, dd, &sarama.ProducerMessage{Topic: w.cfg.MarkerTopic, Key: sarama.ByteEncoder(mk), Value: sarama.ByteEncoder(mv)})
 	}
 	dd.seal()
 	dlqd.seal()

@@ -40,6 +40,7 @@ type Writer struct {
 	dlq            *pipe         // idempotent producer of dead-letter records; nil without dlq_topic
 	producerBytes  int           // Producer.MaxMessageBytes of data producers
 	maxRecordBytes int           // larger records go to the DLQ when encoded
+	markerBytes    int           // room for one commit marker record in the marker topic
 	keyRequired    bool          // the topic is compacted: keyless records go to the DLQ when encoded
 	dlqKeyRequired bool          // the DLQ topic is compacted too: keyless records cannot go there
 	instance       string        // of the data_dir, in auto-commit transactional ids
@@ -141,9 +142,11 @@ func (w *Writer) Open(ctx context.Context) (err error) {
 	w.producerBytes = topic.maxBytes - batchOverhead
 	w.maxRecordBytes = w.producerBytes
 	w.keyRequired = topic.compacted
-	if _, err := ensureTopic(ctx, w.adm, w.cfg.MarkerTopic, markerTopicSpec, ""); err != nil {
+	markers, err := ensureTopic(ctx, w.adm, w.cfg.MarkerTopic, markerTopicSpec, "")
+	if err != nil {
 		return err
 	}
+	w.markerBytes = markers.maxBytes - batchOverhead
 	w.autoTimeout = autoTimeoutOf(ctx, w.adm)
 	if w.cfg.DLQTopic != "" {
 		dlq, err := ensureTopic(ctx, w.adm, w.cfg.DLQTopic, w.cfg.CreateTopic, "set create_topic")
@@ -370,6 +373,9 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Descriptor, error) {
 	st, err := w.stageOf(key, true)
 	if err != nil {
+		return nil, err
+	}
+	if err := w.checkMarker(key); err != nil {
 		return nil, err
 	}
 	if st.failed != nil {
