@@ -1,7 +1,6 @@
 package deltalog
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -66,10 +64,11 @@ type CommitOptions struct {
 // commit removes or read, and (when reading) a concurrent append are
 // *ConflictError (writers.ErrConflict); otherwise it rebases and retries
 // at the next version, at most MaxAttempts times with jittered backoff,
-// then returns a ConflictRetries *ConflictError. A failed put whose outcome
-// cannot be established wraps writers.ErrOutcomeUnknown; other storage
-// failures wrap writers.ErrUnavailable. ctx cancels waiting and storage
-// calls.
+// then returns a ConflictRetries *ConflictError. A failed put is classed
+// by storage.Publish, as in every sink: a refusal keeps its class, a put
+// that published nothing is writers.ErrUnavailable, and one whose outcome
+// cannot be established wraps writers.ErrOutcomeUnknown. ctx cancels
+// waiting and storage calls.
 //
 // After success, a checkpoint is written when the version is a multiple of
 // the checkpoint interval; its failure is only logged.
@@ -115,25 +114,13 @@ func Commit(ctx context.Context, store Store, read *Snapshot, actions []Action, 
 	}
 }
 
-// putCommit writes version v with put-if-absent. When the put fails with
-// anything but "already exists" the commit may still have landed (a lost
-// response): re-read the key to tell.
+// putCommit writes version v with put-if-absent (storage.Publish tells
+// what happened when the put fails).
 func putCommit(ctx context.Context, store Store, v int64, data []byte) error {
-	key := CommitKey(v)
-	err := store.PutIfAbsent(ctx, key, data)
-	if err == nil || errors.Is(err, storage.ErrAlreadyExists) {
-		return err
+	if err := storage.Publish(ctx, store, CommitKey(v), data); err != nil {
+		return fmt.Errorf("delta: commit: %w", err)
 	}
-	got, gerr := store.Get(ctx, key)
-	switch {
-	case gerr == nil && bytes.Equal(got, data):
-		return nil
-	case gerr == nil:
-		return fmt.Errorf("delta: commit %s: %w", key, storage.ErrAlreadyExists)
-	case errors.Is(gerr, storage.ErrNotExist):
-		return fmt.Errorf("delta: commit %s: nothing was published: %w: %w", key, writers.ErrUnavailable, err)
-	}
-	return fmt.Errorf("delta: commit %s: %w: %w", key, writers.ErrOutcomeUnknown, errors.Join(err, gerr))
+	return nil
 }
 
 // backoff waits 2^attempt ms (capped at 64 ms), jittered to half..full.

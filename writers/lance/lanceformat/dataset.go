@@ -173,9 +173,9 @@ const maxRebases = 32
 // writers.ErrConflict, after which the caller re-checks its plan against
 // the new version. The hint file is rewritten best effort.
 //
-// Errors: ErrConflict as above; a failed manifest write whose outcome is
-// unknown wraps writers.ErrOutcomeUnknown; other storage errors keep their
-// class.
+// Errors: ErrConflict as above; a failed manifest write is classed by
+// storage.Publish (outcome unknown only when a read cannot tell whether it
+// landed).
 func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transaction) (*Dataset, error) {
 	naming := NamingV2
 	if base != nil {
@@ -203,15 +203,12 @@ func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 		}
 		file := encodeManifestFile(m, raw, index)
 		key := ManifestKey(m.Version, naming)
-		err = b.PutIfAbsent(ctx, key, file)
+		err = storage.Publish(ctx, b, key, file)
 		switch {
 		case err == nil:
 			writeHint(ctx, b, m.Version)
 			return &Dataset{Manifest: m, Naming: naming, txn: raw, index: index}, nil
 		case !errors.Is(err, storage.ErrAlreadyExists):
-			if errors.Is(err, writers.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-				return nil, fmt.Errorf("lance: publish version %d: %w: %w", m.Version, writers.ErrOutcomeUnknown, err)
-			}
 			return nil, fmt.Errorf("lance: publish version %d: %w", m.Version, err)
 		}
 		if base == nil {

@@ -1,0 +1,52 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// getPutter is the part of a Bucket Publish needs.
+type getPutter interface {
+	Get(ctx context.Context, key string) ([]byte, error)
+	PutIfAbsent(ctx context.Context, key string, data []byte) error
+}
+
+// Publish writes the object that publishes a commit (a Delta log entry, a
+// Lance manifest) with put-if-absent and tells every sink's caller the
+// same thing about its outcome:
+//   - nil: data is at key, written by this call (or by an earlier attempt
+//     whose answer was lost);
+//   - ErrAlreadyExists: another writer took key (a lost race);
+//   - the put's own class (ErrPermissionDenied, ErrInvalid) when the store
+//     refused it outright: nothing was written;
+//   - writers.ErrUnavailable when the put failed and key is still absent:
+//     nothing was published, retrying may succeed;
+//   - writers.ErrOutcomeUnknown when neither the put nor a read of key can
+//     tell whether it landed.
+func Publish(ctx context.Context, s getPutter, key string, data []byte) error {
+	err := s.PutIfAbsent(ctx, key, data)
+	if err == nil || errors.Is(err, ErrAlreadyExists) || refused(err) {
+		return err
+	}
+	// The put may have landed and its answer been lost: read key to tell.
+	got, gerr := s.Get(ctx, key)
+	switch {
+	case gerr == nil && bytes.Equal(got, data):
+		return nil
+	case gerr == nil:
+		return fmt.Errorf("storage: publish %q: %w", key, ErrAlreadyExists)
+	case errors.Is(gerr, ErrNotExist):
+		return writers.Errorf(writers.ErrUnavailable, "storage: publish %q: nothing was published: %w", key, err)
+	}
+	return fmt.Errorf("storage: publish %q: %w: %w", key, writers.ErrOutcomeUnknown, errors.Join(err, gerr))
+}
+
+// refused reports whether err is a store's definite refusal of a write
+// (nothing was written) rather than a failure with an unknown outcome.
+func refused(err error) bool {
+	return errors.Is(err, writers.ErrPermissionDenied) || errors.Is(err, writers.ErrUnauthenticated) || errors.Is(err, writers.ErrInvalid)
+}

@@ -1,0 +1,63 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// faultyStore answers PutIfAbsent and Get with injected results.
+type faultyStore struct {
+	putErr  error
+	got     []byte
+	getErr  error
+	getCall bool
+}
+
+func (s *faultyStore) PutIfAbsent(context.Context, string, []byte) error { return s.putErr }
+
+func (s *faultyStore) Get(context.Context, string) ([]byte, error) {
+	s.getCall = true
+	return s.got, s.getErr
+}
+
+// Every sink classes a failed publish the same way: the same storage
+// fault used to be Unavailable in Delta and "outcome unknown" in Lance.
+func TestPublishClassesOutcomes(t *testing.T) {
+	data := []byte("commit")
+	unreachable := &Error{Op: "put-if-absent", Class: writers.ErrUnavailable, Err: errors.New("connection reset")}
+	denied := &Error{Op: "put-if-absent", Class: writers.ErrPermissionDenied, Err: errors.New("403")}
+	tests := []struct {
+		name    string
+		store   faultyStore
+		want    error // nil: success
+		not     error
+		readsTo bool
+	}{
+		{"put succeeds", faultyStore{}, nil, nil, false},
+		{"lost race", faultyStore{putErr: ErrAlreadyExists}, ErrAlreadyExists, writers.ErrOutcomeUnknown, false},
+		{"refused", faultyStore{putErr: denied}, writers.ErrPermissionDenied, writers.ErrOutcomeUnknown, false},
+		{"answer lost, landed", faultyStore{putErr: unreachable, got: data}, nil, nil, true},
+		{"answer lost, another's", faultyStore{putErr: unreachable, got: []byte("other")}, ErrAlreadyExists, writers.ErrOutcomeUnknown, true},
+		{"nothing landed", faultyStore{putErr: unreachable, getErr: &Error{Class: ErrNotExist}}, writers.ErrUnavailable, writers.ErrOutcomeUnknown, true},
+		{"cannot tell", faultyStore{putErr: unreachable, getErr: unreachable}, writers.ErrOutcomeUnknown, nil, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Publish(context.Background(), &tt.store, "_delta_log/1.json", data)
+			switch {
+			case tt.want == nil && err != nil:
+				t.Fatalf("Publish: %v, want success", err)
+			case tt.want != nil && !errors.Is(err, tt.want):
+				t.Fatalf("Publish: %v, want %v", err, tt.want)
+			case tt.not != nil && errors.Is(err, tt.not):
+				t.Fatalf("Publish: %v must not be %v", err, tt.not)
+			}
+			if tt.store.getCall != tt.readsTo {
+				t.Fatalf("read back the key: %v, want %v", tt.store.getCall, tt.readsTo)
+			}
+		})
+	}
+}
