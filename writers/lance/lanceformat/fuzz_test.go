@@ -105,11 +105,58 @@ func FuzzDecodeManifestFile(f *testing.F) {
 	f.Fuzz(checkManifestFile)
 }
 
+// hostileFileSeeds are a data file cut short at the front (the footer's
+// offsets point before the file) and one whose footer claims 2^32-1
+// columns.
+func hostileFileSeeds(t testing.TB) map[string][]byte {
+	valid := fileSeeds(t)[0]
+	inflated := bytes.Clone(valid)
+	binary.LittleEndian.PutUint32(inflated[len(inflated)-footerLen+28:], 0xFFFFFFFF)
+	return map[string][]byte{"truncated": valid[len(valid)/2:], "inflated": inflated}
+}
+
 func FuzzOpenDataFile(f *testing.F) {
 	for _, s := range fileSeeds(f) {
 		f.Add(s)
 	}
+	for _, s := range hostileFileSeeds(f) {
+		f.Add(s)
+	}
 	f.Fuzz(checkDataFile)
+}
+
+// TestDataFileAllocationBounded: hostile data files fail before their
+// stated sizes are allocated, including pages whose decoded size no bytes
+// back: an all-null page of 2^26 int64 rows (512 MiB) and a dictionary
+// page repeating a 1 MiB item 1024 times.
+func TestDataFileAllocationBounded(t *testing.T) {
+	for name, b := range hostileFileSeeds(t) {
+		var err error
+		alloccheck.Below(t, name, func() {
+			_, err = OpenFile(bytes.NewReader(b), int64(len(b)))
+		})
+		if err == nil {
+			t.Errorf("%s: opened", name)
+		}
+	}
+	var err error
+	alloccheck.Below(t, "all-null page", func() {
+		_, err = decodeLeaf(&budget{unbacked: maxUnbackedBytes}, arrow.PrimitiveTypes.Int64, nullableEnc(allNulls, nil, nil), nil, maxPageRows)
+	})
+	if err == nil {
+		t.Error("all-null page of 2^26 int64 rows decoded")
+	}
+	item := bytes.Repeat([]byte{'x'}, 1<<20)
+	ends := binary.LittleEndian.AppendUint32(nil, uint32(len(item)))
+	idx := bytes.Repeat([]byte{1}, 1024)
+	dict := &aenc{kind: aeDictionary, values: flatEnc(8, 0), numItems: 1,
+		bytes: &aenc{kind: aeBinary, values: flatEnc(32, 1), bytes: flatEnc(8, 2)}}
+	alloccheck.Below(t, "dictionary page", func() {
+		_, err = decodeLeaf(&budget{unbacked: maxUnbackedBytes}, arrow.BinaryTypes.String, dict, [][]byte{idx, ends, item}, len(idx))
+	})
+	if err == nil {
+		t.Error("dictionary page expanding to 1 GiB decoded")
+	}
 }
 
 // TestDecodersSurviveMutations runs both properties over thousands of
@@ -278,5 +325,23 @@ func TestDeletionDecodersAllocationBounded(t *testing.T) {
 		if (name == "valid" || name == "zstd") != (err == nil) {
 			t.Errorf("arrow %s: err %v", name, err)
 		}
+	}
+}
+
+// TestDictionaryLastItem: a dictionary index naming the last item decodes
+// (String's ValueOffset64 refuses an index equal to its length).
+func TestDictionaryLastItem(t *testing.T) {
+	ends := binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 1), 3)
+	dict := &aenc{kind: aeDictionary, values: flatEnc(8, 0), numItems: 2,
+		bytes: &aenc{kind: aeBinary, values: flatEnc(32, 1), bytes: flatEnc(8, 2)}}
+	d, err := decodeLeaf(&budget{unbacked: maxUnbackedBytes}, arrow.BinaryTypes.String, dict, [][]byte{{2, 0, 1}, ends, []byte("abc")}, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Release()
+	a := array.NewStringData(d)
+	defer a.Release()
+	if a.Value(0) != "bc" || a.IsValid(1) || a.Value(2) != "a" {
+		t.Fatalf("decoded %v", a)
 	}
 }
