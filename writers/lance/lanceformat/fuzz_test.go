@@ -97,12 +97,35 @@ func checkDataFile(t *testing.T, b []byte) {
 	}
 }
 
+// hostileManifestSeeds are a manifest file cut short at the front and one
+// whose manifest section states a length of 4 GiB.
+func hostileManifestSeeds(t testing.TB) map[string][]byte {
+	valid := manifestSeeds(t)[0]
+	inflated := bytes.Clone(valid)
+	pos := binary.LittleEndian.Uint64(inflated[len(inflated)-manifestTail:])
+	binary.LittleEndian.PutUint32(inflated[pos:], 0xFFFFFFFF)
+	return map[string][]byte{"truncated": valid[8:], "inflated": inflated}
+}
+
 func FuzzDecodeManifestFile(f *testing.F) {
 	for _, s := range manifestSeeds(f) {
 		f.Add(s)
 	}
+	for _, s := range hostileManifestSeeds(f) {
+		f.Add(s)
+	}
 	f.Add([]byte("LANC"))
 	f.Fuzz(checkManifestFile)
+}
+
+func TestManifestAllocationBounded(t *testing.T) {
+	for name, b := range hostileManifestSeeds(t) {
+		var err error
+		alloccheck.Below(t, name, func() { _, err = decodeManifestFile(b) })
+		if err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
 }
 
 // hostileFileSeeds are a data file cut short at the front (the footer's
