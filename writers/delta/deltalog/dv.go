@@ -59,7 +59,8 @@ const (
 // path) is refused with an error wrapping ErrUnsupported. The version byte,
 // the size field (must equal SizeInBytes), the magic, the CRC-32 and the
 // decoded cardinality (must equal Cardinality) are all checked; a mismatch
-// gives an error naming the file and wrapping ErrCorrupt. Storage failures
+// gives an error naming the file and wrapping ErrCorrupt. A vector of more
+// than 2^28 rows is refused (ErrUnsupported) before it is materialised. Storage failures
 // wrap storage.ErrNotExist or writers.ErrUnavailable. ctx bounds the read.
 // Safe for concurrent use.
 func ReadDeletionVector(ctx context.Context, store Store, d *DeletionVector) ([]int64, error) {
@@ -93,15 +94,33 @@ func ReadDeletionVector(ctx context.Context, store Store, d *DeletionVector) ([]
 	if err != nil {
 		return nil, fmt.Errorf("delta: deletion vector %s: %w: %w", name, ErrCorrupt, err)
 	}
-	// Compare before materialising: the log's count bounds the allocation.
-	if got := bm.GetCardinality(); got != uint64(d.Cardinality) {
-		return nil, fmt.Errorf("delta: deletion vector %s: %d rows in the bitmap, the log says cardinality %d: %w",
-			name, got, d.Cardinality, ErrCorrupt)
+	rows, err := deletedRows(bm, d.Cardinality)
+	if err != nil {
+		return nil, fmt.Errorf("delta: deletion vector %s: %w", name, err)
+	}
+	return rows, nil
+}
+
+// maxDeletionVectorRows bounds the rows one deletion vector may delete,
+// as Quiver materialises them (8 bytes each): run containers describe 2^16
+// rows in 4 bytes, so the bitmap's size does not bound its cardinality.
+const maxDeletionVectorRows = 1 << 28
+
+// deletedRows materialises bm once its cardinality matches the log's and
+// fits maxDeletionVectorRows, so neither the log nor the bitmap alone
+// sizes the allocation.
+func deletedRows(bm *roaring64.Bitmap, cardinality int64) ([]int64, error) {
+	got := bm.GetCardinality()
+	if got != uint64(cardinality) {
+		return nil, fmt.Errorf("%d rows in the bitmap, the log says cardinality %d: %w", got, cardinality, ErrCorrupt)
+	}
+	if got > maxDeletionVectorRows {
+		return nil, fmt.Errorf("%d deleted rows, over Quiver's limit of %d per data file: %w", got, maxDeletionVectorRows, ErrUnsupported)
 	}
 	if !bm.IsEmpty() && bm.Maximum() > math.MaxInt64 {
-		return nil, fmt.Errorf("delta: deletion vector %s: row %d does not fit int64: %w", name, bm.Maximum(), ErrCorrupt)
+		return nil, fmt.Errorf("row %d does not fit int64: %w", bm.Maximum(), ErrCorrupt)
 	}
-	rows := make([]int64, 0, d.Cardinality)
+	rows := make([]int64, 0, got)
 	for it := bm.Iterator(); it.HasNext(); {
 		rows = append(rows, int64(it.Next()))
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/internal/alloccheck"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
@@ -396,8 +398,39 @@ func TestMergeRows(t *testing.T) {
 	}
 }
 
-// FuzzDecodeBitmap: the decoder never panics, and what it accepts encodes
-// to a bitmap that decodes to the same set.
+// hostileBitmaps are a valid bitmap cut short, one whose bucket count is
+// 2^64-1, one whose single bucket declares 2^16 containers of 2^16 rows
+// each without their bytes, and a valid one of 2^32 rows in under 1 MiB
+// (run containers) that must not be materialised.
+func hostileBitmaps(t testing.TB) map[string][]byte {
+	valid, err := encodeBitmap(roaring64.BitmapOf(1, 1<<32, 1<<40))
+	if err != nil {
+		t.Fatal(err)
+	}
+	buckets := bytes.Clone(valid)
+	binary.LittleEndian.PutUint64(buckets[4:], math.MaxUint64)
+	head := binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint32(nil, dvMagic), 1)
+	head = binary.LittleEndian.AppendUint32(head, 0) // bucket key
+	cards := binary.LittleEndian.AppendUint32(bytes.Clone(head), 12346)
+	cards = binary.LittleEndian.AppendUint32(cards, 1<<16)
+	for i := range 1 << 16 {
+		cards = binary.LittleEndian.AppendUint32(cards, uint32(i)|0xFFFF<<16)
+	}
+	runs := binary.LittleEndian.AppendUint32(bytes.Clone(head), 12347|0xFFFF<<16)
+	runs = append(runs, bytes.Repeat([]byte{0xFF}, 8192)...)
+	for i := range 1 << 16 {
+		runs = binary.LittleEndian.AppendUint32(runs, uint32(i)|0xFFFF<<16)
+	}
+	runs = append(runs, make([]byte, 4<<16)...)
+	for range 1 << 16 {
+		runs = append(runs, 1, 0, 0, 0, 0xFF, 0xFF)
+	}
+	return map[string][]byte{"truncated": valid[:len(valid)-3], "buckets": buckets, "cardinalities": cards, "runs": runs}
+}
+
+// FuzzDecodeBitmap: the decoder never panics, what it accepts encodes to
+// a bitmap that decodes to the same set, and materialising it stays
+// within maxDeletionVectorRows.
 func FuzzDecodeBitmap(f *testing.F) {
 	for _, path := range goldenDVFiles(f) {
 		if data, err := os.ReadFile(path); err == nil && len(data) > 9 {
@@ -411,10 +444,16 @@ func FuzzDecodeBitmap(f *testing.F) {
 		}
 		f.Add(b)
 	}
+	for _, b := range hostileBitmaps(f) {
+		f.Add(b)
+	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		bm, err := decodeBitmap(data)
 		if err != nil {
 			return
+		}
+		if rows, err := deletedRows(bm, int64(bm.GetCardinality())); err == nil && len(rows) > maxDeletionVectorRows {
+			t.Fatalf("%d rows materialised", len(rows))
 		}
 		enc, err := encodeBitmap(bm)
 		if err != nil {
@@ -425,6 +464,24 @@ func FuzzDecodeBitmap(f *testing.F) {
 			t.Fatalf("round trip: %v", err)
 		}
 	})
+}
+
+// TestDeletionVectorAllocationBounded: hostile inline deletion vectors,
+// each claiming the cardinality its header or runs imply, fail without
+// allocating for it.
+func TestDeletionVectorAllocationBounded(t *testing.T) {
+	for name, b := range hostileBitmaps(t) {
+		padded := append(bytes.Clone(b), make([]byte, (4-len(b)%4)%4)...)
+		enc, err := z85Encode(padded)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &DeletionVector{StorageType: "i", PathOrInlineDv: enc, SizeInBytes: int32(len(b)), Cardinality: 1 << 32}
+		alloccheck.Below(t, name, func() { _, err = ReadDeletionVector(t.Context(), nil, d) })
+		if !errors.Is(err, writers.ErrInvalid) {
+			t.Errorf("%s: %v, want an error wrapping ErrInvalid", name, err)
+		}
+	}
 }
 
 // survivingValues reads the integer column of the data file at path (an

@@ -17,6 +17,12 @@ func FuzzDecodeCommit(f *testing.F) {
 	}
 	f.Add([]byte(`{"add":{"path":"a","partitionValues":{"p":null},"size":1,"modificationTime":1,"dataChange":true}}` + "\n{\"cdc\":{}}\n\n{\"commitInfo\":{\"timestamp\":\"x\"}}"))
 	f.Add([]byte(`{"metaData":null}`))
+	// Truncated mid-action, and a deletion vector whose sizes and
+	// cardinality are set huge (decoding only records them; readers check
+	// them against the bytes they read).
+	f.Add([]byte(`{"add":{"path":"a","partitionValues":{},"size":1,"modifica`))
+	f.Add([]byte(`{"add":{"path":"a","partitionValues":{},"size":9223372036854775807,"modificationTime":1,"dataChange":true,` +
+		`"deletionVector":{"storageType":"u","pathOrInlineDv":"ab","offset":2147483647,"sizeInBytes":2147483647,"cardinality":9223372036854775807}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		actions, err := DecodeCommit(data)
 		if err != nil {

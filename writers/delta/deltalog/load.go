@@ -11,6 +11,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -160,12 +161,13 @@ func readCheckpoint(ctx context.Context, store Store, keys []string) ([]Action, 
 }
 
 func readCheckpointFile(ctx context.Context, store Store, key string) ([]Action, error) {
-	r, size, err := store.OpenReader(ctx, key)
+	// Read whole: its layout is checked against the bytes present before
+	// parquet-go sizes anything by it.
+	data, err := store.Get(ctx, key)
 	if err != nil {
-		return nil, storageErr("open", key, err)
+		return nil, storageErr("read", key, err)
 	}
-	defer r.Close()
-	f, err := parquet.OpenFile(r, size)
+	f, err := parquetio.OpenChecked(data)
 	if err != nil {
 		return nil, fmt.Errorf("delta: checkpoint %s: %w: %w", key, ErrCorrupt, err)
 	}

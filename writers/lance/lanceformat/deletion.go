@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 // deletionSchema is the exact schema Lance requires of .arrow deletion
@@ -41,38 +44,96 @@ func EncodeDeletionArrow(offsets []uint32) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// maxArrowDeletionBytes bounds the Arrow memory an .arrow deletion file
+// may decode to (16M offsets). Lance writes .arrow files for fewer than
+// 5000 deleted rows (larger sets go to .bin); the bound matters because a
+// ZSTD-compressed IPC buffer states its own uncompressed size, which
+// arrow-go allocates before decompressing.
+const maxArrowDeletionBytes = 64 << 20
+
 // DecodeDeletionArrow reads the offsets of an .arrow deletion file
-// (ZSTD-compressed IPC bodies, as LanceDB writes them, included).
-func DecodeDeletionArrow(b []byte) ([]uint32, error) {
-	r, err := ipc.NewFileReader(bytes.NewReader(b), ipc.WithAllocator(memory.DefaultAllocator))
+// (ZSTD-compressed IPC bodies, as LanceDB writes them, included) of a
+// fragment of rows physical rows. Decoding allocates at most
+// maxArrowDeletionBytes beyond b; an offset at or past rows, or malformed
+// input, is an error wrapping writers.ErrInvalid.
+func DecodeDeletionArrow(b []byte, rows uint64) (out []uint32, err error) {
+	// arrow-go panics on some malformed input (dictionary batches are
+	// decoded without a recover), and so does cappedAllocator past its
+	// limit.
+	defer func() {
+		if p := recover(); p != nil {
+			out, err = nil, fmt.Errorf("lance: deletion file: %w: %v", writers.ErrInvalid, p)
+		}
+	}()
+	mem := &cappedAllocator{mem: memory.DefaultAllocator, left: maxArrowDeletionBytes}
+	r, err := ipc.NewFileReader(bytes.NewReader(b), ipc.WithAllocator(mem))
 	if err != nil {
-		return nil, fmt.Errorf("lance: deletion file: %w", err)
+		return nil, fmt.Errorf("lance: deletion file: %w: %w", writers.ErrInvalid, err)
 	}
 	defer r.Close()
 	if f := r.Schema().Fields(); len(f) != 1 || f[0].Type.ID() != arrow.UINT32 {
-		return nil, fmt.Errorf("lance: deletion file schema %s is not row_id: uint32", r.Schema())
+		return nil, fmt.Errorf("lance: deletion file schema %s is not row_id: uint32: %w", r.Schema(), writers.ErrInvalid)
 	}
-	var out []uint32
 	for i := range r.NumRecords() {
 		rec, err := r.RecordBatch(i)
 		if err != nil {
-			return nil, fmt.Errorf("lance: deletion file: %w", err)
+			return nil, fmt.Errorf("lance: deletion file, record batch %d: %w: %w", i, writers.ErrInvalid, err)
 		}
-		out = append(out, rec.Column(0).(*array.Uint32).Uint32Values()...)
+		vs := rec.Column(0).(*array.Uint32).Uint32Values()
+		if len(out)+len(vs) > maxArrowDeletionBytes/4 {
+			return nil, fmt.Errorf("lance: deletion file holds more than %d offsets: %w", maxArrowDeletionBytes/4, writers.ErrInvalid)
+		}
+		for _, v := range vs {
+			if uint64(v) >= rows {
+				return nil, fmt.Errorf("lance: deletion file deletes offset %d of a fragment of %d rows: %w", v, rows, writers.ErrInvalid)
+			}
+		}
+		out = append(out, vs...)
 	}
 	return out, nil
 }
 
-// Portable roaring bitmap cookies.
+// cappedAllocator refuses, by panicking, to hold more than left bytes at
+// once.
+type cappedAllocator struct {
+	mem  memory.Allocator
+	left int
+}
+
+// take charges n bytes (negative: gives them back).
+func (a *cappedAllocator) take(n int) {
+	if n > a.left {
+		panic(fmt.Errorf("decoding needs %d more bytes than the %d-byte limit allows", n, maxArrowDeletionBytes))
+	}
+	a.left -= n
+}
+
+func (a *cappedAllocator) Allocate(size int) []byte {
+	a.take(size)
+	return a.mem.Allocate(size)
+}
+
+func (a *cappedAllocator) Reallocate(size int, b []byte) []byte {
+	a.take(size - len(b))
+	return a.mem.Reallocate(size, b)
+}
+
+func (a *cappedAllocator) Free(b []byte) {
+	a.take(-len(b))
+	a.mem.Free(b)
+}
+
+// Portable roaring bitmap cookie of a bitmap without run containers.
 const (
 	roaringNoRuns = 12346
-	roaringRuns   = 12347
 )
 
 // EncodeDeletionBitmap returns a 32-bit roaring bitmap in the portable
 // serialization (Lance's BITMAP deletion file), with array and bitmap
-// containers only. offsets is not modified; sorted and distinct offsets
-// (what merges pass) are encoded without a copy.
+// containers only, byte for byte what LanceDB writes (roaring-go would
+// pick run containers for consecutive offsets). offsets is not modified;
+// sorted and distinct offsets (what merges pass) are encoded without a
+// copy.
 func EncodeDeletionBitmap(offsets []uint32) []byte {
 	vs := offsets
 	if !sortedDistinct(vs) {
@@ -136,87 +197,29 @@ func sortedDistinct(vs []uint32) bool {
 }
 
 // DecodeDeletionBitmap reads a portable 32-bit roaring bitmap (array,
-// bitmap and run containers).
-func DecodeDeletionBitmap(b []byte) ([]uint32, error) {
-	bad := fmt.Errorf("lance: deletion bitmap is truncated or malformed")
-	if len(b) < 8 {
-		return nil, bad
+// bitmap and run containers) deleting rows of a fragment of rows physical
+// rows, and returns its offsets in ascending order. The bitmap is
+// validated (containers present in b, sorted, cardinalities matching)
+// before anything is sized from it, and an offset at or past rows is an
+// error, so the result never takes more than 4×rows bytes however b
+// declares its containers. Malformed input wraps writers.ErrInvalid.
+func DecodeDeletionBitmap(b []byte, rows uint64) ([]uint32, error) {
+	bm := roaring.New()
+	// roaring checks the container count (at most 2^16) and reads every
+	// container's bytes before keeping it, so what it allocates stays
+	// proportional to len(b) (TestDeletionBitmapAllocationBounded).
+	if _, err := bm.ReadFrom(bytes.NewReader(b)); err != nil {
+		return nil, fmt.Errorf("lance: deletion bitmap of %d bytes is malformed: %w: %w", len(b), writers.ErrInvalid, err)
 	}
-	cookie := binary.LittleEndian.Uint32(b)
-	var n int
-	var runFlags []byte
-	p := 4
-	switch {
-	case cookie == roaringNoRuns:
-		n = int(binary.LittleEndian.Uint32(b[4:]))
-		p = 8
-	case cookie&0xFFFF == roaringRuns:
-		n = int(cookie>>16) + 1
-		runFlags = b[p:min(len(b), p+(n+7)/8)]
-		p += (n + 7) / 8
-	default:
-		return nil, fmt.Errorf("lance: deletion bitmap has unknown cookie %d", cookie)
+	if err := bm.Validate(); err != nil {
+		return nil, fmt.Errorf("lance: deletion bitmap of %d bytes is malformed: %w: %w", len(b), writers.ErrInvalid, err)
 	}
-	if n > 1<<16 || len(b) < p+4*n {
-		return nil, bad
+	// Run containers hold 2^16 rows in 4 bytes: bound the materialised
+	// offsets by the fragment, not by b.
+	if n := bm.GetCardinality(); n > 0 && (n > rows || uint64(bm.Maximum()) >= rows) {
+		return nil, fmt.Errorf("lance: deletion bitmap deletes %d rows up to offset %d of a fragment of %d rows: %w", n, bm.Maximum(), rows, writers.ErrInvalid)
 	}
-	keys := make([]uint16, n)
-	cards := make([]int, n)
-	for i := range n {
-		keys[i] = binary.LittleEndian.Uint16(b[p+4*i:])
-		cards[i] = int(binary.LittleEndian.Uint16(b[p+4*i+2:])) + 1
-	}
-	p += 4 * n
-	if runFlags == nil || n >= 4 {
-		p += 4 * n // offsets header; containers follow in order anyway
-	}
-	total := 0
-	for _, c := range cards {
-		total += c
-	}
-	out := make([]uint32, 0, total)
-	for i := range n {
-		hi := uint32(keys[i]) << 16
-		isRun := runFlags != nil && len(runFlags) > i/8 && runFlags[i/8]&(1<<(i%8)) != 0
-		switch {
-		case isRun:
-			if len(b) < p+2 {
-				return nil, bad
-			}
-			runs := int(binary.LittleEndian.Uint16(b[p:]))
-			p += 2
-			if len(b) < p+4*runs {
-				return nil, bad
-			}
-			for r := range runs {
-				start := uint32(binary.LittleEndian.Uint16(b[p+4*r:]))
-				length := uint32(binary.LittleEndian.Uint16(b[p+4*r+2:]))
-				for v := start; v <= start+length && v <= 0xFFFF; v++ {
-					out = append(out, hi|v)
-				}
-			}
-			p += 4 * runs
-		case cards[i] > 4096:
-			if len(b) < p+8192 {
-				return nil, bad
-			}
-			for v := range 1 << 16 {
-				if b[p+v/8]&(1<<(v%8)) != 0 {
-					out = append(out, hi|uint32(v))
-				}
-			}
-			p += 8192
-		default:
-			if len(b) < p+2*cards[i] {
-				return nil, bad
-			}
-			for k := range cards[i] {
-				out = append(out, hi|uint32(binary.LittleEndian.Uint16(b[p+2*k:])))
-			}
-			p += 2 * cards[i]
-		}
-	}
-	return out, nil
+	return bm.ToArray(), nil
 }
 
 // maxArrowDeletions is where LanceDB switches from .arrow to .bin

@@ -3,6 +3,8 @@ package lanceformat
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
+	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -10,27 +12,83 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
+// maxUnbackedBytes bounds the Arrow memory one read decodes that the
+// file's bytes do not hold: all-null pages (no buffers at all, whatever
+// their row count) and dictionary pages (every row copies its item). A
+// hostile file would otherwise turn a few metadata bytes into gigabytes.
+const maxUnbackedBytes = 256 << 20
+
+// budget is what one read may still spend: page buffer bytes (at most the
+// file's size in all, so that pages sharing one region cannot multiply
+// it) and unbacked bytes.
+type budget struct {
+	buffers, unbacked uint64
+}
+
+func (b *budget) spendBuffers(n uint64) error {
+	if n > b.buffers {
+		return fmt.Errorf("page buffers add up to more than the file's size (pages overlap)")
+	}
+	b.buffers -= n
+	return nil
+}
+
+func (b *budget) spendUnbacked(n uint64, what string) error {
+	if n > b.unbacked {
+		return fmt.Errorf("%s decodes to more than the reader's limit of %d bytes not held in the file", what, uint64(maxUnbackedBytes))
+	}
+	b.unbacked -= n
+	return nil
+}
+
+// nullBytes is (at least) the Arrow memory of n null values of dt,
+// saturating at math.MaxUint64.
+func nullBytes(dt arrow.DataType, n uint64) uint64 {
+	switch dt := dt.(type) {
+	case *arrow.FixedSizeListType:
+		items, ok := mulSat(n, uint64(max(dt.Len(), 0)))
+		if !ok {
+			return math.MaxUint64
+		}
+		return nullBytes(dt.Elem(), items)
+	case arrow.FixedWidthDataType:
+		v, _ := mulSat(n, uint64(max(dt.BitWidth(), 1)))
+		return v / 8
+	}
+	v, _ := mulSat(n, 8) // offsets
+	return v
+}
+
+// mulSat returns a*b, or math.MaxUint64 and false when it overflows.
+func mulSat(a, b uint64) (uint64, bool) {
+	hi, lo := bits.Mul64(a, b)
+	if hi != 0 {
+		return math.MaxUint64, false
+	}
+	return lo, true
+}
+
 // readColumn decodes column col (and, for lists and structs, the columns
 // of its children that follow) as one array of type dt allocated from
 // mem. It returns the next column index.
-func (f *FileReader) readColumn(mem memory.Allocator, dt arrow.DataType, col int) (arrow.Array, int, error) {
+func (f *FileReader) readColumn(mem memory.Allocator, bud *budget, dt arrow.DataType, col int) (arrow.Array, int, error) {
 	if col >= len(f.columns) {
 		return nil, 0, fmt.Errorf("file has %d columns, the schema needs more", len(f.columns))
 	}
 	switch dt := dt.(type) {
 	case *arrow.ListType:
-		return f.readList(mem, dt, col)
+		return f.readList(mem, bud, dt, col)
 	case *arrow.StructType:
-		return f.readStruct(mem, dt, col)
+		return f.readStruct(mem, bud, dt, col)
 	}
 	var parts []arrow.Array
 	defer func() { releaseAll(parts) }()
 	for _, p := range f.columns[col] {
-		bufs, err := f.buffers(p)
+		bufs, err := f.buffers(bud, p)
 		if err != nil {
 			return nil, 0, err
 		}
-		d, err := decodeLeaf(dt, p.enc, bufs, int(p.length))
+		d, err := decodeLeaf(bud, dt, p.enc, bufs, int(p.length))
 		if err != nil {
 			return nil, 0, err
 		}
@@ -44,7 +102,7 @@ func (f *FileReader) readColumn(mem memory.Allocator, dt arrow.DataType, col int
 	return out, col + 1, err
 }
 
-func (f *FileReader) readStruct(mem memory.Allocator, dt *arrow.StructType, col int) (arrow.Array, int, error) {
+func (f *FileReader) readStruct(mem memory.Allocator, bud *budget, dt *arrow.StructType, col int) (arrow.Array, int, error) {
 	var n uint64
 	for _, p := range f.columns[col] {
 		if p.enc.kind != aeStruct {
@@ -60,7 +118,7 @@ func (f *FileReader) readStruct(mem memory.Allocator, dt *arrow.StructType, col 
 		}
 	}()
 	for i := range dt.NumFields() {
-		arr, nx, err := f.readColumn(mem, dt.Field(i).Type, next)
+		arr, nx, err := f.readColumn(mem, bud, dt.Field(i).Type, next)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -78,8 +136,8 @@ func (f *FileReader) readStruct(mem memory.Allocator, dt *arrow.StructType, col 
 	return array.MakeFromData(d), next, nil
 }
 
-func (f *FileReader) readList(mem memory.Allocator, dt *arrow.ListType, col int) (arrow.Array, int, error) {
-	items, next, err := f.readColumn(mem, dt.Elem(), col+1)
+func (f *FileReader) readList(mem memory.Allocator, bud *budget, dt *arrow.ListType, col int) (arrow.Array, int, error) {
+	items, next, err := f.readColumn(mem, bud, dt.Elem(), col+1)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -94,7 +152,7 @@ func (f *FileReader) readList(mem memory.Allocator, dt *arrow.ListType, col int)
 		if p.enc.kind != aeList {
 			return nil, 0, fmt.Errorf("list column page has encoding %d, want list", p.enc.kind)
 		}
-		bufs, err := f.buffers(p)
+		bufs, err := f.buffers(bud, p)
 		if err != nil {
 			return nil, 0, err
 		}
@@ -191,11 +249,14 @@ func decodeUints(a *aenc, bufs [][]byte, n int) ([]uint64, error) {
 
 // decodeLeaf decodes one page of a non-nested column (fixed width,
 // binary, dictionary, fixed-size list) into Go memory.
-func decodeLeaf(dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.ArrayData, error) {
+func decodeLeaf(bud *budget, dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.ArrayData, error) {
 	switch a.kind {
 	case aeNullable:
 		switch a.null {
 		case allNulls:
+			if err := bud.spendUnbacked(nullBytes(dt, uint64(n)), "an all-null page"); err != nil {
+				return nil, err
+			}
 			arr := array.MakeArrayOfNull(memory.DefaultAllocator, dt, n)
 			defer arr.Release()
 			d := arr.Data()
@@ -205,7 +266,7 @@ func decodeLeaf(dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.ArrayDa
 			if a.values == nil {
 				return nil, fmt.Errorf("nullable encoding without values")
 			}
-			return decodeLeaf(dt, a.values, bufs, n)
+			return decodeLeaf(bud, dt, a.values, bufs, n)
 		case someNulls:
 			if a.values == nil || a.validity == nil || a.validity.kind != aeFlat || a.validity.bits != 1 {
 				return nil, fmt.Errorf("unsupported validity encoding")
@@ -214,7 +275,7 @@ func decodeLeaf(dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.ArrayDa
 			if err != nil {
 				return nil, err
 			}
-			inner, err := decodeLeaf(dt, a.values, bufs, n)
+			inner, err := decodeLeaf(bud, dt, a.values, bufs, n)
 			if err != nil {
 				return nil, err
 			}
@@ -227,13 +288,13 @@ func decodeLeaf(dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.ArrayDa
 	case aeBinary:
 		return decodeBinary(dt, a, bufs, n)
 	case aeDictionary:
-		return decodeDictionary(dt, a, bufs, n)
+		return decodeDictionary(bud, dt, a, bufs, n)
 	case aeFSL:
 		fsl, ok := dt.(*arrow.FixedSizeListType)
 		if !ok || a.values == nil || int32(a.dim) != fsl.Len() {
 			return nil, fmt.Errorf("fixed_size_list encoding (dimension %d) does not match type %s", a.dim, dt)
 		}
-		items, err := decodeLeaf(fsl.Elem(), a.values, bufs, n*int(a.dim))
+		items, err := decodeLeaf(bud, fsl.Elem(), a.values, bufs, n*int(a.dim))
 		if err != nil {
 			return nil, err
 		}
@@ -355,9 +416,12 @@ func decodeBinary(dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.Array
 
 // decodeDictionary materializes a dictionary page (LanceDB writes them
 // for low-cardinality strings): index 0 is null, k is item k-1.
-func decodeDictionary(dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.ArrayData, error) {
+func decodeDictionary(bud *budget, dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.ArrayData, error) {
 	if err := checkBinaryType(dt); err != nil {
 		return nil, err
+	}
+	if a.numItems > maxPageRows {
+		return nil, fmt.Errorf("dictionary of %d items exceeds the reader's limit of %d", a.numItems, maxPageRows)
 	}
 	idx, err := decodeUints(a.values, bufs, n)
 	if err != nil {
@@ -366,13 +430,22 @@ func decodeDictionary(dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.A
 	if a.bytes == nil {
 		return nil, fmt.Errorf("dictionary without items")
 	}
-	items, err := decodeLeaf(dt, a.bytes, bufs, int(a.numItems))
+	items, err := decodeLeaf(bud, dt, a.bytes, bufs, int(a.numItems))
 	if err != nil {
 		return nil, err
 	}
 	defer items.Release()
 	ia := array.MakeFromData(items).(array.BinaryLike)
 	defer ia.Release()
+	var expanded uint64
+	for _, k := range idx {
+		if k > 0 && k <= uint64(ia.Len()) {
+			expanded += uint64(ia.ValueLen(int(k - 1)))
+		}
+	}
+	if err := bud.spendUnbacked(expanded, "a dictionary page"); err != nil {
+		return nil, err
+	}
 	var bad error
 	d := binaryData(dt, n, func(i int) ([]byte, bool) {
 		k := idx[i]
@@ -392,7 +465,9 @@ func decodeDictionary(dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.A
 	return d, nil
 }
 
+// valueBytes returns item i of a (ValueOffset64 of String and LargeString
+// refuses i == Len, so the end is start + ValueLen).
 func valueBytes(a array.BinaryLike, i int) []byte {
-	start, end := a.ValueOffset64(i), a.ValueOffset64(i+1)
-	return a.ValueBytes()[start-a.ValueOffset64(0) : end-a.ValueOffset64(0)]
+	start := a.ValueOffset64(i) - a.ValueOffset64(0)
+	return a.ValueBytes()[start : start+int64(a.ValueLen(i))]
 }

@@ -219,13 +219,16 @@ func decodeColumnMetadata(b []byte) ([]pageRef, error) {
 // overflowing on hostile values.
 func within(pos, n, end uint64) bool { return n <= end && pos <= end-n }
 
-// buffers reads a page's buffers.
-func (f *FileReader) buffers(p pageRef) ([][]byte, error) {
+// buffers reads a page's buffers, charging them to bud.
+func (f *FileReader) buffers(bud *budget, p pageRef) ([][]byte, error) {
 	out := make([][]byte, len(p.offsets))
 	for i, off := range p.offsets {
 		n := p.sizes[i]
 		if !within(off, n, f.size) {
 			return nil, fmt.Errorf("lance: page buffer at %d (%d bytes) is outside the file", off, n)
+		}
+		if err := bud.spendBuffers(n); err != nil {
+			return nil, fmt.Errorf("lance: page buffer at %d (%d bytes): %w", off, n, err)
 		}
 		out[i] = make([]byte, n)
 		if _, err := f.r.ReadAt(out[i], int64(off)); err != nil {
@@ -257,6 +260,7 @@ func (f *FileReader) ReadFields(mem memory.Allocator, s *Schema, columnOf map[in
 		}
 	}
 	top := s.TopLevel()
+	bud := &budget{buffers: f.size, unbacked: maxUnbackedBytes}
 	cols := make([]arrow.Array, 0, len(top))
 	defer func() { releaseAll(cols) }()
 	for i, fl := range top {
@@ -264,7 +268,7 @@ func (f *FileReader) ReadFields(mem memory.Allocator, s *Schema, columnOf map[in
 		if !ok {
 			return nil, fmt.Errorf("lance: data file has no column for field %q (id %d)", fl.Name, fl.ID)
 		}
-		arr, _, err := f.readColumn(mem, as.Field(i).Type, c)
+		arr, _, err := f.readColumn(mem, bud, as.Field(i).Type, c)
 		if err != nil {
 			return nil, fmt.Errorf("lance: column %q: %w", fl.Name, err)
 		}

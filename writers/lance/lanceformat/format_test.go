@@ -59,7 +59,7 @@ func TestDeletionFilesRoundTrip(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			want := slices.Compact(slices.Sorted(slices.Values(offs)))
 			in := slices.Clone(offs)
-			got, err := DecodeDeletionBitmap(EncodeDeletionBitmap(offs))
+			got, err := DecodeDeletionBitmap(EncodeDeletionBitmap(offs), 1<<32)
 			if err != nil || !slices.Equal(got, want) {
 				t.Fatalf("bitmap: %v %v", got, err)
 			}
@@ -70,7 +70,7 @@ func TestDeletionFilesRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err = DecodeDeletionArrow(a)
+			got, err = DecodeDeletionArrow(a, 1<<32)
 			if err != nil || !slices.Equal(got, offs) {
 				t.Fatalf("arrow: %v %v", got, err)
 			}

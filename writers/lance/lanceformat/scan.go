@@ -121,19 +121,28 @@ func readDataFile(ctx context.Context, b *storage.Bucket, df DataFile, s *Schema
 	return fr.ReadFields(mem, s, colOf)
 }
 
-// ReadDeletions returns the deleted row offsets of fragment f.
+// ReadDeletions returns the deleted row offsets of fragment f. A corrupt
+// deletion file is an error wrapping writers.ErrInvalid naming it; the
+// offsets returned are all below f.PhysicalRows.
 func ReadDeletions(ctx context.Context, b *storage.Bucket, f *Fragment) ([]uint32, error) {
 	if f.Deletion == nil {
 		return nil, nil
 	}
-	raw, err := b.Get(ctx, f.Deletion.Path(f.ID))
+	key := f.Deletion.Path(f.ID)
+	raw, err := b.Get(ctx, key)
 	if err != nil {
 		return nil, fmt.Errorf("lance: read deletion file of fragment %d: %w", f.ID, err)
 	}
+	var offs []uint32
 	if f.Deletion.FileType == DeletionBitmap {
-		return DecodeDeletionBitmap(raw)
+		offs, err = DecodeDeletionBitmap(raw, f.PhysicalRows)
+	} else {
+		offs, err = DecodeDeletionArrow(raw, f.PhysicalRows)
 	}
-	return DecodeDeletionArrow(raw)
+	if err != nil {
+		return nil, fmt.Errorf("%w (deletion file %s)", err, key)
+	}
+	return offs, nil
 }
 
 // dropRows returns rec without the rows at offsets deleted.
