@@ -164,12 +164,20 @@ func (f *FileReader) readList(mem memory.Allocator, bud *budget, dt *arrow.ListT
 		if adj == 0 {
 			adj = 1 << 63 // no nulls possible
 		}
+		// Every page's items are a slice of the item column: checked
+		// before adding, the running base can neither overflow nor pass
+		// the items read, which an int32 offset holds.
+		if p.enc.numItems > uint64(items.Len())-pageBase || items.Len() > math.MaxInt32 {
+			return nil, 0, fmt.Errorf("list pages reference more items than the item column's %d", items.Len())
+		}
+		prev := uint64(0)
 		for _, v := range ends {
 			isNull := v >= adj
 			end := v % adj
-			if end > p.enc.numItems {
-				return nil, 0, fmt.Errorf("list offset %d exceeds the page's %d items", end, p.enc.numItems)
+			if end > p.enc.numItems || end < prev {
+				return nil, 0, fmt.Errorf("list offset %d is outside %d..%d (the page's items)", end, prev, p.enc.numItems)
 			}
+			prev = end
 			offsets = append(offsets, int32(pageBase+end))
 			valid.appendBits([]byte{boolByte(!isNull)}, 0, 1)
 			if isNull {
