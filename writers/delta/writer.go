@@ -113,6 +113,7 @@ func (w *Writer) Open(ctx context.Context) error {
 		w.bucket = nil
 		return errors.Join(err, b.Close())
 	}
+	b.CleanUp(ctx, w.log)
 	return nil
 }
 
