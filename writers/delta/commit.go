@@ -40,7 +40,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	for i, b := range descs {
 		d, err := decodeDescriptor(b)
 		if err != nil {
-			return writers.CommitInfo{}, fmt.Errorf("%w (descriptor %d)", err, i)
+			return writers.CommitInfo{}, fmt.Errorf("%w (endpoint %q, descriptor %d)", err, w.env.Endpoint, i)
 		}
 		ds[i] = d
 	}

@@ -117,6 +117,23 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 	return &d, nil
 }
 
+// checkModes refuses descriptors the endpoint's mode cannot have
+// precommitted: a merge outside merge_insert (it would drop or re-mark
+// fragments an append never read) and, in merge_insert, fragments without
+// the merge that wrote them (blind appends could duplicate keys).
+func (w *Writer) checkModes(ds []*descriptor) error {
+	merging := w.cfg.WriteMode == ModeMergeInsert
+	for i, d := range ds {
+		switch {
+		case d.Merge != nil && !merging:
+			return writers.Errorf(writers.ErrInvalid, "lance: endpoint %q: descriptor %d holds a merge but the endpoint's mode is %s: hand over only descriptors precommitted by this endpoint", w.env.Endpoint, i, w.cfg.WriteMode)
+		case d.Merge == nil && len(d.Fragments) > 0 && merging:
+			return writers.Errorf(writers.ErrInvalid, "lance: endpoint %q: descriptor %d adds fragments without a merge but the endpoint's mode is merge_insert: hand over only descriptors precommitted by this endpoint", w.env.Endpoint, i)
+		}
+	}
+	return nil
+}
+
 // verifyFiles checks that every data file and new deletion file ds name
 // exists under the dataset root with its stated size: a manifest naming a
 // missing or different file leaves the dataset unreadable. It costs one

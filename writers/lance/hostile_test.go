@@ -43,9 +43,10 @@ func fragmentEdits() []descEdit {
 	return edits
 }
 
-// deletionEdits are hostile edits of a merge descriptor's first updated
-// fragment.
+// deletionEdits are hostile edits of a merge descriptor: without its
+// merge, or with its first updated fragment's deletion file changed.
 var deletionEdits = []descEdit{
+	{"fragments without the merge", func(d *descriptor) { d.Merge = nil }},
 	{"new deletion file of a wrong size", func(d *descriptor) { d.Merge.Updated[0].NewDeletionSize++ }},
 	{"new deletion file size missing", func(d *descriptor) { d.Merge.Updated[0].NewDeletionSize = 0 }},
 	{"new deletion file missing", func(d *descriptor) { d.Merge.Updated[0].NewDeletion.ID++ }},
@@ -112,7 +113,18 @@ func TestHostileAppendDescriptors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, e := range fragmentEdits() {
+	// A merge that drops a fragment another commit wrote, exactly as the
+	// manifest holds it.
+	latest, err := w.latest(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := latest.Manifest.Fragments[0]
+	drop := touchedFragment{ID: f.ID, Files: []string{f.Files[0].Path}, Deletion: f.Deletion}
+	edits := append(fragmentEdits(), descEdit{"merge dropping another commit's fragment", func(d *descriptor) {
+		d.Merge = &mergeDesc{ReadVersion: latest.Version(), Removed: []touchedFragment{drop}}
+	}})
+	for _, e := range edits {
 		t.Run(e.name, func(t *testing.T) { wantRefused(t, w, mem, key, reencode(t, d, e.edit)) })
 	}
 	if _, err := w.Commit(context.Background(), key, []writers.Descriptor{d}); err != nil {
