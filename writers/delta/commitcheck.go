@@ -41,7 +41,7 @@ func (w *Writer) verifyFiles(ctx context.Context, ds []*descriptor) error {
 		for _, a := range d.Adds {
 			key, err := deltalog.DecodePath(a.Path)
 			if err != nil { // decodeDescriptor refuses such paths
-				return writers.Errorf(writers.ErrInvalid, "%s: %v", label, err)
+				return writers.Errorf(writers.ErrInvalid, "%s: %w", label, err)
 			}
 			want = append(want, storage.Expected{Key: key, Size: a.Size, Label: label})
 		}

@@ -235,7 +235,7 @@ func checkAddPath(p string) error {
 	}
 	for _, s := range []string{p, key} {
 		if err := storage.CheckKey(s); err != nil {
-			return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not a clean key inside the table: %v", p, err)
+			return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not a clean key inside the table: %w", p, err)
 		}
 	}
 	if strings.HasPrefix(key, "_delta_log/") {

@@ -46,10 +46,10 @@ func (d descriptor) encode() writers.Descriptor {
 func (w *Writer) decodeDescriptor(key writers.TxnKey, i int, b writers.Descriptor) (descriptor, error) {
 	var d descriptor
 	if err := json.Unmarshal(b, &d); err != nil {
-		return d, writers.Errorf(writers.ErrInvalid, "kafka: descriptor %d is not a Kafka descriptor (%w): hand over only descriptors precommitted by a Kafka endpoint", i, err)
+		return d, writers.Errorf(writers.ErrInvalid, "kafka: endpoint %q: descriptor %d is not a Kafka descriptor (%w): hand over only descriptors precommitted by a Kafka endpoint", w.env.Endpoint, i, err)
 	}
 	if d.Endpoint != w.env.Endpoint {
-		return d, writers.Errorf(writers.ErrInvalid, "kafka: descriptor %d was precommitted by endpoint %q, not %q: Kafka endpoints commit only their own descriptors", i, d.Endpoint, w.env.Endpoint)
+		return d, writers.Errorf(writers.ErrInvalid, "kafka: endpoint %q: descriptor %d was precommitted by endpoint %q: Kafka endpoints commit only their own descriptors", w.env.Endpoint, i, d.Endpoint)
 	}
 	return d, w.resolveStage(key, i, &d)
 }

@@ -54,7 +54,7 @@ func (b *Bucket) CheckObjects(ctx context.Context, want []Expected) error {
 // checkObject is CheckObjects for one object.
 func (b *Bucket) checkObject(ctx context.Context, e Expected) error {
 	if err := CheckKey(e.Key); err != nil {
-		return writers.Errorf(writers.ErrInvalid, "%s: file %q is not a valid key under %s: %v", e.Label, e.Key, b.uri, err)
+		return writers.Errorf(writers.ErrInvalid, "%s: file %q is not a valid key under %s: %w", e.Label, e.Key, b.uri, err)
 	}
 	o, err := b.Stat(ctx, e.Key)
 	switch {
