@@ -113,6 +113,10 @@ type Writer interface {
 	// over from other servers) in one sink commit that also records key
 	// (unless key.Auto). Commit is idempotent: if key is already committed
 	// it returns the original version with Replayed set and changes nothing.
+	// descs are client input: before publishing anything Commit checks that
+	// each references only objects under the sink's own root, that exist
+	// as stated, and returns ErrInvalid naming the endpoint, the
+	// descriptor's index and the file otherwise.
 	Commit(ctx context.Context, key TxnKey, descs []Descriptor) (CommitInfo, error)
 	// Rollback discards what is staged or precommitted for key. Unknown
 	// keys are a no-op. Rollback is idempotent.

@@ -30,17 +30,22 @@ const maxReplans = 5
 // version. A commit that lost a race
 // is rebased by deltalog, or re-planned here against the winner up to
 // maxReplans times; then it fails with ErrConflict. A descriptor that is not
-// a Delta descriptor of this table's layout is ErrInvalid and nothing is
-// committed. A failure to write the commit file whose result is unknown is
+// a Delta descriptor of this table's layout and the endpoint's mode, that
+// adds a file missing under the table root or of another size than it
+// states, or whose upsert plan misstates what it read, is ErrInvalid and
+// nothing is committed (descriptor.go, commitcheck.go). A failure to write the commit file whose result is unknown is
 // a writers.OutcomeUnknownError.
 func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
 	ds := make([]*descriptor, len(descs))
 	for i, b := range descs {
 		d, err := decodeDescriptor(b)
 		if err != nil {
-			return writers.CommitInfo{}, fmt.Errorf("%w (descriptor %d)", err, i)
+			return writers.CommitInfo{}, fmt.Errorf("%w (endpoint %q, descriptor %d)", err, w.env.Endpoint, i)
 		}
 		ds[i] = d
+	}
+	if err := w.checkModes(ds); err != nil {
+		return writers.CommitInfo{}, err
 	}
 	upsert, err := upsertOf(ds)
 	if err != nil {
@@ -48,6 +53,20 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	}
 	w.forget(ctx, key)
 
+	// Files are checked once, before the first write (a created table
+	// included) and after the replay check: a replay publishes nothing.
+	verified := false
+	verify := func() error {
+		if verified {
+			return nil
+		}
+		if err := w.verifyFiles(ctx, ds); err != nil {
+			w.m.commits.WithLabelValues("failed").Inc()
+			return err
+		}
+		verified = true
+		return nil
+	}
 	for replan := 0; ; replan++ {
 		snap, err := w.latest(ctx)
 		if err != nil {
@@ -62,6 +81,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			return writers.CommitInfo{Version: snap.Version}, nil
 		}
 		if snap == nil {
+			if err := verify(); err != nil {
+				return writers.CommitInfo{}, err
+			}
 			if snap, err = w.createFromDescriptors(ctx, ds); err != nil {
 				return writers.CommitInfo{}, err
 			}
@@ -70,11 +92,21 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			w.m.commits.WithLabelValues("replayed").Inc()
 			return info, nil
 		}
+		if err := verify(); err != nil {
+			return writers.CommitInfo{}, err
+		}
+		base := snap
+		if upsert != nil {
+			if base, err = w.upsertBase(ctx, snap, upsert); err != nil {
+				w.m.commits.WithLabelValues("failed").Inc()
+				return writers.CommitInfo{}, err
+			}
+		}
 		actions, err := w.plan(snap, key, ds, upsert)
 		if err != nil {
 			return writers.CommitInfo{}, err
 		}
-		version, err := w.commitPlanned(ctx, snap, actions, upsert)
+		version, err := w.commitPlanned(ctx, base, actions, upsert)
 		var conflict *deltalog.ConflictError
 		switch {
 		case upsert != nil && errors.As(err, &conflict) && conflict.Kind != deltalog.ConflictTxn:

@@ -3,13 +3,12 @@ package delta
 import (
 	"encoding/json"
 	"fmt"
-	"net/url"
-	"path"
 	"slices"
 	"strings"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 // descriptorKind and the versions identify a Delta sink descriptor.
@@ -43,7 +42,14 @@ const (
 //
 //	"readDVs":{"part-a.parquet":"u…@1"},
 //	"updates":[{"path":"part-a.parquet","deletionVector":{"storageType":"u",…},"rows":1000}],
-//	"dvFile":"deletion_vector_….bin"
+//	"dvFile":"deletion_vector_….bin","dvFileSize":1234
+//
+// A descriptor is client input (the commit action hands them over), so
+// decodeDescriptor checks what it can alone: every path is a clean key
+// under the table root (storage.CheckKey) outside _delta_log, and a plan
+// removes or marks only files it says it read, with deletion vectors
+// inside its own DV file. Commit checks the rest against the table
+// (verifyFiles, checkReadSet).
 type descriptor struct {
 	Kind             string      `json:"kind"`
 	Version          int         `json:"version"`
@@ -56,7 +62,8 @@ type descriptor struct {
 // upsertPlan is what an upsert's commit needs besides its adds: the table
 // version it was planned against, the files whose keys it read (its read
 // set for conflict checks) and the files it rewrote, which the commit
-// removes. Paths are add paths as logged.
+// removes. Paths are add paths as logged. DVFileSize is the DV file's
+// exact size, checked before the commit references it.
 type upsertPlan struct {
 	ReadVersion int64             `json:"readVersion"`
 	ReadFiles   []string          `json:"readFiles"`
@@ -64,6 +71,9 @@ type upsertPlan struct {
 	ReadDVs     map[string]string `json:"readDVs,omitempty"`
 	Updates     []dvUpdate        `json:"updates,omitempty"`
 	DVFile      string            `json:"dvFile,omitempty"`
+	DVFileSize  int64             `json:"dvFileSize,omitempty"`
+
+	index int // of its descriptor in the Commit, for errors (upsertOf)
 }
 
 // dvUpdate replaces the deletion vector of the live file at Path (the one
@@ -135,24 +145,58 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 		}
 	}
 	if u := d.Upsert; u != nil {
-		if u.ReadVersion < 0 {
-			return nil, writers.Errorf(writers.ErrInvalid, "delta: upsert descriptor has read version %d", u.ReadVersion)
-		}
-		for _, p := range append(slices.Clip(u.ReadFiles), u.Removes...) {
-			if err := checkAddPath(p); err != nil {
-				return nil, err
-			}
-		}
-		if err := u.checkUpdates(); err != nil {
+		if err := u.check(); err != nil {
 			return nil, err
 		}
 	}
 	return &d, nil
 }
 
-// checkUpdates accepts deletion-vector updates only of clean paths, each
-// with a deletion vector stored in the plan's own DV file: a descriptor
-// must not reference arbitrary objects.
+// check accepts a plan whose paths are clean, which removes or marks only
+// files it read (each once), and whose deletion vectors lie in its own DV
+// file: a descriptor must not reference, remove or mark arbitrary objects.
+func (u *upsertPlan) check() error {
+	if u.ReadVersion < 0 {
+		return writers.Errorf(writers.ErrInvalid, "delta: upsert descriptor has read version %d", u.ReadVersion)
+	}
+	read := make(map[string]bool, len(u.ReadFiles))
+	for _, p := range u.ReadFiles {
+		if err := checkAddPath(p); err != nil {
+			return err
+		}
+		read[p] = true
+	}
+	for p := range u.ReadDVs {
+		if !read[p] {
+			return writers.Errorf(writers.ErrInvalid, "delta: upsert descriptor states the deletion vector of %q, which it did not read", p)
+		}
+	}
+	changed := make(map[string]bool, len(u.Removes)+len(u.Updates))
+	for _, p := range append(slices.Clip(u.Removes), u.updatePaths()...) {
+		switch {
+		case !read[p]:
+			return writers.Errorf(writers.ErrInvalid, "delta: upsert descriptor removes or marks %q, which is not among the files it read", p)
+		case changed[p]:
+			return writers.Errorf(writers.ErrInvalid, "delta: upsert descriptor removes or marks %q twice", p)
+		}
+		changed[p] = true
+	}
+	return u.checkUpdates()
+}
+
+// updatePaths returns the paths of the files u marks.
+func (u *upsertPlan) updatePaths() []string {
+	paths := make([]string, len(u.Updates))
+	for i, up := range u.Updates {
+		paths[i] = up.Path
+	}
+	return paths
+}
+
+// checkUpdates accepts deletion-vector updates only with a deletion vector
+// stored in the plan's own DV file, within its stated size (Spark's
+// layout: a version byte, then per vector a 4-byte size, the bitmap and a
+// 4-byte CRC at Offset).
 func (u *upsertPlan) checkUpdates() error {
 	if len(u.Updates) == 0 {
 		return nil
@@ -160,39 +204,42 @@ func (u *upsertPlan) checkUpdates() error {
 	if err := checkAddPath(u.DVFile); err != nil {
 		return err
 	}
+	if u.DVFileSize <= 0 {
+		return writers.Errorf(writers.ErrInvalid, "delta: upsert descriptor does not state the size of its deletion-vector file %q (precommitted by an earlier Quiver build?): roll back and replay the transaction", u.DVFile)
+	}
 	for _, up := range u.Updates {
-		if err := checkAddPath(up.Path); err != nil {
-			return err
-		}
-		if up.DeletionVector == nil {
+		dv := up.DeletionVector
+		if dv == nil {
 			return writers.Errorf(writers.ErrInvalid, "delta: descriptor update of %q has no deletion vector", up.Path)
 		}
-		key, ok, err := deltalog.DeletionVectorKey(up.DeletionVector)
-		if err != nil || !ok || key != u.DVFile || up.DeletionVector.Cardinality <= 0 || up.DeletionVector.Cardinality >= up.Rows {
+		key, ok, err := deltalog.DeletionVectorKey(dv)
+		if err != nil || !ok || key != u.DVFile || dv.Cardinality <= 0 || dv.Cardinality >= up.Rows {
 			return writers.Errorf(writers.ErrInvalid, "delta: descriptor update of %q has a deletion vector outside the plan's file %q", up.Path, u.DVFile)
+		}
+		if dv.Offset == nil || *dv.Offset < 1 || dv.SizeInBytes <= 0 || int64(*dv.Offset)+8+int64(dv.SizeInBytes) > u.DVFileSize {
+			return writers.Errorf(writers.ErrInvalid, "delta: descriptor update of %q has a deletion vector outside the %d bytes of %q", up.Path, u.DVFileSize, u.DVFile)
 		}
 	}
 	return nil
 }
 
-// checkAddPath accepts only clean relative paths inside the table root,
-// outside the _delta_log folder, both as logged and as the storage key
-// they decode to (once, as readers decode them).
+// checkAddPath accepts only paths that name a key under the table root,
+// outside the _delta_log folder: relative (no URI scheme, as readers
+// resolve the logged path as a URI) and a valid storage key
+// (storage.CheckKey: no leading '/', no empty, "." or ".." segment) both
+// as logged and as the key it decodes to (once, as readers decode it).
 func checkAddPath(p string) error {
-	key, err := url.PathUnescape(p)
+	key, err := deltalog.DecodePath(p)
 	if err != nil {
-		return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not URI-encoded: %w", p, err)
+		return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not a URI-encoded path relative to the table root: %w", p, err)
 	}
 	for _, s := range []string{p, key} {
-		clean := path.Clean(s)
-		switch {
-		case s == "" || strings.Contains(s, "://") || strings.HasPrefix(s, "/"):
-			return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not relative to the table root", p)
-		case clean != s || clean == "." || clean == ".." || strings.HasPrefix(clean, "../"):
-			return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not a clean path inside the table", p)
-		case strings.HasPrefix(clean, "_delta_log/"):
-			return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q points into the Delta log", p)
+		if err := storage.CheckKey(s); err != nil {
+			return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q is not a clean key inside the table: %w", p, err)
 		}
+	}
+	if strings.HasPrefix(key, "_delta_log/") {
+		return writers.Errorf(writers.ErrInvalid, "delta: descriptor file path %q points into the Delta log", p)
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package delta
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -72,6 +73,14 @@ func TestDescriptorRefused(t *testing.T) {
 		{"upsert-remove-path", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":[],"removes":["../x.parquet"]}}`},
 		{"upsert-read-path", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":["_delta_log/x"],"removes":[]}}`},
 		{"upsert-read-version", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":-1,"readFiles":[],"removes":[]}}`},
+		{"empty-segment", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"a//x.parquet"}]}`},
+		{"dot-segment", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"./x.parquet"}]}`},
+		{"file-uri", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"file:///etc/passwd"}]}`},
+		{"encoded-slash-escape", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"a%2F..%2F..%2Fx.parquet"}]}`},
+		{"upsert-remove-unread", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":["a.parquet"],"removes":["b.parquet"]}}`},
+		{"upsert-remove-twice", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":["a.parquet"],"removes":["a.parquet","a.parquet"]}}`},
+		{"upsert-dv-unread", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":[],"removes":[],"readDVs":{"a.parquet":"u1"}}}`},
+		{"upsert-dv-file-size", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":["a.parquet"],"removes":[],"updates":[{"path":"a.parquet","deletionVector":{"storageType":"u","pathOrInlineDv":"D9<kHR+Y$VI==cD-=c}=","offset":1,"sizeInBytes":34,"cardinality":1},"rows":50}],"dvFile":"deletion_vector_79b4a05c-a74f-4bf6-8b58-925bc6708e27.bin"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if _, err := decodeDescriptor(writers.Descriptor(tc.json)); !errors.Is(err, writers.ErrInvalid) {
@@ -87,6 +96,10 @@ func FuzzDecodeDescriptor(f *testing.F) {
 	f.Add(`{"kind":"delta","version":1,"schema":"s","partitionColumns":["d"],"adds":[{"path":"d=1/a.parquet","partitionValues":{"d":"1"},"size":3,"rows":1}]}`)
 	f.Add(`{"kind":"delta","version":1,"schema":"","partitionColumns":[],"adds":[]}`)
 	f.Add(`{"kind":"delta","version":1,"schema":"s","adds":[{"path":"a%252Fb/c.parquet"}]}`)
+	for _, p := range escapingPaths {
+		f.Add(fmt.Sprintf(`{"kind":"delta","version":1,"schema":"s","adds":[{"path":%q}]}`, p))
+		f.Add(fmt.Sprintf(`{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":[%q],"removes":[%[1]q]}}`, p))
+	}
 	f.Fuzz(func(t *testing.T, in string) {
 		d, err := decodeDescriptor(writers.Descriptor(in))
 		if err != nil {

@@ -73,22 +73,17 @@ func (w *Writer) createFromDescriptors(ctx context.Context, ds []*descriptor) (*
 	return nil, writers.Errorf(writers.ErrWrongState, "delta: table %s does not exist and the transaction carries no rows to define its schema: write rows first", w.cfg.TableURI)
 }
 
-// commitPlanned writes actions as the version after snap (deltalog
+// commitPlanned writes actions as the version after base (deltalog
 // rebases over blind appends and writes checkpoints). An upsert's commit
-// is based on the version it was planned at, with its read set, so that
-// deltalog checks every commit since against it.
-func (w *Writer) commitPlanned(ctx context.Context, snap *deltalog.Snapshot, actions []deltalog.Action, upsert *upsertPlan) (int64, error) {
+// is based on the version it was planned at (upsertBase), with its read
+// set, so that deltalog checks every commit since against it.
+func (w *Writer) commitPlanned(ctx context.Context, base *deltalog.Snapshot, actions []deltalog.Action, upsert *upsertPlan) (int64, error) {
 	opts := deltalog.CommitOptions{
 		ReadWholeTable: w.cfg.WriteMode == ModeOverwrite,
 		EngineInfo:     "quiver",
 		Logger:         w.log,
 	}
-	base := snap
 	if upsert != nil {
-		var err error
-		if base, err = w.upsertBase(ctx, snap, upsert); err != nil {
-			return 0, err
-		}
 		opts = w.upsertCommitOptions(upsert)
 	}
 	v, err := deltalog.Commit(ctx, w.bucket, base, actions, opts)

@@ -162,7 +162,7 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 	}
 	d.Schema, d.Adds = s.schema, out.adds
 	d.Upsert = &upsertPlan{ReadVersion: snap.Version, ReadFiles: out.readFiles, Removes: out.removes,
-		Updates: out.updates, DVFile: out.dvFile}
+		Updates: out.updates, DVFile: out.dvFile, DVFileSize: out.dvSize}
 	if len(out.readDVs) > 0 {
 		d.Upsert.ReadDVs = out.readDVs
 	}
@@ -183,9 +183,10 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 	return desc, nil
 }
 
-// upsertOf returns the one upsert plan among ds (nil when none). An
-// upsert's descriptors cannot be aggregated: two plans made apart could
-// rewrite the same file or insert the same key twice.
+// upsertOf returns the one upsert plan among ds (nil when none), noting
+// its descriptor's index. An upsert's descriptors cannot be aggregated:
+// two plans made apart could rewrite the same file or insert the same key
+// twice.
 func upsertOf(ds []*descriptor) (*upsertPlan, error) {
 	var plan *upsertPlan
 	for i, d := range ds {
@@ -196,6 +197,7 @@ func upsertOf(ds []*descriptor) (*upsertPlan, error) {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d is a second upsert in one commit: an upsert transaction must be written through one server", i)
 		}
 		plan = d.Upsert
+		plan.index = i
 	}
 	return plan, nil
 }
@@ -254,19 +256,20 @@ func wideStats(stats string, rows int64) string {
 
 // upsertBase returns the snapshot an upsert was planned against, which its
 // commit must be based on so that deltalog checks every later commit
-// against the plan's read set: snap itself when nothing moved.
+// against the plan's read set (snap itself when nothing moved), once the
+// read set checks out against it (checkReadSet).
 func (w *Writer) upsertBase(ctx context.Context, snap *deltalog.Snapshot, plan *upsertPlan) (*deltalog.Snapshot, error) {
+	base := snap
 	switch {
-	case plan.ReadVersion == snap.Version:
-		return snap, nil
 	case plan.ReadVersion > snap.Version:
 		return nil, writers.Errorf(writers.ErrConflict, "delta: upsert was planned at version %d but the table is at version %d (recreated?): roll back the transaction and replay it", plan.ReadVersion, snap.Version)
+	case plan.ReadVersion < snap.Version:
+		var err error
+		if base, err = deltalog.LoadVersion(ctx, w.bucket, plan.ReadVersion); err != nil {
+			return nil, fmt.Errorf("delta: upsert: read version %d it was planned at: %w", plan.ReadVersion, err)
+		}
 	}
-	base, err := deltalog.LoadVersion(ctx, w.bucket, plan.ReadVersion)
-	if err != nil {
-		return nil, fmt.Errorf("delta: upsert: read version %d it was planned at: %w", plan.ReadVersion, err)
-	}
-	return base, nil
+	return base, w.checkReadSet(base, plan)
 }
 
 // upsertCommitOptions are the deltalog options of an upsert's commit: its

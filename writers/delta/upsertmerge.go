@@ -30,6 +30,7 @@ type mergeOutcome struct {
 	updates   []dvUpdate // files marked by a new deletion vector instead
 	dvs       *deltalog.DeletionVectorFile
 	dvFile    string            // storage key of dvs once written
+	dvSize    int64             // its size
 	readFiles []string          // paths of the candidate files whose keys were read
 	readDVs   map[string]string // path → deletion vector id of the candidates that had one
 	emptied   int               // removes whose every row was gone (no rewrite)
@@ -136,7 +137,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	}
 	err = g.Wait()
 	if err == nil && useDVs && out.dvs.Len() > 0 {
-		out.dvFile = out.dvs.Key()
+		out.dvFile, out.dvSize = out.dvs.Key(), int64(len(out.dvs.Bytes()))
 		if err = w.bucket.Put(ctx, out.dvFile, out.dvs.Bytes()); err != nil {
 			err = fmt.Errorf("delta: upsert: write deletion vectors %s: %w", out.dvFile, err)
 		}

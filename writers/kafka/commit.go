@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -19,6 +20,11 @@ import (
 // endpoint and writer, carries the staged records and the marker
 // {writer, epoch}. Staging files are removed once committed.
 //
+// Descriptors are client input: each may name only the staging file key
+// itself precommitted, in the endpoint's staging folder, and two may not
+// name the same one (descriptor.go); anything else is ErrInvalid before
+// any file is read or removed.
+//
 // Errors: ErrUnavailable when nothing was published and a retry of Commit
 // may succeed (the staging file stays); ErrInvalid when the broker refused
 // records for their own sake (inside a transaction that aborts it);
@@ -30,9 +36,12 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	}
 	ds := make([]descriptor, 0, len(descs))
 	for i, b := range descs {
-		d, err := decodeDescriptor(w.env.Endpoint, i, b)
+		d, err := w.decodeDescriptor(key, i, b)
 		if err != nil {
 			return writers.CommitInfo{}, err
+		}
+		if j := slices.IndexFunc(ds, func(o descriptor) bool { return o.path != "" && o.path == d.path }); j >= 0 {
+			return writers.CommitInfo{}, writers.Errorf(writers.ErrInvalid, "kafka: endpoint %q: descriptors %d and %d name the same staging file %s: its records would be produced twice", w.env.Endpoint, j, i, d.path)
 		}
 		ds = append(ds, d)
 	}
@@ -62,9 +71,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 func (w *Writer) finish(key writers.TxnKey, ds []descriptor) {
 	w.forget(key)
 	for _, d := range ds {
-		if d.Path != "" {
-			if err := removeIfExists(d.Path); err != nil {
-				w.log.Warn("kafka sink could not remove a committed staging file", "path", d.Path, "err", err)
+		if d.path != "" {
+			if err := removeIfExists(d.path); err != nil {
+				w.log.Warn("kafka sink could not remove a committed staging file", "path", d.path, "err", err)
 			}
 		}
 	}
@@ -83,12 +92,12 @@ func (w *Writer) sendStaged(ctx context.Context, ds []descriptor, data *pipe, dd
 			n++
 			if r.dlq {
 				if w.dlq == nil {
-					return writers.Errorf(writers.ErrInvalid, "kafka: staging file %s holds dead-letter records but dlq_topic is not set: set it back, or roll back and replay", d.Path)
+					return writers.Errorf(writers.ErrInvalid, "kafka: staging file %s holds dead-letter records but dlq_topic is not set: set it back, or roll back and replay", d.path)
 				}
 				return w.dlq.send(ctx, dlqd, message(w.cfg.DLQTopic, r))
 			}
 			if data == nil {
-				return writers.Errorf(writers.ErrInvalid, "kafka: staging file %s of an auto-commit stream holds data records: it was replaced; send the stream again", d.Path)
+				return writers.Errorf(writers.ErrInvalid, "kafka: staging file %s of an auto-commit stream holds data records: it was replaced; send the stream again", d.path)
 			}
 			return data.send(ctx, dd, message(w.cfg.Topic, r))
 		})

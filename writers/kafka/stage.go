@@ -165,16 +165,16 @@ func removeIfExists(path string) error {
 // the records passed to fn are never reused (they are carved from fresh
 // 1 MiB slabs), so fn may hand them to an asynchronous producer.
 func readStage(d descriptor, fn func(record) error) error {
-	f, err := os.Open(d.Path)
+	f, err := os.Open(d.path)
 	if errors.Is(err, os.ErrNotExist) {
-		return writers.Errorf(writers.ErrInvalid, "kafka: staging file %s is gone: the transaction was rolled back or committed elsewhere; replay the epoch", d.Path)
+		return writers.Errorf(writers.ErrInvalid, "kafka: staging file %s is gone: the transaction was rolled back or committed elsewhere; replay the epoch", d.path)
 	}
 	if err != nil {
 		return writers.Errorf(writers.ErrUnavailable, "kafka: open staging file: %w", err)
 	}
 	defer f.Close()
 	if st, err := f.Stat(); err != nil || st.Size() != d.Size {
-		return writers.Errorf(writers.ErrInvalid, "kafka: staging file %s does not have the descriptor's size %d (torn or replaced): replay the epoch", d.Path, d.Size)
+		return writers.Errorf(writers.ErrInvalid, "kafka: staging file %s does not have the descriptor's size %d (torn or replaced): replay the epoch", d.path, d.Size)
 	}
 	br := bufio.NewReaderSize(f, 1<<20)
 	crc := uint32(0)
@@ -224,7 +224,7 @@ func readStage(d descriptor, fn func(record) error) error {
 }
 
 func corrupt(d descriptor, off int64, what string) error {
-	return writers.Errorf(writers.ErrInvalid, "kafka: staging file %s is corrupt at offset %d: %s; nothing was produced: roll back and replay the epoch", d.Path, off, what)
+	return writers.Errorf(writers.ErrInvalid, "kafka: staging file %s is corrupt at offset %d: %s; nothing was produced: roll back and replay the epoch", d.path, off, what)
 }
 
 // parseFrame decodes a frame payload; slices alias p.

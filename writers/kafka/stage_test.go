@@ -57,7 +57,7 @@ func TestReadStageAllocationBounded(t *testing.T) {
 		if err := os.WriteFile(path, file, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		d := descriptor{Path: path, Size: int64(len(file)), CRC: crc32.Checksum(file, castagnoli), Records: 1}
+		d := descriptor{path: path, Size: int64(len(file)), CRC: crc32.Checksum(file, castagnoli), Records: 1}
 		var err error
 		alloccheck.Below(t, name, func() { err = readStage(d, func(record) error { return nil }) })
 		if !errors.Is(err, writers.ErrInvalid) {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -81,9 +83,11 @@ func TestCommitAfterCrash(t *testing.T) {
 	if e, ok, err := b.CommittedEpoch(ctx, "job"); err != nil || !ok || e != 4 {
 		t.Fatalf("CommittedEpoch = %d, %v, %v; want 4", e, ok, err)
 	}
-	// Committing again, also an older epoch, is a replay.
-	for _, k := range []writers.TxnKey{key, {Writer: "job", Epoch: 2}} {
-		if info, err := b.Commit(ctx, k, []writers.Descriptor{desc}); err != nil || !info.Replayed {
+	// Committing again, also an older epoch (with descriptors of its own,
+	// none here: a descriptor names its own key's staging file), is a
+	// replay.
+	for k, ds := range map[writers.TxnKey][]writers.Descriptor{key: {desc}, {Writer: "job", Epoch: 2}: nil} {
+		if info, err := b.Commit(ctx, k, ds); err != nil || !info.Replayed {
 			t.Fatalf("Commit(%s) again = %+v, %v; want Replayed", k, info, err)
 		}
 	}
@@ -267,5 +271,84 @@ func TestAvroThroughRegistry(t *testing.T) {
 	other := record(t, mem, changelogSchema, `[{"user":"a","n":1,"_op":"I"}]`)
 	if err := commitAuto(t, w, other); !errors.Is(err, writers.ErrInvalid) {
 		t.Fatalf("write with a rejected schema: %v, want ErrInvalid", err)
+	}
+}
+
+// TestForgedDescriptorTouchesNoFile: a descriptor naming any file but the
+// key's own staging file is refused before a file is read or removed (it
+// used to remove the "staging file" it named after an empty commit); the
+// genuine descriptor then commits, also in the absolute-path form of
+// earlier builds.
+func TestForgedDescriptorTouchesNoFile(t *testing.T) {
+	mem := checkedMem(t)
+	c := startCluster(t)
+	topic := uniqueTopic("forged")
+	dataDir := t.TempDir()
+	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) {
+		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 1, ReplicationFactor: 1}
+	}), dataDir, mem)
+	ctx := context.Background()
+	stageDir := filepath.Join(dataDir, "kafka", "ep")
+	outside := filepath.Join(t.TempDir(), "victim")
+	inData := filepath.Join(dataDir, "victim")
+	key, other := writers.TxnKey{Writer: "job", Epoch: 1}, writers.TxnKey{Writer: "other", Epoch: 1}
+	// Each precommit leaves one more staging file: the key's own.
+	descs, names := map[writers.TxnKey]writers.Descriptor{}, map[writers.TxnKey]string{}
+	for _, k := range []writers.TxnKey{key, other} {
+		if err := w.Write(ctx, k, record(t, mem, rowsSchema, `[{"user":"a","n":1}]`)); err != nil {
+			t.Fatal(err)
+		}
+		d, err := w.Precommit(ctx, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		descs[k] = d
+		files, _ := filepath.Glob(filepath.Join(stageDir, "*.stage"))
+		for _, f := range files {
+			if f := filepath.Base(f); f != names[key] {
+				names[k] = f
+			}
+		}
+	}
+	victims := []string{outside, inData, filepath.Join(stageDir, names[key]), filepath.Join(stageDir, names[other])}
+	for _, v := range victims[:2] {
+		if err := os.WriteFile(v, []byte("precious"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, tc := range []struct{ name, desc string }{
+		{"absolute path, no records", `{"endpoint":"ep","path":"` + outside + `","records":0}`},
+		{"absolute path", `{"endpoint":"ep","path":"` + outside + `","size":8,"records":1}`},
+		{"path escaping the staging folder", `{"endpoint":"ep","path":"` + stageDir + `/../../victim","size":8,"records":1}`},
+		{"absolute file", `{"endpoint":"ep","file":"` + outside + `","size":8,"records":1}`},
+		{"dotdot file", `{"endpoint":"ep","file":"../../victim","size":8,"records":1}`},
+		{"name outside the pattern", `{"endpoint":"ep","file":"victim","size":8,"records":1}`},
+		{"another key's staging file", string(descs[other])},
+		{"own file without records", `{"endpoint":"ep","file":"` + names[key] + `","records":0}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := w.Commit(ctx, key, []writers.Descriptor{writers.Descriptor(tc.desc)})
+			if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "descriptor 0") {
+				t.Fatalf("Commit of %s: %v, want ErrInvalid naming descriptor 0", tc.desc, err)
+			}
+			for _, v := range victims {
+				if _, err := os.Stat(v); err != nil {
+					t.Fatalf("after the refused commit: %v", err)
+				}
+			}
+		})
+	}
+	if _, err := w.Commit(ctx, key, []writers.Descriptor{descs[key], descs[key]}); !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("Commit of one staging file twice: %v, want ErrInvalid", err)
+	}
+	if n := len(readCommitted(t, c.Addrs(), topic)); n != 0 {
+		t.Fatalf("%d records published by refused commits, want none", n)
+	}
+	legacy := strings.Replace(string(descs[key]), `"file":"`+names[key]+`"`, `"path":"`+filepath.Join(stageDir, names[key])+`"`, 1)
+	if _, err := w.Commit(ctx, key, []writers.Descriptor{writers.Descriptor(legacy)}); err != nil {
+		t.Fatalf("Commit of the genuine descriptor in the legacy path form: %v", err)
+	}
+	if n := len(readCommitted(t, c.Addrs(), topic)); n != 1 {
+		t.Fatalf("%d records after the genuine commit, want 1", n)
 	}
 }

@@ -236,7 +236,7 @@ func (w *Writer) Close(ctx context.Context) error {
 			errs = append(errs, st.sw.discard())
 		}
 		if key.Auto && st.desc != nil {
-			errs = append(errs, removeIfExists(st.desc.Path))
+			errs = append(errs, removeIfExists(st.desc.path))
 		}
 		w.abortAuto(ctx, st, true)
 	}
@@ -390,11 +390,12 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 			d.Produced = st.auto.sent
 		}
 		if st.sw != nil {
-			final := w.stagePath(key, ".stage")
+			final := w.stagePath(key, stageSuffix)
 			if err := st.sw.finish(final, !key.Auto); err != nil {
 				return nil, err
 			}
-			d.Path, d.Size, d.CRC, d.Records = final, st.sw.size, st.sw.crc, st.sw.records
+			d.File, d.path = stageName(key)+stageSuffix, final
+			d.Size, d.CRC, d.Records = st.sw.size, st.sw.crc, st.sw.records
 			st.sw = nil
 		}
 		st.desc = &d
@@ -417,6 +418,6 @@ func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
 		}
 		w.abortAuto(ctx, st, true)
 	}
-	errs = append(errs, removeIfExists(w.stagePath(key, ".stage")))
+	errs = append(errs, removeIfExists(w.stagePath(key, stageSuffix)))
 	return joinErrs(errs)
 }

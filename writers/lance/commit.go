@@ -23,8 +23,11 @@ const maxReplans = 5
 // unchanged since the precommit (see mergeDesc.apply). An auto-commit key without fragments
 // commits nothing. A key whose epoch the history already records is
 // answered Replayed with the version that recorded it, changing nothing.
-// Errors: ErrInvalid for foreign descriptors or a schema that no longer
-// matches; ErrConflict when the dataset changed incompatibly maxReplans
+// Errors: ErrInvalid for foreign descriptors (another sink, version or
+// mode), files missing under the
+// dataset root or of another size than their descriptor states (checked
+// before anything is published, for this server's own descriptors too),
+// or a schema that no longer matches; ErrConflict when the dataset changed incompatibly maxReplans
 // times, or a merge's fragments changed since its precommit; a writers.OutcomeUnknownError when the manifest write's outcome
 // is unknown. Every call that commits, replays or fails counts in
 // quiver_lance_commits_total.
@@ -36,7 +39,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	for i, b := range descs {
 		d, err := decodeDescriptor(b)
 		if err != nil {
-			return writers.CommitInfo{}, fmt.Errorf("%w (descriptor %d)", err, i)
+			return writers.CommitInfo{}, fmt.Errorf("%w (endpoint %q, descriptor %d)", err, w.env.Endpoint, i)
 		}
 		ds[i] = d
 		if schema == nil {
@@ -48,6 +51,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 				frags = append(frags, f.lance())
 			}
 		}
+	}
+	if err := w.checkModes(ds); err != nil {
+		return writers.CommitInfo{}, err
 	}
 	m, err := mergeOf(ds)
 	if err != nil {
@@ -78,6 +84,11 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			if ok && c.epoch >= key.Epoch {
 				w.m.commits.WithLabelValues("replayed").Inc()
 				return writers.CommitInfo{Version: c.version, Replayed: true}, nil
+			}
+		}
+		if replan == 0 { // once, after the replay check: a replay publishes nothing
+			if err := w.verifyFiles(ctx, ds); err != nil {
+				return failed(err)
 			}
 		}
 		txn := &lanceformat.Transaction{Op: lanceformat.OpAppend, Fragments: frags}

@@ -2,12 +2,14 @@ package lance
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
-	"path"
+	"fmt"
 	"strings"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 const (
@@ -47,10 +49,11 @@ type touchedFragment struct {
 }
 
 // updatedFragment is a touched fragment and its new deletion file (the old
-// deleted offsets and the merge's).
+// deleted offsets and the merge's) with its exact size.
 type updatedFragment struct {
 	touchedFragment
-	NewDeletion lanceformat.DeletionFile `json:"new_deletion"`
+	NewDeletion     lanceformat.DeletionFile `json:"new_deletion"`
+	NewDeletionSize int64                    `json:"new_deletion_size"`
 }
 
 // fragment is one new fragment: one data file under data/.
@@ -78,8 +81,11 @@ func (d *descriptor) encode() (writers.Descriptor, error) {
 	return json.Marshal(d)
 }
 
-// decodeDescriptor parses and checks one descriptor; anything else, or a
-// file path outside data/, is ErrInvalid.
+// decodeDescriptor parses and checks one descriptor; anything else, a
+// data file that is not a plain name under data/ (storage.CheckKey) or a
+// new deletion file without its size, is ErrInvalid. A descriptor is
+// client input: Commit also checks that every file it names exists with
+// its stated size (verifyFiles).
 func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 	var d descriptor
 	dec := json.NewDecoder(bytes.NewReader(b))
@@ -97,9 +103,54 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 		return nil, writers.Errorf(writers.ErrInvalid, "lance: merge descriptor changes fragments of a dataset it says did not exist")
 	}
 	for _, f := range d.Fragments {
-		if f.Path == "" || path.Clean(f.Path) != f.Path || strings.Contains(f.Path, "/") || len(f.Fields) != len(f.Columns) {
+		if strings.Contains(f.Path, "/") || storage.CheckKey(lanceformat.DataKey(f.Path)) != nil || len(f.Fields) != len(f.Columns) {
 			return nil, writers.Errorf(writers.ErrInvalid, "lance: descriptor data file %q is not a plain file name under data/", f.Path)
 		}
 	}
+	if d.Merge != nil {
+		for _, u := range d.Merge.Updated {
+			if u.NewDeletionSize <= 0 {
+				return nil, writers.Errorf(writers.ErrInvalid, "lance: merge descriptor does not state the size of fragment %d's new deletion file (precommitted by an earlier Quiver build?): roll back and replay the transaction", u.ID)
+			}
+		}
+	}
 	return &d, nil
+}
+
+// checkModes refuses descriptors the endpoint's mode cannot have
+// precommitted: a merge outside merge_insert (it would drop or re-mark
+// fragments an append never read) and, in merge_insert, fragments without
+// the merge that wrote them (blind appends could duplicate keys).
+func (w *Writer) checkModes(ds []*descriptor) error {
+	merging := w.cfg.WriteMode == ModeMergeInsert
+	for i, d := range ds {
+		switch {
+		case d.Merge != nil && !merging:
+			return writers.Errorf(writers.ErrInvalid, "lance: endpoint %q: descriptor %d holds a merge but the endpoint's mode is %s: hand over only descriptors precommitted by this endpoint", w.env.Endpoint, i, w.cfg.WriteMode)
+		case d.Merge == nil && len(d.Fragments) > 0 && merging:
+			return writers.Errorf(writers.ErrInvalid, "lance: endpoint %q: descriptor %d adds fragments without a merge but the endpoint's mode is merge_insert: hand over only descriptors precommitted by this endpoint", w.env.Endpoint, i)
+		}
+	}
+	return nil
+}
+
+// verifyFiles checks that every data file and new deletion file ds name
+// exists under the dataset root with its stated size: a manifest naming a
+// missing or different file leaves the dataset unreadable. It costs one
+// stat per file (storage.CheckObjects runs them 16 at a time).
+func (w *Writer) verifyFiles(ctx context.Context, ds []*descriptor) error {
+	var want []storage.Expected
+	for i, d := range ds {
+		label := fmt.Sprintf("lance: endpoint %q: descriptor %d", w.env.Endpoint, i)
+		for _, f := range d.Fragments {
+			want = append(want, storage.Expected{Key: lanceformat.DataKey(f.Path), Size: int64(f.Size), Label: label})
+		}
+		if d.Merge == nil {
+			continue
+		}
+		for _, u := range d.Merge.Updated {
+			want = append(want, storage.Expected{Key: u.NewDeletion.Path(u.ID), Size: u.NewDeletionSize, Label: label})
+		}
+	}
+	return w.bucket.CheckObjects(ctx, want)
 }

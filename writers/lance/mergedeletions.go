@@ -48,7 +48,7 @@ func (w *Writer) writeDeletions(ctx context.Context, d *lanceformat.Dataset, pla
 		written = append(written, key)
 		w.m.delFiles.Inc()
 		w.m.delBytes.Add(float64(len(raw)))
-		m.Updated = append(m.Updated, updatedFragment{touchedFragment: tf, NewDeletion: *nd})
+		m.Updated = append(m.Updated, updatedFragment{touchedFragment: tf, NewDeletion: *nd, NewDeletionSize: int64(len(raw))})
 	}
 	return written, nil
 }

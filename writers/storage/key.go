@@ -6,11 +6,13 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 )
 
-// checkKey refuses keys that would not name the same object on every
+// CheckKey refuses keys that would not name the same object on every
 // scheme: gocloud drivers escape control characters, "../" and trailing
 // slashes differently, and a filesystem cannot hold "a" and "a/b" at once
-// anyway. Table layouts never need such keys.
-func checkKey(key string) error {
+// anyway. Table layouts never need such keys. Every Bucket method applies
+// it; sinks apply it to the keys a descriptor names before trusting them.
+// The error wraps writers.ErrInvalid and does not repeat the key.
+func CheckKey(key string) error {
 	if key == "" {
 		return writers.Errorf(writers.ErrInvalid, "empty key")
 	}
@@ -36,5 +38,5 @@ func checkPrefix(prefix string) error {
 	if prefix == "" {
 		return nil
 	}
-	return checkKey(prefix + "x")
+	return CheckKey(prefix + "x")
 }

@@ -21,7 +21,7 @@ func writeOpts(ifNotExist bool) *blob.WriterOptions {
 
 // Get reads a whole object; ErrNotExist when missing.
 func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return nil, b.wrap("get", key, err)
 	}
 	var data []byte
@@ -41,7 +41,7 @@ func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
 // never see a partial object). On file:// the object is durable (fsynced,
 // directory included) when Put returns nil.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return b.wrap("put", key, err)
 	}
 	var err error
@@ -67,7 +67,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
 // On file:// an error other than ErrAlreadyExists means nothing was
 // published, except a failed directory fsync after the link.
 func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return b.wrap("put-if-absent", key, err)
 	}
 	var err error
@@ -126,7 +126,7 @@ func (b *Bucket) putLocal(ctx context.Context, key string, data []byte, publish 
 // object (and, on file://, no temporary file). Close must always be called.
 // The writer is not safe for concurrent use.
 func (b *Bucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return nil, b.wrap("new-writer", key, err)
 	}
 	if b.local() {
@@ -172,7 +172,7 @@ func (w *wrappedWriter) Close() error {
 // so ctx must stay live while the reader is used. The reader is safe for
 // concurrent ReadAt calls.
 func (b *Bucket) OpenReader(ctx context.Context, key string) (ReaderAtCloser, int64, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return nil, 0, b.wrap("open-reader", key, err)
 	}
 	if b.local() {
@@ -192,7 +192,7 @@ func (b *Bucket) OpenReader(ctx context.Context, key string) (ReaderAtCloser, in
 // Stat returns an object's size and modification time; ErrNotExist when
 // missing.
 func (b *Bucket) Stat(ctx context.Context, key string) (Object, error) {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return Object{}, b.wrap("stat", key, err)
 	}
 	if b.local() {
@@ -214,7 +214,7 @@ func (b *Bucket) Stat(ctx context.Context, key string) (Object, error) {
 
 // Delete removes an object; deleting a missing object is not an error.
 func (b *Bucket) Delete(ctx context.Context, key string) error {
-	if err := checkKey(key); err != nil {
+	if err := CheckKey(key); err != nil {
 		return b.wrap("delete", key, err)
 	}
 	if b.local() {

@@ -482,3 +482,43 @@ func TestFileRoot(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckObjects(t *testing.T) {
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			b := o.open(t)
+			mustPut(t, b, "a/one", "1")
+			mustPut(t, b, "two", "22")
+			ok := []Expected{{Key: "a/one", Size: 1, Label: "d0"}, {Key: "two", Size: 2, Label: "d1"}}
+			if err := b.CheckObjects(t.Context(), ok); err != nil {
+				t.Fatalf("CheckObjects of existing objects: %v", err)
+			}
+			if err := b.CheckObjects(t.Context(), nil); err != nil {
+				t.Fatalf("CheckObjects of nothing: %v", err)
+			}
+			for _, tc := range []struct {
+				name string
+				bad  Expected
+				want string
+			}{
+				{"missing", Expected{Key: "a/none", Size: 1, Label: "d2"}, `d2: file "a/none" does not exist`},
+				{"size", Expected{Key: "two", Size: 3, Label: "d2"}, `d2: file "two" has 2 bytes`},
+				{"escaping", Expected{Key: "../two", Size: 2, Label: "d2"}, `d2: file "../two" is not a valid key`},
+				{"absolute", Expected{Key: "/two", Size: 2, Label: "d2"}, `d2: file "/two" is not a valid key`},
+			} {
+				t.Run(tc.name, func(t *testing.T) {
+					// The first failure in order is reported, whichever stat ends first.
+					err := b.CheckObjects(t.Context(), append(slices.Clone(ok), tc.bad, Expected{Key: "x", Label: "d3"}))
+					if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+						t.Fatalf("CheckObjects: %v, want ErrInvalid containing %q", err, tc.want)
+					}
+				})
+			}
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			if err := b.CheckObjects(ctx, ok); err != nil && errors.Is(err, writers.ErrInvalid) {
+				t.Fatalf("CheckObjects with a cancelled ctx: %v, want no ErrInvalid", err)
+			}
+		})
+	}
+}

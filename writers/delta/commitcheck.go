@@ -1,0 +1,72 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// Commit-time checks of descriptors against the endpoint and the table.
+// Descriptors are client input; decodeDescriptor checked what they say
+// alone, these check what they claim about the world, before anything is
+// published, for this server's own descriptors too.
+
+// checkModes refuses descriptors the endpoint's mode cannot have
+// precommitted: an upsert plan outside mode upsert (it would remove or mark
+// files an append never read) and, in mode upsert, files added without
+// the plan that wrote them (blind adds could duplicate keys).
+func (w *Writer) checkModes(ds []*descriptor) error {
+	for i, d := range ds {
+		switch {
+		case d.Upsert != nil && w.cfg.WriteMode != ModeUpsert:
+			return writers.Errorf(writers.ErrInvalid, "delta: endpoint %q: descriptor %d holds an upsert plan but the endpoint's mode is %s: hand over only descriptors precommitted by this endpoint", w.env.Endpoint, i, w.cfg.WriteMode)
+		case d.Upsert == nil && len(d.Adds) > 0 && w.cfg.WriteMode == ModeUpsert:
+			return writers.Errorf(writers.ErrInvalid, "delta: endpoint %q: descriptor %d adds files without an upsert plan but the endpoint's mode is upsert: hand over only descriptors precommitted by this endpoint", w.env.Endpoint, i)
+		}
+	}
+	return nil
+}
+
+// verifyFiles checks that every file ds add, and the deletion-vector file
+// of their plan, exists under the table root with its stated size: a log
+// entry naming a missing or different file leaves the table unreadable.
+// It costs one stat per file (storage.CheckObjects runs them 16 at a time).
+func (w *Writer) verifyFiles(ctx context.Context, ds []*descriptor) error {
+	var want []storage.Expected
+	for i, d := range ds {
+		label := fmt.Sprintf("delta: endpoint %q: descriptor %d", w.env.Endpoint, i)
+		for _, a := range d.Adds {
+			key, err := deltalog.DecodePath(a.Path)
+			if err != nil { // decodeDescriptor refuses such paths
+				return writers.Errorf(writers.ErrInvalid, "%s: %w", label, err)
+			}
+			want = append(want, storage.Expected{Key: key, Size: a.Size, Label: label})
+		}
+		if u := d.Upsert; u != nil && len(u.Updates) > 0 {
+			want = append(want, storage.Expected{Key: u.DVFile, Size: u.DVFileSize, Label: label})
+		}
+	}
+	return w.bucket.CheckObjects(ctx, want)
+}
+
+// checkReadSet checks what plan claims it read: every file of its read set
+// was live at its read version (base) with the deletion vector the plan
+// states. deltalog checks the commits since against that read set (and
+// upsertActions that the files are still so), so together a plan removes
+// or marks only files that were live, as it saw them, from its read
+// version to the commit.
+func (w *Writer) checkReadSet(base *deltalog.Snapshot, plan *upsertPlan) error {
+	live := make(map[string]string, base.NumFiles())
+	for _, a := range base.Files() {
+		live[a.Path] = a.DeletionVector.UniqueID()
+	}
+	for _, p := range plan.ReadFiles {
+		if dv, ok := live[p]; !ok || dv != plan.ReadDVs[p] {
+			return writers.Errorf(writers.ErrInvalid, "delta: endpoint %q: descriptor %d: file %q was not live at version %d with the deletion vector the upsert plan states (a forged plan, or the table was recreated): roll back the transaction and replay it", w.env.Endpoint, plan.index, p, plan.ReadVersion)
+		}
+	}
+	return nil
+}
