@@ -50,7 +50,7 @@ func ParseKey(text []byte) (Key, error) {
 	text = bytes.TrimSpace(text)
 	secret := make([]byte, hex.DecodedLen(len(text)))
 	if _, err := hex.Decode(secret, text); err != nil {
-		return Key{}, errors.New("descriptor key is not hexadecimal (generate one with: openssl rand -hex 32)")
+		return Key{}, errors.New("descriptor key is not hexadecimal")
 	}
 	return NewKey(secret)
 }
