@@ -272,7 +272,7 @@ func (s *Server) descriptorKey() (descseal.Key, error) {
 	path := filepath.Join(s.cfg.DataDir, descriptorKeyFile)
 	key, err := descseal.LoadOrCreateKeyFile(path)
 	if err != nil {
-		return descseal.Key{}, writers.Errorf(writers.ErrInvalid, "server: descriptor key %s: %v (fix or delete the file, or set txn.descriptor_key_file)", path, err)
+		return descseal.Key{}, writers.Errorf(writers.ErrInvalid, "server: descriptor key %s: %w (fix or delete the file, or set txn.descriptor_key_file)", path, err)
 	}
 	return key, nil
 }
