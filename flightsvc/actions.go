@@ -5,12 +5,15 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
+	"github.com/quiver-ingest/quiver/internal/descseal"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -32,7 +35,7 @@ func (s *Service) actionTable() []action {
 		{"status", `show a transaction's state, participants and deadline {"writer","epoch"}`, s.status},
 		{"committed-epoch", `read a writer's last committed epoch from an endpoint's sink {"endpoint","writer"}`, s.committedEpoch},
 		{"endpoints", `list the endpoints: name, sink, mode and schema {}`, s.endpointsAction},
-		{"health", `probe every endpoint's sink {}`, s.healthAction},
+		{"health", `probe the sink of every endpoint the caller may use {}`, s.healthAction},
 	}
 }
 
@@ -75,6 +78,10 @@ func (s *Service) DoAction(a *flight.Action, stream flight.FlightService_DoActio
 		return Status(writers.Errorf(writers.ErrInvalid, "unknown action %q (known: %s)", a.GetType(), strings.Join(s.actionNames(), ", ")))
 	}
 	if err := s.allowAction(ctx, act.name); err != nil {
+		return Status(err)
+	}
+	ctx, err := s.withAccess(ctx)
+	if err != nil {
 		return Status(err)
 	}
 	res, err := act.run(ctx, a.GetBody())
@@ -146,12 +153,15 @@ func head(st txn.Status) txnHead {
 	return txnHead{Writer: st.Writer, Epoch: st.Epoch, State: st.State, Replayed: st.Replayed}
 }
 
-func participants(st txn.Status) []participantJSON {
+// participants describes st's participants, with their descriptors sealed
+// (descseal) once precommitted.
+func (s *Service) participants(st txn.Status) []participantJSON {
 	out := make([]participantJSON, 0, len(st.Participants))
 	for _, p := range st.Participants {
 		pj := participantJSON{Endpoint: p.Endpoint, Rows: p.Rows}
 		if st.State == txn.StatePrecommitted || st.State == txn.StateCommitted {
-			d := base64.StdEncoding.EncodeToString(p.Descriptor)
+			sealed := s.key.Seal(descseal.Scope{Endpoint: p.Endpoint, Writer: st.Writer, Epoch: st.Epoch}, p.Descriptor)
+			d := base64.StdEncoding.EncodeToString(sealed)
 			pj.Descriptor = &d
 		}
 		if st.State == txn.StateCommitted && p.Version != writers.NoVersion {
@@ -187,8 +197,9 @@ func (s *Service) begin(ctx context.Context, body []byte) (any, error) {
 	}
 	var ttl time.Duration
 	if b.TTLSeconds != nil {
-		if *b.TTLSeconds < 0 {
-			return nil, writers.Errorf(writers.ErrInvalid, `%s: field "ttl_s" must be >= 0 (0: the server's txn.ttl), got %d`, what, *b.TTLSeconds)
+		const maxTTLSeconds = int64(txn.MaxTTL / time.Second)
+		if *b.TTLSeconds < 0 || *b.TTLSeconds > maxTTLSeconds {
+			return nil, writers.Errorf(writers.ErrInvalid, `%s: field "ttl_s" must be from 0 (the server's txn.ttl) to %d (%s), got %d`, what, maxTTLSeconds, txn.MaxTTL, *b.TTLSeconds)
 		}
 		ttl = time.Duration(*b.TTLSeconds) * time.Second
 	}
@@ -209,7 +220,7 @@ func (s *Service) precommit(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %s@%d: %w", what, writer, epoch, err)
 	}
-	return precommitResult{txnHead: head(st), Participants: participants(st)}, nil
+	return precommitResult{txnHead: head(st), Participants: s.participants(st)}, nil
 }
 
 func (s *Service) commit(ctx context.Context, body []byte) (any, error) {
@@ -226,21 +237,9 @@ func (s *Service) commit(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	handed := make(map[string][]writers.Descriptor, len(b.Descriptors))
-	for name, encoded := range b.Descriptors {
-		if _, err := s.endpoint(name); err != nil {
-			return nil, fmt.Errorf("%s: descriptors: %w", what, err)
-		}
-		if err := s.allowEndpoint(ctx, name); err != nil {
-			return nil, err
-		}
-		for i, e := range encoded {
-			d, err := base64.StdEncoding.DecodeString(e)
-			if err != nil {
-				return nil, writers.Errorf(writers.ErrInvalid, "%s: descriptors[%q][%d] is not valid base64: %w", what, name, i, err)
-			}
-			handed[name] = append(handed[name], d)
-		}
+	handed, err := s.unseal(ctx, what, writer, epoch, b.Descriptors)
+	if err != nil {
+		return nil, err
 	}
 
 	start := time.Now()
@@ -268,6 +267,34 @@ func (s *Service) commit(ctx context.Context, body []byte) (any, error) {
 		res.Endpoints[p.Endpoint] = v
 	}
 	return res, nil
+}
+
+// unseal decodes and verifies the descriptors handed to a commit of
+// writer@epoch (endpoint → base64 sealed descriptors) and returns the raw
+// ones, in order. Every descriptor must have been sealed, with this
+// server's descriptor key, for its endpoint and this transaction: any other
+// is PermissionDenied naming the endpoint and index, before the
+// coordinator sees any.
+func (s *Service) unseal(ctx context.Context, what, writer string, epoch int64, encoded map[string][]string) (map[string][]writers.Descriptor, error) {
+	handed := make(map[string][]writers.Descriptor, len(encoded))
+	for _, name := range slices.Sorted(maps.Keys(encoded)) {
+		if _, err := s.endpoint(ctx, name); err != nil {
+			return nil, fmt.Errorf("%s: descriptors: %w", what, err)
+		}
+		scope := descseal.Scope{Endpoint: name, Writer: writer, Epoch: epoch}
+		for i, e := range encoded[name] {
+			sealed, err := base64.StdEncoding.DecodeString(e)
+			if err != nil {
+				return nil, writers.Errorf(writers.ErrInvalid, "%s: descriptors[%q][%d] is not valid base64: %w", what, name, i, err)
+			}
+			d, err := s.key.Open(scope, sealed)
+			if err != nil {
+				return nil, writers.Errorf(writers.ErrPermissionDenied, "%s %s@%d: descriptors[%q][%d] (endpoint %q) is refused: %w (pass descriptors exactly as precommit answered them, from servers sharing txn.descriptor_key_file)", what, writer, epoch, name, i, name, err)
+			}
+			handed[name] = append(handed[name], d)
+		}
+	}
+	return handed, nil
 }
 
 func (s *Service) countCommit(st txn.Status, seconds float64, result string) {
@@ -302,7 +329,7 @@ func (s *Service) status(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %s@%d: %w", what, writer, epoch, err)
 	}
-	res := statusResult{txnHead: head(st), Participants: participants(st)}
+	res := statusResult{txnHead: head(st), Participants: s.participants(st)}
 	if !st.Deadline.IsZero() && (st.State == txn.StateOpen || st.State == txn.StatePrecommitted) {
 		res.Deadline = &st.Deadline
 	}
@@ -326,11 +353,11 @@ func (s *Service) committedEpoch(ctx context.Context, body []byte) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.endpoint(name); err != nil {
-		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if err := s.allowEndpoint(ctx, name); err != nil {
+	if err := checkWriter(what, writer); err != nil {
 		return nil, err
+	}
+	if _, err := s.endpoint(ctx, name); err != nil {
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	epoch, ok, err := s.coord.CommittedEpoch(ctx, name, writer)
 	if err != nil {
@@ -380,8 +407,14 @@ func (s *Service) healthAction(ctx context.Context, body []byte) (any, error) {
 	if err := decodeStrict("action health", body, &struct{}{}); err != nil {
 		return nil, err
 	}
-	res := healthResult{Status: "ok", Endpoints: make(map[string]string, len(s.eps))}
-	for name, err := range s.Health(ctx) {
+	var names []string
+	for _, name := range s.names {
+		if s.allowEndpoint(ctx, name) == nil {
+			names = append(names, name)
+		}
+	}
+	res := healthResult{Status: "ok", Endpoints: make(map[string]string, len(names))}
+	for name, err := range s.probe(ctx, names) {
 		if err != nil {
 			res.Status = "degraded"
 			res.Endpoints[name] = err.Error()

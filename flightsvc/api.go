@@ -26,6 +26,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
 
+	"github.com/quiver-ingest/quiver/internal/descseal"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -70,7 +71,18 @@ type Options struct {
 	EndpointBufferBytes int64
 	// Tokens; nil disables auth.
 	Tokens []Token
+	// DescriptorKey seals the descriptors precommit and status return and
+	// verifies those handed to commit (package descseal). Servers that hand
+	// descriptors to each other must share it. The zero Key means a random
+	// key of this Service: its descriptors verify only here.
+	DescriptorKey descseal.Key
 }
+
+// MaxMessageBytesLimit is the largest Options.MaxMessageBytes, 1023 MiB:
+// the gRPC receive limit derived from it (MaxRecvMsgSize) must stay within
+// math.MaxInt32, gRPC clients' default send limit and protobuf's message
+// size limit.
+const MaxMessageBytesLimit = 1<<30 - recvSlack
 
 const (
 	defaultMaxMessageBytes     = 64 << 20
@@ -95,6 +107,7 @@ type Service struct {
 	names   []string // endpoint names, sorted
 	tokens  []Token  // nil: auth disabled
 	actions []action // in ListActions order
+	key     descseal.Key
 
 	// receivers counts DoPut receive goroutines, which may outlive their
 	// handler by the time gRPC takes to cancel the stream (see pump).
@@ -119,12 +132,19 @@ func New(opts Options) (*Service, error) {
 	if opts.MaxMessageBytes < 0 || opts.EndpointBufferBytes < 0 {
 		return nil, writers.Errorf(writers.ErrInvalid, "flightsvc: MaxMessageBytes and EndpointBufferBytes must not be negative")
 	}
+	if opts.MaxMessageBytes > MaxMessageBytesLimit {
+		return nil, writers.Errorf(writers.ErrInvalid, "flightsvc: MaxMessageBytes %d is above the limit of %d", opts.MaxMessageBytes, MaxMessageBytesLimit)
+	}
 	s := &Service{
 		coord:  opts.Coordinator,
 		mem:    opts.Allocator,
 		log:    opts.Logger,
 		maxMsg: orDefault(opts.MaxMessageBytes, defaultMaxMessageBytes),
 		eps:    make(map[string]*endpoint, len(opts.Endpoints)),
+		key:    opts.DescriptorKey,
+	}
+	if s.key.IsZero() {
+		s.key = descseal.GenerateKey()
 	}
 	if s.mem == nil {
 		s.mem = memory.DefaultAllocator
@@ -206,9 +226,15 @@ func (s *Service) MaxRecvMsgSize() int { return int(2*s.maxMsg + recvSlack) }
 // stopped, before checking or freeing the allocator. Close is idempotent.
 func (s *Service) Close() { s.receivers.Wait() }
 
-// endpoint returns the endpoint called name or an ErrNotFound error listing
-// the known ones.
-func (s *Service) endpoint(name string) (*endpoint, error) {
+// endpoint returns the endpoint called name if the caller may use it. The
+// permission is checked first: a token limited to some endpoints gets
+// PermissionDenied for any other name, known or not, so it cannot probe
+// which endpoints exist; only a caller that may use every endpoint gets the
+// ErrNotFound error listing them.
+func (s *Service) endpoint(ctx context.Context, name string) (*endpoint, error) {
+	if err := s.allowEndpoint(ctx, name); err != nil {
+		return nil, err
+	}
 	if e, ok := s.eps[name]; ok {
 		return e, nil
 	}
@@ -218,15 +244,18 @@ func (s *Service) endpoint(name string) (*endpoint, error) {
 // Health probes every endpoint's sink (writers.Writer.Check) concurrently:
 // name → nil or the error. It returns when every probe has, so ctx should
 // carry a deadline.
-func (s *Service) Health(ctx context.Context) map[string]error {
+func (s *Service) Health(ctx context.Context) map[string]error { return s.probe(ctx, s.names) }
+
+// probe is Health for the endpoints names.
+func (s *Service) probe(ctx context.Context, names []string) map[string]error {
 	var (
 		wg  sync.WaitGroup
 		mu  sync.Mutex
-		out = make(map[string]error, len(s.eps))
+		out = make(map[string]error, len(names))
 	)
-	for name, e := range s.eps {
+	for _, name := range names {
 		wg.Go(func() {
-			err := e.Writer.Check(ctx)
+			err := s.eps[name].Writer.Check(ctx)
 			mu.Lock()
 			out[name] = err
 			mu.Unlock()

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -96,6 +97,18 @@ func (s *Service) allowEndpoint(ctx context.Context, name string) error {
 		return err
 	}
 	return writers.Errorf(writers.ErrPermissionDenied, "auth: token %q may not use endpoint %q (it may use: %s)", tok.Name, name, listOrNone(tok.Endpoints))
+}
+
+// withAccess returns ctx carrying the caller's endpoint permissions for
+// the coordinator (txn.WithAccess), which checks them against every
+// endpoint a transaction touches under the transaction's lock. Without
+// auth, ctx is returned as is.
+func (s *Service) withAccess(ctx context.Context) (context.Context, error) {
+	tok, err := s.caller(ctx)
+	if err != nil || tok == nil {
+		return ctx, err
+	}
+	return txn.WithAccess(ctx, func(endpoint string) bool { return permits(tok.Endpoints, endpoint) }), nil
 }
 
 // allowAction checks that the caller may run action typ.

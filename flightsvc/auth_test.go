@@ -193,6 +193,9 @@ func TestNewValidates(t *testing.T) {
 		{"token with unknown endpoint", flightsvc.Options{Coordinator: coord, Endpoints: ok, Tokens: []flightsvc.Token{{Name: "t", Secret: "s", Endpoints: []string{"nope"}}}}, `"nope"`},
 		{"token with unknown action", flightsvc.Options{Coordinator: coord, Endpoints: ok, Tokens: []flightsvc.Token{{Name: "t", Secret: "s", Actions: []string{"drop"}}}}, `"drop"`},
 		{"negative limit", flightsvc.Options{Coordinator: coord, Endpoints: ok, MaxMessageBytes: -1}, "negative"},
+		// 2*MaxMessageBytes must fit gRPC's int32 receive limit.
+		{"message limit too large", flightsvc.Options{Coordinator: coord, Endpoints: ok, MaxMessageBytes: 1 << 62}, "above the limit"},
+		{"message limit just too large", flightsvc.Options{Coordinator: coord, Endpoints: ok, MaxMessageBytes: flightsvc.MaxMessageBytesLimit + 1}, "above the limit"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package flightsvc_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -38,6 +39,7 @@ func TestBadInput(t *testing.T) {
 			return err
 		}
 	}
+	long := strings.Repeat("w", 257)
 	tests := []struct {
 		name      string
 		call      func(context.Context) error
@@ -67,6 +69,13 @@ func TestBadInput(t *testing.T) {
 		{"commit descriptor not base64", action("commit", `{"writer":"w","epoch":1,"descriptors":{"events":["%%%"]}}`), codes.InvalidArgument, []string{`descriptors["events"][0]`, "base64"}},
 		{"commit descriptor for unknown endpoint", action("commit", `{"writer":"w","epoch":1,"descriptors":{"nope":[""]}}`), codes.NotFound, []string{`"nope"`}},
 		{"begin negative ttl", action("begin", `{"writer":"w","epoch":1,"ttl_s":-5}`), codes.InvalidArgument, []string{`"ttl_s"`}},
+		// 18446744074 s times 1e9 wraps int64 to 0.29 s.
+		{"begin ttl overflowing a duration", action("begin", `{"writer":"w","epoch":1,"ttl_s":18446744074}`), codes.InvalidArgument, []string{`"ttl_s"`, "604800"}},
+		{"begin ttl above a week", action("begin", `{"writer":"w","epoch":1,"ttl_s":604801}`), codes.InvalidArgument, []string{`"ttl_s"`, "604800"}},
+		{"begin writer too long", action("begin", `{"writer":"`+long+`","epoch":1}`), codes.InvalidArgument, []string{`"writer" is 257 bytes long`, "256"}},
+		{"status writer too long", action("status", `{"writer":"`+long+`","epoch":1}`), codes.InvalidArgument, []string{`"writer" is 257 bytes long`}},
+		{"committed-epoch writer too long", action("committed-epoch", `{"endpoint":"events","writer":"`+long+`"}`), codes.InvalidArgument, []string{`"writer" is 257 bytes long`}},
+		{"cmd writer too long", put(txnDesc("events", long, 1), 1), codes.InvalidArgument, []string{"CMD descriptor", `"writer" is 257 bytes long`}},
 		{"committed-epoch unknown endpoint", action("committed-epoch", `{"endpoint":"nope","writer":"w"}`), codes.NotFound, []string{`"nope"`}},
 		{"status of an unknown transaction", action("status", `{"writer":"ghost","epoch":1}`), codes.NotFound, nil},
 		{"get schema of an unknown endpoint", func(ctx context.Context) error {

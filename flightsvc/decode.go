@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -103,12 +104,23 @@ func (r txnRef) check(what string) (string, int64, error) {
 		return "", 0, writers.Errorf(writers.ErrInvalid, `%s: missing field "writer"`, what)
 	case *r.Writer == "":
 		return "", 0, writers.Errorf(writers.ErrInvalid, `%s: field "writer" must not be empty`, what)
+	case len(*r.Writer) > txn.MaxWriterBytes:
+		return "", 0, checkWriter(what, *r.Writer)
 	case r.Epoch == nil:
 		return "", 0, writers.Errorf(writers.ErrInvalid, `%s: missing field "epoch"`, what)
 	case *r.Epoch < 0:
 		return "", 0, writers.Errorf(writers.ErrInvalid, `%s: field "epoch" must be >= 0, got %d`, what, *r.Epoch)
 	}
 	return *r.Writer, *r.Epoch, nil
+}
+
+// checkWriter refuses a writer name longer than txn.MaxWriterBytes,
+// without quoting it (it may be megabytes).
+func checkWriter(what, writer string) error {
+	if len(writer) > txn.MaxWriterBytes {
+		return writers.Errorf(writers.ErrInvalid, `%s: field "writer" is %d bytes long, the maximum is %d`, what, len(writer), txn.MaxWriterBytes)
+	}
+	return nil
 }
 
 // requireString returns *v, or an ErrInvalid error naming field when it is

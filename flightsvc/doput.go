@@ -89,12 +89,9 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return err
 	}
-	ep, err := s.endpoint(t.endpoint)
+	ep, err := s.endpoint(ctx, t.endpoint)
 	if err != nil {
 		return fmt.Errorf("doput: %w", err)
-	}
-	if err := s.allowEndpoint(ctx, ep.Name); err != nil {
-		return err
 	}
 	if err := writers.CheckStreamSchema(ctx, ep.Writer, rdr.Schema()); err != nil {
 		return fmt.Errorf("doput: endpoint %q: %w", ep.Name, err)
@@ -182,7 +179,12 @@ func (s *Service) abort(ctx context.Context, ep *endpoint, key writers.TxnKey, l
 // putTxn runs a transactional stream; it owns rdr.
 func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, rdr *flight.Reader, t putTarget) error {
 	log := s.log.With("endpoint", ep.Name, "writer", t.writer, "epoch", t.epoch)
-	st, err := s.coord.Join(ctx, t.writer, t.epoch, ep.Name)
+	actx, err := s.withAccess(ctx)
+	if err != nil {
+		rdr.Release()
+		return err
+	}
+	st, err := s.coord.Join(actx, t.writer, t.epoch, ep.Name)
 	if err != nil {
 		rdr.Release()
 		return fmt.Errorf("doput: join transaction %s@%d on endpoint %q: %w", t.writer, t.epoch, ep.Name, err)

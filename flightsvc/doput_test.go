@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
 
+	"github.com/quiver-ingest/quiver/internal/descseal"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/discard"
 )
@@ -253,8 +254,9 @@ func TestTwoStreamsTwoEndpoints(t *testing.T) {
 // descriptor to the first, which publishes both in one commit.
 func TestCommitHandedDescriptors(t *testing.T) {
 	table := discard.New(nil)
-	first := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": table}})
-	second := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": table.Peer()}})
+	key := descseal.GenerateKey() // one deployment: the servers share the key
+	first := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": table}, descriptorKey: key})
+	second := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": table.Peer()}, descriptorKey: key})
 
 	if _, err := second.put(t.Context(), txnDesc("events", "job-1", 1), 7); err != nil {
 		t.Fatal(err)

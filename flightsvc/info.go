@@ -76,12 +76,9 @@ func (s *Service) describe(ctx context.Context, what string, d *flight.FlightDes
 	if err != nil {
 		return nil, err
 	}
-	e, err := s.endpoint(name)
+	e, err := s.endpoint(ctx, name)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", what, err)
-	}
-	if err := s.allowEndpoint(ctx, name); err != nil {
-		return nil, err
 	}
 	return e, nil
 }

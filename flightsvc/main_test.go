@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
+	"github.com/quiver-ingest/quiver/internal/descseal"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/discard"
@@ -50,6 +51,8 @@ type serverConfig struct {
 	tokens          []flightsvc.Token
 	maxMessageBytes int64
 	bufferBytes     int64
+	// descriptorKey: zero means a key of this server only.
+	descriptorKey descseal.Key
 }
 
 // startServer starts a server; everything is stopped in t.Cleanup, and the
@@ -81,6 +84,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 		MaxMessageBytes:     cfg.maxMessageBytes,
 		EndpointBufferBytes: cfg.bufferBytes,
 		Tokens:              cfg.tokens,
+		DescriptorKey:       cfg.descriptorKey,
 	})
 	if err != nil {
 		t.Fatal(err)

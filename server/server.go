@@ -33,6 +33,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
+	"github.com/quiver-ingest/quiver/internal/descseal"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
@@ -208,6 +209,10 @@ func (s *Server) start(ctx context.Context) (err error) {
 	if err != nil {
 		return fmt.Errorf("server: open transaction journal: %w", err)
 	}
+	key, err := s.descriptorKey()
+	if err != nil {
+		return err
+	}
 	s.svc, err = flightsvc.New(flightsvc.Options{
 		Endpoints:           s.endpoints,
 		Coordinator:         s.coord,
@@ -217,6 +222,7 @@ func (s *Server) start(ctx context.Context) (err error) {
 		MaxMessageBytes:     s.cfg.Limits.MaxMessageBytes,
 		EndpointBufferBytes: s.cfg.Limits.EndpointBufferBytes,
 		Tokens:              tokens(s.cfg.Auth),
+		DescriptorKey:       key,
 	})
 	if err != nil {
 		return fmt.Errorf("server: flight service: %w", err)
@@ -250,6 +256,25 @@ func (s *Server) start(ctx context.Context) (err error) {
 	s.logger.Info("flight listening", "addr", s.FlightAddr(), "tls", s.tls != nil, "auth", s.cfg.Auth != nil)
 	s.logger.Info("http listening", "addr", s.HTTPAddr())
 	return nil
+}
+
+// descriptorKeyFile is the key generated in data_dir when the config names
+// none (docs/operations.md, "The descriptor key").
+const descriptorKeyFile = "descriptor.key"
+
+// descriptorKey returns txn.descriptor_key_file's key, or the one in
+// data_dir, generated on the first start. Called once the journal holds
+// data_dir's lock, so no other server creates it concurrently.
+func (s *Server) descriptorKey() (descseal.Key, error) {
+	if !s.cfg.Txn.DescriptorKey.IsZero() {
+		return s.cfg.Txn.DescriptorKey, nil
+	}
+	path := filepath.Join(s.cfg.DataDir, descriptorKeyFile)
+	key, err := descseal.LoadOrCreateKeyFile(path)
+	if err != nil {
+		return descseal.Key{}, writers.Errorf(writers.ErrInvalid, "server: descriptor key %s: %w (fix or delete the file, or set txn.descriptor_key_file)", path, err)
+	}
+	return key, nil
 }
 
 // tokens converts the configured tokens for flightsvc; nil disables auth.

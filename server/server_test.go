@@ -41,7 +41,13 @@ type testServer struct {
 // Arrow memory is left.
 func startServer(t *testing.T, yaml string) *testServer {
 	t.Helper()
-	dir := t.TempDir()
+	return startServerIn(t, t.TempDir(), yaml)
+}
+
+// startServerIn is startServer with the config's folder dir (data_dir is
+// dir/data), for tests that restart a server on the same data.
+func startServerIn(t *testing.T, dir, yaml string) *testServer {
+	t.Helper()
 	doc := "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: data\n" + yaml
 	cfg, err := config.Parse([]byte(doc), dir, Sinks())
 	if err != nil {

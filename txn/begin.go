@@ -15,22 +15,34 @@ import (
 // after a rollback). A newer epoch fences (aborts and rolls back) older
 // open transactions of the same writer; beginning an epoch older than an
 // open or precommitted epoch of the writer is ErrWrongState. ttl <= 0
-// means the default. Epochs below 0 and empty writers are ErrInvalid.
+// means the default. Epochs below 0, empty or too long writers and a ttl
+// above MaxTTL are ErrInvalid.
+//
+// With an Access in ctx (WithAccess), Begin is ErrPermissionDenied unless
+// the caller may use every endpoint of the transaction and of the writer's
+// open and precommitted transactions, which beginning may fence.
 func (c *Coordinator) Begin(ctx context.Context, writer string, epoch int64, ttl time.Duration) (Status, error) {
 	id, err := checkID(writer, epoch)
 	if err != nil {
 		return Status{}, err
 	}
+	if ttl > MaxTTL {
+		return Status{}, writers.Errorf(writers.ErrInvalid, "txn: begin %s: ttl %s is above the maximum %s", id, ttl, MaxTTL)
+	}
 	if ttl <= 0 {
 		ttl = c.ttl
 	}
-	t, created, err := c.lockOrCreate(id, StateOpen, c.fencedLocked)
+	t, created, err := c.lockOrCreate(id, StateOpen, c.startCheck(ctx, "begin"))
 	if err != nil {
 		return Status{}, err
 	}
 	defer t.op.Unlock()
 	if !created {
 		c.mu.Lock()
+		if err := c.mayStartLocked(ctx, "begin", id, t); err != nil {
+			c.mu.Unlock()
+			return Status{}, err
+		}
 		switch t.state {
 		case StateOpen, StatePrecommitted:
 			t.ttl = ttl

@@ -31,6 +31,12 @@ import (
 // a sink commit fails the error keeps its class, the decision stays
 // journaled and a later Commit (or a restart) retries it; descriptors
 // handed to that later call are ignored.
+//
+// Descriptors handed over for an endpoint whose sink cannot aggregate
+// descriptors are ErrInvalid, except the transaction's own. With an Access
+// (WithAccess), a transaction or handed descriptors touching a refused
+// endpoint are ErrPermissionDenied. Both are checked before anything is
+// decided.
 func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, handed map[string][]writers.Descriptor) (Status, error) {
 	id, err := checkID(writer, epoch)
 	if err != nil {
@@ -41,8 +47,14 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 			return Status{}, err
 		}
 	}
+	if !allows(ctx, slices.Collect(maps.Keys(handed))) {
+		return Status{}, writers.Errorf(writers.ErrPermissionDenied, "txn: commit %s: descriptors handed over for an endpoint this caller may not use", id)
+	}
 	t := c.lockTxn(id)
 	if t == nil {
+		if err := c.singleDescriptorOnly(id, nil, handed); err != nil {
+			return Status{}, err
+		}
 		st, answered, err := c.commitUnknown(ctx, id, handed)
 		if answered || err != nil {
 			return st, err
@@ -53,6 +65,10 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 	}
 	defer t.op.Unlock()
 	c.mu.Lock()
+	if err := mayUseLocked(ctx, "commit", t); err != nil {
+		c.mu.Unlock()
+		return Status{}, err
+	}
 	switch {
 	case t.state == StateCommitted:
 		st := c.statusLocked(t)
@@ -66,6 +82,10 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 	case t.state == StateOpen:
 		c.mu.Unlock()
 		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: commit %s: the transaction is open: precommit it first", id)
+	}
+	if err := c.singleDescriptorOnly(id, t.parts, handed); err != nil {
+		c.mu.Unlock()
+		return Status{}, err
 	}
 	if t.decision == nil {
 		// Sinks record a writer's highest committed epoch: once N+1 is
@@ -157,6 +177,26 @@ func (c *Coordinator) commitUnknown(ctx context.Context, id txnID, handed map[st
 	}
 	c.metrics.result(resultReplayed)
 	return replayed, true, nil
+}
+
+// singleDescriptorOnly refuses descriptors handed over for an endpoint
+// whose sink cannot publish several descriptors in one commit
+// (writers.Contract.AggregatesDescriptors false: Delta upsert, Lance
+// merge_insert), unless it is the transaction's own descriptor handed back
+// (own: its participants; nil when this server has none), which
+// decisionLocked drops as a duplicate.
+func (c *Coordinator) singleDescriptorOnly(id txnID, own map[string]*part, handed map[string][]writers.Descriptor) error {
+	for _, ep := range slices.Sorted(maps.Keys(handed)) {
+		if w, ok := c.eps.Writer(ep); !ok || w.Contract().AggregatesDescriptors {
+			continue
+		}
+		for i, d := range handed[ep] {
+			if p := own[ep]; p == nil || !bytes.Equal(p.desc, d) {
+				return writers.Errorf(writers.ErrInvalid, "txn: commit %s: descriptors[%q][%d] was handed over from another server, but endpoint %q publishes one descriptor per commit (upsert, merge_insert): commit each server's transaction on its own server", id, ep, i, ep)
+			}
+		}
+	}
+	return nil
 }
 
 // decisionLocked is what t's commit publishes per endpoint: its own

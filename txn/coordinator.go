@@ -139,6 +139,9 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 	if opts.Dir == "" {
 		return nil, writers.Errorf(writers.ErrInvalid, "txn: Options.Dir is required (the journal directory under data_dir)")
 	}
+	if opts.TTL > MaxTTL {
+		return nil, writers.Errorf(writers.ErrInvalid, "txn: Options.TTL %s is above the maximum %s", opts.TTL, MaxTTL)
+	}
 	c := &Coordinator{
 		eps:           eps,
 		logger:        opts.Logger,
@@ -329,7 +332,8 @@ func (c *Coordinator) statusLocked(t *txn) Status {
 	return st
 }
 
-// Status reports a transaction; unknown ones are ErrNotFound.
+// Status reports a transaction; unknown ones are ErrNotFound, and with an
+// Access (WithAccess) one touching a refused endpoint ErrPermissionDenied.
 func (c *Coordinator) Status(ctx context.Context, writer string, epoch int64) (Status, error) {
 	id, err := checkID(writer, epoch)
 	if err != nil {
@@ -340,6 +344,9 @@ func (c *Coordinator) Status(ctx context.Context, writer string, epoch int64) (S
 	t := c.txns[id]
 	if t == nil || t.pending {
 		return Status{}, writers.Errorf(writers.ErrNotFound, "txn: no transaction %s on this server (never begun, or finished more than %s ago)", id, c.retention)
+	}
+	if err := mayUseLocked(ctx, "status", t); err != nil {
+		return Status{}, err
 	}
 	return c.statusLocked(t), nil
 }
@@ -360,6 +367,10 @@ func (c *Coordinator) OpenTransactions() int {
 func checkID(writer string, epoch int64) (txnID, error) {
 	if writer == "" {
 		return txnID{}, writers.Errorf(writers.ErrInvalid, "txn: writer is empty: name the producer (for example \"orders-pipeline/p3\")")
+	}
+	if len(writer) > MaxWriterBytes {
+		// Not quoted: it may be megabytes.
+		return txnID{}, writers.Errorf(writers.ErrInvalid, "txn: writer name of %d bytes is longer than the maximum of %d bytes", len(writer), MaxWriterBytes)
 	}
 	if epoch < 0 {
 		return txnID{}, writers.Errorf(writers.ErrInvalid, "txn: epoch %d of writer %q is negative: epochs are int64 >= 0", epoch, writer)

@@ -30,6 +30,8 @@ type fakeWriter struct {
 	epochCalls int
 	// Injected failures, returned until reset.
 	failPrecommit, failCommit, failRollback error
+	// single: the sink publishes one descriptor per commit (upsert).
+	single bool
 }
 
 type fakeCommit struct {
@@ -98,7 +100,9 @@ func (f *fakeWriter) CommittedEpoch(_ context.Context, writer string) (int64, bo
 }
 
 func (f *fakeWriter) Contract() writers.Contract {
-	return writers.Contract{Delivery: "exactly-once", AggregatesDescriptors: true}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return writers.Contract{Delivery: "exactly-once", AggregatesDescriptors: !f.single}
 }
 func (f *fakeWriter) Check(context.Context) error { return nil }
 

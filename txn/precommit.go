@@ -18,7 +18,9 @@ import (
 // writing, or after a stream failed, or once aborted, it is ErrWrongState.
 // For an unknown transaction whose epoch is at or below an epoch the writer
 // committed (on any endpoint) it answers precommitted with Replayed and no
-// participants; other unknown transactions are ErrNotFound.
+// participants; other unknown transactions are ErrNotFound. With an Access
+// (WithAccess), a transaction touching a refused endpoint is
+// ErrPermissionDenied.
 //
 // When a sink's Precommit fails, the error is returned (class kept) and
 // the transaction stays open: the client may retry precommit (sinks'
@@ -40,6 +42,10 @@ func (c *Coordinator) Precommit(ctx context.Context, writer string, epoch int64)
 	}
 	defer t.op.Unlock()
 	c.mu.Lock()
+	if err := mayUseLocked(ctx, "precommit", t); err != nil {
+		c.mu.Unlock()
+		return Status{}, err
+	}
 	switch {
 	case t.state == StatePrecommitted || t.state == StateCommitted:
 		if t.state == StatePrecommitted {

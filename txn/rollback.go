@@ -16,7 +16,8 @@ import (
 // a committed transaction, or one whose commit is decided, is
 // ErrWrongState; an unknown transaction answers aborted. When a sink
 // rollback fails the transaction is aborted anyway and the error is
-// returned with the status.
+// returned with the status. With an Access (WithAccess), a transaction
+// touching a refused endpoint is ErrPermissionDenied.
 func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) (Status, error) {
 	id, err := checkID(writer, epoch)
 	if err != nil {
@@ -29,7 +30,11 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	defer t.op.Unlock()
 	c.mu.Lock()
 	state, decided := t.state, t.decision != nil
+	err = mayUseLocked(ctx, "rollback", t)
 	c.mu.Unlock()
+	if err != nil {
+		return Status{}, err
+	}
 	switch {
 	case state == StateCommitted:
 		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: %s is committed: it cannot be rolled back", id)

@@ -64,7 +64,9 @@ func (s *Stream) Done(rows int64, err error) {
 // transaction is committed, the returned stream is Replayed. A
 // precommitted or aborted transaction, or one a stream of which failed, is
 // ErrWrongState; an unknown endpoint ErrNotFound. ctx bounds the sink and
-// journal calls of Join only. The caller must call Done.
+// journal calls of Join only; with an Access (WithAccess), joining requires
+// every endpoint of the transaction, and beginning it those Begin requires.
+// The caller must call Done.
 func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endpoint string) (*Stream, error) {
 	id, err := checkID(writer, epoch)
 	if err != nil {
@@ -81,7 +83,7 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 	if epoch <= last {
 		return &Stream{c: c, endpoint: endpoint, key: key}, nil
 	}
-	t, created, err := c.lockOrCreate(id, StateOpen, c.fencedLocked)
+	t, created, err := c.lockOrCreate(id, StateOpen, c.startCheck(ctx, "join"))
 	if err != nil {
 		return nil, err
 	}
@@ -93,8 +95,11 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 	} else {
 		c.mu.Lock()
 		state, poison, joined := t.state, t.poison, t.parts[endpoint] != nil
+		err := mayUseLocked(ctx, "join", t)
 		c.mu.Unlock()
 		switch {
+		case err != nil:
+			return nil, err
 		case state == StateCommitted:
 			return &Stream{c: c, endpoint: endpoint, key: key}, nil
 		case state == StatePrecommitted:

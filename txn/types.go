@@ -32,7 +32,8 @@ type Options struct {
 	// coordinator may use a Dir at a time (it is locked).
 	Dir string
 	// TTL is the default lifetime of a transaction without activity before
-	// it is rolled back (open or precommitted). Zero means 15 minutes.
+	// it is rolled back (open or precommitted). Zero means 15 minutes; at
+	// most MaxTTL.
 	TTL time.Duration
 	// Logger; nil discards.
 	Logger *slog.Logger
@@ -46,6 +47,17 @@ type Options struct {
 
 // DefaultTTL is the TTL when Options.TTL is zero.
 const DefaultTTL = 15 * time.Minute
+
+// Limits of what a transaction may be named and how long it may live
+// (docs/transactions.md). Writer names are journaled with every record of a
+// transaction and kept for the life of the process, so they are bounded.
+const (
+	// MaxWriterBytes is the longest writer name, in bytes.
+	MaxWriterBytes = 256
+	// MaxTTL is the longest TTL of a transaction (Options.TTL, Begin's
+	// ttl): a week; an abandoned transaction holds staged data that long.
+	MaxTTL = 7 * 24 * time.Hour
+)
 
 // Participant is one endpoint taking part in a transaction.
 type Participant struct {

@@ -26,8 +26,9 @@ type Participant struct {
 	Endpoint string `json:"endpoint"`
 	Rows     int64  `json:"rows"`
 	// Descriptor is the opaque precommit result that publishes the
-	// endpoint's staged rows; hand it to another server's commit to publish
-	// everything in one table commit. Set once precommitted.
+	// endpoint's staged rows, sealed by the server; hand it unchanged to
+	// another server's commit (servers sharing the descriptor key) to
+	// publish everything in one table commit. Set once precommitted.
 	Descriptor []byte `json:"descriptor,omitempty"`
 	// Version is the endpoint's table version once committed, nil for
 	// sinks without versions.

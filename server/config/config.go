@@ -8,15 +8,17 @@
 // (writers.Sink.NewConfig) and validated by the sink, through the registry
 // handed to [Load]; this package knows no sink.
 //
-// The package reads the config file and the environment (token secrets); it
-// opens no listener and touches no data. It must not import flightsvc, txn or
-// any sink package.
+// The package reads the config file, the environment (token secrets) and
+// the descriptor key file (txn.descriptor_key_file, parsed by
+// internal/descseal); it opens no listener and touches no data. It must not
+// import flightsvc, txn or any sink package.
 package config
 
 import (
 	"log/slog"
 	"time"
 
+	"github.com/quiver-ingest/quiver/internal/descseal"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -109,6 +111,13 @@ type Limits struct {
 type Txn struct {
 	// TTL is how long a transaction may stay idle before it is rolled back.
 	TTL time.Duration `yaml:"ttl"`
+	// DescriptorKeyFile holds the key that seals descriptors (hex, at least
+	// 64 digits); servers that hand descriptors to each other share it.
+	// Empty: the server generates data_dir/descriptor.key on first start.
+	DescriptorKeyFile string `yaml:"descriptor_key_file"`
+	// DescriptorKey is the key read from DescriptorKeyFile by Load; zero
+	// when the file is not configured.
+	DescriptorKey descseal.Key `yaml:"-"`
 }
 
 // EmbeddedKafka configures the in-process development Kafka broker.

@@ -79,7 +79,7 @@ func TestDefaults(t *testing.T) {
 	if cfg.DataDir != "/etc/quiver/data" {
 		t.Errorf("data_dir = %q, want it resolved against the config folder", cfg.DataDir)
 	}
-	if cfg.Log != want.Log || cfg.Limits != want.Limits || cfg.Txn != want.Txn || cfg.EmbeddedKafka != want.EmbeddedKafka {
+	if cfg.Log != want.Log || cfg.Limits != want.Limits || cfg.Txn.TTL != want.Txn.TTL || cfg.Txn.DescriptorKeyFile != "" || cfg.EmbeddedKafka != want.EmbeddedKafka {
 		t.Errorf("got %+v %+v %+v %+v, want defaults", cfg.Log, cfg.Limits, cfg.Txn, cfg.EmbeddedKafka)
 	}
 	if cfg.Limits.MaxMessageBytes != 67108864 || cfg.Limits.EndpointBufferBytes != 536870912 || cfg.Limits.MaxStreams != 64 {
@@ -283,10 +283,16 @@ func TestProblems(t *testing.T) {
 			[]string{`line 2: tls.client_ca_file: mutual TLS needs the server's own cert_file and key_file too`}},
 		{"limits", ep + "limits: {max_message_bytes: 0, max_streams: 0, endpoint_buffer_bytes: -1}\n",
 			[]string{
-				`line 2: limits.max_message_bytes: must be positive, not 0`,
+				`line 2: limits.max_message_bytes: must be from 1 to 1072693248 (1023 MiB), not 0`,
 				`line 2: limits.max_streams: must be positive`,
 				`line 2: limits.endpoint_buffer_bytes: must be at least limits.max_message_bytes (0), or one large batch could never fit`,
 			}},
+		// 2^62 passed once and then refused every message: twice it
+		// overflows the gRPC receive limit.
+		{"message limit beyond gRPC's", ep + "limits: {max_message_bytes: 4611686018427387904, endpoint_buffer_bytes: 4611686018427387904}\n",
+			[]string{`line 2: limits.max_message_bytes: must be from 1 to 1072693248 (1023 MiB), not 4611686018427387904`}},
+		{"message limit just above", ep + "limits: {max_message_bytes: 1072693249, endpoint_buffer_bytes: 2147483648}\n",
+			[]string{`line 2: limits.max_message_bytes: must be from 1 to 1072693248 (1023 MiB), not 1072693249`}},
 		{"buffer smaller than a message", ep + "limits:\n  endpoint_buffer_bytes: 1000\n",
 			[]string{`line 3: limits.endpoint_buffer_bytes: must be at least limits.max_message_bytes (67108864), or one large batch could never fit`}},
 		{"bad addresses", "listen: localhost\nhttp_listen: 127.0.0.1:99999\n" + ep,
@@ -296,9 +302,15 @@ func TestProblems(t *testing.T) {
 		{"log", "log: {level: verbose, format: xml}\n" + ep,
 			[]string{`line 1: log.level: must be debug, info, warn or error, not "verbose"`, `line 1: log.format: must be text or json, not "xml"`}},
 		{"ttl", "txn: {ttl: 0s}\n" + ep,
-			[]string{`line 1: txn.ttl: must be a positive duration like 15m, not 0s`}},
+			[]string{`line 1: txn.ttl: must be a duration from 1s to 168h0m0s (a week), like 15m, not 0s`}},
+		{"ttl above a week", "txn: {ttl: 169h}\n" + ep,
+			[]string{`line 1: txn.ttl: must be a duration from 1s to 168h0m0s (a week), like 15m, not 169h0m0s`}},
+		{"descriptor key file missing", "txn: {descriptor_key_file: keys/none}\n" + ep,
+			[]string{`line 1: txn.descriptor_key_file: open /etc/quiver/keys/none: no such file or directory (the file holds the descriptor key in hex, at least 64 digits: openssl rand -hex 32)`}},
 		{"embedded kafka", ep + "embedded_kafka:\n  enabled: true\n  partitions: 0\n",
-			[]string{`line 4: embedded_kafka.partitions: must be at least 1, not 0`}},
+			[]string{`line 4: embedded_kafka.partitions: must be from 1 to 1024, not 0`}},
+		{"embedded kafka partitions beyond int32", ep + "embedded_kafka: {partitions: 4294967297}\n",
+			[]string{`line 2: embedded_kafka.partitions: must be from 1 to 1024, not 4294967297`}},
 		{"empty data_dir", "data_dir: ''\n" + ep,
 			[]string{`line 1: data_dir: required: the folder for the journal and local tables`}},
 	}
@@ -307,6 +319,37 @@ func TestProblems(t *testing.T) {
 			_, err := parse(t, tt.yaml)
 			wantProblems(t, err, tt.want...)
 		})
+	}
+}
+
+func TestDescriptorKeyFile(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("good.key", strings.Repeat("0f", 32)+"\n")
+	write("short.key", strings.Repeat("0f", 31)+"\n")
+	write("raw.key", strings.Repeat("k", 64))
+	ep := "endpoints: [{name: a, sink: discard}]\n"
+
+	cfg, err := Parse([]byte("txn: {descriptor_key_file: good.key}\n"+ep), dir, testRegistry())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Txn.DescriptorKeyFile != filepath.Join(dir, "good.key") || cfg.Txn.DescriptorKey.IsZero() {
+		t.Fatalf("txn = %+v, want the resolved path and its key", cfg.Txn)
+	}
+	for file, msg := range map[string]string{
+		"short.key": "descriptor key has 31 bytes, need at least 32 (64 hex digits)",
+		"raw.key":   "descriptor key is not hexadecimal",
+	} {
+		_, err := Parse([]byte("txn:\n  descriptor_key_file: "+file+"\n"+ep), dir, testRegistry())
+		wantProblems(t, err, "line 2: txn.descriptor_key_file: "+filepath.Join(dir, file)+": "+msg+" (the file holds the descriptor key in hex, at least 64 digits: openssl rand -hex 32)")
+	}
+	if cfg, err := Parse([]byte(ep), dir, testRegistry()); err != nil || !cfg.Txn.DescriptorKey.IsZero() {
+		t.Fatalf("no key file: %v, key set = %v", err, !cfg.Txn.DescriptorKey.IsZero())
 	}
 }
 

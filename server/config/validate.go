@@ -8,6 +8,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/quiver-ingest/quiver/internal/descseal"
 )
 
 // validator checks a decoded config, adding problems (with the line of the
@@ -60,10 +63,36 @@ func (v *validator) config(c *Config) {
 	v.auth(c)
 	v.tls(c)
 	v.limits(c.Limits)
-	if c.Txn.TTL <= 0 {
-		v.fail("txn.ttl", "must be a positive duration like 15m, not %s", c.Txn.TTL)
-	}
+	v.txn(c)
 	v.embeddedKafka(c.EmbeddedKafka)
+}
+
+// Ranges of numeric settings. maxMessageBytes is flightsvc's
+// MaxMessageBytesLimit and maxTTL is txn.MaxTTL (this package imports
+// neither; server's tests check that both sides agree).
+const (
+	// maxMessageBytes keeps the gRPC receive limit (twice the message
+	// plus 1 MiB) within math.MaxInt32: 1023 MiB.
+	maxMessageBytes = 1<<30 - 1<<20
+	maxTTL          = 7 * 24 * time.Hour
+	// maxPartitions bounds the development broker's topics.
+	maxPartitions = 1024
+)
+
+func (v *validator) txn(c *Config) {
+	if c.Txn.TTL <= 0 || c.Txn.TTL > maxTTL {
+		v.fail("txn.ttl", "must be a duration from 1s to %s (a week), like 15m, not %s", maxTTL, c.Txn.TTL)
+	}
+	if c.Txn.DescriptorKeyFile == "" {
+		return
+	}
+	c.Txn.DescriptorKeyFile = v.resolvePath(c, c.Txn.DescriptorKeyFile)
+	key, err := descseal.ReadKeyFile(c.Txn.DescriptorKeyFile)
+	if err != nil {
+		v.fail("txn.descriptor_key_file", "%v (the file holds the descriptor key in hex, at least %d digits: openssl rand -hex %d)", err, 2*descseal.MinKeyBytes, descseal.MinKeyBytes)
+		return
+	}
+	c.Txn.DescriptorKey = key
 }
 
 // address checks a host:port listen address.
@@ -160,8 +189,8 @@ func (v *validator) tls(c *Config) {
 }
 
 func (v *validator) limits(l Limits) {
-	if l.MaxMessageBytes <= 0 {
-		v.fail("limits.max_message_bytes", "must be positive, not %d", l.MaxMessageBytes)
+	if l.MaxMessageBytes <= 0 || l.MaxMessageBytes > maxMessageBytes {
+		v.fail("limits.max_message_bytes", "must be from 1 to %d (1023 MiB), not %d", maxMessageBytes, l.MaxMessageBytes)
 	}
 	if l.MaxStreams == 0 {
 		v.fail("limits.max_streams", "must be positive")
@@ -173,7 +202,7 @@ func (v *validator) limits(l Limits) {
 
 func (v *validator) embeddedKafka(k EmbeddedKafka) {
 	v.address("embedded_kafka.listen", k.Listen)
-	if k.Partitions < 1 {
-		v.fail("embedded_kafka.partitions", "must be at least 1, not %d", k.Partitions)
+	if k.Partitions < 1 || k.Partitions > maxPartitions {
+		v.fail("embedded_kafka.partitions", "must be from 1 to %d, not %d", maxPartitions, k.Partitions)
 	}
 }

@@ -34,6 +34,17 @@ func TestCheckCommand(t *testing.T) {
 			wantErr: `line 1: unknown key "lisen" (did you mean "listen"?)`,
 		},
 		{
+			// Passed check once and then refused every message.
+			name:    "message limit beyond gRPC's",
+			doc:     "limits: {max_message_bytes: 4611686018427387904, endpoint_buffer_bytes: 4611686018427387904}\nendpoints: [{name: devnull, sink: discard}]\n",
+			wantErr: `line 1: limits.max_message_bytes: must be from 1 to 1072693248 (1023 MiB)`,
+		},
+		{
+			name:    "short descriptor key",
+			doc:     "txn: {descriptor_key_file: /dev/null}\nendpoints: [{name: devnull, sink: discard}]\n",
+			wantErr: `line 1: txn.descriptor_key_file: /dev/null: descriptor key has 0 bytes, need at least 32`,
+		},
+		{
 			name:    "sink not in this build",
 			doc:     "endpoints: [{name: events, sink: hdfs}]\n",
 			wantErr: `endpoints[0].sink: sink "hdfs" is not available in this build (available: `,

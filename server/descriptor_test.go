@@ -1,0 +1,147 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	quiver "github.com/quiver-ingest/quiver/clients/go"
+	"github.com/quiver-ingest/quiver/flightsvc"
+	"github.com/quiver-ingest/quiver/server/config"
+	"github.com/quiver-ingest/quiver/txn"
+)
+
+func dialClient(t *testing.T, s *testServer) *quiver.Client {
+	t.Helper()
+	c, err := quiver.Dial(s.FlightAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// rowsReader is n rows of one int64 column.
+func rowsReader(t *testing.T, n int) array.RecordReader {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := range n {
+		b.Append(int64(i))
+	}
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(n))
+	defer rec.Release()
+	r, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// precommitOn stages rows for job@1 on devnull of c and precommits it,
+// returning the (sealed) descriptor.
+func precommitOn(t *testing.T, c *quiver.Client, rows int) []byte {
+	t.Helper()
+	tx := c.Txn("job", 1)
+	if _, err := tx.Put(t.Context(), "devnull", rowsReader(t, rows)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := tx.Precommit(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Participants[0].Descriptor
+}
+
+// Without txn.descriptor_key_file the key is generated into data_dir on
+// the first start, private, and reused by restarts: a descriptor sealed
+// before a restart verifies after it.
+func TestDescriptorKeyGeneratedAndReused(t *testing.T) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir, twoEndpoints)
+	path := filepath.Join(dir, "data", "descriptor.key")
+	fi, err := os.Stat(path)
+	if err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("generated key %v, %v: want mode 0600", fi, err)
+	}
+	before := precommitOn(t, dialClient(t, s), 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	s = startServerIn(t, dir, twoEndpoints)
+	tx := dialClient(t, s).Txn("job", 1)
+	st, err := tx.Status(t.Context())
+	if err != nil || !bytes.Equal(st.Participants[0].Descriptor, before) {
+		t.Fatalf("after a restart: %+v %v, want the same sealed descriptor", st, err)
+	}
+	if st, err := tx.Commit(t.Context(), map[string][][]byte{"devnull": {before}}); err != nil || st.State != quiver.StateCommitted {
+		t.Fatalf("commit with its own descriptor handed back: %+v %v", st, err)
+	}
+	if got := s.committedRows(t, "devnull"); got != 5 {
+		t.Fatalf("committed %d rows, want 5", got)
+	}
+}
+
+// Servers sharing txn.descriptor_key_file accept each other's descriptors;
+// a server with another key is refused.
+func TestServersSharingTheKeyFile(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "descriptor.key")
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(bytes.Repeat([]byte{7}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	shared := twoEndpoints + "txn: {descriptor_key_file: " + keyFile + "}\n"
+	first, second, other := startServer(t, shared), startServer(t, shared), startServer(t, twoEndpoints)
+	fromSecond := precommitOn(t, dialClient(t, second), 7)
+	fromOther := precommitOn(t, dialClient(t, other), 2)
+	precommitOn(t, dialClient(t, first), 5)
+
+	tx := dialClient(t, first).Txn("job", 1)
+	_, err := tx.Commit(t.Context(), map[string][][]byte{"devnull": {fromOther}})
+	if status.Code(err) != codes.PermissionDenied || !strings.Contains(err.Error(), `descriptors["devnull"][0]`) {
+		t.Fatalf("descriptor of a server with another key: %v, want PermissionDenied naming it", err)
+	}
+	if st, err := tx.Commit(t.Context(), map[string][][]byte{"devnull": {fromSecond}}); err != nil || st.State != quiver.StateCommitted {
+		t.Fatalf("commit with the second server's descriptor: %+v %v", st, err)
+	}
+	if got := first.committedRows(t, "devnull"); got != 12 {
+		t.Fatalf("committed %d rows, want 12 (5 own + 7 handed over)", got)
+	}
+}
+
+// The config's ranges are the service's and the coordinator's.
+func TestConfigLimitsMatchService(t *testing.T) {
+	ep := "endpoints: [{name: devnull, sink: discard}]\n"
+	for doc, ok := range map[string]bool{
+		fmtLimit(flightsvc.MaxMessageBytesLimit) + ep:                    true,
+		fmtLimit(flightsvc.MaxMessageBytesLimit+1) + ep:                  false,
+		"txn: {ttl: " + txn.MaxTTL.String() + "}\n" + ep:                 true,
+		"txn: {ttl: " + (txn.MaxTTL + time.Second).String() + "}\n" + ep: false,
+	} {
+		_, err := config.Parse([]byte(doc), t.TempDir(), Sinks())
+		if (err == nil) != ok {
+			t.Errorf("%q: %v, want accepted = %v", doc, err, ok)
+		}
+	}
+}
+
+func fmtLimit(n int64) string {
+	return "limits: {max_message_bytes: " + strconv.FormatInt(n, 10) + ", endpoint_buffer_bytes: " + strconv.FormatInt(2*n, 10) + "}\n"
+}

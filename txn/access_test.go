@@ -1,0 +1,169 @@
+package txn
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// only returns bg with an Access allowing just eps.
+func only(eps ...string) context.Context {
+	return WithAccess(bg, func(ep string) bool {
+		for _, e := range eps {
+			if e == ep {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// A caller limited to endpoint b can neither read nor change a transaction
+// on a, nor fence its writer; errors do not name a.
+func TestAccessRefusesOtherEndpoints(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 3)
+	fx.write("v", 1, "a", 3)
+	if _, err := fx.c.Precommit(bg, "v", 1); err != nil {
+		t.Fatal(err)
+	}
+	onB := only("b")
+	calls := map[string]func() error{
+		"status":    func() error { _, err := fx.c.Status(onB, "w", 1); return err },
+		"precommit": func() error { _, err := fx.c.Precommit(onB, "w", 1); return err },
+		"rollback":  func() error { _, err := fx.c.Rollback(onB, "w", 1); return err },
+		"commit":    func() error { _, err := fx.c.Commit(onB, "v", 1, nil); return err },
+		"commit handing a's descriptors": func() error {
+			_, err := fx.c.Commit(onB, "x", 1, map[string][]writers.Descriptor{"a": {[]byte("d")}})
+			return err
+		},
+		"join":            func() error { _, err := fx.c.Join(onB, "w", 1, "b"); return err },
+		"begin existing":  func() error { _, err := fx.c.Begin(onB, "w", 1, 0); return err },
+		"begin fencing":   func() error { _, err := fx.c.Begin(onB, "w", 3, 0); return err },
+		"join fencing":    func() error { _, err := fx.c.Join(onB, "w", 3, "b"); return err },
+		"begin below one": func() error { _, err := fx.c.Begin(onB, "w", 0, 0); return err },
+	}
+	for name, call := range calls {
+		t.Run(name, func(t *testing.T) {
+			err := call()
+			if !errors.Is(err, writers.ErrPermissionDenied) || strings.Contains(err.Error(), `"a"`) {
+				t.Fatalf("%v, want ErrPermissionDenied not naming endpoint a", err)
+			}
+		})
+	}
+	fx.mustState("w", 1, StateOpen)
+	fx.mustState("v", 1, StatePrecommitted)
+	if _, err := fx.c.Status(bg, "w", 3); !errors.Is(err, writers.ErrNotFound) {
+		t.Fatalf("w@3: %v, want never begun", err)
+	}
+	if p, c, r, _ := fx.eps["a"].counts(); p != 1 || c != 0 || r != 0 {
+		t.Fatalf("sink a saw %d precommits, %d commits, %d rollbacks; want 1, 0, 0", p, c, r)
+	}
+
+	// Another writer is the caller's own; a caller allowed a and b may
+	// do everything.
+	if _, err := fx.c.Begin(onB, "x", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	onAB := only("a", "b")
+	if _, err := fx.c.Status(onAB, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Begin(onAB, "w", 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	fx.mustState("w", 1, StateAborted) // fenced
+	if st, err := fx.c.Commit(onAB, "v", 1, nil); err != nil || st.State != StateCommitted {
+		t.Fatalf("commit: %+v %v", st, err)
+	}
+}
+
+// A decided commit's handed-over endpoints count as the transaction's.
+func TestAccessCoversHandedEndpoints(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	fx.c.Precommit(bg, "w", 1)
+	if _, err := fx.c.Commit(bg, "w", 1, map[string][]writers.Descriptor{"b": {[]byte("peer-b")}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Status(only("a"), "w", 1); !errors.Is(err, writers.ErrPermissionDenied) {
+		t.Fatalf("status: %v, want ErrPermissionDenied (b took part)", err)
+	}
+}
+
+func TestWriterNameLimit(t *testing.T) {
+	fx := newFixture(t)
+	ok := strings.Repeat("w", MaxWriterBytes)
+	if _, err := fx.c.Begin(bg, ok, 1, 0); err != nil {
+		t.Fatalf("%d-byte writer: %v", MaxWriterBytes, err)
+	}
+	long := ok + "w"
+	calls := map[string]func() error{
+		"begin":     func() error { _, err := fx.c.Begin(bg, long, 1, 0); return err },
+		"join":      func() error { _, err := fx.c.Join(bg, long, 1, "a"); return err },
+		"precommit": func() error { _, err := fx.c.Precommit(bg, long, 1); return err },
+		"commit":    func() error { _, err := fx.c.Commit(bg, long, 1, nil); return err },
+		"rollback":  func() error { _, err := fx.c.Rollback(bg, long, 1); return err },
+		"status":    func() error { _, err := fx.c.Status(bg, long, 1); return err },
+	}
+	for name, call := range calls {
+		err := call()
+		if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "257 bytes") || strings.Contains(err.Error(), long) {
+			t.Errorf("%s: %v, want ErrInvalid naming the length, not the name", name, err)
+		}
+	}
+}
+
+func TestTTLLimit(t *testing.T) {
+	fx := newFixture(t)
+	if _, err := fx.c.Begin(bg, "w", 1, MaxTTL); err != nil {
+		t.Fatalf("ttl = MaxTTL: %v", err)
+	}
+	if _, err := fx.c.Begin(bg, "w", 2, MaxTTL+time.Second); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "maximum") {
+		t.Fatalf("ttl above MaxTTL: %v, want ErrInvalid", err)
+	}
+	if _, err := Open(bg, Options{Dir: t.TempDir(), TTL: MaxTTL + time.Second}, fx.eps); !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("Open with TTL above MaxTTL: %v, want ErrInvalid", err)
+	}
+}
+
+// A sink that publishes one descriptor per commit takes no handed-over
+// descriptor but its own, handed back; nothing is decided when refused.
+func TestHandedDescriptorsToSingleDescriptorSink(t *testing.T) {
+	fx := newFixture(t)
+	fx.eps["a"].set(func(f *fakeWriter) { f.single = true })
+	fx.write("w", 1, "a", 1)
+	fx.c.Precommit(bg, "w", 1)
+	own := fx.status("w", 1).Participants[0].Descriptor
+
+	for name, handed := range map[string]map[string][]writers.Descriptor{
+		"foreign":         {"a": {[]byte("peer")}},
+		"own and foreign": {"a": {own, []byte("peer")}},
+	} {
+		_, err := fx.c.Commit(bg, "w", 1, handed)
+		if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), `endpoint "a"`) {
+			t.Fatalf("%s: %v, want ErrInvalid naming endpoint a", name, err)
+		}
+	}
+	// Unknown here: no own descriptor at all.
+	if _, err := fx.c.Commit(bg, "x", 1, map[string][]writers.Descriptor{"a": {[]byte("peer")}}); !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("unknown transaction: %v, want ErrInvalid", err)
+	}
+	if _, n, _, _ := fx.eps["a"].counts(); n != 0 {
+		t.Fatalf("sink commits %d, want 0", n)
+	}
+	fx.restart() // nothing was decided: still precommitted after a restart
+	fx.mustState("w", 1, StatePrecommitted)
+
+	st, err := fx.c.Commit(bg, "w", 1, map[string][]writers.Descriptor{"a": {own}})
+	if err != nil || st.State != StateCommitted {
+		t.Fatalf("own descriptor handed back: %+v %v", st, err)
+	}
+	if d := fx.eps["a"].commits[0].descs; len(d) != 1 {
+		t.Fatalf("committed %q, want the own descriptor once", d)
+	}
+}
