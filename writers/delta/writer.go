@@ -52,17 +52,6 @@ type Writer struct {
 	warmDone   chan struct{} // closed when the last warm-up started ends
 }
 
-var (
-	_ writers.Writer         = (*Writer)(nil)
-	_ writers.SchemaReporter = (*Writer)(nil)
-	_ writers.SchemaChecker  = (*Writer)(nil)
-)
-
-var (
-	_ writers.Writer         = (*Writer)(nil)
-	_ writers.SchemaReporter = (*Writer)(nil)
-)
-
 // New returns an unopened writer for cfg, which must be valid. A nil
 // env.Logger discards logs, a nil env.Registerer registers no metrics and a
 // nil env.Allocator means memory.DefaultAllocator.

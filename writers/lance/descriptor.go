@@ -103,7 +103,7 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 		// The schema of the dataset a first commit creates.
 		as, err := d.Schema.ToArrow()
 		if err != nil {
-			return nil, writers.Errorf(writers.ErrInvalid, "lance: descriptor schema: %v", err)
+			return nil, writers.Errorf(writers.ErrInvalid, "lance: descriptor schema: %w", err)
 		}
 		if err := checkNames(as); err != nil {
 			return nil, fmt.Errorf("%w (descriptor schema)", err)

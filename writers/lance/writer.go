@@ -49,11 +49,6 @@ var (
 	_ writers.SchemaChecker  = (*Writer)(nil)
 )
 
-var (
-	_ writers.Writer         = (*Writer)(nil)
-	_ writers.SchemaReporter = (*Writer)(nil)
-)
-
 // New returns an unopened writer for cfg, which must be valid. A nil
 // env.Logger discards logs; a nil env.Registerer registers no metrics, and
 // registering them twice on one Registerer is an error.
