@@ -20,8 +20,14 @@ const maxReplans = 5
 // descriptor (deduplicated by path), a txn{appId: key.Writer, version:
 // key.Epoch} unless key is an auto-commit key, a metaData action when the
 // files add columns (schema_evolution: add_columns), every active file
-// removed in overwrite mode, and commitInfo first. An auto-commit key
-// without files commits nothing and answers the current version.
+// removed in overwrite mode, and commitInfo first. When the table does not
+// exist, this commit creates it (version 0 with protocol and metaData, the
+// schema of the first descriptor with files); a concurrent first commit
+// that wins makes this one an append on the table it created, or, with
+// other columns, ErrInvalid. An auto-commit key without files commits
+// nothing and answers the current version; so does any key without files
+// before the table exists (there is no table to record the epoch in,
+// NoVersion).
 //
 // Exactly-once: before every attempt the latest snapshot's txn version for
 // key.Writer is read; when it is already ≥ key.Epoch the call changes
@@ -67,14 +73,16 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		verified = true
 		return nil
 	}
+	lostCreate := false // a previous attempt lost the race to create the table
 	for replan := 0; ; replan++ {
 		snap, err := w.latest(ctx)
 		if err != nil {
 			return writers.CommitInfo{}, err
 		}
-		if key.Auto && !hasFiles(ds) {
-			// No files and no epoch to record: a commit would only add an
-			// empty version.
+		if !hasFiles(ds) && (key.Auto || snap == nil) {
+			// Nothing to publish and no epoch to record (auto-commit), or
+			// no table to record it in: a table is created only by the
+			// commit that publishes its first rows.
 			if snap == nil {
 				return writers.CommitInfo{Version: writers.NoVersion}, nil
 			}
@@ -84,7 +92,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			if err := verify(); err != nil {
 				return writers.CommitInfo{}, err
 			}
-			if snap, err = w.createFromDescriptors(ctx, ds); err != nil {
+			if snap, err = w.tableFromDescriptors(ds); err != nil {
 				return writers.CommitInfo{}, err
 			}
 		}
@@ -104,6 +112,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		}
 		actions, err := w.plan(snap, key, ds, upsert)
 		if err != nil {
+			if lostCreate {
+				err = fmt.Errorf("%w (another writer's first commit created the table meanwhile, with columns %s)", err, tableColumns(snap))
+			}
 			return writers.CommitInfo{}, err
 		}
 		version, err := w.commitPlanned(ctx, base, actions, upsert)
@@ -127,7 +138,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			return writers.CommitInfo{Version: version}, nil
 		case errors.As(err, &conflict) && replan < maxReplans:
 			// The next round reads the winner: a txn of ours (a replay)
-			// ends as Replayed, anything else is planned again.
+			// ends as Replayed, anything else is planned again (on the
+			// table another writer created, when this one lost that race).
+			lostCreate = conflict.Kind == deltalog.ConflictTableExists
 			w.m.conflicts.Inc()
 			w.m.retries.Inc()
 			w.log.Debug("delta commit conflict, planning again", "key", key.String(), "conflict", conflict.Kind, "winner", conflict.WinnerVersion)
@@ -139,6 +152,15 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			return writers.CommitInfo{}, err
 		}
 	}
+}
+
+// tableColumns lists snap's columns for messages.
+func tableColumns(snap *deltalog.Snapshot) string {
+	table, err := snap.Schema()
+	if err != nil {
+		return "(unreadable)"
+	}
+	return columnNames(table)
 }
 
 // addsOf returns the files every descriptor of ds adds.
@@ -285,6 +307,9 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 		files, err := deltalog.ParseSchema(d.Schema)
 		if err != nil {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: %w", i, err)
+		}
+		if err := checkNames(files); err != nil {
+			return nil, fmt.Errorf("%w (descriptor %d)", err, i)
 		}
 		if evolved, err = reconcile(evolved, files, w.cfg.SchemaEvolution == EvolveAddColumns, true); err != nil {
 			return nil, fmt.Errorf("%w (descriptor %d; the table may have changed since precommit: replay the transaction)", err, i)

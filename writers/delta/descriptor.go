@@ -60,7 +60,8 @@ type descriptor struct {
 }
 
 // upsertPlan is what an upsert's commit needs besides its adds: the table
-// version it was planned against, the files whose keys it read (its read
+// version it was planned against (-1: no table, its commit creates it),
+// the files whose keys it read (its read
 // set for conflict checks) and the files it rewrote, which the commit
 // removes. Paths are add paths as logged. DVFileSize is the DV file's
 // exact size, checked before the commit references it.
@@ -156,7 +157,8 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 // files it read (each once), and whose deletion vectors lie in its own DV
 // file: a descriptor must not reference, remove or mark arbitrary objects.
 func (u *upsertPlan) check() error {
-	if u.ReadVersion < 0 {
+	// -1: planned before the table existed, so nothing was read.
+	if u.ReadVersion < -1 || u.ReadVersion == -1 && len(u.ReadFiles) > 0 {
 		return writers.Errorf(writers.ErrInvalid, "delta: upsert descriptor has read version %d", u.ReadVersion)
 	}
 	read := make(map[string]bool, len(u.ReadFiles))

@@ -72,7 +72,9 @@ func TestDescriptorRefused(t *testing.T) {
 		{"upsert-v1", `{"kind":"delta","version":1,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":[],"removes":[]}}`},
 		{"upsert-remove-path", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":[],"removes":["../x.parquet"]}}`},
 		{"upsert-read-path", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":["_delta_log/x"],"removes":[]}}`},
-		{"upsert-read-version", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":-1,"readFiles":[],"removes":[]}}`},
+		{"upsert-read-version", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":-2,"readFiles":[],"removes":[]}}`},
+		// -1 means "no table": such a plan read no file and removes none.
+		{"upsert-no-table-removes", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":-1,"readFiles":["a.parquet"],"removes":["a.parquet"]}}`},
 		{"empty-segment", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"a//x.parquet"}]}`},
 		{"dot-segment", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"./x.parquet"}]}`},
 		{"file-uri", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"file:///etc/passwd"}]}`},

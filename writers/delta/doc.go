@@ -3,9 +3,11 @@
 // the table's _delta_log, with exactly-once transactions through Delta's
 // txn action. docs/delta.md describes its configuration and behaviour.
 //
-// Data flow: Write checks each stream's schema against the table (creating
-// the table from the first batch when it is missing), splits batches by
-// partition and hands them to the key's encoder goroutines (encoder.go),
+// Data flow: Write checks each stream's schema (column names: names.go)
+// against the table, or against the table its first commit would create
+// when it is missing (a table is created by the commit that publishes its
+// first rows, never by a write), splits batches by partition and hands
+// them to the key's encoder goroutines (encoder.go),
 // which encode them into Parquet files streamed to storage (parquetio,
 // storage), rolling files at target_file_bytes.
 // Precommit finishes the files and returns a self-contained JSON

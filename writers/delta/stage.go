@@ -26,8 +26,8 @@ const maxOpenFiles = 32
 // it, never concurrently (the writers.Writer contract), so it has no lock.
 type stage struct {
 	// schema is the Delta schemaString of the table columns the key's
-	// files hold (the table's, or the table's plus added columns); "" until
-	// the first batch.
+	// files hold (the table's, the table's plus added columns, or before
+	// the table exists the stream's own); "" until the first batch.
 	schema string
 	// admitted is the last Arrow schema checked against the table, so a
 	// stream's batches are checked once.

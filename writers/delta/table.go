@@ -14,16 +14,19 @@ import (
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
-// ensureTable creates the table from the Arrow schema of the first batch
-// (got is its Delta form), with partition_by and the configured checkpoint
-// interval. When another writer created it first, the table it made is
-// returned, and admit checks the batch against it.
-func (w *Writer) ensureTable(ctx context.Context, in *arrow.Schema, got *deltalog.Schema) (*deltalog.Snapshot, error) {
+// newTable returns the table that the first commit of rows of Arrow
+// schema in (got is its Delta form) creates, as a snapshot at version -1
+// (deltalog.NewTableSnapshot): partitioned by partition_by, with the
+// configured checkpoint interval and deletion vectors. Nothing is written:
+// a table is created by the commit that publishes its first rows, so a
+// stream rolled back before its commit leaves no table (nor schema)
+// behind. Writes, plans and commits use it like any snapshot.
+func (w *Writer) newTable(in *arrow.Schema, got *deltalog.Schema) (*deltalog.Snapshot, error) {
 	for _, col := range w.cfg.PartitionBy {
 		f, ok := got.Field(col)
 		switch {
 		case !ok:
-			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition_by column %q is not in the first batch (columns: %s): send it or change partition_by", col, columnNames(got))
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition_by column %q is not in the stream that creates the table (columns: %s): send it or change partition_by", col, columnNames(got))
 		case f.Type.Fields != nil || f.Type.Element != nil || f.Type.Key != nil || f.Type.Name == "binary":
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition_by column %q has type %s: partition by a string, number, boolean, date, timestamp or decimal column", col, f.Type)
 		}
@@ -32,51 +35,47 @@ func (w *Writer) ensureTable(ctx context.Context, in *arrow.Schema, got *deltalo
 	if w.cfg.DeletionVectors {
 		props[enableDVProperty] = "true"
 	}
-	snap, err := deltalog.Create(ctx, w.bucket, in, w.cfg.PartitionBy, props)
-	var conflict *deltalog.ConflictError
-	if errors.As(err, &conflict) && conflict.Kind == deltalog.ConflictTableExists {
-		if snap, err = w.latest(ctx); err == nil && snap == nil {
-			err = writers.Errorf(writers.ErrUnavailable, "delta: table %s was created concurrently but cannot be read yet: retry", w.cfg.TableURI)
-		}
-		return snap, err
-	}
+	snap, err := deltalog.NewTableSnapshot(in, w.cfg.PartitionBy, props)
 	if err != nil {
-		return nil, fmt.Errorf("delta: create table %s: %w", w.cfg.TableURI, err)
+		return nil, fmt.Errorf("delta: new table %s: %w", w.cfg.TableURI, err)
 	}
-	w.log.Info("delta table created", "table", w.cfg.TableURI, "columns", writers.FieldList(in), "partition_by", w.cfg.PartitionBy)
-	return w.remember(snap), nil
+	return snap, nil
 }
 
-// createFromDescriptors creates the table at commit time when it does not
-// exist (it was removed after the files were written, or the descriptors
-// come from servers writing a table this one never saw created): the
-// schema comes from the first descriptor carrying files.
-func (w *Writer) createFromDescriptors(ctx context.Context, ds []*descriptor) (*deltalog.Snapshot, error) {
-	for _, d := range ds {
-		if d.Schema == "" {
-			continue
-		}
-		s, err := deltalog.ParseSchema(d.Schema)
-		if err != nil {
-			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor schema: %w", err)
-		}
-		in, err := s.ToArrow()
-		if err != nil {
-			return nil, err
-		}
-		got, err := deltalog.FromArrow(in)
-		if err != nil {
-			return nil, err
-		}
-		return w.ensureTable(ctx, in, got)
+// tableFor returns the table that the first commit of files following
+// schema (a Delta schemaString from a descriptor or a stage) creates.
+func (w *Writer) tableFor(schema string) (*deltalog.Snapshot, error) {
+	got, err := deltalog.ParseSchema(schema)
+	if err != nil {
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor schema: %w", err)
 	}
-	return nil, writers.Errorf(writers.ErrWrongState, "delta: table %s does not exist and the transaction carries no rows to define its schema: write rows first", w.cfg.TableURI)
+	if err := checkNames(got); err != nil {
+		return nil, err
+	}
+	in, err := got.ToArrow()
+	if err != nil {
+		return nil, err
+	}
+	return w.newTable(in, got)
+}
+
+// tableFromDescriptors returns the table a commit of ds creates when there
+// is none: its schema is the first descriptor's carrying files (the
+// others are reconciled with it by plan).
+func (w *Writer) tableFromDescriptors(ds []*descriptor) (*deltalog.Snapshot, error) {
+	for _, d := range ds {
+		if len(d.Adds) > 0 {
+			return w.tableFor(d.Schema)
+		}
+	}
+	return nil, writers.Errorf(writers.ErrInvalid, "delta: the descriptors of a commit creating table %s carry no files", w.cfg.TableURI)
 }
 
 // commitPlanned writes actions as the version after base (deltalog
-// rebases over blind appends and writes checkpoints). An upsert's commit
-// is based on the version it was planned at (upsertBase), with its read
-// set, so that deltalog checks every commit since against it.
+// rebases over blind appends and writes checkpoints); a base at version -1
+// (newTable) makes it the commit that creates the table. An upsert's
+// commit is based on the version it was planned at (upsertBase), with its
+// read set, so that deltalog checks every commit since against it.
 func (w *Writer) commitPlanned(ctx context.Context, base *deltalog.Snapshot, actions []deltalog.Action, upsert *upsertPlan) (int64, error) {
 	opts := deltalog.CommitOptions{
 		ReadWholeTable: w.cfg.WriteMode == ModeOverwrite,
@@ -89,6 +88,9 @@ func (w *Writer) commitPlanned(ctx context.Context, base *deltalog.Snapshot, act
 	v, err := deltalog.Commit(ctx, w.bucket, base, actions, opts)
 	if err != nil {
 		return 0, fmt.Errorf("delta: commit to %s: %w", w.cfg.TableURI, err)
+	}
+	if base.Version < 0 {
+		w.log.Info("delta table created", "table", w.cfg.TableURI, "schema", base.Metadata.SchemaString, "partition_by", w.cfg.PartitionBy)
 	}
 	w.m.version.Set(float64(v))
 	return v, nil

@@ -141,7 +141,11 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 		return nil, err
 	}
 	if snap == nil {
-		return nil, writers.Errorf(writers.ErrConflict, "delta: table %s disappeared after the upsert's first write: roll back and replay", w.cfg.TableURI)
+		// No table yet: the upsert is planned against the table its
+		// commit creates (every live row is an insert).
+		if snap, err = w.tableFor(s.schema); err != nil {
+			return nil, err
+		}
 	}
 	if err := w.checkUpsertable(snap); err != nil {
 		return nil, err
@@ -261,6 +265,8 @@ func wideStats(stats string, rows int64) string {
 func (w *Writer) upsertBase(ctx context.Context, snap *deltalog.Snapshot, plan *upsertPlan) (*deltalog.Snapshot, error) {
 	base := snap
 	switch {
+	case plan.ReadVersion < 0 && snap.Version >= 0:
+		return nil, writers.Errorf(writers.ErrConflict, "delta: upsert was planned before table %s existed and another writer created it since: roll back the transaction and replay it", w.cfg.TableURI)
 	case plan.ReadVersion > snap.Version:
 		return nil, writers.Errorf(writers.ErrConflict, "delta: upsert was planned at version %d but the table is at version %d (recreated?): roll back the transaction and replay it", plan.ReadVersion, snap.Version)
 	case plan.ReadVersion < snap.Version:

@@ -18,8 +18,8 @@ import (
 // memory stays bounded however long the stream. Write blocks while the
 // encoders are busy (backpressure) until ctx ends; an encoding or upload
 // failure is returned by a later Write or by Precommit.
-// A missing table is created from the first batch's schema. rec is
-// borrowed. A batch whose schema does not fit the table is ErrInvalid
+// A missing table is not created here but by the first commit (newTable).
+// rec is borrowed. A batch whose schema does not fit the table is ErrInvalid
 // naming the column, and nothing of it is staged.
 func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
 	s, err := w.stageOf(key, true)
@@ -60,51 +60,75 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	if s.admitted != nil && s.admitted.Equal(in) {
 		return nil
 	}
-	schema, err := w.admit(ctx, in)
+	_, merged, err := w.fit(ctx, in)
 	if err != nil {
 		return err
 	}
+	schema := merged.String()
 	if s.schema != "" && s.schema != schema {
 		return writers.Errorf(writers.ErrInvalid, "delta: the streams of %s send different schemas: send every stream of a transaction with the same columns", key)
-	}
-	if w.cfg.WriteMode == ModeUpsert {
-		if err := w.checkMergeKeys(w.cached()); err != nil {
-			return err
-		}
 	}
 	s.schema, s.admitted = schema, in
 	return nil
 }
 
-// admit checks an incoming Arrow schema against the table (creating the
-// table when there is none) and returns the Delta schemaString the rows'
-// files follow. A mismatch against the cached table schema is checked
-// again against the latest version, which another writer may have evolved.
-func (w *Writer) admit(ctx context.Context, in *arrow.Schema) (string, error) {
+// deltaSchema maps the table columns of a stream to Delta, refusing what
+// no table can hold: types without a Delta or Parquet form, and column
+// names Spark refuses (checkNames).
+func (w *Writer) deltaSchema(in *arrow.Schema) (*deltalog.Schema, error) {
 	got, err := deltalog.FromArrow(in)
 	if err != nil {
-		return "", err
+		return nil, err
+	}
+	if err := checkNames(got); err != nil {
+		return nil, err
 	}
 	if err := parquetio.CheckSchema(dropFields(in, w.cfg.PartitionBy)); err != nil {
-		return "", err
+		return nil, err
+	}
+	return got, nil
+}
+
+// fit checks the table columns in of a stream against the table and
+// returns the table and the Delta schema the stream's files follow. Before
+// the table exists, the table is the one the stream's first commit would
+// create (newTable): nothing is written. A mismatch against the cached
+// table is checked again against the latest version, which another writer
+// may have evolved. In upsert mode the merge keys must be table columns.
+// It has no side effects on the table.
+func (w *Writer) fit(ctx context.Context, in *arrow.Schema) (*deltalog.Snapshot, *deltalog.Schema, error) {
+	got, err := w.deltaSchema(in)
+	if err != nil {
+		return nil, nil, err
 	}
 	snap := w.cached()
 	if snap == nil {
-		if snap, err = w.ensureTable(ctx, in, got); err != nil {
-			return "", err
+		if snap, err = w.latest(ctx); err != nil {
+			return nil, nil, err
+		}
+	}
+	if snap == nil {
+		if snap, err = w.newTable(in, got); err != nil {
+			return nil, nil, err
 		}
 	}
 	merged, err := w.reconcileWith(snap, got)
 	if err != nil {
 		fresh, lerr := w.latest(ctx)
 		if lerr != nil || fresh == nil || fresh.Version == snap.Version {
-			return "", err
+			return nil, nil, err
 		}
 		if merged, err = w.reconcileWith(fresh, got); err != nil {
-			return "", err
+			return nil, nil, err
+		}
+		snap = fresh
+	}
+	if w.cfg.WriteMode == ModeUpsert {
+		if err := w.checkMergeKeys(snap); err != nil {
+			return nil, nil, err
 		}
 	}
-	return merged.String(), nil
+	return snap, merged, nil
 }
 
 // reconcileWith reconciles the schema of incoming rows with snap's table

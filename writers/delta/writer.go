@@ -13,7 +13,6 @@ import (
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
-	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -53,17 +52,6 @@ type Writer struct {
 	warmDone   chan struct{} // closed when the last warm-up started ends
 }
 
-var (
-	_ writers.Writer         = (*Writer)(nil)
-	_ writers.SchemaReporter = (*Writer)(nil)
-	_ writers.SchemaChecker  = (*Writer)(nil)
-)
-
-var (
-	_ writers.Writer         = (*Writer)(nil)
-	_ writers.SchemaReporter = (*Writer)(nil)
-)
-
 // New returns an unopened writer for cfg, which must be valid. A nil
 // env.Logger discards logs, a nil env.Registerer registers no metrics and a
 // nil env.Allocator means memory.DefaultAllocator.
@@ -101,8 +89,9 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 }
 
 // Open opens the table root and reads the table if it exists; a missing
-// table is created by the first Write. An existing table must be writable
-// by Quiver (deltalog.CheckWritable) and partitioned by partition_by.
+// table is created by the first commit that publishes rows. An existing
+// table must be writable by Quiver (deltalog.CheckWritable) and
+// partitioned by partition_by.
 func (w *Writer) Open(ctx context.Context) error {
 	b, err := w.openBucket(ctx)
 	if err != nil {
@@ -167,7 +156,8 @@ func (w *Writer) Contract() writers.Contract {
 }
 
 // Schema returns the table's schema (partition columns included) as of the
-// latest version, or nil when the table does not exist yet.
+// latest version, or nil when the table does not exist yet, also while a
+// first stream is staged or precommitted: its commit creates the table.
 func (w *Writer) Schema(ctx context.Context) (*arrow.Schema, error) {
 	snap, err := w.latest(ctx)
 	if err != nil || snap == nil {
@@ -180,15 +170,15 @@ func (w *Writer) Schema(ctx context.Context) (*arrow.Schema, error) {
 	return s.ToArrow()
 }
 
-// CheckSchema admits a stream's schema without side effects: its types
-// must map to Delta and Parquet, and, once the table exists, it must
+// CheckSchema admits a stream's schema without side effects, with the
+// rule Write applies (fit): its types must map to Delta and Parquet, its
+// column names must be ones Spark accepts (checkNames), and it must
 // reconcile with the table's schema under schema_evolution (other Arrow
 // encodings of a column's Delta type, such as dictionary or large strings
-// and any timestamp unit, are accepted). Before the table exists any
-// mappable schema is accepted: the first batch creates the table. In
-// upsert mode the merge keys must be in the schema and the changelog
-// metadata columns (merge.MetadataColumns) of their types; they are not
-// table columns.
+// and any timestamp unit, are accepted) or, before the table exists, be
+// able to create it (partition_by). In upsert mode the merge keys must be
+// in the schema and the changelog metadata columns
+// (merge.MetadataColumns) of their types; they are not table columns.
 func (w *Writer) CheckSchema(ctx context.Context, in *arrow.Schema) error {
 	if w.cfg.WriteMode == ModeUpsert {
 		// The merge keys and the changelog columns' types; the
@@ -200,18 +190,7 @@ func (w *Writer) CheckSchema(ctx context.Context, in *arrow.Schema) error {
 		c.Close()
 		in = merge.StripMetadata(in)
 	}
-	got, err := deltalog.FromArrow(in)
-	if err != nil {
-		return err
-	}
-	if err := parquetio.CheckSchema(dropFields(in, w.cfg.PartitionBy)); err != nil {
-		return err
-	}
-	snap, err := w.latest(ctx)
-	if err != nil || snap == nil {
-		return err
-	}
-	_, err = w.reconcileWith(snap, got)
+	_, _, err := w.fit(ctx, in)
 	return err
 }
 

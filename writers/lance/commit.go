@@ -20,8 +20,13 @@ const maxReplans = 5
 // Overwrite that creates the dataset; a merge_insert descriptor (at most
 // one per commit) makes it an Update that also replaces the fragments the
 // merge deleted rows from and drops those it emptied, provided each is
-// unchanged since the precommit (see mergeDesc.apply). An auto-commit key without fragments
-// commits nothing. A key whose epoch the history already records is
+// unchanged since the precommit (see mergeDesc.apply). An auto-commit key
+// without fragments commits nothing; so does any key without fragments
+// before the dataset exists (there is no dataset to record the epoch in:
+// a dataset is created only by the commit publishing its first rows, and
+// its schema is the descriptors'). Of two first commits, the loser
+// appends to the dataset the winner created, or, with another schema,
+// fails with ErrInvalid. A key whose epoch the history already records is
 // answered Replayed with the version that recorded it, changing nothing.
 // Errors: ErrInvalid for foreign descriptors (another sink, version or
 // mode), files missing under the
@@ -65,12 +70,16 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		return writers.CommitInfo{}, err
 	}
 
+	lostCreate := false // a previous attempt lost the race to create the dataset
 	for replan := 0; ; replan++ {
 		d, err := w.latest(ctx)
 		if err != nil {
 			return failed(err)
 		}
-		if key.Auto && len(frags) == 0 && (m == nil || len(m.Updated)+len(m.Removed) == 0) {
+		if len(frags) == 0 && (m == nil || len(m.Updated)+len(m.Removed) == 0) && (key.Auto || d == nil) {
+			// Nothing to publish and no epoch to record (auto-commit), or
+			// no dataset to record it in: a dataset is created only by the
+			// commit that publishes its first rows.
 			if d == nil {
 				return writers.CommitInfo{Version: writers.NoVersion}, nil
 			}
@@ -103,11 +112,8 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		}
 		if d == nil {
 			txn.Op, txn.Schema = lanceformat.OpOverwrite, schema
-			if txn.Schema == nil {
-				txn.Schema = &lanceformat.Schema{}
-			}
 		} else if schema != nil && len(frags) > 0 && !schema.Equal(&d.Manifest.Schema) {
-			return failed(writers.Errorf(writers.ErrInvalid, "lance: the descriptors' data files were written for another schema than the dataset's (changed since precommit?): replay the transaction"))
+			return failed(writers.Errorf(writers.ErrInvalid, "lance: the descriptors' data files were written for another schema than the dataset's (%s), which %s: replay the transaction with the dataset's columns", fieldList(&d.Manifest.Schema), changedBy(lostCreate)))
 		}
 		nd, err := lanceformat.Commit(ctx, w.bucket, d, txn)
 		switch {
@@ -125,6 +131,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			}
 			return writers.CommitInfo{Version: int64(nd.Version())}, nil
 		case errors.Is(err, writers.ErrConflict) && replan < maxReplans:
+			lostCreate = d == nil
 			w.m.conflicts.Inc()
 			w.log.Debug("lance commit conflict, planning again", "key", key.String(), "err", err)
 		case errors.Is(err, writers.ErrOutcomeUnknown):
@@ -136,6 +143,24 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			return failed(err)
 		}
 	}
+}
+
+// changedBy says how the dataset came to have another schema than the
+// descriptors' files.
+func changedBy(lostCreate bool) string {
+	if lostCreate {
+		return "another writer's first commit created meanwhile"
+	}
+	return "changed since the precommit"
+}
+
+// fieldList formats a Lance schema's columns for messages.
+func fieldList(s *lanceformat.Schema) string {
+	as, err := s.ToArrow()
+	if err != nil {
+		return "unreadable"
+	}
+	return writers.FieldList(as)
 }
 
 // forget drops key's stage without deleting precommitted files (the

@@ -99,6 +99,16 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 	if len(d.Fragments) > 0 && d.Schema == nil {
 		return nil, writers.Errorf(writers.ErrInvalid, "lance: descriptor has fragments but no schema")
 	}
+	if d.Schema != nil {
+		// The schema of the dataset a first commit creates.
+		as, err := d.Schema.ToArrow()
+		if err != nil {
+			return nil, writers.Errorf(writers.ErrInvalid, "lance: descriptor schema: %w", err)
+		}
+		if err := checkNames(as); err != nil {
+			return nil, fmt.Errorf("%w (descriptor schema)", err)
+		}
+	}
 	if d.Merge != nil && d.Merge.ReadVersion == 0 && (len(d.Merge.Updated) > 0 || len(d.Merge.Removed) > 0) {
 		return nil, writers.Errorf(writers.ErrInvalid, "lance: merge descriptor changes fragments of a dataset it says did not exist")
 	}

@@ -3,11 +3,13 @@
 // merges them into it (merge_insert, Lance's semantics), with exactly-once
 // transactions.
 //
-// Precommit finishes the key's data files (durable under data/, invisible:
+// Write admits a stream's schema with Lance's own column-name rules
+// (names.go) and stages its rows. Precommit finishes the key's data files (durable under data/, invisible:
 // no manifest names them) and returns a JSON descriptor of the new
 // fragments. Commit publishes every descriptor's fragments in one Lance
 // Append version (the dataset's first version, an Overwrite, when the
-// commit creates it) whose transaction properties record quiver.writer and
+// commit creates it: a dataset is created by the commit that publishes its
+// first rows, never by a write) whose transaction properties record quiver.writer and
 // quiver.epoch. Commit reads those properties back through the version
 // history, so a replayed epoch changes nothing. Lost commit races are
 // rebased by lanceformat when Lance's conflict rules allow it.

@@ -93,10 +93,6 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage) (writers.Descript
 	if d != nil {
 		desc.Schema = &d.Manifest.Schema
 		desc.Merge.ReadVersion = d.Version()
-	} else if desc.Schema == nil {
-		w.mu.Lock()
-		desc.Schema = w.known
-		w.mu.Unlock()
 	}
 	if s.schema != nil && d != nil && !s.schema.Equal(&d.Manifest.Schema) {
 		return nil, writers.Errorf(writers.ErrConflict, "lance: the dataset schema changed while the transaction was open: replay the transaction")

@@ -113,8 +113,10 @@ func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) 
 
 // admit checks an Arrow schema against the dataset (or, before it
 // exists, that it maps to Lance) and returns the Lance schema to write.
-// In merge_insert mode the changelog columns are ignored and the key
-// columns must exist.
+// Column names must be ones Lance accepts (checkNames). In merge_insert
+// mode the changelog columns are ignored and the key columns must exist.
+// It has no side effects: a dataset is created by the commit that
+// publishes its first rows.
 func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Schema, error) {
 	if w.cfg.WriteMode == ModeMergeInsert {
 		if _, err := merge.NewKeyEncoder(got, w.cfg.On); err != nil {
@@ -127,21 +129,15 @@ func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Sch
 		}
 		got = merge.StripMetadata(got)
 	}
+	if err := checkNames(got); err != nil {
+		return nil, err
+	}
 	d, err := w.latest(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if d == nil {
-		ls, err := lanceformat.FromArrow(got)
-		if err != nil {
-			return nil, err
-		}
-		w.mu.Lock()
-		if w.known == nil {
-			w.known = ls
-		}
-		w.mu.Unlock()
-		return ls, nil
+		return lanceformat.FromArrow(got)
 	}
 	want, err := d.Manifest.Schema.ToArrow()
 	if err != nil {
@@ -214,11 +210,6 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		}
 	}
 	d := descriptor{Schema: s.schema, Fragments: s.finished}
-	if d.Schema == nil {
-		w.mu.Lock()
-		d.Schema = w.known
-		w.mu.Unlock()
-	}
 	s.precommitted = append(s.precommitted, s.finished...)
 	s.finished = nil
 	return d.encode()

@@ -26,10 +26,6 @@ type Writer struct {
 
 	mu     sync.Mutex // guards the following fields
 	stages map[writers.TxnKey]*stage
-	// known is the schema of the first stream when no dataset exists yet,
-	// so that an empty transactional commit can still create the dataset
-	// that records its epoch.
-	known  *lanceformat.Schema
 	closed bool
 
 	hist       history // committed epochs read from the version history
@@ -50,11 +46,7 @@ type Writer struct {
 var (
 	_ writers.Writer         = (*Writer)(nil)
 	_ writers.SchemaReporter = (*Writer)(nil)
-)
-
-var (
-	_ writers.Writer         = (*Writer)(nil)
-	_ writers.SchemaReporter = (*Writer)(nil)
+	_ writers.SchemaChecker  = (*Writer)(nil)
 )
 
 // New returns an unopened writer for cfg, which must be valid. A nil
@@ -155,13 +147,25 @@ func (w *Writer) Contract() writers.Contract {
 		AggregatesDescriptors: w.cfg.WriteMode != ModeMergeInsert}
 }
 
-// Schema returns the dataset's schema, or nil before the dataset exists.
+// Schema returns the dataset's schema, or nil before the dataset exists,
+// also while a first stream is staged or precommitted: the commit that
+// publishes its rows creates the dataset.
 func (w *Writer) Schema(ctx context.Context) (*arrow.Schema, error) {
 	d, err := w.latest(ctx)
 	if err != nil || d == nil {
 		return nil, err
 	}
 	return d.Manifest.Schema.ToArrow()
+}
+
+// CheckSchema admits a stream's schema without side effects, with the
+// rule Write applies (admit): column names Lance accepts (checkNames), and
+// the dataset's columns, or before it exists types Lance 2.0 stores; in
+// merge_insert mode the key columns and, for a changelog, its metadata
+// columns (which are not dataset columns).
+func (w *Writer) CheckSchema(ctx context.Context, s *arrow.Schema) error {
+	_, err := w.admit(ctx, s)
+	return err
 }
 
 // Check probes the dataset without writing: the root is reachable, and an

@@ -7,8 +7,10 @@
 //
 // The suite covers auto-commit, transactions, idempotent commit, rollback,
 // replayed epochs, aggregated descriptors, restart (with Harness.Peer),
-// schema mismatch (for SchemaReporter writers), CommittedEpoch and Arrow
-// memory leaks. It imports only the writers contract, Arrow and testing.
+// schema mismatch (for SchemaReporter writers), a rolled-back first stream
+// (it must leave no table and no schema behind), concurrent first commits
+// (with Harness.Peer), CommittedEpoch and Arrow memory leaks. It imports
+// only the writers contract, Arrow and testing.
 package writertest
 
 import (
@@ -40,6 +42,13 @@ type Harness struct {
 	// sees. The suite closes it. nil skips the restart subtest and the
 	// cross-writer half of the aggregation subtest.
 	Peer func(t *testing.T, w writers.Writer) writers.Writer
+	// FixedSchema declares that the endpoint's schema is configured (New
+	// returns a writer reporting [Schema] before any stream) rather than
+	// defined by the first stream that commits. The first-stream subtest
+	// then checks that a rolled-back stream leaves the configured schema
+	// and that a stream of another schema is still refused, instead of
+	// checking that such a stream defines the endpoint's schema.
+	FixedSchema bool
 }
 
 // Schema is the schema of the records the suite writes: id int64 (not
@@ -69,6 +78,8 @@ func Run(t *testing.T, h Harness) {
 		{"aggregated-descriptors", (*suite).aggregatedDescriptors},
 		{"restart", (*suite).restart},
 		{"schema-mismatch", (*suite).schemaMismatch},
+		{"rolled-back-first-stream", (*suite).rolledBackFirstStream},
+		{"concurrent-first-commits", (*suite).concurrentFirstCommits},
 		{"never-committed", (*suite).neverCommitted},
 		{"concurrent-keys", (*suite).concurrentKeys},
 	}
@@ -244,12 +255,17 @@ func (s *suite) rollbackDiscards() {
 
 func (s *suite) emptyPrecommit() {
 	// A key with nothing staged (never written, or rolled back) yields a
-	// descriptor that publishes nothing but still records the epoch.
+	// descriptor that publishes nothing but still records the epoch. Before
+	// the endpoint's table exists there may be nowhere to record it (see
+	// rolledBackFirstStream), so a first stream creates it.
+	first := writers.AutoKey("stream-1")
+	rows := s.write(s.w, first, 2)
+	s.commit(s.w, first, s.precommit(s.w, first))
 	key := writers.TxnKey{Writer: "job-1", Epoch: 2}
 	s.write(s.w, key, 5)
 	s.rollback(s.w, key)
 	s.commit(s.w, key, s.precommit(s.w, key))
-	s.wantPublished(0, "after committing an empty descriptor")
+	s.wantPublished(rows, "after committing an empty descriptor")
 	s.wantEpoch(s.w, key.Writer, 2, true)
 }
 
@@ -349,6 +365,138 @@ func (s *suite) schemaMismatch() {
 	s.wantPublished(rows, "after the rejected Write")
 }
 
+// otherSchema is a schema unlike [Schema]: what a second, unrelated
+// producer might send to a fresh endpoint.
+func otherSchema() *arrow.Schema {
+	return arrow.NewSchema([]arrow.Field{
+		{Name: "key", Type: arrow.BinaryTypes.String},
+		{Name: "value", Type: arrow.PrimitiveTypes.Float64, Nullable: true},
+	}, nil)
+}
+
+// otherRecord returns n rows of otherSchema.
+func (s *suite) otherRecord(n int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(s.mem, otherSchema())
+	defer b.Release()
+	for i := range n {
+		b.Field(0).(*array.StringBuilder).Append(fmt.Sprintf("key-%d", i))
+		b.Field(1).(*array.Float64Builder).Append(float64(i) / 2)
+	}
+	return b.NewRecordBatch()
+}
+
+// wantSchema checks the schema w reports: none when want is nil, else
+// want's columns, or none from a writer that never reports one.
+func (s *suite) wantSchema(w writers.Writer, want *arrow.Schema, when string) {
+	s.t.Helper()
+	got, err := writers.SchemaOf(s.ctx, w)
+	switch {
+	case err != nil:
+		s.t.Fatalf("%s: Schema: %v", when, err)
+	case want == nil && got != nil:
+		s.t.Fatalf("%s: the endpoint reports schema [%s], want none: a table is created by the commit that publishes its first rows, never by a write", when, writers.FieldList(got))
+	case want != nil && got != nil && writers.SchemaMismatch(want, got) != "":
+		s.t.Fatalf("%s: the endpoint reports schema [%s], want [%s]: %s", when, writers.FieldList(got), writers.FieldList(want), writers.SchemaMismatch(want, got))
+	}
+}
+
+// rolledBackFirstStream: the first stream to a fresh endpoint, rolled back
+// (staged, or precommitted), leaves nothing: no rows, no table and no
+// schema, and the endpoint reports no schema while it is staged. A stream
+// with another schema then commits and its schema is the endpoint's only
+// one. An endpoint with a configured schema (Harness.FixedSchema) keeps
+// it and still refuses another schema.
+func (s *suite) rolledBackFirstStream() {
+	var fixed *arrow.Schema
+	if s.h.FixedSchema {
+		fixed = Schema()
+		if got, err := writers.SchemaOf(s.ctx, s.w); err != nil || got == nil {
+			s.t.Fatalf("Harness.FixedSchema is set but the writer reports schema %v (%v)", got, err)
+		}
+	}
+	s.wantSchema(s.w, fixed, "on a fresh endpoint")
+	staged := writers.TxnKey{Writer: "first", Epoch: 1}
+	s.write(s.w, staged, 3)
+	s.wantSchema(s.w, fixed, "while the first stream is staged")
+	precommitted := writers.TxnKey{Writer: "second", Epoch: 1}
+	s.write(s.w, precommitted, 4)
+	s.precommit(s.w, precommitted)
+	s.wantSchema(s.w, fixed, "while the first streams are precommitted")
+	s.rollback(s.w, staged)
+	s.rollback(s.w, precommitted)
+	s.wantSchema(s.w, fixed, "after rolling the first streams back")
+	s.wantPublished(0, "after rolling the first streams back")
+	// The rolled-back transactions commit nothing (their rows are gone).
+	s.commit(s.w, precommitted, s.precommit(s.w, precommitted))
+	s.wantSchema(s.w, fixed, "after committing a rolled-back transaction")
+	s.wantPublished(0, "after committing a rolled-back transaction")
+
+	rec := s.otherRecord(5)
+	defer rec.Release()
+	key := writers.AutoKey("other")
+	if s.h.FixedSchema {
+		if err := s.w.Write(s.ctx, key, rec); !errors.Is(err, writers.ErrInvalid) {
+			s.t.Fatalf("Write of another schema than the configured one: %v, want an ErrInvalid error", err)
+		}
+		rows := s.write(s.w, key, 2)
+		s.commit(s.w, key, s.precommit(s.w, key))
+		s.wantPublished(rows, "after a stream of the configured schema")
+		s.wantSchema(s.w, fixed, "after a stream of the configured schema")
+		return
+	}
+	if err := s.w.Write(s.ctx, key, rec); err != nil {
+		s.t.Fatalf("Write of another schema after the first stream was rolled back: %v", err)
+	}
+	s.commit(s.w, key, s.precommit(s.w, key))
+	s.wantPublished(5, "after a stream of another schema")
+	got, err := writers.SchemaOf(s.ctx, s.w)
+	if err != nil {
+		s.t.Fatalf("Schema: %v", err)
+	}
+	if got != nil && writers.SchemaMismatch(otherSchema(), got) != "" {
+		s.t.Fatalf("after the only committed stream, of schema [%s], the endpoint reports [%s]", writers.FieldList(otherSchema()), writers.FieldList(got))
+	}
+}
+
+// concurrentFirstCommits: two servers (the writer and its peer) commit the
+// first streams of a fresh endpoint, of one schema, at the same time: one
+// creates the table, the other appends to it (after losing the race, a
+// sink rebases), and both commits stand.
+func (s *suite) concurrentFirstCommits() {
+	if s.h.Peer == nil {
+		s.t.Skip("Harness.Peer is nil")
+	}
+	peer := s.open(s.h.Peer(s.t, s.w))
+	ws := []writers.Writer{s.w, peer}
+	keys := []writers.TxnKey{{Writer: "first-a", Epoch: 1}, {Writer: "first-b", Epoch: 1}}
+	descs := make([]writers.Descriptor, len(ws))
+	var rows int64
+	for i, w := range ws {
+		rows += s.write(w, keys[i], 3+i)
+		descs[i] = s.precommit(w, keys[i])
+	}
+	errs := make([]error, len(ws))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, w := range ws {
+		wg.Go(func() {
+			<-start
+			_, errs[i] = w.Commit(s.ctx, keys[i], []writers.Descriptor{descs[i]})
+		})
+	}
+	close(start)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		s.t.Fatalf("concurrent first commits of one schema: %v", err)
+	}
+	s.wantPublished(rows, "after concurrent first commits")
+	for i, w := range ws {
+		s.wantEpoch(w, keys[i].Writer, 1, true)
+		s.wantEpoch(w, keys[1-i].Writer, 1, true)
+	}
+	s.wantSchema(s.w, Schema(), "after concurrent first commits")
+}
+
 func (s *suite) neverCommitted() {
 	s.wantEpoch(s.w, "never-seen", 0, false)
 }
@@ -383,4 +531,16 @@ func (s *suite) concurrentKeys() {
 		s.commit(s.w, key(i), d)
 	}
 	s.wantPublished(streams*3*10, "after concurrent streams")
+}
+
+// ZeroRecord returns n rows of schema, every value the zero value of its
+// type, from mem: input for tests about schemas rather than values. The
+// caller releases it.
+func ZeroRecord(mem memory.Allocator, schema *arrow.Schema, n int) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for _, f := range b.Fields() {
+		f.AppendEmptyValues(n)
+	}
+	return b.NewRecordBatch()
 }

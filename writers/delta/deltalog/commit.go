@@ -51,7 +51,10 @@ type CommitOptions struct {
 //
 // read is the snapshot the caller planned against; nil creates the table
 // (version 0; actions must then hold protocol and metaData and the commit
-// fails with ConflictTableExists if version 0 exists). actions must not
+// fails with ConflictTableExists if version 0 exists), and so does a
+// snapshot of a table not created yet ([NewTableSnapshot]), whose protocol
+// and metaData the commit writes first (actions may carry a metaData that
+// replaces it, e.g. a schema widened by the rows). actions must not
 // contain commitInfo: Commit writes it first, with isBlindAppend true only
 // when the commit reads nothing (no ReadWholeTable/ReadFiles) and removes
 // nothing.
@@ -73,6 +76,9 @@ type CommitOptions struct {
 // After success, a checkpoint is written when the version is a multiple of
 // the checkpoint interval; its failure is only logged.
 func Commit(ctx context.Context, store Store, read *Snapshot, actions []Action, opts CommitOptions) (int64, error) {
+	if read != nil && read.Version < 0 {
+		read, actions = nil, read.creation(actions)
+	}
 	in, err := newIntent(read, actions, opts)
 	if err != nil {
 		return 0, err
@@ -143,11 +149,11 @@ func backoff(ctx context.Context, attempt int) error {
 // table exists the error is a ConflictTableExists *ConflictError: Load it
 // instead.
 func Create(ctx context.Context, store Store, schema *arrow.Schema, partitionColumns []string, configuration map[string]string) (*Snapshot, error) {
-	actions, err := NewTable(schema, partitionColumns, configuration)
+	s, err := NewTableSnapshot(schema, partitionColumns, configuration)
 	if err != nil {
 		return nil, err
 	}
-	v, err := Commit(ctx, store, nil, actions, CommitOptions{
+	v, err := Commit(ctx, store, s, nil, CommitOptions{
 		Operation: "CREATE TABLE",
 		OperationParameters: map[string]any{
 			"partitionBy": partitionByParam(partitionColumns),
@@ -157,7 +163,7 @@ func Create(ctx context.Context, store Store, schema *arrow.Schema, partitionCol
 	if err != nil {
 		return nil, err
 	}
-	s := newSnapshot()
-	s.apply(v, actions)
-	return s, nil
+	created := s.clone()
+	created.Version = v
+	return created, nil
 }

@@ -124,6 +124,65 @@ func TestCreateAppendOverwrite(t *testing.T) {
 	})
 }
 
+// A table's first commit can carry its rows: planned against
+// NewTableSnapshot, it writes protocol, metaData (or the one it brings),
+// txn and adds as version 0, and a second such commit loses the race.
+func TestFirstCommitCreatesTable(t *testing.T) {
+	stores(t, func(t *testing.T, store Store) {
+		ctx := t.Context()
+		planned, err := NewTableSnapshot(testSchema, []string{"day"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if planned.Version != -1 || planned.NumFiles() != 0 {
+			t.Fatalf("planned snapshot: version %d, %d files", planned.Version, planned.NumFiles())
+		}
+		if _, err := Load(ctx, store); !errors.Is(err, ErrTableNotFound) {
+			t.Fatalf("Load before the first commit: %v, want ErrTableNotFound", err)
+		}
+		v, err := Commit(ctx, store, planned, []Action{txnAction("w1", 3), addAction("a", "2024-01-01")}, CommitOptions{})
+		if err != nil || v != 0 {
+			t.Fatalf("first commit = %d, %v", v, err)
+		}
+		s0, err := Load(ctx, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, ok := s0.TxnVersion("w1"); !ok || got != 3 || s0.NumFiles() != 1 ||
+			s0.Metadata.SchemaString != planned.Metadata.SchemaString || s0.Metadata.ID != planned.Metadata.ID {
+			t.Fatalf("version 0: txn %d %v, %d files, metadata %+v", got, ok, s0.NumFiles(), s0.Metadata)
+		}
+
+		// Another writer planned its own table meanwhile: it loses.
+		other, err := NewTableSnapshot(testSchema, []string{"day"}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Commit(ctx, store, other, []Action{addAction("b", "2024-01-01")}, CommitOptions{}); !isConflict(err, ConflictTableExists) {
+			t.Fatalf("second first commit = %v, want ConflictTableExists", err)
+		}
+
+		// A metaData among the actions replaces the planned one.
+		fresh, err := storage.Open(ctx, memURI(), storage.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer fresh.Close()
+		widened := planned.Metadata
+		widened.SchemaString = strings.Replace(widened.SchemaString, `"fields":[`, `"fields":[{"name":"extra","type":"long","nullable":true,"metadata":{}},`, 1)
+		if _, err := Commit(ctx, fresh, planned, []Action{{MetaData: &widened}, addAction("c", "2024-01-01")}, CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Load(ctx, fresh)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(s.Metadata.SchemaString, `"extra"`) {
+			t.Fatalf("version 0 kept the planned metaData: %s", s.Metadata.SchemaString)
+		}
+	})
+}
+
 func isConflict(err error, kind ConflictKind) bool {
 	var ce *ConflictError
 	return errors.As(err, &ce) && ce.Kind == kind && errors.Is(err, writers.ErrConflict)

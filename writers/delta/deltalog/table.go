@@ -82,6 +82,33 @@ func NewTable(schema *arrow.Schema, partitionColumns []string, configuration map
 	return []Action{{Protocol: &p}, {MetaData: &m}}, nil
 }
 
+// NewTableSnapshot returns the snapshot of the table NewTable describes
+// before it exists: version -1, NewTable's protocol and metaData, no files
+// and no txns. A writer plans a table's first commit against it (the
+// table is created by the commit that publishes its first rows, never
+// earlier); [Commit] with it as read writes version 0.
+func NewTableSnapshot(schema *arrow.Schema, partitionColumns []string, configuration map[string]string) (*Snapshot, error) {
+	actions, err := NewTable(schema, partitionColumns, configuration)
+	if err != nil {
+		return nil, err
+	}
+	s := newSnapshot()
+	s.apply(-1, actions)
+	return s, nil
+}
+
+// creation returns the actions of version 0 of s, a snapshot of a table
+// not created yet: its protocol, its metaData unless actions carry one,
+// then actions.
+func (s *Snapshot) creation(actions []Action) []Action {
+	out := []Action{{Protocol: &s.Protocol}}
+	if !slices.ContainsFunc(actions, func(a Action) bool { return a.MetaData != nil }) {
+		m := s.Metadata
+		out = append(out, Action{MetaData: &m})
+	}
+	return append(out, actions...)
+}
+
 // newProtocol returns the lowest protocol a new table with schema s and
 // configuration conf needs: (1,2) without features, else (3,7) listing
 // every feature in use (appendOnly too when the table is append-only, as
