@@ -107,7 +107,7 @@ func receive(ctx context.Context, ep *endpoint, rdr *flight.Reader, queue chan<-
 	for n := 0; rdr.Next(); n++ {
 		rec := rdr.RecordBatch()
 		if err := validate(rec); err != nil {
-			return writers.Errorf(writers.ErrInvalid, "doput: endpoint %q: batch %d: %v", ep.Name, n, err)
+			return writers.Errorf(writers.ErrInvalid, "doput: endpoint %q: batch %d: %w", ep.Name, n, err)
 		}
 		size := util.TotalRecordSize(rec)
 		if size > ep.budgetBytes {

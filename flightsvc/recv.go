@@ -63,7 +63,7 @@ func (g *recvGuard) Recv() (*flight.FlightData, error) {
 	}
 	m, err := parseMessage(header)
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d: malformed IPC header: %v", g.received, err)
+		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d: malformed IPC header: %w", g.received, err)
 	}
 	switch {
 	case m.kind == headerSchema:
@@ -74,9 +74,9 @@ func (g *recvGuard) Recv() (*flight.FlightData, error) {
 	d, err := checkBatch(m, g.layout, batchCheck{body: body, unpacked: g.limit})
 	switch {
 	case err != nil && d.is:
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: dictionary batch (id %d) before batch %d: %v", d.id, g.batches, err)
+		return nil, writers.Errorf(writers.ErrInvalid, "doput: dictionary batch (id %d) before batch %d: %w", d.id, g.batches, err)
 	case err != nil:
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: batch %d: %v", g.batches, err)
+		return nil, writers.Errorf(writers.ErrInvalid, "doput: batch %d: %w", g.batches, err)
 	case d.is:
 		return fd, g.keepDict(d, int64(len(body)))
 	}
@@ -89,7 +89,7 @@ func (g *recvGuard) Recv() (*flight.FlightData, error) {
 func (g *recvGuard) checkSchema(m ipcMessage, header []byte) error {
 	l, err := checkSchema(m, len(header))
 	if err != nil {
-		return writers.Errorf(writers.ErrInvalid, "doput: schema: %v", err)
+		return writers.Errorf(writers.ErrInvalid, "doput: schema: %w", err)
 	}
 	if g.layout == nil {
 		g.layout = l
