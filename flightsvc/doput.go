@@ -52,6 +52,15 @@ type (
 // endpoint's (writers.CheckStreamSchema), and every later schema message against
 // the first; a mismatch is InvalidArgument naming the column.
 //
+// Hostile input fails its stream, never the process. The descriptor and
+// the caller's permission are checked before any IPC data is decoded;
+// every IPC header is checked, bounded, against the bytes present and the
+// stream's schema before arrow-go decodes it (ipccheck.go); every batch is
+// validated in full (offsets, lengths, null counts, children, dictionary
+// indices) before it reaches the writer. A refused message is
+// InvalidArgument naming the batch (and column), and the stream is rolled
+// back. A panic in the writer fails the stream with Internal.
+//
 // Acks: one PutResult per batch, app_metadata {"batch":N,"rows":R} with N
 // the 0-based batch index and R that batch's rows, then a final one:
 // {"committed":true,"rows":TOTAL,"version":V} (version omitted for sinks
@@ -69,7 +78,27 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 
 func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	ctx := stream.Context()
-	guard := &recvGuard{stream: stream, limit: s.maxMsg, mem: s.mem}
+	// Who may write where is settled from the first message's descriptor
+	// before any IPC byte is decoded: a caller without a grant gets
+	// nothing decoded.
+	first, err := stream.Recv()
+	if errors.Is(err, io.EOF) {
+		return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
+	}
+	if err != nil {
+		return err
+	}
+	t, err := parsePutDescriptor(first.GetFlightDescriptor())
+	if err != nil {
+		return err
+	}
+	// endpoint checks the caller's grant (before the endpoint's existence).
+	ep, err := s.endpoint(ctx, t.endpoint)
+	if err != nil {
+		return fmt.Errorf("doput: %w", err)
+	}
+
+	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, dictLimit: ep.budgetBytes, mem: s.mem}
 	rdr, err := flight.NewRecordReader(guard, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
 	if errors.Is(err, io.EOF) {
 		return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
@@ -84,15 +113,6 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 			rdr.Release()
 		}
 	}()
-
-	t, err := parsePutDescriptor(rdr.LatestFlightDescriptor())
-	if err != nil {
-		return err
-	}
-	ep, err := s.endpoint(ctx, t.endpoint)
-	if err != nil {
-		return fmt.Errorf("doput: %w", err)
-	}
 	if err := writers.CheckStreamSchema(ctx, ep.Writer, rdr.Schema()); err != nil {
 		return fmt.Errorf("doput: endpoint %q: %w", ep.Name, err)
 	}
@@ -117,7 +137,7 @@ func (s *Service) putAuto(ctx context.Context, stream flight.FlightService_DoPut
 	p, err := s.pump(ctx, stream, ep, rdr, key, true)
 	if err != nil {
 		s.abort(ctx, ep, key, log)
-		log.Info("auto-commit stream failed, nothing published", "rows", p.rows, "err", err)
+		logFailure(log, "auto-commit stream failed, nothing published", p.rows, err)
 		return err
 	}
 	if p.rows == 0 {
@@ -195,11 +215,21 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 	p, err := s.pump(ctx, stream, ep, rdr, st.Key(), !replayed)
 	st.Done(p.written, err)
 	if err != nil {
-		log.Info("transactional stream failed; the transaction must be rolled back and the epoch replayed", "rows", p.rows, "err", err)
+		logFailure(log, "transactional stream failed; the transaction must be rolled back and the epoch replayed", p.rows, err)
 		return err
 	}
 	log.Debug("transactional stream ended", "rows", p.rows, "batches", p.batches)
 	return sendFinal(stream, stagedAck{Staged: !replayed, Replayed: replayed, Rows: p.rows, Writer: t.writer, Epoch: t.epoch})
+}
+
+// logFailure logs a failed stream: at info, the client's problem, unless
+// a panic failed it, which is logged as an error with its stack.
+func logFailure(log *slog.Logger, msg string, rows int64, err error) {
+	if stack := writers.PanicStack(err); stack != "" {
+		log.Error(msg, "rows", rows, "err", err, "stack", stack)
+		return
+	}
+	log.Info(msg, "rows", rows, "err", err)
 }
 
 func sendFinal(stream flight.FlightService_DoPutServer, ack any) error {

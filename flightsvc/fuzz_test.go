@@ -2,9 +2,12 @@ package flightsvc
 
 import (
 	"errors"
+	"io"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -62,4 +65,61 @@ func FuzzActionBody(f *testing.F) {
 			t.Fatalf("%q: error %v is not ErrInvalid", body, err)
 		}
 	})
+}
+
+// FuzzDoPutMessages: a stream of a schema message and a batch message,
+// any bytes, is refused or decodes into batches that, once validated, can
+// be read value by value. Nothing panics, nothing allocates without bound
+// (a fatal out of memory would end the fuzzer) and nothing stays
+// allocated. The hostile streams of hostile_fixtures_test.go are seeds.
+func FuzzDoPutMessages(f *testing.F) {
+	rec := Rows(3)
+	valid := Encode(HostileSchema(), rec)
+	rec.Release()
+	f.Add(valid[0].DataHeader, valid[1].DataHeader, valid[1].DataBody)
+	for _, msgs := range HostileStreams() {
+		batch := &flight.FlightData{}
+		if len(msgs) > 1 {
+			batch = msgs[1]
+		}
+		f.Add(msgs[0].DataHeader, batch.DataHeader, batch.DataBody)
+	}
+	f.Fuzz(func(t *testing.T, schema, header, body []byte) {
+		mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+		defer mem.AssertSize(t, 0)
+		src := &messages{msgs: []*flight.FlightData{
+			{FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"events"}}, DataHeader: schema},
+			{DataHeader: header, DataBody: body},
+		}}
+		g := &recvGuard{stream: src, limit: 1 << 20, dictLimit: 1 << 20, mem: mem}
+		rdr, err := flight.NewRecordReader(g, ipc.WithAllocator(mem))
+		if err != nil {
+			return
+		}
+		defer rdr.Release()
+		g.schema = rdr.Schema()
+		for rdr.Next() {
+			rec := rdr.RecordBatch()
+			if validate(rec) != nil {
+				return
+			}
+			for _, col := range rec.Columns() {
+				for i := range col.Len() {
+					_ = col.ValueStr(i)
+				}
+			}
+		}
+	})
+}
+
+// messages is a flight.DataStreamReader over msgs.
+type messages struct{ msgs []*flight.FlightData }
+
+func (m *messages) Recv() (*flight.FlightData, error) {
+	if len(m.msgs) == 0 {
+		return nil, io.EOF
+	}
+	fd := m.msgs[0]
+	m.msgs = m.msgs[1:]
+	return fd, nil
 }

@@ -53,6 +53,8 @@ type serverConfig struct {
 	bufferBytes     int64
 	// descriptorKey: zero means a key of this server only.
 	descriptorKey descseal.Key
+	// streamInterceptors run after auth, around the handler.
+	streamInterceptors []grpc.StreamServerInterceptor
 }
 
 // startServer starts a server; everything is stopped in t.Cleanup, and the
@@ -93,7 +95,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	gs := grpc.NewServer(
 		grpc.MaxRecvMsgSize(s.svc.MaxRecvMsgSize()),
 		grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(s.svc.Authenticate)),
-		grpc.ChainStreamInterceptor(auth.StreamServerInterceptor(s.svc.Authenticate)),
+		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{auth.StreamServerInterceptor(s.svc.Authenticate)}, cfg.streamInterceptors...)...),
 	)
 	s.svc.Register(gs)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")

@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -42,22 +44,29 @@ type pumped struct {
 // is false, only counts them) and sends one ack per batch. It takes rdr
 // over and releases it.
 //
-// Two goroutines: a receiver decodes batches, charges them to the endpoint
-// budget and queues them; the calling goroutine writes them and sends the
-// acks, so each of Recv and Send has one caller. The first error of
-// either stops both and is returned.
+// Two goroutines: a receiver decodes and validates batches, charges them
+// to the endpoint budget and queues them; the calling goroutine writes
+// them and sends the acks, so each of Recv and Send has one caller. The
+// first error of either stops both and is returned. A panic in Write fails
+// the stream like an error (a *writers.PanicError); a panic anywhere else
+// on the writing side still gives back the batch being written and lets
+// the receiver release the rest before it propagates.
 //
 // On success, and when the receiving side fails, the receiver has released
-// rdr and its batches when pump returns. When the writing side fails first, pump returns at once although the receiver may still
-// be blocked in Recv, waiting for a client that waits for acks: only the
-// end of the handler makes gRPC cancel the stream and Recv return. The
-// receiver then releases rdr and whatever is still queued; Service.Close
-// waits for it.
+// rdr and its batches when pump returns. When the writing side fails
+// first, pump returns at once although the receiver may still be blocked
+// in Recv, waiting for a client that waits for acks: only the end of the
+// handler makes gRPC cancel the stream and Recv return. The receiver then
+// releases rdr and whatever is still queued; Service.Close waits for it.
 func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, rdr *flight.Reader, key writers.TxnKey, write bool) (pumped, error) {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	queue := make(chan queued, queueDepth)
+	// Closed when the writing side stops taking batches, however it stops
+	// (deferred: a panic included), then the context is cancelled (the
+	// defer above), which unblocks the receiver.
 	writerDone := make(chan struct{})
+	defer close(writerDone)
 
 	s.receivers.Add(1)
 	go func() {
@@ -82,7 +91,6 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 	if err != nil {
 		cancel(err)
 	}
-	close(writerDone)
 	// The first error wins: a write failing because the receiver's error
 	// canceled it reports the receiver's error.
 	if cause := context.Cause(ctx); cause != nil && err != nil {
@@ -91,10 +99,16 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 	return p, err
 }
 
-// receive decodes batches from rdr into queue until the stream ends.
-func receive(ctx context.Context, ep *endpoint, rdr *flight.Reader, queue chan<- queued) error {
-	for rdr.Next() {
+// receive decodes and validates batches from rdr into queue until the
+// stream ends. It runs on its own goroutine, which gRPC's recovery does
+// not cover: a panic becomes its error.
+func receive(ctx context.Context, ep *endpoint, rdr *flight.Reader, queue chan<- queued) (err error) {
+	defer writers.Recover(&err)
+	for n := 0; rdr.Next(); n++ {
 		rec := rdr.RecordBatch()
+		if err := validate(rec); err != nil {
+			return writers.Errorf(writers.ErrInvalid, "doput: endpoint %q: batch %d: %w", ep.Name, n, err)
+		}
 		size := util.TotalRecordSize(rec)
 		if size > ep.budgetBytes {
 			return writers.Errorf(writers.ErrExhausted, "doput: endpoint %q: a batch of %d bytes exceeds the endpoint's buffer budget of %d bytes (limits.endpoint_buffer_bytes): send smaller batches or raise the budget", ep.Name, size, ep.budgetBytes)
@@ -120,6 +134,68 @@ func receive(ctx context.Context, ep *endpoint, rdr *flight.Reader, queue chan<-
 	return nil
 }
 
+// validate checks every column of rec in full (offsets within bounds and
+// non-decreasing, lengths, null counts, children, dictionary indices): the
+// IPC reader checks only what it needs to build the arrays, and sinks
+// trust them (a negative string offset panics a Parquet encoder, or lands
+// in a Lance file no reader can open).
+func validate(rec arrow.RecordBatch) error {
+	for i, col := range rec.Columns() {
+		if int64(col.Len()) != rec.NumRows() {
+			return fmt.Errorf("column %q has %d rows, the batch %d", rec.ColumnName(i), col.Len(), rec.NumRows())
+		}
+		if err := validateColumn(col); err != nil {
+			return fmt.Errorf("column %q: %w", rec.ColumnName(i), err)
+		}
+	}
+	return nil
+}
+
+// validateColumn validates col in full. arrow-go's validator itself panics
+// on some malformed arrays (an offsets buffer shorter than it checked):
+// such a panic means the column is malformed.
+func validateColumn(col arrow.Array) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("malformed array (validating it panicked: %v)", v)
+		}
+	}()
+	data := withNullBuffers(col.Data())
+	defer data.Release()
+	arr := array.MakeFromData(data)
+	defer arr.Release()
+	return array.ValidateFull(arr)
+}
+
+// withNullBuffers returns d (retained) with the one nil buffer arrow-go's
+// validator expects of null-typed arrays, which its IPC reader leaves out,
+// added at every level.
+func withNullBuffers(d arrow.ArrayData) arrow.ArrayData {
+	kids := make([]arrow.ArrayData, len(d.Children()))
+	changed := false
+	for i, k := range d.Children() {
+		kids[i] = withNullBuffers(k)
+		changed = changed || kids[i] != k
+	}
+	defer func() {
+		for _, k := range kids {
+			k.Release()
+		}
+	}()
+	bufs := d.Buffers()
+	if d.DataType().ID() == arrow.NULL && len(bufs) == 0 {
+		bufs, changed = []*memory.Buffer{nil}, true
+	}
+	if !changed {
+		d.Retain()
+		return d
+	}
+	if d.DataType().ID() == arrow.DICTIONARY {
+		return array.NewDataWithDictionary(d.DataType(), d.Len(), bufs, d.NullN(), d.Offset(), d.Dictionary().(*array.Data))
+	}
+	return array.NewData(d.DataType(), d.Len(), bufs, kids, d.NullN(), d.Offset())
+}
+
 // drain writes queued batches and acknowledges each one.
 func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, queue <-chan queued, key writers.TxnKey, write bool) (pumped, error) {
 	var p pumped
@@ -136,17 +212,12 @@ func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutSe
 			q = next
 		}
 		rows := q.rec.NumRows()
+		if err := s.write(ctx, ep, key, q, write, p.batches); err != nil {
+			return p, err
+		}
 		if write {
-			start := time.Now()
-			err := ep.Writer.Write(ctx, key, q.rec)
-			ep.m.write.Observe(time.Since(start).Seconds())
-			if err != nil {
-				q.release(ep)
-				return p, fmt.Errorf("doput: endpoint %q: write batch %d: %w", ep.Name, p.batches, err)
-			}
 			p.written += rows
 		}
-		q.release(ep)
 		ep.m.rows.Add(float64(rows))
 		ep.m.bytes.Add(float64(q.size))
 		ep.m.batches.Inc()
@@ -156,6 +227,25 @@ func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutSe
 		p.rows += rows
 		p.batches++
 	}
+}
+
+// write writes batch n (unless write is false) and releases it, whatever
+// happens, a panic included. A panic in Write is its error.
+func (s *Service) write(ctx context.Context, ep *endpoint, key writers.TxnKey, q queued, write bool, n int64) error {
+	defer q.release(ep)
+	if !write {
+		return nil
+	}
+	start := time.Now()
+	err := func() (err error) {
+		defer writers.Recover(&err)
+		return ep.Writer.Write(ctx, key, q.rec)
+	}()
+	ep.m.write.Observe(time.Since(start).Seconds())
+	if err != nil {
+		return fmt.Errorf("doput: endpoint %q: write batch %d: %w", ep.Name, n, err)
+	}
+	return nil
 }
 
 // batchAck is {"batch":n,"rows":rows}, built without reflection: it is

@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 // maxEncoders caps the encoder goroutines of one key.
@@ -60,16 +62,24 @@ func (w *Writer) newEncoderPool() *encoderPool {
 }
 
 // run encodes e's jobs until its queue is closed. After a failure, or
-// once the pool is aborted, it only releases what it receives.
+// once the pool is aborted, it only releases what it receives: it must
+// keep receiving, or send would block.
 func (p *encoderPool) run(e *encoder) {
 	for j := range e.in {
 		if p.ctx.Err() == nil && p.failed() == nil {
-			if err := p.w.write(p.ctx, &e.files, j.dir, j.values, j.rec); err != nil {
+			if err := p.encode(e, j); err != nil {
 				p.fail(err)
 			}
 		}
 		j.rec.Release()
 	}
+}
+
+// encode writes j into e's files. A panic (a batch the encoder cannot
+// handle) fails the key, not the process: this goroutine is the sink's.
+func (p *encoderPool) encode(e *encoder, j encodeJob) (err error) {
+	defer writers.Recover(&err)
+	return p.w.write(p.ctx, &e.files, j.dir, j.values, j.rec)
 }
 
 // send queues j on the next encoder, blocking while it is busy. It owns

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
@@ -36,11 +37,23 @@ func (w *Writer) warmKeys(files []addFile) {
 			if w.warmCtx.Err() != nil {
 				return
 			}
-			if err := w.warmFile(w.warmCtx, a); err != nil {
+			err := w.warmGuarded(a)
+			switch stack := writers.PanicStack(err); {
+			case stack != "":
+				w.log.Error("delta: indexing the keys of a new file panicked; the next upsert reads it", "file", a.Path, "err", err, "stack", stack)
+			case err != nil:
 				w.log.Debug("delta: indexing the keys of a new file failed; the next upsert reads it", "file", a.Path, "err", err)
 			}
 		}
 	}()
+}
+
+// warmGuarded is warmFile on the warm-up goroutine, with a panic (an
+// unreadable file) its error: the warm-up is best effort and must not end
+// the process.
+func (w *Writer) warmGuarded(a addFile) (err error) {
+	defer writers.Recover(&err)
+	return w.warmFile(w.warmCtx, a)
 }
 
 // warmFile indexes the keys of file a unless the cache has them, or their

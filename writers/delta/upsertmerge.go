@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
@@ -127,13 +128,15 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	// The live rows take the first slot, alongside (not instead of) the
 	// candidate workers.
 	g.SetLimit(1 + min(runtime.GOMAXPROCS(0), maxEncoders))
-	g.Go(func() error {
+	// Guarded: these goroutines are the sink's, which gRPC's recovery
+	// does not cover; a panic fails the upsert.
+	g.Go(writers.Guard(func() error {
 		adds, err := w.writeLive(gctx, res.Live)
 		out.record("", adds)
 		return err
-	})
+	}))
 	for _, a := range candidates {
-		g.Go(func() error { return w.mergeFile(gctx, snap, a, groups, out) })
+		g.Go(writers.Guard(func() error { return w.mergeFile(gctx, snap, a, groups, out) }))
 	}
 	err = g.Wait()
 	if err == nil && useDVs && out.dvs.Len() > 0 {
@@ -310,18 +313,28 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 	kept := make(chan arrow.RecordBatch, 1)
 	var encErr error
 	encoded := make(chan struct{})
+	// A panic fails the rewrite, not the process; the goroutine keeps
+	// receiving (and releasing) until the reader stops.
+	encode := func(rec arrow.RecordBatch) (err error) {
+		defer writers.Recover(&err)
+		return w.write(ctx, &fs, dir, a.PartitionValues, rec)
+	}
+	finish := func() (err error) {
+		defer writers.Recover(&err)
+		return w.finishAll(&fs)
+	}
 	go func() {
 		defer close(encoded)
 		for rec := range kept {
 			if encErr == nil {
-				if encErr = w.write(ctx, &fs, dir, a.PartitionValues, rec); encErr != nil {
+				if encErr = encode(rec); encErr != nil {
 					cancel() // stop reading: nothing more will be encoded
 				}
 			}
 			rec.Release()
 		}
 		if encErr == nil {
-			encErr = w.finishAll(&fs)
+			encErr = finish()
 		}
 	}()
 	readErr := readKept(ctx, w.mem, r, size, a.Path, gone, func(rec arrow.RecordBatch) error {

@@ -151,7 +151,18 @@ func (w *Writer) abortAuto(ctx context.Context, st *stage, wait bool) {
 		abort()
 		return
 	}
-	w.aborts.Go(abort)
+	// In the background nothing would recover a panic: log it instead of
+	// ending the process.
+	w.aborts.Go(func() {
+		var err error
+		defer func() {
+			if err != nil {
+				w.log.Error("kafka sink: the background abort of an auto-commit stream panicked", "err", err, "stack", writers.PanicStack(err))
+			}
+		}()
+		defer writers.Recover(&err)
+		abort()
+	})
 }
 
 // commitAuto commits the auto-commit stream key: it publishes the records

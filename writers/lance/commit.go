@@ -200,8 +200,26 @@ func (w *Writer) patchIndex(p *indexPatch, nd *lanceformat.Dataset) {
 	go func() {
 		defer w.patching.Done()
 		defer w.idxMu.Unlock()
-		if w.idx != nil && w.idx.apply(p, nd, int(w.cfg.KeyIndexMaxBytes)) {
+		applied, err := w.applyPatch(p, nd)
+		if err != nil {
+			w.log.Error("lance: patching the key index failed; the next merge rebuilds it", "err", err, "stack", writers.PanicStack(err))
+			return
+		}
+		if applied {
 			w.m.indexSyncs.WithLabelValues("committed").Inc()
 		}
 	}()
+}
+
+// applyPatch applies p to the index on the patch goroutine, which gRPC's
+// recovery does not cover: a panic empties the index (the next sync
+// rebuilds it) and is returned instead of ending the process.
+func (w *Writer) applyPatch(p *indexPatch, nd *lanceformat.Dataset) (applied bool, err error) {
+	defer func() {
+		if err != nil && w.idx != nil {
+			*w.idx = *newKeyIndex()
+		}
+	}()
+	defer writers.Recover(&err)
+	return w.idx != nil && w.idx.apply(p, nd, int(w.cfg.KeyIndexMaxBytes)), nil
 }

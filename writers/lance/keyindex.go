@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -334,8 +335,10 @@ const parallelLookups = 1 << 15
 // lookup finds every key of keys in the index: it returns each key's
 // value (noAddr when absent) and sets indexOrd[ord] to its ordinal (-1
 // when absent). Large key sets are looked up on all cores in parallel
-// (the lookups only read the index, and each is a cache miss or two).
-func (x *keyIndex) lookup(keys *merge.KeySet, indexOrd []int32) []uint64 {
+// (the lookups only read the index, and each is a cache miss or two); a
+// panic on one of those goroutines, which gRPC's recovery does not cover,
+// is returned as the error.
+func (x *keyIndex) lookup(keys *merge.KeySet, indexOrd []int32) ([]uint64, error) {
 	found := make([]uint64, keys.Len())
 	find := func(from, to int) {
 		for ord := from; ord < to; ord++ {
@@ -349,15 +352,20 @@ func (x *keyIndex) lookup(keys *merge.KeySet, indexOrd []int32) []uint64 {
 	parts := min(runtime.GOMAXPROCS(0), keys.Len()/parallelLookups)
 	if parts <= 1 {
 		find(0, keys.Len())
-		return found
+		return found, nil
 	}
 	var wg sync.WaitGroup
 	step := (keys.Len() + parts - 1) / parts
-	for from := 0; from < keys.Len(); from += step {
-		wg.Go(func() { find(from, min(from+step, keys.Len())) })
+	errs := make([]error, parts)
+	for i := range parts {
+		from := i * step
+		wg.Go(func() {
+			defer writers.Recover(&errs[i])
+			find(from, min(from+step, keys.Len()))
+		})
 	}
 	wg.Wait()
-	return found
+	return found, errors.Join(errs...)
 }
 
 // dropped counts addr out of its fragment's indexed rows.
@@ -372,7 +380,7 @@ func (x *keyIndex) dropped(addr uint64) {
 // addresses of indexed keys the source lacks to plan.deletes: what
 // scanTargets returns for the version the index reflects. It also
 // records the index ordinal of every source key found (see indexPatch).
-func (x *keyIndex) targets(src *source, bySource bool, plan *mergePlan) *targets {
+func (x *keyIndex) targets(src *source, bySource bool, plan *mergePlan) (*targets, error) {
 	t := newTargets(src.keys.Len())
 	t.indexed, t.indexOrd = x.keys, make([]int32, src.keys.Len())
 	expand := func(v uint64, each func(uint64)) {
@@ -386,7 +394,10 @@ func (x *keyIndex) targets(src *source, bySource bool, plan *mergePlan) *targets
 			each(v)
 		}
 	}
-	found := x.lookup(src.keys, t.indexOrd)
+	found, err := x.lookup(src.keys, t.indexOrd)
+	if err != nil {
+		return nil, fmt.Errorf("lance: look up the source keys in the key index: %w", err)
+	}
 	for ord, v := range found {
 		if v != noAddr {
 			expand(v, func(a uint64) { t.add(int32(ord), a) })
@@ -403,5 +414,5 @@ func (x *keyIndex) targets(src *source, bySource bool, plan *mergePlan) *targets
 			})
 		}
 	}
-	return t
+	return t, nil
 }

@@ -321,7 +321,10 @@ func TestKeyIndexLookup(t *testing.T) {
 		src.Add(key(i)) // half present
 	}
 	indexOrd := make([]int32, src.Len())
-	found := x.lookup(src, indexOrd)
+	found, err := x.lookup(src, indexOrd)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for ord := range src.Len() {
 		io, v, ok := x.get(src.Key(ord))
 		if !ok || v == tombstone {

@@ -119,12 +119,14 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage) (writers.Descript
 	// them at the same time (the data files' encoding and I/O dominate).
 	var deletions []string // written deletion files, removed on error
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return w.writeOut(gctx, s, src, plan.out, mem) })
-	g.Go(func() error {
+	// Guarded: these goroutines are the sink's, which gRPC's recovery
+	// does not cover; a panic fails the merge.
+	g.Go(writers.Guard(func() error { return w.writeOut(gctx, s, src, plan.out, mem) }))
+	g.Go(writers.Guard(func() error {
 		var err error
 		deletions, err = w.writeDeletions(gctx, d, plan, desc.Merge)
 		return err
-	})
+	}))
 	if err := g.Wait(); err != nil {
 		errs := []error{err, w.discard(context.WithoutCancel(ctx), s)}
 		for _, k := range deletions {

@@ -41,5 +41,5 @@ func (w *Writer) findTargets(ctx context.Context, d *lanceformat.Dataset, src *s
 	default:
 		w.m.indexSyncs.WithLabelValues("current").Inc()
 	}
-	return w.idx.targets(src, bySource, plan), nil
+	return w.idx.targets(src, bySource, plan)
 }
