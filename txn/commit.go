@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"runtime/debug"
 	"slices"
 	"sync"
 
@@ -241,6 +242,9 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 	var wg sync.WaitGroup
 	for i, jb := range jobs {
 		wg.Go(func() {
+			// A panic mid-Commit leaves the outcome open: the decision is
+			// kept and a later commit (idempotent) finishes it.
+			defer c.recoverSink(&errs[i], "commit", t.id, jb.endpoint)
 			w, ok := c.eps.Writer(jb.endpoint)
 			if !ok {
 				errs[i] = writers.Errorf(writers.ErrNotFound, "txn: commit %s: endpoint %q is no longer configured: restore it to finish the decided commit", t.id, jb.endpoint)
@@ -285,4 +289,17 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.statusLocked(t), nil
+}
+
+// recoverSink, deferred in the goroutines that call a sink, turns a panic of
+// the sink into that call's error and logs its stack: such goroutines are
+// not gRPC handlers, and a panic there would end the process.
+func (c *Coordinator) recoverSink(err *error, op string, id txnID, endpoint string) {
+	v := recover() // only a deferred function's own call stops the panic
+	if v == nil {
+		return
+	}
+	perr := &writers.PanicError{Value: v, Stack: debug.Stack()}
+	c.logger.Error("txn: a sink panicked", "op", op, "txn", id.String(), "endpoint", endpoint, "err", perr, "stack", string(perr.Stack))
+	*err = fmt.Errorf("txn: %s %s on endpoint %q: %w", op, id, endpoint, perr)
 }

@@ -30,6 +30,8 @@ type fakeWriter struct {
 	epochCalls int
 	// Injected failures, returned until reset.
 	failPrecommit, failCommit, failRollback error
+	// Injected panics, until reset.
+	panicPrecommit, panicCommit bool
 	// single: the sink publishes one descriptor per commit (upsert).
 	single bool
 }
@@ -58,6 +60,9 @@ func (f *fakeWriter) Write(context.Context, writers.TxnKey, arrow.RecordBatch) e
 func (f *fakeWriter) Precommit(_ context.Context, key writers.TxnKey) (writers.Descriptor, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.panicPrecommit {
+		panic("injected precommit panic")
+	}
 	if f.failPrecommit != nil {
 		return nil, f.failPrecommit
 	}
@@ -68,6 +73,9 @@ func (f *fakeWriter) Precommit(_ context.Context, key writers.TxnKey) (writers.D
 func (f *fakeWriter) Commit(_ context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.panicCommit {
+		panic("injected commit panic")
+	}
 	if f.failCommit != nil {
 		return writers.CommitInfo{}, f.failCommit
 	}

@@ -227,3 +227,32 @@ func runModel(t *testing.T, seed uint64) {
 		check()
 	}
 }
+
+// A sink that panics in Precommit or Commit fails that call, not the
+// process: the goroutines the coordinator starts for sink calls are not
+// gRPC handlers. A panicking commit keeps its decision and finishes once.
+func TestSinkPanicsFailTheCall(t *testing.T) {
+	fx := newFixture(t)
+	a := fx.eps["a"]
+	fx.write("w", 1, "a", 1)
+	a.set(func(f *fakeWriter) { f.panicPrecommit = true })
+	var pe *writers.PanicError
+	if _, err := fx.c.Precommit(bg, "w", 1); !errors.As(err, &pe) {
+		t.Fatalf("precommit with a panicking sink: %v, want a *writers.PanicError", err)
+	}
+	fx.mustState("w", 1, StateOpen)
+	a.set(func(f *fakeWriter) { f.panicPrecommit, f.panicCommit = false, true })
+	if _, err := fx.c.Precommit(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Commit(bg, "w", 1, nil); !errors.As(err, &pe) {
+		t.Fatalf("commit with a panicking sink: %v, want a *writers.PanicError", err)
+	}
+	a.set(func(f *fakeWriter) { f.panicCommit = false })
+	if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.State != StateCommitted {
+		t.Fatalf("commit retry: %+v %v", st, err)
+	}
+	if _, n, _, _ := a.counts(); n != 1 {
+		t.Fatalf("%d sink commits, want 1", n)
+	}
+}

@@ -101,6 +101,7 @@ func (c *Coordinator) precommitParts(ctx context.Context, t *txn, parts []record
 	for i := range parts {
 		wg.Go(func() {
 			p := &parts[i]
+			defer c.recoverSink(&errs[i], "precommit", t.id, p.Endpoint)
 			w, err := c.writerOf(p.Endpoint)
 			if err != nil {
 				errs[i] = err
