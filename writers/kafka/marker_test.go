@@ -3,6 +3,8 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -57,5 +59,40 @@ func TestOpenRefusesATopicThatHoldsNoRecord(t *testing.T) {
 	defer w.Close(context.Background())
 	if err := w.Open(context.Background()); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "max.message.bytes 40") {
 		t.Fatalf("Open: %v, want ErrInvalid naming max.message.bytes 40", err)
+	}
+}
+
+// Open removes the staging files no transaction can commit any more (an
+// auto-commit stream's, and unfinished ones) and keeps a transaction's
+// precommitted file, which the journal may still commit.
+func TestOpenRemovesDeadStagingFiles(t *testing.T) {
+	mem := checkedMem(t)
+	c := startCluster(t)
+	topic := uniqueTopic("clean")
+	if err := c.CreateTopic(topic, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	dir := filepath.Join(dataDir, "kafka", "ep")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string]bool{ // name → kept
+		"auto-0123456789abcdef01234567.stage":  false,
+		"auto-0123456789abcdef01234567.open":   false,
+		"txn-0123456789abcdef01234567-3.open":  false,
+		"txn-0123456789abcdef01234567-4.stage": true,
+	}
+	for name := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	openWriter(t, newConfig(c, topic, nil), dataDir, mem)
+	for name, kept := range files {
+		_, err := os.Stat(filepath.Join(dir, name))
+		if kept != (err == nil) {
+			t.Errorf("%s: kept %v, want %v", name, err == nil, kept)
+		}
 	}
 }

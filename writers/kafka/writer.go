@@ -258,33 +258,44 @@ func (w *Writer) closeClients() {
 	}
 }
 
-// cleanStaging creates the staging folder and removes *.open files: a
-// crash left them before precommit, so nobody can commit them.
+// cleanStaging creates the staging folder and removes the staging files
+// nobody can commit any more: *.open files (a crash left them before
+// precommit) and every file of an auto-commit stream (such a stream never
+// outlives its process; only transactions are journaled).
 func (w *Writer) cleanStaging() error {
 	if err := os.MkdirAll(w.dir, 0o755); err != nil {
 		return writers.Errorf(writers.ErrUnavailable, "kafka: create staging folder: %w (check data_dir)", err)
 	}
-	open, err := filepath.Glob(filepath.Join(w.dir, "*.open"))
-	if err != nil {
-		return err
+	var dead []string
+	for _, pattern := range []string{"*.open", autoPrefix + "*"} {
+		m, err := filepath.Glob(filepath.Join(w.dir, pattern))
+		if err != nil {
+			return err
+		}
+		dead = append(dead, m...)
 	}
-	for _, f := range open {
+	removed := 0
+	for _, f := range dead {
 		if err := removeIfExists(f); err != nil {
 			return err
 		}
+		removed++
 	}
-	if len(open) > 0 {
-		w.log.Info("kafka sink removed staging files of streams that never reached precommit", "files", len(open))
+	if removed > 0 {
+		w.log.Info("kafka sink removed staging files no transaction can commit", "files", removed)
 	}
 	return nil
 }
+
+// autoPrefix starts the staging file names of auto-commit streams.
+const autoPrefix = "auto-"
 
 // stageName is the file name of key's staging file without suffix:
 // deterministic, so Rollback finds it after a restart.
 func stageName(key writers.TxnKey) string {
 	sum := sha256.Sum256([]byte(key.Writer))
 	if key.Auto {
-		return "auto-" + hex.EncodeToString(sum[:12])
+		return autoPrefix + hex.EncodeToString(sum[:12])
 	}
 	return "txn-" + hex.EncodeToString(sum[:12]) + "-" + strconv.FormatInt(key.Epoch, 10)
 }
