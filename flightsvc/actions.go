@@ -35,7 +35,7 @@ func (s *Service) actionTable() []action {
 		{"status", `show a transaction's state, participants and deadline {"writer","epoch"}`, s.status},
 		{"committed-epoch", `read a writer's last committed epoch from an endpoint's sink {"endpoint","writer"}`, s.committedEpoch},
 		{"endpoints", `list the endpoints: name, sink, mode and schema {}`, s.endpointsAction},
-		{"health", `probe the sink of every endpoint the caller may use {}`, s.healthAction},
+		{"health", `probe the sink of every endpoint the caller may use, and the transaction journal {}`, s.healthAction},
 	}
 }
 
@@ -146,6 +146,8 @@ type (
 	healthResult struct {
 		Status    string            `json:"status"` // ok | degraded
 		Endpoints map[string]string `json:"endpoints"`
+		// Journal is "ok" or why transactions cannot be journaled.
+		Journal string `json:"journal"`
 	}
 )
 
@@ -413,7 +415,10 @@ func (s *Service) healthAction(ctx context.Context, body []byte) (any, error) {
 			names = append(names, name)
 		}
 	}
-	res := healthResult{Status: "ok", Endpoints: make(map[string]string, len(names))}
+	res := healthResult{Status: "ok", Endpoints: make(map[string]string, len(names)), Journal: "ok"}
+	if err := s.coord.JournalHealth(); err != nil {
+		res.Status, res.Journal = "degraded", err.Error()
+	}
 	for name, err := range s.probe(ctx, names) {
 		if err != nil {
 			res.Status = "degraded"

@@ -94,7 +94,7 @@ func TestListAndSchemas(t *testing.T) {
 	}
 
 	health := s.mustAction("health", "")
-	if !reflect.DeepEqual(health, map[string]any{"status": "ok", "endpoints": map[string]any{"events": "ok", "fixed": "ok"}}) {
+	if !reflect.DeepEqual(health, map[string]any{"status": "ok", "endpoints": map[string]any{"events": "ok", "fixed": "ok"}, "journal": "ok"}) {
 		t.Fatalf("health = %v", health)
 	}
 }
@@ -116,7 +116,7 @@ func TestHealthDegraded(t *testing.T) {
 		t.Fatalf("Health = %v", got)
 	}
 	health := s.mustAction("health", "{}")
-	want := map[string]any{"status": "degraded", "endpoints": map[string]any{"events": "ok", "broken": "test: storage unreachable"}}
+	want := map[string]any{"status": "degraded", "endpoints": map[string]any{"events": "ok", "broken": "test: storage unreachable"}, "journal": "ok"}
 	if !reflect.DeepEqual(health, want) {
 		t.Fatalf("health = %v, want %v", health, want)
 	}

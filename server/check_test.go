@@ -49,31 +49,45 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-func TestReadyzListsFailingEndpoints(t *testing.T) {
-	sinks := withUnreachable()
-	cfg, err := config.Parse([]byte("listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\n"+oneUnreachable), t.TempDir(), sinks)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := New(cfg, Options{Sinks: sinks})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := s.Shutdown(context.Background()); err != nil {
-			t.Error(err)
-		}
-	})
-	code, body := httpGet(t, "http://"+s.HTTPAddr()+"/readyz")
-	want := "not ready: 1 endpoint(s) failing\n  remote: unreachable: connection refused\n"
-	if code != http.StatusServiceUnavailable || body != want {
-		t.Errorf("/readyz = %d %q, want 503 %q", code, body, want)
-	}
-	// Liveness does not depend on the sinks.
-	if code, _ := httpGet(t, "http://"+s.HTTPAddr()+"/healthz"); code != http.StatusOK {
-		t.Errorf("/healthz = %d", code)
+// TestReadyz: a server whose endpoints partly fail their probes stays in
+// rotation (200, "degraded" naming them); one whose every endpoint fails
+// does not (503).
+func TestReadyz(t *testing.T) {
+	for _, tt := range []struct {
+		name, endpoints string
+		code            int
+		body            string
+	}{
+		{"some failing", oneUnreachable, http.StatusOK,
+			"degraded: 1 of 2 endpoint(s) failing\n  remote: unreachable: connection refused\n"},
+		{"all failing", "endpoints:\n  - {name: remote, sink: unreachable}\n", http.StatusServiceUnavailable,
+			"not ready: every endpoint is failing\n  remote: unreachable: connection refused\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			sinks := withUnreachable()
+			cfg, err := config.Parse([]byte("listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\n"+tt.endpoints), t.TempDir(), sinks)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := New(cfg, Options{Sinks: sinks})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Start(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				if err := s.Shutdown(context.Background()); err != nil {
+					t.Error(err)
+				}
+			})
+			if code, body := httpGet(t, "http://"+s.HTTPAddr()+"/readyz"); code != tt.code || body != tt.body {
+				t.Errorf("/readyz = %d %q, want %d %q", code, body, tt.code, tt.body)
+			}
+			// Liveness does not depend on the sinks.
+			if code, _ := httpGet(t, "http://"+s.HTTPAddr()+"/healthz"); code != http.StatusOK {
+				t.Errorf("/healthz = %d", code)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/server/config"
+	"github.com/quiver-ingest/quiver/server/endpoint"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 )
@@ -19,24 +20,76 @@ import (
 func buildEndpoints(cfg *config.Config, sinks *writers.Registry, logger *slog.Logger, reg prometheus.Registerer, alloc memory.Allocator) ([]flightsvc.Endpoint, error) {
 	eps := make([]flightsvc.Endpoint, 0, len(cfg.Endpoints))
 	for _, e := range cfg.Endpoints {
-		sink, err := sinks.Lookup(e.Sink)
+		build, err := writerBuilder(cfg, e, sinks, logger, reg, alloc)
 		if err != nil {
-			return nil, fmt.Errorf("server: endpoint %q: %w", e.Name, err)
+			return nil, err
 		}
-		w, err := sink.New(e.Settings, writers.Env{
-			Endpoint:   e.Name,
-			ConfigDir:  cfg.Dir,
-			DataDir:    cfg.DataDir,
-			Logger:     logger.With("endpoint", e.Name),
-			Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"endpoint": e.Name}, reg),
-			Allocator:  alloc,
-		})
+		w, err := build()
 		if err != nil {
 			return nil, fmt.Errorf("server: endpoint %q (sink %s): %w", e.Name, e.Sink, err)
 		}
 		eps = append(eps, flightsvc.Endpoint{Name: e.Name, Sink: e.Sink, Mode: e.Settings.Mode(), Writer: w})
 	}
 	return eps, nil
+}
+
+// writerBuilder returns the function that builds e's writer, unopened:
+// once at start, and again for every attempt to reopen an endpoint whose
+// sink could not be opened (see package endpoint).
+func writerBuilder(cfg *config.Config, e config.Endpoint, sinks *writers.Registry, logger *slog.Logger, reg prometheus.Registerer, alloc memory.Allocator) (func() (writers.Writer, error), error) {
+	sink, err := sinks.Lookup(e.Sink)
+	if err != nil {
+		return nil, fmt.Errorf("server: endpoint %q: %w", e.Name, err)
+	}
+	env := writers.Env{
+		Endpoint:   e.Name,
+		ConfigDir:  cfg.Dir,
+		DataDir:    cfg.DataDir,
+		Logger:     logger.With("endpoint", e.Name),
+		Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"endpoint": e.Name}, reg),
+		Allocator:  alloc,
+	}
+	return func() (writers.Writer, error) { return sink.New(e.Settings, env) }, nil
+}
+
+// servingEndpoints builds every endpoint's writer, unopened, behind an
+// endpoint.Writer that keeps the server up when the sink cannot be opened,
+// and registers quiver_endpoint_up for each. A writer that cannot be built
+// (the sink refuses its settings) is an error.
+func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registerer) ([]flightsvc.Endpoint, []*endpoint.Writer, error) {
+	sinks, logger, alloc := opts.Sinks, opts.Logger, opts.Allocator
+	raw, err := buildEndpoints(cfg, sinks, logger, reg, alloc)
+	if err != nil {
+		return nil, nil, err
+	}
+	eps := make([]flightsvc.Endpoint, len(raw))
+	handles := make([]*endpoint.Writer, len(raw))
+	for i, e := range raw {
+		rebuild, err := writerBuilder(cfg, cfg.Endpoints[i], sinks, logger, reg, alloc)
+		if err != nil {
+			return nil, nil, err
+		}
+		h := endpoint.New(e.Writer, endpoint.Options{
+			Name: e.Name, Sink: e.Sink, Rebuild: rebuild, Logger: logger,
+			MinBackoff: opts.EndpointRetryMin, MaxBackoff: opts.EndpointRetryMax,
+		})
+		up := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "quiver_endpoint_up",
+			Help:        "1 while the endpoint's sink is open and serving, 0 while it could not be opened (the server retries).",
+			ConstLabels: prometheus.Labels{"endpoint": e.Name},
+		}, func() float64 {
+			if h.Up() {
+				return 1
+			}
+			return 0
+		})
+		if err := reg.Register(up); err != nil {
+			return nil, nil, fmt.Errorf("server: endpoint %q: register quiver_endpoint_up: %w", e.Name, err)
+		}
+		e.Writer = h
+		eps[i], handles[i] = e, h
+	}
+	return eps, handles, nil
 }
 
 // CheckResult is the outcome of probing one endpoint's sink.

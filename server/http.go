@@ -20,8 +20,7 @@ const readyTimeout = 5 * time.Second
 //
 //	/metrics  Prometheus, from the server's own registry
 //	/healthz  liveness: 200 "ok" while the process serves HTTP at all
-//	/readyz   200 when serving and every endpoint's sink passes its probe;
-//	          503 listing the failing endpoints otherwise
+//	/readyz   readiness (see readyz)
 //	/         a plain-text status page
 func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	mux := http.NewServeMux()
@@ -38,6 +37,13 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	}
 }
 
+// readyz answers 503 when the server cannot take traffic a load balancer
+// should send it: starting or shutting down, the transaction journal
+// cannot write, or no endpoint passes its probe. When only some endpoints
+// fail it answers 200 with a "degraded" body naming them and their
+// reasons: taking the server out of rotation would also stop the
+// endpoints that serve, and clients of a failing one get its reason
+// (Unavailable or FailedPrecondition) anyway.
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	if !s.serving.Load() {
@@ -53,13 +59,24 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 			failing = append(failing, fmt.Sprintf("  %s: %v", name, err))
 		}
 	}
-	if len(failing) > 0 {
-		slices.Sort(failing)
+	slices.Sort(failing)
+	detail := strings.Join(failing, "\n")
+	switch jerr := s.coord.JournalHealth(); {
+	case jerr != nil:
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "not ready: %d endpoint(s) failing\n%s\n", len(failing), strings.Join(failing, "\n"))
+		fmt.Fprintf(w, "not ready: the transaction journal cannot write: %v\n", jerr)
+	case len(failing) > 0 && len(failing) == len(s.endpoints):
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, "not ready: every endpoint is failing\n")
+	case len(failing) > 0:
+		fmt.Fprintf(w, "degraded: %d of %d endpoint(s) failing\n", len(failing), len(s.endpoints))
+	default:
+		fmt.Fprintln(w, "ready")
 		return
 	}
-	fmt.Fprintln(w, "ready")
+	if detail != "" {
+		fmt.Fprintln(w, detail)
+	}
 }
 
 func (s *Server) statusPage(w http.ResponseWriter, _ *http.Request) {
@@ -83,9 +100,18 @@ func (s *Server) statusPage(w http.ResponseWriter, _ *http.Request) {
 	fmt.Fprintf(w, "state              %s\n", state)
 	fmt.Fprintf(w, "flight             %s (%s)\n", s.FlightAddr(), security)
 	fmt.Fprintf(w, "auth               %s\n", authn)
-	fmt.Fprintf(w, "open transactions  %d\n\n", s.coord.OpenTransactions())
+	journal := "ok"
+	if err := s.coord.JournalHealth(); err != nil {
+		journal = err.Error()
+	}
+	fmt.Fprintf(w, "open transactions  %d\n", s.coord.OpenTransactions())
+	fmt.Fprintf(w, "journal            %s\n\n", journal)
 	fmt.Fprintf(w, "endpoints (%d)\n", len(s.endpoints))
-	for _, e := range s.endpoints {
-		fmt.Fprintf(w, "  %-24s %-8s %s\n", e.Name, e.Sink, e.Mode)
+	for i, e := range s.endpoints {
+		up := "up"
+		if !s.handles[i].Up() {
+			up = "unavailable"
+		}
+		fmt.Fprintf(w, "  %-24s %-8s %-12s %s\n", e.Name, e.Sink, e.Mode, up)
 	}
 }

@@ -35,6 +35,7 @@ import (
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/internal/descseal"
 	"github.com/quiver-ingest/quiver/server/config"
+	"github.com/quiver-ingest/quiver/server/endpoint"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
@@ -57,6 +58,10 @@ type Options struct {
 	// ShutdownTimeout is how long Serve lets streams drain after its
 	// context ends before cancelling them; zero means 30 seconds.
 	ShutdownTimeout time.Duration
+	// EndpointRetryMin and EndpointRetryMax bound the backoff between
+	// attempts to open an endpoint whose sink could not be opened; zero
+	// means 1 second and 1 minute.
+	EndpointRetryMin, EndpointRetryMax time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -93,6 +98,7 @@ type Server struct {
 	tls       *tls.Config
 	reg       *prometheus.Registry
 	endpoints []flightsvc.Endpoint
+	handles   []*endpoint.Writer // endpoints[i].Writer, typed
 
 	startOnce sync.Once
 	startErr  error
@@ -129,7 +135,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(opts.Version),
 	)
-	eps, err := buildEndpoints(cfg, opts.Sinks, opts.Logger, reg, opts.Allocator)
+	eps, handles, err := servingEndpoints(cfg, opts, reg)
 	if err != nil {
 		return nil, err
 	}
@@ -140,6 +146,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		tls:       tc,
 		reg:       reg,
 		endpoints: eps,
+		handles:   handles,
 		serveErr:  make(chan error, 2),
 	}, nil
 }
@@ -157,7 +164,10 @@ func buildInfo(version string) prometheus.Collector {
 
 // Start binds both listeners, opens the writers and the coordinator
 // (replaying the journal), and starts serving; it returns once the server
-// answers calls, with the gRPC health status SERVING. ctx bounds the
+// answers calls, with the gRPC health status SERVING. An endpoint whose
+// sink cannot be opened does not stop it: that endpoint answers
+// Unavailable or FailedPrecondition with the reason until a background
+// retry opens it (package endpoint). ctx bounds the
 // opening only, it is not kept. On error everything Start opened is closed
 // again. Start may be called once; a second call returns the first result.
 func (s *Server) Start(ctx context.Context) error {
@@ -253,6 +263,11 @@ func (s *Server) start(ctx context.Context) (err error) {
 			s.serveErr <- fmt.Errorf("server: http listener: %w", err)
 		}
 	}()
+	// Endpoints that could not be opened retry from now on; once one
+	// opens, the commits decided for it before a restart are finished.
+	for _, h := range s.handles {
+		h.Retry(func(ctx context.Context) { s.coord.Resume(ctx, h.Name()) })
+	}
 	s.logger.Info("flight listening", "addr", s.FlightAddr(), "tls", s.tls != nil, "auth", s.cfg.Auth != nil)
 	s.logger.Info("http listening", "addr", s.HTTPAddr())
 	return nil

@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/quiver-ingest/quiver/server/config"
+	"github.com/quiver-ingest/quiver/server/endpoint"
 	"github.com/quiver-ingest/quiver/writers/discard"
 	"github.com/quiver-ingest/quiver/writers/lance"
 )
@@ -48,6 +49,13 @@ func startServer(t *testing.T, yaml string) *testServer {
 // dir/data), for tests that restart a server on the same data.
 func startServerIn(t *testing.T, dir, yaml string) *testServer {
 	t.Helper()
+	return startServerWith(t, dir, yaml, Options{})
+}
+
+// startServerWith is startServerIn with opts (Logger, Allocator and
+// Version are set here).
+func startServerWith(t *testing.T, dir, yaml string, opts Options) *testServer {
+	t.Helper()
 	doc := "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: data\n" + yaml
 	cfg, err := config.Parse([]byte(doc), dir, Sinks())
 	if err != nil {
@@ -55,11 +63,10 @@ func startServerIn(t *testing.T, dir, yaml string) *testServer {
 	}
 	logs := &syncBuffer{}
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	s, err := New(cfg, Options{
-		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Allocator: mem,
-		Version:   "v-test",
-	})
+	opts.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opts.Allocator = mem
+	opts.Version = "v-test"
+	s, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +93,7 @@ func (s *testServer) committedRows(t *testing.T, name string) int64 {
 	t.Helper()
 	for _, e := range s.endpoints {
 		if e.Name == name {
-			return e.Writer.(*discard.Writer).Committed().Rows
+			return e.Writer.(*endpoint.Writer).Unwrap().(*discard.Writer).Committed().Rows
 		}
 	}
 	t.Fatalf("no endpoint %q", name)

@@ -205,6 +205,14 @@ func (c *Coordinator) Close() error {
 	return c.closeErr
 }
 
+// JournalHealth is nil while the journal takes appends, else why it
+// cannot: every transaction action fails meanwhile (ErrUnavailable).
+func (c *Coordinator) JournalHealth() error { return c.j.Health() }
+
+// checkJournal runs the journal's self-test (journal.Journal.Check); the
+// journal logs its failures and recoveries itself.
+func (c *Coordinator) checkJournal() { _ = c.j.Check() }
+
 // log appends recs to the journal and, once they are durable, applies them
 // to the state together with then (run under c.mu, may be nil). Nothing is
 // applied when the append fails.

@@ -5,7 +5,9 @@ import (
 	"time"
 )
 
-// run is the expiry goroutine: it wakes every tick until Close.
+// run is the expiry goroutine: it wakes every tick until Close, checks the
+// journal (a removed directory, recovery from a full disk) and expires
+// transactions.
 func (c *Coordinator) run(tick time.Duration) {
 	defer close(c.donec)
 	tk := time.NewTicker(tick)
@@ -15,6 +17,7 @@ func (c *Coordinator) run(tick time.Duration) {
 		case <-c.stopc:
 			return
 		case <-tk.C:
+			c.checkJournal()
 			c.expireNow(c.now())
 		}
 	}

@@ -73,9 +73,47 @@ func (c *Coordinator) recover(ctx context.Context, jrs []journal.Record) error {
 		_, err := c.finish(ctx, t)
 		t.op.Unlock()
 		if err != nil {
-			c.logger.Error("txn: recovery could not finish a decided commit; the decision is kept and the next commit call or restart retries it", "txn", t.id.String(), "err", err)
+			c.logger.Error("txn: recovery could not finish a decided commit; the decision is kept and the next commit call, the endpoint opening or a restart retries it", "txn", t.id.String(), "err", err)
 		}
 	}
 	c.logger.Info("txn: journal recovered", "records", len(jrs), "aborted_open", len(open), "decided_commits", len(decided), "precommitted", precommitted)
 	return nil
+}
+
+// Resume finishes the decided commits still waiting for endpoint: the
+// server calls it when an endpoint whose sink could not be opened at start
+// opens, so that a commit decided before a restart is published without
+// waiting for the client. Failures are logged and the decisions kept for
+// the next Commit, Resume or restart.
+func (c *Coordinator) Resume(ctx context.Context, endpoint string) {
+	c.mu.Lock()
+	var waiting []*txn
+	for _, t := range c.txns {
+		if _, ok := t.decision[endpoint]; ok {
+			if _, done := t.done[endpoint]; !done {
+				waiting = append(waiting, t)
+			}
+		}
+	}
+	c.mu.Unlock()
+	sort.Slice(waiting, func(i, k int) bool {
+		if waiting[i].id.writer != waiting[k].id.writer {
+			return waiting[i].id.writer < waiting[k].id.writer
+		}
+		return waiting[i].id.epoch < waiting[k].id.epoch
+	})
+	for _, t := range waiting {
+		t.op.Lock()
+		c.mu.Lock()
+		decided := !t.gone && t.decision != nil
+		c.mu.Unlock()
+		if decided {
+			if _, err := c.finish(ctx, t); err != nil {
+				c.logger.Error("txn: could not finish a decided commit after its endpoint opened; the decision is kept", "txn", t.id.String(), "endpoint", endpoint, "err", err)
+			} else {
+				c.logger.Info("txn: finished a decided commit after its endpoint opened", "txn", t.id.String(), "endpoint", endpoint)
+			}
+		}
+		t.op.Unlock()
+	}
 }

@@ -223,3 +223,33 @@ func TestGoldenJournal(t *testing.T) {
 		t.Fatalf("golden job@2: %+v", st)
 	}
 }
+
+// TestResumeAfterEndpointOpens: a decided commit whose endpoint cannot be
+// reached at start does not stop recovery; it stays decided and is
+// finished by Resume once the endpoint opens, without a client call.
+func TestResumeAfterEndpointOpens(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 3)
+	fx.write("w", 1, "b", 4)
+	if _, err := fx.c.Precommit(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	down := writers.Errorf(writers.ErrUnavailable, "endpoint \"b\" is unavailable")
+	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = down })
+	if _, err := fx.c.Commit(bg, "w", 1, nil); !errors.Is(err, writers.ErrUnavailable) {
+		t.Fatalf("commit with b down: %v", err)
+	}
+	fx.restart() // b is still down: recovery must not fail
+	fx.mustState("w", 1, StatePrecommitted)
+	fx.c.Resume(bg, "b") // still down: kept
+	fx.mustState("w", 1, StatePrecommitted)
+	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = nil })
+	fx.c.Resume(bg, "a") // nothing waits for a: a no-op
+	fx.c.Resume(bg, "b")
+	fx.mustState("w", 1, StateCommitted)
+	for _, ep := range []string{"a", "b"} {
+		if _, n, _, _ := fx.eps[ep].counts(); n != 1 {
+			t.Fatalf("%s: %d sink commits, want 1", ep, n)
+		}
+	}
+}

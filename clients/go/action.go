@@ -91,11 +91,14 @@ func (c *Client) Endpoints(ctx context.Context) ([]EndpointInfo, error) {
 type HealthStatus struct {
 	// Status is "ok" or "degraded".
 	Status string `json:"status"`
-	// Endpoints maps each endpoint to "ok" or its sink's error.
+	// Endpoints maps each endpoint to "ok" or its sink's error (for an
+	// endpoint whose sink could not be opened, why).
 	Endpoints map[string]string `json:"endpoints"`
+	// Journal is "ok" or why the server cannot journal transactions.
+	Journal string `json:"journal"`
 }
 
-// Health probes every endpoint's sink.
+// Health probes every endpoint's sink and the transaction journal.
 func (c *Client) Health(ctx context.Context) (HealthStatus, error) {
 	var res HealthStatus
 	err := c.action(ctx, "health", nil, &res)

@@ -6,11 +6,15 @@ import (
 )
 
 // segmentFile is the active segment as the appender sees it. Tests wrap it
-// to fail after N bytes (Options.wrapFile).
+// to inject failures (Options.wrapFile).
 type segmentFile interface {
 	io.Writer
 	// Sync makes the written bytes durable (fdatasync where available).
 	Sync() error
+	// Truncate cuts off the bytes of failed appends.
+	Truncate(size int64) error
+	// Stat tells whether the file still has a name (see unlinked).
+	Stat() (os.FileInfo, error)
 	Close() error
 }
 

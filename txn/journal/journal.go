@@ -37,15 +37,25 @@ type Journal struct {
 	wrap    func(segmentFile) segmentFile
 	lock    *os.File
 
-	// syncMu serializes syncs and guards synced. It is taken before mu.
+	// syncMu serializes syncs and repairs and guards synced. It is taken
+	// before mu.
 	syncMu sync.Mutex
 	synced int64 // bytes appended (all segments) known durable
 
 	mu sync.Mutex // guards the following fields
-	// err, once set, fails every later append: after a failed write or
-	// sync the file's contents are unknown, so only a restart (and its
-	// recovery) may continue.
-	err         error
+	// dead, once set, fails every later append: the journal was closed,
+	// its directory removed, or the switch to a compacted segment failed.
+	// Only a restart continues.
+	dead error
+	// fault is the last failed write or sync; nil once an append, a
+	// compaction or a Probe succeeds again. Appends keep trying meanwhile.
+	fault error
+	// repair: the active segment may hold bytes past durable (a failed
+	// sync, or a failed write that could not be cut off); they are cut
+	// off before the next append, once no append is in flight.
+	repair      bool
+	inflight    int   // appends between their write and the end of their sync
+	durable     int64 // size of the active segment known durable
 	active      segmentFile
 	activeSeq   uint64
 	activeBytes int64
@@ -121,15 +131,17 @@ func (j *Journal) activate(seq uint64, size int64) error {
 	if j.wrap != nil {
 		sf = j.wrap(sf)
 	}
-	j.active, j.activeSeq, j.activeBytes = sf, seq, size
+	j.active, j.activeSeq, j.activeBytes, j.durable = sf, seq, size, size
 	return nil
 }
 
 // Append writes recs to the active segment and returns once they are
 // durable (written and fdatasync'd). Appends running at the same time share
 // one sync. A record over MaxRecordBytes is refused without writing
-// anything. After a failed write or sync every Append fails: restart to
-// recover.
+// anything. A failed write or sync fails the appends it touches and leaves
+// the segment in a known state: the failed bytes are cut off (at once, or
+// before the next append), so later appends succeed once the cause (a full
+// disk) is gone. Once the directory was removed every Append fails.
 func (j *Journal) Append(recs ...Record) error {
 	var buf []byte
 	for _, r := range recs {
@@ -138,25 +150,28 @@ func (j *Journal) Append(recs ...Record) error {
 		}
 		buf = appendFrame(buf, r)
 	}
+	if err := j.repairIfNeeded(); err != nil {
+		return err
+	}
 	j.mu.Lock()
-	if j.err != nil {
-		err := j.err
+	if err := j.writableLocked(); err != nil {
 		j.mu.Unlock()
 		return err
 	}
+	start := j.activeBytes
 	n, err := j.active.Write(buf)
-	j.written += int64(n)
-	j.activeBytes += int64(n)
-	j.metrics.bytes.Add(float64(n))
 	if err == nil && n < len(buf) {
 		err = io.ErrShortWrite
 	}
 	if err != nil {
-		j.err = fmt.Errorf("journal: append to %s failed, no more appends until a restart: %w", segmentName(j.activeSeq), err)
-		err = j.err
+		err = j.writeFailedLocked(start, n, err)
 		j.mu.Unlock()
 		return err
 	}
+	j.written += int64(n)
+	j.activeBytes += int64(n)
+	j.metrics.bytes.Add(float64(n))
+	j.inflight++
 	target := j.written
 	j.mu.Unlock()
 	return j.syncTo(target)
@@ -164,20 +179,27 @@ func (j *Journal) Append(recs ...Record) error {
 
 // syncTo returns once the first target bytes ever appended are durable.
 // Whoever holds syncMu syncs everything written so far, so the appends
-// queued behind it usually find their bytes already synced.
+// queued behind it usually find their bytes already synced. It ends the
+// caller's in-flight append.
 func (j *Journal) syncTo(target int64) error {
 	j.syncMu.Lock()
 	defer j.syncMu.Unlock()
+	j.mu.Lock()
+	defer func() {
+		j.inflight--
+		j.mu.Unlock()
+	}()
 	if j.synced >= target {
 		return nil
 	}
-	j.mu.Lock()
-	if j.err != nil {
-		err := j.err
-		j.mu.Unlock()
+	if err := j.writableLocked(); err != nil {
 		return err
 	}
-	upTo, f := j.written, j.active
+	if j.repair {
+		// A failure after this append's write: its bytes will be cut off.
+		return j.fault
+	}
+	upTo, upToActive, f := j.written, j.activeBytes, j.active
 	j.mu.Unlock()
 
 	start := time.Now()
@@ -187,16 +209,20 @@ func (j *Journal) syncTo(target int64) error {
 	if d > slowSync {
 		j.logger.Warn("journal: slow fdatasync: the disk under data_dir is slow or saturated", "duration", d)
 	}
+	j.mu.Lock()
 	if err != nil {
-		j.mu.Lock()
-		if j.err == nil {
-			j.err = fmt.Errorf("journal: sync failed, no more appends until a restart: %w", err)
-		}
-		err = j.err
-		j.mu.Unlock()
+		// After a failed fdatasync the unsynced pages' fate is unknown:
+		// cut them off before appending again.
+		j.repair = true
+		return j.failLocked(fmt.Errorf("journal: sync %s: %w", segmentName(j.activeSeq), err))
+	}
+	// A record synced into a removed file would be lost on restart: it
+	// must not be acknowledged.
+	if err := j.linkedLocked(); err != nil {
 		return err
 	}
-	j.synced = upTo
+	j.synced, j.durable = upTo, upToActive
+	j.healedLocked()
 	return nil
 }
 
@@ -208,17 +234,18 @@ func (j *Journal) ActiveBytes() int64 {
 }
 
 // Compact starts a new active segment holding snapshot, which must restate
-// the whole live state, and deletes the older segments. The caller must
+// the whole live state, and deletes the older ones. The caller must
 // guarantee that no Append runs meanwhile and that snapshot reflects every
-// record appended so far. If the new segment cannot be made active the
-// journal fails like after a write error.
+// record appended successfully so far; so a compaction also clears a
+// pending repair (the old segment's tail no longer matters). If the new
+// segment cannot be made active the journal fails until a restart.
 func (j *Journal) Compact(snapshot []Record) error {
 	j.syncMu.Lock()
 	defer j.syncMu.Unlock()
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.err != nil {
-		return j.err
+	if err := j.writableLocked(); err != nil {
+		return err
 	}
 	seq := j.activeSeq + 1
 	size, err := createSegment(j.dir, seq, snapshot)
@@ -229,9 +256,12 @@ func (j *Journal) Compact(snapshot []Record) error {
 	// From here on recovery starts at the new segment: appends to the old
 	// one would be lost, so failing to switch must fail the journal.
 	if err := j.activate(seq, size); err != nil {
-		j.err = fmt.Errorf("journal: switch to compacted segment, no more appends until a restart: %w", err)
-		return j.err
+		return j.dieLocked(fmt.Errorf("journal: switch to compacted segment, no more appends until a restart: %w", err))
 	}
+	// No append is in flight: whatever was written and not synced belonged
+	// to failed appends and stays behind in the old segment.
+	j.written, j.repair = j.synced, false
+	j.healedLocked()
 	var errs []error
 	if err := prev.Close(); err != nil {
 		errs = append(errs, err)
@@ -267,7 +297,7 @@ func (j *Journal) Close() error {
 	}
 	err := errors.Join(j.active.Close(), j.lock.Close())
 	j.lock = nil
-	j.err = errClosed
+	j.dead = errClosed
 	j.metrics.unregister()
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -28,4 +29,11 @@ func lockDir(dir string) (*os.File, error) {
 		return nil, fmt.Errorf("journal: lock %s: %w", path, err)
 	}
 	return f, nil
+}
+
+// unlinked reports whether the file fi describes has no name left: its
+// directory entry was removed while it was open.
+func unlinked(fi os.FileInfo) bool {
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	return ok && st.Nlink == 0
 }

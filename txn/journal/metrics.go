@@ -10,9 +10,11 @@ import (
 // unregistered on Close so that one process may open journals one after
 // another on the same registry.
 type metrics struct {
-	reg   prometheus.Registerer
-	fsync prometheus.Histogram
-	bytes prometheus.Gauge
+	reg      prometheus.Registerer
+	fsync    prometheus.Histogram
+	bytes    prometheus.Gauge
+	healthy  prometheus.Gauge
+	failures prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -27,24 +29,39 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "quiver_journal_bytes",
 			Help: "Size of the transaction journal's segments on disk.",
 		}),
+		healthy: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "quiver_journal_healthy",
+			Help: "1 while the transaction journal takes appends, 0 while it cannot write (full disk, I/O error, directory removed).",
+		}),
+		failures: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_journal_failures_total",
+			Help: "Failed writes, syncs and repairs of the transaction journal.",
+		}),
 	}
+	m.healthy.Set(1)
 	if reg == nil {
 		return m, nil
 	}
-	if err := reg.Register(m.fsync); err != nil {
-		return nil, err
-	}
-	if err := reg.Register(m.bytes); err != nil {
-		reg.Unregister(m.fsync)
-		return nil, err
+	for i, c := range m.collectors() {
+		if err := reg.Register(c); err != nil {
+			for _, done := range m.collectors()[:i] {
+				reg.Unregister(done)
+			}
+			return nil, err
+		}
 	}
 	return m, nil
 }
 
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.fsync, m.bytes, m.healthy, m.failures}
+}
+
 func (m *metrics) unregister() {
 	if m.reg != nil {
-		m.reg.Unregister(m.fsync)
-		m.reg.Unregister(m.bytes)
+		for _, c := range m.collectors() {
+			m.reg.Unregister(c)
+		}
 	}
 }
 

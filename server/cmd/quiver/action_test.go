@@ -23,7 +23,7 @@ func TestAction(t *testing.T) {
 		stdout string // exact, when set
 		says   string // in stdout (code 0) or stderr
 	}{
-		{"health, default body", []string{"health"}, 0, "{\n  \"status\": \"ok\",\n  \"endpoints\": {\n    \"devnull\": \"ok\"\n  }\n}\n", ""},
+		{"health, default body", []string{"health"}, 0, "{\n  \"status\": \"ok\",\n  \"endpoints\": {\n    \"devnull\": \"ok\"\n  },\n  \"journal\": \"ok\"\n}\n", ""},
 		{"compact", []string{"--compact", "committed-epoch", `{"endpoint":"devnull","writer":"w"}`}, 0,
 			`{"endpoint":"devnull","writer":"w","epoch":null}` + "\n", ""},
 		{"rollback of an unknown transaction", []string{"rollback", `{"writer":"w","epoch":3}`}, 0, "", `"state": "aborted"`},

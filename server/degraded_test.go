@@ -1,0 +1,117 @@
+package server
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	quiver "github.com/quiver-ingest/quiver/clients/go"
+)
+
+// TestDegradedDeltaEndpoint: a Delta endpoint whose _delta_log holds a
+// corrupt commit does not stop the server. The other endpoint serves; the
+// broken one answers FailedPrecondition with the reason, and health,
+// /readyz, quiver_endpoint_up and the log say so. Once the file is fixed
+// the endpoint opens by itself and serves, without a restart.
+func TestDegradedDeltaEndpoint(t *testing.T) {
+	dir := t.TempDir()
+	logDir := filepath.Join(dir, "tables", "broken", "_delta_log")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	commit := filepath.Join(logDir, "00000000000000000000.json")
+	if err := os.WriteFile(commit, []byte("{this is not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startServerWith(t, dir, `endpoints:
+  - {name: devnull, sink: discard}
+  - name: broken
+    sink: delta
+    delta: {table_uri: "file://tables/broken"}
+`, Options{EndpointRetryMin: 10 * time.Millisecond, EndpointRetryMax: 50 * time.Millisecond})
+	c, err := quiver.Dial(s.FlightAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx := t.Context()
+
+	if ack, err := c.Put(ctx, "devnull", idReader(t, 3)); err != nil || ack.Rows != 3 {
+		t.Fatalf("put to the healthy endpoint: %+v, %v", ack, err)
+	}
+	_, err = c.Put(ctx, "broken", idReader(t, 3))
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), `endpoint "broken" is unavailable`) || !strings.Contains(err.Error(), "corrupt delta log") {
+		t.Fatalf("put to the broken endpoint: %v, want FailedPrecondition naming the corrupt log", err)
+	}
+	if _, _, err := c.CommittedEpoch(ctx, "broken", "w"); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("committed-epoch of the broken endpoint: %v", err)
+	}
+	if _, err := c.Txn("w", 1).Put(ctx, "broken", idReader(t, 1)); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("transactional put to the broken endpoint: %v", err)
+	}
+	h, err := c.Health(ctx)
+	if err != nil || h.Status != "degraded" || h.Endpoints["devnull"] != "ok" || !strings.Contains(h.Endpoints["broken"], "corrupt delta log") || h.Journal != "ok" {
+		t.Fatalf("health: %+v, %v", h, err)
+	}
+	code, body := httpGet(t, "http://"+s.HTTPAddr()+"/readyz")
+	if code != 200 || !strings.HasPrefix(body, "degraded: 1 of 2 endpoint(s) failing\n  broken: ") {
+		t.Fatalf("/readyz = %d %q, want 200 degraded naming broken", code, body)
+	}
+	if up := metricValue(t, s.reg, "quiver_endpoint_up", map[string]string{"endpoint": "broken"}); up != 0 {
+		t.Fatalf("quiver_endpoint_up{broken} = %v, want 0", up)
+	}
+	if up := metricValue(t, s.reg, "quiver_endpoint_up", map[string]string{"endpoint": "devnull"}); up != 1 {
+		t.Fatalf("quiver_endpoint_up{devnull} = %v, want 1", up)
+	}
+
+	// Fix the table: without the corrupt commit there is no table yet.
+	if err := os.Remove(commit); err != nil {
+		t.Fatal(err)
+	}
+	poll(t, "the broken endpoint to open", func() bool {
+		return metricValue(t, s.reg, "quiver_endpoint_up", map[string]string{"endpoint": "broken"}) == 1
+	})
+	if ack, err := c.Put(ctx, "broken", idReader(t, 3)); err != nil || ack.Rows != 3 {
+		t.Fatalf("put after recovery: %+v, %v", ack, err)
+	}
+	if h, err := c.Health(ctx); err != nil || h.Status != "ok" {
+		t.Fatalf("health after recovery: %+v, %v", h, err)
+	}
+	logs := s.logs.String()
+	// Retried many times with the same reason: one warning.
+	if n := strings.Count(logs, "the sink could not be opened"); n != 1 || !strings.Contains(logs, "level=WARN") {
+		t.Errorf("%d warnings for one unchanged reason, want 1:\n%s", n, logs)
+	}
+	if !strings.Contains(logs, "level=INFO msg=\"endpoint: the sink opened: serving\" endpoint=broken") {
+		t.Errorf("no recovery line:\n%s", logs)
+	}
+}
+
+// idReader is one batch of n int64 ids.
+func idReader(t *testing.T, n int) array.RecordReader {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := range n {
+		b.Append(int64(i))
+	}
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(n))
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rdr.Release)
+	return rdr
+}
