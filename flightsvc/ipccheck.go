@@ -555,6 +555,12 @@ func checkBatch(m ipcMessage, l *streamLayout, bc batchCheck) (dict dictBatch, e
 		}
 		unpacked += size
 	}
+	// What the reader keeps of a dictionary: the body as received, or
+	// its buffers decompressed.
+	dict.size = int64(len(bc.body))
+	if compressed {
+		dict.size = unpacked
+	}
 	return dict, nil
 }
 
@@ -563,4 +569,8 @@ type dictBatch struct {
 	is    bool
 	id    int64
 	delta bool
+	// size is what arrow-go keeps of it: its body, or its buffers
+	// decompressed when compressed (a few bytes of ZSTD can stand for a
+	// whole message of values).
+	size int64
 }

@@ -78,7 +78,7 @@ func (g *recvGuard) Recv() (*flight.FlightData, error) {
 	case err != nil:
 		return nil, writers.Errorf(writers.ErrInvalid, "doput: batch %d: %w", g.batches, err)
 	case d.is:
-		return fd, g.keepDict(d, int64(len(body)))
+		return fd, g.keepDict(d)
 	}
 	g.batches++
 	return fd, nil
@@ -105,9 +105,11 @@ func (g *recvGuard) checkSchema(m ipcMessage, header []byte) error {
 	return writers.Errorf(writers.ErrInvalid, "doput: the stream sent its schema a second time: send it once, before the first batch")
 }
 
-// keepDict counts what the reader keeps of dictionary batch d: a delta
-// adds to its dictionary, anything else replaces it.
-func (g *recvGuard) keepDict(d dictBatch, size int64) error {
+// keepDict counts what the reader keeps of dictionary batch d (d.size,
+// decompressed): a delta adds to its dictionary, anything else replaces
+// it.
+func (g *recvGuard) keepDict(d dictBatch) error {
+	size := d.size
 	if g.dicts == nil {
 		g.dicts = map[int64]int64{}
 	}

@@ -66,9 +66,19 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 	}
 	defer t.op.Unlock()
 	c.mu.Lock()
-	if err := mayUseLocked(ctx, "commit", t); err != nil {
+	// refuse ends a refused call; a transaction created for it from
+	// handed descriptors (pending) is forgotten: left behind, it would
+	// count as a live epoch of the writer (never expiring, unknown to
+	// Status) and block the writer's later commits.
+	refuse := func(err error) (Status, error) {
+		if t.pending {
+			c.dropLocked(t)
+		}
 		c.mu.Unlock()
 		return Status{}, err
+	}
+	if err := mayUseLocked(ctx, "commit", t); err != nil {
+		return refuse(err)
 	}
 	switch {
 	case t.state == StateCommitted:
@@ -85,16 +95,14 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: commit %s: the transaction is open: precommit it first", id)
 	}
 	if err := c.singleDescriptorOnly(id, t.parts, handed); err != nil {
-		c.mu.Unlock()
-		return Status{}, err
+		return refuse(err)
 	}
 	if t.decision == nil {
 		// Sinks record a writer's highest committed epoch: once N+1 is
 		// published, N reads as committed and would be answered
 		// "replayed" without its rows ever being published.
 		if older, ok := c.olderLiveLocked(t.id); ok {
-			c.mu.Unlock()
-			return Status{}, writers.Errorf(writers.ErrWrongState, "txn: commit %s: epoch %d of writer %q is still %s: a writer's epochs commit in order; commit epoch %d first, or roll it back", id, older.id.epoch, writer, older.state, older.id.epoch)
+			return refuse(writers.Errorf(writers.ErrWrongState, "txn: commit %s: epoch %d of writer %q is still %s: a writer's epochs commit in order; commit epoch %d first, or roll it back", id, older.id.epoch, writer, older.state, older.id.epoch))
 		}
 	}
 	decision := t.decision

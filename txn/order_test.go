@@ -256,3 +256,30 @@ func TestSinkPanicsFailTheCall(t *testing.T) {
 		t.Fatalf("%d sink commits, want 1", n)
 	}
 }
+
+// A commit of an epoch this server never saw, from handed descriptors,
+// refused because an older epoch is still precommitted leaves nothing
+// behind: no phantom transaction (unknown to status, never expiring) that
+// blocks the writer's later commits as "still precommitted".
+func TestRefusedHandedCommitLeavesNoTransaction(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 5, "a", 1)
+	if _, err := fx.c.Precommit(bg, "w", 5); err != nil {
+		t.Fatal(err)
+	}
+	handed := map[string][]writers.Descriptor{"b": {[]byte("peer-w@6")}}
+	if _, err := fx.c.Commit(bg, "w", 6, handed); !errors.Is(err, writers.ErrWrongState) {
+		t.Fatalf("commit 6 from handed descriptors before 5: %v, want ErrWrongState", err)
+	}
+	// The orchestrator gives epoch 6 up: it commits 5, then writes 7.
+	if _, err := fx.c.Commit(bg, "w", 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	fx.write("w", 7, "a", 1)
+	if _, err := fx.c.Precommit(bg, "w", 7); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := fx.c.Commit(bg, "w", 7, nil); err != nil || st.State != StateCommitted {
+		t.Fatalf("commit 7: %+v %v (blocked by the refused commit of 6?)", st, err)
+	}
+}

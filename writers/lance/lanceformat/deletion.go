@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	flatbuffers "github.com/google/flatbuffers/go"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -65,6 +66,9 @@ func DecodeDeletionArrow(b []byte, rows uint64) (out []uint32, err error) {
 			out, err = nil, fmt.Errorf("lance: deletion file: %w: %v", writers.ErrInvalid, p)
 		}
 	}()
+	if err := checkArrowFooter(b); err != nil {
+		return nil, fmt.Errorf("lance: deletion file: %w: %w", writers.ErrInvalid, err)
+	}
 	mem := &cappedAllocator{mem: memory.DefaultAllocator, left: maxArrowDeletionBytes}
 	r, err := ipc.NewFileReader(bytes.NewReader(b), ipc.WithAllocator(mem))
 	if err != nil {
@@ -250,4 +254,76 @@ func NewDeletionFile(readVersion uint64, offsets []uint32) (*DeletionFile, []byt
 	}
 	raw, err := EncodeDeletionArrow(vs)
 	return d, raw, err
+}
+
+// maxFooterFields bounds the fields (each reference to a shared table
+// counted) checkArrowFooter walks; a deletion file has one.
+const maxFooterFields = 1024
+
+// checkArrowFooter walks the schema in the footer of the Arrow IPC file b
+// before arrow-go decodes it: arrow-go sizes slices from the counts the
+// footer claims (make([]arrow.Field, children), custom metadata) without
+// checking them against the bytes, and a count of 2^30 in a few hundred
+// bytes ends the process with a fatal out of memory that no recover
+// catches. Every vector must fit in the footer's bytes, and the fields
+// (nested, shared ones counted each time) must be few. Reads outside the
+// footer panic; the caller recovers them.
+func checkArrowFooter(b []byte) error {
+	const trailer = 10 // i32 footer length, "ARROW1"
+	if len(b) < trailer {
+		return fmt.Errorf("%d bytes are too short for an Arrow file", len(b))
+	}
+	n := int64(int32(binary.LittleEndian.Uint32(b[len(b)-trailer:])))
+	if n < 4 || n > int64(len(b)-trailer) {
+		return fmt.Errorf("footer length %d does not fit the %d-byte file", n, len(b))
+	}
+	fb := b[len(b)-trailer-int(n) : len(b)-trailer]
+	vec := func(t *flatbuffers.Table, slot, elem int) (start flatbuffers.UOffsetT, count int, err error) {
+		off := flatbuffers.UOffsetT(t.Offset(flatbuffers.VOffsetT(4 + 2*slot)))
+		if off == 0 {
+			return 0, 0, nil
+		}
+		start, count = t.Vector(off), t.VectorLen(off)
+		if count < 0 || int64(count)*int64(elem) > int64(len(fb))-int64(start) {
+			return 0, 0, fmt.Errorf("a footer vector claims %d elements, more than its %d bytes hold", count, len(fb))
+		}
+		return start, count, nil
+	}
+	root := &flatbuffers.Table{Bytes: fb, Pos: flatbuffers.GetUOffsetT(fb)}
+	off := flatbuffers.UOffsetT(root.Offset(4 + 2*1)) // schema
+	if off == 0 {
+		return nil // arrow-go refuses a footer without a schema
+	}
+	schema := &flatbuffers.Table{Bytes: fb, Pos: root.Indirect(root.Pos + off)}
+	if _, _, err := vec(schema, 2, 4); err != nil { // custom_metadata
+		return err
+	}
+	if _, _, err := vec(schema, 3, 8); err != nil { // features
+		return err
+	}
+	walked := 0
+	var field func(pos flatbuffers.UOffsetT, depth int) error
+	fields := func(t *flatbuffers.Table, slot, depth int) error {
+		start, count, err := vec(t, slot, 4)
+		if err != nil {
+			return err
+		}
+		for i := range count {
+			if err := field(t.Indirect(start+flatbuffers.UOffsetT(4*i)), depth); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	field = func(pos flatbuffers.UOffsetT, depth int) error {
+		if walked++; walked > maxFooterFields || depth > 64 {
+			return fmt.Errorf("the footer schema has more than %d fields or nests deeper than 64", maxFooterFields)
+		}
+		f := &flatbuffers.Table{Bytes: fb, Pos: pos}
+		if _, _, err := vec(f, 6, 4); err != nil { // custom_metadata
+			return err
+		}
+		return fields(f, 5, depth+1) // children
+	}
+	return fields(schema, 1, 1)
 }

@@ -306,7 +306,8 @@ func deletionArrowSeeds(t testing.TB) map[string][]byte {
 	}
 	inflated := bytes.Clone(zstd)
 	binary.LittleEndian.PutUint64(inflated[frame-8:], 1<<40)
-	return map[string][]byte{"valid": valid, "zstd": zstd, "truncated": valid[:len(valid)-7], "inflated": inflated}
+	return map[string][]byte{"valid": valid, "zstd": zstd, "truncated": valid[:len(valid)-7], "inflated": inflated,
+		"children bomb": childrenBombDeletionArrow(t)}
 }
 
 // FuzzDeletionArrow: hostile .arrow deletion files fail cleanly and never
