@@ -153,7 +153,7 @@ func TestIPCBodyBytes(t *testing.T) {
 		t.Errorf("IPCBodyBytes of 3 int64 = %d, %v; want 24 (no validity buffer, no padding)", n, err)
 	}
 
-	// The standard batch is about 4.5 MB (measured.md).
+	// The standard batch is about 4.5 MB.
 	std := generateT(t, DefaultSeed, DefaultBatchRows, DefaultBatchRows)
 	n, err := IPCBodyBytes(mem, std[0])
 	if err != nil || n < 4_300_000 || n > 4_800_000 {

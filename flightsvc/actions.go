@@ -67,7 +67,7 @@ func (s *Service) ListActions(_ *flight.Empty, stream flight.FlightService_ListA
 }
 
 // DoAction runs one action and answers one Result whose body is the JSON
-// result (docs/interface.md, "Actions"). Bodies are strict JSON objects:
+// result (docs/flight.md, "Actions"). Bodies are strict JSON objects:
 // unknown fields, wrong types and missing required fields are
 // InvalidArgument naming the field; an empty body counts as {}. An unknown
 // action type is InvalidArgument listing the known ones.

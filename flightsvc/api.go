@@ -5,10 +5,9 @@
 //
 // It imports the writers contract and the txn coordinator, never a sink
 // package. The wire conventions it implements (descriptors, acks, action
-// bodies and results) are specified in docs/interface.md, "Flight
-// conventions"; the choices that page leaves open are documented on
-// [Service.DoPut], [Service.DoAction], [Service.GetSchema] and
-// [Service.Handshake].
+// bodies and results) are specified in docs/flight.md; the choices that
+// page leaves open are documented on [Service.DoPut], [Service.DoAction],
+// [Service.GetSchema] and [Service.Handshake].
 package flightsvc
 
 import (

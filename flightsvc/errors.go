@@ -11,7 +11,8 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 )
 
-// classCodes maps each error class to its gRPC code (design.md, "Errors").
+// classCodes maps each error class to its gRPC code (docs/design.md,
+// "The writer contract").
 // Order matters: an error may wrap several classes (an OutcomeUnknownError
 // wraps ErrOutcomeUnknown and its cause), and the first match wins, so the
 // outcome-unknown class comes first.

@@ -7,7 +7,7 @@ import (
 
 // Error classes. Every error a Writer or the coordinator returns wraps
 // exactly one of them (with %w and a prefix saying where and what to do);
-// flightsvc maps each to one gRPC code (see design.md, "Errors").
+// flightsvc maps each to one gRPC code (docs/design.md, "The writer contract").
 var (
 	// ErrInvalid: the input is wrong (unknown column, wrong type, bad
 	// descriptor, null merge key). Retrying the same input fails again.

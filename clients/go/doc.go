@@ -14,8 +14,8 @@
 //     succeeds and changes nothing ([TxnStatus.Replayed]), so a pipeline that
 //     replays after a crash gets exactly-once delivery without special cases.
 //
-// The wire protocol is plain Arrow Flight (docs/transactions.md and the
-// "Flight conventions" of interface.md): DoPut with a PATH descriptor
+// The wire protocol is plain Arrow Flight (docs/flight.md and
+// docs/transactions.md): DoPut with a PATH descriptor
 // ["<endpoint>"] or a CMD descriptor {"endpoint","writer","epoch"}, one
 // PutResult per batch plus a final one, and JSON DoActions. Any Flight
 // client (pyarrow.flight, Java, Rust) can do the same; this package only

@@ -1,5 +1,5 @@
-// Package config loads and validates Quiver's YAML config (docs: the
-// "Config" section of interface.md).
+// Package config loads and validates Quiver's YAML config (documented
+// in docs/configuration.md).
 //
 // Loading is strict: an unknown or misspelled key is an error naming the key
 // and its line, and every validation error names the YAML path

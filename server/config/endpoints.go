@@ -11,7 +11,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 )
 
-// endpointName is the rule of interface.md, "Endpoint names".
+// endpointName is the rule of docs/flight.md, "Endpoint names".
 var endpointName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 // endpoints validates the raw endpoints and decodes each one's sink section

@@ -39,7 +39,7 @@ func (v *validator) line(path string) int {
 	return 0
 }
 
-// KnownActions are the DoAction types a token may be granted (interface.md,
+// KnownActions are the DoAction types a token may be granted (docs/flight.md,
 // "Actions"). server's tests check it against the Flight service's list.
 var KnownActions = []string{"begin", "precommit", "commit", "rollback", "status", "committed-epoch", "endpoints", "health"}
 

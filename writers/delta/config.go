@@ -82,7 +82,7 @@ type ParquetConfig struct {
 	RowGroupRows int `yaml:"row_group_rows"`
 }
 
-// NewConfig returns the defaults of interface.md: append, no partitions,
+// NewConfig returns the defaults of docs/delta.md, "Configuration": append, no partitions,
 // reject schema changes, 128 MiB files, zstd, 131072-row row groups, a
 // checkpoint every 10 versions, a 1 GiB upsert key index. TableURI has no
 // default.

@@ -87,8 +87,8 @@ type dvUpdate struct {
 	Rows int64 `json:"rows"`
 }
 
-// addFile is the content of one Delta add action, as delta-protocol.md §2
-// spells it. Path is relative to the table root and URI-encoded.
+// addFile is the content of one Delta add action, as the Delta protocol
+// ("Add File and Remove File") spells it. Path is relative to the table root and URI-encoded.
 type addFile struct {
 	Path             string             `json:"path"`
 	PartitionValues  map[string]*string `json:"partitionValues"`

@@ -245,7 +245,8 @@ func upsertActions(snap *deltalog.Snapshot, plan *upsertPlan, now int64) ([]delt
 
 // wideStats returns stats with tightBounds false: rows a deletion vector
 // marks still count in numRecords, minValues and maxValues, which are
-// then bounds rather than exact values (delta-protocol.md §2). A file with
+// then bounds rather than exact values (the Delta protocol, "Per-file
+// Statistics"). A file with
 // a deletion vector must state numRecords: stats that are missing,
 // unreadable or without it become {"numRecords": rows}.
 func wideStats(stats string, rows int64) string {

@@ -18,7 +18,8 @@ import (
 // TestUpsertMarkedFileWithoutStats: a live file logged without stats (as
 // some writers do) gets a deletion vector from an upsert. The protocol
 // requires numRecords in the stats of every add carrying a deletion
-// vector (delta-protocol.md §2: stats "required with DVs"; readers compute
+// vector (the Delta protocol, "Deletion Vectors": a file with a DV must
+// have correct numRecords in its stats; readers compute
 // logical rows as numRecords − cardinality): the re-added file states them.
 func TestUpsertMarkedFileWithoutStats(t *testing.T) {
 	mem := checkedMem(t)

@@ -170,18 +170,18 @@ func TestUpsertDeletionVectorGolden(t *testing.T) {
 		apply       func(before []string) []string
 	}{
 		{
-			name: "small", table: "table-with-dv-small", keys: []string{"value"}, cols: []string{"value"},
+			name: "small", table: "dv-small", keys: []string{"value"}, cols: []string{"value"},
 			rec:   func(mem memory.Allocator) arrow.RecordBatch { return valueBatch(mem, small) },
 			apply: func(before []string) []string { return applyKeys(before, small) },
 		},
 		{
-			name: "small-copy-on-write", table: "table-with-dv-small", keys: []string{"value"}, cols: []string{"value"}, copyOnWrite: true,
+			name: "small-copy-on-write", table: "dv-small", keys: []string{"value"}, cols: []string{"value"}, copyOnWrite: true,
 			rec:   func(mem memory.Allocator) arrow.RecordBatch { return valueBatch(mem, small) },
 			apply: func(before []string) []string { return applyKeys(before, small) },
 		},
 		{
 			// col1 2 is marked deleted by Spark; 1 and 3 are live.
-			name: "partitioned-checkpoint", table: "dv-partitioned-with-checkpoint",
+			name: "partitioned-checkpoint", table: "dv-partitioned-checkpoint",
 			keys: []string{"col1"}, cols: []string{"col1", "part", "col2"}, partition: []string{"part"},
 			rec: func(mem memory.Allocator) arrow.RecordBatch {
 				return partBatch(mem, []partChange{{1, "", "D"}, {3, "x", "U"}, {2, "back", "U"}, {100, "new", "I"}})
@@ -248,7 +248,7 @@ func applyKeys(rows []string, changes []idChange) []string {
 	return sortedCopy(list)
 }
 
-// valueBatch is a changelog of table-with-dv-small (value int32).
+// valueBatch is a changelog of dv-small (value int32).
 func valueBatch(mem memory.Allocator, rows []idChange) arrow.RecordBatch {
 	b := array.NewRecordBuilder(mem, arrow.NewSchema([]arrow.Field{
 		{Name: "value", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
@@ -262,7 +262,7 @@ func valueBatch(mem memory.Allocator, rows []idChange) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
-// partChange is a changelog row of dv-partitioned-with-checkpoint: part is
+// partChange is a changelog row of dv-partitioned-checkpoint: part is
 // col1 % 10, as the table was generated.
 type partChange struct {
 	col1 int32

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -137,18 +136,14 @@ func sameRows(t *testing.T, what string, got, want []string) {
 	t.Fatalf("%s: %d rows, want %d", what, len(got), len(want))
 }
 
-// goldenCopy copies the golden table name into a fresh folder and returns
-// its file:// URI. The golden tables live next to the repository, found
-// from the module's go.mod.
+// goldenCopy copies the reference table name (testdata/delta-golden,
+// written by its generate.py) into a fresh folder and returns its file://
+// URI.
 func goldenCopy(t *testing.T, name string) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		t.Fatalf("go env GOMOD: %v", err)
-	}
-	src := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "..", "shared", "testdata", "delta-golden", name)
-	if _, err := os.Stat(src); err != nil {
-		t.Fatalf("golden table %s is not available (it lives in ../shared/testdata/delta-golden beside the repository): %v", name, err)
+	src := filepath.Join("..", "..", "testdata", "delta-golden", name)
+	if _, err := os.Stat(filepath.Join(src, "_delta_log")); err != nil {
+		t.Fatalf("golden table %s is missing (make golden writes testdata/delta-golden): %v", name, err)
 	}
 	dst := filepath.Join(t.TempDir(), name)
 	if err := os.CopyFS(dst, os.DirFS(src)); err != nil {

@@ -72,7 +72,7 @@ func (o *mergeOutcome) mark(path string, rows int64, gone []int64) error {
 }
 
 // mergeInto applies the collapse res to the table at snap, copy-on-write
-// (delta-protocol.md, "Copy-on-write MERGE"):
+// (docs/delta.md, "Upsert"):
 //
 //  1. candidates: active files whose partition values match a source key's
 //     partition key values and whose key min/max statistics overlap the

@@ -19,7 +19,8 @@ import (
 // batchOverhead is left below a topic's max.message.bytes for the record
 // batch header (61 bytes) when sizing sarama's Producer.MaxMessageBytes,
 // which caps whole batches: a batch then never exceeds the topic's limit,
-// and only a record that is itself too large is refused (kafka-notes.md §7).
+// and only a record that is itself too large is refused (docs/kafka.md,
+// "Dead-letter topic").
 const batchOverhead = 100
 
 // defaultMaxMessageBytes is Kafka's message.max.bytes default, used when a

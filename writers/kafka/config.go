@@ -99,7 +99,7 @@ type CreateTopic struct {
 	Configs           map[string]string `yaml:"configs"`
 }
 
-// NewConfig returns the defaults of interface.md: json, murmur2, append,
+// NewConfig returns the defaults of docs/kafka.md: json, murmur2, append,
 // no compression, ISO-8601 timestamps, sticky batches of 1000 records,
 // markers in _quiver_commits. Brokers and Topic have no default.
 func NewConfig() *Config {

@@ -23,7 +23,7 @@ func partitioner(name string, stickyBatch int) sarama.PartitionerConstructor {
 
 // stickyPartitioner sends batch records in a row to one partition, then
 // moves to the next one, ignoring keys: few, full batches, as Kafka's
-// uniform sticky partitioner does. sarama has none (kafka-notes.md §8).
+// uniform sticky partitioner does. sarama has none.
 type stickyPartitioner struct {
 	batch int
 

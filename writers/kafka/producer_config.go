@@ -32,7 +32,8 @@ const (
 	deliveryWait = retryBudget + 3*time.Second
 )
 
-// producerConfig is the verified configuration of kafka-notes.md §4 with
+// producerConfig is the producer configuration of docs/kafka.md (idempotent,
+// acks=all, one request in flight) with
 // the timing above; txnID makes it transactional, with transactions the
 // broker aborts txnTimeout after their first record.
 func (w *Writer) producerConfig(maxBytes int, txnID string, txnTimeout time.Duration) *sarama.Config {

@@ -43,7 +43,7 @@ type Config struct {
 // million int64 keys.
 const DefaultKeyIndexMaxBytes = 1 << 30
 
-// NewConfig returns the defaults of interface.md: append; for
+// NewConfig returns the defaults of docs/lance.md, "Config": append; for
 // merge_insert update_all, insert_all, keep, fail. DatasetURI has none.
 func NewConfig() *Config {
 	return &Config{

@@ -144,7 +144,7 @@ func TestKeyIndexMatchesScan(t *testing.T) {
 					file := filepath.Join(db, fmt.Sprintf("l%d.arrow", round))
 					writeIPC(t, file, rec)
 					rec.Release()
-					lanceprobe.RunQuiver(t, "merge-insert", db, "t", file, "--on", "id,k2")
+					lanceprobe.Run(t, "merge-insert", db, "t", file, "--on", "id,k2")
 				}
 				c := combos[round%len(combos)]
 				w.cfg.WhenMatched, w.cfg.WhenNotMatched, w.cfg.WhenNotMatchedBySource, w.cfg.SourceDuplicates = c[0], c[1], c[2], c[3]

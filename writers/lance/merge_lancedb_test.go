@@ -155,7 +155,7 @@ func TestMergeInsertMatchesLanceDB(t *testing.T) {
 				writeIPC(t, file, rec)
 				_, qerr := mergeRows(mw, int64(round+1), rec)
 				rec.Release()
-				out := lanceprobe.RunQuiver(t, "merge-insert", db, "l", file, "--on", strings.Join(on, ","),
+				out := lanceprobe.Run(t, "merge-insert", db, "l", file, "--on", strings.Join(on, ","),
 					"--matched", opts[0], "--not-matched", opts[1], "--by-source", opts[2], "--compare", "q")
 				lerr, lrows, qrows := parseDiff(t, out)
 				t.Logf("round %d %v: %d source rows, quiver err %v, lancedb err %q", round, opts, len(src), qerr, lerr)

@@ -128,7 +128,7 @@ func TestLanceDBReadsAcceptedNames(t *testing.T) {
 	rec := writertest.ZeroRecord(mem, arrow.NewSchema(acceptedNames, nil), 3)
 	defer rec.Release()
 	commitRows(t, w, writers.AutoKey("s"), rec)
-	out := lanceprobe.RunQuiver(t, "dump", db, "names", "--on", "id")
+	out := lanceprobe.Run(t, "dump", db, "names", "--on", "id")
 	wantLines(t, out, `"version":1`, `"a b":"0"`, `"ID":"0"`, `"a.b":"0"`, "\"c`d\":\"0\"")
 	if n := strings.Count(out, `"a b"`); n != 3 {
 		t.Fatalf("LanceDB read %d rows, want 3:\n%s", n, out)

@@ -185,7 +185,7 @@ func TestQuiverRebasesOverLanceDBCommits(t *testing.T) {
 		t.Fatalf("base version: %v, %v", base, err)
 	}
 
-	wantLines(t, lanceprobe.RunQuiver(t, "append", db, "items", "--from", "1000", "--count", "2"), "version=2 rows=8")
+	wantLines(t, lanceprobe.Run(t, "append", db, "items", "--from", "1000", "--count", "2"), "version=2 rows=8")
 	wantLines(t, lanceprobe.Run(t, "verify", db, "items", "--mutate"), "== after mutate: version=4 rows=8")
 
 	txn := &lanceformat.Transaction{Op: lanceformat.OpAppend, Fragments: []lanceformat.Fragment{desc.Fragments[0].lance()},
@@ -225,7 +225,7 @@ func TestLanceDBIndexSurvivesQuiverAppend(t *testing.T) {
 	defer mem.AssertSize(t, 0)
 	db, dir := dbDir(t, "t")
 	lanceprobe.Run(t, "scenario", db, "--storage", "2.0")
-	wantLines(t, lanceprobe.RunQuiver(t, "index", db, "t", "--column", "id"), "indexed: version=5", `"name":"id_idx"`)
+	wantLines(t, lanceprobe.Run(t, "index", db, "t", "--column", "id"), "indexed: version=5", `"name":"id_idx"`)
 
 	w := newWriter(t, dir, mem)
 	defer w.Close(context.Background())

@@ -4,8 +4,8 @@
 // The write path ([NewWriter]) encodes with github.com/parquet-go/parquet-go
 // one column at a time straight from the Arrow buffers: no row structs, no
 // per-row allocation. It maps Arrow types to the Parquet types Spark,
-// delta-rs and DuckDB expect (see the type table in
-// ../shared/docs/delta-protocol.md, section 8) and computes per-column
+// delta-rs and DuckDB expect (the type table of docs/delta.md, "Types",
+// after the Delta protocol's "Primitive Types") and computes per-column
 // statistics ([FileStats]) from the Arrow data as batches go by, so the Delta
 // layer can build its stats JSON without reading the file back.
 //
@@ -59,7 +59,7 @@ type Options struct {
 	// encoded; the others are written PLAIN. A dictionary that outgrows
 	// 1 MiB falls back to PLAIN for the rest of its row group. Trying a
 	// dictionary on every column is what makes other encoders 2-4x slower
-	// (measured.md).
+	// (as measured when this package was written).
 	NoDictionary bool
 }
 

@@ -7,7 +7,8 @@ import (
 )
 
 // Dictionary choice. Trying a dictionary on every column is what makes
-// general-purpose encoders 2-4x slower than needed (measured.md), so a
+// general-purpose encoders 2-4x slower than needed (as measured when this
+// package was written), so a
 // column is dictionary encoded only when a sample of its first values has
 // few distinct ones. parquet-go falls back to PLAIN for the rest of a row
 // group if a dictionary outgrows dictionaryMaxBytes, which bounds the cost

@@ -11,11 +11,12 @@ import (
 )
 
 // goldenINT96 is a Delta table written by Spark with legacy INT96
-// timestamps (../shared/testdata/delta-golden/README.md).
-const goldenINT96 = "../../../shared/testdata/delta-golden/kernel-timestamp-INT96"
+// timestamps (testdata/delta-golden/README.md, types-timestamp-int96).
+const goldenINT96 = "../../testdata/delta-golden/types-timestamp-int96"
 
 // TestReadSparkINT96 reads Spark's INT96 timestamps as timestamp[us, UTC]
-// with the values the golden table's README lists.
+// with the values the table's generator wrote (INT96_ROWS of
+// testdata/delta-golden/generate.py).
 func TestReadSparkINT96(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)

@@ -38,7 +38,7 @@ type leaf struct {
 }
 
 // newLeaf maps a primitive Arrow type to its Parquet leaf (type table in
-// delta-protocol.md, section 8).
+// docs/delta.md, "Types").
 func newLeaf(path []string, dt arrow.DataType) (*leaf, error) {
 	l := &leaf{path: path, valueType: dt}
 	if d, ok := dt.(*arrow.DictionaryType); ok {

@@ -1,7 +1,7 @@
 package deltalog
 
 // Row types of a classic (V1) checkpoint, Spark 3.x layout
-// (delta-protocol.md §7): every field optional, one action per row, maps as
+// (the Delta protocol, "Checkpoint Schema"): every field optional, one action per row, maps as
 // key_value groups, lists 3-level. parquet-go matches columns by name when
 // reading, so checkpoints missing some columns (or carrying extra ones such
 // as stats_parsed and partitionValues_parsed) read fine.

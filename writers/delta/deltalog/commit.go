@@ -61,7 +61,9 @@ type CommitOptions struct {
 //
 // The table must pass CheckWritable, and with delta.appendOnly=true a
 // remove with dataChange is refused (ErrUnsupported). On a lost race
-// Commit reads the winning commits and applies delta-protocol.md §6: a
+// Commit reads the winning commits and applies the conflict rules of
+// Delta's optimistic concurrency (docs/delta.md, "How rows become a
+// commit"): a
 // winner's metaData, a protocol change on both sides, a shared domain, a
 // txn for an appId this commit writes, a concurrent remove of a file this
 // commit removes or read, and (when reading) a concurrent append are

@@ -3,7 +3,7 @@
 // (JSON commits, classic and multi-part Parquet checkpoints,
 // _last_checkpoint as a hint), table-feature gating (CheckReadable,
 // CheckWritable), table creation, optimistic-concurrency commits with the
-// conflict rules of ../docs/delta-protocol.md §6, Parquet checkpoints,
+// conflict rules of Delta's optimistic concurrency, Parquet checkpoints,
 // Arrow ⇄ Delta type mapping, per-file statistics JSON, partition-value /
 // path encoding, and deletion vectors (reading every stored form, writing
 // deletion-vector files; Z85 and portable roaring64, byte-compatible with

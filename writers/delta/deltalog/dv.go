@@ -15,9 +15,9 @@ import (
 	"github.com/google/uuid"
 )
 
-// Deletion-vector storage, as checked byte by byte on the golden tables
-// (table-with-dv-small, dv-partitioned-with-checkpoint,
-// log-replay-dv-key-cases, table_with_deletion_logs):
+// Deletion-vector storage, as checked byte by byte on the Spark-written
+// reference tables of testdata/delta-golden (dv-small, dv-same-file,
+// dv-partitioned-checkpoint, dv-large):
 //
 //	file    = version:u8(=1) entry*
 //	entry   = size:u32be bitmap crc:u32be     (descriptor offset → size)

@@ -43,59 +43,86 @@ func bitmapRows(bm *roaring64.Bitmap) []int64 {
 func goldenDVFiles(tb testing.TB) []string {
 	files, err := filepath.Glob(filepath.Join(goldenDir, "*", "deletion_vector_*.bin"))
 	if err != nil || len(files) == 0 {
-		tb.Fatalf("no golden deletion-vector files under %s: %v", goldenDir, err)
+		tb.Fatalf("no golden deletion-vector files under %s (make golden writes them): %v", goldenDir, err)
 	}
 	return files
 }
 
-// TestGoldenDeletionVectorBytes: every Spark-written golden file holds one
-// entry at offset 1, and rebuilding its rows with DeletionVectorFile gives
-// the same file byte for byte (portable layout, no run containers, CRC of
-// magic + bitmap).
+// dvEntries splits a deletion-vector file into its serialized bitmaps
+// (version byte, then size, bitmap and CRC per entry).
+func dvEntries(data []byte) ([][]byte, error) {
+	if len(data) == 0 || data[0] != dvFormatVersion {
+		return nil, errors.New("no version byte")
+	}
+	var out [][]byte
+	for off := 1; off < len(data); {
+		if len(data)-off < 8 {
+			return nil, errors.New("truncated entry")
+		}
+		size := int(binary.BigEndian.Uint32(data[off:]))
+		if size > len(data)-off-8 {
+			return nil, errors.New("entry overruns the file")
+		}
+		out = append(out, data[off+4:off+4+size])
+		off += 4 + size + 4
+	}
+	return out, nil
+}
+
+// TestGoldenDeletionVectorBytes: rebuilding every Spark-written golden file
+// from its rows with DeletionVectorFile gives the same file byte for byte
+// (portable layout, no run containers, CRC of magic + bitmap), entry after
+// entry at the offsets the writer chose.
 func TestGoldenDeletionVectorBytes(t *testing.T) {
+	entries := 0
 	for _, path := range goldenDVFiles(t) {
 		t.Run(filepath.Base(filepath.Dir(path))+"/"+filepath.Base(path), func(t *testing.T) {
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			size := int(binary.BigEndian.Uint32(data[1:]))
-			if data[0] != dvFormatVersion || len(data) != 1+4+size+4 {
-				t.Fatalf("version %d, size %d, file %d bytes: not one entry at offset 1", data[0], size, len(data))
-			}
-			bm, err := decodeBitmap(data[5 : 5+size])
-			if err != nil {
-				t.Fatal(err)
+			bitmaps, err := dvEntries(data)
+			if err != nil || len(bitmaps) == 0 {
+				t.Fatalf("%d entries: %v", len(bitmaps), err)
 			}
 			f := NewDeletionVectorFile()
-			d, err := f.Add(bitmapRows(bm))
-			if err != nil {
-				t.Fatal(err)
+			for _, raw := range bitmaps {
+				bm, err := decodeBitmap(raw)
+				if err != nil {
+					t.Fatal(err)
+				}
+				offset := len(f.Bytes())
+				d, err := f.Add(bitmapRows(bm))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if int(*d.Offset) != offset || int(d.SizeInBytes) != len(raw) || d.Cardinality != int64(bm.GetCardinality()) {
+					t.Fatalf("descriptor %+v, want offset %d size %d", d, offset, len(raw))
+				}
+				entries++
 			}
 			if !bytes.Equal(f.Bytes(), data) {
 				t.Fatalf("rebuilt file\n%x\nwant\n%x", f.Bytes(), data)
 			}
-			if *d.Offset != 1 || int(d.SizeInBytes) != size || d.Cardinality != int64(bm.GetCardinality()) {
-				t.Fatalf("descriptor %+v", d)
-			}
 		})
 	}
+	t.Logf("%d deletion vectors rebuilt byte for byte", entries)
 }
 
 // TestReadDeletionVectorGolden applies the deletion vectors of the live
-// files to their Parquet rows and checks what README.md states.
+// files to their Parquet rows and checks what the README states.
 func TestReadDeletionVectorGolden(t *testing.T) {
 	for _, tc := range []struct {
 		table  string
 		column string  // integer column collected from the surviving rows
 		rows   int     // rows left once deletion vectors are applied
-		want   []int64 // the surviving values, sorted; nil = not stated
+		want   []int64 // the surviving values, sorted
 	}{
-		{"table-with-dv-small", "value", 8, span(1, 9, 1)},
+		{"dv-small", "value", 8, span(1, 9, 1)},
 		// Generator: col1 = x for x < 50, minus col1 ∈ {0, 2, …, 28}.
-		{"dv-partitioned-with-checkpoint", "col1", 35, MergeRows(span(1, 29, 2), span(29, 50, 1))},
-		{"log-replay-dv-key-cases", "id", 47, nil},
-		{"table_with_deletion_logs", "id", 98, nil},
+		{"dv-partitioned-checkpoint", "col1", 35, MergeRows(span(1, 29, 2), span(29, 50, 1))},
+		{"dv-same-file", "id", 47, slices.DeleteFunc(span(0, 50, 1), func(v int64) bool { return v > 0 && v < 40 && v%10 == 0 })},
+		{"dv-large", "id", 35000, span(1, 70000, 2)},
 	} {
 		t.Run(tc.table, func(t *testing.T) {
 			ctx := t.Context()
@@ -117,8 +144,8 @@ func TestReadDeletionVectorGolden(t *testing.T) {
 						t.Fatalf("%s: rows %v, cardinality %d", a.Path, deleted, a.DeletionVector.Cardinality)
 					}
 				}
-				if tc.table == "table-with-dv-small" && !slices.Equal(deleted, []int64{0, 9}) {
-					t.Fatalf("deleted rows %v, want [0 9] (selection vector [F,T,T,T,T,T,T,T,T,F])", deleted)
+				if tc.table == "dv-small" && !slices.Equal(deleted, []int64{0, 9}) {
+					t.Fatalf("deleted rows %v, want [0 9] (the DELETE of values 0 and 9)", deleted)
 				}
 				kept = append(kept, survivingValues(t, b, a.Path, tc.column, deleted)...)
 			}
@@ -129,7 +156,7 @@ func TestReadDeletionVectorGolden(t *testing.T) {
 				t.Fatalf("%d rows survive, want %d", len(kept), tc.rows)
 			}
 			slices.Sort(kept)
-			if tc.want != nil && !slices.Equal(kept, tc.want) {
+			if !slices.Equal(kept, tc.want) {
 				t.Fatalf("surviving %s = %v, want %v", tc.column, kept, tc.want)
 			}
 		})
@@ -355,7 +382,7 @@ func TestDeletionVectorKey(t *testing.T) {
 		corrupt bool
 	}{
 		{"nil", nil, "", false, false},
-		{"golden relative", &DeletionVector{StorageType: "u", PathOrInlineDv: id}, name, true, false},
+		{"relative", &DeletionVector{StorageType: "u", PathOrInlineDv: id}, name, true, false},
 		{"random prefix", &DeletionVector{StorageType: "u", PathOrInlineDv: "ab" + id}, "ab/" + name, true, false},
 		{"inline", &DeletionVector{StorageType: "i", PathOrInlineDv: "HelloWorld"}, "", false, false},
 		{"absolute", &DeletionVector{StorageType: "p", PathOrInlineDv: "file:/tmp/x.bin"}, "", false, false},
@@ -433,8 +460,16 @@ func hostileBitmaps(t testing.TB) map[string][]byte {
 // within maxDeletionVectorRows.
 func FuzzDecodeBitmap(f *testing.F) {
 	for _, path := range goldenDVFiles(f) {
-		if data, err := os.ReadFile(path); err == nil && len(data) > 9 {
-			f.Add(data[5 : len(data)-4])
+		data, err := os.ReadFile(path)
+		if err != nil {
+			f.Fatal(err)
+		}
+		bitmaps, err := dvEntries(data)
+		if err != nil {
+			f.Fatalf("%s: %v", path, err)
+		}
+		for _, b := range bitmaps {
+			f.Add(b)
 		}
 	}
 	for _, rows := range [][]uint64{{0}, {1, 1 << 32, 1 << 40}, {65535, 65536}} {

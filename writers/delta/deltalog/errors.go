@@ -21,7 +21,7 @@ var (
 	ErrCorrupt = fmt.Errorf("corrupt delta log: %w", writers.ErrInvalid)
 )
 
-// ConflictKind names the rule of delta-protocol.md §6 a winning commit hit.
+// ConflictKind names the conflict rule a winning commit hit (see Commit).
 type ConflictKind string
 
 // Conflict kinds, after Spark's ConflictChecker exception names.

@@ -15,9 +15,9 @@ const (
 
 // featureRule says what Quiver does with a listed feature: ok reports
 // whether the table (with this feature listed) is usable. A nil rule means
-// "always supported"; the policy follows the feature table of
-// delta-protocol.md §4 for a reader of logs and an append/whole-file
-// overwrite writer.
+// "always supported"; the policy follows the Delta protocol's "Table
+// Features" for a reader of logs and an append/whole-file overwrite writer
+// (docs/delta.md, "Refused, and why").
 type featureRule func(s *Snapshot) (ok bool, why string)
 
 func always(*Snapshot) (bool, string) { return true, "" }

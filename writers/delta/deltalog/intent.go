@@ -13,7 +13,7 @@ import (
 )
 
 // intent is what a commit writes and what it read, for conflict checks
-// (delta-protocol.md §6).
+// (see Commit).
 type intent struct {
 	actions   []Action
 	opts      CommitOptions

@@ -16,7 +16,7 @@ func TestZ85KnownVectors(t *testing.T) {
 		encoded string
 	}{
 		{"ZeroMQ spec HelloWorld", []byte{0x86, 0x4F, 0xD2, 0x6F, 0xB5, 0x59, 0xF7, 0x5B}, "HelloWorld"},
-		{"golden table-with-dv-small UUID", dvID[:], "vBn[lx{q8@P<9BNH/isA"},
+		{"deletion-vector UUID", dvID[:], "vBn[lx{q8@P<9BNH/isA"},
 		{"zeros", make([]byte, 4), "00000"},
 		{"max group", []byte{0xFF, 0xFF, 0xFF, 0xFF}, "%nSc0"},
 		{"empty", nil, ""},

@@ -4,8 +4,10 @@
 // .bin), transactions, and the put-if-absent commit protocol with rebasing
 // over concurrent appends.
 //
-// The byte layouts follow docs/lance-format.md of the Quiver workspace
-// (verified against LanceDB 0.31.0); the protobuf messages are encoded and
+// The byte layouts follow the Lance format specification (the file format
+// and table format pages of the Lance documentation, and the .proto files
+// of the lance repository), checked against LanceDB 0.31.0 by the tests
+// (docs/lance.md, "What Quiver writes"); the protobuf messages are encoded and
 // decoded by hand with protowire, keeping only the fields Quiver needs and
 // carrying every other field of a message through unchanged.
 //

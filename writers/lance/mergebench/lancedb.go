@@ -55,7 +55,7 @@ func (l *lanceDB) createBase(rows int64, log io.Writer) error {
 	}
 	fmt.Fprintf(log, "mergebench: LanceDB creates the %d-row base dataset\n", rows)
 	var created struct{ Rows int64 }
-	if err := lanceprobe.NodeJSON(l.probe, lanceprobe.QuiverScript, &created, "create-ipc", l.db, baseTable, file, "--storage", "2.0"); err != nil {
+	if err := lanceprobe.NodeJSON(l.probe, lanceprobe.Script, &created, "create-ipc", l.db, baseTable, file, "--storage", "2.0"); err != nil {
 		return fmt.Errorf("lancedb createTable: %w", err)
 	}
 	if created.Rows != rows {
@@ -66,7 +66,7 @@ func (l *lanceDB) createBase(rows int64, log io.Writer) error {
 			return err
 		}
 	}
-	if out, err := lanceprobe.Node(l.probe, lanceprobe.QuiverScript, "index", l.db, indexedTable, "--column", "id"); err != nil {
+	if out, err := lanceprobe.Node(l.probe, lanceprobe.Script, "index", l.db, indexedTable, "--column", "id"); err != nil {
 		return fmt.Errorf("lancedb createIndex: %w\n%s", err, out)
 	}
 	return nil
@@ -81,7 +81,7 @@ func (l *lanceDB) merges(table string, files []string, rows int64, log io.Writer
 			Error string
 			MS    float64
 		}
-		if err := lanceprobe.NodeJSON(l.probe, lanceprobe.QuiverScript, &res, "merge-insert", l.db, table, file, "--on", "id"); err != nil {
+		if err := lanceprobe.NodeJSON(l.probe, lanceprobe.Script, &res, "merge-insert", l.db, table, file, "--on", "id"); err != nil {
 			return result{}, fmt.Errorf("lancedb mergeInsert: %w", err)
 		}
 		if res.Error != "" || res.MS <= 0 {

@@ -130,7 +130,7 @@ func lanceDB(dir string, rows int64, runs int, log io.Writer) (row, error) {
 			Rows int64
 			MS   float64
 		}
-		if err := lanceprobe.NodeJSON(probe, lanceprobe.QuiverScript, &res, "create-ipc", filepath.Join(dir, "lancedb"), fmt.Sprintf("t%d", i), file, "--storage", "2.0"); err != nil {
+		if err := lanceprobe.NodeJSON(probe, lanceprobe.Script, &res, "create-ipc", filepath.Join(dir, "lancedb"), fmt.Sprintf("t%d", i), file, "--storage", "2.0"); err != nil {
 			return row{}, fmt.Errorf("lancedb createTable: %w", err)
 		}
 		if res.Rows != rows || res.MS <= 0 {

@@ -1,21 +1,20 @@
-// Package lanceprobe runs the LanceDB probe (tools/lance-probe/probe.mjs
-// of the Quiver workspace, @lancedb/lancedb 0.31.0 = lance 8.0.0) from Go
-// tests, to prove that real Lance reads what Quiver writes and the other
-// way round.
+// Package lanceprobe runs Quiver's LanceDB probe (probe/probe.mjs, on
+// @lancedb/lancedb 0.31.0 = lance 8.0.0, pinned by probe/package.json and
+// probe/package-lock.json) from Go tests, to prove that real Lance reads
+// what Quiver writes and the other way round.
 //
-// The probe folder is copied to a cache directory outside the repository
-// ($GOCACHE/../quiver-lance-probe) and installed there once with
-// `npm run setup:<platform>`; tests skip only when node or npm is missing.
-// Set QUIVER_LANCE_PROBE_SRC to use another probe folder.
-//
-// Beside probe.mjs the cache folder holds quiverprobe.mjs (embedded here):
-// Quiver's own LanceDB commands (append, index, create-ipc, merge-insert, dump), kept out of
-// the shared workspace.
+// The probe files are embedded in this package. On first use they are
+// written to a cache folder outside the repository,
+// $GOCACHE/../quiver-lance-probe/<hash of the lockfile>, and installed
+// there with `npm ci` (so a changed lockfile installs afresh); tests skip
+// only when node or npm is missing.
 package lanceprobe
 
 import (
 	"bytes"
-	_ "embed"
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -32,24 +31,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 )
 
-// defaultSource returns where the shared workspace keeps the probe: the
-// folder shared/ beside the module root (as in development and CI).
-func defaultSource() (string, error) {
-	out, err := exec.Command("go", "env", "GOMOD").Output()
-	if err != nil {
-		return "", err
-	}
-	root := filepath.Dir(strings.TrimSpace(string(out)))
-	return filepath.Join(root, "..", "shared", "tools", "lance-probe"), nil
-}
+//go:embed probe/package.json probe/package-lock.json probe/probe.mjs
+var probeFiles embed.FS
 
-// quiverProbe is Quiver's own probe script (see the package doc).
-//
-//go:embed quiverprobe.mjs
-var quiverProbe []byte
-
-// QuiverScript is the file name of quiverProbe in the probe folder.
-const QuiverScript = "quiverprobe.mjs"
+// Script is the probe's file name in the installed folder.
+const Script = "probe.mjs"
 
 var (
 	setupOnce sync.Once
@@ -69,7 +55,12 @@ func Install() (string, error) {
 			return "", ErrNoNode
 		}
 	}
-	setupOnce.Do(install)
+	setupOnce.Do(func() {
+		var err error
+		if setupDir, err = install(); err != nil {
+			setupErr = err.Error()
+		}
+	})
 	if setupErr != "" {
 		return "", errors.New("lanceprobe: " + setupErr)
 	}
@@ -91,69 +82,85 @@ func Dir(t testing.TB) string {
 	return dir
 }
 
-func install() {
-	src := os.Getenv("QUIVER_LANCE_PROBE_SRC")
-	if src == "" {
-		var err error
-		if src, err = defaultSource(); err != nil {
-			setupErr = "go env GOMOD: " + err.Error()
-			return
-		}
+// nativePackages names @lancedb/lancedb's native module per platform.
+var nativePackages = map[string]string{
+	"linux/amd64":  "@lancedb/lancedb-linux-x64-gnu",
+	"linux/arm64":  "@lancedb/lancedb-linux-arm64-gnu",
+	"darwin/arm64": "@lancedb/lancedb-darwin-arm64",
+}
+
+// installedStamp is written once an install has completed.
+const installedStamp = ".installed"
+
+func install() (string, error) {
+	lockfile, err := probeFiles.ReadFile("probe/package-lock.json")
+	if err != nil {
+		return "", err
+	}
+	native := nativePackages[runtime.GOOS+"/"+runtime.GOARCH]
+	if native == "" {
+		return "", fmt.Errorf("no LanceDB native module for %s/%s", runtime.GOOS, runtime.GOARCH)
+	}
+	// The native module is an optional dependency of @lancedb/lancedb, like
+	// the embedding packages that must not be installed (their install
+	// scripts download binaries): install it alone, at the locked version.
+	var lock struct {
+		Packages map[string]struct{ Version string } `json:"packages"`
+	}
+	if err := json.Unmarshal(lockfile, &lock); err != nil {
+		return "", fmt.Errorf("probe/package-lock.json: %w", err)
+	}
+	version := lock.Packages["node_modules/"+native].Version
+	if version == "" {
+		return "", fmt.Errorf("probe/package-lock.json does not lock %s", native)
 	}
 	out, err := exec.Command("go", "env", "GOCACHE").Output()
 	if err != nil {
-		setupErr = "go env GOCACHE: " + err.Error()
-		return
+		return "", fmt.Errorf("go env GOCACHE: %w", err)
 	}
-	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "quiver-lance-probe")
+	sum := sha256.Sum256(lockfile)
+	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "quiver-lance-probe", hex.EncodeToString(sum[:8]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		setupErr = err.Error()
-		return
+		return "", err
 	}
 	// Test binaries of several packages install at once (go test runs
 	// them in parallel): one at a time, and files replaced atomically so
-	// that a running probe never reads half a package.json.
-	lock, err := os.OpenFile(filepath.Join(dir, ".install.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	// that a running probe never reads half a script.
+	lk, err := os.OpenFile(filepath.Join(dir, ".install.lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		setupErr = err.Error()
-		return
+		return "", err
 	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		setupErr = "lock the probe folder: " + err.Error()
-		return
+	defer lk.Close()
+	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
+		return "", fmt.Errorf("lock the probe folder: %w", err)
 	}
-	for _, f := range []string{"package.json", "probe.mjs"} {
-		b, err := os.ReadFile(filepath.Join(src, f))
+	for _, name := range []string{"package.json", "package-lock.json", Script} {
+		b, err := probeFiles.ReadFile("probe/" + name)
 		if err != nil {
-			setupErr = "read probe source (set QUIVER_LANCE_PROBE_SRC): " + err.Error()
-			return
+			return "", err
 		}
-		if err := replaceFile(filepath.Join(dir, f), b); err != nil {
-			setupErr = err.Error()
-			return
+		if err := replaceFile(filepath.Join(dir, name), b); err != nil {
+			return "", err
 		}
 	}
-	if err := replaceFile(filepath.Join(dir, QuiverScript), quiverProbe); err != nil {
-		setupErr = err.Error()
-		return
+	if _, err := os.Stat(filepath.Join(dir, installedStamp)); err == nil {
+		return dir, nil
 	}
-	setupDir = dir
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@lancedb", "lancedb")); err == nil {
-		if matches, _ := filepath.Glob(filepath.Join(dir, "node_modules", "@lancedb", "lancedb-*")); len(matches) > 0 {
-			return
+	quiet := []string{"--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund"}
+	for _, args := range [][]string{
+		append([]string{"ci"}, quiet...),
+		append([]string{"install", "--no-save", "--no-package-lock", native + "@" + version}, quiet...),
+	} {
+		cmd := exec.Command("npm", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("npm %s: %w\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	platform := map[string]string{"linux/amd64": "linux-x64", "linux/arm64": "linux-arm64", "darwin/arm64": "darwin-arm64"}[runtime.GOOS+"/"+runtime.GOARCH]
-	if platform == "" {
-		setupErr = "no probe setup script for " + runtime.GOOS + "/" + runtime.GOARCH
-		return
+	if err := replaceFile(filepath.Join(dir, installedStamp), []byte(native+"@"+version+"\n")); err != nil {
+		return "", err
 	}
-	cmd := exec.Command("npm", "run", "setup:"+platform)
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		setupErr = "npm run setup:" + platform + ": " + err.Error() + "\n" + string(out)
-	}
+	return dir, nil
 }
 
 // replaceFile gives path the contents b, atomically, unless it has them.
@@ -172,21 +179,10 @@ func replaceFile(path string, b []byte) error {
 // exit fails the test with the output.
 func Run(t testing.TB, args ...string) string {
 	t.Helper()
-	return runScript(t, "probe.mjs", args)
-}
-
-// RunQuiver runs `node quiverprobe.mjs args...` like Run.
-func RunQuiver(t testing.TB, args ...string) string {
-	t.Helper()
-	return runScript(t, QuiverScript, args)
-}
-
-func runScript(t testing.TB, script string, args []string) string {
-	t.Helper()
 	dir := Dir(t)
-	out, err := Node(dir, script, args...)
+	out, err := Node(dir, Script, args...)
 	if err != nil {
-		t.Fatalf("node %s %s: %v\n%s", script, strings.Join(args, " "), err, out)
+		t.Fatalf("node %s %s: %v\n%s", Script, strings.Join(args, " "), err, out)
 	}
 	return out
 }
@@ -203,7 +199,7 @@ func Node(dir, script string, args ...string) (string, error) {
 }
 
 // WriteIPC writes recs (borrowed, of schema) to the Arrow IPC file path,
-// the input format of quiverprobe.mjs's create-ipc and merge-insert.
+// the input format of the probe's create-ipc and merge-insert.
 func WriteIPC(path string, schema *arrow.Schema, recs []arrow.RecordBatch) error {
 	f, err := os.Create(path)
 	if err != nil {
@@ -226,7 +222,7 @@ func WriteIPC(path string, schema *arrow.Schema, recs []arrow.RecordBatch) error
 }
 
 // NodeJSON runs `node script args...` like Node and decodes the last line
-// of its output, the JSON answer of quiverprobe.mjs's timed commands,
+// of its output, the JSON answer of the probe's timed commands,
 // into v.
 func NodeJSON(dir, script string, v any, args ...string) error {
 	out, err := Node(dir, script, args...)
