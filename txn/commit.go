@@ -112,6 +112,14 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 	decided, pending := t.decision != nil, t.pending
 	c.mu.Unlock()
 	if !decided {
+		if err := c.checkHanded(ctx, t, handed); err != nil {
+			if pending {
+				c.mu.Lock()
+				c.dropLocked(t)
+				c.mu.Unlock()
+			}
+			return Status{}, err
+		}
 		rec := &record{typ: recDecide, Writer: writer, Epoch: epoch, At: c.now(), Descriptors: decision}
 		if err := c.log(nil, rec); err != nil {
 			if pending {
@@ -124,6 +132,30 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 		c.crashAt(crashAfterDecision)
 	}
 	return c.finish(ctx, t)
+}
+
+// checkHanded asks the sinks that can (writers.DescriptorChecker) whether
+// the descriptors handed over for them could be published, before the
+// commit is decided: once decided it can no longer be rolled back, and a
+// descriptor that can never publish (its files gone with a rollback on
+// the server that precommitted it) would leave it stuck, half published
+// on the other endpoints. The transaction's own descriptors are not
+// checked here: this server made them.
+func (c *Coordinator) checkHanded(ctx context.Context, t *txn, handed map[string][]writers.Descriptor) error {
+	for _, ep := range slices.Sorted(maps.Keys(handed)) {
+		w, err := c.writerOf(ep)
+		if err != nil {
+			return err
+		}
+		dc, ok := w.(writers.DescriptorChecker)
+		if !ok {
+			continue
+		}
+		if err := dc.CheckDescriptors(ctx, t.key(), handed[ep]); err != nil {
+			return fmt.Errorf("txn: commit %s: descriptors handed over for endpoint %q: %w (nothing was decided or published)", t.id, ep, err)
+		}
+	}
+	return nil
 }
 
 // conflictedEverywhere reports whether t's decided commit can never

@@ -30,6 +30,9 @@ type fakeWriter struct {
 	epochCalls int
 	// Injected failures, returned until reset.
 	failPrecommit, failCommit, failRollback error
+	// failCheck is returned by CheckDescriptors, until reset.
+	failCheck error
+	checks    int
 	// Injected panics, until reset.
 	panicPrecommit, panicCommit bool
 	// single: the sink publishes one descriptor per commit (upsert).
@@ -41,7 +44,10 @@ type fakeCommit struct {
 	descs []writers.Descriptor
 }
 
-var _ writers.Writer = (*fakeWriter)(nil)
+var (
+	_ writers.Writer            = (*fakeWriter)(nil)
+	_ writers.DescriptorChecker = (*fakeWriter)(nil)
+)
 
 func newFake(name string) *fakeWriter {
 	return &fakeWriter{name: name, committed: map[string]int64{}, versionOf: map[writers.TxnKey]int64{}}
@@ -87,6 +93,13 @@ func (f *fakeWriter) Commit(_ context.Context, key writers.TxnKey, descs []write
 	f.versionOf[key] = f.version
 	f.commits = append(f.commits, fakeCommit{key, descs})
 	return writers.CommitInfo{Version: f.version}, nil
+}
+
+func (f *fakeWriter) CheckDescriptors(context.Context, writers.TxnKey, []writers.Descriptor) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.checks++
+	return f.failCheck
 }
 
 func (f *fakeWriter) Rollback(_ context.Context, key writers.TxnKey) error {

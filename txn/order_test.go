@@ -283,3 +283,39 @@ func TestRefusedHandedCommitLeavesNoTransaction(t *testing.T) {
 		t.Fatalf("commit 7: %+v %v (blocked by the refused commit of 6?)", st, err)
 	}
 }
+
+// Handed-over descriptors a sink would refuse are refused before the
+// commit is decided: decided, the transaction could no longer be rolled
+// back and would stay half published (its own endpoint committed, the
+// handed one failing forever).
+func TestHandedDescriptorsCheckedBeforeTheDecision(t *testing.T) {
+	fx := newFixture(t)
+	a, b := fx.eps["a"], fx.eps["b"]
+	fx.write("w", 1, "a", 1)
+	if _, err := fx.c.Precommit(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	b.set(func(f *fakeWriter) { f.failCheck = writers.Errorf(writers.ErrInvalid, "file gone") })
+	handed := map[string][]writers.Descriptor{"b": {writers.Descriptor("b/w@1 from another server")}}
+	if _, err := fx.c.Commit(bg, "w", 1, handed); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "nothing was decided") {
+		t.Fatalf("commit with a bad handed descriptor: %v, want ErrInvalid before the decision", err)
+	}
+	if _, n, _, _ := a.counts(); n != 0 {
+		t.Fatalf("endpoint a published %d commits of a refused transaction", n)
+	}
+	fx.mustState("w", 1, StatePrecommitted)
+	if _, err := fx.c.Rollback(bg, "w", 1); err != nil {
+		t.Fatalf("rollback after the refusal: %v", err)
+	}
+	// A transaction this server never saw is not left behind either.
+	if _, err := fx.c.Commit(bg, "w", 2, handed); !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("commit of an unknown transaction with a bad handed descriptor: %v", err)
+	}
+	if _, err := fx.c.Status(bg, "w", 2); !errors.Is(err, writers.ErrNotFound) {
+		t.Fatalf("status of the refused unknown transaction: %v, want NotFound", err)
+	}
+	b.set(func(f *fakeWriter) { f.failCheck = nil })
+	if st, err := fx.c.Commit(bg, "w", 2, handed); err != nil || st.State != StateCommitted {
+		t.Fatalf("commit once the descriptors check: %+v %v", st, err)
+	}
+}

@@ -134,6 +134,18 @@ type Writer interface {
 	Check(ctx context.Context) error
 }
 
+// DescriptorChecker is implemented by writers that can tell, without
+// publishing anything, whether descriptors handed over from other servers
+// could be committed under key: the coordinator asks before it decides a
+// commit, while the transaction can still be refused as a whole.
+type DescriptorChecker interface {
+	// CheckDescriptors returns an ErrInvalid error naming the descriptor
+	// and the file when Commit(ctx, key, descs) would refuse them, and nil
+	// when it would publish them or answer Replayed. It has no side
+	// effects.
+	CheckDescriptors(ctx context.Context, key TxnKey, descs []Descriptor) error
+}
+
 // SchemaReporter is implemented by writers whose endpoint has a known schema
 // (a fixed configured schema or an existing table).
 type SchemaReporter interface {

@@ -42,18 +42,7 @@ const maxReplans = 5
 // nothing is committed (descriptor.go, commitcheck.go). A failure to write the commit file whose result is unknown is
 // a writers.OutcomeUnknownError.
 func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
-	ds := make([]*descriptor, len(descs))
-	for i, b := range descs {
-		d, err := decodeDescriptor(b)
-		if err != nil {
-			return writers.CommitInfo{}, fmt.Errorf("%w (endpoint %q, descriptor %d)", err, w.env.Endpoint, i)
-		}
-		ds[i] = d
-	}
-	if err := w.checkModes(ds); err != nil {
-		return writers.CommitInfo{}, err
-	}
-	upsert, err := upsertOf(ds)
+	ds, upsert, err := w.decodeDescriptors(descs)
 	if err != nil {
 		return writers.CommitInfo{}, err
 	}
@@ -234,6 +223,44 @@ func (w *Writer) forget(ctx context.Context, key writers.TxnKey) {
 // replayLookback bounds how many commits replayed reads back to find the
 // version that recorded a key this writer did not commit itself.
 const replayLookback = 100
+
+// decodeDescriptors decodes descs and checks them against the endpoint's
+// mode; upsert is the plan they carry, if any.
+func (w *Writer) decodeDescriptors(descs []writers.Descriptor) (ds []*descriptor, upsert *upsertPlan, err error) {
+	ds = make([]*descriptor, len(descs))
+	for i, b := range descs {
+		if ds[i], err = decodeDescriptor(b); err != nil {
+			return nil, nil, fmt.Errorf("%w (endpoint %q, descriptor %d)", err, w.env.Endpoint, i)
+		}
+	}
+	if err := w.checkModes(ds); err != nil {
+		return nil, nil, err
+	}
+	if upsert, err = upsertOf(ds); err != nil {
+		return nil, nil, err
+	}
+	return ds, upsert, nil
+}
+
+// CheckDescriptors checks descriptors handed over from other servers as
+// Commit does before it publishes anything (writers.DescriptorChecker): a
+// replayed key publishes nothing and passes.
+func (w *Writer) CheckDescriptors(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) error {
+	ds, _, err := w.decodeDescriptors(descs)
+	if err != nil {
+		return err
+	}
+	snap, err := w.latest(ctx)
+	if err != nil {
+		return err
+	}
+	if snap != nil && !key.Auto {
+		if v, ok := snap.TxnVersion(key.Writer); ok && v >= key.Epoch {
+			return nil
+		}
+	}
+	return w.verifyFiles(ctx, ds)
+}
 
 // replayed reports whether snap already records key, and the answer to
 // give: the version of the commit that recorded key.Epoch when this writer

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
 // Hostile descriptors: a descriptor is client input (the commit action
@@ -106,7 +107,12 @@ func TestHostileAppendDescriptors(t *testing.T) {
 	rec.Release()
 	for _, e := range appendEdits() {
 		t.Run(e.name, func(t *testing.T) {
-			wantRefused(t, c.w, c.cfg, key, reencode(t, d, tg, e.edit), cols)
+			h := reencode(t, d, tg, e.edit)
+			// Handed over, it is refused before any commit is decided too.
+			if err := c.w.CheckDescriptors(c.ctx, key, []writers.Descriptor{h}); !errors.Is(err, writers.ErrInvalid) {
+				t.Fatalf("CheckDescriptors: %v, want ErrInvalid", err)
+			}
+			wantRefused(t, c.w, c.cfg, key, h, cols)
 		})
 	}
 	if _, err := c.w.Commit(c.ctx, key, []writers.Descriptor{d}); err != nil {
@@ -207,4 +213,36 @@ func mustDecode(t *testing.T, d writers.Descriptor) *descriptor {
 		t.Fatal(err)
 	}
 	return desc
+}
+
+// CheckDescriptors tells, before a commit is decided, whether handed-over
+// descriptors could be published: a descriptor whose file is gone (its
+// transaction rolled back on the server that precommitted it) is refused,
+// a genuine one passes, and so does a replay, which publishes nothing.
+func TestCheckDescriptors(t *testing.T) {
+	c := newTC(t, memURI(t))
+	c.put(writers.AutoKey("first"), c.ids(0, 10))
+	peer := openWriter(t, c.cfg, c.mem) // the server the descriptor is handed to
+	key := writers.TxnKey{Writer: "job", Epoch: 1}
+	rec := c.ids(100, 5)
+	d := precommitOne(t, c.w, key, rec)
+	rec.Release()
+	descs := []writers.Descriptor{d}
+	if err := peer.CheckDescriptors(c.ctx, key, descs); err != nil {
+		t.Fatalf("genuine descriptor: %v", err)
+	}
+	added, err := deltalog.DecodePath(mustDecode(t, d).Adds[0].Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tableBucket(t, c.cfg).Delete(c.ctx, added); err != nil {
+		t.Fatal(err)
+	}
+	err = peer.CheckDescriptors(c.ctx, key, descs)
+	if !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("descriptor of a deleted file: %v, want ErrInvalid", err)
+	}
+	if v := snapshot(t, c.cfg).Version; v != 0 {
+		t.Fatalf("CheckDescriptors moved the table to version %d", v)
+	}
 }

@@ -17,9 +17,10 @@ import (
 )
 
 var (
-	_ writers.Writer         = (*Writer)(nil)
-	_ writers.SchemaReporter = (*Writer)(nil)
-	_ writers.SchemaChecker  = (*Writer)(nil)
+	_ writers.Writer            = (*Writer)(nil)
+	_ writers.SchemaReporter    = (*Writer)(nil)
+	_ writers.SchemaChecker     = (*Writer)(nil)
+	_ writers.DescriptorChecker = (*Writer)(nil)
 )
 
 // Writer is the Delta sink of one endpoint. All methods are safe for

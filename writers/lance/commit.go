@@ -37,16 +37,14 @@ const maxReplans = 5
 // is unknown. Every call that commits, replays or fails counts in
 // quiver_lance_commits_total.
 func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
-	ds := make([]*descriptor, len(descs))
+	ds, m, err := w.decodeDescriptors(descs)
+	if err != nil {
+		return writers.CommitInfo{}, err
+	}
 	var frags []lanceformat.Fragment
 	var schema *lanceformat.Schema
 	seen := make(map[string]bool)
-	for i, b := range descs {
-		d, err := decodeDescriptor(b)
-		if err != nil {
-			return writers.CommitInfo{}, fmt.Errorf("%w (endpoint %q, descriptor %d)", err, w.env.Endpoint, i)
-		}
-		ds[i] = d
+	for _, d := range ds {
 		if schema == nil {
 			schema = d.Schema
 		}
@@ -56,13 +54,6 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 				frags = append(frags, f.lance())
 			}
 		}
-	}
-	if err := w.checkModes(ds); err != nil {
-		return writers.CommitInfo{}, err
-	}
-	m, err := mergeOf(ds)
-	if err != nil {
-		return writers.CommitInfo{}, err
 	}
 	patch := w.forget(key)
 	failed := func(err error) (writers.CommitInfo, error) {
@@ -222,4 +213,46 @@ func (w *Writer) applyPatch(p *indexPatch, nd *lanceformat.Dataset) (applied boo
 	}()
 	defer writers.Recover(&err)
 	return w.idx != nil && w.idx.apply(p, nd, int(w.cfg.KeyIndexMaxBytes)), nil
+}
+
+// decodeDescriptors decodes descs and checks them against the endpoint's
+// mode; m is the merge they carry, if any.
+func (w *Writer) decodeDescriptors(descs []writers.Descriptor) (ds []*descriptor, m *mergeDesc, err error) {
+	ds = make([]*descriptor, len(descs))
+	for i, b := range descs {
+		if ds[i], err = decodeDescriptor(b); err != nil {
+			return nil, nil, fmt.Errorf("%w (endpoint %q, descriptor %d)", err, w.env.Endpoint, i)
+		}
+	}
+	if err := w.checkModes(ds); err != nil {
+		return nil, nil, err
+	}
+	if m, err = mergeOf(ds); err != nil {
+		return nil, nil, err
+	}
+	return ds, m, nil
+}
+
+// CheckDescriptors checks descriptors handed over from other servers as
+// Commit does before it publishes anything (writers.DescriptorChecker): a
+// replayed key publishes nothing and passes.
+func (w *Writer) CheckDescriptors(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) error {
+	ds, _, err := w.decodeDescriptors(descs)
+	if err != nil {
+		return err
+	}
+	d, err := w.latest(ctx)
+	if err != nil {
+		return err
+	}
+	if !key.Auto && d != nil {
+		c, ok, err := w.hist.lookup(ctx, w.bucket, d, key.Writer)
+		if err != nil {
+			return err
+		}
+		if ok && c.epoch >= key.Epoch {
+			return nil
+		}
+	}
+	return w.verifyFiles(ctx, ds)
 }

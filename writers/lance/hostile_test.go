@@ -125,7 +125,17 @@ func TestHostileAppendDescriptors(t *testing.T) {
 		d.Merge = &mergeDesc{ReadVersion: latest.Version(), Removed: []touchedFragment{drop}}
 	}})
 	for _, e := range edits {
-		t.Run(e.name, func(t *testing.T) { wantRefused(t, w, mem, key, reencode(t, d, e.edit)) })
+		t.Run(e.name, func(t *testing.T) {
+			h := reencode(t, d, e.edit)
+			// Handed over, it is refused before any commit is decided too.
+			if err := w.CheckDescriptors(context.Background(), key, []writers.Descriptor{h}); !errors.Is(err, writers.ErrInvalid) {
+				t.Fatalf("CheckDescriptors: %v, want ErrInvalid", err)
+			}
+			wantRefused(t, w, mem, key, h)
+		})
+	}
+	if err := w.CheckDescriptors(context.Background(), key, []writers.Descriptor{d}); err != nil {
+		t.Fatalf("CheckDescriptors of the genuine descriptor: %v", err)
 	}
 	if _, err := w.Commit(context.Background(), key, []writers.Descriptor{d}); err != nil {
 		t.Fatalf("Commit of the genuine descriptor: %v", err)

@@ -44,9 +44,10 @@ type Writer struct {
 }
 
 var (
-	_ writers.Writer         = (*Writer)(nil)
-	_ writers.SchemaReporter = (*Writer)(nil)
-	_ writers.SchemaChecker  = (*Writer)(nil)
+	_ writers.Writer            = (*Writer)(nil)
+	_ writers.SchemaReporter    = (*Writer)(nil)
+	_ writers.SchemaChecker     = (*Writer)(nil)
+	_ writers.DescriptorChecker = (*Writer)(nil)
 )
 
 // New returns an unopened writer for cfg, which must be valid. A nil
