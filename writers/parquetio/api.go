@@ -10,8 +10,10 @@
 // layer can build its stats JSON without reading the file back.
 //
 // Files have version 1 data pages, 3-level LIST and MAP groups, INT64
-// TIMESTAMP(MICROS) and Spark's decimal layout, so Spark, delta-rs, DuckDB
-// and pyarrow read them (the tests read every type back with DuckDB and
+// TIMESTAMP(MICROS), Spark's decimal layout and PLAIN or dictionary encoded
+// strings and binary (never DELTA_LENGTH_BYTE_ARRAY, which Spark's
+// vectorized reader refuses or misreads), so Spark, delta-rs, DuckDB and
+// pyarrow read them (the tests read every type back with DuckDB and
 // arrow-go's pqarrow).
 //
 // The read path ([ReadFile]) uses arrow-go's pqarrow; it is for Quiver's own
