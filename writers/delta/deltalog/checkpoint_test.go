@@ -78,3 +78,15 @@ func TestCheckpointEncodings(t *testing.T) {
 		}
 	})
 }
+
+// A tombstone whose extendedFileMetadata says partitionValues is present
+// keeps an empty map in checkpoints too, also when its commit lacked it
+// (Quiver's before it always wrote {}).
+func TestCheckpointRemovePartitionValues(t *testing.T) {
+	for _, extended := range []bool{false, true} {
+		row := checkpointRow(Action{Remove: &Remove{Path: "x.parquet", ExtendedFileMetadata: extended}})
+		if got := row.Remove.PartitionValues != nil; got != extended {
+			t.Errorf("extendedFileMetadata %v: partitionValues present = %v", extended, got)
+		}
+	}
+}
