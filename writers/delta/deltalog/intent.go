@@ -29,7 +29,7 @@ type intent struct {
 }
 
 func newIntent(read *Snapshot, actions []Action, opts CommitOptions) (*intent, error) {
-	actions = normalized(actions)
+	actions = withSchemaFeatures(read, normalized(actions))
 	in := &intent{
 		actions: actions, opts: opts,
 		txns: map[string]bool{}, domains: map[string]bool{}, removes: map[string]bool{}, readFiles: map[string]bool{},
