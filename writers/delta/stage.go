@@ -32,6 +32,9 @@ type stage struct {
 	// admitted is the last Arrow schema checked against the table, so a
 	// stream's batches are checked once.
 	admitted *arrow.Schema
+	// missing is the table columns admitted lacks (nullable), written as
+	// nulls.
+	missing []arrow.Field
 	// pool encodes the key's batches; nil until the first rows and after
 	// a precommit.
 	pool *encoderPool

@@ -97,6 +97,13 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
 	}
+	kept, err := newKeptColumns(snap, res, groups)
+	if err != nil {
+		return nil, err
+	}
+	if kept != nil {
+		defer kept.release()
+	}
 	out := &mergeOutcome{liveRows: res.LiveRows, deletedKeys: res.DeletedRows, readDVs: map[string]string{}}
 	useDVs := deletionVectorsEnabled(snap)
 	if useDVs {
@@ -124,21 +131,28 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 		}
 	}
 
+	writeLive := func(ctx context.Context) error {
+		adds, err := w.writeLive(ctx, res.Live, kept)
+		out.record("", adds)
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	// The live rows take the first slot, alongside (not instead of) the
-	// candidate workers.
+	// candidate workers, unless they wait for the values kept from the
+	// rows they update.
 	g.SetLimit(1 + min(runtime.GOMAXPROCS(0), maxEncoders))
 	// Guarded: these goroutines are the sink's, which gRPC's recovery
 	// does not cover; a panic fails the upsert.
-	g.Go(writers.Guard(func() error {
-		adds, err := w.writeLive(gctx, res.Live)
-		out.record("", adds)
-		return err
-	}))
+	if kept == nil {
+		g.Go(writers.Guard(func() error { return writeLive(gctx) }))
+	}
 	for _, a := range candidates {
-		g.Go(writers.Guard(func() error { return w.mergeFile(gctx, snap, a, groups, out) }))
+		g.Go(writers.Guard(func() error { return w.mergeFile(gctx, snap, a, groups, kept, out) }))
 	}
 	err = g.Wait()
+	if err == nil && kept != nil {
+		err = writeLive(ctx)
+	}
 	if err == nil && useDVs && out.dvs.Len() > 0 {
 		out.dvFile, out.dvSize = out.dvs.Key(), int64(len(out.dvs.Bytes()))
 		if err = w.bucket.Put(ctx, out.dvFile, out.dvs.Bytes()); err != nil {
@@ -160,13 +174,24 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 }
 
 // writeLive writes the live rows (metadata columns stripped) as new files,
-// split by partition. It returns the finished files, also on failure (for
+// split by partition, with the table columns they lack filled from kept
+// (when not nil). It returns the finished files, also on failure (for
 // deletion).
-func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch) ([]addFile, error) {
+func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns) ([]addFile, error) {
 	fs := fileSet{open: make(map[string]*dataFile)}
 	err := func() error {
 		for _, rec := range live {
+			if kept != nil {
+				filled, err := kept.fill(ctx, w.mem, rec)
+				if err != nil {
+					return err
+				}
+				rec = filled
+			}
 			parts, recs, err := w.parts.split(ctx, w.mem, rec)
+			if kept != nil {
+				rec.Release() // split's records hold what they need
+			}
 			if err != nil {
 				return err
 			}
@@ -189,14 +214,16 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch) ([]add
 // mergeFile matches the keys of candidate a against the source and, when
 // some match, records in out how a loses those rows: removed (every row
 // gone), marked by a new deletion vector (out.dvs set), or rewritten
-// without them. Files of a failed rewrite are recorded too, for deletion.
+// without them, and in kept (when not nil) the values of the matched rows
+// the changelog lacks. Files of a failed rewrite are recorded too, for
+// deletion.
 //
 // The key columns alone are read first (most candidates of a selective
 // changelog hold no match and are never read whole); the matched row
 // positions found there are kept (8 bytes per matched row, bounded by the
 // changelog) so the second read, of every column, only gathers the rows
 // to keep. A file whose every row matched is removed without that read.
-func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, out *mergeOutcome) error {
+func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, out *mergeOutcome) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
 		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
@@ -234,6 +261,16 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	matched = without(matched, deleted)
 	if len(matched) == 0 {
 		return nil
+	}
+	if kept != nil {
+		if r == nil {
+			if err := open(); err != nil {
+				return err
+			}
+		}
+		if err := kept.gather(ctx, w.mem, r, size, a, matched); err != nil {
+			return err
+		}
 	}
 	gone := deltalog.MergeRows(deleted, matched)
 	switch {

@@ -112,6 +112,9 @@ type ColumnStats struct {
 type ReadOptions struct {
 	// Columns selects top-level columns by name; nil reads all.
 	Columns []string
+	// SkipMissing leaves out the Columns the file lacks (files written
+	// before a column was added) instead of refusing them.
+	SkipMissing bool
 	// BatchRows is the maximum rows per returned record batch; 0 means 65536.
 	BatchRows int64
 }
