@@ -86,13 +86,16 @@ func (o *mergeOutcome) mark(path string, rows int64, gone []int64) error {
 //  4. the live rows are written as new files, concurrently with 2 and 3.
 //
 // Rows an existing deletion vector marks are never matched nor copied.
+// Files written carry statistics for stats. Table columns res lacks keep
+// their values in updated rows and are null in inserted ones
+// (keptColumns): the live rows are then written after 2 and 3.
 //
 // Memory stays bounded whatever the table's size: candidates are streamed
 // one at a time per worker (at most min(GOMAXPROCS, maxEncoders) at once),
 // batch by batch, and only the source keys and the matched row positions
 // are kept. On failure every file written is deleted and nothing is
 // returned.
-func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result) (*mergeOutcome, error) {
+func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result, stats *deltalog.StatsColumns) (*mergeOutcome, error) {
 	groups, err := newKeyGroups(res, w.keyColumns())
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
@@ -132,7 +135,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	}
 
 	writeLive := func(ctx context.Context) error {
-		adds, err := w.writeLive(ctx, res.Live, kept)
+		adds, err := w.writeLive(ctx, res.Live, kept, stats)
 		out.record("", adds)
 		return err
 	}
@@ -147,7 +150,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 		g.Go(writers.Guard(func() error { return writeLive(gctx) }))
 	}
 	for _, a := range candidates {
-		g.Go(writers.Guard(func() error { return w.mergeFile(gctx, snap, a, groups, kept, out) }))
+		g.Go(writers.Guard(func() error { return w.mergeFile(gctx, snap, a, groups, kept, stats, out) }))
 	}
 	err = g.Wait()
 	if err == nil && kept != nil {
@@ -175,10 +178,10 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 
 // writeLive writes the live rows (metadata columns stripped) as new files,
 // split by partition, with the table columns they lack filled from kept
-// (when not nil). It returns the finished files, also on failure (for
-// deletion).
-func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns) ([]addFile, error) {
-	fs := fileSet{open: make(map[string]*dataFile)}
+// (when not nil) and statistics for stats. It returns the finished files,
+// also on failure (for deletion).
+func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, stats *deltalog.StatsColumns) ([]addFile, error) {
+	fs := newFileSet(stats)
 	err := func() error {
 		for _, rec := range live {
 			if kept != nil {
@@ -223,7 +226,7 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *
 // positions found there are kept (8 bytes per matched row, bounded by the
 // changelog) so the second read, of every column, only gathers the rows
 // to keep. A file whose every row matched is removed without that read.
-func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, out *mergeOutcome) error {
+func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, stats *deltalog.StatsColumns, out *mergeOutcome) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
 		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
@@ -286,7 +289,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		}
 	}
 	dir := deltalog.PartitionDir(snap.Metadata.PartitionColumns, a.PartitionValues)
-	adds, err := w.rewrite(ctx, r, size, a, dir, gone)
+	adds, err := w.rewrite(ctx, r, size, a, dir, gone, stats)
 	if err != nil {
 		out.record("", adds)
 		return err
@@ -339,14 +342,15 @@ func without(sorted, drop []int64) []int64 {
 }
 
 // rewrite writes the rows of data file a (r, size) but the gone ones
-// (ascending positions in the file) as new files under dir. Reading and
+// (ascending positions in the file) as new files under dir, with
+// statistics for stats. Reading and
 // Parquet encoding are pipelined: this goroutine decodes and gathers, one
 // more encodes, with one batch in between. It returns the finished files,
 // also on failure (for deletion).
-func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64) ([]addFile, error) {
+func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64, stats *deltalog.StatsColumns) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	fs := fileSet{open: make(map[string]*dataFile)}
+	fs := newFileSet(stats)
 	kept := make(chan arrow.RecordBatch, 1)
 	var encErr error
 	encoded := make(chan struct{})

@@ -47,7 +47,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		return err
 	}
 	if s.pool == nil {
-		s.pool = w.newEncoderPool()
+		s.pool = w.newEncoderPool(s.stats)
 	}
 	for i, p := range parts {
 		// send owns recs[i] from here on, whatever it returns.
@@ -68,7 +68,7 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	if s.admitted != nil && s.admitted.Equal(in) {
 		return nil
 	}
-	_, merged, err := w.fit(ctx, in)
+	snap, merged, err := w.fit(ctx, in)
 	if err != nil {
 		return err
 	}
@@ -76,12 +76,24 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	if err != nil {
 		return err
 	}
+	stats, err := statsColumns(snap, merged)
+	if err != nil {
+		return err
+	}
 	schema := merged.String()
 	if s.schema != "" && s.schema != schema {
 		return writers.Errorf(writers.ErrInvalid, "delta: the streams of %s send different schemas: send every stream of a transaction with the same columns", key)
 	}
-	s.schema, s.admitted, s.missing = schema, in, missing
+	s.schema, s.admitted, s.missing, s.stats = schema, in, missing, stats
 	return nil
+}
+
+// statsColumns returns the columns whose statistics the files of rows of
+// Delta schema merged (the table's columns, then those the rows add)
+// carry in the table of snap: its delta.dataSkippingStatsColumns or
+// delta.dataSkippingNumIndexedCols, as Spark reads them.
+func statsColumns(snap *deltalog.Snapshot, merged *deltalog.Schema) (*deltalog.StatsColumns, error) {
+	return deltalog.StatsColumnsOf(merged, snap.Metadata.PartitionColumns, snap.Metadata.Configuration)
 }
 
 // missingColumns returns the columns of table that in lacks, as Arrow

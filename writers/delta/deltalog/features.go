@@ -76,7 +76,7 @@ var writerRules = map[string]featureRule{
 		func(s *Snapshot) bool { return s.Metadata.Configuration["delta.rowTrackingSuspended"] != "true" }),
 	"v2Checkpoint":                never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
 	"inCommitTimestamp":           always, // commitInfo.inCommitTimestamp is written when enabled
-	"clustering":                  always, // stats are written for every column; clusteringProvider is never set
+	"clustering":                  always, // stats follow delta.dataSkipping*, which Spark keeps covering the clustering columns; clusteringProvider is never set
 	"vacuumProtocolCheck":         always,
 	"checkpointProtection":        always, // log files and checkpoints are never deleted
 	"materializePartitionColumns": never("partition columns are not written into data files"),
