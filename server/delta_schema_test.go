@@ -15,9 +15,10 @@ import (
 
 // TestDeltaStreamSchemaAdmission: once a Delta table exists, streams are
 // admitted by the sink's own rule (writers.SchemaChecker), not by equality
-// with the table's Arrow schema: another encoding of a column's type and,
-// under add_columns, a new nullable column are accepted; a new column under
-// reject is refused naming it.
+// with the table's Arrow schema: another encoding of a column's type,
+// under add_columns a new nullable column, and then a stream lacking it
+// (an older client) are accepted; a new column under reject is refused
+// naming it.
 func TestDeltaStreamSchemaAdmission(t *testing.T) {
 	s := startServer(t, `endpoints:
   - name: evolving
@@ -79,6 +80,9 @@ func TestDeltaStreamSchemaAdmission(t *testing.T) {
 	}
 	if err := put("evolving", id, plain, extra); err != nil {
 		t.Errorf("evolving: new nullable column under add_columns: %v", err)
+	}
+	if err := put("evolving", id, plain); err != nil {
+		t.Errorf("evolving: a client that lacks the added nullable column: %v", err)
 	}
 	err = put("strict", id, plain, extra)
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), `"score"`) || !strings.Contains(err.Error(), "schema_evolution") {

@@ -338,7 +338,7 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 		if err := checkNames(files); err != nil {
 			return nil, fmt.Errorf("%w (descriptor %d)", err, i)
 		}
-		if evolved, err = reconcile(evolved, files, w.cfg.SchemaEvolution == EvolveAddColumns, true); err != nil {
+		if evolved, err = reconcile(evolved, files, w.cfg.SchemaEvolution == EvolveAddColumns); err != nil {
 			return nil, fmt.Errorf("%w (descriptor %d; the table may have changed since precommit: replay the transaction)", err, i)
 		}
 		for _, a := range d.Adds {

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
 // maxEncoders caps the encoder goroutines of one key.
@@ -49,12 +50,12 @@ type encoder struct {
 	files fileSet
 }
 
-func (w *Writer) newEncoderPool() *encoderPool {
+func (w *Writer) newEncoderPool(stats *deltalog.StatsColumns) *encoderPool {
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &encoderPool{w: w, ctx: ctx, cancel: cancel}
 	n := min(runtime.GOMAXPROCS(0), maxEncoders)
 	for range n {
-		e := &encoder{in: make(chan encodeJob, 1), files: fileSet{open: make(map[string]*dataFile)}}
+		e := &encoder{in: make(chan encodeJob, 1), files: newFileSet(stats)}
 		p.workers = append(p.workers, e)
 		p.wg.Go(func() { p.run(e) })
 	}

@@ -12,11 +12,11 @@ import (
 // table's (table) and returns the schema the rows' files follow: the
 // table's columns, then the new ones when evolve allows them. Columns match
 // by exact name; types must be equal (column metadata aside); a column the
-// table declares non-nullable accepts only non-nullable input. Every
-// mismatch is ErrInvalid naming the column. allowMissing accepts input
-// lacking nullable table columns: files written before another writer
-// added those columns, which readers fill with nulls.
-func reconcile(table, got *deltalog.Schema, evolve, allowMissing bool) (*deltalog.Schema, error) {
+// table declares non-nullable accepts only non-nullable input. Input may
+// lack nullable table columns, as Delta's schema enforcement allows (a
+// client that does not know a column another one added): their values
+// are null. Every mismatch is ErrInvalid naming the column.
+func reconcile(table, got *deltalog.Schema, evolve bool) (*deltalog.Schema, error) {
 	merged := &deltalog.Schema{Fields: append([]deltalog.StructField(nil), table.Fields...)}
 	lower := make(map[string]string, len(table.Fields))
 	for _, f := range table.Fields {
@@ -46,8 +46,8 @@ func reconcile(table, got *deltalog.Schema, evolve, allowMissing bool) (*deltalo
 		}
 	}
 	for _, t := range table.Fields {
-		if _, ok := got.Field(t.Name); !ok && !(allowMissing && t.Nullable) {
-			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q (%s) of the table is missing: send every table column (%s)", t.Name, t.Type, columnNames(table))
+		if _, ok := got.Field(t.Name); !ok && !t.Nullable {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q (%s) of the table is missing and not nullable: send it (the table's columns: %s)", t.Name, t.Type, columnNames(table))
 		}
 	}
 	return merged, nil

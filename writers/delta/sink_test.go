@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,13 +287,30 @@ func TestSchemaEvolution(t *testing.T) {
 		if got := publishedRows(t, c.cfg); got != 4 {
 			t.Fatalf("%d rows, want 4", got)
 		}
-		rec := wideRec(c, false)
-		defer rec.Release()
-		narrow := array.NewRecordBatch(arrow.NewSchema(rec.Schema().Fields()[:2], nil), rec.Columns()[:2], 1)
-		defer narrow.Release()
-		err = c.w.Write(c.ctx, writers.AutoKey("b"), narrow)
-		if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), `"extra"`) {
-			t.Fatalf("a batch missing the added column: %v, want ErrInvalid naming it", err)
+		// A client that does not know the added column still writes
+		// (TestMissingNullableColumns).
+		c.put(writers.AutoKey("b"), c.ids(10, 1))
+		if got := publishedRows(t, c.cfg); got != 5 {
+			t.Fatalf("%d rows, want 5", got)
+		}
+	})
+	t.Run("timestamp_ntz", func(t *testing.T) {
+		// The column needs the timestampNtz feature: the commit adding
+		// it upgrades the protocol (delta-kernel-rs refuses it otherwise).
+		c := newTC(t, memURI(t), func(cfg *Config) { cfg.SchemaEvolution = EvolveAddColumns })
+		c.put(writers.AutoKey("a"), c.ids(0, 3))
+		ntz := arrow.NewSchema(append(writertest.Schema().Fields(),
+			arrow.Field{Name: "local", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true}), nil)
+		b := array.NewRecordBuilder(c.mem, ntz)
+		b.Field(0).(*array.Int64Builder).Append(1)
+		b.Field(1).(*array.StringBuilder).Append("x")
+		b.Field(2).(*array.TimestampBuilder).Append(1)
+		rec := b.NewRecordBatch()
+		b.Release()
+		c.put(writers.AutoKey("b"), rec)
+		p := snapshot(t, c.cfg).Protocol
+		if p.MinReaderVersion != 3 || p.MinWriterVersion != 7 || !slices.Contains(p.ReaderFeatures, "timestampNtz") || !slices.Contains(p.WriterFeatures, "timestampNtz") {
+			t.Fatalf("protocol after adding a timestamp_ntz column: %+v", p)
 		}
 	})
 	t.Run("non-nullable", func(t *testing.T) {

@@ -32,6 +32,9 @@ type stage struct {
 	// admitted is the last Arrow schema checked against the table, so a
 	// stream's batches are checked once.
 	admitted *arrow.Schema
+	// missing is the table columns admitted lacks (nullable), written as
+	// nulls.
+	missing []arrow.Field
 	// pool encodes the key's batches; nil until the first rows and after
 	// a precommit.
 	pool *encoderPool
@@ -41,6 +44,8 @@ type stage struct {
 	// precommitted files are in a descriptor: they are never deleted here,
 	// as a commit (this server's or another's) may still publish them.
 	precommitted []addFile
+	// stats is the columns whose statistics the key's files carry.
+	stats *deltalog.StatsColumns
 	// upsert holds an upsert key's changelog (mode upsert only).
 	upsert *upsertStage
 }
@@ -50,6 +55,11 @@ type stage struct {
 type fileSet struct {
 	open     map[string]*dataFile // by partition directory ("" unpartitioned)
 	finished []addFile
+	stats    *deltalog.StatsColumns // the columns whose statistics the files carry
+}
+
+func newFileSet(stats *deltalog.StatsColumns) fileSet {
+	return fileSet{open: make(map[string]*dataFile), stats: stats}
 }
 
 // dataFile is one Parquet file being streamed to storage.
@@ -58,15 +68,17 @@ type dataFile struct {
 	path      string             // add.path (URI-encoded)
 	partition map[string]*string // add.partitionValues
 	schema    *arrow.Schema      // the file's Arrow schema (partition columns removed)
+	stats     *deltalog.StatsColumns
 	cancel    context.CancelFunc // abandons the upload
 	out       io.WriteCloser
 	pw        *parquetio.Writer
 }
 
 // newDataFile starts a file under dir ("" or "k=v/", already escaped for
-// storage). The upload outlives the Write call that starts it, so it
-// runs under its own context, cancelled by abort.
-func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[string]*string, schema *arrow.Schema) (*dataFile, error) {
+// storage), with statistics for the columns of stats. The upload outlives
+// the Write call that starts it, so it runs under its own context,
+// cancelled by abort.
+func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[string]*string, schema *arrow.Schema, stats *deltalog.StatsColumns) (*dataFile, error) {
 	name := fmt.Sprintf("part-00000-%s-c000.%s.parquet", uuid.NewString(), w.cfg.Parquet.Compression)
 	if w.cfg.Parquet.Compression == CodecNone {
 		name = fmt.Sprintf("part-00000-%s-c000.parquet", uuid.NewString())
@@ -87,7 +99,7 @@ func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[stri
 		out.Close()
 		return nil, fmt.Errorf("delta: data file %s: %w", key, err)
 	}
-	return &dataFile{key: key, path: deltalog.EncodePath(key), partition: partition, schema: schema, cancel: cancel, out: out, pw: pw}, nil
+	return &dataFile{key: key, path: deltalog.EncodePath(key), partition: partition, schema: schema, stats: stats, cancel: cancel, out: out, pw: pw}, nil
 }
 
 // finish writes the footer, publishes the object and returns its add
@@ -103,7 +115,7 @@ func (w *Writer) finishFile(f *dataFile) (addFile, error) {
 	if err := f.out.Close(); err != nil {
 		return addFile{}, fmt.Errorf("delta: upload data file %s: %w", f.key, err)
 	}
-	stats, err := fileStatsJSON(st, f.schema)
+	stats, err := fileStatsJSON(st, f.schema, f.stats)
 	if err != nil {
 		return addFile{}, err
 	}
@@ -146,7 +158,7 @@ func (w *Writer) write(ctx context.Context, s *fileSet, dir string, partition ma
 			}
 		}
 		var err error
-		if f, err = w.newDataFile(ctx, dir, partition, part.Schema()); err != nil {
+		if f, err = w.newDataFile(ctx, dir, partition, part.Schema(), s.stats); err != nil {
 			return err
 		}
 		s.open[dir] = f

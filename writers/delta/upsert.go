@@ -160,7 +160,15 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 		}
 		w.keys.retain(func(path string) bool { return live[path] })
 	}
-	out, err := w.mergeInto(ctx, snap, u.res)
+	merged, err := deltalog.ParseSchema(s.schema)
+	if err != nil {
+		return nil, err
+	}
+	stats, err := statsColumns(snap, merged)
+	if err != nil {
+		return nil, err
+	}
+	out, err := w.mergeInto(ctx, snap, u.res, stats)
 	if err != nil {
 		return nil, err
 	}

@@ -86,16 +86,26 @@ func (o *mergeOutcome) mark(path string, rows int64, gone []int64) error {
 //  4. the live rows are written as new files, concurrently with 2 and 3.
 //
 // Rows an existing deletion vector marks are never matched nor copied.
+// Files written carry statistics for stats. Table columns res lacks keep
+// their values in updated rows and are null in inserted ones
+// (keptColumns): the live rows are then written after 2 and 3.
 //
 // Memory stays bounded whatever the table's size: candidates are streamed
 // one at a time per worker (at most min(GOMAXPROCS, maxEncoders) at once),
 // batch by batch, and only the source keys and the matched row positions
 // are kept. On failure every file written is deleted and nothing is
 // returned.
-func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result) (*mergeOutcome, error) {
+func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result, stats *deltalog.StatsColumns) (*mergeOutcome, error) {
 	groups, err := newKeyGroups(res, w.keyColumns())
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
+	}
+	kept, err := newKeptColumns(snap, res, groups)
+	if err != nil {
+		return nil, err
+	}
+	if kept != nil {
+		defer kept.release()
 	}
 	out := &mergeOutcome{liveRows: res.LiveRows, deletedKeys: res.DeletedRows, readDVs: map[string]string{}}
 	useDVs := deletionVectorsEnabled(snap)
@@ -124,21 +134,28 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 		}
 	}
 
+	writeLive := func(ctx context.Context) error {
+		adds, err := w.writeLive(ctx, res.Live, kept, stats)
+		out.record("", adds)
+		return err
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	// The live rows take the first slot, alongside (not instead of) the
-	// candidate workers.
+	// candidate workers, unless they wait for the values kept from the
+	// rows they update.
 	g.SetLimit(1 + min(runtime.GOMAXPROCS(0), maxEncoders))
 	// Guarded: these goroutines are the sink's, which gRPC's recovery
 	// does not cover; a panic fails the upsert.
-	g.Go(writers.Guard(func() error {
-		adds, err := w.writeLive(gctx, res.Live)
-		out.record("", adds)
-		return err
-	}))
+	if kept == nil {
+		g.Go(writers.Guard(func() error { return writeLive(gctx) }))
+	}
 	for _, a := range candidates {
-		g.Go(writers.Guard(func() error { return w.mergeFile(gctx, snap, a, groups, out) }))
+		g.Go(writers.Guard(func() error { return w.mergeFile(gctx, snap, a, groups, kept, stats, out) }))
 	}
 	err = g.Wait()
+	if err == nil && kept != nil {
+		err = writeLive(ctx)
+	}
 	if err == nil && useDVs && out.dvs.Len() > 0 {
 		out.dvFile, out.dvSize = out.dvs.Key(), int64(len(out.dvs.Bytes()))
 		if err = w.bucket.Put(ctx, out.dvFile, out.dvs.Bytes()); err != nil {
@@ -160,13 +177,24 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 }
 
 // writeLive writes the live rows (metadata columns stripped) as new files,
-// split by partition. It returns the finished files, also on failure (for
-// deletion).
-func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch) ([]addFile, error) {
-	fs := fileSet{open: make(map[string]*dataFile)}
+// split by partition, with the table columns they lack filled from kept
+// (when not nil) and statistics for stats. It returns the finished files,
+// also on failure (for deletion).
+func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, stats *deltalog.StatsColumns) ([]addFile, error) {
+	fs := newFileSet(stats)
 	err := func() error {
 		for _, rec := range live {
+			if kept != nil {
+				filled, err := kept.fill(ctx, w.mem, rec)
+				if err != nil {
+					return err
+				}
+				rec = filled
+			}
 			parts, recs, err := w.parts.split(ctx, w.mem, rec)
+			if kept != nil {
+				rec.Release() // split's records hold what they need
+			}
 			if err != nil {
 				return err
 			}
@@ -189,14 +217,16 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch) ([]add
 // mergeFile matches the keys of candidate a against the source and, when
 // some match, records in out how a loses those rows: removed (every row
 // gone), marked by a new deletion vector (out.dvs set), or rewritten
-// without them. Files of a failed rewrite are recorded too, for deletion.
+// without them, and in kept (when not nil) the values of the matched rows
+// the changelog lacks. Files of a failed rewrite are recorded too, for
+// deletion.
 //
 // The key columns alone are read first (most candidates of a selective
 // changelog hold no match and are never read whole); the matched row
 // positions found there are kept (8 bytes per matched row, bounded by the
 // changelog) so the second read, of every column, only gathers the rows
 // to keep. A file whose every row matched is removed without that read.
-func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, out *mergeOutcome) error {
+func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, stats *deltalog.StatsColumns, out *mergeOutcome) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
 		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
@@ -235,6 +265,16 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	if len(matched) == 0 {
 		return nil
 	}
+	if kept != nil {
+		if r == nil {
+			if err := open(); err != nil {
+				return err
+			}
+		}
+		if err := kept.gather(ctx, w.mem, r, size, a, matched); err != nil {
+			return err
+		}
+	}
 	gone := deltalog.MergeRows(deleted, matched)
 	switch {
 	case int64(len(gone)) == rows:
@@ -249,7 +289,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		}
 	}
 	dir := deltalog.PartitionDir(snap.Metadata.PartitionColumns, a.PartitionValues)
-	adds, err := w.rewrite(ctx, r, size, a, dir, gone)
+	adds, err := w.rewrite(ctx, r, size, a, dir, gone, stats)
 	if err != nil {
 		out.record("", adds)
 		return err
@@ -302,14 +342,15 @@ func without(sorted, drop []int64) []int64 {
 }
 
 // rewrite writes the rows of data file a (r, size) but the gone ones
-// (ascending positions in the file) as new files under dir. Reading and
+// (ascending positions in the file) as new files under dir, with
+// statistics for stats. Reading and
 // Parquet encoding are pipelined: this goroutine decodes and gathers, one
 // more encodes, with one batch in between. It returns the finished files,
 // also on failure (for deletion).
-func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64) ([]addFile, error) {
+func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64, stats *deltalog.StatsColumns) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	fs := fileSet{open: make(map[string]*dataFile)}
+	fs := newFileSet(stats)
 	kept := make(chan arrow.RecordBatch, 1)
 	var encErr error
 	encoded := make(chan struct{})

@@ -3,8 +3,11 @@ package delta
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
@@ -35,12 +38,16 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 	if rec.NumRows() == 0 {
 		return nil
 	}
+	if len(s.missing) > 0 {
+		rec = withNulls(w.mem, rec, s.missing)
+		defer rec.Release()
+	}
 	parts, recs, err := w.parts.split(ctx, w.mem, rec)
 	if err != nil {
 		return err
 	}
 	if s.pool == nil {
-		s.pool = w.newEncoderPool()
+		s.pool = w.newEncoderPool(s.stats)
 	}
 	for i, p := range parts {
 		// send owns recs[i] from here on, whatever it returns.
@@ -55,12 +62,21 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 }
 
 // admitStage admits the table columns in of the key's next batch: once per
-// Arrow schema, and every stream of the key must map to one Delta schema.
+// Arrow schema, and every stream of the key must map to one Delta schema,
+// the table columns it lacks (s.missing) counted in.
 func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, in *arrow.Schema) error {
 	if s.admitted != nil && s.admitted.Equal(in) {
 		return nil
 	}
-	_, merged, err := w.fit(ctx, in)
+	snap, merged, err := w.fit(ctx, in)
+	if err != nil {
+		return err
+	}
+	missing, err := missingColumns(merged, in)
+	if err != nil {
+		return err
+	}
+	stats, err := statsColumns(snap, merged)
 	if err != nil {
 		return err
 	}
@@ -68,8 +84,49 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	if s.schema != "" && s.schema != schema {
 		return writers.Errorf(writers.ErrInvalid, "delta: the streams of %s send different schemas: send every stream of a transaction with the same columns", key)
 	}
-	s.schema, s.admitted = schema, in
+	s.schema, s.admitted, s.missing, s.stats = schema, in, missing, stats
 	return nil
+}
+
+// statsColumns returns the columns whose statistics the files of rows of
+// Delta schema merged (the table's columns, then those the rows add)
+// carry in the table of snap: its delta.dataSkippingStatsColumns or
+// delta.dataSkippingNumIndexedCols, as Spark reads them.
+func statsColumns(snap *deltalog.Snapshot, merged *deltalog.Schema) (*deltalog.StatsColumns, error) {
+	return deltalog.StatsColumnsOf(merged, snap.Metadata.PartitionColumns, snap.Metadata.Configuration)
+}
+
+// missingColumns returns the columns of table that in lacks, as Arrow
+// fields.
+func missingColumns(table *deltalog.Schema, in *arrow.Schema) ([]arrow.Field, error) {
+	var missing deltalog.Schema
+	for _, f := range table.Fields {
+		if !in.HasField(f.Name) {
+			missing.Fields = append(missing.Fields, f)
+		}
+	}
+	if len(missing.Fields) == 0 {
+		return nil, nil
+	}
+	s, err := missing.ToArrow()
+	if err != nil {
+		return nil, err
+	}
+	return s.Fields(), nil
+}
+
+// withNulls returns rec with a column of nulls appended for each of
+// fields; the caller releases it.
+func withNulls(mem memory.Allocator, rec arrow.RecordBatch, fields []arrow.Field) arrow.RecordBatch {
+	n := int(rec.NumRows())
+	cols := slices.Clone(rec.Columns())
+	for _, f := range fields {
+		nulls := array.MakeArrayOfNull(mem, f.Type, n)
+		defer nulls.Release()
+		cols = append(cols, nulls)
+	}
+	md := rec.Schema().Metadata()
+	return array.NewRecordBatch(arrow.NewSchema(append(slices.Clone(rec.Schema().Fields()), fields...), &md), cols, int64(n))
 }
 
 // deltaSchema maps the table columns of a stream to Delta, refusing what
@@ -138,7 +195,7 @@ func (w *Writer) reconcileWith(snap *deltalog.Snapshot, got *deltalog.Schema) (*
 	if err != nil {
 		return nil, fmt.Errorf("delta: table schema: %w", err)
 	}
-	return reconcile(table, got, w.cfg.SchemaEvolution == EvolveAddColumns, false)
+	return reconcile(table, got, w.cfg.SchemaEvolution == EvolveAddColumns)
 }
 
 // Precommit finishes the key's open files (uploaded, not in the log) and

@@ -10,8 +10,10 @@
 // layer can build its stats JSON without reading the file back.
 //
 // Files have version 1 data pages, 3-level LIST and MAP groups, INT64
-// TIMESTAMP(MICROS) and Spark's decimal layout, so Spark, delta-rs, DuckDB
-// and pyarrow read them (the tests read every type back with DuckDB and
+// TIMESTAMP(MICROS), Spark's decimal layout and PLAIN or dictionary encoded
+// strings and binary (never DELTA_LENGTH_BYTE_ARRAY, which Spark's
+// vectorized reader refuses or misreads), so Spark, delta-rs, DuckDB and
+// pyarrow read them (the tests read every type back with DuckDB and
 // arrow-go's pqarrow).
 //
 // The read path ([ReadFile]) uses arrow-go's pqarrow; it is for Quiver's own
@@ -110,6 +112,9 @@ type ColumnStats struct {
 type ReadOptions struct {
 	// Columns selects top-level columns by name; nil reads all.
 	Columns []string
+	// SkipMissing leaves out the Columns the file lacks (files written
+	// before a column was added) instead of refusing them.
+	SkipMissing bool
 	// BatchRows is the maximum rows per returned record batch; 0 means 65536.
 	BatchRows int64
 }

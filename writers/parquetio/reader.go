@@ -40,7 +40,7 @@ func openRecords(ctx context.Context, pf *file.Reader, mem memory.Allocator, opt
 	if err != nil {
 		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: read parquet schema: %w", err)
 	}
-	fields, err := selectFields(fr, opts.Columns)
+	fields, err := selectFields(fr, opts.Columns, opts.SkipMissing)
 	if err != nil {
 		return nil, err
 	}
@@ -55,8 +55,9 @@ func openRecords(ctx context.Context, pf *file.Reader, mem memory.Allocator, opt
 }
 
 // selectFields returns the top-level field indices of names, in file order
-// (all fields for nil).
-func selectFields(fr *pqarrow.FileReader, names []string) ([]int, error) {
+// (all fields for nil); names the file lacks are refused unless
+// skipMissing.
+func selectFields(fr *pqarrow.FileReader, names []string, skipMissing bool) ([]int, error) {
 	want := make(map[string]bool, len(names))
 	for _, n := range names {
 		want[n] = true
@@ -68,8 +69,10 @@ func selectFields(fr *pqarrow.FileReader, names []string) ([]int, error) {
 			delete(want, f.Field.Name)
 		}
 	}
-	for n := range want {
-		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: column %q is not in the file", n)
+	if !skipMissing {
+		for n := range want {
+			return nil, writers.Errorf(writers.ErrInvalid, "parquetio: column %q is not in the file", n)
+		}
 	}
 	return out, nil
 }

@@ -102,6 +102,13 @@ func TestReadSelectedColumns(t *testing.T) {
 		_, err := ReadFile(t.Context(), bytesReader(data), int64(len(data)), mem, ReadOptions{Columns: []string{"nope"}})
 		assertInvalid(t, err, "nope")
 	})
+	t.Run("skip missing", func(t *testing.T) {
+		gotSchema, got := readAll(t, data, mem, ReadOptions{Columns: []string{"nope", "str"}, SkipMissing: true})
+		defer releaseAll(got)
+		if gotSchema.NumFields() != 1 || gotSchema.Field(0).Name != "str" {
+			t.Fatalf("selected columns read as %s", fieldNames(gotSchema))
+		}
+	})
 	t.Run("not parquet", func(t *testing.T) {
 		junk := []byte("definitely not a parquet file")
 		_, err := ReadFile(t.Context(), bytesReader(junk), int64(len(junk)), mem, ReadOptions{})

@@ -172,6 +172,10 @@ func (w *Writer) open() {
 		parquetSchema(w.roots, dictionary),
 		parquet.Compression(w.codec),
 		parquet.DictionaryMaxBytes(dictionaryMaxBytes),
+		// parquet-go's default for BYTE_ARRAY is DELTA_LENGTH_BYTE_ARRAY,
+		// which Spark's vectorized reader refuses (3.3 and older) or
+		// garbles (SPARK-52240): PLAIN, as Spark and arrow-rs write.
+		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
 		// Version 1 data pages are what Spark, pyarrow and delta-rs
 		// write by default and what every reader handles.
 		parquet.DataPageVersion(1),

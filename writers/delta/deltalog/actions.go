@@ -123,7 +123,7 @@ type Remove struct {
 	DeletionTimestamp       *int64             `json:"deletionTimestamp,omitempty"`
 	DataChange              bool               `json:"dataChange"`
 	ExtendedFileMetadata    bool               `json:"extendedFileMetadata,omitempty"`
-	PartitionValues         map[string]*string `json:"partitionValues,omitempty"`
+	PartitionValues         map[string]*string `json:"partitionValues,omitzero"`
 	Size                    *int64             `json:"size,omitempty"`
 	Stats                   string             `json:"stats,omitempty"`
 	Tags                    map[string]string  `json:"tags,omitempty"`

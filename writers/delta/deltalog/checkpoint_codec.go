@@ -104,12 +104,16 @@ func checkpointRow(a Action) cpRow {
 		}}
 	case a.Remove != nil:
 		c := a.Remove
+		pv := c.PartitionValues
+		if c.ExtendedFileMetadata {
+			pv = nonNilMap(pv) // present, as extendedFileMetadata says
+		}
 		return cpRow{Remove: &cpRemove{
 			Path:                    &c.Path,
 			DeletionTimestamp:       c.DeletionTimestamp,
 			DataChange:              &c.DataChange,
 			ExtendedFileMetadata:    &c.ExtendedFileMetadata,
-			PartitionValues:         c.PartitionValues,
+			PartitionValues:         pv,
 			Size:                    c.Size,
 			DeletionVector:          cpDV(c.DeletionVector),
 			BaseRowID:               c.BaseRowID,

@@ -27,7 +27,10 @@ const defaultDeletedFileRetention = 7 * 24 * time.Hour
 func WriteCheckpoint(ctx context.Context, store Store, s *Snapshot, now time.Time) error {
 	rows := checkpointRows(s, now)
 	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[cpRow](&buf, parquet.Compression(&snappy.Codec{}))
+	w := parquet.NewGenericWriter[cpRow](&buf, parquet.Compression(&snappy.Codec{}),
+		// Not parquet-go's DELTA_LENGTH_BYTE_ARRAY default, which Spark's
+		// vectorized reader refuses or garbles (SPARK-52240).
+		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain))
 	if _, err := w.Write(rows); err != nil {
 		return fmt.Errorf("delta: checkpoint %d: encode: %w", s.Version, err)
 	}

@@ -436,5 +436,19 @@ func TestCommitNormalizesRequiredFields(t *testing.T) {
 		if !strings.Contains(string(raw), `"partitionValues":{}`) || add.PartitionValues != nil {
 			t.Fatalf("commit %s (caller's add modified: %v)", raw, add.PartitionValues != nil)
 		}
+		// extendedFileMetadata says partitionValues is present: {}, not omitted.
+		if s, err = s.Update(t.Context(), store); err != nil {
+			t.Fatal(err)
+		}
+		remove := add.Remove(timeNowMs(), true)
+		if _, err := Commit(t.Context(), store, s, []Action{{Remove: remove}}, CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if raw, err = store.Get(t.Context(), CommitKey(2)); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(string(raw), `"extendedFileMetadata":true,"partitionValues":{}`) || remove.PartitionValues != nil {
+			t.Fatalf("commit %s (caller's remove modified: %v)", raw, remove.PartitionValues != nil)
+		}
 	})
 }

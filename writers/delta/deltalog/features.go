@@ -76,7 +76,7 @@ var writerRules = map[string]featureRule{
 		func(s *Snapshot) bool { return s.Metadata.Configuration["delta.rowTrackingSuspended"] != "true" }),
 	"v2Checkpoint":                never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
 	"inCommitTimestamp":           always, // commitInfo.inCommitTimestamp is written when enabled
-	"clustering":                  always, // stats are written for every column; clusteringProvider is never set
+	"clustering":                  always, // stats follow delta.dataSkipping*, which Spark keeps covering the clustering columns; clusteringProvider is never set
 	"vacuumProtocolCheck":         always,
 	"checkpointProtection":        always, // log files and checkpoints are never deleted
 	"materializePartitionColumns": never("partition columns are not written into data files"),
@@ -113,9 +113,11 @@ func CheckReadable(s *Snapshot) error {
 }
 
 // CheckWritable reports whether Quiver can append to or overwrite the table
-// of s: it must be readable (CheckReadable), have writer version ≤ 7, and
-// every writer feature, explicit or implied by a legacy version, supported
-// or inactive. Refusals wrap ErrUnsupported and name the feature.
+// of s: it must be readable (CheckReadable), have writer version ≤ 7, every
+// writer feature, explicit or implied by a legacy version, supported or
+// inactive, and every feature its schema needs (schemaFeatures) listed.
+// Refusals wrap ErrUnsupported and name the feature; an unparsable schema
+// is ErrCorrupt.
 func CheckWritable(s *Snapshot) error {
 	if err := CheckReadable(s); err != nil {
 		return err
@@ -129,7 +131,80 @@ func CheckWritable(s *Snapshot) error {
 			return err
 		}
 	}
+	schema, err := s.Metadata.Schema()
+	if err != nil {
+		return err
+	}
+	for _, f := range schemaFeatures(schema) {
+		if !slices.Contains(readerFeatures(p), f) || !slices.Contains(writerFeatures(p), f) {
+			return unsupported(p, "feature", f, fmt.Sprintf("the schema needs it but the protocol does not list it as a reader and writer feature, so readers such as delta-kernel-rs refuse the table: add it (Spark: ALTER TABLE … SET TBLPROPERTIES ('delta.feature.%s' = 'supported'))", f))
+		}
+	}
 	return nil
+}
+
+// schemaFeatures lists the reader-writer features a schema needs:
+// timestampNtz for a timestamp_ntz column at any depth.
+func schemaFeatures(s *Schema) []string {
+	if s.usesType("timestamp_ntz") {
+		return []string{"timestampNtz"}
+	}
+	return nil
+}
+
+// withFeatures returns p with the reader-writer features listed, and
+// whether that changed it: reader 3 and writer 7, keeping every feature p
+// lists or implies by a legacy version, as Delta upgrades a protocol.
+func (p Protocol) withFeatures(features []string) (Protocol, bool) {
+	reader, writer := slices.Clip(readerFeatures(p)), slices.Clip(writerFeatures(p))
+	changed := false
+	for _, f := range features {
+		if !slices.Contains(reader, f) {
+			reader, changed = append(reader, f), true
+		}
+		if !slices.Contains(writer, f) {
+			writer, changed = append(writer, f), true
+		}
+	}
+	if !changed {
+		return p, false
+	}
+	return Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: reader, WriterFeatures: writer}, true
+}
+
+// withSchemaFeatures returns actions with the protocol upgraded when their
+// metaData's schema needs a feature the protocol (theirs, else read's)
+// lacks: Delta wants the upgrade in the commit that brings the column.
+// The caller's actions are not modified.
+func withSchemaFeatures(read *Snapshot, actions []Action) []Action {
+	mi := slices.IndexFunc(actions, func(a Action) bool { return a.MetaData != nil })
+	if mi < 0 {
+		return actions
+	}
+	schema, err := actions[mi].MetaData.Schema()
+	if err != nil {
+		return actions // CheckWritable refuses it
+	}
+	pi := slices.IndexFunc(actions, func(a Action) bool { return a.Protocol != nil })
+	var p Protocol
+	switch {
+	case pi >= 0:
+		p = *actions[pi].Protocol
+	case read != nil:
+		p = read.Protocol
+	default:
+		return actions // version 0 without a protocol: newIntent refuses it
+	}
+	up, changed := p.withFeatures(schemaFeatures(schema))
+	if !changed {
+		return actions
+	}
+	out := slices.Clone(actions)
+	if pi >= 0 {
+		out[pi] = Action{Protocol: &up}
+		return out
+	}
+	return slices.Insert(out, mi, Action{Protocol: &up})
 }
 
 func checkFeature(s *Snapshot, kind, feature string, rules map[string]featureRule) error {

@@ -29,7 +29,7 @@ type intent struct {
 }
 
 func newIntent(read *Snapshot, actions []Action, opts CommitOptions) (*intent, error) {
-	actions = normalized(actions)
+	actions = withSchemaFeatures(read, normalized(actions))
 	in := &intent{
 		actions: actions, opts: opts,
 		txns: map[string]bool{}, domains: map[string]bool{}, removes: map[string]bool{}, readFiles: map[string]bool{},
@@ -95,6 +95,7 @@ func newIntent(read *Snapshot, actions []Action, opts CommitOptions) (*intent, e
 
 // normalized returns actions with the required-but-empty fields the
 // protocol wants as {} or [] rather than null (add.partitionValues,
+// remove.partitionValues when extendedFileMetadata says it is present,
 // metaData.partitionColumns/configuration/format.options), without
 // modifying the caller's actions.
 func normalized(actions []Action) []Action {
@@ -105,6 +106,10 @@ func normalized(actions []Action) []Action {
 			c := *a.Add
 			c.PartitionValues = map[string]*string{}
 			out[i] = Action{Add: &c}
+		case a.Remove != nil && a.Remove.ExtendedFileMetadata && a.Remove.PartitionValues == nil:
+			c := *a.Remove
+			c.PartitionValues = map[string]*string{}
+			out[i] = Action{Remove: &c}
 		case a.MetaData != nil:
 			c := *a.MetaData
 			c.PartitionColumns = nonNilSlice(c.PartitionColumns)

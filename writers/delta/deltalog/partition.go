@@ -28,8 +28,8 @@ type (
 )
 
 // FormatPartitionValue serializes a partition value for
-// add.partitionValues: nil → nil (null); string as is; integers and floats
-// as decimal text; bool "true"/"false"; Decimal as is; Date "YYYY-MM-DD";
+// add.partitionValues: nil → nil (null); string as is; integers as decimal
+// text; floats as Java's Double.toString and Float.toString spell them; bool "true"/"false"; Decimal as is; Date "YYYY-MM-DD";
 // time.Time (timestamp) as ISO 8601 UTC with microseconds
 // ("2024-01-01T10:00:00.000000Z"); TimestampNTZ "YYYY-MM-DD HH:MM:SS.ffffff".
 // Other types (binary included) are refused with writers.ErrInvalid.
@@ -45,9 +45,9 @@ func FormatPartitionValue(v any) (*string, error) {
 	case int8, int16, int32, int64, int, uint8, uint16, uint32:
 		s = fmt.Sprint(v)
 	case float32:
-		s = strconv.FormatFloat(float64(v), 'g', -1, 32)
+		s = javaFloat(float64(v), 32)
 	case float64:
-		s = strconv.FormatFloat(v, 'g', -1, 64)
+		s = javaFloat(v, 64)
 	case Decimal:
 		s = string(v)
 	case Date:
@@ -85,12 +85,9 @@ func ParsePartitionValue(v *string, t DataType) (any, error) {
 	case "byte", "short", "integer", "long":
 		out, err = strconv.ParseInt(s, 10, 64)
 	case "float", "double":
-		var f float64
-		f, err = strconv.ParseFloat(strings.Replace(s, "E", "e", 1), 64)
-		if err != nil && (s == "NaN" || s == "Infinity" || s == "-Infinity") {
-			f, err = javaSpecialFloat(s), nil
-		}
-		out = f
+		// Java's "Infinity" and "1.0E21" and the "+Inf" and "1e+21" of
+		// tables Quiver wrote before both parse.
+		out, err = strconv.ParseFloat(s, 64)
 	case "decimal":
 		_, err = strconv.ParseFloat(s, 64)
 		out = Decimal(s)
@@ -115,14 +112,58 @@ func ParsePartitionValue(v *string, t DataType) (any, error) {
 	return out, nil
 }
 
-func javaSpecialFloat(s string) float64 {
-	switch s {
-	case "Infinity":
-		return math.Inf(1)
-	case "-Infinity":
-		return math.Inf(-1)
+// javaFloat spells v as Java's Double.toString (bitSize 64) or
+// Float.toString (32) does, since Java readers parse partition values with
+// Double.parseDouble, which refuses Go's "+Inf": "Infinity", "NaN", "1.5",
+// "100.0", and scientific "1.0E21", "1.0E-4" outside [10^-3, 10^7). The
+// digits are the shortest that read back as v; when that is one digit, Java
+// takes the closest two-digit decimal if it also reads back ("4.9E-324").
+func javaFloat(v float64, bitSize int) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "Infinity"
+	case math.IsInf(v, -1):
+		return "-Infinity"
+	case v == 0 && math.Signbit(v):
+		return "-0.0"
+	case v == 0:
+		return "0.0"
 	}
-	return math.NaN()
+	sci := strconv.FormatFloat(v, 'e', -1, bitSize) // "-1.2345e+07"
+	if m, _, _ := strings.Cut(sci, "e"); len(strings.TrimPrefix(m, "-")) == 1 {
+		two := strconv.FormatFloat(v, 'e', 1, bitSize)
+		if back, err := strconv.ParseFloat(two, bitSize); err == nil && back == v {
+			sci = two
+		}
+	}
+	mant, expText, _ := strings.Cut(sci, "e")
+	exp, _ := strconv.Atoi(expText)
+	sign := ""
+	if mant[0] == '-' {
+		sign, mant = "-", mant[1:]
+	}
+	digits := strings.TrimRight(strings.Replace(mant, ".", "", 1), "0") // v != 0: never empty
+	switch {
+	case exp < -3 || exp >= 7:
+		return fmt.Sprintf("%s%s.%sE%d", sign, digits[:1], orZero(digits[1:]), exp)
+	case exp < 0:
+		return sign + "0." + strings.Repeat("0", -exp-1) + digits
+	}
+	if len(digits) <= exp {
+		digits += strings.Repeat("0", exp+1-len(digits))
+	}
+	return sign + digits[:exp+1] + "." + orZero(digits[exp+1:])
+}
+
+// orZero is s, or "0" when s is empty: Java always writes a digit after
+// the point.
+func orZero(s string) string {
+	if s == "" {
+		return "0"
+	}
+	return s
 }
 
 var timestampLayouts = []string{

@@ -99,14 +99,19 @@ func NewTableSnapshot(schema *arrow.Schema, partitionColumns []string, configura
 
 // creation returns the actions of version 0 of s, a snapshot of a table
 // not created yet: its protocol, its metaData unless actions carry one,
-// then actions.
+// then actions. A metaData in actions (a schema the rows widened) gets the
+// protocol it needs.
 func (s *Snapshot) creation(actions []Action) []Action {
-	out := []Action{{Protocol: &s.Protocol}}
-	if !slices.ContainsFunc(actions, func(a Action) bool { return a.MetaData != nil }) {
+	p := s.Protocol
+	i := slices.IndexFunc(actions, func(a Action) bool { return a.MetaData != nil })
+	if i < 0 {
 		m := s.Metadata
-		out = append(out, Action{MetaData: &m})
+		return append([]Action{{Protocol: &p}, {MetaData: &m}}, actions...)
 	}
-	return append(out, actions...)
+	if schema, err := actions[i].MetaData.Schema(); err == nil {
+		p = newProtocol(schema, actions[i].MetaData.Configuration)
+	}
+	return append([]Action{{Protocol: &p}}, actions...)
 }
 
 // newProtocol returns the lowest protocol a new table with schema s and
@@ -114,10 +119,7 @@ func (s *Snapshot) creation(actions []Action) []Action {
 // every feature in use (appendOnly too when the table is append-only, as
 // (3,7) no longer implies it).
 func newProtocol(s *Schema, conf map[string]string) Protocol {
-	var features []string
-	if s.usesType("timestamp_ntz") {
-		features = append(features, "timestampNtz")
-	}
+	features := schemaFeatures(s)
 	if strings.EqualFold(conf["delta.enableDeletionVectors"], "true") {
 		features = append(features, "deletionVectors")
 	}

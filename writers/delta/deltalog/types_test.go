@@ -2,6 +2,7 @@ package deltalog
 
 import (
 	"errors"
+	"math"
 	"slices"
 	"strings"
 	"testing"
@@ -222,5 +223,66 @@ func TestPartitionValuesAndPaths(t *testing.T) {
 	}
 	if _, err := DecodePath("s3://bucket/x.parquet"); !errors.Is(err, ErrUnsupported) {
 		t.Errorf("absolute path: %v", err)
+	}
+}
+
+// Float partition values are spelled as Java's Double.toString and
+// Float.toString spell them, since Java readers parse them with
+// Double.parseDouble (which refuses Go's "+Inf"); both spellings read back.
+func TestFloatPartitionValues(t *testing.T) {
+	cases := []struct {
+		value any
+		java  string
+		goOld string // what Quiver wrote before, still read
+	}{
+		{math.Inf(1), "Infinity", "+Inf"},
+		{math.Inf(-1), "-Infinity", "-Inf"},
+		{math.NaN(), "NaN", "NaN"},
+		{1e21, "1.0E21", "1e+21"},
+		{1.5, "1.5", "1.5"},
+		{0.001, "0.001", "0.001"},
+		{1e-4, "1.0E-4", "0.0001"},
+		{9.5e-4, "9.5E-4", "0.00095"},
+		{100.0, "100.0", "100"},
+		{9999999.0, "9999999.0", "9.999999e+06"},
+		{1e7, "1.0E7", "1e+07"},
+		{-12345678.9, "-1.23456789E7", "-1.23456789e+07"},
+		{0.0, "0.0", "0"},
+		{math.Copysign(0, -1), "-0.0", "-0"},
+		{math.MaxFloat64, "1.7976931348623157E308", "1.7976931348623157e+308"},
+		{5e-324, "4.9E-324", "5e-324"},
+		{float32(1.1), "1.1", "1.1"},
+		{float32(1e10), "1.0E10", "1e+10"},
+		{float32(3.4028235e38), "3.4028235E38", "3.4028235e+38"},
+		{float32(math.Inf(-1)), "-Infinity", "-Inf"},
+		{float32(0.25), "0.25", "0.25"},
+		{float32(1.4e-45), "1.4E-45", "1e-45"},
+		{float32(0.001), "0.001", "0.001"},
+		{float32(123456.79), "123456.79", "123456.79"},
+	}
+	for _, c := range cases {
+		typ := DataType{Name: "double"}
+		want := c.value
+		if f, ok := c.value.(float32); ok {
+			typ, want = DataType{Name: "float"}, float64(f)
+		}
+		text, err := FormatPartitionValue(c.value)
+		if err != nil || *text != c.java {
+			t.Errorf("%v (%T): %v %v, want %s", c.value, c.value, deref(text), err, c.java)
+		}
+		for _, s := range []string{c.java, c.goOld} {
+			back, err := ParsePartitionValue(&s, typ)
+			if err != nil {
+				t.Errorf("%s: %v", s, err)
+				continue
+			}
+			f := back.(float64)
+			if typ.Name == "float" {
+				f = float64(float32(f))
+			}
+			if w := want.(float64); f != w && !(math.IsNaN(f) && math.IsNaN(w)) || math.Signbit(f) != math.Signbit(w) {
+				t.Errorf("%s parsed as %v, want %v", s, f, w)
+			}
+		}
 	}
 }

@@ -1,0 +1,112 @@
+package parquetio
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
+)
+
+// Spark's vectorized reader refuses DELTA_LENGTH_BYTE_ARRAY up to 3.3 and
+// garbles it after (SPARK-52240), and parquet-go writes it for every
+// BYTE_ARRAY column without an encoding: every string and binary chunk,
+// top-level or nested, must be PLAIN, or dictionary encoded with PLAIN
+// fallback, as Spark and arrow-rs write them.
+func TestByteArrayEncodings(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "unique", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "large", Type: arrow.BinaryTypes.LargeString},
+		{Name: "bin", Type: arrow.BinaryTypes.Binary, Nullable: true},
+		{Name: "few", Type: arrow.BinaryTypes.String},
+		{Name: "dict", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}},
+		{Name: "list", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "s", Type: arrow.BinaryTypes.Binary, Nullable: true}), Nullable: true},
+		{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.BinaryTypes.String), Nullable: true},
+	}, nil)
+	const rows = 20000
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for i := range rows {
+		s := fmt.Sprintf("value-%06d-%s", i, strings.Repeat("x", 60))
+		if i < 5000 { // nulls before values: the case SPARK-52240 garbles
+			b.Field(0).AppendNull()
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(0).(*array.StringBuilder).Append(s)
+			b.Field(2).(*array.BinaryBuilder).Append([]byte(s))
+		}
+		b.Field(1).(*array.LargeStringBuilder).Append(s)
+		b.Field(3).(*array.StringBuilder).Append(fmt.Sprint("c", i%3))
+		if err := b.Field(4).(*array.BinaryDictionaryBuilder).AppendString(fmt.Sprint("d", i%5)); err != nil {
+			t.Fatal(err)
+		}
+		lb := b.Field(5).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.StringBuilder).Append(s)
+		sb := b.Field(6).(*array.StructBuilder)
+		sb.Append(true)
+		sb.FieldBuilder(0).(*array.BinaryBuilder).Append([]byte(s))
+		mb := b.Field(7).(*array.MapBuilder)
+		mb.Append(true)
+		mb.KeyBuilder().(*array.StringBuilder).Append("k")
+		mb.ItemBuilder().(*array.StringBuilder).Append(s)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+
+	for _, opts := range []Options{{}, {NoDictionary: true}, {RowGroupRows: 4096, Compression: CompressionZstd}} {
+		t.Run(fmt.Sprintf("%+v", opts), func(t *testing.T) {
+			data, _ := writeFile(t, schema, opts, rec)
+			enc := chunkEncodings(t, data)
+			if len(enc) != 9 {
+				t.Fatalf("%d leaf columns, want 9: %v", len(enc), enc)
+			}
+			for col, encs := range enc {
+				for _, e := range encs {
+					switch e {
+					case format.Plain, format.RLE, format.RLEDictionary: // RLE: levels
+					default:
+						t.Errorf("column %s has encoding %s, want PLAIN or RLE_DICTIONARY", col, e)
+					}
+				}
+			}
+			if !opts.NoDictionary {
+				for _, col := range []string{"few", "dict"} {
+					if !slices.Contains(enc[col], format.RLEDictionary) {
+						t.Errorf("column %s: encodings %v, want RLE_DICTIONARY", col, enc[col])
+					}
+				}
+			}
+			_, got := readAll(t, data, mem, ReadOptions{})
+			defer releaseAll(got)
+			assertSameRows(t, schema, rowsOf([]arrow.RecordBatch{rec}), rowsOf(got))
+		})
+	}
+}
+
+// chunkEncodings returns the encodings the footer lists for each leaf
+// column (dotted path), over every row group.
+func chunkEncodings(t *testing.T, data []byte) map[string][]format.Encoding {
+	t.Helper()
+	f, err := parquet.OpenFile(bytes.NewReader(data), int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	enc := map[string][]format.Encoding{}
+	for _, rg := range f.Metadata().RowGroups {
+		for _, c := range rg.Columns {
+			col := strings.Join(c.MetaData.PathInSchema, ".")
+			enc[col] = append(enc[col], c.MetaData.Encoding...)
+		}
+	}
+	return enc
+}
