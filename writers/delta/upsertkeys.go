@@ -2,6 +2,7 @@ package delta
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -45,17 +46,27 @@ type keyGroup struct {
 // keyGroups indexes the source keys of a collapse by partition key values
 // (partTuple); enc encodes the data keys.
 type keyGroups struct {
-	keys     keyColumns
-	enc      *merge.KeyEncoder // over the source's data key columns
-	groups   map[string]*keyGroup
-	sizeHint int // source keys: one group's size when the keys have no partition column
+	keys keyColumns
+	// partTypes are the table's types of keys.part, to read a file's
+	// partition values as the source's are spelled (canonicalPartition).
+	partTypes []deltalog.DataType
+	enc       *merge.KeyEncoder // over the source's data key columns
+	groups    map[string]*keyGroup
+	sizeHint  int // source keys: one group's size when the keys have no partition column
 }
 
 // newKeyGroups indexes the keys of res: the key columns of its live rows
 // and its deleted keys. Every target row with one of them is replaced or
 // deleted.
-func newKeyGroups(res *merge.Result, keys keyColumns) (*keyGroups, error) {
+func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema) (*keyGroups, error) {
 	g := &keyGroups{keys: keys, groups: make(map[string]*keyGroup), sizeHint: int(res.LiveRows + res.DeletedRows)}
+	for _, c := range keys.part {
+		f, ok := table.Field(c)
+		if !ok {
+			return nil, fmt.Errorf("partition key %q is not a column of the table", c)
+		}
+		g.partTypes = append(g.partTypes, f.Type)
+	}
 	for _, recs := range [][]arrow.RecordBatch{res.Live, res.Deleted} {
 		for _, rec := range recs {
 			if err := g.add(rec); err != nil {
@@ -119,12 +130,33 @@ func (g *keyGroups) add(rec arrow.RecordBatch) error {
 func (g *keyGroups) forFile(a *deltalog.Add) *keyGroup {
 	vals := make([]*string, len(g.keys.part))
 	for i, c := range g.keys.part {
-		vals[i] = a.PartitionValues[c]
-		if vals[i] != nil && *vals[i] == "" {
-			vals[i] = nil // Delta reads "" as null
-		}
+		vals[i] = canonicalPartition(a.PartitionValues[c], g.partTypes[i])
 	}
 	return g.groups[partTuple(vals)]
+}
+
+// canonicalPartition spells a file's partition value v of type t as
+// partitionValue spells the source's: other writers (and older Quiver)
+// spell some values otherwise — Spark's "2024-01-01 10:00:00" timestamps,
+// Go's "+Inf" — and a key compared as spelled would be missed and
+// inserted twice. "" is null, as Delta reads it; a value that does not
+// parse is compared as it is.
+func canonicalPartition(v *string, t deltalog.DataType) *string {
+	if v == nil || *v == "" {
+		return nil
+	}
+	parsed, err := deltalog.ParsePartitionValue(v, t)
+	if err != nil {
+		return v
+	}
+	if f, ok := parsed.(float64); ok && t.Name == "float" {
+		parsed = float32(f) // spelled as Float.toString, like a float32 column's
+	}
+	canon, err := deltalog.FormatPartitionValue(parsed)
+	if err != nil || canon == nil {
+		return v
+	}
+	return canon
 }
 
 // mayHold reports whether a file with stats st may hold a key of g: false

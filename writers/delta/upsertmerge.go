@@ -96,7 +96,11 @@ func (o *mergeOutcome) mark(path string, rows int64, gone []int64) error {
 // are kept. On failure every file written is deleted and nothing is
 // returned.
 func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result, stats *deltalog.StatsColumns) (*mergeOutcome, error) {
-	groups, err := newKeyGroups(res, w.keyColumns())
+	table, err := snap.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("delta: upsert: %w", err)
+	}
+	groups, err := newKeyGroups(res, w.keyColumns(), table)
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
 	}
