@@ -224,3 +224,17 @@ func FieldList(s *arrow.Schema) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// DecodeDescriptors decodes every descriptor of a Commit with the sink's
+// decode, naming endpoint and the index of the first one it refuses.
+func DecodeDescriptors[D any](endpoint string, descs []Descriptor, decode func(Descriptor) (D, error)) ([]D, error) {
+	out := make([]D, len(descs))
+	for i, b := range descs {
+		d, err := decode(b)
+		if err != nil {
+			return nil, fmt.Errorf("%w (endpoint %q, descriptor %d)", err, endpoint, i)
+		}
+		out[i] = d
+	}
+	return out, nil
+}

@@ -227,11 +227,8 @@ const replayLookback = 100
 // decodeDescriptors decodes descs and checks them against the endpoint's
 // mode; upsert is the plan they carry, if any.
 func (w *Writer) decodeDescriptors(descs []writers.Descriptor) (ds []*descriptor, upsert *upsertPlan, err error) {
-	ds = make([]*descriptor, len(descs))
-	for i, b := range descs {
-		if ds[i], err = decodeDescriptor(b); err != nil {
-			return nil, nil, fmt.Errorf("%w (endpoint %q, descriptor %d)", err, w.env.Endpoint, i)
-		}
+	if ds, err = writers.DecodeDescriptors(w.env.Endpoint, descs, decodeDescriptor); err != nil {
+		return nil, nil, err
 	}
 	if err := w.checkModes(ds); err != nil {
 		return nil, nil, err

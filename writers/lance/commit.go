@@ -3,7 +3,6 @@ package lance
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strconv"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -218,11 +217,8 @@ func (w *Writer) applyPatch(p *indexPatch, nd *lanceformat.Dataset) (applied boo
 // decodeDescriptors decodes descs and checks them against the endpoint's
 // mode; m is the merge they carry, if any.
 func (w *Writer) decodeDescriptors(descs []writers.Descriptor) (ds []*descriptor, m *mergeDesc, err error) {
-	ds = make([]*descriptor, len(descs))
-	for i, b := range descs {
-		if ds[i], err = decodeDescriptor(b); err != nil {
-			return nil, nil, fmt.Errorf("%w (endpoint %q, descriptor %d)", err, w.env.Endpoint, i)
-		}
+	if ds, err = writers.DecodeDescriptors(w.env.Endpoint, descs, decodeDescriptor); err != nil {
+		return nil, nil, err
 	}
 	if err := w.checkModes(ds); err != nil {
 		return nil, nil, err
