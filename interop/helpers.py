@@ -224,9 +224,16 @@ class DeltaRs:
     name = "delta-rs"
 
     def rows(self, path: Path) -> pa.Table:
-        from deltalake import DeltaTable
+        """DeltaTable.to_pyarrow_table(); for tables with deletion vectors,
+        which that path refuses (deltalake 1.6: "reader features
+        {'deletionVectors'} ... not yet supported"), delta-rs's DataFusion
+        engine (QueryBuilder), which applies them."""
+        from deltalake import DeltaTable, QueryBuilder
 
-        return DeltaTable(str(path)).to_pyarrow_table()
+        table = DeltaTable(str(path))
+        if "deletionVectors" in (table.protocol().reader_features or []):
+            return pa.table(QueryBuilder().register("t", table).execute("SELECT * FROM t").read_all())
+        return table.to_pyarrow_table()
 
     def versions(self, path: Path) -> list[int]:
         from deltalake import DeltaTable
