@@ -41,7 +41,7 @@ golden:
 # The pytest suite alone (interop/): Spark and delta-rs against bin/quiver.
 # interop/run creates .venv from requirements-test.txt when it is missing or
 # stale; Spark's Delta jars are cached in .cache/ivy after the first run.
-# Pass pytest options with PYTEST_ARGS, e.g. PYTEST_ARGS='-k upsert -x'.
+# Pass pytest options with PYTEST_ARGS, e.g. PYTEST_ARGS='test_roundtrip.py -k spark -x'.
 test-interop: build
 	QUIVER_BIN=$(CURDIR)/$(BIN) interop/run $(PYTEST_ARGS)
 

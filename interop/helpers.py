@@ -170,6 +170,18 @@ class Client:
         writer.close()
         return ack
 
+    def put_retrying(self, endpoint: str, table: pa.Table, attempts: int = 20) -> tuple[dict[str, Any], int]:
+        """put, sent again while it fails with Aborted (a commit conflict: an
+        auto-commit stream that fails publishes nothing). Returns the ack
+        and the number of conflicts."""
+        for conflicts in range(attempts):
+            try:
+                return self.put(endpoint, table), conflicts
+            except flight.FlightError as e:
+                if "aborted error" not in str(e):
+                    raise
+        raise AssertionError(f"{endpoint}: {attempts} commit conflicts in a row")
+
     def put(self, endpoint: str, table: pa.Table, chunk: int | None = None) -> dict[str, Any]:
         """An auto-commit stream (PATH descriptor): one Delta commit. Returns
         the final ack, {"committed": true, "rows": N, "version": V}."""
@@ -218,6 +230,7 @@ class Written:
     path: Path
     expected: pa.Table
     versions: list[int] = field(default_factory=list)
+    commits: int | None = None  # the number of commits, when known (other writers too)
 
 
 class DeltaRs:
@@ -283,6 +296,8 @@ def check_table(reader: Reader, written: Written, last_writer_quiver: bool = Tru
     assert set(written.versions) <= set(history), f"{reader.name}: acked {written.versions}, history {history}"
     if last_writer_quiver and written.versions:
         assert history[-1] == max(written.versions), f"{reader.name}: latest {history[-1]}, acked {written.versions}"
+    if written.commits is not None:
+        assert len(history) == written.commits, f"{reader.name}: {len(history)} versions, {written.commits} commits"
     reader.check_detail(written.path)
 
 

@@ -13,7 +13,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-import defects
 from data import T0, UTC, apply_changelog, changelog_schema, table, typed
 from helpers import Quiver, Reader, Written, check_table, log_actions, readers
 
@@ -127,10 +126,10 @@ def test_float_partitions(partition_tables: dict[str, Written], reader: Reader) 
 JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|((\d+\.?\d*|\.\d+)([eE][+-]?\d+)?))[fFdD]?")
 
 
-@defects.FLOAT_PARTITION_SPELLING
 def test_float_partition_values_parse_in_java(partition_tables: dict[str, Written]) -> None:
     """Float partition values are spelled so that Java parses them back to
-    the value sent (Infinity, not Go's +Inf)."""
+    the value sent (Infinity, not Go's +Inf, which Quiver wrote before
+    a1dac11; Spark 4.2's cast happens to accept both)."""
     sent = {str(v) for v in PARTITION_VALUES["part_float"][1] if v is not None}
     values = {a["partitionValues"]["p"] for a in log_actions(partition_tables["part_float"].path, "add")}
     assert None in values
@@ -182,12 +181,12 @@ def test_overwrite(overwritten: dict[str, Written], endpoint: str, reader: Reade
     check_table(reader, overwritten[endpoint])
 
 
-@pytest.mark.parametrize("endpoint", ["overwrite", pytest.param("overwrite_flat",
-                                                                  marks=defects.REMOVE_WITHOUT_PARTITION_VALUES)])
+@pytest.mark.parametrize("endpoint", ["overwrite", "overwrite_flat"])
 def test_overwrite_removes_carry_partition_values(overwritten: dict[str, Written], endpoint: str) -> None:
     """Every remove states the partition values of the file it removes ({}
     when the table is unpartitioned), in commits and in checkpoints, as
-    the protocol says of removes with extendedFileMetadata."""
+    the protocol says of removes with extendedFileMetadata (unpartitioned
+    tables had none before 8bb0782)."""
     w = overwritten[endpoint]
     adds = {a["path"]: a for a in log_actions(w.path, "add")}
     removes = log_actions(w.path, "remove")
@@ -231,9 +230,10 @@ def evolved_ntz(server: Quiver) -> Written:
     return w
 
 
-@pytest.mark.parametrize("reader_name", readers(delta_rs=defects.NTZ_FEATURE_ON_ADD_COLUMNS,
-                                                spark=defects.NTZ_FEATURE_ON_ADD_COLUMNS))
+@pytest.mark.parametrize("reader_name", readers())
 def test_add_columns_timestamp_ntz(evolved_ntz: Written, reader: Reader) -> None:
+    """A timestamp_ntz column added by add_columns upgrades the protocol to
+    3/7 with timestampNtz (before 098c55b both readers refused the table)."""
     check_table(reader, evolved_ntz)
 
 
@@ -273,9 +273,9 @@ def older_clients(server: Quiver) -> dict[str, Written]:
 
 
 @pytest.mark.parametrize("reader_name", readers())
-@pytest.mark.parametrize("endpoint", ["evolve_old", pytest.param("evolve_old_upsert",
-                                                                 marks=defects.OLDER_CLIENTS_AFTER_ADD_COLUMNS)])
+@pytest.mark.parametrize("endpoint", ["evolve_old", "evolve_old_upsert"])
 def test_add_columns_then_older_client(older_clients: dict[str, Written], endpoint: str, reader: Reader) -> None:
+    """(Upserts with the older schema were refused before 29afc2a.)"""
     check_table(reader, older_clients[endpoint])
 
 
@@ -447,10 +447,12 @@ def test_strings_nulls_first_long_pages(strings: Written, reader: Reader) -> Non
     check_table(reader, strings)
 
 
-@defects.DELTA_LENGTH_BYTE_ARRAY
 def test_strings_are_not_delta_length_byte_array(strings: Written) -> None:
     """String and binary chunks are PLAIN or dictionary encoded, as Spark
-    and arrow-rs write them: never DELTA_LENGTH_BYTE_ARRAY."""
+    and arrow-rs write them: never DELTA_LENGTH_BYTE_ARRAY, which Spark's
+    vectorized reader refuses (<= 3.3) or misreads (SPARK-52240), and which
+    Quiver wrote for strings outgrowing their dictionary before 7ae02ed
+    (Spark 4.2 happens to read this table right either way)."""
     files = sorted(strings.path.glob("*.parquet"))
     assert files
     for f in files:
@@ -475,10 +477,9 @@ def test_wide_table(wide: Written, reader: Reader) -> None:
     check_table(reader, wide)
 
 
-@defects.STATS_IGNORE_NUM_INDEXED_COLS
 def test_stats_first_32_columns(wide: Written) -> None:
     """Statistics cover the first 32 columns (delta.dataSkippingNumIndexedCols'
-    default), as Spark writes and reads them."""
+    default), as Spark writes and reads them (every column before 36db801)."""
     for a in log_actions(wide.path, "add"):
         stats = json.loads(a["stats"])
         for kind in ("minValues", "maxValues", "nullCount"):
