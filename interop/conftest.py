@@ -97,11 +97,6 @@ def spark_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 
 @pytest.fixture
-def spark(spark_session: Any) -> Spark:
-    return Spark(spark_session)
-
-
-@pytest.fixture
 def reader(request: pytest.FixtureRequest, reader_name: str) -> Reader:
     """The reader named by the test's reader_name parameter (helpers.readers)."""
     if reader_name == "spark":

@@ -115,18 +115,6 @@ class Quiver:
         poll("quiver to listen", timeout_s, self._listening, self.log)
         poll("quiver /readyz", timeout_s, self._ready, self.log)
 
-    def metric(self, name: str, **labels: str) -> float:
-        """The sum of the Prometheus samples of name with these labels."""
-        with urllib.request.urlopen(f"http://{self.http_addr}/metrics", timeout=5) as r:
-            text = r.read().decode()
-        total = 0.0
-        for line in text.splitlines():
-            if not line.startswith(name + "{") and not line.startswith(name + " "):
-                continue
-            if all(f'{k}="{v}"' in line for k, v in labels.items()):
-                total += float(line.rsplit(" ", 1)[1])
-        return total
-
     def table_path(self, endpoint: str) -> Path:
         """The local root of a delta endpoint's file:// table."""
         uri = next(e["delta"]["table_uri"] for e in self.endpoints if e["name"] == endpoint)

@@ -8,6 +8,7 @@ import datetime as dt
 import json
 import re
 from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -61,12 +62,11 @@ def written(server: Quiver, endpoint: str, sent: list[pa.Table], chunk: int | No
 
 @pytest.fixture(scope="module")
 def typed_table(server: Quiver) -> Written:
-    # three streams; the second one in many small batches
-    w = written(server, "typed", [typed(0, 500)], None)
-    w2 = written(server, "typed", [typed(500, 700)], 64)
-    w3 = written(server, "typed", [typed(1200, 1)], None)
-    assert w.versions + w2.versions + w3.versions == [0, 1, 2]
-    return Written(w.path, pa.concat_tables([w.expected, w2.expected, w3.expected]), [0, 1, 2])
+    """Three streams, the second one in 64-row batches."""
+    sent = [(typed(0, 500), None), (typed(500, 700), 64), (typed(1200, 1), None)]
+    versions = [server.client().put("typed", t, chunk)["version"] for t, chunk in sent]
+    assert versions == [0, 1, 2]
+    return Written(server.table_path("typed"), pa.concat_tables([t for t, _ in sent]), versions)
 
 
 @pytest.mark.parametrize("reader_name", readers())
@@ -147,8 +147,6 @@ def test_partition_directories(partition_tables: dict[str, Written]) -> None:
     values = {a["partitionValues"]["p"] for a in adds}
     assert values == {v or None for v in PARTITION_VALUES["part_string"][1]}
     for a in adds:
-        from urllib.parse import unquote
-
         local = w.path / unquote(a["path"])
         assert local.is_file(), a["path"]
         if a["partitionValues"]["p"] is None:
