@@ -170,3 +170,46 @@ def test_quiver_keeps_spark_properties(altered: Written) -> None:
         for add in (a["add"] for a in commit if "add" in a):
             stats = json.loads(add["stats"])
             assert list(stats["minValues"]) == ["id"] and list(stats["nullCount"]) == ["id"], stats
+
+
+# --- Spark's timestamp partitions, a key of Quiver's upsert -------------------------
+
+TS_SCHEMA = pa.schema([("id", pa.int64()), ("ts", pa.timestamp("us", tz="UTC")), ("v", pa.string())])
+
+
+@pytest.fixture(scope="module")
+def spark_ts_partitions(quiver: Any, tables: Path, spark_session: Any) -> Written:
+    """Spark writes a table partitioned by a timestamp with its legacy
+    spelling of partition values ('yyyy-MM-dd HH:mm:ss[.SSSSSS]'); Quiver
+    upserts by (id, ts):
+    keys Spark wrote are updated in place, never inserted a second time."""
+    import datetime as dt
+
+    path = tables / "spark_ts_partitions"
+    stamps = [dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc),
+              dt.datetime(2026, 1, 1, 12, 34, 56, 123456, tzinfo=dt.timezone.utc)]
+    first = table(({"id": i, "ts": stamps[i % 2], "v": "spark"} for i in range(20)), TS_SCHEMA)
+    # Delta 4 spells new timestamp partition values in ISO 8601 with a zone;
+    # older Spark (and this option) spell them in the session's zone (UTC).
+    legacy = "spark.databricks.delta.write.utcTimestampPartitionValues"
+    spark_session.conf.set(legacy, "false")
+    try:
+        spark_session.createDataFrame(first).write.format("delta").partitionBy("ts").save(str(path))
+    finally:
+        spark_session.conf.unset(legacy)
+    spelled = {a["partitionValues"]["ts"] for a in log_actions(path, "add")}
+    assert any(" " in v for v in spelled), spelled  # Spark's spelling, not ISO 8601
+    srv = quiver(("upsert", {"table_uri": path, "mode": "upsert", "merge_keys": ["id", "ts"],
+                             "partition_by": ["ts"]}))
+    changes = table([{"id": i, "ts": stamps[i % 2], "v": "quiver", "_op": "U"} for i in range(0, 20, 3)]
+                    + [{"id": 100, "ts": stamps[1], "v": "quiver", "_op": "I"},
+                       {"id": 1, "ts": stamps[1], "v": None, "_op": "D"}], changelog_schema(TS_SCHEMA))
+    version = srv.client().put("upsert", changes)["version"]
+    state = {(r["id"], r["ts"]): r for r in first.to_pylist()}
+    apply_changelog(state, changes, ["id", "ts"])
+    return Written(path, table(state.values(), TS_SCHEMA), [version])
+
+
+@pytest.mark.parametrize("reader_name", readers())
+def test_spark_timestamp_partitions_then_quiver_upsert(spark_ts_partitions: Written, reader: Reader) -> None:
+    check_table(reader, spark_ts_partitions)
