@@ -1,6 +1,8 @@
 # Quiver — build, run, test, bench.
 #   make run    build and serve examples/quickstart.yaml on 127.0.0.1:8815
-#   make test   run every test (vet, race detector, conformance, end-to-end)
+#   make test   run every test: vet, Go tests with the race detector (unit,
+#               conformance, end-to-end), then the Python interop suite
+#               (Spark and delta-rs read what bin/quiver writes); CI runs it
 #   make golden rewrite the reference Delta tables of testdata/delta-golden
 #               (Spark + delta-spark and delta-rs, in .venv-golden; needs Java 17)
 
@@ -12,7 +14,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-short bench lint fmt docker clean golden
+.PHONY: build run test test-go test-short test-interop venv bench lint fmt docker clean golden
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -20,10 +22,14 @@ build:
 run: build
 	./$(BIN) serve --config examples/quickstart.yaml
 
-test:
+test: test-go test-interop
+
+# Go only: vet, then every Go test with the race detector.
+test-go:
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
+# Go only, quick: -short, no race detector, no Python.
 test-short:
 	$(GO) test -short $(PKGS)
 
@@ -31,6 +37,17 @@ golden:
 	test -x $(GOLDEN_VENV)/bin/python || python3 -m venv $(GOLDEN_VENV)
 	$(GOLDEN_VENV)/bin/pip install -q -r testdata/delta-golden/requirements.txt
 	$(GOLDEN_VENV)/bin/python testdata/delta-golden/generate.py
+
+# The pytest suite alone (interop/): Spark and delta-rs against bin/quiver.
+# interop/run creates .venv from requirements-test.txt when it is missing or
+# stale; Spark's Delta jars are cached in .cache/ivy after the first run.
+# Pass pytest options with PYTEST_ARGS, e.g. PYTEST_ARGS='test_roundtrip.py -k spark -x'.
+test-interop: build
+	QUIVER_BIN=$(CURDIR)/$(BIN) interop/run $(PYTEST_ARGS)
+
+# The interop suite's virtual environment alone.
+venv:
+	interop/run --venv-only
 
 bench: build
 	$(GO) run ./bench/cmd/quiverbench --baseline --streams 1,4

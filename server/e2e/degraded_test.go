@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
+	"github.com/quiver-ingest/quiver/internal/reftool"
 )
 
 // pollFor calls cond until it holds, failing the test after d.
@@ -113,17 +114,14 @@ func TestDegradedDeltaEndpointFinishesDecidedCommit(t *testing.T) {
 
 // mountTmpfs mounts a tmpfs of size at a new folder and returns it,
 // unmounted at cleanup (register it before anything using the folder).
-// Without permission to mount the test is skipped, unless CI=true.
+// Without permission to mount the test is skipped, unless CI=true
+// (reftool.Missing).
 func mountTmpfs(t *testing.T, size string) string {
 	t.Helper()
 	dir := t.TempDir()
 	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+size, "tmpfs", dir).CombinedOutput()
 	if err != nil {
-		msg := fmt.Sprintf("cannot mount a tmpfs (needs root): %v: %s", err, out)
-		if os.Getenv("CI") == "true" {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
+		reftool.Missing(t, "mount -t tmpfs (root)", fmt.Errorf("%v: %s", err, out))
 	}
 	t.Cleanup(func() {
 		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {

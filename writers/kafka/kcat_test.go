@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/quiver-ingest/quiver/internal/reftool"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka"
 )
@@ -18,7 +19,7 @@ import (
 func TestKcatReadsCommitted(t *testing.T) {
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
-		t.Skip("kcat is not installed (apt-get install -y kcat); skipping the librdkafka read-back")
+		reftool.Missing(t, "kcat", fmt.Errorf("%w (apt-get install -y kcat; .ci/run installs it): no librdkafka read-back", err))
 	}
 	mem := checkedMem(t)
 	c := startCluster(t)

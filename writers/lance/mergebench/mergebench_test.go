@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/quiver-ingest/quiver/internal/reftool"
 	"github.com/quiver-ingest/quiver/writers/lance/internal/lanceprobe"
 )
 
@@ -17,7 +18,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // report has every target and phase with a rate.
 func TestRunSmall(t *testing.T) {
 	if _, err := lanceprobe.Install(); errors.Is(err, lanceprobe.ErrNoNode) {
-		t.Skip(err.Error())
+		reftool.Missing(t, "node/npm", err)
 	}
 	var out strings.Builder
 	if err := Run(t.Context(), Options{BaseRows: 2000, SourceRows: 200, WarmMerges: 2}, &out, io.Discard); err != nil {
@@ -56,7 +57,7 @@ func TestLanceDBRates(t *testing.T) {
 		t.Error("LanceDBRates accepted an empty table")
 	}
 	if _, err := lanceprobe.Install(); errors.Is(err, lanceprobe.ErrNoNode) {
-		t.Skip(err.Error())
+		reftool.Missing(t, "node/npm", err)
 	}
 	plain, indexed, err := LanceDBRates(2000, 200, io.Discard)
 	if err != nil {

@@ -29,6 +29,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/quiver-ingest/quiver/internal/reftool"
 )
 
 //go:embed probe/package.json probe/package-lock.json probe/probe.mjs
@@ -68,13 +70,13 @@ func Install() (string, error) {
 }
 
 // Dir returns the installed probe directory, installing it on first use.
-// It skips the test when node or npm are missing and fails it when the
-// install fails.
+// When node or npm are missing it skips the test, or fails it with CI=true
+// (reftool.Missing); it fails it when the install fails.
 func Dir(t testing.TB) string {
 	t.Helper()
 	dir, err := Install()
 	if errors.Is(err, ErrNoNode) {
-		t.Skip(err.Error())
+		reftool.Missing(t, "node/npm", err)
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,105 @@
+"""Fixtures of the interop suite: the quiver binary, Quiver servers, one
+SparkSession with Delta Lake, and the readers (delta-rs, Spark)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+
+from helpers import REPO, DeltaRs, Quiver, Reader, Spark, require_tool
+
+# Spark's Delta jars are fetched once from Maven Central into this folder
+# (git-ignored); later sessions resolve them from it without the network.
+IVY_CACHE = REPO / ".cache" / "ivy"
+
+
+@pytest.fixture(scope="session")
+def quiver_bin() -> Path:
+    """bin/quiver as `make test-interop` built it (QUIVER_BIN), or built here
+    with go into .cache/quiver."""
+    if path := os.environ.get("QUIVER_BIN"):
+        assert Path(path).is_file(), f"QUIVER_BIN={path} does not exist"
+        return Path(path)
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    if not os.access(go, os.X_OK):
+        require_tool("go", "not in PATH (or build bin/quiver with make and set QUIVER_BIN)")
+    out = REPO / ".cache" / "quiver"
+    subprocess.run([go, "build", "-o", str(out), "./server/cmd/quiver"], cwd=REPO, check=True)
+    return out
+
+
+@pytest.fixture(scope="session")
+def quiver(quiver_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Quiver]]:
+    """Starts `quiver serve` with the given endpoints (delta endpoints are
+    given as name and delta section; table_uri may be a Path) and returns
+    it; every server is stopped at the end of the session."""
+    servers: list[Quiver] = []
+
+    def start(*endpoints: tuple[str, dict[str, Any]]) -> Quiver:
+        eps = []
+        for name, delta in endpoints:
+            delta = dict(delta)
+            if isinstance(delta["table_uri"], Path):
+                delta["table_uri"] = "file://" + str(delta["table_uri"])
+            eps.append({"name": name, "sink": "delta", "delta": delta})
+        srv = Quiver(quiver_bin, tmp_path_factory.mktemp("quiver"), eps)
+        servers.append(srv)
+        return srv
+
+    yield start
+    for srv in servers:
+        srv.stop()
+
+
+@pytest.fixture(scope="session")
+def tables(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The folder of the session's tables."""
+    return tmp_path_factory.mktemp("tables")
+
+
+@pytest.fixture(scope="session")
+def spark_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One SparkSession with Delta Lake for the whole run: local[2], small
+    memory, no UI, two shuffle partitions, session time zone UTC, Parquet's
+    vectorized reader as by default."""
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        require_tool("java", "Spark needs Java 17 (apt-get install openjdk-17-jre-headless)")
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
+    tmp = tmp_path_factory.mktemp("spark")
+    builder = (
+        SparkSession.builder.master("local[2]")
+        .appName("quiver-interop")
+        .config("spark.driver.memory", "1g")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.default.parallelism", "2")
+        .config("spark.databricks.delta.snapshotPartitions", "2")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.warehouse.dir", str(tmp / "warehouse"))
+        .config("spark.local.dir", str(tmp / "local"))
+        .config("spark.jars.ivy", str(IVY_CACHE))
+        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
+        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+    )
+    session = configure_spark_with_delta_pip(builder).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    assert session.conf.get("spark.sql.parquet.enableVectorizedReader") == "true"
+    yield session
+    session.stop()
+
+
+@pytest.fixture
+def reader(request: pytest.FixtureRequest, reader_name: str) -> Reader:
+    """The reader named by the test's reader_name parameter (helpers.readers)."""
+    if reader_name == "spark":
+        return Spark(request.getfixturevalue("spark_session"))
+    return DeltaRs()
+
