@@ -28,8 +28,12 @@ type sink struct {
 	openErr error
 	built   atomic.Int32
 	closed  atomic.Int32
-	// attempts, when set, receives before every Open reads openErr.
+	// attempts, when set, receives before every Open reads its error.
 	attempts chan struct{}
+	// script, when set, holds the errors of the next Opens, in order
+	// (then openErr): an attempt's error must not depend on whether the
+	// test changed openErr before or after that attempt read it.
+	script []error
 }
 
 type flaky struct {
@@ -43,6 +47,11 @@ func (f flaky) Open(ctx context.Context) error {
 	}
 	f.s.mu.Lock()
 	defer f.s.mu.Unlock()
+	if len(f.s.script) > 0 {
+		err := f.s.script[0]
+		f.s.script = f.s.script[1:]
+		return err
+	}
 	return f.s.openErr
 }
 
@@ -51,11 +60,6 @@ func (f flaky) Close(ctx context.Context) error {
 	return f.Writer.Close(ctx)
 }
 
-func (s *sink) fail(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.openErr = err
-}
 
 func (s *sink) build() (writers.Writer, error) {
 	s.built.Add(1)
@@ -119,7 +123,11 @@ func TestClasses(t *testing.T) {
 // with the reason or reach the opened writer; after it opens onOpen runs
 // once, a rebuilt writer serves, and warnings were logged once per reason.
 func TestRetryOpensAndSwaps(t *testing.T) {
-	s := &sink{openErr: writers.Errorf(writers.ErrUnavailable, "broker down"), attempts: make(chan struct{})}
+	down := writers.Errorf(writers.ErrUnavailable, "broker down")
+	refuses := writers.Errorf(writers.ErrUnavailable, "broker refuses")
+	// The first Open, then three failed attempts with the same reason,
+	// two with another, then success.
+	s := &sink{openErr: down, attempts: make(chan struct{}), script: []error{down, down, down, down, refuses, refuses, nil}}
 	var logs bytes.Buffer
 	w := newWriter(t, s, &logs)
 	go func() { <-s.attempts }() // the first Open
@@ -149,17 +157,10 @@ func TestRetryOpensAndSwaps(t *testing.T) {
 			}
 		})
 	}
-	// Three failed attempts with the same reason, two with another, then
-	// success. An attempt proceeds when the test receives it.
-	for range 3 {
+	// An attempt proceeds when the test receives it.
+	for range 6 {
 		<-s.attempts
 	}
-	s.fail(writers.Errorf(writers.ErrUnavailable, "broker refuses"))
-	for range 2 {
-		<-s.attempts
-	}
-	s.fail(nil)
-	<-s.attempts
 	select {
 	case <-opened:
 	case <-time.After(10 * time.Second):
