@@ -60,7 +60,6 @@ func (f flaky) Close(ctx context.Context) error {
 	return f.Writer.Close(ctx)
 }
 
-
 func (s *sink) build() (writers.Writer, error) {
 	s.built.Add(1)
 	return flaky{discard.New(nil), s}, nil
