@@ -10,7 +10,9 @@ and category, bool active) in batches of 65,536 rows, generated before timing,
     append endpoint, zstd), 1 stream and 4 concurrent streams (the batches
     dealt round-robin, one connection and one auto-commit each);
   - delta-rs `write_deltalake` of the same pyarrow batches in process
-    (mode append, ZSTD level 3: parquet-go's default level, which Quiver uses).
+    (mode append, ZSTD level 3: parquet-go's default level, which Quiver uses);
+  - for reference, the same Flight stream into a discard endpoint (what the
+    pyarrow client and gRPC cost alone, on the same two cores).
 Each run writes a new table; the timing ends when the commit is acknowledged.
 
 Upsert: a 2,000,000-row table, then two changelogs of 200,000 rows (100,000
@@ -280,6 +282,7 @@ def main() -> int:
         endpoints.append({"name": f"upsert_r{r}", "sink": "delta", "delta": {
             "table_uri": f"file://{work}/quiver/upsert_r{r}", "mode": "upsert", "merge_keys": ["id"],
             "deletion_vectors": True, "parquet": {"compression": "zstd"}}})
+    endpoints.append({"name": "devnull", "sink": "discard"})  # Flight alone: the client's and transport's share
     server = Quiver(Path(args.quiver), work / "server", endpoints)
     results: dict[str, Any] = {"rows": args.rows, "changelog_rows": args.changelog_rows, "runs": runs,
                                "load_start": os.getloadavg(), "cpus": os.cpu_count()}
@@ -308,13 +311,15 @@ def main() -> int:
 
 
 def bench_append(server: Quiver, data: pa.Table, work: Path, runs: int) -> dict[str, Any]:
-    secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": []}
+    secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": [], "discard_1": []}
     loads = []
+    sizes: dict[str, int] = {}
     for r in range(runs):
         jobs: list[tuple[str, Callable[[], None]]] = [
             ("quiver_1", lambda: quiver_put_streams(server.flight_addr, f"append_s1_r{r}", data, 1)),
             ("quiver_4", lambda: quiver_put_streams(server.flight_addr, f"append_s4_r{r}", data, 4)),
             ("deltars", lambda: deltars_write(work / f"deltars/append_r{r}", data)),
+            ("discard_1", lambda: quiver_put_streams(server.flight_addr, "devnull", data, 1)),
         ]
         k = r % len(jobs)
         for name, fn in jobs[k:] + jobs[:k]:
@@ -327,9 +332,12 @@ def bench_append(server: Quiver, data: pa.Table, work: Path, runs: int) -> dict[
                            ("deltars", work / f"deltars/append_r{r}")):
             n, ids, _ = table_digest(path)
             assert n == ids == data.num_rows, f"append {name} run {r}: {n} rows, {ids} ids"
+            sizes[name] = sum(f.stat().st_size for f in path.rglob("*.parquet"))
         shutil.rmtree(work / "quiver_append", ignore_errors=True)  # keep the disk small
         shutil.rmtree(work / "deltars", ignore_errors=True)
     out = {name: summary(data.num_rows, s) for name, s in secs.items()}
+    for name, size in sizes.items():
+        out[name]["parquet_bytes"] = size
     out["load"] = [min(loads), max(loads)]
     return out
 
@@ -408,10 +416,11 @@ def report(res: dict[str, Any]) -> None:
         print(f"\nAppend, {res['rows']:,} rows, zstd (load {a['load'][0]:.1f}-{a['load'][1]:.1f})")
         print(f"{'target':<34}{'median rows/s':>15}{'runs':>40}{'vs delta-rs':>13}")
         for name, label in (("quiver_1", "Quiver Flight, 1 stream"), ("quiver_4", "Quiver Flight, 4 streams"),
-                            ("deltars", "delta-rs write_deltalake")):
+                            ("deltars", "delta-rs write_deltalake"), ("discard_1", "(Flight to discard, 1 stream)")):
             m = a[name]["median_rows_per_s"]
             runs = ", ".join(fmt_rate(x) for x in a[name]["rows_per_s"])
-            print(f"{label:<34}{fmt_rate(m):>15}{runs:>40}{m / d:>12.2f}x")
+            size = f"  {a[name]['parquet_bytes'] / 2**20:.1f} MiB" if "parquet_bytes" in a[name] else ""
+            print(f"{label:<34}{fmt_rate(m):>15}{runs:>40}{m / d:>12.2f}x{size}")
     if u := res.get("upsert"):
         d = [u["deltars"][k]["median_rows_per_s"] for k in ("first", "second")]
         print(f"\nUpsert, {res['changelog_rows']:,} changelog rows into {res['rows']:,} "
