@@ -12,7 +12,10 @@ and category, bool active) in batches of 65,536 rows, generated before timing,
   - delta-rs `write_deltalake` of the same pyarrow batches in process
     (mode append, ZSTD level 3: parquet-go's default level, which Quiver uses);
   - for reference, the same Flight stream into a discard endpoint (what the
-    pyarrow client and gRPC cost alone, on the same two cores).
+    pyarrow client and gRPC cost alone, on the same two cores), and
+    `quiver bench` (the arrow-go client of bench/, its own standard-workload
+    batches of the same schema and size) into another append endpoint of the
+    same server, timed by quiver bench itself.
 Each run writes a new table; the timing ends when the commit is acknowledged.
 
 Upsert: a 2,000,000-row table, then two changelogs of 200,000 rows (100,000
@@ -45,6 +48,7 @@ import os
 import random
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -279,6 +283,9 @@ def main() -> int:
             endpoints.append({"name": f"append_s{s}_r{r}", "sink": "delta", "delta": {
                 "table_uri": f"file://{work}/quiver_append/append_s{s}_r{r}", "mode": "append",
                 "parquet": {"compression": "zstd"}}})
+        endpoints.append({"name": f"append_go_r{r}", "sink": "delta", "delta": {
+            "table_uri": f"file://{work}/quiver_append/append_go_r{r}", "mode": "append",
+            "parquet": {"compression": "zstd"}}})
         endpoints.append({"name": f"upsert_r{r}", "sink": "delta", "delta": {
             "table_uri": f"file://{work}/quiver/upsert_r{r}", "mode": "upsert", "merge_keys": ["id"],
             "deletion_vectors": True, "parquet": {"compression": "zstd"}}})
@@ -289,7 +296,7 @@ def main() -> int:
     spark = None
     try:
         if "append" in parts:
-            results["append"] = bench_append(server, data, work, runs)
+            results["append"] = bench_append(server, Path(args.quiver), data, work, runs)
         if "upsert" in parts:
             if not args.no_spark:
                 t = time.perf_counter()
@@ -310,28 +317,45 @@ def main() -> int:
     return 0
 
 
-def bench_append(server: Quiver, data: pa.Table, work: Path, runs: int) -> dict[str, Any]:
-    secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": [], "discard_1": []}
+def quiver_bench_go(binary: Path, addr: str, endpoint: str, rows: int) -> float:
+    """`quiver bench` (arrow-go client, the standard workload generated
+    before timing) of one 1-stream run into endpoint: its seconds."""
+    out = subprocess.run([str(binary), "bench", "--addr", addr, "--endpoint", endpoint, "--streams", "1",
+                          "--runs", "1", "--rows", str(rows), "--json"], check=True, capture_output=True, text=True)
+    res = json.loads(out.stdout)["results"][0]
+    return rows / res["rows_per_s"]
+
+
+def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs: int) -> dict[str, Any]:
+    secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": [], "discard_1": [], "quiver_go_1": []}
     loads = []
     sizes: dict[str, int] = {}
     for r in range(runs):
-        jobs: list[tuple[str, Callable[[], None]]] = [
+        jobs: list[tuple[str, Callable[[], None] | None]] = [
             ("quiver_1", lambda: quiver_put_streams(server.flight_addr, f"append_s1_r{r}", data, 1)),
             ("quiver_4", lambda: quiver_put_streams(server.flight_addr, f"append_s4_r{r}", data, 4)),
             ("deltars", lambda: deltars_write(work / f"deltars/append_r{r}", data)),
             ("discard_1", lambda: quiver_put_streams(server.flight_addr, "devnull", data, 1)),
+            ("quiver_go_1", None),
         ]
         k = r % len(jobs)
         for name, fn in jobs[k:] + jobs[:k]:
             loads.append(load())
-            secs[name].append(timed(fn))
+            if fn is None:
+                secs[name].append(quiver_bench_go(binary, server.flight_addr, f"append_go_r{r}", data.num_rows))
+            else:
+                secs[name].append(timed(fn))
             print(f"append run {r} {name}: {data.num_rows / secs[name][-1] / 1e6:.2f} M rows/s "
                   f"({secs[name][-1]:.2f}s, load {loads[-1]:.1f})", flush=True)
         for name, path in (("quiver_1", server.table_path(f"append_s1_r{r}")),
                            ("quiver_4", server.table_path(f"append_s4_r{r}")),
-                           ("deltars", work / f"deltars/append_r{r}")):
+                           ("deltars", work / f"deltars/append_r{r}"),
+                           ("quiver_go_1", server.table_path(f"append_go_r{r}"))):
             n, ids, _ = table_digest(path)
-            assert n == ids == data.num_rows, f"append {name} run {r}: {n} rows, {ids} ids"
+            if name == "quiver_go_1":  # its own batches, and one warm-up batch before timing
+                assert n >= data.num_rows, f"append {name} run {r}: {n} rows"
+            else:
+                assert n == ids == data.num_rows, f"append {name} run {r}: {n} rows, {ids} ids"
             sizes[name] = sum(f.stat().st_size for f in path.rglob("*.parquet"))
         shutil.rmtree(work / "quiver_append", ignore_errors=True)  # keep the disk small
         shutil.rmtree(work / "deltars", ignore_errors=True)
@@ -414,13 +438,14 @@ def report(res: dict[str, Any]) -> None:
     if a := res.get("append"):
         d = a["deltars"]["median_rows_per_s"]
         print(f"\nAppend, {res['rows']:,} rows, zstd (load {a['load'][0]:.1f}-{a['load'][1]:.1f})")
-        print(f"{'target':<34}{'median rows/s':>15}{'runs':>40}{'vs delta-rs':>13}")
+        print(f"{'target':<34}{'median rows/s':>15}  {'runs':<46}{'vs delta-rs':>8}")
         for name, label in (("quiver_1", "Quiver Flight, 1 stream"), ("quiver_4", "Quiver Flight, 4 streams"),
-                            ("deltars", "delta-rs write_deltalake"), ("discard_1", "(Flight to discard, 1 stream)")):
+                            ("deltars", "delta-rs write_deltalake"), ("discard_1", "(Flight to discard, 1 stream)"),
+                            ("quiver_go_1", "(quiver bench, Go client, 1 stream)")):
             m = a[name]["median_rows_per_s"]
             runs = ", ".join(fmt_rate(x) for x in a[name]["rows_per_s"])
             size = f"  {a[name]['parquet_bytes'] / 2**20:.1f} MiB" if "parquet_bytes" in a[name] else ""
-            print(f"{label:<34}{fmt_rate(m):>15}{runs:>40}{m / d:>12.2f}x{size}")
+            print(f"{label:<34}{fmt_rate(m):>15}  {runs:<46}{m / d:>7.2f}x{size}")
     if u := res.get("upsert"):
         d = [u["deltars"][k]["median_rows_per_s"] for k in ("first", "second")]
         print(f"\nUpsert, {res['changelog_rows']:,} changelog rows into {res['rows']:,} "
