@@ -17,6 +17,9 @@ and category, bool active) in batches of 65,536 rows, generated before timing,
     batches of the same schema and size) into another append endpoint of the
     same server, timed by quiver bench itself.
 Each run writes a new table; the timing ends when the commit is acknowledged.
+The report also gives the median CPU seconds (user+system) that this process and
+the quiver process spent during each write (delta-rs: this process alone; the
+Go client's figure includes its own process's work neither).
 
 Upsert: a 2,000,000-row table, then two changelogs of 200,000 rows (100,000
 existing ids spread evenly over the table with new values, 100,000 new ids),
@@ -131,6 +134,12 @@ def timed(fn: Callable[[], Any]) -> float:
     t = time.perf_counter()
     fn()
     return time.perf_counter() - t
+
+
+def proc_cpu(pid: int) -> float:
+    """user+system CPU seconds of process pid so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def load() -> float:
@@ -330,6 +339,7 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
     secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": [], "discard_1": [], "quiver_go_1": []}
     loads = []
     sizes: dict[str, int] = {}
+    cpu: dict[str, list[float]] = {name: [] for name in secs}  # this process's + the server's CPU seconds
     for r in range(runs):
         jobs: list[tuple[str, Callable[[], None] | None]] = [
             ("quiver_1", lambda: quiver_put_streams(server.flight_addr, f"append_s1_r{r}", data, 1)),
@@ -341,10 +351,12 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
         k = r % len(jobs)
         for name, fn in jobs[k:] + jobs[:k]:
             loads.append(load())
-            if fn is None:
+            c0 = time.process_time() + proc_cpu(server.proc.pid)
+            if fn is None:  # its CPU seconds include generating its batches and a warm-up batch
                 secs[name].append(quiver_bench_go(binary, server.flight_addr, f"append_go_r{r}", data.num_rows))
             else:
                 secs[name].append(timed(fn))
+            cpu[name].append(time.process_time() + proc_cpu(server.proc.pid) - c0)
             print(f"append run {r} {name}: {data.num_rows / secs[name][-1] / 1e6:.2f} M rows/s "
                   f"({secs[name][-1]:.2f}s, load {loads[-1]:.1f})", flush=True)
         for name, path in (("quiver_1", server.table_path(f"append_s1_r{r}")),
@@ -362,6 +374,8 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
     out = {name: summary(data.num_rows, s) for name, s in secs.items()}
     for name, size in sizes.items():
         out[name]["parquet_bytes"] = size
+    for name, c in cpu.items():
+        out[name]["median_cpu_seconds"] = statistics.median(c)
     out["load"] = [min(loads), max(loads)]
     return out
 
@@ -444,8 +458,9 @@ def report(res: dict[str, Any]) -> None:
                             ("quiver_go_1", "(quiver bench, Go client, 1 stream)")):
             m = a[name]["median_rows_per_s"]
             runs = ", ".join(fmt_rate(x) for x in a[name]["rows_per_s"])
-            size = f"  {a[name]['parquet_bytes'] / 2**20:.1f} MiB" if "parquet_bytes" in a[name] else ""
-            print(f"{label:<34}{fmt_rate(m):>15}  {runs:<46}{m / d:>7.2f}x{size}")
+            size = f"  {a[name]['parquet_bytes'] / 2**20:5.1f} MiB" if "parquet_bytes" in a[name] else " " * 11
+            print(f"{label:<34}{fmt_rate(m):>15}  {runs:<46}{m / d:>7.2f}x{size}"
+                  f"  {a[name]['median_cpu_seconds']:.2f} CPU s")
     if u := res.get("upsert"):
         d = [u["deltars"][k]["median_rows_per_s"] for k in ("first", "second")]
         print(f"\nUpsert, {res['changelog_rows']:,} changelog rows into {res['rows']:,} "
