@@ -3,6 +3,7 @@
 #   make test   run every test: vet, Go tests with the race detector (unit,
 #               conformance, end-to-end), then the Python interop suite
 #               (Spark and delta-rs read what bin/quiver writes); CI runs it
+#   make bench-delta  Quiver's Delta append and upsert vs. delta-rs and Spark
 #   make golden rewrite the reference Delta tables of testdata/delta-golden
 #               (Spark + delta-spark and delta-rs, in .venv-golden; needs Java 17)
 
@@ -14,7 +15,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-go test-short test-interop venv bench lint fmt docker clean golden
+.PHONY: build run test test-go test-short test-interop venv bench bench-delta lint fmt docker clean golden
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -51,6 +52,13 @@ venv:
 
 bench: build
 	$(GO) run ./bench/cmd/quiverbench --baseline --streams 1,4
+
+# Quiver's Delta append and upsert (bin/quiver through Flight) against delta-rs
+# in process and Spark MERGE INTO (local[2]), same run (bench/delta_vs_reference.py;
+# see docs/benchmarks.md). Not part of make test. Options with BENCH_ARGS, e.g.
+# BENCH_ARGS='--runs 5 --json delta.json' or BENCH_ARGS=--no-spark.
+bench-delta: build venv
+	.venv/bin/python bench/delta_vs_reference.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
