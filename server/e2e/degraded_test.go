@@ -23,12 +23,17 @@ import (
 // pollFor calls cond until it holds, failing the test after d.
 func pollFor(t *testing.T, p *proc, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	deadline := time.After(d)
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
 	for !cond() {
-		if time.Now().After(deadline) {
+		select {
+		case <-tick.C:
+		case <-p.exited:
+			t.Fatalf("quiver exited while waiting for %s:\n%s", what, p.output())
+		case <-deadline:
 			t.Fatalf("timed out after %s waiting for %s:\n%s", d, what, p.output())
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 

@@ -39,8 +39,8 @@ type Harness struct {
 	Published func(t *testing.T, w writers.Writer) int64
 	// Peer returns another opened writer over the same sink storage as w:
 	// what a restarted server, or a second server writing the same table,
-	// sees. The suite closes it. nil skips the restart subtest and the
-	// cross-writer half of the aggregation subtest.
+	// sees (restart, aggregation across servers, concurrent first
+	// commits). The suite closes it. Required.
 	Peer func(t *testing.T, w writers.Writer) writers.Writer
 	// FixedSchema declares that the endpoint's schema is configured (New
 	// returns a writer reporting [Schema] before any stream) rather than
@@ -62,8 +62,8 @@ func Schema() *arrow.Schema {
 
 // Run runs every conformance subtest against h.
 func Run(t *testing.T, h Harness) {
-	if h.New == nil || h.Published == nil {
-		t.Fatal("writertest: Harness.New and Harness.Published are required")
+	if h.New == nil || h.Published == nil || h.Peer == nil {
+		t.Fatal("writertest: Harness.New, Harness.Published and Harness.Peer are required")
 	}
 	subtests := []struct {
 		name string
@@ -297,9 +297,6 @@ func (s *suite) aggregatedDescriptors() {
 	s.commit(s.w, a, s.precommit(s.w, a), s.precommit(s.w, b))
 	s.wantPublished(rows, "after committing two keys' descriptors")
 
-	if s.h.Peer == nil {
-		return
-	}
 	// Two servers precommit the same transaction; one publishes both, the
 	// other's own Commit then finds the epoch committed.
 	peer := s.open(s.h.Peer(s.t, s.w))
@@ -316,9 +313,6 @@ func (s *suite) aggregatedDescriptors() {
 }
 
 func (s *suite) restart() {
-	if s.h.Peer == nil {
-		s.t.Skip("Harness.Peer is nil")
-	}
 	key := writers.TxnKey{Writer: "job-1", Epoch: 3}
 	rows := s.write(s.w, key, 5)
 	d := s.precommit(s.w, key)
@@ -463,9 +457,6 @@ func (s *suite) rolledBackFirstStream() {
 // creates the table, the other appends to it (after losing the race, a
 // sink rebases), and both commits stand.
 func (s *suite) concurrentFirstCommits() {
-	if s.h.Peer == nil {
-		s.t.Skip("Harness.Peer is nil")
-	}
 	peer := s.open(s.h.Peer(s.t, s.w))
 	ws := []writers.Writer{s.w, peer}
 	keys := []writers.TxnKey{{Writer: "first-a", Epoch: 1}, {Writer: "first-b", Epoch: 1}}
