@@ -64,7 +64,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
-from helpers import REPO, Client, Quiver, log_actions  # noqa: E402
+from helpers import REPO, Client, Quiver, log_actions, start_spark  # noqa: E402
 
 BATCH = 65_536
 SCHEMA = pa.schema([
@@ -220,31 +220,12 @@ def deltars_merge(path: Path, source: pa.Table) -> None:
 
 
 def spark_session(tmp: Path) -> Any:
-    """local[2] with Delta Lake, the interop suite's settings (conftest.py),
-    zstd Parquet and 2 GiB of driver memory."""
-    from delta import configure_spark_with_delta_pip
-    from pyspark.sql import SparkSession
-
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("quiver-delta-bench")
-        .config("spark.driver.memory", "2g")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.databricks.delta.snapshotPartitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.parquet.compression.codec", "zstd")
-        .config("spark.sql.warehouse.dir", str(tmp / "warehouse"))
-        .config("spark.local.dir", str(tmp / "local"))
-        .config("spark.jars.ivy", str(REPO / ".cache" / "ivy"))
-        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-    )
-    session = configure_spark_with_delta_pip(builder).getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
-    return session
+    """The interop suite's SparkSession with zstd Parquet and 2 GiB of
+    driver memory."""
+    return start_spark(tmp, "quiver-delta-bench", **{
+        "spark.driver.memory": "2g",
+        "spark.sql.parquet.compression.codec": "zstd",
+    })
 
 
 def spark_seed(spark: Any, path: Path, seed_parquet: Path) -> None:

@@ -11,11 +11,7 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from helpers import REPO, DeltaRs, Quiver, Reader, Spark, require_tool
-
-# Spark's Delta jars are fetched once from Maven Central into this folder
-# (git-ignored); later sessions resolve them from it without the network.
-IVY_CACHE = REPO / ".cache" / "ivy"
+from helpers import REPO, DeltaRs, Quiver, Reader, Spark, require_tool, start_spark
 
 
 @pytest.fixture(scope="session")
@@ -69,28 +65,7 @@ def spark_session(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     vectorized reader as by default."""
     if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
         require_tool("java", "Spark needs Java 17 (apt-get install openjdk-17-jre-headless)")
-    from delta import configure_spark_with_delta_pip
-    from pyspark.sql import SparkSession
-
-    tmp = tmp_path_factory.mktemp("spark")
-    builder = (
-        SparkSession.builder.master("local[2]")
-        .appName("quiver-interop")
-        .config("spark.driver.memory", "1g")
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.default.parallelism", "2")
-        .config("spark.databricks.delta.snapshotPartitions", "2")
-        .config("spark.sql.session.timeZone", "UTC")
-        .config("spark.sql.warehouse.dir", str(tmp / "warehouse"))
-        .config("spark.local.dir", str(tmp / "local"))
-        .config("spark.jars.ivy", str(IVY_CACHE))
-        .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-        .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
-    )
-    session = configure_spark_with_delta_pip(builder).getOrCreate()
-    session.sparkContext.setLogLevel("ERROR")
+    session = start_spark(tmp_path_factory.mktemp("spark"), "quiver-interop")
     assert session.conf.get("spark.sql.parquet.enableVectorizedReader") == "true"
     yield session
     session.stop()

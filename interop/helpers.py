@@ -52,6 +52,38 @@ def poll(what: str, timeout_s: float, cond: Callable[[], Any], on_timeout: Calla
         time.sleep(0.05)
 
 
+def start_spark(tmp: Path, app: str, **conf: str) -> Any:
+    """A SparkSession with Delta Lake for the suite and the benchmarks:
+    local[2], 1 GiB of driver memory, no UI, two shuffle partitions, session
+    time zone UTC; Delta's jars are fetched once from Maven Central into
+    .cache/ivy (git-ignored) and resolved from there later; conf adds or overrides
+    settings ("spark.driver.memory": "2g")."""
+    from delta import configure_spark_with_delta_pip
+    from pyspark.sql import SparkSession
+
+    settings = {
+        "spark.driver.memory": "1g",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.databricks.delta.snapshotPartitions": "2",
+        "spark.sql.session.timeZone": "UTC",
+        "spark.sql.warehouse.dir": str(tmp / "warehouse"),
+        "spark.local.dir": str(tmp / "local"),
+        "spark.jars.ivy": str(REPO / ".cache" / "ivy"),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+        **conf,
+    }
+    builder = SparkSession.builder.master("local[2]").appName(app)
+    for k, v in settings.items():
+        builder = builder.config(k, v)
+    session = configure_spark_with_delta_pip(builder).getOrCreate()
+    session.sparkContext.setLogLevel("ERROR")
+    return session
+
+
 # --- the server ------------------------------------------------------------
 
 
