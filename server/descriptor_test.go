@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -33,32 +30,12 @@ func dialClient(t *testing.T, s *testServer) *quiver.Client {
 	return c
 }
 
-// rowsReader is n rows of one int64 column.
-func rowsReader(t *testing.T, n int) array.RecordReader {
-	t.Helper()
-	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	defer b.Release()
-	for i := range n {
-		b.Append(int64(i))
-	}
-	col := b.NewArray()
-	defer col.Release()
-	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(n))
-	defer rec.Release()
-	r, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return r
-}
-
 // precommitOn stages rows for job@1 on devnull of c and precommits it,
 // returning the (sealed) descriptor.
 func precommitOn(t *testing.T, c *quiver.Client, rows int) []byte {
 	t.Helper()
 	tx := c.Txn("job", 1)
-	if _, err := tx.Put(t.Context(), "devnull", rowsReader(t, rows)); err != nil {
+	if _, err := tx.Put(t.Context(), "devnull", idReader(t, rows)); err != nil {
 		t.Fatal(err)
 	}
 	st, err := tx.Precommit(t.Context())

@@ -129,11 +129,7 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		n := rec.NumRows()
-		rows = rows[:0]
-		for len(matched) > 0 && matched[0] < first+n {
-			rows = append(rows, int32(matched[0]-first))
-			matched = matched[1:]
-		}
+		matched, rows = takeRows(matched, first, n, rows)
 		first += n
 		if len(rows) == 0 {
 			continue

@@ -415,11 +415,7 @@ func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		n := rec.NumRows()
-		rows = rows[:0]
-		for len(gone) > 0 && gone[0] < first+n {
-			rows = append(rows, int32(gone[0]-first))
-			gone = gone[1:]
-		}
+		gone, rows = takeRows(gone, first, n, rows)
 		first += n
 		var out arrow.RecordBatch
 		switch {
@@ -613,4 +609,16 @@ func complement(sorted []int32, n int) []int32 {
 		out = append(out, row)
 	}
 	return out
+}
+
+// takeRows moves the file positions of pos (sorted) that fall in the batch
+// of n rows starting at file position first into rows (reused), as batch
+// offsets, and returns what is left of pos.
+func takeRows(pos []int64, first, n int64, rows []int32) ([]int64, []int32) {
+	rows = rows[:0]
+	for len(pos) > 0 && pos[0] < first+n {
+		rows = append(rows, int32(pos[0]-first))
+		pos = pos[1:]
+	}
+	return pos, rows
 }
