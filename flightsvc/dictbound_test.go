@@ -2,12 +2,9 @@ package flightsvc
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -21,25 +18,8 @@ import (
 // compressed deltas (no record batch needed) grow the reader's dictionary
 // memo without bound.
 func TestGuardBoundsCompressedDictionaries(t *testing.T) {
-	s := arrow.NewSchema([]arrow.Field{{Name: "d", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}}}, nil)
-	var c capture
-	w := flight.NewRecordWriter(&c, ipc.WithSchema(s), ipc.WithDictionaryDeltas(true), ipc.WithZstd())
-	b := array.NewDictionaryBuilder(memory.DefaultAllocator, s.Field(0).Type.(*arrow.DictionaryType)).(*array.BinaryDictionaryBuilder)
-	defer b.Release()
-	for i := range 20 {
-		// 9000 bytes of values, a few dozen compressed.
-		if err := b.AppendString(strings.Repeat("x", 9000) + fmt.Sprint(i)); err != nil {
-			t.Fatal(err)
-		}
-		col := b.NewArray()
-		rec := array.NewRecordBatch(s, []arrow.Array{col}, 1)
-		col.Release()
-		if err := w.Write(rec); err != nil {
-			t.Fatal(err)
-		}
-		rec.Release()
-	}
-	w.Close()
+	// 9000 bytes of values per delta, a few dozen compressed.
+	c := dictionaryDeltas(t, 9000, ipc.WithZstd())
 	// Only the schema and the dictionaries: the memo grows with no batch
 	// for the endpoint budget to weigh.
 	var msgs []*flight.FlightData

@@ -259,16 +259,17 @@ func TestGuardRefusesHostileStreams(t *testing.T) {
 
 // The dictionaries a stream keeps are bounded: deltas that grow them
 // beyond the limit are ResourceExhausted.
-func TestGuardBoundsDictionaries(t *testing.T) {
+// dictionaryDeltas is a stream of 20 one-row batches of a dictionary
+// column, each adding a value of about size bytes as a dictionary delta.
+func dictionaryDeltas(t *testing.T, size int, opts ...ipc.Option) *capture {
+	t.Helper()
 	s := arrow.NewSchema([]arrow.Field{{Name: "d", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}}}, nil)
-	var c capture
-	w := flight.NewRecordWriter(&c, ipc.WithSchema(s), ipc.WithDictionaryDeltas(true))
-	// The builder keeps its dictionary across arrays: each batch's
-	// dictionary is the last one and one more value, sent as a delta.
+	c := &capture{}
+	w := flight.NewRecordWriter(c, append([]ipc.Option{ipc.WithSchema(s), ipc.WithDictionaryDeltas(true)}, opts...)...)
 	b := array.NewDictionaryBuilder(memory.DefaultAllocator, s.Field(0).Type.(*arrow.DictionaryType)).(*array.BinaryDictionaryBuilder)
 	defer b.Release()
 	for i := range 20 {
-		if err := b.AppendString(strings.Repeat("x", 1000) + fmt.Sprint(i)); err != nil {
+		if err := b.AppendString(strings.Repeat("x", size) + fmt.Sprint(i)); err != nil {
 			t.Fatal(err)
 		}
 		col := b.NewArray()
@@ -280,6 +281,13 @@ func TestGuardBoundsDictionaries(t *testing.T) {
 		rec.Release()
 	}
 	w.Close()
+	return c
+}
+
+func TestGuardBoundsDictionaries(t *testing.T) {
+	// The builder keeps its dictionary across arrays: each batch's
+	// dictionary is the last one and one more value, sent as a delta.
+	c := dictionaryDeltas(t, 1000)
 	got, err := readGuarded(c.out, memory.DefaultAllocator, 10_000)
 	for _, r := range got {
 		r.Release()
