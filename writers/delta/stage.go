@@ -72,13 +72,14 @@ type dataFile struct {
 	cancel    context.CancelFunc // abandons the upload
 	out       io.WriteCloser
 	pw        *parquetio.Writer
+	slot      func() // gives back the file's slot (limits.max_open_files)
 }
 
 // newDataFile starts a file under dir ("" or "k=v/", already escaped for
-// storage), with statistics for the columns of stats. The upload outlives
-// the Write call that starts it, so it runs under its own context,
-// cancelled by abort.
-func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[string]*string, schema *arrow.Schema, stats *deltalog.StatsColumns) (*dataFile, error) {
+// storage), with statistics for the columns of stats, in one of the
+// process's file writer slots. The upload outlives the Write call that
+// starts it, so it runs under its own context, cancelled by abort.
+func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[string]*string, schema *arrow.Schema, stats *deltalog.StatsColumns, slot func()) (*dataFile, error) {
 	name := fmt.Sprintf("part-00000-%s-c000.%s.parquet", uuid.NewString(), w.cfg.Parquet.Compression)
 	if w.cfg.Parquet.Compression == CodecNone {
 		name = fmt.Sprintf("part-00000-%s-c000.parquet", uuid.NewString())
@@ -88,6 +89,7 @@ func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[stri
 	out, err := w.bucket.NewWriter(fctx, key)
 	if err != nil {
 		cancel()
+		slot()
 		return nil, fmt.Errorf("delta: start data file %s: %w", key, err)
 	}
 	pw, err := parquetio.NewWriter(out, schema, parquetio.Options{
@@ -97,14 +99,33 @@ func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[stri
 	if err != nil {
 		cancel()
 		out.Close()
+		slot()
 		return nil, fmt.Errorf("delta: data file %s: %w", key, err)
 	}
-	return &dataFile{key: key, path: deltalog.EncodePath(key), partition: partition, schema: schema, stats: stats, cancel: cancel, out: out, pw: pw}, nil
+	return &dataFile{key: key, path: deltalog.EncodePath(key), partition: partition, schema: schema, stats: stats, cancel: cancel, out: out, pw: pw, slot: slot}, nil
+}
+
+// fileSlot takes a file writer slot for s. When none is free, s finishes
+// its own open files first: waiting while holding slots could deadlock
+// with encoders waiting for them.
+func (w *Writer) fileSlot(ctx context.Context, s *fileSet) (func(), error) {
+	if slot, ok := w.budget.TryOpenFile(); ok {
+		return slot, nil
+	}
+	if err := w.finishAll(s); err != nil {
+		return nil, err
+	}
+	slot, err := w.budget.OpenFile(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("delta: open a data file: %w", err)
+	}
+	return slot, nil
 }
 
 // finish writes the footer, publishes the object and returns its add
 // action (stats computed from the Arrow data written).
 func (w *Writer) finishFile(f *dataFile) (addFile, error) {
+	defer f.slot()
 	defer f.cancel()
 	st, err := f.pw.Close()
 	if err != nil {
@@ -134,6 +155,7 @@ func (w *Writer) finishFile(f *dataFile) (addFile, error) {
 
 // abort abandons the upload: the object never appears.
 func (f *dataFile) abort() {
+	defer f.slot()
 	f.cancel()
 	f.pw.Close() // releases buffers; its error is moot once cancelled
 	f.out.Close()
@@ -157,8 +179,11 @@ func (w *Writer) write(ctx context.Context, s *fileSet, dir string, partition ma
 				return err
 			}
 		}
-		var err error
-		if f, err = w.newDataFile(ctx, dir, partition, part.Schema(), s.stats); err != nil {
+		slot, err := w.fileSlot(ctx, s)
+		if err != nil {
+			return err
+		}
+		if f, err = w.newDataFile(ctx, dir, partition, part.Schema(), s.stats, slot); err != nil {
 			return err
 		}
 		s.open[dir] = f

@@ -31,6 +31,7 @@ type Writer struct {
 	env        writers.Env
 	log        *slog.Logger
 	mem        memory.Allocator
+	budget     writers.MemoryCharger // the server's memory budget
 	m          *metrics
 	registered *writers.Metrics // m on env.Registerer, until Close
 	parts      partitioner
@@ -71,6 +72,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		env:        env,
 		log:        env.Logger,
 		mem:        env.Allocator,
+		budget:     writers.MemoryOf(env),
 		m:          newMetrics(),
 		parts:      partitioner{cols: cfg.PartitionBy},
 		stages:     make(map[writers.TxnKey]*stage),

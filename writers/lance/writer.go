@@ -23,6 +23,7 @@ type Writer struct {
 	env    writers.Env
 	log    *slog.Logger
 	bucket *storage.Bucket // set by Open, read-only afterwards
+	budget writers.MemoryCharger
 
 	mu     sync.Mutex // guards the following fields
 	stages map[writers.TxnKey]*stage
@@ -60,7 +61,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
 	}
-	w := &Writer{cfg: cfg, env: env, log: env.Logger, stages: make(map[writers.TxnKey]*stage),
+	w := &Writer{cfg: cfg, env: env, log: env.Logger, budget: writers.MemoryOf(env), stages: make(map[writers.TxnKey]*stage),
 		hist: history{epochs: make(map[string]committedAt)}, m: newMetrics()}
 	reg, err := w.m.register(env.Registerer)
 	if err != nil {
