@@ -98,19 +98,21 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 		return fmt.Errorf("doput: %w", err)
 	}
 
-	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, dictLimit: ep.budgetBytes, mem: s.mem}
+	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, share: ep.Memory}
 	rdr, err := flight.NewRecordReader(guard, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
-	if errors.Is(err, io.EOF) {
-		return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
-	}
 	if err != nil {
+		guard.close()
+		if errors.Is(err, io.EOF) {
+			return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
+		}
 		return streamError(err)
 	}
-	// pump takes rdr over; until then it is ours to release.
+	ps := &putStream{ep: ep, rdr: rdr, guard: guard}
+	// pump takes ps over; until then it is ours to release.
 	owned := true
 	defer func() {
 		if owned {
-			rdr.Release()
+			ps.release()
 		}
 	}()
 	if err := writers.CheckStreamSchema(ctx, ep.Writer, rdr.Schema()); err != nil {
@@ -122,19 +124,21 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	defer ep.m.streams.Dec()
 	owned = false
 	if t.txn {
-		return s.putTxn(ctx, stream, ep, rdr, t)
+		return s.putTxn(ctx, stream, ps, t)
 	}
-	return s.putAuto(ctx, stream, ep, rdr)
+	return s.putAuto(ctx, stream, ps)
 }
 
-// putAuto runs an auto-commit stream; it owns rdr.
-func (s *Service) putAuto(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, rdr *flight.Reader) error {
+// putAuto runs an auto-commit stream; it owns ps.
+func (s *Service) putAuto(ctx context.Context, stream flight.FlightService_DoPutServer, ps *putStream) error {
+	ep := ps.ep
 	key := writers.AutoKey(rand.Text())
+	ps.key, ps.write = key, true
 	log := s.log.With("endpoint", ep.Name, "stream", key.Writer)
 	log.Debug("auto-commit stream started")
 	start := time.Now()
 
-	p, err := s.pump(ctx, stream, ep, rdr, key, true)
+	p, err := s.pump(ctx, stream, ps)
 	if err != nil {
 		s.abort(ctx, ep, key, log)
 		logFailure(log, "auto-commit stream failed, nothing published", p.rows, err)
@@ -196,24 +200,30 @@ func (s *Service) abort(ctx context.Context, ep *endpoint, key writers.TxnKey, l
 	ep.m.commits.WithLabelValues(resultAborted).Inc()
 }
 
-// putTxn runs a transactional stream; it owns rdr.
-func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, rdr *flight.Reader, t putTarget) error {
+// putTxn runs a transactional stream; it owns ps. The stream is cut off
+// when its transaction ends meanwhile (expired, rolled back, fenced):
+// rows staged after that would never be committed.
+func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutServer, ps *putStream, t putTarget) error {
+	ep := ps.ep
 	log := s.log.With("endpoint", ep.Name, "writer", t.writer, "epoch", t.epoch)
 	actx, err := s.withAccess(ctx)
 	if err != nil {
-		rdr.Release()
+		ps.release()
 		return err
 	}
 	st, err := s.coord.Join(actx, t.writer, t.epoch, ep.Name)
 	if err != nil {
-		rdr.Release()
+		ps.release()
 		return fmt.Errorf("doput: join transaction %s@%d on endpoint %q: %w", t.writer, t.epoch, ep.Name, err)
 	}
 	replayed := st.Replayed()
 	log.Debug("transactional stream started", "replayed", replayed)
 
-	p, err := s.pump(ctx, stream, ep, rdr, st.Key(), !replayed)
-	st.Done(p.written, err)
+	ps.key, ps.write, ps.touch = st.Key(), !replayed, st.Touch
+	p, err := s.pump(st.Context(ctx), stream, ps)
+	if derr := st.Done(p.written, err); err == nil {
+		err = derr
+	}
 	if err != nil {
 		logFailure(log, "transactional stream failed; the transaction must be rolled back and the epoch replayed", p.rows, err)
 		return err

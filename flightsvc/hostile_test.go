@@ -189,6 +189,7 @@ func TestPanicsReleaseTheBudget(t *testing.T) {
 	s := startServer(t, serverConfig{
 		endpoints:          map[string]writers.Writer{"events": panicky{discard.New(nil)}},
 		bufferBytes:        one,
+		maxMessageBytes:    one / 2,
 		streamInterceptors: []grpc.StreamServerInterceptor{recovery.StreamServerInterceptor(onPanic), sendPanics},
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)

@@ -1,15 +1,26 @@
 package flightsvc
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/writers"
 )
+
+// StreamWindowBytes is the gRPC receive window of a stream, which the
+// server sets (grpc.InitialWindowSize, which also turns off gRPC's dynamic
+// windows of up to 16 MiB per stream): what gRPC may buffer of a stream's
+// next message while the stream is not reading, outside the budget. While
+// it reads, gRPC widens the window to the message, which is reserved.
+const StreamWindowBytes = 64 << 10
 
 // recvGuard is the flight.DataStreamReader under a DoPut's record reader:
 // every message passes its checks before arrow-go decodes it. It enforces
@@ -18,8 +29,13 @@ import (
 // receive limit, set from MaxRecvMsgSize, is only the hard cap behind it),
 // bounded IPC headers that match the stream's schema (ipccheck.go), a
 // bound on the dictionaries a stream keeps, and one schema per stream,
-// naming the changed column. It is used by one goroutine at a time: the
-// handler while the schema is read, then the receiver.
+// naming the changed column.
+//
+// It also charges what is received to the endpoint's memory share (see
+// reserve) and, once armed by the pump, cancels a stream idle for longer
+// than limits.stream_idle_timeout. It is used by one goroutine at a time:
+// the handler while the schema is read, then the receiver; close gives
+// back what it holds.
 type recvGuard struct {
 	stream flight.DataStreamReader
 	// first is the stream's first message, which doPut read to check the
@@ -32,44 +48,131 @@ type recvGuard struct {
 	dictLimit int64
 	mem       memory.Allocator
 
-	received int             // messages received
+	messages int             // messages received
 	layout   *streamLayout   // what batches must carry; nil before the schema
 	batches  int             // record batches passed
 	dicts    map[int64]int64 // dictionary id → bytes the reader keeps
 	// schema is the stream's schema once read; nil before.
 	schema *arrow.Schema
+
+	// ctx bounds the waits for memory: the stream's, then the pump's.
+	ctx   context.Context
+	share *membudget.Share
+	// Bytes charged as received: reserved for the message being read,
+	// pending for messages read and not yet part of a decoded batch.
+	reserved, pending int64
+	admitted          bool
+	// idle, when armed, fires after limits.stream_idle_timeout in Recv.
+	idle        *time.Timer
+	idleTimeout time.Duration
+}
+
+// reserve charges the next message's bytes before gRPC reads it (gRPC
+// then holds it whole): the largest message allowed, as nothing tells its
+// size before. A stream holds nothing while it waits, or streams waiting
+// with a few bytes each could starve one another: its pending bytes (a
+// dictionary before its batch, the first message) are given back and
+// then covered by what it waits for. The first reservation admits the
+// stream: it waits at most limits.admission_timeout. The surplus is given
+// back once the message is there (received).
+func (g *recvGuard) reserve() error {
+	n := max(g.limit, g.pending)
+	g.share.Release(membudget.Received, g.pending)
+	wait := g.share.Acquire
+	if !g.admitted {
+		wait = g.share.Admit
+	}
+	if err := wait(g.ctx, membudget.Received, n); err != nil {
+		g.share.Charge(membudget.Received, g.pending) // still held
+		if !g.admitted {
+			return fmt.Errorf("doput: %w", err)
+		}
+		return err
+	}
+	g.admitted, g.reserved = true, n-g.pending
+	return nil
+}
+
+// received charges fd, now in memory, against the reservation.
+func (g *recvGuard) received(fd *flight.FlightData) {
+	n := int64(len(fd.GetDataBody()) + len(fd.GetDataHeader()) + len(fd.GetAppMetadata()))
+	g.share.Trade(membudget.Received, g.reserved, membudget.Received, n)
+	g.reserved = 0
+	g.pending += n
+}
+
+// takePending returns the received bytes not yet part of a decoded batch
+// and hands them over to the caller.
+func (g *recvGuard) takePending() int64 {
+	n := g.pending
+	g.pending = 0
+	return n
+}
+
+// close gives back what the guard holds and disarms the idle timer.
+func (g *recvGuard) close() {
+	if g.idle != nil {
+		g.idle.Stop()
+	}
+	g.share.Release(membudget.Received, g.reserved+g.pending)
+	g.reserved, g.pending = 0, 0
+}
+
+// armIdle makes Recv call onIdle once it has waited longer than d for a
+// message.
+func (g *recvGuard) armIdle(d time.Duration, onIdle func()) {
+	if d <= 0 {
+		return
+	}
+	g.idleTimeout = d
+	g.idle = time.AfterFunc(d, onIdle)
+	g.idle.Stop()
+}
+
+// recv reads the next message from gRPC, under the idle timer.
+func (g *recvGuard) recv() (*flight.FlightData, error) {
+	if g.idle == nil {
+		return g.stream.Recv()
+	}
+	g.idle.Reset(g.idleTimeout)
+	defer g.idle.Stop()
+	return g.stream.Recv()
 }
 
 func (g *recvGuard) Recv() (*flight.FlightData, error) {
 	fd := g.first
 	g.first = nil
 	if fd == nil {
+		if err := g.reserve(); err != nil {
+			return nil, err
+		}
 		var err error
-		if fd, err = g.stream.Recv(); err != nil {
+		if fd, err = g.recv(); err != nil {
 			return nil, err
 		}
 	}
-	g.received++
+	g.received(fd)
+	g.messages++
 	body := fd.GetDataBody()
 	if n := int64(len(body)); n > g.limit {
 		return nil, writers.Errorf(writers.ErrExhausted, "doput: a batch of %d bytes exceeds the limit of %d bytes (limits.max_message_bytes): send smaller batches or raise the limit", n, g.limit)
 	}
 	header := fd.GetDataHeader()
 	if len(header) == 0 {
-		if g.received == 1 { // the descriptor may come alone, before the schema
+		if g.messages == 1 { // the descriptor may come alone, before the schema
 			return fd, nil
 		}
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d carries no IPC header: after the descriptor, every message must be a schema, dictionary or record batch", g.received)
+		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d carries no IPC header: after the descriptor, every message must be a schema, dictionary or record batch", g.messages)
 	}
 	m, err := parseMessage(header)
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d: malformed IPC header: %w", g.received, err)
+		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d: malformed IPC header: %w", g.messages, err)
 	}
 	switch {
 	case m.kind == headerSchema:
 		return fd, g.checkSchema(m, header)
 	case g.layout == nil:
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d is not a schema: send the schema first", g.received)
+		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d is not a schema: send the schema first", g.messages)
 	}
 	d, err := checkBatch(m, g.layout, batchCheck{body: body, unpacked: g.limit})
 	switch {
