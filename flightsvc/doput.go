@@ -99,7 +99,7 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	}
 
 	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, share: ep.Memory}
-	rdr, err := flight.NewRecordReader(guard, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
+	rdr, err := ipc.NewReaderFromMessageReader(&guardMessages{guard: guard}, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
 	if err != nil {
 		guard.close()
 		if errors.Is(err, io.EOF) {

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 
@@ -23,7 +24,7 @@ const queueDepth = 1
 // putStream is one DoPut stream on its way to its endpoint's writer.
 type putStream struct {
 	ep    *endpoint
-	rdr   *flight.Reader
+	rdr   *ipc.Reader
 	guard *recvGuard
 	key   writers.TxnKey
 	write bool // false: a replayed epoch, read and acknowledged only

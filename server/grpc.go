@@ -50,6 +50,8 @@ func newGRPCServer(maxRecv int, maxStreams uint32, tc *tls.Config, authFn auth.A
 		// returns it as data arrives, not as streams read).
 		grpc.InitialWindowSize(flightsvc.StreamWindowBytes),
 		grpc.InitialConnWindowSize(connWindowBytes),
+		// A received batch is held once, not three times (see Codec).
+		grpc.ForceServerCodecV2(flightsvc.NewCodec()),
 		// Stop must not return while a DoPut handler still runs: the
 		// writers close right after, and the handler's rollback needs them.
 		grpc.WaitForHandlers(true),
