@@ -83,16 +83,33 @@ func (e *encoder) relieve(budget writers.MemoryCharger) error {
 	return nil
 }
 
-func (w *Writer) newEncoderPool(stats *deltalog.StatsColumns) *encoderPool {
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &encoderPool{w: w, ctx: ctx, cancel: cancel}
-	n := min(runtime.GOMAXPROCS(0), maxEncoders)
-	for range n {
+// newEncoderPool starts the encoders of a key.
+//
+// Every encoder keeps a file writer slot (its files' base, see fileSlot):
+// the first waits for one (up to limits.admission_timeout, before the key
+// holds anything), the others exist only if a slot is free, so that a
+// key's own encoders never wait for slots their siblings hold.
+func (w *Writer) newEncoderPool(ctx context.Context, stats *deltalog.StatsColumns) (*encoderPool, error) {
+	first, err := w.budget.OpenFile(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("delta: open a data file: %w", err)
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	p := &encoderPool{w: w, ctx: pctx, cancel: cancel}
+	for i := range min(runtime.GOMAXPROCS(0), maxEncoders) {
+		base, ok := first, true
+		if i > 0 {
+			base, ok = w.budget.TryOpenFile()
+		}
+		if !ok {
+			break
+		}
 		e := &encoder{in: make(chan encodeJob, 1), files: newFileSet(stats)}
+		e.files.base = base
 		p.workers = append(p.workers, e)
 		p.wg.Go(func() { p.run(e) })
 	}
-	return p
+	return p, nil
 }
 
 // run encodes e's jobs until its queue is closed. After a failure, or

@@ -56,6 +56,11 @@ type fileSet struct {
 	open     map[string]*dataFile // by partition directory ("" unpartitioned)
 	finished []addFile
 	stats    *deltalog.StatsColumns // the columns whose statistics the files carry
+	// base is the file writer slot (limits.max_open_files) the set keeps
+	// until abortAll, so that it never waits for one again; baseBusy
+	// while one of its files has it.
+	base     func()
+	baseBusy bool
 }
 
 func newFileSet(stats *deltalog.StatsColumns) fileSet {
@@ -105,21 +110,35 @@ func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[stri
 	return &dataFile{key: key, path: deltalog.EncodePath(key), partition: partition, schema: schema, stats: stats, cancel: cancel, out: out, pw: pw, slot: slot}, nil
 }
 
-// fileSlot takes a file writer slot for s. When none is free, s finishes
-// its own open files first: waiting while holding slots could deadlock
-// with encoders waiting for them.
+// fileSlot takes a file writer slot for a new file of s: its base when
+// free, else another when one is free, else s finishes its own files,
+// which frees its base. A set without a base waits for one only after
+// finishing its files, holding no slot: slots held while waiting could
+// deadlock with the encoders waiting for them.
 func (w *Writer) fileSlot(ctx context.Context, s *fileSet) (func(), error) {
+	if s.base != nil && !s.baseBusy {
+		return s.takeBase(), nil
+	}
 	if slot, ok := w.budget.TryOpenFile(); ok {
 		return slot, nil
 	}
 	if err := w.finishAll(s); err != nil {
 		return nil, err
 	}
-	slot, err := w.budget.OpenFile(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("delta: open a data file: %w", err)
+	if s.base == nil {
+		base, err := w.budget.OpenFile(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("delta: open a data file: %w", err)
+		}
+		s.base = base
 	}
-	return slot, nil
+	return s.takeBase(), nil
+}
+
+// takeBase gives s's base slot to a new file.
+func (s *fileSet) takeBase() func() {
+	s.baseBusy = true
+	return func() { s.baseBusy = false }
 }
 
 // finish writes the footer, publishes the object and returns its add
@@ -218,11 +237,16 @@ func (w *Writer) finishAll(s *fileSet) error {
 	return errors.Join(errs...)
 }
 
-// abortAll abandons every open file of the set.
+// abortAll abandons every open file of the set and gives back its base
+// slot: the set is done.
 func (s *fileSet) abortAll() {
 	for dir, f := range s.open {
 		f.abort()
 		delete(s.open, dir)
+	}
+	if s.base != nil {
+		s.base()
+		s.base = nil
 	}
 }
 
