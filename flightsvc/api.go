@@ -113,16 +113,19 @@ var endpointName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 type Service struct {
 	pb.UnimplementedFlightServiceServer
 
-	coord   *txn.Coordinator
-	mem     memory.Allocator
-	log     *slog.Logger
-	maxMsg  int64
-	idle    time.Duration
-	eps     map[string]*endpoint
-	names   []string // endpoint names, sorted
-	tokens  []Token  // nil: auth disabled
-	actions []action // in ListActions order
-	key     descseal.Key
+	coord  *txn.Coordinator
+	mem    memory.Allocator
+	log    *slog.Logger
+	maxMsg int64
+	// unrouted is the budget's share for a stream's first message, read
+	// before its endpoint is known.
+	unrouted *membudget.Share
+	idle     time.Duration
+	eps      map[string]*endpoint
+	names    []string // endpoint names, sorted
+	tokens   []Token  // nil: auth disabled
+	actions  []action // in ListActions order
+	key      descseal.Key
 
 	// receivers counts DoPut receive goroutines, which may outlive their
 	// handler by the time gRPC takes to cancel the stream (see pump).
@@ -176,6 +179,7 @@ func New(opts Options) (*Service, error) {
 			return nil, err
 		}
 	}
+	s.unrouted = budget.Share("", 0)
 	share := orDefault(opts.EndpointBufferBytes, defaultEndpointBufferBytes)
 	for _, e := range opts.Endpoints {
 		switch {
@@ -232,13 +236,16 @@ func (ws writerSet) Writer(name string) (writers.Writer, bool) {
 func (s *Service) Register(gs *grpc.Server) { flight.RegisterFlightServiceServer(gs, s) }
 
 // MaxRecvMsgSize is the gRPC receive limit the server must set
-// (grpc.MaxRecvMsgSize): twice MaxMessageBytes plus room for the message
-// header. gRPC rejects a larger message itself, before the service sees
-// it, with its own ResourceExhausted message; a body between
+// (grpc.MaxRecvMsgSize): MaxMessageBytes plus room for the message's
+// header and metadata. gRPC rejects a larger message itself, before the
+// service sees it, with its own ResourceExhausted message; a body between
 // MaxMessageBytes and this cap reaches the service, whose error names
-// limits.max_message_bytes. The cap bounds what one hostile message can
-// make the server buffer.
-func (s *Service) MaxRecvMsgSize() int { return int(2*s.maxMsg + recvSlack) }
+// limits.max_message_bytes. The cap is what a stream reserves of the
+// memory budget before each message: all that one message, hostile or
+// not, can make the server buffer.
+func (s *Service) MaxRecvMsgSize() int { return int(s.recvCap()) }
+
+func (s *Service) recvCap() int64 { return s.maxMsg + recvSlack }
 
 // Close waits for the DoPut receive goroutines that outlived their
 // handlers. A stream that fails while its receiver is blocked in Recv ends

@@ -79,6 +79,7 @@ func unmarshalFlightData(b []byte, fd *flight.FlightData) error {
 			return fmt.Errorf("flight data: field %d: %w", num, protowire.ParseError(m))
 		}
 		b = b[n+m:]
+		v = v[:len(v):len(v)] // an append to one field must not write over the next
 		switch num {
 		case fieldFlightDescriptor:
 			if fd.FlightDescriptor == nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -81,7 +82,7 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	// Who may write where is settled from the first message's descriptor
 	// before any IPC byte is decoded: a caller without a grant gets
 	// nothing decoded.
-	first, err := stream.Recv()
+	first, err := s.recvFirst(ctx, stream)
 	if errors.Is(err, io.EOF) {
 		return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
 	}
@@ -98,7 +99,7 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 		return fmt.Errorf("doput: %w", err)
 	}
 
-	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, share: ep.Memory}
+	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, reservation: s.recvCap(), dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, share: ep.Memory}
 	rdr, err := ipc.NewReaderFromMessageReader(&guardMessages{guard: guard}, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
 	if err != nil {
 		guard.close()
@@ -127,6 +128,18 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 		return s.putTxn(ctx, stream, ps, t)
 	}
 	return s.putAuto(ctx, stream, ps)
+}
+
+// recvFirst reads a stream's first message, which names its endpoint, on
+// a reservation from the budget's unrouted share; the endpoint's share is
+// charged for it once known (recvGuard).
+func (s *Service) recvFirst(ctx context.Context, stream flight.FlightService_DoPutServer) (*flight.FlightData, error) {
+	n := s.recvCap()
+	if err := s.unrouted.Admit(ctx, membudget.Received, n); err != nil {
+		return nil, fmt.Errorf("doput: %w", err)
+	}
+	defer s.unrouted.Release(membudget.Received, n)
+	return stream.Recv()
 }
 
 // putAuto runs an auto-commit stream; it owns ps.

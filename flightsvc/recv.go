@@ -38,6 +38,9 @@ const StreamWindowBytes = 64 << 10
 // back what it holds.
 type recvGuard struct {
 	stream flight.DataStreamReader
+	// reservation is what the stream reserves before each message: the
+	// most gRPC reads for one (Service.MaxRecvMsgSize).
+	reservation int64
 	// first is the stream's first message, which doPut read to check the
 	// descriptor and the caller's permission; the first Recv returns it.
 	first *flight.FlightData
@@ -68,15 +71,15 @@ type recvGuard struct {
 }
 
 // reserve charges the next message's bytes before gRPC reads it (gRPC
-// then holds it whole): the largest message allowed, as nothing tells its
-// size before. A stream holds nothing while it waits, or streams waiting
+// then holds it whole): the largest message gRPC accepts, as nothing
+// tells its size before. A stream holds nothing while it waits, or streams waiting
 // with a few bytes each could starve one another: its pending bytes (a
 // dictionary before its batch, the first message) are given back and
 // then covered by what it waits for. The first reservation admits the
 // stream: it waits at most limits.admission_timeout. The surplus is given
 // back once the message is there (received).
 func (g *recvGuard) reserve() error {
-	n := max(g.limit, g.pending)
+	n := max(g.reservation, g.pending)
 	g.share.Release(membudget.Received, g.pending)
 	wait := g.share.Acquire
 	if !g.admitted {
