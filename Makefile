@@ -15,7 +15,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-go test-short test-interop venv bench bench-delta lint fmt docker clean golden
+.PHONY: build run test test-go test-short test-interop venv bench bench-delta lance-probe lint fmt docker clean golden
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -52,6 +52,12 @@ venv:
 
 bench: build
 	$(GO) run ./bench/cmd/quiverbench --baseline --streams 1,4
+
+# Install the LanceDB probe (node + npm) into the user cache folder: the
+# Lance tests do it on first use; quiverbench's LanceDB references need it
+# installed (they never run npm themselves).
+lance-probe:
+	$(GO) test -count=1 -run '^TestInstall$$' ./internal/lanceprobe/probetest
 
 # Quiver's Delta append and upsert (bin/quiver through Flight) against delta-rs
 # in process and Spark MERGE INTO (local[2]), same run (bench/delta_vs_reference.py;
