@@ -1,6 +1,6 @@
 // Package kafka is the kafka scenario of quiverbench: it measures the
 // Kafka sink end to end. It starts an embedded kfake broker
-// (writers/kafka/embedded, 6 partitions) and an in-process Schema Registry
+// (internal/devbroker, 6 partitions) and an in-process Schema Registry
 // (srfake), one Quiver server in process with a JSON and an Avro Kafka
 // endpoint (key_column id, murmur2), and drives each with the standard
 // workload (bench.Run). In the same run it produces the very records the sink
@@ -30,8 +30,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/server"
-	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc/srfake"
 )
 
@@ -76,7 +76,7 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 	for _, f := range formats {
 		topics = append(topics, quiverTopic(f), baselineTopic(targetSarama, f), baselineTopic(targetFranz, f))
 	}
-	cluster, err := embedded.Start(embedded.Options{Listen: "127.0.0.1:0", Partitions: partitions, Topics: topics})
+	cluster, err := devbroker.Start(devbroker.Options{Listen: "127.0.0.1:0", Partitions: partitions, Topics: topics})
 	if err != nil {
 		return err
 	}

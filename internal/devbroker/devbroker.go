@@ -1,4 +1,4 @@
-// Package embedded runs an in-process Kafka cluster
+// Package devbroker runs an in-process Kafka cluster
 // (github.com/twmb/franz-go/pkg/kfake) for development and tests: the
 // `embedded_kafka` section of the server config, and the brokers the Kafka
 // sink's tests produce to. kfake speaks the real wire protocol (idempotent
@@ -7,7 +7,7 @@
 // everything in memory and has no replication (docs/kafka.md).
 //
 // The package imports only kfake; it knows nothing of sinks or the server.
-package embedded
+package devbroker
 
 import (
 	"fmt"
