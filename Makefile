@@ -15,7 +15,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-go test-short test-interop venv bench bench-delta lance-probe lint fmt docker clean golden
+.PHONY: build run test test-go test-short test-interop venv bench bench-delta lance-probe generate lint fmt docker clean golden
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -65,6 +65,11 @@ lance-probe:
 # BENCH_ARGS='--runs 5 --json delta.json' or BENCH_ARGS=--no-spark.
 bench-delta: build venv
 	.venv/bin/python bench/delta_vs_reference.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
+
+# Regenerate the Go code of the Lance protobuf messages (writers/lance/lancepb)
+# from the pinned protos in third_party/lance (see its README.md).
+generate:
+	$(GO) run ./internal/protogen
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
