@@ -30,7 +30,8 @@ test-go:
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
-# Go only, quick: -short, no race detector, no Python.
+# Go only, quick: -short (benchmark runs skipped, property tests shortened),
+# no race detector, no Python.
 test-short:
 	$(GO) test -short $(PKGS)
 

@@ -15,6 +15,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestSmall runs the scenario at a small size through bench.Main and
 // checks that every target has a line with a rate.
 func TestSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a benchmark run: skipped with -short")
+	}
 	var out strings.Builder
 	if err := bench.Main(t.Context(), []string{"--scenario", "delta-append", "--streams", "1", "--rows", "3000", "--runs", "1"}, &out, testLog{t}, Scenario()); err != nil {
 		t.Fatal(err)

@@ -19,6 +19,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // (the server assembly), its discard endpoint named by --endpoint, with
 // the baseline, and checks the JSON report.
 func TestInProcessJSON(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a benchmark run: skipped with -short")
+	}
 	var out bytes.Buffer
 	args := []string{"--endpoint", "sink", "--baseline", "--streams", "1,3", "--rows", "5000", "--batch-rows", "1024", "--runs", "2", "--json"}
 	if err := bench.Main(context.Background(), args, &out, io.Discard, Scenario()); err != nil {
@@ -47,6 +50,9 @@ func TestInProcessJSON(t *testing.T) {
 }
 
 func TestTable(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a benchmark run: skipped with -short")
+	}
 	var out bytes.Buffer
 	args := []string{"--streams", "2", "--rows", "3000", "--batch-rows", "1000", "--runs", "1"}
 	if err := bench.Main(context.Background(), args, &out, io.Discard, Scenario()); err != nil {

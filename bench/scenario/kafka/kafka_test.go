@@ -24,6 +24,9 @@ func TestMain(m *testing.M) {
 // TestSmall runs the scenario at a small size through bench.Main and
 // checks that every target has a line with a rate.
 func TestSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a benchmark run: skipped with -short")
+	}
 	var out strings.Builder
 	if err := bench.Main(t.Context(), []string{"--scenario", "kafka", "--streams", "1", "--rows", "2000", "--runs", "1"}, &out, testLog{t}, Scenario()); err != nil {
 		t.Fatal(err)

@@ -15,6 +15,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // TestRunSmall runs the whole scenario at a small size and checks the
 // report has every target and phase with a rate.
 func TestRunSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a benchmark run: skipped with -short")
+	}
 	probetest.Dir(t)
 	var out strings.Builder
 	if err := Run(t.Context(), Options{BaseRows: 2000, SourceRows: 200, WarmMerges: 2}, &out, io.Discard); err != nil {
@@ -49,6 +52,9 @@ func TestOptionsValidate(t *testing.T) {
 // TestLanceDBRates measures LanceDB alone at a small size: both rates are
 // positive, and bad sizes are refused before node runs.
 func TestLanceDBRates(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a benchmark run: skipped with -short")
+	}
 	if _, _, err := LanceDBRates(0, 200, io.Discard); err == nil {
 		t.Error("LanceDBRates accepted an empty table")
 	}

@@ -16,6 +16,9 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // line, and the deletion-vector mode marks files instead of rewriting them
 // (runMode itself checks the table's row count after every upsert).
 func TestRunSmall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a benchmark run: skipped with -short")
+	}
 	var out bytes.Buffer
 	o := Options{TableRows: 20_000, ChangeRows: 2_000, Runs: 2, Codec: "snappy"}
 	if err := Run(context.Background(), o, &out, io.Discard); err != nil {
