@@ -38,8 +38,7 @@ func main() {
 	// Cancelled on SIGINT or SIGTERM, so an interrupted benchmark still
 	// stops its server and removes its files.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := bench.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, ingest.Scenario(), deltaappend.Scenario(),
-		upsert.Scenario(), mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario())
+	err := bench.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, scenarios()...)
 	stop()
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -47,4 +46,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "quiverbench:", err)
 		os.Exit(1)
 	}
+}
+
+// scenarios are quiverbench's scenarios, the default first.
+func scenarios() []bench.Scenario {
+	return []bench.Scenario{ingest.Scenario(), deltaappend.Scenario(), upsert.Scenario(),
+		mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario()}
 }
