@@ -92,9 +92,9 @@ func TestMemoryBudgetBoundsPeakRSS(t *testing.T) {
 		t.Fatal(err)
 	}
 	const (
-		budget   = 64 << 20
-		batch    = 60 << 20
-		maxPeak  = 2*budget + 256<<20
+		budget  = 64 << 20
+		batch   = 60 << 20
+		maxPeak = 2*budget + 256<<20
 		// per round: streams are served one message at a time, slowly
 		// when the race-detector suite runs beside
 		deadline = 4 * time.Minute

@@ -10,8 +10,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/internal/lanceprobe"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
 )
 
@@ -105,7 +105,7 @@ func wantLines(t *testing.T, out string, lines ...string) {
 // created (every version, values and nulls), merges into and deletes from
 // it, and Quiver then reads LanceDB's versions and appends on top.
 func TestLanceDBReadsAndMutatesQuiverDataset(t *testing.T) {
-	lanceprobe.Dir(t)
+	probetest.Dir(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	db, dir := dbDir(t, "items")
@@ -118,7 +118,7 @@ func TestLanceDBReadsAndMutatesQuiverDataset(t *testing.T) {
 	commitRows(t, w, writers.AutoKey("s1"), r1)
 	commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 4}, r2)
 
-	out := lanceprobe.Run(t, "verify", db, "items", "--mutate")
+	out := probetest.Run(t, "verify", db, "items", "--mutate")
 	wantLines(t, out,
 		"== latest: version=2 rows=10",
 		`{"id":"0","name":null,"score":0.5,"tags":null}`,
@@ -144,7 +144,7 @@ func TestLanceDBReadsAndMutatesQuiverDataset(t *testing.T) {
 	if info := commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 5}, r3); info.Version != 5 {
 		t.Fatalf("append after LanceDB's versions made version %d, want 5", info.Version)
 	}
-	out = lanceprobe.Run(t, "verify", db, "items")
+	out = probetest.Run(t, "verify", db, "items")
 	wantLines(t, out, "== latest: version=5 rows=13", `{"id":"101","name":"n101","score":101.5,"tags":["t101",null]}`, "v4 rows=10", "v5 rows=13")
 }
 
@@ -155,7 +155,7 @@ func TestQuiverAppendsToLanceDBDataset(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	db, dir := dbDir(t, "t")
-	lanceprobe.Run(t, "scenario", db, "--storage", "2.0")
+	probetest.Run(t, "scenario", db, "--storage", "2.0")
 	w := newWriter(t, dir, mem)
 	defer w.Close(context.Background())
 
@@ -173,7 +173,7 @@ func TestQuiverAppendsToLanceDBDataset(t *testing.T) {
 	if info := commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 1}, r); info.Version != 5 {
 		t.Fatalf("append made version %d, want 5", info.Version)
 	}
-	out := lanceprobe.Run(t, "verify", db, "t")
+	out := probetest.Run(t, "verify", db, "t")
 	wantLines(t, out, "== latest: version=5 rows=12", `{"id":"20","name":"n20","score":20.5,"tags":null}`,
 		`{"id":"2","name":"bob","score":20.5,"tags":["upd"]}`, "v4 rows=9", "v5 rows=12")
 	d, err := lanceformat.Latest(context.Background(), w.bucket)
