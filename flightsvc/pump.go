@@ -141,9 +141,8 @@ func receive(ctx context.Context, ps *putStream, queue chan<- queued) (err error
 			return writers.Errorf(writers.ErrInvalid, "doput: endpoint %q: batch %d: %w", ep.Name, n, err)
 		}
 		size := util.TotalRecordSize(rec)
-		// The messages' bytes become the batch's. A compressed batch
-		// grows (to at most limits.max_message_bytes, see ipccheck.go)
-		// without waiting: the next reservation waits for it.
+		// The messages' bytes become the batch's (a compressed batch's
+		// decompressed size was charged when it arrived, recvGuard.received).
 		ep.Memory.Trade(membudget.Received, ps.guard.takePending(), membudget.Decoded, size)
 		ep.m.buffered.Add(float64(size))
 		rec.Retain() // rdr releases rec on its next Next

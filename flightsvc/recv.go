@@ -97,8 +97,11 @@ func (g *recvGuard) reserve() error {
 }
 
 // received charges fd, now in memory, against the reservation.
-func (g *recvGuard) received(fd *flight.FlightData) {
-	n := int64(len(fd.GetDataBody()) + len(fd.GetDataHeader()) + len(fd.GetAppMetadata()))
+// A compressed batch is charged its decompressed size (grow more): the
+// reservation covers it (checkBatch refuses more than max_message_bytes),
+// so a stream never waits for memory while holding a message.
+func (g *recvGuard) received(fd *flight.FlightData, grow int64) {
+	n := int64(len(fd.GetDataBody())+len(fd.GetDataHeader())+len(fd.GetAppMetadata())) + grow
 	g.share.Trade(membudget.Received, g.reserved, membudget.Received, n)
 	g.reserved = 0
 	g.pending += n
@@ -154,40 +157,50 @@ func (g *recvGuard) Recv() (*flight.FlightData, error) {
 			return nil, err
 		}
 	}
-	g.received(fd)
 	g.messages++
+	grow, err := g.check(fd)
+	if err != nil {
+		return nil, err // the reservation is given back by close
+	}
+	g.received(fd, grow)
+	return fd, nil
+}
+
+// check checks fd, the stream's next message, and returns how much more
+// than its size it takes once decoded (a compressed batch's growth).
+func (g *recvGuard) check(fd *flight.FlightData) (grow int64, err error) {
 	body := fd.GetDataBody()
 	if n := int64(len(body)); n > g.limit {
-		return nil, writers.Errorf(writers.ErrExhausted, "doput: a batch of %d bytes exceeds the limit of %d bytes (limits.max_message_bytes): send smaller batches or raise the limit", n, g.limit)
+		return 0, writers.Errorf(writers.ErrExhausted, "doput: a batch of %d bytes exceeds the limit of %d bytes (limits.max_message_bytes): send smaller batches or raise the limit", n, g.limit)
 	}
 	header := fd.GetDataHeader()
 	if len(header) == 0 {
 		if g.messages == 1 { // the descriptor may come alone, before the schema
-			return fd, nil
+			return 0, nil
 		}
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d carries no IPC header: after the descriptor, every message must be a schema, dictionary or record batch", g.messages)
+		return 0, writers.Errorf(writers.ErrInvalid, "doput: message %d carries no IPC header: after the descriptor, every message must be a schema, dictionary or record batch", g.messages)
 	}
 	m, err := parseMessage(header)
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d: malformed IPC header: %w", g.messages, err)
+		return 0, writers.Errorf(writers.ErrInvalid, "doput: message %d: malformed IPC header: %w", g.messages, err)
 	}
 	switch {
 	case m.kind == headerSchema:
-		return fd, g.checkSchema(m, header)
+		return 0, g.checkSchema(m, header)
 	case g.layout == nil:
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d is not a schema: send the schema first", g.messages)
+		return 0, writers.Errorf(writers.ErrInvalid, "doput: message %d is not a schema: send the schema first", g.messages)
 	}
 	d, err := checkBatch(m, g.layout, batchCheck{body: body, unpacked: g.limit})
 	switch {
 	case err != nil && d.is:
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: dictionary batch (id %d) before batch %d: %w", d.id, g.batches, err)
+		return 0, writers.Errorf(writers.ErrInvalid, "doput: dictionary batch (id %d) before batch %d: %w", d.id, g.batches, err)
 	case err != nil:
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: batch %d: %w", g.batches, err)
+		return 0, writers.Errorf(writers.ErrInvalid, "doput: batch %d: %w", g.batches, err)
 	case d.is:
-		return fd, g.keepDict(d)
+		return max(d.size-int64(len(body)), 0), g.keepDict(d)
 	}
 	g.batches++
-	return fd, nil
+	return max(d.size-int64(len(body)), 0), nil
 }
 
 // checkSchema checks a schema message: the stream's first, or a later one
@@ -284,6 +297,9 @@ type guardMessages struct {
 func (m *guardMessages) Message() (*ipc.Message, error) {
 	m.Release()
 	fd, err := m.guard.Recv()
+	if err == nil && len(fd.GetDataHeader()) == 0 { // the descriptor alone, first
+		fd, err = m.guard.Recv()
+	}
 	if err != nil {
 		return nil, err
 	}
