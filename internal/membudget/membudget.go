@@ -218,13 +218,16 @@ func (s *Share) Hold(kind writers.MemoryKind, delta int64) {
 	}
 }
 
-// Pressure implements writers.MemoryCharger: the budget or the share is
-// full, or streams wait for them.
+// Pressure implements writers.MemoryCharger: what sinks hold fills half
+// the budget or half the share. What streams hold does not count: most of
+// it is reservations for messages still to come (a stream waiting for its
+// client holds one), which flushing encoders would not shrink; counting it
+// made every encoder flush tiny row groups whenever streams were idle.
 func (s *Share) Pressure() bool {
 	b := s.b
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.used >= b.limit || s.used >= s.limit || b.blocked || s.waiting > 0
+	return 2*(b.used-b.streams) >= b.limit || 2*(s.used-s.streams) >= s.limit
 }
 
 // OpenFile implements writers.MemoryCharger.
