@@ -97,6 +97,12 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return fmt.Errorf("doput: %w", err)
 	}
+	if t.ingest != nil {
+		if err := s.checkIngest(ctx, ep, t); err != nil {
+			return err
+		}
+		stream = sqlAckStream{stream}
+	}
 
 	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, dictLimit: ep.budgetBytes, mem: s.mem}
 	rdr, err := flight.NewRecordReader(guard, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
@@ -233,6 +239,9 @@ func logFailure(log *slog.Logger, msg string, rows int64, err error) {
 }
 
 func sendFinal(stream flight.FlightService_DoPutServer, ack any) error {
+	if sql, ok := stream.(sqlAckStream); ok {
+		return sql.final(ack)
+	}
 	b, err := json.Marshal(ack)
 	if err != nil {
 		return err
