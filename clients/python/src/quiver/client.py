@@ -9,7 +9,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from types import TracebackType
-from typing import Any, Callable, Iterable, TypeVar
+from typing import Any, Callable, Iterable, Mapping, TypeVar
 
 import pyarrow as pa
 import pyarrow.flight as flight
@@ -313,7 +313,35 @@ def _retrying(attempts: int, call: Callable[[], T]) -> T:
 
 
 def _reader(data: Data) -> pa.RecordBatchReader:
-    """A RecordBatchReader over any of the inputs put() accepts."""
+    """A RecordBatchReader over any of the inputs put() accepts, with view
+    types cast away (_portable)."""
+    reader = _any_reader(data)
+    target = _portable_schema(reader.schema)
+    return reader if target.equals(reader.schema) else reader.cast(target)
+
+
+def _portable_type(t: pa.DataType) -> pa.DataType:
+    """t with string_view and binary_view (Polars' strings) replaced by
+    large_string and large_binary, at every level: few Arrow
+    implementations read view types yet, Quiver's Delta sink among them."""
+    if pa.types.is_string_view(t):
+        return pa.large_string()
+    if pa.types.is_binary_view(t):
+        return pa.large_binary()
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_portable_type(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_portable_type(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_portable_type(f.type)) for f in t])
+    return t
+
+
+def _portable_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(_portable_type(f.type)) for f in schema], metadata=schema.metadata)
+
+
+def _any_reader(data: Data) -> pa.RecordBatchReader:
     if isinstance(data, pa.RecordBatchReader):
         return data
     if isinstance(data, pa.Table):
@@ -322,7 +350,7 @@ def _reader(data: Data) -> pa.RecordBatchReader:
         return pa.RecordBatchReader.from_batches(data.schema, [data])
     if hasattr(data, "__arrow_c_stream__"):
         return pa.RecordBatchReader.from_stream(data)
-    if isinstance(data, Iterable):
+    if isinstance(data, Iterable) and not isinstance(data, (str, bytes, Mapping)):
         batches = iter(data)
         first = next(batches, None)
         if first is None:
