@@ -111,6 +111,8 @@ type Service struct {
 	actions []action // in ListActions order
 	key     descseal.Key
 	sql     flight.FlightServer // the Flight SQL side (sql.go)
+	// connTxns are the Flight SQL transactions open per connection (sqltxn.go).
+	connTxns connTxns
 
 	// receivers counts DoPut receive goroutines, which may outlive their
 	// handler by the time gRPC takes to cancel the stream (see pump).

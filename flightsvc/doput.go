@@ -98,7 +98,7 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 		return fmt.Errorf("doput: %w", err)
 	}
 	if t.ingest != nil {
-		if err := s.checkIngest(ctx, ep, t); err != nil {
+		if err := s.checkIngest(ctx, ep, &t); err != nil {
 			return err
 		}
 		stream = sqlAckStream{stream}

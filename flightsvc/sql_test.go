@@ -112,6 +112,29 @@ func TestSQLIngestTransactions(t *testing.T) {
 		t.Fatalf("after a rollback: %d rows committed, %d keys open; want 10, 0", got, sink.OpenKeys())
 	}
 
+	// An ingest without a transaction id (as ADBC's driver sends them)
+	// joins the transaction open on its connection.
+	tx, err = c.BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ingest(ctx, ingestOpts("events"), 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.Committed().Rows; got != 10 {
+		t.Fatalf("%d rows visible before the connection's transaction committed, want 10", got)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := sink.Committed().Rows; got != 13 {
+		t.Fatalf("committed %d rows, want 13", got)
+	}
+	// Once it has ended, ingests are auto-commit again.
+	if _, err := s.ingest(ctx, ingestOpts("events"), 1); err != nil || sink.Committed().Rows != 14 {
+		t.Fatalf("auto-commit after the transaction: %d rows, %v", sink.Committed().Rows, err)
+	}
+
 	// A transaction without an ingest commits nothing, and succeeds.
 	tx, err = c.BeginTransaction(ctx)
 	if err != nil {

@@ -79,9 +79,10 @@ func ingestTarget(msg proto.Message) (putTarget, error) {
 }
 
 // checkIngest maps an ingest's table definition options onto endpoint ep
-// (which exists: endpoints are the tables) and, for an ingest in a
-// transaction, checks that the transaction is still open.
-func (s *Service) checkIngest(ctx context.Context, ep *endpoint, t putTarget) error {
+// (which exists: endpoints are the tables), joins an ingest without a
+// transaction id to its connection's transaction (sqltxn.go), and checks
+// that the transaction is still open.
+func (s *Service) checkIngest(ctx context.Context, ep *endpoint, t *putTarget) error {
 	opts := t.ingest.GetTableDefinitionOptions()
 	switch opts.GetIfExists() {
 	case pb.CommandStatementIngest_TableDefinitionOptions_TABLE_EXISTS_OPTION_FAIL:
@@ -99,7 +100,11 @@ func (s *Service) checkIngest(ctx context.Context, ep *endpoint, t putTarget) er
 		return writers.Errorf(writers.ErrInvalid, "flight sql: CommandStatementIngest: if_exists %v is not a known option", opts.GetIfExists())
 	}
 	if !t.txn {
-		return nil
+		writer, ok := s.connTxns.get(ctx, s)
+		if !ok {
+			return nil
+		}
+		t.txn, t.writer = true, writer
 	}
 	st, err := s.coord.Status(ctx, t.writer, t.epoch)
 	if err != nil {

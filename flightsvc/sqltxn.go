@@ -5,10 +5,13 @@ import (
 	"crypto/rand"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
+	"google.golang.org/grpc/peer"
 
+	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -19,6 +22,12 @@ import (
 // ROLLBACK rolls it back. An abandoned one expires after txn.ttl like any
 // transaction. Permissions are those of the actions begin, precommit and
 // commit, and rollback.
+//
+// ADBC's Flight SQL driver begins a transaction when autocommit is off but
+// sends bulk ingests without its id. So that its ingests still land in
+// the transaction, an ingest without an id joins the Flight SQL
+// transaction open on the same gRPC connection by the same token, if
+// there is one (connTxns); otherwise it is auto-commit.
 
 // sqlWriterPrefix starts the writer name of every Flight SQL transaction.
 const sqlWriterPrefix = "flightsql-"
@@ -58,6 +67,7 @@ func (q *sqlServer) BeginTransaction(ctx context.Context, _ flightsql.ActionBegi
 	if _, err := s.coord.Begin(actx, writer, 0, 0); err != nil {
 		return nil, Status(fmt.Errorf("%s: %w", what, err))
 	}
+	s.connTxns.set(ctx, s, writer)
 	return []byte(writer), nil
 }
 
@@ -69,7 +79,11 @@ func (q *sqlServer) EndTransaction(ctx context.Context, req flightsql.ActionEndT
 	if err != nil {
 		return Status(err)
 	}
-	return Status(q.svc.endSQLTxn(ctx, what, writer, req.GetAction()))
+	err = q.svc.endSQLTxn(ctx, what, writer, req.GetAction())
+	if err == nil {
+		q.svc.connTxns.drop(ctx, q.svc, writer)
+	}
+	return Status(err)
 }
 
 func (s *Service) endSQLTxn(ctx context.Context, what, writer string, action flightsql.EndTransactionRequestType) error {
@@ -107,4 +121,77 @@ func (s *Service) endSQLTxn(ctx context.Context, what, writer string, action fli
 	}
 	s.countCommit(st, time.Since(start).Seconds(), resultCommitted)
 	return nil
+}
+
+// maxConnTxns is how many connection transactions are remembered before
+// the ended ones are swept.
+const maxConnTxns = 1024
+
+// connTxns remembers the Flight SQL transaction last begun on each gRPC
+// connection by each token.
+type connTxns struct {
+	mu sync.Mutex
+	m  map[connKey]string // → writer
+}
+
+// connKey is a gRPC connection (the peer's address) and a token name ("":
+// auth disabled).
+type connKey struct{ peer, token string }
+
+func (c *connTxns) key(ctx context.Context, s *Service) (connKey, bool) {
+	p, ok := peer.FromContext(ctx)
+	if !ok || p.Addr == nil {
+		return connKey{}, false
+	}
+	k := connKey{peer: p.Addr.String()}
+	if tok, err := s.caller(ctx); err == nil && tok != nil {
+		k.token = tok.Name
+	}
+	return k, true
+}
+
+func (c *connTxns) set(ctx context.Context, s *Service, writer string) {
+	k, ok := c.key(ctx, s)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = make(map[connKey]string)
+	}
+	if len(c.m) >= maxConnTxns {
+		// Forget transactions that ended without EndTransaction (expired,
+		// or their connection went away).
+		for k, w := range c.m {
+			if st, err := s.coord.Status(ctx, w, 0); err != nil || st.State != txn.StateOpen {
+				delete(c.m, k)
+			}
+		}
+	}
+	c.m[k] = writer
+}
+
+func (c *connTxns) drop(ctx context.Context, s *Service, writer string) {
+	k, ok := c.key(ctx, s)
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m[k] == writer {
+		delete(c.m, k)
+	}
+}
+
+// get returns the writer of the transaction open on ctx's connection.
+func (c *connTxns) get(ctx context.Context, s *Service) (string, bool) {
+	k, ok := c.key(ctx, s)
+	if !ok {
+		return "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w, ok := c.m[k]
+	return w, ok
 }
