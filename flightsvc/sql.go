@@ -102,26 +102,25 @@ func (s *Service) sqlQuery(ctx context.Context, cmd []byte) (ok bool, err error)
 
 // sqlGetFlightInfo answers GetFlightInfo for a Flight SQL command; handled
 // is false when d is not one.
-func (s *Service) sqlGetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (info *flight.FlightInfo, handled bool, err error) {
-	if d.GetType() != flight.DescriptorCMD {
-		return nil, false, nil
-	}
-	if ok, err := s.sqlQuery(ctx, d.GetCmd()); !ok || err != nil {
-		return nil, ok, err
-	}
-	info, err = s.sql.GetFlightInfo(ctx, d)
-	return info, true, err
+func (s *Service) sqlGetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, bool, error) {
+	return sqlDescribe(ctx, s, d, s.sql.GetFlightInfo)
 }
 
 // sqlGetSchema is sqlGetFlightInfo for GetSchema.
-func (s *Service) sqlGetSchema(ctx context.Context, d *flight.FlightDescriptor) (res *flight.SchemaResult, handled bool, err error) {
+func (s *Service) sqlGetSchema(ctx context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, bool, error) {
+	return sqlDescribe(ctx, s, d, s.sql.GetSchema)
+}
+
+// sqlDescribe routes a descriptor that is a Flight SQL command Quiver
+// serves to call; handled is false when d is not a Flight SQL command.
+func sqlDescribe[T any](ctx context.Context, s *Service, d *flight.FlightDescriptor, call func(context.Context, *flight.FlightDescriptor) (T, error)) (res T, handled bool, err error) {
 	if d.GetType() != flight.DescriptorCMD {
-		return nil, false, nil
+		return res, false, nil
 	}
 	if ok, err := s.sqlQuery(ctx, d.GetCmd()); !ok || err != nil {
-		return nil, ok, err
+		return res, ok, err
 	}
-	res, err = s.sql.GetSchema(ctx, d)
+	res, err = call(ctx, d)
 	return res, true, err
 }
 

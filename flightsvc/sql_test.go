@@ -2,6 +2,7 @@ package flightsvc_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -10,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/writers"
@@ -333,4 +336,54 @@ func readAll(ctx context.Context, t *testing.T, c *flightsql.Client, info *fligh
 		rdr.Release()
 	}
 	return out
+}
+
+// TestSQLHostile: malformed Flight SQL commands are InvalidArgument, and
+// the server keeps serving.
+func TestSQLHostile(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	ctx := t.Context()
+	garbage, err := anypb.New(&pb.CommandGetTables{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	garbage.Value = []byte{0xff, 0xff, 0xff}
+	cmd, err := proto.Marshal(garbage)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.client.GetFlightInfo(ctx, &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd})
+	wantCode(t, err, codes.InvalidArgument, "CommandGetTables")
+	_, err = s.put(ctx, &flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: cmd}, 1)
+	wantCode(t, err, codes.InvalidArgument, "CommandGetTables")
+
+	// A filter pattern is bounded; the listing fails when it is read.
+	long := strings.Repeat("%_", 1000)
+	info, err := s.sqlClient().GetTables(ctx, &flightsql.GetTablesOpts{TableNameFilterPattern: &long})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rdr, err := s.sqlClient().DoGet(ctx, info.GetEndpoint()[0].GetTicket())
+	if err == nil {
+		for rdr.Next() {
+		}
+		err = rdr.Err()
+		rdr.Release()
+	}
+	wantCode(t, err, codes.InvalidArgument, "table_name_filter_pattern", "maximum is 1024")
+
+	end, err := anypb.New(&pb.ActionEndTransactionRequest{TransactionId: []byte(strings.Repeat("x", 1<<16)), Action: pb.ActionEndTransactionRequest_END_TRANSACTION_COMMIT})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := proto.Marshal(end)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.actionRaw(ctx, flightsql.EndTransactionActionType, string(body))
+	wantCode(t, err, codes.InvalidArgument, "not a transaction id")
+
+	if n, err := s.ingest(ctx, ingestOpts("events"), 2); err != nil || n != 2 {
+		t.Fatalf("after hostile requests: %d rows, %v", n, err)
+	}
 }

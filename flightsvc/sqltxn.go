@@ -150,7 +150,9 @@ func (c *connTxns) key(ctx context.Context, s *Service) (connKey, bool) {
 	return k, true
 }
 
-func (c *connTxns) set(ctx context.Context, s *Service, writer string) {
+// locked runs f under the lock with the map and the key of ctx's
+// connection; not at all when ctx has no peer.
+func (c *connTxns) locked(ctx context.Context, s *Service, f func(m map[connKey]string, k connKey)) {
 	k, ok := c.key(ctx, s)
 	if !ok {
 		return
@@ -160,38 +162,34 @@ func (c *connTxns) set(ctx context.Context, s *Service, writer string) {
 	if c.m == nil {
 		c.m = make(map[connKey]string)
 	}
-	if len(c.m) >= maxConnTxns {
-		// Forget transactions that ended without EndTransaction (expired,
-		// or their connection went away).
-		for k, w := range c.m {
-			if st, err := s.coord.Status(ctx, w, 0); err != nil || st.State != txn.StateOpen {
-				delete(c.m, k)
+	f(c.m, k)
+}
+
+func (c *connTxns) set(ctx context.Context, s *Service, writer string) {
+	c.locked(ctx, s, func(m map[connKey]string, k connKey) {
+		if len(m) >= maxConnTxns {
+			// Forget transactions that ended without EndTransaction
+			// (expired, or their connection went away).
+			for k, w := range m {
+				if st, err := s.coord.Status(ctx, w, 0); err != nil || st.State != txn.StateOpen {
+					delete(m, k)
+				}
 			}
 		}
-	}
-	c.m[k] = writer
+		m[k] = writer
+	})
 }
 
 func (c *connTxns) drop(ctx context.Context, s *Service, writer string) {
-	k, ok := c.key(ctx, s)
-	if !ok {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m[k] == writer {
-		delete(c.m, k)
-	}
+	c.locked(ctx, s, func(m map[connKey]string, k connKey) {
+		if m[k] == writer {
+			delete(m, k)
+		}
+	})
 }
 
 // get returns the writer of the transaction open on ctx's connection.
-func (c *connTxns) get(ctx context.Context, s *Service) (string, bool) {
-	k, ok := c.key(ctx, s)
-	if !ok {
-		return "", false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w, ok := c.m[k]
-	return w, ok
+func (c *connTxns) get(ctx context.Context, s *Service) (writer string, ok bool) {
+	c.locked(ctx, s, func(m map[connKey]string, k connKey) { writer, ok = m[k] })
+	return writer, ok
 }
