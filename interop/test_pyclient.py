@@ -40,6 +40,7 @@ def server(serve: Callable[..., Quiver], root: Path) -> Quiver:
             delta("pandas", root),
             delta("polars", root),
             delta("upsert", root, mode="upsert", merge_keys=["id"]),
+            delta("abandon", root),
         ],
         {"limits": {"max_message_bytes": MAX_MESSAGE}},
     )
@@ -118,6 +119,22 @@ def test_inputs_and_acks(client: quiver.Client) -> None:
         client.put("devnull", [])
 
 
+def test_failing_data_publishes_nothing(client: quiver.Client, root: Path) -> None:
+    """A generator that raises mid-stream fails the put with its own
+    exception, and the batches sent before are not published."""
+    table = pa.table({"category": pa.array(["a", "b"])})
+    client.put("abandon", table)
+
+    def batches() -> Any:
+        yield table.to_batches()[0]
+        yield table.to_batches()[0]
+        raise RuntimeError("source went away")
+
+    with pytest.raises(RuntimeError, match="source went away"):
+        client.put("abandon", pa.RecordBatchReader.from_batches(table.schema, batches()))
+    assert read(root, "abandon").num_rows == 2
+
+
 def test_larger_than_the_message_limit(server: Quiver, client: quiver.Client) -> None:
     """A table of 4 MB goes out in slices under the server's 1 MiB limit;
     without splitting the same table is refused."""
@@ -170,7 +187,7 @@ def test_error_classes(server: Quiver, client: quiver.Client, root: Path) -> Non
     """Each gRPC class is its own exception, carrying the server's message."""
     with pytest.raises(quiver.NotFoundError, match='unknown endpoint "nope"') as e:
         client.put("nope", pa.table({"id": [1]}))
-    assert e.value.code == "NOT_FOUND" and "this server has: devnull" in e.value.message
+    assert e.value.code == "NOT_FOUND" and "this server has: abandon, devnull" in e.value.message
     client.put("pandas", pd.DataFrame({"category": pd.Categorical(["a"])}))
     with pytest.raises(quiver.InvalidInputError, match="category"):
         client.put("pandas", pa.table({"category": pa.array([1], pa.int64())}))

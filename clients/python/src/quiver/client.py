@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import random
@@ -185,16 +186,22 @@ class Client:
 
         reading = threading.Thread(target=read_acks, name="quiver-acks", daemon=True)
         reading.start()
+        failed: BaseException | None = None
         try:
-            try:
-                for batch in _split(reader, self._max_batch_bytes):
-                    writer.write_batch(batch)
-                writer.done_writing()  # half-close: the server commits or stages
-            except flight.FlightError:
-                pass  # the server ended the stream: its error is in close() or the acks
-            reading.join()
-        finally:
-            writer.close()  # raises the server's error, if any
+            for batch in _split(reader, self._max_batch_bytes):
+                writer.write_batch(batch)
+            writer.done_writing()  # half-close: the server commits or stages
+        except flight.FlightError:
+            pass  # the server ended the stream: its error comes from close() or the acks
+        except BaseException as e:  # the data failed (a generator raised, say)
+            failed = e
+            _abandon(writer)
+        reading.join()
+        if failed is not None:
+            with contextlib.suppress(Exception):
+                writer.close()  # raises the refusal _abandon provoked
+            raise failed
+        writer.close()  # raises the server's error, if any
         if got["error"] is not None:
             raise got["error"]
         if got["final"] is None:
@@ -297,6 +304,16 @@ class Transaction:
 
     def status(self) -> TxnResult:
         return TxnResult._of(self.client.action("status", self._key()))
+
+
+def _abandon(writer: flight.FlightStreamWriter) -> None:
+    """Makes the server fail the stream, so that nothing of it is published:
+    pyarrow cannot cancel a DoPut, and closing the writer would end the
+    stream cleanly, committing the batches sent so far. A message without
+    an IPC header is refused by the server (docs/flight.md, "DoPut")."""
+    with contextlib.suppress(Exception):
+        writer.write_metadata(b'{"abandoned":true}')
+        writer.done_writing()
 
 
 def _retrying(attempts: int, call: Callable[[], T]) -> T:
