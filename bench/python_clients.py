@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -38,7 +39,7 @@ from typing import Any, Callable
 import pyarrow as pa
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from delta_vs_reference import BATCH, SCHEMA, batched, fmt_rate, rows, summary, timed  # noqa: E402
+from delta_vs_reference import BATCH, SCHEMA, batched, fmt_rate, load, proc_cpu, rows, summary, timed  # noqa: E402
 from helpers import Client, Quiver  # noqa: E402  (delta_vs_reference put interop/ on sys.path)
 
 
@@ -101,13 +102,17 @@ def package_client(addr: str) -> Sender:
     return send, c.close
 
 
-def measure(connect: Callable[[str], Sender], addr: str, table: pa.Table, streams: int) -> float:
-    """Seconds to send table's batches dealt to streams threads, each on a
-    connection made before the clock starts."""
+def measure(connect: Callable[[str], Sender], addr: str, server_pid: int, table: pa.Table, streams: int) -> tuple[float, float]:
+    """Wall seconds to send table's batches dealt to streams threads, each
+    on a connection made before the clock starts, and the CPU seconds the
+    server process spent meanwhile (less sensitive than wall time to what
+    else runs on the machine)."""
     parts = deal(table, streams)
     senders = [connect(addr) for _ in range(streams)]
     try:
-        return timed(lambda: in_threads(parts, lambda i, part: senders[i][0]("devnull", part)))
+        cpu = proc_cpu(server_pid)
+        secs = timed(lambda: in_threads(parts, lambda i, part: senders[i][0]("devnull", part)))
+        return secs, proc_cpu(server_pid) - cpu
     finally:
         for _, close in senders:
             close()
@@ -136,31 +141,38 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="quiver-bench-python-"))
     srv = Quiver(args.quiver, work, [{"name": "devnull", "sink": "discard"}])
     base, base_addr = start_baseline(args.baseline)
-    targets: dict[str, tuple[Callable[[str], Sender], str]] = {
-        "pyarrow.flight -> bare Flight": (pyarrow_client, base_addr),
-        "pyarrow.flight -> Quiver": (pyarrow_client, srv.flight_addr),
-        "ADBC adbc_ingest -> Quiver": (adbc_client, srv.flight_addr),
-        "quiver package -> Quiver": (package_client, srv.flight_addr),
+    targets: dict[str, tuple[Callable[[str], Sender], str, int]] = {
+        "pyarrow.flight -> bare Flight": (pyarrow_client, base_addr, base.pid),
+        "pyarrow.flight -> Quiver": (pyarrow_client, srv.flight_addr, srv.proc.pid),
+        "ADBC adbc_ingest -> Quiver": (adbc_client, srv.flight_addr, srv.proc.pid),
+        "quiver package -> Quiver": (package_client, srv.flight_addr, srv.proc.pid),
     }
     report: dict[str, Any] = {"rows": args.rows, "batch_rows": BATCH, "runs": args.runs, "results": {}}
     try:
         for streams in [int(s) for s in args.streams.split(",")]:
             secs: dict[str, list[float]] = {name: [] for name in targets}
+            cpu: dict[str, list[float]] = {name: [] for name in targets}
+            loads = [load()]
             for run in range(args.runs):
                 names = list(targets)
                 if run % 2:
                     names.reverse()
                 for name in names:
-                    connect, addr = targets[name]
-                    secs[name].append(measure(connect, addr, table, streams))
-            res = {name: summary(args.rows, s) for name, s in secs.items()}
-            med = {name: r["median_rows_per_s"] for name, r in res.items()}
+                    wall, server_cpu = measure(*targets[name], table, streams)
+                    secs[name].append(wall)
+                    cpu[name].append(server_cpu)
+                loads.append(load())
+            res: dict[str, Any] = {name: {**summary(args.rows, s), "server_cpu_s": cpu[name],
+                                          "median_server_cpu_s": statistics.median(cpu[name])}
+                                   for name, s in secs.items()}
+            res["load_avg"] = loads
+            med = {name: res[name]["median_rows_per_s"] for name in targets}
             res["ratio quiver/bare"] = med["pyarrow.flight -> Quiver"] / med["pyarrow.flight -> bare Flight"]
             res["ratio adbc/doput"] = med["ADBC adbc_ingest -> Quiver"] / med["pyarrow.flight -> Quiver"]
             report["results"][str(streams)] = res
-            print(f"{streams} stream(s), {args.rows:,} rows, median of {args.runs}:")
+            print(f"{streams} stream(s), {args.rows:,} rows, median of {args.runs}, load avg {min(loads):.1f}-{max(loads):.1f}:")
             for name, r in med.items():
-                print(f"  {name:32s} {fmt_rate(r)} rows/s")
+                print(f"  {name:32s} {fmt_rate(r)} rows/s, server CPU {res[name]['median_server_cpu_s']:.2f} s")
             print(f"  Quiver / bare Flight: {res['ratio quiver/bare']:.2f}   ADBC / DoPut: {res['ratio adbc/doput']:.2f}")
     finally:
         srv.stop()
