@@ -47,6 +47,8 @@ type (
 // nothing is published. A CMD descriptor {"endpoint","writer","epoch"}
 // (strict JSON) joins the rows to that transaction; a replayed epoch is
 // read and acknowledged without writing.
+// A Flight SQL CommandStatementIngest is a stream of either kind, with
+// Flight SQL's acks (sqlingest.go).
 //
 // Before anything is written the stream's schema is checked against the
 // endpoint's (writers.CheckStreamSchema), and every later schema message against
