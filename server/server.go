@@ -233,6 +233,7 @@ func (s *Server) start(ctx context.Context) (err error) {
 		EndpointBufferBytes: s.cfg.Limits.EndpointBufferBytes,
 		Tokens:              tokens(s.cfg.Auth),
 		DescriptorKey:       key,
+		Version:             s.opts.Version,
 	})
 	if err != nil {
 		return fmt.Errorf("server: flight service: %w", err)
