@@ -4,6 +4,7 @@
 #               conformance, end-to-end), then the Python interop suite
 #               (Spark and delta-rs read what bin/quiver writes); CI runs it
 #   make bench-delta  Quiver's Delta append and upsert vs. delta-rs and Spark
+#   make bench-python Python clients (pyarrow, ADBC) vs. a bare Flight server
 #   make golden rewrite the reference Delta tables of testdata/delta-golden
 #               (Spark + delta-spark and delta-rs, in .venv-golden; needs Java 17)
 
@@ -15,7 +16,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-go test-short test-interop venv bench bench-delta lance-probe generate lint fmt docker clean golden
+.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-python lance-probe generate lint fmt docker clean golden
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -66,6 +67,14 @@ lance-probe:
 # BENCH_ARGS='--runs 5 --json delta.json' or BENCH_ARGS=--no-spark.
 bench-delta: build venv
 	.venv/bin/python bench/delta_vs_reference.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
+
+# Python clients (pyarrow.flight, ADBC's Flight SQL driver, the quiver
+# package) into Quiver's discard endpoint against pyarrow.flight into the bare
+# arrow-go Flight server (bin/flightbaseline), 1 and 4 client threads
+# (bench/python_clients.py; see docs/benchmarks.md). Not part of make test.
+bench-python: build venv
+	$(GO) build -o bin/flightbaseline ./bench/cmd/flightbaseline
+	.venv/bin/python bench/python_clients.py --quiver $(CURDIR)/$(BIN) --baseline $(CURDIR)/bin/flightbaseline $(BENCH_ARGS)
 
 # Regenerate the Go code of the Lance protobuf messages (writers/lance/lancepb)
 # from the pinned protos in third_party/lance (see its README.md).

@@ -43,9 +43,9 @@ func (s *baselineServer) DoPut(stream flight.FlightService_DoPutServer) error {
 	return stream.Send(&flight.PutResult{AppMetadata: fmt.Appendf(nil, `{"committed":true,"rows":%d}`, total)})
 }
 
-// startBaseline serves a baselineServer on 127.0.0.1:0 accepting messages
+// StartBaseline serves a baselineServer on 127.0.0.1:0 accepting messages
 // up to maxMsgBytes. stop ends it and waits for its goroutine.
-func startBaseline(mem memory.Allocator, maxMsgBytes int) (addr string, stop func() error, err error) {
+func StartBaseline(mem memory.Allocator, maxMsgBytes int) (addr string, stop func() error, err error) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", nil, fmt.Errorf("bench: baseline server: %w", err)

@@ -62,7 +62,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (_ Report, err error) {
 	cleanups = append(cleanups, qc.Close)
 	targets := []target{{targetQuiver, qc, cfg.Endpoint}}
 	if cfg.Baseline {
-		addr, stop, err := startBaseline(mem, quiver.DefaultMaxMessageBytes)
+		addr, stop, err := StartBaseline(mem, quiver.DefaultMaxMessageBytes)
 		if err != nil {
 			return Report{}, err
 		}

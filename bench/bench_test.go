@@ -29,7 +29,7 @@ func BenchmarkPutDiscard(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stopQuiver()
-	baseAddr, stopBase, err := startBaseline(mem, quiver.DefaultMaxMessageBytes)
+	baseAddr, stopBase, err := StartBaseline(mem, quiver.DefaultMaxMessageBytes)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 func startBaselineT(t *testing.T) string {
 	t.Helper()
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
-	addr, stop, err := startBaseline(mem, quiver.DefaultMaxMessageBytes)
+	addr, stop, err := StartBaseline(mem, quiver.DefaultMaxMessageBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

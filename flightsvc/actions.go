@@ -72,6 +72,9 @@ func (s *Service) ListActions(_ *flight.Empty, stream flight.FlightService_ListA
 // InvalidArgument naming the field; an empty body counts as {}. An unknown
 // action type is InvalidArgument listing the known ones.
 func (s *Service) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
+	if ok, err := s.sqlDoAction(a, stream); ok {
+		return Status(err)
+	}
 	ctx := stream.Context()
 	act := s.findAction(a.GetType())
 	if act == nil {

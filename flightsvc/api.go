@@ -87,6 +87,9 @@ type Options struct {
 	// descriptors to each other must share it. The zero Key means a random
 	// key of this Service: its descriptors verify only here.
 	DescriptorKey descseal.Key
+	// Version is the server's version, which Flight SQL's GetSqlInfo
+	// reports; "" means "dev".
+	Version string
 }
 
 // MaxMessageBytesLimit is the largest Options.MaxMessageBytes, 1023 MiB:
@@ -126,6 +129,9 @@ type Service struct {
 	tokens   []Token  // nil: auth disabled
 	actions  []action // in ListActions order
 	key      descseal.Key
+	sql      flight.FlightServer // the Flight SQL side (sql.go)
+	// connTxns are the Flight SQL transactions open per connection (sqltxn.go).
+	connTxns connTxns
 
 	// receivers counts DoPut receive goroutines, which may outlive their
 	// handler by the time gRPC takes to cancel the stream (see pump).
@@ -202,6 +208,12 @@ func New(opts Options) (*Service, error) {
 	sort.Strings(s.names)
 	s.actions = s.actionTable()
 	if err := s.setTokens(opts.Tokens); err != nil {
+		return nil, err
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if s.sql, err = newSQLServer(s, opts.Version); err != nil {
 		return nil, err
 	}
 	return s, nil

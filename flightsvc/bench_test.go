@@ -48,28 +48,49 @@ func workloadBatch(mem memory.Allocator, rows int) arrow.RecordBatch {
 
 // BenchmarkDoPutDiscard measures one auto-commit DoPut stream of 65,536-row
 // batches over real gRPC on loopback into the discard sink: the baseline
-// every sink is compared with.
+// every sink is compared with. The sub-benchmark flightsql sends the same
+// stream as a Flight SQL CommandStatementIngest (arrow-go's flightsql
+// client), which should cost the same.
 func BenchmarkDoPutDiscard(b *testing.B) {
 	const (
 		rowsPerBatch     = 65_536
 		batchesPerStream = 8
 	)
-	s := startServer(b, serverConfig{})
-	rec := workloadBatch(s.mem, rowsPerBatch)
-	defer rec.Release()
-	recs := make([]arrow.RecordBatch, batchesPerStream)
-	for i := range recs {
-		recs[i] = rec
-	}
-	b.SetBytes(util.TotalRecordSize(rec) * batchesPerStream)
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := s.putRecords(b.Context(), pathDesc("events"), rec.Schema(), recs...); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(rowsPerBatch*batchesPerStream*b.N)/b.Elapsed().Seconds(), "rows/s")
-	if got, want := s.sinks["events"].Committed().Rows, int64(rowsPerBatch*batchesPerStream*b.N); got != want {
-		b.Fatalf("committed %d rows, want %d", got, want)
+	for _, kind := range []string{"doput", "flightsql"} {
+		b.Run(kind, func(b *testing.B) {
+			s := startServer(b, serverConfig{})
+			rec := workloadBatch(s.mem, rowsPerBatch)
+			defer rec.Release()
+			recs := make([]arrow.RecordBatch, batchesPerStream)
+			for i := range recs {
+				recs[i] = rec
+			}
+			send := func() error {
+				_, err := s.putRecords(b.Context(), pathDesc("events"), rec.Schema(), recs...)
+				return err
+			}
+			if kind == "flightsql" {
+				send = func() error {
+					rdr, err := array.NewRecordReader(rec.Schema(), recs)
+					if err != nil {
+						return err
+					}
+					defer rdr.Release()
+					_, err = s.sqlClient().ExecuteIngest(b.Context(), rdr, ingestOpts("events"))
+					return err
+				}
+			}
+			b.SetBytes(util.TotalRecordSize(rec) * batchesPerStream)
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := send(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(rowsPerBatch*batchesPerStream*b.N)/b.Elapsed().Seconds(), "rows/s")
+			if got, want := s.sinks["events"].Committed().Rows, int64(rowsPerBatch*batchesPerStream*b.N); got != want {
+				b.Fatalf("committed %d rows, want %d", got, want)
+			}
+		})
 	}
 }

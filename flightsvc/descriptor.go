@@ -2,6 +2,7 @@ package flightsvc
 
 import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -13,6 +14,8 @@ type putTarget struct {
 	txn    bool
 	writer string
 	epoch  int64
+	// ingest is set for a Flight SQL CommandStatementIngest (sqlingest.go).
+	ingest *pb.CommandStatementIngest
 }
 
 // cmdDescriptor is the JSON of a transactional DoPut's CMD descriptor.
@@ -34,6 +37,11 @@ func parsePutDescriptor(d *flight.FlightDescriptor) (putTarget, error) {
 		name, err := parsePathDescriptor("doput", d)
 		return putTarget{endpoint: name}, err
 	case flight.DescriptorCMD:
+		if msg, ok, err := sqlCommand(d.GetCmd()); err != nil {
+			return putTarget{}, err
+		} else if ok {
+			return ingestTarget(msg)
+		}
 		const what = "doput: CMD descriptor"
 		var c cmdDescriptor
 		if err := decodeStrict(what, d.GetCmd(), &c); err != nil {

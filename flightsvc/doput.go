@@ -48,6 +48,8 @@ type (
 // nothing is published. A CMD descriptor {"endpoint","writer","epoch"}
 // (strict JSON) joins the rows to that transaction; a replayed epoch is
 // read and acknowledged without writing.
+// A Flight SQL CommandStatementIngest is a stream of either kind, with
+// Flight SQL's acks (sqlingest.go).
 //
 // Before anything is written the stream's schema is checked against the
 // endpoint's (writers.CheckStreamSchema), and every later schema message against
@@ -97,6 +99,12 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	ep, err := s.endpoint(ctx, t.endpoint)
 	if err != nil {
 		return fmt.Errorf("doput: %w", err)
+	}
+	if t.ingest != nil {
+		if err := s.checkIngest(ctx, ep, &t); err != nil {
+			return err
+		}
+		stream = sqlAckStream{stream}
 	}
 
 	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, reservation: s.recvCap(), dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, share: ep.Memory}
@@ -256,6 +264,9 @@ func logFailure(log *slog.Logger, msg string, rows int64, err error) {
 }
 
 func sendFinal(stream flight.FlightService_DoPutServer, ack any) error {
+	if sql, ok := stream.(sqlAckStream); ok {
+		return sql.final(ack)
+	}
 	b, err := json.Marshal(ack)
 	if err != nil {
 		return err

@@ -36,6 +36,9 @@ func (s *Service) ListFlights(_ *flight.Criteria, stream flight.FlightService_Li
 // no reads, so the info lists no Flight endpoints (tickets) and unknown
 // record and byte counts (-1).
 func (s *Service) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor) (*flight.FlightInfo, error) {
+	if info, ok, err := s.sqlGetFlightInfo(ctx, d); ok {
+		return info, Status(err)
+	}
 	e, err := s.describe(ctx, "getflightinfo", d)
 	if err != nil {
 		return nil, Status(err)
@@ -49,6 +52,9 @@ func (s *Service) GetFlightInfo(ctx context.Context, d *flight.FlightDescriptor)
 // schemas such as discard) answers an empty schema, meaning any schema is
 // accepted; the first stream defines it. An unknown endpoint is NotFound.
 func (s *Service) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*flight.SchemaResult, error) {
+	if res, ok, err := s.sqlGetSchema(ctx, d); ok {
+		return res, Status(err)
+	}
 	e, err := s.describe(ctx, "getschema", d)
 	if err != nil {
 		return nil, Status(err)
@@ -60,8 +66,15 @@ func (s *Service) GetSchema(ctx context.Context, d *flight.FlightDescriptor) (*f
 	return &flight.SchemaResult{Schema: schema}, nil
 }
 
-// DoGet is not served: Quiver ingests, it does not serve reads.
-func (s *Service) DoGet(*flight.Ticket, flight.FlightService_DoGetServer) error {
+// DoGet serves only the Flight SQL listings (sqlcatalog.go): Quiver
+// ingests, it does not serve reads.
+func (s *Service) DoGet(t *flight.Ticket, stream flight.FlightService_DoGetServer) error {
+	if ok, err := s.sqlQuery(stream.Context(), t.GetTicket()); ok {
+		if err != nil {
+			return Status(err)
+		}
+		return Status(s.sql.DoGet(t, stream))
+	}
 	return status.Error(codes.Unimplemented, "doget: quiver only ingests data: read the sink (Delta table, Kafka topic, Lance dataset) directly")
 }
 

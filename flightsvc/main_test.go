@@ -48,6 +48,7 @@ type server struct {
 type serverConfig struct {
 	// endpoints: name → writer; nil means one discard endpoint "events".
 	endpoints       map[string]writers.Writer
+	modes           map[string]string // endpoint → mode; none by default
 	tokens          []flightsvc.Token
 	maxMessageBytes int64
 	bufferBytes     int64
@@ -68,7 +69,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	}
 	var eps []flightsvc.Endpoint
 	for name, w := range cfg.endpoints {
-		eps = append(eps, flightsvc.Endpoint{Name: name, Sink: "discard", Writer: w})
+		eps = append(eps, flightsvc.Endpoint{Name: name, Sink: "discard", Mode: cfg.modes[name], Writer: w})
 		if d, ok := w.(*discard.Writer); ok {
 			s.sinks[name] = d
 		}

@@ -30,11 +30,29 @@ def quiver_bin() -> Path:
 
 
 @pytest.fixture(scope="session")
-def quiver(quiver_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Quiver]]:
-    """Starts `quiver serve` with the given endpoints (delta endpoints are
-    given as name and delta section; table_uri may be a Path) and returns
-    it; every server is stopped at the end of the session."""
+def serve(quiver_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Quiver]]:
+    """Starts `quiver serve` with endpoints as configured (a list of
+    endpoint sections), extra top-level config keys and environment
+    variables, in a fresh workdir or in the given one (a restart on the
+    same journal), and returns it; every server is stopped at the end of
+    the session."""
     servers: list[Quiver] = []
+
+    def start(endpoints: list[dict[str, Any]], extra: dict[str, Any] | None = None,
+              env: dict[str, str] | None = None, workdir: Path | None = None) -> Quiver:
+        srv = Quiver(quiver_bin, workdir or tmp_path_factory.mktemp("quiver"), endpoints, extra, env)
+        servers.append(srv)
+        return srv
+
+    yield start
+    for srv in servers:
+        srv.stop()
+
+
+@pytest.fixture(scope="session")
+def quiver(serve: Callable[..., Quiver]) -> Callable[..., Quiver]:
+    """Starts `quiver serve` with the given delta endpoints (name and delta
+    section; table_uri may be a Path) and returns it."""
 
     def start(*endpoints: tuple[str, dict[str, Any]]) -> Quiver:
         eps = []
@@ -43,13 +61,9 @@ def quiver(quiver_bin: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
             if isinstance(delta["table_uri"], Path):
                 delta["table_uri"] = "file://" + str(delta["table_uri"])
             eps.append({"name": name, "sink": "delta", "delta": delta})
-        srv = Quiver(quiver_bin, tmp_path_factory.mktemp("quiver"), eps)
-        servers.append(srv)
-        return srv
+        return serve(eps)
 
-    yield start
-    for srv in servers:
-        srv.stop()
+    return start
 
 
 @pytest.fixture(scope="session")

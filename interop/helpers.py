@@ -91,7 +91,13 @@ class Quiver:
     """A `quiver serve` process on free 127.0.0.1 ports (port 0, read back
     from its log) with its own data_dir and a generated config."""
 
-    def __init__(self, binary: Path, workdir: Path, endpoints: list[dict[str, Any]]) -> None:
+    def __init__(
+        self, binary: Path, workdir: Path, endpoints: list[dict[str, Any]],
+        extra: dict[str, Any] | None = None, env: dict[str, str] | None = None,
+    ) -> None:
+        """extra adds top-level config keys (auth, limits); env adds
+        environment variables (token secrets). A workdir used before keeps
+        its data_dir: the server restarts on its journal."""
         self.workdir = workdir
         self.endpoints = endpoints
         workdir.mkdir(parents=True, exist_ok=True)
@@ -101,6 +107,7 @@ class Quiver:
             "data_dir": str(workdir / "data"),
             "log": {"level": "info", "format": "json"},
             "endpoints": endpoints,
+            **(extra or {}),
         }
         self.config_path = workdir / "quiver.yaml"  # JSON is YAML
         self.config_path.write_text(json.dumps(config, indent=2))
@@ -109,6 +116,7 @@ class Quiver:
         self.proc = subprocess.Popen(
             [str(binary), "serve", "--config", str(self.config_path)],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
         )
         self.flight_addr = ""
         self.http_addr = ""
@@ -156,6 +164,12 @@ class Quiver:
         if self._client is None:
             self._client = Client(self.flight_addr)
         return self._client
+
+    def kill(self) -> None:
+        """kill -9: no shutdown, no flush."""
+        self.proc.kill()
+        self.proc.wait()
+        self.stop()
 
     def stop(self) -> None:
         if self._client is not None:

@@ -246,6 +246,7 @@ func (s *Server) start(ctx context.Context) (err error) {
 		StreamIdleTimeout: s.cfg.Limits.StreamIdleTimeout,
 		Tokens:            tokens(s.cfg.Auth),
 		DescriptorKey:     key,
+		Version:           s.opts.Version,
 	})
 	if err != nil {
 		return fmt.Errorf("server: flight service: %w", err)

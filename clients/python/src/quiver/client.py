@@ -1,0 +1,395 @@
+"""The Quiver client: connect(), Client, Transaction and their results."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from types import TracebackType
+from typing import Any, Callable, Iterable, Mapping, TypeVar
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from .errors import QuiverError, UnavailableError, translate
+
+__all__ = ["Ack", "Client", "Transaction", "TxnResult", "connect", "DEFAULT_MAX_BATCH_BYTES"]
+
+#: Batches larger than this are split before they are sent: a quarter of the
+#: server's default limits.max_message_bytes (64 MiB), so that a batch never
+#: reaches it.
+DEFAULT_MAX_BATCH_BYTES = 16 << 20
+
+# Actions that change nothing when repeated, retried on UnavailableError:
+# begin, precommit, commit and rollback are idempotent per (writer, epoch)
+# by the protocol (docs/transactions.md), the others only read.
+_IDEMPOTENT = frozenset(
+    {"begin", "precommit", "commit", "rollback", "status", "committed-epoch", "endpoints", "health"}
+)
+
+T = TypeVar("T")
+
+#: What put() accepts.
+Data = Any
+
+
+@dataclass(frozen=True)
+class Ack:
+    """The final acknowledgement of a put. `committed` for an auto-commit put
+    (the rows are published; `version` is the sink's version, None for
+    sinks without versions); `staged` or `replayed` for a put in a
+    transaction (`replayed`: the epoch had committed before, nothing was
+    written). `raw` is the server's JSON."""
+
+    rows: int
+    version: int | None = None
+    committed: bool = False
+    staged: bool = False
+    replayed: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def _of(cls, raw: dict[str, Any]) -> "Ack":
+        return cls(
+            rows=int(raw.get("rows", 0)),
+            version=raw.get("version"),
+            committed=bool(raw.get("committed", False)),
+            staged=bool(raw.get("staged", False)),
+            replayed=bool(raw.get("replayed", False)),
+            raw=raw,
+        )
+
+
+@dataclass(frozen=True)
+class TxnResult:
+    """A transaction's state after begin, precommit, commit, rollback or
+    status: `state` is open, precommitted, committed or aborted;
+    `replayed` is True when the epoch had committed before (the commit
+    changed nothing). `raw` is the server's JSON (participants with their
+    descriptors, per-endpoint versions)."""
+
+    writer: str
+    epoch: int
+    state: str
+    replayed: bool = False
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
+
+    @classmethod
+    def _of(cls, raw: dict[str, Any]) -> "TxnResult":
+        return cls(
+            writer=raw["writer"],
+            epoch=int(raw["epoch"]),
+            state=raw["state"],
+            replayed=bool(raw.get("replayed", False)),
+            raw=raw,
+        )
+
+
+def connect(
+    location: str,
+    token: str | None = None,
+    tls_root_certs: bytes | None = None,
+    *,
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+    retries: int = 3,
+    timeout: float | None = None,
+) -> "Client":
+    """Connects to a Quiver server at `location` ("grpc://host:port", or
+    "grpc+tls://host:port" with `tls_root_certs`, PEM bytes, to trust a
+    private CA). `token` is sent as "authorization: Bearer <token>" on
+    every call. Batches above `max_batch_bytes` are split (keep it below the
+    server's limits.max_message_bytes); idempotent actions are retried up
+    to `retries` times on UnavailableError; `timeout` (seconds) bounds
+    every call but puts."""
+    if max_batch_bytes < 1:
+        raise ValueError("max_batch_bytes must be positive")
+    kwargs: dict[str, Any] = {}
+    if tls_root_certs is not None:
+        kwargs["tls_root_certs"] = tls_root_certs
+    try:
+        fc = flight.connect(location, **kwargs)
+    except Exception as e:  # pyarrow raises on a malformed location
+        raise translate(e) from e
+    return Client(fc, token=token, max_batch_bytes=max_batch_bytes, retries=retries, timeout=timeout)
+
+
+class Client:
+    """A connection to one Quiver server; build it with :func:`connect`.
+    Safe to share between threads (each call is its own gRPC call)."""
+
+    def __init__(
+        self,
+        fc: flight.FlightClient,
+        *,
+        token: str | None = None,
+        max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES,
+        retries: int = 3,
+        timeout: float | None = None,
+    ) -> None:
+        self.flight = fc
+        headers = [(b"authorization", b"Bearer " + token.encode())] if token else []
+        self._put_options = flight.FlightCallOptions(headers=headers)
+        self._options = flight.FlightCallOptions(headers=headers, timeout=timeout)
+        self._max_batch_bytes = max_batch_bytes
+        self._retries = retries
+
+    def close(self) -> None:
+        self.flight.close()
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- puts ------------------------------------------------------------
+
+    def put(self, endpoint: str, data: Data, *, on_ack: Callable[[dict[str, Any]], None] | None = None) -> Ack:
+        """Auto-commit: every row of `data` lands in one sink commit, or none
+        does. `data` is a pyarrow Table, RecordBatch or RecordBatchReader,
+        an iterable of RecordBatch, or any object with __arrow_c_stream__
+        (a pandas or Polars DataFrame). `on_ack` is called with each batch's
+        ack ({"batch": n, "rows": r}) as the server confirms it, on a
+        background thread. Never retried: if the connection drops after the
+        last batch the outcome is unknown, and a retry could write the rows
+        twice; use a transaction for exactly-once."""
+        return self._put(flight.FlightDescriptor.for_path(endpoint), data, on_ack)
+
+    def _put(self, descriptor: flight.FlightDescriptor, data: Data, on_ack: Callable[[dict[str, Any]], None] | None) -> Ack:
+        reader = _reader(data)
+        try:
+            return Ack._of(self._stream(descriptor, reader, on_ack))
+        except Exception as e:
+            raise translate(e) from e
+
+    def _stream(self, descriptor: flight.FlightDescriptor, reader: pa.RecordBatchReader, on_ack: Callable[[dict[str, Any]], None] | None) -> dict[str, Any]:
+        # Acks are read on a second thread while batches go out, so that a
+        # long stream never stalls on gRPC flow control.
+        writer, metadata = self.flight.do_put(descriptor, reader.schema, options=self._put_options)
+        got: dict[str, Any] = {"final": None, "error": None}
+
+        def read_acks() -> None:
+            try:
+                while (buf := metadata.read()) is not None:
+                    ack = json.loads(buf.to_pybytes())
+                    if "batch" in ack:
+                        if on_ack is not None:
+                            on_ack(ack)
+                    else:
+                        got["final"] = ack
+            except BaseException as e:  # also raised by writer.close() below
+                got["error"] = e
+
+        reading = threading.Thread(target=read_acks, name="quiver-acks", daemon=True)
+        reading.start()
+        failed: BaseException | None = None
+        try:
+            for batch in _split(reader, self._max_batch_bytes):
+                writer.write_batch(batch)
+            writer.done_writing()  # half-close: the server commits or stages
+        except flight.FlightError:
+            pass  # the server ended the stream: its error comes from close() or the acks
+        except BaseException as e:  # the data failed (a generator raised, say)
+            failed = e
+            _abandon(writer)
+        reading.join()
+        if failed is not None:
+            with contextlib.suppress(Exception):
+                writer.close()  # raises the refusal _abandon provoked
+            raise failed
+        writer.close()  # raises the server's error, if any
+        if got["error"] is not None:
+            raise got["error"]
+        if got["final"] is None:
+            raise QuiverError("the stream ended without a final ack: the outcome is unknown")
+        return got["final"]
+
+    # --- transactions and actions -----------------------------------------
+
+    def transaction(self, writer: str, epoch: int) -> "Transaction":
+        """The transaction (writer, epoch). Used as a context manager, it is
+        precommitted when the block ends without an exception, and rolled
+        back when one escapes; commit() it after that, once the rest of
+        the pipeline's checkpoint is durable."""
+        return Transaction(self, writer, epoch)
+
+    def action(self, name: str, body: dict[str, Any] | None = None) -> Any:
+        """Runs one DoAction and returns its JSON result. Idempotent actions
+        are retried on UnavailableError with exponential backoff."""
+        payload = json.dumps(body or {}).encode()
+        attempts = 1 + (self._retries if name in _IDEMPOTENT else 0)
+        return _retrying(attempts, lambda: self._action_once(name, payload))
+
+    def _action_once(self, name: str, payload: bytes) -> Any:
+        try:
+            results = list(self.flight.do_action(flight.Action(name, payload), options=self._options))
+        except Exception as e:
+            raise translate(e) from e
+        if len(results) != 1:
+            raise QuiverError(f"action {name}: expected one result, got {len(results)}")
+        return json.loads(results[0].body.to_pybytes())
+
+    def committed_epoch(self, endpoint: str, writer: str) -> int | None:
+        """The writer's last committed epoch on endpoint, read from the sink;
+        None if it never committed there."""
+        return self.action("committed-epoch", {"endpoint": endpoint, "writer": writer})["epoch"]
+
+    def endpoints(self) -> list[dict[str, Any]]:
+        """The endpoints the token may use: name, sink, mode and schema."""
+        return self.action("endpoints")
+
+    def health(self) -> dict[str, Any]:
+        """{"status": "ok" | "degraded", "endpoints": {...}, "journal": ...}."""
+        return self.action("health")
+
+
+class Transaction:
+    """Exactly-once writes under (writer, epoch): put() stages rows
+    invisibly, precommit() makes them durable, commit() publishes them.
+    Replaying an epoch that already committed writes nothing and answers
+    `replayed`. Epochs are integers >= 0 that only grow per writer."""
+
+    def __init__(self, client: Client, writer: str, epoch: int) -> None:
+        self.client, self.writer, self.epoch = client, writer, epoch
+
+    def _key(self) -> dict[str, Any]:
+        return {"writer": self.writer, "epoch": self.epoch}
+
+    def __enter__(self) -> "Transaction":
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        if et is None:
+            self.precommit()
+            return
+        try:
+            self.rollback()
+        except QuiverError:
+            pass  # the first error is the one to see; the server's TTL cleans up
+
+    def begin(self, ttl_s: int | None = None) -> TxnResult:
+        """Optional: the first put begins the transaction with the server's TTL."""
+        body = self._key()
+        if ttl_s is not None:
+            body["ttl_s"] = int(ttl_s)
+        return TxnResult._of(self.client.action("begin", body))
+
+    def put(self, endpoint: str, data: Data, *, on_ack: Callable[[dict[str, Any]], None] | None = None) -> Ack:
+        """Stages rows on endpoint; Ack.staged, or Ack.replayed if the epoch
+        had committed. A put that fails leaves the transaction to be rolled
+        back and replayed: it is not retried here."""
+        cmd = json.dumps({"endpoint": endpoint, **self._key()}).encode()
+        return self.client._put(flight.FlightDescriptor.for_command(cmd), data, on_ack)
+
+    def precommit(self) -> TxnResult:
+        """Makes the staged rows durable but invisible; `raw["participants"]`
+        holds the sealed descriptors other servers' commits can take."""
+        return TxnResult._of(self.client.action("precommit", self._key()))
+
+    def commit(self, descriptors: dict[str, list[str]] | None = None) -> TxnResult:
+        """Publishes the transaction, with `descriptors` ({endpoint: [base64,
+        ...]}) that other Quiver servers precommitted. Idempotent: retried on
+        UnavailableError. On OutcomeUnknownError, ask committed_epoch()."""
+        body = self._key()
+        if descriptors:
+            body["descriptors"] = descriptors
+        return TxnResult._of(self.client.action("commit", body))
+
+    def rollback(self) -> TxnResult:
+        return TxnResult._of(self.client.action("rollback", self._key()))
+
+    def status(self) -> TxnResult:
+        return TxnResult._of(self.client.action("status", self._key()))
+
+
+def _abandon(writer: flight.FlightStreamWriter) -> None:
+    """Makes the server fail the stream, so that nothing of it is published:
+    pyarrow cannot cancel a DoPut, and closing the writer would end the
+    stream cleanly, committing the batches sent so far. A message without
+    an IPC header is refused by the server (docs/flight.md, "DoPut")."""
+    with contextlib.suppress(Exception):
+        writer.write_metadata(b'{"abandoned":true}')
+        writer.done_writing()
+
+
+def _retrying(attempts: int, call: Callable[[], T]) -> T:
+    """call(), again after UnavailableError up to attempts times in all,
+    with exponential backoff and jitter (0.1 s, 0.2 s, ... capped at 2 s)."""
+    for attempt in itertools.count():
+        try:
+            return call()
+        except UnavailableError:
+            if attempt + 1 >= attempts:
+                raise
+            time.sleep(min(2.0, 0.1 * 2**attempt) * (0.5 + random.random() / 2))
+    raise AssertionError("unreachable")
+
+
+def _reader(data: Data) -> pa.RecordBatchReader:
+    """A RecordBatchReader over any of the inputs put() accepts, with view
+    types cast away (_portable)."""
+    reader = _any_reader(data)
+    target = _portable_schema(reader.schema)
+    return reader if target.equals(reader.schema) else reader.cast(target)
+
+
+def _portable_type(t: pa.DataType) -> pa.DataType:
+    """t with string_view and binary_view (Polars' strings) replaced by
+    large_string and large_binary, at every level: few Arrow
+    implementations read view types yet, Quiver's Delta sink among them."""
+    if pa.types.is_string_view(t):
+        return pa.large_string()
+    if pa.types.is_binary_view(t):
+        return pa.large_binary()
+    if pa.types.is_list(t):
+        return pa.list_(t.value_field.with_type(_portable_type(t.value_type)))
+    if pa.types.is_large_list(t):
+        return pa.large_list(t.value_field.with_type(_portable_type(t.value_type)))
+    if pa.types.is_struct(t):
+        return pa.struct([f.with_type(_portable_type(f.type)) for f in t])
+    return t
+
+
+def _portable_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([f.with_type(_portable_type(f.type)) for f in schema], metadata=schema.metadata)
+
+
+def _any_reader(data: Data) -> pa.RecordBatchReader:
+    if isinstance(data, pa.RecordBatchReader):
+        return data
+    if isinstance(data, pa.Table):
+        return data.to_reader()
+    if isinstance(data, pa.RecordBatch):
+        return pa.RecordBatchReader.from_batches(data.schema, [data])
+    if hasattr(data, "__arrow_c_stream__"):
+        return pa.RecordBatchReader.from_stream(data)
+    if isinstance(data, Iterable) and not isinstance(data, (str, bytes, Mapping)):
+        batches = iter(data)
+        first = next(batches, None)
+        if first is None:
+            raise ValueError("put: an empty iterable has no schema: pass a pyarrow Table or RecordBatchReader")
+        if not isinstance(first, pa.RecordBatch):
+            raise TypeError(f"put: an iterable must yield pyarrow.RecordBatch, got {type(first).__name__}")
+        return pa.RecordBatchReader.from_batches(first.schema, itertools.chain([first], batches))
+    raise TypeError(
+        f"put: cannot send {type(data).__name__}: pass a pyarrow Table, RecordBatch or RecordBatchReader, "
+        "an iterable of RecordBatch, or an object with __arrow_c_stream__ (pandas, Polars)"
+    )
+
+
+def _split(reader: pa.RecordBatchReader, max_bytes: int) -> Iterable[pa.RecordBatch]:
+    """The batches of reader, each above max_bytes split by rows into
+    slices of about max_bytes (a single row above it is sent alone, and the
+    server's limit decides)."""
+    for batch in reader:
+        size = batch.nbytes
+        if size <= max_bytes or batch.num_rows <= 1:
+            yield batch
+            continue
+        rows = max(1, batch.num_rows * max_bytes // size)
+        for offset in range(0, batch.num_rows, rows):
+            yield batch.slice(offset, rows)

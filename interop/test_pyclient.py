@@ -1,0 +1,233 @@
+"""The Python client (clients/python, package quiver) against the real
+`quiver serve`: pandas and Polars frames read back from Delta by delta-rs,
+every input kind, batch splitting under the server's message limit,
+transactions that survive a kill -9 of the server, and every error class."""
+
+from __future__ import annotations
+
+import datetime as dt
+import socket
+from pathlib import Path
+from typing import Any, Callable
+
+import pandas as pd
+import polars as pl
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable
+
+import quiver
+from helpers import Quiver
+
+# Small enough that a few MB exceed it, large enough for everything else.
+MAX_MESSAGE = 1 << 20
+
+
+def delta(name: str, root: Path, **cfg: Any) -> dict[str, Any]:
+    return {"name": name, "sink": "delta", "delta": {"table_uri": f"file://{root / name}", **cfg}}
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("pyclient")
+
+
+@pytest.fixture(scope="module")
+def server(serve: Callable[..., Quiver], root: Path) -> Quiver:
+    return serve(
+        [
+            {"name": "devnull", "sink": "discard"},
+            delta("pandas", root),
+            delta("polars", root),
+            delta("upsert", root, mode="upsert", merge_keys=["id"]),
+            delta("abandon", root),
+        ],
+        {"limits": {"max_message_bytes": MAX_MESSAGE}},
+    )
+
+
+@pytest.fixture(scope="module")
+def client(server: Quiver) -> quiver.Client:
+    c = quiver.connect(f"grpc://{server.flight_addr}", max_batch_bytes=MAX_MESSAGE // 4)
+    yield c
+    c.close()
+
+
+def read(root: Path, name: str) -> pa.Table:
+    return DeltaTable(str(root / name)).to_pyarrow_table()
+
+
+def test_pandas_frames(client: quiver.Client, root: Path) -> None:
+    """The dtypes pandas makes land as the values they hold."""
+    ts = pd.Series(pd.to_datetime(["2024-03-01 01:02:03.123456", "2024-12-31 23:59:59", None], format="ISO8601"))
+    frame = pd.DataFrame({
+        "category": pd.Categorical(["a", "b", None]),
+        "aware": ts.astype("datetime64[ns]").dt.tz_localize("Europe/Berlin"),
+        "naive": ts.astype("datetime64[ns]"),
+        "nullable_int": pd.array([1, None, 3], dtype="Int64"),
+        "arrow_string": pd.array(["x", None, "z"], dtype="string[pyarrow]"),
+        "objects": pd.Series(["p", None, "r"], dtype=object),
+        "floats": [1.5, float("nan"), None],
+    })
+    ack = client.put("pandas", frame)
+    assert ack.committed and ack.rows == 3 and ack.version == 0, ack
+    got = read(root, "pandas").to_pydict()
+    berlin = [t.tz_localize("Europe/Berlin").to_pydatetime().astimezone(dt.timezone.utc) for t in ts[:2]]
+    assert got["category"] == ["a", "b", None]
+    assert got["aware"] == [*berlin, None]
+    assert got["naive"] == [*(t.to_pydatetime() for t in ts[:2]), None]
+    assert got["nullable_int"] == [1, None, 3]
+    assert got["arrow_string"] == ["x", None, "z"]
+    assert got["objects"] == ["p", None, "r"]
+    # pandas turns NaN and None into NaN of float64, which pyarrow sends as null.
+    assert got["floats"][0] == 1.5 and got["floats"][1:] == [None, None]
+
+
+def test_polars_frames(client: quiver.Client, root: Path) -> None:
+    """Polars' string views are sent as large strings, which the Delta sink takes."""
+    frame = pl.DataFrame({
+        "id": [1, 2, None],
+        "name": ["a", None, "c"],
+        "tags": [["x"], [], None],
+        "at": [dt.datetime(2024, 1, 1), None, dt.datetime(2024, 1, 3)],
+    })
+    assert client.put("polars", frame).rows == 3
+    got = read(root, "polars").to_pylist()
+    assert sorted(map(repr, got)) == sorted(map(repr, frame.to_dicts()))
+
+
+def test_inputs_and_acks(client: quiver.Client) -> None:
+    """Table, RecordBatch, reader, iterable of batches and __arrow_c_stream__
+    objects are all sent; on_ack sees every batch."""
+    table = pa.table({"id": pa.array(range(10), pa.int64())})
+    batches = table.to_batches(max_chunksize=3)
+    for data, n_batches in [
+        (table, 1),
+        (batches[0], 1),
+        (pa.RecordBatchReader.from_batches(table.schema, batches), 4),
+        (iter(batches), 4),
+        (pl.DataFrame({"id": list(range(10))}), 1),
+    ]:
+        acks: list[dict[str, Any]] = []
+        ack = client.put("devnull", data, on_ack=acks.append)
+        rows = data.num_rows if hasattr(data, "num_rows") else 10
+        assert ack.committed and ack.rows == rows, (data, ack)
+        assert [a["batch"] for a in acks] == list(range(n_batches)) and sum(a["rows"] for a in acks) == rows
+    with pytest.raises(TypeError, match="cannot send dict"):
+        client.put("devnull", {"id": [1]})
+    with pytest.raises(ValueError, match="empty iterable"):
+        client.put("devnull", [])
+
+
+def test_failing_data_publishes_nothing(client: quiver.Client, root: Path) -> None:
+    """A generator that raises mid-stream fails the put with its own
+    exception, and the batches sent before are not published."""
+    table = pa.table({"category": pa.array(["a", "b"])})
+    client.put("abandon", table)
+
+    def batches() -> Any:
+        yield table.to_batches()[0]
+        yield table.to_batches()[0]
+        raise RuntimeError("source went away")
+
+    with pytest.raises(RuntimeError, match="source went away"):
+        client.put("abandon", pa.RecordBatchReader.from_batches(table.schema, batches()))
+    assert read(root, "abandon").num_rows == 2
+
+
+def test_larger_than_the_message_limit(server: Quiver, client: quiver.Client) -> None:
+    """A table of 4 MB goes out in slices under the server's 1 MiB limit;
+    without splitting the same table is refused."""
+    table = pa.table({"s": pa.array(["x" * 1000] * 4000)})
+    assert table.nbytes > 3 * MAX_MESSAGE
+    acks: list[dict[str, Any]] = []
+    ack = client.put("devnull", table, on_ack=acks.append)
+    assert ack.rows == 4000 and len(acks) >= 16, (ack, len(acks))
+    unsplit = quiver.connect(f"grpc://{server.flight_addr}", max_batch_bytes=1 << 30)
+    with pytest.raises(quiver.ResourceExhaustedError):
+        unsplit.put("devnull", table)
+    unsplit.close()
+
+
+def test_transaction_survives_kill_9(serve: Callable[..., Quiver], tmp_path: Path) -> None:
+    """Precommitted before a kill -9, committed after the restart, replayed
+    after that: the rows are in the table once."""
+    endpoints = [delta("events", tmp_path / "tables")]
+    workdir = tmp_path / "quiver"
+    srv = serve(endpoints, workdir=workdir)
+    table = pa.table({"id": pa.array(range(100), pa.int64())})
+    with quiver.connect(f"grpc://{srv.flight_addr}") as c:
+        with c.transaction("job", 1) as tx:
+            assert tx.put("events", table).staged
+        assert tx.status().state == "precommitted"
+    srv.kill()
+
+    srv = serve(endpoints, workdir=workdir)
+    with quiver.connect(f"grpc://{srv.flight_addr}") as c:
+        tx = c.transaction("job", 1)
+        res = tx.commit()
+        assert res.state == "committed" and not res.replayed, res
+        assert c.committed_epoch("events", "job") == 1
+    srv.kill()
+
+    srv = serve(endpoints, workdir=workdir)
+    with quiver.connect(f"grpc://{srv.flight_addr}") as c:
+        tx = c.transaction("job", 1)
+        assert tx.put("events", table).replayed
+        assert tx.commit().replayed
+        # An exception in the block rolls the transaction back.
+        with pytest.raises(RuntimeError), c.transaction("job", 2) as tx2:
+            tx2.put("events", table)
+            raise RuntimeError("pipeline failed")
+        assert tx2.status().state == "aborted"
+    assert DeltaTable(str(tmp_path / "tables" / "events")).to_pyarrow_table().num_rows == 100
+
+
+def test_error_classes(server: Quiver, client: quiver.Client, root: Path) -> None:
+    """Each gRPC class is its own exception, carrying the server's message."""
+    with pytest.raises(quiver.NotFoundError, match='unknown endpoint "nope"') as e:
+        client.put("nope", pa.table({"id": [1]}))
+    assert e.value.code == "NOT_FOUND" and "this server has: abandon, devnull" in e.value.message
+    client.put("pandas", pd.DataFrame({"category": pd.Categorical(["a"])}))
+    with pytest.raises(quiver.InvalidInputError, match="category"):
+        client.put("pandas", pa.table({"category": pa.array([1], pa.int64())}))
+    client.transaction("fenced", 5).begin()
+    with pytest.raises(quiver.WrongStateError, match="fenced by epoch 5"):
+        client.transaction("fenced", 3).begin()
+
+    # Aborted: a transaction's upsert plan goes stale when another commit
+    # rewrites the file it read.
+    rows = pa.table({"id": pa.array([1, 2], pa.int64()), "v": ["a", "b"]})
+    client.put("upsert", rows)
+    with client.transaction("stale", 1) as tx:
+        tx.put("upsert", rows)
+    client.put("upsert", rows)
+    with pytest.raises(quiver.ConflictError, match="roll back the transaction and replay it"):
+        tx.commit()
+
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()
+    with pytest.raises(quiver.UnavailableError) as e:
+        quiver.connect(f"grpc://127.0.0.1:{port}", retries=1).health()
+    assert e.value.retryable
+
+
+def test_auth_errors(serve: Callable[..., Quiver]) -> None:
+    srv = serve(
+        [{"name": "devnull", "sink": "discard"}, {"name": "other", "sink": "discard"}],
+        {"auth": {"tokens": [{"name": "ingest", "token_env": "PYCLIENT_TOKEN", "endpoints": ["devnull"], "actions": ["health"]}]}},
+        {"PYCLIENT_TOKEN": "s3cret"},
+    )
+    table = pa.table({"id": [1]})
+    with quiver.connect(f"grpc://{srv.flight_addr}", token="s3cret") as c:
+        assert c.put("devnull", table).committed
+        assert c.health()["status"] == "ok"
+        with pytest.raises(quiver.PermissionDeniedError, match='may not use endpoint "other"'):
+            c.put("other", table)
+        with pytest.raises(quiver.PermissionDeniedError, match='may not run action "begin"'):
+            c.transaction("w", 1).begin()
+    with quiver.connect(f"grpc://{srv.flight_addr}", token="wrong") as c:
+        with pytest.raises(quiver.UnauthenticatedError):
+            c.health()
