@@ -17,15 +17,16 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
-	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc"
 
 	"github.com/quiver-ingest/quiver/internal/descseal"
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -36,6 +37,10 @@ type Endpoint struct {
 	Sink   string // sink kind ("discard", "delta", ...)
 	Mode   string // write mode, "" when the sink has none
 	Writer writers.Writer
+	// Memory is the endpoint's share of the memory budget, the one its
+	// sink was given (writers.Env.Memory); nil means a share of
+	// Options.Memory capped at Options.EndpointBufferBytes.
+	Memory *membudget.Share
 }
 
 // Token is one bearer token and what it may do.
@@ -65,9 +70,16 @@ type Options struct {
 	// The gRPC server's receive limit must be at least
 	// [Service.MaxRecvMsgSize].
 	MaxMessageBytes int64
-	// EndpointBufferBytes is each endpoint's in-flight budget; a stream over
-	// it blocks. Zero means 512 MiB.
+	// Memory is the process's memory budget, which streams wait for
+	// before reading each message; nil means a budget of 1 GiB (admission
+	// timeout 30 s, 256 open files).
+	Memory *membudget.Budget
+	// EndpointBufferBytes caps the share of an endpoint built without
+	// Endpoint.Memory. Zero means 512 MiB.
 	EndpointBufferBytes int64
+	// StreamIdleTimeout cancels and rolls back a stream that receives no
+	// message for this long once its schema is read; zero means never.
+	StreamIdleTimeout time.Duration
 	// Tokens; nil disables auth.
 	Tokens []Token
 	// DescriptorKey seals the descriptors precommit and status return and
@@ -89,6 +101,9 @@ const MaxMessageBytesLimit = 1<<30 - recvSlack
 const (
 	defaultMaxMessageBytes     = 64 << 20
 	defaultEndpointBufferBytes = 512 << 20
+	defaultMemoryBytes         = 1 << 30
+	defaultMaxOpenFiles        = 256
+	defaultAdmissionTimeout    = 30 * time.Second
 	// recvSlack is what a FlightData message may carry beyond its IPC body
 	// (flatbuffer header, descriptor, app metadata).
 	recvSlack = 1 << 20
@@ -101,16 +116,20 @@ var endpointName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 type Service struct {
 	pb.UnimplementedFlightServiceServer
 
-	coord   *txn.Coordinator
-	mem     memory.Allocator
-	log     *slog.Logger
-	maxMsg  int64
-	eps     map[string]*endpoint
-	names   []string // endpoint names, sorted
-	tokens  []Token  // nil: auth disabled
-	actions []action // in ListActions order
-	key     descseal.Key
-	sql     flight.FlightServer // the Flight SQL side (sql.go)
+	coord  *txn.Coordinator
+	mem    memory.Allocator
+	log    *slog.Logger
+	maxMsg int64
+	// unrouted is the budget's share for a stream's first message, read
+	// before its endpoint is known.
+	unrouted *membudget.Share
+	idle     time.Duration
+	eps      map[string]*endpoint
+	names    []string // endpoint names, sorted
+	tokens   []Token  // nil: auth disabled
+	actions  []action // in ListActions order
+	key      descseal.Key
+	sql      flight.FlightServer // the Flight SQL side (sql.go)
 	// connTxns are the Flight SQL transactions open per connection (sqltxn.go).
 	connTxns connTxns
 
@@ -119,12 +138,10 @@ type Service struct {
 	receivers sync.WaitGroup
 }
 
-// endpoint is an Endpoint with its budget and metrics.
+// endpoint is an Endpoint with its memory share and metrics.
 type endpoint struct {
 	Endpoint
-	budget      *semaphore.Weighted
-	budgetBytes int64
-	m           endpointMetrics
+	m endpointMetrics
 }
 
 // New validates opts and builds the service. Validation errors wrap
@@ -145,6 +162,7 @@ func New(opts Options) (*Service, error) {
 		mem:    opts.Allocator,
 		log:    opts.Logger,
 		maxMsg: orDefault(opts.MaxMessageBytes, defaultMaxMessageBytes),
+		idle:   opts.StreamIdleTimeout,
 		eps:    make(map[string]*endpoint, len(opts.Endpoints)),
 		key:    opts.DescriptorKey,
 	}
@@ -161,7 +179,14 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	budget := orDefault(opts.EndpointBufferBytes, defaultEndpointBufferBytes)
+	budget := opts.Memory
+	if budget == nil {
+		if budget, err = membudget.New(membudget.Options{Limit: defaultMemoryBytes, MaxOpenFiles: defaultMaxOpenFiles, AdmissionTimeout: defaultAdmissionTimeout}); err != nil {
+			return nil, err
+		}
+	}
+	s.unrouted = budget.Share("", 0)
+	share := orDefault(opts.EndpointBufferBytes, defaultEndpointBufferBytes)
 	for _, e := range opts.Endpoints {
 		switch {
 		case !endpointName.MatchString(e.Name):
@@ -171,12 +196,13 @@ func New(opts Options) (*Service, error) {
 		case e.Writer == nil:
 			return nil, writers.Errorf(writers.ErrInvalid, "flightsvc: endpoint %q has no writer", e.Name)
 		}
-		s.eps[e.Name] = &endpoint{
-			Endpoint:    e,
-			budget:      semaphore.NewWeighted(budget),
-			budgetBytes: budget,
-			m:           m.forEndpoint(e.Name),
+		if e.Memory == nil {
+			e.Memory = budget.Share(e.Name, share)
 		}
+		if e.Memory.Limit() < s.maxMsg {
+			return nil, writers.Errorf(writers.ErrInvalid, "flightsvc: endpoint %q: its memory share of %d bytes is below MaxMessageBytes %d: one message could never be read", e.Name, e.Memory.Limit(), s.maxMsg)
+		}
+		s.eps[e.Name] = &endpoint{Endpoint: e, m: m.forEndpoint(e.Name)}
 		s.names = append(s.names, e.Name)
 	}
 	sort.Strings(s.names)
@@ -222,13 +248,16 @@ func (ws writerSet) Writer(name string) (writers.Writer, bool) {
 func (s *Service) Register(gs *grpc.Server) { flight.RegisterFlightServiceServer(gs, s) }
 
 // MaxRecvMsgSize is the gRPC receive limit the server must set
-// (grpc.MaxRecvMsgSize): twice MaxMessageBytes plus room for the message
-// header. gRPC rejects a larger message itself, before the service sees
-// it, with its own ResourceExhausted message; a body between
+// (grpc.MaxRecvMsgSize): MaxMessageBytes plus room for the message's
+// header and metadata. gRPC rejects a larger message itself, before the
+// service sees it, with its own ResourceExhausted message; a body between
 // MaxMessageBytes and this cap reaches the service, whose error names
-// limits.max_message_bytes. The cap bounds what one hostile message can
-// make the server buffer.
-func (s *Service) MaxRecvMsgSize() int { return int(2*s.maxMsg + recvSlack) }
+// limits.max_message_bytes. The cap is what a stream reserves of the
+// memory budget before each message: all that one message, hostile or
+// not, can make the server buffer.
+func (s *Service) MaxRecvMsgSize() int { return int(s.recvCap()) }
+
+func (s *Service) recvCap() int64 { return s.maxMsg + recvSlack }
 
 // Close waits for the DoPut receive goroutines that outlived their
 // handlers. A stream that fails while its receiver is blocked in Recv ends

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -83,7 +84,7 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	// Who may write where is settled from the first message's descriptor
 	// before any IPC byte is decoded: a caller without a grant gets
 	// nothing decoded.
-	first, err := stream.Recv()
+	first, err := s.recvFirst(ctx, stream)
 	if errors.Is(err, io.EOF) {
 		return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
 	}
@@ -106,19 +107,21 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 		stream = sqlAckStream{stream}
 	}
 
-	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, dictLimit: ep.budgetBytes, mem: s.mem}
-	rdr, err := flight.NewRecordReader(guard, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
-	if errors.Is(err, io.EOF) {
-		return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
-	}
+	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, reservation: s.recvCap(), dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, share: ep.Memory}
+	rdr, err := ipc.NewReaderFromMessageReader(&guardMessages{guard: guard}, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
 	if err != nil {
+		guard.close()
+		if errors.Is(err, io.EOF) {
+			return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
+		}
 		return streamError(err)
 	}
-	// pump takes rdr over; until then it is ours to release.
+	ps := &putStream{ep: ep, rdr: rdr, guard: guard}
+	// pump takes ps over; until then it is ours to release.
 	owned := true
 	defer func() {
 		if owned {
-			rdr.Release()
+			ps.release()
 		}
 	}()
 	if err := writers.CheckStreamSchema(ctx, ep.Writer, rdr.Schema()); err != nil {
@@ -130,19 +133,33 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	defer ep.m.streams.Dec()
 	owned = false
 	if t.txn {
-		return s.putTxn(ctx, stream, ep, rdr, t)
+		return s.putTxn(ctx, stream, ps, t)
 	}
-	return s.putAuto(ctx, stream, ep, rdr)
+	return s.putAuto(ctx, stream, ps)
 }
 
-// putAuto runs an auto-commit stream; it owns rdr.
-func (s *Service) putAuto(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, rdr *flight.Reader) error {
+// recvFirst reads a stream's first message, which names its endpoint, on
+// a reservation from the budget's unrouted share; the endpoint's share is
+// charged for it once known (recvGuard).
+func (s *Service) recvFirst(ctx context.Context, stream flight.FlightService_DoPutServer) (*flight.FlightData, error) {
+	n := s.recvCap()
+	if err := s.unrouted.Admit(ctx, membudget.Received, n); err != nil {
+		return nil, fmt.Errorf("doput: %w", err)
+	}
+	defer s.unrouted.Release(membudget.Received, n)
+	return stream.Recv()
+}
+
+// putAuto runs an auto-commit stream; it owns ps.
+func (s *Service) putAuto(ctx context.Context, stream flight.FlightService_DoPutServer, ps *putStream) error {
+	ep := ps.ep
 	key := writers.AutoKey(rand.Text())
+	ps.key, ps.write = key, true
 	log := s.log.With("endpoint", ep.Name, "stream", key.Writer)
 	log.Debug("auto-commit stream started")
 	start := time.Now()
 
-	p, err := s.pump(ctx, stream, ep, rdr, key, true)
+	p, err := s.pump(ctx, stream, ps)
 	if err != nil {
 		s.abort(ctx, ep, key, log)
 		logFailure(log, "auto-commit stream failed, nothing published", p.rows, err)
@@ -204,24 +221,30 @@ func (s *Service) abort(ctx context.Context, ep *endpoint, key writers.TxnKey, l
 	ep.m.commits.WithLabelValues(resultAborted).Inc()
 }
 
-// putTxn runs a transactional stream; it owns rdr.
-func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, rdr *flight.Reader, t putTarget) error {
+// putTxn runs a transactional stream; it owns ps. The stream is cut off
+// when its transaction ends meanwhile (expired, rolled back, fenced):
+// rows staged after that would never be committed.
+func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutServer, ps *putStream, t putTarget) error {
+	ep := ps.ep
 	log := s.log.With("endpoint", ep.Name, "writer", t.writer, "epoch", t.epoch)
 	actx, err := s.withAccess(ctx)
 	if err != nil {
-		rdr.Release()
+		ps.release()
 		return err
 	}
 	st, err := s.coord.Join(actx, t.writer, t.epoch, ep.Name)
 	if err != nil {
-		rdr.Release()
+		ps.release()
 		return fmt.Errorf("doput: join transaction %s@%d on endpoint %q: %w", t.writer, t.epoch, ep.Name, err)
 	}
 	replayed := st.Replayed()
 	log.Debug("transactional stream started", "replayed", replayed)
 
-	p, err := s.pump(ctx, stream, ep, rdr, st.Key(), !replayed)
-	st.Done(p.written, err)
+	ps.key, ps.write, ps.touch = st.Key(), !replayed, st.Touch
+	p, err := s.pump(st.Context(ctx), stream, ps)
+	if derr := st.Done(p.written, err); err == nil {
+		err = derr
+	}
 	if err != nil {
 		logFailure(log, "transactional stream failed; the transaction must be rolled back and the epoch replayed", p.rows, err)
 		return err

@@ -407,12 +407,3 @@ func TestSchemaChangeMidStream(t *testing.T) {
 		t.Fatalf("after the rejected stream: committed %+v, %d keys staged", sink.Committed(), sink.OpenKeys())
 	}
 }
-
-func TestBatchOverBudget(t *testing.T) {
-	s := startServer(t, serverConfig{bufferBytes: 1024})
-	_, err := s.put(t.Context(), pathDesc("events"), 10_000)
-	wantCode(t, err, codes.ResourceExhausted, "limits.endpoint_buffer_bytes")
-	if s.sinks["events"].Committed().Rows != 0 {
-		t.Fatal("rows published from a rejected stream")
-	}
-}

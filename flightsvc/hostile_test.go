@@ -3,6 +3,7 @@ package flightsvc_test
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -189,6 +190,7 @@ func TestPanicsReleaseTheBudget(t *testing.T) {
 	s := startServer(t, serverConfig{
 		endpoints:          map[string]writers.Writer{"events": panicky{discard.New(nil)}},
 		bufferBytes:        one,
+		maxMessageBytes:    one / 2,
 		streamInterceptors: []grpc.StreamServerInterceptor{recovery.StreamServerInterceptor(onPanic), sendPanics},
 	})
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
@@ -217,5 +219,22 @@ func TestPanicsReleaseTheBudget(t *testing.T) {
 	}
 	if n := s.sinks["events"]; n != nil && n.OpenKeys() != 0 {
 		t.Fatalf("%d keys left staged", n.OpenKeys())
+	}
+}
+
+// The descriptor may come alone, in a message without IPC header, before
+// the schema (as some clients send it); it used to reach arrow-go's reader
+// as an empty message and fail with a recovered index-out-of-range panic.
+func TestDescriptorAloneBeforeTheSchema(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	rec := s.record(3)
+	defer rec.Release()
+	msgs := append([]*flight.FlightData{{}}, flightsvc.Encode(rec.Schema(), rec)...)
+	acks, err := s.putRaw(t.Context(), pathDesc("events"), msgs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last := acks[len(acks)-1]; !strings.Contains(last, `"rows":3`) {
+		t.Fatalf("acks %v, want 3 rows committed", acks)
 	}
 }

@@ -1,11 +1,13 @@
 package flightsvc
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -14,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -115,7 +118,7 @@ func readGuarded(msgs []*flight.FlightData, mem memory.Allocator, limit int64) (
 		DataHeader:       msgs[0].DataHeader,
 		DataBody:         msgs[0].DataBody,
 	}
-	g := &recvGuard{stream: &messages{msgs: append([]*flight.FlightData{first}, msgs[1:]...)}, limit: limit, dictLimit: limit, mem: mem}
+	g := &recvGuard{stream: &messages{msgs: append([]*flight.FlightData{first}, msgs[1:]...)}, limit: limit, dictLimit: limit, mem: mem, ctx: context.Background(), share: testShare()}
 	rdr, err := flight.NewRecordReader(g, ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, err
@@ -399,4 +402,14 @@ func sharedNameSchema(n, size int) []byte {
 		}
 		return buildVector(b, refs...)
 	})
+}
+
+// testShare is a memory share large enough never to wait, for guards
+// built without a Service.
+func testShare() *membudget.Share {
+	b, err := membudget.New(membudget.Options{Limit: 1 << 40, MaxOpenFiles: 1, AdmissionTimeout: time.Minute})
+	if err != nil {
+		panic(err)
+	}
+	return b.Share("test", 0)
 }

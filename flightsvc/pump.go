@@ -9,9 +9,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -19,9 +21,27 @@ import (
 // enough for decoding the next batch to overlap writing the current one.
 const queueDepth = 1
 
+// putStream is one DoPut stream on its way to its endpoint's writer.
+type putStream struct {
+	ep    *endpoint
+	rdr   *ipc.Reader
+	guard *recvGuard
+	key   writers.TxnKey
+	write bool // false: a replayed epoch, read and acknowledged only
+	// touch, when set, is called after each batch (a transactional
+	// stream keeps its transaction alive).
+	touch func()
+}
+
+// release releases the reader and gives back what the guard holds.
+func (ps *putStream) release() {
+	ps.rdr.Release()
+	ps.guard.close()
+}
+
 // queued is a received batch on its way to the writer. It holds a
-// reference on rec and size bytes of the endpoint's budget, both given back
-// by release, exactly once.
+// reference on rec and size bytes of the endpoint's memory share, both
+// given back by release, exactly once.
 type queued struct {
 	rec  arrow.RecordBatch
 	size int64
@@ -29,7 +49,7 @@ type queued struct {
 
 func (q queued) release(ep *endpoint) {
 	q.rec.Release()
-	ep.budget.Release(q.size)
+	ep.Memory.Release(membudget.Decoded, q.size)
 	ep.m.buffered.Sub(float64(q.size))
 }
 
@@ -40,12 +60,13 @@ type pumped struct {
 	batches int64
 }
 
-// pump moves the batches of rdr into ep's writer under key (or, when write
-// is false, only counts them) and sends one ack per batch. It takes rdr
-// over and releases it.
+// pump moves the batches of ps into its endpoint's writer under its key
+// (or, when write is false, only counts them) and sends one ack per batch.
+// It takes ps over and releases it.
 //
-// Two goroutines: a receiver decodes and validates batches, charges them
-// to the endpoint budget and queues them; the calling goroutine writes
+// Two goroutines: a receiver reads (waiting for memory before each
+// message, see recvGuard.reserve), decodes and validates batches, charges
+// them to the endpoint's memory share and queues them; the calling goroutine writes
 // them and sends the acks, so each of Recv and Send has one caller. The
 // first error of either stops both and is returned. A panic in Write fails
 // the stream like an error (a *writers.PanicError); a panic anywhere else
@@ -57,8 +78,11 @@ type pumped struct {
 // first, pump returns at once although the receiver may still be blocked
 // in Recv, waiting for a client that waits for acks: only the end of the
 // handler makes gRPC cancel the stream and Recv return. The receiver then
-// releases rdr and whatever is still queued; Service.Close waits for it.
-func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, rdr *flight.Reader, key writers.TxnKey, write bool) (pumped, error) {
+// releases ps and whatever is still queued; Service.Close waits for it.
+// A stream that waits longer than Options.StreamIdleTimeout for a message
+// fails like one whose receiving side failed.
+func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutServer, ps *putStream) (pumped, error) {
+	ep := ps.ep
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	queue := make(chan queued, queueDepth)
@@ -68,11 +92,15 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 	writerDone := make(chan struct{})
 	defer close(writerDone)
 
+	ps.guard.ctx = ctx
+	ps.guard.armIdle(s.idle, func() {
+		cancel(fmt.Errorf("doput: endpoint %q: no message for %s (limits.stream_idle_timeout): the stream was cancelled and rolled back: %w", ep.Name, s.idle, context.DeadlineExceeded))
+	})
 	s.receivers.Add(1)
 	go func() {
 		defer s.receivers.Done()
-		err := receive(ctx, ep, rdr, queue)
-		rdr.Release()
+		err := receive(ctx, ps, queue)
+		ps.release()
 		if err != nil {
 			// Cancel before closing the queue, so that the writing side,
 			// seeing the queue closed, finds the cause.
@@ -87,7 +115,7 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 		}
 	}()
 
-	p, err := s.drain(ctx, stream, ep, queue, key, write)
+	p, err := s.drain(ctx, stream, ps, queue)
 	if err != nil {
 		cancel(err)
 	}
@@ -99,25 +127,23 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 	return p, err
 }
 
-// receive decodes and validates batches from rdr into queue until the
+// receive decodes and validates the batches of ps into queue until the
 // stream ends. It runs on its own goroutine, which gRPC's recovery does
 // not cover: a panic becomes its error.
-func receive(ctx context.Context, ep *endpoint, rdr *flight.Reader, queue chan<- queued) (err error) {
+func receive(ctx context.Context, ps *putStream, queue chan<- queued) (err error) {
 	defer writers.Recover(&err)
+	ep, rdr := ps.ep, ps.rdr
+	// Next waits for memory before reading each message (backpressure on
+	// this stream, never a dropped batch).
 	for n := 0; rdr.Next(); n++ {
 		rec := rdr.RecordBatch()
 		if err := validate(rec); err != nil {
 			return writers.Errorf(writers.ErrInvalid, "doput: endpoint %q: batch %d: %w", ep.Name, n, err)
 		}
 		size := util.TotalRecordSize(rec)
-		if size > ep.budgetBytes {
-			return writers.Errorf(writers.ErrExhausted, "doput: endpoint %q: a batch of %d bytes exceeds the endpoint's buffer budget of %d bytes (limits.endpoint_buffer_bytes): send smaller batches or raise the budget", ep.Name, size, ep.budgetBytes)
-		}
-		// Blocks while other streams of the endpoint hold the budget:
-		// backpressure on this stream, never a dropped batch.
-		if err := ep.budget.Acquire(ctx, size); err != nil {
-			return err
-		}
+		// The messages' bytes become the batch's (a compressed batch's
+		// decompressed size was charged when it arrived, recvGuard.received).
+		ep.Memory.Trade(membudget.Received, ps.guard.takePending(), membudget.Decoded, size)
 		ep.m.buffered.Add(float64(size))
 		rec.Retain() // rdr releases rec on its next Next
 		q := queued{rec: rec, size: size}
@@ -197,7 +223,8 @@ func withNullBuffers(d arrow.ArrayData) arrow.ArrayData {
 }
 
 // drain writes queued batches and acknowledges each one.
-func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutServer, ep *endpoint, queue <-chan queued, key writers.TxnKey, write bool) (pumped, error) {
+func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutServer, ps *putStream, queue <-chan queued) (pumped, error) {
+	ep := ps.ep
 	var p pumped
 	for {
 		var q queued
@@ -212,11 +239,14 @@ func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutSe
 			q = next
 		}
 		rows := q.rec.NumRows()
-		if err := s.write(ctx, ep, key, q, write, p.batches); err != nil {
+		if err := s.write(ctx, ep, ps.key, q, ps.write, p.batches); err != nil {
 			return p, err
 		}
-		if write {
+		if ps.write {
 			p.written += rows
+		}
+		if ps.touch != nil {
+			ps.touch()
 		}
 		ep.m.rows.Add(float64(rows))
 		ep.m.bytes.Add(float64(q.size))

@@ -1,15 +1,26 @@
 package flightsvc
 
 import (
+	"context"
+	"fmt"
 	"io"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/writers"
 )
+
+// StreamWindowBytes is the gRPC receive window of a stream, which the
+// server sets (grpc.InitialWindowSize, which also turns off gRPC's dynamic
+// windows of up to 16 MiB per stream): what gRPC may buffer of a stream's
+// next message while the stream is not reading, outside the budget. While
+// it reads, gRPC widens the window to the message, which is reserved.
+const StreamWindowBytes = 64 << 10
 
 // recvGuard is the flight.DataStreamReader under a DoPut's record reader:
 // every message passes its checks before arrow-go decodes it. It enforces
@@ -18,10 +29,18 @@ import (
 // receive limit, set from MaxRecvMsgSize, is only the hard cap behind it),
 // bounded IPC headers that match the stream's schema (ipccheck.go), a
 // bound on the dictionaries a stream keeps, and one schema per stream,
-// naming the changed column. It is used by one goroutine at a time: the
-// handler while the schema is read, then the receiver.
+// naming the changed column.
+//
+// It also charges what is received to the endpoint's memory share (see
+// reserve) and, once armed by the pump, cancels a stream idle for longer
+// than limits.stream_idle_timeout. It is used by one goroutine at a time:
+// the handler while the schema is read, then the receiver; close gives
+// back what it holds.
 type recvGuard struct {
 	stream flight.DataStreamReader
+	// reservation is what the stream reserves before each message: the
+	// most gRPC reads for one (Service.MaxRecvMsgSize).
+	reservation int64
 	// first is the stream's first message, which doPut read to check the
 	// descriptor and the caller's permission; the first Recv returns it.
 	first *flight.FlightData
@@ -32,56 +51,156 @@ type recvGuard struct {
 	dictLimit int64
 	mem       memory.Allocator
 
-	received int             // messages received
+	messages int             // messages received
 	layout   *streamLayout   // what batches must carry; nil before the schema
 	batches  int             // record batches passed
 	dicts    map[int64]int64 // dictionary id → bytes the reader keeps
 	// schema is the stream's schema once read; nil before.
 	schema *arrow.Schema
+
+	// ctx bounds the waits for memory: the stream's, then the pump's.
+	ctx   context.Context
+	share *membudget.Share
+	// Bytes charged as received: reserved for the message being read,
+	// pending for messages read and not yet part of a decoded batch.
+	reserved, pending int64
+	admitted          bool
+	// idle, when armed, fires after limits.stream_idle_timeout in Recv.
+	idle        *time.Timer
+	idleTimeout time.Duration
+}
+
+// reserve charges the next message's bytes before gRPC reads it (gRPC
+// then holds it whole): the largest message gRPC accepts, as nothing
+// tells its size before. A stream holds nothing while it waits, or streams waiting
+// with a few bytes each could starve one another: its pending bytes (a
+// dictionary before its batch, the first message) are given back and
+// then covered by what it waits for. The first reservation admits the
+// stream: it waits at most limits.admission_timeout. The surplus is given
+// back once the message is there (received).
+func (g *recvGuard) reserve() error {
+	n := max(g.reservation, g.pending)
+	g.share.Release(membudget.Received, g.pending)
+	wait := g.share.Acquire
+	if !g.admitted {
+		wait = g.share.Admit
+	}
+	if err := wait(g.ctx, membudget.Received, n); err != nil {
+		g.share.Charge(membudget.Received, g.pending) // still held
+		if !g.admitted {
+			return fmt.Errorf("doput: %w", err)
+		}
+		return err
+	}
+	g.admitted, g.reserved = true, n-g.pending
+	return nil
+}
+
+// received charges fd, now in memory, against the reservation.
+// A compressed batch is charged its decompressed size (grow more): the
+// reservation covers it (checkBatch refuses more than max_message_bytes),
+// so a stream never waits for memory while holding a message.
+func (g *recvGuard) received(fd *flight.FlightData, grow int64) {
+	n := int64(len(fd.GetDataBody())+len(fd.GetDataHeader())+len(fd.GetAppMetadata())) + grow
+	g.share.Trade(membudget.Received, g.reserved, membudget.Received, n)
+	g.reserved = 0
+	g.pending += n
+}
+
+// takePending returns the received bytes not yet part of a decoded batch
+// and hands them over to the caller.
+func (g *recvGuard) takePending() int64 {
+	n := g.pending
+	g.pending = 0
+	return n
+}
+
+// close gives back what the guard holds and disarms the idle timer.
+func (g *recvGuard) close() {
+	if g.idle != nil {
+		g.idle.Stop()
+	}
+	g.share.Release(membudget.Received, g.reserved+g.pending)
+	g.reserved, g.pending = 0, 0
+}
+
+// armIdle makes Recv call onIdle once it has waited longer than d for a
+// message.
+func (g *recvGuard) armIdle(d time.Duration, onIdle func()) {
+	if d <= 0 {
+		return
+	}
+	g.idleTimeout = d
+	g.idle = time.AfterFunc(d, onIdle)
+	g.idle.Stop()
+}
+
+// recv reads the next message from gRPC, under the idle timer.
+func (g *recvGuard) recv() (*flight.FlightData, error) {
+	if g.idle == nil {
+		return g.stream.Recv()
+	}
+	g.idle.Reset(g.idleTimeout)
+	defer g.idle.Stop()
+	return g.stream.Recv()
 }
 
 func (g *recvGuard) Recv() (*flight.FlightData, error) {
 	fd := g.first
 	g.first = nil
 	if fd == nil {
+		if err := g.reserve(); err != nil {
+			return nil, err
+		}
 		var err error
-		if fd, err = g.stream.Recv(); err != nil {
+		if fd, err = g.recv(); err != nil {
 			return nil, err
 		}
 	}
-	g.received++
+	g.messages++
+	grow, err := g.check(fd)
+	if err != nil {
+		return nil, err // the reservation is given back by close
+	}
+	g.received(fd, grow)
+	return fd, nil
+}
+
+// check checks fd, the stream's next message, and returns how much more
+// than its size it takes once decoded (a compressed batch's growth).
+func (g *recvGuard) check(fd *flight.FlightData) (grow int64, err error) {
 	body := fd.GetDataBody()
 	if n := int64(len(body)); n > g.limit {
-		return nil, writers.Errorf(writers.ErrExhausted, "doput: a batch of %d bytes exceeds the limit of %d bytes (limits.max_message_bytes): send smaller batches or raise the limit", n, g.limit)
+		return 0, writers.Errorf(writers.ErrExhausted, "doput: a batch of %d bytes exceeds the limit of %d bytes (limits.max_message_bytes): send smaller batches or raise the limit", n, g.limit)
 	}
 	header := fd.GetDataHeader()
 	if len(header) == 0 {
-		if g.received == 1 { // the descriptor may come alone, before the schema
-			return fd, nil
+		if g.messages == 1 { // the descriptor may come alone, before the schema
+			return 0, nil
 		}
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d carries no IPC header: after the descriptor, every message must be a schema, dictionary or record batch", g.received)
+		return 0, writers.Errorf(writers.ErrInvalid, "doput: message %d carries no IPC header: after the descriptor, every message must be a schema, dictionary or record batch", g.messages)
 	}
 	m, err := parseMessage(header)
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d: malformed IPC header: %w", g.received, err)
+		return 0, writers.Errorf(writers.ErrInvalid, "doput: message %d: malformed IPC header: %w", g.messages, err)
 	}
 	switch {
 	case m.kind == headerSchema:
-		return fd, g.checkSchema(m, header)
+		return 0, g.checkSchema(m, header)
 	case g.layout == nil:
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: message %d is not a schema: send the schema first", g.received)
+		return 0, writers.Errorf(writers.ErrInvalid, "doput: message %d is not a schema: send the schema first", g.messages)
 	}
 	d, err := checkBatch(m, g.layout, batchCheck{body: body, unpacked: g.limit})
 	switch {
 	case err != nil && d.is:
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: dictionary batch (id %d) before batch %d: %w", d.id, g.batches, err)
+		return 0, writers.Errorf(writers.ErrInvalid, "doput: dictionary batch (id %d) before batch %d: %w", d.id, g.batches, err)
 	case err != nil:
-		return nil, writers.Errorf(writers.ErrInvalid, "doput: batch %d: %w", g.batches, err)
+		return 0, writers.Errorf(writers.ErrInvalid, "doput: batch %d: %w", g.batches, err)
 	case d.is:
-		return fd, g.keepDict(d)
+		return max(d.size-int64(len(body)), 0), g.keepDict(d)
 	}
 	g.batches++
-	return fd, nil
+	return max(d.size-int64(len(body)), 0), nil
 }
 
 // checkSchema checks a schema message: the stream's first, or a later one
@@ -156,6 +275,43 @@ func (m *oneMessage) Message() (*ipc.Message, error) {
 func (m *oneMessage) Retain() {}
 
 func (m *oneMessage) Release() {
+	if m.msg != nil {
+		m.msg.Release()
+		m.msg = nil
+	}
+}
+
+// guardMessages is the ipc.MessageReader of a DoPut stream: the guard's
+// checked messages, as arrow-go's IPC reader wants them. It differs from
+// flight.NewRecordReader's in one way that matters: it lets go of the
+// previous message before waiting for the next. The reader decodes
+// batches without copying, so that message holds the previous batch's
+// bytes; kept while the stream waits for memory, every waiting stream
+// would hold a batch outside the budget (8 streams of 60 MB batches under
+// a 64 MiB budget peaked at 670 MiB that way).
+type guardMessages struct {
+	guard *recvGuard
+	msg   *ipc.Message
+}
+
+func (m *guardMessages) Message() (*ipc.Message, error) {
+	m.Release()
+	fd, err := m.guard.Recv()
+	if err == nil && len(fd.GetDataHeader()) == 0 { // the descriptor alone, first
+		fd, err = m.guard.Recv()
+	}
+	if err != nil {
+		return nil, err
+	}
+	m.msg = ipc.NewMessage(memory.NewBufferBytes(fd.GetDataHeader()), memory.NewBufferBytes(fd.GetDataBody()))
+	return m.msg, nil
+}
+
+// Retain does nothing: the reader is the only user, and Release is called
+// by it exactly once, when it is released.
+func (m *guardMessages) Retain() {}
+
+func (m *guardMessages) Release() {
 	if m.msg != nil {
 		m.msg.Release()
 		m.msg = nil

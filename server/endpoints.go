@@ -10,17 +10,24 @@ import (
 
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/internal/devbroker"
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/endpoint"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
 // buildEndpoints builds every endpoint's writer, unopened. Each writer gets
-// a logger and a registerer carrying its endpoint's name.
-func buildEndpoints(cfg *config.Config, sinks *writers.Registry, logger *slog.Logger, reg prometheus.Registerer, alloc memory.Allocator) ([]flightsvc.Endpoint, error) {
+// a logger and a registerer carrying its endpoint's name, and its share of
+// budget (limits.endpoint_buffer_bytes), which flightsvc charges too; a
+// nil budget (probes) gives none.
+func buildEndpoints(cfg *config.Config, sinks *writers.Registry, logger *slog.Logger, reg prometheus.Registerer, alloc memory.Allocator, budget *membudget.Budget) ([]flightsvc.Endpoint, error) {
 	eps := make([]flightsvc.Endpoint, 0, len(cfg.Endpoints))
 	for _, e := range cfg.Endpoints {
-		build, err := writerBuilder(cfg, e, sinks, logger, reg, alloc)
+		var share *membudget.Share
+		if budget != nil {
+			share = budget.Share(e.Name, cfg.Limits.EndpointBufferBytes)
+		}
+		build, err := writerBuilder(cfg, e, sinks, logger, reg, alloc, share)
 		if err != nil {
 			return nil, err
 		}
@@ -28,15 +35,16 @@ func buildEndpoints(cfg *config.Config, sinks *writers.Registry, logger *slog.Lo
 		if err != nil {
 			return nil, fmt.Errorf("server: endpoint %q (sink %s): %w", e.Name, e.Sink, err)
 		}
-		eps = append(eps, flightsvc.Endpoint{Name: e.Name, Sink: e.Sink, Mode: e.Settings.Mode(), Writer: w})
+		eps = append(eps, flightsvc.Endpoint{Name: e.Name, Sink: e.Sink, Mode: e.Settings.Mode(), Writer: w, Memory: share})
 	}
 	return eps, nil
 }
 
 // writerBuilder returns the function that builds e's writer, unopened:
 // once at start, and again for every attempt to reopen an endpoint whose
-// sink could not be opened (see package endpoint).
-func writerBuilder(cfg *config.Config, e config.Endpoint, sinks *writers.Registry, logger *slog.Logger, reg prometheus.Registerer, alloc memory.Allocator) (func() (writers.Writer, error), error) {
+// sink could not be opened (see package endpoint). Every writer of the
+// endpoint gets its memory share (nil: none).
+func writerBuilder(cfg *config.Config, e config.Endpoint, sinks *writers.Registry, logger *slog.Logger, reg prometheus.Registerer, alloc memory.Allocator, share *membudget.Share) (func() (writers.Writer, error), error) {
 	sink, err := sinks.Lookup(e.Sink)
 	if err != nil {
 		return nil, fmt.Errorf("server: endpoint %q: %w", e.Name, err)
@@ -49,6 +57,9 @@ func writerBuilder(cfg *config.Config, e config.Endpoint, sinks *writers.Registr
 		Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"endpoint": e.Name}, reg),
 		Allocator:  alloc,
 	}
+	if share != nil {
+		env.Memory = share
+	}
 	return func() (writers.Writer, error) { return sink.New(e.Settings, env) }, nil
 }
 
@@ -56,16 +67,16 @@ func writerBuilder(cfg *config.Config, e config.Endpoint, sinks *writers.Registr
 // endpoint.Writer that keeps the server up when the sink cannot be opened,
 // and registers quiver_endpoint_up for each. A writer that cannot be built
 // (the sink refuses its settings) is an error.
-func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registerer) ([]flightsvc.Endpoint, []*endpoint.Writer, error) {
+func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registerer, budget *membudget.Budget) ([]flightsvc.Endpoint, []*endpoint.Writer, error) {
 	sinks, logger, alloc := opts.Sinks, opts.Logger, opts.Allocator
-	raw, err := buildEndpoints(cfg, sinks, logger, reg, alloc)
+	raw, err := buildEndpoints(cfg, sinks, logger, reg, alloc, budget)
 	if err != nil {
 		return nil, nil, err
 	}
 	eps := make([]flightsvc.Endpoint, len(raw))
 	handles := make([]*endpoint.Writer, len(raw))
 	for i, e := range raw {
-		rebuild, err := writerBuilder(cfg, cfg.Endpoints[i], sinks, logger, reg, alloc)
+		rebuild, err := writerBuilder(cfg, cfg.Endpoints[i], sinks, logger, reg, alloc, e.Memory)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -125,7 +136,7 @@ func Check(ctx context.Context, cfg *config.Config, opts Options) ([]CheckResult
 		r := CheckResult{Endpoint: e.Name, Sink: e.Sink}
 		one := *cfg
 		one.Endpoints = []config.Endpoint{e}
-		eps, err := buildEndpoints(&one, opts.Sinks, opts.Logger, reg, opts.Allocator)
+		eps, err := buildEndpoints(&one, opts.Sinks, opts.Logger, reg, opts.Allocator, nil)
 		if err == nil {
 			err = eps[0].Writer.Check(ctx)
 		}

@@ -32,7 +32,7 @@ endpoints:
 	}
 	reg := prometheus.NewRegistry()
 	for round := range 2 {
-		eps, err := buildEndpoints(cfg, Sinks(), slog.New(slog.DiscardHandler), reg, memory.DefaultAllocator)
+		eps, err := buildEndpoints(cfg, Sinks(), slog.New(slog.DiscardHandler), reg, memory.DefaultAllocator, nil)
 		if err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}

@@ -18,7 +18,12 @@ import (
 	"google.golang.org/grpc/credentials"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
+
+	"github.com/quiver-ingest/quiver/flightsvc"
 )
+
+// connWindowBytes is the gRPC connection's receive window.
+const connWindowBytes = 16 << 20
 
 // newGRPCServer builds the Flight listener's gRPC server with its limits
 // (maxRecv: the Flight service's MaxRecvMsgSize, which leaves room beyond
@@ -39,6 +44,14 @@ func newGRPCServer(maxRecv int, maxStreams uint32, tc *tls.Config, authFn auth.A
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxRecv),
 		grpc.MaxConcurrentStreams(maxStreams),
+		// Fixed windows: gRPC's dynamic ones grow to 16 MiB per stream,
+		// buffered outside the memory budget. A stream's window stays
+		// small; the connection's is only a throughput knob (gRPC
+		// returns it as data arrives, not as streams read).
+		grpc.InitialWindowSize(flightsvc.StreamWindowBytes),
+		grpc.InitialConnWindowSize(connWindowBytes),
+		// A received batch is held once, not three times (see Codec).
+		grpc.ForceServerCodecV2(flightsvc.NewCodec()),
 		// Stop must not return while a DoPut handler still runs: the
 		// writers close right after, and the handler's rollback needs them.
 		grpc.WaitForHandlers(true),

@@ -35,6 +35,7 @@ import (
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/internal/descseal"
 	"github.com/quiver-ingest/quiver/internal/devbroker"
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/endpoint"
 	"github.com/quiver-ingest/quiver/txn"
@@ -97,6 +98,7 @@ type Server struct {
 	logger    *slog.Logger
 	tls       *tls.Config
 	reg       *prometheus.Registry
+	budget    *membudget.Budget
 	endpoints []flightsvc.Endpoint
 	handles   []*endpoint.Writer // endpoints[i].Writer, typed
 
@@ -135,7 +137,16 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		buildInfo(opts.Version),
 	)
-	eps, handles, err := servingEndpoints(cfg, opts, reg)
+	budget, err := membudget.New(membudget.Options{
+		Limit:            cfg.Limits.MemoryBytes,
+		MaxOpenFiles:     cfg.Limits.MaxOpenFiles,
+		AdmissionTimeout: cfg.Limits.AdmissionTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("server: limits: %w", err)
+	}
+	reg.MustRegister(budget.Collectors()...)
+	eps, handles, err := servingEndpoints(cfg, opts, reg, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -145,6 +156,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		logger:    opts.Logger,
 		tls:       tc,
 		reg:       reg,
+		budget:    budget,
 		endpoints: eps,
 		handles:   handles,
 		serveErr:  make(chan error, 2),
@@ -224,21 +236,23 @@ func (s *Server) start(ctx context.Context) (err error) {
 		return err
 	}
 	s.svc, err = flightsvc.New(flightsvc.Options{
-		Endpoints:           s.endpoints,
-		Coordinator:         s.coord,
-		Allocator:           s.opts.Allocator,
-		Logger:              s.logger.With("component", "flight"),
-		Registerer:          s.reg,
-		MaxMessageBytes:     s.cfg.Limits.MaxMessageBytes,
-		EndpointBufferBytes: s.cfg.Limits.EndpointBufferBytes,
-		Tokens:              tokens(s.cfg.Auth),
-		DescriptorKey:       key,
-		Version:             s.opts.Version,
+		Endpoints:         s.endpoints,
+		Coordinator:       s.coord,
+		Allocator:         s.opts.Allocator,
+		Logger:            s.logger.With("component", "flight"),
+		Registerer:        s.reg,
+		MaxMessageBytes:   s.cfg.Limits.MaxMessageBytes,
+		Memory:            s.budget,
+		StreamIdleTimeout: s.cfg.Limits.StreamIdleTimeout,
+		Tokens:            tokens(s.cfg.Auth),
+		DescriptorKey:     key,
+		Version:           s.opts.Version,
 	})
 	if err != nil {
 		return fmt.Errorf("server: flight service: %w", err)
 	}
 
+	s.setSoftMemoryLimit()
 	metrics := newGRPCMetrics(s.reg)
 	s.grpc = newGRPCServer(s.svc.MaxRecvMsgSize(), s.cfg.Limits.MaxStreams, s.tls, s.svc.Authenticate, metrics, s.logger.With("component", "grpc"))
 	s.svc.Register(s.grpc)

@@ -27,7 +27,7 @@ func (c *Coordinator) applyLocked(r *record) {
 	case recBegin:
 		// Also a begin of an aborted epoch (whose streams have all ended):
 		// it starts afresh.
-		t.state, t.ended, t.poison, t.replayed = StateOpen, time.Time{}, "", false
+		t.state, t.ended, t.poison, t.replayed, t.expired = StateOpen, time.Time{}, "", false, false
 		t.parts = make(map[string]*part)
 		t.decision, t.done, t.versions, t.discard = nil, nil, nil, nil
 		t.ttl, t.deadline = time.Duration(r.TTLMillis)*time.Millisecond, r.Deadline
@@ -57,8 +57,12 @@ func (c *Coordinator) applyLocked(r *record) {
 			c.noteCommittedLocked(r.Writer, ep, r.Epoch)
 		}
 	case recAbort:
-		t.state, t.ended = StateAborted, r.At
+		t.state, t.ended, t.expired = StateAborted, r.At, r.Expired
 		t.decision, t.done = nil, nil
+		for s, cut := range t.cuts {
+			cut(t.abortedErr())
+			delete(t.cuts, s)
+		}
 	}
 	if t.ttl <= 0 {
 		t.ttl = c.ttl

@@ -71,9 +71,22 @@ type txn struct {
 	// while streams are active (Write must not race Rollback) or when a
 	// sink Rollback failed.
 	discard []string
+	// expired: the abort was the ttl's.
+	expired bool
+	// cuts cancel the contexts of the streams writing (Stream.Context)
+	// when the transaction is aborted.
+	cuts map[*Stream]context.CancelCauseFunc
 }
 
 func (t *txn) live() bool { return t.state == StateOpen || t.state == StatePrecommitted }
+
+// abortedErr is what a stream of t, aborted, fails with.
+func (t *txn) abortedErr() error {
+	if t.expired {
+		return writers.Errorf(writers.ErrWrongState, "txn: %s expired: no batch and no action for its ttl of %s, so it was rolled back; begin it again and replay the epoch", t.id, t.ttl)
+	}
+	return writers.Errorf(writers.ErrWrongState, "txn: %s was aborted (rolled back, or fenced by a newer epoch) while this stream wrote: begin it again to replay the epoch", t.id)
+}
 
 func (t *txn) key() writers.TxnKey { return writers.TxnKey{Writer: t.id.writer, Epoch: t.id.epoch} }
 

@@ -351,9 +351,13 @@ func TestExpiry(t *testing.T) {
 	fx.write("w", 1, "a", 1)
 	fx.write("v", 1, "b", 1)
 	fx.c.Precommit(bg, "v", 1)
-	busy, _ := fx.c.Join(bg, "u", 1, "a")
+	idle, _ := fx.c.Join(bg, "u", 1, "a")
+	idleCtx := idle.Context(bg)
+	busy, _ := fx.c.Join(bg, "y", 1, "a")
+	busyCtx := busy.Context(bg)
 	fx.clock.Advance(30 * time.Second)
 	fx.write("z", 1, "a", 1) // refreshed later: lives longer
+	busy.Touch()             // a batch keeps it alive
 	fx.clock.Advance(45 * time.Second)
 	fx.c.expireNow(fx.clock.Now())
 	st := fx.mustState("w", 1, StateAborted)
@@ -361,15 +365,29 @@ func TestExpiry(t *testing.T) {
 		t.Fatalf("aborted transaction has a deadline")
 	}
 	fx.mustState("v", 1, StateAborted)
-	fx.mustState("u", 1, StateOpen) // a stream is still writing
 	fx.mustState("z", 1, StateOpen)
+	fx.mustState("y", 1, StateOpen)
+	if busyCtx.Err() != nil {
+		t.Fatalf("the busy stream was cut off: %v", context.Cause(busyCtx))
+	}
 	if _, _, n, _ := fx.eps["b"].counts(); n != 1 {
 		t.Fatalf("b rollbacks %d", n)
 	}
-	busy.Done(1, nil)
+	// A stream without a batch for the ttl expires with its transaction:
+	// cut off, and never acknowledged as staged.
+	fx.mustState("u", 1, StateAborted)
+	if cause := context.Cause(idleCtx); !errors.Is(cause, writers.ErrWrongState) || !strings.Contains(cause.Error(), "expired") {
+		t.Fatalf("idle stream's context: %v, want the expiry", cause)
+	}
+	if err := idle.Done(1, nil); !errors.Is(err, writers.ErrWrongState) || !strings.Contains(err.Error(), "expired") {
+		t.Fatalf("Done of the expired stream = %v", err)
+	}
+	if err := busy.Done(1, nil); err != nil {
+		t.Fatal(err)
+	}
 	fx.clock.Advance(time.Hour)
 	fx.c.expireNow(fx.clock.Now())
-	fx.mustState("u", 1, StateAborted)
+	fx.mustState("y", 1, StateAborted)
 	// Terminal transactions are forgotten after the retention.
 	fx.clock.Advance(2 * time.Hour)
 	fx.c.expireNow(fx.clock.Now())

@@ -16,6 +16,7 @@ type Stream struct {
 	endpoint string
 	key      writers.TxnKey
 	ended    atomic.Bool
+	cancel   context.CancelCauseFunc // of Context; nil before
 }
 
 // Replayed reports that the stream's epoch is at or below the last epoch the
@@ -26,18 +27,63 @@ func (s *Stream) Replayed() bool { return s.t == nil }
 // Key is the transaction key to pass to writers.Writer.Write.
 func (s *Stream) Key() writers.TxnKey { return s.key }
 
+// Context returns ctx, cancelled when the transaction is aborted before
+// the stream's Done (expired, rolled back, fenced) with an ErrWrongState
+// cause saying why: rows the stream writes after that would never be
+// committed. Call it once, before writing.
+func (s *Stream) Context(ctx context.Context) context.Context {
+	if s.t == nil {
+		return ctx
+	}
+	ctx, s.cancel = context.WithCancelCause(ctx)
+	s.c.mu.Lock()
+	defer s.c.mu.Unlock()
+	if s.t.state == StateAborted {
+		s.cancel(s.t.abortedErr())
+	} else {
+		if s.t.cuts == nil {
+			s.t.cuts = make(map[*Stream]context.CancelCauseFunc)
+		}
+		s.t.cuts[s] = s.cancel
+	}
+	return ctx
+}
+
+// Touch keeps the transaction alive: its ttl runs from the stream's last
+// batch.
+func (s *Stream) Touch() {
+	if s.t == nil {
+		return
+	}
+	s.c.mu.Lock()
+	if s.t.state == StateOpen {
+		s.c.refreshLocked(s.t)
+	}
+	s.c.mu.Unlock()
+}
+
 // Done ends the stream. rows is the number of rows written. A non-nil err
 // means the stream failed part-way: its rows may be partly staged, so the
 // transaction is poisoned (precommit fails with ErrWrongState telling the
 // client to roll back and replay the epoch). When the transaction was
-// aborted while the stream wrote (fenced, rolled back), the last stream's
-// Done rolls back the sinks. Done is idempotent.
-func (s *Stream) Done(rows int64, err error) {
+// aborted while the stream wrote (expired, fenced, rolled back), the last
+// stream's Done rolls back the sinks, and Done of a stream that saw no
+// error returns the abort's (ErrWrongState): the stream must not be
+// acknowledged as staged. Done is idempotent; later calls return nil.
+func (s *Stream) Done(rows int64, err error) error {
 	if s.t == nil || !s.ended.CompareAndSwap(false, true) {
-		return
+		return nil
 	}
 	c, t := s.c, s.t
+	if s.cancel != nil {
+		defer s.cancel(nil)
+	}
 	c.mu.Lock()
+	delete(t.cuts, s)
+	var aborted error
+	if err == nil && t.state == StateAborted {
+		aborted = t.abortedErr()
+	}
 	t.streams--
 	if p := t.parts[s.endpoint]; p != nil {
 		p.rows += rows
@@ -55,6 +101,7 @@ func (s *Stream) Done(rows int64, err error) {
 			c.logger.Warn("txn: rolling back an aborted transaction after its last stream", "txn", t.id.String(), "err", err)
 		}
 	}
+	return aborted
 }
 
 // Join attaches a transactional DoPut stream to (writer, epoch) on endpoint,

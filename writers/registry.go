@@ -36,6 +36,9 @@ type Env struct {
 	Registerer prometheus.Registerer
 	// Allocator is the server's Arrow allocator.
 	Allocator memory.Allocator
+	// Memory is the server's memory budget, this endpoint's share; nil
+	// means none (use MemoryOf).
+	Memory MemoryCharger
 }
 
 // Sink is a sink kind as the registry knows it.

@@ -96,15 +96,28 @@ type TLS struct {
 // Enabled reports whether the listener serves TLS.
 func (t TLS) Enabled() bool { return t.CertFile != "" }
 
-// Limits bound what one client can make the server hold.
+// Limits bound what one client can make the server hold
+// (docs/operations.md, "The memory budget").
 type Limits struct {
 	// MaxMessageBytes bounds one Flight message (one IPC record batch body).
 	MaxMessageBytes int64 `yaml:"max_message_bytes"`
 	// MaxStreams bounds concurrent streams per client connection.
 	MaxStreams uint32 `yaml:"max_streams"`
-	// EndpointBufferBytes is each endpoint's in-flight memory budget;
-	// streams over it block.
+	// MemoryBytes is the process's memory budget: messages received,
+	// batches decoded, sinks' encoder buffers and staging. Streams wait
+	// for it; the Go runtime's soft memory limit is derived from it.
+	MemoryBytes int64 `yaml:"memory_bytes"`
+	// EndpointBufferBytes caps each endpoint's share of MemoryBytes (a
+	// larger value means the whole budget).
 	EndpointBufferBytes int64 `yaml:"endpoint_buffer_bytes"`
+	// MaxOpenFiles bounds the file writers (Parquet, Lance) open at once.
+	MaxOpenFiles int64 `yaml:"max_open_files"`
+	// AdmissionTimeout is how long a new stream waits for memory (or an
+	// encoder for a file writer) before ResourceExhausted.
+	AdmissionTimeout time.Duration `yaml:"admission_timeout"`
+	// StreamIdleTimeout cancels and rolls back a stream that receives no
+	// message for this long; 0 turns it off.
+	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
 }
 
 // Txn configures the transaction coordinator.
@@ -148,7 +161,11 @@ func Default() *Config {
 		Limits: Limits{
 			MaxMessageBytes:     64 << 20,
 			MaxStreams:          64,
+			MemoryBytes:         1 << 30,
 			EndpointBufferBytes: 512 << 20,
+			MaxOpenFiles:        256,
+			AdmissionTimeout:    30 * time.Second,
+			StreamIdleTimeout:   5 * time.Minute,
 		},
 		Txn:           Txn{TTL: 15 * time.Minute},
 		EmbeddedKafka: EmbeddedKafka{Listen: "127.0.0.1:19092", Partitions: 3},

@@ -112,7 +112,7 @@ auth:
       endpoints: ["*"]
       actions: ["*"]
 tls: {cert_file: certs/server.pem, key_file: /abs/server.key, client_ca_file: certs/ca.pem}
-limits: {max_message_bytes: 1048576, max_streams: 8, endpoint_buffer_bytes: 2097152}
+limits: {max_message_bytes: 1048576, max_streams: 8, memory_bytes: 4194304, endpoint_buffer_bytes: 2097152, max_open_files: 16, admission_timeout: 2s, stream_idle_timeout: 0s}
 txn: {ttl: 90s}
 embedded_kafka: {enabled: false, listen: 127.0.0.1:0, partitions: 6}
 defaults: &base
@@ -157,7 +157,7 @@ func TestFullConfig(t *testing.T) {
 	if cfg.Log != (Log{Level: "debug", Format: "json"}) || cfg.Log.SlogLevel().String() != "DEBUG" {
 		t.Errorf("log = %+v", cfg.Log)
 	}
-	if cfg.Limits != (Limits{MaxMessageBytes: 1 << 20, MaxStreams: 8, EndpointBufferBytes: 2 << 20}) {
+	if cfg.Limits != (Limits{MaxMessageBytes: 1 << 20, MaxStreams: 8, MemoryBytes: 4 << 20, EndpointBufferBytes: 2 << 20, MaxOpenFiles: 16, AdmissionTimeout: 2 * time.Second}) {
 		t.Errorf("limits = %+v", cfg.Limits)
 	}
 	if cfg.Txn.TTL != 90*time.Second || cfg.EmbeddedKafka.Partitions != 6 {
@@ -293,6 +293,13 @@ func TestProblems(t *testing.T) {
 			[]string{`line 2: limits.max_message_bytes: must be from 1 to 1072693248 (1023 MiB), not 4611686018427387904`}},
 		{"message limit just above", ep + "limits: {max_message_bytes: 1072693249, endpoint_buffer_bytes: 2147483648}\n",
 			[]string{`line 2: limits.max_message_bytes: must be from 1 to 1072693248 (1023 MiB), not 1072693249`}},
+		{"memory limits", ep + "limits: {memory_bytes: 1000, max_open_files: 0, admission_timeout: 1ms, stream_idle_timeout: 48h}\n",
+			[]string{
+				`line 2: limits.memory_bytes: must be from limits.max_message_bytes (67108864) to 1125899906842624 (1 PiB), not 1000: a stream reserves one whole message before reading it`,
+				`line 2: limits.max_open_files: must be from 1 to 1048576, not 0`,
+				`line 2: limits.admission_timeout: must be a duration from 100ms to 24h0m0s, like 30s, not 1ms`,
+				`line 2: limits.stream_idle_timeout: must be 0 (off) or a duration from 100ms to 24h0m0s, like 5m, not 48h0m0s`,
+			}},
 		{"buffer smaller than a message", ep + "limits:\n  endpoint_buffer_bytes: 1000\n",
 			[]string{`line 3: limits.endpoint_buffer_bytes: must be at least limits.max_message_bytes (67108864), or one large batch could never fit`}},
 		{"bad addresses", "listen: localhost\nhttp_listen: 127.0.0.1:99999\n" + ep,

@@ -77,6 +77,12 @@ const (
 	maxTTL          = 7 * 24 * time.Hour
 	// maxPartitions bounds the development broker's topics.
 	maxPartitions = 1024
+	// maxMemoryBytes is a sanity bound: 1 PiB.
+	maxMemoryBytes = 1 << 50
+	maxOpenFiles   = 1 << 20
+	// The limits' timeouts.
+	minTimeout = 100 * time.Millisecond
+	maxTimeout = 24 * time.Hour
 )
 
 func (v *validator) txn(c *Config) {
@@ -195,8 +201,20 @@ func (v *validator) limits(l Limits) {
 	if l.MaxStreams == 0 {
 		v.fail("limits.max_streams", "must be positive")
 	}
+	if l.MemoryBytes > maxMemoryBytes || (l.MaxMessageBytes <= maxMessageBytes && l.MemoryBytes < l.MaxMessageBytes) {
+		v.fail("limits.memory_bytes", "must be from limits.max_message_bytes (%d) to %d (1 PiB), not %d: a stream reserves one whole message before reading it", l.MaxMessageBytes, int64(maxMemoryBytes), l.MemoryBytes)
+	}
 	if l.EndpointBufferBytes < l.MaxMessageBytes {
 		v.fail("limits.endpoint_buffer_bytes", "must be at least limits.max_message_bytes (%d), or one large batch could never fit", l.MaxMessageBytes)
+	}
+	if l.MaxOpenFiles < 1 || l.MaxOpenFiles > maxOpenFiles {
+		v.fail("limits.max_open_files", "must be from 1 to %d, not %d", maxOpenFiles, l.MaxOpenFiles)
+	}
+	if l.AdmissionTimeout < minTimeout || l.AdmissionTimeout > maxTimeout {
+		v.fail("limits.admission_timeout", "must be a duration from %s to %s, like 30s, not %s", minTimeout, maxTimeout, l.AdmissionTimeout)
+	}
+	if l.StreamIdleTimeout != 0 && (l.StreamIdleTimeout < minTimeout || l.StreamIdleTimeout > maxTimeout) {
+		v.fail("limits.stream_idle_timeout", "must be 0 (off) or a duration from %s to %s, like 5m, not %s", minTimeout, maxTimeout, l.StreamIdleTimeout)
 	}
 }
 

@@ -56,8 +56,14 @@ var listenRE = regexp.MustCompile(`msg="?(flight|http) listening"? .*addr=(\S+)`
 // variables and waits (with a deadline) until both listeners are up.
 func startQuiver(t *testing.T, cfg string, env ...string) *proc {
 	t.Helper()
+	return startQuiverBin(t, quiverBin, cfg, env...)
+}
+
+// startQuiverBin is startQuiver running the binary bin.
+func startQuiverBin(t *testing.T, bin, cfg string, env ...string) *proc {
+	t.Helper()
 	p := &proc{t: t, exited: make(chan struct{})}
-	p.cmd = exec.Command(quiverBin, "serve", "--config", cfg)
+	p.cmd = exec.Command(bin, "serve", "--config", cfg)
 	p.cmd.Env = append(os.Environ(), env...)
 	stderr, err := p.cmd.StderrPipe()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/util"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
@@ -15,11 +16,13 @@ import (
 // maxEncoders caps the encoder goroutines of one key.
 const maxEncoders = 4
 
-// encodeJob is rows of one partition for an encoder; the job owns rec.
+// encodeJob is rows of one partition for an encoder; the job owns rec,
+// whose size is held on the memory budget until it is encoded.
 type encodeJob struct {
 	dir    string
 	values map[string]*string
 	rec    arrow.RecordBatch
+	size   int64
 }
 
 // encoderPool encodes one key's batches on up to GOMAXPROCS goroutines
@@ -28,6 +31,11 @@ type encodeJob struct {
 // is what bounds a stream. Batches go round-robin to the encoders through
 // one-slot queues; rows may land in any of the key's files, which Delta
 // does not mind (a commit is a set of files).
+//
+// Memory: queued batches and each encoder's buffered row groups are held
+// on the server's memory budget (writers.MemoryEncoder); under pressure
+// an encoder flushes its row groups after each batch instead of letting
+// them grow to parquet.row_group_rows.
 //
 // send is called by the key's Write only; finish and abort by its
 // Precommit, Rollback or Close, never concurrently with send.
@@ -43,29 +51,72 @@ type encoderPool struct {
 	err error      // first encoding or upload failure
 }
 
-// encoder is one goroutine's queue and files. files belongs to the
-// goroutine until the pool's WaitGroup is done.
+// encoder is one goroutine's queue and files. files and held belong to
+// the goroutine until the pool's WaitGroup is done.
 type encoder struct {
 	in    chan encodeJob
 	files fileSet
+	held  int64 // buffered bytes of files held on the budget
 }
 
-func (w *Writer) newEncoderPool(stats *deltalog.StatsColumns) *encoderPool {
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &encoderPool{w: w, ctx: ctx, cancel: cancel}
-	n := min(runtime.GOMAXPROCS(0), maxEncoders)
-	for range n {
+// account brings what e holds on the budget up to date with its files.
+func (e *encoder) account(budget writers.MemoryCharger) {
+	var now int64
+	for _, f := range e.files.open {
+		now += f.pw.Buffered()
+	}
+	budget.Hold(writers.MemoryEncoder, now-e.held)
+	e.held = now
+}
+
+// relieve flushes e's row groups when the budget is under pressure.
+func (e *encoder) relieve(budget writers.MemoryCharger) error {
+	if !budget.Pressure() {
+		return nil
+	}
+	for _, f := range e.files.open {
+		if err := f.pw.FlushRowGroup(); err != nil {
+			return fmt.Errorf("delta: encode rows into %s: %w", f.key, err)
+		}
+	}
+	e.account(budget)
+	return nil
+}
+
+// newEncoderPool starts the encoders of a key.
+//
+// Every encoder keeps a file writer slot (its files' base, see fileSlot):
+// the first waits for one (up to limits.admission_timeout, before the key
+// holds anything), the others exist only if a slot is free, so that a
+// key's own encoders never wait for slots their siblings hold.
+func (w *Writer) newEncoderPool(ctx context.Context, stats *deltalog.StatsColumns) (*encoderPool, error) {
+	first, err := w.budget.OpenFile(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("delta: open a data file: %w", err)
+	}
+	pctx, cancel := context.WithCancel(context.Background())
+	p := &encoderPool{w: w, ctx: pctx, cancel: cancel}
+	for i := range min(runtime.GOMAXPROCS(0), maxEncoders) {
+		base, ok := first, true
+		if i > 0 {
+			base, ok = w.budget.TryOpenFile()
+		}
+		if !ok {
+			break
+		}
 		e := &encoder{in: make(chan encodeJob, 1), files: newFileSet(stats)}
+		e.files.base = base
 		p.workers = append(p.workers, e)
 		p.wg.Go(func() { p.run(e) })
 	}
-	return p
+	return p, nil
 }
 
 // run encodes e's jobs until its queue is closed. After a failure, or
 // once the pool is aborted, it only releases what it receives: it must
 // keep receiving, or send would block.
 func (p *encoderPool) run(e *encoder) {
+	budget := p.w.budget
 	for j := range e.in {
 		if p.ctx.Err() == nil && p.failed() == nil {
 			if err := p.encode(e, j); err != nil {
@@ -73,6 +124,7 @@ func (p *encoderPool) run(e *encoder) {
 			}
 		}
 		j.rec.Release()
+		budget.Hold(writers.MemoryEncoder, -j.size)
 	}
 }
 
@@ -80,19 +132,29 @@ func (p *encoderPool) run(e *encoder) {
 // handle) fails the key, not the process: this goroutine is the sink's.
 func (p *encoderPool) encode(e *encoder, j encodeJob) (err error) {
 	defer writers.Recover(&err)
-	return p.w.write(p.ctx, &e.files, j.dir, j.values, j.rec)
+	defer e.account(p.w.budget)
+	if err := p.w.write(p.ctx, &e.files, j.dir, j.values, j.rec); err != nil {
+		return err
+	}
+	e.account(p.w.budget)
+	return e.relieve(p.w.budget)
 }
 
 // send queues j on the next encoder, blocking while it is busy. It owns
 // j.rec: on ctx's end it releases it and returns the context's error.
+// Once queued, j.rec outlives the Write that sent it: it is held on the
+// memory budget until encoded.
 func (p *encoderPool) send(ctx context.Context, j encodeJob) error {
 	e := p.workers[p.next]
 	p.next = (p.next + 1) % len(p.workers)
+	j.size = util.TotalRecordSize(j.rec)
+	p.w.budget.Hold(writers.MemoryEncoder, j.size)
 	select {
 	case e.in <- j:
 		return nil
 	case <-ctx.Done():
 		j.rec.Release()
+		p.w.budget.Hold(writers.MemoryEncoder, -j.size)
 		return fmt.Errorf("delta: write: %w", ctx.Err())
 	}
 }
@@ -134,6 +196,7 @@ func (p *encoderPool) finish() ([]addFile, error) {
 			err = p.w.finishAll(&e.files)
 		}
 		e.files.abortAll()
+		e.account(p.w.budget)
 		files = append(files, e.files.finished...)
 	}
 	return files, err
@@ -147,6 +210,7 @@ func (p *encoderPool) abort() []addFile {
 	var files []addFile
 	for _, e := range p.workers {
 		e.files.abortAll()
+		e.account(p.w.budget)
 		files = append(files, e.files.finished...)
 	}
 	return files

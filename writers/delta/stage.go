@@ -56,6 +56,11 @@ type fileSet struct {
 	open     map[string]*dataFile // by partition directory ("" unpartitioned)
 	finished []addFile
 	stats    *deltalog.StatsColumns // the columns whose statistics the files carry
+	// base is the file writer slot (limits.max_open_files) the set keeps
+	// until abortAll, so that it never waits for one again; baseBusy
+	// while one of its files has it.
+	base     func()
+	baseBusy bool
 }
 
 func newFileSet(stats *deltalog.StatsColumns) fileSet {
@@ -72,13 +77,14 @@ type dataFile struct {
 	cancel    context.CancelFunc // abandons the upload
 	out       io.WriteCloser
 	pw        *parquetio.Writer
+	slot      func() // gives back the file's slot (limits.max_open_files)
 }
 
 // newDataFile starts a file under dir ("" or "k=v/", already escaped for
-// storage), with statistics for the columns of stats. The upload outlives
-// the Write call that starts it, so it runs under its own context,
-// cancelled by abort.
-func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[string]*string, schema *arrow.Schema, stats *deltalog.StatsColumns) (*dataFile, error) {
+// storage), with statistics for the columns of stats, in one of the
+// process's file writer slots. The upload outlives the Write call that
+// starts it, so it runs under its own context, cancelled by abort.
+func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[string]*string, schema *arrow.Schema, stats *deltalog.StatsColumns, slot func()) (*dataFile, error) {
 	name := fmt.Sprintf("part-00000-%s-c000.%s.parquet", uuid.NewString(), w.cfg.Parquet.Compression)
 	if w.cfg.Parquet.Compression == CodecNone {
 		name = fmt.Sprintf("part-00000-%s-c000.parquet", uuid.NewString())
@@ -88,6 +94,7 @@ func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[stri
 	out, err := w.bucket.NewWriter(fctx, key)
 	if err != nil {
 		cancel()
+		slot()
 		return nil, fmt.Errorf("delta: start data file %s: %w", key, err)
 	}
 	pw, err := parquetio.NewWriter(out, schema, parquetio.Options{
@@ -97,14 +104,47 @@ func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[stri
 	if err != nil {
 		cancel()
 		out.Close()
+		slot()
 		return nil, fmt.Errorf("delta: data file %s: %w", key, err)
 	}
-	return &dataFile{key: key, path: deltalog.EncodePath(key), partition: partition, schema: schema, stats: stats, cancel: cancel, out: out, pw: pw}, nil
+	return &dataFile{key: key, path: deltalog.EncodePath(key), partition: partition, schema: schema, stats: stats, cancel: cancel, out: out, pw: pw, slot: slot}, nil
+}
+
+// fileSlot takes a file writer slot for a new file of s: its base when
+// free, else another when one is free, else s finishes its own files,
+// which frees its base. A set without a base waits for one only after
+// finishing its files, holding no slot: slots held while waiting could
+// deadlock with the encoders waiting for them.
+func (w *Writer) fileSlot(ctx context.Context, s *fileSet) (func(), error) {
+	if s.base != nil && !s.baseBusy {
+		return s.takeBase(), nil
+	}
+	if slot, ok := w.budget.TryOpenFile(); ok {
+		return slot, nil
+	}
+	if err := w.finishAll(s); err != nil {
+		return nil, err
+	}
+	if s.base == nil {
+		base, err := w.budget.OpenFile(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("delta: open a data file: %w", err)
+		}
+		s.base = base
+	}
+	return s.takeBase(), nil
+}
+
+// takeBase gives s's base slot to a new file.
+func (s *fileSet) takeBase() func() {
+	s.baseBusy = true
+	return func() { s.baseBusy = false }
 }
 
 // finish writes the footer, publishes the object and returns its add
 // action (stats computed from the Arrow data written).
 func (w *Writer) finishFile(f *dataFile) (addFile, error) {
+	defer f.slot()
 	defer f.cancel()
 	st, err := f.pw.Close()
 	if err != nil {
@@ -134,6 +174,7 @@ func (w *Writer) finishFile(f *dataFile) (addFile, error) {
 
 // abort abandons the upload: the object never appears.
 func (f *dataFile) abort() {
+	defer f.slot()
 	f.cancel()
 	f.pw.Close() // releases buffers; its error is moot once cancelled
 	f.out.Close()
@@ -157,8 +198,11 @@ func (w *Writer) write(ctx context.Context, s *fileSet, dir string, partition ma
 				return err
 			}
 		}
-		var err error
-		if f, err = w.newDataFile(ctx, dir, partition, part.Schema(), s.stats); err != nil {
+		slot, err := w.fileSlot(ctx, s)
+		if err != nil {
+			return err
+		}
+		if f, err = w.newDataFile(ctx, dir, partition, part.Schema(), s.stats, slot); err != nil {
 			return err
 		}
 		s.open[dir] = f
@@ -193,11 +237,16 @@ func (w *Writer) finishAll(s *fileSet) error {
 	return errors.Join(errs...)
 }
 
-// abortAll abandons every open file of the set.
+// abortAll abandons every open file of the set and gives back its base
+// slot: the set is done.
 func (s *fileSet) abortAll() {
 	for dir, f := range s.open {
 		f.abort()
 		delete(s.open, dir)
+	}
+	if s.base != nil {
+		s.base()
+		s.base = nil
 	}
 }
 

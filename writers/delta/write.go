@@ -47,7 +47,12 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		return err
 	}
 	if s.pool == nil {
-		s.pool = w.newEncoderPool(s.stats)
+		if s.pool, err = w.newEncoderPool(ctx, s.stats); err != nil {
+			for _, r := range recs {
+				r.Release()
+			}
+			return err
+		}
 	}
 	for i, p := range parts {
 		// send owns recs[i] from here on, whatever it returns.

@@ -32,6 +32,7 @@ type Writer struct {
 	env        writers.Env
 	log        *slog.Logger
 	mem        memory.Allocator
+	budget     writers.MemoryCharger // the server's memory budget
 	m          *metrics
 	registered *writers.Metrics // m on env.Registerer, until Close
 	parts      partitioner
@@ -72,6 +73,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		env:        env,
 		log:        env.Logger,
 		mem:        env.Allocator,
+		budget:     writers.MemoryOf(env),
 		m:          newMetrics(),
 		parts:      partitioner{cols: cfg.PartitionBy},
 		root:       tablesink.Root{Sink: "delta", Option: "table_uri", URI: cfg.TableURI, BaseDir: env.ConfigDir},

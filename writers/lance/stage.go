@@ -38,13 +38,30 @@ type stage struct {
 	patch *indexPatch
 }
 
-// dataFile is one data file being streamed to storage.
+// dataFile is one data file being streamed to storage, in one of the
+// process's file writer slots.
 type dataFile struct {
 	name   string
 	cancel context.CancelFunc // abandons the upload
 	out    io.WriteCloser
 	fw     *lanceformat.FileWriter
 	arrow  *arrow.Schema
+	slot   func() // gives back the slot (limits.max_open_files)
+	held   int64  // fw's pending bytes held on the memory budget
+}
+
+// account brings what f holds on the budget up to date with its writer.
+func (f *dataFile) account(budget writers.MemoryCharger) {
+	now := f.fw.Pending()
+	budget.Hold(writers.MemoryEncoder, now-f.held)
+	f.held = now
+}
+
+// close gives back f's budget and slot once its writer is done.
+func (f *dataFile) close(budget writers.MemoryCharger) {
+	budget.Hold(writers.MemoryEncoder, -f.held)
+	f.held = 0
+	f.slot()
 }
 
 // Write stages rec (borrowed) for key: in append mode in the key's open
@@ -88,8 +105,14 @@ func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) 
 			return err
 		}
 	}
-	if err := s.open.fw.Write(rec); err != nil {
-		return fmt.Errorf("lance: encode rows into data/%s: %w", s.open.name, err)
+	f := s.open
+	err = f.fw.Write(rec)
+	if err == nil && w.budget.Pressure() {
+		err = f.fw.Flush() // pages cut early rather than memory held
+	}
+	f.account(w.budget)
+	if err != nil {
+		return fmt.Errorf("lance: encode rows into data/%s: %w", f.name, err)
 	}
 	if s.open.fw.Rows() >= maxFileRows || s.open.fw.BytesWritten() >= maxFileBytes {
 		return w.finishOpen(s)
@@ -136,27 +159,35 @@ func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Sch
 }
 
 func (w *Writer) newDataFile(ctx context.Context, as *arrow.Schema, ls *lanceformat.Schema) (*dataFile, error) {
+	// A key has one open file, so it waits for a slot holding none.
+	slot, err := w.budget.OpenFile(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("lance: open a data file: %w", err)
+	}
 	name := lanceformat.NewDataFileName()
 	// The upload outlives the Write call that starts it.
 	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	out, err := w.bucket.NewWriter(fctx, lanceformat.DataKey(name))
 	if err != nil {
 		cancel()
+		slot()
 		return nil, fmt.Errorf("lance: start data file %s: %w", name, err)
 	}
 	fw, err := lanceformat.NewFileWriter(out, as, ls, 0)
 	if err != nil {
 		cancel()
 		out.Close()
+		slot()
 		return nil, err
 	}
-	return &dataFile{name: name, cancel: cancel, out: out, fw: fw, arrow: as}, nil
+	return &dataFile{name: name, cancel: cancel, out: out, fw: fw, arrow: as, slot: slot}, nil
 }
 
 // finishOpen completes the open data file and records its fragment.
 func (w *Writer) finishOpen(s *stage) error {
 	f := s.open
 	s.open = nil
+	defer f.close(w.budget)
 	defer f.cancel()
 	size, err := f.fw.Close()
 	if err != nil {
@@ -213,6 +244,7 @@ func (w *Writer) discard(ctx context.Context, s *stage) error {
 		s.open.fw.Abort()
 		s.open.cancel()
 		s.open.out.Close() // cancelled: the object never appears
+		s.open.close(w.budget)
 		s.open = nil
 	}
 	var errs []error

@@ -25,6 +25,8 @@ type Writer struct {
 	log    *slog.Logger
 	root   tablesink.Root
 	bucket *storage.Bucket // set by Open, read-only afterwards
+	budget writers.MemoryCharger
+
 	stages *tablesink.Stages[stage]
 
 	hist       history // committed epochs read from the version history
@@ -59,7 +61,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
 	}
-	w := &Writer{cfg: cfg, env: env, log: env.Logger, hist: history{epochs: make(map[string]committedAt)}, m: newMetrics(),
+	w := &Writer{cfg: cfg, env: env, log: env.Logger, budget: writers.MemoryOf(env), hist: history{epochs: make(map[string]committedAt)}, m: newMetrics(),
 		root: tablesink.Root{Sink: "lance", Option: "dataset_uri", URI: cfg.DatasetURI, BaseDir: env.ConfigDir}}
 	w.stages = tablesink.NewStages("lance", w.discard)
 	reg, err := w.m.register(env.Registerer)

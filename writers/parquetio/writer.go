@@ -194,6 +194,29 @@ func (w *Writer) BytesWritten() int64 {
 	return w.pw.Size()
 }
 
+// Buffered estimates the bytes the writer holds in memory: the rows of
+// the row group not flushed yet, uncompressed.
+func (w *Writer) Buffered() int64 {
+	if w.pw == nil {
+		return 0
+	}
+	return max(0, w.pw.Size()-w.out.n)
+}
+
+// FlushRowGroup ends the current row group early (under memory pressure)
+// and writes it out, so that Buffered drops to about zero.
+func (w *Writer) FlushRowGroup() error {
+	if w.err != nil || w.closed || w.rowsInGroup == 0 {
+		return w.err
+	}
+	w.rowsInGroup = 0
+	if err := w.pw.Flush(); err != nil {
+		w.err = fmt.Errorf("parquetio: flush row group: %w", err)
+		return w.err
+	}
+	return nil
+}
+
 // Close flushes buffered rows, writes the footer and returns the file's
 // statistics. It does not close the underlying io.Writer. A second Close
 // returns an error wrapping writers.ErrWrongState.

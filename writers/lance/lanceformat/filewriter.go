@@ -72,7 +72,8 @@ func NewFileWriter(out io.Writer, s *arrow.Schema, ls *Schema, pageBytes int64) 
 }
 
 // Write buffers rec (borrowed: retained while pending). Its schema must be
-// the writer's.
+// the writer's. A record larger than a page is written out whole before
+// Write returns: a slice of it left pending would keep all of its buffers.
 func (w *FileWriter) Write(rec arrow.RecordBatch) error {
 	if !rec.Schema().Equal(w.arrow) {
 		return writers.Errorf(writers.ErrInvalid, "lance: record schema %s differs from the file's %s", rec.Schema(), w.arrow)
@@ -93,8 +94,18 @@ func (w *FileWriter) Write(rec arrow.RecordBatch) error {
 		}
 	}
 	w.rows += uint64(rows)
+	if parts > 1 {
+		return w.flush()
+	}
 	return nil
 }
+
+// Pending is the Arrow bytes of the rows buffered for the next page.
+func (w *FileWriter) Pending() int64 { return w.pendingBytes }
+
+// Flush writes the pending rows out as a page now (under memory pressure)
+// instead of at PageBytes.
+func (w *FileWriter) Flush() error { return w.flush() }
 
 // Rows is the number of rows written so far.
 func (w *FileWriter) Rows() uint64 { return w.rows }
