@@ -12,6 +12,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -97,6 +99,8 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return fmt.Errorf("doput: %w", err)
 	}
+	// Name the stream on its span (the gRPC server span, when traces are on).
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("quiver.endpoint", ep.Name), attribute.String("quiver.writer", t.writer), attribute.Int64("quiver.epoch", t.epoch))
 
 	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, dictLimit: ep.budgetBytes, mem: s.mem}
 	rdr, err := flight.NewRecordReader(guard, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
@@ -135,6 +139,7 @@ func (s *Service) putAuto(ctx context.Context, stream flight.FlightService_DoPut
 	start := time.Now()
 
 	p, err := s.pump(ctx, stream, ep, rdr, key, true)
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64("quiver.rows", p.rows))
 	if err != nil {
 		s.abort(ctx, ep, key, log)
 		logFailure(log, "auto-commit stream failed, nothing published", p.rows, err)
@@ -213,6 +218,7 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 	log.Debug("transactional stream started", "replayed", replayed)
 
 	p, err := s.pump(ctx, stream, ep, rdr, st.Key(), !replayed)
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64("quiver.rows", p.rows))
 	st.Done(p.written, err)
 	if err != nil {
 		logFailure(log, "transactional stream failed; the transaction must be rolled back and the epoch replayed", p.rows, err)

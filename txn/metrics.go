@@ -18,6 +18,7 @@ type metrics struct {
 	reg   prometheus.Registerer
 	total *prometheus.CounterVec
 	open  prometheus.GaugeFunc
+	stuck prometheus.GaugeFunc
 }
 
 func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
@@ -31,6 +32,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Name: "quiver_transactions_open",
 			Help: "Transactions open or precommitted.",
 		}, func() float64 { return float64(c.OpenTransactions()) }),
+		stuck: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "quiver_transactions_oldest_precommitted_seconds",
+			Help: "How long the oldest precommitted transaction has waited for its commit or rollback (0: none waits).",
+		}, func() float64 { return c.oldestPrecommitted().Seconds() }),
 	}
 	for _, r := range []string{resultCommitted, resultAborted, resultExpired, resultReplayed} {
 		m.total.WithLabelValues(r)
@@ -41,9 +46,14 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	if err := reg.Register(m.total); err != nil {
 		return nil, err
 	}
-	if err := reg.Register(m.open); err != nil {
-		reg.Unregister(m.total)
-		return nil, err
+	for i, col := range []prometheus.Collector{m.open, m.stuck} {
+		if err := reg.Register(col); err != nil {
+			reg.Unregister(m.total)
+			if i > 0 {
+				reg.Unregister(m.open)
+			}
+			return nil, err
+		}
 	}
 	return m, nil
 }
@@ -54,5 +64,6 @@ func (m *metrics) unregister() {
 	if m.reg != nil {
 		m.reg.Unregister(m.total)
 		m.reg.Unregister(m.open)
+		m.reg.Unregister(m.stuck)
 	}
 }
