@@ -122,6 +122,7 @@ func (s *Server) newBoard() *status.Board {
 		Journal:      s.coord.JournalHealth,
 		Serving:      s.serving.Load,
 		SampleEvery:  s.opts.StatusSampleEvery,
+		StuckAfter:   s.opts.StatusStuckAfter,
 	})
 }
 

@@ -72,6 +72,9 @@ type Options struct {
 	// StatusSampleEvery is the status page's throughput resolution; zero
 	// means 10 seconds.
 	StatusSampleEvery time.Duration
+	// StatusStuckAfter: the status page flags a transaction precommitted
+	// longer as stuck; zero means 5 minutes.
+	StatusStuckAfter time.Duration
 }
 
 func (o Options) withDefaults() Options {
