@@ -64,7 +64,7 @@ function chart(label, values, last, testid) {
 }
 
 function renderEndpoint(e) {
-  const box = el("div", { class: "endpoint " + e.state, "data-testid": "endpoint", "data-name": e.name });
+  const box = el("div", { class: "endpoint " + (e.state === "ok" ? "healthy" : "degraded"), "data-testid": "endpoint", "data-name": e.name });
   const badge = el("span", { class: "badge " + (e.state === "ok" ? "ok" : "bad"), "data-testid": "state" }, e.state);
   box.append(el("div", { class: "head" },
     el("h3", {}, e.name), badge,
@@ -118,6 +118,7 @@ function render(s) {
   state.textContent = s.state;
   state.className = s.state === "serving" ? "ok" : "bad";
   document.getElementById("uptime").textContent = fmtDuration(s.uptime_seconds);
+  document.getElementById("flight").textContent = s.flight;
   const j = document.getElementById("journal");
   j.textContent = s.journal;
   j.className = s.journal === "ok" ? "ok" : "bad";
