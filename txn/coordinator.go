@@ -393,6 +393,22 @@ func (c *Coordinator) Live() []Status {
 	return out
 }
 
+// liveCounts counts the open and the precommitted transactions.
+func (c *Coordinator) liveCounts() (open, precommitted int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.liveByWriter {
+		for _, t := range m {
+			if t.state == StatePrecommitted {
+				precommitted++
+			} else {
+				open++
+			}
+		}
+	}
+	return open, precommitted
+}
+
 // oldestPrecommitted is how long the oldest precommitted transaction has
 // waited for its commit, zero when none waits.
 func (c *Coordinator) oldestPrecommitted() time.Duration {
