@@ -46,6 +46,9 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	for {
 		raw, err := fetchStatus(ctx, url, *token)
 		if err != nil {
+			if *watch && ctx.Err() != nil {
+				return nil // interrupted while watching: done
+			}
 			return err
 		}
 		if *watch {

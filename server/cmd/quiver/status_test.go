@@ -1,9 +1,12 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quiver-ingest/quiver/server/status"
 )
@@ -41,6 +44,14 @@ func TestStatus(t *testing.T) {
 	var st status.Status
 	if code != 0 || json.Unmarshal([]byte(stdout), &st) != nil || len(st.Endpoints) != 1 || st.Endpoints[0].Rows != 100 {
 		t.Errorf("--json: exit %d %s: %s", code, stderr, stdout)
+	}
+
+	// --watch redraws until the context ends, then exits 0.
+	ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+	defer cancel()
+	var out, errOut bytes.Buffer
+	if code := run(ctx, []string{"status", "--http", srv.HTTPAddr(), "--watch", "--interval", "50ms"}, &out, &errOut); code != 0 || strings.Count(out.String(), "\x1b[H\x1b[2J") < 2 {
+		t.Errorf("--watch: exit %d, %d redraws: %s", code, strings.Count(out.String(), "\x1b[H\x1b[2J"), errOut.String())
 	}
 
 	if code, _, stderr := runCmd("status", "--http", "127.0.0.1:1"); code != 1 || !strings.Contains(stderr, "set --http") {
