@@ -3,7 +3,6 @@ package server
 import (
 	"encoding/json"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -54,13 +53,7 @@ func endpointOf(t *testing.T, st status.Status, name string) status.EndpointSt {
 // sampled over time, and a precommitted transaction flagged stuck.
 func TestStatusAPI(t *testing.T) {
 	dir := t.TempDir()
-	logDir := filepath.Join(dir, "tables", "broken", "_delta_log")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(logDir, "00000000000000000000.json"), []byte("{this is not json\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	corruptDeltaTable(t, dir, "broken")
 	s := startServerWith(t, dir, `endpoints:
   - {name: devnull, sink: discard}
   - {name: events, sink: delta, delta: {table_uri: "file://tables/events"}}

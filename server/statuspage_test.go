@@ -45,13 +45,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	logDir := filepath.Join(dir, "tables", "broken", "_delta_log")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(logDir, "00000000000000000000.json"), []byte("{this is not json\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	corruptDeltaTable(t, dir, "broken")
 	kafka, err := embedded.Start(embedded.Options{Listen: "127.0.0.1:0", Partitions: 1, Topics: []string{"clicks"}})
 	if err != nil {
 		t.Fatal(err)
