@@ -51,7 +51,8 @@ type Options struct {
 	Endpoints []Endpoint
 	// Gatherer is the server's registry, read for the per-endpoint
 	// counters of flightsvc (quiver_rows_total, quiver_bytes_total,
-	// quiver_streams_active, quiver_buffered_bytes).
+	// quiver_streams_active, quiver_buffered_bytes) and the memory
+	// budget's gauges (quiver_memory_bytes, quiver_memory_limit_bytes).
 	Gatherer prometheus.Gatherer
 	// Transactions lists the live transactions (txn.Coordinator.Live).
 	Transactions func() []txn.Status
@@ -59,8 +60,6 @@ type Options struct {
 	Journal func() error
 	// Serving reports whether the server takes calls.
 	Serving func() bool
-	// MemoryBudget is the process's memory budget in bytes; 0: none.
-	MemoryBudget int64
 	// SampleEvery is the throughput chart's resolution; zero means 10 s.
 	SampleEvery time.Duration
 	// Window is how far the chart reaches back; zero means 15 min.
@@ -138,8 +137,11 @@ type Memory struct {
 	ProcessBytes uint64 `json:"process_bytes"`
 	// BufferedBytes are the Arrow bytes in flight of every endpoint.
 	BufferedBytes int64 `json:"buffered_bytes"`
-	// BudgetBytes is the configured budget; 0: none.
-	BudgetBytes int64 `json:"budget_bytes"`
+	// ChargedBytes are the bytes charged to the memory budget
+	// (quiver_memory_bytes), BudgetBytes the budget
+	// (quiver_memory_limit_bytes); both 0 without one.
+	ChargedBytes int64 `json:"charged_bytes"`
+	BudgetBytes  int64 `json:"budget_bytes"`
 }
 
 // EndpointSt is one endpoint's state.
@@ -200,7 +202,7 @@ func (b *Board) Snapshot(visible func(endpoint string) bool) Status {
 		StartedAt:     b.opts.Started,
 		UptimeSeconds: now.Sub(b.opts.Started).Seconds(),
 		Journal:       "ok",
-		Memory:        Memory{HeapBytes: ms.HeapAlloc, ProcessBytes: ms.Sys, BudgetBytes: b.opts.MemoryBudget},
+		Memory:        Memory{HeapBytes: ms.HeapAlloc, ProcessBytes: ms.Sys, ChargedBytes: c[""].charged, BudgetBytes: c[""].limit},
 		SampleSeconds: b.opts.SampleEvery.Seconds(),
 		StuckSeconds:  b.opts.StuckAfter.Seconds(),
 		Endpoints:     []EndpointSt{},
@@ -262,8 +264,12 @@ func (b *Board) transaction(t txn.Status, now time.Time, visible func(string) bo
 	return tv, true
 }
 
-// counts are one endpoint's flightsvc metrics.
-type counts struct{ rows, bytes, streams, buffered int64 }
+// counts are one endpoint's flightsvc metrics; under the endpoint ""
+// (metrics without the label), the memory budget's gauges.
+type counts struct {
+	rows, bytes, streams, buffered int64
+	charged, limit                 int64 // quiver_memory_bytes (all kinds), quiver_memory_limit_bytes
+}
 
 // counters reads the per-endpoint metrics from the registry; a failed
 // gather (a collector error) reads what it got.
@@ -284,6 +290,10 @@ func (b *Board) counters() map[string]counts {
 			set = func(c *counts, v int64) { c.streams = v }
 		case "quiver_buffered_bytes":
 			set = func(c *counts, v int64) { c.buffered = v }
+		case "quiver_memory_bytes": // one series per kind
+			set = func(c *counts, v int64) { c.charged += v }
+		case "quiver_memory_limit_bytes":
+			set = func(c *counts, v int64) { c.limit = v }
 		default:
 			continue
 		}

@@ -63,14 +63,20 @@ func TestSamplerRates(t *testing.T) {
 	}
 }
 
-// TestSnapshot: endpoints carry their registry counters and state, hidden
+// TestSnapshot: endpoints carry their registry counters and state, the
+// memory its budget's gauges summed over kinds, hidden
 // endpoints and the transactions touching them are left out, and a
 // precommitted transaction older than StuckAfter is stuck.
 func TestSnapshot(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	rows := prometheus.NewCounterVec(prometheus.CounterOpts{Name: "quiver_rows_total"}, []string{"endpoint"})
 	streams := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "quiver_streams_active"}, []string{"endpoint"})
-	reg.MustRegister(rows, streams)
+	mem := prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "quiver_memory_bytes"}, []string{"kind"})
+	limit := prometheus.NewGauge(prometheus.GaugeOpts{Name: "quiver_memory_limit_bytes"})
+	reg.MustRegister(rows, streams, mem, limit)
+	mem.WithLabelValues("received").Set(100)
+	mem.WithLabelValues("staging").Set(20)
+	limit.Set(1000)
 	rows.WithLabelValues("a").Add(42)
 	streams.WithLabelValues("a").Set(2)
 	now := time.Unix(1_700_000_000, 0)
@@ -93,6 +99,9 @@ func TestSnapshot(t *testing.T) {
 	if st.UptimeSeconds != 3600 || len(st.Endpoints) != 2 || st.Endpoints[0].Rows != 42 || st.Endpoints[0].Streams != 2 ||
 		st.Endpoints[1].State != "degraded" || st.Endpoints[1].Reason != "down" || len(st.Transactions) != 3 {
 		t.Fatalf("snapshot: %+v", st)
+	}
+	if st.Memory.ChargedBytes != 120 || st.Memory.BudgetBytes != 1000 {
+		t.Errorf("memory: %+v", st.Memory)
 	}
 	if !st.Transactions[0].Stuck || st.Transactions[1].Stuck || st.Transactions[2].Stuck || st.Transactions[0].Rows != 5 {
 		t.Errorf("stuck flags: %+v", st.Transactions)

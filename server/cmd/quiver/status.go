@@ -103,7 +103,7 @@ func writeStatus(w io.Writer, st status.Status) error {
 	m := st.Memory
 	budget := ""
 	if m.BudgetBytes > 0 {
-		budget = " of " + bytesText(m.BudgetBytes) + " budget"
+		budget = fmt.Sprintf("; budget %s of %s", bytesText(m.ChargedBytes), bytesText(m.BudgetBytes))
 	}
 	fmt.Fprintf(w, "quiver %s  %s  up %s  flight %s  journal %s\n", st.Version, st.State,
 		time.Duration(st.UptimeSeconds*float64(time.Second)).Round(time.Second), st.Flight, st.Journal)

@@ -123,8 +123,10 @@ function render(s) {
   j.textContent = s.journal;
   j.className = s.journal === "ok" ? "ok" : "bad";
   const m = s.memory;
-  document.getElementById("memory").textContent = fmtBytes(m.process_bytes) + " process, " + fmtBytes(m.heap_bytes) + " heap, " +
-    fmtBytes(m.buffered_bytes) + " buffered" + (m.budget_bytes > 0 ? " of " + fmtBytes(m.budget_bytes) + " budget" : "");
+  const mem = document.getElementById("memory");
+  mem.textContent = fmtBytes(m.process_bytes) + " process, " + fmtBytes(m.heap_bytes) + " heap, " + fmtBytes(m.buffered_bytes) + " buffered" +
+    (m.budget_bytes > 0 ? "; budget " + fmtBytes(m.charged_bytes) + " of " + fmtBytes(m.budget_bytes) : "");
+  mem.className = m.budget_bytes > 0 && m.charged_bytes > 0.9 * m.budget_bytes ? "bad" : "";
   document.getElementById("endpoints").replaceChildren(...s.endpoints.map(renderEndpoint));
   const tb = document.querySelector("#transactions tbody");
   tb.replaceChildren(...(s.transactions.length ? s.transactions.map(renderTxn) :
