@@ -15,7 +15,7 @@ import (
 	"github.com/prometheus/prometheus/model/rulefmt"
 	"github.com/prometheus/prometheus/promql/parser"
 
-	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
+	"github.com/quiver-ingest/quiver/internal/devbroker"
 )
 
 // The operator files of deploy/ (docs/operations.md).
@@ -112,7 +112,7 @@ func TestDeployFiles(t *testing.T) {
 // exportedMetrics scrapes /metrics of a server with an endpoint of every
 // sink kind after a put to each, returning the metric family names.
 func exportedMetrics(t *testing.T) map[string]bool {
-	kafka, err := embedded.Start(embedded.Options{Listen: "127.0.0.1:0", Partitions: 1, Topics: []string{"clicks", "clicks-dlq"}})
+	kafka, err := devbroker.Start(devbroker.Options{Listen: "127.0.0.1:0", Partitions: 1, Topics: []string{"clicks", "clicks-dlq"}})
 	if err != nil {
 		t.Fatal(err)
 	}

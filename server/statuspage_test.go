@@ -14,9 +14,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/internal/npmtool"
 	"github.com/quiver-ingest/quiver/internal/reftool"
-	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 )
 
 // statusShot is where TestStatusPageInBrowser saves its screenshot (a test
@@ -46,7 +46,7 @@ func TestStatusPageInBrowser(t *testing.T) {
 
 	dir := t.TempDir()
 	corruptDeltaTable(t, dir, "broken")
-	kafka, err := embedded.Start(embedded.Options{Listen: "127.0.0.1:0", Partitions: 1, Topics: []string{"clicks"}})
+	kafka, err := devbroker.Start(devbroker.Options{Listen: "127.0.0.1:0", Partitions: 1, Topics: []string{"clicks"}})
 	if err != nil {
 		t.Fatal(err)
 	}
