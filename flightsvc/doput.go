@@ -12,6 +12,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/writers"
@@ -100,6 +102,9 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return fmt.Errorf("doput: %w", err)
 	}
+	// Name the stream on its span (the gRPC server span, when traces are on).
+	trace.SpanFromContext(ctx).SetAttributes(attribute.String("quiver.endpoint", ep.Name), attribute.String("quiver.writer", t.writer), attribute.Int64("quiver.epoch", t.epoch))
+
 	if t.ingest != nil {
 		if err := s.checkIngest(ctx, ep, &t); err != nil {
 			return err
@@ -160,6 +165,7 @@ func (s *Service) putAuto(ctx context.Context, stream flight.FlightService_DoPut
 	start := time.Now()
 
 	p, err := s.pump(ctx, stream, ps)
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64("quiver.rows", p.rows))
 	if err != nil {
 		s.abort(ctx, ep, key, log)
 		logFailure(log, "auto-commit stream failed, nothing published", p.rows, err)
@@ -242,6 +248,7 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 
 	ps.key, ps.write, ps.touch = st.Key(), !replayed, st.Touch
 	p, err := s.pump(st.Context(ctx), stream, ps)
+	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64("quiver.rows", p.rows))
 	if derr := st.Done(p.written, err); err == nil {
 		err = derr
 	}

@@ -23,14 +23,7 @@ import (
 // the endpoint opens by itself and serves, without a restart.
 func TestDegradedDeltaEndpoint(t *testing.T) {
 	dir := t.TempDir()
-	logDir := filepath.Join(dir, "tables", "broken", "_delta_log")
-	if err := os.MkdirAll(logDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	commit := filepath.Join(logDir, "00000000000000000000.json")
-	if err := os.WriteFile(commit, []byte("{this is not json\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	commit := corruptDeltaTable(t, dir, "broken")
 	s := startServerWith(t, dir, `endpoints:
   - {name: devnull, sink: discard}
   - name: broken
@@ -114,4 +107,20 @@ func idReader(t *testing.T, n int) array.RecordReader {
 	}
 	t.Cleanup(rdr.Release)
 	return rdr
+}
+
+// corruptDeltaTable makes dir/tables/name a Delta table whose first commit
+// is not JSON (the sink cannot open it: the endpoint is degraded) and
+// returns that commit's path.
+func corruptDeltaTable(t *testing.T, dir, name string) string {
+	t.Helper()
+	logDir := filepath.Join(dir, "tables", name, "_delta_log")
+	if err := os.MkdirAll(logDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	commit := filepath.Join(logDir, "00000000000000000000.json")
+	if err := os.WriteFile(commit, []byte("{this is not json\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return commit
 }

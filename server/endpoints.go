@@ -7,12 +7,14 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/endpoint"
+	"github.com/quiver-ingest/quiver/server/status"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -65,24 +67,28 @@ func writerBuilder(cfg *config.Config, e config.Endpoint, sinks *writers.Registr
 
 // servingEndpoints builds every endpoint's writer, unopened, behind an
 // endpoint.Writer that keeps the server up when the sink cannot be opened,
-// and registers quiver_endpoint_up for each. A writer that cannot be built
-// (the sink refuses its settings) is an error.
-func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registerer, budget *membudget.Budget) ([]flightsvc.Endpoint, []*endpoint.Writer, error) {
+// observed by the status page's recorder and traced by tp (nil: no
+// traces), and registers quiver_endpoint_up for each. A writer that cannot
+// be built (the sink refuses its settings) is an error.
+func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registerer, budget *membudget.Budget, tp trace.TracerProvider) ([]flightsvc.Endpoint, []*endpoint.Writer, []*status.Recorder, error) {
 	sinks, logger, alloc := opts.Sinks, opts.Logger, opts.Allocator
 	raw, err := buildEndpoints(cfg, sinks, logger, reg, alloc, budget)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	eps := make([]flightsvc.Endpoint, len(raw))
 	handles := make([]*endpoint.Writer, len(raw))
+	recorders := make([]*status.Recorder, len(raw))
 	for i, e := range raw {
 		rebuild, err := writerBuilder(cfg, cfg.Endpoints[i], sinks, logger, reg, alloc, e.Memory)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
+		recorders[i] = status.NewRecorder(nil)
 		h := endpoint.New(e.Writer, endpoint.Options{
 			Name: e.Name, Sink: e.Sink, Rebuild: rebuild, Logger: logger,
 			MinBackoff: opts.EndpointRetryMin, MaxBackoff: opts.EndpointRetryMax,
+			Observer: recorders[i], TracerProvider: tp,
 		})
 		up := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "quiver_endpoint_up",
@@ -95,12 +101,12 @@ func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registere
 			return 0
 		})
 		if err := reg.Register(up); err != nil {
-			return nil, nil, fmt.Errorf("server: endpoint %q: register quiver_endpoint_up: %w", e.Name, err)
+			return nil, nil, nil, fmt.Errorf("server: endpoint %q: register quiver_endpoint_up: %w", e.Name, err)
 		}
 		e.Writer = h
 		eps[i], handles[i] = e, h
 	}
-	return eps, handles, nil
+	return eps, handles, recorders, nil
 }
 
 // CheckResult is the outcome of probing one endpoint's sink.

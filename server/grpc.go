@@ -40,7 +40,9 @@ const connWindowBytes = 16 << 20
 //     decides for itself);
 //   - recovery: a handler panic becomes Internal and is logged with its
 //     stack, and the server keeps serving.
-func newGRPCServer(maxRecv int, maxStreams uint32, tc *tls.Config, authFn auth.AuthFunc, metrics *grpcprom.ServerMetrics, logger *slog.Logger) *grpc.Server {
+//
+// extra are further options (the tracing stats handler).
+func newGRPCServer(maxRecv int, maxStreams uint32, tc *tls.Config, authFn auth.AuthFunc, metrics *grpcprom.ServerMetrics, logger *slog.Logger, extra ...grpc.ServerOption) *grpc.Server {
 	opts := []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(maxRecv),
 		grpc.MaxConcurrentStreams(maxStreams),
@@ -87,7 +89,7 @@ func newGRPCServer(maxRecv int, maxStreams uint32, tc *tls.Config, authFn auth.A
 			recovery.StreamServerInterceptor(onPanic),
 		),
 	)
-	return grpc.NewServer(opts...)
+	return grpc.NewServer(append(opts, extra...)...)
 }
 
 func callLevel(code codes.Code) logging.Level {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -11,6 +12,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/quiver-ingest/quiver/server/config"
+	"github.com/quiver-ingest/quiver/server/status"
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 // readyTimeout bounds the sink probes of one /readyz request.
@@ -21,15 +26,25 @@ const readyTimeout = 5 * time.Second
 //	/metrics  Prometheus, from the server's own registry
 //	/healthz  liveness: 200 "ok" while the process serves HTTP at all
 //	/readyz   readiness (see readyz)
-//	/         a plain-text status page
+//	/metrics  (with http.metrics_auth: a token of auth.tokens)
+//	/         the status page; /api/status its JSON (package status; with
+//	          auth: a token of auth.tokens, showing that token's endpoints)
 func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	auth := tokenAuth(s.cfg.Auth)
+	var metrics http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
+	if s.cfg.HTTP.MetricsAuth {
+		metrics = requireToken(auth, metrics)
+	}
+	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "ok")
 	})
 	mux.HandleFunc("GET /readyz", s.readyz)
-	mux.HandleFunc("GET /{$}", s.statusPage)
+	page := s.board.Handler(auth)
+	mux.Handle("GET /{$}", page)
+	mux.Handle("GET /assets/", page)
+	mux.Handle("GET /api/status", page)
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -79,11 +94,16 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-func (s *Server) statusPage(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	state := "serving"
-	if !s.serving.Load() {
-		state = "shutting down"
+// newBoard builds the status page's board from the server's parts.
+func (s *Server) newBoard() *status.Board {
+	eps := make([]status.Endpoint, len(s.endpoints))
+	for i, e := range s.endpoints {
+		eps[i] = status.Endpoint{
+			Name: e.Name, Sink: e.Sink, Mode: e.Mode,
+			Target:   writers.TargetOf(s.cfg.Endpoints[i].Settings),
+			Reason:   s.handles[i].Reason,
+			Recorder: s.recorders[i],
+		}
 	}
 	security := "plaintext"
 	if s.tls != nil {
@@ -92,26 +112,50 @@ func (s *Server) statusPage(w http.ResponseWriter, _ *http.Request) {
 			security = "mutual tls"
 		}
 	}
-	authn := "none (loopback only)"
-	if s.cfg.Auth != nil {
-		authn = fmt.Sprintf("%d bearer token(s)", len(s.cfg.Auth.Tokens))
+	return status.New(status.Options{
+		Version:      s.opts.Version,
+		Flight:       fmt.Sprintf("%s (%s)", s.FlightAddr(), security),
+		Started:      s.started,
+		Endpoints:    eps,
+		Gatherer:     s.reg,
+		Transactions: s.coord.Live,
+		Journal:      s.coord.JournalHealth,
+		Serving:      s.serving.Load,
+		SampleEvery:  s.opts.StatusSampleEvery,
+		StuckAfter:   s.opts.StatusStuckAfter,
+	})
+}
+
+// tokenAuth accepts the requests whose bearer token is one of auth.tokens
+// and shows them that token's endpoints; nil without auth.
+func tokenAuth(a *config.Auth) status.Auth {
+	if a == nil {
+		return nil
 	}
-	fmt.Fprintf(w, "quiver %s\n\n", s.opts.Version)
-	fmt.Fprintf(w, "state              %s\n", state)
-	fmt.Fprintf(w, "flight             %s (%s)\n", s.FlightAddr(), security)
-	fmt.Fprintf(w, "auth               %s\n", authn)
-	journal := "ok"
-	if err := s.coord.JournalHealth(); err != nil {
-		journal = err.Error()
-	}
-	fmt.Fprintf(w, "open transactions  %d\n", s.coord.OpenTransactions())
-	fmt.Fprintf(w, "journal            %s\n\n", journal)
-	fmt.Fprintf(w, "endpoints (%d)\n", len(s.endpoints))
-	for i, e := range s.endpoints {
-		up := "up"
-		if !s.handles[i].Up() {
-			up = "unavailable"
+	return func(r *http.Request) (func(string) bool, bool) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok {
+			return nil, false
 		}
-		fmt.Fprintf(w, "  %-24s %-8s %-12s %s\n", e.Name, e.Sink, e.Mode, up)
+		for _, t := range a.Tokens {
+			if subtle.ConstantTimeCompare([]byte(got), []byte(t.Secret)) == 1 {
+				return func(ep string) bool {
+					return slices.Contains(t.Endpoints, "*") || slices.Contains(t.Endpoints, ep)
+				}, true
+			}
+		}
+		return nil, false
 	}
+}
+
+// requireToken lets through only requests auth accepts.
+func requireToken(auth status.Auth, h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := auth(r); !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="quiver"`)
+			http.Error(w, "a bearer token of auth.tokens is required (http.metrics_auth)", http.StatusUnauthorized)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

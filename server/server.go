@@ -28,6 +28,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
@@ -38,6 +40,7 @@ import (
 	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/endpoint"
+	"github.com/quiver-ingest/quiver/server/status"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -63,6 +66,16 @@ type Options struct {
 	// attempts to open an endpoint whose sink could not be opened; zero
 	// means 1 second and 1 minute.
 	EndpointRetryMin, EndpointRetryMax time.Duration
+	// TracerProvider receives the server's spans; nil means the OTLP
+	// exporter of the config's tracing section, or no traces when it has
+	// none. Tests pass an in-memory one.
+	TracerProvider trace.TracerProvider
+	// StatusSampleEvery is the status page's throughput resolution; zero
+	// means 10 seconds.
+	StatusSampleEvery time.Duration
+	// StatusStuckAfter: the status page flags a transaction precommitted
+	// longer as stuck; zero means 5 minutes.
+	StatusStuckAfter time.Duration
 }
 
 func (o Options) withDefaults() Options {
@@ -101,20 +114,28 @@ type Server struct {
 	budget    *membudget.Budget
 	endpoints []flightsvc.Endpoint
 	handles   []*endpoint.Writer // endpoints[i].Writer, typed
+	recorders []*status.Recorder // endpoints[i]'s observer
+	// tp is the tracer provider, nil without traces; sdk is it when the
+	// server built it (and must flush it at shutdown).
+	tp      trace.TracerProvider
+	sdk     *sdktrace.TracerProvider
+	started time.Time
 
 	startOnce sync.Once
 	startErr  error
 	// Set by Start before it returns; read-only afterwards.
-	kafka    *devbroker.Cluster // embedded_kafka; nil when disabled
-	coord    *txn.Coordinator
-	svc      *flightsvc.Service
-	grpc     *grpc.Server
-	health   *health.Server
-	http     *http.Server
-	flightLn net.Listener
-	httpLn   net.Listener
-	serveErr chan error     // the first unexpected Serve failure of either listener
-	served   sync.WaitGroup // the two Serve goroutines
+	kafka     *devbroker.Cluster // embedded_kafka; nil when disabled
+	coord     *txn.Coordinator
+	svc       *flightsvc.Service
+	grpc      *grpc.Server
+	health    *health.Server
+	http      *http.Server
+	flightLn  net.Listener
+	httpLn    net.Listener
+	serveErr  chan error     // the first unexpected Serve failure of either listener
+	served    sync.WaitGroup // the two Serve goroutines and the status board
+	board     *status.Board
+	stopBoard context.CancelFunc
 
 	// serving is true from the end of Start until Shutdown begins.
 	serving      atomic.Bool
@@ -146,21 +167,21 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: limits: %w", err)
 	}
 	reg.MustRegister(budget.Collectors()...)
-	eps, handles, err := servingEndpoints(cfg, opts, reg, budget)
-	if err != nil {
+	if err := registerOpsMetrics(reg, cfg); err != nil {
 		return nil, err
 	}
-	return &Server{
-		cfg:       cfg,
-		opts:      opts,
-		logger:    opts.Logger,
-		tls:       tc,
-		reg:       reg,
-		budget:    budget,
-		endpoints: eps,
-		handles:   handles,
-		serveErr:  make(chan error, 2),
-	}, nil
+	s := &Server{cfg: cfg, opts: opts, logger: opts.Logger, tls: tc, reg: reg, budget: budget, tp: opts.TracerProvider, serveErr: make(chan error, 2)}
+	if s.tp == nil && cfg.Tracing.Enabled() {
+		if s.sdk, err = newTracerProvider(cfg.Tracing, opts.Version); err != nil {
+			return nil, fmt.Errorf("server: tracing: %w", err)
+		}
+		s.tp = s.sdk
+	}
+	if s.endpoints, s.handles, s.recorders, err = servingEndpoints(cfg, opts, reg, budget, s.tp); err != nil {
+		s.stopTracing(context.Background())
+		return nil, err
+	}
+	return s, nil
 }
 
 // buildInfo is quiver_build_info{version, goversion} = 1.
@@ -223,10 +244,11 @@ func (s *Server) start(ctx context.Context) (err error) {
 		opened = append(opened, e)
 	}
 	s.coord, err = txn.Open(ctx, txn.Options{
-		Dir:        filepath.Join(s.cfg.DataDir, "journal"),
-		TTL:        s.cfg.Txn.TTL,
-		Logger:     s.logger.With("component", "txn"),
-		Registerer: s.reg,
+		Dir:            filepath.Join(s.cfg.DataDir, "journal"),
+		TTL:            s.cfg.Txn.TTL,
+		Logger:         s.logger.With("component", "txn"),
+		Registerer:     s.reg,
+		TracerProvider: s.tp,
 	}, flightsvc.EndpointWriters(s.endpoints))
 	if err != nil {
 		return fmt.Errorf("server: open transaction journal: %w", err)
@@ -254,7 +276,7 @@ func (s *Server) start(ctx context.Context) (err error) {
 
 	s.setSoftMemoryLimit()
 	metrics := newGRPCMetrics(s.reg)
-	s.grpc = newGRPCServer(s.svc.MaxRecvMsgSize(), s.cfg.Limits.MaxStreams, s.tls, s.svc.Authenticate, metrics, s.logger.With("component", "grpc"))
+	s.grpc = newGRPCServer(s.svc.MaxRecvMsgSize(), s.cfg.Limits.MaxStreams, s.tls, s.svc.Authenticate, metrics, s.logger.With("component", "grpc"), tracingOption(s.tp)...)
 	s.svc.Register(s.grpc)
 	// The health server answers SERVING for "" (the whole server) and for
 	// the Flight service by name, from now until Shutdown.
@@ -262,10 +284,18 @@ func (s *Server) start(ctx context.Context) (err error) {
 	s.health.SetServingStatus(flightpb.FlightService_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(s.grpc, s.health)
 	metrics.InitializeMetrics(s.grpc)
+	s.started = time.Now()
+	s.board = s.newBoard()
 	s.http = s.newHTTPServer(s.reg)
 
 	s.serving.Store(true)
-	s.served.Add(2)
+	var bctx context.Context
+	bctx, s.stopBoard = context.WithCancel(context.Background())
+	s.served.Add(3)
+	go func() {
+		defer s.served.Done()
+		s.board.Run(bctx)
+	}()
 	go func() {
 		defer s.served.Done()
 		if err := s.grpc.Serve(s.flightLn); err != nil {
@@ -368,6 +398,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 func (s *Server) shutdown(ctx context.Context) error {
+	defer s.stopTracing(ctx) // last: the shutdown's own spans are flushed too
 	// Wait out a concurrent Start, and make a later one fail.
 	s.startOnce.Do(func() { s.startErr = errors.New("server: shut down before start") })
 	if s.startErr != nil {
@@ -396,6 +427,7 @@ func (s *Server) shutdown(ctx context.Context) error {
 	if s.http.Shutdown(ctx) != nil {
 		s.http.Close() // the deadline passed: drop the remaining scrapes
 	}
+	s.stopBoard()
 	s.served.Wait()
 	errs = append(errs, s.closeWriters(ctx, s.endpoints))
 	s.stopKafka() // after the writers: they may still talk to it
@@ -404,6 +436,17 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	s.logger.Info("stopped")
 	return errors.Join(errs...)
+}
+
+// stopTracing flushes and stops the tracer provider the server built, if
+// any; a collector that is down is not the shutdown's failure.
+func (s *Server) stopTracing(ctx context.Context) {
+	if s.sdk == nil {
+		return
+	}
+	if err := s.sdk.Shutdown(ctx); err != nil {
+		s.logger.Warn("tracing: spans not exported at shutdown", "err", err)
+	}
 }
 
 // stopKafka stops the embedded broker, if it runs.

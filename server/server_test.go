@@ -233,10 +233,13 @@ func TestServeOperations(t *testing.T) {
 	if code, body := httpGet(t, base+"/readyz"); code != 200 || body != "ready\n" {
 		t.Errorf("/readyz = %d %q", code, body)
 	}
-	code, body := httpGet(t, base+"/")
-	for _, want := range []string{"quiver v-test", "state              serving", "flight             " + s.FlightAddr() + " (plaintext)", "open transactions  0", "devnull", "events"} {
+	if code, body := httpGet(t, base+"/"); code != 200 || !strings.Contains(body, "<title>Quiver status</title>") {
+		t.Errorf("status page = %d:\n%s", code, body)
+	}
+	code, body := httpGet(t, base+"/api/status")
+	for _, want := range []string{`"version": "v-test"`, `"state": "serving"`, `"flight": "` + s.FlightAddr() + ` (plaintext)"`, `"transactions": []`, `"name": "devnull"`, `"name": "events"`} {
 		if code != 200 || !strings.Contains(body, want) {
-			t.Errorf("status page (%d) lacks %q:\n%s", code, want, body)
+			t.Errorf("/api/status (%d) lacks %q:\n%s", code, want, body)
 		}
 	}
 	if code, _ := httpGet(t, base+"/nope"); code != 404 {

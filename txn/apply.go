@@ -31,6 +31,7 @@ func (c *Coordinator) applyLocked(r *record) {
 		t.parts = make(map[string]*part)
 		t.decision, t.done, t.versions, t.discard = nil, nil, nil, nil
 		t.ttl, t.deadline = time.Duration(r.TTLMillis)*time.Millisecond, r.Deadline
+		t.since = r.At
 	case recJoin:
 		if t.parts[r.Endpoint] == nil {
 			t.parts[r.Endpoint] = &part{}
@@ -42,6 +43,7 @@ func (c *Coordinator) applyLocked(r *record) {
 			t.parts[p.Endpoint] = &part{rows: p.Rows, desc: p.Descriptor}
 		}
 		t.ttl, t.deadline = time.Duration(r.TTLMillis)*time.Millisecond, r.Deadline
+		t.since = r.At
 	case recDecide:
 		t.state = StatePrecommitted
 		t.decision = r.Descriptors

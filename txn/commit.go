@@ -38,7 +38,13 @@ import (
 // (WithAccess), a transaction or handed descriptors touching a refused
 // endpoint are ErrPermissionDenied. Both are checked before anything is
 // decided.
-func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, handed map[string][]writers.Descriptor) (Status, error) {
+func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, handed map[string][]writers.Descriptor) (st Status, err error) {
+	ctx, span := c.startSpan(ctx, "quiver.commit", writer, epoch)
+	defer func() { endSpan(span, st, err) }()
+	return c.commit(ctx, writer, epoch, handed)
+}
+
+func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, handed map[string][]writers.Descriptor) (Status, error) {
 	id, err := checkID(writer, epoch)
 	if err != nil {
 		return Status{}, err

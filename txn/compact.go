@@ -56,7 +56,7 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 	})
 	for _, t := range live {
 		w, e := t.id.writer, t.id.epoch
-		recs = append(recs, &record{typ: recBegin, Writer: w, Epoch: e, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline})
+		recs = append(recs, &record{typ: recBegin, Writer: w, Epoch: e, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline})
 		eps := slices.Sorted(maps.Keys(t.parts))
 		if t.state == StateOpen {
 			for _, ep := range eps {
@@ -64,7 +64,7 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 			}
 			continue
 		}
-		pre := &record{typ: recPrecommit, Writer: w, Epoch: e, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline}
+		pre := &record{typ: recPrecommit, Writer: w, Epoch: e, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline}
 		for _, ep := range eps {
 			pre.Participants = append(pre.Participants, recordPart{Endpoint: ep, Rows: t.parts[ep].rows, Descriptor: t.parts[ep].desc})
 		}

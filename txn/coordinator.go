@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/quiver-ingest/quiver/txn/journal"
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -57,6 +59,7 @@ type txn struct {
 	state    State
 	ttl      time.Duration
 	deadline time.Time
+	since    time.Time // when it was begun, or precommitted once it is (journal time)
 	ended    time.Time // when it became committed or aborted
 	parts    map[string]*part
 	streams  int    // streams joined and not Done
@@ -102,6 +105,7 @@ type Coordinator struct {
 	retention time.Duration
 	crash     func(point string)
 	metrics   *metrics
+	tracer    trace.Tracer
 	j         *journal.Journal
 
 	// Unexported knobs, shortened by tests.
@@ -160,6 +164,7 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 		logger:        opts.Logger,
 		now:           opts.Now,
 		ttl:           opts.TTL,
+		tracer:        newTracer(opts.TracerProvider),
 		segmentBytes:  defaultSegmentBytes,
 		commitTimeout: defaultCommitTimeout,
 		txns:          make(map[txnID]*txn),
@@ -327,7 +332,7 @@ func (c *Coordinator) refreshLocked(t *txn) { t.deadline = c.now().Add(t.ttl) }
 func (c *Coordinator) statusLocked(t *txn) Status {
 	st := Status{Writer: t.id.writer, Epoch: t.id.epoch, State: t.state, Replayed: t.replayed}
 	if t.live() {
-		st.Deadline = t.deadline
+		st.Deadline, st.Since = t.deadline, t.since
 	}
 	eps := make(map[string]bool, len(t.parts))
 	for ep := range t.parts {
@@ -382,6 +387,56 @@ func (c *Coordinator) OpenTransactions() int {
 		n += len(m)
 	}
 	return n
+}
+
+// Live describes every open and precommitted transaction, oldest first
+// (for the status page; no permission check: the caller filters).
+func (c *Coordinator) Live() []Status {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []Status
+	for _, m := range c.liveByWriter {
+		for _, t := range m {
+			if !t.pending {
+				out = append(out, c.statusLocked(t))
+			}
+		}
+	}
+	sort.Slice(out, func(i, k int) bool { return out[i].Since.Before(out[k].Since) })
+	return out
+}
+
+// liveCounts counts the open and the precommitted transactions.
+func (c *Coordinator) liveCounts() (open, precommitted int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, m := range c.liveByWriter {
+		for _, t := range m {
+			if t.state == StatePrecommitted {
+				precommitted++
+			} else {
+				open++
+			}
+		}
+	}
+	return open, precommitted
+}
+
+// oldestPrecommitted is how long the oldest precommitted transaction has
+// waited for its commit, zero when none waits.
+func (c *Coordinator) oldestPrecommitted() time.Duration {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var oldest time.Duration
+	now := c.now()
+	for _, m := range c.liveByWriter {
+		for _, t := range m {
+			if t.state == StatePrecommitted && !t.since.IsZero() {
+				oldest = max(oldest, now.Sub(t.since))
+			}
+		}
+	}
+	return oldest
 }
 
 // checkID validates a transaction identity.

@@ -18,6 +18,8 @@ type metrics struct {
 	reg   prometheus.Registerer
 	total *prometheus.CounterVec
 	open  prometheus.GaugeFunc
+	stuck prometheus.GaugeFunc
+	live  liveByState
 }
 
 func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
@@ -31,6 +33,12 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Name: "quiver_transactions_open",
 			Help: "Transactions open or precommitted.",
 		}, func() float64 { return float64(c.OpenTransactions()) }),
+		stuck: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "quiver_transactions_oldest_precommitted_seconds",
+			Help: "How long the oldest precommitted transaction has waited for its commit or rollback (0: none waits).",
+		}, func() float64 { return c.oldestPrecommitted().Seconds() }),
+		live: liveByState{c: c, desc: prometheus.NewDesc("quiver_transactions_live",
+			"Transactions open or precommitted, by state.", []string{"state"}, nil)},
 	}
 	for _, r := range []string{resultCommitted, resultAborted, resultExpired, resultReplayed} {
 		m.total.WithLabelValues(r)
@@ -38,21 +46,41 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	if err := reg.Register(m.total); err != nil {
-		return nil, err
-	}
-	if err := reg.Register(m.open); err != nil {
-		reg.Unregister(m.total)
-		return nil, err
+	for i, col := range m.collectors() {
+		if err := reg.Register(col); err != nil {
+			for _, done := range m.collectors()[:i] {
+				reg.Unregister(done)
+			}
+			return nil, err
+		}
 	}
 	return m, nil
 }
 
 func (m *metrics) result(r string) { m.total.WithLabelValues(r).Inc() }
 
+func (m *metrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.total, m.open, m.stuck, m.live}
+}
+
 func (m *metrics) unregister() {
 	if m.reg != nil {
-		m.reg.Unregister(m.total)
-		m.reg.Unregister(m.open)
+		for _, col := range m.collectors() {
+			m.reg.Unregister(col)
+		}
 	}
+}
+
+// liveByState is quiver_transactions_live{state}, counted at scrape time.
+type liveByState struct {
+	c    *Coordinator
+	desc *prometheus.Desc
+}
+
+func (l liveByState) Describe(ch chan<- *prometheus.Desc) { ch <- l.desc }
+
+func (l liveByState) Collect(ch chan<- prometheus.Metric) {
+	open, pre := l.c.liveCounts()
+	ch <- prometheus.MustNewConstMetric(l.desc, prometheus.GaugeValue, float64(open), string(StateOpen))
+	ch <- prometheus.MustNewConstMetric(l.desc, prometheus.GaugeValue, float64(pre), string(StatePrecommitted))
 }

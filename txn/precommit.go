@@ -25,7 +25,13 @@ import (
 // When a sink's Precommit fails, the error is returned (class kept) and
 // the transaction stays open: the client may retry precommit (sinks'
 // Precommit is repeatable) or roll back.
-func (c *Coordinator) Precommit(ctx context.Context, writer string, epoch int64) (Status, error) {
+func (c *Coordinator) Precommit(ctx context.Context, writer string, epoch int64) (st Status, err error) {
+	ctx, span := c.startSpan(ctx, "quiver.precommit", writer, epoch)
+	defer func() { endSpan(span, st, err) }()
+	return c.precommit(ctx, writer, epoch)
+}
+
+func (c *Coordinator) precommit(ctx context.Context, writer string, epoch int64) (Status, error) {
 	id, err := checkID(writer, epoch)
 	if err != nil {
 		return Status{}, err

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiver-ingest/quiver/txn/journal"
 	"github.com/quiver-ingest/quiver/writers"
@@ -43,6 +44,9 @@ type Options struct {
 	// Now is the clock of deadlines and journal timestamps; nil means
 	// time.Now.
 	Now func() time.Time
+	// TracerProvider makes the spans of precommit and commit; nil makes
+	// none.
+	TracerProvider trace.TracerProvider
 }
 
 // DefaultTTL is the TTL when Options.TTL is zero.
@@ -82,6 +86,9 @@ type Status struct {
 	Replayed bool
 	// Deadline is when the transaction expires (open/precommitted only).
 	Deadline time.Time
+	// Since is when an open transaction was begun, or a precommitted one
+	// precommitted (open/precommitted only).
+	Since time.Time
 }
 
 // CorruptionError is returned by Open when the journal is corrupt: it

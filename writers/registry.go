@@ -2,6 +2,7 @@ package writers
 
 import (
 	"log/slog"
+	"net/url"
 	"slices"
 	"sort"
 	"strings"
@@ -104,4 +105,27 @@ func (r *Registry) Sections() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Targeter is a SinkConfig that names what it writes (a table URI, a
+// topic), for operators: the status page shows it.
+type Targeter interface {
+	Target() string
+}
+
+// TargetOf is c's target with any credentials a URI could carry (user
+// information, query parameters such as presigned keys) removed; "" when c
+// names none.
+func TargetOf(c SinkConfig) string {
+	t, ok := c.(Targeter)
+	if !ok {
+		return ""
+	}
+	s := t.Target()
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme == "" {
+		return s
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
 }

@@ -40,6 +40,8 @@ type Config struct {
 	Limits        Limits        `yaml:"limits"`
 	Txn           Txn           `yaml:"txn"`
 	EmbeddedKafka EmbeddedKafka `yaml:"embedded_kafka"`
+	HTTP          HTTP          `yaml:"http"`
+	Tracing       Tracing       `yaml:"tracing"`
 	// Endpoints are decoded separately (their sink sections need the
 	// registry), see rawEndpoint.
 	Endpoints []Endpoint `yaml:"-"`
@@ -140,6 +142,31 @@ type EmbeddedKafka struct {
 	Partitions int    `yaml:"partitions"`
 }
 
+// HTTP configures the operations listener (http_listen). With auth, the
+// status API always requires a token of auth.tokens (and shows only that
+// token's endpoints); /healthz and /readyz never do.
+type HTTP struct {
+	// MetricsAuth makes /metrics require a token of auth.tokens too.
+	MetricsAuth bool `yaml:"metrics_auth"`
+}
+
+// Tracing configures OpenTelemetry traces, exported over OTLP/gRPC. Off
+// while OTLPEndpoint is empty.
+type Tracing struct {
+	// OTLPEndpoint is the collector's host:port.
+	OTLPEndpoint string `yaml:"otlp_endpoint"`
+	// Insecure sends plaintext to the collector (no TLS).
+	Insecure bool `yaml:"insecure"`
+	// SampleRatio is the share of traces started here that are kept (a
+	// client's sampled trace is always continued); 0 to 1.
+	SampleRatio float64 `yaml:"sample_ratio"`
+	// ServiceName is the service.name resource attribute.
+	ServiceName string `yaml:"service_name"`
+}
+
+// Enabled reports whether traces are exported.
+func (t Tracing) Enabled() bool { return t.OTLPEndpoint != "" }
+
 // Endpoint is one configured endpoint.
 type Endpoint struct {
 	Name string
@@ -169,5 +196,6 @@ func Default() *Config {
 		},
 		Txn:           Txn{TTL: 15 * time.Minute},
 		EmbeddedKafka: EmbeddedKafka{Listen: "127.0.0.1:19092", Partitions: 3},
+		Tracing:       Tracing{SampleRatio: 1, ServiceName: "quiver"},
 	}
 }

@@ -137,7 +137,7 @@ func TestFullConfig(t *testing.T) {
 	// "defaults" is not a key of the config: a YAML anchor needs a home,
 	// and the strict decoder must still reject it.
 	_, err := parse(t, fullConfig)
-	wantProblems(t, err, `line 20: unknown key "defaults" (known keys: auth, data_dir, embedded_kafka, endpoints, http_listen, limits, listen, log, tls, txn)`)
+	wantProblems(t, err, `line 20: unknown key "defaults" (known keys: auth, data_dir, embedded_kafka, endpoints, http, http_listen, limits, listen, log, tls, tracing, txn)`)
 
 	cfg, err := parse(t, strings.Replace(fullConfig, "defaults: &base\n  sink: fake\n", "", 1)+"\n")
 	if err == nil {
@@ -224,7 +224,7 @@ func TestProblems(t *testing.T) {
 		{"misspelled top-level key", "lisen: 127.0.0.1:1\n" + ep,
 			[]string{`line 1: unknown key "lisen" (did you mean "listen"?)`}},
 		{"unknown key without a near match", ep + "colour: blue\n",
-			[]string{`line 2: unknown key "colour" (known keys: auth, data_dir, embedded_kafka, endpoints, http_listen, limits, listen, log, tls, txn)`}},
+			[]string{`line 2: unknown key "colour" (known keys: auth, data_dir, embedded_kafka, endpoints, http, http_listen, limits, listen, log, tls, tracing, txn)`}},
 		{"misspelled nested key", "log:\n  level: info\n  fromat: json\n" + ep,
 			[]string{`line 3: log: unknown key "fromat" (did you mean "format"?)`}},
 		{"duplicate key", "listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n" + ep,
@@ -318,6 +318,14 @@ func TestProblems(t *testing.T) {
 			[]string{`line 4: embedded_kafka.partitions: must be from 1 to 1024, not 0`}},
 		{"embedded kafka partitions beyond int32", ep + "embedded_kafka: {partitions: 4294967297}\n",
 			[]string{`line 2: embedded_kafka.partitions: must be from 1 to 1024, not 4294967297`}},
+		{"metrics auth without auth", "http: {metrics_auth: true}\n" + ep,
+			[]string{`line 1: http.metrics_auth: needs an auth section: /metrics would accept the tokens of auth.tokens, and there are none`}},
+		{"tracing", "tracing: {otlp_endpoint: collector, sample_ratio: 1.5, service_name: ''}\n" + ep,
+			[]string{
+				`line 1: tracing.otlp_endpoint: must be host:port like 127.0.0.1:8815, not "collector"`,
+				`line 1: tracing.sample_ratio: must be between 0 and 1, not 1.5`,
+				`line 1: tracing.service_name: must not be empty`,
+			}},
 		{"empty data_dir", "data_dir: ''\n" + ep,
 			[]string{`line 1: data_dir: required: the folder for the journal and local tables`}},
 	}

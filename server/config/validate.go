@@ -65,6 +65,22 @@ func (v *validator) config(c *Config) {
 	v.limits(c.Limits)
 	v.txn(c)
 	v.embeddedKafka(c.EmbeddedKafka)
+	if c.HTTP.MetricsAuth && c.Auth == nil {
+		v.fail("http.metrics_auth", "needs an auth section: /metrics would accept the tokens of auth.tokens, and there are none")
+	}
+	v.tracing(c.Tracing)
+}
+
+func (v *validator) tracing(t Tracing) {
+	if t.OTLPEndpoint != "" {
+		v.address("tracing.otlp_endpoint", t.OTLPEndpoint)
+	}
+	if t.SampleRatio < 0 || t.SampleRatio > 1 {
+		v.fail("tracing.sample_ratio", "must be between 0 and 1, not %g", t.SampleRatio)
+	}
+	if t.ServiceName == "" {
+		v.fail("tracing.service_name", "must not be empty")
+	}
 }
 
 // Ranges of numeric settings. maxMessageBytes is flightsvc's

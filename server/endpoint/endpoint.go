@@ -20,6 +20,10 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -46,6 +50,10 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// AttemptTimeout bounds one background Open; zero means 1 min.
 	AttemptTimeout time.Duration
+	// Observer learns of the sink's commits and failures; nil: nobody.
+	Observer Observer
+	// TracerProvider makes a span per sink commit; nil makes none.
+	TracerProvider trace.TracerProvider
 }
 
 // state is what a Writer stands for: the open writer, or why there is none.
@@ -67,7 +75,11 @@ type Writer struct {
 	contract writers.Contract
 	first    writers.Writer // built by the caller, opened by Open
 
-	state atomic.Pointer[state]
+	state  atomic.Pointer[state]
+	tracer trace.Tracer
+
+	rowsMu sync.Mutex
+	rows   map[writers.TxnKey]int64 // rows written per key not yet committed or rolled back
 
 	mu     sync.Mutex // guards closed and the start of the retry loop
 	closed bool
@@ -95,7 +107,13 @@ func New(first writers.Writer, opts Options) *Writer {
 	if opts.AttemptTimeout <= 0 {
 		opts.AttemptTimeout = DefaultAttemptTimeout
 	}
-	w := &Writer{opts: opts, contract: first.Contract(), first: first}
+	if opts.Observer == nil {
+		opts.Observer = nopObserver{}
+	}
+	if opts.TracerProvider == nil {
+		opts.TracerProvider = noop.NewTracerProvider()
+	}
+	w := &Writer{opts: opts, contract: first.Contract(), first: first, tracer: opts.TracerProvider.Tracer(tracerName), rows: make(map[writers.TxnKey]int64)}
 	w.state.Store(&state{err: writers.Errorf(writers.ErrUnavailable, "endpoint %q is not open yet", opts.Name)})
 	return w
 }
@@ -122,6 +140,15 @@ func (w *Writer) Name() string { return w.opts.Name }
 
 // Up reports whether the sink writer is open.
 func (w *Writer) Up() bool { return w.state.Load().w != nil }
+
+// Reason is why the sink is not open (what calls answer), nil while it
+// is.
+func (w *Writer) Reason() error {
+	if st := w.state.Load(); st.w == nil {
+		return st.err
+	}
+	return nil
+}
 
 // Retry starts reopening the sink in the background while it is
 // unavailable; after it opens, onOpen runs (with a context that Close
@@ -202,6 +229,7 @@ func (w *Writer) down(cause error, next time.Duration) {
 	err := unavailable(w.opts.Name, cause)
 	prev := w.state.Load().err
 	w.state.Store(&state{err: err})
+	w.opts.Observer.Failed("open", cause)
 	if prev == nil || prev.Error() != err.Error() {
 		w.opts.Logger.Warn("endpoint: the sink could not be opened: the endpoint is unavailable, the server keeps retrying",
 			"endpoint", w.opts.Name, "sink", w.opts.Sink, "err", cause, "next_attempt_within", next)
@@ -254,7 +282,14 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 	if st.w == nil {
 		return st.err
 	}
-	return st.w.Write(ctx, key, rec)
+	if err := st.w.Write(ctx, key, rec); err != nil {
+		w.failed("write", err)
+		return err
+	}
+	w.rowsMu.Lock()
+	w.rows[key] += rec.NumRows()
+	w.rowsMu.Unlock()
+	return nil
 }
 
 // Precommit precommits in the open sink writer.
@@ -263,16 +298,44 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 	if st.w == nil {
 		return nil, st.err
 	}
-	return st.w.Precommit(ctx, key)
+	d, err := st.w.Precommit(ctx, key)
+	if err != nil {
+		w.failed("precommit", err)
+	}
+	return d, err
 }
 
-// Commit commits in the open sink writer.
+// Commit commits in the open sink writer, in a span of its own, and tells
+// the observer.
 func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
 	st := w.state.Load()
 	if st.w == nil {
 		return writers.CommitInfo{}, st.err
 	}
-	return st.w.Commit(ctx, key, descs)
+	w.rowsMu.Lock()
+	rows := w.rows[key]
+	w.rowsMu.Unlock()
+	ctx, span := w.tracer.Start(ctx, "quiver.sink.commit", trace.WithAttributes(
+		attribute.String("quiver.endpoint", w.opts.Name),
+		attribute.String("quiver.sink", w.opts.Sink),
+		attribute.String("quiver.writer", key.Writer),
+		attribute.Int64("quiver.epoch", key.Epoch),
+		attribute.Bool("quiver.auto_commit", key.Auto),
+		attribute.Int64("quiver.rows", rows),
+	))
+	defer span.End()
+	start := time.Now()
+	info, err := st.w.Commit(ctx, key, descs)
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+		w.failed("commit", err)
+		return info, err
+	}
+	span.SetAttributes(attribute.Int64("quiver.table_version", info.Version), attribute.Bool("quiver.replayed", info.Replayed))
+	w.forget(key)
+	w.opts.Observer.Committed(Commit{Key: key, Info: info, Rows: rows, At: start, Took: time.Since(start)})
+	return info, nil
 }
 
 // Rollback rolls back in the open sink writer.
@@ -281,7 +344,23 @@ func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
 	if st.w == nil {
 		return st.err
 	}
+	w.forget(key)
 	return st.w.Rollback(ctx, key)
+}
+
+// forget drops the row count of a key that is done.
+func (w *Writer) forget(key writers.TxnKey) {
+	w.rowsMu.Lock()
+	delete(w.rows, key)
+	w.rowsMu.Unlock()
+}
+
+// failed tells the observer of a sink call's failure, unless the caller
+// went away (a cancelled stream is not the sink's fault).
+func (w *Writer) failed(op string, err error) {
+	if !errors.Is(err, context.Canceled) {
+		w.opts.Observer.Failed(op, err)
+	}
 }
 
 // CommittedEpoch asks the open sink writer.

@@ -191,3 +191,6 @@ func (c *Config) validateMergeKeys(bad func(key, format string, args ...any)) {
 
 // Mode is the write mode shown by the endpoints listing.
 func (c *Config) Mode() string { return c.WriteMode }
+
+// Target is the table URI (writers.TargetOf removes credentials).
+func (c *Config) Target() string { return c.TableURI }

@@ -221,6 +221,10 @@ func (c *Config) Validate() error {
 // Mode is the envelope, shown by the endpoints listing.
 func (c *Config) Mode() string { return c.Envelope }
 
+// Target is the topic (the brokers are not shown: they may carry
+// credentials in some deployments).
+func (c *Config) Target() string { return "topic " + c.Topic }
+
 // compatibility returns the configured level; ok is false when none is set.
 // Validate has accepted the text.
 func (c *Config) compatibility() (sr.CompatibilityLevel, bool) {

@@ -110,6 +110,9 @@ func (c *Config) Validate() error {
 // Mode is the write mode shown by the endpoints listing.
 func (c *Config) Mode() string { return c.WriteMode }
 
+// Target is the dataset URI (writers.TargetOf removes credentials).
+func (c *Config) Target() string { return c.DatasetURI }
+
 func firstDuplicate(names []string) string {
 	for i, n := range names {
 		if slices.Contains(names[:i], n) {

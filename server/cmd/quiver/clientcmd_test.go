@@ -24,6 +24,12 @@ import (
 // and returns its Flight address.
 func startQuiver(t *testing.T) string {
 	t.Helper()
+	return startQuiverServer(t).FlightAddr()
+}
+
+// startQuiverServer is startQuiver returning the server.
+func startQuiverServer(t *testing.T) *server.Server {
+	t.Helper()
 	dir := t.TempDir()
 	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nendpoints:\n  - name: devnull\n    sink: discard\n", dir)
 	cfg, err := config.Parse([]byte(yaml), dir, server.Sinks())
@@ -46,7 +52,7 @@ func startQuiver(t *testing.T) string {
 		}
 		mem.AssertSize(t, 0)
 	})
-	return srv.FlightAddr()
+	return srv
 }
 
 // runCmd runs one quiver command line and returns its exit status, stdout

@@ -1,7 +1,7 @@
 // Command quiver is the Quiver server and its command-line client.
 //
-// Commands (docs/cli.md): serve, check, endpoints, put, action, bench,
-// version. Results go to stdout (JSON where it is data), errors to stderr
+// Commands (docs/cli.md): serve, check, endpoints, put, action, status,
+// bench, version. Results go to stdout (JSON where it is data), errors to stderr
 // with a non-zero exit status.
 package main
 
@@ -32,6 +32,7 @@ func commands() map[string]command {
 		"endpoints": {"list the server's endpoints", runEndpoints},
 		"put":       {"send Arrow IPC or Parquet files to an endpoint", runPut},
 		"action":    {"run a DoAction and print its JSON result", runAction},
+		"status":    {"show the server's status page in the terminal", runStatus},
 		"bench":     {"run the benchmark harness (same flags as quiverbench)", runBench},
 		"version":   {"print the version", runVersion},
 	}
@@ -81,7 +82,7 @@ type usageError struct{ error }
 func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "usage: quiver <command> [flags]")
 	fmt.Fprintln(w)
-	for _, name := range []string{"serve", "check", "endpoints", "put", "action", "bench", "version"} {
+	for _, name := range []string{"serve", "check", "endpoints", "put", "action", "status", "bench", "version"} {
 		fmt.Fprintf(w, "  %-10s %s\n", name, cmds[name].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'quiver <command> -h' for a command's flags.")
