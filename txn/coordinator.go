@@ -59,6 +59,9 @@ type txn struct {
 	state    State
 	ttl      time.Duration
 	deadline time.Time
+	// busy counts its streams working on the server's side (Stream.Busy):
+	// its ttl runs only while none is.
+	busy int
 	since    time.Time // when it was begun, or precommitted once it is (journal time)
 	ended    time.Time // when it became committed or aborted
 	parts    map[string]*part
