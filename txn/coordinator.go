@@ -61,12 +61,12 @@ type txn struct {
 	deadline time.Time
 	// busy counts its streams working on the server's side (Stream.Busy):
 	// its ttl runs only while none is.
-	busy int
-	since    time.Time // when it was begun, or precommitted once it is (journal time)
-	ended    time.Time // when it became committed or aborted
-	parts    map[string]*part
-	streams  int    // streams joined and not Done
-	poison   string // why a stream failed
+	busy    int
+	since   time.Time // when it was begun, or precommitted once it is (journal time)
+	ended   time.Time // when it became committed or aborted
+	parts   map[string]*part
+	streams int    // streams joined and not Done
+	poison  string // why a stream failed
 	// decision is non-nil once the commit is decided and until it is
 	// finished: endpoint → descriptors to commit.
 	decision map[string][]writers.Descriptor
