@@ -33,9 +33,10 @@ type putStream struct {
 	// for it (txn.Stream.Busy): its ttl runs only while it waits for
 	// its client. Auto-commit streams have none.
 	busy func() (done func())
-	// unacked counts the batches received and not yet acknowledged: a
-	// client waiting for their acks is not idle.
-	unacked atomic.Int64
+	// unacked counts the batches received and not yet acknowledged, and
+	// acked is when the last ack was sent (Unix ns): a client waiting for
+	// acks is not idle, and its idle time starts with the last one.
+	unacked, acked atomic.Int64
 }
 
 // serverWork marks the stream busy until the returned func is called.
@@ -106,7 +107,9 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 	defer close(writerDone)
 
 	ps.guard.ctx = ctx
-	ps.guard.armIdle(s.idle, func() bool { return ps.unacked.Load() > 0 }, func() {
+	ps.guard.armIdle(s.idle, func() bool {
+		return ps.unacked.Load() > 0 || time.Since(time.Unix(0, ps.acked.Load())) < s.idle
+	}, func() {
 		cancel(fmt.Errorf("doput: endpoint %q: no message for %s (limits.stream_idle_timeout): the stream was cancelled and rolled back: %w", ep.Name, s.idle, context.DeadlineExceeded))
 	})
 	s.receivers.Add(1)
@@ -268,6 +271,7 @@ func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutSe
 		if err := stream.Send(&flight.PutResult{AppMetadata: batchAck(p.batches, rows)}); err != nil {
 			return p, err
 		}
+		ps.acked.Store(time.Now().UnixNano())
 		ps.unacked.Add(-1)
 		p.rows += rows
 		p.batches++
