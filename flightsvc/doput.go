@@ -246,7 +246,8 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 	replayed := st.Replayed()
 	log.Debug("transactional stream started", "replayed", replayed)
 
-	ps.key, ps.write, ps.touch = st.Key(), !replayed, st.Touch
+	ps.key, ps.write, ps.busy = st.Key(), !replayed, st.Busy
+	ps.guard.busy = st.Busy
 	p, err := s.pump(st.Context(ctx), stream, ps)
 	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64("quiver.rows", p.rows))
 	if derr := st.Done(p.written, err); err == nil {

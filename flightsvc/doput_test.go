@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -405,5 +407,49 @@ func TestSchemaChangeMidStream(t *testing.T) {
 	sink := s.sinks["events"]
 	if sink.Committed().Rows != 0 || sink.OpenKeys() != 0 {
 		t.Fatalf("after the rejected stream: committed %+v, %d keys staged", sink.Committed(), sink.OpenKeys())
+	}
+}
+
+// slowWriter takes delay over every Write.
+type slowWriter struct {
+	writers.Writer
+	delay time.Duration
+}
+
+func (w slowWriter) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
+	time.Sleep(w.delay) // a slow sink, not a wait for readiness
+	return w.Writer.Write(ctx, key, rec)
+}
+
+// A client that waits for each batch's ack before it sends the next is
+// not idle while the sink is slow: limits.stream_idle_timeout runs only
+// while no batch awaits its ack.
+func TestIdleTimeoutSparesClientsWaitingForAcks(t *testing.T) {
+	const idle = 100 * time.Millisecond
+	s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": slowWriter{discard.New(nil), 5 * idle}}, idle: idle})
+	stream, err := s.client.DoPut(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := s.record(2)
+	defer rec.Release()
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(rec.Schema()))
+	w.SetFlightDescriptor(pathDesc("events"))
+	for i := range 2 {
+		if err := w.Write(rec); err != nil {
+			t.Fatalf("batch %d: %v", i, err)
+		}
+		if _, err := stream.Recv(); err != nil { // its ack, after the slow write
+			t.Fatalf("ack of batch %d: %v", i, err)
+		}
+	}
+	w.Close()
+	_ = stream.CloseSend()
+	acks, err := recvAcks(stream)
+	if err != nil {
+		t.Fatalf("the stream was cut off: %v", err)
+	}
+	if last := acks[len(acks)-1]; !strings.Contains(last, `"rows":4`) {
+		t.Fatalf("final ack %s, want 4 rows committed", last)
 	}
 }

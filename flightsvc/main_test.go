@@ -56,6 +56,8 @@ type serverConfig struct {
 	descriptorKey descseal.Key
 	// streamInterceptors run after auth, around the handler.
 	streamInterceptors []grpc.StreamServerInterceptor
+	// idle is limits.stream_idle_timeout; 0: none.
+	idle time.Duration
 }
 
 // startServer starts a server; everything is stopped in t.Cleanup, and the
@@ -88,6 +90,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 		EndpointBufferBytes: cfg.bufferBytes,
 		Tokens:              cfg.tokens,
 		DescriptorKey:       cfg.descriptorKey,
+		StreamIdleTimeout:   cfg.idle,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +98,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	t.Cleanup(s.svc.Close)
 	gs := grpc.NewServer(
 		grpc.MaxRecvMsgSize(s.svc.MaxRecvMsgSize()),
+		grpc.ForceServerCodecV2(flightsvc.NewCodec()),
 		grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(s.svc.Authenticate)),
 		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{auth.StreamServerInterceptor(s.svc.Authenticate)}, cfg.streamInterceptors...)...),
 	)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -28,9 +29,22 @@ type putStream struct {
 	guard *recvGuard
 	key   writers.TxnKey
 	write bool // false: a replayed epoch, read and acknowledged only
-	// touch, when set, is called after each batch (a transactional
-	// stream keeps its transaction alive).
-	touch func()
+	// busy marks the stream's transaction busy while the server works
+	// for it (txn.Stream.Busy): its ttl runs only while it waits for
+	// its client. Auto-commit streams have none.
+	busy func() (done func())
+	// unacked counts the batches received and not yet acknowledged, and
+	// acked is when the last ack was sent (Unix ns): a client waiting for
+	// acks is not idle, and its idle time starts with the last one.
+	unacked, acked atomic.Int64
+}
+
+// serverWork marks the stream busy until the returned func is called.
+func (ps *putStream) serverWork() (done func()) {
+	if ps.busy == nil {
+		return func() {}
+	}
+	return ps.busy()
 }
 
 // release releases the reader and gives back what the guard holds.
@@ -93,7 +107,9 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 	defer close(writerDone)
 
 	ps.guard.ctx = ctx
-	ps.guard.armIdle(s.idle, func() {
+	ps.guard.armIdle(s.idle, func() bool {
+		return ps.unacked.Load() > 0 || time.Since(time.Unix(0, ps.acked.Load())) < s.idle
+	}, func() {
 		cancel(fmt.Errorf("doput: endpoint %q: no message for %s (limits.stream_idle_timeout): the stream was cancelled and rolled back: %w", ep.Name, s.idle, context.DeadlineExceeded))
 	})
 	s.receivers.Add(1)
@@ -147,6 +163,7 @@ func receive(ctx context.Context, ps *putStream, queue chan<- queued) (err error
 		ep.m.buffered.Add(float64(size))
 		rec.Retain() // rdr releases rec on its next Next
 		q := queued{rec: rec, size: size}
+		ps.unacked.Add(1)
 		select {
 		case queue <- q:
 		case <-ctx.Done():
@@ -239,14 +256,14 @@ func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutSe
 			q = next
 		}
 		rows := q.rec.NumRows()
-		if err := s.write(ctx, ep, ps.key, q, ps.write, p.batches); err != nil {
+		done := ps.serverWork()
+		err := s.write(ctx, ep, ps.key, q, ps.write, p.batches)
+		done()
+		if err != nil {
 			return p, err
 		}
 		if ps.write {
 			p.written += rows
-		}
-		if ps.touch != nil {
-			ps.touch()
 		}
 		ep.m.rows.Add(float64(rows))
 		ep.m.bytes.Add(float64(q.size))
@@ -254,6 +271,8 @@ func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutSe
 		if err := stream.Send(&flight.PutResult{AppMetadata: batchAck(p.batches, rows)}); err != nil {
 			return p, err
 		}
+		ps.acked.Store(time.Now().UnixNano())
+		ps.unacked.Add(-1)
 		p.rows += rows
 		p.batches++
 	}

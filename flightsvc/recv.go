@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -65,9 +66,13 @@ type recvGuard struct {
 	// pending for messages read and not yet part of a decoded batch.
 	reserved, pending int64
 	admitted          bool
+	// busy, when set, marks the stream's transaction busy while the
+	// stream waits for memory and when a message arrives (putStream.busy).
+	busy func() (done func())
 	// idle, when armed, fires after limits.stream_idle_timeout in Recv.
 	idle        *time.Timer
 	idleTimeout time.Duration
+	receiving   atomic.Bool // in recv, where the idle timer runs
 }
 
 // reserve charges the next message's bytes before gRPC reads it (gRPC
@@ -84,6 +89,9 @@ func (g *recvGuard) reserve() error {
 	wait := g.share.Acquire
 	if !g.admitted {
 		wait = g.share.Admit
+	}
+	if g.busy != nil {
+		defer g.busy()()
 	}
 	if err := wait(g.ctx, membudget.Received, n); err != nil {
 		g.share.Charge(membudget.Received, g.pending) // still held
@@ -125,13 +133,22 @@ func (g *recvGuard) close() {
 }
 
 // armIdle makes Recv call onIdle once it has waited longer than d for a
-// message.
-func (g *recvGuard) armIdle(d time.Duration, onIdle func()) {
+// message, unless awaited reports that the client waits for the server
+// (acks of batches it sent): then the wait starts over.
+func (g *recvGuard) armIdle(d time.Duration, awaited func() bool, onIdle func()) {
 	if d <= 0 {
 		return
 	}
 	g.idleTimeout = d
-	g.idle = time.AfterFunc(d, onIdle)
+	g.idle = time.AfterFunc(d, func() {
+		switch {
+		case !g.receiving.Load(): // fired as Recv returned
+		case awaited():
+			g.idle.Reset(d)
+		default:
+			onIdle()
+		}
+	})
 	g.idle.Stop()
 }
 
@@ -140,8 +157,12 @@ func (g *recvGuard) recv() (*flight.FlightData, error) {
 	if g.idle == nil {
 		return g.stream.Recv()
 	}
+	g.receiving.Store(true)
 	g.idle.Reset(g.idleTimeout)
-	defer g.idle.Stop()
+	defer func() {
+		g.idle.Stop()
+		g.receiving.Store(false)
+	}()
 	return g.stream.Recv()
 }
 
@@ -156,6 +177,9 @@ func (g *recvGuard) Recv() (*flight.FlightData, error) {
 		if fd, err = g.recv(); err != nil {
 			return nil, err
 		}
+	}
+	if g.busy != nil { // the client is active
+		g.busy()()
 	}
 	g.messages++
 	grow, err := g.check(fd)

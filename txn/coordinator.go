@@ -59,11 +59,14 @@ type txn struct {
 	state    State
 	ttl      time.Duration
 	deadline time.Time
-	since    time.Time // when it was begun, or precommitted once it is (journal time)
-	ended    time.Time // when it became committed or aborted
-	parts    map[string]*part
-	streams  int    // streams joined and not Done
-	poison   string // why a stream failed
+	// busy counts its streams working on the server's side (Stream.Busy):
+	// its ttl runs only while none is.
+	busy    int
+	since   time.Time // when it was begun, or precommitted once it is (journal time)
+	ended   time.Time // when it became committed or aborted
+	parts   map[string]*part
+	streams int    // streams joined and not Done
+	poison  string // why a stream failed
 	// decision is non-nil once the commit is decided and until it is
 	// finished: endpoint → descriptors to commit.
 	decision map[string][]writers.Descriptor

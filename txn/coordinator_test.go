@@ -357,7 +357,7 @@ func TestExpiry(t *testing.T) {
 	busyCtx := busy.Context(bg)
 	fx.clock.Advance(30 * time.Second)
 	fx.write("z", 1, "a", 1) // refreshed later: lives longer
-	busy.Touch()             // a batch keeps it alive
+	busy.Busy()()            // a message keeps it alive
 	fx.clock.Advance(45 * time.Second)
 	fx.c.expireNow(fx.clock.Now())
 	st := fx.mustState("w", 1, StateAborted)
@@ -394,6 +394,30 @@ func TestExpiry(t *testing.T) {
 	if _, err := fx.c.Status(bg, "w", 1); !errors.Is(err, writers.ErrNotFound) {
 		t.Fatalf("status after retention: %v", err)
 	}
+}
+
+// The ttl measures how long the client leaves a transaction idle: while
+// the server works for one of its streams (waits for memory, writes a
+// batch), it does not run, however long that takes.
+func TestServerSideWorkDoesNotExpire(t *testing.T) {
+	fx := newFixture(t)
+	st, _ := fx.c.Join(bg, "w", 1, "a")
+	ctx := st.Context(bg)
+	done := st.Busy()
+	fx.clock.Advance(time.Hour)
+	fx.c.expireNow(fx.clock.Now())
+	fx.mustState("w", 1, StateOpen)
+	done()
+	fx.clock.Advance(59 * time.Second)
+	fx.c.expireNow(fx.clock.Now())
+	fx.mustState("w", 1, StateOpen) // the ttl restarted when the work ended
+	fx.clock.Advance(2 * time.Minute)
+	fx.c.expireNow(fx.clock.Now())
+	fx.mustState("w", 1, StateAborted)
+	if ctx.Err() == nil {
+		t.Fatal("the idle stream was not cut off")
+	}
+	st.Done(0, nil)
 }
 
 func TestExpiryGoroutine(t *testing.T) {

@@ -25,9 +25,9 @@ func (c *Coordinator) run(tick time.Duration) {
 
 // expireNow rolls back the open and precommitted transactions idle past
 // their deadline at now, and forgets terminal ones that ended a retention
-// ago. Streams keep their transaction alive with every batch
-// (Stream.Touch); one idle for the ttl expires with its transaction, which
-// cuts it off (Stream.Context). Decided commits never expire (a Commit or
+// ago. Streams keep their transaction alive while the server works for
+// them and with every message (Stream.Busy); one whose client is idle for
+// the ttl expires with its transaction, which cuts it off (Stream.Context). Decided commits never expire (a Commit or
 // a restart finishes them).
 func (c *Coordinator) expireNow(now time.Time) {
 	var expired []*txn
@@ -59,5 +59,5 @@ func (c *Coordinator) expireNow(now time.Time) {
 
 // expiredLocked reports whether t is due for expiry at now.
 func (t *txn) expiredLocked(now time.Time) bool {
-	return t.live() && !t.pending && t.decision == nil && !now.Before(t.deadline)
+	return t.live() && !t.pending && t.busy == 0 && t.decision == nil && !now.Before(t.deadline)
 }

@@ -49,17 +49,26 @@ func (s *Stream) Context(ctx context.Context) context.Context {
 	return ctx
 }
 
-// Touch keeps the transaction alive: its ttl runs from the stream's last
-// batch.
-func (s *Stream) Touch() {
+// Busy marks the stream as working on the server's side (waiting for
+// memory, writing a batch) until the returned func is called: the
+// transaction's ttl measures how long its client leaves it idle, so it
+// does not run meanwhile, and restarts when the work ends. Call the pair
+// also when a message arrives (the client is active).
+func (s *Stream) Busy() (done func()) {
 	if s.t == nil {
-		return
+		return func() {}
 	}
 	s.c.mu.Lock()
-	if s.t.state == StateOpen {
-		s.c.refreshLocked(s.t)
-	}
+	s.t.busy++
 	s.c.mu.Unlock()
+	return func() {
+		s.c.mu.Lock()
+		s.t.busy--
+		if s.t.state == StateOpen {
+			s.c.refreshLocked(s.t)
+		}
+		s.c.mu.Unlock()
+	}
 }
 
 // Done ends the stream. rows is the number of rows written. A non-nil err
