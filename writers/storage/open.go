@@ -58,6 +58,9 @@ func Open(ctx context.Context, uri string, opts Options) (*Bucket, error) {
 		b.blob = memBucket(r.bucket)
 	default:
 		b.blob, err = blob.OpenBucket(ctx, r.bucketURL)
+		if err == nil {
+			err = b.checkAccessible(ctx)
+		}
 	}
 	if err != nil {
 		return nil, b.wrap("open", "", err)
@@ -66,6 +69,21 @@ func Open(ctx context.Context, uri string, opts Options) (*Bucket, error) {
 		b.blob = blob.PrefixedBucket(b.blob, r.prefix)
 	}
 	return b, nil
+}
+
+// checkAccessible asks the store whether the bucket exists, so that a
+// misspelt bucket or refused credentials fail Open with a clear error
+// instead of failing every later read as a missing object. It closes
+// b.blob when it fails.
+func (b *Bucket) checkAccessible(ctx context.Context) error {
+	ok, err := b.blob.IsAccessible(ctx)
+	if err == nil && !ok {
+		err = ErrNoBucket // the message names the root, hence the bucket
+	}
+	if err != nil {
+		_ = b.blob.Close()
+	}
+	return err
 }
 
 // resolved is a parsed root URI.

@@ -4,32 +4,29 @@
 // what Quiver writes and the other way round.
 //
 // The probe files are embedded in this package. On first use they are
-// written to a cache folder outside the repository,
-// $GOCACHE/../quiver-lance-probe/<hash of the lockfile>, and installed
-// there with `npm ci` (so a changed lockfile installs afresh); tests skip
-// only when node or npm is missing.
+// installed with internal/npmdir into a cache folder outside the
+// repository, $GOCACHE/../quiver-lance-probe/<hash of the lockfile>; tests
+// skip only when node or npm is missing.
 package lanceprobe
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 
+	"github.com/quiver-ingest/quiver/internal/npmdir"
 	"github.com/quiver-ingest/quiver/internal/reftool"
 )
 
@@ -91,9 +88,6 @@ var nativePackages = map[string]string{
 	"darwin/arm64": "@lancedb/lancedb-darwin-arm64",
 }
 
-// installedStamp is written once an install has completed.
-const installedStamp = ".installed"
-
 func install() (string, error) {
 	lockfile, err := probeFiles.ReadFile("probe/package-lock.json")
 	if err != nil {
@@ -116,65 +110,15 @@ func install() (string, error) {
 	if version == "" {
 		return "", fmt.Errorf("probe/package-lock.json does not lock %s", native)
 	}
-	out, err := exec.Command("go", "env", "GOCACHE").Output()
-	if err != nil {
-		return "", fmt.Errorf("go env GOCACHE: %w", err)
-	}
-	sum := sha256.Sum256(lockfile)
-	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), "quiver-lance-probe", hex.EncodeToString(sum[:8]))
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	// Test binaries of several packages install at once (go test runs
-	// them in parallel): one at a time, and files replaced atomically so
-	// that a running probe never reads half a script.
-	lk, err := os.OpenFile(filepath.Join(dir, ".install.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	files, err := fs.Sub(probeFiles, "probe")
 	if err != nil {
 		return "", err
 	}
-	defer lk.Close()
-	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("lock the probe folder: %w", err)
-	}
-	for _, name := range []string{"package.json", "package-lock.json", Script} {
-		b, err := probeFiles.ReadFile("probe/" + name)
-		if err != nil {
-			return "", err
-		}
-		if err := replaceFile(filepath.Join(dir, name), b); err != nil {
-			return "", err
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, installedStamp)); err == nil {
-		return dir, nil
-	}
-	quiet := []string{"--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund"}
-	for _, args := range [][]string{
-		append([]string{"ci"}, quiet...),
-		append([]string{"install", "--no-save", "--no-package-lock", native + "@" + version}, quiet...),
-	} {
-		cmd := exec.Command("npm", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("npm %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	if err := replaceFile(filepath.Join(dir, installedStamp), []byte(native+"@"+version+"\n")); err != nil {
-		return "", err
-	}
-	return dir, nil
-}
-
-// replaceFile gives path the contents b, atomically, unless it has them.
-func replaceFile(path string, b []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
-		return nil
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return npmdir.Install(npmdir.Spec{
+		Name:  "quiver-lance-probe",
+		Files: files,
+		Extra: [][]string{{"install", "--no-save", "--no-package-lock", native + "@" + version}},
+	})
 }
 
 // Run runs `node probe.mjs args...` and returns its output; a non-zero
