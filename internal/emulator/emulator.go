@@ -29,6 +29,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"go.uber.org/goleak"
+
 	"github.com/quiver-ingest/quiver/internal/reftool"
 )
 
@@ -162,4 +164,20 @@ func repoRoot() (string, error) {
 		}
 		dir = parent
 	}
+}
+
+// RunTests is TestMain for a package whose tests use the emulators: it
+// runs the tests, stops the emulators and then checks for leaked
+// goroutines (goleak; gcsblob's OpenCensus worker, started at init, is
+// expected), and exits.
+func RunTests(m *testing.M) {
+	code := m.Run()
+	StopAll()
+	if code == 0 {
+		if err := goleak.Find(goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start")); err != nil {
+			fmt.Fprintln(os.Stderr, "goleak:", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }

@@ -15,8 +15,6 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/goleak"
-
 	"github.com/quiver-ingest/quiver/internal/emulator"
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -28,16 +26,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(wrongCredsEnv) != "" {
 		os.Exit(wrongCredsProcess())
 	}
-	code := m.Run()
-	emulator.StopAll()
-	if code == 0 {
-		// gcsblob's OpenCensus views start a worker at init.
-		if err := goleak.Find(goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start")); err != nil {
-			fmt.Fprintln(os.Stderr, "goleak:", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
+	emulator.RunTests(m)
 }
 
 // opener opens a fresh empty root of one scheme.
