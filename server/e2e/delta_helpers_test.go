@@ -3,8 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -23,9 +22,10 @@ import (
 const deltaEndpoint = "events"
 
 // deltaAppend is the config of the Delta append endpoint deltaEndpoint on
-// the table folder tableDir, for writeConfig.
+// the table root tableDir (a folder or a URI, see rootURI), for
+// writeConfig.
 func deltaAppend(tableDir string) string {
-	return fmt.Sprintf(`{name: %s, sink: delta, delta: {table_uri: "file://%s", parquet: {compression: snappy}}}`, deltaEndpoint, tableDir)
+	return fmt.Sprintf(`{name: %s, sink: delta, delta: {table_uri: "%s", parquet: {compression: snappy}}}`, deltaEndpoint, rootURI(tableDir))
 }
 
 // idRows returns a reader of n rows of one int64 column id, start to
@@ -65,7 +65,7 @@ type deltaTable struct {
 // store opens the table root for the rest of the test.
 func (d deltaTable) store(t *testing.T) *storage.Bucket {
 	t.Helper()
-	b, err := storage.Open(context.Background(), "file://"+d.dir, storage.Options{})
+	b, err := storage.Open(context.Background(), rootURI(d.dir), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,14 +158,13 @@ func (d deltaTable) wantIDs(t *testing.T, n int64) {
 // version.
 func wantContiguousLog(t *testing.T, tableDir string, version int64) {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(tableDir, "_delta_log"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var commits []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".json") && len(e.Name()) == 25 {
-			commits = append(commits, e.Name())
+	for o, err := range (deltaTable{dir: tableDir}).store(t).List(context.Background(), "_delta_log/", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name := path.Base(o.Key); strings.HasSuffix(name, ".json") && len(name) == 25 {
+			commits = append(commits, name)
 		}
 	}
 	if int64(len(commits)) != version+1 {

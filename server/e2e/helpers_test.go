@@ -39,6 +39,15 @@ func writeConfigWith(t *testing.T, dataDir, extra string, endpoints ...string) s
 	return path
 }
 
+// rootURI returns the URI of a table root given as a local folder, or
+// root itself when it is a URI already (s3://... on an emulator).
+func rootURI(root string) string {
+	if strings.Contains(root, "://") {
+		return root
+	}
+	return "file://" + root
+}
+
 // stageFunc opens a transaction on c and stages its rows, returning it.
 type stageFunc func(c *quiver.Client) *quiver.Txn
 

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quiver-ingest/quiver/internal/emulator"
 )
 
 // quiverBin is the binary built once by TestMain.
@@ -35,6 +37,7 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	emulator.StopAll()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
