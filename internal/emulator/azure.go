@@ -66,9 +66,10 @@ func startAzurite() (*Store, error) {
 		return nil, err
 	}
 	return &Store{
-		Scheme: "azblob",
-		env:    []string{"AZURE_STORAGE_ACCOUNT=" + AzureAccount, "AZURE_STORAGE_KEY=" + AzureKey},
-		query:  url.Values{"protocol": {"http"}, "domain": {host}, "localemu": {"true"}},
+		Scheme:   "azblob",
+		Endpoint: "http://" + host + "/" + AzureAccount,
+		env:      []string{"AZURE_STORAGE_ACCOUNT=" + AzureAccount, "AZURE_STORAGE_KEY=" + AzureKey},
+		query:    url.Values{"protocol": {"http"}, "domain": {host}, "localemu": {"true"}},
 		create: func(ctx context.Context, bucket string) error {
 			_, err := client.CreateContainer(ctx, bucket, nil)
 			return err

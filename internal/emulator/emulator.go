@@ -38,10 +38,13 @@ import (
 type Store struct {
 	// Scheme is the URI scheme of its roots: "s3", "gs" or "azblob".
 	Scheme string
-	env    []string   // KEY=VALUE settings gocloud reads
-	query  url.Values // query parameters of every root URI
-	create func(ctx context.Context, bucket string) error
-	stop   func()
+	// Endpoint is the emulator's base URL (http://127.0.0.1:port), for
+	// clients other than gocloud (delta-rs, LanceDB).
+	Endpoint string
+	env      []string   // KEY=VALUE settings gocloud reads
+	query    url.Values // query parameters of every root URI
+	create   func(ctx context.Context, bucket string) error
+	stop     func()
 }
 
 // Env returns the environment settings (KEY=VALUE) a process needs to

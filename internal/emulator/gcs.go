@@ -33,9 +33,10 @@ func startFakeGCS() (*Store, error) {
 		return nil, err
 	}
 	return &Store{
-		Scheme: "gs",
-		env:    []string{"STORAGE_EMULATOR_HOST=" + host},
-		query:  url.Values{},
+		Scheme:   "gs",
+		Endpoint: "http://" + host,
+		env:      []string{"STORAGE_EMULATOR_HOST=" + host},
+		query:    url.Values{},
 		create: func(_ context.Context, bucket string) error {
 			srv.CreateBucketWithOpts(fakestorage.CreateBucketOpts{Name: bucket})
 			return nil

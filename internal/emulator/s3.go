@@ -35,7 +35,8 @@ func startMoto() (*Store, error) {
 	}
 	endpoint := "http://127.0.0.1:" + strconv.Itoa(srv.port)
 	return &Store{
-		Scheme: "s3",
+		Scheme:   "s3",
+		Endpoint: endpoint,
 		// moto accepts any credentials, but the SDK signs with some.
 		env: []string{"AWS_ACCESS_KEY_ID=quiver-test", "AWS_SECRET_ACCESS_KEY=quiver-test",
 			"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true"},
