@@ -89,9 +89,11 @@ def start_spark(tmp: Path, app: str, **conf: str) -> Any:
 
 class Quiver:
     """A `quiver serve` process on free 127.0.0.1 ports (port 0, read back
-    from its log) with its own data_dir and a generated config."""
+    from its log) with its own data_dir and a generated config; env adds
+    to its environment (credentials of an object store)."""
 
-    def __init__(self, binary: Path, workdir: Path, endpoints: list[dict[str, Any]]) -> None:
+    def __init__(self, binary: Path, workdir: Path, endpoints: list[dict[str, Any]],
+                 env: dict[str, str] | None = None) -> None:
         self.workdir = workdir
         self.endpoints = endpoints
         workdir.mkdir(parents=True, exist_ok=True)
@@ -109,6 +111,7 @@ class Quiver:
         self.proc = subprocess.Popen(
             [str(binary), "serve", "--config", str(self.config_path)],
             stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, **(env or {})},
         )
         self.flight_addr = ""
         self.http_addr = ""
