@@ -44,7 +44,7 @@ func TestMain(m *testing.M) {
 
 // proc is one running quiver server process.
 type proc struct {
-	t         *testing.T
+	t         testing.TB
 	cmd       *exec.Cmd
 	flightURL string // host:port of the Flight listener
 	httpURL   string // http://host:port
@@ -57,7 +57,7 @@ var listenRE = regexp.MustCompile(`msg="?(flight|http) listening"? .*addr=(\S+)`
 
 // startQuiver runs `quiver serve --config cfg` with extra environment
 // variables and waits (with a deadline) until both listeners are up.
-func startQuiver(t *testing.T, cfg string, env ...string) *proc {
+func startQuiver(t testing.TB, cfg string, env ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, exited: make(chan struct{})}
 	p.cmd = exec.Command(quiverBin, "serve", "--config", cfg)
@@ -130,7 +130,7 @@ func (p *proc) waitExit(t *testing.T) {
 
 // metric scrapes /metrics and returns the value of the sample whose line
 // starts with name (including labels), or -1 when absent.
-func (p *proc) metric(t *testing.T, name string) float64 {
+func (p *proc) metric(t testing.TB, name string) float64 {
 	t.Helper()
 	resp, err := http.Get(p.httpURL + "/metrics")
 	if err != nil {
