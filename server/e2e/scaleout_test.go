@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"encoding/hex"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"golang.org/x/sync/errgroup"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
 	"github.com/quiver-ingest/quiver/internal/emulator"
@@ -145,4 +149,20 @@ func TestScaleOutOnS3(t *testing.T) {
 	}
 	wantContiguousLog(t, tableURI, tab.version)
 	readLance(t, datasetURI).wantIDs(t, next[lanceEndpoint])
+}
+
+// TestMissingBucketOnS3: an endpoint whose bucket does not exist is
+// unavailable with a reason that says so, on /readyz and to a client, and
+// the server keeps serving.
+func TestMissingBucketOnS3(t *testing.T) {
+	store := emulator.S3(t)
+	p := startQuiver(t, writeConfig(t, t.TempDir(), deltaAppend(store.URI("no-such-bucket", "events")), devnullEndpoint), store.Env()...)
+	code, body := p.readyz(t)
+	if code != http.StatusOK || !strings.Contains(body, "bucket does not exist") {
+		t.Fatalf("/readyz = %d %q; want 200, degraded, naming the missing bucket", code, body)
+	}
+	_, err := dial(t, p).Put(ctxT(t), deltaEndpoint, idRows(t, 0, 10))
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "bucket does not exist") {
+		t.Fatalf("put to the endpoint without a bucket: %v; want FailedPrecondition naming the missing bucket", err)
+	}
 }
