@@ -37,7 +37,9 @@ import (
 //     usual environment of each cloud.
 //
 // ctx is used for opening only. A malformed or unsupported URI fails with
-// writers.ErrInvalid.
+// writers.ErrInvalid. On s3, gs and azblob Open lists one object to check
+// the bucket: a missing bucket fails with ErrNoBucket, refused credentials
+// with writers.ErrPermissionDenied or ErrUnauthenticated.
 func Open(ctx context.Context, uri string, opts Options) (*Bucket, error) {
 	r, err := resolve(uri, opts)
 	if err != nil {
