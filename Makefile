@@ -15,7 +15,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-go test-short test-interop venv bench bench-delta lint fmt docker clean golden
+.PHONY: build run test test-go test-short test-interop venv bench bench-delta lance-probe generate lint fmt docker clean golden
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -31,7 +31,8 @@ test-go:
 	$(GO) vet $(PKGS)
 	$(GO) test $(TESTFLAGS) $(PKGS)
 
-# Go only, quick: -short, no race detector, no Python.
+# Go only, quick: -short (benchmark runs skipped, property tests shortened),
+# no race detector, no Python.
 test-short:
 	$(GO) test -short $(PKGS)
 
@@ -54,12 +55,23 @@ venv:
 bench: build
 	$(GO) run ./bench/cmd/quiverbench --baseline --streams 1,4
 
+# Install the LanceDB probe (node + npm) into the user cache folder: the
+# Lance tests do it on first use; quiverbench's LanceDB references need it
+# installed (they never run npm themselves).
+lance-probe:
+	$(GO) test -count=1 -run '^TestInstall$$' ./internal/lanceprobe/probetest
+
 # Quiver's Delta append and upsert (bin/quiver through Flight) against delta-rs
 # in process and Spark MERGE INTO (local[2]), same run (bench/delta_vs_reference.py;
 # see docs/benchmarks.md). Not part of make test. Options with BENCH_ARGS, e.g.
 # BENCH_ARGS='--runs 5 --json delta.json' or BENCH_ARGS=--no-spark.
 bench-delta: build venv
 	.venv/bin/python bench/delta_vs_reference.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
+
+# Regenerate the Go code of the Lance protobuf messages (writers/lance/lancepb)
+# from the pinned protos in third_party/lance (see its README.md).
+generate:
+	$(GO) run ./internal/protogen
 
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi

@@ -11,6 +11,7 @@ require (
 	github.com/aws/aws-sdk-go-v2 v1.47.3
 	github.com/aws/aws-sdk-go-v2/service/s3 v1.114.3
 	github.com/aws/smithy-go v1.28.5
+	github.com/bufbuild/protocompile v0.14.1
 	github.com/duckdb/duckdb-go/v2 v2.10506.0
 	github.com/eapache/go-resiliency v1.7.0
 	github.com/fsouza/fake-gcs-server v1.56.1

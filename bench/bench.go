@@ -48,7 +48,7 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (_ Report, err error) {
 	}()
 	conn, server := cfg.Conn, cfg.Conn.Addr
 	if conn.Addr == "" {
-		addr, stop, err := startQuiver(ctx, mem, cfg.Endpoint)
+		addr, stop, err := startDiscard(ctx, cfg.Endpoint)
 		if err != nil {
 			return Report{}, err
 		}
@@ -110,8 +110,8 @@ func Run(ctx context.Context, cfg Config, log io.Writer) (_ Report, err error) {
 
 // warmUp sends one batch so that connection setup and first-call costs
 // stay out of the measurement.
-func warmUp(ctx context.Context, t target, w *workload) error {
-	one := &workload{schema: w.schema, batches: w.batches[:1], rows: w.batches[0].NumRows()}
+func warmUp(ctx context.Context, t target, w *load) error {
+	one := &load{schema: w.schema, batches: w.batches[:1], rows: w.batches[0].NumRows()}
 	if _, err := measure(ctx, t.name, t.c, t.endpoint, one, 1); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}

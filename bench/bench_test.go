@@ -7,22 +7,24 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/bench/workload"
 	quiver "github.com/quiver-ingest/quiver/clients/go"
 )
 
 // BenchmarkPutDiscard measures one auto-commit Put of 8 standard batches
 // (524,288 rows) to an in-process Quiver discard endpoint, and the same
 // against the bare Flight server, in the same run.
+// The in-process Quiver is the server assembly (interceptors included).
 func BenchmarkPutDiscard(b *testing.B) {
 	const batches = 8
 	mem := memory.DefaultAllocator
-	w, err := newWorkload(mem, DefaultSeed, batches*DefaultBatchRows, DefaultBatchRows)
+	w, err := newWorkload(mem, workload.DefaultSeed, batches*workload.DefaultBatchRows, workload.DefaultBatchRows)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer w.release()
 
-	quiverAddr, stopQuiver, err := startQuiver(context.Background(), mem, "devnull")
+	quiverAddr, stopQuiver, err := startDiscard(context.Background(), "devnull")
 	if err != nil {
 		b.Fatal(err)
 	}

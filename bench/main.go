@@ -9,78 +9,111 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/quiver-ingest/quiver/bench/workload"
 	"github.com/quiver-ingest/quiver/clients/go/quiverflag"
 )
 
-// Config is one bench invocation; Main fills it from flags.
-type Config struct {
-	// Conn is the Quiver server to measure; an empty Conn.Addr starts one
-	// in process with a discard endpoint named Endpoint.
-	Conn     quiverflag.Conn
-	Endpoint string
-	// Streams lists the stream counts to measure, in order.
+// Load is what a load-driving scenario sends: Rows rows per stream at
+// each stream count of Streams, Runs times (the median is reported).
+type Load struct {
 	Streams []int
-	// Rows per stream, sent in batches of BatchRows.
-	Rows      int64
-	BatchRows int
-	Seed      uint64
-	// Runs per (target, stream count); the median by rows/s is reported.
-	Runs int
-	// Baseline also measures a bare arrow-go Flight server in process.
-	Baseline bool
+	Rows    int64
+	Runs    int
 }
 
-func (c Config) validate() error {
-	if len(c.Streams) == 0 {
+// Register adds --streams, --rows and --runs to fs, with rows rows per
+// stream, streams 1 and 4 and 3 runs as defaults.
+func (l *Load) Register(fs *flag.FlagSet, rows int64) {
+	l.Streams = []int{1, 4}
+	fs.Var((*intList)(&l.Streams), "streams", "concurrent streams, a comma list runs each (e.g. 1,4)")
+	fs.Int64Var(&l.Rows, "rows", rows, "rows per stream")
+	fs.IntVar(&l.Runs, "runs", 3, "runs per target and stream count; the median is reported")
+}
+
+// Validate checks that every count is positive.
+func (l Load) Validate() error {
+	if len(l.Streams) == 0 {
 		return errors.New("--streams: give at least one stream count")
 	}
-	for _, n := range c.Streams {
+	for _, n := range l.Streams {
 		if n <= 0 {
 			return fmt.Errorf("--streams: %d: stream counts must be positive", n)
 		}
 	}
 	switch {
-	case c.Rows <= 0:
-		return fmt.Errorf("--rows %d: must be positive", c.Rows)
+	case l.Rows <= 0:
+		return fmt.Errorf("--rows %d: must be positive", l.Rows)
+	case l.Runs <= 0:
+		return fmt.Errorf("--runs %d: must be positive", l.Runs)
+	}
+	return nil
+}
+
+// Config is one run of the load driver (Run).
+type Config struct {
+	// Conn is the Quiver server to measure; an empty Conn.Addr starts one
+	// in process (Start) with a discard endpoint named Endpoint.
+	Conn     quiverflag.Conn
+	Endpoint string
+	Load
+	// BatchRows per batch, Seed of the workload.
+	BatchRows int
+	Seed      uint64
+	// Baseline also measures a bare arrow-go Flight server in process.
+	Baseline bool
+}
+
+// NewConfig returns a Config of the standard workload (batch size and
+// seed) putting load to endpoint at addr.
+func NewConfig(addr, endpoint string, load Load) Config {
+	return Config{Conn: quiverflag.Conn{Addr: addr}, Endpoint: endpoint, Load: load,
+		BatchRows: workload.DefaultBatchRows, Seed: workload.DefaultSeed}
+}
+
+func (c Config) validate() error {
+	if err := c.Load.Validate(); err != nil {
+		return err
+	}
+	switch {
 	case c.BatchRows <= 0:
 		return fmt.Errorf("--batch-rows %d: must be positive", c.BatchRows)
-	case c.Runs <= 0:
-		return fmt.Errorf("--runs %d: must be positive", c.Runs)
 	case c.Endpoint == "":
 		return errors.New("--endpoint: must not be empty")
 	}
 	return nil
 }
 
-// Main is the command line of quiverbench and `quiver bench`: it parses
-// args, runs the benchmark and writes the report (a table, or JSON with
-// --json) to stdout; progress goes to stderr. -h prints the flags and
-// returns flag.ErrHelp.
-//
-// --scenario picks the benchmark: ingest (the default, configured by the
-// flags of Config) or one of scenarios, which bring their own flags.
-// Setting a flag of another scenario is an error.
+// Main is the command line of quiverbench and `quiver bench`: --scenario
+// picks one of scenarios (the first is the default), whose own flags
+// configure it; it runs it, the report going to stdout and progress to
+// stderr. -h prints the scenarios and the picked one's flags, and returns
+// flag.ErrHelp.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, scenarios ...Scenario) error {
+	if len(scenarios) == 0 {
+		return errors.New("bench: no scenario")
+	}
+	sc := scenarios[0]
+	if name := scenarioArg(args); name != "" {
+		found := false
+		for _, s := range scenarios {
+			if s.Name == name {
+				sc, found = s, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("bench: --scenario %q: give one of %s", name, scenarioNames(scenarios))
+		}
+	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfg := Config{Streams: []int{1, 4}}
-	conn := quiverflag.Register(fs, "")
-	fs.StringVar(&cfg.Endpoint, "endpoint", "devnull", "endpoint to put to")
-	fs.Var((*intList)(&cfg.Streams), "streams", "concurrent streams, a comma list runs each (e.g. 1,4)")
-	fs.Int64Var(&cfg.Rows, "rows", 2_000_000, "rows per stream")
-	fs.IntVar(&cfg.BatchRows, "batch-rows", DefaultBatchRows, "rows per batch")
-	fs.Uint64Var(&cfg.Seed, "seed", DefaultSeed, "workload seed")
-	fs.IntVar(&cfg.Runs, "runs", 3, "runs per target and stream count; the median is reported")
-	fs.BoolVar(&cfg.Baseline, "baseline", false, "also measure a bare arrow-go Flight server and print the ratio")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
-	scenario := fs.String("scenario", IngestScenario, "benchmark to run: "+scenarioNames(scenarios))
-	runScenario, owner := scenarioFlags(fs, scenarios)
+	fs.String("scenario", sc.Name, "benchmark to run: "+scenarioNames(scenarios))
+	run := sc.Flags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: quiverbench [flags]   (also: quiver bench [flags])")
-		fmt.Fprintln(stderr, "Without --addr, Quiver runs in process with a discard endpoint.")
-		for _, sc := range scenarios {
-			fmt.Fprintf(stderr, "--scenario %s: %s\n", sc.Name, sc.Summary)
+		fmt.Fprintln(stderr, "usage: quiverbench [--scenario NAME] [flags]")
+		for _, s := range scenarios {
+			fmt.Fprintf(stderr, "  --scenario %s: %s\n", s.Name, s.Summary)
 		}
+		fmt.Fprintf(stderr, "flags of --scenario %s:\n", sc.Name)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -89,27 +122,10 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, scenario
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench: unexpected argument %q (all settings are flags)", fs.Arg(0))
 	}
-	if *scenario != IngestScenario && runScenario[*scenario] == nil {
-		return fmt.Errorf("bench: --scenario %q: give one of %s", *scenario, scenarioNames(scenarios))
-	}
-	if err := checkScenarioFlags(fs, *scenario, owner); err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
-	if run := runScenario[*scenario]; run != nil {
-		return run(ctx, stdout, stderr)
-	}
-	cfg.Conn = *conn
-	rep, err := Run(ctx, cfg, stderr)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		return rep.WriteJSON(stdout)
-	}
-	return rep.WriteTable(stdout)
+	return run(ctx, stdout, stderr)
 }
 
-// intList is a flag.Value of comma-separated positive ints.
+// intList is a flag.Value of comma-separated ints.
 type intList []int
 
 func (l *intList) String() string {

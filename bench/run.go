@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/quiver-ingest/quiver/bench/workload"
 	quiver "github.com/quiver-ingest/quiver/clients/go"
 )
 
@@ -58,8 +59,8 @@ func (m *Millis) UnmarshalJSON(b []byte) error {
 
 func (m Millis) String() string { return time.Duration(m).Round(10 * time.Microsecond).String() }
 
-// workload is the pre-generated data every stream sends.
-type workload struct {
+// load is the pre-generated data every stream sends.
+type load struct {
 	schema  *arrow.Schema
 	batches []arrow.RecordBatch
 	rows    int64 // per stream
@@ -68,20 +69,20 @@ type workload struct {
 
 // newWorkload generates the batches and sizes them once, before any
 // timing, so that neither cost is measured.
-func newWorkload(mem memory.Allocator, seed uint64, rows int64, batchRows int) (*workload, error) {
-	batches, err := Generate(mem, seed, rows, batchRows)
+func newWorkload(mem memory.Allocator, seed uint64, rows int64, batchRows int) (*load, error) {
+	batches, err := workload.Generate(mem, seed, rows, batchRows)
 	if err != nil {
 		return nil, err
 	}
-	bytes, err := TotalIPCBodyBytes(mem, batches)
+	bytes, err := workload.TotalIPCBodyBytes(mem, batches)
 	if err != nil {
-		ReleaseAll(batches)
+		workload.ReleaseAll(batches)
 		return nil, err
 	}
-	return &workload{schema: Schema(), batches: batches, rows: rows, bytes: bytes}, nil
+	return &load{schema: workload.Schema(), batches: batches, rows: rows, bytes: bytes}, nil
 }
 
-func (w *workload) release() { ReleaseAll(w.batches) }
+func (w *load) release() { workload.ReleaseAll(w.batches) }
 
 // streamStats is what one stream measured.
 type streamStats struct {
@@ -91,7 +92,7 @@ type streamStats struct {
 
 // measure runs streams concurrent Puts of w to endpoint over c and
 // reports throughput and latencies.
-func measure(ctx context.Context, target string, c *quiver.Client, endpoint string, w *workload, streams int) (Result, error) {
+func measure(ctx context.Context, target string, c *quiver.Client, endpoint string, w *load, streams int) (Result, error) {
 	stats := make([]streamStats, streams)
 	g, gctx := errgroup.WithContext(ctx)
 	start := time.Now()
@@ -131,7 +132,7 @@ func measure(ctx context.Context, target string, c *quiver.Client, endpoint stri
 // putStream sends w as one auto-commit Put and records, per batch, the
 // time from its send to its ack, and the time from the end of sending to
 // the final ack. Times are offsets from base (monotonic).
-func putStream(ctx context.Context, c *quiver.Client, endpoint string, w *workload, base time.Time) (streamStats, error) {
+func putStream(ctx context.Context, c *quiver.Client, endpoint string, w *load, base time.Time) (streamStats, error) {
 	r, err := array.NewRecordReader(w.schema, w.batches)
 	if err != nil {
 		return streamStats{}, err

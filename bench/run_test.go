@@ -1,16 +1,14 @@
 package bench
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"io"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
+	"github.com/quiver-ingest/quiver/clients/go/quiverflag"
 )
 
 // startBaselineT serves a baseline server for the test.
@@ -30,85 +28,40 @@ func startBaselineT(t *testing.T) string {
 	return addr
 }
 
-// TestMainAgainstServer drives a running server through --addr (a
-// baseline server standing in for Quiver) and checks the JSON report.
-func TestMainAgainstServer(t *testing.T) {
+// TestRunAgainstServer drives a running server through Conn.Addr (a
+// baseline server standing in for Quiver).
+func TestRunAgainstServer(t *testing.T) {
 	addr := startBaselineT(t)
-	var out bytes.Buffer
-	args := []string{"--addr", addr, "--baseline", "--streams", "1,3", "--rows", "5000", "--batch-rows", "1024", "--runs", "2", "--json"}
-	if err := Main(context.Background(), args, &out, io.Discard); err != nil {
+	cfg := Config{Conn: quiverflag.Conn{Addr: addr}, Endpoint: "x", Load: Load{Streams: []int{2}, Rows: 3000, Runs: 2}, BatchRows: 1000, Seed: 1}
+	rep, err := Run(context.Background(), cfg, io.Discard)
+	if err != nil {
 		t.Fatal(err)
 	}
-	var rep Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	if rep.Server != addr || rep.Workload.Batches != 3 || len(rep.Results) != 1 || len(rep.Ratios) != 0 {
+		t.Fatalf("report = %+v", rep)
 	}
-	if rep.Server != addr || rep.Workload.Batches != 5 || rep.Workload.RowsPerStream != 5000 || rep.Runs != 2 {
-		t.Errorf("report header = %+v", rep)
+	if r := rep.Results[0]; r.Target != targetQuiver || r.Rows != 6000 || r.RowsPerSec <= 0 {
+		t.Errorf("result = %+v", r)
 	}
-	var got []string
-	for _, r := range rep.Results {
-		got = append(got, r.Target)
-		if r.Rows != 5000*int64(r.Streams) || r.RowsPerSec <= 0 || r.MBPerSec <= 0 || r.AckP99 < r.AckP50 || r.AckP50 <= 0 || r.CommitMax < r.CommitP50 {
-			t.Errorf("implausible result %+v", r)
+}
+
+func TestConfigErrors(t *testing.T) {
+	good := Config{Endpoint: "x", Load: Load{Streams: []int{1}, Rows: 1, Runs: 1}, BatchRows: 1}
+	for name, mutate := range map[string]func(*Config){
+		"no streams":   func(c *Config) { c.Streams = nil },
+		"zero streams": func(c *Config) { c.Streams = []int{0} },
+		"zero rows":    func(c *Config) { c.Rows = 0 },
+		"zero runs":    func(c *Config) { c.Runs = 0 },
+		"zero batch":   func(c *Config) { c.BatchRows = 0 },
+		"no endpoint":  func(c *Config) { c.Endpoint = "" },
+	} {
+		c := good
+		mutate(&c)
+		if _, err := Run(context.Background(), c, io.Discard); err == nil {
+			t.Errorf("%s: Run accepted %+v", name, c)
 		}
 	}
-	if strings.Join(got, ",") != "quiver,baseline,quiver,baseline" {
-		t.Errorf("targets = %v, want quiver and baseline for each stream count", got)
-	}
-	if len(rep.Ratios) != 2 || rep.Ratios[0].Streams != 1 || rep.Ratios[1].Streams != 3 || rep.Ratios[0].Ratio <= 0 {
-		t.Errorf("ratios = %+v", rep.Ratios)
-	}
-}
-
-func TestMainTable(t *testing.T) {
-	addr := startBaselineT(t)
-	var out bytes.Buffer
-	args := []string{"--addr", addr, "--streams", "2", "--rows", "3000", "--batch-rows", "1000", "--runs", "1"}
-	if err := Main(context.Background(), args, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	for _, want := range []string{"3000 rows per stream in 1000-row batches", "rows/s", "ack p99", "quiver        2"} {
-		if !strings.Contains(out.String(), want) {
-			t.Errorf("table lacks %q:\n%s", want, out.String())
-		}
-	}
-}
-
-func TestMainFlagErrors(t *testing.T) {
-	tests := []struct {
-		name string
-		args []string
-		want string
-	}{
-		{"streams not numbers", []string{"--streams", "1,x"}, "comma list"},
-		{"zero streams", []string{"--addr", "x:1", "--streams", "0"}, "must be positive"},
-		{"zero rows", []string{"--addr", "x:1", "--rows", "0"}, "--rows 0"},
-		{"stray argument", []string{"extra"}, `unexpected argument "extra"`},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := Main(context.Background(), tt.args, io.Discard, io.Discard)
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Main(%q) = %v, want an error containing %q", tt.args, err, tt.want)
-			}
-		})
-	}
-}
-
-// TestInProcessQuiver runs Main without --addr: Quiver in process, with
-// its discard endpoint named by --endpoint.
-func TestInProcessQuiver(t *testing.T) {
-	var out bytes.Buffer
-	args := []string{"--endpoint", "sink", "--streams", "2", "--rows", "3000", "--batch-rows", "1000", "--runs", "1", "--json"}
-	if err := Main(context.Background(), args, &out, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	var rep Report
-	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
-		t.Fatal(err)
-	}
-	if rep.Server != "in-process" || len(rep.Results) != 1 || rep.Results[0].Rows != 6000 || len(rep.Ratios) != 0 {
-		t.Errorf("report = %+v", rep)
+	if err := good.validate(); err != nil {
+		t.Errorf("good config refused: %v", err)
 	}
 }

@@ -2,42 +2,61 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"strings"
 	"testing"
 )
 
-// probeOptions are the options of the test scenario: --size.
-type probeOptions struct{ size string }
+// sizeOptions are the options of the test scenarios: --size.
+type sizeOptions struct{ size string }
 
-func (o *probeOptions) Register(fs *flag.FlagSet) {
+func (o *sizeOptions) Register(fs *flag.FlagSet) {
 	fs.StringVar(&o.size, "size", "3", "a scenario flag")
 }
 
+// wideOptions add --width.
+type wideOptions struct {
+	sizeOptions
+	width int
+}
+
+func (o *wideOptions) Register(fs *flag.FlagSet) {
+	o.sizeOptions.Register(fs)
+	fs.IntVar(&o.width, "width", 1, "another scenario flag")
+}
+
 // TestMainScenarios checks that --scenario runs the named scenario with
-// its own flags and that flags of another scenario are refused.
+// its own flags (two scenarios may share a flag name), that the first is
+// the default, and that flags of another scenario are refused.
 func TestMainScenarios(t *testing.T) {
 	tests := []struct {
 		name    string
 		args    []string
-		wantRan string // the scenario's --size when it ran
+		wantRan string // scenario and --size when it ran
 		wantErr string
 	}{
-		{"scenario with its flag", []string{"--scenario", "probe", "--size", "7"}, "7", ""},
-		{"scenario with its default", []string{"--scenario=probe"}, "3", ""},
-		{"unknown scenario", []string{"--scenario", "nope"}, "", `"nope": give one of ingest, probe`},
-		{"ingest flag with a scenario", []string{"--scenario", "probe", "--streams", "2"}, "", "--streams is a flag of --scenario ingest, not of probe"},
-		{"scenario flag without it", []string{"--size", "2", "--rows", "1"}, "", "--size is a flag of --scenario probe, not of ingest"},
+		{"default scenario", []string{"--size", "5"}, "small 5", ""},
+		{"named, flag after", []string{"--scenario", "wide", "--size", "7"}, "wide 7", ""},
+		{"named, flag before", []string{"--size", "7", "--scenario=wide", "--width", "2"}, "wide 7", ""},
+		{"single dash", []string{"-scenario", "wide"}, "wide 3", ""},
+		{"unknown scenario", []string{"--scenario", "nope"}, "", `"nope": give one of small, wide`},
+		{"flag of another scenario", []string{"--width", "2"}, "", "flag provided but not defined: -width"},
+		{"stray argument", []string{"extra"}, "", `unexpected argument "extra"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ran := ""
-			probe := NewScenario[probeOptions]("probe", "test scenario", func(_ context.Context, o probeOptions, _, _ io.Writer) error {
-				ran = o.size
+			small := NewScenario[sizeOptions]("small", "test scenario", func(_ context.Context, o sizeOptions, _, _ io.Writer) error {
+				ran = "small " + o.size
 				return nil
 			})
-			err := Main(t.Context(), tt.args, io.Discard, io.Discard, probe)
+			wide := NewScenario[wideOptions]("wide", "test scenario", func(_ context.Context, o wideOptions, _, _ io.Writer) error {
+				ran = "wide " + o.size
+				return nil
+			})
+			err := Main(t.Context(), tt.args, io.Discard, io.Discard, small, wide)
 			switch {
 			case tt.wantErr == "" && err != nil:
 				t.Fatalf("Main: %v", err)
@@ -45,8 +64,21 @@ func TestMainScenarios(t *testing.T) {
 				t.Fatalf("Main error %v, want one containing %q", err, tt.wantErr)
 			}
 			if ran != tt.wantRan {
-				t.Errorf("scenario ran with --size %q, want %q", ran, tt.wantRan)
+				t.Errorf("ran %q, want %q", ran, tt.wantRan)
 			}
 		})
+	}
+}
+
+func TestMainHelp(t *testing.T) {
+	var out strings.Builder
+	small := NewScenario[sizeOptions]("small", "the small one", func(context.Context, sizeOptions, io.Writer, io.Writer) error { return nil })
+	if err := Main(t.Context(), []string{"-h"}, io.Discard, &out, small); !errors.Is(err, flag.ErrHelp) {
+		t.Fatalf("-h: %v", err)
+	}
+	for _, want := range []string{"--scenario small: the small one", "-size"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("help lacks %q:\n%s", want, out.String())
+		}
 	}
 }

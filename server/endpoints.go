@@ -9,10 +9,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
+	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/endpoint"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 )
 
 // buildEndpoints builds every endpoint's writer, unopened. Each writer gets
@@ -114,7 +114,7 @@ func Check(ctx context.Context, cfg *config.Config, opts Options) ([]CheckResult
 	// the probes, unless its port is taken (a running server's broker
 	// then answers them).
 	if k := cfg.EmbeddedKafka; k.Enabled {
-		if c, err := embedded.Start(embedded.Options{Listen: k.Listen, Partitions: k.Partitions}); err == nil {
+		if c, err := devbroker.Start(devbroker.Options{Listen: k.Listen, Partitions: k.Partitions}); err == nil {
 			defer c.Close()
 		}
 	}

@@ -34,11 +34,11 @@ import (
 
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/internal/descseal"
+	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/endpoint"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 )
 
 // Options are the server's dependencies. Zero values are documented per
@@ -103,7 +103,7 @@ type Server struct {
 	startOnce sync.Once
 	startErr  error
 	// Set by Start before it returns; read-only afterwards.
-	kafka    *embedded.Cluster // embedded_kafka; nil when disabled
+	kafka    *devbroker.Cluster // embedded_kafka; nil when disabled
 	coord    *txn.Coordinator
 	svc      *flightsvc.Service
 	grpc     *grpc.Server
@@ -199,7 +199,7 @@ func (s *Server) start(ctx context.Context) (err error) {
 	// The embedded broker starts before the writers open: Kafka endpoints
 	// may point at it.
 	if k := s.cfg.EmbeddedKafka; k.Enabled {
-		if s.kafka, err = embedded.Start(embedded.Options{Listen: k.Listen, Partitions: k.Partitions}); err != nil {
+		if s.kafka, err = devbroker.Start(devbroker.Options{Listen: k.Listen, Partitions: k.Partitions}); err != nil {
 			return writers.Errorf(writers.ErrUnavailable, "server: embedded_kafka: %w", err)
 		}
 		s.logger.Info("embedded kafka listening", "addrs", s.kafka.Addrs(), "partitions", k.Partitions)

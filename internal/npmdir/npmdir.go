@@ -1,8 +1,12 @@
 // Package npmdir installs a pinned set of npm packages for tests (a
 // package.json and its package-lock.json, embedded by the caller) into a
-// cache folder outside the repository: $GOCACHE/../<name>/<hash of the
-// lockfile>, with `npm ci`, so that a changed lockfile installs afresh and
-// an unchanged one costs nothing after the first time.
+// cache folder outside the repository: <user cache dir>/<name>/<hash of
+// the lockfile>, with `npm ci`, so that a changed lockfile installs afresh
+// and an unchanged one costs nothing after the first time.
+//
+// Folder and Installed run nothing, so that code which only uses an
+// installed set (the LanceDB probe in the benchmarks) finds it without
+// installing.
 //
 // Test binaries of several packages may install at once (go test runs
 // them in parallel): an install holds a file lock on its folder, and files
@@ -40,8 +44,20 @@ type Spec struct {
 	Extra [][]string
 }
 
-// installedStamp is written once an install has completed.
-const installedStamp = ".installed"
+// Installed is the file written into a folder once an install has
+// completed.
+const Installed = ".installed"
+
+// Folder returns the folder a package set named name with that lockfile
+// is (or is to be) installed in.
+func Folder(name string, lockfile []byte) (string, error) {
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("npmdir: %w", err)
+	}
+	sum := sha256.Sum256(lockfile)
+	return filepath.Join(cache, name, hex.EncodeToString(sum[:8])), nil
+}
 
 // Install installs s unless it already is, and returns its folder. It
 // needs node and npm on PATH; callers check for them first to tell a
@@ -51,12 +67,10 @@ func Install(s Spec) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	dir, err := Folder(s.Name, lockfile)
 	if err != nil {
-		return "", fmt.Errorf("go env GOCACHE: %w", err)
+		return "", err
 	}
-	sum := sha256.Sum256(lockfile)
-	dir := filepath.Join(filepath.Dir(strings.TrimSpace(string(out))), s.Name, hex.EncodeToString(sum[:8]))
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
 	}
@@ -81,7 +95,7 @@ func Install(s Spec) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(filepath.Join(dir, installedStamp)); err == nil {
+	if _, err := os.Stat(filepath.Join(dir, Installed)); err == nil {
 		return dir, nil
 	}
 	for _, args := range append([][]string{{"ci"}}, s.Extra...) {
@@ -92,7 +106,7 @@ func Install(s Spec) (string, error) {
 			return "", fmt.Errorf("npm %s: %w\n%s", strings.Join(args, " "), err, out)
 		}
 	}
-	if err := replaceFile(filepath.Join(dir, installedStamp), lockfile); err != nil {
+	if err := replaceFile(filepath.Join(dir, Installed), lockfile); err != nil {
 		return "", err
 	}
 	return dir, nil

@@ -11,14 +11,14 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
+	"github.com/quiver-ingest/quiver/internal/devbroker"
 )
 
 // startKafka runs a kfake cluster in the test process, so that it outlives
 // the quiver processes the test kills.
-func startKafka(t *testing.T) *embedded.Cluster {
+func startKafka(t *testing.T) *devbroker.Cluster {
 	t.Helper()
-	c, err := embedded.Start(embedded.Options{Listen: "127.0.0.1:0", Partitions: 3})
+	c, err := devbroker.Start(devbroker.Options{Listen: "127.0.0.1:0", Partitions: 3})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,11 +36,11 @@ func kafkaOrders(brokers []string, partitions int) string {
 
 // readIDs returns the ids of the records of topic a read_committed
 // consumer sees, counting each.
-func readIDs(t *testing.T, c *embedded.Cluster, topic string) map[int64]int {
+func readIDs(t *testing.T, c *devbroker.Cluster, topic string) map[int64]int {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	recs, err := embedded.ReadCommitted(ctx, c.Addrs(), topic)
+	recs, err := devbroker.ReadCommitted(ctx, c.Addrs(), topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +88,7 @@ func TestKafkaKillAfterPrecommit(t *testing.T) {
 		commitOK(t, tx, fmt.Sprintf("commit %d", i))
 	}
 	wantExactlyOnce(t, readIDs(t, k, "orders"), totalRows)
-	markers, err := embedded.ReadCommitted(ctx, k.Addrs(), "_quiver_commits")
+	markers, err := devbroker.ReadCommitted(ctx, k.Addrs(), "_quiver_commits")
 	if err != nil || len(markers) != 1 {
 		t.Fatalf("markers %v, %v: want exactly one", markers, err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
+	"github.com/quiver-ingest/quiver/internal/devbroker"
 )
 
 // freePort returns a 127.0.0.1 port nobody listens on now. Another process
@@ -55,7 +55,7 @@ func TestKafkaEmbeddedBroker(t *testing.T) {
 
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	recs, err := embedded.ReadCommitted(rctx, []string{addr}, "orders")
+	recs, err := devbroker.ReadCommitted(rctx, []string{addr}, "orders")
 	if err != nil {
 		t.Fatal(err)
 	}

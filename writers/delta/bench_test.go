@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/bench/workload"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
@@ -24,7 +24,7 @@ import (
 // encoder the sink is built on), per codec.
 func BenchmarkWrite(b *testing.B) {
 	const rows int64 = 1 << 20
-	batches, err := bench.Generate(memory.DefaultAllocator, bench.DefaultSeed, rows, bench.DefaultBatchRows)
+	batches, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, rows, workload.DefaultBatchRows)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -138,12 +138,12 @@ func benchmarkUpsert(b *testing.B, dvs bool) {
 	if err := seed.Open(ctx); err != nil {
 		b.Fatal(err)
 	}
-	table, err := bench.Generate(memory.DefaultAllocator, bench.DefaultSeed, tableRows, bench.DefaultBatchRows)
+	table, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, tableRows, workload.DefaultBatchRows)
 	if err != nil {
 		b.Fatal(err)
 	}
 	err = writeStream(ctx, seed, writers.AutoKey("seed"), table)
-	bench.ReleaseAll(table)
+	workload.ReleaseAll(table)
 	if err == nil {
 		err = seed.Close(ctx)
 	}
@@ -160,11 +160,11 @@ func benchmarkUpsert(b *testing.B, dvs bool) {
 		b.Fatal(err)
 	}
 	defer w.Close(ctx)
-	changes, err := bench.Generate(memory.DefaultAllocator, bench.DefaultSeed+1, changeRows, bench.DefaultBatchRows)
+	changes, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed+1, changeRows, workload.DefaultBatchRows)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer bench.ReleaseAll(changes)
+	defer workload.ReleaseAll(changes)
 	var size int64
 	for _, r := range changes {
 		size += util.TotalRecordSize(r)
@@ -180,7 +180,7 @@ func benchmarkUpsert(b *testing.B, dvs bool) {
 		// in the seed's (rewritten) files, so every op rewrites the whole
 		// table as the first does (the ids of an earlier op now sit in its
 		// small file of live rows); odd rows insert ids never used before.
-		batches := bench.WithIDs(memory.DefaultAllocator, changes, func(row int64) int64 {
+		batches := workload.WithIDs(memory.DefaultAllocator, changes, func(row int64) int64 {
 			if row%2 == 0 {
 				return row*10 + (epoch-1)%20
 			}
@@ -192,7 +192,7 @@ func benchmarkUpsert(b *testing.B, dvs bool) {
 				b.Fatal(err)
 			}
 		}
-		bench.ReleaseAll(batches)
+		workload.ReleaseAll(batches)
 		d, err := w.Precommit(ctx, key)
 		if err != nil {
 			b.Fatal(err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
 // maxReplans bounds how often Commit plans its actions again after a
@@ -46,7 +47,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	if err != nil {
 		return writers.CommitInfo{}, err
 	}
-	w.forget(ctx, key)
+	w.stages.Forget(ctx, key, w.log)
 
 	// Files are checked once, before the first write (a created table
 	// included) and after the replay check: a replay publishes nothing.
@@ -56,47 +57,50 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			return nil
 		}
 		if err := w.verifyFiles(ctx, ds); err != nil {
-			w.m.commits.WithLabelValues("failed").Inc()
 			return err
 		}
 		verified = true
 		return nil
 	}
 	lostCreate := false // a previous attempt lost the race to create the table
-	for replan := 0; ; replan++ {
+	loop := tablesink.Commit{Sink: "delta", Endpoint: w.env.Endpoint, Key: key, MaxReplans: maxReplans,
+		Commits: w.m.commits, Conflicts: w.m.conflicts, Replans: w.m.retries, Log: w.log}
+	// Only a lost race of the commit itself is planned again.
+	stop := func(err error) (writers.CommitInfo, tablesink.Result, error) {
+		return writers.CommitInfo{}, 0, tablesink.Final(err)
+	}
+	return loop.Loop(ctx, func(ctx context.Context, _ int) (writers.CommitInfo, tablesink.Result, error) {
 		snap, err := w.latest(ctx)
 		if err != nil {
-			return writers.CommitInfo{}, err
+			return stop(err)
 		}
 		if !hasFiles(ds) && (key.Auto || snap == nil) {
 			// Nothing to publish and no epoch to record (auto-commit), or
 			// no table to record it in: a table is created only by the
 			// commit that publishes its first rows.
 			if snap == nil {
-				return writers.CommitInfo{Version: writers.NoVersion}, nil
+				return writers.CommitInfo{Version: writers.NoVersion}, tablesink.Uncounted, nil
 			}
-			return writers.CommitInfo{Version: snap.Version}, nil
+			return writers.CommitInfo{Version: snap.Version}, tablesink.Uncounted, nil
 		}
 		if snap == nil {
 			if err := verify(); err != nil {
-				return writers.CommitInfo{}, err
+				return stop(err)
 			}
 			if snap, err = w.tableFromDescriptors(ds); err != nil {
-				return writers.CommitInfo{}, err
+				return stop(err)
 			}
 		}
 		if info, done := w.replayed(ctx, key, snap); done {
-			w.m.commits.WithLabelValues("replayed").Inc()
-			return info, nil
+			return info, tablesink.Replayed, nil
 		}
 		if err := verify(); err != nil {
-			return writers.CommitInfo{}, err
+			return stop(err)
 		}
 		base := snap
 		if upsert != nil {
 			if base, err = w.upsertBase(ctx, snap, upsert); err != nil {
-				w.m.commits.WithLabelValues("failed").Inc()
-				return writers.CommitInfo{}, err
+				return stop(err)
 			}
 		}
 		actions, err := w.plan(snap, key, ds, upsert)
@@ -104,7 +108,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			if lostCreate {
 				err = fmt.Errorf("%w (another writer's first commit created the table meanwhile, with columns %s)", err, tableColumns(snap))
 			}
-			return writers.CommitInfo{}, err
+			return stop(err)
 		}
 		version, err := w.commitPlanned(ctx, base, actions, upsert)
 		var conflict *deltalog.ConflictError
@@ -112,35 +116,25 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		case upsert != nil && errors.As(err, &conflict) && conflict.Kind != deltalog.ConflictTxn:
 			// The rewrite was planned against a table that has moved on:
 			// publishing it could resurrect or duplicate rows.
-			w.m.conflicts.Inc()
-			w.m.commits.WithLabelValues("failed").Inc()
-			return writers.CommitInfo{}, fmt.Errorf("%w (upsert planned at version %d: roll back the transaction and replay it)", err, upsert.ReadVersion)
-		case err == nil:
-			if version > snap.Version+1 {
-				w.m.conflicts.Inc() // lost a race; deltalog rebased it
-			}
-			w.rememberCommit(key, version)
-			w.m.commits.WithLabelValues("committed").Inc()
-			if upsert != nil {
-				w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...))
-			}
-			return writers.CommitInfo{Version: version}, nil
-		case errors.As(err, &conflict) && replan < maxReplans:
+			return stop(fmt.Errorf("%w (upsert planned at version %d: roll back the transaction and replay it)", err, upsert.ReadVersion))
+		case errors.As(err, &conflict):
 			// The next round reads the winner: a txn of ours (a replay)
 			// ends as Replayed, anything else is planned again (on the
 			// table another writer created, when this one lost that race).
 			lostCreate = conflict.Kind == deltalog.ConflictTableExists
-			w.m.conflicts.Inc()
-			w.m.retries.Inc()
-			w.log.Debug("delta commit conflict, planning again", "key", key.String(), "conflict", conflict.Kind, "winner", conflict.WinnerVersion)
-		case errors.Is(err, writers.ErrOutcomeUnknown):
-			w.m.commits.WithLabelValues("failed").Inc()
-			return writers.CommitInfo{}, &writers.OutcomeUnknownError{Endpoint: w.env.Endpoint, Key: key, Err: err}
-		default:
-			w.m.commits.WithLabelValues("failed").Inc()
-			return writers.CommitInfo{}, err
+			return writers.CommitInfo{}, 0, err
+		case err != nil:
+			return stop(err)
 		}
-	}
+		if version > snap.Version+1 {
+			w.m.conflicts.Inc() // lost a race; deltalog rebased it
+		}
+		w.rememberCommit(key, version)
+		if upsert != nil {
+			w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...))
+		}
+		return writers.CommitInfo{Version: version}, tablesink.Committed, nil
+	})
 }
 
 // tableColumns lists snap's columns for messages.
@@ -203,21 +197,6 @@ func (w *Writer) rememberCommit(key writers.TxnKey, version int64) {
 	w.mu.Lock()
 	w.lastCommit[key.Writer] = committedAt{key.Epoch, version}
 	w.mu.Unlock()
-}
-
-// forget drops key's local stage without deleting precommitted files (the
-// commit publishes them); anything staged after the precommit is
-// discarded.
-func (w *Writer) forget(ctx context.Context, key writers.TxnKey) {
-	w.mu.Lock()
-	s := w.stages[key]
-	delete(w.stages, key)
-	w.mu.Unlock()
-	if s != nil {
-		if err := w.discard(ctx, s); err != nil {
-			w.log.Warn("delta: discarding data staged after precommit failed", "key", key.String(), "err", err)
-		}
-	}
 }
 
 // replayLookback bounds how many commits replayed reads back to find the

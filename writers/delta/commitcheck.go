@@ -7,6 +7,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
+	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
 // Commit-time checks of descriptors against the endpoint and the table.
@@ -19,15 +20,8 @@ import (
 // files an append never read) and, in mode upsert, files added without
 // the plan that wrote them (blind adds could duplicate keys).
 func (w *Writer) checkModes(ds []*descriptor) error {
-	for i, d := range ds {
-		switch {
-		case d.Upsert != nil && w.cfg.WriteMode != ModeUpsert:
-			return writers.Errorf(writers.ErrInvalid, "delta: endpoint %q: descriptor %d holds an upsert plan but the endpoint's mode is %s: hand over only descriptors precommitted by this endpoint", w.env.Endpoint, i, w.cfg.WriteMode)
-		case d.Upsert == nil && len(d.Adds) > 0 && w.cfg.WriteMode == ModeUpsert:
-			return writers.Errorf(writers.ErrInvalid, "delta: endpoint %q: descriptor %d adds files without an upsert plan but the endpoint's mode is upsert: hand over only descriptors precommitted by this endpoint", w.env.Endpoint, i)
-		}
-	}
-	return nil
+	m := tablesink.Modes{Sink: "delta", Endpoint: w.env.Endpoint, Mode: w.cfg.WriteMode, PlanMode: ModeUpsert, Plan: "an upsert plan", Files: "files"}
+	return m.Check(len(ds), func(i int) (bool, bool) { return ds[i].Upsert != nil, len(ds[i].Adds) > 0 })
 }
 
 // verifyFiles checks that every file ds add, and the deletion-vector file

@@ -17,12 +17,11 @@ func (w *Writer) warmKeys(files []addFile) {
 	if w.keys == nil || len(files) == 0 {
 		return
 	}
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+	// Under the stages' lock: Close, having closed them, waits for it.
+	if !w.stages.IfOpen(func() { w.warming.Add(1) }) {
 		return
 	}
-	w.warming.Add(1) // under mu: Close, having set closed, waits for it
+	w.mu.Lock()
 	prev := w.warmDone
 	done := make(chan struct{})
 	w.warmDone = done

@@ -216,6 +216,10 @@ func changelogBatch(mem memory.Allocator, meta changelogMeta, rows []changeRow) 
 // DuckDB over the active files (rows of deletion vectors left out) equals
 // the model.
 func TestUpsertProperty(t *testing.T) {
+	rounds := 14
+	if testing.Short() {
+		rounds = 4
+	}
 	for _, tc := range []struct {
 		name      string
 		partition []string
@@ -243,7 +247,7 @@ func TestUpsertProperty(t *testing.T) {
 			w := openWriter(t, cfg, mem)
 			db := duckcheck.Open(t)
 			model := &upsertModel{keys: tc.keys, rows: map[string]string{}}
-			for round := range 14 {
+			for round := range rounds {
 				meta := changelogMeta(round % 3)
 				key := writers.TxnKey{Writer: "prop", Epoch: int64(round)}
 				var all []changeRow

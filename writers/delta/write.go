@@ -25,7 +25,7 @@ import (
 // rec is borrowed. A batch whose schema does not fit the table is ErrInvalid
 // naming the column, and nothing of it is staged.
 func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
-	s, err := w.stageOf(key, true)
+	s, err := w.stages.Get(key, true)
 	if err != nil {
 		return err
 	}
@@ -203,7 +203,7 @@ func (w *Writer) reconcileWith(snap *deltalog.Snapshot, got *deltalog.Schema) (*
 // repeated call (a lost answer) returns the same files and more. A key that
 // wrote nothing yields a descriptor that publishes nothing.
 func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Descriptor, error) {
-	s, err := w.stageOf(key, false)
+	s, err := w.stages.Get(key, false)
 	if err != nil {
 		return nil, err
 	}
@@ -232,12 +232,5 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 // unreferenced, because a commit elsewhere may still publish them. Unknown
 // keys are a no-op; Rollback is idempotent.
 func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
-	w.mu.Lock()
-	s := w.stages[key]
-	delete(w.stages, key)
-	w.mu.Unlock()
-	if s == nil {
-		return nil
-	}
-	return w.discard(ctx, s)
+	return w.stages.Rollback(ctx, key)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
+	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
 var (
@@ -34,22 +35,22 @@ type Writer struct {
 	m          *metrics
 	registered *writers.Metrics // m on env.Registerer, until Close
 	parts      partitioner
+	root       tablesink.Root
 	bucket     *storage.Bucket // set by Open, read-only afterwards
-	keys       *keyCache       // upsert's per-file key indexes; nil when disabled
+	stages     *tablesink.Stages[stage]
+	keys       *keyCache // upsert's per-file key indexes; nil when disabled
 	// warmCtx bounds the key warm-ups (warmKeys), which warming counts;
 	// Close cancels it and waits.
 	warmCtx  context.Context
 	stopWarm context.CancelFunc
 	warming  sync.WaitGroup
 
-	mu     sync.Mutex // guards the following fields
-	snap   *deltalog.Snapshot
-	stages map[writers.TxnKey]*stage
+	mu   sync.Mutex // guards the following fields
+	snap *deltalog.Snapshot
 	// lastCommit remembers, per transactional writer, the last commit
 	// made through this Writer, so that a repeated Commit answers the
 	// original version without reading the log.
 	lastCommit map[string]committedAt
-	closed     bool
 	warmDone   chan struct{} // closed when the last warm-up started ends
 }
 
@@ -73,9 +74,10 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		mem:        env.Allocator,
 		m:          newMetrics(),
 		parts:      partitioner{cols: cfg.PartitionBy},
-		stages:     make(map[writers.TxnKey]*stage),
+		root:       tablesink.Root{Sink: "delta", Option: "table_uri", URI: cfg.TableURI, BaseDir: env.ConfigDir},
 		lastCommit: make(map[string]committedAt),
 	}
+	w.stages = tablesink.NewStages("delta", w.discard)
 	if cfg.WriteMode == ModeUpsert && cfg.KeyIndexMaxBytes > 0 {
 		w.keys = newKeyCache(cfg.KeyIndexMaxBytes, w.m.keyIndexBytes)
 	}
@@ -94,25 +96,10 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 // table must be writable by Quiver (deltalog.CheckWritable) and
 // partitioned by partition_by.
 func (w *Writer) Open(ctx context.Context) error {
-	b, err := w.openBucket(ctx)
-	if err != nil {
+	return w.root.Open(ctx, w.log, &w.bucket, func(ctx context.Context) error {
+		_, err := w.latest(ctx)
 		return err
-	}
-	w.bucket = b
-	if _, err := w.latest(ctx); err != nil {
-		w.bucket = nil
-		return errors.Join(err, b.Close())
-	}
-	b.CleanUp(ctx, w.log)
-	return nil
-}
-
-func (w *Writer) openBucket(ctx context.Context) (*storage.Bucket, error) {
-	b, err := storage.Open(ctx, w.cfg.TableURI, storage.Options{BaseDir: w.env.ConfigDir})
-	if err != nil {
-		return nil, fmt.Errorf("delta: open table_uri %s: %w", w.cfg.TableURI, err)
-	}
-	return b, nil
+	})
 }
 
 // Close discards what open keys staged (precommitted files stay for a
@@ -120,27 +107,17 @@ func (w *Writer) openBucket(ctx context.Context) (*storage.Bucket, error) {
 // It must not run concurrently with Write (the server closes writers once
 // every stream has ended). Close is idempotent.
 func (w *Writer) Close(ctx context.Context) error {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+	stages, first := w.stages.Close()
+	if !first {
 		return nil
 	}
-	w.closed = true
 	w.registered.Unregister()
-	stages := w.stages
-	w.stages = make(map[writers.TxnKey]*stage)
-	w.mu.Unlock()
 	w.stopWarm()
 	w.warming.Wait()
 	if w.bucket == nil {
 		return nil
 	}
-	var errs []error
-	for _, s := range stages {
-		errs = append(errs, w.discard(ctx, s))
-	}
-	errs = append(errs, w.bucket.Close())
-	return errors.Join(errs...)
+	return errors.Join(append(w.stages.Discard(ctx, stages), w.bucket.Close())...)
 }
 
 // Contract: exactly-once through txn actions; append, overwrite and
@@ -210,43 +187,21 @@ func (w *Writer) CommittedEpoch(ctx context.Context, writer string) (int64, bool
 // existing table is readable and writable by Quiver and partitioned as
 // configured. It may run before Open.
 func (w *Writer) Check(ctx context.Context) error {
-	b := w.bucket
-	if b == nil {
-		var err error
-		if b, err = w.openBucket(ctx); err != nil {
-			return err
-		}
-		defer b.Close()
-	}
-	snap, err := deltalog.Load(ctx, b)
-	if errors.Is(err, deltalog.ErrTableNotFound) {
-		// Probe reachability: listing an empty or missing root is fine.
-		for _, err := range b.List(ctx, "", "") {
-			if err != nil {
-				return fmt.Errorf("delta: table_uri %s is not reachable: %w", w.cfg.TableURI, err)
+	return w.root.Probe(ctx, w.bucket, func(b *storage.Bucket) error {
+		snap, err := deltalog.Load(ctx, b)
+		if errors.Is(err, deltalog.ErrTableNotFound) {
+			// Probe reachability: listing an empty or missing root is fine.
+			for _, err := range b.List(ctx, "", "") {
+				if err != nil {
+					return fmt.Errorf("delta: table_uri %s is not reachable: %w", w.cfg.TableURI, err)
+				}
+				break
 			}
-			break
+			return nil
 		}
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("delta: read table %s: %w", w.cfg.TableURI, err)
-	}
-	return w.checkTable(snap)
-}
-
-// stageOf returns key's stage, creating it when create is set; nil when
-// the key has none.
-func (w *Writer) stageOf(key writers.TxnKey, create bool) (*stage, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil, writers.Errorf(writers.ErrWrongState, "delta: the writer is closed")
-	}
-	s := w.stages[key]
-	if s == nil && create {
-		s = &stage{}
-		w.stages[key] = s
-	}
-	return s, nil
+		if err != nil {
+			return fmt.Errorf("delta: read table %s: %w", w.cfg.TableURI, err)
+		}
+		return w.checkTable(snap)
+	})
 }

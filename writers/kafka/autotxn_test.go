@@ -11,14 +11,14 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka"
-	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 )
 
 // logEnd returns the sum of topic's high watermarks: every record in the
 // log, in open and aborted transactions too.
-func logEnd(t *testing.T, c *embedded.Cluster, topic string) int64 {
+func logEnd(t *testing.T, c *devbroker.Cluster, topic string) int64 {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
 	if err != nil {

@@ -13,16 +13,16 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka"
-	"github.com/quiver-ingest/quiver/writers/kafka/embedded"
 )
 
 // startCluster starts a one-broker kfake cluster with 3-partition topics,
 // closed at the end of the test.
-func startCluster(t testing.TB, topics ...string) *embedded.Cluster {
+func startCluster(t testing.TB, topics ...string) *devbroker.Cluster {
 	t.Helper()
-	c, err := embedded.Start(embedded.Options{Listen: "127.0.0.1:0", Partitions: 3, Topics: topics})
+	c, err := devbroker.Start(devbroker.Options{Listen: "127.0.0.1:0", Partitions: 3, Topics: topics})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +36,7 @@ var topicSeq atomic.Int64
 func uniqueTopic(prefix string) string { return fmt.Sprintf("%s-%d", prefix, topicSeq.Add(1)) }
 
 // newConfig returns a valid config for topic on c, with changes applied.
-func newConfig(c *embedded.Cluster, topic string, change func(*kafka.Config)) *kafka.Config {
+func newConfig(c *devbroker.Cluster, topic string, change func(*kafka.Config)) *kafka.Config {
 	cfg := kafka.NewConfig()
 	cfg.Brokers = c.Addrs()
 	cfg.Topic = topic
@@ -71,7 +71,7 @@ func readCommitted(t testing.TB, addrs []string, topic string) []*kgo.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	recs, err := embedded.ReadCommitted(ctx, addrs, topic)
+	recs, err := devbroker.ReadCommitted(ctx, addrs, topic)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,11 +2,11 @@ package lance
 
 import (
 	"context"
-	"errors"
 	"strconv"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
 // maxReplans bounds how often Commit plans again after a conflict
@@ -54,47 +54,45 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			}
 		}
 	}
-	patch := w.forget(key)
-	failed := func(err error) (writers.CommitInfo, error) {
-		w.m.commits.WithLabelValues("failed").Inc()
-		return writers.CommitInfo{}, err
+	var patch *indexPatch
+	if st := w.stages.Forget(ctx, key, w.log); st != nil {
+		patch = st.patch
 	}
-
 	lostCreate := false // a previous attempt lost the race to create the dataset
-	for replan := 0; ; replan++ {
+	loop := tablesink.Commit{Sink: "lance", Endpoint: w.env.Endpoint, Key: key, MaxReplans: maxReplans,
+		Commits: w.m.commits, Conflicts: w.m.conflicts, Log: w.log}
+	return loop.Loop(ctx, func(ctx context.Context, replan int) (writers.CommitInfo, tablesink.Result, error) {
 		d, err := w.latest(ctx)
 		if err != nil {
-			return failed(err)
+			return writers.CommitInfo{}, 0, err
 		}
 		if len(frags) == 0 && (m == nil || len(m.Updated)+len(m.Removed) == 0) && (key.Auto || d == nil) {
 			// Nothing to publish and no epoch to record (auto-commit), or
 			// no dataset to record it in: a dataset is created only by the
 			// commit that publishes its first rows.
 			if d == nil {
-				return writers.CommitInfo{Version: writers.NoVersion}, nil
+				return writers.CommitInfo{Version: writers.NoVersion}, tablesink.Uncounted, nil
 			}
-			return writers.CommitInfo{Version: int64(d.Version())}, nil
+			return writers.CommitInfo{Version: int64(d.Version())}, tablesink.Uncounted, nil
 		}
 		if !key.Auto {
 			c, ok, err := w.hist.lookup(ctx, w.bucket, d, key.Writer)
 			if err != nil {
-				return failed(err)
+				return writers.CommitInfo{}, 0, err
 			}
 			if ok && c.epoch >= key.Epoch {
-				w.m.commits.WithLabelValues("replayed").Inc()
-				return writers.CommitInfo{Version: c.version, Replayed: true}, nil
+				return writers.CommitInfo{Version: c.version, Replayed: true}, tablesink.Replayed, nil
 			}
 		}
 		if replan == 0 { // once, after the replay check: a replay publishes nothing
 			if err := w.verifyFiles(ctx, ds); err != nil {
-				return failed(err)
+				return writers.CommitInfo{}, 0, err
 			}
 		}
 		txn := &lanceformat.Transaction{Op: lanceformat.OpAppend, Fragments: frags}
 		if m != nil {
 			if err := m.apply(d, txn); err != nil {
-				w.m.conflicts.Inc()
-				return failed(err)
+				return writers.CommitInfo{}, 0, tablesink.Final(err)
 			}
 		}
 		if !key.Auto {
@@ -103,36 +101,25 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		if d == nil {
 			txn.Op, txn.Schema = lanceformat.OpOverwrite, schema
 		} else if schema != nil && len(frags) > 0 && !schema.Equal(&d.Manifest.Schema) {
-			return failed(writers.Errorf(writers.ErrInvalid, "lance: the descriptors' data files were written for another schema than the dataset's (%s), which %s: replay the transaction with the dataset's columns", fieldList(&d.Manifest.Schema), changedBy(lostCreate)))
+			return writers.CommitInfo{}, 0, writers.Errorf(writers.ErrInvalid, "lance: the descriptors' data files were written for another schema than the dataset's (%s), which %s: replay the transaction with the dataset's columns", fieldList(&d.Manifest.Schema), changedBy(lostCreate))
 		}
 		nd, err := lanceformat.Commit(ctx, w.bucket, d, txn)
-		switch {
-		case err == nil:
-			if d != nil && nd.Version() > d.Version()+1 {
-				w.m.rebases.Inc() // lost the race; lanceformat rebased it
-			}
-			w.m.version.Set(float64(nd.Version()))
-			w.m.commits.WithLabelValues("committed").Inc()
-			if m != nil {
-				w.m.countMerge(m.Counts)
-				if patch != nil && patch.matches(m, frags) {
-					w.patchIndex(patch, nd)
-				}
-			}
-			return writers.CommitInfo{Version: int64(nd.Version())}, nil
-		case errors.Is(err, writers.ErrConflict) && replan < maxReplans:
+		if err != nil {
 			lostCreate = d == nil
-			w.m.conflicts.Inc()
-			w.log.Debug("lance commit conflict, planning again", "key", key.String(), "err", err)
-		case errors.Is(err, writers.ErrOutcomeUnknown):
-			return failed(&writers.OutcomeUnknownError{Endpoint: w.env.Endpoint, Key: key, Err: err})
-		default:
-			if errors.Is(err, writers.ErrConflict) {
-				w.m.conflicts.Inc()
-			}
-			return failed(err)
+			return writers.CommitInfo{}, 0, err
 		}
-	}
+		if d != nil && nd.Version() > d.Version()+1 {
+			w.m.rebases.Inc() // lost the race; lanceformat rebased it
+		}
+		w.m.version.Set(float64(nd.Version()))
+		if m != nil {
+			w.m.countMerge(m.Counts)
+			if patch != nil && patch.matches(m, frags) {
+				w.patchIndex(patch, nd)
+			}
+		}
+		return writers.CommitInfo{Version: int64(nd.Version())}, tablesink.Committed, nil
+	})
 }
 
 // changedBy says how the dataset came to have another schema than the
@@ -153,23 +140,6 @@ func fieldList(s *lanceformat.Schema) string {
 	return writers.FieldList(as)
 }
 
-// forget drops key's stage without deleting precommitted files (the
-// commit publishes them); data staged after the precommit is discarded.
-// It returns the stage's key index patch (nil: none).
-func (w *Writer) forget(key writers.TxnKey) *indexPatch {
-	w.mu.Lock()
-	s := w.stages[key]
-	delete(w.stages, key)
-	w.mu.Unlock()
-	if s == nil {
-		return nil
-	}
-	if err := w.discard(context.Background(), s); err != nil {
-		w.log.Warn("lance: discarding data staged after precommit failed", "key", key.String(), "err", err)
-	}
-	return s.patch
-}
-
 // patchIndex brings the key index to nd, the version a merge committed,
 // from the merge's own patch when it applies (see keyIndex.apply). It
 // takes idxMu now and patches in the background, releasing it when done:
@@ -177,13 +147,8 @@ func (w *Writer) forget(key writers.TxnKey) *indexPatch {
 // next transaction's data arriving), and the next merge's planning, which
 // takes idxMu, finds the index patched. Close waits for it.
 func (w *Writer) patchIndex(p *indexPatch, nd *lanceformat.Dataset) {
-	w.mu.Lock()
-	closed := w.closed
-	if !closed {
-		w.patching.Add(1) // under mu: Close, having set closed, waits for it
-	}
-	w.mu.Unlock()
-	if closed {
+	// Under the stages' lock: Close, having closed them, waits for it.
+	if !w.stages.IfOpen(func() { w.patching.Add(1) }) {
 		return
 	}
 	w.idxMu.Lock()

@@ -10,6 +10,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
 	"github.com/quiver-ingest/quiver/writers/storage"
+	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
 const (
@@ -132,16 +133,8 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 // fragments an append never read) and, in merge_insert, fragments without
 // the merge that wrote them (blind appends could duplicate keys).
 func (w *Writer) checkModes(ds []*descriptor) error {
-	merging := w.cfg.WriteMode == ModeMergeInsert
-	for i, d := range ds {
-		switch {
-		case d.Merge != nil && !merging:
-			return writers.Errorf(writers.ErrInvalid, "lance: endpoint %q: descriptor %d holds a merge but the endpoint's mode is %s: hand over only descriptors precommitted by this endpoint", w.env.Endpoint, i, w.cfg.WriteMode)
-		case d.Merge == nil && len(d.Fragments) > 0 && merging:
-			return writers.Errorf(writers.ErrInvalid, "lance: endpoint %q: descriptor %d adds fragments without a merge but the endpoint's mode is merge_insert: hand over only descriptors precommitted by this endpoint", w.env.Endpoint, i)
-		}
-	}
-	return nil
+	m := tablesink.Modes{Sink: "lance", Endpoint: w.env.Endpoint, Mode: w.cfg.WriteMode, PlanMode: ModeMergeInsert, Plan: "a merge", Files: "fragments"}
+	return m.Check(len(ds), func(i int) (bool, bool) { return ds[i].Merge != nil, len(ds[i].Fragments) > 0 })
 }
 
 // verifyFiles checks that every data file and new deletion file ds name

@@ -15,9 +15,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/internal/lanceprobe"
 )
 
 // liveRows returns every live row of the latest version (duplicate keys
@@ -94,7 +94,7 @@ func TestKeyIndexMatchesScan(t *testing.T) {
 	for _, withLanceDB := range []bool{false, true} {
 		t.Run(fmt.Sprintf("lancedb=%v", withLanceDB), func(t *testing.T) {
 			if withLanceDB {
-				lanceprobe.Dir(t)
+				probetest.Dir(t)
 			}
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
@@ -144,7 +144,7 @@ func TestKeyIndexMatchesScan(t *testing.T) {
 					file := filepath.Join(db, fmt.Sprintf("l%d.arrow", round))
 					writeIPC(t, file, rec)
 					rec.Release()
-					lanceprobe.Run(t, "merge-insert", db, "t", file, "--on", "id,k2")
+					probetest.Run(t, "merge-insert", db, "t", file, "--on", "id,k2")
 				}
 				c := combos[round%len(combos)]
 				w.cfg.WhenMatched, w.cfg.WhenNotMatched, w.cfg.WhenNotMatchedBySource, w.cfg.SourceDuplicates = c[0], c[1], c[2], c[3]

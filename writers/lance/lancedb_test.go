@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/internal/emulator"
+	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/internal/lanceprobe"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
 )
 
@@ -106,7 +106,7 @@ func wantLines(t *testing.T, out string, lines ...string) {
 // created (every version, values and nulls), merges into and deletes from
 // it, and Quiver then reads LanceDB's versions and appends on top.
 func TestLanceDBReadsAndMutatesQuiverDataset(t *testing.T) {
-	lanceprobe.Dir(t)
+	probetest.Dir(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	db, dir := dbDir(t, "items")
@@ -119,7 +119,7 @@ func TestLanceDBReadsAndMutatesQuiverDataset(t *testing.T) {
 	commitRows(t, w, writers.AutoKey("s1"), r1)
 	commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 4}, r2)
 
-	out := lanceprobe.Run(t, "verify", db, "items", "--mutate")
+	out := probetest.Run(t, "verify", db, "items", "--mutate")
 	wantLines(t, out,
 		"== latest: version=2 rows=10",
 		`{"id":"0","name":null,"score":0.5,"tags":null}`,
@@ -145,7 +145,7 @@ func TestLanceDBReadsAndMutatesQuiverDataset(t *testing.T) {
 	if info := commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 5}, r3); info.Version != 5 {
 		t.Fatalf("append after LanceDB's versions made version %d, want 5", info.Version)
 	}
-	out = lanceprobe.Run(t, "verify", db, "items")
+	out = probetest.Run(t, "verify", db, "items")
 	wantLines(t, out, "== latest: version=5 rows=13", `{"id":"101","name":"n101","score":101.5,"tags":["t101",null]}`, "v4 rows=10", "v5 rows=13")
 }
 
@@ -156,7 +156,7 @@ func TestQuiverAppendsToLanceDBDataset(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	db, dir := dbDir(t, "t")
-	lanceprobe.Run(t, "scenario", db, "--storage", "2.0")
+	probetest.Run(t, "scenario", db, "--storage", "2.0")
 	w := newWriter(t, dir, mem)
 	defer w.Close(context.Background())
 
@@ -174,7 +174,7 @@ func TestQuiverAppendsToLanceDBDataset(t *testing.T) {
 	if info := commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 1}, r); info.Version != 5 {
 		t.Fatalf("append made version %d, want 5", info.Version)
 	}
-	out := lanceprobe.Run(t, "verify", db, "t")
+	out := probetest.Run(t, "verify", db, "t")
 	wantLines(t, out, "== latest: version=5 rows=12", `{"id":"20","name":"n20","score":20.5,"tags":null}`,
 		`{"id":"2","name":"bob","score":20.5,"tags":["upd"]}`, "v4 rows=9", "v5 rows=12")
 	d, err := lanceformat.Latest(context.Background(), w.bucket)
@@ -187,7 +187,7 @@ func TestQuiverAppendsToLanceDBDataset(t *testing.T) {
 // a dataset the sink wrote there (its object_store reaches moto through
 // AWS_ENDPOINT and AWS_ALLOW_HTTP).
 func TestLanceDBReadsQuiverDatasetOnS3(t *testing.T) {
-	lanceprobe.Dir(t)
+	probetest.Dir(t)
 	store := emulator.S3(t)
 	bucket := store.Bucket(t)
 	t.Setenv("AWS_ENDPOINT", store.Endpoint)
@@ -202,7 +202,7 @@ func TestLanceDBReadsQuiverDatasetOnS3(t *testing.T) {
 	commitRows(t, w, writers.AutoKey("s1"), r1)
 	commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 1}, r2)
 
-	out := lanceprobe.Run(t, "verify", "s3://"+bucket, "items")
+	out := probetest.Run(t, "verify", "s3://"+bucket, "items")
 	wantLines(t, out,
 		"== latest: version=2 rows=10",
 		`{"id":"5","name":"n5","score":5.5,"tags":["t5",null]}`,

@@ -7,14 +7,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/bench/workload"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
 // BenchmarkMergeWarmIndex is the warm-index merge of the merge-insert
-// benchmark (writers/lance/mergebench) in process, without Flight: a
+// benchmark (bench/scenario/mergeinsert) in process, without Flight: a
 // 2,000,000-row dataset of the standard workload, then sources of 200,000
-// rows (bench.MergeSource: half existing ids with new values, half new)
+// rows (workload.MergeSource: half existing ids with new values, half new)
 // merged on [id] with update_all + insert_all by a writer whose key index
 // the first source built. Each merge is timed until its commit's
 // background index patch is done.
@@ -39,13 +39,13 @@ func BenchmarkMergeWarmIndex(b *testing.B) {
 		}
 		return w
 	}
-	base, err := bench.Generate(mem, bench.DefaultSeed, baseRows, bench.DefaultBatchRows)
+	base, err := workload.Generate(mem, workload.DefaultSeed, baseRows, workload.DefaultBatchRows)
 	if err != nil {
 		b.Fatal(err)
 	}
 	appender := open(ModeAppend)
 	_, err = commitRecs(appender, 1, base)
-	bench.ReleaseAll(base)
+	workload.ReleaseAll(base)
 	appender.Close(ctx)
 	if err != nil {
 		b.Fatal(err)
@@ -55,11 +55,11 @@ func BenchmarkMergeWarmIndex(b *testing.B) {
 	// merge builds source round off the clock and merges it.
 	merge := func(round int) {
 		b.StopTimer()
-		src, err := bench.MergeSource(mem, baseRows, srcRows, round)
+		src, err := workload.MergeSource(mem, baseRows, srcRows, round)
 		if err != nil {
 			b.Fatal(err)
 		}
-		defer bench.ReleaseAll(src)
+		defer workload.ReleaseAll(src)
 		b.StartTimer()
 		if _, err := commitRecs(w, int64(round)+2, src); err != nil {
 			b.Fatal(err)
@@ -67,12 +67,12 @@ func BenchmarkMergeWarmIndex(b *testing.B) {
 		indexIdle(w) // the clock covers the commit's background index patch
 	}
 	merge(0) // builds the index
-	src, err := bench.MergeSource(mem, baseRows, srcRows, 0)
+	src, err := workload.MergeSource(mem, baseRows, srcRows, 0)
 	if err != nil {
 		b.Fatal(err)
 	}
-	size, err := bench.TotalIPCBodyBytes(mem, src)
-	bench.ReleaseAll(src)
+	size, err := workload.TotalIPCBodyBytes(mem, src)
+	workload.ReleaseAll(src)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/internal/lanceprobe"
 )
 
 // diffSchema is the schema of the differential merge tests: key id or
@@ -113,7 +113,7 @@ func mergeRows(w *Writer, epoch int64, rec arrow.RecordBatch) (writers.CommitInf
 // after every round both must fail, or hold the same rows (read through
 // LanceDB, sorted by key).
 func TestMergeInsertMatchesLanceDB(t *testing.T) {
-	lanceprobe.Dir(t)
+	probetest.Dir(t)
 	for _, on := range [][]string{{"id"}, {"id", "k2"}} {
 		t.Run(strings.Join(on, "+"), func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -155,7 +155,7 @@ func TestMergeInsertMatchesLanceDB(t *testing.T) {
 				writeIPC(t, file, rec)
 				_, qerr := mergeRows(mw, int64(round+1), rec)
 				rec.Release()
-				out := lanceprobe.Run(t, "merge-insert", db, "l", file, "--on", strings.Join(on, ","),
+				out := probetest.Run(t, "merge-insert", db, "l", file, "--on", strings.Join(on, ","),
 					"--matched", opts[0], "--not-matched", opts[1], "--by-source", opts[2], "--compare", "q")
 				lerr, lrows, qrows := parseDiff(t, out)
 				t.Logf("round %d %v: %d source rows, quiver err %v, lancedb err %q", round, opts, len(src), qerr, lerr)
@@ -250,7 +250,7 @@ func TestMergeInsertIntoLanceDBDataset(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	db, dir := dbDir(t, "t")
-	lanceprobe.Run(t, "scenario", db, "--storage", "2.0")
+	probetest.Run(t, "scenario", db, "--storage", "2.0")
 	// Ids 1..3, 5..10 live; update 1 (fragment 0, which has deletions) and
 	// 9 (LanceDB's merge fragment), insert 11; delete every other key.
 	w := mergeWriter(t, dir, mem, []string{"id"}, [3]string{"update_all", "insert_all", "delete"})
@@ -272,7 +272,7 @@ func TestMergeInsertIntoLanceDBDataset(t *testing.T) {
 	if info.Version != 5 {
 		t.Fatalf("merge made version %d, want 5", info.Version)
 	}
-	out := lanceprobe.Run(t, "verify", db, "t", "--mutate")
+	out := probetest.Run(t, "verify", db, "t", "--mutate")
 	wantLines(t, out, "== latest: version=5 rows=3",
 		`{"id":"1","name":"q1","score":1.75,"tags":null}`,
 		`{"id":"9","name":"q9","score":9.75,"tags":null}`,
@@ -322,7 +322,7 @@ func TestLanceDBMutatesQuiverMerge(t *testing.T) {
 	if n := len(latest.Manifest.Fragments); n != 2 {
 		t.Fatalf("after the merge the dataset has %d fragments, want 2 (fragment 0 dropped)", n)
 	}
-	out := lanceprobe.Run(t, "verify", db, "items", "--mutate")
+	out := probetest.Run(t, "verify", db, "items", "--mutate")
 	wantLines(t, out, "== latest: version=3 rows=11", "v1 rows=4", "v2 rows=10", "v3 rows=11",
 		`{"id":"20","name":"n20","score":20.5,"tags":null}`, "== after mutate: version=5 rows=11")
 }

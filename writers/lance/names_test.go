@@ -12,8 +12,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/internal/lanceprobe"
 	"github.com/quiver-ingest/quiver/writers/writertest"
 )
 
@@ -119,7 +119,7 @@ func TestColumnNames(t *testing.T) {
 // TestLanceDBReadsAcceptedNames: LanceDB reads every row of a dataset
 // whose column names are the edge cases Quiver accepts.
 func TestLanceDBReadsAcceptedNames(t *testing.T) {
-	lanceprobe.Dir(t)
+	probetest.Dir(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	db, dir := dbDir(t, "names")
@@ -128,7 +128,7 @@ func TestLanceDBReadsAcceptedNames(t *testing.T) {
 	rec := writertest.ZeroRecord(mem, arrow.NewSchema(acceptedNames, nil), 3)
 	defer rec.Release()
 	commitRows(t, w, writers.AutoKey("s"), rec)
-	out := lanceprobe.Run(t, "dump", db, "names", "--on", "id")
+	out := probetest.Run(t, "dump", db, "names", "--on", "id")
 	wantLines(t, out, `"version":1`, `"a b":"0"`, `"ID":"0"`, `"a.b":"0"`, "\"c`d\":\"0\"")
 	if n := strings.Count(out, `"a b"`); n != 3 {
 		t.Fatalf("LanceDB read %d rows, want 3:\n%s", n, out)

@@ -11,8 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/internal/lanceprobe"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
 )
 
@@ -101,7 +101,7 @@ func sortedKeys(m map[int64]string) []int64 {
 // delete from its stale version 1: Lance rebases them over Quiver's
 // Append, and Quiver reads the result, its epoch, and appends on top.
 func TestLanceDBRebasesOverQuiverCommit(t *testing.T) {
-	lanceprobe.Dir(t)
+	probetest.Dir(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	db, dir := dbDir(t, "items")
@@ -111,7 +111,7 @@ func TestLanceDBRebasesOverQuiverCommit(t *testing.T) {
 	defer r1.Release()
 	commitRows(t, w, writers.AutoKey("s1"), r1)
 
-	out := lanceprobe.Run(t, "race", db, "items", "--cmd", helperCommand(t, dir, ModeAppend))
+	out := probetest.Run(t, "race", db, "items", "--cmd", helperCommand(t, dir, ModeAppend))
 	wantLines(t, out,
 		"== LanceDB opened items at version 1",
 		"quiver committed version 2",
@@ -146,7 +146,7 @@ func TestLanceDBRebasesOverQuiverCommit(t *testing.T) {
 	if info := commitRows(t, w, writers.TxnKey{Writer: "racer", Epoch: 2}, r3); info.Version != 5 {
 		t.Fatalf("append after the race made version %d, want 5", info.Version)
 	}
-	wantLines(t, lanceprobe.Run(t, "verify", db, "items"), "== latest: version=5 rows=11", "v5 rows=11")
+	wantLines(t, probetest.Run(t, "verify", db, "items"), "== latest: version=5 rows=11", "v5 rows=11")
 }
 
 // TestQuiverRebasesOverLanceDBCommits: Quiver plans its commit on version
@@ -155,7 +155,7 @@ func TestLanceDBRebasesOverQuiverCommit(t *testing.T) {
 // and Delete transactions and rebases to version 5; LanceDB reads all of
 // it.
 func TestQuiverRebasesOverLanceDBCommits(t *testing.T) {
-	lanceprobe.Dir(t)
+	probetest.Dir(t)
 	ctx := context.Background()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -185,8 +185,8 @@ func TestQuiverRebasesOverLanceDBCommits(t *testing.T) {
 		t.Fatalf("base version: %v, %v", base, err)
 	}
 
-	wantLines(t, lanceprobe.Run(t, "append", db, "items", "--from", "1000", "--count", "2"), "version=2 rows=8")
-	wantLines(t, lanceprobe.Run(t, "verify", db, "items", "--mutate"), "== after mutate: version=4 rows=8")
+	wantLines(t, probetest.Run(t, "append", db, "items", "--from", "1000", "--count", "2"), "version=2 rows=8")
+	wantLines(t, probetest.Run(t, "verify", db, "items", "--mutate"), "== after mutate: version=4 rows=8")
 
 	txn := &lanceformat.Transaction{Op: lanceformat.OpAppend, Fragments: []lanceformat.Fragment{desc.Fragments[0].lance()},
 		Properties: map[string]string{propWriter: key.Writer, propEpoch: "1"}}
@@ -204,7 +204,7 @@ func TestQuiverRebasesOverLanceDBCommits(t *testing.T) {
 		}
 		ids[f.ID] = true
 	}
-	out := lanceprobe.Run(t, "verify", db, "items")
+	out := probetest.Run(t, "verify", db, "items")
 	wantLines(t, out, "== latest: version=5 rows=11",
 		`{"id":"50","name":"n50","score":50.5,"tags":["t50",null]}`,
 		`{"id":"1001","name":"lancedb1001","score":1001.25,"tags":["l1001"]}`,
@@ -224,8 +224,8 @@ func TestLanceDBIndexSurvivesQuiverAppend(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	db, dir := dbDir(t, "t")
-	lanceprobe.Run(t, "scenario", db, "--storage", "2.0")
-	wantLines(t, lanceprobe.Run(t, "index", db, "t", "--column", "id"), "indexed: version=5", `"name":"id_idx"`)
+	probetest.Run(t, "scenario", db, "--storage", "2.0")
+	wantLines(t, probetest.Run(t, "index", db, "t", "--column", "id"), "indexed: version=5", `"name":"id_idx"`)
 
 	w := newWriter(t, dir, mem)
 	defer w.Close(context.Background())
@@ -238,7 +238,7 @@ func TestLanceDBIndexSurvivesQuiverAppend(t *testing.T) {
 	if err != nil || !d.HasIndexSection() {
 		t.Fatalf("Quiver's version has no index section (%v)", err)
 	}
-	out := lanceprobe.Run(t, "verify", db, "t")
+	out := probetest.Run(t, "verify", db, "t")
 	wantLines(t, out, "== latest: version=6 rows=12", `"name":"id_idx"`, `"indexType":"BTree"`, `"columns":["id"]`,
 		`{"id":"22","name":"n22","score":22.5,"tags":["t22",null]}`, "v6 rows=12",
 		// The index still covers LanceDB's rows; Quiver's fragment is unindexed.
@@ -251,7 +251,7 @@ func TestLanceDBIndexSurvivesQuiverAppend(t *testing.T) {
 // as version 2, and LanceDB's mergeInsert and delete from its stale
 // version 1 still commit on top of it.
 func TestLanceDBRebasesOverQuiverMerge(t *testing.T) {
-	lanceprobe.Dir(t)
+	probetest.Dir(t)
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	db, dir := dbDir(t, "items")
@@ -261,7 +261,7 @@ func TestLanceDBRebasesOverQuiverMerge(t *testing.T) {
 	defer r1.Release()
 	commitRows(t, w, writers.AutoKey("s1"), r1)
 
-	out := lanceprobe.Run(t, "race", db, "items", "--cmd", helperCommand(t, dir, ModeMergeInsert))
+	out := probetest.Run(t, "race", db, "items", "--cmd", helperCommand(t, dir, ModeMergeInsert))
 	if strings.Contains(out, "race FAILED") {
 		t.Fatalf("LanceDB did not commit over Quiver's merge:\n%s", out)
 	}

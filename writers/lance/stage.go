@@ -47,20 +47,6 @@ type dataFile struct {
 	arrow  *arrow.Schema
 }
 
-func (w *Writer) stageOf(key writers.TxnKey, create bool) (*stage, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
-		return nil, writers.Errorf(writers.ErrWrongState, "lance: the writer is closed")
-	}
-	s := w.stages[key]
-	if s == nil && create {
-		s = &stage{}
-		w.stages[key] = s
-	}
-	return s, nil
-}
-
 // Write stages rec (borrowed) for key: in append mode in the key's open
 // data file, in merge_insert mode in memory (retained) until Precommit
 // merges it. A record whose schema does not match the dataset's (in
@@ -68,7 +54,7 @@ func (w *Writer) stageOf(key writers.TxnKey, create bool) (*stage, error) {
 // __weight), or in merge_insert mode has a null key (a changelog's are
 // found at Precommit), is ErrInvalid and stages nothing.
 func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
-	s, err := w.stageOf(key, true)
+	s, err := w.stages.Get(key, true)
 	if err != nil {
 		return err
 	}
@@ -197,7 +183,7 @@ func (w *Writer) finishOpen(s *stage) error {
 // fragments (in merge_insert mode: runs the merge, see precommitMerge).
 // They stay invisible until a Commit publishes them.
 func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Descriptor, error) {
-	s, err := w.stageOf(key, true)
+	s, err := w.stages.Get(key, true)
 	if err != nil {
 		return nil, err
 	}
@@ -218,14 +204,7 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 // Rollback discards what key staged: the open file is abandoned and
 // finished files no descriptor names are deleted. Idempotent.
 func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
-	w.mu.Lock()
-	s := w.stages[key]
-	delete(w.stages, key)
-	w.mu.Unlock()
-	if s == nil {
-		return nil
-	}
-	return w.discard(ctx, s)
+	return w.stages.Rollback(ctx, key)
 }
 
 func (w *Writer) discard(ctx context.Context, s *stage) error {

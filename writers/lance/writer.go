@@ -13,6 +13,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
 	"github.com/quiver-ingest/quiver/writers/storage"
+	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
 // Writer is the Lance sink of one endpoint. All methods are safe for
@@ -22,11 +23,9 @@ type Writer struct {
 	cfg    *Config
 	env    writers.Env
 	log    *slog.Logger
+	root   tablesink.Root
 	bucket *storage.Bucket // set by Open, read-only afterwards
-
-	mu     sync.Mutex // guards the following fields
-	stages map[writers.TxnKey]*stage
-	closed bool
+	stages *tablesink.Stages[stage]
 
 	hist       history // committed epochs read from the version history
 	m          *metrics
@@ -60,8 +59,9 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
 	}
-	w := &Writer{cfg: cfg, env: env, log: env.Logger, stages: make(map[writers.TxnKey]*stage),
-		hist: history{epochs: make(map[string]committedAt)}, m: newMetrics()}
+	w := &Writer{cfg: cfg, env: env, log: env.Logger, hist: history{epochs: make(map[string]committedAt)}, m: newMetrics(),
+		root: tablesink.Root{Sink: "lance", Option: "dataset_uri", URI: cfg.DatasetURI, BaseDir: env.ConfigDir}}
+	w.stages = tablesink.NewStages("lance", w.discard)
 	reg, err := w.m.register(env.Registerer)
 	if err != nil {
 		return nil, err
@@ -73,28 +73,13 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	return w, nil
 }
 
-func (w *Writer) openBucket(ctx context.Context) (*storage.Bucket, error) {
-	b, err := storage.Open(ctx, w.cfg.DatasetURI, storage.Options{BaseDir: w.env.ConfigDir})
-	if err != nil {
-		return nil, fmt.Errorf("lance: open dataset_uri %s: %w", w.cfg.DatasetURI, err)
-	}
-	return b, nil
-}
-
 // Open opens the dataset root and checks an existing dataset is writable
 // by Quiver; a missing dataset is created by the first commit.
 func (w *Writer) Open(ctx context.Context) error {
-	b, err := w.openBucket(ctx)
-	if err != nil {
+	return w.root.Open(ctx, w.log, &w.bucket, func(ctx context.Context) error {
+		_, err := w.latest(ctx)
 		return err
-	}
-	w.bucket = b
-	if _, err := w.latest(ctx); err != nil {
-		w.bucket = nil
-		return errors.Join(err, b.Close())
-	}
-	b.CleanUp(ctx, w.log)
-	return nil
+	})
 }
 
 // latest returns the newest version, nil when there is no dataset, or an
@@ -118,25 +103,16 @@ func (w *Writer) latest(ctx context.Context) (*lanceformat.Dataset, error) {
 // commit to publish), waits for a background key index patch and releases
 // the root. Close is idempotent.
 func (w *Writer) Close(ctx context.Context) error {
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
+	stages, first := w.stages.Close()
+	if !first {
 		return nil
 	}
-	w.closed = true
 	w.registered.Unregister()
-	stages := w.stages
-	w.stages = nil
-	w.mu.Unlock()
 	w.patching.Wait()
 	if w.bucket == nil {
 		return nil
 	}
-	var errs []error
-	for _, s := range stages {
-		errs = append(errs, w.discard(ctx, s))
-	}
-	return errors.Join(append(errs, w.bucket.Close())...)
+	return errors.Join(append(w.stages.Discard(ctx, stages), w.bucket.Close())...)
 }
 
 // Contract: exactly-once through transaction properties; append and
@@ -173,20 +149,14 @@ func (w *Writer) CheckSchema(ctx context.Context, s *arrow.Schema) error {
 // existing dataset is readable and writable by Quiver. It may run before
 // Open.
 func (w *Writer) Check(ctx context.Context) error {
-	b := w.bucket
-	if b == nil {
-		var err error
-		if b, err = w.openBucket(ctx); err != nil {
-			return err
+	return w.root.Probe(ctx, w.bucket, func(b *storage.Bucket) error {
+		d, err := lanceformat.Latest(ctx, b)
+		if errors.Is(err, lanceformat.ErrNoDataset) {
+			return nil
 		}
-		defer b.Close()
-	}
-	d, err := lanceformat.Latest(ctx, b)
-	if errors.Is(err, lanceformat.ErrNoDataset) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("lance: read dataset %s: %w", w.cfg.DatasetURI, err)
-	}
-	return d.CheckWritable()
+		if err != nil {
+			return fmt.Errorf("lance: read dataset %s: %w", w.cfg.DatasetURI, err)
+		}
+		return d.CheckWritable()
+	})
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/parquet-go/parquet-go"
 
-	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/bench/workload"
 )
 
 // benchRows is the size of the benchmark file. The standard workload has
@@ -16,10 +16,10 @@ import (
 // several row groups.
 const benchRows = 500_000
 
-// BenchmarkWrite encodes the standard workload (bench.Generate) into one
+// BenchmarkWrite encodes the standard workload (workload.Generate) into one
 // Parquet file per iteration, discarding the bytes.
 func BenchmarkWrite(b *testing.B) {
-	recs, err := bench.Generate(memory.DefaultAllocator, bench.DefaultSeed, benchRows, bench.DefaultBatchRows)
+	recs, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, benchRows, workload.DefaultBatchRows)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -53,12 +53,12 @@ func BenchmarkWrite(b *testing.B) {
 // statistics, no nulls, no dictionary choice; category dictionary
 // encoded), to show what this package's layer costs.
 func BenchmarkRawParquetGo(b *testing.B) {
-	recs, err := bench.Generate(memory.DefaultAllocator, bench.DefaultSeed, benchRows, bench.DefaultBatchRows)
+	recs, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, benchRows, workload.DefaultBatchRows)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer releaseAll(recs)
-	roots, leaves, err := buildTree(bench.Schema())
+	roots, leaves, err := buildTree(workload.Schema())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func BenchmarkRawParquetGo(b *testing.B) {
 		b.Run(codec, func(b *testing.B) {
 			c, _ := codecOf(codec)
 			b.ReportAllocs()
-			vals := make([]parquet.Value, bench.DefaultBatchRows)
+			vals := make([]parquet.Value, workload.DefaultBatchRows)
 			for b.Loop() {
 				w := parquet.NewWriter(io.Discard, schema, parquet.Compression(c))
 				rows := 0
@@ -100,7 +100,7 @@ func BenchmarkRawParquetGo(b *testing.B) {
 }
 
 func writeDiscard(b *testing.B, recs []arrow.RecordBatch, opts Options) int64 {
-	w, err := NewWriter(io.Discard, bench.Schema(), opts)
+	w, err := NewWriter(io.Discard, workload.Schema(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}

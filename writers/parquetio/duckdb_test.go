@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/bench/workload"
 	"github.com/quiver-ingest/quiver/internal/duckcheck"
 )
 
@@ -23,7 +23,7 @@ import (
 func TestDuckDBReadsWorkload(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	recs, err := bench.Generate(mem, bench.DefaultSeed, 100_000, 30_000)
+	recs, err := workload.Generate(mem, workload.DefaultSeed, 100_000, 30_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +37,7 @@ func TestDuckDBReadsWorkload(t *testing.T) {
 	db := duckcheck.Open(t)
 	for _, codec := range []string{CompressionSnappy, CompressionZstd, CompressionNone} {
 		t.Run(codec, func(t *testing.T) {
-			data, fs := writeFile(t, bench.Schema(), Options{Compression: codec, RowGroupRows: 40_000}, recs...)
+			data, fs := writeFile(t, workload.Schema(), Options{Compression: codec, RowGroupRows: 40_000}, recs...)
 			path := filepath.Join(t.TempDir(), "workload.parquet")
 			if err := os.WriteFile(path, data, 0o644); err != nil {
 				t.Fatal(err)

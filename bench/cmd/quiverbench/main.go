@@ -1,23 +1,19 @@
-// Command quiverbench measures Quiver's ingestion throughput and latency
-// with the standard workload, optionally against a bare arrow-go Flight
-// server in the same run (--baseline). Run it with
+// Command quiverbench runs Quiver's benchmarks, one scenario per run, each
+// through the server assembly the quiver binary serves (interceptors
+// included), started in process:
 //
-//	go run ./bench/cmd/quiverbench --baseline --streams 1,4
-//
-// --scenario merge-insert measures the Lance sink's merge_insert against
-// LanceDB's mergeInsert instead (package writers/lance/mergebench; needs
-// node and npm):
-//
-//	go run ./bench/cmd/quiverbench --scenario merge-insert --base-rows 2000000 --merge-rows 200000
-//
-// --scenario upsert measures the Delta sink's upsert, copy-on-write and
-// with deletion vectors (package writers/delta/upsertbench; --lancedb
-// adds LanceDB's mergeInsert of the same changelog, needing node and npm):
-//
+//	go run ./bench/cmd/quiverbench --baseline --streams 1,4               # ingest (the default)
+//	go run ./bench/cmd/quiverbench --scenario delta-append --streams 1,4
 //	go run ./bench/cmd/quiverbench --scenario upsert --table-rows 2000000 --change-rows 200000 --lancedb
+//	go run ./bench/cmd/quiverbench --scenario merge-insert --base-rows 2000000 --merge-rows 200000
+//	go run ./bench/cmd/quiverbench --scenario kafka --streams 1,4 --rows 200000
+//	go run ./bench/cmd/quiverbench --scenario lance-append --streams 1,4 --rows 1000000
 //
-// The ingest scenario is the same program as `quiver bench`; see package
-// bench for the flags and docs/benchmarks.md for what the numbers mean.
+// Each scenario is a package of bench/scenario; `--scenario NAME -h` lists
+// its flags. The LanceDB references (merge-insert, lance-append, upsert
+// --lancedb) need node and the LanceDB probe installed (make lance-probe).
+// `quiver bench` runs the ingest scenario alone (the quiver binary links
+// no test support). docs/benchmarks.md says what the numbers mean.
 package main
 
 import (
@@ -30,13 +26,19 @@ import (
 	"syscall"
 
 	"github.com/quiver-ingest/quiver/bench"
-	"github.com/quiver-ingest/quiver/writers/delta/upsertbench"
-	"github.com/quiver-ingest/quiver/writers/lance/mergebench"
+	"github.com/quiver-ingest/quiver/bench/scenario/deltaappend"
+	"github.com/quiver-ingest/quiver/bench/scenario/ingest"
+	"github.com/quiver-ingest/quiver/bench/scenario/kafka"
+	"github.com/quiver-ingest/quiver/bench/scenario/lanceappend"
+	"github.com/quiver-ingest/quiver/bench/scenario/mergeinsert"
+	"github.com/quiver-ingest/quiver/bench/scenario/upsert"
 )
 
 func main() {
+	// Cancelled on SIGINT or SIGTERM, so an interrupted benchmark still
+	// stops its server and removes its files.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := bench.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, mergebench.Scenario(), upsertbench.Scenario())
+	err := bench.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, scenarios()...)
 	stop()
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -44,4 +46,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "quiverbench:", err)
 		os.Exit(1)
 	}
+}
+
+// scenarios are quiverbench's scenarios, the default first.
+func scenarios() []bench.Scenario {
+	return []bench.Scenario{ingest.Scenario(), deltaappend.Scenario(), upsert.Scenario(),
+		mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario()}
 }

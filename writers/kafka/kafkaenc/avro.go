@@ -110,104 +110,59 @@ func appendAvroString(dst []byte, s string) []byte {
 }
 
 func (a *Avro) bindValue(path string, arr arrow.Array) (appendFn, error) {
-	switch c := arr.(type) {
-	case *array.Boolean:
+	c := columnOf(arr)
+	switch c.kind {
+	case kindBool:
 		return func(dst []byte, i int) []byte {
-			if c.Value(i) {
+			if c.boolAt(i) {
 				return append(dst, 1)
 			}
 			return append(dst, 0)
 		}, nil
-	case *array.Int8:
-		return func(dst []byte, i int) []byte { return appendLong(dst, int64(c.Value(i))) }, nil
-	case *array.Int16:
-		return func(dst []byte, i int) []byte { return appendLong(dst, int64(c.Value(i))) }, nil
-	case *array.Int32:
-		return func(dst []byte, i int) []byte { return appendLong(dst, int64(c.Value(i))) }, nil
-	case *array.Int64:
-		return func(dst []byte, i int) []byte { return appendLong(dst, c.Value(i)) }, nil
-	case *array.Uint8:
-		return func(dst []byte, i int) []byte { return appendLong(dst, int64(c.Value(i))) }, nil
-	case *array.Uint16:
-		return func(dst []byte, i int) []byte { return appendLong(dst, int64(c.Value(i))) }, nil
-	case *array.Uint32:
-		return func(dst []byte, i int) []byte { return appendLong(dst, int64(c.Value(i))) }, nil
-	case *array.Uint64:
+	case kindInt, kindDate, kindDuration:
+		return func(dst []byte, i int) []byte { return appendLong(dst, c.int64At(i)) }, nil
+	case kindUint64:
 		return func(dst []byte, i int) []byte {
-			v := c.Value(i)
+			v := c.uint64At(i)
 			if v > math.MaxInt64 && a.err == nil {
 				a.err = fmt.Errorf("kafkaenc: column %q: %d does not fit an avro long", path, v)
 			}
 			return appendLong(dst, int64(v))
 		}, nil
-	case *array.Duration:
-		return func(dst []byte, i int) []byte { return appendLong(dst, int64(c.Value(i))) }, nil
-	case *array.Float32:
-		return func(dst []byte, i int) []byte {
-			return binary.LittleEndian.AppendUint32(dst, math.Float32bits(c.Value(i)))
-		}, nil
-	case *array.Float64:
-		return func(dst []byte, i int) []byte {
-			return binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.Value(i)))
-		}, nil
-	case *array.String:
-		return func(dst []byte, i int) []byte { return appendAvroString(dst, c.Value(i)) }, nil
-	case *array.LargeString:
-		return func(dst []byte, i int) []byte { return appendAvroString(dst, c.Value(i)) }, nil
-	case *array.StringView:
-		return func(dst []byte, i int) []byte { return appendAvroString(dst, c.Value(i)) }, nil
-	case *array.Binary:
-		return func(dst []byte, i int) []byte { return appendAvroBytes(dst, c.Value(i)) }, nil
-	case *array.LargeBinary:
-		return func(dst []byte, i int) []byte { return appendAvroBytes(dst, c.Value(i)) }, nil
-	case *array.BinaryView:
-		return func(dst []byte, i int) []byte { return appendAvroBytes(dst, c.Value(i)) }, nil
-	case *array.FixedSizeBinary:
-		return func(dst []byte, i int) []byte { return append(dst, c.Value(i)...) }, nil
-	case *array.Date32:
-		return func(dst []byte, i int) []byte { return appendLong(dst, int64(c.Value(i))) }, nil
-	case *array.Date64:
-		return func(dst []byte, i int) []byte { return appendLong(dst, floorDiv(int64(c.Value(i)), 86_400_000)) }, nil
-	case *array.Timestamp:
-		mul := int64(1)
-		if c.DataType().(*arrow.TimestampType).Unit == arrow.Second {
-			mul = 1000 // seconds are written as timestamp-millis
+	case kindFloat:
+		if c.bits == 32 {
+			return func(dst []byte, i int) []byte {
+				return binary.LittleEndian.AppendUint32(dst, math.Float32bits(float32(c.floatAt(i))))
+			}, nil
 		}
-		return func(dst []byte, i int) []byte { return appendLong(dst, int64(c.Value(i))*mul) }, nil
-	case *array.Time32:
-		mul := int64(1)
-		if c.DataType().(*arrow.Time32Type).Unit == arrow.Second {
+		return func(dst []byte, i int) []byte {
+			return binary.LittleEndian.AppendUint64(dst, math.Float64bits(c.floatAt(i)))
+		}, nil
+	case kindString:
+		return func(dst []byte, i int) []byte { return appendAvroString(dst, c.stringAt(i)) }, nil
+	case kindBinary:
+		return func(dst []byte, i int) []byte { return appendAvroBytes(dst, c.bytesAt(i)) }, nil
+	case kindFixedBinary:
+		return func(dst []byte, i int) []byte { return append(dst, c.bytesAt(i)...) }, nil
+	case kindTimestamp, kindTime:
+		// Seconds are written as millis; nanosecond times of day as
+		// micros (Avro has no nanosecond time of day).
+		mul, div := int64(1), int64(1)
+		switch {
+		case c.unit == arrow.Second:
 			mul = 1000
+		case c.kind == kindTime && c.unit == arrow.Nanosecond:
+			div = 1000
 		}
-		return func(dst []byte, i int) []byte { return appendLong(dst, int64(c.Value(i))*mul) }, nil
-	case *array.Time64:
-		div := int64(1)
-		if c.DataType().(*arrow.Time64Type).Unit == arrow.Nanosecond {
-			div = 1000 // time-micros: Avro has no nanosecond time of day
-		}
-		return func(dst []byte, i int) []byte { return appendLong(dst, int64(c.Value(i))/div) }, nil
-	case *array.Decimal128:
-		return func(dst []byte, i int) []byte {
-			v := c.Value(i)
-			var be [16]byte
-			binary.BigEndian.PutUint64(be[:8], uint64(v.HighBits()))
-			binary.BigEndian.PutUint64(be[8:], v.LowBits())
-			return appendAvroBytes(dst, minimalTwos(be[:]))
-		}, nil
-	case *array.Decimal256:
-		return func(dst []byte, i int) []byte {
-			v := c.Value(i).Array() // little-endian words
-			var be [32]byte
-			for w := range 4 {
-				binary.BigEndian.PutUint64(be[w*8:], v[3-w])
-			}
-			return appendAvroBytes(dst, minimalTwos(be[:]))
-		}, nil
-	case *array.Struct:
-		st := c.DataType().(*arrow.StructType)
+		return func(dst []byte, i int) []byte { return appendLong(dst, c.int64At(i)*mul/div) }, nil
+	case kindDecimal:
+		return c.decimalAvro, nil
+	case kindStruct:
+		s := arr.(*array.Struct)
+		st := s.DataType().(*arrow.StructType)
 		fields := make([]appendFn, st.NumFields())
 		for k, f := range st.Fields() {
-			fn, err := a.bind(joinPath(path, f.Name), c.Field(k), f.Nullable)
+			fn, err := a.bind(joinPath(path, f.Name), s.Field(k), f.Nullable)
 			if err != nil {
 				return nil, err
 			}
@@ -219,62 +174,47 @@ func (a *Avro) bindValue(path string, arr arrow.Array) (appendFn, error) {
 			}
 			return dst
 		}, nil
-	case *array.Map:
-		keys, err := a.bindValue(path+".key", c.Keys())
+	case kindMap:
+		m := arr.(*array.Map)
+		keys, err := a.bindValue(path+".key", m.Keys())
 		if err != nil {
 			return nil, err
 		}
-		items, err := a.bind(path+".value", c.Items(), c.DataType().(*arrow.MapType).ItemField().Nullable)
+		items, err := a.bind(path+".value", m.Items(), m.DataType().(*arrow.MapType).ItemField().Nullable)
 		if err != nil {
 			return nil, err
 		}
-		return func(dst []byte, i int) []byte {
-			start, end := c.ValueOffsets(i)
-			if end > start {
-				dst = appendLong(dst, end-start)
-				for j := start; j < end; j++ {
-					dst = items(keys(dst, int(j)), int(j))
-				}
-			}
-			return append(dst, 0)
-		}, nil
-	case array.ListLike:
-		elem := c.DataType().(arrow.ListLikeType).ElemField()
-		items, err := a.bind(path+".item", c.ListValues(), elem.Nullable)
+		return avroBlocks(m, func(dst []byte, j int) []byte { return items(keys(dst, j), j) }), nil
+	case kindList:
+		l := arr.(array.ListLike)
+		elem := l.DataType().(arrow.ListLikeType).ElemField()
+		items, err := a.bind(path+".item", l.ListValues(), elem.Nullable)
 		if err != nil {
 			return nil, err
 		}
-		return func(dst []byte, i int) []byte {
-			start, end := c.ValueOffsets(i)
-			if end > start {
-				dst = appendLong(dst, end-start)
-				for j := start; j < end; j++ {
-					dst = items(dst, int(j))
-				}
-			}
-			return append(dst, 0)
-		}, nil
-	case *array.Dictionary:
-		values, err := a.bindValue(path, c.Dictionary())
+		return avroBlocks(l, items), nil
+	case kindDictionary:
+		d := arr.(*array.Dictionary)
+		values, err := a.bindValue(path, d.Dictionary())
 		if err != nil {
 			return nil, err
 		}
-		return func(dst []byte, i int) []byte { return values(dst, c.GetValueIndex(i)) }, nil
+		return func(dst []byte, i int) []byte { return values(dst, d.GetValueIndex(i)) }, nil
 	}
 	return nil, unsupported("avro", path, arr.DataType())
 }
 
-// minimalTwos trims the redundant sign bytes of a big-endian two's
-// complement number, as Avro's decimal expects (Java's
-// BigInteger.toByteArray).
-func minimalTwos(be []byte) []byte {
-	i := 0
-	for i < len(be)-1 {
-		if (be[i] == 0 && be[i+1]&0x80 == 0) || (be[i] == 0xFF && be[i+1]&0x80 != 0) {
-			i++
-			continue
+// avroBlocks appends each row's items of l as one Avro block (count, then
+// items) and the terminating zero.
+func avroBlocks(l array.ListLike, item appendFn) appendFn {
+	return func(dst []byte, i int) []byte {
+		start, end := l.ValueOffsets(i)
+		if end > start {
+			dst = appendLong(dst, end-start)
+			for j := start; j < end; j++ {
+				dst = item(dst, int(j))
+			}
 		}
-		break
+		return append(dst, 0)
 	}
-	return be[i:]
 }

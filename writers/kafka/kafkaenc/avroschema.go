@@ -79,29 +79,34 @@ func (d *deriver) typ(name, path string, t arrow.DataType, nullable bool) (any, 
 func logical(typ, lt string) map[string]any { return map[string]any{"type": typ, "logicalType": lt} }
 
 func (d *deriver) base(name, path string, t arrow.DataType) (any, error) {
-	switch t := t.(type) {
-	case *arrow.NullType:
+	ti := typeOf(t)
+	switch ti.kind {
+	case kindNull:
 		return "null", nil
-	case *arrow.BooleanType:
+	case kindBool:
 		return "boolean", nil
-	case *arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type, *arrow.Uint8Type, *arrow.Uint16Type:
-		return "int", nil
-	case *arrow.Int64Type, *arrow.Uint32Type, *arrow.Uint64Type, *arrow.DurationType:
+	case kindInt:
+		if ti.bits <= 32 {
+			return "int", nil
+		}
 		return "long", nil
-	case *arrow.Float32Type:
-		return "float", nil
-	case *arrow.Float64Type:
+	case kindUint64, kindDuration:
+		return "long", nil
+	case kindFloat:
+		if ti.bits == 32 {
+			return "float", nil
+		}
 		return "double", nil
-	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
+	case kindString:
 		return "string", nil
-	case *arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType:
+	case kindBinary:
 		return "bytes", nil
-	case *arrow.FixedSizeBinaryType:
-		return map[string]any{"type": "fixed", "name": d.unique(name), "size": t.ByteWidth}, nil
-	case *arrow.Date32Type, *arrow.Date64Type:
+	case kindFixedBinary:
+		return map[string]any{"type": "fixed", "name": d.unique(name), "size": ti.width}, nil
+	case kindDate:
 		return logical("int", "date"), nil
-	case *arrow.TimestampType:
-		switch t.Unit {
+	case kindTimestamp:
+		switch ti.unit {
 		case arrow.Second, arrow.Millisecond:
 			return logical("long", "timestamp-millis"), nil
 		case arrow.Microsecond:
@@ -109,36 +114,34 @@ func (d *deriver) base(name, path string, t arrow.DataType) (any, error) {
 		default:
 			return logical("long", "timestamp-nanos"), nil
 		}
-	case *arrow.Time32Type:
-		return logical("int", "time-millis"), nil
-	case *arrow.Time64Type:
-		return logical("long", "time-micros"), nil
-	case *arrow.Decimal128Type:
-		return map[string]any{"type": "bytes", "logicalType": "decimal", "precision": t.Precision, "scale": t.Scale}, nil
-	case *arrow.Decimal256Type:
-		return map[string]any{"type": "bytes", "logicalType": "decimal", "precision": t.Precision, "scale": t.Scale}, nil
-	case *arrow.StructType:
-		return d.record(name, path, t.Fields())
-	case *arrow.MapType:
-		switch t.KeyType().ID() {
-		case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
-		default:
-			return nil, fmt.Errorf("kafkaenc: column %q: avro maps need string keys, not %s", path, t.KeyType())
+	case kindTime:
+		if ti.bits == 32 {
+			return logical("int", "time-millis"), nil
 		}
-		values, err := d.typ(name+"_value", path+".value", t.ItemType(), t.ItemField().Nullable)
+		return logical("long", "time-micros"), nil
+	case kindDecimal:
+		return map[string]any{"type": "bytes", "logicalType": "decimal", "precision": ti.precision, "scale": ti.scale}, nil
+	case kindStruct:
+		return d.record(name, path, t.(*arrow.StructType).Fields())
+	case kindMap:
+		m := t.(*arrow.MapType)
+		if typeOf(m.KeyType()).kind != kindString {
+			return nil, fmt.Errorf("kafkaenc: column %q: avro maps need string keys, not %s", path, m.KeyType())
+		}
+		values, err := d.typ(name+"_value", path+".value", m.ItemType(), m.ItemField().Nullable)
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"type": "map", "values": values}, nil
-	case arrow.ListLikeType:
-		elem := t.ElemField()
+	case kindList:
+		elem := t.(arrow.ListLikeType).ElemField()
 		items, err := d.typ(name+"_item", path+".item", elem.Type, elem.Nullable)
 		if err != nil {
 			return nil, err
 		}
 		return map[string]any{"type": "array", "items": items}, nil
-	case *arrow.DictionaryType:
-		return d.base(name, path, t.ValueType)
+	case kindDictionary:
+		return d.base(name, path, t.(*arrow.DictionaryType).ValueType)
 	}
 	return nil, unsupported("avro", path, t)
 }

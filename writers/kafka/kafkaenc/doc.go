@@ -7,7 +7,11 @@
 // Encoding is column-wise in the sense that matters for speed: each column
 // is bound once per batch to a typed appender (no reflection, no per-row
 // type switch), and every row is appended into one reused buffer; the
-// records of a batch are sub-slices of it ([Batch]).
+// records of a batch are sub-slices of it ([Batch]). Which kind of value
+// an Arrow type is (integer, timestamp, list, ...) is decided in one place,
+// typeOf and columnOf (visitor.go); the JSON and Avro encoders, the Avro
+// schema derivation and the key encoder switch over those kinds, so a new
+// Arrow type of a known kind is added there alone.
 //
 // The mapping of every Arrow type is in docs/kafka.md. The package imports
 // Arrow, hamba/avro (schema validation) and franz-go's sr (registry

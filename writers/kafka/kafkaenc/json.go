@@ -80,35 +80,27 @@ func (j *JSON) Encode(rec arrow.RecordBatch, out *Batch) error {
 
 // jsonCheck reports a type bindJSON cannot render.
 func jsonCheck(path string, t arrow.DataType) error {
-	switch t := t.(type) {
-	case *arrow.NullType, *arrow.BooleanType,
-		*arrow.Int8Type, *arrow.Int16Type, *arrow.Int32Type, *arrow.Int64Type,
-		*arrow.Uint8Type, *arrow.Uint16Type, *arrow.Uint32Type, *arrow.Uint64Type,
-		*arrow.Float32Type, *arrow.Float64Type,
-		*arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType,
-		*arrow.BinaryType, *arrow.LargeBinaryType, *arrow.BinaryViewType, *arrow.FixedSizeBinaryType,
-		*arrow.Date32Type, *arrow.Date64Type, *arrow.TimestampType, *arrow.Time32Type, *arrow.Time64Type,
-		*arrow.DurationType, *arrow.Decimal128Type, *arrow.Decimal256Type:
-		return nil
-	case *arrow.StructType:
-		for _, f := range t.Fields() {
+	switch typeOf(t).kind {
+	case kindUnsupported:
+		return unsupported("json", path, t)
+	case kindStruct:
+		for _, f := range t.(*arrow.StructType).Fields() {
 			if err := jsonCheck(path+"."+f.Name, f.Type); err != nil {
 				return err
 			}
 		}
-		return nil
-	case *arrow.MapType:
-		if err := jsonCheck(path+".key", t.KeyType()); err != nil {
+	case kindMap:
+		m := t.(*arrow.MapType)
+		if err := jsonCheck(path+".key", m.KeyType()); err != nil {
 			return err
 		}
-		return jsonCheck(path+".value", t.ItemType())
-	case arrow.ListLikeType:
-		return jsonCheck(path+".item", t.Elem())
-	case *arrow.DictionaryType:
-		return jsonCheck(path, t.ValueType)
-	default:
-		return unsupported("json", path, t)
+		return jsonCheck(path+".value", m.ItemType())
+	case kindList:
+		return jsonCheck(path+".item", t.(arrow.ListLikeType).Elem())
+	case kindDictionary:
+		return jsonCheck(path, t.(*arrow.DictionaryType).ValueType)
 	}
+	return nil
 }
 
 // bindJSON returns the appender of arr; jsonCheck has accepted its type.
@@ -126,93 +118,46 @@ func bindJSON(arr arrow.Array, opts Options) appendFn {
 }
 
 func bindJSONValue(arr arrow.Array, opts Options) appendFn {
-	switch a := arr.(type) {
-	case *array.Null:
+	c := columnOf(arr)
+	switch c.kind {
+	case kindNull:
 		return func(dst []byte, _ int) []byte { return append(dst, "null"...) }
-	case *array.Boolean:
-		return func(dst []byte, i int) []byte { return strconv.AppendBool(dst, a.Value(i)) }
-	case *array.Int8:
-		return func(dst []byte, i int) []byte { return strconv.AppendInt(dst, int64(a.Value(i)), 10) }
-	case *array.Int16:
-		return func(dst []byte, i int) []byte { return strconv.AppendInt(dst, int64(a.Value(i)), 10) }
-	case *array.Int32:
-		return func(dst []byte, i int) []byte { return strconv.AppendInt(dst, int64(a.Value(i)), 10) }
-	case *array.Int64:
-		return func(dst []byte, i int) []byte { return strconv.AppendInt(dst, a.Value(i), 10) }
-	case *array.Uint8:
-		return func(dst []byte, i int) []byte { return strconv.AppendUint(dst, uint64(a.Value(i)), 10) }
-	case *array.Uint16:
-		return func(dst []byte, i int) []byte { return strconv.AppendUint(dst, uint64(a.Value(i)), 10) }
-	case *array.Uint32:
-		return func(dst []byte, i int) []byte { return strconv.AppendUint(dst, uint64(a.Value(i)), 10) }
-	case *array.Uint64:
-		return func(dst []byte, i int) []byte { return strconv.AppendUint(dst, a.Value(i), 10) }
-	case *array.Float32:
-		return func(dst []byte, i int) []byte { return appendJSONFloat(dst, float64(a.Value(i)), 32) }
-	case *array.Float64:
-		return func(dst []byte, i int) []byte { return appendJSONFloat(dst, a.Value(i), 64) }
-	case *array.String:
-		return func(dst []byte, i int) []byte { return appendJSONString(dst, a.Value(i)) }
-	case *array.LargeString:
-		return func(dst []byte, i int) []byte { return appendJSONString(dst, a.Value(i)) }
-	case *array.StringView:
-		return func(dst []byte, i int) []byte { return appendJSONString(dst, a.Value(i)) }
-	case *array.Binary:
-		return func(dst []byte, i int) []byte { return appendBase64(dst, a.Value(i)) }
-	case *array.LargeBinary:
-		return func(dst []byte, i int) []byte { return appendBase64(dst, a.Value(i)) }
-	case *array.BinaryView:
-		return func(dst []byte, i int) []byte { return appendBase64(dst, a.Value(i)) }
-	case *array.FixedSizeBinary:
-		return func(dst []byte, i int) []byte { return appendBase64(dst, a.Value(i)) }
-	case *array.Date32:
-		return func(dst []byte, i int) []byte {
-			return appendDate(dst, int64(a.Value(i))*86400)
-		}
-	case *array.Date64:
-		return func(dst []byte, i int) []byte {
-			return appendDate(dst, floorDiv(int64(a.Value(i)), 1000))
-		}
-	case *array.Timestamp:
-		unit := a.DataType().(*arrow.TimestampType).Unit
+	case kindBool:
+		return func(dst []byte, i int) []byte { return strconv.AppendBool(dst, c.boolAt(i)) }
+	case kindInt, kindDuration:
+		return func(dst []byte, i int) []byte { return strconv.AppendInt(dst, c.int64At(i), 10) }
+	case kindUint64:
+		return func(dst []byte, i int) []byte { return strconv.AppendUint(dst, c.uint64At(i), 10) }
+	case kindFloat:
+		return func(dst []byte, i int) []byte { return appendJSONFloat(dst, c.floatAt(i), c.bits) }
+	case kindString:
+		return func(dst []byte, i int) []byte { return appendJSONString(dst, c.stringAt(i)) }
+	case kindBinary, kindFixedBinary:
+		return func(dst []byte, i int) []byte { return appendBase64(dst, c.bytesAt(i)) }
+	case kindDate:
+		return func(dst []byte, i int) []byte { return appendDate(dst, c.int64At(i)*86400) }
+	case kindTimestamp:
 		if opts.EpochMillis {
-			return func(dst []byte, i int) []byte {
-				return strconv.AppendInt(dst, toMillis(int64(a.Value(i)), unit), 10)
-			}
+			return func(dst []byte, i int) []byte { return strconv.AppendInt(dst, toMillis(c.int64At(i), c.unit), 10) }
 		}
-		return func(dst []byte, i int) []byte {
-			return appendTimestamp(dst, int64(a.Value(i)), unit)
-		}
-	case *array.Time32:
-		unit := a.DataType().(*arrow.Time32Type).Unit
-		return timeOfDay(func(i int) int64 { return int64(a.Value(i)) }, unit, opts)
-	case *array.Time64:
-		unit := a.DataType().(*arrow.Time64Type).Unit
-		return timeOfDay(func(i int) int64 { return int64(a.Value(i)) }, unit, opts)
-	case *array.Duration:
-		return func(dst []byte, i int) []byte { return strconv.AppendInt(dst, int64(a.Value(i)), 10) }
-	case *array.Decimal128:
-		scale := a.DataType().(*arrow.Decimal128Type).Scale
+		return func(dst []byte, i int) []byte { return appendTimestamp(dst, c.int64At(i), c.unit) }
+	case kindTime:
+		return timeOfDay(c.int64At, c.unit, opts)
+	case kindDecimal:
 		return func(dst []byte, i int) []byte {
 			dst = append(dst, '"')
-			dst = appendDecimal128(dst, a.Value(i), scale)
+			dst = c.decimalText(dst, i)
 			return append(dst, '"')
 		}
-	case *array.Decimal256:
-		scale := a.DataType().(*arrow.Decimal256Type).Scale
+	case kindStruct:
+		return bindJSONStruct(arr.(*array.Struct), opts)
+	case kindMap:
+		return bindJSONMap(arr.(*array.Map), opts)
+	case kindList:
+		l := arr.(array.ListLike)
+		items := bindJSON(l.ListValues(), opts)
 		return func(dst []byte, i int) []byte {
-			dst = append(dst, '"')
-			dst = append(dst, a.Value(i).ToString(scale)...)
-			return append(dst, '"')
-		}
-	case *array.Struct:
-		return bindJSONStruct(a, opts)
-	case *array.Map:
-		return bindJSONMap(a, opts)
-	case array.ListLike:
-		items := bindJSON(a.ListValues(), opts)
-		return func(dst []byte, i int) []byte {
-			start, end := a.ValueOffsets(i)
+			start, end := l.ValueOffsets(i)
 			dst = append(dst, '[')
 			for j := start; j < end; j++ {
 				if j > start {
@@ -222,9 +167,10 @@ func bindJSONValue(arr arrow.Array, opts Options) appendFn {
 			}
 			return append(dst, ']')
 		}
-	case *array.Dictionary:
-		values := bindJSON(a.Dictionary(), opts)
-		return func(dst []byte, i int) []byte { return values(dst, a.GetValueIndex(i)) }
+	case kindDictionary:
+		d := arr.(*array.Dictionary)
+		values := bindJSON(d.Dictionary(), opts)
+		return func(dst []byte, i int) []byte { return values(dst, d.GetValueIndex(i)) }
 	}
 	panic(fmt.Sprintf("kafkaenc: json: type %s passed jsonCheck but has no appender", arr.DataType()))
 }
@@ -255,8 +201,7 @@ func bindJSONStruct(a *array.Struct, opts Options) appendFn {
 // array of {"key","value"} objects, as Kafka Connect's JSON converter does.
 func bindJSONMap(a *array.Map, opts Options) appendFn {
 	keys, items := bindJSON(a.Keys(), opts), bindJSON(a.Items(), opts)
-	switch a.Keys().DataType().ID() {
-	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW:
+	if typeOf(a.Keys().DataType()).kind == kindString {
 		return func(dst []byte, i int) []byte {
 			start, end := a.ValueOffsets(i)
 			dst = append(dst, '{')

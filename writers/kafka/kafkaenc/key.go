@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 )
 
 // Keys encodes a key column into record keys: strings and binaries as
@@ -59,73 +58,44 @@ func (k *Keys) Encode(rec arrow.RecordBatch, out *Batch) error {
 // bindKey returns the key appender of arr, nil for a type that cannot be a
 // key.
 func bindKey(arr arrow.Array) appendFn {
-	switch a := arr.(type) {
-	case *array.String:
-		return func(dst []byte, i int) []byte { return append(dst, a.Value(i)...) }
-	case *array.LargeString:
-		return func(dst []byte, i int) []byte { return append(dst, a.Value(i)...) }
-	case *array.StringView:
-		return func(dst []byte, i int) []byte { return append(dst, a.Value(i)...) }
-	case *array.Binary:
-		return func(dst []byte, i int) []byte { return append(dst, a.Value(i)...) }
-	case *array.LargeBinary:
-		return func(dst []byte, i int) []byte { return append(dst, a.Value(i)...) }
-	case *array.BinaryView:
-		return func(dst []byte, i int) []byte { return append(dst, a.Value(i)...) }
-	case *array.FixedSizeBinary:
-		return func(dst []byte, i int) []byte { return append(dst, a.Value(i)...) }
-	case *array.Float32:
-		return func(dst []byte, i int) []byte { return strconv.AppendFloat(dst, float64(a.Value(i)), 'g', -1, 32) }
-	case *array.Float64:
-		return func(dst []byte, i int) []byte { return strconv.AppendFloat(dst, a.Value(i), 'g', -1, 64) }
-	case *array.Boolean, *array.Int8, *array.Int16, *array.Int32, *array.Int64,
-		*array.Uint8, *array.Uint16, *array.Uint32, *array.Uint64, *array.Duration:
-		// JSON renders these unquoted, which is their canonical text too.
-		return bindJSONValue(arr, Options{})
-	case *array.Decimal128:
-		scale := a.DataType().(*arrow.Decimal128Type).Scale
-		return func(dst []byte, i int) []byte { return appendDecimal128(dst, a.Value(i), scale) }
-	case *array.Decimal256:
-		scale := a.DataType().(*arrow.Decimal256Type).Scale
-		return func(dst []byte, i int) []byte { return append(dst, a.Value(i).ToString(scale)...) }
-	case *array.Date32:
+	if !keyable(arr.DataType()) {
+		return nil
+	}
+	c := columnOf(arr)
+	switch c.kind {
+	case kindString:
+		return func(dst []byte, i int) []byte { return append(dst, c.stringAt(i)...) }
+	case kindBinary, kindFixedBinary:
+		return func(dst []byte, i int) []byte { return append(dst, c.bytesAt(i)...) }
+	case kindFloat:
+		return func(dst []byte, i int) []byte { return strconv.AppendFloat(dst, c.floatAt(i), 'g', -1, c.bits) }
+	case kindDecimal:
+		return c.decimalText
+	case kindDate:
 		return func(dst []byte, i int) []byte {
-			return time.Unix(int64(a.Value(i))*86400, 0).UTC().AppendFormat(dst, time.DateOnly)
+			return time.Unix(c.int64At(i)*86400, 0).UTC().AppendFormat(dst, time.DateOnly)
 		}
-	case *array.Date64:
+	case kindTimestamp:
 		return func(dst []byte, i int) []byte {
-			return time.Unix(floorDiv(int64(a.Value(i)), 1000), 0).UTC().AppendFormat(dst, time.DateOnly)
+			return unixTime(c.int64At(i), c.unit).AppendFormat(dst, time.RFC3339Nano)
 		}
-	case *array.Timestamp:
-		unit := a.DataType().(*arrow.TimestampType).Unit
+	case kindTime:
 		return func(dst []byte, i int) []byte {
-			return unixTime(int64(a.Value(i)), unit).AppendFormat(dst, time.RFC3339Nano)
-		}
-	case *array.Time32:
-		unit := a.DataType().(*arrow.Time32Type).Unit
-		return func(dst []byte, i int) []byte {
-			return time.Unix(0, int64(a.Value(i))*int64(unit.Multiplier())).UTC().AppendFormat(dst, "15:04:05.999999999")
-		}
-	case *array.Time64:
-		unit := a.DataType().(*arrow.Time64Type).Unit
-		return func(dst []byte, i int) []byte {
-			return time.Unix(0, int64(a.Value(i))*int64(unit.Multiplier())).UTC().AppendFormat(dst, "15:04:05.999999999")
+			return time.Unix(0, c.int64At(i)*int64(c.unit.Multiplier())).UTC().AppendFormat(dst, "15:04:05.999999999")
 		}
 	}
-	return nil
+	// Bools, integers and durations: JSON renders them unquoted, which is
+	// their canonical text too.
+	return bindJSONValue(arr, Options{})
 }
 
-// keyable reports whether bindKey handles arrays of t.
+// keyable reports whether bindKey handles arrays of t: every primitive.
 func keyable(t arrow.DataType) bool {
-	switch t.ID() {
-	case arrow.STRING, arrow.LARGE_STRING, arrow.STRING_VIEW, arrow.BINARY, arrow.LARGE_BINARY,
-		arrow.BINARY_VIEW, arrow.FIXED_SIZE_BINARY, arrow.FLOAT32, arrow.FLOAT64, arrow.BOOL,
-		arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32,
-		arrow.UINT64, arrow.DURATION, arrow.DECIMAL128, arrow.DECIMAL256, arrow.DATE32, arrow.DATE64,
-		arrow.TIMESTAMP, arrow.TIME32, arrow.TIME64:
-		return true
+	switch typeOf(t).kind {
+	case kindUnsupported, kindNull, kindStruct, kindList, kindMap, kindDictionary:
+		return false
 	}
-	return false
+	return true
 }
 
 func fieldNames(s *arrow.Schema) []string {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"slices"
 	"strings"
@@ -134,7 +135,7 @@ func (d *Dataset) CheckWritable() error {
 	switch {
 	case flags&FlagStableRowIDs != 0:
 		return writers.Errorf(writers.ErrInvalid, "lance: the dataset uses stable row ids, which Quiver does not implement: write to a dataset created without new_table_enable_stable_row_ids")
-	case flags&FlagMultiBasePaths != 0 || m.hasBasePaths:
+	case flags&FlagMultiBasePaths != 0 || m.hasBasePaths():
 		return writers.Errorf(writers.ErrInvalid, "lance: the dataset stores data under several base paths, which Quiver does not implement: write to a single-location dataset")
 	case flags&FlagNoTxnFiles != 0:
 		return writers.Errorf(writers.ErrInvalid, "lance: the dataset disables transaction files, which Quiver needs for exactly-once: re-enable them or use a new dataset")
@@ -187,7 +188,10 @@ func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 	if txn.UUID == "" {
 		txn.UUID = uuid.NewString()
 	}
-	raw := txn.Encode()
+	raw, err := txn.Encode()
+	if err != nil {
+		return nil, err
+	}
 	txnName := fmt.Sprintf("%d-%s.txn", txn.ReadVersion, txn.UUID)
 	if err := b.Put(ctx, txnDir+txnName, raw); err != nil {
 		return nil, fmt.Errorf("lance: write transaction file: %w", err)
@@ -201,7 +205,10 @@ func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 		if base != nil {
 			index = base.index
 		}
-		file := encodeManifestFile(m, raw, index)
+		file, err := encodeManifestFile(m, raw, index)
+		if err != nil {
+			return nil, err
+		}
 		key := ManifestKey(m.Version, naming)
 		err = storage.Publish(ctx, b, key, file)
 		switch {
@@ -323,7 +330,10 @@ func build(base *Dataset, txn *Transaction, txnName string) (*Manifest, error) {
 		m.Fragments = append(m.Fragments, f)
 	}
 	if len(txn.Fragments) > 0 {
-		last := next - 1
+		if next-1 > math.MaxUint32 {
+			return nil, writers.Errorf(writers.ErrInvalid, "lance: fragment id %d exceeds Lance's 32-bit max_fragment_id", next-1)
+		}
+		last := uint32(next - 1)
 		m.MaxFragmentID = &last
 	}
 	m.ReaderFlags, m.WriterFlags = 0, 0
@@ -333,7 +343,7 @@ func build(base *Dataset, txn *Transaction, txnName string) (*Manifest, error) {
 			m.WriterFlags |= FlagDeletionFiles
 		}
 	}
-	if m.hasConfig {
+	if m.hasConfig() {
 		m.WriterFlags |= FlagTableConfig
 	}
 	return m, nil

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/quiver-ingest/quiver/writers/lance/internal/lanceprobe"
+	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -118,7 +118,7 @@ func TestDatasetCreateAppendLanceDB(t *testing.T) {
 		t.Fatalf("read back differs")
 	}
 
-	out := lanceprobe.Run(t, "verify", db, "all", "--limit", "100")
+	out := probetest.Run(t, "verify", db, "all", "--limit", "100")
 	for _, w := range []string{"== latest: version=2 rows=65", "v1 rows=40", "v2 rows=65", `"id":"64"`} {
 		if !strings.Contains(out, w) {
 			t.Fatalf("probe output lacks %q:\n%s", w, out)

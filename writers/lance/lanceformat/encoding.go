@@ -4,33 +4,32 @@ import (
 	"fmt"
 
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodingspb"
 )
 
-// Members of lance.encodings.ArrayEncoding (format 2.0) that Quiver reads;
-// it writes all but dictionary.
+// encKind is the member of lance.encodings.ArrayEncoding (format 2.0) an
+// aenc stands for: the ones Quiver reads; it writes all but dictionary.
+type encKind int
+
 const (
-	aeFlat       protowire.Number = 1
-	aeNullable   protowire.Number = 2
-	aeFSL        protowire.Number = 3
-	aeList       protowire.Number = 4
-	aeStruct     protowire.Number = 5
-	aeBinary     protowire.Number = 6
-	aeDictionary protowire.Number = 7
+	aeFlat encKind = iota + 1
+	aeNullable
+	aeFSL
+	aeList
+	aeStruct
+	aeBinary
+	aeDictionary
 )
 
-// Members of lance.encodings.Nullable.
+// nullability is the member of lance.encodings.Nullable an aenc holds.
+type nullability int
+
 const (
-	noNulls   protowire.Number = 1
-	someNulls protowire.Number = 2
-	allNulls  protowire.Number = 3
+	noNulls nullability = iota + 1
+	someNulls
+	allNulls
 )
-
-var aeNames = map[protowire.Number]string{
-	8: "fsst", 9: "packed_struct", 10: "bitpacked", 11: "fixed_size_binary",
-	12: "bitpacked_for_non_neg", 13: "constant", 14: "inline_bitpacking",
-	15: "out_of_line_bitpacking", 16: "variable", 17: "packed_struct_fixed_width_mini_block",
-	18: "block", 19: "rle", 20: "general_mini_block", 21: "byte_stream_split",
-}
 
 // maxEncodingDepth bounds the nesting of a decoded encoding tree, so that
 // hostile input cannot recurse without end.
@@ -39,15 +38,15 @@ const maxEncodingDepth = 64
 // aenc is a decoded (or to be encoded) lance.encodings.ArrayEncoding.
 // Which fields are used depends on kind.
 type aenc struct {
-	kind protowire.Number
+	kind encKind
 
 	bits       uint64 // flat: bits per value
 	buf        uint32 // flat: page buffer index
 	compressed bool   // flat: a Compression message is present (refused)
 
-	null     protowire.Number // nullable: noNulls, someNulls or allNulls
-	validity *aenc            // nullable some_nulls; binary/dictionary: unused
-	values   *aenc            // nullable; fsl items; list offsets; binary/dictionary indices
+	null     nullability // nullable: noNulls, someNulls or allNulls
+	validity *aenc       // nullable some_nulls; binary/dictionary: unused
+	values   *aenc       // nullable; fsl items; list offsets; binary/dictionary indices
 
 	dim uint32 // fsl dimension
 
@@ -59,138 +58,134 @@ type aenc struct {
 
 func flatEnc(bits uint64, buf int) *aenc { return &aenc{kind: aeFlat, bits: bits, buf: uint32(buf)} }
 
-func nullableEnc(null protowire.Number, validity, values *aenc) *aenc {
+func nullableEnc(null nullability, validity, values *aenc) *aenc {
 	return &aenc{kind: aeNullable, null: null, validity: validity, values: values}
 }
 
-func (a *aenc) encode() pb {
-	var inner pb
+// toPB returns a as a message; nil stays nil.
+func (a *aenc) toPB() *encodingspb.ArrayEncoding {
+	if a == nil {
+		return nil
+	}
+	e := &encodingspb.ArrayEncoding{}
 	switch a.kind {
 	case aeFlat:
-		inner.uint(1, a.bits)
-		var buf pb
-		buf.uint(1, uint64(a.buf))
-		inner.msg(2, buf)
+		e.ArrayEncoding = &encodingspb.ArrayEncoding_Flat{Flat: &encodingspb.Flat{
+			BitsPerValue: a.bits, Buffer: &encodingspb.Buffer{BufferIndex: a.buf}}}
 	case aeNullable:
-		var n pb
+		n := &encodingspb.Nullable{}
 		switch a.null {
 		case noNulls:
-			n.msg(1, a.values.encode())
+			n.Nullability = &encodingspb.Nullable_NoNulls{NoNulls: &encodingspb.Nullable_NoNull{Values: a.values.toPB()}}
 		case someNulls:
-			n.msg(1, a.validity.encode())
-			n.msg(2, a.values.encode())
+			n.Nullability = &encodingspb.Nullable_SomeNulls{SomeNulls: &encodingspb.Nullable_SomeNull{
+				Validity: a.validity.toPB(), Values: a.values.toPB()}}
+		case allNulls:
+			n.Nullability = &encodingspb.Nullable_AllNulls{AllNulls: &encodingspb.Nullable_AllNull{}}
 		}
-		inner.msg(a.null, n)
+		e.ArrayEncoding = &encodingspb.ArrayEncoding_Nullable{Nullable: n}
 	case aeFSL:
-		inner.uint(1, uint64(a.dim))
-		inner.msg(2, a.values.encode())
+		e.ArrayEncoding = &encodingspb.ArrayEncoding_FixedSizeList{FixedSizeList: &encodingspb.FixedSizeList{
+			Dimension: a.dim, Items: a.values.toPB()}}
 	case aeList:
-		inner.msg(1, a.values.encode())
-		inner.uint(2, a.nullAdj)
-		inner.uint(3, a.numItems)
+		e.ArrayEncoding = &encodingspb.ArrayEncoding_List{List: &encodingspb.List{
+			Offsets: a.values.toPB(), NullOffsetAdjustment: a.nullAdj, NumItems: a.numItems}}
 	case aeStruct:
+		e.ArrayEncoding = &encodingspb.ArrayEncoding_Struct{Struct: &encodingspb.SimpleStruct{}}
 	case aeBinary:
-		inner.msg(1, a.values.encode())
-		inner.msg(2, a.bytes.encode())
-		inner.uint(3, a.nullAdj)
+		e.ArrayEncoding = &encodingspb.ArrayEncoding_Binary{Binary: &encodingspb.Binary{
+			Indices: a.values.toPB(), Bytes: a.bytes.toPB(), NullAdjustment: a.nullAdj}}
+	case aeDictionary:
+		e.ArrayEncoding = &encodingspb.ArrayEncoding_Dictionary{Dictionary: &encodingspb.Dictionary{
+			Indices: a.values.toPB(), Items: a.bytes.toPB(), NumDictionaryItems: uint32(a.numItems)}}
 	}
-	var b pb
-	b.msg(a.kind, inner)
-	return b
+	return e
 }
+
+// encode returns a's ArrayEncoding bytes.
+func (a *aenc) encode() ([]byte, error) { return marshal(a.toPB()) }
 
 // decodeEncoding parses an ArrayEncoding. Members Quiver does not read
 // are errors naming the encoding.
-func decodeEncoding(msg []byte, depth int) (*aenc, error) {
+func decodeEncoding(msg []byte) (*aenc, error) {
+	e := &encodingspb.ArrayEncoding{}
+	if err := unmarshal(msg, e); err != nil {
+		return nil, err
+	}
+	return encOf(e, 0)
+}
+
+// encOf converts a decoded ArrayEncoding, depth levels down the tree. A
+// missing child (nil) stays nil for the reader to refuse.
+func encOf(e *encodingspb.ArrayEncoding, depth int) (*aenc, error) {
+	if e == nil {
+		return nil, nil
+	}
 	if depth > maxEncodingDepth {
 		return nil, fmt.Errorf("encoding nested deeper than %d levels", maxEncodingDepth)
 	}
-	sub := func(b []byte) (*aenc, error) { return decodeEncoding(b, depth+1) }
-	var a *aenc
-	err := eachField(msg, func(f field) error {
-		if err := f.wantType(protowire.BytesType); err != nil {
-			return err
+	sub := func(c *encodingspb.ArrayEncoding) (*aenc, error) { return encOf(c, depth+1) }
+	a := &aenc{}
+	var err error
+	switch x := e.ArrayEncoding.(type) {
+	case *encodingspb.ArrayEncoding_Flat:
+		a.kind, a.bits, a.compressed = aeFlat, x.Flat.GetBitsPerValue(), x.Flat.GetCompression() != nil
+		a.buf = x.Flat.GetBuffer().GetBufferIndex()
+		if x.Flat.GetBuffer().GetBufferType() != encodingspb.Buffer_page {
+			return nil, fmt.Errorf("flat buffer in column or file metadata is not supported")
 		}
-		a = &aenc{kind: f.num}
-		switch f.num {
-		case aeFlat:
-			return eachField(f.b, func(x field) error {
-				switch x.num {
-				case 1:
-					a.bits = x.u
-				case 2:
-					return eachField(x.b, func(y field) error {
-						switch {
-						case y.num == 1:
-							a.buf = uint32(y.u)
-						case y.num == 2 && y.u != 0:
-							return fmt.Errorf("flat buffer in column or file metadata is not supported")
-						}
-						return nil
-					})
-				case 3:
-					a.compressed = true
-				}
-				return nil
-			})
-		case aeNullable:
-			return eachField(f.b, func(x field) error {
-				a.null = x.num
-				return eachField(x.b, func(y field) error {
-					var err error
-					switch {
-					case x.num == someNulls && y.num == 1:
-						a.validity, err = sub(y.b)
-					case y.num == 1 || (x.num == someNulls && y.num == 2):
-						a.values, err = sub(y.b)
-					}
-					return err
-				})
-			})
-		case aeFSL:
-			return eachField(f.b, func(x field) error {
-				var err error
-				switch x.num {
-				case 1:
-					a.dim = uint32(x.u)
-				case 2:
-					a.values, err = sub(x.b)
-				}
-				return err
-			})
-		case aeList, aeBinary, aeDictionary:
-			return eachField(f.b, func(x field) error {
-				var err error
-				switch {
-				case x.num == 1:
-					a.values, err = sub(x.b)
-				case x.num == 2 && f.num == aeList:
-					a.nullAdj = x.u
-				case x.num == 2:
-					a.bytes, err = sub(x.b)
-				case x.num == 3 && f.num == aeList:
-					a.numItems = x.u
-				case x.num == 3 && f.num == aeBinary:
-					a.nullAdj = x.u
-				case x.num == 3:
-					a.numItems = x.u
-				}
-				return err
-			})
-		case aeStruct:
-			return nil
+	case *encodingspb.ArrayEncoding_Nullable:
+		a.kind = aeNullable
+		switch n := x.Nullable.GetNullability().(type) {
+		case *encodingspb.Nullable_NoNulls:
+			a.null = noNulls
+			a.values, err = sub(n.NoNulls.GetValues())
+		case *encodingspb.Nullable_SomeNulls:
+			a.null = someNulls
+			if a.validity, err = sub(n.SomeNulls.GetValidity()); err == nil {
+				a.values, err = sub(n.SomeNulls.GetValues())
+			}
+		case *encodingspb.Nullable_AllNulls:
+			a.null = allNulls
 		}
-		name := aeNames[f.num]
-		if name == "" {
-			name = fmt.Sprintf("#%d", f.num)
+	case *encodingspb.ArrayEncoding_FixedSizeList:
+		a.kind, a.dim = aeFSL, x.FixedSizeList.GetDimension()
+		a.values, err = sub(x.FixedSizeList.GetItems())
+	case *encodingspb.ArrayEncoding_List:
+		a.kind, a.nullAdj, a.numItems = aeList, x.List.GetNullOffsetAdjustment(), x.List.GetNumItems()
+		a.values, err = sub(x.List.GetOffsets())
+	case *encodingspb.ArrayEncoding_Struct:
+		a.kind = aeStruct
+	case *encodingspb.ArrayEncoding_Binary:
+		a.kind, a.nullAdj = aeBinary, x.Binary.GetNullAdjustment()
+		if a.values, err = sub(x.Binary.GetIndices()); err == nil {
+			a.bytes, err = sub(x.Binary.GetBytes())
 		}
-		return fmt.Errorf("encoding %s is not supported by Quiver's Lance 2.0 reader", name)
-	})
+	case *encodingspb.ArrayEncoding_Dictionary:
+		a.kind, a.numItems = aeDictionary, uint64(x.Dictionary.GetNumDictionaryItems())
+		if a.values, err = sub(x.Dictionary.GetIndices()); err == nil {
+			a.bytes, err = sub(x.Dictionary.GetItems())
+		}
+	case nil:
+		return nil, unknownEncoding(e)
+	default:
+		r := e.ProtoReflect()
+		fd := r.WhichOneof(r.Descriptor().Oneofs().ByName("array_encoding"))
+		return nil, fmt.Errorf("encoding %s is not supported by Quiver's Lance 2.0 reader", fd.Name())
+	}
 	if err != nil {
 		return nil, err
 	}
-	if a == nil {
-		return nil, fmt.Errorf("empty array encoding")
-	}
 	return a, nil
+}
+
+// unknownEncoding is the error of an ArrayEncoding with no member the
+// pinned protos know: empty, or one newer than them.
+func unknownEncoding(e *encodingspb.ArrayEncoding) error {
+	if b := e.ProtoReflect().GetUnknown(); len(b) > 0 {
+		if num, _, n := protowire.ConsumeField(b); n > 0 {
+			return fmt.Errorf("encoding #%d is not supported by Quiver's Lance 2.0 reader", num)
+		}
+	}
+	return fmt.Errorf("empty array encoding")
 }

@@ -8,8 +8,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/file2pb"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/filepb"
 )
 
 // maxMetadataBytes bounds the metadata tail a reader loads, so that a
@@ -101,118 +104,57 @@ func OpenFile(r io.ReaderAt, size int64) (*FileReader, error) {
 }
 
 func (f *FileReader) decodeDescriptor(b []byte) error {
-	err := eachField(b, func(x field) error {
-		switch x.num {
-		case 1:
-			return eachField(x.b, func(y field) error {
-				switch y.num {
-				case 1:
-					fl, err := decodeField(y.b)
-					if err != nil {
-						return err
-					}
-					f.Schema.Fields = append(f.Schema.Fields, fl)
-				case 5:
-					k, v, err := mapEntry(y.b)
-					if err != nil {
-						return err
-					}
-					if f.Schema.Metadata == nil {
-						f.Schema.Metadata = make(map[string][]byte)
-					}
-					f.Schema.Metadata[k] = v
-				}
-				return nil
-			})
-		case 2:
-			f.Rows = x.u
-		}
-		return nil
-	})
-	if err != nil {
+	fd := &filepb.FileDescriptor{}
+	if err := unmarshal(b, fd); err != nil {
 		return fmt.Errorf("lance: file descriptor: %w", err)
 	}
+	*f.Schema = schemaOf(fd.GetSchema().GetFields(), fd.GetSchema().GetMetadata())
+	f.Rows = fd.Length
 	return nil
 }
 
-// unwrapAny returns the value of a direct encoding's Any after checking
-// its type URL.
-func unwrapDirect(b []byte, wantType string) ([]byte, error) {
-	var anyBytes []byte
-	err := eachField(b, func(x field) error {
-		if x.num == 2 {
-			return eachField(x.b, func(y field) error {
-				if y.num == 1 {
-					anyBytes = y.b
-				}
-				return nil
-			})
-		}
-		if x.num == 1 {
-			return fmt.Errorf("indirect encodings are not supported")
-		}
-		return nil
-	})
-	if err != nil {
+// unwrapDirect returns the payload of a direct lance.file.v2.Encoding
+// holding a google.protobuf.Any, checking its type URL.
+func unwrapDirect(e *file2pb.Encoding, wantType string) ([]byte, error) {
+	if _, ok := e.GetLocation().(*file2pb.Encoding_Indirect); ok {
+		return nil, fmt.Errorf("indirect encodings are not supported")
+	}
+	a := &anypb.Any{}
+	if err := unmarshal(e.GetDirect().GetEncoding(), a); err != nil {
 		return nil, err
 	}
-	var url string
-	var val []byte
-	err = eachField(anyBytes, func(x field) error {
-		switch x.num {
-		case 1:
-			url = string(x.b)
-		case 2:
-			val = x.b
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
+	if a.TypeUrl != wantType {
+		return nil, writers.Errorf(writers.ErrInvalid, "lance: page encoding %q is not %q: the file is not Lance format 2.0", a.TypeUrl, wantType)
 	}
-	if url != wantType {
-		return nil, writers.Errorf(writers.ErrInvalid, "lance: page encoding %q is not %q: the file is not Lance format 2.0", url, wantType)
-	}
-	return val, nil
+	return a.Value, nil
 }
 
 func decodeColumnMetadata(b []byte) ([]pageRef, error) {
-	var pages []pageRef
-	err := eachField(b, func(x field) error {
-		if x.num != 2 {
-			return nil
-		}
-		var p pageRef
-		err := eachField(x.b, func(y field) error {
-			var err error
-			switch y.num {
-			case 1:
-				p.offsets, err = y.uints(p.offsets)
-			case 2:
-				p.sizes, err = y.uints(p.sizes)
-			case 3:
-				p.length = y.u
-			case 4:
-				var v []byte
-				if v, err = unwrapDirect(y.b, typeArrayEncoding); err == nil {
-					p.enc, err = decodeEncoding(v, 0)
-				}
+	cm := &file2pb.ColumnMetadata{}
+	if err := unmarshal(b, cm); err != nil {
+		return nil, err
+	}
+	pages := make([]pageRef, 0, len(cm.Pages))
+	for _, pm := range cm.Pages {
+		p := pageRef{offsets: pm.BufferOffsets, sizes: pm.BufferSizes, length: pm.Length}
+		if pm.Encoding != nil {
+			v, err := unwrapDirect(pm.Encoding, typeArrayEncoding)
+			if err != nil {
+				return nil, err
 			}
-			return err
-		})
-		if err != nil {
-			return err
+			if p.enc, err = decodeEncoding(v); err != nil {
+				return nil, err
+			}
 		}
 		if p.length > maxPageRows {
-			return fmt.Errorf("page of %d rows exceeds the reader's limit of %d", p.length, maxPageRows)
+			return nil, fmt.Errorf("page of %d rows exceeds the reader's limit of %d", p.length, maxPageRows)
 		}
 		if len(p.offsets) != len(p.sizes) || p.enc == nil {
-			return fmt.Errorf("page without encoding or with %d offsets for %d sizes", len(p.offsets), len(p.sizes))
+			return nil, fmt.Errorf("page without encoding or with %d offsets for %d sizes", len(p.offsets), len(p.sizes))
 		}
 		pages = append(pages, p)
-		return nil
-	})
-	return pages, err
+	}
+	return pages, nil
 }
 
 // within reports whether [pos, pos+n) lies in [0, end), without

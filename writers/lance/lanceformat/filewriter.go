@@ -7,8 +7,13 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/util"
+	"google.golang.org/protobuf/types/known/anypb"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodingspb"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/file2pb"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/filepb"
 )
 
 // Format 2.0 as written in data file footers (LanceDB writes 0.3 there and
@@ -179,12 +184,11 @@ func (w *FileWriter) Close() (uint64, error) {
 		return 0, err
 	}
 	w.closed = true
-	var fd pb
-	var sch pb
-	w.schema.encodeFields(&sch, 1)
-	encodeBytesMap(&sch, 5, w.schema.Metadata)
-	fd.msg(1, sch)
-	fd.uint(2, w.rows)
+	fd, err := marshal(&filepb.FileDescriptor{Schema: &filepb.Schema{Fields: w.schema.toPB(), Metadata: w.schema.Metadata}, Length: w.rows})
+	if err != nil {
+		w.Abort()
+		return 0, err
+	}
 
 	var tail []byte
 	gbPos := w.pos
@@ -192,7 +196,11 @@ func (w *FileWriter) Close() (uint64, error) {
 	metaStart := gbPos + uint64(len(fd))
 	var cmo []byte
 	for _, pages := range w.columns {
-		m := columnMetadata(pages)
+		m, err := columnMetadata(pages)
+		if err != nil {
+			w.Abort()
+			return 0, err
+		}
 		cmo = binary.LittleEndian.AppendUint64(cmo, metaStart+uint64(len(tail))-uint64(len(fd)))
 		cmo = binary.LittleEndian.AppendUint64(cmo, uint64(len(m)))
 		tail = append(tail, m...)
@@ -216,20 +224,14 @@ func (w *FileWriter) Close() (uint64, error) {
 	return w.pos, nil
 }
 
-// anyMsg is a google.protobuf.Any.
-func anyMsg(typeURL string, value []byte) pb {
-	var b pb
-	b.str(1, typeURL)
-	b.bytesAlways(2, value)
-	return b
-}
-
-// directEncoding is lance.file.v2.Encoding{direct{encoding: Any}}.
-func directEncoding(a pb) pb {
-	var d, e pb
-	d.bytesAlways(1, a)
-	e.msg(2, d)
-	return e
+// directEncoding is lance.file.v2.Encoding{direct: a google.protobuf.Any
+// of typeURL holding msg}.
+func directEncoding(typeURL string, msg []byte) (*file2pb.Encoding, error) {
+	a, err := marshal(&anypb.Any{TypeUrl: typeURL, Value: msg})
+	if err != nil {
+		return nil, err
+	}
+	return &file2pb.Encoding{Location: &file2pb.Encoding_Direct{Direct: &file2pb.DirectEncoding{Encoding: a}}}, nil
 }
 
 const (
@@ -238,18 +240,25 @@ const (
 )
 
 // columnMetadata is lance.file.v2.ColumnMetadata of one column.
-func columnMetadata(pages []pageRef) pb {
-	var empty, colEnc pb
-	colEnc.msg(1, empty) // ColumnEncoding{values: Empty}
-	var b pb
-	b.msg(1, directEncoding(anyMsg(typeColumnEncoding, colEnc)))
-	for _, p := range pages {
-		var m pb
-		m.packed(1, p.offsets)
-		m.packed(2, p.sizes)
-		m.uint(3, p.length)
-		m.msg(4, directEncoding(anyMsg(typeArrayEncoding, p.enc.encode())))
-		b.msg(2, m)
+func columnMetadata(pages []pageRef) ([]byte, error) {
+	colEnc, err := marshal(&encodingspb.ColumnEncoding{ColumnEncoding: &encodingspb.ColumnEncoding_Values{Values: &emptypb.Empty{}}})
+	if err != nil {
+		return nil, err
 	}
-	return b
+	cm := &file2pb.ColumnMetadata{}
+	if cm.Encoding, err = directEncoding(typeColumnEncoding, colEnc); err != nil {
+		return nil, err
+	}
+	for _, p := range pages {
+		enc, err := p.enc.encode()
+		if err != nil {
+			return nil, err
+		}
+		pe, err := directEncoding(typeArrayEncoding, enc)
+		if err != nil {
+			return nil, err
+		}
+		cm.Pages = append(cm.Pages, &file2pb.ColumnMetadata_Page{BufferOffsets: p.offsets, BufferSizes: p.sizes, Length: p.length, Encoding: pe})
+	}
+	return marshal(cm)
 }

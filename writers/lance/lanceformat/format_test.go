@@ -121,9 +121,16 @@ func TestCommitRebase(t *testing.T) {
 		t.Fatalf("rebased version %d with fragments %+v", v3.Version(), v3.Manifest.Fragments)
 	}
 	// A concurrent Overwrite: the stale append must not rebase over it.
-	raw := (&Transaction{Op: OpOverwrite, Schema: ls, UUID: "x"}).Encode()
+	raw, err := (&Transaction{Op: OpOverwrite, Schema: ls, UUID: "x"}).Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
 	m, _ := build(v3, &Transaction{Op: OpOverwrite, Schema: ls}, "")
-	if err := b.PutIfAbsent(ctx, ManifestKey(4, NamingV2), encodeManifestFile(m, raw, nil)); err != nil {
+	file, err := encodeManifestFile(m, raw, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.PutIfAbsent(ctx, ManifestKey(4, NamingV2), file); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := Commit(ctx, b, v3, &Transaction{Op: OpAppend, Fragments: []Fragment{frag}}); !errors.Is(err, writers.ErrConflict) {

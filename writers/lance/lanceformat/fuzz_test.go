@@ -36,12 +36,19 @@ func manifestSeeds(t testing.TB) [][]byte {
 		if err != nil {
 			t.Fatal(err)
 		}
-		last := uint64(3)
+		last := uint32(3)
 		m := &Manifest{Schema: *ls, Version: 4, MaxFragmentID: &last, Fragments: []Fragment{{ID: 3, PhysicalRows: 9,
 			Files:    []DataFile{{Path: "a.lance", Fields: []int32{0}, ColumnIndices: []int32{0}, Major: 2}},
 			Deletion: &DeletionFile{ReadVersion: 2, ID: 7, NumDeletedRows: 1}}}}
-		txn := (&Transaction{Op: OpAppend, ReadVersion: 3, UUID: "u", Properties: map[string]string{"k": "v"}}).Encode()
-		out = append(out, encodeManifestFile(m, txn, []byte{10, 0}))
+		txn, err := (&Transaction{Op: OpAppend, ReadVersion: 3, UUID: "u", Properties: map[string]string{"k": "v"}}).Encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		file, err := encodeManifestFile(m, txn, []byte{10, 0})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, file)
 	}
 	return out
 }
@@ -72,7 +79,11 @@ func checkManifestFile(t *testing.T, b []byte) {
 	if err != nil {
 		return
 	}
-	again, err := decodeManifestFile(encodeManifestFile(mf.m, mf.txn, mf.index))
+	file, err := encodeManifestFile(mf.m, mf.txn, mf.index)
+	if err != nil {
+		t.Fatalf("decoded manifest does not re-encode: %v", err)
+	}
+	again, err := decodeManifestFile(file)
 	if err != nil {
 		t.Fatalf("re-encoded manifest does not decode: %v", err)
 	}

@@ -56,7 +56,7 @@ func parseManifestName(name string) (uint64, Naming, bool) {
 // the index section copied from the previous version (raw IndexSection
 // protobuf, may be nil), the manifest and the footer. It sets m's
 // TxnSection and IndexSection offsets.
-func encodeManifestFile(m *Manifest, txn, index []byte) []byte {
+func encodeManifestFile(m *Manifest, txn, index []byte) ([]byte, error) {
 	var out []byte
 	section := func(b []byte) *uint64 {
 		off := uint64(len(out))
@@ -72,11 +72,15 @@ func encodeManifestFile(m *Manifest, txn, index []byte) []byte {
 		m.IndexSection = section(index)
 	}
 	pos := uint64(len(out))
-	section(m.encode())
+	mb, err := m.encode()
+	if err != nil {
+		return nil, err
+	}
+	section(mb)
 	out = binary.LittleEndian.AppendUint64(out, pos)
 	out = binary.LittleEndian.AppendUint16(out, 0)
 	out = binary.LittleEndian.AppendUint16(out, 2)
-	return append(out, magic...)
+	return append(out, magic...), nil
 }
 
 // manifestFile is a decoded manifest file.

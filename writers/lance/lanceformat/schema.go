@@ -8,9 +8,9 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/filepb"
 )
 
 // Field is one lance.file.Field: a column or a nested child, listed flat in
@@ -25,7 +25,7 @@ type Field struct {
 	// VAR_BINARY=2); kept for compatibility, ignored by readers.
 	Encoding uint64
 	Metadata map[string][]byte
-	extra    []byte // fields Quiver does not model, carried through
+	pb       *filepb.Field // decoded from: what Quiver does not model is carried through
 }
 
 // Legacy encoding hints (lance.file.Encoding).
@@ -40,71 +40,36 @@ type Schema struct {
 	Metadata map[string][]byte
 }
 
-func (f *Field) encode() pb {
-	var b pb
-	b.str(2, f.Name)
-	b.int32(3, f.ID)
-	b.int32(4, f.ParentID)
-	b.str(5, f.LogicalType)
-	b.bool(6, f.Nullable)
-	b.uint(7, f.Encoding)
-	for _, k := range sortedKeys(f.Metadata) {
-		var e pb
-		e.str(1, k)
-		e.bytes(2, f.Metadata[k])
-		b.msg(10, e)
-	}
-	b.raw(f.extra)
-	return b
+func (f *Field) toPB() *filepb.Field {
+	m := cloneOr(f.pb)
+	m.Name, m.Id, m.ParentId = f.Name, f.ID, f.ParentID
+	m.LogicalType, m.Nullable = f.LogicalType, f.Nullable
+	m.Encoding = filepb.Encoding(f.Encoding)
+	m.Metadata = f.Metadata
+	return m
 }
 
-func decodeField(msg []byte) (Field, error) {
-	var f Field
-	err := eachField(msg, func(x field) error {
-		switch x.num {
-		case 2:
-			f.Name = string(x.b)
-		case 3:
-			f.ID = int32(int64(x.u))
-		case 4:
-			f.ParentID = int32(int64(x.u))
-		case 5:
-			f.LogicalType = string(x.b)
-		case 6:
-			f.Nullable = x.u != 0
-		case 7:
-			f.Encoding = x.u
-		case 10:
-			k, v, err := mapEntry(x.b)
-			if err != nil {
-				return err
-			}
-			if f.Metadata == nil {
-				f.Metadata = make(map[string][]byte)
-			}
-			f.Metadata[k] = slices.Clone(v)
-		default:
-			f.extra = append(f.extra, x.raw...)
-		}
-		return nil
-	})
-	return f, err
+func fieldOf(m *filepb.Field) Field {
+	return Field{Name: m.Name, ID: m.Id, ParentID: m.ParentId, LogicalType: m.LogicalType, Nullable: m.Nullable,
+		Encoding: uint64(m.Encoding), Metadata: m.Metadata, pb: m}
 }
 
-// encodeFields appends the fields as repeated field number n.
-func (s *Schema) encodeFields(b *pb, n protowire.Number) {
+// toPB returns the fields as messages.
+func (s *Schema) toPB() []*filepb.Field {
+	out := make([]*filepb.Field, len(s.Fields))
 	for i := range s.Fields {
-		b.msg(n, s.Fields[i].encode())
+		out[i] = s.Fields[i].toPB()
 	}
+	return out
 }
 
-func encodeBytesMap(b *pb, n protowire.Number, m map[string][]byte) {
-	for _, k := range sortedKeys(m) {
-		var e pb
-		e.str(1, k)
-		e.bytes(2, m[k])
-		b.msg(n, e)
+// schemaOf is the schema of decoded fields and metadata.
+func schemaOf(fields []*filepb.Field, metadata map[string][]byte) Schema {
+	s := Schema{Fields: make([]Field, len(fields)), Metadata: metadata}
+	for i, f := range fields {
+		s.Fields[i] = fieldOf(f)
 	}
+	return s
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,20 +2,23 @@ package lanceformat
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/tablepb"
 )
 
 // DataFile is one lance.table.DataFile: a data file of a fragment.
 type DataFile struct {
-	Path          string  // relative to data/
-	Fields        []int32 // field ids stored in the file
-	ColumnIndices []int32 // top-level column of each field (-1 none)
-	Major, Minor  uint32  // 2/0 for format 2.0
-	SizeBytes     uint64  // exact size, 0 = unknown
-	extra         []byte
+	Path          string            // relative to data/
+	Fields        []int32           // field ids stored in the file
+	ColumnIndices []int32           // top-level column of each field (-1 none)
+	Major, Minor  uint32            // 2/0 for format 2.0
+	SizeBytes     uint64            // exact size, 0 = unknown
+	pb            *tablepb.DataFile // decoded from; carried through
 }
 
 // Deletion file types (lance.table.DeletionFile.DeletionFileType).
@@ -30,7 +33,7 @@ type DeletionFile struct {
 	ReadVersion    uint64
 	ID             uint64
 	NumDeletedRows uint64
-	extra          []byte
+	pb             *tablepb.DeletionFile // decoded from; carried through
 }
 
 // Path returns the deletion file's key relative to the dataset root.
@@ -48,7 +51,7 @@ type Fragment struct {
 	Files        []DataFile
 	Deletion     *DeletionFile
 	PhysicalRows uint64
-	extra        []byte // stable row id sequences etc., carried through
+	pb           *tablepb.DataFragment // decoded from: row id sequences etc. carried through
 }
 
 // LiveRows is the number of rows not deleted.
@@ -59,129 +62,83 @@ func (f *Fragment) LiveRows() uint64 {
 	return f.PhysicalRows - min(f.PhysicalRows, f.Deletion.NumDeletedRows)
 }
 
-func int32s(vs []int32) []uint64 {
-	out := make([]uint64, len(vs))
-	for i, v := range vs {
-		out[i] = uint64(uint32(v))
+func (d *DataFile) toPB() *tablepb.DataFile {
+	m := cloneOr(d.pb)
+	m.Path = d.Path
+	m.Fields, m.ColumnIndices = d.Fields, d.ColumnIndices
+	m.FileMajorVersion, m.FileMinorVersion = d.Major, d.Minor
+	m.FileSizeBytes = d.SizeBytes
+	return m
+}
+
+func dataFileOf(m *tablepb.DataFile) DataFile {
+	return DataFile{Path: m.Path, Fields: m.Fields, ColumnIndices: m.ColumnIndices,
+		Major: m.FileMajorVersion, Minor: m.FileMinorVersion, SizeBytes: m.FileSizeBytes, pb: m}
+}
+
+func (d *DeletionFile) toPB() *tablepb.DeletionFile {
+	m := cloneOr(d.pb)
+	m.FileType = tablepb.DeletionFile_DeletionFileType(d.FileType)
+	m.ReadVersion, m.Id, m.NumDeletedRows = d.ReadVersion, d.ID, d.NumDeletedRows
+	return m
+}
+
+func deletionFileOf(m *tablepb.DeletionFile) *DeletionFile {
+	return &DeletionFile{FileType: uint64(m.FileType), ReadVersion: m.ReadVersion, ID: m.Id, NumDeletedRows: m.NumDeletedRows, pb: m}
+}
+
+func (fr *Fragment) toPB() *tablepb.DataFragment {
+	m := cloneOr(fr.pb)
+	m.Id, m.PhysicalRows = fr.ID, fr.PhysicalRows
+	m.Files = make([]*tablepb.DataFile, len(fr.Files))
+	for i := range fr.Files {
+		m.Files[i] = fr.Files[i].toPB()
+	}
+	m.DeletionFile = nil
+	if fr.Deletion != nil {
+		m.DeletionFile = fr.Deletion.toPB()
+	}
+	return m
+}
+
+func fragmentOf(m *tablepb.DataFragment) Fragment {
+	fr := Fragment{ID: m.Id, PhysicalRows: m.PhysicalRows, Files: make([]DataFile, len(m.Files)), pb: m}
+	for i, f := range m.Files {
+		fr.Files[i] = dataFileOf(f)
+	}
+	if m.DeletionFile != nil {
+		fr.Deletion = deletionFileOf(m.DeletionFile)
+	}
+	return fr
+}
+
+func fragmentsToPB(frags []Fragment) []*tablepb.DataFragment {
+	out := make([]*tablepb.DataFragment, len(frags))
+	for i := range frags {
+		out[i] = frags[i].toPB()
 	}
 	return out
 }
 
-func (d *DataFile) encode() pb {
-	var b pb
-	b.str(1, d.Path)
-	b.packed(2, int32s(d.Fields))
-	b.packed(3, int32s(d.ColumnIndices))
-	b.uint(4, uint64(d.Major))
-	b.uint(5, uint64(d.Minor))
-	b.uint(6, d.SizeBytes)
-	b.raw(d.extra)
-	return b
-}
-
-func decodeDataFile(msg []byte) (DataFile, error) {
-	var d DataFile
-	err := eachField(msg, func(f field) error {
-		var err error
-		var vs []uint64
-		switch f.num {
-		case 1:
-			d.Path = string(f.b)
-		case 2, 3:
-			if vs, err = f.uints(nil); err != nil {
-				return err
-			}
-			for _, v := range vs {
-				if f.num == 2 {
-					d.Fields = append(d.Fields, int32(uint32(v)))
-				} else {
-					d.ColumnIndices = append(d.ColumnIndices, int32(uint32(v)))
-				}
-			}
-		case 4:
-			d.Major = uint32(f.u)
-		case 5:
-			d.Minor = uint32(f.u)
-		case 6:
-			d.SizeBytes = f.u
-		default:
-			d.extra = append(d.extra, f.raw...)
-		}
-		return nil
-	})
-	return d, err
-}
-
-func (d *DeletionFile) encode() pb {
-	var b pb
-	b.uint(1, d.FileType)
-	b.uint(2, d.ReadVersion)
-	b.uint(3, d.ID)
-	b.uint(4, d.NumDeletedRows)
-	b.raw(d.extra)
-	return b
-}
-
-func decodeDeletionFile(msg []byte) (*DeletionFile, error) {
-	d := &DeletionFile{}
-	err := eachField(msg, func(f field) error {
-		switch f.num {
-		case 1:
-			d.FileType = f.u
-		case 2:
-			d.ReadVersion = f.u
-		case 3:
-			d.ID = f.u
-		case 4:
-			d.NumDeletedRows = f.u
-		default:
-			d.extra = append(d.extra, f.raw...)
-		}
-		return nil
-	})
-	return d, err
-}
-
-func (fr *Fragment) encode() pb {
-	var b pb
-	b.uint(1, fr.ID)
-	for i := range fr.Files {
-		b.msg(2, fr.Files[i].encode())
+func fragmentsOf(ms []*tablepb.DataFragment) []Fragment {
+	out := make([]Fragment, len(ms))
+	for i, m := range ms {
+		out[i] = fragmentOf(m)
 	}
-	if fr.Deletion != nil {
-		b.msg(3, fr.Deletion.encode())
-	}
-	b.uint(4, fr.PhysicalRows)
-	b.raw(fr.extra)
-	return b
+	return out
 }
 
-func decodeFragment(msg []byte) (Fragment, error) {
-	var fr Fragment
-	err := eachField(msg, func(f field) error {
-		switch f.num {
-		case 1:
-			fr.ID = f.u
-		case 2:
-			d, err := decodeDataFile(f.b)
-			if err != nil {
-				return err
-			}
-			fr.Files = append(fr.Files, d)
-		case 3:
-			d, err := decodeDeletionFile(f.b)
-			if err != nil {
-				return err
-			}
-			fr.Deletion = d
-		case 4:
-			fr.PhysicalRows = f.u
-		default:
-			fr.extra = append(fr.extra, f.raw...)
-		}
-		return nil
-	})
-	return fr, err
+// cloneOr returns a copy of m, the message a value was decoded from (so
+// that what Quiver does not model, unknown fields included, is carried
+// into what it encodes), or a new message when there is none.
+func cloneOr[M interface {
+	*T
+	proto.Message
+}, T any](m M) M {
+	if m == nil {
+		return new(T)
+	}
+	return proto.CloneOf(m)
 }
 
 // Feature flags (Manifest.reader/writer_feature_flags).
@@ -201,7 +158,7 @@ type Manifest struct {
 	Timestamp     time.Time
 	ReaderFlags   uint64
 	WriterFlags   uint64
-	MaxFragmentID *uint64
+	MaxFragmentID *uint32
 	TxnFile       string // relative to _transactions/, or ""
 	WriterLibrary string
 	WriterVersion string
@@ -209,158 +166,60 @@ type Manifest struct {
 	FormatVersion string // data_format.version ("2.0")
 	IndexSection  *uint64
 	TxnSection    *uint64
-	config        []byte // raw config entries (field 16), copied forward
-	tableMetadata []byte // raw table_metadata entries (field 19)
-	extra         []byte // other fields, carried through
-	hasConfig     bool
-	hasBasePaths  bool
+	// pb is the message the manifest was decoded from: config,
+	// table_metadata, base paths and fields unknown to Quiver are carried
+	// into the next version.
+	pb *tablepb.Manifest
 }
 
-// manifest field numbers Quiver must not copy into a new version.
-const (
-	mfVersionAuxData = 4
-	mfTag            = 8
-	mfNextRowID      = 14
-	mfBasePaths      = 18
-	mfBranch         = 20
-)
-
-func (m *Manifest) encode() pb {
-	var b pb
-	m.Schema.encodeFields(&b, 1)
-	for i := range m.Fragments {
-		b.msg(2, m.Fragments[i].encode())
-	}
-	b.uint(3, m.Version)
-	encodeBytesMap(&b, 5, m.Schema.Metadata)
-	if m.IndexSection != nil {
-		b.uintAlways(6, *m.IndexSection)
-	}
-	var ts pb
-	ts.uint(1, uint64(m.Timestamp.Unix()))
-	ts.uint(2, uint64(m.Timestamp.Nanosecond()))
-	b.msg(7, ts)
-	b.uint(9, m.ReaderFlags)
-	b.uint(10, m.WriterFlags)
-	if m.MaxFragmentID != nil {
-		b.uintAlways(11, *m.MaxFragmentID)
-	}
-	b.str(12, m.TxnFile)
-	var wv pb
-	wv.str(1, m.WriterLibrary)
-	wv.str(2, m.WriterVersion)
-	b.msg(13, wv)
-	var df pb
-	df.str(1, m.FileFormat)
-	df.str(2, m.FormatVersion)
-	b.msg(15, df)
-	b.raw(m.config)
-	b.raw(m.tableMetadata)
-	b.raw(m.extra)
-	if m.TxnSection != nil {
-		b.uintAlways(21, *m.TxnSection)
-	}
-	return b
+func (m *Manifest) encode() ([]byte, error) {
+	p := cloneOr(m.pb)
+	p.Fields, p.SchemaMetadata = m.Schema.toPB(), m.Schema.Metadata
+	p.Fragments = fragmentsToPB(m.Fragments)
+	p.Version = m.Version
+	p.IndexSection, p.TransactionSection = m.IndexSection, m.TxnSection
+	p.Timestamp = timestamppb.New(m.Timestamp)
+	p.ReaderFeatureFlags, p.WriterFeatureFlags = m.ReaderFlags, m.WriterFlags
+	p.MaxFragmentId = m.MaxFragmentID
+	p.TransactionFile = m.TxnFile
+	p.WriterVersion = &tablepb.Manifest_WriterVersion{Library: m.WriterLibrary, Version: m.WriterVersion}
+	p.DataFormat = &tablepb.Manifest_DataStorageFormat{FileFormat: m.FileFormat, Version: m.FormatVersion}
+	return marshal(p)
 }
 
 func decodeManifest(msg []byte) (*Manifest, error) {
-	m := &Manifest{}
-	err := eachField(msg, func(f field) error {
-		switch f.num {
-		case 1:
-			fl, err := decodeField(f.b)
-			if err != nil {
-				return err
-			}
-			m.Schema.Fields = append(m.Schema.Fields, fl)
-		case 2:
-			fr, err := decodeFragment(f.b)
-			if err != nil {
-				return err
-			}
-			m.Fragments = append(m.Fragments, fr)
-		case 3:
-			m.Version = f.u
-		case 5:
-			k, v, err := mapEntry(f.b)
-			if err != nil {
-				return err
-			}
-			if m.Schema.Metadata == nil {
-				m.Schema.Metadata = make(map[string][]byte)
-			}
-			m.Schema.Metadata[k] = slices.Clone(v)
-		case 6:
-			v := f.u
-			m.IndexSection = &v
-		case 7:
-			var sec, nanos uint64
-			if err := eachField(f.b, func(t field) error {
-				switch t.num {
-				case 1:
-					sec = t.u
-				case 2:
-					nanos = t.u
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-			m.Timestamp = time.Unix(int64(sec), int64(nanos)).UTC()
-		case 9:
-			m.ReaderFlags = f.u
-		case 10:
-			m.WriterFlags = f.u
-		case 11:
-			v := f.u
-			m.MaxFragmentID = &v
-		case 12:
-			m.TxnFile = string(f.b)
-		case 13:
-			return eachField(f.b, func(t field) error {
-				switch t.num {
-				case 1:
-					m.WriterLibrary = string(t.b)
-				case 2:
-					m.WriterVersion = string(t.b)
-				}
-				return nil
-			})
-		case 15:
-			return eachField(f.b, func(t field) error {
-				switch t.num {
-				case 1:
-					m.FileFormat = string(t.b)
-				case 2:
-					m.FormatVersion = string(t.b)
-				}
-				return nil
-			})
-		case 16:
-			m.config = append(m.config, f.raw...)
-			m.hasConfig = true
-		case 19:
-			m.tableMetadata = append(m.tableMetadata, f.raw...)
-		case 21:
-			v := f.u
-			m.TxnSection = &v
-		case mfVersionAuxData, mfTag, mfBranch:
-			// Per-version data: never copied into the next version.
-		case mfNextRowID:
-			// Only with stable row ids, which CheckWritable refuses.
-		case mfBasePaths:
-			m.hasBasePaths = true
-			m.extra = append(m.extra, f.raw...)
-		default:
-			m.extra = append(m.extra, f.raw...)
-		}
-		return nil
-	})
-	if err != nil {
+	p := &tablepb.Manifest{}
+	if err := unmarshal(msg, p); err != nil {
 		return nil, err
+	}
+	// Per-version data, never copied into the next version; next_row_id
+	// only comes with stable row ids, which CheckWritable refuses.
+	p.VersionAuxData, p.Tag, p.Branch, p.NextRowId = 0, "", nil, 0
+	m := &Manifest{
+		Schema:        schemaOf(p.Fields, p.SchemaMetadata),
+		Fragments:     fragmentsOf(p.Fragments),
+		Version:       p.Version,
+		Timestamp:     p.Timestamp.AsTime(),
+		ReaderFlags:   p.ReaderFeatureFlags,
+		WriterFlags:   p.WriterFeatureFlags,
+		MaxFragmentID: p.MaxFragmentId,
+		TxnFile:       p.TransactionFile,
+		WriterLibrary: p.GetWriterVersion().GetLibrary(),
+		WriterVersion: p.GetWriterVersion().GetVersion(),
+		FileFormat:    p.GetDataFormat().GetFileFormat(),
+		FormatVersion: p.GetDataFormat().GetVersion(),
+		IndexSection:  p.IndexSection,
+		TxnSection:    p.TransactionSection,
+		pb:            p,
 	}
 	return m, nil
 }
+
+// hasConfig reports whether the manifest carries table config entries.
+func (m *Manifest) hasConfig() bool { return len(m.pb.GetConfig()) > 0 }
+
+// hasBasePaths reports whether the manifest lists base paths.
+func (m *Manifest) hasBasePaths() bool { return len(m.pb.GetBasePaths()) > 0 }
 
 // NumRows is the number of live rows of the version.
 func (m *Manifest) NumRows() uint64 {
@@ -374,7 +233,7 @@ func (m *Manifest) NumRows() uint64 {
 // nextFragmentID is the id the next new fragment gets.
 func (m *Manifest) nextFragmentID() uint64 {
 	if m.MaxFragmentID != nil {
-		return *m.MaxFragmentID + 1
+		return uint64(*m.MaxFragmentID) + 1
 	}
 	var next uint64
 	for _, f := range m.Fragments {
@@ -417,83 +276,74 @@ type Transaction struct {
 	Updated []Fragment
 	// Schema is an Overwrite's schema.
 	Schema *Schema
-	opBody []byte // the operation of a decoded transaction
+	pb     *tablepb.Transaction // decoded from: re-encoded as it was
 }
 
 // Encode returns the protobuf bytes (a .txn file's content).
-func (t *Transaction) Encode() []byte {
-	var b pb
-	b.uint(1, t.ReadVersion)
-	b.str(2, t.UUID)
-	b.stringMap(4, t.Properties)
-	var op pb
-	switch {
-	case t.opBody != nil:
-		op = t.opBody
-	case t.Op == OpUpdate:
+func (t *Transaction) Encode() ([]byte, error) {
+	if t.pb != nil {
+		return marshal(t.pb)
+	}
+	p := &tablepb.Transaction{ReadVersion: t.ReadVersion, Uuid: t.UUID, TransactionProperties: t.Properties}
+	switch t.Op {
+	case OpUpdate:
 		// update_mode stays REWRITE_ROWS (0); fields_modified and
 		// fields_for_preserving_frag_bitmap stay empty, which lance-format
 		// §12 records as safe: no index is extended over new fragments.
-		op.packed(1, t.Removed)
-		for i := range t.Updated {
-			op.msg(2, t.Updated[i].encode())
+		p.Operation = &tablepb.Transaction_Update_{Update: &tablepb.Transaction_Update{
+			RemovedFragmentIds: t.Removed,
+			UpdatedFragments:   fragmentsToPB(t.Updated),
+			NewFragments:       fragmentsToPB(t.Fragments),
+		}}
+	case OpOverwrite:
+		o := &tablepb.Transaction_Overwrite{Fragments: fragmentsToPB(t.Fragments)}
+		if t.Schema != nil {
+			o.Schema, o.SchemaMetadata = t.Schema.toPB(), t.Schema.Metadata
 		}
-		for i := range t.Fragments {
-			op.msg(3, t.Fragments[i].encode())
-		}
+		p.Operation = &tablepb.Transaction_Overwrite_{Overwrite: o}
+	case OpAppend:
+		p.Operation = &tablepb.Transaction_Append_{Append: &tablepb.Transaction_Append{Fragments: fragmentsToPB(t.Fragments)}}
 	default:
-		for i := range t.Fragments {
-			op.msg(1, t.Fragments[i].encode())
-		}
-		if t.Op == OpOverwrite && t.Schema != nil {
-			t.Schema.encodeFields(&op, 2)
-			encodeBytesMap(&op, 3, t.Schema.Metadata)
-		}
+		return nil, fmt.Errorf("lance: Quiver does not build %s transactions", opName(t.Op))
 	}
-	b.msg(t.Op, op)
-	return b
+	return marshal(p)
 }
 
 // DecodeTransaction parses a transaction (a .txn file or an inline
 // section). Fragments are decoded for Append and Overwrite only.
 func DecodeTransaction(msg []byte) (*Transaction, error) {
-	t := &Transaction{}
-	err := eachField(msg, func(f field) error {
-		switch {
-		case f.num == 1:
-			t.ReadVersion = f.u
-		case f.num == 2:
-			t.UUID = string(f.b)
-		case f.num == 4:
-			k, v, err := mapEntry(f.b)
-			if err != nil {
-				return err
-			}
-			if t.Properties == nil {
-				t.Properties = make(map[string]string)
-			}
-			t.Properties[k] = string(v)
-		case f.num >= OpAppend && f.typ == protowire.BytesType:
-			t.Op = f.num
-			t.opBody = slices.Clone(f.b)
-			if f.num == OpAppend || f.num == OpOverwrite {
-				return eachField(f.b, func(x field) error {
-					if x.num != 1 {
-						return nil
-					}
-					fr, err := decodeFragment(x.b)
-					if err != nil {
-						return err
-					}
-					t.Fragments = append(t.Fragments, fr)
-					return nil
-				})
-			}
-		}
-		return nil
-	})
-	if err != nil {
+	p := &tablepb.Transaction{}
+	if err := unmarshal(msg, p); err != nil {
 		return nil, fmt.Errorf("lance: decode transaction: %w", err)
 	}
+	t := &Transaction{ReadVersion: p.ReadVersion, UUID: p.Uuid, Properties: p.TransactionProperties, pb: p}
+	switch op := p.Operation.(type) {
+	case *tablepb.Transaction_Append_:
+		t.Fragments = fragmentsOf(op.Append.GetFragments())
+	case *tablepb.Transaction_Overwrite_:
+		t.Fragments = fragmentsOf(op.Overwrite.GetFragments())
+	}
+	t.Op = operation(p)
 	return t, nil
+}
+
+// operation returns the field number of p's operation: the oneof member
+// set, or for an operation newer than the pinned protos, the number of
+// the unknown message field at or past OpAppend (0 when there is none).
+func operation(p *tablepb.Transaction) protowire.Number {
+	r := p.ProtoReflect()
+	if fd := r.WhichOneof(r.Descriptor().Oneofs().ByName("operation")); fd != nil {
+		return fd.Number()
+	}
+	for b := r.GetUnknown(); len(b) > 0; {
+		num, typ, n := protowire.ConsumeField(b)
+		if n < 0 {
+			return 0
+		}
+		if num >= OpAppend && typ == protowire.BytesType {
+			return num
+		}
+		b = b[n:]
+	}
+	return 0
 }

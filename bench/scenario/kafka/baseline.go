@@ -1,0 +1,195 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/IBM/sarama"
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/quiver-ingest/quiver/bench/workload"
+	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc"
+)
+
+// records are the key and value bytes of one stream's records, exactly
+// as the sink produces them.
+type records struct {
+	kv    [][2][]byte
+	bytes int64
+}
+
+func (r *records) meanBytes() float64 { return float64(r.bytes) / float64(len(r.kv)) }
+
+// warmRecords are produced before the clock starts, so that connections,
+// metadata and producer ids stay out of the measurement.
+const warmRecords = 1000
+
+// serialize encodes the standard workload's rows as the sink's endpoint
+// of format does: key column id, JSON with ISO-8601 timestamps, or Avro
+// named after the endpoint's topic and registered under its subject (so
+// the schema id, and every byte, is the sink's).
+func serialize(ctx context.Context, format string, rows int64, registry string) (*records, error) {
+	batches, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, rows, workload.DefaultBatchRows)
+	if err != nil {
+		return nil, err
+	}
+	defer workload.ReleaseAll(batches)
+	schema := workload.Schema()
+	keys, err := kafkaenc.NewKeys(schema, "id")
+	if err != nil {
+		return nil, err
+	}
+	var values interface {
+		Encode(arrow.RecordBatch, *kafkaenc.Batch) error
+	}
+	switch format {
+	case "avro":
+		a, err := kafkaenc.NewAvro(schema, quiverTopic(format))
+		if err != nil {
+			return nil, err
+		}
+		r, err := kafkaenc.NewRegistry(registry, quiverTopic(format)+"-value")
+		if err != nil {
+			return nil, err
+		}
+		id, err := r.Register(ctx, a.SchemaText())
+		if err != nil {
+			return nil, err
+		}
+		a.SetID(id)
+		values = a
+	default:
+		if values, err = kafkaenc.NewJSON(schema, kafkaenc.Options{}); err != nil {
+			return nil, err
+		}
+	}
+	out := &records{kv: make([][2][]byte, 0, rows)}
+	var kb, vb kafkaenc.Batch
+	for _, b := range batches {
+		kb.Reset()
+		vb.Reset()
+		if err := keys.Encode(b, &kb); err != nil {
+			return nil, err
+		}
+		if err := values.Encode(b, &vb); err != nil {
+			return nil, err
+		}
+		for i := range kb.Len() {
+			k, v := append([]byte(nil), kb.Row(i)...), append([]byte(nil), vb.Row(i)...)
+			out.kv = append(out.kv, [2][]byte{k, v})
+			out.bytes += int64(len(k) + len(v))
+		}
+	}
+	return out, nil
+}
+
+// produceFunc produces recs to topic from streams goroutines at once
+// (each sending all of recs) with a fresh client, and returns the time
+// from the first send to the last acknowledgement.
+type produceFunc func(ctx context.Context, brokers []string, topic string, recs *records, streams int) (time.Duration, error)
+
+// produceSarama uses a bare sarama AsyncProducer with the sink's settings
+// (writers/kafka producerConfig): idempotent, acks=all, one request in
+// flight, murmur2, a 4096-message channel buffer.
+func produceSarama(ctx context.Context, brokers []string, topic string, recs *records, streams int) (time.Duration, error) {
+	c := sarama.NewConfig()
+	c.Version = sarama.V3_6_0_0
+	c.Producer.Idempotent = true
+	c.Producer.RequiredAcks = sarama.WaitForAll
+	c.Net.MaxOpenRequests = 1
+	c.Producer.Return.Successes = true
+	c.Producer.Return.Errors = true
+	c.Producer.Partitioner = sarama.NewMurmur2Partitioner
+	c.Producer.MaxMessageBytes = 1048588 - 100
+	c.ChannelBufferSize = 4096
+	p, err := sarama.NewAsyncProducer(brokers, c)
+	if err != nil {
+		return 0, err
+	}
+	defer p.Close()
+	send := func(n int, streams int) (time.Duration, error) {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for range streams {
+			wg.Go(func() {
+				for _, kv := range recs.kv[:n] {
+					select {
+					case p.Input() <- &sarama.ProducerMessage{Topic: topic, Key: sarama.ByteEncoder(kv[0]), Value: sarama.ByteEncoder(kv[1])}:
+					case <-ctx.Done():
+						return
+					}
+				}
+			})
+		}
+		var errs []error
+		for range n * streams {
+			select {
+			case <-p.Successes():
+			case e := <-p.Errors():
+				errs = append(errs, e)
+			case <-ctx.Done():
+				return 0, ctx.Err()
+			}
+		}
+		wg.Wait()
+		if len(errs) > 0 {
+			return 0, fmt.Errorf("%d records failed, first: %w", len(errs), errs[0])
+		}
+		return time.Since(start), nil
+	}
+	if _, err := send(min(warmRecords, len(recs.kv)), 1); err != nil {
+		return 0, fmt.Errorf("warm-up: %w", err)
+	}
+	return send(len(recs.kv), streams)
+}
+
+// produceFranz uses a franz-go client with its defaults (idempotent,
+// acks=all) and Java's murmur2 key partitioner.
+func produceFranz(ctx context.Context, brokers []string, topic string, recs *records, streams int) (time.Duration, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+	if err != nil {
+		return 0, err
+	}
+	defer cl.Close()
+	send := func(n int, streams int) (time.Duration, error) {
+		start := time.Now()
+		var failed atomic.Int64
+		var first atomic.Pointer[error]
+		done := func(_ *kgo.Record, err error) {
+			if err != nil {
+				failed.Add(1)
+				first.CompareAndSwap(nil, &err)
+			}
+		}
+		var wg sync.WaitGroup
+		for range streams {
+			wg.Go(func() {
+				for _, kv := range recs.kv[:n] {
+					cl.Produce(ctx, &kgo.Record{Key: kv[0], Value: kv[1]}, done)
+				}
+			})
+		}
+		wg.Wait()
+		if err := cl.Flush(ctx); err != nil {
+			return 0, err
+		}
+		if n := failed.Load(); n > 0 {
+			return 0, fmt.Errorf("%d records failed, first: %w", n, *first.Load())
+		}
+		if ctx.Err() != nil {
+			return 0, errors.New("interrupted")
+		}
+		return time.Since(start), nil
+	}
+	if _, err := send(min(warmRecords, len(recs.kv)), 1); err != nil {
+		return 0, fmt.Errorf("warm-up: %w", err)
+	}
+	return send(len(recs.kv), streams)
+}

@@ -1,0 +1,203 @@
+// Package kafka is the kafka scenario of quiverbench: it measures the
+// Kafka sink end to end. It starts an embedded kfake broker
+// (internal/devbroker, 6 partitions) and an in-process Schema Registry
+// (srfake), one Quiver server in process with a JSON and an Avro Kafka
+// endpoint (key_column id, murmur2), and drives each with the standard
+// workload (bench.Run). In the same run it produces the very records the sink
+// produces (serialized beforehand with writers/kafka/kafkaenc, Avro with
+// the same registered schema id) with a bare sarama AsyncProducer (the
+// sink's producer settings) and a franz-go client, to the same broker. It
+// prints records/s, MB/s (record key and value bytes) and the ratio of each
+// to bare sarama at each format and stream count:
+//
+//	go run ./bench/cmd/quiverbench --scenario kafka --streams 1,4 --rows 200000
+//
+// kfake keeps records in memory and serves every request on one goroutine
+// sharing the machine with the clients: the figures compare clients with
+// one another, they do not predict a real cluster's throughput. Topics are
+// truncated (DeleteRecords) after every measurement to keep memory flat.
+package kafka
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/internal/devbroker"
+	"github.com/quiver-ingest/quiver/server"
+	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc/srfake"
+)
+
+// partitions of every benchmark topic.
+const partitions = 6
+
+// formats are the value formats measured; each is a Quiver endpoint of
+// that name producing to topic "quiver-<format>".
+var formats = []string{"json", "avro"}
+
+// Targets of the report.
+const (
+	targetQuiver = "quiver"
+	targetSarama = "sarama"
+	targetFranz  = "franz-go"
+)
+
+// Options are the scenario's flags.
+type Options struct{ bench.Load }
+
+// Register adds --streams, --rows and --runs to fs.
+func (o *Options) Register(fs *flag.FlagSet) { o.Load.Register(fs, 200_000) }
+
+// Scenario is the kafka scenario for bench.Main.
+func Scenario() bench.Scenario {
+	return bench.NewScenario[Options]("kafka", "Kafka sink (JSON, Avro) on an embedded broker vs bare sarama and franz-go", run)
+}
+
+// row is one line of the report.
+type row struct {
+	format, target string
+	streams        int
+	recsPerSec     float64
+	mbPerSec       float64 // key and value bytes
+}
+
+func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
+	if err := o.Validate(); err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	var topics []string
+	for _, f := range formats {
+		topics = append(topics, quiverTopic(f), baselineTopic(targetSarama, f), baselineTopic(targetFranz, f))
+	}
+	cluster, err := devbroker.Start(devbroker.Options{Listen: "127.0.0.1:0", Partitions: partitions, Topics: topics})
+	if err != nil {
+		return err
+	}
+	defer cluster.Close()
+	reg := srfake.New()
+	defer reg.Close()
+	dir, remove, err := bench.TempDir("quiverbench-kafka", "", false, log)
+	if err != nil {
+		return err
+	}
+	defer remove()
+	srv, err := startServer(ctx, dir, cluster.Addrs(), reg.URL)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, bench.Stop(ctx, srv)) }()
+	admCl, err := kgo.NewClient(kgo.SeedBrokers(cluster.Addrs()...))
+	if err != nil {
+		return err
+	}
+	defer admCl.Close()
+	adm := kadm.NewClient(admCl)
+
+	recs := map[string]*records{}
+	for _, f := range formats {
+		if recs[f], err = serialize(ctx, f, o.Rows, reg.URL); err != nil {
+			return err
+		}
+		fmt.Fprintf(log, "kafka: %s records: %d per stream, %.1f bytes each (key and value)\n", f, len(recs[f].kv), recs[f].meanBytes())
+	}
+
+	var rows []row
+	for _, streams := range o.Streams {
+		for _, f := range formats {
+			// One bench.Run per run, so the topic is truncated between runs
+			// as it is for the bare clients.
+			var rates []float64
+			for range o.Runs {
+				rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr(), f, bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: 1}), log)
+				if err != nil {
+					return fmt.Errorf("quiver %s, %d streams: %w", f, streams, err)
+				}
+				if err := truncate(ctx, adm, quiverTopic(f)); err != nil {
+					return err
+				}
+				rates = append(rates, rep.Results[0].RowsPerSec)
+			}
+			rate := bench.Median(rates)
+			rows = append(rows, row{format: f, target: targetQuiver, streams: streams, recsPerSec: rate, mbPerSec: rate * recs[f].meanBytes() / 1e6})
+
+			for _, b := range []struct {
+				target  string
+				produce produceFunc
+			}{{targetSarama, produceSarama}, {targetFranz, produceFranz}} {
+				topic := baselineTopic(b.target, f)
+				var rates []float64
+				for run := range o.Runs {
+					elapsed, err := b.produce(ctx, cluster.Addrs(), topic, recs[f], streams)
+					if err != nil {
+						return fmt.Errorf("%s %s, %d streams: %w", b.target, f, streams, err)
+					}
+					if err := truncate(ctx, adm, topic); err != nil {
+						return err
+					}
+					r := float64(len(recs[f].kv)*streams) / elapsed.Seconds()
+					fmt.Fprintf(log, "kafka: %s %s, %d stream(s), run %d: %.0f records/s\n", b.target, f, streams, run+1, r)
+					rates = append(rates, r)
+				}
+				med := bench.Median(rates)
+				rows = append(rows, row{format: f, target: b.target, streams: streams, recsPerSec: med, mbPerSec: med * recs[f].meanBytes() / 1e6})
+			}
+		}
+	}
+	return report(out, rows)
+}
+
+func quiverTopic(format string) string           { return "quiver-" + format }
+func baselineTopic(target, format string) string { return target + "-" + format }
+
+// startServer serves one Kafka endpoint per format, named after it,
+// keyed by id, producing to quiverTopic(format) on brokers.
+func startServer(ctx context.Context, dir string, brokers []string, registry string) (*server.Server, error) {
+	var b strings.Builder
+	for _, f := range formats {
+		fmt.Fprintf(&b, "  - name: %s\n    sink: kafka\n    kafka: {brokers: [%q], topic: %s, format: %s, key_column: id, schema_registry: {url: %q}}\n",
+			f, brokers[0], quiverTopic(f), f, registry)
+	}
+	return bench.Start(ctx, dir, dir, b.String())
+}
+
+// truncate deletes every record of topic, so kfake frees its memory.
+func truncate(ctx context.Context, adm *kadm.Client, topic string) error {
+	ends, err := adm.ListEndOffsets(ctx, topic)
+	if err != nil {
+		return fmt.Errorf("end offsets of %s: %w", topic, err)
+	}
+	resp, err := adm.DeleteRecords(ctx, ends.Offsets())
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		return fmt.Errorf("truncate %s: %w", topic, err)
+	}
+	return nil
+}
+
+// report prints one line per format, stream count and target, with the
+// ratio of each target's records/s to bare sarama's.
+func report(w io.Writer, rows []row) error {
+	tw := bench.NewTable(w)
+	fmt.Fprintln(tw, "format\tstreams\ttarget\trecords/s\tMB/s\tvs sarama\t")
+	sarama := func(format string, streams int) float64 {
+		for _, r := range rows {
+			if r.format == format && r.streams == streams && r.target == targetSarama {
+				return r.recsPerSec
+			}
+		}
+		return 0
+	}
+	for _, r := range rows {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.1f\t%.2fx\t\n", r.format, r.streams, r.target, r.recsPerSec, r.mbPerSec, r.recsPerSec/sarama(r.format, r.streams))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,57 @@
+package tablesink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// Root names a table sink's storage root: the table or dataset URI of its
+// configuration (Option is the option's name, for errors) and the folder
+// relative URIs start from.
+type Root struct {
+	Sink, Option, URI, BaseDir string
+}
+
+// Bucket opens the root.
+func (r Root) Bucket(ctx context.Context) (*storage.Bucket, error) {
+	b, err := storage.Open(ctx, r.URI, storage.Options{BaseDir: r.BaseDir})
+	if err != nil {
+		return nil, fmt.Errorf("%s: open %s %s: %w", r.Sink, r.Option, r.URI, err)
+	}
+	return b, nil
+}
+
+// Open opens the root into *bucket for a writer's Open: latest (the sink
+// reading its table through *bucket, which must be writable if it
+// exists) runs on it, and the leftovers of interrupted uploads are
+// cleaned up. On error *bucket is nil and nothing stays open.
+func (r Root) Open(ctx context.Context, log *slog.Logger, bucket **storage.Bucket, latest func(ctx context.Context) error) error {
+	b, err := r.Bucket(ctx)
+	if err != nil {
+		return err
+	}
+	*bucket = b
+	if err := latest(ctx); err != nil {
+		*bucket = nil
+		return errors.Join(err, b.Close())
+	}
+	b.CleanUp(ctx, log)
+	return nil
+}
+
+// Probe runs check on b, or, before the writer is open (b nil), on the
+// root opened for the call: a writer's Check, which may run before Open.
+func (r Root) Probe(ctx context.Context, b *storage.Bucket, check func(b *storage.Bucket) error) error {
+	if b == nil {
+		var err error
+		if b, err = r.Bucket(ctx); err != nil {
+			return err
+		}
+		defer b.Close()
+	}
+	return check(b)
+}

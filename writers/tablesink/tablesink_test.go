@@ -1,0 +1,141 @@
+package tablesink
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+func newCommit(max int) Commit {
+	return Commit{Sink: "test", Endpoint: "e", Key: writers.TxnKey{Writer: "w", Epoch: 1}, MaxReplans: max,
+		Commits:   prometheus.NewCounterVec(prometheus.CounterOpts{Name: "commits"}, []string{"result"}),
+		Conflicts: prometheus.NewCounter(prometheus.CounterOpts{Name: "conflicts"}),
+		Replans:   prometheus.NewCounter(prometheus.CounterOpts{Name: "replans"}),
+		Log:       slog.New(slog.DiscardHandler)}
+}
+
+func TestLoop(t *testing.T) {
+	conflict := writers.Errorf(writers.ErrConflict, "lost")
+	tests := []struct {
+		name     string
+		errs     []error // one per attempt; past the end: committed
+		wantErr  error
+		attempts int
+		result   string
+		replans  float64
+	}{
+		{"committed", nil, nil, 1, "committed", 0},
+		{"conflicts planned again", []error{conflict, conflict}, nil, 3, "committed", 2},
+		{"too many conflicts", []error{conflict, conflict, conflict, conflict}, writers.ErrConflict, 3, "failed", 2},
+		{"final conflict", []error{Final(conflict)}, writers.ErrConflict, 1, "failed", 0},
+		{"other error", []error{writers.Errorf(writers.ErrInvalid, "bad")}, writers.ErrInvalid, 1, "failed", 0},
+		{"outcome unknown", []error{Final(writers.Errorf(writers.ErrOutcomeUnknown, "lost answer"))}, writers.ErrOutcomeUnknown, 1, "failed", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCommit(2)
+			n := 0
+			info, err := c.Loop(context.Background(), func(_ context.Context, replan int) (writers.CommitInfo, Result, error) {
+				if replan != n {
+					t.Errorf("attempt %d told replan %d", n, replan)
+				}
+				n++
+				if n <= len(tt.errs) {
+					return writers.CommitInfo{}, 0, tt.errs[n-1]
+				}
+				return writers.CommitInfo{Version: 7}, Committed, nil
+			})
+			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
+				t.Fatalf("err %v, want %v", err, tt.wantErr)
+			}
+			var f finalError
+			if errors.As(err, &f) {
+				t.Errorf("Loop returned the Final wrapper: %v", err)
+			}
+			var unknown *writers.OutcomeUnknownError
+			if errors.Is(tt.wantErr, writers.ErrOutcomeUnknown) && (!errors.As(err, &unknown) || unknown.Endpoint != "e" || unknown.Key != c.Key) {
+				t.Errorf("outcome unknown not wrapped with endpoint and key: %#v", err)
+			}
+			if err == nil && info.Version != 7 {
+				t.Errorf("info %+v", info)
+			}
+			if n != tt.attempts {
+				t.Errorf("%d attempts, want %d", n, tt.attempts)
+			}
+			if got := testutil.ToFloat64(c.Commits.WithLabelValues(tt.result)); got != 1 {
+				t.Errorf("commits{%s} = %v, want 1", tt.result, got)
+			}
+			if got := testutil.ToFloat64(c.Replans); got != tt.replans {
+				t.Errorf("replans = %v, want %v", got, tt.replans)
+			}
+		})
+	}
+}
+
+func TestLoopUncounted(t *testing.T) {
+	c := newCommit(2)
+	if _, err := c.Loop(context.Background(), func(context.Context, int) (writers.CommitInfo, Result, error) {
+		return writers.CommitInfo{Version: writers.NoVersion}, Uncounted, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if n := testutil.CollectAndCount(c.Commits); n != 0 {
+		t.Errorf("an uncounted call counted %d series", n)
+	}
+}
+
+type testStage struct{ files []string }
+
+func TestStages(t *testing.T) {
+	var discarded []string
+	r := NewStages("test", func(_ context.Context, s *testStage) error {
+		discarded = append(discarded, s.files...)
+		return nil
+	})
+	key := writers.TxnKey{Writer: "w", Epoch: 1}
+	if s, err := r.Get(key, false); s != nil || err != nil {
+		t.Fatalf("Get without create: %v, %v", s, err)
+	}
+	s, err := r.Get(key, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.files = []string{"a"}
+	if again, _ := r.Get(key, true); again != s {
+		t.Fatal("Get made a second stage for a key")
+	}
+	if err := r.Rollback(context.Background(), key); err != nil || len(discarded) != 1 {
+		t.Fatalf("Rollback: %v, discarded %v", err, discarded)
+	}
+	if err := r.Rollback(context.Background(), key); err != nil || len(discarded) != 1 {
+		t.Fatalf("second Rollback: %v, discarded %v", err, discarded)
+	}
+	other := writers.TxnKey{Writer: "w", Epoch: 2}
+	s, _ = r.Get(other, true)
+	s.files = []string{"b"}
+	if !r.IfOpen(func() {}) {
+		t.Fatal("IfOpen refused an open registry")
+	}
+	stages, first := r.Close()
+	if !first || len(stages) != 1 {
+		t.Fatalf("Close: %d stages, first %v", len(stages), first)
+	}
+	if _, again := r.Close(); again {
+		t.Error("second Close reported first")
+	}
+	if errs := r.Discard(context.Background(), stages); len(errs) != 0 || len(discarded) != 2 {
+		t.Errorf("Discard: %v, discarded %v", errs, discarded)
+	}
+	if _, err := r.Get(other, true); !errors.Is(err, writers.ErrWrongState) {
+		t.Errorf("Get after Close: %v, want ErrWrongState", err)
+	}
+	if r.IfOpen(func() { t.Error("ran after Close") }) {
+		t.Error("IfOpen ran after Close")
+	}
+}
