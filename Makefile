@@ -24,7 +24,8 @@ build:
 run: build
 	./$(BIN) serve --config examples/quickstart.yaml
 
-test: test-go test-interop
+# venv first: the Go tests run moto (the S3 emulator) from .venv.
+test: venv test-go test-interop
 
 # Go only: vet, then every Go test with the race detector.
 test-go:

@@ -89,7 +89,8 @@ def start_spark(tmp: Path, app: str, **conf: str) -> Any:
 
 class Quiver:
     """A `quiver serve` process on free 127.0.0.1 ports (port 0, read back
-    from its log) with its own data_dir and a generated config."""
+    from its log) with its own data_dir and a generated config; env adds
+    to its environment (credentials of an object store)."""
 
     def __init__(
         self, binary: Path, workdir: Path, endpoints: list[dict[str, Any]],

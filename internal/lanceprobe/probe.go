@@ -5,7 +5,7 @@
 // Lance benchmarks.
 //
 // The probe files are embedded in this package. They are installed (with
-// `npm ci`) into a cache folder outside the repository,
+// internal/npmdir) into a cache folder outside the repository,
 // <user cache dir>/quiver-lance-probe/<hash of the lockfile>, by the test
 // helper package lanceprobe/probetest, on a test's first use or by
 // `make lance-probe`. This package only finds that folder and runs node
@@ -15,9 +15,7 @@ package lanceprobe
 
 import (
 	"bytes"
-	"crypto/sha256"
 	"embed"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -28,6 +26,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
+
+	"github.com/quiver-ingest/quiver/internal/npmdir"
 )
 
 // Files are the probe's files, under probe/.
@@ -38,9 +38,8 @@ var Files embed.FS
 // Script is the probe's file name in the installed folder.
 const Script = "probe.mjs"
 
-// InstalledStamp is the file written into the folder once an install has
-// completed.
-const InstalledStamp = ".installed"
+// CacheName is the name of the probe's cache folder (npmdir.Spec.Name).
+const CacheName = "quiver-lance-probe"
 
 // ErrNoNode reports that node or npm is not installed.
 var ErrNoNode = errors.New("lanceprobe: the LanceDB checks need Node >= 20 and npm, which are not installed")
@@ -55,12 +54,7 @@ func Folder() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cache, err := os.UserCacheDir()
-	if err != nil {
-		return "", fmt.Errorf("lanceprobe: %w", err)
-	}
-	sum := sha256.Sum256(lockfile)
-	return filepath.Join(cache, "quiver-lance-probe", hex.EncodeToString(sum[:8])), nil
+	return npmdir.Folder(CacheName, lockfile)
 }
 
 // Dir returns the installed probe folder: ErrNoNode when node is missing,
@@ -74,7 +68,7 @@ func Dir() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := os.Stat(filepath.Join(dir, InstalledStamp)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, npmdir.Installed)); err != nil {
 		return "", ErrNotInstalled
 	}
 	want, err := Files.ReadFile("probe/" + Script)

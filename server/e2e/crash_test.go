@@ -28,7 +28,7 @@ func rows(t *testing.T) array.RecordReader {
 	return idRows(t, 0, totalRows)
 }
 
-func dial(t *testing.T, p *proc) *quiver.Client {
+func dial(t testing.TB, p *proc) *quiver.Client {
 	t.Helper()
 	c, err := quiver.Dial(p.flightURL)
 	if err != nil {
@@ -38,7 +38,7 @@ func dial(t *testing.T, p *proc) *quiver.Client {
 	return c
 }
 
-func ctxT(t *testing.T) context.Context {
+func ctxT(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
 	return ctx

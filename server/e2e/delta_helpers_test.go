@@ -3,8 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -23,14 +22,15 @@ import (
 const deltaEndpoint = "events"
 
 // deltaAppend is the config of the Delta append endpoint deltaEndpoint on
-// the table folder tableDir, for writeConfig.
+// the table root tableDir (a folder or a URI, see rootURI), for
+// writeConfig.
 func deltaAppend(tableDir string) string {
-	return fmt.Sprintf(`{name: %s, sink: delta, delta: {table_uri: "file://%s", parquet: {compression: snappy}}}`, deltaEndpoint, tableDir)
+	return fmt.Sprintf(`{name: %s, sink: delta, delta: {table_uri: "%s", parquet: {compression: snappy}}}`, deltaEndpoint, rootURI(tableDir))
 }
 
 // idRows returns a reader of n rows of one int64 column id, start to
 // start+n-1, in batches of at most 1000 rows.
-func idRows(t *testing.T, start, n int64) array.RecordReader {
+func idRows(t testing.TB, start, n int64) array.RecordReader {
 	t.Helper()
 	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
@@ -63,9 +63,9 @@ type deltaTable struct {
 }
 
 // store opens the table root for the rest of the test.
-func (d deltaTable) store(t *testing.T) *storage.Bucket {
+func (d deltaTable) store(t testing.TB) *storage.Bucket {
 	t.Helper()
-	b, err := storage.Open(context.Background(), "file://"+d.dir, storage.Options{})
+	b, err := storage.Open(context.Background(), rootURI(d.dir), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +74,7 @@ func (d deltaTable) store(t *testing.T) *storage.Bucket {
 }
 
 // readDelta replays the table's log and reads every active file.
-func readDelta(t *testing.T, tableDir string) deltaTable {
+func readDelta(t testing.TB, tableDir string) deltaTable {
 	t.Helper()
 	tab := deltaTable{dir: tableDir}
 	snap, err := deltalog.Load(context.Background(), tab.store(t))
@@ -92,7 +92,7 @@ func readDelta(t *testing.T, tableDir string) deltaTable {
 // eachBatch reads columns of every active file of the table at
 // tab.version, calling fn with the file's path and each batch, without the
 // rows the file's deletion vector marks.
-func (d deltaTable) eachBatch(t *testing.T, columns []string, fn func(path string, rec arrow.RecordBatch)) {
+func (d deltaTable) eachBatch(t testing.TB, columns []string, fn func(path string, rec arrow.RecordBatch)) {
 	t.Helper()
 	ctx := context.Background()
 	b := d.store(t)
@@ -131,7 +131,7 @@ func (d deltaTable) eachBatch(t *testing.T, columns []string, fn func(path strin
 
 // liveRows returns rec (whose first row is at file position first) without
 // the rows at the positions gone (ascending).
-func liveRows(t *testing.T, rec arrow.RecordBatch, first int64, gone []int64) arrow.RecordBatch {
+func liveRows(t testing.TB, rec arrow.RecordBatch, first int64, gone []int64) arrow.RecordBatch {
 	t.Helper()
 	keep := array.NewBooleanBuilder(memory.DefaultAllocator)
 	defer keep.Release()
@@ -149,7 +149,7 @@ func liveRows(t *testing.T, rec arrow.RecordBatch, first int64, gone []int64) ar
 }
 
 // wantIDs checks that the table holds exactly the ids [0, n), once each.
-func (d deltaTable) wantIDs(t *testing.T, n int64) {
+func (d deltaTable) wantIDs(t testing.TB, n int64) {
 	t.Helper()
 	wantIDRange(t, "table", d.ids, n)
 }
@@ -158,14 +158,13 @@ func (d deltaTable) wantIDs(t *testing.T, n int64) {
 // version.
 func wantContiguousLog(t *testing.T, tableDir string, version int64) {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(tableDir, "_delta_log"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var commits []string
-	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".json") && len(e.Name()) == 25 {
-			commits = append(commits, e.Name())
+	for o, err := range (deltaTable{dir: tableDir}).store(t).List(context.Background(), "_delta_log/", "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name := path.Base(o.Key); strings.HasSuffix(name, ".json") && len(name) == 25 {
+			commits = append(commits, name)
 		}
 	}
 	if int64(len(commits)) != version+1 {

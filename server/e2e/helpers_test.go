@@ -18,14 +18,14 @@ const devnullEndpoint = "{name: devnull, sink: discard}"
 // writeConfig writes a config with free ports, dataDir and one endpoint
 // per YAML flow mapping in endpoints, returning its path. dataDir is
 // shared across restarts.
-func writeConfig(t *testing.T, dataDir string, endpoints ...string) string {
+func writeConfig(t testing.TB, dataDir string, endpoints ...string) string {
 	t.Helper()
 	return writeConfigWith(t, dataDir, "", endpoints...)
 }
 
 // writeConfigWith is writeConfig with extra top-level YAML lines (each
 // ending in a newline) before the endpoints.
-func writeConfigWith(t *testing.T, dataDir, extra string, endpoints ...string) string {
+func writeConfigWith(t testing.TB, dataDir, extra string, endpoints ...string) string {
 	t.Helper()
 	var b strings.Builder
 	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\n%sendpoints:\n", dataDir, extra)
@@ -37,6 +37,15 @@ func writeConfigWith(t *testing.T, dataDir, extra string, endpoints ...string) s
 		t.Fatal(err)
 	}
 	return path
+}
+
+// rootURI returns the URI of a table root given as a local folder, or
+// root itself when it is a URI already (s3://... on an emulator).
+func rootURI(root string) string {
+	if strings.Contains(root, "://") {
+		return root
+	}
+	return "file://" + root
 }
 
 // stageFunc opens a transaction on c and stages its rows, returning it.
@@ -155,7 +164,7 @@ func endpointVersion(t *testing.T, st quiver.TxnStatus, endpoint string) int64 {
 
 // wantIDRange checks that ids (sorted) are exactly [0, n), once each;
 // what names the table in the failure.
-func wantIDRange(t *testing.T, what string, ids []int64, n int64) {
+func wantIDRange(t testing.TB, what string, ids []int64, n int64) {
 	t.Helper()
 	if int64(len(ids)) != n {
 		t.Fatalf("%s holds %d rows, want %d", what, len(ids), n)

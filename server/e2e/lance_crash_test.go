@@ -20,9 +20,10 @@ import (
 const lanceEndpoint = "items"
 
 // lanceAppend is the config of the Lance append endpoint lanceEndpoint on
-// the dataset folder datasetDir, for writeConfig.
+// the dataset root datasetDir (a folder or a URI, see rootURI), for
+// writeConfig.
 func lanceAppend(datasetDir string) string {
-	return fmt.Sprintf(`{name: %s, sink: lance, lance: {dataset_uri: "file://%s", mode: append}}`, lanceEndpoint, datasetDir)
+	return fmt.Sprintf(`{name: %s, sink: lance, lance: {dataset_uri: "%s", mode: append}}`, lanceEndpoint, rootURI(datasetDir))
 }
 
 // lanceDataset is what a reader of the dataset sees at its latest version.
@@ -54,7 +55,7 @@ func readLance(t *testing.T, datasetDir string) lanceDataset {
 func eachFragment(t *testing.T, datasetDir string, loaded func(d *lanceformat.Dataset, b *storage.Bucket), fn func(rec arrow.RecordBatch)) {
 	t.Helper()
 	ctx := context.Background()
-	b, err := storage.Open(ctx, "file://"+datasetDir, storage.Options{})
+	b, err := storage.Open(ctx, rootURI(datasetDir), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

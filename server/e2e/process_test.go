@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quiver-ingest/quiver/internal/emulator"
 )
 
 // quiverBin is the binary built once by TestMain.
@@ -35,13 +37,14 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	code := m.Run()
+	emulator.StopAll()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
 
 // proc is one running quiver server process.
 type proc struct {
-	t         *testing.T
+	t         testing.TB
 	cmd       *exec.Cmd
 	flightURL string // host:port of the Flight listener
 	httpURL   string // http://host:port
@@ -54,13 +57,13 @@ var listenRE = regexp.MustCompile(`msg="?(flight|http) listening"? .*addr=(\S+)`
 
 // startQuiver runs `quiver serve --config cfg` with extra environment
 // variables and waits (with a deadline) until both listeners are up.
-func startQuiver(t *testing.T, cfg string, env ...string) *proc {
+func startQuiver(t testing.TB, cfg string, env ...string) *proc {
 	t.Helper()
 	return startQuiverBin(t, quiverBin, cfg, env...)
 }
 
 // startQuiverBin is startQuiver running the binary bin.
-func startQuiverBin(t *testing.T, bin, cfg string, env ...string) *proc {
+func startQuiverBin(t testing.TB, bin, cfg string, env ...string) *proc {
 	t.Helper()
 	p := &proc{t: t, exited: make(chan struct{})}
 	p.cmd = exec.Command(bin, "serve", "--config", cfg)
@@ -133,7 +136,7 @@ func (p *proc) waitExit(t *testing.T) {
 
 // metric scrapes /metrics and returns the value of the sample whose line
 // starts with name (including labels), or -1 when absent.
-func (p *proc) metric(t *testing.T, name string) float64 {
+func (p *proc) metric(t testing.TB, name string) float64 {
 	t.Helper()
 	resp, err := http.Get(p.httpURL + "/metrics")
 	if err != nil {

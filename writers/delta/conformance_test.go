@@ -5,20 +5,24 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/internal/emulator"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/writertest"
 )
 
 // TestConformance runs the writer contract suite on mem:// and file://
-// tables, counting published rows by reading every active file back.
+// tables and on S3, GCS and Azure Blob emulators (internal/emulator),
+// counting published rows by reading every active file back.
 func TestConformance(t *testing.T) {
-	for _, tc := range []struct {
+	type table struct {
 		name string
 		uri  func(*testing.T) string
-	}{
-		{"mem", memURI},
-		{"file", fileURI},
-	} {
+	}
+	tables := []table{{"mem", memURI}, {"file", fileURI}}
+	for _, e := range emulator.All() {
+		tables = append(tables, table{e.Name, func(t *testing.T) string { return e.Start(t).Table(t) }})
+	}
+	for _, tc := range tables {
 		t.Run(tc.name, func(t *testing.T) {
 			writertest.Run(t, writertest.Harness{
 				New: func(t *testing.T, mem memory.Allocator) writers.Writer {

@@ -3,9 +3,9 @@ package delta
 import (
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/quiver-ingest/quiver/internal/emulator"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	emulator.RunTests(m) // the conformance suite runs on the emulated clouds too
 }

@@ -13,8 +13,14 @@ import (
 // newWriter opens a writer on dir (the dataset folder).
 func newWriter(t *testing.T, dir string, mem memory.Allocator) *Writer {
 	t.Helper()
+	return newWriterURI(t, "file://"+dir, mem)
+}
+
+// newWriterURI opens a writer of the dataset at uri.
+func newWriterURI(t *testing.T, uri string, mem memory.Allocator) *Writer {
+	t.Helper()
 	cfg := NewConfig()
-	cfg.DatasetURI = "file://" + dir
+	cfg.DatasetURI = uri
 	w, err := New(cfg, writers.Env{Endpoint: "items", Allocator: mem})
 	if err != nil {
 		t.Fatal(err)

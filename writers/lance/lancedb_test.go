@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/internal/emulator"
 	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
@@ -180,4 +181,31 @@ func TestQuiverAppendsToLanceDBDataset(t *testing.T) {
 	if err != nil || d.Manifest.FormatVersion != "2.0" {
 		t.Fatalf("latest: %v, format %q", err, d.Manifest.FormatVersion)
 	}
+}
+
+// TestLanceDBReadsQuiverDatasetOnS3: LanceDB reads, from the S3 emulator,
+// a dataset the sink wrote there (its object_store reaches moto through
+// AWS_ENDPOINT and AWS_ALLOW_HTTP).
+func TestLanceDBReadsQuiverDatasetOnS3(t *testing.T) {
+	probetest.Dir(t)
+	store := emulator.S3(t)
+	bucket := store.Bucket(t)
+	t.Setenv("AWS_ENDPOINT", store.Endpoint)
+	t.Setenv("AWS_ALLOW_HTTP", "true")
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	w := newWriterURI(t, store.URI(bucket, "items.lance"), mem)
+	defer w.Close(context.Background())
+	r1, r2 := scenarioRows(mem, 0, 6), scenarioRows(mem, 6, 10)
+	defer r1.Release()
+	defer r2.Release()
+	commitRows(t, w, writers.AutoKey("s1"), r1)
+	commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 1}, r2)
+
+	out := probetest.Run(t, "verify", "s3://"+bucket, "items")
+	wantLines(t, out,
+		"== latest: version=2 rows=10",
+		`{"id":"5","name":"n5","score":5.5,"tags":["t5",null]}`,
+		"v1 rows=6", "v2 rows=10",
+	)
 }

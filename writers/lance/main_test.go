@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"go.uber.org/goleak"
+	"github.com/quiver-ingest/quiver/internal/emulator"
 )
 
 func TestMain(m *testing.M) {
@@ -12,5 +12,5 @@ func TestMain(m *testing.M) {
 	if dir := os.Getenv(appendHelperEnv); dir != "" {
 		os.Exit(appendHelper(dir, os.Getenv(helperModeEnv)))
 	}
-	goleak.VerifyTestMain(m)
+	emulator.RunTests(m) // the conformance suite runs on the emulated clouds too
 }

@@ -73,9 +73,12 @@ func TestOpenInvalid(t *testing.T) {
 }
 
 // TestOpenS3Options checks that the query parameters reach the S3 client
-// (the endpoint override is proven by TestS3AgainstFake).
+// (the endpoint override is proven by TestS3AgainstFake, which also
+// answers the bucket check of Open here).
 func TestOpenS3Options(t *testing.T) {
-	b := mustOpen(t, "s3://bkt/t?region=eu-west-3&use_path_style=true&anonymous=true", Options{})
+	srv := httptest.NewServer(&fakeS3{objects: map[string][]byte{}})
+	t.Cleanup(srv.Close)
+	b := mustOpen(t, "s3://bkt/t?region=eu-west-3&use_path_style=true&anonymous=true&endpoint="+srv.URL, Options{})
 	var c *s3.Client
 	if !b.blob.As(&c) {
 		t.Fatal("bucket is not an s3 bucket")

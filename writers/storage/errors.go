@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"gocloud.dev/gcerrors"
+	"google.golang.org/api/googleapi"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -18,10 +21,14 @@ var (
 	ErrNotExist = errors.New("storage: object does not exist")
 	// ErrAlreadyExists: PutIfAbsent found the key taken (a lost race).
 	ErrAlreadyExists = errors.New("storage: object already exists")
+	// ErrNoBucket: Open found no bucket (S3, GCS) or container (Azure)
+	// of the root's name. It wraps writers.ErrInvalid: a configuration
+	// error, not a transient one.
+	ErrNoBucket = writers.Errorf(writers.ErrInvalid, "storage: bucket does not exist")
 )
 
 // Error is the error every Bucket method returns. Class is ErrNotExist,
-// ErrAlreadyExists or a writers class (ErrInvalid for a bad key or URI,
+// ErrAlreadyExists, ErrNoBucket (Open only) or a writers class (ErrInvalid for a bad key or URI,
 // ErrPermissionDenied, ErrUnavailable for any other failure); errors.Is
 // matches both Class and Err.
 type Error struct {
@@ -37,7 +44,7 @@ func (e *Error) Error() string {
 	if e.Key != "" {
 		msg += fmt.Sprintf(" key %q", e.Key)
 	}
-	if e.Err == nil || e.Class == ErrNotExist || e.Class == ErrAlreadyExists {
+	if e.Err == nil || e.Class == ErrNotExist || e.Class == ErrAlreadyExists || e.Class == ErrNoBucket {
 		// The sentinel says it all; the driver's wording adds nothing.
 		return msg + ": " + strings.TrimPrefix(e.Class.Error(), "storage: ")
 	}
@@ -63,6 +70,8 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &se):
 		return se.Class
+	case errors.Is(err, ErrNoBucket):
+		return ErrNoBucket
 	case errors.Is(err, ErrNotExist), errors.Is(err, os.ErrNotExist):
 		return ErrNotExist
 	case errors.Is(err, ErrAlreadyExists):
@@ -79,7 +88,31 @@ func classify(err error) error {
 		return writers.ErrInvalid
 	case gcerrors.PermissionDenied:
 		return writers.ErrPermissionDenied
-	default:
-		return writers.ErrUnavailable
 	}
+	// Drivers leave some refusals Unknown (azureblob: 403
+	// AuthorizationFailure for a wrong key), which would read as transient.
+	switch httpStatus(err) {
+	case http.StatusUnauthorized:
+		return writers.ErrUnauthenticated
+	case http.StatusForbidden:
+		return writers.ErrPermissionDenied
+	}
+	return writers.ErrUnavailable
+}
+
+// httpStatus returns the HTTP status of a cloud driver's error, 0 when it
+// has none.
+func httpStatus(err error) int {
+	var az *azcore.ResponseError
+	var aws interface{ HTTPStatusCode() int }
+	var gcs *googleapi.Error
+	switch {
+	case errors.As(err, &az):
+		return az.StatusCode
+	case errors.As(err, &aws):
+		return aws.HTTPStatusCode()
+	case errors.As(err, &gcs):
+		return gcs.Code
+	}
+	return 0
 }

@@ -37,7 +37,9 @@ import (
 //     usual environment of each cloud.
 //
 // ctx is used for opening only. A malformed or unsupported URI fails with
-// writers.ErrInvalid.
+// writers.ErrInvalid. On s3, gs and azblob Open lists one object to check
+// the bucket: a missing bucket fails with ErrNoBucket, refused credentials
+// with writers.ErrPermissionDenied or ErrUnauthenticated.
 func Open(ctx context.Context, uri string, opts Options) (*Bucket, error) {
 	r, err := resolve(uri, opts)
 	if err != nil {
@@ -58,6 +60,9 @@ func Open(ctx context.Context, uri string, opts Options) (*Bucket, error) {
 		b.blob = memBucket(r.bucket)
 	default:
 		b.blob, err = blob.OpenBucket(ctx, r.bucketURL)
+		if err == nil {
+			err = b.checkAccessible(ctx)
+		}
 	}
 	if err != nil {
 		return nil, b.wrap("open", "", err)
@@ -66,6 +71,21 @@ func Open(ctx context.Context, uri string, opts Options) (*Bucket, error) {
 		b.blob = blob.PrefixedBucket(b.blob, r.prefix)
 	}
 	return b, nil
+}
+
+// checkAccessible asks the store whether the bucket exists, so that a
+// misspelt bucket or refused credentials fail Open with a clear error
+// instead of failing every later read as a missing object. It closes
+// b.blob when it fails.
+func (b *Bucket) checkAccessible(ctx context.Context) error {
+	ok, err := b.blob.IsAccessible(ctx)
+	if err == nil && !ok {
+		err = ErrNoBucket // the message names the root, hence the bucket
+	}
+	if err != nil {
+		_ = b.blob.Close()
+	}
+	return err
 }
 
 // resolved is a parsed root URI.

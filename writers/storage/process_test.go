@@ -10,10 +10,13 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/quiver-ingest/quiver/internal/emulator"
 )
 
 // The helper process mode of the test binary: TestMain runs helperProcess
-// instead of the tests when helperEnv is set to "<root dir>|<keys>|<id>".
+// instead of the tests when helperEnv is set to "<root URI>|<keys>|<id>".
+// The emulators' settings reach it through the inherited environment.
 const helperEnv = "QUIVER_STORAGE_HELPER"
 
 // raceKey is the i-th key the helpers race for.
@@ -26,7 +29,7 @@ func helperProcess() int {
 	parts := strings.SplitN(os.Getenv(helperEnv), "|", 3)
 	n, _ := strconv.Atoi(parts[1])
 	ctx := context.Background()
-	b, err := Open(ctx, "file://"+parts[0], Options{})
+	b, err := Open(ctx, parts[0], Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2
@@ -54,13 +57,26 @@ func helperProcess() int {
 
 // TestPutIfAbsentRaceProcesses races PutIfAbsent of the same keys from
 // several OS processes released into each race at once: for every key
-// exactly one process wins and the stored content is the winner's. This is
-// what fileblob's IfNotExist (stat + rename under an in-process mutex)
-// gets wrong.
+// exactly one process wins and the stored content is the winner's. On
+// file:// this is what fileblob's IfNotExist (stat + rename under an
+// in-process mutex) gets wrong; on S3, GCS and Azure it is the store's
+// conditional write, on its emulator.
 func TestPutIfAbsentRaceProcesses(t *testing.T) {
-	const procs, keys = 3, 100
-	dir := t.TempDir()
-	b := mustOpen(t, "file://"+dir, Options{})
+	t.Run("file", func(t *testing.T) {
+		dir := t.TempDir()
+		raceProcesses(t, "file://"+dir, 100)
+		wantNoSideFiles(t, dir)
+	})
+	for _, e := range emulator.All() {
+		t.Run(e.Name, func(t *testing.T) { raceProcesses(t, e.Start(t).Table(t), 20) })
+	}
+}
+
+// raceProcesses runs the race of TestPutIfAbsentRaceProcesses for keys
+// keys under the root uri.
+func raceProcesses(t *testing.T, uri string, keys int) {
+	const procs = 3
+	b := mustOpen(t, uri, Options{})
 	type helper struct {
 		cmd *exec.Cmd
 		in  io.WriteCloser
@@ -69,7 +85,7 @@ func TestPutIfAbsentRaceProcesses(t *testing.T) {
 	helpers := make([]helper, procs)
 	for i := range helpers {
 		cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d", helperEnv, dir, keys, i))
+		cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s|%d|%d", helperEnv, uri, keys, i))
 		cmd.Stderr = os.Stderr
 		in, err := cmd.StdinPipe()
 		if err != nil {
@@ -118,5 +134,4 @@ func TestPutIfAbsentRaceProcesses(t *testing.T) {
 		}
 	}
 	t.Logf("wins per process: %v", wins)
-	wantNoSideFiles(t, dir)
 }

@@ -15,8 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"go.uber.org/goleak"
-
+	"github.com/quiver-ingest/quiver/internal/emulator"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -24,16 +23,32 @@ func TestMain(m *testing.M) {
 	if os.Getenv(helperEnv) != "" {
 		os.Exit(helperProcess())
 	}
-	goleak.VerifyTestMain(m)
+	if os.Getenv(wrongCredsEnv) != "" {
+		os.Exit(wrongCredsProcess())
+	}
+	emulator.RunTests(m)
 }
 
-// openers are the schemes tested for real: each returns a fresh empty root.
-var openers = []struct {
+// opener opens a fresh empty root of one scheme.
+type opener struct {
 	name string
 	open func(t *testing.T) *Bucket
-}{
+}
+
+// openers are the schemes tested for real: file:// and mem://, then S3,
+// GCS and Azure Blob on their emulators (internal/emulator).
+var openers = append([]opener{
 	{"file", func(t *testing.T) *Bucket { return mustOpen(t, "file://"+t.TempDir()+"/root", Options{}) }},
 	{"mem", func(t *testing.T) *Bucket { return mustOpen(t, "mem://"+memName(t)+"/root", Options{}) }},
+}, cloudOpeners()...)
+
+// cloudOpeners returns an opener per emulated cloud store.
+func cloudOpeners() []opener {
+	var out []opener
+	for _, e := range emulator.All() {
+		out = append(out, opener{e.Name, func(t *testing.T) *Bucket { return mustOpen(t, e.Start(t).Table(t), Options{}) }})
+	}
+	return out
 }
 
 // memRuns numbers memName's names: mem:// data outlives a test, and -count

@@ -5,19 +5,17 @@
 package probetest
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io/fs"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 
 	"github.com/quiver-ingest/quiver/internal/lanceprobe"
+	"github.com/quiver-ingest/quiver/internal/npmdir"
 	"github.com/quiver-ingest/quiver/internal/reftool"
 )
 
@@ -91,61 +89,13 @@ func install() (string, error) {
 	if version == "" {
 		return "", fmt.Errorf("probe/package-lock.json does not lock %s", native)
 	}
-	dir, err := lanceprobe.Folder()
+	files, err := fs.Sub(lanceprobe.Files, "probe")
 	if err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", err
-	}
-	// Test binaries of several packages install at once (go test runs
-	// them in parallel): one at a time, and files replaced atomically so
-	// that a running probe never reads half a script.
-	lk, err := os.OpenFile(filepath.Join(dir, ".install.lock"), os.O_CREATE|os.O_RDWR, 0o644)
-	if err != nil {
-		return "", err
-	}
-	defer lk.Close()
-	if err := syscall.Flock(int(lk.Fd()), syscall.LOCK_EX); err != nil {
-		return "", fmt.Errorf("lock the probe folder: %w", err)
-	}
-	for _, name := range []string{"package.json", "package-lock.json", lanceprobe.Script} {
-		b, err := lanceprobe.Files.ReadFile("probe/" + name)
-		if err != nil {
-			return "", err
-		}
-		if err := replaceFile(filepath.Join(dir, name), b); err != nil {
-			return "", err
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, lanceprobe.InstalledStamp)); err == nil {
-		return dir, nil
-	}
-	quiet := []string{"--omit=optional", "--ignore-scripts", "--no-audit", "--no-fund"}
-	for _, args := range [][]string{
-		append([]string{"ci"}, quiet...),
-		append([]string{"install", "--no-save", "--no-package-lock", native + "@" + version}, quiet...),
-	} {
-		cmd := exec.Command("npm", args...)
-		cmd.Dir = dir
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return "", fmt.Errorf("npm %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	if err := replaceFile(filepath.Join(dir, lanceprobe.InstalledStamp), []byte(native+"@"+version+"\n")); err != nil {
-		return "", err
-	}
-	return dir, nil
-}
-
-// replaceFile gives path the contents b, atomically, unless it has them.
-func replaceFile(path string, b []byte) error {
-	if old, err := os.ReadFile(path); err == nil && bytes.Equal(old, b) {
-		return nil
-	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return npmdir.Install(npmdir.Spec{
+		Name:  lanceprobe.CacheName,
+		Files: files,
+		Extra: [][]string{{"install", "--no-save", "--no-package-lock", native + "@" + version}},
+	})
 }
