@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka"
@@ -243,7 +244,7 @@ func TestAvroThroughRegistry(t *testing.T) {
 	if len(recs) != 2 {
 		t.Fatalf("%d records, want 2", len(recs))
 	}
-	client, err := kafkaenc.NewRegistry(reg.URL, topic+"-value")
+	client, err := kafkaenc.NewRegistry(topic+"-value", sr.URLs(reg.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
