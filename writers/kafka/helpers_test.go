@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/quiver-ingest/quiver/internal/devbroker"
@@ -33,12 +35,18 @@ func startCluster(t testing.TB, topics ...string) *devbroker.Cluster {
 var topicSeq atomic.Int64
 
 // uniqueTopic returns a topic name no other test uses.
-func uniqueTopic(prefix string) string { return fmt.Sprintf("%s-%d", prefix, topicSeq.Add(1)) }
+// The process id keeps test binaries sharing the run's real broker apart.
+func uniqueTopic(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), topicSeq.Add(1))
+}
 
 // newConfig returns a valid config for topic on c, with changes applied.
-func newConfig(c *devbroker.Cluster, topic string, change func(*kafka.Config)) *kafka.Config {
+func newConfig(c cluster, topic string, change func(*kafka.Config)) *kafka.Config {
 	cfg := kafka.NewConfig()
 	cfg.Brokers = c.Addrs()
+	if rc, ok := c.(realCluster); ok {
+		rc.secure(cfg)
+	}
 	cfg.Topic = topic
 	cfg.MarkerTopic = topic + "-commits"
 	if change != nil {
@@ -66,8 +74,17 @@ func openWriter(t testing.TB, cfg *kafka.Config, dataDir string, mem memory.Allo
 }
 
 // readCommitted returns every record of topic a read_committed consumer
-// sees now, in partition then offset order.
+// sees once the transactions open on it have ended (settle), in partition
+// then offset order.
 func readCommitted(t testing.TB, addrs []string, topic string) []*kgo.Record {
+	t.Helper()
+	settle(t, addrs, topic)
+	return readCommittedNow(t, addrs, topic)
+}
+
+// readCommittedNow returns what a read_committed consumer sees now, with
+// transactions still open.
+func readCommittedNow(t testing.TB, addrs []string, topic string) []*kgo.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -76,6 +93,45 @@ func readCommitted(t testing.TB, addrs []string, topic string) []*kgo.Record {
 		t.Fatal(err)
 	}
 	return recs
+}
+
+// settle waits, up to 10 s, until no transaction is open on topic: each
+// partition's last stable offset has reached its high watermark. A real
+// broker writes the markers of a transaction after EndTxn has answered,
+// so right after a commit its records may not be visible yet; kfake
+// writes them at once.
+func settle(t testing.TB, addrs []string, topic string) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		stable, err1 := adm.ListCommittedOffsets(ctx, topic)
+		ends, err2 := adm.ListEndOffsets(ctx, topic)
+		if err1 == nil && err2 == nil {
+			open := false
+			ends.Each(func(o kadm.ListedOffset) {
+				if s, ok := stable.Lookup(topic, o.Partition); !ok || s.Offset < o.Offset {
+					open = true
+				}
+			})
+			if !open {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return // the caller's assertions tell what is visible
+		case <-tick.C:
+		}
+	}
 }
 
 // rowsSchema is the schema of userRows.

@@ -25,9 +25,10 @@ import (
 // TestCommitAfterCrash: a precommitted epoch survives its process, and a
 // crashed commit attempt that left an open Kafka transaction is aborted by
 // the retry, so read_committed readers see every record exactly once.
-func TestCommitAfterCrash(t *testing.T) {
+func TestCommitAfterCrash(t *testing.T) { forEachCluster(t, testCommitAfterCrash) }
+
+func testCommitAfterCrash(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	c := startCluster(t)
 	topic := uniqueTopic("orders")
 	cfg := newConfig(c, topic, func(cfg *kafka.Config) {
 		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 3, ReplicationFactor: 1}
@@ -224,9 +225,10 @@ func TestBrokerRejectsRecord(t *testing.T) {
 	}
 }
 
-func TestAvroThroughRegistry(t *testing.T) {
+func TestAvroThroughRegistry(t *testing.T) { forEachCluster(t, testAvroThroughRegistry) }
+
+func testAvroThroughRegistry(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	c := startCluster(t)
 	reg := srfake.Start(t)
 	topic := uniqueTopic("avro")
 	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) {
