@@ -57,9 +57,16 @@ func (c realCluster) secure(cfg *kafka.Config) {
 // fencing, the last stable offset, compacted topics refusing keyless
 // records, TLS and SASL) meets the real thing.
 func forEachCluster(t *testing.T, test func(t *testing.T, c cluster)) {
-	t.Run("kfake", func(t *testing.T) { test(t, startCluster(t)) })
-	t.Run("kafka", func(t *testing.T) { test(t, realCluster{b: realkafka.ForTest(t)}) })
+	forPlainClusters(t, test)
 	t.Run("kafka-sasl_ssl", func(t *testing.T) {
 		test(t, realCluster{b: realkafka.ForTest(t), mechanism: kafka.MechanismSCRAMSHA512})
 	})
+}
+
+// forPlainClusters runs test against kfake and the real broker over
+// PLAINTEXT only: for long tests, whose SASL_SSL run would add time and
+// no coverage the others do not give.
+func forPlainClusters(t *testing.T, test func(t *testing.T, c cluster)) {
+	t.Run("kfake", func(t *testing.T) { test(t, startCluster(t)) })
+	t.Run("kafka", func(t *testing.T) { test(t, realCluster{b: realkafka.ForTest(t)}) })
 }

@@ -10,7 +10,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers/writertest"
 )
 
-func TestConformance(t *testing.T) { forEachCluster(t, testConformance) }
+func TestConformance(t *testing.T) { forPlainClusters(t, testConformance) }
 
 func testConformance(t *testing.T, c cluster) {
 	type sinkOf struct {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/IBM/sarama"
 )
@@ -19,9 +20,18 @@ const (
 	fetchMaxWaitMs      = 100
 )
 
+// settleWait bounds how long a read waits for the transactions open on a
+// partition when it begins to end. A broker writes the markers of a
+// transaction after EndTxn has answered, so a commit that has just
+// answered may not be readable yet; its markers follow within
+// milliseconds. A transaction left open by a crash holds the last stable
+// offset until the transaction timeout: the read then goes up to it.
+const settleWait = 5 * time.Second
+
 // readCommitted calls each with the key and value of every record of
 // partition p of topic that a read_committed consumer sees, from the log
-// start to the last stable offset as it is when the read begins: records
+// start to the last stable offset once the transactions open when the read
+// begins have ended (or after settleWait): records
 // of aborted transactions and control records are skipped, and the read
 // knows it is done even when the log ends with a transaction marker.
 // sarama's consumer hides control records and its position, so the sink
@@ -38,11 +48,11 @@ func (a *admin) readCommitted(ctx context.Context, topic string, p int32, each f
 		_ = a.cl.RefreshMetadata(topic)
 		return err
 	}
-	start, err := listOffset(leader, topic, p, sarama.OffsetOldest)
+	start, err := listOffset(leader, topic, p, sarama.OffsetOldest, sarama.ReadCommitted)
 	if err != nil {
 		return fail(err)
 	}
-	end, err := listOffset(leader, topic, p, sarama.OffsetNewest) // read_committed: the last stable offset
+	end, err := settledEnd(ctx, leader, topic, p)
 	if err != nil {
 		return fail(err)
 	}
@@ -117,11 +127,34 @@ func isAbortMarker(key []byte) bool {
 	return len(key) >= 4 && binary.BigEndian.Uint16(key[2:4]) == 0
 }
 
-// listOffset asks leader for the earliest (sarama.OffsetOldest) or the
-// last stable offset (sarama.OffsetNewest, read_committed) of a partition.
-func listOffset(leader *sarama.Broker, topic string, p int32, at int64) (int64, error) {
+// settledEnd returns the partition's last stable offset once it has
+// reached the high watermark of the moment settledEnd was called, or as it
+// is after settleWait.
+func settledEnd(ctx context.Context, leader *sarama.Broker, topic string, p int32) (int64, error) {
+	hwm, err := listOffset(leader, topic, p, sarama.OffsetNewest, sarama.ReadUncommitted)
+	if err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(settleWait)
+	for {
+		lso, err := listOffset(leader, topic, p, sarama.OffsetNewest, sarama.ReadCommitted)
+		if err != nil || lso >= hwm || time.Now().After(deadline) {
+			return lso, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// listOffset asks leader for the earliest (sarama.OffsetOldest) or latest
+// offset of a partition: its last stable offset under read_committed, its
+// high watermark under read_uncommitted.
+func listOffset(leader *sarama.Broker, topic string, p int32, at int64, isolation sarama.IsolationLevel) (int64, error) {
 	req := sarama.NewOffsetRequest(sarama.V3_6_0_0)
-	req.IsolationLevel = sarama.ReadCommitted
+	req.IsolationLevel = isolation
 	req.AddBlock(topic, p, at, 1)
 	resp, err := leader.GetAvailableOffsets(req)
 	if err != nil {

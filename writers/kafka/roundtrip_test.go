@@ -19,7 +19,9 @@ var javaMurmur2 = map[string]int32{
 	"abc": 479470107,
 }
 
-func TestJSONRoundTripWithMurmur2Keys(t *testing.T) { forEachCluster(t, testJSONRoundTripWithMurmur2Keys) }
+func TestJSONRoundTripWithMurmur2Keys(t *testing.T) {
+	forEachCluster(t, testJSONRoundTripWithMurmur2Keys)
+}
 
 func testJSONRoundTripWithMurmur2Keys(t *testing.T, c cluster) {
 	mem := checkedMem(t)
