@@ -9,9 +9,13 @@ import (
 
 // ForTest returns the run's broker (Shared). Without Java the test is
 // skipped, saying so, or fails under CI=true (reftool); any other failure
-// to start fails it.
+// to start fails it. go test -short skips it (a broker start takes 10 to
+// 30 s).
 func ForTest(t testing.TB) *Broker {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: no real Kafka broker")
+	}
 	b, err := Shared()
 	if errors.Is(err, ErrNoJava) {
 		reftool.Missing(t, "java", err)

@@ -2,7 +2,10 @@ package kafka_test
 
 import (
 	"context"
+	"encoding/pem"
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +16,7 @@ import (
 	"github.com/quiver-ingest/quiver/internal/realkafka"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka"
+	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc/srfake"
 )
 
 // TestSecurityConfigValidate: the tls, sasl and schema registry keys are
@@ -168,3 +172,54 @@ NDUzgg4xMjcuMC4wLjE6NTQ1MzAKBggqhkjOPQQDAgNIADBFAiEA2zpJEPQyz6/l
 Wf86aX6PepsntZv2GYlA5UpabfT2EZICICpJ5h/iI+i341gBmLiAFQOyTDT+/wQc
 6MF9+Yw1Yy0t
 -----END CERTIFICATE-----`
+
+// TestRegistryTLSAndBasicAuth: the Avro format reaches an https Schema
+// Registry signed by its own CA with basic authentication; a wrong
+// password is Unauthenticated without the password in the error.
+func TestRegistryTLSAndBasicAuth(t *testing.T) {
+	mem := checkedMem(t)
+	c := startCluster(t)
+	fake := srfake.Start(t)
+	const user, pw = "quiver", "registry-s3cret"
+	reg := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if u, p, ok := r.BasicAuth(); !ok || u != user || p != pw {
+			http.Error(w, `{"error_code":401,"message":"Unauthorized"}`, http.StatusUnauthorized)
+			return
+		}
+		fake.Config.Handler.ServeHTTP(w, r)
+	}))
+	t.Cleanup(reg.Close)
+	ca := filepath.Join(t.TempDir(), "registry-ca.pem")
+	if err := os.WriteFile(ca, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: reg.Certificate().Raw}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("QUIVER_TEST_REGISTRY_PW", pw)
+	t.Setenv("QUIVER_TEST_REGISTRY_WRONG", "not-"+pw)
+	cfgFor := func(pwEnv string) *kafka.Config {
+		return newConfig(c, uniqueTopic("avro-tls"), func(cfg *kafka.Config) {
+			cfg.Format = kafka.FormatAvro
+			cfg.SchemaRegistry = kafka.SchemaRegistry{URL: reg.URL, Compatibility: "backward",
+				TLS: &kafka.TLS{CAFile: ca}, BasicAuth: &kafka.BasicAuth{Username: user, Secret: kafka.Secret{PasswordEnv: pwEnv}}}
+			cfg.CreateTopic = &kafka.CreateTopic{Partitions: 1, ReplicationFactor: 1}
+		})
+	}
+
+	cfg := cfgFor("QUIVER_TEST_REGISTRY_PW")
+	w := openWriter(t, cfg, t.TempDir(), mem)
+	if err := commitAuto(t, w, record(t, mem, rowsSchema, `[{"user":"a","n":1}]`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := fake.Versions(cfg.Topic + "-value"); len(got) != 1 {
+		t.Fatalf("registered versions %v, want one", got)
+	}
+
+	bad, err := kafka.New(cfgFor("QUIVER_TEST_REGISTRY_WRONG"), writers.Env{Endpoint: "ep", DataDir: t.TempDir(), Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bad.Close(context.Background())
+	err = bad.Check(context.Background())
+	if !errors.Is(err, writers.ErrUnauthenticated) || strings.Contains(err.Error(), pw) {
+		t.Fatalf("Check with a wrong registry password: %v, want Unauthenticated without the password", err)
+	}
+}
