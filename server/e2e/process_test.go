@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/quiver-ingest/quiver/internal/realkafka"
 )
 
 // quiverBin is the binary built once by TestMain.
@@ -34,7 +36,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := realkafka.Main(m).Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

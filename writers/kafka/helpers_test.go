@@ -12,10 +12,10 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/quiver-ingest/quiver/internal/devbroker"
+	"github.com/quiver-ingest/quiver/internal/realkafka"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka"
 )
@@ -74,11 +74,11 @@ func openWriter(t testing.TB, cfg *kafka.Config, dataDir string, mem memory.Allo
 }
 
 // readCommitted returns every record of topic a read_committed consumer
-// sees once the transactions open on it have ended (settle), in partition
+// sees once the transactions open on it have ended (realkafka.Settle), in partition
 // then offset order.
 func readCommitted(t testing.TB, addrs []string, topic string) []*kgo.Record {
 	t.Helper()
-	settle(t, addrs, topic)
+	realkafka.Settle(addrs, topic)
 	return readCommittedNow(t, addrs, topic)
 }
 
@@ -93,45 +93,6 @@ func readCommittedNow(t testing.TB, addrs []string, topic string) []*kgo.Record 
 		t.Fatal(err)
 	}
 	return recs
-}
-
-// settle waits, up to 10 s, until no transaction is open on topic: each
-// partition's last stable offset has reached its high watermark. A real
-// broker writes the markers of a transaction after EndTxn has answered,
-// so right after a commit its records may not be visible yet; kfake
-// writes them at once.
-func settle(t testing.TB, addrs []string, topic string) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		stable, err1 := adm.ListCommittedOffsets(ctx, topic)
-		ends, err2 := adm.ListEndOffsets(ctx, topic)
-		if err1 == nil && err2 == nil {
-			open := false
-			ends.Each(func(o kadm.ListedOffset) {
-				if s, ok := stable.Lookup(topic, o.Partition); !ok || s.Offset < o.Offset {
-					open = true
-				}
-			})
-			if !open {
-				return
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return // the caller's assertions tell what is visible
-		case <-tick.C:
-		}
-	}
 }
 
 // rowsSchema is the schema of userRows.
