@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -180,5 +182,33 @@ func TestKafkaBrokerDown(t *testing.T) {
 	}
 	if ack, err := c.Put(ctx, "devnull", rows(t)); err != nil || ack.Rows != totalRows {
 		t.Fatalf("put to devnull after the Kafka failure: %+v, %v", ack, err)
+	}
+}
+
+// TestKafkaRefusedCredentials: an endpoint whose broker refuses its SASL
+// password does not stop the server: it starts, serves its other
+// endpoint, and answers puts to the refused one naming the failed
+// authentication, never the password.
+func TestKafkaRefusedCredentials(t *testing.T) {
+	ctx := ctxT(t)
+	b := realkafka.ForTest(t)
+	wrong := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(wrong, []byte("not-"+b.Password), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := json.Marshal([]string{b.SASLSSL})
+	refused := fmt.Sprintf("{name: orders, sink: kafka, kafka: {brokers: %s, topic: refused, tls: {ca_file: %q}, sasl: {mechanism: SCRAM-SHA-256, username: %s, password_file: %q}}}",
+		list, b.CAFile, realkafka.User, wrong)
+	p := startQuiver(t, writeConfig(t, t.TempDir(), devnullEndpoint, refused))
+	c := dial(t, p)
+	if ack, err := c.Put(ctx, "devnull", rows(t)); err != nil || ack.Rows != totalRows {
+		t.Fatalf("put to devnull: %+v, %v", ack, err)
+	}
+	_, err := c.Put(ctx, "orders", rows(t))
+	if err == nil || !strings.Contains(err.Error(), "SASL authentication failed for user quiver with SCRAM-SHA-256") || strings.Contains(err.Error(), b.Password) {
+		t.Fatalf("put to the refused endpoint: %v, want the failed authentication named, without the password", err)
+	}
+	if strings.Contains(p.output(), b.Password) {
+		t.Fatal("the server's log shows the password")
 	}
 }
