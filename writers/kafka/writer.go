@@ -166,6 +166,9 @@ func (w *Writer) Open(ctx context.Context) (err error) {
 	w.mu.Lock()
 	w.opened = true
 	w.mu.Unlock()
+	if w.cfg.TLS != nil && w.cfg.TLS.InsecureSkipVerify {
+		w.log.Warn("kafka tls.insecure_skip_verify is set: any broker certificate is accepted, so the connection can be intercepted", "brokers", w.cfg.Brokers)
+	}
 	if w.keyRequired && w.cfg.KeyColumn == "" {
 		w.log.Warn("kafka topic is compacted and key_column is not set: the broker refuses keyless records, so every record is refused (or sent to dlq_topic)", "topic", w.cfg.Topic)
 	}
