@@ -175,7 +175,7 @@ func (b *Broker) launch() error {
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		if ready(b.Plain) {
+		if ready(b.Plain) && transactionsReady(b.Plain) {
 			return nil
 		}
 		select {
@@ -202,6 +202,26 @@ func ready(addr string) bool {
 	defer cl.Close()
 	_, err = cl.Controller()
 	return err == nil && len(cl.Brokers()) > 0
+}
+
+// transactionsReady reports whether the broker's transaction coordinator
+// gives out a transactional producer id. A fresh broker creates and loads
+// __transaction_state at the first request and answers
+// COORDINATOR_LOAD_IN_PROGRESS until then, which tests would otherwise
+// meet as a transient failure of their first commit.
+func transactionsReady(addr string) bool {
+	c := sarama.NewConfig()
+	c.Version = sarama.V3_6_0_0
+	c.Net.DialTimeout = time.Second
+	c.Producer.Idempotent, c.Producer.RequiredAcks, c.Net.MaxOpenRequests = true, sarama.WaitForAll, 1
+	c.Producer.Return.Successes = true
+	c.Producer.Transaction.ID = "realkafka-warmup"
+	p, err := sarama.NewSyncProducer([]string{addr}, c)
+	if err != nil {
+		return false
+	}
+	_ = p.Close()
+	return true
 }
 
 // logTail is the end of broker.log, for errors.
