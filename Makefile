@@ -27,13 +27,15 @@ run: build
 # venv first: the Go tests run moto (the S3 emulator) from .venv.
 test: venv test-go test-interop
 
-# Go only: vet, then every Go test with the race detector.
+# Go only: vet, then every Go test with the race detector. withkafka starts
+# one real Apache Kafka broker (internal/realkafka: jars from Maven Central
+# cached in .cache/kafka, Java 17) that every test package of the run shares.
 test-go:
 	$(GO) vet $(PKGS)
-	$(GO) test $(TESTFLAGS) $(PKGS)
+	$(GO) run ./internal/realkafka/cmd/withkafka $(GO) test $(TESTFLAGS) $(PKGS)
 
 # Go only, quick: -short (benchmark runs skipped, property tests shortened),
-# no race detector, no Python.
+# no race detector, no Python, no real Kafka broker.
 test-short:
 	$(GO) test -short $(PKGS)
 

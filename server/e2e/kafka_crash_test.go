@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/quiver-ingest/quiver/internal/devbroker"
+	"github.com/quiver-ingest/quiver/internal/realkafka"
+	"github.com/quiver-ingest/quiver/writers/kafka"
 )
 
 // startKafka runs a kfake cluster in the test process, so that it outlives
@@ -34,13 +38,52 @@ func kafkaOrders(brokers []string, partitions int) string {
 	return fmt.Sprintf("{name: orders, sink: kafka, kafka: {brokers: %s, topic: orders, key_column: id, create_topic: {partitions: %d, replication_factor: 1}}}", list, partitions)
 }
 
+// kafkaTarget is a cluster the crash test runs against: the endpoint's
+// brokers and security settings (YAML flow mappings), where the test reads
+// (PLAINTEXT), and topics of its own on the run's shared real broker.
+type kafkaTarget struct {
+	read           []string
+	settings       string // brokers, tls, sasl
+	topic, markers string
+}
+
+// forEachKafka runs test against kfake, the run's real Apache Kafka broker
+// over PLAINTEXT, and over SASL_SSL (SCRAM-SHA-512, password from a file).
+func forEachKafka(t *testing.T, test func(t *testing.T, k kafkaTarget)) {
+	brokers := func(addrs ...string) string {
+		list, _ := json.Marshal(addrs)
+		return "brokers: " + string(list)
+	}
+	t.Run("kfake", func(t *testing.T) {
+		k := startKafka(t)
+		test(t, kafkaTarget{read: k.Addrs(), settings: brokers(k.Addrs()...), topic: "orders", markers: kafka.DefaultMarkerTopic})
+	})
+	t.Run("kafka", func(t *testing.T) {
+		b := realkafka.ForTest(t)
+		test(t, kafkaTarget{read: []string{b.Plain}, settings: brokers(b.Plain), topic: "orders-plain", markers: "commits-plain"})
+	})
+	t.Run("kafka-sasl_ssl", func(t *testing.T) {
+		b := realkafka.ForTest(t)
+		test(t, kafkaTarget{read: []string{b.Plain}, topic: "orders-sasl", markers: "commits-sasl",
+			settings: fmt.Sprintf("%s, tls: {ca_file: %q}, sasl: {mechanism: SCRAM-SHA-512, username: %s, password_file: %q}",
+				brokers(b.SASLSSL), b.CAFile, realkafka.User, b.PasswordFile)})
+	})
+}
+
+// endpoint is the config of the JSON Kafka endpoint "orders" on k.
+func (k kafkaTarget) endpoint() string {
+	return fmt.Sprintf("{name: orders, sink: kafka, kafka: {%s, topic: %s, marker_topic: %s, key_column: id, create_topic: {partitions: 3, replication_factor: 1}}}",
+		k.settings, k.topic, k.markers)
+}
+
 // readIDs returns the ids of the records of topic a read_committed
 // consumer sees, counting each.
-func readIDs(t *testing.T, c *devbroker.Cluster, topic string) map[int64]int {
+func readIDs(t *testing.T, addrs []string, topic string) map[int64]int {
 	t.Helper()
+	realkafka.Settle(addrs, topic)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	recs, err := devbroker.ReadCommitted(ctx, c.Addrs(), topic)
+	recs, err := devbroker.ReadCommitted(ctx, addrs, topic)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,12 +115,13 @@ func wantExactlyOnce(t *testing.T, ids map[int64]int, n int) {
 // from the staging file, exactly once for read_committed readers, with one
 // commit marker; committing again and replaying change nothing; a rolled
 // back epoch publishes nothing.
-func TestKafkaKillAfterPrecommit(t *testing.T) {
+func TestKafkaKillAfterPrecommit(t *testing.T) { forEachKafka(t, testKafkaKillAfterPrecommit) }
+
+func testKafkaKillAfterPrecommit(t *testing.T, k kafkaTarget) {
 	ctx := ctxT(t)
-	k := startKafka(t)
-	cfg := writeConfig(t, t.TempDir(), devnullEndpoint, kafkaOrders(k.Addrs(), 3))
+	cfg := writeConfig(t, t.TempDir(), devnullEndpoint, k.endpoint())
 	crashAfterPrecommit(t, cfg, putTxn(t, "job-k", 1, "orders", rows(t)))
-	if ids := readIDs(t, k, "orders"); len(ids) != 0 {
+	if ids := readIDs(t, k.read, k.topic); len(ids) != 0 {
 		t.Fatalf("%d records visible before commit", len(ids))
 	}
 
@@ -87,8 +131,9 @@ func TestKafkaKillAfterPrecommit(t *testing.T) {
 	for i := range 2 {
 		commitOK(t, tx, fmt.Sprintf("commit %d", i))
 	}
-	wantExactlyOnce(t, readIDs(t, k, "orders"), totalRows)
-	markers, err := devbroker.ReadCommitted(ctx, k.Addrs(), "_quiver_commits")
+	wantExactlyOnce(t, readIDs(t, k.read, k.topic), totalRows)
+	realkafka.Settle(k.read, k.markers)
+	markers, err := devbroker.ReadCommitted(ctx, k.read, k.markers)
 	if err != nil || len(markers) != 1 {
 		t.Fatalf("markers %v, %v: want exactly one", markers, err)
 	}
@@ -110,7 +155,7 @@ func TestKafkaKillAfterPrecommit(t *testing.T) {
 	if _, err := tx2.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}
-	wantExactlyOnce(t, readIDs(t, k, "orders"), totalRows)
+	wantExactlyOnce(t, readIDs(t, k.read, k.topic), totalRows)
 }
 
 // TestKafkaBrokerDown: with Kafka gone, an auto-commit stream fails with
@@ -137,5 +182,33 @@ func TestKafkaBrokerDown(t *testing.T) {
 	}
 	if ack, err := c.Put(ctx, "devnull", rows(t)); err != nil || ack.Rows != totalRows {
 		t.Fatalf("put to devnull after the Kafka failure: %+v, %v", ack, err)
+	}
+}
+
+// TestKafkaRefusedCredentials: an endpoint whose broker refuses its SASL
+// password does not stop the server: it starts, serves its other
+// endpoint, and answers puts to the refused one naming the failed
+// authentication, never the password.
+func TestKafkaRefusedCredentials(t *testing.T) {
+	ctx := ctxT(t)
+	b := realkafka.ForTest(t)
+	wrong := filepath.Join(t.TempDir(), "password")
+	if err := os.WriteFile(wrong, []byte("not-"+b.Password), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	list, _ := json.Marshal([]string{b.SASLSSL})
+	refused := fmt.Sprintf("{name: orders, sink: kafka, kafka: {brokers: %s, topic: refused, tls: {ca_file: %q}, sasl: {mechanism: SCRAM-SHA-256, username: %s, password_file: %q}}}",
+		list, b.CAFile, realkafka.User, wrong)
+	p := startQuiver(t, writeConfig(t, t.TempDir(), devnullEndpoint, refused))
+	c := dial(t, p)
+	if ack, err := c.Put(ctx, "devnull", rows(t)); err != nil || ack.Rows != totalRows {
+		t.Fatalf("put to devnull: %+v, %v", ack, err)
+	}
+	_, err := c.Put(ctx, "orders", rows(t))
+	if err == nil || !strings.Contains(err.Error(), "SASL authentication failed for user quiver with SCRAM-SHA-256") || strings.Contains(err.Error(), b.Password) {
+		t.Fatalf("put to the refused endpoint: %v, want the failed authentication named, without the password", err)
+	}
+	if strings.Contains(p.output(), b.Password) {
+		t.Fatal("the server's log shows the password")
 	}
 }

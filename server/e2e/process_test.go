@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/quiver-ingest/quiver/internal/emulator"
+	"github.com/quiver-ingest/quiver/internal/realkafka"
 )
 
 // quiverBin is the binary built once by TestMain.
@@ -36,7 +37,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := realkafka.Main(m).Run()
 	emulator.StopAll()
 	os.RemoveAll(dir)
 	os.Exit(code)

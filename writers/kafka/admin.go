@@ -9,9 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/IBM/sarama"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -27,17 +25,38 @@ const batchOverhead = 100
 // broker does not report the topic's setting.
 const defaultMaxMessageBytes = 1048588
 
-// newAdmin returns a franz-go client for metadata, configs and reads.
-func (w *Writer) newAdmin(opts ...kgo.Opt) (*kgo.Client, error) {
-	// kgo answers metadata requests from a cache younger than the min
-	// age (5 s by default); a topic just created must show at once.
-	base := []kgo.Opt{kgo.SeedBrokers(w.cfg.Brokers...), kgo.MetadataMinAge(50 * time.Millisecond)}
-	cl, err := kgo.NewClient(append(base, opts...)...)
-	if err != nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "kafka: brokers %v: %w", w.cfg.Brokers, err)
-	}
-	return cl, nil
+// admin is the sink's sarama client for metadata, configs, topic
+// creation and the marker reads, on the same TLS and SASL settings as its
+// producers.
+type admin struct {
+	cl  sarama.Client
+	adm sarama.ClusterAdmin
 }
+
+// newAdmin connects an admin client to the brokers. A refused handshake
+// or authentication is ErrUnauthenticated, anything else ErrUnavailable.
+func (w *Writer) newAdmin() (*admin, error) {
+	c, err := w.netConfig()
+	if err != nil {
+		return nil, err
+	}
+	c.Admin.Timeout = openTimeout
+	c.Admin.Retry.Max = 2
+	c.Admin.Retry.Backoff = retryBackoff
+	cl, err := sarama.NewClient(w.cfg.Brokers, c)
+	if err != nil {
+		return nil, w.brokerError(err)
+	}
+	adm, err := sarama.NewClusterAdminFromClient(cl)
+	if err != nil {
+		cl.Close()
+		return nil, w.brokerError(err)
+	}
+	return &admin{cl: cl, adm: adm}, nil
+}
+
+// close closes the admin and its client.
+func (a *admin) close() { a.adm.Close() }
 
 // topicInfo describes an existing topic.
 type topicInfo struct {
@@ -48,42 +67,37 @@ type topicInfo struct {
 
 // describeTopic returns topic's partition count, message size limit and
 // whether it is compacted; ok is false when the topic does not exist.
-func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (info topicInfo, ok bool, err error) {
-	tds, err := adm.ListTopics(ctx, topic)
+func (w *Writer) describeTopic(a *admin, topic string) (info topicInfo, ok bool, err error) {
+	mds, err := a.adm.DescribeTopics([]string{topic})
 	if err != nil {
-		return info, false, unreachable(err)
+		return info, false, w.brokerError(err)
 	}
-	td, found := tds[topic]
-	if !found || errors.Is(td.Err, kerr.UnknownTopicOrPartition) {
+	i := slices.IndexFunc(mds, func(md *sarama.TopicMetadata) bool { return md.Name == topic })
+	if i < 0 || errors.Is(mds[i].Err, sarama.ErrUnknownTopicOrPartition) {
 		return info, false, nil
 	}
-	if td.Err != nil {
+	if td := mds[i]; !errors.Is(td.Err, sarama.ErrNoError) {
 		return info, false, writers.Errorf(writers.ErrUnavailable, "kafka: metadata of topic %q: %w", topic, td.Err)
 	}
-	info.partitions = len(td.Partitions)
+	info.partitions = len(mds[i].Partitions)
 	info.maxBytes = defaultMaxMessageBytes
-	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	entries, err := a.adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
 	if err != nil {
-		return info, false, unreachable(err)
+		return info, false, w.brokerError(err)
 	}
-	for _, rc := range rcs {
-		for _, c := range rc.Configs {
-			if c.Value == nil {
+	for _, c := range entries {
+		switch c.Name {
+		case "max.message.bytes":
+			v, err := strconv.Atoi(c.Value)
+			if err != nil {
 				continue
 			}
-			switch c.Key {
-			case "max.message.bytes":
-				v, err := strconv.Atoi(*c.Value)
-				if err != nil {
-					continue
-				}
-				if v <= batchOverhead {
-					return info, false, writers.Errorf(writers.ErrInvalid, "kafka: topic %q: max.message.bytes %d leaves no room for a record after the %d-byte batch header: raise it", topic, v, batchOverhead)
-				}
-				info.maxBytes = v
-			case "cleanup.policy":
-				info.compacted = slices.ContainsFunc(strings.Split(*c.Value, ","), func(p string) bool { return strings.TrimSpace(p) == "compact" })
+			if v <= batchOverhead {
+				return info, false, writers.Errorf(writers.ErrInvalid, "kafka: topic %q: max.message.bytes %d leaves no room for a record after the %d-byte batch header: raise it", topic, v, batchOverhead)
 			}
+			info.maxBytes = v
+		case "cleanup.policy":
+			info.compacted = slices.ContainsFunc(strings.Split(c.Value, ","), func(p string) bool { return strings.TrimSpace(p) == "compact" })
 		}
 	}
 	return info, true, nil
@@ -91,8 +105,8 @@ func describeTopic(ctx context.Context, adm *kadm.Client, topic string) (info to
 
 // ensureTopic describes topic, creating it first when it is missing and
 // create is set. A missing topic without create is ErrNotFound.
-func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, create *CreateTopic, hint string) (topicInfo, error) {
-	info, ok, err := describeTopic(ctx, adm, topic)
+func (w *Writer) ensureTopic(ctx context.Context, a *admin, topic string, create *CreateTopic, hint string) (topicInfo, error) {
+	info, ok, err := w.describeTopic(a, topic)
 	if err != nil || ok {
 		return info, err
 	}
@@ -103,18 +117,20 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, create *Cr
 	for k, v := range create.Configs {
 		configs[k] = &v
 	}
-	resp, err := adm.CreateTopic(ctx, create.Partitions, create.ReplicationFactor, configs, topic)
-	if err != nil {
-		return info, unreachable(err)
-	}
-	if resp.Err != nil && !errors.Is(resp.Err, kerr.TopicAlreadyExists) {
-		return info, writers.Errorf(writers.ErrInvalid, "kafka: create topic %q: %w %s (check create_topic)", topic, resp.Err, resp.ErrMessage)
+	err = a.adm.CreateTopic(topic, &sarama.TopicDetail{NumPartitions: create.Partitions, ReplicationFactor: create.ReplicationFactor, ConfigEntries: configs}, false)
+	var terr *sarama.TopicError
+	switch {
+	case err == nil || errors.Is(err, sarama.ErrTopicAlreadyExists):
+	case errors.As(err, &terr):
+		return info, writers.Errorf(writers.ErrInvalid, "kafka: create topic %q: %w (check create_topic)", topic, err)
+	default:
+		return info, w.brokerError(err)
 	}
 	// A created topic reaches every broker's metadata a little later.
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		info, ok, err = describeTopic(ctx, adm, topic)
+		info, ok, err = w.describeTopic(a, topic)
 		if err != nil || ok {
 			return info, err
 		}
@@ -126,9 +142,14 @@ func ensureTopic(ctx context.Context, adm *kadm.Client, topic string, create *Cr
 	}
 }
 
-// unreachable classifies a failed broker request. A request the caller
-// cancelled stays a cancellation: Kafka may well be up.
-func unreachable(err error) error {
+// brokerError classifies a failed broker request: a refused TLS handshake
+// or SASL authentication is ErrUnauthenticated (securityError); a request
+// the caller cancelled stays a cancellation (Kafka may well be up);
+// anything else is ErrUnavailable.
+func (w *Writer) brokerError(err error) error {
+	if sec, ok := w.cfg.securityError(err); ok {
+		return sec
+	}
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("kafka: broker request: %w", err)
 	}

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/IBM/sarama"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -156,21 +156,23 @@ func (w *Writer) loadInstance() (string, error) {
 	return id, nil
 }
 
-// autoTimeoutOf returns the transaction timeout of auto-commit streams:
+// autoTimeout returns the transaction timeout of auto-commit streams:
 // the broker's transaction.max.timeout.ms capped at maxAutoTxnTimeout, or
 // sarama's default of one minute when the broker does not say (a longer
 // timeout than the broker allows would fail every producer start).
-func autoTimeoutOf(ctx context.Context, adm *kadm.Client) time.Duration {
-	rcs, err := adm.DescribeBrokerConfigs(ctx)
+func (a *admin) autoTimeout() time.Duration {
+	bs := a.cl.Brokers()
+	if len(bs) == 0 {
+		return time.Minute
+	}
+	entries, err := a.adm.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(bs[0].ID()))})
 	if err != nil {
 		return time.Minute
 	}
-	for _, rc := range rcs {
-		for _, c := range rc.Configs {
-			if c.Key == "transaction.max.timeout.ms" && c.Value != nil {
-				if ms, err := strconv.ParseInt(*c.Value, 10, 64); err == nil && ms > 0 {
-					return min(time.Duration(ms)*time.Millisecond, maxAutoTxnTimeout)
-				}
+	for _, c := range entries {
+		if c.Name == "transaction.max.timeout.ms" {
+			if ms, err := strconv.ParseInt(c.Value, 10, 64); err == nil && ms > 0 {
+				return min(time.Duration(ms)*time.Millisecond, maxAutoTxnTimeout)
 			}
 		}
 	}

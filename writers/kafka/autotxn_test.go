@@ -11,14 +11,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka"
 )
 
 // logEnd returns the sum of topic's high watermarks: every record in the
 // log, in open and aborted transactions too.
-func logEnd(t *testing.T, c *devbroker.Cluster, topic string) int64 {
+func logEnd(t *testing.T, c cluster, topic string) int64 {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
 	if err != nil {
@@ -38,9 +37,10 @@ func logEnd(t *testing.T, c *devbroker.Cluster, topic string) int64 {
 // the log as they are written (before Precommit) yet stay invisible to
 // read_committed consumers until Commit; a rolled-back stream's records
 // never become visible.
-func TestAutoStreamIsOneTransaction(t *testing.T) {
+func TestAutoStreamIsOneTransaction(t *testing.T) { forEachCluster(t, testAutoStreamIsOneTransaction) }
+
+func testAutoStreamIsOneTransaction(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	c := startCluster(t)
 	topic := uniqueTopic("auto")
 	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) {
 		cfg.KeyColumn = "user"
@@ -59,14 +59,14 @@ func TestAutoStreamIsOneTransaction(t *testing.T) {
 			t.Fatalf("the stream's 3 records did not reach the log before Precommit (log end %d)", logEnd(t, c, topic))
 		}
 	}
-	if n := len(readCommitted(t, c.Addrs(), topic)); n != 0 {
+	if n := len(readCommittedNow(t, c.Addrs(), topic)); n != 0 {
 		t.Fatalf("read_committed sees %d records of an open stream, want 0", n)
 	}
 	d, err := w.Precommit(ctx, key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := len(readCommitted(t, c.Addrs(), topic)); n != 0 {
+	if n := len(readCommittedNow(t, c.Addrs(), topic)); n != 0 {
 		t.Fatalf("read_committed sees %d records after Precommit, want 0", n)
 	}
 	if _, err := w.Commit(ctx, key, []writers.Descriptor{d}); err != nil {

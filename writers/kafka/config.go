@@ -79,6 +79,11 @@ type Config struct {
 	// MarkerTopic is the compacted topic of the exactly-once commit
 	// markers ({writer, epoch}); created with one partition when missing.
 	MarkerTopic string `yaml:"marker_topic"`
+	// TLS, when set, encrypts every connection to the brokers (records,
+	// markers, dead letters, admin) and verifies their certificates.
+	TLS *TLS `yaml:"tls"`
+	// SASL, when set, authenticates every connection to the brokers.
+	SASL *SASL `yaml:"sasl"`
 }
 
 // SchemaRegistry locates the Confluent Schema Registry of the avro format.
@@ -90,6 +95,11 @@ type SchemaRegistry struct {
 	// FORWARD_TRANSITIVE, FULL or FULL_TRANSITIVE. "" keeps the
 	// registry's setting.
 	Compatibility string `yaml:"compatibility"`
+	// TLS verifies an https registry against its own CA (and may present
+	// a client certificate).
+	TLS *TLS `yaml:"tls"`
+	// BasicAuth is the registry's HTTP basic authentication.
+	BasicAuth *BasicAuth `yaml:"basic_auth"`
 }
 
 // CreateTopic are the settings of a topic the sink creates.
@@ -215,6 +225,7 @@ func (c *Config) Validate() error {
 	if c.MarkerTopic != "" && (c.MarkerTopic == c.Topic || c.MarkerTopic == c.DLQTopic) {
 		bad("marker_topic", "must differ from topic and dlq_topic")
 	}
+	c.validateSecurity(bad)
 	return errors.Join(errs...)
 }
 

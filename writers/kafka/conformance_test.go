@@ -10,8 +10,9 @@ import (
 	"github.com/quiver-ingest/quiver/writers/writertest"
 )
 
-func TestConformance(t *testing.T) {
-	c := startCluster(t)
+func TestConformance(t *testing.T) { forPlainClusters(t, testConformance) }
+
+func testConformance(t *testing.T, c cluster) {
 	type sinkOf struct {
 		cfg *kafka.Config
 		dir string

@@ -44,7 +44,12 @@
 // outside the Kafka transaction (at least once). Any other record the
 // broker refuses fails the transaction it is in.
 //
+// Every connection to the brokers (producers, admin, the read_committed
+// marker reads) is a sarama client built from one configuration with the
+// endpoint's TLS and SASL settings (security.go, producer_config.go); the
+// Schema Registry client has its own TLS and basic authentication.
+//
 // The package imports the writers contract, merge (upsert collapse),
-// kafkaenc, sarama and franz-go (admin and read_committed reads); never
-// the server.
+// kafkaenc, sarama (the only Kafka client) and franz-go's sr (the Schema
+// Registry's REST client); never the server.
 package kafka

@@ -18,9 +18,10 @@ var changelogSchema = arrow.NewSchema([]arrow.Field{
 	{Name: "_op", Type: arrow.BinaryTypes.String, Nullable: true},
 }, nil)
 
-func TestUpsertEnvelope(t *testing.T) {
+func TestUpsertEnvelope(t *testing.T) { forEachCluster(t, testUpsertEnvelope) }
+
+func testUpsertEnvelope(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	c := startCluster(t)
 	topic := uniqueTopic("users")
 	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) {
 		cfg.KeyColumn, cfg.Envelope = "user", kafka.EnvelopeUpsert
@@ -80,9 +81,10 @@ func TestUpsertRefusesEmptyAndNullKeys(t *testing.T) {
 	}
 }
 
-func TestDeadLetterTopic(t *testing.T) {
+func TestDeadLetterTopic(t *testing.T) { forEachCluster(t, testDeadLetterTopic) }
+
+func testDeadLetterTopic(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	c := startCluster(t)
 	topic, dlq := uniqueTopic("small"), uniqueTopic("dlq")
 	if err := c.CreateTopic(topic, 3, map[string]string{"max.message.bytes": "2000"}); err != nil {
 		t.Fatal(err)
@@ -139,9 +141,10 @@ func TestDeadLetterTopic(t *testing.T) {
 // the whole stream; the sink predicts it from cleanup.policy and diverts
 // such a record to the DLQ before sending, or, without a DLQ that can take
 // it, fails the write with nothing visible.
-func TestDeadLetterKeyless(t *testing.T) {
+func TestDeadLetterKeyless(t *testing.T) { forEachCluster(t, testDeadLetterKeyless) }
+
+func testDeadLetterKeyless(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	c := startCluster(t)
 	topic, dlq, compactedDLQ := uniqueTopic("compacted"), uniqueTopic("dlq"), uniqueTopic("compacted-dlq")
 	if err := c.CreateTopic(dlq, 1, nil); err != nil {
 		t.Fatal(err)

@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/quiver-ingest/quiver/internal/devbroker"
+	"github.com/quiver-ingest/quiver/internal/realkafka"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka"
 )
@@ -33,12 +35,18 @@ func startCluster(t testing.TB, topics ...string) *devbroker.Cluster {
 var topicSeq atomic.Int64
 
 // uniqueTopic returns a topic name no other test uses.
-func uniqueTopic(prefix string) string { return fmt.Sprintf("%s-%d", prefix, topicSeq.Add(1)) }
+// The process id keeps test binaries sharing the run's real broker apart.
+func uniqueTopic(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid(), topicSeq.Add(1))
+}
 
 // newConfig returns a valid config for topic on c, with changes applied.
-func newConfig(c *devbroker.Cluster, topic string, change func(*kafka.Config)) *kafka.Config {
+func newConfig(c cluster, topic string, change func(*kafka.Config)) *kafka.Config {
 	cfg := kafka.NewConfig()
 	cfg.Brokers = c.Addrs()
+	if rc, ok := c.(realCluster); ok {
+		rc.secure(cfg)
+	}
 	cfg.Topic = topic
 	cfg.MarkerTopic = topic + "-commits"
 	if change != nil {
@@ -66,8 +74,17 @@ func openWriter(t testing.TB, cfg *kafka.Config, dataDir string, mem memory.Allo
 }
 
 // readCommitted returns every record of topic a read_committed consumer
-// sees now, in partition then offset order.
+// sees once the transactions open on it have ended (realkafka.Settle), in partition
+// then offset order.
 func readCommitted(t testing.TB, addrs []string, topic string) []*kgo.Record {
+	t.Helper()
+	realkafka.Settle(addrs, topic)
+	return readCommittedNow(t, addrs, topic)
+}
+
+// readCommittedNow returns what a read_committed consumer sees now, with
+// transactions still open.
+func readCommittedNow(t testing.TB, addrs []string, topic string) []*kgo.Record {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()

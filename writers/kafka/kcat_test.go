@@ -16,13 +16,14 @@ import (
 // (librdkafka), read_committed, when kcat is installed: the JSON values
 // and keys of an auto-commit stream and of a transaction, each on the
 // partition Java's murmur2 picks for its key.
-func TestKcatReadsCommitted(t *testing.T) {
+func TestKcatReadsCommitted(t *testing.T) { forEachCluster(t, testKcatReadsCommitted) }
+
+func testKcatReadsCommitted(t *testing.T, c cluster) {
 	kcat, err := exec.LookPath("kcat")
 	if err != nil {
 		reftool.Missing(t, "kcat", fmt.Errorf("%w (apt-get install -y kcat; .ci/run installs it): no librdkafka read-back", err))
 	}
 	mem := checkedMem(t)
-	c := startCluster(t)
 	topic := uniqueTopic("kcat")
 	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) {
 		cfg.KeyColumn = "user"

@@ -3,11 +3,12 @@ package kafka_test
 import (
 	"testing"
 
+	"github.com/quiver-ingest/quiver/internal/realkafka"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
+	goleak.VerifyTestMain(realkafka.Main(m),
 		// sarama's go-metrics meters share one process-wide ticker that is
 		// never stopped.
 		goleak.IgnoreTopFunction("github.com/rcrowley/go-metrics.(*meterArbiter).tick"),

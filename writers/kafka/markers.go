@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -34,67 +32,36 @@ func (w *Writer) readMarkers(ctx context.Context, writer string) (int64, bool, e
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	topic := w.cfg.MarkerTopic
-	starts, err := w.adm.ListStartOffsets(ctx, topic)
+	parts, err := w.adm.cl.Partitions(topic)
 	if err != nil {
-		return 0, false, unreachable(err)
+		return 0, false, w.markerError(ctx, err)
 	}
-	ends, err := w.adm.ListCommittedOffsets(ctx, topic)
-	if err != nil {
-		return 0, false, unreachable(err)
-	}
-	// Partitions with committed data, and the offset each must reach.
-	from := map[int32]kgo.Offset{}
-	last := map[int32]int64{}
-	for p, end := range ends[topic] {
-		if end.Err != nil {
-			return 0, false, unreachable(end.Err)
-		}
-		start := starts[topic][p].Offset
-		if end.Offset > start {
-			from[p] = kgo.NewOffset().At(start)
-			last[p] = end.Offset - 1
-		}
-	}
-	if len(from) == 0 {
-		return 0, false, nil
-	}
-	// Control records are kept so the read knows it reached the last
-	// stable offset even when the log ends with a commit marker.
-	cl, err := w.newAdmin(
-		kgo.FetchIsolationLevel(kgo.ReadCommitted()),
-		kgo.KeepControlRecords(),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{topic: from}),
-	)
-	if err != nil {
-		return 0, false, err
-	}
-	defer cl.Close()
 	var epoch int64
 	found := false
 	key := w.markerKey(writer)
-	for len(last) > 0 {
-		fs := cl.PollFetches(ctx)
-		if errors.Is(ctx.Err(), context.Canceled) {
-			return 0, false, fmt.Errorf("kafka: read marker topic %q: %w", topic, ctx.Err())
-		}
-		if err := ctx.Err(); err != nil {
-			return 0, false, writers.Errorf(writers.ErrUnavailable, "kafka: read marker topic %q: %w (check that Kafka is up)", topic, err)
-		}
-		for _, fe := range fs.Errors() {
-			return 0, false, writers.Errorf(writers.ErrUnavailable, "kafka: read marker topic %q partition %d: %w", topic, fe.Partition, fe.Err)
-		}
-		fs.EachRecord(func(r *kgo.Record) {
-			if end, ok := last[r.Partition]; ok && r.Offset >= end {
-				delete(last, r.Partition)
-			}
-			if r.Attrs.IsControl() || string(r.Key) != key || r.Value == nil {
+	for _, p := range parts {
+		err := w.adm.readCommitted(ctx, topic, p, func(k, v []byte) {
+			if string(k) != key || v == nil {
 				return
 			}
 			var m marker
-			if json.Unmarshal(r.Value, &m) == nil && m.Endpoint == w.env.Endpoint && m.Writer == writer && (!found || m.Epoch > epoch) {
+			if json.Unmarshal(v, &m) == nil && m.Endpoint == w.env.Endpoint && m.Writer == writer && (!found || m.Epoch > epoch) {
 				epoch, found = m.Epoch, true
 			}
 		})
+		if err != nil {
+			return 0, false, w.markerError(ctx, fmt.Errorf("partition %d: %w", p, err))
+		}
 	}
 	return epoch, found, nil
+}
+
+// markerError classifies a failed read of the marker topic: the caller's
+// cancellation stays one; anything else is a broker error (brokerError).
+func (w *Writer) markerError(ctx context.Context, err error) error {
+	err = fmt.Errorf("read marker topic %q: %w", w.cfg.MarkerTopic, err)
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return fmt.Errorf("kafka: %w", err)
+	}
+	return w.brokerError(err)
 }

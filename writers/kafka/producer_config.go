@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/IBM/sarama"
+
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 // Producer timing. Every record handed to sarama gets its final report
@@ -32,26 +34,42 @@ const (
 	deliveryWait = retryBudget + 3*time.Second
 )
 
+// netConfig is the configuration every client of the sink starts from:
+// the brokers' TLS and SASL settings (clientConfig; a password file is
+// read again, so a rotated password reaches new clients) and the network
+// timing above.
+func (w *Writer) netConfig() (*sarama.Config, error) {
+	c, err := w.cfg.clientConfig()
+	if err != nil {
+		return nil, writers.Errorf(writers.ErrInvalid, "kafka: %w", err)
+	}
+	c.Net.DialTimeout = dialTimeout
+	c.Net.WriteTimeout = writeTimeout
+	c.Net.ReadTimeout = netReadTimeout
+	c.Metadata.Timeout = metadataTimeout
+	c.Metadata.Retry.Max = 2
+	c.Metadata.Retry.Backoff = retryBackoff
+	// Open creates the topics it needs (create_topic); a metadata request
+	// must never create one with the broker's defaults.
+	c.Metadata.AllowAutoTopicCreation = false
+	return c, nil
+}
+
 // producerConfig is the producer configuration of docs/kafka.md (idempotent,
 // acks=all, one request in flight) with
 // the timing above; txnID makes it transactional, with transactions the
 // broker aborts txnTimeout after their first record.
-func (w *Writer) producerConfig(maxBytes int, txnID string, txnTimeout time.Duration) *sarama.Config {
-	c := sarama.NewConfig()
-	c.ClientID = "quiver"
-	c.Version = sarama.V3_6_0_0
+func (w *Writer) producerConfig(maxBytes int, txnID string, txnTimeout time.Duration) (*sarama.Config, error) {
+	c, err := w.netConfig()
+	if err != nil {
+		return nil, err
+	}
 	c.Producer.Idempotent = true
 	c.Producer.RequiredAcks = sarama.WaitForAll
 	c.Net.MaxOpenRequests = 1
-	c.Net.DialTimeout = dialTimeout
-	c.Net.WriteTimeout = writeTimeout
-	c.Net.ReadTimeout = netReadTimeout
 	c.Producer.Timeout = ackTimeout
 	c.Producer.Retry.Max = retryMax
 	c.Producer.Retry.BackoffFunc = spacedBackoff()
-	c.Metadata.Timeout = metadataTimeout
-	c.Metadata.Retry.Max = 2
-	c.Metadata.Retry.Backoff = retryBackoff
 	c.Producer.Return.Successes = true
 	c.Producer.Return.Errors = true
 	c.Producer.Partitioner = partitioner(w.cfg.Partitioner, w.cfg.StickyBatchSize)
@@ -66,7 +84,7 @@ func (w *Writer) producerConfig(maxBytes int, txnID string, txnTimeout time.Dura
 		c.Producer.Transaction.Retry.Max = retryMax
 		c.Producer.Transaction.Retry.Backoff = retryBackoff
 	}
-	return c
+	return c, nil
 }
 
 // spacedBackoff is a Retry.BackoffFunc that sleeps retryBackoff at most

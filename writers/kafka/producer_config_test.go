@@ -17,7 +17,10 @@ func TestProducerTimingIsConsistent(t *testing.T) {
 	}
 	w := &Writer{cfg: NewConfig()}
 	for _, txnID := range []string{"", "quiver/ep/job"} {
-		c := w.producerConfig(1<<20, txnID, time.Minute)
+		c, err := w.producerConfig(1<<20, txnID, time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if err := c.Validate(); err != nil {
 			t.Fatalf("producer config (transactional id %q): %v", txnID, err)
 		}

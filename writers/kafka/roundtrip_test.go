@@ -20,8 +20,11 @@ var javaMurmur2 = map[string]int32{
 }
 
 func TestJSONRoundTripWithMurmur2Keys(t *testing.T) {
+	forEachCluster(t, testJSONRoundTripWithMurmur2Keys)
+}
+
+func testJSONRoundTripWithMurmur2Keys(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	c := startCluster(t)
 	topic := uniqueTopic("clicks")
 	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) {
 		cfg.KeyColumn = "user"

@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka"
@@ -24,9 +25,10 @@ import (
 // TestCommitAfterCrash: a precommitted epoch survives its process, and a
 // crashed commit attempt that left an open Kafka transaction is aborted by
 // the retry, so read_committed readers see every record exactly once.
-func TestCommitAfterCrash(t *testing.T) {
+func TestCommitAfterCrash(t *testing.T) { forEachCluster(t, testCommitAfterCrash) }
+
+func testCommitAfterCrash(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	c := startCluster(t)
 	topic := uniqueTopic("orders")
 	cfg := newConfig(c, topic, func(cfg *kafka.Config) {
 		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 3, ReplicationFactor: 1}
@@ -223,9 +225,10 @@ func TestBrokerRejectsRecord(t *testing.T) {
 	}
 }
 
-func TestAvroThroughRegistry(t *testing.T) {
+func TestAvroThroughRegistry(t *testing.T) { forEachCluster(t, testAvroThroughRegistry) }
+
+func testAvroThroughRegistry(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	c := startCluster(t)
 	reg := srfake.Start(t)
 	topic := uniqueTopic("avro")
 	w := openWriter(t, newConfig(c, topic, func(cfg *kafka.Config) {
@@ -243,7 +246,7 @@ func TestAvroThroughRegistry(t *testing.T) {
 	if len(recs) != 2 {
 		t.Fatalf("%d records, want 2", len(recs))
 	}
-	client, err := kafkaenc.NewRegistry(reg.URL, topic+"-value")
+	client, err := kafkaenc.NewRegistry(topic+"-value", sr.URLs(reg.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

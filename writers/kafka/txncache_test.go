@@ -99,9 +99,10 @@ func TestCommitReadsMarkersOnce(t *testing.T) {
 // commits an epoch after A cached an older one; B's producer fences A's,
 // so A's commit of the same epoch fails on its kept producer, retries with
 // a new one and a fresh marker read, and finds a replay: nothing twice.
-func TestFencedCacheIsDropped(t *testing.T) {
+func TestFencedCacheIsDropped(t *testing.T) { forEachCluster(t, testFencedCacheIsDropped) }
+
+func testFencedCacheIsDropped(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	c := startCluster(t)
 	topic := uniqueTopic("fence")
 	cfg := newConfig(c, topic, func(cfg *kafka.Config) {
 		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 3, ReplicationFactor: 1}

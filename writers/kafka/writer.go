@@ -14,8 +14,6 @@ import (
 
 	"github.com/IBM/sarama"
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc"
@@ -35,8 +33,7 @@ type Writer struct {
 	registry *kafkaenc.Registry // avro only
 
 	// Set by Open, read-only until Close.
-	kcl            *kgo.Client
-	adm            *kadm.Client
+	adm            *admin
 	dlq            *pipe         // idempotent producer of dead-letter records; nil without dlq_topic
 	producerBytes  int           // Producer.MaxMessageBytes of data producers
 	maxRecordBytes int           // larger records go to the DLQ when encoded
@@ -89,7 +86,11 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		txns:   map[string]*txnSlot{},
 	}
 	if cfg.Format == FormatAvro {
-		r, err := kafkaenc.NewRegistry(cfg.SchemaRegistry.URL, cfg.Topic+"-value")
+		opts, err := cfg.registryOpts()
+		if err != nil {
+			return nil, writers.Errorf(writers.ErrInvalid, "kafka: %w", err)
+		}
+		r, err := kafkaenc.NewRegistry(cfg.Topic+"-value", opts...)
 		if err != nil {
 			return nil, writers.Errorf(writers.ErrInvalid, "kafka: schema_registry.url: %w", err)
 		}
@@ -126,30 +127,29 @@ func (w *Writer) Open(ctx context.Context) (err error) {
 	if w.instance, err = w.loadInstance(); err != nil {
 		return err
 	}
-	if w.kcl, err = w.newAdmin(); err != nil {
+	if w.adm, err = w.newAdmin(); err != nil {
 		return err
 	}
-	w.adm = kadm.NewClient(w.kcl)
 	defer func() {
 		if err != nil {
 			w.closeClients()
 		}
 	}()
-	topic, err := ensureTopic(ctx, w.adm, w.cfg.Topic, w.cfg.CreateTopic, "set create_topic")
+	topic, err := w.ensureTopic(ctx, w.adm, w.cfg.Topic, w.cfg.CreateTopic, "set create_topic")
 	if err != nil {
 		return err
 	}
 	w.producerBytes = topic.maxBytes - batchOverhead
 	w.maxRecordBytes = w.producerBytes
 	w.keyRequired = topic.compacted
-	markers, err := ensureTopic(ctx, w.adm, w.cfg.MarkerTopic, markerTopicSpec, "")
+	markers, err := w.ensureTopic(ctx, w.adm, w.cfg.MarkerTopic, markerTopicSpec, "")
 	if err != nil {
 		return err
 	}
 	w.markerBytes = markers.maxBytes - batchOverhead
-	w.autoTimeout = autoTimeoutOf(ctx, w.adm)
+	w.autoTimeout = w.adm.autoTimeout()
 	if w.cfg.DLQTopic != "" {
-		dlq, err := ensureTopic(ctx, w.adm, w.cfg.DLQTopic, w.cfg.CreateTopic, "set create_topic")
+		dlq, err := w.ensureTopic(ctx, w.adm, w.cfg.DLQTopic, w.cfg.CreateTopic, "set create_topic")
 		if err != nil {
 			return err
 		}
@@ -166,6 +166,9 @@ func (w *Writer) Open(ctx context.Context) (err error) {
 	w.mu.Lock()
 	w.opened = true
 	w.mu.Unlock()
+	if w.cfg.TLS != nil && w.cfg.TLS.InsecureSkipVerify {
+		w.log.Warn("kafka tls.insecure_skip_verify is set: any broker certificate is accepted, so the connection can be intercepted", "brokers", w.cfg.Brokers)
+	}
 	if w.keyRequired && w.cfg.KeyColumn == "" {
 		w.log.Warn("kafka topic is compacted and key_column is not set: the broker refuses keyless records, so every record is refused (or sent to dlq_topic)", "topic", w.cfg.Topic)
 	}
@@ -176,9 +179,13 @@ func (w *Writer) Open(ctx context.Context) (err error) {
 // newPipe starts an idempotent AsyncProducer (transactional when txnID is
 // set, with txnTimeout) whose batches stay under maxBytes.
 func (w *Writer) newPipe(maxBytes int, txnID string, txnTimeout time.Duration) (*pipe, error) {
-	p, err := sarama.NewAsyncProducer(w.cfg.Brokers, w.producerConfig(maxBytes, txnID, txnTimeout))
+	c, err := w.producerConfig(maxBytes, txnID, txnTimeout)
 	if err != nil {
-		return nil, writers.Errorf(writers.ErrUnavailable, "kafka: start producer: %w (check brokers and that Kafka is up)", err)
+		return nil, err
+	}
+	p, err := sarama.NewAsyncProducer(w.cfg.Brokers, c)
+	if err != nil {
+		return nil, w.brokerError(fmt.Errorf("start producer: %w", err))
 	}
 	return newPipe(p), nil
 }
@@ -189,17 +196,16 @@ func (w *Writer) newPipe(maxBytes int, txnID string, txnTimeout time.Duration) (
 func (w *Writer) Check(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, openTimeout)
 	defer cancel()
-	cl, err := w.newAdmin()
+	adm, err := w.newAdmin()
 	if err != nil {
 		return err
 	}
-	defer cl.Close()
-	adm := kadm.NewClient(cl)
+	defer adm.close()
 	for _, t := range []string{w.cfg.Topic, w.cfg.DLQTopic} {
 		if t == "" {
 			continue
 		}
-		_, ok, err := describeTopic(ctx, adm, t)
+		_, ok, err := w.describeTopic(adm, t)
 		if err != nil {
 			return err
 		}
@@ -253,8 +259,8 @@ func (w *Writer) Close(ctx context.Context) error {
 }
 
 func (w *Writer) closeClients() {
-	if w.kcl != nil {
-		w.kcl.Close()
+	if w.adm != nil {
+		w.adm.close()
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/quiver-ingest/quiver/bench/workload"
 	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc"
@@ -54,7 +55,7 @@ func serialize(ctx context.Context, format string, rows int64, registry string) 
 		if err != nil {
 			return nil, err
 		}
-		r, err := kafkaenc.NewRegistry(registry, quiverTopic(format)+"-value")
+		r, err := kafkaenc.NewRegistry(quiverTopic(format)+"-value", sr.URLs(registry))
 		if err != nil {
 			return nil, err
 		}

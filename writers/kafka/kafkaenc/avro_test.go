@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/hamba/avro/v2"
+	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc"
 	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc/srfake"
@@ -44,7 +45,7 @@ func TestAvroRoundTripThroughRegistry(t *testing.T) {
 	defer rec.Release()
 
 	srv := srfake.Start(t)
-	reg, err := kafkaenc.NewRegistry(srv.URL, "events-value")
+	reg, err := kafkaenc.NewRegistry("events-value", sr.URLs(srv.URL))
 	if err != nil {
 		t.Fatal(err)
 	}

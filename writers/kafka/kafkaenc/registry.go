@@ -20,11 +20,12 @@ type Registry struct {
 	ids map[string]int
 }
 
-// NewRegistry returns a registry client for subject at url.
-func NewRegistry(url, subject string) (*Registry, error) {
-	cl, err := sr.NewClient(sr.URLs(url))
+// NewRegistry returns a registry client for subject; opts name the
+// registry (sr.URLs) and may set its TLS and authentication.
+func NewRegistry(subject string, opts ...sr.ClientOpt) (*Registry, error) {
+	cl, err := sr.NewClient(opts...)
 	if err != nil {
-		return nil, fmt.Errorf("kafkaenc: schema registry %s: %w", url, err)
+		return nil, fmt.Errorf("kafkaenc: schema registry: %w", err)
 	}
 	return &Registry{cl: cl, subject: subject, ids: map[string]int{}}, nil
 }

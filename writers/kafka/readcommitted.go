@@ -1,0 +1,173 @@
+package kafka
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/IBM/sarama"
+)
+
+// Fetch sizes of readCommitted. The broker returns a first record batch
+// larger than fetchPartitionBytes whole (KIP-74), so they bound memory per
+// request, not the largest marker.
+const (
+	fetchPartitionBytes = 1 << 20
+	fetchMaxWaitMs      = 100
+)
+
+// settleWait bounds how long a read waits for the transactions open on a
+// partition when it begins to end. A broker writes the markers of a
+// transaction after EndTxn has answered, so a commit that has just
+// answered may not be readable yet; its markers follow within
+// milliseconds. A transaction left open by a crash holds the last stable
+// offset until the transaction timeout: the read then goes up to it.
+const settleWait = 5 * time.Second
+
+// readCommitted calls each with the key and value of every record of
+// partition p of topic that a read_committed consumer sees, from the log
+// start to the last stable offset once the transactions open when the read
+// begins have ended (or after settleWait): records
+// of aborted transactions and control records are skipped, and the read
+// knows it is done even when the log ends with a transaction marker.
+// sarama's consumer hides control records and its position, so the sink
+// fetches itself, with sarama's protocol types.
+func (a *admin) readCommitted(ctx context.Context, topic string, p int32, each func(key, value []byte)) error {
+	leader, err := a.cl.Leader(topic, p)
+	if err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		// A failed connection is reopened by the next Leader call; stale
+		// metadata is refreshed.
+		_ = leader.Close()
+		_ = a.cl.RefreshMetadata(topic)
+		return err
+	}
+	start, err := listOffset(leader, topic, p, sarama.OffsetOldest, sarama.ReadCommitted)
+	if err != nil {
+		return fail(err)
+	}
+	end, err := settledEnd(ctx, leader, topic, p)
+	if err != nil {
+		return fail(err)
+	}
+	for pos := start; pos < end; {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		req := &sarama.FetchRequest{Version: 12, MinBytes: 1, MaxWaitTime: fetchMaxWaitMs, MaxBytes: 4 * fetchPartitionBytes,
+			Isolation: sarama.ReadCommitted, SessionEpoch: -1}
+		req.AddBlock(topic, p, pos, fetchPartitionBytes, -1)
+		resp, err := leader.Fetch(req)
+		if err != nil {
+			return fail(err)
+		}
+		block := resp.GetBlock(topic, p)
+		if block == nil {
+			return fail(sarama.ErrIncompleteResponse)
+		}
+		if !errors.Is(block.Err, sarama.ErrNoError) {
+			return fail(block.Err)
+		}
+		if pos, err = committedRecords(block, pos, each); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// committedRecords walks the record batches of one fetch from pos, as
+// Kafka's consumer does under read_committed: a transactional batch of a
+// producer with an aborted transaction starting at or before it is
+// skipped, until that producer's abort marker. It returns the offset to
+// fetch next.
+func committedRecords(block *sarama.FetchResponseBlock, pos int64, each func(key, value []byte)) (int64, error) {
+	aborted := slices.Clone(block.AbortedTransactions)
+	slices.SortFunc(aborted, func(x, y *sarama.AbortedTransaction) int { return cmp.Compare(x.FirstOffset, y.FirstOffset) })
+	abortedBy := map[int64]bool{} // producer ids inside an aborted transaction
+	for _, rs := range block.RecordsSet {
+		b := rs.RecordBatch
+		if b == nil {
+			return pos, fmt.Errorf("offset %d: a pre-0.11 message set, which the marker topic never holds", pos)
+		}
+		if b.PartialTrailingRecord {
+			break // fetched whole by the next request
+		}
+		last := b.FirstOffset + int64(b.LastOffsetDelta)
+		for len(aborted) > 0 && aborted[0].FirstOffset <= last {
+			abortedBy[aborted[0].ProducerID] = true
+			aborted = aborted[1:]
+		}
+		switch {
+		case b.Control:
+			if len(b.Records) > 0 && isAbortMarker(b.Records[0].Key) {
+				delete(abortedBy, b.ProducerID)
+			}
+		case b.IsTransactional && abortedBy[b.ProducerID]:
+		default:
+			for _, r := range b.Records {
+				if b.FirstOffset+r.OffsetDelta >= pos {
+					each(r.Key, r.Value)
+				}
+			}
+		}
+		pos = max(pos, last+1)
+	}
+	return pos, nil
+}
+
+// isAbortMarker tells an abort from a commit marker: a control record's
+// key is version int16, type int16 (0 abort, 1 commit).
+func isAbortMarker(key []byte) bool {
+	return len(key) >= 4 && binary.BigEndian.Uint16(key[2:4]) == 0
+}
+
+// settledEnd returns the partition's last stable offset once it has
+// reached the high watermark of the moment settledEnd was called, or as it
+// is after settleWait.
+func settledEnd(ctx context.Context, leader *sarama.Broker, topic string, p int32) (int64, error) {
+	hwm, err := listOffset(leader, topic, p, sarama.OffsetNewest, sarama.ReadUncommitted)
+	if err != nil {
+		return 0, err
+	}
+	deadline := time.Now().Add(settleWait)
+	for {
+		lso, err := listOffset(leader, topic, p, sarama.OffsetNewest, sarama.ReadCommitted)
+		if err != nil || lso >= hwm || time.Now().After(deadline) {
+			return lso, err
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// listOffset asks leader for the earliest (sarama.OffsetOldest) or latest
+// offset of a partition: its last stable offset under read_committed, its
+// high watermark under read_uncommitted.
+func listOffset(leader *sarama.Broker, topic string, p int32, at int64, isolation sarama.IsolationLevel) (int64, error) {
+	req := sarama.NewOffsetRequest(sarama.V3_6_0_0)
+	req.IsolationLevel = isolation
+	req.AddBlock(topic, p, at, 1)
+	resp, err := leader.GetAvailableOffsets(req)
+	if err != nil {
+		return 0, err
+	}
+	b := resp.GetBlock(topic, p)
+	switch {
+	case b == nil:
+		return 0, sarama.ErrIncompleteResponse
+	case !errors.Is(b.Err, sarama.ErrNoError):
+		return 0, b.Err
+	case len(b.Offsets) > 0: // version 0
+		return b.Offsets[0], nil
+	}
+	return b.Offset, nil
+}
