@@ -23,12 +23,14 @@ func startMoto() (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	bin := filepath.Join(root, ".venv", "bin", "moto_server")
-	if _, err := os.Stat(bin); err != nil {
+	if _, err := os.Stat(filepath.Join(root, ".venv", "bin", "moto_server")); err != nil {
 		return nil, &errMissing{"moto (in the project .venv: make venv)", err}
 	}
-	srv, err := startServer("moto_server", func(port int) []string {
-		return []string{bin, "-H", "127.0.0.1", "-p", strconv.Itoa(port)}
+	// moto_server itself lets racing conditional PUTs both win
+	// (moto_serialized.py says why).
+	python, script := filepath.Join(root, ".venv", "bin", "python"), filepath.Join(root, "internal", "emulator", "moto_serialized.py")
+	srv, err := startServer("moto", func(port int) []string {
+		return []string{python, script, "127.0.0.1", strconv.Itoa(port)}
 	}, nil)
 	if err != nil {
 		return nil, err
