@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,7 +14,7 @@ import (
 	"time"
 
 	"github.com/quiver-ingest/quiver/internal/devbroker"
-	"github.com/quiver-ingest/quiver/internal/npmtool"
+	"github.com/quiver-ingest/quiver/internal/npmdir"
 	"github.com/quiver-ingest/quiver/internal/reftool"
 )
 
@@ -36,10 +35,12 @@ func TestStatusPageInBrowser(t *testing.T) {
 	if err != nil {
 		reftool.Missing(t, "chromium", err)
 	}
-	helper, err := npmtool.Install(os.DirFS("testdata/statuspage"), "quiver-statuspage-test")
-	if errors.Is(err, npmtool.ErrNoNode) {
-		reftool.Missing(t, "node/npm", err)
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			reftool.Missing(t, "node/npm", err)
+		}
 	}
+	helper, err := npmdir.Install(npmdir.Spec{Name: "quiver-statuspage-test", Files: os.DirFS("testdata/statuspage")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/bench/scenario/rate"
 	"github.com/quiver-ingest/quiver/bench/workload"
 	"github.com/quiver-ingest/quiver/server"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
@@ -59,10 +60,7 @@ func Scenario() bench.Scenario {
 
 // row is one line of the report.
 type row struct {
-	target       string
-	streams      int
-	rowsPerSec   float64
-	mbPerSec     float64
+	rate.Row
 	files, bytes int64 // Delta only: data files and bytes written by the measured runs
 }
 
@@ -88,7 +86,7 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 			if err != nil {
 				return err
 			}
-			rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr(), target, bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: o.Runs}), log)
+			r, err := rate.Measure(ctx, srv.FlightAddr(), target, o.Load, streams, log)
 			if err != nil {
 				return fmt.Errorf("%s, %d streams: %w", target, streams, err)
 			}
@@ -96,16 +94,14 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 			if err != nil {
 				return err
 			}
-			res := rep.Results[0]
-			rows = append(rows, row{target: target, streams: streams, rowsPerSec: res.RowsPerSec, mbPerSec: res.MBPerSec,
-				files: after.files - before.files, bytes: after.bytes - before.bytes})
+			rows = append(rows, row{Row: r, files: after.files - before.files, bytes: after.bytes - before.bytes})
 		}
 		for _, codec := range codecs {
 			r, err := rawEncode(o.Rows, streams, codec, o.Runs)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(log, "delta-append: raw parquetio %s, %d stream(s): %.0f rows/s\n", codec, streams, r.rowsPerSec)
+			fmt.Fprintf(log, "delta-append: raw parquetio %s, %d stream(s): %.0f rows/s\n", codec, streams, r.RowsPerSec)
 			rows = append(rows, r)
 		}
 	}
@@ -176,7 +172,7 @@ func rawEncode(rows int64, streams int, codec string, runs int) (row, error) {
 		rates = append(rates, float64(rows*int64(streams))/time.Since(start).Seconds())
 	}
 	med := bench.Median(rates)
-	return row{target: "raw-" + codec, streams: streams, rowsPerSec: med, mbPerSec: med * float64(ipc) / float64(rows) / 1e6}, nil
+	return row{Row: rate.Of("raw-"+codec, streams, med, ipc, rows)}, nil
 }
 
 func encodeAll(batches []arrow.RecordBatch, codec string) error {
@@ -201,20 +197,20 @@ func report(w io.Writer, rows []row) error {
 	fmt.Fprintln(tw, "target\tstreams\trows/s\tMB/s\tfiles\tbytes\tvs discard\tvs raw parquetio\t")
 	find := func(target string, streams int) float64 {
 		for _, r := range rows {
-			if r.target == target && r.streams == streams {
-				return r.rowsPerSec
+			if r.Target == target && r.Streams == streams {
+				return r.RowsPerSec
 			}
 		}
 		return 0
 	}
 	for _, r := range rows {
 		files, bytes, vsDiscard, vsRaw := "", "", "", ""
-		if !strings.HasPrefix(r.target, "raw-") && r.target != "devnull" {
+		if !strings.HasPrefix(r.Target, "raw-") && r.Target != "devnull" {
 			files, bytes = strconv.FormatInt(r.files, 10), strconv.FormatInt(r.bytes, 10)
-			vsDiscard = fmt.Sprintf("%.2fx", r.rowsPerSec/find("devnull", r.streams))
-			vsRaw = fmt.Sprintf("%.2fx", r.rowsPerSec/find("raw-"+r.target, r.streams))
+			vsDiscard = fmt.Sprintf("%.2fx", r.RowsPerSec/find("devnull", r.Streams))
+			vsRaw = fmt.Sprintf("%.2fx", r.RowsPerSec/find("raw-"+r.Target, r.Streams))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t\n", r.target, r.streams, r.rowsPerSec, r.mbPerSec, files, bytes, vsDiscard, vsRaw)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t\n", r.Target, r.Streams, r.RowsPerSec, r.MBPerSec, files, bytes, vsDiscard, vsRaw)
 	}
 	return tw.Flush()
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/bench/scenario/rate"
 	"github.com/quiver-ingest/quiver/bench/workload"
 	"github.com/quiver-ingest/quiver/internal/lanceprobe"
 )
@@ -49,14 +50,6 @@ func Scenario() bench.Scenario {
 	return bench.NewScenario[Options]("lance-append", "Lance append vs LanceDB createTable (--no-lancedb: Quiver alone)", run)
 }
 
-// row is one line of the report.
-type row struct {
-	target     string
-	streams    int
-	rowsPerSec float64
-	mbPerSec   float64
-}
-
 func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("lance-append: %w", err)
@@ -73,14 +66,14 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 	}
 	defer func() { err = errors.Join(err, bench.Stop(ctx, srv)) }()
 
-	var rows []row
+	var rows []rate.Row
 	for _, streams := range o.Streams {
-		rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr(), "items", bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: o.Runs}), log)
+		r, err := rate.Measure(ctx, srv.FlightAddr(), "items", o.Load, streams, log)
 		if err != nil {
 			return fmt.Errorf("quiver, %d streams: %w", streams, err)
 		}
-		res := rep.Results[0]
-		rows = append(rows, row{target: "quiver-lance", streams: streams, rowsPerSec: res.RowsPerSec, mbPerSec: res.MBPerSec})
+		r.Target = "quiver-lance"
+		rows = append(rows, r)
 	}
 	if !o.noLanceDB {
 		r, err := lanceDB(dir, o.Rows, o.Runs, log)
@@ -94,15 +87,15 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 
 // lanceDB writes the workload's rows as an Arrow IPC file and lets LanceDB
 // create a 2.0 table from it runs times, reporting the median.
-func lanceDB(dir string, rows int64, runs int, log io.Writer) (row, error) {
+func lanceDB(dir string, rows int64, runs int, log io.Writer) (rate.Row, error) {
 	probe, err := lanceprobe.Dir()
 	if err != nil {
-		return row{}, fmt.Errorf("%w (use --no-lancedb to measure Quiver alone)", err)
+		return rate.Row{}, fmt.Errorf("%w (use --no-lancedb to measure Quiver alone)", err)
 	}
 	file := filepath.Join(dir, "workload.arrow")
 	ipcBytes, err := writeIPC(file, rows)
 	if err != nil {
-		return row{}, err
+		return rate.Row{}, err
 	}
 	var rates []float64
 	for i := range runs {
@@ -111,16 +104,16 @@ func lanceDB(dir string, rows int64, runs int, log io.Writer) (row, error) {
 			MS   float64
 		}
 		if err := lanceprobe.NodeJSON(probe, lanceprobe.Script, &res, "create-ipc", filepath.Join(dir, "lancedb"), fmt.Sprintf("t%d", i), file, "--storage", "2.0"); err != nil {
-			return row{}, fmt.Errorf("lancedb createTable: %w", err)
+			return rate.Row{}, fmt.Errorf("lancedb createTable: %w", err)
 		}
 		if res.Rows != rows || res.MS <= 0 {
-			return row{}, fmt.Errorf("lancedb createTable made %d rows in %.1f ms, want %d rows", res.Rows, res.MS, rows)
+			return rate.Row{}, fmt.Errorf("lancedb createTable made %d rows in %.1f ms, want %d rows", res.Rows, res.MS, rows)
 		}
 		rates = append(rates, float64(rows)/(res.MS/1000))
 		fmt.Fprintf(log, "lance-append: lancedb createTable run %d: %.0f rows/s\n", i+1, rates[i])
 	}
 	med := bench.Median(rates)
-	return row{target: "lancedb-createTable", streams: 1, rowsPerSec: med, mbPerSec: med * float64(ipcBytes) / float64(rows) / 1e6}, nil
+	return rate.Of("lancedb-createTable", 1, med, ipcBytes, rows), nil
 }
 
 // writeIPC writes rows rows of the standard workload to an Arrow IPC file
@@ -140,21 +133,21 @@ func writeIPC(path string, rows int64) (int64, error) {
 
 // report prints one line per target and stream count, with each target's
 // ratio to the baseline target's rows/s.
-func report(w io.Writer, rows []row, baseline string) error {
+func report(w io.Writer, rows []rate.Row, baseline string) error {
 	var lance float64
 	for _, r := range rows {
-		if r.target == baseline {
-			lance = r.rowsPerSec
+		if r.Target == baseline {
+			lance = r.RowsPerSec
 		}
 	}
 	tw := bench.NewTable(w)
 	fmt.Fprintln(tw, "target\tstreams\trows/s\tMB/s\tvs lancedb\t")
 	for _, r := range rows {
 		ratio := ""
-		if lance > 0 && r.target != baseline {
-			ratio = fmt.Sprintf("%.2fx", r.rowsPerSec/lance)
+		if lance > 0 && r.Target != baseline {
+			ratio = fmt.Sprintf("%.2fx", r.RowsPerSec/lance)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%s\t\n", r.target, r.streams, r.rowsPerSec, r.mbPerSec, ratio)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%s\t\n", r.Target, r.Streams, r.RowsPerSec, r.MBPerSec, ratio)
 	}
 	return tw.Flush()
 }

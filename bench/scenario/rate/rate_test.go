@@ -1,0 +1,13 @@
+package rate
+
+import "testing"
+
+// TestOfCountsIPCBytesPerRow: 1,000 rows of 2 MB of IPC body at 500 rows/s
+// are 1 MB/s.
+func TestOfCountsIPCBytesPerRow(t *testing.T) {
+	got := Of("raw", 2, 500, 2_000_000, 1_000)
+	want := Row{Target: "raw", Streams: 2, RowsPerSec: 500, MBPerSec: 1}
+	if got != want {
+		t.Fatalf("Of = %+v, want %+v", got, want)
+	}
+}
