@@ -66,7 +66,7 @@ def test_two_servers_one_s3_table(quiver_bin: Path, moto: str, tmp_path: Path) -
     table_uri = f"s3://{bucket}/events?region=us-east-1&endpoint={moto}&use_path_style=true"
     endpoints: list[dict[str, Any]] = [{"name": "events", "sink": "delta", "delta": {"table_uri": table_uri}}]
     env = {**CREDENTIALS, "AWS_EC2_METADATA_DISABLED": "true"}
-    servers = [Quiver(quiver_bin, tmp_path / f"q{i}", endpoints, env) for i in range(2)]
+    servers = [Quiver(quiver_bin, tmp_path / f"q{i}", endpoints, env=env) for i in range(2)]
     try:
         puts, rows = 8, 400
         batches = [pa.table({"id": pa.array(range(i * rows, (i + 1) * rows), pa.int64())}) for i in range(puts)]
