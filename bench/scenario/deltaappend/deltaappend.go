@@ -194,7 +194,7 @@ func encodeAll(batches []arrow.RecordBatch, codec string) error {
 // each Delta endpoint to discard and to raw encoding with its codec.
 func report(w io.Writer, rows []row) error {
 	tw := bench.NewTable(w)
-	fmt.Fprintln(tw, "target\tstreams\trows/s\tMB/s\tfiles\tbytes\tvs discard\tvs raw parquetio\t")
+	fmt.Fprintln(tw, "target\tstreams\trows/s\tMB/s\tfiles\tbytes\tvs discard\tvs raw parquetio\tpeak RSS MiB\t")
 	find := func(target string, streams int) float64 {
 		for _, r := range rows {
 			if r.Target == target && r.Streams == streams {
@@ -210,7 +210,10 @@ func report(w io.Writer, rows []row) error {
 			vsDiscard = fmt.Sprintf("%.2fx", r.RowsPerSec/find("devnull", r.Streams))
 			vsRaw = fmt.Sprintf("%.2fx", r.RowsPerSec/find("raw-"+r.Target, r.Streams))
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t\n", r.Target, r.Streams, r.RowsPerSec, r.MBPerSec, files, bytes, vsDiscard, vsRaw)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%s\t%s\t%s\t%s\t%s\t\n", r.Target, r.Streams, r.RowsPerSec, r.MBPerSec, files, bytes, vsDiscard, vsRaw, r.RSS())
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return rate.RSSNote(w)
 }

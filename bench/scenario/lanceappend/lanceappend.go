@@ -141,13 +141,16 @@ func report(w io.Writer, rows []rate.Row, baseline string) error {
 		}
 	}
 	tw := bench.NewTable(w)
-	fmt.Fprintln(tw, "target\tstreams\trows/s\tMB/s\tvs lancedb\t")
+	fmt.Fprintln(tw, "target\tstreams\trows/s\tMB/s\tvs lancedb\tpeak RSS MiB\t")
 	for _, r := range rows {
 		ratio := ""
 		if lance > 0 && r.Target != baseline {
 			ratio = fmt.Sprintf("%.2fx", r.RowsPerSec/lance)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%s\t\n", r.Target, r.Streams, r.RowsPerSec, r.MBPerSec, ratio)
+		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.1f\t%s\t%s\t\n", r.Target, r.Streams, r.RowsPerSec, r.MBPerSec, ratio, r.RSS())
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	return rate.RSSNote(w)
 }

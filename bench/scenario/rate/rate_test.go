@@ -11,3 +11,16 @@ func TestOfCountsIPCBytesPerRow(t *testing.T) {
 		t.Fatalf("Of = %+v, want %+v", got, want)
 	}
 }
+
+// A measured row shows its peak RSS in MiB, an unknown one "?", a
+// reference timed outside bench.Run nothing.
+func TestRSSColumn(t *testing.T) {
+	for _, c := range []struct {
+		peak int64
+		want string
+	}{{3 << 20, "3"}, {-1, "?"}, {0, ""}} {
+		if got := (Row{PeakRSS: c.peak}).RSS(); got != c.want {
+			t.Errorf("RSS of %d = %q, want %q", c.peak, got, c.want)
+		}
+	}
+}
