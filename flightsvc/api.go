@@ -185,7 +185,7 @@ func New(opts Options) (*Service, error) {
 			return nil, err
 		}
 	}
-	s.unrouted = budget.Share("", 0)
+	s.unrouted = budget.Share("(a new stream, before its endpoint is known)", 0)
 	share := orDefault(opts.EndpointBufferBytes, defaultEndpointBufferBytes)
 	for _, e := range opts.Endpoints {
 		switch {

@@ -27,6 +27,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
+	"github.com/quiver-ingest/quiver/internal/reftool"
 )
 
 // plainQuiver builds, once, a quiver binary without the race detector,
@@ -47,7 +48,7 @@ func procStatus(t *testing.T, pid int, field string) int64 {
 	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		t.Skipf("no /proc: %v", err)
+		reftool.Missing(t, "/proc (Linux) to read the server's peak RSS", err)
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
@@ -117,7 +118,7 @@ func TestMemoryBudgetBoundsPeakRSS(t *testing.T) {
 	}{{"devnull", 1}, {"devnull", 8}, {"devnull", 24}, {deltaEndpoint, 8}} {
 		ctx, cancel := context.WithTimeout(t.Context(), deadline)
 		if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
-			t.Skipf("cannot reset the server's peak RSS: %v", err)
+			reftool.Missing(t, "/proc/<pid>/clear_refs (Linux) to reset the server's peak RSS", err)
 		}
 		var wg sync.WaitGroup
 		errs := make(chan error, run.streams)
