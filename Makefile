@@ -24,7 +24,8 @@ build:
 run: build
 	./$(BIN) serve --config examples/quickstart.yaml
 
-# venv first: the Go tests run moto (the S3 emulator) from .venv.
+# venv first: the Go tests run moto (the S3 emulator) and the reference
+# readers of the scale-out test (delta-rs, pylance, LanceDB) from .venv.
 test: venv test-go test-interop
 
 # Go only: vet, then every Go test with the race detector. withkafka starts

@@ -196,7 +196,7 @@ func readBackOnS3(t *testing.T, store *emulator.Store, table, dataset string) ma
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("readback.py: %v\n%s", err, stderr.String())
+		t.Fatalf("readback.py (a stale .venv? make venv): %v\n%s", err, stderr.String())
 	}
 	var reads map[string]referenceRead
 	if err := json.Unmarshal(out, &reads); err != nil {
