@@ -143,14 +143,21 @@ func get(t testing.TB, scheme string, start func() (*Store, error)) *Store {
 			}
 		}
 	}
+	started(t, scheme+" emulator", err)
+	return s
+}
+
+// started ends t when err says that the emulator what did not start:
+// skipped (failed with CI=true) for a missing tool, failed otherwise.
+func started(t testing.TB, what string, err error) {
+	t.Helper()
 	var miss *errMissing
 	if errors.As(err, &miss) {
 		reftool.Missing(t, miss.tool, miss.err)
 	}
 	if err != nil {
-		t.Fatalf("%s emulator: %v", scheme, err)
+		t.Fatalf("%s: %v", what, err)
 	}
-	return s
 }
 
 // StopAll stops every store this process started. Call it from TestMain

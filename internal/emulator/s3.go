@@ -2,7 +2,6 @@ package emulator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -11,8 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
-	"github.com/quiver-ingest/quiver/internal/reftool"
 )
 
 // S3 returns the moto server of this test binary, starting it on first
@@ -38,13 +35,7 @@ const AuthBucket = "quiver-auth"
 func S3WithAuth(t testing.TB) *Store {
 	t.Helper()
 	s, err := runMoto([]string{"--auth", AuthBucket}, "", "")
-	var miss *errMissing
-	if errors.As(err, &miss) {
-		reftool.Missing(t, miss.tool, miss.err)
-	}
-	if err != nil {
-		t.Fatalf("s3 emulator with authentication: %v", err)
-	}
+	started(t, "s3 emulator with authentication", err)
 	t.Cleanup(s.stop)
 	return s
 }
