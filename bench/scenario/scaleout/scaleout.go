@@ -90,10 +90,10 @@ func Scenario() bench.Scenario {
 
 // result is one run at one server count.
 type result struct {
-	servers                                    int
-	commitsPerSec, rowsPerSec                  float64
-	conflictsPerSec, retriesPerSec, resentPerS float64
-	p99                                        time.Duration
+	servers                                      int
+	commitsPerSec, rowsPerSec                    float64
+	conflictsPerSec, retriesPerSec, resentPerSec float64
+	p99                                          time.Duration
 }
 
 func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
@@ -224,7 +224,7 @@ func once(ctx context.Context, s3 *emulator.Store, servers int, o Options) (res 
 		rowsPerSec:      float64(int64(o.commits)*o.rows) / secs,
 		conflictsPerSec: conflicts / secs,
 		retriesPerSec:   retries / secs,
-		resentPerS:      float64(resent.Load()) / secs,
+		resentPerSec:    float64(resent.Load()) / secs,
 		p99:             bench.Percentile(latencies, 99),
 	}, nil
 }
@@ -265,8 +265,8 @@ func check(ctx context.Context, uri string, commits, rows int64) error {
 	return nil
 }
 
-// metrics scrapes the unlabelled-by-type sample lines of a server's
-// /metrics ("name{labels} value").
+// metrics returns the samples of a server's /metrics by series
+// ("name{labels}"), from its "series value" lines.
 func metrics(ctx context.Context, httpAddr string) (map[string]float64, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+httpAddr+"/metrics", nil)
 	if err != nil {
@@ -316,7 +316,7 @@ func report(w io.Writer, rs []result, o Options) error {
 			ratio = fmt.Sprintf("%.2fx", r.commitsPerSec/one)
 		}
 		fmt.Fprintf(tw, "%d\t%.1f\t%.0f\t%.1f\t%.2f\t%.2f\t%v\t%s\t\n", r.servers, r.commitsPerSec, r.rowsPerSec,
-			r.conflictsPerSec, r.retriesPerSec, r.resentPerS, r.p99.Round(time.Millisecond), ratio)
+			r.conflictsPerSec, r.retriesPerSec, r.resentPerSec, r.p99.Round(time.Millisecond), ratio)
 	}
 	return tw.Flush()
 }
