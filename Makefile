@@ -16,7 +16,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-python lance-probe generate lint fmt docker clean golden
+.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-python lance-probe k8s-schemas generate lint fmt docker clean golden
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -24,7 +24,8 @@ build:
 run: build
 	./$(BIN) serve --config examples/quickstart.yaml
 
-# venv first: the Go tests run moto (the S3 emulator) from .venv.
+# venv first: the Go tests run moto (the S3 emulator) and the reference
+# readers of the scale-out test (delta-rs, pylance, LanceDB) from .venv.
 test: venv test-go test-interop
 
 # Go only: vet, then every Go test with the race detector. withkafka starts
@@ -38,6 +39,13 @@ test-go:
 # no race detector, no Python, no real Kafka broker.
 test-short:
 	$(GO) test -short $(PKGS)
+
+# Rewrite the Kubernetes API schemas of deploy/kubernetes/schemas, which the
+# manifests' test validates them against with kubeconform (offline): one
+# standalone schema per kind the manifests use, from the PyPI package
+# kubernetes-validate (pinned in the script). Run after adding a kind.
+k8s-schemas:
+	python3 deploy/kubernetes/schemas/generate.py
 
 golden:
 	test -x $(GOLDEN_VENV)/bin/python || python3 -m venv $(GOLDEN_VENV)

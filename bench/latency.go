@@ -6,10 +6,10 @@ import (
 	"time"
 )
 
-// percentile returns the p-th percentile (0 < p <= 100) of ds by the
+// Percentile returns the p-th percentile (0 < p <= 100) of ds by the
 // nearest-rank method: the smallest value with at least p% of the values
 // at or below it. It sorts ds in place; an empty ds gives 0.
-func percentile(ds []time.Duration, p float64) time.Duration {
+func Percentile(ds []time.Duration, p float64) time.Duration {
 	if len(ds) == 0 {
 		return 0
 	}

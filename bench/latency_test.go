@@ -30,8 +30,8 @@ func TestPercentile(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ds := append([]time.Duration(nil), tt.ds...)
-			if got := percentile(ds, tt.p); got != tt.want {
-				t.Errorf("percentile(%v, %v) = %v, want %v", tt.ds, tt.p, got, tt.want)
+			if got := Percentile(ds, tt.p); got != tt.want {
+				t.Errorf("Percentile(%v, %v) = %v, want %v", tt.ds, tt.p, got, tt.want)
 			}
 		})
 	}

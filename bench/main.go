@@ -125,6 +125,9 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, scenario
 	return run(ctx, stdout, stderr)
 }
 
+// IntsVar defines a flag of comma-separated ints (like --streams) in p.
+func IntsVar(fs *flag.FlagSet, p *[]int, name, usage string) { fs.Var((*intList)(p), name, usage) }
+
 // intList is a flag.Value of comma-separated ints.
 type intList []int
 

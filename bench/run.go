@@ -122,9 +122,9 @@ func measure(ctx context.Context, target string, c *quiver.Client, endpoint stri
 		Seconds:    elapsed.Seconds(),
 		RowsPerSec: float64(rows) / elapsed.Seconds(),
 		MBPerSec:   float64(bytes) / 1e6 / elapsed.Seconds(),
-		AckP50:     Millis(percentile(acks, 50)),
-		AckP99:     Millis(percentile(acks, 99)),
-		CommitP50:  Millis(percentile(commits, 50)),
+		AckP50:     Millis(Percentile(acks, 50)),
+		AckP99:     Millis(Percentile(acks, 99)),
+		CommitP50:  Millis(Percentile(commits, 50)),
 		CommitMax:  Millis(slices.Max(commits)),
 	}, nil
 }

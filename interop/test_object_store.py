@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import pyarrow as pa
 import pytest
 
-from helpers import Quiver, poll
+from helpers import REPO, Quiver, poll
 
 # moto accepts any credentials; the clients sign with these.
 CREDENTIALS = {"AWS_ACCESS_KEY_ID": "quiver-test", "AWS_SECRET_ACCESS_KEY": "quiver-test", "AWS_REGION": "us-east-1"}
@@ -32,11 +32,14 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def moto(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """moto_server of this .venv on a free loopback port; its endpoint URL."""
+    """moto of this .venv on a free loopback port, serving one request at a
+    time as the Go tests' (moto_server itself lets racing conditional PUTs
+    both win: internal/emulator/moto_serialized.py); its endpoint URL."""
     port = free_port()
     log = tmp_path_factory.mktemp("moto") / "moto.log"
+    script = REPO / "internal" / "emulator" / "moto_serialized.py"
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+        proc = subprocess.Popen([sys.executable, str(script), "127.0.0.1", str(port)],
                                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
 

@@ -12,8 +12,8 @@ import (
 )
 
 // TestKubernetesConfig: the config in deploy/kubernetes/configmap.yaml is
-// a valid Quiver config (the manifests themselves are validated by the
-// interop suite, test_deploy.py).
+// a valid Quiver config (the manifests themselves are validated by
+// kubeconform in deploy/kubernetes).
 func TestKubernetesConfig(t *testing.T) {
 	raw, err := os.ReadFile("../deploy/kubernetes/configmap.yaml")
 	if err != nil {

@@ -1,5 +1,5 @@
 // Package emulator starts real object-store servers for tests, once per
-// test binary, on free loopback ports:
+// test binary, on free loopback ports (and moto for quiverbench, StartS3):
 //
 //   - S3: moto in server mode, from the project's .venv (pinned in
 //     requirements-test.txt; `make venv` builds it);
@@ -66,12 +66,31 @@ var buckets atomic.Int64
 // Bucket creates a new empty bucket and returns its name.
 func (s *Store) Bucket(t testing.TB) string {
 	t.Helper()
-	name := fmt.Sprintf("quiver-%d-%d", os.Getpid(), buckets.Add(1))
-	if err := s.create(context.Background(), name); err != nil {
-		t.Fatalf("%s emulator: create bucket %s: %v", s.Scheme, name, err)
+	name, err := s.NewBucket(context.Background())
+	if err != nil {
+		t.Fatal(err)
 	}
 	return name
 }
+
+// NewBucket is Bucket for programs: it creates a new empty bucket and
+// returns its name.
+func (s *Store) NewBucket(ctx context.Context) (string, error) {
+	name := fmt.Sprintf("quiver-%d-%d", os.Getpid(), buckets.Add(1))
+	if err := s.create(ctx, name); err != nil {
+		return "", fmt.Errorf("%s emulator: create bucket %s: %w", s.Scheme, name, err)
+	}
+	return name, nil
+}
+
+// StartS3 starts a moto server of the caller's own, for programs
+// (quiverbench's scale-out scenario) rather than tests: it needs the
+// project's .venv, found from the working directory up, and the caller
+// stops it with Stop. It does not set Env in this process.
+func StartS3() (*Store, error) { return startMoto() }
+
+// Stop stops a store started with StartS3.
+func (s *Store) Stop() { s.stop() }
 
 // Table returns the URI of the prefix "t" in a new bucket: a fresh table
 // root.
@@ -95,6 +114,13 @@ type errMissing struct {
 func (e *errMissing) Error() string { return e.tool + ": " + e.err.Error() }
 func (e *errMissing) Unwrap() error { return e.err }
 
+// Is makes errors.Is(err, ErrMissing) true.
+func (e *errMissing) Is(target error) bool { return target == ErrMissing }
+
+// ErrMissing matches (errors.Is) StartS3's error when moto is not
+// installed, for callers that skip rather than fail then.
+var ErrMissing = errors.New("emulator: the emulator is not installed")
+
 // get returns the store of scheme, starting it on first use.
 func get(t testing.TB, scheme string, start func() (*Store, error)) *Store {
 	t.Helper()
@@ -117,14 +143,21 @@ func get(t testing.TB, scheme string, start func() (*Store, error)) *Store {
 			}
 		}
 	}
+	started(t, scheme+" emulator", err)
+	return s
+}
+
+// started ends t when err says that the emulator what did not start:
+// skipped (failed with CI=true) for a missing tool, failed otherwise.
+func started(t testing.TB, what string, err error) {
+	t.Helper()
 	var miss *errMissing
 	if errors.As(err, &miss) {
 		reftool.Missing(t, miss.tool, miss.err)
 	}
 	if err != nil {
-		t.Fatalf("%s emulator: %v", scheme, err)
+		t.Fatalf("%s: %v", what, err)
 	}
-	return s
 }
 
 // StopAll stops every store this process started. Call it from TestMain

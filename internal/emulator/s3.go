@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -19,6 +20,30 @@ func S3(t testing.TB) *Store {
 }
 
 func startMoto() (*Store, error) {
+	// moto accepts any credentials, but the SDK signs with some.
+	return runMoto(nil, "quiver-test", "quiver-test")
+}
+
+// AuthBucket is the one bucket of S3WithAuth's store.
+const AuthBucket = "quiver-auth"
+
+// S3WithAuth starts a moto server of the test's own, stopped when the test
+// ends, that checks credentials as S3 does (moto's IAM authentication):
+// a request signed with another key id, or with the key id and another
+// secret, is refused with 403. The store's Env holds the one key it
+// accepts; its only bucket is AuthBucket (Store.Bucket fails).
+func S3WithAuth(t testing.TB) *Store {
+	t.Helper()
+	s, err := runMoto([]string{"--auth", AuthBucket}, "", "")
+	started(t, "s3 emulator with authentication", err)
+	t.Cleanup(s.stop)
+	return s
+}
+
+// runMoto starts moto_serialized.py with the extra arguments args. The
+// store signs with keyID and secret, or with the key the script prints
+// when they are empty (--auth).
+func runMoto(args []string, keyID, secret string) (*Store, error) {
 	root, err := repoRoot()
 	if err != nil {
 		return nil, err
@@ -30,17 +55,25 @@ func startMoto() (*Store, error) {
 	// (moto_serialized.py says why).
 	python, script := filepath.Join(root, ".venv", "bin", "python"), filepath.Join(root, "internal", "emulator", "moto_serialized.py")
 	srv, err := startServer("moto", func(port int) []string {
-		return []string{python, script, "127.0.0.1", strconv.Itoa(port)}
+		return append([]string{python, script, "127.0.0.1", strconv.Itoa(port)}, args...)
 	}, nil)
 	if err != nil {
 		return nil, err
+	}
+	if keyID == "" {
+		// Printed before the server started to answer.
+		_, line, _ := strings.Cut(srv.out.String(), "credentials ")
+		line, _, _ = strings.Cut(line, "\n")
+		if keyID, secret, _ = strings.Cut(line, " "); keyID == "" || secret == "" {
+			srv.stop()
+			return nil, fmt.Errorf("moto printed no credentials:\n%s", srv.out)
+		}
 	}
 	endpoint := "http://127.0.0.1:" + strconv.Itoa(srv.port)
 	return &Store{
 		Scheme:   "s3",
 		Endpoint: endpoint,
-		// moto accepts any credentials, but the SDK signs with some.
-		env: []string{"AWS_ACCESS_KEY_ID=quiver-test", "AWS_SECRET_ACCESS_KEY=quiver-test",
+		env: []string{"AWS_ACCESS_KEY_ID=" + keyID, "AWS_SECRET_ACCESS_KEY=" + secret,
 			"AWS_REGION=us-east-1", "AWS_EC2_METADATA_DISABLED=true"},
 		// moto answers ranged and multipart GETs without checksums, which
 		// the SDK logs on every read unless it validates only on request.

@@ -3,10 +3,13 @@ package e2e
 import (
 	"bytes"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -16,6 +19,7 @@ import (
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
 	"github.com/quiver-ingest/quiver/internal/emulator"
+	"github.com/quiver-ingest/quiver/internal/reftool"
 )
 
 // TestScaleOutOnS3: three quiver processes (data_dirs of their own, one
@@ -34,7 +38,8 @@ import (
 //
 // Every row is in the table and the dataset exactly once, and the Delta
 // log's versions are contiguous: one per auto-commit stream and one per
-// epoch.
+// epoch. So say Quiver's own readers, and so say the reference
+// implementations reading the bucket: delta-rs, pylance and LanceDB.
 func TestScaleOutOnS3(t *testing.T) {
 	const (
 		servers = 3
@@ -148,7 +153,65 @@ func TestScaleOutOnS3(t *testing.T) {
 		t.Fatalf("table at version %d, want %d", tab.version, want)
 	}
 	wantContiguousLog(t, tableURI, tab.version)
-	readLance(t, datasetURI).wantIDs(t, next[lanceEndpoint])
+	lanceVersion := readLance(t, datasetURI)
+	lanceVersion.wantIDs(t, next[lanceEndpoint])
+
+	// The reference implementations read the same from the bucket.
+	ref := readBackOnS3(t, store, "s3://"+bucket+"/events", "s3://"+bucket+"/items.lance")
+	for _, reader := range []string{"delta-rs", "pylance", "lancedb"} {
+		got, want := ref[reader], struct{ rows, version int64 }{next[lanceEndpoint], int64(lanceVersion.version)}
+		if reader == "delta-rs" {
+			want.rows, want.version = next[deltaEndpoint], tab.version
+			if !slices.Equal(got.History, idRange(tab.version+1)) {
+				t.Errorf("delta-rs: history versions %v, want 0..%d", got.History, tab.version)
+			}
+		}
+		wantIDRange(t, reader, got.IDs, want.rows)
+		if got.Version != want.version {
+			t.Errorf("%s reads version %d, want %d", reader, got.Version, want.version)
+		}
+	}
+}
+
+// referenceRead is what testdata/readback.py reports of one reader.
+type referenceRead struct {
+	Version int64   `json:"version"`
+	History []int64 `json:"history"` // delta-rs only
+	IDs     []int64 `json:"ids"`     // sorted
+}
+
+// readBackOnS3 reads the Delta table and the Lance dataset at the plain
+// s3:// URIs given from the S3 emulator with delta-rs, pylance and
+// LanceDB (testdata/readback.py, in the project's .venv, where moto runs
+// from too), by reader.
+func readBackOnS3(t *testing.T, store *emulator.Store, table, dataset string) map[string]referenceRead {
+	t.Helper()
+	python := filepath.Join("..", "..", ".venv", "bin", "python")
+	if _, err := os.Stat(python); err != nil {
+		reftool.Missing(t, "delta-rs, pylance and LanceDB (in the project .venv: make venv)", err)
+	}
+	cmd := exec.Command(python, filepath.Join("testdata", "readback.py"), store.Endpoint, table, dataset)
+	cmd.Env = append(os.Environ(), store.Env()...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("readback.py (a stale .venv? make venv): %v\n%s", err, stderr.String())
+	}
+	var reads map[string]referenceRead
+	if err := json.Unmarshal(out, &reads); err != nil {
+		t.Fatalf("readback.py answered %q: %v", out, err)
+	}
+	return reads
+}
+
+// idRange returns 0, 1, ..., n-1.
+func idRange(n int64) []int64 {
+	out := make([]int64, n)
+	for i := range out {
+		out[i] = int64(i)
+	}
+	return out
 }
 
 // TestMissingBucketOnS3: an endpoint whose bucket does not exist is

@@ -108,32 +108,70 @@ func TestMissingBucket(t *testing.T) {
 }
 
 // TestWrongCredentials: a store that refuses the credentials fails Open
-// with writers.ErrUnauthenticated or ErrPermissionDenied, not as a missing
-// bucket or a transient failure. Azurite checks shared-key signatures
-// (moto and fake-gcs-server accept any credentials). The root is opened
-// by a child process (wrongCredsProcess) whose environment holds a wrong
-// key, since gocloud reads Azure's settings once per process.
+// with writers.ErrUnauthenticated or ErrPermissionDenied, naming the root,
+// not as a missing bucket or a transient failure: Azurite with a wrong
+// shared key, and moto with its IAM authentication on
+// (emulator.S3WithAuth) with an unknown key id or a wrong secret, while
+// its own key opens the same root. fake-gcs-server checks no credentials
+// at all (and the GCS client sends none to an emulator), so gs:// has no
+// such case. Each root is opened by a child process
+// (wrongCredsProcess) with the credentials in its environment, since
+// gocloud reads Azure's settings once per process.
 func TestWrongCredentials(t *testing.T) {
-	uri := emulator.Azure(t).Table(t)
-	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
-	wrongKey := "AAAA" + emulator.AzureKey[4:]
-	cmd.Env = append(os.Environ(), wrongCredsEnv+"="+uri, "AZURE_STORAGE_KEY="+wrongKey)
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("child with a wrong key: %v\n%s", err, out)
+	s3 := emulator.S3WithAuth(t)
+	s3URI := s3.URI(emulator.AuthBucket, "t")
+	azure := emulator.Azure(t)
+	for _, c := range []struct {
+		name string
+		uri  string
+		env  []string // the store's, then these
+		open bool     // the credentials are right
+	}{
+		{"s3/right key", s3URI, nil, true},
+		{"s3/unknown key id", s3URI, []string{"AWS_ACCESS_KEY_ID=AKIAQUIVERUNKNOWNKEY"}, false},
+		{"s3/wrong secret", s3URI, []string{"AWS_SECRET_ACCESS_KEY=wrong-secret"}, false},
+		{"azblob/wrong key", azure.Table(t), []string{"AZURE_STORAGE_KEY=AAAA" + emulator.AzureKey[4:]}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
+			want := "refused"
+			if c.open {
+				want = "open"
+			}
+			env := append(s3.Env(), azure.Env()...)
+			cmd.Env = append(append(append(os.Environ(), env...), c.env...), wrongCredsEnv+"="+c.uri, wantEnv+"="+want)
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("child: %v\n%s", err, out)
+			}
+			t.Logf("child: %s", out)
+		})
 	}
-	t.Logf("child: %s", out)
 }
 
-// wrongCredsEnv makes TestMain run wrongCredsProcess on this root.
-const wrongCredsEnv = "QUIVER_STORAGE_WRONG_CREDS"
+// wrongCredsEnv makes TestMain run wrongCredsProcess on this root;
+// wantEnv says what it expects: "open" or "refused".
+const (
+	wrongCredsEnv = "QUIVER_STORAGE_WRONG_CREDS"
+	wantEnv       = "QUIVER_STORAGE_WANT"
+)
 
 // wrongCredsProcess is the child of TestWrongCredentials: it exits 0 when
-// opening the root is refused as it should be.
+// opening the root goes as expected.
 func wrongCredsProcess() int {
-	_, err := Open(context.Background(), os.Getenv(wrongCredsEnv), Options{})
-	if err == nil || !refused(err) || errors.Is(err, ErrNoBucket) {
-		fmt.Fprintf(os.Stderr, "Open with a wrong key: err = %v, want a refusal (unauthenticated or permission denied)\n", err)
+	uri := os.Getenv(wrongCredsEnv)
+	b, err := Open(context.Background(), uri, Options{})
+	if os.Getenv(wantEnv) == "open" {
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "Open with the right credentials: %v\n", err)
+			return 1
+		}
+		b.Close()
+		fmt.Println("opened")
+		return 0
+	}
+	if err == nil || !refused(err) || errors.Is(err, ErrNoBucket) || !strings.Contains(err.Error(), uri) {
+		fmt.Fprintf(os.Stderr, "Open with wrong credentials: err = %v, want a refusal (unauthenticated or permission denied) naming the root\n", err)
 		return 1
 	}
 	fmt.Println(err)

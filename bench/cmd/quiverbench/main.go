@@ -8,10 +8,12 @@
 //	go run ./bench/cmd/quiverbench --scenario merge-insert --base-rows 2000000 --merge-rows 200000
 //	go run ./bench/cmd/quiverbench --scenario kafka --streams 1,4 --rows 200000
 //	go run ./bench/cmd/quiverbench --scenario lance-append --streams 1,4 --rows 1000000
+//	go run ./bench/cmd/quiverbench --scenario scale-out --servers 1,2,3 --commits 60
 //
 // Each scenario is a package of bench/scenario; `--scenario NAME -h` lists
 // its flags. The LanceDB references (merge-insert, lance-append, upsert
-// --lancedb) need node and the LanceDB probe installed (make lance-probe).
+// --lancedb) need node and the LanceDB probe installed (make lance-probe);
+// scale-out needs moto in the project's .venv (make venv).
 // `quiver bench` runs the ingest scenario alone (the quiver binary links
 // no test support). docs/benchmarks.md says what the numbers mean.
 package main
@@ -31,6 +33,7 @@ import (
 	"github.com/quiver-ingest/quiver/bench/scenario/kafka"
 	"github.com/quiver-ingest/quiver/bench/scenario/lanceappend"
 	"github.com/quiver-ingest/quiver/bench/scenario/mergeinsert"
+	"github.com/quiver-ingest/quiver/bench/scenario/scaleout"
 	"github.com/quiver-ingest/quiver/bench/scenario/upsert"
 )
 
@@ -51,5 +54,5 @@ func main() {
 // scenarios are quiverbench's scenarios, the default first.
 func scenarios() []bench.Scenario {
 	return []bench.Scenario{ingest.Scenario(), deltaappend.Scenario(), upsert.Scenario(),
-		mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario()}
+		mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario(), scaleout.Scenario()}
 }

@@ -18,6 +18,9 @@ func TestMain(m *testing.M) {
 		// sarama's per-broker circuit breaker sleeps out its timeout after
 		// the producer closed.
 		goleak.IgnoreAnyFunction("github.com/eapache/go-resiliency/breaker.(*Breaker).timer"),
+		// OpenCensus's stats worker, started at init by the GCS client
+		// that the scale-out scenario's emulator package links.
+		goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"),
 	)
 }
 
