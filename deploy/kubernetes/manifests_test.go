@@ -235,8 +235,15 @@ func TestManifestsWiring(t *testing.T) {
 	for _, m := range get(t, c, "volumeMounts").([]any) {
 		mounts[get(t, m, "name").(string)] = get(t, m, "mountPath").(string)
 	}
-	if !strings.HasPrefix(config.Txn.KeyFile, mounts["key"]+"/") || get(t, pod, "volumes", 1, "secret", "secretName") != "quiver" {
-		t.Errorf("descriptor_key_file %q is not in the Secret's mount %q", config.Txn.KeyFile, mounts["key"])
+	keyMount, mounted := mounts["key"]
+	var keySecret any
+	for _, v := range get(t, pod, "volumes").([]any) {
+		if get(t, v, "name") == "key" {
+			keySecret = get(t, v, "secret", "secretName")
+		}
+	}
+	if !mounted || keyMount == "" || !strings.HasPrefix(config.Txn.KeyFile, keyMount+"/") || keySecret != "quiver" {
+		t.Errorf("descriptor_key_file %q is not in the mount %q (mounted %v) of the volume key of Secret quiver (%v)", config.Txn.KeyFile, keyMount, mounted, keySecret)
 	}
 	if mounts["data"] != config.DataDir || get(t, set, "spec", "volumeClaimTemplates", 0, "metadata", "name") != "data" {
 		t.Errorf("data_dir %q is not the replica's own volume (mounted at %q)", config.DataDir, mounts["data"])

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // S3 returns the moto server of this test binary, starting it on first
@@ -61,10 +62,16 @@ func runMoto(args []string, keyID, secret string) (*Store, error) {
 		return nil, err
 	}
 	if keyID == "" {
-		// Printed before the server started to answer.
-		_, line, _ := strings.Cut(srv.out.String(), "credentials ")
-		line, _, _ = strings.Cut(line, "\n")
-		if keyID, secret, _ = strings.Cut(line, " "); keyID == "" || secret == "" {
+		// Printed before the server started to answer, but the copy of
+		// its output may lag behind on a loaded machine: poll for it.
+		deadline := time.Now().Add(startTimeout)
+		for {
+			if keyID, secret = motoCredentials(srv.out.String()); keyID != "" || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if keyID == "" {
 			srv.stop()
 			return nil, fmt.Errorf("moto printed no credentials:\n%s", srv.out)
 		}
@@ -97,4 +104,19 @@ func runMoto(args []string, keyID, secret string) (*Store, error) {
 		},
 		stop: srv.stop,
 	}, nil
+}
+
+// motoCredentials finds the "credentials KEY SECRET" line
+// moto_serialized.py prints, "" until it is there whole.
+func motoCredentials(out string) (keyID, secret string) {
+	_, rest, found := strings.Cut(out, "credentials ")
+	line, _, whole := strings.Cut(rest, "\n")
+	if !found || !whole {
+		return "", ""
+	}
+	keyID, secret, _ = strings.Cut(line, " ")
+	if secret == "" {
+		return "", ""
+	}
+	return keyID, secret
 }

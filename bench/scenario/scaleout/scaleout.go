@@ -11,8 +11,9 @@
 // put-if-absent race, rebased and retried by the server), the puts a
 // client had to send again (Aborted: nothing published), the p99 commit
 // latency and the ratio of commits/s to one server; and it checks every
-// run's table: one version per commit and every row once (no commit lost
-// or doubled).
+// run's table: one version per commit and the rows of every commit in
+// total (a lost commit and a doubled one would cancel out there; the e2e
+// test TestScaleOutOnS3 checks rows by id).
 //
 //	go run ./bench/cmd/quiverbench --scenario scale-out --servers 1,2,3 --commits 60 --runs 3
 //
