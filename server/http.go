@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"slices"
 	"strings"
 	"time"
@@ -29,12 +30,13 @@ const readyTimeout = 5 * time.Second
 //	/metrics  (with http.metrics_auth: a token of auth.tokens)
 //	/         the status page; /api/status its JSON (package status; with
 //	          auth: a token of auth.tokens, showing that token's endpoints)
+//	/debug/pprof/  Go's profiles, with http.pprof only (with auth: a token)
 func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	mux := http.NewServeMux()
 	auth := tokenAuth(s.cfg.Auth)
 	var metrics http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	if s.cfg.HTTP.MetricsAuth {
-		metrics = requireToken(auth, metrics)
+		metrics = requireToken(auth, metrics, "http.metrics_auth")
 	}
 	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -45,11 +47,30 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	mux.Handle("GET /{$}", page)
 	mux.Handle("GET /assets/", page)
 	mux.Handle("GET /api/status", page)
+	if s.cfg.HTTP.Pprof {
+		s.servePprof(mux, auth)
+	}
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
 	}
+}
+
+// servePprof adds net/http/pprof's handlers; with auth every one of them
+// needs a token of auth.tokens, as a profile shows the server's internals.
+func (s *Server) servePprof(mux *http.ServeMux, auth status.Auth) {
+	guard := func(h http.Handler) http.Handler {
+		if auth == nil {
+			return h
+		}
+		return requireToken(auth, h, "http.pprof")
+	}
+	mux.Handle("GET /debug/pprof/", guard(http.HandlerFunc(pprof.Index)))
+	mux.Handle("GET /debug/pprof/cmdline", guard(http.HandlerFunc(pprof.Cmdline)))
+	mux.Handle("GET /debug/pprof/profile", guard(http.HandlerFunc(pprof.Profile)))
+	mux.Handle("GET /debug/pprof/symbol", guard(http.HandlerFunc(pprof.Symbol)))
+	mux.Handle("GET /debug/pprof/trace", guard(http.HandlerFunc(pprof.Trace)))
 }
 
 // readyz answers 503 when the server cannot take traffic a load balancer
@@ -148,12 +169,13 @@ func tokenAuth(a *config.Auth) status.Auth {
 	}
 }
 
-// requireToken lets through only requests auth accepts.
-func requireToken(auth status.Auth, h http.Handler) http.Handler {
+// requireToken lets through only requests auth accepts; setting names the
+// configuration that asked for the token.
+func requireToken(auth status.Auth, h http.Handler, setting string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := auth(r); !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="quiver"`)
-			http.Error(w, "a bearer token of auth.tokens is required (http.metrics_auth)", http.StatusUnauthorized)
+			http.Error(w, "a bearer token of auth.tokens is required ("+setting+")", http.StatusUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)

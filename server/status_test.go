@@ -152,3 +152,36 @@ http: {metrics_auth: true}
 	}
 	resp.Body.Close()
 }
+
+// TestPprofOptIn: /debug/pprof/ is absent by default; http.pprof serves
+// it, and with auth only to a token of auth.tokens.
+func TestPprofOptIn(t *testing.T) {
+	off := startServer(t, twoEndpoints)
+	if code, _ := httpGet(t, "http://"+off.HTTPAddr()+"/debug/pprof/heap"); code != http.StatusNotFound {
+		t.Errorf("pprof by default: %d, want 404", code)
+	}
+	on := startServer(t, twoEndpoints+"http: {pprof: true}\n")
+	if code, body := httpGet(t, "http://"+on.HTTPAddr()+"/debug/pprof/heap?debug=1"); code != 200 || !strings.Contains(body, "heap profile") {
+		t.Errorf("pprof on: %d %.80q, want 200 with a heap profile", code, body)
+	}
+	t.Setenv("QUIVER_TEST_PPROF_TOKEN", "s3cret")
+	guarded := startServer(t, twoEndpoints+`auth:
+  tokens:
+    - {name: ops, token_env: QUIVER_TEST_PPROF_TOKEN, endpoints: ["*"], actions: ["*"]}
+http: {pprof: true}
+`)
+	url := "http://" + guarded.HTTPAddr() + "/debug/pprof/goroutine?debug=1"
+	if code, _ := httpGet(t, url); code != http.StatusUnauthorized {
+		t.Errorf("pprof with auth, no token: %d, want 401", code)
+	}
+	req, _ := http.NewRequest("GET", url, nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Errorf("pprof with token: %d, want 200", resp.StatusCode)
+	}
+}
