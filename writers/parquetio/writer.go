@@ -73,7 +73,7 @@ func codecOf(name string) (compress.Codec, error) {
 	case "", CompressionSnappy:
 		return &parquet.Snappy, nil
 	case CompressionZstd:
-		return &parquet.Zstd, nil
+		return &fastZstd, nil
 	case CompressionNone:
 		return &parquet.Uncompressed, nil
 	}
