@@ -80,6 +80,12 @@ func codecOf(name string) (compress.Codec, error) {
 	return nil, writers.Errorf(writers.ErrInvalid, "parquetio: compression %q: use %q, %q or %q", name, CompressionSnappy, CompressionZstd, CompressionNone)
 }
 
+// shredRows bounds the rows converted at once: every leaf keeps a buffer
+// of that many parquet.Value (24 bytes each) between calls, memory the
+// server's budget does not see, so it must not grow with the batches a
+// client sends (65,536 rows × 8 columns would be 12 MiB per open file).
+const shredRows = 8192
+
 // Write appends rec's rows. rec is borrowed for the call; its fields must
 // match the writer's schema in name, type and nullability (else
 // writers.ErrInvalid). Array offsets (slices), null bitmaps and dictionary
@@ -98,7 +104,7 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	}
 	n := int(rec.NumRows())
 	for lo := 0; lo < n; {
-		hi := lo + int(min(int64(n-lo), w.opts.RowGroupRows-w.rowsInGroup))
+		hi := lo + int(min(int64(n-lo), w.opts.RowGroupRows-w.rowsInGroup, shredRows))
 		if err := w.writeChunk(rec, lo, hi); err != nil {
 			w.err = err
 			return err

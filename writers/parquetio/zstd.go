@@ -1,6 +1,7 @@
 package parquetio
 
 import (
+	"runtime"
 	"sync"
 
 	"github.com/klauspost/compress/zstd"
@@ -20,8 +21,16 @@ import (
 // on the standard workload the pages come out within 0.5 % of the default
 // level's size at less than half its CPU (docs/delta.md, Performance).
 // The output is ordinary ZSTD frames; decoding is parquet-go's.
+//
+// One encoder serves every writer of the process with GOMAXPROCS
+// compressors (EncodeAll waits for a free one): compression is CPU work,
+// so more would not go faster, and each holds about 1 MiB of history and
+// tables — per open file, as a pool per call would, that is memory the
+// budget does not see growing with the streams.
 type zstdCodec struct {
-	encoders sync.Pool // *zstd.Encoder, one per concurrent Encode
+	once sync.Once
+	enc  *zstd.Encoder
+	err  error
 }
 
 var fastZstd zstdCodec
@@ -31,22 +40,19 @@ func (*zstdCodec) String() string { return "ZSTD" }
 func (*zstdCodec) CompressionCodec() format.CompressionCodec { return format.Zstd }
 
 func (c *zstdCodec) Encode(dst, src []byte) ([]byte, error) {
-	e, _ := c.encoders.Get().(*zstd.Encoder)
-	if e == nil {
-		var err error
-		e, err = zstd.NewWriter(nil,
-			zstd.WithEncoderConcurrency(1),
+	c.once.Do(func() {
+		c.enc, c.err = zstd.NewWriter(nil,
+			zstd.WithEncoderConcurrency(runtime.GOMAXPROCS(0)),
 			zstd.WithEncoderLevel(zstd.SpeedFastest),
 			zstd.WithAllLitEntropyCompression(true),
 			zstd.WithZeroFrames(true),
 			zstd.WithEncoderCRC(false),
 		)
-		if err != nil {
-			return nil, err
-		}
+	})
+	if c.err != nil {
+		return nil, c.err
 	}
-	defer c.encoders.Put(e)
-	return e.EncodeAll(src, dst[:0]), nil
+	return c.enc.EncodeAll(src, dst[:0]), nil
 }
 
 func (*zstdCodec) Decode(dst, src []byte) ([]byte, error) {

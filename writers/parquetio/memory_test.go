@@ -2,10 +2,14 @@ package parquetio
 
 import (
 	"bytes"
+	"io"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/parquet-go/parquet-go"
+
+	"github.com/quiver-ingest/quiver/bench/workload"
 )
 
 // TestZstdCompressesStringsWithoutMatches: random strings over a small
@@ -30,5 +34,33 @@ func TestZstdCompressesStringsWithoutMatches(t *testing.T) {
 	back, err := parquet.Zstd.Decode(nil, out)
 	if err != nil || !bytes.Equal(back, page) {
 		t.Fatalf("decode: %v, equal %v", err, bytes.Equal(back, page))
+	}
+}
+
+// TestValueBuffersBounded: the per-leaf value buffers a writer keeps
+// between calls (memory outside the server's budget) stay at shredRows
+// values whatever the size of the batches written.
+func TestValueBuffersBounded(t *testing.T) {
+	recs, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, 100_000, 100_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer releaseAll(recs)
+	w, err := NewWriter(io.Discard, workload.Schema(), Options{Compression: CompressionZstd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, l := range w.leaves {
+		if cap(l.vals) > shredRows {
+			t.Errorf("leaf %v keeps %d values, want <= %d", l.path, cap(l.vals), shredRows)
+		}
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
