@@ -24,6 +24,7 @@ type Process struct {
 	FlightAddr string // host:port of the Flight listener
 	HTTPAddr   string // host:port of the operations listener
 	exited     chan struct{}
+	waitErr    error // cmd.Wait's, once exited is closed
 }
 
 // listening matches the server's "flight listening" and "http listening"
@@ -54,13 +55,14 @@ func Serve(ctx context.Context, bin, config, logPath string) (*Process, error) {
 		defer close(p.exited)
 		defer logFile.Close()
 		sc := bufio.NewScanner(io.TeeReader(pipe, logFile))
+		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
 			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
 				addrs <- [2]string{m[1], m[2]}
 			}
 		}
-		io.Copy(logFile, pipe)
-		p.cmd.Wait()
+		io.Copy(logFile, pipe) // after an over-long line: keep the log, and the pipe drained
+		p.waitErr = p.cmd.Wait()
 	}()
 	timeout := time.NewTimer(serveTimeout)
 	defer timeout.Stop()
@@ -95,22 +97,37 @@ func lastLine(path string) string {
 	return lines[len(lines)-1]
 }
 
-// PeakRSS is the server process's peak RSS so far in bytes (-1: unknown).
-func (p *Process) PeakRSS() int64 { return PeakRSSOf(p.cmd.Process.Pid) }
-
 // Stop asks the server to drain (SIGTERM) and waits for it to exit,
-// killing it after stopTimeout.
+// killing it after stopTimeout. A server that exits with an error (it
+// crashed, or failed to drain) is an error.
 func (p *Process) Stop() error {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
 	select {
 	case <-p.exited:
-		return nil
 	case <-time.After(stopTimeout):
 		p.kill()
 		return fmt.Errorf("bench: the server did not stop within %v of SIGTERM", stopTimeout)
 	}
+	if p.waitErr != nil {
+		return fmt.Errorf("bench: the server exited: %w", p.waitErr)
+	}
+	return nil
+}
+
+// PeakRSS is the stopped server's peak RSS over its whole life (shutdown
+// included) in bytes, -1 when unknown (still running, or not Linux).
+func (p *Process) PeakRSS() int64 {
+	select {
+	case <-p.exited:
+	default:
+		return -1
+	}
+	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		return ru.Maxrss << 10 // kilobytes on Linux
+	}
+	return -1
 }
 
 func (p *Process) kill() {

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -57,20 +58,48 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	}
 }
 
-// servePprof adds net/http/pprof's handlers; with auth every one of them
-// needs a token of auth.tokens, as a profile shows the server's internals.
+// maxProfileSeconds bounds the CPU profiles and execution traces
+// /debug/pprof/ takes: each costs the server while it runs.
+const maxProfileSeconds = 60
+
+// servePprof adds net/http/pprof's handlers. A profile shows the internals
+// of every endpoint, so with auth only a token of auth.tokens granting
+// every endpoint ("*") gets one.
 func (s *Server) servePprof(mux *http.ServeMux, auth status.Auth) {
-	guard := func(h http.Handler) http.Handler {
+	guard := func(h http.HandlerFunc) http.Handler {
 		if auth == nil {
 			return h
 		}
-		return requireToken(auth, h, "http.pprof")
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			visible, ok := auth(r)
+			if !ok || !visible("*") {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="quiver"`)
+				http.Error(w, `a bearer token of auth.tokens with endpoints ["*"] is required (http.pprof)`, http.StatusUnauthorized)
+				return
+			}
+			h(w, r)
+		})
 	}
-	mux.Handle("GET /debug/pprof/", guard(http.HandlerFunc(pprof.Index)))
-	mux.Handle("GET /debug/pprof/cmdline", guard(http.HandlerFunc(pprof.Cmdline)))
-	mux.Handle("GET /debug/pprof/profile", guard(http.HandlerFunc(pprof.Profile)))
-	mux.Handle("GET /debug/pprof/symbol", guard(http.HandlerFunc(pprof.Symbol)))
-	mux.Handle("GET /debug/pprof/trace", guard(http.HandlerFunc(pprof.Trace)))
+	bounded := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if sec := r.URL.Query().Get("seconds"); sec != "" {
+				if n, err := strconv.Atoi(sec); err != nil || n < 1 || n > maxProfileSeconds {
+					http.Error(w, fmt.Sprintf("seconds must be 1 to %d", maxProfileSeconds), http.StatusBadRequest)
+					return
+				}
+			}
+			h(w, r)
+		}
+	}
+	mux.Handle("GET /debug/pprof/", guard(bounded(pprof.Index))) // named profiles; ?seconds= gives a delta
+	mux.Handle("GET /debug/pprof/cmdline", guard(pprof.Cmdline))
+	mux.Handle("GET /debug/pprof/profile", guard(bounded(pprof.Profile)))
+	mux.Handle("GET /debug/pprof/symbol", guard(pprof.Symbol))
+	mux.Handle("POST /debug/pprof/symbol", guard(pprof.Symbol)) // go tool pprof looks symbols up by POST
+	mux.Handle("GET /debug/pprof/trace", guard(bounded(pprof.Trace)))
+	if auth == nil {
+		s.logger.Warn("http.pprof is on without auth: anyone who reaches http_listen can profile the server", "http_listen", s.cfg.HTTPListen)
+	}
 }
 
 // readyz answers 503 when the server cannot take traffic a load balancer

@@ -6,6 +6,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/parquet-go/parquet-go"
 
@@ -37,16 +39,39 @@ func TestZstdCompressesStringsWithoutMatches(t *testing.T) {
 	}
 }
 
-// TestValueBuffersBounded: the per-leaf value buffers a writer keeps
-// between calls (memory outside the server's budget) stay at shredRows
-// values whatever the size of the batches written.
+// TestValueBuffersBounded: the shredding buffers a writer keeps between
+// calls (memory outside the server's budget) stay at shredRows entries
+// whatever the size of the batches written or of their lists.
 func TestValueBuffersBounded(t *testing.T) {
-	recs, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, 100_000, 100_000)
+	recs, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, 100_000, 50_000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer releaseAll(recs)
-	w, err := NewWriter(io.Discard, workload.Schema(), Options{Compression: CompressionZstd})
+	checkScratchBounded(t, recs)
+
+	// One row whose list has 100,000 elements, in a nullable struct.
+	item := arrow.StructOf(arrow.Field{Name: "xs", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true})
+	schema := arrow.NewSchema([]arrow.Field{{Name: "s", Type: item, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	for range 3 {
+		st := b.Field(0).(*array.StructBuilder)
+		st.Append(true)
+		lb := st.FieldBuilder(0).(*array.ListBuilder)
+		lb.Append(true)
+		for i := range 100_000 {
+			lb.ValueBuilder().(*array.Int64Builder).Append(int64(i))
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	checkScratchBounded(t, []arrow.RecordBatch{rec, rec})
+}
+
+func checkScratchBounded(t *testing.T, recs []arrow.RecordBatch) {
+	t.Helper()
+	w, err := NewWriter(io.Discard, recs[0].Schema(), Options{Compression: CompressionZstd})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,10 +80,20 @@ func TestValueBuffersBounded(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for _, l := range w.leaves {
-		if cap(l.vals) > shredRows {
+	var walk func(n *node)
+	walk = func(n *node) {
+		if cap(n.slots) > shredRows || cap(n.elems) > shredRows {
+			t.Errorf("node %v keeps %d slots and %d elements, want <= %d", n.path, cap(n.slots), cap(n.elems), shredRows)
+		}
+		if l := n.leaf; l != nil && cap(l.vals) > shredRows {
 			t.Errorf("leaf %v keeps %d values, want <= %d", l.path, cap(l.vals), shredRows)
 		}
+		for _, c := range n.children {
+			walk(c)
+		}
+	}
+	for _, r := range w.roots {
+		walk(r)
 	}
 	if _, err := w.Close(); err != nil {
 		t.Fatal(err)

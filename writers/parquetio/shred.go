@@ -129,6 +129,29 @@ func (n *node) expand(ll array.ListLike, present []slot) []slot {
 	return elems
 }
 
+// keepScratch drops the shredding buffers of n and its descendants that
+// hold more than limit entries, so that one large batch or list does not
+// pin memory for the rest of the file.
+func (n *node) keepScratch(limit int) {
+	if cap(n.slots) > limit {
+		n.slots = nil
+	}
+	if cap(n.elems) > limit {
+		n.elems = nil
+	}
+	if l := n.leaf; l != nil {
+		if cap(l.vals) > limit {
+			l.vals = nil
+		}
+		if cap(l.scratch) > limit*16 {
+			l.scratch = nil
+		}
+	}
+	for _, c := range n.children {
+		c.keepScratch(limit)
+	}
+}
+
 // shredRange converts rows [lo, hi) of a top-level column. Columns
 // without nulls in the batch take a typed loop for the common types.
 // Required columns need no levels: parquet-go's zero levels are right.
@@ -137,6 +160,7 @@ func (l *leaf) shredRange(arr arrow.Array, lo, hi int) {
 	vals := slices.Grow(l.vals[:0], hi-lo)[:hi-lo]
 	l.vals = vals
 	l.rangeNulls = 0
+	l.observed = false // a chunk with nulls leaves its bounds to writeChunk
 	if arr.NullN() > 0 {
 		value := l.values(arr)
 		null := parquet.Value{}.Level(0, 0, l.column)

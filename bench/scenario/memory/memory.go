@@ -103,18 +103,21 @@ func (o Options) validate() ([]string, error) {
 	if _, err := os.Stat(o.quiver); err != nil {
 		return nil, fmt.Errorf("--quiver: %w (build it with make build)", err)
 	}
-	names := strings.Split(o.targets, ",")
-	for _, n := range names {
+	var names []string
+	for _, n := range strings.Split(o.targets, ",") {
 		if _, ok := targets[n]; !ok {
 			return nil, fmt.Errorf("--targets: unknown target %q (discard, delta, lance)", n)
 		}
+		if !slices.Contains(names, n) {
+			names = append(names, n)
+		}
 	}
-	return slices.Compact(names), nil
+	return names, nil
 }
 
 // measure serves one target in a new process under dir and drives it
 // with streams streams.
-func measure(ctx context.Context, o Options, dir, target string, streams int, log io.Writer) (_ row, err error) {
+func measure(ctx context.Context, o Options, dir, target string, streams int, log io.Writer) (row, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return row{}, err
 	}
@@ -129,12 +132,11 @@ func measure(ctx context.Context, o Options, dir, target string, streams int, lo
 	if err != nil {
 		return row{}, err
 	}
-	defer func() { err = errors.Join(err, srv.Stop()) }()
 	rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr, target, bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: o.Runs}), log)
-	if err != nil {
+	if err = errors.Join(err, srv.Stop()); err != nil {
 		return row{}, err
 	}
-	peak := srv.PeakRSS()
+	peak := srv.PeakRSS() // the server's whole life, its drain included
 	fmt.Fprintf(log, "memory: %s, %d stream(s): server peak RSS %d MiB\n", target, streams, peak>>20)
 	return row{target: target, streams: streams, rowsPerSec: rep.Results[0].RowsPerSec, peak: peak}, nil
 }

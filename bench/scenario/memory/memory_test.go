@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -53,17 +52,19 @@ func TestRunSmall(t *testing.T) {
 }
 
 func TestOptionsRefused(t *testing.T) {
-	ok := Options{Load: bench.Load{Streams: []int{1}, Rows: 10, Runs: 1}, quiver: os.Args[0], budget: 64 << 20, targets: "discard"}
-	for name, change := range map[string]func(*Options){
-		"missing binary":  func(o *Options) { o.quiver = filepath.Join(t.TempDir(), "none") },
-		"tiny budget":     func(o *Options) { o.budget = 1 << 20 },
-		"unknown target":  func(o *Options) { o.targets = "discard,kafka" },
-		"no stream count": func(o *Options) { o.Streams = nil },
+	// /bin/false exists and serves nothing: were a check missing, the run
+	// would fail on the server instead, with an error naming no flag.
+	ok := Options{Load: bench.Load{Streams: []int{1}, Rows: 10, Runs: 1}, quiver: "/bin/false", budget: 64 << 20, targets: "discard"}
+	for want, change := range map[string]func(*Options){
+		"--quiver":  func(o *Options) { o.quiver = filepath.Join(t.TempDir(), "none") },
+		"--budget":  func(o *Options) { o.budget = 1 << 20 },
+		"--targets": func(o *Options) { o.targets = "discard,kafka" },
+		"--streams": func(o *Options) { o.Streams = nil },
 	} {
 		o := ok
 		change(&o)
-		if err := run(context.Background(), o, io.Discard, io.Discard); err == nil {
-			t.Errorf("%s: accepted", name)
+		if err := run(context.Background(), o, io.Discard, io.Discard); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: error %v, want one naming %s", want, err, want)
 		}
 	}
 }
