@@ -15,8 +15,13 @@ func ResetPeakRSS() error {
 }
 
 // PeakRSS returns VmHWM of this process in bytes, -1 when unknown.
-func PeakRSS() int64 {
-	f, err := os.Open("/proc/self/status")
+func PeakRSS() int64 { return peakRSSOf("self") }
+
+// PeakRSSOf returns VmHWM of process pid in bytes, -1 when unknown.
+func PeakRSSOf(pid int) int64 { return peakRSSOf(strconv.Itoa(pid)) }
+
+func peakRSSOf(proc string) int64 {
+	f, err := os.Open("/proc/" + proc + "/status")
 	if err != nil {
 		return -1
 	}

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,12 +31,13 @@ const readyTimeout = 5 * time.Second
 //	/metrics  (with http.metrics_auth: a token of auth.tokens)
 //	/         the status page; /api/status its JSON (package status; with
 //	          auth: a token of auth.tokens, showing that token's endpoints)
+//	/debug/pprof/  Go's profiles, with http.pprof only (with auth: a token)
 func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	mux := http.NewServeMux()
 	auth := tokenAuth(s.cfg.Auth)
 	var metrics http.Handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg})
 	if s.cfg.HTTP.MetricsAuth {
-		metrics = requireToken(auth, metrics)
+		metrics = requireToken(auth, metrics, "http.metrics_auth")
 	}
 	mux.Handle("GET /metrics", metrics)
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
@@ -45,10 +48,57 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry) *http.Server {
 	mux.Handle("GET /{$}", page)
 	mux.Handle("GET /assets/", page)
 	mux.Handle("GET /api/status", page)
+	if s.cfg.HTTP.Pprof {
+		s.servePprof(mux, auth)
+	}
 	return &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          slog.NewLogLogger(s.logger.Handler(), slog.LevelWarn),
+	}
+}
+
+// maxProfileSeconds bounds the CPU profiles and execution traces
+// /debug/pprof/ takes: each costs the server while it runs.
+const maxProfileSeconds = 60
+
+// servePprof adds net/http/pprof's handlers. A profile shows the internals
+// of every endpoint, so with auth only a token of auth.tokens granting
+// every endpoint ("*") gets one.
+func (s *Server) servePprof(mux *http.ServeMux, auth status.Auth) {
+	guard := func(h http.HandlerFunc) http.Handler {
+		if auth == nil {
+			return h
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			visible, ok := auth(r)
+			if !ok || !visible("*") {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="quiver"`)
+				http.Error(w, `a bearer token of auth.tokens with endpoints ["*"] is required (http.pprof)`, http.StatusUnauthorized)
+				return
+			}
+			h(w, r)
+		})
+	}
+	bounded := func(h http.HandlerFunc) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			if sec := r.URL.Query().Get("seconds"); sec != "" {
+				if n, err := strconv.Atoi(sec); err != nil || n < 1 || n > maxProfileSeconds {
+					http.Error(w, fmt.Sprintf("seconds must be 1 to %d", maxProfileSeconds), http.StatusBadRequest)
+					return
+				}
+			}
+			h(w, r)
+		}
+	}
+	mux.Handle("GET /debug/pprof/", guard(bounded(pprof.Index))) // named profiles; ?seconds= gives a delta
+	mux.Handle("GET /debug/pprof/cmdline", guard(pprof.Cmdline))
+	mux.Handle("GET /debug/pprof/profile", guard(bounded(pprof.Profile)))
+	mux.Handle("GET /debug/pprof/symbol", guard(pprof.Symbol))
+	mux.Handle("POST /debug/pprof/symbol", guard(pprof.Symbol)) // go tool pprof looks symbols up by POST
+	mux.Handle("GET /debug/pprof/trace", guard(bounded(pprof.Trace)))
+	if auth == nil {
+		s.logger.Warn("http.pprof is on without auth: anyone who reaches http_listen can profile the server", "http_listen", s.cfg.HTTPListen)
 	}
 }
 
@@ -148,12 +198,13 @@ func tokenAuth(a *config.Auth) status.Auth {
 	}
 }
 
-// requireToken lets through only requests auth accepts.
-func requireToken(auth status.Auth, h http.Handler) http.Handler {
+// requireToken lets through only requests auth accepts; setting names the
+// configuration that asked for the token.
+func requireToken(auth status.Auth, h http.Handler, setting string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := auth(r); !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="quiver"`)
-			http.Error(w, "a bearer token of auth.tokens is required (http.metrics_auth)", http.StatusUnauthorized)
+			http.Error(w, "a bearer token of auth.tokens is required ("+setting+")", http.StatusUnauthorized)
 			return
 		}
 		h.ServeHTTP(w, r)

@@ -152,3 +152,51 @@ http: {metrics_auth: true}
 	}
 	resp.Body.Close()
 }
+
+// TestPprofOptIn: /debug/pprof/ is absent by default; http.pprof serves
+// it, with auth only to a token granting every endpoint, and profiles
+// that run for a while are bounded.
+func TestPprofOptIn(t *testing.T) {
+	off := startServer(t, twoEndpoints)
+	if code, _ := httpGet(t, "http://"+off.HTTPAddr()+"/debug/pprof/heap"); code != http.StatusNotFound {
+		t.Errorf("pprof by default: %d, want 404", code)
+	}
+	on := startServer(t, twoEndpoints+"http: {pprof: true}\n")
+	if code, body := httpGet(t, "http://"+on.HTTPAddr()+"/debug/pprof/heap?debug=1"); code != 200 || !strings.Contains(body, "heap profile") {
+		t.Errorf("pprof on: %d %.80q, want 200 with a heap profile", code, body)
+	}
+	for _, path := range []string{"/debug/pprof/profile?seconds=61", "/debug/pprof/trace?seconds=3600", "/debug/pprof/heap?seconds=0"} {
+		if code, _ := httpGet(t, "http://"+on.HTTPAddr()+path); code != http.StatusBadRequest {
+			t.Errorf("%s: %d, want 400", path, code)
+		}
+	}
+
+	t.Setenv("QUIVER_TEST_PPROF_ADMIN", "admin")
+	t.Setenv("QUIVER_TEST_PPROF_INGEST", "ingest")
+	guarded := startServer(t, twoEndpoints+`auth:
+  tokens:
+    - {name: ops, token_env: QUIVER_TEST_PPROF_ADMIN, endpoints: ["*"], actions: []}
+    - {name: ingest, token_env: QUIVER_TEST_PPROF_INGEST, endpoints: [devnull], actions: ["*"]}
+http: {pprof: true}
+`)
+	get := func(path, token string) int {
+		req, _ := http.NewRequest("GET", "http://"+guarded.HTTPAddr()+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/goroutine?debug=1", "/debug/pprof/heap", "/debug/pprof/cmdline",
+		"/debug/pprof/profile?seconds=1", "/debug/pprof/symbol", "/debug/pprof/trace?seconds=1"} {
+		for token, want := range map[string]int{"": http.StatusUnauthorized, "ingest": http.StatusUnauthorized, "admin": http.StatusOK} {
+			if got := get(path, token); got != want {
+				t.Errorf("%s with token %q: %d, want %d", path, token, got, want)
+			}
+		}
+	}
+}

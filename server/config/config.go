@@ -148,6 +148,10 @@ type EmbeddedKafka struct {
 type HTTP struct {
 	// MetricsAuth makes /metrics require a token of auth.tokens too.
 	MetricsAuth bool `yaml:"metrics_auth"`
+	// Pprof serves Go's runtime profiles under /debug/pprof/ (with auth:
+	// only to a token of auth.tokens). Off by default: a CPU profile costs
+	// the server while it runs.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Tracing configures OpenTelemetry traces, exported over OTLP/gRPC. Off

@@ -35,6 +35,9 @@ type leaf struct {
 	stats   minMax
 	// observed says shredRange already added the chunk to stats.
 	observed bool
+	// rangeNulls is the number of nulls shredRange found in a top-level
+	// column's chunk; -1 when shredSlots converted it (nested).
+	rangeNulls int
 }
 
 // newLeaf maps a primitive Arrow type to its Parquet leaf (type table in

@@ -129,61 +129,97 @@ func (n *node) expand(ll array.ListLike, present []slot) []slot {
 	return elems
 }
 
+// keepScratch drops the shredding buffers of n and its descendants that
+// hold more than limit entries, so that one large batch or list does not
+// pin memory for the rest of the file.
+func (n *node) keepScratch(limit int) {
+	if cap(n.slots) > limit {
+		n.slots = nil
+	}
+	if cap(n.elems) > limit {
+		n.elems = nil
+	}
+	if l := n.leaf; l != nil {
+		if cap(l.vals) > limit {
+			l.vals = nil
+		}
+		if cap(l.scratch) > limit*16 {
+			l.scratch = nil
+		}
+	}
+	for _, c := range n.children {
+		c.keepScratch(limit)
+	}
+}
+
 // shredRange converts rows [lo, hi) of a top-level column. Columns
 // without nulls in the batch take a typed loop for the common types.
 // Required columns need no levels: parquet-go's zero levels are right.
+// It counts the range's nulls for the column's statistics.
 func (l *leaf) shredRange(arr arrow.Array, lo, hi int) {
 	vals := slices.Grow(l.vals[:0], hi-lo)[:hi-lo]
 	l.vals = vals
+	l.rangeNulls = 0
+	l.observed = false // a chunk with nulls leaves its bounds to writeChunk
 	if arr.NullN() > 0 {
 		value := l.values(arr)
 		null := parquet.Value{}.Level(0, 0, l.column)
 		for i := range vals {
 			if arr.IsNull(lo + i) {
 				vals[i] = null
+				l.rangeNulls++
 			} else {
 				vals[i] = value(lo+i).Level(0, 1, l.column)
 			}
 		}
 		return
 	}
-	l.observed = fillDense(vals, arr, lo, &l.stats)
+	def := int(l.maxDef)
+	l.observed = fillDense(vals, arr, lo, def, l.column, &l.stats)
 	if !l.observed {
 		value := l.values(arr)
 		for i := range vals {
 			vals[i] = value(lo + i)
 		}
-	}
-	if l.maxDef > 0 {
-		for i := range vals {
-			vals[i] = vals[i].Level(0, 1, l.column)
+		if def > 0 {
+			for i := range vals {
+				vals[i] = vals[i].Level(0, def, l.column)
+			}
 		}
 	}
 }
 
 // fillDense converts elements [lo, lo+len(vals)) of arr, which has no
-// nulls, and adds them to m, straight from the Arrow values: no indirect
-// call per value, and bounds computed on the typed slices. It handles the
-// types of typical ingestion data and reports false for others.
-func fillDense(vals []parquet.Value, arr arrow.Array, lo int, m *minMax) bool {
+// nulls, at definition level def (0: a required column, 1: an optional
+// top-level one) of Parquet column column, and adds them to m, straight
+// from the Arrow values: no indirect call per value, one pass over vals,
+// and bounds computed on the typed slices. It handles the types of
+// typical ingestion data and reports false for others.
+func fillDense(vals []parquet.Value, arr arrow.Array, lo, def, column int, m *minMax) bool {
 	hi := lo + len(vals)
+	leveled := func(v parquet.Value) parquet.Value {
+		if def > 0 {
+			return v.Level(0, def, column)
+		}
+		return v
+	}
 	switch a := arr.(type) {
 	case *array.Int64:
 		src := a.Int64Values()[lo:hi]
 		for i, x := range src {
-			vals[i] = parquet.Int64Value(x)
+			vals[i] = leveled(parquet.Int64Value(x))
 		}
 		observeInts(m, src)
 	case *array.Int32:
 		src := a.Int32Values()[lo:hi]
 		for i, x := range src {
-			vals[i] = parquet.Int32Value(x)
+			vals[i] = leveled(parquet.Int32Value(x))
 		}
 		observeInts(m, src)
 	case *array.Float64:
 		src := a.Float64Values()[lo:hi]
 		for i, x := range src {
-			vals[i] = parquet.DoubleValue(x)
+			vals[i] = leveled(parquet.DoubleValue(x))
 		}
 		observeFloats(m, src)
 	case *array.Timestamp:
@@ -192,21 +228,21 @@ func fillDense(vals []parquet.Value, arr arrow.Array, lo int, m *minMax) bool {
 		}
 		src := a.TimestampValues()[lo:hi]
 		for i, x := range src {
-			vals[i] = parquet.Int64Value(int64(x))
+			vals[i] = leveled(parquet.Int64Value(int64(x)))
 		}
 		observeInts(m, src)
 	case *array.String:
 		offs, data := a.ValueOffsets()[lo:hi+1], dataBuffer(a)
 		for i := range vals {
 			b := data[offs[i]:offs[i+1]]
-			vals[i] = parquet.ByteArrayValue(b)
+			vals[i] = leveled(parquet.ByteArrayValue(b))
 			m.observeBytes(b, bytes.Compare)
 		}
 	case *array.Boolean:
 		allTrue, anyTrue := true, false
 		for i := range vals {
 			x := a.Value(lo + i)
-			vals[i] = parquet.BooleanValue(x)
+			vals[i] = leveled(parquet.BooleanValue(x))
 			allTrue, anyTrue = allTrue && x, anyTrue || x
 		}
 		observeBools(m, allTrue, anyTrue, len(vals))
@@ -218,6 +254,7 @@ func fillDense(vals []parquet.Value, arr arrow.Array, lo int, m *minMax) bool {
 
 // shredSlots converts the positions of a nested leaf.
 func (l *leaf) shredSlots(arr arrow.Array, slots []slot) {
+	l.rangeNulls = -1
 	value := l.values(arr)
 	vals := l.vals[:0]
 	for _, s := range slots {

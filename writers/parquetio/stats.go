@@ -243,6 +243,10 @@ func (s *statNode) observe() {
 	if s.node.defPresent == 0 {
 		return // required all the way down from the top
 	}
+	if l := s.node.leaf; l != nil && l.rangeNulls >= 0 {
+		s.nulls += int64(l.rangeNulls) // a top-level column: shredRange counted
+		return
+	}
 	for _, v := range s.first.vals {
 		if v.RepetitionLevel() == 0 && v.DefinitionLevel() < int(s.node.defPresent) {
 			s.nulls++

@@ -2,7 +2,6 @@ package parquetio
 
 import (
 	"encoding/json"
-	"fmt"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -19,25 +18,40 @@ import (
 
 // TestStatsMatchData compares FileStats with bounds and null counts
 // computed independently from the written batches.
+//
+// Batches with and without nulls are mixed (a batch's nulls take another
+// conversion path than a dense batch's), and the large case crosses the
+// writer's shredding chunks and row groups that are no multiple of them.
 func TestStatsMatchData(t *testing.T) {
 	schema := allTypesSchema()
-	for _, nullRate := range []float64{0, 0.3, 1} {
-		t.Run(fmt.Sprintf("nulls%v", nullRate), func(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		nullRates []float64
+		rows      int // per batch, of which the first 11 are sliced off
+		groupRows int64
+	}{
+		{"nulls0", []float64{0, 0, 0}, 261, 200},
+		{"nulls0.3", []float64{0.3, 0.3, 0.3}, 261, 200},
+		{"nulls1", []float64{1, 1, 1}, 261, 200},
+		{"dense-then-nulls", []float64{0, 0.3, 0, 1, 0.3}, 261, 200},
+		{"large-mixed", []float64{0, 0.3, 0}, 9022, 10_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 			defer mem.AssertSize(t, 0)
-			rng := rand.New(rand.NewPCG(7, uint64(nullRate*10)))
+			rng := rand.New(rand.NewPCG(7, uint64(len(tc.name))))
 			var batches []arrow.RecordBatch
-			for range 3 {
-				full := randomBatch(t, mem, rng, schema, 300, nullRate)
-				batches = append(batches, sliceColumns(full, 11, 250))
+			for _, rate := range tc.nullRates {
+				full := randomBatch(t, mem, rng, schema, tc.rows, rate)
+				batches = append(batches, sliceColumns(full, 11, int64(tc.rows-11)))
 				full.Release()
 			}
 			defer releaseAll(batches)
-			_, fs := writeFile(t, schema, Options{RowGroupRows: 200}, batches...)
+			_, fs := writeFile(t, schema, Options{RowGroupRows: tc.groupRows}, batches...)
 
 			want := expectedStats(schema, rowsOf(batches))
-			if fs.Rows != 750 {
-				t.Errorf("Rows = %d, want 750", fs.Rows)
+			if wantRows := int64(len(tc.nullRates) * (tc.rows - 11)); fs.Rows != wantRows {
+				t.Errorf("Rows = %d, want %d", fs.Rows, wantRows)
 			}
 			if len(fs.Columns) != len(want) {
 				t.Fatalf("%d stats entries, want %d", len(fs.Columns), len(want))

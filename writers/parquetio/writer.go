@@ -66,19 +66,27 @@ func NewWriter(w io.Writer, schema *arrow.Schema, opts Options) (*Writer, error)
 	}, nil
 }
 
-// codecOf maps Options.Compression to parquet-go's shared codecs, which
-// are safe for concurrent use.
+// codecOf maps Options.Compression to a shared codec, safe for concurrent
+// use: parquet-go's, or this package's zstd (zstd.go).
 func codecOf(name string) (compress.Codec, error) {
 	switch name {
 	case "", CompressionSnappy:
 		return &parquet.Snappy, nil
 	case CompressionZstd:
-		return &parquet.Zstd, nil
+		return &fastZstd, nil
 	case CompressionNone:
 		return &parquet.Uncompressed, nil
 	}
 	return nil, writers.Errorf(writers.ErrInvalid, "parquetio: compression %q: use %q, %q or %q", name, CompressionSnappy, CompressionZstd, CompressionNone)
 }
+
+// shredRows bounds the rows converted at once after a file's first chunk:
+// every leaf keeps a buffer of parquet.Value (24 bytes each) between
+// calls, memory the server's budget does not see, so it must not grow
+// with the batches a client sends (65,536 rows × 8 columns would be
+// 12 MiB per open file). Buffers that outgrew it (a file's first chunk,
+// lists with many elements) are dropped after their chunk (keepScratch).
+const shredRows = 8192
 
 // Write appends rec's rows. rec is borrowed for the call; its fields must
 // match the writer's schema in name, type and nullability (else
@@ -98,7 +106,13 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	}
 	n := int(rec.NumRows())
 	for lo := 0; lo < n; {
-		hi := lo + int(min(int64(n-lo), w.opts.RowGroupRows-w.rowsInGroup))
+		chunk := int64(n - lo)
+		if w.pw != nil {
+			// The first chunk of a file is whole (up to the row group):
+			// the dictionary choice samples it (wantsDictionary).
+			chunk = min(chunk, shredRows)
+		}
+		hi := lo + int(min(chunk, w.opts.RowGroupRows-w.rowsInGroup))
 		if err := w.writeChunk(rec, lo, hi); err != nil {
 			w.err = err
 			return err
@@ -149,6 +163,9 @@ func (w *Writer) writeChunk(rec arrow.RecordBatch, lo, hi int) error {
 			// buffer does not keep them alive.
 			clear(l.vals)
 		}
+	}
+	for _, r := range w.roots {
+		r.keepScratch(shredRows)
 	}
 	w.rows += int64(hi - lo)
 	w.rowsInGroup += int64(hi - lo)

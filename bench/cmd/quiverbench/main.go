@@ -1,6 +1,7 @@
 // Command quiverbench runs Quiver's benchmarks, one scenario per run, each
 // through the server assembly the quiver binary serves (interceptors
-// included), started in process:
+// included), started in process (memory: a quiver serve process of its
+// own):
 //
 //	go run ./bench/cmd/quiverbench --baseline --streams 1,4               # ingest (the default)
 //	go run ./bench/cmd/quiverbench --scenario delta-append --streams 1,4
@@ -9,6 +10,7 @@
 //	go run ./bench/cmd/quiverbench --scenario kafka --streams 1,4 --rows 200000
 //	go run ./bench/cmd/quiverbench --scenario lance-append --streams 1,4 --rows 1000000
 //	go run ./bench/cmd/quiverbench --scenario scale-out --servers 1,2,3 --commits 60
+//	go run ./bench/cmd/quiverbench --scenario memory --quiver bin/quiver --streams 1,4,16,64
 //
 // Each scenario is a package of bench/scenario; `--scenario NAME -h` lists
 // its flags. The LanceDB references (merge-insert, lance-append, upsert
@@ -32,6 +34,7 @@ import (
 	"github.com/quiver-ingest/quiver/bench/scenario/ingest"
 	"github.com/quiver-ingest/quiver/bench/scenario/kafka"
 	"github.com/quiver-ingest/quiver/bench/scenario/lanceappend"
+	"github.com/quiver-ingest/quiver/bench/scenario/memory"
 	"github.com/quiver-ingest/quiver/bench/scenario/mergeinsert"
 	"github.com/quiver-ingest/quiver/bench/scenario/scaleout"
 	"github.com/quiver-ingest/quiver/bench/scenario/upsert"
@@ -54,5 +57,5 @@ func main() {
 // scenarios are quiverbench's scenarios, the default first.
 func scenarios() []bench.Scenario {
 	return []bench.Scenario{ingest.Scenario(), deltaappend.Scenario(), upsert.Scenario(),
-		mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario(), scaleout.Scenario()}
+		mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario(), scaleout.Scenario(), memory.Scenario()}
 }
