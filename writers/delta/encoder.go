@@ -28,7 +28,10 @@ type encodeJob struct {
 // encoderPool encodes one key's batches on up to GOMAXPROCS goroutines
 // (at most maxEncoders), each with its own open file per partition, so
 // that a single stream uses every core: Parquet encoding, not receiving,
-// is what bounds a stream. Batches go round-robin to the encoders through
+// is what bounds a stream. Keys that start while others encode take only
+// the cores left (at least one encoder): concurrent streams already use
+// every core, and more encoders would only mean more, smaller files.
+// Batches go round-robin to the encoders through
 // one-slot queues; rows may land in any of the key's files, which Delta
 // does not mind (a commit is a set of files).
 //
@@ -96,7 +99,9 @@ func (w *Writer) newEncoderPool(ctx context.Context, stats *deltalog.StatsColumn
 	}
 	pctx, cancel := context.WithCancel(context.Background())
 	p := &encoderPool{w: w, ctx: pctx, cancel: cancel}
-	for i := range min(runtime.GOMAXPROCS(0), maxEncoders) {
+	// Other keys encoding at the same time already share the cores.
+	n := min(runtime.GOMAXPROCS(0), maxEncoders) - int(w.encodingKeys.Add(1)-1)
+	for i := range max(n, 1) {
 		base, ok := first, true
 		if i > 0 {
 			base, ok = w.budget.TryOpenFile()
@@ -180,6 +185,7 @@ func (p *encoderPool) stop() {
 		close(e.in)
 	}
 	p.wg.Wait()
+	p.w.encodingKeys.Add(-1)
 }
 
 // finish encodes everything queued, finishes every open file and returns

@@ -58,3 +58,52 @@ func TestOwnEncodersNeverWaitForEachOthersFileSlots(t *testing.T) {
 		t.Fatalf("a single stream failed on its own file slots: %v", err)
 	}
 }
+
+// TestConcurrentKeysShareTheCores: the first key encoding takes an
+// encoder per core; a key started while it encodes takes only what is
+// left (at least one), so concurrent streams do not each open a file per
+// core; a key started after both end takes every core again.
+func TestConcurrentKeysShareTheCores(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	w, err := New(testConfig(memURI(t)), writers.Env{Endpoint: "test", ConfigDir: t.TempDir(), Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := w.Open(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(ctx)
+	encoders := func(key writers.TxnKey) int {
+		rec := idRecord(mem, writertest.Schema(), 0, 10)
+		defer rec.Release()
+		if err := w.Write(ctx, key, rec); err != nil {
+			t.Fatal(err)
+		}
+		s, err := w.stages.Get(key, false)
+		if err != nil || s == nil || s.pool == nil {
+			t.Fatalf("key %v has no encoders: %v", key, err)
+		}
+		return len(s.pool.workers)
+	}
+	a, b := writers.AutoKey("a"), writers.AutoKey("b")
+	if n := encoders(a); n != 2 {
+		t.Errorf("first key: %d encoders, want 2 (GOMAXPROCS)", n)
+	}
+	if n := encoders(b); n != 1 {
+		t.Errorf("second key while the first encodes: %d encoders, want 1", n)
+	}
+	for _, k := range []writers.TxnKey{a, b} {
+		if err := w.Rollback(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := writers.AutoKey("c")
+	if n := encoders(c); n != 2 {
+		t.Errorf("a key after the others ended: %d encoders, want 2", n)
+	}
+	if err := w.Rollback(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+}

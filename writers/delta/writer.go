@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -40,6 +41,9 @@ type Writer struct {
 	bucket     *storage.Bucket // set by Open, read-only afterwards
 	stages     *tablesink.Stages[stage]
 	keys       *keyCache // upsert's per-file key indexes; nil when disabled
+	// encodingKeys counts the keys whose encoders run (newEncoderPool to
+	// their stop): a key started while others encode takes fewer.
+	encodingKeys atomic.Int32
 	// warmCtx bounds the key warm-ups (warmKeys), which warming counts;
 	// Close cancels it and waits.
 	warmCtx  context.Context
