@@ -1,9 +1,11 @@
 // Package kafka is the kafka scenario of quiverbench: it measures the
-// Kafka sink end to end. It starts an embedded kfake broker
-// (internal/devbroker, 6 partitions) and an in-process Schema Registry
-// (srfake), one Quiver server in process with a JSON and an Avro Kafka
-// endpoint (key_column id, murmur2), and drives each with the standard
-// workload (bench.Run). In the same run it produces the very records the sink
+// Kafka sink end to end. It starts a broker (--broker: an embedded kfake
+// broker, internal/devbroker, by default; or a real Apache Kafka broker,
+// internal/realkafka, over PLAINTEXT or over SASL_SSL with SCRAM-SHA-512,
+// where the sink and both bare clients connect alike; 6 partitions) and an
+// in-process Schema Registry (srfake), one Quiver server in process with a
+// JSON and an Avro Kafka endpoint (key_column id, murmur2), and drives each
+// with the standard workload (bench.Run). In the same run it produces the very records the sink
 // produces (serialized beforehand with writers/kafka/kafkaenc, Avro with
 // the same registered schema id) with a bare sarama AsyncProducer (the
 // sink's producer settings) and a franz-go client, to the same broker. It
@@ -11,6 +13,7 @@
 // to bare sarama at each format and stream count:
 //
 //	go run ./bench/cmd/quiverbench --scenario kafka --streams 1,4 --rows 200000
+//	go run ./bench/cmd/quiverbench --scenario kafka --broker kafka-sasl_ssl
 //
 // kfake keeps records in memory and serves every request on one goroutine
 // sharing the machine with the clients: the figures compare clients with
@@ -27,10 +30,8 @@ import (
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/quiver-ingest/quiver/bench"
-	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/server"
 	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc/srfake"
 )
@@ -50,14 +51,20 @@ const (
 )
 
 // Options are the scenario's flags.
-type Options struct{ bench.Load }
+type Options struct {
+	bench.Load
+	Broker string
+}
 
-// Register adds --streams, --rows and --runs to fs.
-func (o *Options) Register(fs *flag.FlagSet) { o.Load.Register(fs, 200_000) }
+// Register adds --streams, --rows, --runs and --broker to fs.
+func (o *Options) Register(fs *flag.FlagSet) {
+	o.Load.Register(fs, 200_000)
+	fs.StringVar(&o.Broker, "broker", brokerKfake, "the broker: kfake (embedded, in process), kafka (a real Apache Kafka broker of internal/realkafka, PLAINTEXT; needs Java 17) or kafka-sasl_ssl (the same broker over TLS with SCRAM-SHA-512)")
+}
 
 // Scenario is the kafka scenario for bench.Main.
 func Scenario() bench.Scenario {
-	return bench.NewScenario[Options]("kafka", "Kafka sink (JSON, Avro) on an embedded broker vs bare sarama and franz-go", run)
+	return bench.NewScenario[Options]("kafka", "Kafka sink (JSON, Avro) on kfake or a real broker (--broker) vs bare sarama and franz-go", run)
 }
 
 // row is one line of the report.
@@ -76,11 +83,11 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 	for _, f := range formats {
 		topics = append(topics, quiverTopic(f), baselineTopic(targetSarama, f), baselineTopic(targetFranz, f))
 	}
-	cluster, err := devbroker.Start(devbroker.Options{Listen: "127.0.0.1:0", Partitions: partitions, Topics: topics})
+	cluster, err := startCluster(ctx, o.Broker, topics, log)
 	if err != nil {
 		return err
 	}
-	defer cluster.Close()
+	defer cluster.close()
 	reg := srfake.New()
 	defer reg.Close()
 	dir, remove, err := bench.TempDir("quiverbench-kafka", "", false, log)
@@ -88,17 +95,12 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 		return err
 	}
 	defer remove()
-	srv, err := startServer(ctx, dir, cluster.Addrs(), reg.URL)
+	srv, err := startServer(ctx, dir, cluster, reg.URL)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, bench.Stop(ctx, srv)) }()
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(cluster.Addrs()...))
-	if err != nil {
-		return err
-	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
+	adm := cluster.admin
 
 	recs := map[string]*records{}
 	for _, f := range formats {
@@ -134,7 +136,7 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 				topic := baselineTopic(b.target, f)
 				var rates []float64
 				for run := range o.Runs {
-					elapsed, err := b.produce(ctx, cluster.Addrs(), topic, recs[f], streams)
+					elapsed, err := b.produce(ctx, cluster, topic, recs[f], streams)
 					if err != nil {
 						return fmt.Errorf("%s %s, %d streams: %w", b.target, f, streams, err)
 					}
@@ -157,12 +159,12 @@ func quiverTopic(format string) string           { return "quiver-" + format }
 func baselineTopic(target, format string) string { return target + "-" + format }
 
 // startServer serves one Kafka endpoint per format, named after it,
-// keyed by id, producing to quiverTopic(format) on brokers.
-func startServer(ctx context.Context, dir string, brokers []string, registry string) (*server.Server, error) {
+// keyed by id, producing to quiverTopic(format) on c.
+func startServer(ctx context.Context, dir string, c *cluster, registry string) (*server.Server, error) {
 	var b strings.Builder
 	for _, f := range formats {
-		fmt.Fprintf(&b, "  - name: %s\n    sink: kafka\n    kafka: {brokers: [%q], topic: %s, format: %s, key_column: id, schema_registry: {url: %q}}\n",
-			f, brokers[0], quiverTopic(f), f, registry)
+		fmt.Fprintf(&b, "  - name: %s\n    sink: kafka\n    kafka: {%s, topic: %s, format: %s, key_column: id, schema_registry: {url: %q}}\n",
+			f, c.yaml(), quiverTopic(f), f, registry)
 	}
 	return bench.Start(ctx, dir, dir, b.String())
 }
