@@ -90,11 +90,6 @@ func serialize(ctx context.Context, format string, rows int64, registry string) 
 	return out, nil
 }
 
-// produceFunc produces recs to topic from streams goroutines at once
-// (each sending all of recs) with a fresh client, and returns the time
-// from the first send to the last acknowledgement.
-type produceFunc func(ctx context.Context, c *cluster, topic string, recs *records, streams int) (time.Duration, error)
-
 // produceSarama uses a bare sarama AsyncProducer with the sink's settings
 // (writers/kafka producerConfig): idempotent, acks=all, one request in
 // flight, murmur2, a 4096-message channel buffer.

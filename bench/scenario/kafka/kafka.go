@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
@@ -113,42 +114,51 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 	var rows []row
 	for _, streams := range o.Streams {
 		for _, f := range formats {
-			// One bench.Run per run, so the topic is truncated between runs
-			// as it is for the bare clients.
-			var rates []float64
-			for range o.Runs {
-				rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr(), f, bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: 1}), log)
-				if err != nil {
-					return fmt.Errorf("quiver %s, %d streams: %w", f, streams, err)
-				}
-				if err := truncate(ctx, adm, quiverTopic(f)); err != nil {
-					return err
-				}
-				rates = append(rates, rep.Results[0].RowsPerSec)
-			}
-			rate := bench.Median(rates)
-			rows = append(rows, row{format: f, target: targetQuiver, streams: streams, recsPerSec: rate, mbPerSec: rate * recs[f].meanBytes() / 1e6})
-
-			for _, b := range []struct {
-				target  string
-				produce produceFunc
-			}{{targetSarama, produceSarama}, {targetFranz, produceFranz}} {
-				topic := baselineTopic(b.target, f)
-				var rates []float64
-				for run := range o.Runs {
-					elapsed, err := b.produce(ctx, cluster, topic, recs[f], streams)
+			// Each run measures every target once, in an order that
+			// alternates from run to run, so that a change of load on the
+			// machine touches them alike; every topic is truncated after
+			// each measurement.
+			targets := []struct {
+				name, topic string
+				measure     func() (time.Duration, error)
+			}{
+				{targetQuiver, quiverTopic(f), func() (time.Duration, error) {
+					rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr(), f, bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: 1}), log)
 					if err != nil {
-						return fmt.Errorf("%s %s, %d streams: %w", b.target, f, streams, err)
+						return 0, err
 					}
-					if err := truncate(ctx, adm, topic); err != nil {
+					return time.Duration(rep.Results[0].Seconds * float64(time.Second)), nil
+				}},
+				{targetSarama, baselineTopic(targetSarama, f), func() (time.Duration, error) {
+					return produceSarama(ctx, cluster, baselineTopic(targetSarama, f), recs[f], streams)
+				}},
+				{targetFranz, baselineTopic(targetFranz, f), func() (time.Duration, error) {
+					return produceFranz(ctx, cluster, baselineTopic(targetFranz, f), recs[f], streams)
+				}},
+			}
+			rates := make([][]float64, len(targets))
+			for run := range o.Runs {
+				for k := range targets {
+					i := k
+					if run%2 == 1 {
+						i = len(targets) - 1 - k
+					}
+					t := targets[i]
+					elapsed, err := t.measure()
+					if err != nil {
+						return fmt.Errorf("%s %s, %d streams: %w", t.name, f, streams, err)
+					}
+					if err := truncate(ctx, adm, t.topic); err != nil {
 						return err
 					}
 					r := float64(len(recs[f].kv)*streams) / elapsed.Seconds()
-					fmt.Fprintf(log, "kafka: %s %s, %d stream(s), run %d: %.0f records/s\n", b.target, f, streams, run+1, r)
-					rates = append(rates, r)
+					fmt.Fprintf(log, "kafka: %s %s, %d stream(s), run %d: %.0f records/s\n", t.name, f, streams, run+1, r)
+					rates[i] = append(rates[i], r)
 				}
-				med := bench.Median(rates)
-				rows = append(rows, row{format: f, target: b.target, streams: streams, recsPerSec: med, mbPerSec: med * recs[f].meanBytes() / 1e6})
+			}
+			for i, t := range targets {
+				med := bench.Median(rates[i])
+				rows = append(rows, row{format: f, target: t.name, streams: streams, recsPerSec: med, mbPerSec: med * recs[f].meanBytes() / 1e6})
 			}
 		}
 	}
