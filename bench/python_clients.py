@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -102,17 +103,18 @@ def package_client(addr: str) -> Sender:
     return send, c.close
 
 
-def measure(connect: Callable[[str], Sender], addr: str, server_pid: int, table: pa.Table, streams: int) -> tuple[float, float]:
+def measure(connect: Callable[[str], Sender], addr: str, server_pid: int, table: pa.Table, streams: int) -> tuple[float, float, float]:
     """Wall seconds to send table's batches dealt to streams threads, each
     on a connection made before the clock starts, and the CPU seconds the
-    server process spent meanwhile (less sensitive than wall time to what
-    else runs on the machine)."""
+    server process and this client process (every thread, the ADBC
+    driver's included) spent meanwhile (less sensitive than wall time to
+    what else runs on the machine)."""
     parts = deal(table, streams)
     senders = [connect(addr) for _ in range(streams)]
     try:
-        cpu = proc_cpu(server_pid)
+        cpu, client = proc_cpu(server_pid), proc_cpu(os.getpid())
         secs = timed(lambda: in_threads(parts, lambda i, part: senders[i][0]("devnull", part)))
-        return secs, proc_cpu(server_pid) - cpu
+        return secs, proc_cpu(server_pid) - cpu, proc_cpu(os.getpid()) - client
     finally:
         for _, close in senders:
             close()
@@ -152,18 +154,21 @@ def main() -> int:
         for streams in [int(s) for s in args.streams.split(",")]:
             secs: dict[str, list[float]] = {name: [] for name in targets}
             cpu: dict[str, list[float]] = {name: [] for name in targets}
+            client_cpu: dict[str, list[float]] = {name: [] for name in targets}
             loads = [load()]
             for run in range(args.runs):
                 names = list(targets)
                 if run % 2:
                     names.reverse()
                 for name in names:
-                    wall, server_cpu = measure(*targets[name], table, streams)
+                    wall, server_cpu, client = measure(*targets[name], table, streams)
                     secs[name].append(wall)
                     cpu[name].append(server_cpu)
+                    client_cpu[name].append(client)
                 loads.append(load())
             res: dict[str, Any] = {name: {**summary(args.rows, s), "server_cpu_s": cpu[name],
-                                          "median_server_cpu_s": statistics.median(cpu[name])}
+                                          "median_server_cpu_s": statistics.median(cpu[name]),
+                                          "median_client_cpu_s": statistics.median(client_cpu[name])}
                                    for name, s in secs.items()}
             res["load_avg"] = loads
             med = {name: res[name]["median_rows_per_s"] for name in targets}
@@ -172,7 +177,8 @@ def main() -> int:
             report["results"][str(streams)] = res
             print(f"{streams} stream(s), {args.rows:,} rows, median of {args.runs}, load avg {min(loads):.1f}-{max(loads):.1f}:")
             for name, r in med.items():
-                print(f"  {name:32s} {fmt_rate(r)} rows/s, server CPU {res[name]['median_server_cpu_s']:.2f} s")
+                print(f"  {name:32s} {fmt_rate(r)} rows/s, server CPU {res[name]['median_server_cpu_s']:.2f} s, "
+                      f"client CPU {res[name]['median_client_cpu_s']:.2f} s")
             print(f"  Quiver / bare Flight: {res['ratio quiver/bare']:.2f}   ADBC / DoPut: {res['ratio adbc/doput']:.2f}")
     finally:
         srv.stop()

@@ -11,6 +11,7 @@
 package flightsvc
 
 import (
+	"cmp"
 	"context"
 	"log/slog"
 	"regexp"
@@ -90,6 +91,10 @@ type Options struct {
 	// Version is the server's version, which Flight SQL's GetSqlInfo
 	// reports; "" means "dev".
 	Version string
+	// SQLCatalog and SQLDBSchema name the one catalog and database schema
+	// Flight SQL lists the endpoints under, which an ingest may give; ""
+	// means "quiver" and "public".
+	SQLCatalog, SQLDBSchema string
 }
 
 // MaxMessageBytesLimit is the largest Options.MaxMessageBytes, 1023 MiB:
@@ -130,6 +135,8 @@ type Service struct {
 	actions  []action // in ListActions order
 	key      descseal.Key
 	sql      flight.FlightServer // the Flight SQL side (sql.go)
+	// sqlCatalog and sqlDBSchema are Options.SQLCatalog and SQLDBSchema.
+	sqlCatalog, sqlDBSchema string
 	// connTxns are the Flight SQL transactions open per connection (sqltxn.go).
 	connTxns connTxns
 
@@ -213,6 +220,7 @@ func New(opts Options) (*Service, error) {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
+	s.sqlCatalog, s.sqlDBSchema = cmp.Or(opts.SQLCatalog, "quiver"), cmp.Or(opts.SQLDBSchema, "public")
 	if s.sql, err = newSQLServer(s, opts.Version); err != nil {
 		return nil, err
 	}

@@ -58,6 +58,8 @@ type serverConfig struct {
 	streamInterceptors []grpc.StreamServerInterceptor
 	// idle is limits.stream_idle_timeout; 0: none.
 	idle time.Duration
+	// sqlCatalog and sqlDBSchema are flight_sql's names; "": the defaults.
+	sqlCatalog, sqlDBSchema string
 }
 
 // startServer starts a server; everything is stopped in t.Cleanup, and the
@@ -91,6 +93,8 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 		Tokens:              cfg.tokens,
 		DescriptorKey:       cfg.descriptorKey,
 		StreamIdleTimeout:   cfg.idle,
+		SQLCatalog:          cfg.sqlCatalog,
+		SQLDBSchema:         cfg.sqlDBSchema,
 	})
 	if err != nil {
 		t.Fatal(err)

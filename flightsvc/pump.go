@@ -203,6 +203,9 @@ func validateColumn(col arrow.Array) (err error) {
 			err = fmt.Errorf("malformed array (validating it panicked: %v)", v)
 		}
 	}()
+	if ok, err := validateStrings(col); ok {
+		return err
+	}
 	data := withNullBuffers(col.Data())
 	defer data.Release()
 	arr := array.MakeFromData(data)

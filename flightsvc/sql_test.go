@@ -72,6 +72,49 @@ func TestSQLIngestAutoCommit(t *testing.T) {
 	}
 }
 
+// TestSQLConfiguredNames: with flight_sql's catalog and schema set, the
+// listings show them, an ingest may name them, and the defaults are
+// unknown names like any other.
+func TestSQLConfiguredNames(t *testing.T) {
+	s := startServer(t, serverConfig{sqlCatalog: "lake", sqlDBSchema: "raw"})
+	ctx := t.Context()
+	str := func(v string) *string { return &v }
+	opts := ingestOpts("events")
+	opts.Catalog, opts.Schema = str("lake"), str("raw")
+	if _, err := s.ingest(ctx, opts, 2); err != nil {
+		t.Fatal(err)
+	}
+	opts.Catalog = str("quiver")
+	_, err := s.ingest(ctx, opts, 2)
+	wantCode(t, err, codes.InvalidArgument, `catalog "quiver" is unknown`, `"lake"`, "flight_sql.catalog")
+	opts.Catalog, opts.Schema = nil, str("public")
+	_, err = s.ingest(ctx, opts, 2)
+	wantCode(t, err, codes.InvalidArgument, `schema "public" is unknown`, `"raw"`, "flight_sql.db_schema")
+	if got := s.sinks["events"].Committed().Rows; got != 2 {
+		t.Fatalf("committed %d rows, want 2", got)
+	}
+
+	c := s.sqlClient()
+	info, err := c.GetDBSchemas(ctx, &flightsql.GetDBSchemasOpts{Catalog: str("lake")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs := readAll(ctx, t, c, info)
+	if len(recs) != 1 || recs[0].NumRows() != 1 || recs[0].Column(0).ValueStr(0) != "lake" || recs[0].Column(1).ValueStr(0) != "raw" {
+		t.Fatalf("schemas of lake: %v", recs)
+	}
+	recs[0].Release()
+	info, err = c.GetTables(ctx, &flightsql.GetTablesOpts{Catalog: str("quiver")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recs = readAll(ctx, t, c, info)
+	if len(recs) != 1 || recs[0].NumRows() != 0 {
+		t.Fatalf("tables of catalog quiver: %v, want none", recs)
+	}
+	recs[0].Release()
+}
+
 func TestSQLIngestTransactions(t *testing.T) {
 	s := startServer(t, serverConfig{})
 	ctx := t.Context()

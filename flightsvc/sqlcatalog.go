@@ -15,8 +15,8 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 )
 
-// The Flight SQL listings: one catalog (sqlCatalog) with one database
-// schema (sqlDBSchema) holding a table of type TABLE per endpoint the
+// The Flight SQL listings: one catalog (Options.SQLCatalog) with one
+// database schema (Options.SQLDBSchema) holding a table of type TABLE per endpoint the
 // caller may use, with the endpoint's schema (empty while unknown), so
 // that adbc_get_objects and SQL tools' browsers show the endpoints.
 
@@ -62,7 +62,7 @@ func (q *sqlServer) GetFlightInfoCatalogs(_ context.Context, d *flight.FlightDes
 
 func (q *sqlServer) DoGetCatalogs(ctx context.Context) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	return q.rows(ctx, schema_ref.Catalogs, func(b *array.RecordBuilder) error {
-		b.Field(0).(*array.StringBuilder).Append(sqlCatalog)
+		b.Field(0).(*array.StringBuilder).Append(q.svc.sqlCatalog)
 		return nil
 	})
 }
@@ -73,10 +73,10 @@ func (q *sqlServer) GetFlightInfoSchemas(_ context.Context, _ flightsql.GetDBSch
 
 func (q *sqlServer) DoGetDBSchemas(ctx context.Context, cmd flightsql.GetDBSchemas) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	return q.rows(ctx, schema_ref.DBSchemas, func(b *array.RecordBuilder) error {
-		ok, err := inCatalog(cmd.GetCatalog(), cmd.GetDBSchemaFilterPattern())
+		ok, err := q.svc.inCatalog(cmd.GetCatalog(), cmd.GetDBSchemaFilterPattern())
 		if ok {
-			b.Field(0).(*array.StringBuilder).Append(sqlCatalog)
-			b.Field(1).(*array.StringBuilder).Append(sqlDBSchema)
+			b.Field(0).(*array.StringBuilder).Append(q.svc.sqlCatalog)
+			b.Field(1).(*array.StringBuilder).Append(q.svc.sqlDBSchema)
 		}
 		return err
 	})
@@ -109,7 +109,7 @@ func tablesSchema(cmd flightsql.GetTables) *arrow.Schema {
 func (q *sqlServer) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*arrow.Schema, <-chan flight.StreamChunk, error) {
 	s := q.svc
 	return q.rows(ctx, tablesSchema(cmd), func(b *array.RecordBuilder) error {
-		ok, err := inCatalog(cmd.GetCatalog(), cmd.GetDBSchemaFilterPattern())
+		ok, err := s.inCatalog(cmd.GetCatalog(), cmd.GetDBSchemaFilterPattern())
 		if !ok || err != nil {
 			return err
 		}
@@ -124,8 +124,8 @@ func (q *sqlServer) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*
 			if !match(name) || s.allowEndpoint(ctx, name) != nil {
 				continue
 			}
-			b.Field(0).(*array.StringBuilder).Append(sqlCatalog)
-			b.Field(1).(*array.StringBuilder).Append(sqlDBSchema)
+			b.Field(0).(*array.StringBuilder).Append(s.sqlCatalog)
+			b.Field(1).(*array.StringBuilder).Append(s.sqlDBSchema)
 			b.Field(2).(*array.StringBuilder).Append(name)
 			b.Field(3).(*array.StringBuilder).Append(sqlTableType)
 			if cmd.GetIncludeSchema() {
@@ -140,18 +140,17 @@ func (q *sqlServer) DoGetTables(ctx context.Context, cmd flightsql.GetTables) (*
 	})
 }
 
-// inCatalog reports whether Quiver's one database schema passes the
-// catalog filter (nil: any; "": none, as the spec says) and the schema
-// pattern.
-func inCatalog(catalog, schemaPattern *string) (bool, error) {
-	if catalog != nil && *catalog != sqlCatalog {
+// inCatalog reports whether the one database schema passes the catalog
+// filter (nil: any; "": none, as the spec says) and the schema pattern.
+func (s *Service) inCatalog(catalog, schemaPattern *string) (bool, error) {
+	if catalog != nil && *catalog != s.sqlCatalog {
 		return false, nil
 	}
 	match, err := likeMatcher("db_schema_filter_pattern", schemaPattern)
 	if err != nil {
 		return false, err
 	}
-	return match(sqlDBSchema), nil
+	return match(s.sqlDBSchema), nil
 }
 
 // likeMatcher returns the matcher of a SQL LIKE pattern ("%" any

@@ -22,13 +22,6 @@ import (
 // transaction it names (sqltxn.go). Only the acks differ: none per batch,
 // and one DoPutUpdateResult with the row count at the end.
 
-// The catalog and database schema Quiver's endpoints are listed under; an
-// ingest may name them or leave them empty.
-const (
-	sqlCatalog  = "quiver"
-	sqlDBSchema = "public"
-)
-
 // overwriteMode is the endpoint mode whose every commit replaces the
 // table (the Delta sink's), the only one a REPLACE ingest may use.
 const overwriteMode = "overwrite"
@@ -53,10 +46,6 @@ func ingestTarget(msg proto.Message) (putTarget, error) {
 	switch {
 	case cmd.GetTable() == "":
 		return bad("table must name an endpoint")
-	case cmd.Catalog != nil && cmd.GetCatalog() != "" && cmd.GetCatalog() != sqlCatalog:
-		return bad("catalog %q is unknown: leave it empty or use %q", truncate(cmd.GetCatalog(), 128), sqlCatalog)
-	case cmd.Schema != nil && cmd.GetSchema() != "" && cmd.GetSchema() != sqlDBSchema:
-		return bad("schema %q is unknown: leave it empty or use %q", truncate(cmd.GetSchema(), 128), sqlDBSchema)
 	case cmd.GetTemporary():
 		return bad("temporary tables are not supported: every table is a configured endpoint")
 	case len(cmd.GetOptions()) > 0:
@@ -78,11 +67,19 @@ func ingestTarget(msg proto.Message) (putTarget, error) {
 	return t, nil
 }
 
-// checkIngest maps an ingest's table definition options onto endpoint ep
+// checkIngest checks an ingest's catalog and schema (empty, or the
+// configured names), maps its table definition options onto endpoint ep
 // (which exists: endpoints are the tables), joins an ingest without a
 // transaction id to its connection's transaction (sqltxn.go), and checks
 // that the transaction is still open.
 func (s *Service) checkIngest(ctx context.Context, ep *endpoint, t *putTarget) error {
+	const what = "flight sql: CommandStatementIngest"
+	if c := t.ingest.GetCatalog(); c != "" && c != s.sqlCatalog {
+		return writers.Errorf(writers.ErrInvalid, "%s: catalog %q is unknown: leave it empty or use %q (flight_sql.catalog)", what, truncate(c, 128), s.sqlCatalog)
+	}
+	if d := t.ingest.GetSchema(); d != "" && d != s.sqlDBSchema {
+		return writers.Errorf(writers.ErrInvalid, "%s: schema %q is unknown: leave it empty or use %q (flight_sql.db_schema)", what, truncate(d, 128), s.sqlDBSchema)
+	}
 	opts := t.ingest.GetTableDefinitionOptions()
 	switch opts.GetIfExists() {
 	case pb.CommandStatementIngest_TableDefinitionOptions_TABLE_EXISTS_OPTION_FAIL:
@@ -97,7 +94,7 @@ func (s *Service) checkIngest(ctx context.Context, ep *endpoint, t *putTarget) e
 			return writers.Errorf(writers.ErrWrongState, "flight sql: table %q cannot be replaced: its endpoint's mode is %q, only overwrite endpoints replace; ingest with mode append", ep.Name, modeName(ep.Mode))
 		}
 	default:
-		return writers.Errorf(writers.ErrInvalid, "flight sql: CommandStatementIngest: if_exists %v is not a known option", opts.GetIfExists())
+		return writers.Errorf(writers.ErrInvalid, "%s: if_exists %v is not a known option", what, opts.GetIfExists())
 	}
 	if !t.txn {
 		writer, ok := s.connTxns.get(ctx, s)

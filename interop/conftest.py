@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
 
-from helpers import REPO, DeltaRs, Quiver, Reader, Spark, require_tool, start_spark
+from helpers import DeltaRs, Quiver, Reader, Spark, go_build, require_tool, start_spark
 
 
 @pytest.fixture(scope="session")
@@ -21,12 +20,7 @@ def quiver_bin() -> Path:
     if path := os.environ.get("QUIVER_BIN"):
         assert Path(path).is_file(), f"QUIVER_BIN={path} does not exist"
         return Path(path)
-    go = shutil.which("go") or "/usr/local/go/bin/go"
-    if not os.access(go, os.X_OK):
-        require_tool("go", "not in PATH (or build bin/quiver with make and set QUIVER_BIN)")
-    out = REPO / ".cache" / "quiver"
-    subprocess.run([go, "build", "-o", str(out), "./server/cmd/quiver"], cwd=REPO, check=True)
-    return out
+    return go_build("./server/cmd/quiver", "quiver")
 
 
 @pytest.fixture(scope="session")

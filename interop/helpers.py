@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import math
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -37,6 +38,17 @@ def require_tool(tool: str, why: str) -> NoReturn:
     if in_ci():
         pytest.fail(msg + " (CI=true: a missing reference tool fails the test)", pytrace=False)
     pytest.skip(msg + " (skipped; with CI=true this fails)")
+
+
+def go_build(package: str, name: str) -> Path:
+    """Builds a Go main package of the repository into .cache/NAME with
+    the go on PATH (or /usr/local/go/bin/go) and returns the binary."""
+    go = shutil.which("go") or "/usr/local/go/bin/go"
+    if not os.access(go, os.X_OK):
+        require_tool("go", f"not in PATH, needed to build {package}")
+    out = REPO / ".cache" / name
+    subprocess.run([go, "build", "-o", str(out), package], cwd=REPO, check=True)
+    return out
 
 
 def poll(what: str, timeout_s: float, cond: Callable[[], Any], on_timeout: Callable[[], str] = lambda: "") -> Any:

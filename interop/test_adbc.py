@@ -95,6 +95,22 @@ def test_get_objects(conn: Any) -> None:
     assert conn.adbc_get_info()["vendor_name"] == "Quiver"
 
 
+def test_catalog_and_schema_names(conn: Any, root: Path) -> None:
+    """adbc_ingest may name the catalog and schema the listings show (and
+    nothing else); get_objects filters by them."""
+    before = len(rows(root, "ingest"))
+    with conn.cursor() as cur:
+        assert cur.adbc_ingest("ingest", batch(30), mode="append", catalog_name="quiver", db_schema_name="public") == 1
+        with pytest.raises(adbc_driver_manager.ProgrammingError, match=r'schema "analytics" is unknown: .*"public" \(flight_sql.db_schema\)'):
+            cur.adbc_ingest("ingest", batch(31), mode="append", db_schema_name="analytics")
+        with pytest.raises(adbc_driver_manager.ProgrammingError, match=r'catalog "main" is unknown: .*"quiver" \(flight_sql.catalog\)'):
+            cur.adbc_ingest("ingest", batch(32), mode="append", catalog_name="main")
+    assert len(rows(root, "ingest")) == before + 1
+    assert conn.adbc_get_objects(catalog_filter="main").read_all().num_rows == 0
+    listed = conn.adbc_get_objects(depth="db_schemas", catalog_filter="quiver", db_schema_filter="pub%").read_all().to_pylist()
+    assert [[s["db_schema_name"] for s in c["catalog_db_schemas"]] for c in listed] == [["public"]]
+
+
 @pytest.mark.parametrize("table, mode, error, fragment", [
     ("ingest", "create", adbc_driver_manager.ProgrammingError, 'table "ingest" exists'),
     # FailedPrecondition, which ADBC reports as an OperationalError

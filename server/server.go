@@ -269,6 +269,8 @@ func (s *Server) start(ctx context.Context) (err error) {
 		Tokens:            tokens(s.cfg.Auth),
 		DescriptorKey:     key,
 		Version:           s.opts.Version,
+		SQLCatalog:        s.cfg.FlightSQL.Catalog,
+		SQLDBSchema:       s.cfg.FlightSQL.DBSchema,
 	})
 	if err != nil {
 		return fmt.Errorf("server: flight service: %w", err)

@@ -182,7 +182,7 @@ func (b *Broker) launch() error {
 		case <-b.exited:
 			return fmt.Errorf("realkafka: the broker exited while starting:\n%s", b.logTail())
 		case <-ctx.Done():
-			b.kill()
+			b.Kill()
 			return fmt.Errorf("realkafka: the broker did not answer within %s:\n%s", startTimeout, b.logTail())
 		case <-tick.C:
 		}
@@ -233,14 +233,13 @@ func (b *Broker) logTail() string {
 	return string(bytes.TrimSpace(out))
 }
 
-// Restart kills the broker (SIGKILL: no clean shutdown) and starts it
-// again on the same ports and data.
-func (b *Broker) Restart() error {
-	b.kill()
-	return b.launch()
-}
+// Relaunch starts a killed broker again on the same ports and data and
+// waits until it serves transactions.
+func (b *Broker) Relaunch() error { return b.launch() }
 
-func (b *Broker) kill() {
+// Kill kills the broker (SIGKILL: no clean shutdown) and waits for it to
+// exit; its ports refuse connections until Relaunch.
+func (b *Broker) Kill() {
 	if b.cmd != nil && b.cmd.Process != nil {
 		_ = b.cmd.Process.Kill()
 		<-b.exited
@@ -254,7 +253,7 @@ func (b *Broker) Stop() {
 		select {
 		case <-b.exited:
 		case <-time.After(15 * time.Second):
-			b.kill()
+			b.Kill()
 		}
 	}
 	os.RemoveAll(b.Dir)
@@ -329,10 +328,15 @@ type mainRunner struct{ m Runner }
 
 func (r mainRunner) Run() int {
 	code := r.m.Run()
+	StopShared()
+	return code
+}
+
+// StopShared stops the broker Shared started, if it started one.
+func StopShared() {
 	if shared.owned {
 		shared.b.Stop()
 	}
-	return code
 }
 
 // Main wraps a test binary's *testing.M so that a broker Shared started

@@ -13,15 +13,36 @@ import (
 // 30 s).
 func ForTest(t testing.TB) *Broker {
 	t.Helper()
+	skipShort(t)
+	b, err := Shared()
+	check(t, err)
+	return b
+}
+
+// Dedicated starts a broker of the test's own, stopped when the test
+// ends, for tests that kill and relaunch it (the run's broker is shared
+// by every test package). Skipped and failed as ForTest.
+func Dedicated(t testing.TB) *Broker {
+	t.Helper()
+	skipShort(t)
+	b, err := Start()
+	check(t, err)
+	t.Cleanup(b.Stop)
+	return b
+}
+
+func skipShort(t testing.TB) {
 	if testing.Short() {
 		t.Skip("-short: no real Kafka broker")
 	}
-	b, err := Shared()
+}
+
+func check(t testing.TB, err error) {
+	t.Helper()
 	if errors.Is(err, ErrNoJava) {
 		reftool.Missing(t, "java", err)
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b
 }

@@ -42,6 +42,7 @@ type Config struct {
 	EmbeddedKafka EmbeddedKafka `yaml:"embedded_kafka"`
 	HTTP          HTTP          `yaml:"http"`
 	Tracing       Tracing       `yaml:"tracing"`
+	FlightSQL     FlightSQL     `yaml:"flight_sql"`
 	// Endpoints are decoded separately (their sink sections need the
 	// registry), see rawEndpoint.
 	Endpoints []Endpoint `yaml:"-"`
@@ -168,6 +169,13 @@ type Tracing struct {
 	ServiceName string `yaml:"service_name"`
 }
 
+// FlightSQL names the one catalog and database schema Flight SQL lists
+// the endpoints under; an ingest may give them or leave them empty.
+type FlightSQL struct {
+	Catalog  string `yaml:"catalog"`
+	DBSchema string `yaml:"db_schema"`
+}
+
 // Enabled reports whether traces are exported.
 func (t Tracing) Enabled() bool { return t.OTLPEndpoint != "" }
 
@@ -201,5 +209,6 @@ func Default() *Config {
 		Txn:           Txn{TTL: 15 * time.Minute},
 		EmbeddedKafka: EmbeddedKafka{Listen: "127.0.0.1:19092", Partitions: 3},
 		Tracing:       Tracing{SampleRatio: 1, ServiceName: "quiver"},
+		FlightSQL:     FlightSQL{Catalog: "quiver", DBSchema: "public"},
 	}
 }

@@ -137,7 +137,7 @@ func TestFullConfig(t *testing.T) {
 	// "defaults" is not a key of the config: a YAML anchor needs a home,
 	// and the strict decoder must still reject it.
 	_, err := parse(t, fullConfig)
-	wantProblems(t, err, `line 20: unknown key "defaults" (known keys: auth, data_dir, embedded_kafka, endpoints, http, http_listen, limits, listen, log, tls, tracing, txn)`)
+	wantProblems(t, err, `line 20: unknown key "defaults" (known keys: auth, data_dir, embedded_kafka, endpoints, flight_sql, http, http_listen, limits, listen, log, tls, tracing, txn)`)
 
 	cfg, err := parse(t, strings.Replace(fullConfig, "defaults: &base\n  sink: fake\n", "", 1)+"\n")
 	if err == nil {
@@ -224,7 +224,7 @@ func TestProblems(t *testing.T) {
 		{"misspelled top-level key", "lisen: 127.0.0.1:1\n" + ep,
 			[]string{`line 1: unknown key "lisen" (did you mean "listen"?)`}},
 		{"unknown key without a near match", ep + "colour: blue\n",
-			[]string{`line 2: unknown key "colour" (known keys: auth, data_dir, embedded_kafka, endpoints, http, http_listen, limits, listen, log, tls, tracing, txn)`}},
+			[]string{`line 2: unknown key "colour" (known keys: auth, data_dir, embedded_kafka, endpoints, flight_sql, http, http_listen, limits, listen, log, tls, tracing, txn)`}},
 		{"misspelled nested key", "log:\n  level: info\n  fromat: json\n" + ep,
 			[]string{`line 3: log: unknown key "fromat" (did you mean "format"?)`}},
 		{"duplicate key", "listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n" + ep,
@@ -325,6 +325,11 @@ func TestProblems(t *testing.T) {
 				`line 1: tracing.otlp_endpoint: must be host:port like 127.0.0.1:8815, not "collector"`,
 				`line 1: tracing.sample_ratio: must be between 0 and 1, not 1.5`,
 				`line 1: tracing.service_name: must not be empty`,
+			}},
+		{"flight sql names", "flight_sql: {catalog: '', db_schema: 'my schema'}\n" + ep,
+			[]string{
+				`line 1: flight_sql.catalog: must be a letter or _ followed by up to 127 letters, digits or _, not ""`,
+				`line 1: flight_sql.db_schema: must be a letter or _ followed by up to 127 letters, digits or _, not "my schema"`,
 			}},
 		{"empty data_dir", "data_dir: ''\n" + ep,
 			[]string{`line 1: data_dir: required: the folder for the journal and local tables`}},

@@ -5,6 +5,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -69,6 +70,18 @@ func (v *validator) config(c *Config) {
 		v.fail("http.metrics_auth", "needs an auth section: /metrics would accept the tokens of auth.tokens, and there are none")
 	}
 	v.tracing(c.Tracing)
+	v.sqlName("flight_sql.catalog", c.FlightSQL.Catalog)
+	v.sqlName("flight_sql.db_schema", c.FlightSQL.DBSchema)
+}
+
+// sqlNamePattern is what a Flight SQL catalog or schema name may be: an
+// identifier SQL tools show and quote without surprises.
+var sqlNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+func (v *validator) sqlName(key, name string) {
+	if !sqlNamePattern.MatchString(name) {
+		v.fail(key, "must be a letter or _ followed by up to 127 letters, digits or _, not %q", name)
+	}
 }
 
 func (v *validator) tracing(t Tracing) {

@@ -35,11 +35,11 @@ const (
 )
 
 // netConfig is the configuration every client of the sink starts from:
-// the brokers' TLS and SASL settings (clientConfig; a password file is
+// the brokers' TLS and SASL settings (ClientConfig; a password file is
 // read again, so a rotated password reaches new clients) and the network
 // timing above.
 func (w *Writer) netConfig() (*sarama.Config, error) {
-	c, err := w.cfg.clientConfig()
+	c, err := w.cfg.ClientConfig()
 	if err != nil {
 		return nil, writers.Errorf(writers.ErrInvalid, "kafka: %w", err)
 	}

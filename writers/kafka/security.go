@@ -155,11 +155,12 @@ func (c *Config) validateSecurity(bad func(key, format string, args ...any)) {
 	}
 }
 
-// clientConfig returns the sarama configuration every client of the sink
+// ClientConfig returns the sarama configuration every client of the sink
 // starts from: client id, protocol version and the brokers' TLS and SASL
 // settings, so that producers, the admin and the marker reads connect
-// alike.
-func (c *Config) clientConfig() (*sarama.Config, error) {
+// alike (and quiverbench's bare sarama baseline connects as the sink
+// does).
+func (c *Config) ClientConfig() (*sarama.Config, error) {
 	sc := sarama.NewConfig()
 	sc.ClientID = "quiver"
 	sc.Version = sarama.V3_6_0_0

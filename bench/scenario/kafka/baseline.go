@@ -90,17 +90,14 @@ func serialize(ctx context.Context, format string, rows int64, registry string) 
 	return out, nil
 }
 
-// produceFunc produces recs to topic from streams goroutines at once
-// (each sending all of recs) with a fresh client, and returns the time
-// from the first send to the last acknowledgement.
-type produceFunc func(ctx context.Context, brokers []string, topic string, recs *records, streams int) (time.Duration, error)
-
 // produceSarama uses a bare sarama AsyncProducer with the sink's settings
 // (writers/kafka producerConfig): idempotent, acks=all, one request in
 // flight, murmur2, a 4096-message channel buffer.
-func produceSarama(ctx context.Context, brokers []string, topic string, recs *records, streams int) (time.Duration, error) {
-	c := sarama.NewConfig()
-	c.Version = sarama.V3_6_0_0
+func produceSarama(ctx context.Context, cl *cluster, topic string, recs *records, streams int) (time.Duration, error) {
+	c, err := cl.saramaConfig()
+	if err != nil {
+		return 0, err
+	}
 	c.Producer.Idempotent = true
 	c.Producer.RequiredAcks = sarama.WaitForAll
 	c.Net.MaxOpenRequests = 1
@@ -109,7 +106,7 @@ func produceSarama(ctx context.Context, brokers []string, topic string, recs *re
 	c.Producer.Partitioner = sarama.NewMurmur2Partitioner
 	c.Producer.MaxMessageBytes = 1048588 - 100
 	c.ChannelBufferSize = 4096
-	p, err := sarama.NewAsyncProducer(brokers, c)
+	p, err := sarama.NewAsyncProducer(cl.sec.Brokers, c)
 	if err != nil {
 		return 0, err
 	}
@@ -152,9 +149,13 @@ func produceSarama(ctx context.Context, brokers []string, topic string, recs *re
 
 // produceFranz uses a franz-go client with its defaults (idempotent,
 // acks=all) and Java's murmur2 key partitioner.
-func produceFranz(ctx context.Context, brokers []string, topic string, recs *records, streams int) (time.Duration, error) {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))
+func produceFranz(ctx context.Context, c *cluster, topic string, recs *records, streams int) (time.Duration, error) {
+	opts, err := c.franzOpts()
+	if err != nil {
+		return 0, err
+	}
+	cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(topic),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))...)
 	if err != nil {
 		return 0, err
 	}

