@@ -72,6 +72,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	if env.Allocator == nil {
 		env.Allocator = memory.DefaultAllocator
 	}
+	env.Maintenance = writers.MaintenanceOf(env)
 	w := &Writer{
 		cfg:        cfg,
 		env:        env,
