@@ -124,6 +124,7 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 		// rather than leave them to a vacuum.
 		return res, errors.Join(fmt.Errorf("delta: optimize %s: %w", w.cfg.TableURI, err), w.deleteFiles(ctx, adds))
 	}
+	w.cleanLogAfter(snap, version)
 	w.m.version.Set(float64(version))
 	res.Version = version
 	return res, nil

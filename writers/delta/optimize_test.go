@@ -263,3 +263,46 @@ func TestVacuumCleansLog(t *testing.T) {
 		t.Fatal("time travel before the checkpoint still works: the log was not cleaned")
 	}
 }
+
+// TestCheckpointCleansLog: a commit that writes a checkpoint cleans the
+// log up in the background, as Spark's metadata cleanup does: the commits
+// older than the log retention below that checkpoint go.
+func TestCheckpointCleansLog(t *testing.T) {
+	mem := checkedMem(t)
+	cfg := testConfig(fileURI(t), func(c *Config) { c.CheckpointInterval = 3 })
+	w := openWriter(t, cfg, mem)
+	commit := func(i int) {
+		rec := idRecord(mem, writertest.Schema(), i*10, 10)
+		commitOne(t, w, writers.AutoKey("s"), rec)
+		rec.Release()
+	}
+	for i := range 4 {
+		commit(i) // versions 0-3, a checkpoint at 3
+	}
+	logDir := filepath.Join(strings.TrimPrefix(cfg.TableURI, "file://"), "_delta_log")
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	entries, _ := os.ReadDir(logDir)
+	for _, e := range entries {
+		os.Chtimes(filepath.Join(logDir, e.Name()), old, old)
+	}
+	for i := 4; i < 7; i++ {
+		commit(i) // version 6 writes a checkpoint: versions 0-2 are older than 30 days, below checkpoint 3
+	}
+	first := filepath.Join(logDir, filepath.Base(deltalog.CommitKey(0)))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, err := os.Stat(first); errors.Is(err, os.ErrNotExist) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("version 0 is still in the log 10s after a checkpoint past the log retention")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(logDir, filepath.Base(deltalog.CommitKey(3)))); err != nil {
+		t.Fatalf("version 3 (the checkpoint's) was deleted: %v", err)
+	}
+	if got := publishedRows(t, cfg); got != 70 {
+		t.Fatalf("rows after log cleanup: %d, want 70", got)
+	}
+}

@@ -55,6 +55,35 @@ func (w *Writer) cleanLog(ctx context.Context, snap *deltalog.Snapshot, now time
 	return n, nil
 }
 
+// cleanLogAfter starts log cleanup in the background when the commit of
+// version v (on top of base) wrote a checkpoint, as Spark's metadata
+// cleanup follows its checkpoints: the commit path never waits for it.
+// One runs at a time; Close cancels and waits for it (warmCtx, warming).
+func (w *Writer) cleanLogAfter(base *deltalog.Snapshot, v int64) {
+	interval := int64(w.env.Maintenance.CheckpointInterval)
+	if interval <= 0 {
+		interval = int64(base.CheckpointInterval())
+	}
+	if v == 0 || v%interval != 0 || !w.cleaning.CompareAndSwap(false, true) {
+		return
+	}
+	if !w.stages.IfOpen(func() { w.warming.Add(1) }) {
+		w.cleaning.Store(false)
+		return
+	}
+	go func() {
+		defer w.warming.Done()
+		defer w.cleaning.Store(false)
+		n, err := w.cleanLog(w.warmCtx, base, time.Now(), false)
+		switch {
+		case err != nil:
+			w.log.Warn("delta log cleanup failed; the next checkpoint tries again", "version", v, "err", err)
+		case n > 0:
+			w.log.Info("delta log cleanup", "version", v, "log_files_deleted", n)
+		}
+	}()
+}
+
 // deleteObjects deletes objs (counts them only, with dryRun), oldest log
 // versions first as listed; it stops at the first failure, reporting what
 // it deleted until then.

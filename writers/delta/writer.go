@@ -49,6 +49,8 @@ type Writer struct {
 	warmCtx  context.Context
 	stopWarm context.CancelFunc
 	warming  sync.WaitGroup
+	// cleaning is true while a log cleanup runs (cleanLogAfter).
+	cleaning atomic.Bool
 
 	mu   sync.Mutex // guards the following fields
 	snap *deltalog.Snapshot
