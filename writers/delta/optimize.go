@@ -162,27 +162,68 @@ func optimizeGroups(snap *deltalog.Snapshot, target int64) []optimizeGroup {
 }
 
 // compact rewrites the files of g, without their deleted rows, into new
-// files of fileSchema rolled at target bytes. One file is read at a time,
-// one batch at a time: memory stays at a batch plus the open row group.
-// It returns the finished files, also on failure (for deletion).
+// files of fileSchema rolled at target bytes. Reading and Parquet encoding
+// are pipelined as in rewrite: one goroutine decodes the files one after
+// the other, this one encodes, with one batch in between, so memory stays
+// at two batches plus the open row group. It returns the finished files,
+// also on failure (for deletion).
 func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow.Schema, stats *deltalog.StatsColumns, target int64) ([]addFile, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	fs := newFileSet(stats)
 	fs.target = target
-	err := func() (err error) {
+	batches := make(chan arrow.RecordBatch, 1)
+	read := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		read <- func() (err error) {
+			defer writers.Recover(&err)
+			for _, a := range g.files {
+				if err := w.readLive(ctx, a, fileSchema, func(rec arrow.RecordBatch) error {
+					select {
+					case batches <- rec:
+						return nil
+					case <-ctx.Done():
+						rec.Release()
+						return ctx.Err()
+					}
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+	}()
+	encode := func(rec arrow.RecordBatch) (err error) {
 		defer writers.Recover(&err)
-		for _, a := range g.files {
-			if err := w.compactFile(ctx, &fs, g.dir, a, fileSchema); err != nil {
-				return err
+		return w.write(ctx, &fs, g.dir, g.files[0].PartitionValues, rec)
+	}
+	var encErr error
+	for rec := range batches {
+		if encErr == nil {
+			if encErr = encode(rec); encErr != nil {
+				cancel() // stop reading: nothing more will be encoded
 			}
 		}
-		return w.finishAll(&fs)
-	}()
+		rec.Release()
+	}
+	readErr := <-read
+	if encErr == nil && readErr == nil {
+		encErr = func() (err error) {
+			defer writers.Recover(&err)
+			return w.finishAll(&fs)
+		}()
+	}
 	fs.abortAll()
-	return fs.finished, err
+	if encErr != nil {
+		return fs.finished, encErr // the cause; readErr is then the cancellation
+	}
+	return fs.finished, readErr
 }
 
-// compactFile appends the live rows of data file a to fs.
-func (w *Writer) compactFile(ctx context.Context, fs *fileSet, dir string, a *deltalog.Add, fileSchema *arrow.Schema) error {
+// readLive hands send the live rows of data file a (deleted rows dropped)
+// in batches of fileSchema; send owns each batch.
+func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arrow.Schema, send func(arrow.RecordBatch) error) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
 		return fmt.Errorf("file %s: %w", a.Path, err)
@@ -202,8 +243,7 @@ func (w *Writer) compactFile(ctx context.Context, fs *fileSet, dir string, a *de
 		if err != nil {
 			return fmt.Errorf("file %s: %w", a.Path, err)
 		}
-		defer fit.Release()
-		return w.write(ctx, fs, dir, a.PartitionValues, fit)
+		return send(fit)
 	})
 }
 
