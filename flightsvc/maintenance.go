@@ -43,7 +43,7 @@ func (s *Service) maintenanceOf(ctx context.Context, what, name string) (Mainten
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if e.Maintenance == nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "%s: endpoint %q (sink %s) has no table maintenance: only delta and lance endpoints do", what, name, e.Sink)
+		return nil, writers.Errorf(writers.ErrInvalid, "%s: endpoint %q (sink %s) has no table maintenance", what, name, e.Sink)
 	}
 	return e.Maintenance, nil
 }

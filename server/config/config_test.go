@@ -262,7 +262,7 @@ func TestProblems(t *testing.T) {
 		{"several sink problems", "endpoints:\n  - name: a\n    sink: fake\n    fake:\n      mode: upsert\n",
 			[]string{`line 4: endpoints[0].fake.uri: required`, `line 4: endpoints[0].fake.merge_keys: required with mode upsert`}},
 		{"maintenance of a sink without tables", "endpoints:\n  - name: a\n    sink: discard\n    maintenance: {optimize_every: 10}\n",
-			[]string{`line 4: endpoints[0].maintenance: sink "discard" has no table maintenance (only table sinks: delta, lance): remove this section`}},
+			[]string{`line 4: endpoints[0].maintenance: sink "discard" has no table maintenance: remove this section`}},
 		{"maintenance problems", "endpoints:\n  - name: a\n    sink: fake\n    fake: {uri: x}\n    maintenance:\n      target_file_bytes: 0\n      vacuum_retention: 1h\n      log_retention: 0s\n",
 			[]string{
 				`line 6: endpoints[0].maintenance.target_file_bytes: 0: must be positive (default 134217728)`,

@@ -56,7 +56,7 @@ func (v *validator) maintenance(p string, raw rawEndpoint, reg *writers.Registry
 	delete(raw.Sections, maintenanceKey)
 	path := p + "." + maintenanceKey
 	if sink, err := reg.Lookup(raw.Sink); err == nil && !sink.Maintains {
-		v.fail(path, "sink %q has no table maintenance (only table sinks: delta, lance): remove this section", raw.Sink)
+		v.fail(path, "sink %q has no table maintenance: remove this section", raw.Sink)
 		return m
 	}
 	before := len(v.problems)
