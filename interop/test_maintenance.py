@@ -7,6 +7,7 @@ vacuum leaves the table readable with no row lost or duplicated."""
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -175,4 +176,65 @@ def test_kill_9_during_maintenance(serve: Callable[..., Quiver], tmp_path: Path,
     c.action("vacuum", endpoint="up", retention_hours=0)
     model.append(c, rows(range(9000, 9003), 5))
     assert_rows(DeltaRs().rows(path), model.expected(), f"delta-rs after maintenance completed ({op} killed before)")
+    srv.stop()
+
+
+def test_lance_vacuum_kill_9(serve: Callable[..., Quiver], tmp_path: Path) -> None:
+    """Lance: vacuum through the action, killed -9 while it deletes; after
+    the restart pylance reads exactly the rows written, the writer's epoch
+    is still known (exactly-once), a second vacuum completes, and the
+    versions left, the latest and the one holding the epoch, read back."""
+    import lance
+
+    path = tmp_path / "items.lance"
+    workdir = tmp_path / "server"
+    eps = [{"name": "items", "sink": "lance", "lance": {"dataset_uri": "file://" + str(path)}, "maintenance": MAINTENANCE}]
+    srv = serve(eps, workdir=workdir)
+    c = srv.client()
+    schema = pa.schema([("id", pa.int64()), ("n", pa.int64())])
+    sent = [table([{"id": i, "n": 0} for i in range(100)], schema)]
+    c.put("items", sent[0])
+    job = table([{"id": i, "n": 1} for i in range(100, 110)], schema)
+    job_version = c.txn("job", 1, [("items", job)])["endpoints"]["items"]["version"]
+    sent.append(job)
+    for k in range(200):
+        t = table([{"id": 1000 + k * 10 + i, "n": 2} for i in range(10)], schema)
+        c.put("items", t)
+        sent.append(t)
+    expected = pa.concat_tables(sent)
+    manifests = lambda: len(list((path / "_versions").glob("*.manifest")))  # noqa: E731
+    before = manifests()
+
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            srv.client().action("vacuum", endpoint="items", retention_hours=0)
+        except Exception as e:  # the server dies under it
+            failed.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.monotonic() + 60
+    while manifests() == before:  # a tight poll: the vacuum takes milliseconds
+        assert time.monotonic() < deadline, "the vacuum did not start within 60 s"
+        time.sleep(0.001)
+    srv.kill()
+    t.join()
+    print(f"kill -9 {'during' if failed else 'after'} the Lance vacuum ({manifests()} of {before} manifests left)")
+    assert_rows(lance.dataset(str(path)).to_table(), expected, "pylance after kill -9 during vacuum")
+
+    srv = serve(eps, workdir=workdir)
+    c = srv.client()
+    assert c.action("committed-epoch", endpoint="items", writer="job")["epoch"] == 1
+    done = c.action("vacuum", endpoint="items", retention_hours=0)
+    assert done["endpoint"] == "items" and not done["dry_run"], done
+    ds = lance.dataset(str(path))
+    assert_rows(ds.to_table(), expected, "pylance after vacuum")
+    left = sorted(v["version"] for v in ds.versions())
+    assert left == [job_version, ds.version], f"versions left {left}, want the epoch's {job_version} and the latest"
+    assert lance.dataset(str(path), version=job_version).count_rows() == 110
+    more = table([{"id": 5000, "n": 3}], schema)
+    c.put("items", more)
+    assert_rows(lance.dataset(str(path)).to_table(), pa.concat_tables([expected, more]), "pylance after an append following vacuum")
     srv.stop()
