@@ -4,6 +4,7 @@
 #               conformance, end-to-end), then the Python interop suite
 #               (Spark and delta-rs read what bin/quiver writes); CI runs it
 #   make bench-delta  Quiver's Delta append and upsert vs. delta-rs and Spark
+#   make bench-optimize Quiver's Delta optimize vs. delta-rs and Spark compaction
 #   make bench-python Python clients (pyarrow, ADBC) vs. a bare Flight server
 #   make golden rewrite the reference Delta tables of testdata/delta-golden
 #               (Spark + delta-spark and delta-rs, in .venv-golden; needs Java 17)
@@ -16,7 +17,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-python lance-probe k8s-schemas generate lint fmt docker clean golden
+.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-optimize bench-python lance-probe k8s-schemas generate lint fmt docker clean golden
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -78,6 +79,12 @@ lance-probe:
 # BENCH_ARGS='--runs 5 --json delta.json' or BENCH_ARGS=--no-spark.
 bench-delta: build venv
 	.venv/bin/python bench/delta_vs_reference.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
+
+# 1,000 small files x 2,000 rows compacted by Quiver's optimize action, delta-rs
+# optimize.compact() and Spark OPTIMIZE on local[2], on copies of one table
+# (bench/optimize_vs_reference.py; see docs/benchmarks.md). Not part of make test.
+bench-optimize: build venv
+	.venv/bin/python bench/optimize_vs_reference.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
 
 # Python clients (pyarrow.flight, ADBC's Flight SQL driver, the quiver
 # package) into Quiver's discard endpoint against pyarrow.flight into the bare

@@ -36,6 +36,8 @@ func (s *Service) actionTable() []action {
 		{"committed-epoch", `read a writer's last committed epoch from an endpoint's sink {"endpoint","writer"}`, s.committedEpoch},
 		{"endpoints", `list the endpoints: name, sink, mode and schema {}`, s.endpointsAction},
 		{"health", `probe the sink of every endpoint the caller may use, and the transaction journal {}`, s.healthAction},
+		{"optimize", `compact an endpoint's table: small files into large ones, deleted rows dropped {"endpoint","target_file_bytes"?}`, s.optimize},
+		{"vacuum", `delete files no version inside the retention references {"endpoint","retention_hours"?,"dry_run"?}`, s.vacuum},
 	}
 }
 
@@ -140,6 +142,9 @@ type (
 		Sink   string      `json:"sink"`
 		Mode   string      `json:"mode"`
 		Schema []fieldJSON `json:"schema,omitempty"`
+		// Maintenance is true when optimize and vacuum apply (omitted when
+		// false).
+		Maintenance bool `json:"maintenance,omitempty"`
 	}
 	fieldJSON struct {
 		Name     string `json:"name"`
@@ -387,7 +392,7 @@ func (s *Service) endpointsAction(ctx context.Context, body []byte) (any, error)
 			continue
 		}
 		e := s.eps[name]
-		ej := endpointJSON{Name: name, Sink: e.Sink, Mode: e.Mode}
+		ej := endpointJSON{Name: name, Sink: e.Sink, Mode: e.Mode, Maintenance: e.Maintenance != nil}
 		schema, err := writers.SchemaOf(ctx, e.Writer)
 		if err != nil {
 			s.log.Warn("endpoints: cannot read the schema", "endpoint", name, "err", err)

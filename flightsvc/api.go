@@ -38,6 +38,9 @@ type Endpoint struct {
 	Sink   string // sink kind ("discard", "delta", ...)
 	Mode   string // write mode, "" when the sink has none
 	Writer writers.Writer
+	// Maintenance runs the optimize and vacuum actions; nil when the sink
+	// has no table maintenance.
+	Maintenance Maintenance
 	// Memory is the endpoint's share of the memory budget, the one its
 	// sink was given (writers.Env.Memory); nil means a share of
 	// Options.Memory capped at Options.EndpointBufferBytes.

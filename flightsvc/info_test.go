@@ -38,7 +38,7 @@ func TestListAndSchemas(t *testing.T) {
 		}
 		types = append(types, a.GetType())
 	}
-	want := []string{"begin", "precommit", "commit", "rollback", "status", "committed-epoch", "endpoints", "health"}
+	want := []string{"begin", "precommit", "commit", "rollback", "status", "committed-epoch", "endpoints", "health", "optimize", "vacuum"}
 	if !reflect.DeepEqual(types, want) {
 		t.Fatalf("ListActions = %v, want %v", types, want)
 	}

@@ -60,6 +60,8 @@ type serverConfig struct {
 	idle time.Duration
 	// sqlCatalog and sqlDBSchema are flight_sql's names; "": the defaults.
 	sqlCatalog, sqlDBSchema string
+	// maintenance: endpoint → its table maintenance; none by default.
+	maintenance map[string]flightsvc.Maintenance
 }
 
 // startServer starts a server; everything is stopped in t.Cleanup, and the
@@ -73,7 +75,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	}
 	var eps []flightsvc.Endpoint
 	for name, w := range cfg.endpoints {
-		eps = append(eps, flightsvc.Endpoint{Name: name, Sink: "discard", Mode: cfg.modes[name], Writer: w})
+		eps = append(eps, flightsvc.Endpoint{Name: name, Sink: "discard", Mode: cfg.modes[name], Writer: w, Maintenance: cfg.maintenance[name]})
 		if d, ok := w.(*discard.Writer); ok {
 			s.sinks[name] = d
 		}

@@ -11,10 +11,12 @@ import (
 
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/internal/devbroker"
+	"github.com/quiver-ingest/quiver/internal/maintain"
 	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/endpoint"
 	"github.com/quiver-ingest/quiver/server/status"
+	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -52,12 +54,13 @@ func writerBuilder(cfg *config.Config, e config.Endpoint, sinks *writers.Registr
 		return nil, fmt.Errorf("server: endpoint %q: %w", e.Name, err)
 	}
 	env := writers.Env{
-		Endpoint:   e.Name,
-		ConfigDir:  cfg.Dir,
-		DataDir:    cfg.DataDir,
-		Logger:     logger.With("endpoint", e.Name),
-		Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"endpoint": e.Name}, reg),
-		Allocator:  alloc,
+		Endpoint:    e.Name,
+		ConfigDir:   cfg.Dir,
+		DataDir:     cfg.DataDir,
+		Logger:      logger.With("endpoint", e.Name),
+		Registerer:  prometheus.WrapRegistererWith(prometheus.Labels{"endpoint": e.Name}, reg),
+		Allocator:   alloc,
+		Maintenance: e.Maintenance,
 	}
 	if share != nil {
 		env.Memory = share
@@ -70,26 +73,42 @@ func writerBuilder(cfg *config.Config, e config.Endpoint, sinks *writers.Registr
 // observed by the status page's recorder and traced by tp (nil: no
 // traces), and registers quiver_endpoint_up for each. A writer that cannot
 // be built (the sink refuses its settings) is an error.
-func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registerer, budget *membudget.Budget, tp trace.TracerProvider) ([]flightsvc.Endpoint, []*endpoint.Writer, []*status.Recorder, error) {
+func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registerer, budget *membudget.Budget, tp trace.TracerProvider) ([]flightsvc.Endpoint, []*endpoint.Writer, []*status.Recorder, []*maintain.Runner, error) {
 	sinks, logger, alloc := opts.Sinks, opts.Logger, opts.Allocator
 	raw, err := buildEndpoints(cfg, sinks, logger, reg, alloc, budget)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
+	var runners []*maintain.Runner
+	limiter := maintain.NewLimiter() // one maintenance run at a time, server-wide
 	eps := make([]flightsvc.Endpoint, len(raw))
 	handles := make([]*endpoint.Writer, len(raw))
 	recorders := make([]*status.Recorder, len(raw))
 	for i, e := range raw {
 		rebuild, err := writerBuilder(cfg, cfg.Endpoints[i], sinks, logger, reg, alloc, e.Memory)
 		if err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		recorders[i] = status.NewRecorder(nil)
+		observer := &commitCounter{Observer: recorders[i]}
 		h := endpoint.New(e.Writer, endpoint.Options{
 			Name: e.Name, Sink: e.Sink, Rebuild: rebuild, Logger: logger,
 			MinBackoff: opts.EndpointRetryMin, MaxBackoff: opts.EndpointRetryMax,
-			Observer: recorders[i], TracerProvider: tp,
+			Observer: observer, TracerProvider: tp,
 		})
+		if sink, _ := sinks.Lookup(e.Sink); sink.Maintains {
+			r, err := maintain.New(maintain.Options{
+				Endpoint: e.Name, Writer: h, Config: cfg.Endpoints[i].Maintenance,
+				UntrackedMinAge: txn.MaxTTL, Limiter: limiter,
+				Logger:     logger.With("endpoint", e.Name, "component", "maintenance"),
+				Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"endpoint": e.Name}, reg),
+			})
+			if err != nil {
+				return nil, nil, nil, nil, err
+			}
+			observer.runner, e.Maintenance = r, r
+			runners = append(runners, r)
+		}
 		up := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "quiver_endpoint_up",
 			Help:        "1 while the endpoint's sink is open and serving, 0 while it could not be opened (the server retries).",
@@ -101,12 +120,26 @@ func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registere
 			return 0
 		})
 		if err := reg.Register(up); err != nil {
-			return nil, nil, nil, fmt.Errorf("server: endpoint %q: register quiver_endpoint_up: %w", e.Name, err)
+			return nil, nil, nil, nil, fmt.Errorf("server: endpoint %q: register quiver_endpoint_up: %w", e.Name, err)
 		}
 		e.Writer = h
 		eps[i], handles[i] = e, h
 	}
-	return eps, handles, recorders, nil
+	return eps, handles, recorders, runners, nil
+}
+
+// commitCounter is an endpoint's observer: the status page's recorder,
+// and the maintenance runner counting commits toward optimize_every.
+type commitCounter struct {
+	endpoint.Observer
+	runner *maintain.Runner // nil: no maintenance
+}
+
+func (c *commitCounter) Committed(cm endpoint.Commit) {
+	c.Observer.Committed(cm)
+	if c.runner != nil {
+		c.runner.Committed()
+	}
 }
 
 // CheckResult is the outcome of probing one endpoint's sink.

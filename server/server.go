@@ -37,6 +37,7 @@ import (
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/internal/descseal"
 	"github.com/quiver-ingest/quiver/internal/devbroker"
+	"github.com/quiver-ingest/quiver/internal/maintain"
 	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/endpoint"
@@ -115,6 +116,10 @@ type Server struct {
 	endpoints []flightsvc.Endpoint
 	handles   []*endpoint.Writer // endpoints[i].Writer, typed
 	recorders []*status.Recorder // endpoints[i]'s observer
+	runners   []*maintain.Runner // the endpoints' table maintenance
+	// stopMaint ends background maintenance; maintained waits for it.
+	stopMaint  context.CancelFunc
+	maintained sync.WaitGroup
 	// tp is the tracer provider, nil without traces; sdk is it when the
 	// server built it (and must flush it at shutdown).
 	tp      trace.TracerProvider
@@ -177,7 +182,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		}
 		s.tp = s.sdk
 	}
-	if s.endpoints, s.handles, s.recorders, err = servingEndpoints(cfg, opts, reg, budget, s.tp); err != nil {
+	if s.endpoints, s.handles, s.recorders, s.runners, err = servingEndpoints(cfg, opts, reg, budget, s.tp); err != nil {
 		s.stopTracing(context.Background())
 		return nil, err
 	}
@@ -291,6 +296,11 @@ func (s *Server) start(ctx context.Context) (err error) {
 	s.http = s.newHTTPServer(s.reg)
 
 	s.serving.Store(true)
+	var mctx context.Context
+	mctx, s.stopMaint = context.WithCancel(context.Background())
+	for _, r := range s.runners {
+		s.maintained.Go(func() { r.Run(mctx) })
+	}
 	var bctx context.Context
 	bctx, s.stopBoard = context.WithCancel(context.Background())
 	s.served.Add(3)
@@ -431,6 +441,8 @@ func (s *Server) shutdown(ctx context.Context) error {
 	}
 	s.stopBoard()
 	s.served.Wait()
+	s.stopMaint() // a run in progress is abandoned: its files stay unreferenced, for a vacuum
+	s.maintained.Wait()
 	errs = append(errs, s.closeWriters(ctx, s.endpoints))
 	s.stopKafka() // after the writers: they may still talk to it
 	if err := s.coord.Close(); err != nil {

@@ -40,6 +40,9 @@ type Env struct {
 	// Memory is the server's memory budget, this endpoint's share; nil
 	// means none (use MemoryOf).
 	Memory MemoryCharger
+	// Maintenance is the endpoint's maintenance section (its defaults
+	// when it has none); sinks that are Maintainers read it.
+	Maintenance Maintenance
 }
 
 // Sink is a sink kind as the registry knows it.
@@ -54,6 +57,9 @@ type Sink struct {
 	NewConfig func() SinkConfig
 	// New builds an unopened Writer from a validated config.
 	New func(cfg SinkConfig, env Env) (Writer, error)
+	// Maintains is true when the sink's writers are Maintainers, so an
+	// endpoint may have a maintenance section.
+	Maintains bool
 }
 
 // Registry maps sink names to sinks. Build one with NewRegistry; there is no

@@ -187,6 +187,9 @@ type Endpoint struct {
 	// Settings is the sink's decoded and validated section (its defaults
 	// when the endpoint has no section).
 	Settings writers.SinkConfig
+	// Maintenance is the endpoint's maintenance section (its defaults when
+	// it has none).
+	Maintenance writers.Maintenance
 }
 
 // Default returns a config holding every default. It is the one place the

@@ -58,7 +58,7 @@ func testRegistry() *writers.Registry {
 		writers.Sink{Name: "discard", NewConfig: func() writers.SinkConfig { return noSettings{} }},
 		writers.Sink{Name: "fake", Section: "fake", NewConfig: func() writers.SinkConfig {
 			return &fakeConfig{WriteMode: "append", Parquet: fakeParquet{Compression: "zstd", RowGroup: 100}}
-		}},
+		}, Maintains: true},
 	)
 }
 
@@ -261,6 +261,19 @@ func TestProblems(t *testing.T) {
 			[]string{`line 6: endpoints[0].fake.mode: must be append or upsert`}},
 		{"several sink problems", "endpoints:\n  - name: a\n    sink: fake\n    fake:\n      mode: upsert\n",
 			[]string{`line 4: endpoints[0].fake.uri: required`, `line 4: endpoints[0].fake.merge_keys: required with mode upsert`}},
+		{"maintenance of a sink without tables", "endpoints:\n  - name: a\n    sink: discard\n    maintenance: {optimize_every: 10}\n",
+			[]string{`line 4: endpoints[0].maintenance: sink "discard" has no table maintenance: remove this section`}},
+		{"maintenance problems", "endpoints:\n  - name: a\n    sink: fake\n    fake: {uri: x}\n    maintenance:\n      target_file_bytes: 0\n      vacuum_retention: 1h\n      log_retention: 0s\n",
+			[]string{
+				`line 6: endpoints[0].maintenance.target_file_bytes: 0: must be positive (default 134217728)`,
+				`line 7: endpoints[0].maintenance.vacuum_retention: 1h0m0s is below vacuum_min_retention (168h0m0s): raise it, or lower vacuum_min_retention knowing that readers of older versions lose them`,
+				`line 8: endpoints[0].maintenance.log_retention: 0s: must be positive (default 720h0m0s)`,
+			}},
+		{"maintenance trigger", "endpoints:\n  - name: a\n    sink: fake\n    fake: {uri: x}\n    maintenance: {optimize_every: often, colour: blue}\n",
+			[]string{
+				`line 5: endpoints[0].maintenance.optimize_every: "often" is neither a number of commits (100) nor a positive duration (15m)`,
+				`line 5: endpoints[0].maintenance: unknown key "colour" (known keys: checkpoint_interval, log_retention, optimize_every, target_file_bytes, vacuum_min_retention, vacuum_retention)`,
+			}},
 		{"remote listen without auth", "listen: 0.0.0.0:8815\n" + ep,
 			[]string{`line 1: auth: required because listen "0.0.0.0:8815" accepts remote clients: configure auth.tokens (secrets from token_env), or listen on 127.0.0.1`}},
 		{"empty host is remote", "listen: :8815\n" + ep,
@@ -269,7 +282,7 @@ func TestProblems(t *testing.T) {
 			"    - {name: a, token_env: QUIVER_TEST_TOKEN_B}\n    - {name: c, token_env: QUIVER_TEST_EMPTY}\n    - {name: d}\n",
 			[]string{
 				`line 4: auth.tokens[0].endpoints[0]: no endpoint is called "nope" (use an endpoint name or "*")`,
-				`line 4: auth.tokens[0].actions[0]: unknown action "comit" (known: begin, precommit, commit, rollback, status, committed-epoch, endpoints, health, or "*")`,
+				`line 4: auth.tokens[0].actions[0]: unknown action "comit" (known: begin, precommit, commit, rollback, status, committed-epoch, endpoints, health, optimize, vacuum, or "*")`,
 				`line 5: auth.tokens[1].name: "a" is already the name of auth.tokens[0]`,
 				`line 5: auth.tokens[1].token_env: QUIVER_TEST_TOKEN_B holds the same secret as the token of auth.tokens[0]; give every token its own secret`,
 				`line 6: auth.tokens[2].token_env: environment variable QUIVER_TEST_EMPTY is not set or empty: set it to the token's secret`,

@@ -34,9 +34,43 @@ func (v *validator) endpoints(raws []rawEndpoint, reg *writers.Registry) []Endpo
 		default:
 			names[raw.Name] = i
 		}
-		out = append(out, Endpoint{Name: raw.Name, Sink: raw.Sink, Settings: v.sinkSettings(p, raw, reg)})
+		maint := v.maintenance(p, raw, reg)
+		out = append(out, Endpoint{Name: raw.Name, Sink: raw.Sink, Settings: v.sinkSettings(p, raw, reg), Maintenance: maint})
 	}
 	return out
+}
+
+// maintenanceKey is the endpoint section of table maintenance, beside the
+// sink's own.
+const maintenanceKey = "maintenance"
+
+// maintenance decodes and validates an endpoint's maintenance section
+// (its defaults when there is none) and takes it out of raw.Sections. Only
+// sinks that maintain their tables accept one.
+func (v *validator) maintenance(p string, raw rawEndpoint, reg *writers.Registry) writers.Maintenance {
+	m := writers.NewMaintenance()
+	node, ok := raw.Sections[maintenanceKey]
+	if !ok {
+		return m
+	}
+	delete(raw.Sections, maintenanceKey)
+	path := p + "." + maintenanceKey
+	if sink, err := reg.Lookup(raw.Sink); err == nil && !sink.Maintains {
+		v.fail(path, "sink %q has no table maintenance: remove this section", raw.Sink)
+		return m
+	}
+	before := len(v.problems)
+	v.decode(&node, reflect.ValueOf(&m), path)
+	if len(v.problems) > before {
+		return m
+	}
+	if err := m.Validate(); err != nil {
+		for _, msg := range strings.Split(err.Error(), "\n") {
+			key, rest, _ := strings.Cut(msg, ": ")
+			v.fail(path+"."+key, "%s", rest)
+		}
+	}
+	return m
 }
 
 // sinkSettings checks an endpoint's sink and sections and returns its
@@ -62,7 +96,7 @@ func (v *validator) sinkSettings(p string, raw rawEndpoint, reg *writers.Registr
 		case !known && key == raw.Sink:
 			// The sink error above already covers its section.
 		default:
-			v.problem(v.line(p+"."+key), p, "%s", unknownKey(key, append([]string{"name", "sink"}, sections...)))
+			v.problem(v.line(p+"."+key), p, "%s", unknownKey(key, append([]string{"name", "sink", maintenanceKey}, sections...)))
 		}
 	}
 	if !known {

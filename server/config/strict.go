@@ -282,7 +282,7 @@ func (d *decoder) scalar(n *yaml.Node, v reflect.Value, path string) {
 	}
 	target := reflect.New(v.Type())
 	if err := n.Decode(target.Interface()); err != nil {
-		if custom {
+		if custom || n.Kind == yaml.ScalarNode && reflect.PointerTo(v.Type()).Implements(textType) {
 			d.problem(n.Line, path, "%v", err)
 		} else {
 			d.problem(n.Line, path, "expected %s, got %s", want(v.Type()), describe(n))

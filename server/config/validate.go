@@ -42,7 +42,7 @@ func (v *validator) line(path string) int {
 
 // KnownActions are the DoAction types a token may be granted (docs/flight.md,
 // "Actions"). server's tests check it against the Flight service's list.
-var KnownActions = []string{"begin", "precommit", "commit", "rollback", "status", "committed-epoch", "endpoints", "health"}
+var KnownActions = []string{"begin", "precommit", "commit", "rollback", "status", "committed-epoch", "endpoints", "health", "optimize", "vacuum"}
 
 func (v *validator) config(c *Config) {
 	v.address("listen", c.Listen)

@@ -216,3 +216,39 @@ func benchmarkUpsert(b *testing.B, dvs bool) {
 	b.ReportMetric(float64(marked)/n, "files-marked/op")
 	b.ReportMetric(float64(written)/n/(1<<20), "MiB-written/op")
 }
+
+// BenchmarkOptimize measures optimize of a table of 200 files of 2,000
+// rows of the standard workload (zstd), each op on a fresh copy.
+func BenchmarkOptimize(b *testing.B) {
+	const files, perFile = 200, 2000
+	batches, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, files*perFile, perFile)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer workload.ReleaseAll(batches)
+	ctx := context.Background()
+	for range b.N {
+		b.StopTimer()
+		cfg := testConfig("file://" + filepath.Join(b.TempDir(), "t"))
+		w, err := New(cfg, writers.Env{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := w.Open(ctx); err != nil {
+			b.Fatal(err)
+		}
+		for i, rec := range batches {
+			if err := writeStream(ctx, w, writers.AutoKey(fmt.Sprint(i)), []arrow.RecordBatch{rec}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: 128 << 20})
+		if err != nil || res.FilesRemoved != files {
+			b.Fatalf("optimize = %+v, %v", res, err)
+		}
+		b.StopTimer()
+		w.Close(ctx)
+	}
+	b.ReportMetric(float64(files*perFile*b.N)/b.Elapsed().Seconds(), "rows/s")
+}

@@ -56,6 +56,9 @@ type fileSet struct {
 	open     map[string]*dataFile // by partition directory ("" unpartitioned)
 	finished []addFile
 	stats    *deltalog.StatsColumns // the columns whose statistics the files carry
+	// target rolls files at this many bytes instead of target_file_bytes
+	// (optimize's target); 0 means target_file_bytes.
+	target int64
 	// base is the file writer slot (limits.max_open_files) the set keeps
 	// until abortAll, so that it never waits for one again; baseBusy
 	// while one of its files has it.
@@ -210,7 +213,11 @@ func (w *Writer) write(ctx context.Context, s *fileSet, dir string, partition ma
 	if err := f.pw.Write(part); err != nil {
 		return fmt.Errorf("delta: encode rows into %s: %w", f.key, err)
 	}
-	if f.pw.BytesWritten() >= w.cfg.TargetFileBytes {
+	target := w.cfg.TargetFileBytes
+	if s.target > 0 {
+		target = s.target
+	}
+	if f.pw.BytesWritten() >= target {
 		return w.finishOpen(s, dir)
 	}
 	return nil

@@ -85,10 +85,12 @@ func (w *Writer) commitPlanned(ctx context.Context, base *deltalog.Snapshot, act
 	if upsert != nil {
 		opts = w.upsertCommitOptions(upsert)
 	}
+	opts.CheckpointInterval = w.env.Maintenance.CheckpointInterval // 0: the table's
 	v, err := deltalog.Commit(ctx, w.bucket, base, actions, opts)
 	if err != nil {
 		return 0, fmt.Errorf("delta: commit to %s: %w", w.cfg.TableURI, err)
 	}
+	w.cleanLogAfter(base, v)
 	if base.Version < 0 {
 		w.log.Info("delta table created", "table", w.cfg.TableURI, "schema", base.Metadata.SchemaString, "partition_by", w.cfg.PartitionBy)
 	}

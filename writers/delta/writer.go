@@ -49,6 +49,8 @@ type Writer struct {
 	warmCtx  context.Context
 	stopWarm context.CancelFunc
 	warming  sync.WaitGroup
+	// cleaning is true while a log cleanup runs (cleanLogAfter).
+	cleaning atomic.Bool
 
 	mu   sync.Mutex // guards the following fields
 	snap *deltalog.Snapshot
@@ -72,6 +74,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	if env.Allocator == nil {
 		env.Allocator = memory.DefaultAllocator
 	}
+	env.Maintenance = writers.MaintenanceOf(env)
 	w := &Writer{
 		cfg:        cfg,
 		env:        env,

@@ -30,8 +30,11 @@ type history struct {
 }
 
 // lookup returns writer's committed epoch as of dataset version d, reading
-// the transactions of versions not scanned yet (newest first, stopping at
-// a version removed by Lance's cleanup: older history is then unknown).
+// the transactions of versions not scanned yet, newest first. Versions
+// removed by a cleanup are skipped: Quiver's vacuum keeps the version
+// holding each writer's newest epoch (records), so epochs survive it; a
+// cleanup by another tool may remove them, and older epochs are then
+// unknown.
 func (h *history) lookup(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, writer string) (committedAt, bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -41,7 +44,7 @@ func (h *history) lookup(ctx context.Context, b *storage.Bucket, d *lanceformat.
 			if v != d.Version() {
 				var err error
 				if dv, err = lanceformat.LoadVersion(ctx, b, v, d.Naming); errors.Is(err, storage.ErrNotExist) {
-					break
+					continue
 				} else if err != nil {
 					return committedAt{}, false, err
 				}
@@ -69,6 +72,18 @@ func (h *history) lookup(ctx context.Context, b *storage.Bucket, d *lanceformat.
 	}
 	c, ok := h.epochs[writer]
 	return c, ok, nil
+}
+
+// records returns the versions that hold some writer's newest committed
+// epoch, as of the last lookup: a vacuum must keep them.
+func (h *history) records() map[uint64]bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	out := make(map[uint64]bool, len(h.epochs))
+	for _, c := range h.epochs {
+		out[uint64(c.version)] = true
+	}
+	return out
 }
 
 // CommittedEpoch returns the highest epoch writer committed, read from the

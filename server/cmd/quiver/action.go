@@ -21,7 +21,7 @@ func runAction(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	compact := fs.Bool("compact", false, "print the result on one line")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: quiver action [flags] NAME [JSON]")
-		fmt.Fprintln(stderr, "NAME: begin, precommit, commit, rollback, status, committed-epoch, endpoints, health")
+		fmt.Fprintln(stderr, "NAME: begin, precommit, commit, rollback, status, committed-epoch, endpoints, health, optimize, vacuum")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

@@ -23,6 +23,8 @@ type CommitOptions struct {
 	// OperationParameters is commitInfo.operationParameters; nil means
 	// {"mode": "Append" or "Overwrite", "partitionBy": "[...]"}.
 	OperationParameters map[string]any
+	// OperationMetrics is commitInfo.operationMetrics; nil writes none.
+	OperationMetrics map[string]any
 	// ReadWholeTable declares that the commit depends on every file of the
 	// read snapshot (overwrite): any concurrent remove conflicts, and so
 	// does a concurrent append (under WriteSerializable only a non-blind

@@ -131,6 +131,7 @@ func (in *intent) encode(ctx context.Context, store Store, snap *Snapshot) ([]by
 		Timestamp:           now,
 		Operation:           in.opts.Operation,
 		OperationParameters: in.opts.OperationParameters,
+		OperationMetrics:    in.opts.OperationMetrics,
 		ReadVersion:         in.readVer,
 		IsolationLevel:      isolationLevel(snap),
 		IsBlindAppend:       &in.blind,

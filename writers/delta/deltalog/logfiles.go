@@ -77,39 +77,45 @@ func listLogOnce(ctx context.Context, store Store, startAfter string) (*logListi
 		if err != nil {
 			return nil, storageErr("list", LogDir, err)
 		}
-		name, ok := strings.CutPrefix(obj.Key, LogDir)
-		if !ok || strings.Contains(name, "/") || strings.HasPrefix(name, ".") {
-			continue
-		}
-		if m := commitRe.FindStringSubmatch(name); m != nil {
-			v, _ := strconv.ParseInt(m[1], 10, 64)
-			l.commits[v] = obj.Key
-			continue
-		}
-		m := checkpointRe.FindStringSubmatch(name)
-		if m == nil {
-			continue
-		}
-		v, _ := strconv.ParseInt(m[1], 10, 64)
-		if m[2] == "" {
-			l.checkpoints[v] = append(l.checkpoints[v], &checkpointSet{version: v, total: 1, parts: map[int]string{1: obj.Key}})
-			continue
-		}
-		part, _ := strconv.Atoi(m[2])
-		total, _ := strconv.Atoi(m[3])
-		if total < 1 || part < 1 || part > total {
-			continue
-		}
-		id := m[1] + "/" + m[3]
-		set := multi[id]
-		if set == nil {
-			set = &checkpointSet{version: v, total: total, parts: map[int]string{}}
-			multi[id] = set
-			l.checkpoints[v] = append(l.checkpoints[v], set)
-		}
-		set.parts[part] = obj.Key
+		l.add(obj.Key, multi)
 	}
 	return l, nil
+}
+
+// add records key when it is a commit file or a checkpoint (part); multi
+// collects the multi-part sets by "version/total".
+func (l *logListing) add(key string, multi map[string]*checkpointSet) {
+	name, ok := strings.CutPrefix(key, LogDir)
+	if !ok || strings.Contains(name, "/") || strings.HasPrefix(name, ".") {
+		return
+	}
+	if m := commitRe.FindStringSubmatch(name); m != nil {
+		v, _ := strconv.ParseInt(m[1], 10, 64)
+		l.commits[v] = key
+		return
+	}
+	m := checkpointRe.FindStringSubmatch(name)
+	if m == nil {
+		return
+	}
+	v, _ := strconv.ParseInt(m[1], 10, 64)
+	if m[2] == "" {
+		l.checkpoints[v] = append(l.checkpoints[v], &checkpointSet{version: v, total: 1, parts: map[int]string{1: key}})
+		return
+	}
+	part, _ := strconv.Atoi(m[2])
+	total, _ := strconv.Atoi(m[3])
+	if total < 1 || part < 1 || part > total {
+		return
+	}
+	id := m[1] + "/" + m[3]
+	set := multi[id]
+	if set == nil {
+		set = &checkpointSet{version: v, total: total, parts: map[int]string{}}
+		multi[id] = set
+		l.checkpoints[v] = append(l.checkpoints[v], set)
+	}
+	set.parts[part] = key
 }
 
 // lastCheckpointHint reads _last_checkpoint. It is only a hint: a missing,

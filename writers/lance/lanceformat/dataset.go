@@ -76,6 +76,11 @@ func listVersions(ctx context.Context, b *storage.Bucket) ([]uint64, Naming, err
 	return vs, naming, nil
 }
 
+// Versions returns every version in _versions/ and their naming scheme.
+func Versions(ctx context.Context, b *storage.Bucket) ([]uint64, Naming, error) {
+	return listVersions(ctx, b)
+}
+
 // Latest loads the newest version of the dataset under b, or ErrNoDataset.
 func Latest(ctx context.Context, b *storage.Bucket) (*Dataset, error) {
 	vs, naming, err := listVersions(ctx, b)

@@ -1,0 +1,181 @@
+package deltalog
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// DeletedFileRetention is the table's delta.deletedFileRetentionDuration
+// when it sets a valid one (ok false otherwise: the default of a week
+// applies to checkpoints' tombstones).
+func DeletedFileRetention(s *Snapshot) (time.Duration, bool) {
+	return parseInterval(s.Metadata.Configuration["delta.deletedFileRetentionDuration"])
+}
+
+// LogRetention is the table's delta.logRetentionDuration, or def when it
+// sets none (or an invalid one).
+func LogRetention(s *Snapshot, def time.Duration) time.Duration {
+	if d, ok := parseInterval(s.Metadata.Configuration["delta.logRetentionDuration"]); ok {
+		return d
+	}
+	return def
+}
+
+// Vacuumable lists the objects under the table root a vacuum of snapshot s
+// may delete at now, as Spark's VACUUM decides, and more cautiously:
+//
+//   - files a live add or a tombstone younger than retention references
+//     (data files and their deletion-vector files) are kept;
+//   - files of tombstones older than retention are deleted once their own
+//     modification time is older than retention too;
+//   - files no action of s references (written by a transaction that
+//     failed, or is still in flight and may publish them) are deleted only
+//     once older than untrackedMinAge;
+//   - _delta_log and every hidden path (a segment starting with "_" or
+//     ".", Spark's rule; partition directories "k=v" never do) are never
+//     touched.
+//
+// Tombstones are the ones s knows: a checkpoint keeps them for the table's
+// delta.deletedFileRetentionDuration (a week by default), so a retention
+// above that treats older removed files as unreferenced (Spark does too).
+func Vacuumable(ctx context.Context, store Store, s *Snapshot, now time.Time, retention, untrackedMinAge time.Duration) ([]storage.Object, error) {
+	cutoff := now.Add(-retention)
+	keep := map[string]bool{}
+	refer := func(path string, dv *DeletionVector) error {
+		key, err := DecodePath(path)
+		if err != nil {
+			return fmt.Errorf("delta: vacuum: file %q: %w", path, err)
+		}
+		keep[key] = true
+		if k, ok, err := DeletionVectorKey(dv); err != nil {
+			return err
+		} else if ok {
+			keep[k] = true
+		}
+		return nil
+	}
+	for _, a := range s.files {
+		if err := refer(a.Path, a.DeletionVector); err != nil {
+			return nil, err
+		}
+	}
+	removed := map[string]bool{} // expired tombstones' keys
+	for _, r := range s.tombstones {
+		if r.DeletionTimestamp == nil || *r.DeletionTimestamp >= cutoff.UnixMilli() {
+			if err := refer(r.Path, r.DeletionVector); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if key, err := DecodePath(r.Path); err == nil {
+			removed[key] = true
+		}
+		if k, ok, _ := DeletionVectorKey(r.DeletionVector); ok {
+			removed[k] = true
+		}
+	}
+	untrackedCutoff := now.Add(-max(untrackedMinAge, retention))
+	var out []storage.Object
+	for obj, err := range store.List(ctx, "", "") {
+		if err != nil {
+			return nil, storageErr("list", "", err)
+		}
+		if keep[obj.Key] || hidden(obj.Key) {
+			continue
+		}
+		before := untrackedCutoff
+		if removed[obj.Key] {
+			before = cutoff
+		}
+		if obj.ModTime.Before(before) {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// hidden reports whether a key is under a path segment starting with "_"
+// or "." (the log, Spark's _spark_metadata, temporary files), except
+// partition directories ("_col=v" is data).
+func hidden(key string) bool {
+	segs := strings.Split(key, "/")
+	for i, seg := range segs {
+		if !strings.HasPrefix(seg, "_") && !strings.HasPrefix(seg, ".") {
+			continue
+		}
+		if i < len(segs)-1 && strings.Contains(seg, "=") {
+			continue
+		}
+		return true
+	}
+	return false
+}
+
+// ExpiredLogFiles lists the log files Spark's metadata cleanup deletes at
+// now: every commit and checkpoint file of a version below the newest
+// complete checkpoint written before now-retention, itself older than
+// now-retention. The state at that checkpoint and after stays readable;
+// versions before it can no longer be read (time travel ends there).
+func ExpiredLogFiles(ctx context.Context, store Store, now time.Time, retention time.Duration) ([]storage.Object, error) {
+	cutoff := now.Add(-retention)
+	var objs []storage.Object
+	for obj, err := range store.List(ctx, LogDir, "") {
+		if err != nil {
+			return nil, storageErr("list", LogDir, err)
+		}
+		objs = append(objs, obj)
+	}
+	// The newest checkpoint, complete and older than the cutoff.
+	l := &logListing{commits: map[int64]string{}, checkpoints: map[int64][]*checkpointSet{}}
+	multi := map[string]*checkpointSet{}
+	for _, obj := range objs {
+		if obj.ModTime.After(cutoff) {
+			continue
+		}
+		l.add(obj.Key, multi)
+	}
+	var floor int64 = -1
+	for _, v := range slices.Sorted(maps.Keys(l.checkpoints)) {
+		if slices.ContainsFunc(l.checkpoints[v], (*checkpointSet).complete) {
+			floor = v
+		}
+	}
+	if floor <= 0 {
+		return nil, nil
+	}
+	var out []storage.Object
+	for _, obj := range objs {
+		v, ok := logFileVersion(obj.Key)
+		if ok && v < floor && !obj.ModTime.After(cutoff) {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// logFileVersion is the version of a commit, checkpoint (classic or part)
+// or .crc file of the log.
+func logFileVersion(key string) (int64, bool) {
+	name, ok := strings.CutPrefix(key, LogDir)
+	if !ok || strings.Contains(name, "/") || len(name) < 21 || name[20] != '.' {
+		return 0, false
+	}
+	var v int64
+	for _, c := range name[:20] {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int64(c-'0')
+	}
+	rest := name[20:]
+	if rest == ".json" || rest == ".crc" || checkpointRe.MatchString(name) {
+		return v, true
+	}
+	return 0, false
+}

@@ -1,0 +1,294 @@
+package delta
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+)
+
+// maxOptimizeAttempts bounds how often Optimize plans again after losing
+// to a concurrent commit that removed one of its files (an upsert, another
+// optimize).
+const maxOptimizeAttempts = 3
+
+var _ writers.Maintainer = (*Writer)(nil)
+
+// Optimize compacts the table as Spark's OPTIMIZE (bin-packing) does:
+// within each partition, the files smaller than req.TargetFileBytes are
+// rewritten into files of about that size, and every file carrying a
+// deletion vector is rewritten without its deleted rows (purged). One
+// commit removes the old files and adds the new ones with dataChange
+// false and Spark's OPTIMIZE commitInfo, so streaming readers skip it.
+//
+// A partition is left alone when it has one such file without deletions.
+// The commit conflicts with no concurrent append (deltalog rebases over
+// them); when a concurrent commit removed one of its files (an upsert
+// rewriting or marking it) Optimize deletes what it wrote and plans again
+// on the new version, at most maxOptimizeAttempts times, then answers
+// ErrConflict.
+func (w *Writer) Optimize(ctx context.Context, req writers.OptimizeRequest) (writers.OptimizeResult, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := w.optimizeOnce(ctx, req)
+		var conflict *deltalog.ConflictError
+		if !errors.As(err, &conflict) || attempt == maxOptimizeAttempts {
+			return res, err
+		}
+		w.log.Info("optimize lost to a concurrent commit; planning again", "winner", conflict.WinnerVersion, "attempt", attempt)
+	}
+}
+
+// optimizeGroup is the files of one partition that optimize rewrites.
+type optimizeGroup struct {
+	dir   string
+	files []*deltalog.Add
+}
+
+func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) (writers.OptimizeResult, error) {
+	snap, err := w.latest(ctx)
+	if err != nil || snap == nil {
+		return writers.OptimizeResult{Version: writers.NoVersion}, err
+	}
+	res := writers.OptimizeResult{Version: snap.Version}
+	groups := optimizeGroups(snap, req.TargetFileBytes)
+	if len(groups) == 0 {
+		return res, nil
+	}
+	table, err := snap.Schema()
+	if err != nil {
+		return res, fmt.Errorf("delta: optimize: table schema: %w", err)
+	}
+	arrowTable, err := table.ToArrow()
+	if err != nil {
+		return res, fmt.Errorf("delta: optimize: table schema: %w", err)
+	}
+	fileSchema := dropFields(arrowTable, snap.Metadata.PartitionColumns)
+	stats, err := statsColumns(snap, table)
+	if err != nil {
+		return res, err
+	}
+
+	var (
+		adds    []addFile
+		removed []*deltalog.Add
+		dvs     int
+	)
+	now := time.Now().UnixMilli()
+	for _, g := range groups {
+		written, err := w.compact(ctx, g, fileSchema, stats, req.TargetFileBytes)
+		adds = append(adds, written...)
+		if err != nil {
+			return res, errors.Join(fmt.Errorf("delta: optimize: %w", err), w.deleteFiles(ctx, adds))
+		}
+		removed = append(removed, g.files...)
+	}
+	actions := make([]deltalog.Action, 0, len(removed)+len(adds))
+	for _, a := range removed {
+		if a.DeletionVector != nil {
+			dvs++
+		}
+		res.FilesRemoved++
+		res.BytesRemoved += a.Size
+		actions = append(actions, deltalog.Action{Remove: a.Remove(now, false)})
+	}
+	for _, a := range adds {
+		res.FilesAdded++
+		res.BytesAdded += a.Size
+		res.Rows += a.Rows
+		actions = append(actions, deltalog.Action{Add: &deltalog.Add{
+			Path: a.Path, PartitionValues: a.PartitionValues, Size: a.Size,
+			ModificationTime: a.ModificationTime, DataChange: false, Stats: a.Stats,
+		}})
+	}
+	version, err := deltalog.Commit(ctx, w.bucket, snap, actions, deltalog.CommitOptions{
+		Operation: "OPTIMIZE",
+		// As Spark's OptimizeTableCommand writes them.
+		OperationParameters: map[string]any{"predicate": "[]", "zOrderBy": "[]", "clusterBy": "[]", "auto": false},
+		OperationMetrics:    optimizeMetrics(res, dvs),
+		EngineInfo:          "quiver",
+		CheckpointInterval:  w.env.Maintenance.CheckpointInterval,
+		Logger:              w.log,
+	})
+	if err != nil {
+		// The new files are referenced by no version: delete them now
+		// rather than leave them to a vacuum.
+		return res, errors.Join(fmt.Errorf("delta: optimize %s: %w", w.cfg.TableURI, err), w.deleteFiles(ctx, adds))
+	}
+	w.cleanLogAfter(snap, version)
+	w.m.version.Set(float64(version))
+	res.Version = version
+	return res, nil
+}
+
+// optimizeGroups picks, per partition, the files optimize rewrites: those
+// below target and those with deletion vectors; a partition whose only
+// pick is one file without deletions gains nothing and is skipped.
+func optimizeGroups(snap *deltalog.Snapshot, target int64) []optimizeGroup {
+	byDir := map[string]*optimizeGroup{}
+	var dirs []string
+	for _, a := range snap.Files() {
+		if a.Size >= target && a.DeletionVector == nil {
+			continue
+		}
+		dir := deltalog.PartitionDir(snap.Metadata.PartitionColumns, a.PartitionValues)
+		g := byDir[dir]
+		if g == nil {
+			g = &optimizeGroup{dir: dir}
+			byDir[dir] = g
+			dirs = append(dirs, dir)
+		}
+		g.files = append(g.files, a)
+	}
+	slices.Sort(dirs)
+	var out []optimizeGroup
+	for _, dir := range dirs {
+		g := byDir[dir]
+		if len(g.files) == 1 && g.files[0].DeletionVector == nil {
+			continue
+		}
+		out = append(out, *g)
+	}
+	return out
+}
+
+// compact rewrites the files of g, without their deleted rows, into new
+// files of fileSchema rolled at target bytes. Reading and Parquet encoding
+// are pipelined as in rewrite: one goroutine decodes the files one after
+// the other, this one encodes, with one batch in between, so memory stays
+// at two batches plus the open row group. It returns the finished files,
+// also on failure (for deletion).
+func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow.Schema, stats *deltalog.StatsColumns, target int64) ([]addFile, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	fs := newFileSet(stats)
+	fs.target = target
+	batches := make(chan arrow.RecordBatch, 1)
+	read := make(chan error, 1)
+	go func() {
+		defer close(batches)
+		read <- func() (err error) {
+			defer writers.Recover(&err)
+			for _, a := range g.files {
+				if err := w.readLive(ctx, a, fileSchema, func(rec arrow.RecordBatch) error {
+					select {
+					case batches <- rec:
+						return nil
+					case <-ctx.Done():
+						rec.Release()
+						return ctx.Err()
+					}
+				}); err != nil {
+					return err
+				}
+			}
+			return nil
+		}()
+	}()
+	encode := func(rec arrow.RecordBatch) (err error) {
+		defer writers.Recover(&err)
+		return w.write(ctx, &fs, g.dir, g.files[0].PartitionValues, rec)
+	}
+	var encErr error
+	for rec := range batches {
+		if encErr == nil {
+			if encErr = encode(rec); encErr != nil {
+				cancel() // stop reading: nothing more will be encoded
+			}
+		}
+		rec.Release()
+	}
+	readErr := <-read
+	if encErr == nil && readErr == nil {
+		encErr = func() (err error) {
+			defer writers.Recover(&err)
+			return w.finishAll(&fs)
+		}()
+	}
+	fs.abortAll()
+	if encErr != nil {
+		return fs.finished, encErr // the cause; readErr is then the cancellation
+	}
+	return fs.finished, readErr
+}
+
+// readLive hands send the live rows of data file a (deleted rows dropped)
+// in batches of fileSchema; send owns each batch.
+func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arrow.Schema, send func(arrow.RecordBatch) error) error {
+	key, err := deltalog.DecodePath(a.Path)
+	if err != nil {
+		return fmt.Errorf("file %s: %w", a.Path, err)
+	}
+	gone, err := deltalog.ReadDeletionVector(ctx, w.bucket, a.DeletionVector)
+	if err != nil {
+		return fmt.Errorf("file %s: %w", a.Path, err)
+	}
+	r, size, err := w.bucket.OpenReader(ctx, key)
+	if err != nil {
+		return fmt.Errorf("open data file %s: %w", key, err)
+	}
+	defer r.Close()
+	return readKept(ctx, w.mem, r, size, a.Path, gone, func(rec arrow.RecordBatch) error {
+		defer rec.Release()
+		fit, err := conform(ctx, w.mem, rec, fileSchema)
+		if err != nil {
+			return fmt.Errorf("file %s: %w", a.Path, err)
+		}
+		return send(fit)
+	})
+}
+
+// conform returns rec with the columns of schema, in its order: columns
+// rec lacks (files written before a column was added) as nulls, columns of
+// another Arrow type (a dictionary, another string width) cast. The
+// caller releases the result.
+func conform(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, schema *arrow.Schema) (arrow.RecordBatch, error) {
+	n := rec.NumRows()
+	cols := make([]arrow.Array, 0, schema.NumFields())
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	for _, f := range schema.Fields() {
+		idx := rec.Schema().FieldIndices(f.Name)
+		if len(idx) == 0 {
+			cols = append(cols, array.MakeArrayOfNull(mem, f.Type, int(n)))
+			continue
+		}
+		col := rec.Column(idx[0])
+		if arrow.TypeEqual(col.DataType(), f.Type) {
+			col.Retain()
+			cols = append(cols, col)
+			continue
+		}
+		cast, err := compute.CastArray(compute.WithAllocator(ctx, mem), col, compute.SafeCastOptions(f.Type))
+		if err != nil {
+			return nil, fmt.Errorf("column %q: %s to %s: %w", f.Name, col.DataType(), f.Type, err)
+		}
+		cols = append(cols, cast)
+	}
+	return array.NewRecordBatch(schema, cols, n), nil
+}
+
+// optimizeMetrics is the operationMetrics of Spark's OPTIMIZE commit
+// (strings, as Spark writes them).
+func optimizeMetrics(res writers.OptimizeResult, dvs int) map[string]any {
+	s := func(n int64) string { return strconv.FormatInt(n, 10) }
+	return map[string]any{
+		"numRemovedFiles":           s(res.FilesRemoved),
+		"numRemovedBytes":           s(res.BytesRemoved),
+		"numAddedFiles":             s(res.FilesAdded),
+		"numAddedBytes":             s(res.BytesAdded),
+		"numDeletionVectorsRemoved": s(int64(dvs)),
+	}
+}

@@ -1,0 +1,101 @@
+package delta
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// Vacuum deletes the files of the table no version inside the retention
+// references (deltalog.Vacuumable: data and deletion-vector files), then
+// cleans the log up (CleanLog). A table that sets
+// delta.deletedFileRetentionDuration keeps removed files at least that
+// long, whatever req.Retention asks. Files no version references at all
+// (a failed or in-flight transaction's) are kept until req.UntrackedMinAge.
+func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers.VacuumResult, error) {
+	res := writers.VacuumResult{DryRun: req.DryRun}
+	snap, err := w.latest(ctx)
+	if err != nil || snap == nil {
+		return res, err
+	}
+	retention := req.Retention
+	if d, ok := deltalog.DeletedFileRetention(snap); ok && d > retention {
+		retention = d
+	}
+	res.RetentionHours = retention.Hours()
+	now := time.Now()
+	files, err := deltalog.Vacuumable(ctx, w.bucket, snap, now, retention, req.UntrackedMinAge)
+	if err != nil {
+		return res, fmt.Errorf("delta: vacuum %s: %w", w.cfg.TableURI, err)
+	}
+	if res.FilesDeleted, res.BytesDeleted, err = w.deleteObjects(ctx, files, req.DryRun); err != nil {
+		return res, fmt.Errorf("delta: vacuum %s: %w", w.cfg.TableURI, err)
+	}
+	n, err := w.cleanLog(ctx, snap, now, req.DryRun)
+	res.LogFilesDeleted = n
+	return res, err
+}
+
+// cleanLog deletes the log files older than the log retention that a newer
+// checkpoint covers (deltalog.ExpiredLogFiles): the table's
+// delta.logRetentionDuration, else maintenance.log_retention.
+func (w *Writer) cleanLog(ctx context.Context, snap *deltalog.Snapshot, now time.Time, dryRun bool) (int64, error) {
+	expired, err := deltalog.ExpiredLogFiles(ctx, w.bucket, now, deltalog.LogRetention(snap, w.env.Maintenance.LogRetention))
+	if err != nil {
+		return 0, fmt.Errorf("delta: log cleanup %s: %w", w.cfg.TableURI, err)
+	}
+	n, _, err := w.deleteObjects(ctx, expired, dryRun)
+	if err != nil {
+		return n, fmt.Errorf("delta: log cleanup %s: %w", w.cfg.TableURI, err)
+	}
+	return n, nil
+}
+
+// cleanLogAfter starts log cleanup in the background when the commit of
+// version v (on top of base) wrote a checkpoint, as Spark's metadata
+// cleanup follows its checkpoints: the commit path never waits for it.
+// One runs at a time; Close cancels and waits for it (warmCtx, warming).
+func (w *Writer) cleanLogAfter(base *deltalog.Snapshot, v int64) {
+	interval := int64(w.env.Maintenance.CheckpointInterval)
+	if interval <= 0 {
+		interval = int64(base.CheckpointInterval())
+	}
+	if v == 0 || v%interval != 0 || !w.cleaning.CompareAndSwap(false, true) {
+		return
+	}
+	if !w.stages.IfOpen(func() { w.warming.Add(1) }) {
+		w.cleaning.Store(false)
+		return
+	}
+	go func() {
+		defer w.warming.Done()
+		defer w.cleaning.Store(false)
+		n, err := w.cleanLog(w.warmCtx, base, time.Now(), false)
+		switch {
+		case err != nil:
+			w.log.Warn("delta log cleanup failed; the next checkpoint tries again", "version", v, "err", err)
+		case n > 0:
+			w.log.Info("delta log cleanup", "version", v, "log_files_deleted", n)
+		}
+	}()
+}
+
+// deleteObjects deletes objs (counts them only, with dryRun), oldest log
+// versions first as listed; it stops at the first failure, reporting what
+// it deleted until then.
+func (w *Writer) deleteObjects(ctx context.Context, objs []storage.Object, dryRun bool) (files, bytes int64, err error) {
+	for _, o := range objs {
+		if !dryRun {
+			if err := w.bucket.Delete(ctx, o.Key); err != nil {
+				return files, bytes, err
+			}
+		}
+		files++
+		bytes += o.Size
+	}
+	return files, bytes, nil
+}
