@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodingspb"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/file2pb"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/filepb"
@@ -51,7 +52,8 @@ type FileWriter struct {
 type pageRef struct {
 	offsets, sizes []uint64
 	length         uint64
-	enc            *aenc
+	enc            *aenc                     // format 2.0
+	layout         *encodings21pb.PageLayout // formats 2.1 and 2.2
 }
 
 // NewFileWriter returns a writer of records of schema s, whose Lance
