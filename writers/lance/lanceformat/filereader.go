@@ -194,6 +194,11 @@ func (f *FileReader) ReadFields(mem memory.Allocator, s *Schema, columnOf map[in
 		for i, fl := range f.Schema.Fields {
 			columnOf[fl.ID] = i
 		}
+		if f.minor > 0 { // one column per leaf field
+			for i, id := range leafFields(f.Schema) {
+				columnOf[id] = i
+			}
+		}
 	}
 	top := s.TopLevel()
 	bud := newBudget(f.size)

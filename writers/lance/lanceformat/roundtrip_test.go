@@ -92,8 +92,9 @@ func fillValue(b array.Builder, f arrow.Field, rng *rand.Rand, row, nullPct int)
 	case *array.FixedSizeListBuilder:
 		b.Append(true)
 		vb := b.ValueBuilder().(*array.Float32Builder)
+		itemNulls := !f.HasMetadata() || f.Metadata.FindKey(noItemNulls) < 0
 		for k := range 4 {
-			if rng.IntN(10) == 0 {
+			if itemNulls && rng.IntN(10) == 0 {
 				vb.AppendNull()
 			} else {
 				vb.Append(float32(row) + float32(k)/4)
@@ -115,15 +116,21 @@ func fillValue(b array.Builder, f arrow.Field, rng *rand.Rand, row, nullPct int)
 	}
 }
 
-// writeFile writes recs into an in-memory Lance file.
+// writeFile writes recs into an in-memory Lance 2.0 file.
 func writeFile(t testing.TB, s *arrow.Schema, pageBytes int64, recs ...arrow.RecordBatch) []byte {
+	t.Helper()
+	return writeFileV(t, s, pageBytes, 0, recs...)
+}
+
+// writeFileV writes recs into an in-memory Lance file of format 2.minor.
+func writeFileV(t testing.TB, s *arrow.Schema, pageBytes int64, minor uint16, recs ...arrow.RecordBatch) []byte {
 	t.Helper()
 	ls, err := FromArrow(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	w, err := NewFileWriter(&buf, s, ls, pageBytes)
+	w, err := NewFileWriter(&buf, s, ls, pageBytes, minor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,46 +193,78 @@ func TestFileRoundTrip(t *testing.T) {
 		{"many-pages", []int{300, 7, 1, 500}, 30, 2048, false},
 		{"sliced-input", []int{100, 64}, 25, 4096, true},
 		{"empty-batch", []int{0, 9}, 50, 0, false},
+		{"many-chunks", []int{2500, 3000}, 10, 0, false},
 	}
+	for minor := range uint16(3) {
+		for seed, tc := range cases {
+			t.Run(fmt.Sprintf("2.%d/%s", minor, tc.name), func(t *testing.T) {
+				roundTrip(t, minor, uint64(seed), tc.batches, tc.nullPct, tc.pageBytes, tc.slice)
+			})
+		}
+	}
+}
+
+// noItemNulls is field metadata telling fillValue to leave the items of
+// a fixed-size list non-null.
+const noItemNulls = "test.no_item_nulls"
+
+// formatSchema is allTypesSchema without the types Quiver does not write
+// in format 2.minor (lists, null vector items in 2.1 and 2.2).
+func formatSchema(minor uint16) *arrow.Schema {
 	s := allTypesSchema()
-	for seed, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			rng := rand.New(rand.NewPCG(uint64(seed), 7))
-			var recs []arrow.RecordBatch
-			start := 0
-			for _, n := range tc.batches {
-				r := randomRecord(mem, s, rng, start, n+3, tc.nullPct)
-				if tc.slice {
-					// Offsets that are not byte aligned exercise bitmap copies.
-					sl := r.NewSlice(3, int64(n+3))
-					r.Release()
-					r = sl
-				} else {
-					sl := r.NewSlice(0, int64(n))
-					r.Release()
-					r = sl
-				}
-				recs = append(recs, r)
-				start += n
+	if minor == 0 {
+		return s
+	}
+	var fs []arrow.Field
+	for _, f := range s.Fields() {
+		switch f.Type.ID() {
+		case arrow.LIST:
+		case arrow.FIXED_SIZE_LIST: // vectors without null items
+			f.Metadata = arrow.NewMetadata([]string{noItemNulls}, []string{"true"})
+			fs = append(fs, f)
+		default:
+			fs = append(fs, f)
+		}
+	}
+	return arrow.NewSchema(fs, nil)
+}
+
+func roundTrip(t *testing.T, minor uint16, seed uint64, batches []int, nullPct int, pageBytes int64, slice bool) {
+	s := formatSchema(minor)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var recs []arrow.RecordBatch
+	start := 0
+	for _, n := range batches {
+		r := randomRecord(mem, s, rng, start, n+3, nullPct)
+		if slice {
+			// Offsets that are not byte aligned exercise bitmap copies.
+			sl := r.NewSlice(3, int64(n+3))
+			r.Release()
+			r = sl
+		} else {
+			sl := r.NewSlice(0, int64(n))
+			r.Release()
+			r = sl
+		}
+		recs = append(recs, r)
+		start += n
+	}
+	want := concatRecords(t, mem, recs)
+	defer want.Release()
+	b := writeFileV(t, s, pageBytes, minor, recs...)
+	for _, r := range recs {
+		r.Release()
+	}
+	got := readFile(t, mem, b)
+	defer got.Release()
+	if !array.RecordEqual(want, got) {
+		for i := range int(want.NumCols()) {
+			if !array.Equal(want.Column(i), got.Column(i)) {
+				t.Errorf("column %s differs:\nwant %v\n got %v", s.Field(i).Name, want.Column(i), got.Column(i))
 			}
-			want := concatRecords(t, mem, recs)
-			defer want.Release()
-			b := writeFile(t, s, tc.pageBytes, recs...)
-			for _, r := range recs {
-				r.Release()
-			}
-			got := readFile(t, mem, b)
-			defer got.Release()
-			if !array.RecordEqual(want, got) {
-				for i := range int(want.NumCols()) {
-					if !array.Equal(want.Column(i), got.Column(i)) {
-						t.Errorf("column %s differs:\nwant %v\n got %v", s.Field(i).Name, want.Column(i), got.Column(i))
-					}
-				}
-				t.FailNow()
-			}
-		})
+		}
+		t.FailNow()
 	}
 }

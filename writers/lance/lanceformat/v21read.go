@@ -19,20 +19,6 @@ import (
 
 const typePageLayout = "/lance.encodings21.PageLayout"
 
-// readableVersion maps a data file footer's version to the 2.x minor
-// version this reader decodes, or refuses it naming the reason.
-func readableVersion(major, minor uint16) (uint16, error) {
-	switch {
-	case major == footerMajor20 && minor == footerMinor20, major == 2 && minor == 0:
-		return 0, nil
-	case major == 2 && (minor == 1 || minor == 2):
-		return minor, nil
-	case major == 0 && minor < 3:
-		return 0, writers.Errorf(writers.ErrInvalid, "lance: data file format legacy (0.1) is not supported: Quiver reads and writes Lance file formats 2.0, 2.1 and 2.2")
-	}
-	return 0, writers.Errorf(writers.ErrInvalid, "lance: data file format %d.%d is not supported: Quiver reads and writes Lance file formats 2.0, 2.1 and 2.2 (%d.%d is an unstable \"next\" format of Lance that may change; write the table with data_storage_version \"2.2\")", major, minor, major, minor)
-}
-
 // decodeEncoding decodes a page's encoding: an ArrayEncoding (2.0) or a
 // PageLayout (2.1, 2.2).
 func (p *pageRef) decodeEncoding(e *file2pb.Encoding) error {
@@ -104,12 +90,7 @@ func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
 }
 
 func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, as *arrow.Schema, columnOf map[int32]int) (arrow.RecordBatch, error) {
-	next := 0
 	column := func(id int32) (int, error) {
-		if columnOf == nil {
-			next++
-			return next - 1, nil
-		}
 		c, ok := columnOf[id]
 		if !ok {
 			return 0, fmt.Errorf("lance: data file has no column for field id %d", id)
@@ -193,6 +174,18 @@ func (f *FileReader) readLeaf21(mem memory.Allocator, bud *budget, dt arrow.Data
 		return parts[0], nil
 	}
 	return array.Concatenate(parts, mem)
+}
+
+// leafFields returns the ids of s's leaf fields (no children) in
+// pre-order: the columns of a 2.1+ file.
+func leafFields(s *Schema) []int32 {
+	var out []int32
+	for _, f := range s.Fields {
+		if len(s.children(f.ID)) == 0 && f.LogicalType != "struct" && f.LogicalType != "list" && f.LogicalType != "large_list" {
+			out = append(out, f.ID)
+		}
+	}
+	return out
 }
 
 // leafCount is the number of leaf columns of type dt.

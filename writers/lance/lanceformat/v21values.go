@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
-	"io"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -349,12 +348,14 @@ func zstdDecode(bud *budget, src []byte) ([]byte, error) {
 		limit = min(limit, binary.LittleEndian.Uint64(src))
 		src = src[8:]
 	}
-	d, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(max(limit, 1)))
+	// The decoder's memory (window and output) is bounded by what the
+	// budget still allows, and at least a small window's worth.
+	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(max(limit, 1<<20)))
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	out, err := io.ReadAll(io.LimitReader(d, int64(min(limit, 1<<62))+1))
+	out, err := d.DecodeAll(src, nil)
 	if err != nil {
 		return nil, fmt.Errorf("zstd buffer: %w", err)
 	}

@@ -1,0 +1,445 @@
+package lanceformat
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/klauspost/compress/zstd"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
+)
+
+// Writing pages of format 2.1 and 2.2: one column per leaf, every page in
+// the mini-block layout. Integers (dates, times, timestamps, durations
+// included) are FastLanes bit-packed per chunk of 1024 values, strings and
+// binaries zstd-compressed per chunk when that is smaller, floats, bools,
+// decimals and vectors stored flat. Nulls of leaves and structs are
+// definition levels, bit-packed. Chunks stay within format 2.1's limits
+// (16-bit sizes, 32 KiB), which 2.2 readers accept too.
+
+// chunkAim is the raw size a chunk aims at (Lance aims at 4 KiB too).
+const chunkAim = 4096
+
+// maxMiniValue is the largest variable-width value a mini-block chunk
+// takes; larger ones are refused (their page would need full-zip).
+const maxMiniValue = 8 << 10
+
+// leafCol is one leaf of a top-level field: its values and the struct
+// arrays around it (innermost first), all of the same rows.
+type leafCol struct {
+	vals    arrow.Array
+	parents []arrow.Array
+}
+
+// splitLeaves returns the leaves of a chunk of type dt in pre-order.
+func splitLeaves(dt arrow.DataType, a arrow.Array, parents []arrow.Array) ([]leafCol, error) {
+	switch t := dt.(type) {
+	case *arrow.StructType:
+		s := a.(*array.Struct)
+		var out []leafCol
+		for k := range t.NumFields() {
+			ps := append([]arrow.Array{a}, parents...)
+			sub, err := splitLeaves(t.Field(k).Type, s.Field(k), ps)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, sub...)
+		}
+		return out, nil
+	case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
+		return nil, writers.Errorf(writers.ErrInvalid, "lance: list columns are not written in Lance file formats 2.1 and 2.2 by this version of Quiver: write the dataset with data_storage_version \"2.0\"")
+	}
+	return []leafCol{{vals: a, parents: parents}}, nil
+}
+
+// encodeField21 encodes chunks of one top-level field of type dt as one
+// mini-block page per leaf column, calling emit for each.
+func encodeField21(dt arrow.DataType, chunks []arrow.Array, col int, emit func(col int, p page) error) (int, error) {
+	var perLeaf [][]leafCol
+	for _, c := range chunks {
+		ls, err := splitLeaves(dt, c, nil)
+		if err != nil {
+			return 0, err
+		}
+		if perLeaf == nil {
+			perLeaf = make([][]leafCol, len(ls))
+		}
+		for i, l := range ls {
+			perLeaf[i] = append(perLeaf[i], l)
+		}
+	}
+	if perLeaf == nil { // no rows: one empty page per leaf
+		perLeaf = make([][]leafCol, leafCount(dt))
+	}
+	for _, leaf := range perLeaf {
+		p, err := encodeLeaf21(leaf)
+		if err != nil {
+			return 0, err
+		}
+		if err := emit(col, p); err != nil {
+			return 0, err
+		}
+		col++
+	}
+	return col, nil
+}
+
+// leafLevels returns the rep/def layers of a leaf and its definition
+// levels (nil when nothing is null).
+func leafLevels(leaf []leafCol) ([]encodings21pb.RepDefLayer, []uint16) {
+	if len(leaf) == 0 {
+		return []encodings21pb.RepDefLayer{encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM}, nil
+	}
+	depth := 1 + len(leaf[0].parents)
+	nullable := make([]bool, depth)
+	rows := 0
+	for _, l := range leaf {
+		rows += l.vals.Len()
+		nullable[0] = nullable[0] || l.vals.NullN() > 0
+		for i, p := range l.parents {
+			nullable[i+1] = nullable[i+1] || p.NullN() > 0
+		}
+	}
+	layers := make([]encodings21pb.RepDefLayer, depth)
+	level := make([]uint16, depth) // definition level of a null at each layer
+	var next uint16
+	any := false
+	for i, n := range nullable {
+		layers[i] = encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM
+		if n {
+			layers[i] = encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM
+			next++
+			level[i] = next
+			any = true
+		}
+	}
+	if !any {
+		return layers, nil
+	}
+	def := make([]uint16, 0, rows)
+	for _, l := range leaf {
+		arrays := append([]arrow.Array{l.vals}, l.parents...)
+		for j := range l.vals.Len() {
+			var d uint16
+			for i, a := range arrays {
+				if nullable[i] && a.IsNull(j) {
+					d = level[i] // the outermost null wins
+				}
+			}
+			def = append(def, d)
+		}
+	}
+	return layers, def
+}
+
+// chunker yields a page's values chunk by chunk.
+type chunker interface {
+	// next returns how many of the values from first the next chunk
+	// takes (a power of two unless it takes all the rest).
+	next(first int) int
+	// encode returns the chunk's value buffer.
+	encode(first, n int) []byte
+}
+
+func encodeLeaf21(leaf []leafCol) (page, error) {
+	layers, def := leafLevels(leaf)
+	vals := make([]arrow.Array, len(leaf))
+	rows := 0
+	for i, l := range leaf {
+		vals[i] = l.vals
+		rows += l.vals.Len()
+	}
+	var dt arrow.DataType = arrow.Null
+	if len(vals) > 0 {
+		dt = vals[0].DataType()
+	}
+	c, enc, err := newChunker(dt, vals, rows)
+	if err != nil {
+		return page{}, err
+	}
+	m := &encodings21pb.MiniBlockLayout{
+		ValueCompression: enc,
+		Layers:           layers,
+		NumBuffers:       1,
+		NumItems:         uint64(rows),
+	}
+	defBits := 0
+	if def != nil {
+		defBits = bits.Len16(uint16(len(layers)))
+		m.DefCompression = &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_OutOfLineBitpacking{
+			OutOfLineBitpacking: &encodings21pb.OutOfLineBitpacking{UncompressedBitsPerValue: 16, Values: &encodings21pb.CompressiveEncoding{
+				Compression: &encodings21pb.CompressiveEncoding_Flat{Flat: &encodings21pb.Flat{BitsPerValue: uint64(defBits)}}}}}}
+	}
+	var meta, data []byte
+	for first := 0; first < rows; {
+		n := c.next(first)
+		last := first+n == rows
+		start := len(data)
+		var defBuf []byte
+		if def != nil {
+			defBuf = packLevels(def[first:first+n], defBits)
+			data = binary.LittleEndian.AppendUint16(data, uint16(n))
+			data = binary.LittleEndian.AppendUint16(data, uint16(len(defBuf)))
+		} else {
+			data = binary.LittleEndian.AppendUint16(data, 0)
+		}
+		vb := c.encode(first, n)
+		if len(vb) > 0xffff {
+			return page{}, fmt.Errorf("lance: chunk buffer of %d bytes", len(vb))
+		}
+		data = binary.LittleEndian.AppendUint16(data, uint16(len(vb)))
+		data = padTo8(data)
+		if def != nil {
+			data = padTo8(append(data, defBuf...))
+		}
+		data = padTo8(append(data, vb...))
+		size := len(data) - start
+		if size > 32<<10 {
+			return page{}, fmt.Errorf("lance: mini-block chunk of %d bytes exceeds 32 KiB", size)
+		}
+		log := 0
+		if !last {
+			log = bits.TrailingZeros(uint(n))
+		}
+		meta = binary.LittleEndian.AppendUint16(meta, uint16((size/8-1)<<4|log))
+		first += n
+	}
+	if rows == 0 {
+		return page{length: 0, bufs: [][]byte{{}, {}}, layout: &encodings21pb.PageLayout{Layout: &encodings21pb.PageLayout_MiniBlockLayout{MiniBlockLayout: m}}}, nil
+	}
+	return page{length: uint64(rows), bufs: [][]byte{meta, data}, layout: &encodings21pb.PageLayout{Layout: &encodings21pb.PageLayout_MiniBlockLayout{MiniBlockLayout: m}}}, nil
+}
+
+func padTo8(b []byte) []byte {
+	for len(b)%8 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// packLevels bit-packs 16-bit levels out of line at w bits: whole blocks
+// of 1024, the tail packed (padded) only when that is smaller than raw.
+func packLevels(levels []uint16, w int) []byte {
+	words := flWords(16, w)
+	var out []byte
+	vals := make([]uint64, flBlock)
+	for i := 0; i < len(levels); i += flBlock {
+		n := min(flBlock, len(levels)-i)
+		if n < flBlock && words >= n {
+			for _, l := range levels[i:] {
+				out = binary.LittleEndian.AppendUint16(out, l)
+			}
+			break
+		}
+		clear(vals)
+		for j := range n {
+			vals[j] = uint64(levels[i+j])
+		}
+		blk := make([]byte, words*2)
+		flPack(16, w, vals, blk)
+		out = append(out, blk...)
+	}
+	return out
+}
+
+// newChunker picks the compressive encoding of a page of values.
+func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (chunker, *encodings21pb.CompressiveEncoding, error) {
+	flat := func(bits int) *encodings21pb.CompressiveEncoding {
+		return &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Flat{Flat: &encodings21pb.Flat{BitsPerValue: uint64(bits)}}}
+	}
+	switch t := dt.(type) {
+	case *arrow.NullType:
+		return nil, flat(8), nil
+	case *arrow.BooleanType:
+		b, _ := fixedValues(dt, vals)
+		return &flatChunker{data: b, bits: 1, rows: rows}, flat(1), nil
+	case *arrow.FixedSizeListType:
+		ew, ok := t.Elem().(arrow.FixedWidthDataType)
+		if !ok || t.Elem().ID() == arrow.BOOL {
+			break
+		}
+		items := fslItems(vals)
+		defer releaseAll(items)
+		for k, it := range items {
+			if nullItems(vals[k], it, int(t.Len())) {
+				return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: a fixed_size_list value has null items, which Quiver does not write in Lance file formats 2.1 and 2.2: null the whole vector instead, or write the dataset with data_storage_version \"2.0\"")
+			}
+		}
+		b, _ := fixedValues(t.Elem(), items)
+		bits := ew.BitWidth() * int(t.Len())
+		if bits/8 > maxMiniValue {
+			return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: fixed_size_list of %d bytes per row is wider than Quiver writes in Lance file formats 2.1 and 2.2 (%d bytes): write the dataset with data_storage_version \"2.0\"", bits/8, maxMiniValue)
+		}
+		return &flatChunker{data: b, bits: bits, rows: rows}, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_FixedSizeList{
+			FixedSizeList: &encodings21pb.FixedSizeList{ItemsPerValue: uint64(t.Len()), Values: flat(ew.BitWidth())}}}, nil
+	case arrow.BinaryDataType:
+		return newVarChunker(vals, rows)
+	case arrow.FixedWidthDataType:
+		b, _ := fixedValues(dt, vals)
+		if isInteger(dt) {
+			w := t.BitWidth()
+			return &packChunker{data: b, t: w, rows: rows}, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_InlineBitpacking{
+				InlineBitpacking: &encodings21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(w)}}}, nil
+		}
+		return &flatChunker{data: b, bits: t.BitWidth(), rows: rows}, flat(t.BitWidth()), nil
+	}
+	return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: type %s is not written in Lance file formats 2.1 and 2.2 by Quiver", dt)
+}
+
+// nullItems reports whether a valid row of fixed-size list l has a null
+// item (a null row's items do not matter).
+func nullItems(l, items arrow.Array, dim int) bool {
+	if items.NullN() == 0 {
+		return false
+	}
+	for i := range l.Len() {
+		if l.IsValid(i) {
+			for j := i * dim; j < (i+1)*dim; j++ {
+				if items.IsNull(j) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// isInteger reports types whose values are integers of 8 to 64 bits.
+func isInteger(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.DATE32, arrow.DATE64, arrow.TIMESTAMP, arrow.TIME32, arrow.TIME64, arrow.DURATION:
+		return true
+	}
+	return false
+}
+
+// flatChunker stores fixed-width values as they are, about chunkAim
+// bytes per chunk.
+type flatChunker struct {
+	data []byte
+	bits int
+	rows int
+}
+
+func (c *flatChunker) next(first int) int {
+	n := 4096
+	for n > 2 && n*c.bits/8 > chunkAim {
+		n /= 2
+	}
+	return min(n, c.rows-first)
+}
+
+func (c *flatChunker) encode(first, n int) []byte {
+	if c.bits == 1 {
+		var w bitWriter
+		w.appendBits(c.data, first, n)
+		return w.b
+	}
+	return c.data[first*c.bits/8 : (first+n)*c.bits/8]
+}
+
+// packChunker bit-packs t-bit integers in FastLanes blocks of 1024, each
+// led by its bit width (the chunk's widest value).
+type packChunker struct {
+	data []byte
+	t    int
+	rows int
+}
+
+func (c *packChunker) next(first int) int { return min(flBlock, c.rows-first) }
+
+func (c *packChunker) encode(first, n int) []byte {
+	vals := make([]uint64, flBlock)
+	var or uint64
+	for j := range n {
+		v := readWord(c.data, c.t, first+j)
+		vals[j] = v
+		or |= v
+	}
+	w := bits.Len64(or)
+	out := make([]byte, c.t/8+flWords(c.t, w)*c.t/8)
+	putWord(out, c.t, 0, uint64(w))
+	flPack(c.t, w, vals, out[c.t/8:])
+	return out
+}
+
+// varChunker stores variable-width values as chunk-relative 32-bit
+// offsets and bytes, zstd-compressed when that pays for the page.
+type varChunker struct {
+	offs []uint64 // page-relative, len rows+1
+	data []byte
+	zstd *zstd.Encoder
+}
+
+func newVarChunker(vals []arrow.Array, rows int) (chunker, *encodings21pb.CompressiveEncoding, error) {
+	c := &varChunker{offs: make([]uint64, 1, rows+1)}
+	for _, a := range vals {
+		off, data := binaryChunk(a)
+		for i := range a.Len() {
+			v := data[off(i):off(i+1)]
+			if a.IsNull(i) {
+				v = nil
+			}
+			if len(v) > maxMiniValue {
+				return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: a value of %d bytes is larger than Quiver writes in Lance file formats 2.1 and 2.2 (%d bytes): write the dataset with data_storage_version \"2.0\"", len(v), maxMiniValue)
+			}
+			c.data = append(c.data, v...)
+			c.offs = append(c.offs, uint64(len(c.data)))
+		}
+	}
+	variable := &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Variable{Variable: &encodings21pb.Variable{
+		Offsets: &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Flat{Flat: &encodings21pb.Flat{BitsPerValue: 32}}}}}}
+	// Compress when the values shrink by an eighth or more (names,
+	// categories and text do; random bytes do not).
+	if len(c.data) >= 64 {
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return nil, nil, err
+		}
+		sample := enc.EncodeAll(c.data[:min(len(c.data), 64<<10)], nil)
+		if len(sample)*8 < min(len(c.data), 64<<10)*7 {
+			c.zstd = enc
+			return c, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_General{General: &encodings21pb.General{
+				Compression: &encodings21pb.BufferCompression{Scheme: encodings21pb.CompressionScheme_COMPRESSION_ALGORITHM_ZSTD},
+				Values:      variable}}}, nil
+		}
+	}
+	return c, variable, nil
+}
+
+func (c *varChunker) next(first int) int {
+	rows := len(c.offs) - 1
+	size := func(n int) uint64 { return c.offs[first+n] - c.offs[first] + uint64(4*(n+1)) }
+	if size(rows-first) <= 2*chunkAim && rows-first <= 4096 {
+		return rows - first
+	}
+	n := 2
+	for n*2 <= 4096 && first+n*2 <= rows && size(n*2) <= chunkAim {
+		n *= 2
+	}
+	return min(n, rows-first)
+}
+
+func (c *varChunker) encode(first, n int) []byte {
+	base := c.offs[first]
+	hdr := uint64(4 * (n + 1))
+	out := make([]byte, 0, hdr+c.offs[first+n]-base)
+	for i := range n + 1 {
+		out = binary.LittleEndian.AppendUint32(out, uint32(hdr+c.offs[first+i]-base))
+	}
+	out = append(out, c.data[base:c.offs[first+n]]...)
+	// Readers view the chunk as 32-bit words: pad it to a multiple of 4.
+	for len(out)%4 != 0 {
+		out = append(out, 0)
+	}
+	if c.zstd == nil {
+		return out
+	}
+	z := binary.LittleEndian.AppendUint64(nil, uint64(len(out)))
+	return c.zstd.EncodeAll(out, z)
+}
