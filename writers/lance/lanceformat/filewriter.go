@@ -175,7 +175,7 @@ func (w *FileWriter) flush() error {
 		}
 		var err error
 		if w.minor > 0 {
-			col, err = encodeField21(f.Type, chunks, col, w.writePage)
+			col, err = encodeField21(f.Type, chunks, col, w.minor, w.writePage)
 		} else {
 			col, err = encodeColumns(f.Type, chunks, col, w.writePage)
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/klauspost/compress/zstd"
+	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
@@ -58,7 +59,7 @@ func splitLeaves(dt arrow.DataType, a arrow.Array, parents []arrow.Array) ([]lea
 
 // encodeField21 encodes chunks of one top-level field of type dt as one
 // mini-block page per leaf column, calling emit for each.
-func encodeField21(dt arrow.DataType, chunks []arrow.Array, col int, emit func(col int, p page) error) (int, error) {
+func encodeField21(dt arrow.DataType, chunks []arrow.Array, col int, minor uint16, emit func(col int, p page) error) (int, error) {
 	var perLeaf [][]leafCol
 	for _, c := range chunks {
 		ls, err := splitLeaves(dt, c, nil)
@@ -76,7 +77,7 @@ func encodeField21(dt arrow.DataType, chunks []arrow.Array, col int, emit func(c
 		perLeaf = make([][]leafCol, leafCount(dt))
 	}
 	for _, leaf := range perLeaf {
-		p, err := encodeLeaf21(leaf)
+		p, err := encodeLeaf21(leaf, minor)
 		if err != nil {
 			return 0, err
 		}
@@ -145,7 +146,10 @@ type chunker interface {
 	encode(first, n int) []byte
 }
 
-func encodeLeaf21(leaf []leafCol) (page, error) {
+// encodeLeaf21 encodes one leaf's chunks as a mini-block page. Format
+// 2.2 requires its "large chunk" grammar: 32-bit chunk metadata words and
+// value buffer sizes, flagged by MiniBlockLayout field 10.
+func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 	layers, def := leafLevels(leaf)
 	vals := make([]arrow.Array, len(leaf))
 	rows := 0
@@ -166,6 +170,10 @@ func encodeLeaf21(leaf []leafCol) (page, error) {
 		Layers:           layers,
 		NumBuffers:       1,
 		NumItems:         uint64(rows),
+	}
+	large := minor >= 2
+	if large {
+		m.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, miniBlockLarge, protowire.VarintType), 1))
 	}
 	defBits := 0
 	if def != nil {
@@ -188,10 +196,13 @@ func encodeLeaf21(leaf []leafCol) (page, error) {
 			data = binary.LittleEndian.AppendUint16(data, 0)
 		}
 		vb := c.encode(first, n)
-		if len(vb) > 0xffff {
+		if large {
+			data = binary.LittleEndian.AppendUint32(data, uint32(len(vb)))
+		} else if len(vb) <= 0xffff {
+			data = binary.LittleEndian.AppendUint16(data, uint16(len(vb)))
+		} else {
 			return page{}, fmt.Errorf("lance: chunk buffer of %d bytes", len(vb))
 		}
-		data = binary.LittleEndian.AppendUint16(data, uint16(len(vb)))
 		data = padTo8(data)
 		if def != nil {
 			data = padTo8(append(data, defBuf...))
@@ -205,7 +216,11 @@ func encodeLeaf21(leaf []leafCol) (page, error) {
 		if !last {
 			log = bits.TrailingZeros(uint(n))
 		}
-		meta = binary.LittleEndian.AppendUint16(meta, uint16((size/8-1)<<4|log))
+		if word := uint32((size/8-1)<<4 | log); large {
+			meta = binary.LittleEndian.AppendUint32(meta, word)
+		} else {
+			meta = binary.LittleEndian.AppendUint16(meta, uint16(word))
+		}
 		first += n
 	}
 	if rows == 0 {

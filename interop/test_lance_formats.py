@@ -1,0 +1,149 @@
+"""Quiver's Lance sink against the newest Lance core on PyPI (pylance and
+lancedb, pinned in requirements-test.txt): pylance reads the 2.1 and 2.2
+datasets Quiver writes exactly, Quiver merges into a dataset pylance created
+with its defaults (format 2.2) as pylance's merge_insert does, also after
+pylance mutated it, and a dataset of an unstable ("next") format leaves its
+endpoint unavailable with the reason while the server serves the others."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.flight as flight
+import pytest
+
+from helpers import Quiver, require_tool
+
+try:
+    import lance
+    import lancedb
+except ImportError:
+    lance = lancedb = None
+
+
+@pytest.fixture(autouse=True)
+def _reference_tools() -> None:
+    if lance is None or lancedb is None:
+        require_tool("pylance", "pylance and lancedb are not installed in .venv (requirements-test.txt)")
+
+CATEGORIES = ["books", "games", "music", "video", "garden", "tools", "toys", "food"]
+
+
+def workload(start: int, n: int, seed: int = 1) -> pa.Table:
+    """Rows like the standard workload, plus a vector and a nullable struct."""
+    rng = np.random.default_rng(seed + start)
+    ids = np.arange(start, start + n, dtype=np.int64)
+    base = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz0123456789"))
+    names = ["".join(rng.choice(letters, size=int(k))) for k in rng.integers(8, 25, n)]
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 8).astype(np.float32)), 8)
+    st = pa.array([None if i % 17 == 0 else {"a": int(i), "b": None if i % 5 == 0 else f"b{i % 11}"} for i in ids],
+                  pa.struct([("a", pa.int64()), ("b", pa.string())]))
+    return pa.table({
+        "id": pa.array(ids),
+        "ts": pa.array([base + dt.timedelta(milliseconds=int(i)) for i in ids], pa.timestamp("us", tz="UTC")),
+        "user_id": pa.array(rng.integers(0, 1_000_001, n, dtype=np.int64)),
+        "amount": pa.array(np.round(rng.random(n) * 1000.0, 2)),
+        "name": pa.array([None if i % 13 == 0 else s for i, s in zip(ids, names)], pa.string()),
+        "category": pa.array([CATEGORIES[k] for k in rng.integers(0, len(CATEGORIES), n)], pa.string()),
+        "active": pa.array(rng.random(n) < 0.5),
+        "vec": vec,
+        "st": st,
+    })
+
+
+def sorted_rows(t: pa.Table) -> pa.Table:
+    return t.sort_by("id")
+
+
+def assert_same(got: pa.Table, want: pa.Table, who: str) -> None:
+    got, want = sorted_rows(got), sorted_rows(want)
+    assert got.num_rows == want.num_rows, f"{who}: {got.num_rows} rows, want {want.num_rows}"
+    for name in want.column_names:
+        g = got.column(name).combine_chunks()
+        w = want.column(name).combine_chunks().cast(g.type)
+        assert g.equals(w), f"{who}: column {name} differs"
+
+
+def lance_endpoint(name: str, path: Path, **opts: Any) -> dict[str, Any]:
+    return {"name": name, "sink": "lance", "lance": {"dataset_uri": "file://" + str(path), **opts}}
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in (path / "data").glob("*.lance"))
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2", None])
+def test_pylance_reads_quiver_datasets(serve: Callable[..., Quiver], tables: Path, version: str | None) -> None:
+    """Two auto-commit puts into a new dataset of each format (None: the
+    default, 2.2); pylance and lancedb read every row back as sent, and the
+    data files are about as large as pylance's own for the same rows."""
+    name = f"fmt-{version or 'default'}"
+    path = tables / f"{name}.lance"
+    opts = {"data_storage_version": version} if version else {}
+    q = serve([lance_endpoint("items", path, **opts)])
+    parts = [workload(0, 6000), workload(6000, 3000)]
+    for t in parts:
+        q.client().put("items", t)
+    want = pa.concat_tables(parts)
+    ds = lance.dataset(str(path))
+    assert ds.data_storage_version == (version or "2.2")
+    assert_same(ds.to_table(), want, "pylance")
+    tbl = lancedb.connect(str(tables)).open_table(name)
+    assert tbl.count_rows() == want.num_rows
+    assert_same(tbl.to_arrow(), want, "lancedb")
+    # The same rows written by pylance in the same format, in two files.
+    ref = tables / f"{name}-pylance.lance"
+    lance.write_dataset(parts[0], str(ref), data_storage_version=version or "2.2")
+    lance.write_dataset(parts[1], str(ref), mode="append")
+    ratio = dir_bytes(path) / dir_bytes(ref)
+    print(f"{name}: Quiver {dir_bytes(path)} bytes, pylance {dir_bytes(ref)} bytes, ratio {ratio:.2f}")
+    assert ratio <= 1.2, f"Quiver's data files are {ratio:.2f}x pylance's"
+
+
+def test_merge_insert_into_pylance_dataset(serve: Callable[..., Quiver], tables: Path) -> None:
+    """A dataset pylance created with its defaults (2.2): Quiver's
+    merge_insert (update_all + insert_all on id) gives the rows pylance's
+    merge_insert gives on a copy, also after pylance deleted, updated and
+    compacted the dataset in between."""
+    base = workload(0, 5000, seed=7)
+    ours, theirs = tables / "merge-q.lance", tables / "merge-p.lance"
+    lance.write_dataset(base, str(ours))
+    assert lance.dataset(str(ours)).data_storage_version == "2.2"
+    shutil.copytree(ours, theirs)
+    q = serve([lance_endpoint("m", ours, mode="merge_insert", on=["id"])])
+
+    def merge_both(src: pa.Table) -> None:
+        q.client().put("m", src)
+        (lance.dataset(str(theirs)).merge_insert("id")
+         .when_matched_update_all().when_not_matched_insert_all().execute(src))
+        assert_same(lance.dataset(str(ours)).to_table(), lance.dataset(str(theirs)).to_table(), "merge")
+
+    src = workload(4000, 2000, seed=8)  # 1000 updates, 1000 inserts
+    merge_both(src)
+    for path in (ours, theirs):  # the same mutations by pylance on both
+        ds = lance.dataset(str(path))
+        ds.delete("id % 10 = 3")
+        ds.update({"amount": "amount + 1"}, where="id < 500")
+        ds.optimize.compact_files(target_rows_per_fragment=100_000)
+    merge_both(workload(5500, 1500, seed=9))
+
+
+def test_next_format_endpoint_unavailable(serve: Callable[..., Quiver], tables: Path) -> None:
+    """A dataset of Lance's unstable next format: its endpoint answers
+    why it cannot be written, the server serves the other endpoint."""
+    nxt, ok = tables / "next.lance", tables / "ok.lance"
+    lance.write_dataset(workload(0, 100), str(nxt), data_storage_version="next")
+    version = lance.dataset(str(nxt)).data_storage_version
+    assert version not in ("2.0", "2.1", "2.2")
+    q = serve([lance_endpoint("next", nxt), lance_endpoint("ok", ok)])
+    with pytest.raises((flight.FlightError, pa.ArrowException)) as e:
+        q.client().put("next", workload(100, 10))
+    assert f"Lance file format {version}" in str(e.value) and "next" in str(e.value), str(e.value)
+    q.client().put("ok", workload(0, 10))
+    assert lance.dataset(str(ok)).count_rows() == 10
