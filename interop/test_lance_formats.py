@@ -8,6 +8,7 @@ endpoint unavailable with the reason while the server serves the others."""
 from __future__ import annotations
 
 import datetime as dt
+import decimal
 import shutil
 from pathlib import Path
 from typing import Any, Callable
@@ -147,3 +148,53 @@ def test_next_format_endpoint_unavailable(serve: Callable[..., Quiver], tables: 
     assert f"Lance file format {version}" in str(e.value) and "next" in str(e.value), str(e.value)
     q.client().put("ok", workload(0, 10))
     assert lance.dataset(str(ok)).count_rows() == 10
+
+
+def _types() -> list[tuple[str, pa.Array, str]]:
+    """(name, column of 40 rows with nulls, Quiver's answer for a new
+    dataset): "2.2" / "2.0" stored in that format, or "refused"."""
+    n = 40
+    ints = list(range(n))
+
+    def nulls(values: list[Any], typ: pa.DataType) -> pa.Array:
+        return pa.array([None if i % 7 == 3 else v for i, v in enumerate(values)], typ)
+
+    words = [f"w{i % 5}" for i in ints]
+    return [
+        ("dictionary", nulls(words, pa.string()).dictionary_encode(), "refused"),
+        ("decimal128", nulls([decimal.Decimal(i) / 100 for i in ints], pa.decimal128(10, 2)), "2.2"),
+        ("decimal256", nulls([decimal.Decimal(i) / 100 for i in ints], pa.decimal256(40, 2)), "2.2"),
+        ("time32", nulls([i * 1000 for i in ints], pa.time32("ms")), "2.2"),
+        ("time64", nulls([i * 1000 for i in ints], pa.time64("us")), "2.2"),
+        ("date64", nulls([dt.date(2026, 1, 1) + dt.timedelta(days=i) for i in ints], pa.date64()), "2.2"),
+        ("duration", nulls(ints, pa.duration("ms")), "2.2"),
+        ("float16", nulls([np.float16(i / 4) for i in ints], pa.float16()), "2.2"),
+        ("struct", nulls([{"a": i, "b": f"s{i}"} for i in ints], pa.struct([("a", pa.int32()), ("b", pa.string())])), "2.2"),
+        ("vector_f32", nulls([[float(i)] * 4 for i in ints], pa.list_(pa.float32(), 4)), "2.2"),
+        ("vector_f16", nulls([[np.float16(i)] * 4 for i in ints], pa.list_(pa.float16(), 4)), "2.2"),
+        ("list", nulls([list(range(i % 4)) for i in ints], pa.list_(pa.int64())), "2.0"),
+        ("large_list", nulls([list(range(i % 4)) for i in ints], pa.large_list(pa.int64())), "refused"),
+        ("map", nulls([{"k": i} for i in ints], pa.map_(pa.string(), pa.int64())), "refused"),
+    ]
+
+
+@pytest.mark.parametrize("name,column,answer", _types(), ids=[t[0] for t in _types()])
+def test_types_against_pylance(serve: Callable[..., Quiver], tables: Path, name: str, column: pa.Array, answer: str) -> None:
+    """Each Arrow type a pandas, Polars or pyarrow user sends, into a new
+    dataset: pylance stores every one; Quiver stores it (pylance reads it
+    back equal) or refuses it with InvalidArgument naming the column."""
+    t = pa.table({"id": pa.array(range(len(column)), pa.int64()), name: column})
+    ref = tables / f"type-{name}-pylance.lance"
+    lance.write_dataset(t, str(ref))
+    assert_same(lance.dataset(str(ref)).to_table(), t, f"pylance {name}")
+    path = tables / f"type-{name}.lance"
+    q = serve([lance_endpoint("t", path)])
+    if answer == "refused":
+        with pytest.raises((flight.FlightError, pa.ArrowException)) as e:
+            q.client().put("t", t)
+        assert "invalid" in str(e.value).lower() and name in str(e.value), str(e.value)
+        return
+    q.client().put("t", t)
+    ds = lance.dataset(str(path))
+    assert ds.data_storage_version == answer
+    assert_same(ds.to_table(), t, f"Quiver {name}")

@@ -68,6 +68,20 @@ func formatOfFiles(frags []Fragment) string {
 	return "2.0"
 }
 
+// newerType reports the fixed-width types Quiver writes in 2.1+ only.
+func newerType(dt arrow.DataType) bool {
+	switch dt.(type) {
+	case *arrow.DurationType, *arrow.Decimal128Type, *arrow.Decimal256Type:
+		return true
+	}
+	for _, t := range newerTypes {
+		if arrow.TypeEqual(t, dt) {
+			return true
+		}
+	}
+	return false
+}
+
 // DefaultFormat is the file format (2.minor) of a new dataset of schema
 // s when none is configured: 2.2, pylance's default, unless a column
 // holds a list, which Quiver writes in 2.0 only.
@@ -81,11 +95,23 @@ func DefaultFormat(s *arrow.Schema) uint16 {
 // CheckFormatTypes reports, as ErrInvalid naming the column, an Arrow
 // type that Quiver maps to Lance but does not write in format 2.minor.
 func CheckFormatTypes(s *arrow.Schema, minor uint16) error {
-	if minor == 0 {
-		return nil
-	}
 	var walk func(path string, dt arrow.DataType) error
 	walk = func(path string, dt arrow.DataType) error {
+		if minor == 0 {
+			if newerType(dt) {
+				return writers.Errorf(writers.ErrInvalid, "lance: column %q has type %s, which Quiver writes in Lance file formats 2.1 and 2.2 only: create the dataset with data_storage_version \"2.2\"", path, dt)
+			}
+			if st, ok := dt.(*arrow.StructType); ok {
+				for _, f := range st.Fields() {
+					if err := walk(path+"."+f.Name, f.Type); err != nil {
+						return err
+					}
+				}
+			} else if l, ok := dt.(arrow.ListLikeType); ok {
+				return walk(path+".item", l.Elem())
+			}
+			return nil
+		}
 		switch t := dt.(type) {
 		case *arrow.StructType:
 			for _, f := range t.Fields() {

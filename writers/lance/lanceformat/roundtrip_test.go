@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -89,6 +91,18 @@ func fillValue(b array.Builder, f arrow.Field, rng *rand.Rand, row, nullPct int)
 		b.Append(arrow.Date32(r % 40000))
 	case *array.TimestampBuilder:
 		b.Append(arrow.Timestamp(r % (1 << 50)))
+	case *array.Float16Builder:
+		b.Append(float16.New(float32(r%1000) / 8))
+	case *array.Decimal128Builder:
+		b.Append(decimal128.FromI64(r % 1_000_000_000))
+	case *array.Date64Builder:
+		b.Append(arrow.Date64(r % (1 << 40) / 86400000 * 86400000))
+	case *array.Time32Builder:
+		b.Append(arrow.Time32(r % 86400000))
+	case *array.Time64Builder:
+		b.Append(arrow.Time64(r % 86400000000))
+	case *array.DurationBuilder:
+		b.Append(arrow.Duration(r))
 	case *array.FixedSizeListBuilder:
 		b.Append(true)
 		vb := b.ValueBuilder().(*array.Float32Builder)
@@ -209,7 +223,8 @@ func TestFileRoundTrip(t *testing.T) {
 const noItemNulls = "test.no_item_nulls"
 
 // formatSchema is allTypesSchema without the types Quiver does not write
-// in format 2.minor (lists, null vector items in 2.1 and 2.2).
+// in format 2.minor (lists, null vector items in 2.1 and 2.2), plus the
+// types it writes in 2.1 and 2.2 only.
 func formatSchema(minor uint16) *arrow.Schema {
 	s := allTypesSchema()
 	if minor == 0 {
@@ -226,6 +241,10 @@ func formatSchema(minor uint16) *arrow.Schema {
 			fs = append(fs, f)
 		}
 	}
+	nn := func(name string, t arrow.DataType) arrow.Field { return arrow.Field{Name: name, Type: t, Nullable: true} }
+	fs = append(fs, nn("f16", arrow.FixedWidthTypes.Float16), nn("dec", &arrow.Decimal128Type{Precision: 18, Scale: 3}),
+		nn("d64", arrow.FixedWidthTypes.Date64), nn("t32", arrow.FixedWidthTypes.Time32ms),
+		nn("t64", arrow.FixedWidthTypes.Time64us), nn("dur", &arrow.DurationType{Unit: arrow.Millisecond}))
 	return arrow.NewSchema(fs, nil)
 }
 

@@ -262,7 +262,18 @@ func logicalType(t arrow.DataType) (string, error) {
 			return name, nil
 		}
 	}
+	for name, p := range newerTypes {
+		if arrow.TypeEqual(p, t) {
+			return name, nil
+		}
+	}
 	switch t := t.(type) {
+	case *arrow.DurationType:
+		return "duration:" + t.Unit.String(), nil
+	case *arrow.Decimal128Type:
+		return fmt.Sprintf("decimal:128:%d:%d", t.Precision, t.Scale), nil
+	case *arrow.Decimal256Type:
+		return fmt.Sprintf("decimal:256:%d:%d", t.Precision, t.Scale), nil
 	case *arrow.TimestampType:
 		tz := t.TimeZone
 		if tz == "" {
@@ -286,9 +297,10 @@ func logicalType(t arrow.DataType) (string, error) {
 	return "", fmt.Errorf("type %s has no Lance 2.0 mapping in Quiver: use a supported type (integers, floats, bool, utf8, binary, date32, timestamp, fixed_size_list, list, struct)", t)
 }
 
-// readOnlyTypes are logical types Quiver reads (LanceDB and pylance
-// write them) but does not write.
-var readOnlyTypes = map[string]arrow.DataType{
+// newerTypes are fixed-width logical types Quiver writes in Lance file
+// formats 2.1 and 2.2 only (CheckFormatTypes refuses them for 2.0); the
+// reader takes them from any format.
+var newerTypes = map[string]arrow.DataType{
 	"halffloat": arrow.FixedWidthTypes.Float16,
 	"date64:ms": arrow.FixedWidthTypes.Date64,
 	"time32:s":  arrow.FixedWidthTypes.Time32s,
@@ -304,7 +316,7 @@ func parseLogicalType(s string) (arrow.DataType, error) {
 	if t, ok := primitiveTypes[s]; ok {
 		return t, nil
 	}
-	if t, ok := readOnlyTypes[s]; ok {
+	if t, ok := newerTypes[s]; ok {
 		return t, nil
 	}
 	parts := strings.Split(s, ":")

@@ -295,7 +295,7 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (chunker, *enco
 		return newVarChunker(vals, rows)
 	case arrow.FixedWidthDataType:
 		b, _ := fixedValues(dt, vals)
-		if isInteger(dt) {
+		if isInteger(dt) && packs(b, t.BitWidth(), rows) {
 			w := t.BitWidth()
 			return &packChunker{data: b, t: w, rows: rows}, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_InlineBitpacking{
 				InlineBitpacking: &encodings21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(w)}}}, nil
@@ -321,6 +321,20 @@ func nullItems(l, items arrow.Array, dim int) bool {
 		}
 	}
 	return false
+}
+
+// packs reports whether bit-packing rows t-bit values in FastLanes blocks
+// (padded to 1024 values) is smaller than storing them flat.
+func packs(data []byte, t, rows int) bool {
+	packed := 0
+	for first := 0; first < rows; first += flBlock {
+		var or uint64
+		for j := first; j < min(rows, first+flBlock); j++ {
+			or |= readWord(data, t, j)
+		}
+		packed += t/8 + flWords(t, bits.Len64(or))*t/8
+	}
+	return packed < rows*t/8
 }
 
 // isInteger reports types whose values are integers of 8 to 64 bits.
