@@ -241,7 +241,9 @@ func formatSchema(minor uint16) *arrow.Schema {
 			fs = append(fs, f)
 		}
 	}
-	nn := func(name string, t arrow.DataType) arrow.Field { return arrow.Field{Name: name, Type: t, Nullable: true} }
+	nn := func(name string, t arrow.DataType) arrow.Field {
+		return arrow.Field{Name: name, Type: t, Nullable: true}
+	}
 	fs = append(fs, nn("f16", arrow.FixedWidthTypes.Float16), nn("dec", &arrow.Decimal128Type{Precision: 18, Scale: 3}),
 		nn("d64", arrow.FixedWidthTypes.Date64), nn("t32", arrow.FixedWidthTypes.Time32ms),
 		nn("t64", arrow.FixedWidthTypes.Time64us), nn("dur", &arrow.DurationType{Unit: arrow.Millisecond}))
