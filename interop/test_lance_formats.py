@@ -36,7 +36,8 @@ CATEGORIES = ["books", "games", "music", "video", "garden", "tools", "toys", "fo
 
 
 def workload(start: int, n: int, seed: int = 1) -> pa.Table:
-    """Rows like the standard workload, plus a vector and a nullable struct."""
+    """Rows like the standard workload, plus a vector, a nullable struct and
+    a list of strings (with null and empty lists)."""
     rng = np.random.default_rng(seed + start)
     ids = np.arange(start, start + n, dtype=np.int64)
     base = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
@@ -45,8 +46,10 @@ def workload(start: int, n: int, seed: int = 1) -> pa.Table:
     vec = pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 8).astype(np.float32)), 8)
     st = pa.array([None if i % 17 == 0 else {"a": int(i), "b": None if i % 5 == 0 else f"b{i % 11}"} for i in ids],
                   pa.struct([("a", pa.int64()), ("b", pa.string())]))
+    tags = [None if i % 11 == 0 else [CATEGORIES[(i + j) % 8] for j in range(i % 4)] for i in ids]
     return pa.table({
         "id": pa.array(ids),
+        "tags": pa.array(tags, pa.list_(pa.string())),
         "ts": pa.array([base + dt.timedelta(milliseconds=int(i)) for i in ids], pa.timestamp("us", tz="UTC")),
         "user_id": pa.array(rng.integers(0, 1_000_001, n, dtype=np.int64)),
         "amount": pa.array(np.round(rng.random(n) * 1000.0, 2)),
@@ -172,8 +175,11 @@ def _types() -> list[tuple[str, pa.Array, str]]:
         ("struct", nulls([{"a": i, "b": f"s{i}"} for i in ints], pa.struct([("a", pa.int32()), ("b", pa.string())])), "2.2"),
         ("vector_f32", nulls([[float(i)] * 4 for i in ints], pa.list_(pa.float32(), 4)), "2.2"),
         ("vector_f16", nulls([[np.float16(i)] * 4 for i in ints], pa.list_(pa.float16(), 4)), "2.2"),
-        ("list", nulls([list(range(i % 4)) for i in ints], pa.list_(pa.int64())), "2.0"),
-        ("large_list", nulls([list(range(i % 4)) for i in ints], pa.large_list(pa.int64())), "refused"),
+        ("list", nulls([list(range(i % 4)) for i in ints], pa.list_(pa.int64())), "2.2"),
+        ("large_list", nulls([list(range(i % 4)) for i in ints], pa.large_list(pa.int64())), "2.2"),
+        ("list_of_struct", nulls([[{"x": j, "y": None if j == 1 else str(j)} for j in range(i % 3)] for i in ints],
+                                 pa.list_(pa.struct([("x", pa.int32()), ("y", pa.string())]))), "2.2"),
+        ("list_of_list", nulls([[list(range(j)) for j in range(i % 3)] for i in ints], pa.list_(pa.list_(pa.int16()))), "2.2"),
         ("map", nulls([{"k": i} for i in ints], pa.map_(pa.string(), pa.int64())), "refused"),
     ]
 

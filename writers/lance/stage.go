@@ -149,7 +149,7 @@ func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Sch
 		return nil, 0, err
 	}
 	if d == nil {
-		minor := lanceformat.DefaultFormat(got)
+		minor := uint16(lanceformat.DefaultFormat)
 		if v := w.cfg.DataStorageVersion; v != "" {
 			minor, _ = lanceformat.ParseFormatVersion(v)
 		}

@@ -68,10 +68,10 @@ func formatOfFiles(frags []Fragment) string {
 	return "2.0"
 }
 
-// newerType reports the fixed-width types Quiver writes in 2.1+ only.
+// newerType reports the types Quiver writes in 2.1+ only.
 func newerType(dt arrow.DataType) bool {
 	switch dt.(type) {
-	case *arrow.DurationType, *arrow.Decimal128Type, *arrow.Decimal256Type:
+	case *arrow.DurationType, *arrow.Decimal128Type, *arrow.Decimal256Type, *arrow.LargeListType:
 		return true
 	}
 	for _, t := range newerTypes {
@@ -82,35 +82,17 @@ func newerType(dt arrow.DataType) bool {
 	return false
 }
 
-// DefaultFormat is the file format (2.minor) of a new dataset of schema
-// s when none is configured: 2.2, pylance's default, unless a column
-// holds a list, which Quiver writes in 2.0 only.
-func DefaultFormat(s *arrow.Schema) uint16 {
-	if CheckFormatTypes(s, 2) != nil {
-		return 0
-	}
-	return 2
-}
+// DefaultFormat is the file format (2.minor) of a new dataset when none
+// is configured: 2.2, pylance's default.
+const DefaultFormat = 2
 
 // CheckFormatTypes reports, as ErrInvalid naming the column, an Arrow
 // type that Quiver maps to Lance but does not write in format 2.minor.
 func CheckFormatTypes(s *arrow.Schema, minor uint16) error {
 	var walk func(path string, dt arrow.DataType) error
 	walk = func(path string, dt arrow.DataType) error {
-		if minor == 0 {
-			if newerType(dt) {
-				return writers.Errorf(writers.ErrInvalid, "lance: column %q has type %s, which Quiver writes in Lance file formats 2.1 and 2.2 only: create the dataset with data_storage_version \"2.2\"", path, dt)
-			}
-			if st, ok := dt.(*arrow.StructType); ok {
-				for _, f := range st.Fields() {
-					if err := walk(path+"."+f.Name, f.Type); err != nil {
-						return err
-					}
-				}
-			} else if l, ok := dt.(arrow.ListLikeType); ok {
-				return walk(path+".item", l.Elem())
-			}
-			return nil
+		if minor == 0 && newerType(dt) {
+			return writers.Errorf(writers.ErrInvalid, "lance: column %q has type %s, which Quiver writes in Lance file formats 2.1 and 2.2 only: create the dataset with data_storage_version \"2.2\"", path, dt)
 		}
 		switch t := dt.(type) {
 		case *arrow.StructType:
@@ -119,12 +101,14 @@ func CheckFormatTypes(s *arrow.Schema, minor uint16) error {
 					return err
 				}
 			}
-		case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
-			return writers.Errorf(writers.ErrInvalid, "lance: column %q is a list, which Quiver does not write in Lance file format 2.%d yet: create the dataset with data_storage_version \"2.0\"", path, minor)
-		case *arrow.FixedSizeListType:
-			if ew, ok := t.Elem().(arrow.FixedWidthDataType); ok && ew.BitWidth()*int(t.Len())/8 > maxMiniValue {
-				return writers.Errorf(writers.ErrInvalid, "lance: column %q holds vectors of %d bytes, wider than Quiver writes in Lance file format 2.%d (%d bytes): create the dataset with data_storage_version \"2.0\"", path, ew.BitWidth()*int(t.Len())/8, minor, maxMiniValue)
+		case arrow.ListLikeType:
+			if fsl, ok := t.(*arrow.FixedSizeListType); ok {
+				if ew, ok := fsl.Elem().(arrow.FixedWidthDataType); ok && minor > 0 && ew.BitWidth()*int(fsl.Len())/8 > maxMiniValue {
+					return writers.Errorf(writers.ErrInvalid, "lance: column %q holds vectors of %d bytes, wider than Quiver writes in Lance file format 2.%d (%d bytes): create the dataset with data_storage_version \"2.0\"", path, ew.BitWidth()*int(fsl.Len())/8, minor, maxMiniValue)
+				}
+				return nil
 			}
+			return walk(path+".item", t.Elem())
 		}
 		return nil
 	}

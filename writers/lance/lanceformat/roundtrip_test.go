@@ -223,8 +223,8 @@ func TestFileRoundTrip(t *testing.T) {
 const noItemNulls = "test.no_item_nulls"
 
 // formatSchema is allTypesSchema without the types Quiver does not write
-// in format 2.minor (lists, null vector items in 2.1 and 2.2), plus the
-// types it writes in 2.1 and 2.2 only.
+// in format 2.minor (null vector items in 2.1 and 2.2), plus the types it
+// writes in 2.1 and 2.2 only.
 func formatSchema(minor uint16) *arrow.Schema {
 	s := allTypesSchema()
 	if minor == 0 {
@@ -233,7 +233,6 @@ func formatSchema(minor uint16) *arrow.Schema {
 	var fs []arrow.Field
 	for _, f := range s.Fields() {
 		switch f.Type.ID() {
-		case arrow.LIST:
 		case arrow.FIXED_SIZE_LIST: // vectors without null items
 			f.Metadata = arrow.NewMetadata([]string{noItemNulls}, []string{"true"})
 			fs = append(fs, f)

@@ -139,6 +139,8 @@ func FromArrow(s *arrow.Schema) (*Schema, error) {
 		switch t := af.Type.(type) {
 		case *arrow.ListType:
 			return add(t.ElemField(), f.ID)
+		case *arrow.LargeListType:
+			return add(t.ElemField(), f.ID)
 		case *arrow.StructType:
 			for _, c := range t.Fields() {
 				if err := add(c, f.ID); err != nil {
@@ -291,6 +293,8 @@ func logicalType(t arrow.DataType) (string, error) {
 		return "fixed_size_list:" + item + ":" + strconv.Itoa(int(t.Len())), nil
 	case *arrow.ListType:
 		return "list", nil
+	case *arrow.LargeListType:
+		return "large_list", nil
 	case *arrow.StructType:
 		return "struct", nil
 	}

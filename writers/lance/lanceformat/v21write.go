@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/bits"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -29,32 +30,40 @@ const chunkAim = 4096
 // takes; larger ones are refused (their page would need full-zip).
 const maxMiniValue = 8 << 10
 
-// leafCol is one leaf of a top-level field: its values and the struct
-// arrays around it (innermost first), all of the same rows.
+// leafCol is one leaf of a top-level field: without a list on its path,
+// its values and the struct arrays around it (innermost first), all of
+// the same rows; with one, the top-level chunk and the path to the leaf.
 type leafCol struct {
 	vals    arrow.Array
 	parents []arrow.Array
+	top     arrow.Array
+	path    []step
 }
 
-// splitLeaves returns the leaves of a chunk of type dt in pre-order.
-func splitLeaves(dt arrow.DataType, a arrow.Array, parents []arrow.Array) ([]leafCol, error) {
+// splitLeaves returns the leaves of a chunk of type dt in pre-order. a is
+// nil below a list (its rows are not the chunk's).
+func splitLeaves(dt arrow.DataType, a, top arrow.Array, parents []arrow.Array, path []step) []leafCol {
 	switch t := dt.(type) {
 	case *arrow.StructType:
-		s := a.(*array.Struct)
 		var out []leafCol
 		for k := range t.NumFields() {
-			ps := append([]arrow.Array{a}, parents...)
-			sub, err := splitLeaves(t.Field(k).Type, s.Field(k), ps)
-			if err != nil {
-				return nil, err
+			var child arrow.Array
+			if a != nil {
+				child = a.(*array.Struct).Field(k)
 			}
-			out = append(out, sub...)
+			ps := append([]arrow.Array{a}, parents...)
+			out = append(out, splitLeaves(t.Field(k).Type, child, top, ps, append(slices.Clone(path), step{child: k}))...)
 		}
-		return out, nil
-	case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
-		return nil, writers.Errorf(writers.ErrInvalid, "lance: list columns are not written in Lance file formats 2.1 and 2.2 by this version of Quiver: write the dataset with data_storage_version \"2.0\"")
+		return out
+	case *arrow.ListType:
+		return splitLeaves(t.Elem(), nil, top, nil, append(slices.Clone(path), step{list: true}))
+	case *arrow.LargeListType:
+		return splitLeaves(t.Elem(), nil, top, nil, append(slices.Clone(path), step{list: true}))
 	}
-	return []leafCol{{vals: a, parents: parents}}, nil
+	if a == nil {
+		return []leafCol{{top: top, path: path}}
+	}
+	return []leafCol{{vals: a, parents: parents}}
 }
 
 // encodeField21 encodes chunks of one top-level field of type dt as one
@@ -62,10 +71,7 @@ func splitLeaves(dt arrow.DataType, a arrow.Array, parents []arrow.Array) ([]lea
 func encodeField21(dt arrow.DataType, chunks []arrow.Array, col int, minor uint16, emit func(col int, p page) error) (int, error) {
 	var perLeaf [][]leafCol
 	for _, c := range chunks {
-		ls, err := splitLeaves(dt, c, nil)
-		if err != nil {
-			return 0, err
-		}
+		ls := splitLeaves(dt, c, c, nil, nil)
 		if perLeaf == nil {
 			perLeaf = make([][]leafCol, len(ls))
 		}
@@ -150,12 +156,35 @@ type chunker interface {
 // 2.2 requires its "large chunk" grammar: 32-bit chunk metadata words and
 // value buffer sizes, flagged by MiniBlockLayout field 10.
 func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
-	layers, def := leafLevels(leaf)
-	vals := make([]arrow.Array, len(leaf))
-	rows := 0
-	for i, l := range leaf {
-		vals[i] = l.vals
-		rows += l.vals.Len()
+	var (
+		layers   []encodings21pb.RepDefLayer
+		rep, def []uint16
+		vals     []arrow.Array
+		maxRep   uint16
+		rows     int
+	)
+	if len(leaf) > 0 && leaf[0].top != nil {
+		sh := shredLists(leaf)
+		defer releaseAll(sh.vals)
+		layers, rep, def, vals, maxRep = sh.layers, sh.rep, sh.def, sh.vals, sh.maxRep
+		for _, v := range vals {
+			rows += v.Len()
+		}
+	} else {
+		layers, def = leafLevels(leaf)
+		vals = make([]arrow.Array, len(leaf))
+		for i, l := range leaf {
+			vals[i] = l.vals
+			rows += l.vals.Len()
+		}
+	}
+	topRows := 0
+	for _, l := range leaf {
+		if l.top != nil {
+			topRows += l.top.Len()
+		} else {
+			topRows += l.vals.Len()
+		}
 	}
 	var dt arrow.DataType = arrow.Null
 	if len(vals) > 0 {
@@ -175,25 +204,81 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 	if large {
 		m.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, miniBlockLarge, protowire.VarintType), 1))
 	}
-	defBits := 0
-	if def != nil {
-		defBits = bits.Len16(uint16(len(layers)))
-		m.DefCompression = &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_OutOfLineBitpacking{
+	levelBits := func(max uint16) *encodings21pb.CompressiveEncoding {
+		return &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_OutOfLineBitpacking{
 			OutOfLineBitpacking: &encodings21pb.OutOfLineBitpacking{UncompressedBitsPerValue: 16, Values: &encodings21pb.CompressiveEncoding{
-				Compression: &encodings21pb.CompressiveEncoding_Flat{Flat: &encodings21pb.Flat{BitsPerValue: uint64(defBits)}}}}}}
+				Compression: &encodings21pb.CompressiveEncoding_Flat{Flat: &encodings21pb.Flat{BitsPerValue: uint64(bits.Len16(max))}}}}}}
 	}
-	var meta, data []byte
+	maxVisible := visibleDef(layers)
+	if def != nil {
+		m.DefCompression = levelBits(maxDefLevel(layers))
+	}
+	if rep != nil {
+		m.RepCompression = levelBits(maxRep)
+		m.RepetitionIndexDepth = 1
+	}
+	layout := &encodings21pb.PageLayout{Layout: &encodings21pb.PageLayout_MiniBlockLayout{MiniBlockLayout: m}}
+	if rows == 0 {
+		if rep == nil && def == nil {
+			return page{bufs: [][]byte{{}, {}}, layout: layout}, nil
+		}
+		// Only empty and null lists: the levels alone, unpacked. The item
+		// layer is nullable (an all-valid one would read as a constant
+		// page), which shifts the other definition levels up by one.
+		if layers[0] == encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM {
+			layers[0] = encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM
+			for i := range def {
+				def[i]++
+			}
+		}
+		raw := func(l []uint16) []byte {
+			var b []byte
+			for _, v := range l {
+				b = binary.LittleEndian.AppendUint16(b, v)
+			}
+			return b
+		}
+		return page{length: uint64(topRows), bufs: [][]byte{raw(rep), raw(def)}, layout: &encodings21pb.PageLayout{
+			Layout: &encodings21pb.PageLayout_AllNullLayout{AllNullLayout: &encodings21pb.AllNullLayout{Layers: layers}}}}, nil
+	}
+	var (
+		meta, data []byte
+		repIndex   []uint64 // per chunk: rows finishing in it, leftover levels
+		lc         int      // levels consumed
+		levels     = max(len(rep), len(def))
+	)
 	for first := 0; first < rows; {
 		n := c.next(first)
 		last := first+n == rows
 		start := len(data)
-		var defBuf []byte
-		if def != nil {
-			defBuf = packLevels(def[first:first+n], defBits)
-			data = binary.LittleEndian.AppendUint16(data, uint16(n))
-			data = binary.LittleEndian.AppendUint16(data, uint16(len(defBuf)))
+		// The chunk's levels: up to its n-th value (the next chunk starts
+		// with any empty or null lists after it); the last takes the rest.
+		end := levels
+		if !last {
+			end = lc
+			for taken := 0; taken < n; end++ {
+				if def == nil || def[end] <= maxVisible {
+					taken++
+				}
+			}
+		}
+		if levels > 0 && end-lc > 0xffff {
+			return page{}, fmt.Errorf("lance: mini-block chunk of %d levels", end-lc)
+		}
+		var repBuf, defBuf []byte
+		if levels > 0 {
+			data = binary.LittleEndian.AppendUint16(data, uint16(end-lc))
 		} else {
 			data = binary.LittleEndian.AppendUint16(data, 0)
+		}
+		if rep != nil {
+			repBuf = packLevels(rep[lc:end], bits.Len16(maxRep))
+			data = binary.LittleEndian.AppendUint16(data, uint16(len(repBuf)))
+			repIndex = appendRepIndex(repIndex, rep[lc:end], maxRep, len(meta) == 0, last)
+		}
+		if def != nil {
+			defBuf = packLevels(def[lc:end], bits.Len16(maxDefLevel(layers)))
+			data = binary.LittleEndian.AppendUint16(data, uint16(len(defBuf)))
 		}
 		vb := c.encode(first, n)
 		if large {
@@ -204,6 +289,9 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 			return page{}, fmt.Errorf("lance: chunk buffer of %d bytes", len(vb))
 		}
 		data = padTo8(data)
+		if rep != nil {
+			data = padTo8(append(data, repBuf...))
+		}
 		if def != nil {
 			data = padTo8(append(data, defBuf...))
 		}
@@ -222,11 +310,61 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 			meta = binary.LittleEndian.AppendUint16(meta, uint16(word))
 		}
 		first += n
+		lc = end
 	}
-	if rows == 0 {
-		return page{length: 0, bufs: [][]byte{{}, {}}, layout: &encodings21pb.PageLayout{Layout: &encodings21pb.PageLayout_MiniBlockLayout{MiniBlockLayout: m}}}, nil
+	bufs := [][]byte{meta, data}
+	if rep != nil {
+		var b []byte
+		for _, v := range repIndex {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+		bufs = append(bufs, b)
 	}
-	return page{length: uint64(rows), bufs: [][]byte{meta, data}, layout: &encodings21pb.PageLayout{Layout: &encodings21pb.PageLayout_MiniBlockLayout{MiniBlockLayout: m}}}, nil
+	return page{length: uint64(topRows), bufs: bufs, layout: layout}, nil
+}
+
+// maxDefLevel is the highest definition level of a page's layers.
+func maxDefLevel(layers []encodings21pb.RepDefLayer) uint16 {
+	var n uint16
+	for _, l := range layers {
+		switch l {
+		case encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM, encodings21pb.RepDefLayer_REPDEF_NULLABLE_LIST, encodings21pb.RepDefLayer_REPDEF_EMPTYABLE_LIST:
+			n++
+		case encodings21pb.RepDefLayer_REPDEF_NULL_AND_EMPTY_LIST:
+			n += 2
+		}
+	}
+	return n
+}
+
+// appendRepIndex appends a chunk's repetition index entry (Lance's
+// depth-1 index): the rows that finish in it and the levels left over
+// after its last row start (0 for the last chunk, which finishes its last
+// row). A chunk starting a row finishes the previous chunk's leftover
+// row.
+func appendRepIndex(idx []uint64, rep []uint16, maxRep uint16, first, last bool) []uint64 {
+	var rows, left uint64
+	for i := 1; i < len(rep); i++ {
+		if rep[i] == maxRep {
+			rows++
+		}
+	}
+	if !last {
+		left = uint64(len(rep))
+		for i := len(rep) - 1; i >= 0; i-- {
+			if rep[i] == maxRep {
+				left = uint64(len(rep) - i)
+				break
+			}
+		}
+	} else {
+		rows++
+	}
+	if !first && len(rep) > 0 && rep[0] == maxRep && idx[len(idx)-1] != 0 {
+		idx[len(idx)-2]++
+		idx[len(idx)-1] = 0
+	}
+	return append(idx, rows, left)
 }
 
 func padTo8(b []byte) []byte {
