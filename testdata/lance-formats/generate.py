@@ -83,6 +83,8 @@ def types(rows, seed=7):
         "dict": pa.array(words, pa.string()).dictionary_encode(),
         "null": pa.nulls(rows, pa.int32()),
         "const": pa.array(["same"] * rows, pa.string()),
+        "const_null": pa.array([None if i % 9 == 0 else "same" for i in range(rows)], pa.string()),
+        "const_tags": pa.array([None if i % 9 == 0 else ["t1", None] for i in range(rows)], pa.list_(pa.string())),
         "big": pa.array([bytes([i % 251]) * (260 + i % 20) for i in range(rows)], pa.binary()),
         "vec": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(rows * 16).astype(np.float32)), 16),
         "vec16": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(rows * 8).astype(np.float16)), 8),

@@ -437,11 +437,12 @@ func visibleDef(layers []encodings21pb.RepDefLayer) uint16 {
 
 // decodeAllNull reads an all-null page: no buffers (every row null), or
 // raw 16-bit repetition and definition levels. Format 2.2 also stores
-// constant pages in this layout, with an all-valid item layer and the
-// value as its first buffer.
+// constant pages in this layout: the value, then the levels, if any.
 func decodeAllNull(bud *budget, layers []encodings21pb.RepDefLayer, bufs [][]byte, rows uint64) (*leafPage, error) {
 	p := &leafPage{layers: layers, allNull: true}
-	if len(layers) > 0 && layers[0] == encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM {
+	// All-null pages have no buffers or the two of their levels; constant
+	// pages add the value in front.
+	if len(bufs)%2 == 1 {
 		p.allNull = false
 		if len(bufs) == 0 {
 			return nil, fmt.Errorf("constant page without its value")
@@ -452,14 +453,6 @@ func decodeAllNull(bud *budget, layers []encodings21pb.RepDefLayer, bufs [][]byt
 		}
 		p.vals, p.constant = v, true
 		bufs = bufs[1:]
-	}
-	hasList := false
-	for _, l := range layers {
-		switch l {
-		case encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM, encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM:
-		default:
-			hasList = true
-		}
 	}
 	levels := func(b []byte) ([]uint16, error) {
 		if len(b)%2 != 0 || uint64(len(b)/2) > maxPageRows {
@@ -484,10 +477,6 @@ func decodeAllNull(bud *budget, layers []encodings21pb.RepDefLayer, bufs [][]byt
 				return nil, err
 			}
 		}
-	case len(bufs) == 1 && hasList:
-		p.rep, err = levels(bufs[0])
-	case len(bufs) == 1:
-		p.def, err = levels(bufs[0])
 	}
 	if err != nil {
 		return nil, err
