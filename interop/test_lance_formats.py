@@ -204,3 +204,38 @@ def test_types_against_pylance(serve: Callable[..., Quiver], tables: Path, name:
     ds = lance.dataset(str(path))
     assert ds.data_storage_version == answer
     assert_same(ds.to_table(), t, f"Quiver {name}")
+
+
+# Quiver's merge_insert options and pylance's builder calls for them.
+MERGE_OPTIONS = {
+    "upsert": ({}, lambda b: b.when_matched_update_all().when_not_matched_insert_all()),
+    "insert_only": ({"when_matched": "do_nothing"}, lambda b: b.when_not_matched_insert_all()),
+    "update_only": ({"when_not_matched": "do_nothing"}, lambda b: b.when_matched_update_all()),
+    "sync": ({"when_not_matched_by_source": "delete"},
+             lambda b: b.when_matched_update_all().when_not_matched_insert_all().when_not_matched_by_source_delete()),
+}
+
+
+def test_merge_insert_differential(serve: Callable[..., Quiver], tables: Path) -> None:
+    """Random rounds of merges with random option combinations into a
+    pylance-created 2.2 dataset: after every round Quiver's dataset holds
+    the rows pylance's merge_insert gives on its copy."""
+    rng = np.random.default_rng(20261203)
+    ours, theirs = tables / "diff-q.lance", tables / "diff-p.lance"
+    lance.write_dataset(workload(0, 2000, seed=11), str(ours))
+    shutil.copytree(ours, theirs)
+    q = serve([lance_endpoint(name, ours, mode="merge_insert", on=["id"], **opts)
+               for name, (opts, _) in MERGE_OPTIONS.items()])
+    next_id = 2000
+    for rnd in range(8):
+        name = str(rng.choice(list(MERGE_OPTIONS)))
+        live = lance.dataset(str(theirs)).to_table(columns=["id"]).column("id").to_numpy()
+        n_old, n_new = int(rng.integers(0, 400)), int(rng.integers(1, 300))
+        old = rng.choice(live, size=min(n_old, len(live)), replace=False) if name != "sync" else live[: len(live) // 2]
+        ids = np.concatenate([old, np.arange(next_id, next_id + n_new)]).astype(np.int64)
+        next_id += n_new
+        rng.shuffle(ids)
+        src = pa.concat_tables([workload(int(i), 1, seed=100 + rnd) for i in ids])
+        q.client().put(name, src)
+        MERGE_OPTIONS[name][1](lance.dataset(str(theirs)).merge_insert("id")).execute(src)
+        assert_same(lance.dataset(str(ours)).to_table(), lance.dataset(str(theirs)).to_table(), f"round {rnd} ({name})")
