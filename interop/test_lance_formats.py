@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 (pa.compute)
 import pyarrow.flight as flight
 import pytest
 
@@ -108,13 +109,23 @@ def test_pylance_reads_quiver_datasets(serve: Callable[..., Quiver], tables: Pat
     ratio = dir_bytes(path) / dir_bytes(ref)
     print(f"{name}: Quiver {dir_bytes(path)} bytes, pylance {dir_bytes(ref)} bytes, ratio {ratio:.2f}")
     assert ratio <= 1.2, f"Quiver's data files are {ratio:.2f}x pylance's"
+    # pylance deletes rows and adds a column; Quiver goes on appending.
+    ds.delete("id < 100")
+    ds.add_columns({"amount2": "amount * 2"})
+    more = workload(9000, 500)
+    more = more.append_column("amount2", pa.compute.multiply(more.column("amount"), 2))
+    q.client().put("items", more)
+    got = lance.dataset(str(path)).to_table()
+    assert got.num_rows == want.num_rows - 100 + 500
+    assert_same(got.filter(pa.compute.field("id") >= 9000), more, "after add_columns")
 
 
 def test_merge_insert_into_pylance_dataset(serve: Callable[..., Quiver], tables: Path) -> None:
     """A dataset pylance created with its defaults (2.2): Quiver's
     merge_insert (update_all + insert_all on id) gives the rows pylance's
     merge_insert gives on a copy, also after pylance deleted, updated and
-    compacted the dataset in between."""
+    compacted the dataset and created a BTREE and an IVF_PQ index on it;
+    the indices survive Quiver's merge and still answer."""
     base = workload(0, 5000, seed=7)
     ours, theirs = tables / "merge-q.lance", tables / "merge-p.lance"
     lance.write_dataset(base, str(ours))
@@ -135,7 +146,14 @@ def test_merge_insert_into_pylance_dataset(serve: Callable[..., Quiver], tables:
         ds.delete("id % 10 = 3")
         ds.update({"amount": "amount + 1"}, where="id < 500")
         ds.optimize.compact_files(target_rows_per_fragment=100_000)
+    ds = lance.dataset(str(ours))  # and indices on Quiver's
+    ds.create_scalar_index("id", "BTREE")
+    ds.create_index("vec", "IVF_PQ", num_partitions=2, num_sub_vectors=2)
     merge_both(workload(5500, 1500, seed=9))
+    ds = lance.dataset(str(ours))
+    assert len(ds.list_indices()) == 2, ds.list_indices()
+    assert ds.to_table(nearest={"column": "vec", "q": [0.5] * 8, "k": 5}).num_rows == 5
+    assert ds.to_table(filter="id = 5600").num_rows == 1
 
 
 def test_next_format_endpoint_unavailable(serve: Callable[..., Quiver], tables: Path) -> None:
