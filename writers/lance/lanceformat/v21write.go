@@ -150,6 +150,8 @@ type chunker interface {
 	next(first int) int
 	// encode returns the chunk's value buffer.
 	encode(first, n int) []byte
+	// sizeHint is about the bytes of every chunk's buffer.
+	sizeHint() int
 }
 
 // encodeLeaf21 encodes one leaf's chunks as a mini-block page. Format
@@ -242,7 +244,8 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 			Layout: &encodings21pb.PageLayout_AllNullLayout{AllNullLayout: &encodings21pb.AllNullLayout{Layers: layers}}}}, nil
 	}
 	var (
-		meta, data []byte
+		meta       []byte
+		data       = make([]byte, 0, c.sizeHint()+len(rep)/2+len(def)/2+64)
 		repIndex   []uint64 // per chunk: rows finishing in it, leftover levels
 		lc         int      // levels consumed
 		levels     = max(len(rep), len(def))
@@ -501,6 +504,8 @@ func (c *flatChunker) next(first int) int {
 	return min(n, c.rows-first)
 }
 
+func (c *flatChunker) sizeHint() int { return len(c.data) + c.rows/64*16 }
+
 func (c *flatChunker) encode(first, n int) []byte {
 	if c.bits == 1 {
 		var w bitWriter
@@ -519,6 +524,8 @@ type packChunker struct {
 }
 
 func (c *packChunker) next(first int) int { return min(flBlock, c.rows-first) }
+
+func (c *packChunker) sizeHint() int { return len(c.data) }
 
 func (c *packChunker) encode(first, n int) []byte {
 	vals := make([]uint64, flBlock)
@@ -544,16 +551,33 @@ type varChunker struct {
 }
 
 func newVarChunker(vals []arrow.Array, rows int) (chunker, *encodings21pb.CompressiveEncoding, error) {
-	c := &varChunker{offs: make([]uint64, 1, rows+1)}
+	total := 0
+	for _, a := range vals {
+		off, _ := binaryChunk(a)
+		total += int(off(a.Len()) - off(0))
+	}
+	c := &varChunker{offs: make([]uint64, 1, rows+1), data: make([]byte, 0, total)}
 	for _, a := range vals {
 		off, data := binaryChunk(a)
+		if a.NullN() == 0 { // contiguous: one copy, offsets rebased
+			base, end := off(0), off(a.Len())
+			at := uint64(len(c.data)) - uint64(base)
+			c.data = append(c.data, data[base:end]...)
+			for i := 1; i <= a.Len(); i++ {
+				if off(i)-off(i-1) > maxMiniValue {
+					return nil, nil, tooLarge(off(i) - off(i-1))
+				}
+				c.offs = append(c.offs, uint64(off(i))+at)
+			}
+			continue
+		}
 		for i := range a.Len() {
 			v := data[off(i):off(i+1)]
 			if a.IsNull(i) {
 				v = nil
 			}
 			if len(v) > maxMiniValue {
-				return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: a value of %d bytes is larger than Quiver writes in Lance file formats 2.1 and 2.2 (%d bytes): write the dataset with data_storage_version \"2.0\"", len(v), maxMiniValue)
+				return nil, nil, tooLarge(int64(len(v)))
 			}
 			c.data = append(c.data, v...)
 			c.offs = append(c.offs, uint64(len(c.data)))
@@ -579,6 +603,10 @@ func newVarChunker(vals []arrow.Array, rows int) (chunker, *encodings21pb.Compre
 	return c, variable, nil
 }
 
+func tooLarge(n int64) error {
+	return writers.Errorf(writers.ErrInvalid, "lance: a value of %d bytes is larger than Quiver writes in Lance file formats 2.1 and 2.2 (%d bytes): write the dataset with data_storage_version \"2.0\"", n, maxMiniValue)
+}
+
 func (c *varChunker) next(first int) int {
 	rows := len(c.offs) - 1
 	size := func(n int) uint64 { return c.offs[first+n] - c.offs[first] + uint64(4*(n+1)) }
@@ -591,6 +619,8 @@ func (c *varChunker) next(first int) int {
 	}
 	return min(n, rows-first)
 }
+
+func (c *varChunker) sizeHint() int { return len(c.data) + 4*len(c.offs) }
 
 func (c *varChunker) encode(first, n int) []byte {
 	base := c.offs[first]
@@ -607,6 +637,6 @@ func (c *varChunker) encode(first, n int) []byte {
 	if c.zstd == nil {
 		return out
 	}
-	z := binary.LittleEndian.AppendUint64(nil, uint64(len(out)))
+	z := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(out)), uint64(len(out)))
 	return c.zstd.EncodeAll(out, z)
 }
