@@ -244,11 +244,11 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 			Layout: &encodings21pb.PageLayout_AllNullLayout{AllNullLayout: &encodings21pb.AllNullLayout{Layers: layers}}}}, nil
 	}
 	var (
-		meta       []byte
-		data       = make([]byte, 0, c.sizeHint()+len(rep)/2+len(def)/2+64)
-		repIndex   []uint64 // per chunk: rows finishing in it, leftover levels
-		lc         int      // levels consumed
-		levels     = max(len(rep), len(def))
+		meta     []byte
+		data     = make([]byte, 0, c.sizeHint()+len(rep)/2+len(def)/2+64)
+		repIndex []uint64 // per chunk: rows finishing in it, leftover levels
+		lc       int      // levels consumed
+		levels   = max(len(rep), len(def))
 	)
 	for first := 0; first < rows; {
 		n := c.next(first)
