@@ -83,23 +83,30 @@ func flUnpack(t, w int, packed []byte, out []uint64) error {
 }
 
 // flPack packs 1024 t-bit values (each below 2^w) at w bits into out
-// (flWords(t, w) words, zeroed by the caller).
+// (flWords(t, w) words). The words are assembled in 64-bit registers and
+// written once each.
 func flPack(t, w int, in []uint64, out []byte) {
 	if w == 0 {
 		return
 	}
 	lanes := flBlock / t
-	for lane := range lanes {
-		for row := range t {
-			v := in[flIndex(row, lane)]
-			bit := row * w
-			word, shift := bit/t, bit%t
-			i := lanes*word + lane
-			putWord(out, t, i, readWord(out, t, i)|v<<shift)
-			if shift+w > t {
-				j := lanes*(word+1) + lane
-				putWord(out, t, j, readWord(out, t, j)|v>>(t-shift))
+	words := make([]uint64, flWords(t, w))
+	for row := range t {
+		bit := row * w
+		word, shift := bit/t, bit%t
+		base := flOrder[row/8]*16 + (row%8)*128
+		cur := words[lanes*word : lanes*word+lanes]
+		for lane, v := range in[base : base+lanes] {
+			cur[lane] |= v << shift
+		}
+		if shift+w > t {
+			next := words[lanes*(word+1) : lanes*(word+1)+lanes]
+			for lane, v := range in[base : base+lanes] {
+				next[lane] |= v >> (t - shift)
 			}
 		}
+	}
+	for i, v := range words {
+		putWord(out, t, i, v) // bits above t are dropped here
 	}
 }
