@@ -407,3 +407,32 @@ func TestDictionaryLastItem(t *testing.T) {
 		t.Fatalf("decoded %v", a)
 	}
 }
+
+// TestV21AllocationBounded: 2.1/2.2 pages that claim more than their bytes
+// hold fail before allocating it: a constant page repeating a 1 MiB value
+// over 2^20 rows, bit-packed chunks of 2^26 64-bit values from 16 bytes,
+// and an all-null page of 2^26 fixed-size lists.
+func TestV21AllocationBounded(t *testing.T) {
+	cases := map[string]func(bud *budget) error{
+		"constant page": func(bud *budget) error {
+			v := block{n: 1, data: bytes.Repeat([]byte{'x'}, 1<<20), offs: []uint64{0, 1 << 20}}
+			_, err := repeat(bud, v, 1<<20)
+			return err
+		},
+		"bit-packed chunk": func(bud *budget) error {
+			_, err := inlineUnpack(bud, 64, make([]byte, 16), 1<<26)
+			return err
+		},
+		"all-null page": func(bud *budget) error {
+			_, err := nullValues(bud, arrow.FixedSizeListOf(1024, arrow.PrimitiveTypes.Float32), 1<<26)
+			return err
+		},
+	}
+	for name, run := range cases {
+		var err error
+		alloccheck.Below(t, name, func() { err = run(newBudget(1 << 10)) })
+		if err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+}

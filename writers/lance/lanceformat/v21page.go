@@ -243,6 +243,9 @@ func dictionaryLookup(bud *budget, m *encodings21pb.MiniBlockLayout, rest [][]by
 	if err != nil {
 		return block{}, fmt.Errorf("dictionary: %w", err)
 	}
+	if dict.n == 0 && idx.n > 0 {
+		return block{}, fmt.Errorf("dictionary page of %d values with an empty dictionary", idx.n)
+	}
 	if idx.offs != nil || (idx.bits != 8 && idx.bits != 16 && idx.bits != 32 && idx.bits != 64) {
 		return block{}, fmt.Errorf("dictionary indices of %d bits", idx.bits)
 	}
