@@ -37,9 +37,9 @@ import (
 
 // Options sizes the scenario.
 type Options struct {
-	BaseRows   int64 // rows of the dataset before the first merge
-	SourceRows int64 // rows of each merge, half of them updates
-	WarmMerges int   // merges after the first, with the key index warm
+	BaseRows   int64  // rows of the dataset before the first merge
+	SourceRows int64  // rows of each merge, half of them updates
+	WarmMerges int    // merges after the first, with the key index warm
 	Storage    string // LanceDB's data storage version of the base dataset ("" = 2.0)
 }
 
