@@ -68,15 +68,25 @@ func flUnpack(t, w int, packed []byte, out []uint64) error {
 	if w == 64 {
 		mask = ^uint64(0)
 	}
-	for lane := range lanes {
-		for row := range t {
-			bit := row * w
-			word, shift := bit/t, bit%t
-			v := readWord(packed, t, lanes*word+lane) >> shift
-			if shift+w > t {
-				v |= readWord(packed, t, lanes*(word+1)+lane) << (t - shift)
+	words := make([]uint64, flWords(t, w))
+	for i := range words {
+		words[i] = readWord(packed, t, i)
+	}
+	for row := range t {
+		bit := row * w
+		word, shift := bit/t, bit%t
+		base := flOrder[row/8]*16 + (row%8)*128
+		dst := out[base : base+lanes]
+		cur := words[lanes*word : lanes*word+lanes]
+		if shift+w > t {
+			next := words[lanes*(word+1) : lanes*(word+1)+lanes]
+			for lane := range dst {
+				dst[lane] = (cur[lane]>>shift | next[lane]<<(t-shift)) & mask
 			}
-			out[flIndex(row, lane)] = v & mask
+			continue
+		}
+		for lane := range dst {
+			dst[lane] = cur[lane] >> shift & mask
 		}
 	}
 	return nil
