@@ -151,7 +151,7 @@ def test_merge_insert_into_pylance_dataset(serve: Callable[..., Quiver], tables:
     ds.create_index("vec", "IVF_PQ", num_partitions=2, num_sub_vectors=2)
     merge_both(workload(5500, 1500, seed=9))
     ds = lance.dataset(str(ours))
-    assert len(ds.list_indices()) == 2, ds.list_indices()
+    assert len(ds.describe_indices()) == 2, ds.describe_indices()
     assert ds.to_table(nearest={"column": "vec", "q": [0.5] * 8, "k": 5}).num_rows == 5
     assert ds.to_table(filter="id = 5600").num_rows == 1
 
