@@ -8,6 +8,7 @@
 #   make bench-python Python clients (pyarrow, ADBC) vs. a bare Flight server
 #   make golden rewrite the reference Delta tables of testdata/delta-golden
 #               (Spark + delta-spark and delta-rs, in .venv-golden; needs Java 17)
+#   make lance-fixtures rewrite the Lance 2.1/2.2 datasets of testdata/lance-formats
 
 GO        ?= go
 BIN       := bin/quiver
@@ -17,7 +18,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-optimize bench-python lance-probe k8s-schemas generate lint fmt docker clean golden
+.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-optimize bench-python lance-probe k8s-schemas generate lint fmt docker clean golden lance-fixtures
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -47,6 +48,11 @@ test-short:
 # kubernetes-validate (pinned in the script). Run after adding a kind.
 k8s-schemas:
 	python3 deploy/kubernetes/schemas/generate.py
+
+# Rewrite the Lance 2.1 and 2.2 reference datasets of testdata/lance-formats
+# with pylance from .venv (pinned in requirements-test.txt).
+lance-fixtures: venv
+	.venv/bin/python testdata/lance-formats/generate.py
 
 golden:
 	test -x $(GOLDEN_VENV)/bin/python || python3 -m venv $(GOLDEN_VENV)

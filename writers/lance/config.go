@@ -37,6 +37,12 @@ type Config struct {
 	// per int64 key); past it, merges scan the key columns instead. 0
 	// disables the index.
 	KeyIndexMaxBytes int64 `yaml:"key_index_max_bytes"`
+	// DataStorageVersion is the Lance file format of a dataset Quiver
+	// creates: "2.2" (pylance's and LanceDB PyPI's default), "2.1"
+	// (LanceDB npm's) or "2.0". Empty (the default) is 2.2, or 2.0 for a
+	// schema with list columns, which Quiver writes in 2.0 only. An
+	// existing dataset keeps its own.
+	DataStorageVersion string `yaml:"data_storage_version"`
 }
 
 // DefaultKeyIndexMaxBytes is key_index_max_bytes' default: 1 GiB, 28-32
@@ -76,6 +82,9 @@ func (c *Config) Validate() error {
 		if !slices.Contains(allowed, v) {
 			bad(key, "%q is not allowed: use %s", v, strings.Join(allowed, " or "))
 		}
+	}
+	if c.DataStorageVersion != "" {
+		oneOf("data_storage_version", c.DataStorageVersion, "2.0", "2.1", "2.2")
 	}
 	oneOf("when_matched", c.WhenMatched, "update_all", "do_nothing", "fail", "delete")
 	oneOf("when_not_matched", c.WhenNotMatched, "insert_all", "do_nothing")

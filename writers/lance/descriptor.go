@@ -64,12 +64,15 @@ type fragment struct {
 	Columns []int32 `json:"columns"`
 	Size    uint64  `json:"size"`
 	Rows    uint64  `json:"rows"`
+	// Minor is the data file's format 2.minor (absent: 2.0, descriptors
+	// of builds before 2.1 support).
+	Minor uint16 `json:"minor,omitempty"`
 }
 
 func (f fragment) lance() lanceformat.Fragment {
 	return lanceformat.Fragment{
 		Files: []lanceformat.DataFile{{Path: f.Path, Fields: f.Fields, ColumnIndices: f.Columns,
-			Major: 2, Minor: 0, SizeBytes: f.Size}},
+			Major: 2, Minor: uint32(f.Minor), SizeBytes: f.Size}},
 		PhysicalRows: f.Rows,
 	}
 }

@@ -24,6 +24,7 @@ const (
 // use it, never concurrently, so it has no lock.
 type stage struct {
 	schema       *lanceformat.Schema // Lance schema of the files; nil until the first batch
+	minor        uint16              // file format 2.minor of the files
 	admitted     *arrow.Schema       // last Arrow schema checked
 	open         *dataFile
 	finished     []fragment // durable, in no descriptor yet: Rollback deletes them
@@ -76,14 +77,14 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		return err
 	}
 	if s.admitted == nil || !s.admitted.Equal(rec.Schema()) {
-		ls, err := w.admit(ctx, rec.Schema())
+		ls, minor, err := w.admit(ctx, rec.Schema())
 		if err != nil {
 			return err
 		}
-		if s.schema != nil && !s.schema.Equal(ls) {
+		if s.schema != nil && (!s.schema.Equal(ls) || s.minor != minor) {
 			return writers.Errorf(writers.ErrInvalid, "lance: the stream's schema changed: send one schema per stream")
 		}
-		s.schema, s.admitted = ls, rec.Schema()
+		s.schema, s.admitted, s.minor = ls, rec.Schema(), minor
 	}
 	if w.cfg.WriteMode == ModeMergeInsert {
 		return w.writeMerge(s, rec)
@@ -101,7 +102,7 @@ func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) 
 		}
 	}
 	if s.open == nil {
-		if s.open, err = w.newDataFile(ctx, rec.Schema(), s.schema); err != nil {
+		if s.open, err = w.newDataFile(ctx, rec.Schema(), s.schema, s.minor); err != nil {
 			return err
 		}
 	}
@@ -121,44 +122,58 @@ func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) 
 }
 
 // admit checks an Arrow schema against the dataset (or, before it
-// exists, that it maps to Lance) and returns the Lance schema to write.
+// exists, that it maps to Lance) and returns the Lance schema and the file
+// format (2.minor: the dataset's, or for a new one data_storage_version)
+// to write.
 // Column names must be ones Lance accepts (checkNames). In merge_insert
 // mode the changelog columns are ignored and the key columns must exist.
 // It has no side effects: a dataset is created by the commit that
 // publishes its first rows.
-func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Schema, error) {
+func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Schema, uint16, error) {
 	if w.cfg.WriteMode == ModeMergeInsert {
 		if _, err := merge.NewKeyEncoder(got, w.cfg.On); err != nil {
-			return nil, fmt.Errorf("lance: merge_insert keys (on): %w", err)
+			return nil, 0, fmt.Errorf("lance: merge_insert keys (on): %w", err)
 		}
 		if isChangelog(got) {
 			if _, err := merge.NewCollapser(got, merge.Options{Keys: w.cfg.On}); err != nil {
-				return nil, fmt.Errorf("lance: merge_insert changelog: %w", err)
+				return nil, 0, fmt.Errorf("lance: merge_insert changelog: %w", err)
 			}
 		}
 		got = merge.StripMetadata(got)
 	}
 	if err := checkNames(got); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	d, err := w.latest(ctx)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if d == nil {
-		return lanceformat.FromArrow(got)
+		minor := uint16(lanceformat.DefaultFormat)
+		if v := w.cfg.DataStorageVersion; v != "" {
+			minor, _ = lanceformat.ParseFormatVersion(v)
+		}
+		ls, err := lanceformat.FromArrow(got)
+		if err == nil {
+			err = lanceformat.CheckFormatTypes(got, minor)
+		}
+		return ls, minor, err
+	}
+	minor, err := d.FileMinor()
+	if err != nil {
+		return nil, 0, err
 	}
 	want, err := d.Manifest.Schema.ToArrow()
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if msg := writers.SchemaMismatch(want, got); msg != "" {
-		return nil, writers.Errorf(writers.ErrInvalid, "lance: %s (dataset columns: %s)", msg, writers.FieldList(want))
+		return nil, 0, writers.Errorf(writers.ErrInvalid, "lance: %s (dataset columns: %s)", msg, writers.FieldList(want))
 	}
-	return &d.Manifest.Schema, nil
+	return &d.Manifest.Schema, minor, lanceformat.CheckFormatTypes(got, minor)
 }
 
-func (w *Writer) newDataFile(ctx context.Context, as *arrow.Schema, ls *lanceformat.Schema) (*dataFile, error) {
+func (w *Writer) newDataFile(ctx context.Context, as *arrow.Schema, ls *lanceformat.Schema, minor uint16) (*dataFile, error) {
 	// A key has one open file, so it waits for a slot holding none.
 	slot, err := w.budget.OpenFile(ctx)
 	if err != nil {
@@ -173,7 +188,7 @@ func (w *Writer) newDataFile(ctx context.Context, as *arrow.Schema, ls *lancefor
 		slot()
 		return nil, fmt.Errorf("lance: start data file %s: %w", name, err)
 	}
-	fw, err := lanceformat.NewFileWriter(out, as, ls, 0)
+	fw, err := lanceformat.NewFileWriter(out, as, ls, 0, minor)
 	if err != nil {
 		cancel()
 		out.Close()
@@ -198,13 +213,18 @@ func (w *Writer) finishOpen(s *stage) error {
 	if err := f.out.Close(); err != nil {
 		return fmt.Errorf("lance: upload data file %s: %w", f.name, err)
 	}
-	fr := fragment{Path: f.name, Size: size, Rows: f.fw.Rows()}
+	fr := fragment{Path: f.name, Size: size, Rows: f.fw.Rows(), Minor: s.minor}
 	w.m.filesWritten.Inc()
 	w.m.bytesWritten.Add(float64(size))
 	w.m.rowsWritten.Add(float64(fr.Rows))
+	// Fields without a column (structs and lists in format 2.1+) are
+	// left out of the data file, as Lance does.
+	cols := f.fw.FieldColumns()
 	for i, fl := range s.schema.Fields {
-		fr.Fields = append(fr.Fields, fl.ID)
-		fr.Columns = append(fr.Columns, int32(i))
+		if cols[i] >= 0 {
+			fr.Fields = append(fr.Fields, fl.ID)
+			fr.Columns = append(fr.Columns, cols[i])
+		}
 	}
 	s.finished = append(s.finished, fr)
 	return nil

@@ -143,7 +143,7 @@ func (w *Writer) Schema(ctx context.Context) (*arrow.Schema, error) {
 // merge_insert mode the key columns and, for a changelog, its metadata
 // columns (which are not dataset columns).
 func (w *Writer) CheckSchema(ctx context.Context, s *arrow.Schema) error {
-	_, err := w.admit(ctx, s)
+	_, _, err := w.admit(ctx, s)
 	return err
 }
 

@@ -3,7 +3,7 @@
 // process with a Lance append endpoint on a file:// dataset, drives it
 // with the standard workload (bench.Run) at each stream count, and in the
 // same run lets LanceDB (@lancedb/lancedb 0.31.0 through the LanceDB
-// probe, internal/lanceprobe) create a storage-2.0 table from the same
+// probe, internal/lanceprobe) create a storage-2.1 table from the same
 // rows, read from an Arrow IPC file. It prints rows/s and MB/s (IPC body
 // bytes) of each, and Quiver's ratio to LanceDB:
 //
@@ -86,7 +86,8 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 }
 
 // lanceDB writes the workload's rows as an Arrow IPC file and lets LanceDB
-// create a 2.0 table from it runs times, reporting the median.
+// create a table of its default format 2.1 from it runs times, reporting
+// the median (Quiver writes 2.2, its default for new datasets).
 func lanceDB(dir string, rows int64, runs int, log io.Writer) (rate.Row, error) {
 	probe, err := lanceprobe.Dir()
 	if err != nil {
@@ -103,7 +104,7 @@ func lanceDB(dir string, rows int64, runs int, log io.Writer) (rate.Row, error) 
 			Rows int64
 			MS   float64
 		}
-		if err := lanceprobe.NodeJSON(probe, lanceprobe.Script, &res, "create-ipc", filepath.Join(dir, "lancedb"), fmt.Sprintf("t%d", i), file, "--storage", "2.0"); err != nil {
+		if err := lanceprobe.NodeJSON(probe, lanceprobe.Script, &res, "create-ipc", filepath.Join(dir, "lancedb"), fmt.Sprintf("t%d", i), file, "--storage", "2.1"); err != nil {
 			return rate.Row{}, fmt.Errorf("lancedb createTable: %w", err)
 		}
 		if res.Rows != rows || res.MS <= 0 {

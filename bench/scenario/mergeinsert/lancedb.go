@@ -28,14 +28,19 @@ var memoryAllocator = memory.DefaultAllocator
 // lanceDB is the LanceDB side: a database folder of the probe.
 type lanceDB struct {
 	probe, db string
+	storage   string // data storage version of the base dataset
 }
 
-func newLanceDB(dir string) (*lanceDB, error) {
+// newLanceDB returns the LanceDB side; storage "" means 2.0.
+func newLanceDB(dir, storage string) (*lanceDB, error) {
+	if storage == "" {
+		storage = "2.0"
+	}
 	probe, err := lanceprobe.Dir()
 	if err != nil {
 		return nil, fmt.Errorf("merge-insert: LanceDB creates the dataset and is the reference: %w", err)
 	}
-	return &lanceDB{probe: probe, db: filepath.Join(dir, "db")}, nil
+	return &lanceDB{probe: probe, db: filepath.Join(dir, "db"), storage: storage}, nil
 }
 
 // path returns the dataset folder of table.
@@ -56,7 +61,7 @@ func (l *lanceDB) createBase(rows int64, log io.Writer) error {
 	}
 	fmt.Fprintf(log, "merge-insert: LanceDB creates the %d-row base dataset\n", rows)
 	var created struct{ Rows int64 }
-	if err := lanceprobe.NodeJSON(l.probe, lanceprobe.Script, &created, "create-ipc", l.db, baseTable, file, "--storage", "2.0"); err != nil {
+	if err := lanceprobe.NodeJSON(l.probe, lanceprobe.Script, &created, "create-ipc", l.db, baseTable, file, "--storage", l.storage); err != nil {
 		return fmt.Errorf("lancedb createTable: %w", err)
 	}
 	if created.Rows != rows {

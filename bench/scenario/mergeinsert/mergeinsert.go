@@ -37,9 +37,10 @@ import (
 
 // Options sizes the scenario.
 type Options struct {
-	BaseRows   int64 // rows of the dataset before the first merge
-	SourceRows int64 // rows of each merge, half of them updates
-	WarmMerges int   // merges after the first, with the key index warm
+	BaseRows   int64  // rows of the dataset before the first merge
+	SourceRows int64  // rows of each merge, half of them updates
+	WarmMerges int    // merges after the first, with the key index warm
+	Storage    string // LanceDB's data storage version of the base dataset ("" = 2.0)
 }
 
 // Register adds the scenario's flags (--base-rows, --merge-rows,
@@ -48,11 +49,15 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.Int64Var(&o.BaseRows, "base-rows", 2_000_000, "merge-insert: rows of the dataset before the first merge")
 	fs.Int64Var(&o.SourceRows, "merge-rows", 200_000, "merge-insert: rows of each merge (half existing ids, half new)")
 	fs.IntVar(&o.WarmMerges, "warm-merges", 3, "merge-insert: merges after the first (warm key index); the median is reported")
+	fs.StringVar(&o.Storage, "storage", "2.0", "merge-insert: LanceDB's data storage version of the base dataset (2.0 or 2.1; Quiver merges in the same)")
 }
 
 func (o Options) validate() error {
 	if o.BaseRows <= 0 || o.SourceRows < 2 || o.WarmMerges < 0 {
 		return errors.New("merge-insert: give --base-rows > 0, --merge-rows >= 2 and --warm-merges >= 0")
+	}
+	if o.Storage != "" && o.Storage != "2.0" && o.Storage != "2.1" {
+		return errors.New("merge-insert: --storage is 2.0 or 2.1 (what LanceDB 0.31 creates)")
 	}
 	return nil
 }
@@ -72,7 +77,7 @@ func Run(ctx context.Context, o Options, out, log io.Writer) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	lance, err := newLanceDB(dir)
+	lance, err := newLanceDB(dir, o.Storage)
 	if err != nil {
 		return err
 	}

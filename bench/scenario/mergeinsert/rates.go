@@ -22,7 +22,7 @@ func LanceDBRates(baseRows, sourceRows int64, log io.Writer) (plain, indexed flo
 		return 0, 0, err
 	}
 	defer os.RemoveAll(dir)
-	lance, err := newLanceDB(dir)
+	lance, err := newLanceDB(dir, "")
 	if err != nil {
 		return 0, 0, err
 	}

@@ -27,8 +27,6 @@ var ErrNoDataset = fmt.Errorf("lance: no dataset (no manifest in _versions/): %w
 const (
 	WriterLibrary = "quiver"
 	WriterVersion = "0.1.0"
-	// FormatVersion is the only data storage version Quiver writes.
-	FormatVersion = "2.0"
 	hintKey       = versionsDir + "latest_version_hint.json"
 	txnDir        = "_transactions/"
 	dataDir       = "data/"
@@ -132,7 +130,7 @@ func (d *Dataset) Transaction(ctx context.Context, b *storage.Bucket) (*Transact
 }
 
 // CheckWritable reports, as ErrInvalid naming the reason and the way out,
-// whether Quiver can append to this dataset: data storage version 2.0,
+// whether Quiver can append to this dataset: data storage version 2.0 to 2.2,
 // no feature flags beyond deletion files and table config, one base path.
 func (d *Dataset) CheckWritable() error {
 	m := d.Manifest
@@ -147,13 +145,13 @@ func (d *Dataset) CheckWritable() error {
 	case flags&^uint64(FlagDeletionFiles|FlagTableConfig) != 0:
 		return writers.Errorf(writers.ErrInvalid, "lance: the dataset has feature flags %#x that this Quiver does not know: use a Quiver built for this Lance version", flags)
 	}
-	if v := m.FormatVersion; v != "" && v != FormatVersion {
-		return writers.Errorf(writers.ErrInvalid, "lance: the dataset stores data in Lance file format %s; Quiver reads and writes 2.0 only: create the table with new_table_data_storage_version \"2.0\", or point Quiver at a new dataset", v)
+	if _, err := d.FileMinor(); err != nil {
+		return err
 	}
 	for _, f := range m.Fragments {
 		for _, df := range f.Files {
-			if df.Major != 2 || df.Minor != 0 {
-				return writers.Errorf(writers.ErrInvalid, "lance: data file %s is format %d.%d; Quiver reads and writes 2.0 only: create the table with new_table_data_storage_version \"2.0\"", df.Path, df.Major, df.Minor)
+			if df.Major != 2 || df.Minor > 2 {
+				return writers.Errorf(writers.ErrInvalid, "lance: data file %s is format %d.%d; Quiver reads and writes Lance file formats 2.0, 2.1 and 2.2", df.Path, df.Major, df.Minor)
 			}
 		}
 	}
@@ -309,7 +307,11 @@ func build(base *Dataset, txn *Transaction, txnName string) (*Manifest, error) {
 	m.Timestamp = time.Now().UTC()
 	m.TxnFile = txnName
 	m.WriterLibrary, m.WriterVersion = WriterLibrary, WriterVersion
-	m.FileFormat, m.FormatVersion = "lance", FormatVersion
+	m.FileFormat = "lance"
+	if base == nil {
+		// A new dataset's data storage version is its files' format.
+		m.FormatVersion = formatOfFiles(txn.Fragments)
+	}
 	next := m.nextFragmentID()
 	switch txn.Op {
 	case OpAppend:

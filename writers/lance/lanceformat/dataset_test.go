@@ -20,7 +20,7 @@ import (
 func putFragment(t *testing.T, b *storage.Bucket, ls *Schema, recs ...arrow.RecordBatch) Fragment {
 	t.Helper()
 	var buf bytes.Buffer
-	w, err := NewFileWriter(&buf, recs[0].Schema(), ls, 0)
+	w, err := NewFileWriter(&buf, recs[0].Schema(), ls, 0, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

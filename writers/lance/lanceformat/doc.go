@@ -1,8 +1,10 @@
-// Package lanceformat reads and writes Lance datasets (lance 8 / LanceDB
-// 0.31 compatible) without any Lance code: data files in Lance file format
-// 2.0, manifests in both naming schemes, deletion files (.arrow and roaring
-// .bin), transactions, and the put-if-absent commit protocol with rebasing
-// over concurrent appends.
+// Package lanceformat reads and writes Lance datasets (LanceDB npm 0.31 /
+// lance 8 and pylance 14 compatible) without any Lance code: data files in
+// Lance file formats 2.0, 2.1 and 2.2 (v21*.go: structural layouts,
+// FastLanes bit-packing, FSST, dictionaries, LZ4/zstd), manifests in both
+// naming schemes, deletion files (.arrow and roaring .bin), transactions,
+// and the put-if-absent commit protocol with rebasing over concurrent
+// appends.
 //
 // The byte layouts follow the Lance format specification (the file format
 // and table format pages of the Lance documentation, and the .proto files
@@ -12,10 +14,12 @@
 // carrying every other field of a message through unchanged.
 //
 // What is refused, with an error wrapping writers.ErrInvalid that says what
-// to do: data files of format 2.1 or newer, datasets with feature flags
-// Quiver does not implement (stable row ids, multiple base paths, ...),
-// encodings LanceDB's 2.0 writer does not emit (compressed or bit-packed
-// buffers), null structs, and Arrow types without a Lance 2.0 mapping.
+// to do: data files of format 2.3 or newer (Lance's unstable "next"
+// formats) or legacy 0.1, datasets with feature flags Quiver does not
+// implement (stable row ids, multiple base paths, ...), encodings the
+// reference writers do not emit for Quiver's tested data (2.0 compressed
+// buffers; 2.1 RLE, byte-stream-split, packed structs), and Arrow types
+// Quiver does not write in the dataset's format (CheckFormatTypes).
 //
 // Concurrency: values of this package are not safe for concurrent mutation;
 // a Dataset is an immutable snapshot of one version and may be shared.

@@ -23,6 +23,25 @@ const maxUnbackedBytes = 256 << 20
 // it) and unbacked bytes.
 type budget struct {
 	buffers, unbacked uint64
+	decoded           uint64 // bytes decompression may still produce
+}
+
+// decodedPerFileByte bounds what decompression may produce per byte of
+// the file (bit-packing 64-bit zeros at width 0 is the extreme; FastLanes
+// blocks and FSST stay far below it for real data).
+const decodedPerFileByte = 64
+
+func newBudget(fileSize uint64) *budget {
+	d, _ := mulSat(fileSize, decodedPerFileByte)
+	return &budget{buffers: fileSize, unbacked: maxUnbackedBytes, decoded: d + maxUnbackedBytes}
+}
+
+func (b *budget) spendDecoded(n uint64) error {
+	if n > b.decoded {
+		return fmt.Errorf("compressed data decodes to more than the reader's limit (%d bytes per byte of the file)", decodedPerFileByte)
+	}
+	b.decoded -= n
+	return nil
 }
 
 func (b *budget) spendBuffers(n uint64) error {

@@ -8,13 +8,15 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
 
 // page is one encoded page: its buffers, row count and encoding.
 type page struct {
 	bufs   [][]byte
 	length uint64
-	enc    *aenc
+	enc    *aenc                     // format 2.0
+	layout *encodings21pb.PageLayout // formats 2.1 and 2.2
 }
 
 // bitWriter appends bits LSB-first, Arrow style.

@@ -24,10 +24,11 @@ const maxMetadataBytes = 256 << 20
 // pages at about 8 MiB, far below it.
 const maxPageRows = 1 << 26
 
-// FileReader reads a Lance 2.0 data file.
+// FileReader reads a Lance data file of format 2.0, 2.1 or 2.2.
 type FileReader struct {
 	r       io.ReaderAt
 	size    uint64
+	minor   uint16  // format 2.minor
 	Schema  *Schema // the file's own schema (FileDescriptor)
 	Rows    uint64
 	columns [][]pageRef
@@ -48,12 +49,9 @@ func OpenFile(r io.ReaderAt, size int64) (*FileReader, error) {
 		return nil, fmt.Errorf("lance: not a Lance data file (no LANC magic)")
 	}
 	major, minor := binary.LittleEndian.Uint16(foot[32:]), binary.LittleEndian.Uint16(foot[34:])
-	if !(major == footerMajor20 && minor == footerMinor20) && !(major == 2 && minor == 0) {
-		name := fmt.Sprintf("%d.%d", major, minor)
-		if major == 0 && minor < 3 {
-			name = "legacy (0.1)"
-		}
-		return nil, writers.Errorf(writers.ErrInvalid, "lance: data file format %s is not supported: Quiver reads and writes Lance file format 2.0 only (create the table with new_table_data_storage_version \"2.0\", or point Quiver at a new dataset)", name)
+	fileMinor, err := readableVersion(major, minor)
+	if err != nil {
+		return nil, err
 	}
 	metaStart := binary.LittleEndian.Uint64(foot[0:])
 	cmoPos := binary.LittleEndian.Uint64(foot[8:])
@@ -84,7 +82,7 @@ func OpenFile(r io.ReaderAt, size int64) (*FileReader, error) {
 	}
 	at := func(pos, n uint64) []byte { return tail[pos-start : pos-start+n] }
 
-	f := &FileReader{r: r, size: uint64(size), Schema: &Schema{}}
+	f := &FileReader{r: r, size: uint64(size), minor: fileMinor, Schema: &Schema{}}
 	if err := f.decodeDescriptor(at(gbPos, gbLen)); err != nil {
 		return nil, err
 	}
@@ -138,18 +136,14 @@ func decodeColumnMetadata(b []byte) ([]pageRef, error) {
 	for _, pm := range cm.Pages {
 		p := pageRef{offsets: pm.BufferOffsets, sizes: pm.BufferSizes, length: pm.Length}
 		if pm.Encoding != nil {
-			v, err := unwrapDirect(pm.Encoding, typeArrayEncoding)
-			if err != nil {
-				return nil, err
-			}
-			if p.enc, err = decodeEncoding(v); err != nil {
+			if err := p.decodeEncoding(pm.Encoding); err != nil {
 				return nil, err
 			}
 		}
 		if p.length > maxPageRows {
 			return nil, fmt.Errorf("page of %d rows exceeds the reader's limit of %d", p.length, maxPageRows)
 		}
-		if len(p.offsets) != len(p.sizes) || p.enc == nil {
+		if len(p.offsets) != len(p.sizes) || (p.enc == nil && p.layout == nil) {
 			return nil, fmt.Errorf("page without encoding or with %d offsets for %d sizes", len(p.offsets), len(p.sizes))
 		}
 		pages = append(pages, p)
@@ -200,9 +194,17 @@ func (f *FileReader) ReadFields(mem memory.Allocator, s *Schema, columnOf map[in
 		for i, fl := range f.Schema.Fields {
 			columnOf[fl.ID] = i
 		}
+		if f.minor > 0 { // one column per leaf field
+			for i, id := range leafFields(f.Schema) {
+				columnOf[id] = i
+			}
+		}
 	}
 	top := s.TopLevel()
-	bud := &budget{buffers: f.size, unbacked: maxUnbackedBytes}
+	bud := newBudget(f.size)
+	if f.minor > 0 {
+		return f.readFields21(mem, bud, s, as, columnOf)
+	}
 	cols := make([]arrow.Array, 0, len(top))
 	defer func() { releaseAll(cols) }()
 	for i, fl := range top {

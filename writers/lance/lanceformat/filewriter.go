@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodingspb"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/file2pb"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/filepb"
@@ -29,7 +30,7 @@ const (
 // (LanceDB cuts around 8 MiB too).
 const DefaultPageBytes = 8 << 20
 
-// FileWriter streams one Lance 2.0 data file to an io.Writer: rows are
+// FileWriter streams one Lance data file (format 2.0, 2.1 or 2.2) to an io.Writer: rows are
 // buffered until about PageBytes of Arrow data are pending, then written
 // as one page per column; Close writes the metadata and footer. It is not
 // safe for concurrent use.
@@ -39,6 +40,7 @@ type FileWriter struct {
 	schema    *Schema
 	arrow     *arrow.Schema
 	pageBytes int64
+	minor     uint16 // format 2.minor
 
 	pending      []arrow.RecordBatch // retained; released by flush
 	pendingBytes int64
@@ -51,13 +53,15 @@ type FileWriter struct {
 type pageRef struct {
 	offsets, sizes []uint64
 	length         uint64
-	enc            *aenc
+	enc            *aenc                     // format 2.0
+	layout         *encodings21pb.PageLayout // formats 2.1 and 2.2
 }
 
-// NewFileWriter returns a writer of records of schema s, whose Lance
-// fields (ids) are given by ls (FromArrow(s) for a new dataset, the
-// dataset's schema otherwise). pageBytes <= 0 means DefaultPageBytes.
-func NewFileWriter(out io.Writer, s *arrow.Schema, ls *Schema, pageBytes int64) (*FileWriter, error) {
+// NewFileWriter returns a writer of records of schema s in file format
+// 2.minor (0, 1 or 2), whose Lance fields (ids) are given by ls
+// (FromArrow(s) for a new dataset, the dataset's schema otherwise).
+// pageBytes <= 0 means DefaultPageBytes.
+func NewFileWriter(out io.Writer, s *arrow.Schema, ls *Schema, pageBytes int64, minor uint16) (*FileWriter, error) {
 	if pageBytes <= 0 {
 		pageBytes = DefaultPageBytes
 	}
@@ -68,7 +72,14 @@ func NewFileWriter(out io.Writer, s *arrow.Schema, ls *Schema, pageBytes int64) 
 	if len(probe.Fields) != len(ls.Fields) {
 		return nil, writers.Errorf(writers.ErrInvalid, "lance: the records have %d fields (nested included), the dataset %d", len(probe.Fields), len(ls.Fields))
 	}
-	return &FileWriter{out: out, schema: ls, arrow: s, pageBytes: pageBytes, columns: make([][]pageRef, len(ls.Fields))}, nil
+	if minor > 2 {
+		return nil, fmt.Errorf("lance: file format 2.%d is not written by Quiver", minor)
+	}
+	cols := len(ls.Fields)
+	if minor > 0 {
+		cols = len(leafFields(ls))
+	}
+	return &FileWriter{out: out, schema: ls, arrow: s, pageBytes: pageBytes, minor: minor, columns: make([][]pageRef, cols)}, nil
 }
 
 // Write buffers rec (borrowed: retained while pending). Its schema must be
@@ -98,6 +109,30 @@ func (w *FileWriter) Write(rec arrow.RecordBatch) error {
 		return w.flush()
 	}
 	return nil
+}
+
+// FieldColumns returns, for each field of the file's schema, its column
+// in the file, or -1 when it has none (structs and lists in format 2.1+,
+// whose fields the manifest's data file then leaves out: see
+// DataFileFields).
+func (w *FileWriter) FieldColumns() []int32 {
+	out := make([]int32, len(w.schema.Fields))
+	if w.minor == 0 {
+		for i := range out {
+			out[i] = int32(i)
+		}
+		return out
+	}
+	leaves := leafFields(w.schema)
+	for i, f := range w.schema.Fields {
+		out[i] = -1
+		for c, id := range leaves {
+			if id == f.ID {
+				out[i] = int32(c)
+			}
+		}
+	}
+	return out
 }
 
 // Pending is the Arrow bytes of the rows buffered for the next page.
@@ -139,7 +174,11 @@ func (w *FileWriter) flush() error {
 			chunks[j] = r.Column(i)
 		}
 		var err error
-		col, err = encodeColumns(f.Type, chunks, col, w.writePage)
+		if w.minor > 0 {
+			col, err = encodeField21(f.Type, chunks, col, w.minor, w.writePage)
+		} else {
+			col, err = encodeColumns(f.Type, chunks, col, w.writePage)
+		}
 		if err != nil {
 			return err
 		}
@@ -148,7 +187,7 @@ func (w *FileWriter) flush() error {
 }
 
 func (w *FileWriter) writePage(col int, p page) error {
-	ref := pageRef{length: p.length, enc: p.enc}
+	ref := pageRef{length: p.length, enc: p.enc, layout: p.layout}
 	for _, b := range p.bufs {
 		off, err := w.writeAligned(b)
 		if err != nil {
@@ -226,8 +265,13 @@ func (w *FileWriter) Close() (uint64, error) {
 	tail = binary.LittleEndian.AppendUint64(tail, gboPos)
 	tail = binary.LittleEndian.AppendUint32(tail, 1)
 	tail = binary.LittleEndian.AppendUint32(tail, uint32(len(w.columns)))
-	tail = binary.LittleEndian.AppendUint16(tail, footerMajor20)
-	tail = binary.LittleEndian.AppendUint16(tail, footerMinor20)
+	if w.minor == 0 {
+		tail = binary.LittleEndian.AppendUint16(tail, footerMajor20)
+		tail = binary.LittleEndian.AppendUint16(tail, footerMinor20)
+	} else {
+		tail = binary.LittleEndian.AppendUint16(tail, 2)
+		tail = binary.LittleEndian.AppendUint16(tail, w.minor)
+	}
 	tail = append(tail, magic...)
 	if err := w.write(tail); err != nil {
 		return 0, err
@@ -261,11 +305,20 @@ func columnMetadata(pages []pageRef) ([]byte, error) {
 		return nil, err
 	}
 	for _, p := range pages {
-		enc, err := p.enc.encode()
-		if err != nil {
-			return nil, err
+		var pe *file2pb.Encoding
+		if p.layout != nil {
+			enc, err := marshal(p.layout)
+			if err != nil {
+				return nil, err
+			}
+			pe, err = directEncoding(typePageLayout, enc)
+		} else {
+			enc, err := p.enc.encode()
+			if err != nil {
+				return nil, err
+			}
+			pe, err = directEncoding(typeArrayEncoding, enc)
 		}
-		pe, err := directEncoding(typeArrayEncoding, enc)
 		if err != nil {
 			return nil, err
 		}

@@ -86,8 +86,9 @@ func TestRefusals(t *testing.T) {
 	}{
 		{"stable-row-ids", Manifest{ReaderFlags: FlagStableRowIDs}},
 		{"unknown-flag", Manifest{WriterFlags: 64}},
-		{"format-2.1", Manifest{FormatVersion: "2.1"}},
-		{"file-2.1", Manifest{Fragments: []Fragment{{Files: []DataFile{{Path: "x", Major: 2, Minor: 1}}}}}},
+		{"format-next", Manifest{FormatVersion: "2.3"}},
+		{"format-legacy", Manifest{FormatVersion: "0.1"}},
+		{"file-next", Manifest{Fragments: []Fragment{{Files: []DataFile{{Path: "x", Major: 2, Minor: 3}}}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

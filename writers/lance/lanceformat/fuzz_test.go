@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
@@ -53,20 +55,27 @@ func manifestSeeds(t testing.TB) [][]byte {
 	return out
 }
 
-// fileSeeds are small data files of a few rows, one per kind of encoding.
+// fileSeeds are small data files of a few rows, one per kind of encoding
+// and file format (2.0; 2.1 and 2.2 without lists and vectors, whose
+// pages are too large for a quick seed).
 func fileSeeds(t testing.TB) [][]byte {
 	t.Helper()
 	mem := memory.NewGoAllocator()
 	var out [][]byte
-	for i, typ := range []arrow.DataType{
-		arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String, arrow.FixedWidthTypes.Boolean,
-		arrow.FixedSizeListOf(4, arrow.PrimitiveTypes.Float32), arrow.ListOf(arrow.PrimitiveTypes.Int32),
-		arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int32, Nullable: true}),
-	} {
-		s := arrow.NewSchema([]arrow.Field{{Name: "c", Type: typ, Nullable: typ.ID() != arrow.STRUCT}}, nil)
-		rec := randomRecord(mem, s, newRand(uint64(i)), 0, 3, 30)
-		out = append(out, writeFile(t, s, 0, rec))
-		rec.Release()
+	for minor := range uint16(3) {
+		for i, typ := range []arrow.DataType{
+			arrow.PrimitiveTypes.Int64, arrow.BinaryTypes.String, arrow.FixedWidthTypes.Boolean,
+			arrow.FixedSizeListOf(4, arrow.PrimitiveTypes.Float32), arrow.ListOf(arrow.PrimitiveTypes.Int32),
+			arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int32, Nullable: true}),
+		} {
+			if minor > 0 && (typ.ID() == arrow.LIST || typ.ID() == arrow.FIXED_SIZE_LIST) {
+				continue
+			}
+			s := arrow.NewSchema([]arrow.Field{{Name: "c", Type: typ, Nullable: typ.ID() != arrow.STRUCT}}, nil)
+			rec := randomRecord(mem, s, newRand(uint64(i)), 0, 3, 30)
+			out = append(out, writeFileV(t, s, 0, minor, rec))
+			rec.Release()
+		}
 	}
 	return out
 }
@@ -222,6 +231,24 @@ func TestDecodersSurviveMutations(t *testing.T) {
 	rec := randomRecord(mem, allTypesSchema(), newRand(3), 0, 20, 20)
 	files = append(files, writeFile(t, allTypesSchema(), 512, rec))
 	rec.Release()
+	for minor := uint16(1); minor <= 2; minor++ {
+		fs := formatSchema(minor)
+		r := randomRecord(mem, fs, newRand(4), 0, 20, 20)
+		files = append(files, writeFileV(t, fs, 512, minor, r))
+		r.Release()
+	}
+	// And pylance's own 2.1 and 2.2 files (FSST, dictionaries, LZ4,
+	// full-zip, constant pages, lists).
+	for _, v := range []string{"v2_1", "v2_2"} {
+		names, _ := filepath.Glob(filepath.Join(fixtureDir(t), v, "types.lance", "data", "*.lance"))
+		for _, n := range names {
+			b, err := os.ReadFile(n)
+			if err != nil {
+				t.Fatal(err)
+			}
+			files = append(files, b)
+		}
+	}
 	for range 3000 {
 		checkManifestFile(t, mutate(manifests[rng.IntN(len(manifests))]))
 		checkDataFile(t, mutate(files[rng.IntN(len(files))]))
@@ -378,5 +405,34 @@ func TestDictionaryLastItem(t *testing.T) {
 	defer a.Release()
 	if a.Value(0) != "bc" || a.IsValid(1) || a.Value(2) != "a" {
 		t.Fatalf("decoded %v", a)
+	}
+}
+
+// TestV21AllocationBounded: 2.1/2.2 pages that claim more than their bytes
+// hold fail before allocating it: a constant page repeating a 1 MiB value
+// over 2^20 rows, bit-packed chunks of 2^26 64-bit values from 16 bytes,
+// and an all-null page of 2^26 fixed-size lists.
+func TestV21AllocationBounded(t *testing.T) {
+	cases := map[string]func(bud *budget) error{
+		"constant page": func(bud *budget) error {
+			v := block{n: 1, data: bytes.Repeat([]byte{'x'}, 1<<20), offs: []uint64{0, 1 << 20}}
+			_, err := repeat(bud, v, 1<<20)
+			return err
+		},
+		"bit-packed chunk": func(bud *budget) error {
+			_, err := inlineUnpack(bud, 64, make([]byte, 16), 1<<26)
+			return err
+		},
+		"all-null page": func(bud *budget) error {
+			_, err := nullValues(bud, arrow.FixedSizeListOf(1024, arrow.PrimitiveTypes.Float32), 1<<26)
+			return err
+		},
+	}
+	for name, run := range cases {
+		var err error
+		alloccheck.Below(t, name, func() { err = run(newBudget(1 << 10)) })
+		if err == nil {
+			t.Errorf("%s: decoded", name)
+		}
 	}
 }

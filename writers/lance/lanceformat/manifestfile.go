@@ -52,9 +52,9 @@ func parseManifestName(name string) (uint64, Naming, bool) {
 	return n, NamingV1, true
 }
 
-// encodeManifestFile lays out one manifest file: the inline transaction,
-// the index section copied from the previous version (raw IndexSection
-// protobuf, may be nil), the manifest and the footer. It sets m's
+// encodeManifestFile lays out one manifest file: the index section copied
+// from the previous version (raw IndexSection protobuf, may be nil), the
+// inline transaction, the manifest and the footer. It sets m's
 // TxnSection and IndexSection offsets.
 func encodeManifestFile(m *Manifest, txn, index []byte) ([]byte, error) {
 	var out []byte
@@ -65,11 +65,13 @@ func encodeManifestFile(m *Manifest, txn, index []byte) ([]byte, error) {
 		return &off
 	}
 	m.TxnSection, m.IndexSection = nil, nil
-	if txn != nil {
-		m.TxnSection = section(txn)
-	}
+	// The index section comes first, where Lance writes it: pylance 14
+	// misreads an index section that does not start the file.
 	if index != nil {
 		m.IndexSection = section(index)
+	}
+	if txn != nil {
+		m.TxnSection = section(txn)
 	}
 	pos := uint64(len(out))
 	mb, err := m.encode()

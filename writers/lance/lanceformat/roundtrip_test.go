@@ -8,6 +8,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
+	"github.com/apache/arrow-go/v18/arrow/float16"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
@@ -89,11 +91,24 @@ func fillValue(b array.Builder, f arrow.Field, rng *rand.Rand, row, nullPct int)
 		b.Append(arrow.Date32(r % 40000))
 	case *array.TimestampBuilder:
 		b.Append(arrow.Timestamp(r % (1 << 50)))
+	case *array.Float16Builder:
+		b.Append(float16.New(float32(r%1000) / 8))
+	case *array.Decimal128Builder:
+		b.Append(decimal128.FromI64(r % 1_000_000_000))
+	case *array.Date64Builder:
+		b.Append(arrow.Date64(r % (1 << 40) / 86400000 * 86400000))
+	case *array.Time32Builder:
+		b.Append(arrow.Time32(r % 86400000))
+	case *array.Time64Builder:
+		b.Append(arrow.Time64(r % 86400000000))
+	case *array.DurationBuilder:
+		b.Append(arrow.Duration(r))
 	case *array.FixedSizeListBuilder:
 		b.Append(true)
 		vb := b.ValueBuilder().(*array.Float32Builder)
+		itemNulls := !f.HasMetadata() || f.Metadata.FindKey(noItemNulls) < 0
 		for k := range 4 {
-			if rng.IntN(10) == 0 {
+			if itemNulls && rng.IntN(10) == 0 {
 				vb.AppendNull()
 			} else {
 				vb.Append(float32(row) + float32(k)/4)
@@ -115,15 +130,21 @@ func fillValue(b array.Builder, f arrow.Field, rng *rand.Rand, row, nullPct int)
 	}
 }
 
-// writeFile writes recs into an in-memory Lance file.
+// writeFile writes recs into an in-memory Lance 2.0 file.
 func writeFile(t testing.TB, s *arrow.Schema, pageBytes int64, recs ...arrow.RecordBatch) []byte {
+	t.Helper()
+	return writeFileV(t, s, pageBytes, 0, recs...)
+}
+
+// writeFileV writes recs into an in-memory Lance file of format 2.minor.
+func writeFileV(t testing.TB, s *arrow.Schema, pageBytes int64, minor uint16, recs ...arrow.RecordBatch) []byte {
 	t.Helper()
 	ls, err := FromArrow(s)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	w, err := NewFileWriter(&buf, s, ls, pageBytes)
+	w, err := NewFileWriter(&buf, s, ls, pageBytes, minor)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -186,46 +207,84 @@ func TestFileRoundTrip(t *testing.T) {
 		{"many-pages", []int{300, 7, 1, 500}, 30, 2048, false},
 		{"sliced-input", []int{100, 64}, 25, 4096, true},
 		{"empty-batch", []int{0, 9}, 50, 0, false},
+		{"many-chunks", []int{2500, 3000}, 10, 0, false},
 	}
+	for minor := range uint16(3) {
+		for seed, tc := range cases {
+			t.Run(fmt.Sprintf("2.%d/%s", minor, tc.name), func(t *testing.T) {
+				roundTrip(t, minor, uint64(seed), tc.batches, tc.nullPct, tc.pageBytes, tc.slice)
+			})
+		}
+	}
+}
+
+// noItemNulls is field metadata telling fillValue to leave the items of
+// a fixed-size list non-null.
+const noItemNulls = "test.no_item_nulls"
+
+// formatSchema is allTypesSchema without the types Quiver does not write
+// in format 2.minor (null vector items in 2.1 and 2.2), plus the types it
+// writes in 2.1 and 2.2 only.
+func formatSchema(minor uint16) *arrow.Schema {
 	s := allTypesSchema()
-	for seed, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-			defer mem.AssertSize(t, 0)
-			rng := rand.New(rand.NewPCG(uint64(seed), 7))
-			var recs []arrow.RecordBatch
-			start := 0
-			for _, n := range tc.batches {
-				r := randomRecord(mem, s, rng, start, n+3, tc.nullPct)
-				if tc.slice {
-					// Offsets that are not byte aligned exercise bitmap copies.
-					sl := r.NewSlice(3, int64(n+3))
-					r.Release()
-					r = sl
-				} else {
-					sl := r.NewSlice(0, int64(n))
-					r.Release()
-					r = sl
-				}
-				recs = append(recs, r)
-				start += n
+	if minor == 0 {
+		return s
+	}
+	var fs []arrow.Field
+	for _, f := range s.Fields() {
+		switch f.Type.ID() {
+		case arrow.FIXED_SIZE_LIST: // vectors without null items
+			f.Metadata = arrow.NewMetadata([]string{noItemNulls}, []string{"true"})
+			fs = append(fs, f)
+		default:
+			fs = append(fs, f)
+		}
+	}
+	nn := func(name string, t arrow.DataType) arrow.Field {
+		return arrow.Field{Name: name, Type: t, Nullable: true}
+	}
+	fs = append(fs, nn("f16", arrow.FixedWidthTypes.Float16), nn("dec", &arrow.Decimal128Type{Precision: 18, Scale: 3}),
+		nn("d64", arrow.FixedWidthTypes.Date64), nn("t32", arrow.FixedWidthTypes.Time32ms),
+		nn("t64", arrow.FixedWidthTypes.Time64us), nn("dur", &arrow.DurationType{Unit: arrow.Millisecond}))
+	return arrow.NewSchema(fs, nil)
+}
+
+func roundTrip(t *testing.T, minor uint16, seed uint64, batches []int, nullPct int, pageBytes int64, slice bool) {
+	s := formatSchema(minor)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	rng := rand.New(rand.NewPCG(seed, 7))
+	var recs []arrow.RecordBatch
+	start := 0
+	for _, n := range batches {
+		r := randomRecord(mem, s, rng, start, n+3, nullPct)
+		if slice {
+			// Offsets that are not byte aligned exercise bitmap copies.
+			sl := r.NewSlice(3, int64(n+3))
+			r.Release()
+			r = sl
+		} else {
+			sl := r.NewSlice(0, int64(n))
+			r.Release()
+			r = sl
+		}
+		recs = append(recs, r)
+		start += n
+	}
+	want := concatRecords(t, mem, recs)
+	defer want.Release()
+	b := writeFileV(t, s, pageBytes, minor, recs...)
+	for _, r := range recs {
+		r.Release()
+	}
+	got := readFile(t, mem, b)
+	defer got.Release()
+	if !array.RecordEqual(want, got) {
+		for i := range int(want.NumCols()) {
+			if !array.Equal(want.Column(i), got.Column(i)) {
+				t.Errorf("column %s differs:\nwant %v\n got %v", s.Field(i).Name, want.Column(i), got.Column(i))
 			}
-			want := concatRecords(t, mem, recs)
-			defer want.Release()
-			b := writeFile(t, s, tc.pageBytes, recs...)
-			for _, r := range recs {
-				r.Release()
-			}
-			got := readFile(t, mem, b)
-			defer got.Release()
-			if !array.RecordEqual(want, got) {
-				for i := range int(want.NumCols()) {
-					if !array.Equal(want.Column(i), got.Column(i)) {
-						t.Errorf("column %s differs:\nwant %v\n got %v", s.Field(i).Name, want.Column(i), got.Column(i))
-					}
-				}
-				t.FailNow()
-			}
-		})
+		}
+		t.FailNow()
 	}
 }

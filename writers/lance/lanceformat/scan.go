@@ -65,8 +65,10 @@ func (d *Dataset) ReadColumns(ctx context.Context, b *storage.Bucket, f *Fragmen
 		sub := &Schema{}
 		var idx []int
 		for i, fl := range top {
-			if _, ok := colOf[fl.ID]; ok {
-				sub.Fields = append(sub.Fields, d.Manifest.Schema.subtree(fl.ID)...)
+			// Format 2.1 data files list leaf fields only.
+			tree := d.Manifest.Schema.subtree(fl.ID)
+			if slices.ContainsFunc(tree, func(f Field) bool { _, ok := colOf[f.ID]; return ok }) {
+				sub.Fields = append(sub.Fields, tree...)
 				idx = append(idx, i)
 			}
 		}

@@ -139,6 +139,8 @@ func FromArrow(s *arrow.Schema) (*Schema, error) {
 		switch t := af.Type.(type) {
 		case *arrow.ListType:
 			return add(t.ElemField(), f.ID)
+		case *arrow.LargeListType:
+			return add(t.ElemField(), f.ID)
 		case *arrow.StructType:
 			for _, c := range t.Fields() {
 				if err := add(c, f.ID); err != nil {
@@ -204,7 +206,7 @@ func ptrMeta(m arrow.Metadata) *arrow.Metadata {
 func (s *Schema) arrowField(f Field) (arrow.Field, error) {
 	af := arrow.Field{Name: f.Name, Nullable: f.Nullable, Metadata: toArrowMeta(f.Metadata)}
 	switch f.LogicalType {
-	case "list", "struct":
+	case "list", "large_list", "struct":
 		kids := s.children(f.ID)
 		conv := make([]arrow.Field, len(kids))
 		for i, k := range kids {
@@ -222,6 +224,9 @@ func (s *Schema) arrowField(f Field) (arrow.Field, error) {
 			return af, writers.Errorf(writers.ErrInvalid, "lance: list column %q has %d child fields, want 1", f.Name, len(conv))
 		}
 		af.Type = arrow.ListOfField(conv[0])
+		if f.LogicalType == "large_list" {
+			af.Type = arrow.LargeListOfField(conv[0])
+		}
 		return af, nil
 	}
 	t, err := parseLogicalType(f.LogicalType)
@@ -259,7 +264,18 @@ func logicalType(t arrow.DataType) (string, error) {
 			return name, nil
 		}
 	}
+	for name, p := range newerTypes {
+		if arrow.TypeEqual(p, t) {
+			return name, nil
+		}
+	}
 	switch t := t.(type) {
+	case *arrow.DurationType:
+		return "duration:" + t.Unit.String(), nil
+	case *arrow.Decimal128Type:
+		return fmt.Sprintf("decimal:128:%d:%d", t.Precision, t.Scale), nil
+	case *arrow.Decimal256Type:
+		return fmt.Sprintf("decimal:256:%d:%d", t.Precision, t.Scale), nil
 	case *arrow.TimestampType:
 		tz := t.TimeZone
 		if tz == "" {
@@ -277,16 +293,59 @@ func logicalType(t arrow.DataType) (string, error) {
 		return "fixed_size_list:" + item + ":" + strconv.Itoa(int(t.Len())), nil
 	case *arrow.ListType:
 		return "list", nil
+	case *arrow.LargeListType:
+		return "large_list", nil
 	case *arrow.StructType:
 		return "struct", nil
 	}
 	return "", fmt.Errorf("type %s has no Lance 2.0 mapping in Quiver: use a supported type (integers, floats, bool, utf8, binary, date32, timestamp, fixed_size_list, list, struct)", t)
 }
 
+// newerTypes are fixed-width logical types Quiver writes in Lance file
+// formats 2.1 and 2.2 only (CheckFormatTypes refuses them for 2.0); the
+// reader takes them from any format.
+var newerTypes = map[string]arrow.DataType{
+	"halffloat": arrow.FixedWidthTypes.Float16,
+	"date64:ms": arrow.FixedWidthTypes.Date64,
+	"time32:s":  arrow.FixedWidthTypes.Time32s,
+	"time32:ms": arrow.FixedWidthTypes.Time32ms,
+	"time64:us": arrow.FixedWidthTypes.Time64us,
+	"time64:ns": arrow.FixedWidthTypes.Time64ns,
+}
+
+var timeUnits = map[string]arrow.TimeUnit{"s": arrow.Second, "ms": arrow.Millisecond, "us": arrow.Microsecond, "ns": arrow.Nanosecond}
+
 // parseLogicalType is the inverse of logicalType for non-nested types.
 func parseLogicalType(s string) (arrow.DataType, error) {
 	if t, ok := primitiveTypes[s]; ok {
 		return t, nil
+	}
+	if t, ok := newerTypes[s]; ok {
+		return t, nil
+	}
+	parts := strings.Split(s, ":")
+	switch {
+	case parts[0] == "duration" && len(parts) == 2:
+		if u, ok := timeUnits[parts[1]]; ok {
+			return &arrow.DurationType{Unit: u}, nil
+		}
+	case parts[0] == "decimal" && len(parts) == 4:
+		p, perr := strconv.ParseInt(parts[2], 10, 32)
+		sc, serr := strconv.ParseInt(parts[3], 10, 32)
+		if perr == nil && serr == nil {
+			switch parts[1] {
+			case "128":
+				return &arrow.Decimal128Type{Precision: int32(p), Scale: int32(sc)}, nil
+			case "256":
+				return &arrow.Decimal256Type{Precision: int32(p), Scale: int32(sc)}, nil
+			}
+		}
+	case parts[0] == "dict" && len(parts) == 4:
+		v, verr := parseLogicalType(parts[1])
+		k, kerr := parseLogicalType(parts[2])
+		if verr == nil && kerr == nil && arrow.IsInteger(k.ID()) {
+			return &arrow.DictionaryType{IndexType: k, ValueType: v, Ordered: parts[3] == "true"}, nil
+		}
 	}
 	switch {
 	case strings.HasPrefix(s, "timestamp:"):
@@ -294,8 +353,7 @@ func parseLogicalType(s string) (arrow.DataType, error) {
 		if len(parts) != 3 {
 			return nil, fmt.Errorf("bad logical type %q", s)
 		}
-		units := map[string]arrow.TimeUnit{"s": arrow.Second, "ms": arrow.Millisecond, "us": arrow.Microsecond, "ns": arrow.Nanosecond}
-		u, ok := units[parts[1]]
+		u, ok := timeUnits[parts[1]]
 		if !ok {
 			return nil, fmt.Errorf("bad timestamp unit in %q", s)
 		}

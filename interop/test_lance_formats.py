@@ -1,0 +1,259 @@
+"""Quiver's Lance sink against the newest Lance core on PyPI (pylance and
+lancedb, pinned in requirements-test.txt): pylance reads the 2.1 and 2.2
+datasets Quiver writes exactly, Quiver merges into a dataset pylance created
+with its defaults (format 2.2) as pylance's merge_insert does, also after
+pylance mutated it, and a dataset of an unstable ("next") format leaves its
+endpoint unavailable with the reason while the server serves the others."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import shutil
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute  # noqa: F401 (pa.compute)
+import pyarrow.flight as flight
+import pytest
+
+from helpers import Quiver, require_tool
+
+try:
+    import lance
+    import lancedb
+except ImportError:
+    lance = lancedb = None
+
+
+@pytest.fixture(autouse=True)
+def _reference_tools() -> None:
+    if lance is None or lancedb is None:
+        require_tool("pylance", "pylance and lancedb are not installed in .venv (requirements-test.txt)")
+
+CATEGORIES = ["books", "games", "music", "video", "garden", "tools", "toys", "food"]
+
+
+def workload(start: int, n: int, seed: int = 1) -> pa.Table:
+    """Rows like the standard workload, plus a vector, a nullable struct and
+    a list of strings (with null and empty lists)."""
+    rng = np.random.default_rng(seed + start)
+    ids = np.arange(start, start + n, dtype=np.int64)
+    base = dt.datetime(2026, 1, 1, tzinfo=dt.timezone.utc)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz0123456789"))
+    names = ["".join(rng.choice(letters, size=int(k))) for k in rng.integers(8, 25, n)]
+    vec = pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 8).astype(np.float32)), 8)
+    st = pa.array([None if i % 17 == 0 else {"a": int(i), "b": None if i % 5 == 0 else f"b{i % 11}"} for i in ids],
+                  pa.struct([("a", pa.int64()), ("b", pa.string())]))
+    tags = [None if i % 11 == 0 else [CATEGORIES[(i + j) % 8] for j in range(i % 4)] for i in ids]
+    return pa.table({
+        "id": pa.array(ids),
+        "tags": pa.array(tags, pa.list_(pa.string())),
+        "ts": pa.array([base + dt.timedelta(milliseconds=int(i)) for i in ids], pa.timestamp("us", tz="UTC")),
+        "user_id": pa.array(rng.integers(0, 1_000_001, n, dtype=np.int64)),
+        "amount": pa.array(np.round(rng.random(n) * 1000.0, 2)),
+        "name": pa.array([None if i % 13 == 0 else s for i, s in zip(ids, names)], pa.string()),
+        "category": pa.array([CATEGORIES[k] for k in rng.integers(0, len(CATEGORIES), n)], pa.string()),
+        "active": pa.array(rng.random(n) < 0.5),
+        "vec": vec,
+        "st": st,
+    })
+
+
+def sorted_rows(t: pa.Table) -> pa.Table:
+    return t.sort_by("id")
+
+
+def assert_same(got: pa.Table, want: pa.Table, who: str) -> None:
+    got, want = sorted_rows(got), sorted_rows(want)
+    assert got.num_rows == want.num_rows, f"{who}: {got.num_rows} rows, want {want.num_rows}"
+    for name in want.column_names:
+        g = got.column(name).combine_chunks()
+        w = want.column(name).combine_chunks().cast(g.type)
+        assert g.equals(w), f"{who}: column {name} differs"
+
+
+def lance_endpoint(name: str, path: Path, **opts: Any) -> dict[str, Any]:
+    return {"name": name, "sink": "lance", "lance": {"dataset_uri": "file://" + str(path), **opts}}
+
+
+def dir_bytes(path: Path) -> int:
+    return sum(f.stat().st_size for f in (path / "data").glob("*.lance"))
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2", None])
+def test_pylance_reads_quiver_datasets(serve: Callable[..., Quiver], tables: Path, version: str | None) -> None:
+    """Two auto-commit puts into a new dataset of each format (None: the
+    default, 2.2); pylance and lancedb read every row back as sent, and the
+    data files are about as large as pylance's own for the same rows."""
+    name = f"fmt-{version or 'default'}"
+    path = tables / f"{name}.lance"
+    opts = {"data_storage_version": version} if version else {}
+    q = serve([lance_endpoint("items", path, **opts)])
+    parts = [workload(0, 6000), workload(6000, 3000)]
+    for t in parts:
+        q.client().put("items", t)
+    want = pa.concat_tables(parts)
+    ds = lance.dataset(str(path))
+    assert ds.data_storage_version == (version or "2.2")
+    assert_same(ds.to_table(), want, "pylance")
+    tbl = lancedb.connect(str(tables)).open_table(name)
+    assert tbl.count_rows() == want.num_rows
+    assert_same(tbl.to_arrow(), want, "lancedb")
+    # The same rows written by pylance in the same format, in two files.
+    ref = tables / f"{name}-pylance.lance"
+    lance.write_dataset(parts[0], str(ref), data_storage_version=version or "2.2")
+    lance.write_dataset(parts[1], str(ref), mode="append")
+    ratio = dir_bytes(path) / dir_bytes(ref)
+    print(f"{name}: Quiver {dir_bytes(path)} bytes, pylance {dir_bytes(ref)} bytes, ratio {ratio:.2f}")
+    assert ratio <= 1.2, f"Quiver's data files are {ratio:.2f}x pylance's"
+    # pylance deletes rows and adds a column; Quiver goes on appending.
+    ds.delete("id < 100")
+    ds.add_columns({"amount2": "amount * 2"})
+    more = workload(9000, 500)
+    more = more.append_column("amount2", pa.compute.multiply(more.column("amount"), 2))
+    q.client().put("items", more)
+    got = lance.dataset(str(path)).to_table()
+    assert got.num_rows == want.num_rows - 100 + 500
+    assert_same(got.filter(pa.compute.field("id") >= 9000), more, "after add_columns")
+
+
+def test_merge_insert_into_pylance_dataset(serve: Callable[..., Quiver], tables: Path) -> None:
+    """A dataset pylance created with its defaults (2.2): Quiver's
+    merge_insert (update_all + insert_all on id) gives the rows pylance's
+    merge_insert gives on a copy, also after pylance deleted, updated and
+    compacted the dataset and created a BTREE and an IVF_PQ index on it;
+    the indices survive Quiver's merge and still answer."""
+    base = workload(0, 5000, seed=7)
+    ours, theirs = tables / "merge-q.lance", tables / "merge-p.lance"
+    lance.write_dataset(base, str(ours))
+    assert lance.dataset(str(ours)).data_storage_version == "2.2"
+    shutil.copytree(ours, theirs)
+    q = serve([lance_endpoint("m", ours, mode="merge_insert", on=["id"])])
+
+    def merge_both(src: pa.Table) -> None:
+        q.client().put("m", src)
+        (lance.dataset(str(theirs)).merge_insert("id")
+         .when_matched_update_all().when_not_matched_insert_all().execute(src))
+        assert_same(lance.dataset(str(ours)).to_table(), lance.dataset(str(theirs)).to_table(), "merge")
+
+    src = workload(4000, 2000, seed=8)  # 1000 updates, 1000 inserts
+    merge_both(src)
+    for path in (ours, theirs):  # the same mutations by pylance on both
+        ds = lance.dataset(str(path))
+        ds.delete("id % 10 = 3")
+        ds.update({"amount": "amount + 1"}, where="id < 500")
+        ds.optimize.compact_files(target_rows_per_fragment=100_000)
+    ds = lance.dataset(str(ours))  # and indices on Quiver's
+    ds.create_scalar_index("id", "BTREE")
+    ds.create_index("vec", "IVF_PQ", num_partitions=2, num_sub_vectors=2)
+    merge_both(workload(5500, 1500, seed=9))
+    ds = lance.dataset(str(ours))
+    assert len(ds.describe_indices()) == 2, ds.describe_indices()
+    assert ds.to_table(nearest={"column": "vec", "q": [0.5] * 8, "k": 5}).num_rows == 5
+    assert ds.to_table(filter="id = 5600").num_rows == 1
+
+
+def test_next_format_endpoint_unavailable(serve: Callable[..., Quiver], tables: Path) -> None:
+    """A dataset of Lance's unstable next format: its endpoint answers
+    why it cannot be written, the server serves the other endpoint."""
+    nxt, ok = tables / "next.lance", tables / "ok.lance"
+    lance.write_dataset(workload(0, 100), str(nxt), data_storage_version="next")
+    version = lance.dataset(str(nxt)).data_storage_version
+    assert version not in ("2.0", "2.1", "2.2")
+    q = serve([lance_endpoint("next", nxt), lance_endpoint("ok", ok)])
+    with pytest.raises((flight.FlightError, pa.ArrowException)) as e:
+        q.client().put("next", workload(100, 10))
+    assert f"Lance file format {version}" in str(e.value) and "next" in str(e.value), str(e.value)
+    q.client().put("ok", workload(0, 10))
+    assert lance.dataset(str(ok)).count_rows() == 10
+
+
+def _types() -> list[tuple[str, pa.Array, str]]:
+    """(name, column of 40 rows with nulls, Quiver's answer for a new
+    dataset): "2.2" / "2.0" stored in that format, or "refused"."""
+    n = 40
+    ints = list(range(n))
+
+    def nulls(values: list[Any], typ: pa.DataType) -> pa.Array:
+        return pa.array([None if i % 7 == 3 else v for i, v in enumerate(values)], typ)
+
+    words = [f"w{i % 5}" for i in ints]
+    return [
+        ("dictionary", nulls(words, pa.string()).dictionary_encode(), "refused"),
+        ("decimal128", nulls([decimal.Decimal(i) / 100 for i in ints], pa.decimal128(10, 2)), "2.2"),
+        ("decimal256", nulls([decimal.Decimal(i) / 100 for i in ints], pa.decimal256(40, 2)), "2.2"),
+        ("time32", nulls([i * 1000 for i in ints], pa.time32("ms")), "2.2"),
+        ("time64", nulls([i * 1000 for i in ints], pa.time64("us")), "2.2"),
+        ("date64", nulls([dt.date(2026, 1, 1) + dt.timedelta(days=i) for i in ints], pa.date64()), "2.2"),
+        ("duration", nulls(ints, pa.duration("ms")), "2.2"),
+        ("float16", nulls([np.float16(i / 4) for i in ints], pa.float16()), "2.2"),
+        ("struct", nulls([{"a": i, "b": f"s{i}"} for i in ints], pa.struct([("a", pa.int32()), ("b", pa.string())])), "2.2"),
+        ("vector_f32", nulls([[float(i)] * 4 for i in ints], pa.list_(pa.float32(), 4)), "2.2"),
+        ("vector_f16", nulls([[np.float16(i)] * 4 for i in ints], pa.list_(pa.float16(), 4)), "2.2"),
+        ("list", nulls([list(range(i % 4)) for i in ints], pa.list_(pa.int64())), "2.2"),
+        ("large_list", nulls([list(range(i % 4)) for i in ints], pa.large_list(pa.int64())), "2.2"),
+        ("list_of_struct", nulls([[{"x": j, "y": None if j == 1 else str(j)} for j in range(i % 3)] for i in ints],
+                                 pa.list_(pa.struct([("x", pa.int32()), ("y", pa.string())]))), "2.2"),
+        ("list_of_list", nulls([[list(range(j)) for j in range(i % 3)] for i in ints], pa.list_(pa.list_(pa.int16()))), "2.2"),
+        ("map", nulls([{"k": i} for i in ints], pa.map_(pa.string(), pa.int64())), "refused"),
+    ]
+
+
+@pytest.mark.parametrize("name,column,answer", _types(), ids=[t[0] for t in _types()])
+def test_types_against_pylance(serve: Callable[..., Quiver], tables: Path, name: str, column: pa.Array, answer: str) -> None:
+    """Each Arrow type a pandas, Polars or pyarrow user sends, into a new
+    dataset: pylance stores every one; Quiver stores it (pylance reads it
+    back equal) or refuses it with InvalidArgument naming the column."""
+    t = pa.table({"id": pa.array(range(len(column)), pa.int64()), name: column})
+    ref = tables / f"type-{name}-pylance.lance"
+    lance.write_dataset(t, str(ref))
+    assert_same(lance.dataset(str(ref)).to_table(), t, f"pylance {name}")
+    path = tables / f"type-{name}.lance"
+    q = serve([lance_endpoint("t", path)])
+    if answer == "refused":
+        with pytest.raises((flight.FlightError, pa.ArrowException)) as e:
+            q.client().put("t", t)
+        assert "invalid" in str(e.value).lower() and name in str(e.value), str(e.value)
+        return
+    q.client().put("t", t)
+    ds = lance.dataset(str(path))
+    assert ds.data_storage_version == answer
+    assert_same(ds.to_table(), t, f"Quiver {name}")
+
+
+# Quiver's merge_insert options and pylance's builder calls for them.
+MERGE_OPTIONS = {
+    "upsert": ({}, lambda b: b.when_matched_update_all().when_not_matched_insert_all()),
+    "insert_only": ({"when_matched": "do_nothing"}, lambda b: b.when_not_matched_insert_all()),
+    "update_only": ({"when_not_matched": "do_nothing"}, lambda b: b.when_matched_update_all()),
+    "sync": ({"when_not_matched_by_source": "delete"},
+             lambda b: b.when_matched_update_all().when_not_matched_insert_all().when_not_matched_by_source_delete()),
+}
+
+
+def test_merge_insert_differential(serve: Callable[..., Quiver], tables: Path) -> None:
+    """Random rounds of merges with random option combinations into a
+    pylance-created 2.2 dataset: after every round Quiver's dataset holds
+    the rows pylance's merge_insert gives on its copy."""
+    rng = np.random.default_rng(20261203)
+    ours, theirs = tables / "diff-q.lance", tables / "diff-p.lance"
+    lance.write_dataset(workload(0, 2000, seed=11), str(ours))
+    shutil.copytree(ours, theirs)
+    q = serve([lance_endpoint(name, ours, mode="merge_insert", on=["id"], **opts)
+               for name, (opts, _) in MERGE_OPTIONS.items()])
+    next_id = 2000
+    for rnd in range(8):
+        name = str(rng.choice(list(MERGE_OPTIONS)))
+        live = lance.dataset(str(theirs)).to_table(columns=["id"]).column("id").to_numpy()
+        n_old, n_new = int(rng.integers(0, 400)), int(rng.integers(1, 300))
+        old = rng.choice(live, size=min(n_old, len(live)), replace=False) if name != "sync" else live[: len(live) // 2]
+        ids = np.concatenate([old, np.arange(next_id, next_id + n_new)]).astype(np.int64)
+        next_id += n_new
+        rng.shuffle(ids)
+        src = pa.concat_tables([workload(int(i), 1, seed=100 + rnd) for i in ids])
+        q.client().put(name, src)
+        MERGE_OPTIONS[name][1](lance.dataset(str(theirs)).merge_insert("id")).execute(src)
+        assert_same(lance.dataset(str(ours)).to_table(), lance.dataset(str(theirs)).to_table(), f"round {rnd} ({name})")

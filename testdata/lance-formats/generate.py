@@ -1,0 +1,134 @@
+"""Writes the Lance 2.1 and 2.2 reference datasets Quiver's reader is tested on.
+
+Run from the repository root with `make lance-fixtures` (or
+`.venv/bin/python testdata/lance-formats/generate.py [--out DIR]`). For each
+data storage version in VERSIONS it writes, with pylance (the reference
+writer, pinned in requirements-test.txt), one dataset per table below and,
+beside it, `<table>.arrow`: the same rows as an Arrow IPC file, which the Go
+tests compare the decoded dataset with value by value. The data is
+deterministic (seeded); the datasets are small so that they can be committed.
+"""
+
+import argparse
+import datetime as dt
+import decimal
+import os
+import shutil
+import sys
+from importlib.metadata import version
+
+import numpy as np
+import pyarrow as pa
+
+PINNED = {"pylance": "14.0.2", "pyarrow": "26.0.1"}
+VERSIONS = ["2.1", "2.2"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def workload(rows, seed=20261202):
+    """The standard workload's columns (bench/workload), seeded in numpy."""
+    rng = np.random.default_rng(seed)
+    ids = np.arange(rows, dtype=np.int64)
+    base = np.datetime64("2026-01-01T00:00:00", "us")
+    cats = ["books", "games", "music", "video", "garden", "tools", "toys", "food",
+            "drinks", "sports", "outdoor", "health", "beauty", "office", "pets", "travel"]
+    alphabet = np.array(list("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"))
+    names = ["".join(rng.choice(alphabet, size=int(n))) for n in rng.integers(8, 25, rows)]
+    return pa.table({
+        "id": pa.array(ids),
+        "ts": pa.array(base + ids * 1000, pa.timestamp("us", tz="UTC")),
+        "user_id": pa.array(rng.integers(0, 1_000_001, rows, dtype=np.int64)),
+        "amount": pa.array(np.round(rng.random(rows) * 1000.0, 2)),
+        "score": pa.array(rng.random(rows)),
+        "name": pa.array(names, pa.string()),
+        "category": pa.array([cats[i] for i in rng.integers(0, 16, rows)], pa.string()),
+        "active": pa.array(rng.random(rows) < 0.5),
+    })
+
+
+def nulls_every(values, k, typ):
+    return pa.array([None if i % k == 0 else v for i, v in enumerate(values)], typ)
+
+
+def types(rows, seed=7):
+    """Columns of the Arrow types Lance users send, with nulls, lists and
+    structs; one column all null, one constant, one of large values."""
+    rng = np.random.default_rng(seed)
+    ints = rng.integers(-1000, 1000, rows)
+    words = ["w%d" % (i % 37) for i in range(rows)]
+    cols = {
+        "i8": nulls_every([int(v) % 100 for v in ints], 7, pa.int8()),
+        "i16": pa.array(ints.astype(np.int16)),
+        "i32": nulls_every([int(v) for v in ints], 5, pa.int32()),
+        "u8": pa.array(np.abs(ints % 200).astype(np.uint8)),
+        "u16": pa.array(np.abs(ints).astype(np.uint16)),
+        "u32": pa.array(np.abs(ints).astype(np.uint32) * 1000),
+        "u64": pa.array(np.abs(ints).astype(np.uint64) << np.uint64(40)),
+        "i64_wide": pa.array(rng.integers(-(2**62), 2**62, rows, dtype=np.int64)),
+        "f16": pa.array(rng.random(rows).astype(np.float16)),
+        "f32": nulls_every([float(v) for v in rng.random(rows).astype(np.float32)], 3, pa.float32()),
+        "f64": pa.array(rng.standard_normal(rows)),
+        "b": nulls_every([bool(v % 2) for v in ints], 4, pa.bool_()),
+        "s": nulls_every(words, 6, pa.string()),
+        "ls": pa.array(["long-" + w * 3 for w in words], pa.large_string()),
+        "bin": nulls_every([w.encode() * 2 for w in words], 9, pa.binary()),
+        "lbin": pa.array([w.encode() for w in words], pa.large_binary()),
+        "d32": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=int(v)) for v in ints], pa.date32()),
+        "d64": nulls_every([dt.date(2020, 1, 1) + dt.timedelta(days=int(v)) for v in ints], 8, pa.date64()),
+        "ts_ns": pa.array(ints.astype(np.int64) * 1_000_000_007, pa.timestamp("ns")),
+        "t32": pa.array((np.abs(ints) * 1000).astype(np.int32), pa.time32("ms")),
+        "t64": pa.array(np.abs(ints).astype(np.int64) * 1_000_000, pa.time64("us")),
+        "dur": pa.array(ints.astype(np.int64), pa.duration("ms")),
+        "dec": nulls_every([decimal.Decimal(int(v)) / 100 for v in ints], 10, pa.decimal128(10, 2)),
+        "dict": pa.array(words, pa.string()).dictionary_encode(),
+        "null": pa.nulls(rows, pa.int32()),
+        "const": pa.array(["same"] * rows, pa.string()),
+        "const_null": pa.array([None if i % 9 == 0 else "same" for i in range(rows)], pa.string()),
+        "const_tags": pa.array([None if i % 9 == 0 else ["t1", None] for i in range(rows)], pa.list_(pa.string())),
+        "big": pa.array([bytes([i % 251]) * (260 + i % 20) for i in range(rows)], pa.binary()),
+        "vec": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(rows * 16).astype(np.float32)), 16),
+        "vec16": pa.FixedSizeListArray.from_arrays(pa.array(rng.random(rows * 8).astype(np.float16)), 8),
+        "list": pa.array([None if i % 11 == 0 else [] if i % 7 == 0 else list(range(i % 5)) for i in range(rows)],
+                         pa.list_(pa.int32())),
+        "llist": pa.array([["x"] * (i % 3) for i in range(rows)], pa.large_list(pa.string())),
+        "st": pa.array([None if i % 13 == 0 else {"a": i, "b": None if i % 3 == 0 else words[i]} for i in range(rows)],
+                       pa.struct([("a", pa.int64()), ("b", pa.string())])),
+    }
+    return pa.table(cols)
+
+
+TABLES = {"workload": lambda: workload(3000), "types": lambda: types(1200)}
+
+
+def check_versions():
+    bad = {p: version(p) for p in PINNED if version(p) != PINNED[p]}
+    if bad:
+        sys.exit("generate.py needs %s, found %s" % (PINNED, bad))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", default=HERE)
+    args = ap.parse_args()
+    check_versions()
+    import lance
+
+    for v in VERSIONS:
+        for name, make in TABLES.items():
+            tbl = make()
+            folder = os.path.join(args.out, "v" + v.replace(".", "_"))
+            os.makedirs(folder, exist_ok=True)
+            uri = os.path.join(folder, name + ".lance")
+            shutil.rmtree(uri, ignore_errors=True)
+            ds = lance.write_dataset(tbl, uri, data_storage_version=v, mode="create")
+            assert ds.data_storage_version == v, ds.data_storage_version
+            back = ds.to_table()
+            assert back.equals(tbl.cast(back.schema)) or back.num_rows == tbl.num_rows
+            with pa.OSFile(os.path.join(folder, name + ".arrow"), "wb") as f:
+                with pa.ipc.new_file(f, back.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
+                    w.write_table(back)
+            print("%s %s: %d rows, schema %s" % (v, name, back.num_rows, back.schema.types))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,122 @@
+package lanceformat
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// FastLanes bit-packing, the layout Lance 2.1+ bit-packs integers in: a
+// block of 1024 values of a T-bit type is packed at W bits per value into
+// 1024*W/T words of T bits. Value rows are interleaved over 1024/T lanes
+// in FastLanes' "unified transposed" order, so that each lane packs and
+// unpacks independently (SIMD-friendly); flIndex maps (row, lane) to the
+// value's position in the block.
+
+// flBlock is the number of values of one FastLanes block.
+const flBlock = 1024
+
+// flOrder is FastLanes' transposition order of 8-row groups.
+var flOrder = [8]int{0, 4, 2, 6, 1, 5, 3, 7}
+
+func flIndex(row, lane int) int { return flOrder[row/8]*16 + (row%8)*128 + lane }
+
+// flWords is the number of T-bit words a block packed at w bits takes.
+func flWords(t, w int) int { return flBlock * w / t }
+
+// readWord reads the i-th little-endian word of t bits of b.
+func readWord(b []byte, t, i int) uint64 {
+	switch t {
+	case 8:
+		return uint64(b[i])
+	case 16:
+		return uint64(binary.LittleEndian.Uint16(b[2*i:]))
+	case 32:
+		return uint64(binary.LittleEndian.Uint32(b[4*i:]))
+	}
+	return binary.LittleEndian.Uint64(b[8*i:])
+}
+
+// putWord writes v as the i-th little-endian word of t bits of b.
+func putWord(b []byte, t, i int, v uint64) {
+	switch t {
+	case 8:
+		b[i] = byte(v)
+	case 16:
+		binary.LittleEndian.PutUint16(b[2*i:], uint16(v))
+	case 32:
+		binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
+	default:
+		binary.LittleEndian.PutUint64(b[8*i:], v)
+	}
+}
+
+// flUnpack unpacks one block of 1024 t-bit values packed at w bits from
+// packed (at least flWords(t, w) words) into out (1024 values).
+func flUnpack(t, w int, packed []byte, out []uint64) error {
+	if w < 0 || w > t {
+		return fmt.Errorf("bit width %d of a %d-bit block", w, t)
+	}
+	if len(packed) < flWords(t, w)*t/8 || len(out) < flBlock {
+		return fmt.Errorf("bit-packed block of %d bytes, want %d", len(packed), flWords(t, w)*t/8)
+	}
+	if w == 0 {
+		clear(out[:flBlock])
+		return nil
+	}
+	lanes := flBlock / t
+	mask := uint64(1)<<w - 1
+	if w == 64 {
+		mask = ^uint64(0)
+	}
+	words := make([]uint64, flWords(t, w))
+	for i := range words {
+		words[i] = readWord(packed, t, i)
+	}
+	for row := range t {
+		bit := row * w
+		word, shift := bit/t, bit%t
+		base := flOrder[row/8]*16 + (row%8)*128
+		dst := out[base : base+lanes]
+		cur := words[lanes*word : lanes*word+lanes]
+		if shift+w > t {
+			next := words[lanes*(word+1) : lanes*(word+1)+lanes]
+			for lane := range dst {
+				dst[lane] = (cur[lane]>>shift | next[lane]<<(t-shift)) & mask
+			}
+			continue
+		}
+		for lane := range dst {
+			dst[lane] = cur[lane] >> shift & mask
+		}
+	}
+	return nil
+}
+
+// flPack packs 1024 t-bit values (each below 2^w) at w bits into out
+// (flWords(t, w) words). The words are assembled in 64-bit registers and
+// written once each.
+func flPack(t, w int, in []uint64, out []byte) {
+	if w == 0 {
+		return
+	}
+	lanes := flBlock / t
+	words := make([]uint64, flWords(t, w))
+	for row := range t {
+		bit := row * w
+		word, shift := bit/t, bit%t
+		base := flOrder[row/8]*16 + (row%8)*128
+		cur := words[lanes*word : lanes*word+lanes]
+		for lane, v := range in[base : base+lanes] {
+			cur[lane] |= v << shift
+		}
+		if shift+w > t {
+			next := words[lanes*(word+1) : lanes*(word+1)+lanes]
+			for lane, v := range in[base : base+lanes] {
+				next[lane] |= v >> (t - shift)
+			}
+		}
+	}
+	for i, v := range words {
+		putWord(out, t, i, v) // bits above t are dropped here
+	}
+}

@@ -1,0 +1,121 @@
+package lanceformat
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Lance file format versions. A dataset's data storage version (its
+// manifest's data_format) is the format of the data files it holds; Quiver
+// reads and writes 2.0, 2.1 and 2.2. Newer versions are Lance's unstable
+// "next" formats, refused with the reason.
+
+// ParseFormatVersion returns the minor version of "2.0", "2.1" or "2.2".
+func ParseFormatVersion(v string) (uint16, error) {
+	switch v {
+	case "2.0":
+		return 0, nil
+	case "2.1":
+		return 1, nil
+	case "2.2":
+		return 2, nil
+	}
+	return 0, writers.Errorf(writers.ErrInvalid, "lance: data storage version %q is not one Quiver writes (2.0, 2.1, 2.2)", v)
+}
+
+// FileMinor returns the minor version of the file format the dataset
+// stores (2.minor), or ErrInvalid naming why Quiver cannot write it.
+func (d *Dataset) FileMinor() (uint16, error) {
+	v := d.Manifest.FormatVersion
+	if v == "" { // not recorded: the files' format
+		v = formatOfFiles(d.Manifest.Fragments)
+	}
+	if v == "0.1" || v == "0.3" || v == "legacy" {
+		return 0, writers.Errorf(writers.ErrInvalid, "lance: the dataset stores data in the legacy Lance file format (0.1); Quiver reads and writes 2.0, 2.1 and 2.2: rewrite the table with a newer Lance, or point Quiver at a new dataset")
+	}
+	minor, err := ParseFormatVersion(v)
+	if err != nil {
+		return 0, writers.Errorf(writers.ErrInvalid, "lance: the dataset stores data in Lance file format %s, which this Quiver does not write (it writes 2.0, 2.1 and 2.2; newer versions are Lance's unstable \"next\" formats): write the table with data_storage_version \"2.2\", or point Quiver at a new dataset", v)
+	}
+	return minor, nil
+}
+
+// readableVersion maps a data file footer's version to the 2.x minor
+// version this reader decodes, or refuses it naming the reason.
+func readableVersion(major, minor uint16) (uint16, error) {
+	switch {
+	case major == footerMajor20 && minor == footerMinor20, major == 2 && minor == 0:
+		return 0, nil
+	case major == 2 && (minor == 1 || minor == 2):
+		return minor, nil
+	case major == 0 && minor < 3:
+		return 0, writers.Errorf(writers.ErrInvalid, "lance: data file format legacy (0.1) is not supported: Quiver reads and writes Lance file formats 2.0, 2.1 and 2.2")
+	}
+	return 0, writers.Errorf(writers.ErrInvalid, "lance: data file format %d.%d is not supported: Quiver reads and writes Lance file formats 2.0, 2.1 and 2.2 (newer versions are Lance's unstable \"next\" formats; write the table with data_storage_version \"2.2\")", major, minor)
+}
+
+// formatOfFiles is the data storage version of a dataset created with
+// these fragments: their files' format (2.0 when there are none).
+func formatOfFiles(frags []Fragment) string {
+	for _, f := range frags {
+		for _, df := range f.Files {
+			return fmt.Sprintf("%d.%d", df.Major, df.Minor)
+		}
+	}
+	return "2.0"
+}
+
+// newerType reports the types Quiver writes in 2.1+ only.
+func newerType(dt arrow.DataType) bool {
+	switch dt.(type) {
+	case *arrow.DurationType, *arrow.Decimal128Type, *arrow.Decimal256Type, *arrow.LargeListType:
+		return true
+	}
+	for _, t := range newerTypes {
+		if arrow.TypeEqual(t, dt) {
+			return true
+		}
+	}
+	return false
+}
+
+// DefaultFormat is the file format (2.minor) of a new dataset when none
+// is configured: 2.2, pylance's default.
+const DefaultFormat = 2
+
+// CheckFormatTypes reports, as ErrInvalid naming the column, an Arrow
+// type that Quiver maps to Lance but does not write in format 2.minor.
+func CheckFormatTypes(s *arrow.Schema, minor uint16) error {
+	var walk func(path string, dt arrow.DataType) error
+	walk = func(path string, dt arrow.DataType) error {
+		if minor == 0 && newerType(dt) {
+			return writers.Errorf(writers.ErrInvalid, "lance: column %q has type %s, which Quiver writes in Lance file formats 2.1 and 2.2 only: create the dataset with data_storage_version \"2.2\"", path, dt)
+		}
+		switch t := dt.(type) {
+		case *arrow.StructType:
+			for _, f := range t.Fields() {
+				if err := walk(path+"."+f.Name, f.Type); err != nil {
+					return err
+				}
+			}
+		case arrow.ListLikeType:
+			if fsl, ok := t.(*arrow.FixedSizeListType); ok {
+				if ew, ok := fsl.Elem().(arrow.FixedWidthDataType); ok && minor > 0 && ew.BitWidth()*int(fsl.Len())/8 > maxMiniValue {
+					return writers.Errorf(writers.ErrInvalid, "lance: column %q holds vectors of %d bytes, wider than Quiver writes in Lance file format 2.%d (%d bytes): create the dataset with data_storage_version \"2.0\"", path, ew.BitWidth()*int(fsl.Len())/8, minor, maxMiniValue)
+				}
+				return nil
+			}
+			return walk(path+".item", t.Elem())
+		}
+		return nil
+	}
+	for _, f := range s.Fields() {
+		if err := walk(f.Name, f.Type); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,245 @@
+package lanceformat
+
+import (
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/protobuf/types/known/anypb"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/file2pb"
+)
+
+// Reading data files of format 2.1 and 2.2: one column per leaf field
+// (structs and lists have none; their validity and offsets are levels in
+// their leaves' pages), pages in the structural layouts of v21page.go.
+
+const typePageLayout = "/lance.encodings21.PageLayout"
+
+// decodeEncoding decodes a page's encoding: an ArrayEncoding (2.0) or a
+// PageLayout (2.1, 2.2).
+func (p *pageRef) decodeEncoding(e *file2pb.Encoding) error {
+	if _, ok := e.GetLocation().(*file2pb.Encoding_Indirect); ok {
+		return fmt.Errorf("indirect encodings are not supported")
+	}
+	a := &anypb.Any{}
+	if err := unmarshal(e.GetDirect().GetEncoding(), a); err != nil {
+		return err
+	}
+	switch a.TypeUrl {
+	case typeArrayEncoding:
+		enc, err := decodeEncoding(a.Value)
+		p.enc = enc
+		return err
+	case typePageLayout:
+		pl := &encodings21pb.PageLayout{}
+		if err := unmarshal(a.Value, pl); err != nil {
+			return fmt.Errorf("page layout: %w", err)
+		}
+		p.layout = pl
+		return nil
+	}
+	return writers.Errorf(writers.ErrInvalid, "lance: page encoding %q is not one Quiver reads (formats 2.0 to 2.2)", a.TypeUrl)
+}
+
+// leafPath is one leaf of a top-level field: its field id and the field's
+// type reduced to the path to it.
+type leafPath struct {
+	id int32
+	dt arrow.DataType
+}
+
+// leaves lists the leaves of field fl (type dt) in pre-order.
+func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
+	var (
+		kids = s.children(fl.ID)
+		out  []leafPath
+	)
+	wrap := func(i int, f arrow.Field, mk func(arrow.Field) arrow.DataType) error {
+		if i >= len(kids) {
+			return fmt.Errorf("field %q has %d children in the schema", fl.Name, len(kids))
+		}
+		sub, err := s.leaves(kids[i], f.Type)
+		if err != nil {
+			return err
+		}
+		for _, l := range sub {
+			g := f
+			g.Type = l.dt
+			out = append(out, leafPath{id: l.id, dt: mk(g)})
+		}
+		return nil
+	}
+	switch t := dt.(type) {
+	case *arrow.StructType:
+		for i, f := range t.Fields() {
+			if err := wrap(i, f, func(g arrow.Field) arrow.DataType { return arrow.StructOf(g) }); err != nil {
+				return nil, err
+			}
+		}
+		return out, nil
+	case *arrow.ListType:
+		return out, wrap(0, t.ElemField(), func(g arrow.Field) arrow.DataType { return arrow.ListOfField(g) })
+	case *arrow.LargeListType:
+		return out, wrap(0, t.ElemField(), func(g arrow.Field) arrow.DataType { return arrow.LargeListOfField(g) })
+	}
+	return []leafPath{{id: fl.ID, dt: dt}}, nil
+}
+
+func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, as *arrow.Schema, columnOf map[int32]int) (arrow.RecordBatch, error) {
+	column := func(id int32) (int, error) {
+		c, ok := columnOf[id]
+		if !ok {
+			return 0, fmt.Errorf("lance: data file has no column for field id %d", id)
+		}
+		return c, nil
+	}
+	var cols []arrow.Array
+	defer func() { releaseAll(cols) }()
+	for i, fl := range s.TopLevel() {
+		dt := as.Field(i).Type
+		leaves, err := s.leaves(fl, dt)
+		if err != nil {
+			return nil, err
+		}
+		parts := make([]arrow.Array, 0, len(leaves))
+		for _, l := range leaves {
+			c, err := column(l.id)
+			if err != nil {
+				releaseAll(parts)
+				return nil, err
+			}
+			a, err := f.readLeaf21(mem, bud, l.dt, c)
+			if err != nil {
+				releaseAll(parts)
+				return nil, fmt.Errorf("lance: column %q: %w", fl.Name, err)
+			}
+			parts = append(parts, a)
+		}
+		d := mergeLeaves(dt, dataOf(parts))
+		releaseAll(parts)
+		arr := array.MakeFromData(d)
+		d.Release()
+		if n := arr.Len(); uint64(n) != f.Rows {
+			arr.Release()
+			return nil, fmt.Errorf("lance: column %q has %d rows, the file %d", fl.Name, n, f.Rows)
+		}
+		cols = append(cols, arr)
+	}
+	return array.NewRecordBatch(as, cols, int64(f.Rows)), nil
+}
+
+func dataOf(as []arrow.Array) []arrow.ArrayData {
+	out := make([]arrow.ArrayData, len(as))
+	for i, a := range as {
+		out[i] = a.Data()
+	}
+	return out
+}
+
+// readLeaf21 decodes every page of leaf column col as type dt (the
+// field's type reduced to the path to this leaf).
+func (f *FileReader) readLeaf21(mem memory.Allocator, bud *budget, dt arrow.DataType, col int) (arrow.Array, error) {
+	if col < 0 || col >= len(f.columns) {
+		return nil, fmt.Errorf("file has %d columns, the schema needs column %d", len(f.columns), col)
+	}
+	var parts []arrow.Array
+	defer func() { releaseAll(parts) }()
+	for i, p := range f.columns[col] {
+		if p.layout == nil {
+			return nil, fmt.Errorf("page %d has no 2.1 page layout", i)
+		}
+		bufs, err := f.buffers(bud, p)
+		if err != nil {
+			return nil, err
+		}
+		lp, err := decodePage(bud, p.layout, bufs, p.length)
+		if err != nil {
+			return nil, fmt.Errorf("page %d: %w", i, err)
+		}
+		a, err := assemble(mem, bud, dt, lp, p.length)
+		if err != nil {
+			return nil, fmt.Errorf("page %d: %w", i, err)
+		}
+		parts = append(parts, a)
+	}
+	switch len(parts) {
+	case 0:
+		return array.MakeArrayOfNull(mem, dt, 0), nil
+	case 1:
+		parts[0].Retain()
+		return parts[0], nil
+	}
+	return array.Concatenate(parts, mem)
+}
+
+// leafFields returns the ids of s's leaf fields (no children) in
+// pre-order: the columns of a 2.1+ file.
+func leafFields(s *Schema) []int32 {
+	var out []int32
+	for _, f := range s.Fields {
+		if len(s.children(f.ID)) == 0 && f.LogicalType != "struct" && f.LogicalType != "list" && f.LogicalType != "large_list" {
+			out = append(out, f.ID)
+		}
+	}
+	return out
+}
+
+// leafCount is the number of leaf columns of type dt.
+func leafCount(dt arrow.DataType) int {
+	switch t := dt.(type) {
+	case *arrow.StructType:
+		n := 0
+		for _, f := range t.Fields() {
+			n += leafCount(f.Type)
+		}
+		return n
+	case *arrow.ListType:
+		return leafCount(t.Elem())
+	case *arrow.LargeListType:
+		return leafCount(t.Elem())
+	}
+	return 1
+}
+
+// mergeLeaves joins the per-leaf arrays of one field (each of the type
+// reduced to its leaf's path) into the field's array: structs and lists
+// take their validity and offsets from the first leaf, which all leaves
+// carry alike. The result is a new reference.
+func mergeLeaves(dt arrow.DataType, parts []arrow.ArrayData) arrow.ArrayData {
+	switch t := dt.(type) {
+	case *arrow.StructType:
+		kids := make([]arrow.ArrayData, t.NumFields())
+		at := 0
+		for i, f := range t.Fields() {
+			n := leafCount(f.Type)
+			sub := make([]arrow.ArrayData, n)
+			for j := range n {
+				sub[j] = parts[at+j].Children()[0]
+			}
+			kids[i] = mergeLeaves(f.Type, sub)
+			at += n
+		}
+		p := parts[0]
+		d := array.NewData(dt, p.Len(), p.Buffers()[:1], kids, p.NullN(), p.Offset())
+		for _, k := range kids {
+			k.Release()
+		}
+		return d
+	case *arrow.ListType, *arrow.LargeListType:
+		sub := make([]arrow.ArrayData, len(parts))
+		for j, p := range parts {
+			sub[j] = p.Children()[0]
+		}
+		elem := mergeLeaves(dt.(arrow.ListLikeType).Elem(), sub)
+		p := parts[0]
+		d := array.NewData(dt, p.Len(), p.Buffers()[:2], []arrow.ArrayData{elem}, p.NullN(), p.Offset())
+		elem.Release()
+		return d
+	}
+	parts[0].Retain()
+	return parts[0]
+}
