@@ -10,7 +10,7 @@ and category, bool active) in batches of 65,536 rows, generated before timing,
     append endpoint, zstd), 1 stream and 4 concurrent streams (the batches
     dealt round-robin, one connection and one auto-commit each);
   - delta-rs `write_deltalake` of the same pyarrow batches in process
-    (mode append, ZSTD level 3: parquet-go's default level, which Quiver uses);
+    (mode append, ZSTD level 3, and level 1: the size Quiver's zstd makes);
   - for reference, the same Flight stream into a discard endpoint (what the
     pyarrow client and gRPC cost alone, on the same two cores), and
     `quiver bench` (the arrow-go client of bench/, its own standard-workload
@@ -82,6 +82,10 @@ CATEGORIES = pa.array([f"category-{i:02d}" for i in range(16)])
 LETTERS = bytes(range(ord("a"), ord("a") + 26)) + bytes(range(ord("A"), ord("A") + 26))
 TO_LETTERS = bytes(LETTERS[i % len(LETTERS)] for i in range(256))
 ZSTD_LEVEL = 3
+# Quiver's zstd (klauspost's fastest level with literal entropy coding)
+# makes files about the size of zstd level 1's: delta-rs at level 1 too is
+# the same-size comparison (docs/delta.md, "The zstd codec").
+ZSTD_LEVEL_FAST = 1
 
 
 # --- data -------------------------------------------------------------------
@@ -198,16 +202,16 @@ def quiver_put_streams(addr: str, endpoint: str, table: pa.Table, streams: int) 
         raise errors[0]
 
 
-def deltars_props() -> Any:
+def deltars_props(level: int = ZSTD_LEVEL) -> Any:
     from deltalake import WriterProperties
 
-    return WriterProperties(compression="ZSTD", compression_level=ZSTD_LEVEL)
+    return WriterProperties(compression="ZSTD", compression_level=level)
 
 
-def deltars_write(path: Path, table: pa.Table) -> None:
+def deltars_write(path: Path, table: pa.Table, level: int = ZSTD_LEVEL) -> None:
     from deltalake import write_deltalake
 
-    write_deltalake(str(path), table, mode="append", writer_properties=deltars_props())
+    write_deltalake(str(path), table, mode="append", writer_properties=deltars_props(level))
 
 
 def deltars_merge(path: Path, source: pa.Table) -> None:
@@ -317,7 +321,8 @@ def quiver_bench_go(binary: Path, addr: str, endpoint: str, rows: int) -> float:
 
 
 def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs: int) -> dict[str, Any]:
-    secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": [], "discard_1": [], "quiver_go_1": []}
+    secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": [], "deltars_l1": [], "discard_1": [],
+                                    "quiver_go_1": []}
     loads = []
     sizes: dict[str, int] = {}
     cpu: dict[str, list[float]] = {name: [] for name in secs}  # this process's + the server's CPU seconds
@@ -326,6 +331,7 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
             ("quiver_1", lambda: quiver_put_streams(server.flight_addr, f"append_s1_r{r}", data, 1)),
             ("quiver_4", lambda: quiver_put_streams(server.flight_addr, f"append_s4_r{r}", data, 4)),
             ("deltars", lambda: deltars_write(work / f"deltars/append_r{r}", data)),
+            ("deltars_l1", lambda: deltars_write(work / f"deltars/append_l1_r{r}", data, ZSTD_LEVEL_FAST)),
             ("discard_1", lambda: quiver_put_streams(server.flight_addr, "devnull", data, 1)),
             ("quiver_go_1", None),
         ]
@@ -343,6 +349,7 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
         for name, path in (("quiver_1", server.table_path(f"append_s1_r{r}")),
                            ("quiver_4", server.table_path(f"append_s4_r{r}")),
                            ("deltars", work / f"deltars/append_r{r}"),
+                           ("deltars_l1", work / f"deltars/append_l1_r{r}"),
                            ("quiver_go_1", server.table_path(f"append_go_r{r}"))):
             n, ids, _ = table_digest(path)
             if name == "quiver_go_1":  # its own batches, and one warm-up batch before timing
@@ -433,9 +440,11 @@ def report(res: dict[str, Any]) -> None:
     if a := res.get("append"):
         d = a["deltars"]["median_rows_per_s"]
         print(f"\nAppend, {res['rows']:,} rows, zstd (load {a['load'][0]:.1f}-{a['load'][1]:.1f})")
-        print(f"{'target':<34}{'median rows/s':>15}  {'runs':<46}{'vs delta-rs':>8}")
+        print(f"{'target':<34}{'median rows/s':>15}  {'runs':<46}{'vs delta-rs zstd ' + str(ZSTD_LEVEL):>8}")
         for name, label in (("quiver_1", "Quiver Flight, 1 stream"), ("quiver_4", "Quiver Flight, 4 streams"),
-                            ("deltars", "delta-rs write_deltalake"), ("discard_1", "(Flight to discard, 1 stream)"),
+                            ("deltars", f"delta-rs write_deltalake, zstd {ZSTD_LEVEL}"),
+                            ("deltars_l1", f"delta-rs write_deltalake, zstd {ZSTD_LEVEL_FAST}"),
+                            ("discard_1", "(Flight to discard, 1 stream)"),
                             ("quiver_go_1", "(quiver bench, Go client, 1 stream)")):
             m = a[name]["median_rows_per_s"]
             runs = ", ".join(fmt_rate(x) for x in a[name]["rows_per_s"])

@@ -25,6 +25,7 @@ type Process struct {
 	HTTPAddr   string // host:port of the operations listener
 	exited     chan struct{}
 	waitErr    error // cmd.Wait's, once exited is closed
+	peak       int64 // the highest VmHWM read, bytes
 }
 
 // listening matches the server's "flight listening" and "http listening"
@@ -98,17 +99,27 @@ func lastLine(path string) string {
 }
 
 // Stop asks the server to drain (SIGTERM) and waits for it to exit,
-// killing it after stopTimeout. A server that exits with an error (it
-// crashed, or failed to drain) is an error.
+// killing it after stopTimeout, while it keeps reading the server's peak
+// RSS (PeakRSS), so that the drain counts too. A server that exits with an
+// error (it crashed, or failed to drain) is an error.
 func (p *Process) Stop() error {
+	p.samplePeak()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
 		return err
 	}
-	select {
-	case <-p.exited:
-	case <-time.After(stopTimeout):
-		p.kill()
-		return fmt.Errorf("bench: the server did not stop within %v of SIGTERM", stopTimeout)
+	deadline := time.After(stopTimeout)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for done := false; !done; {
+		select {
+		case <-p.exited:
+			done = true
+		case <-tick.C:
+			p.samplePeak()
+		case <-deadline:
+			p.kill()
+			return fmt.Errorf("bench: the server did not stop within %v of SIGTERM", stopTimeout)
+		}
 	}
 	if p.waitErr != nil {
 		return fmt.Errorf("bench: the server exited: %w", p.waitErr)
@@ -116,18 +127,27 @@ func (p *Process) Stop() error {
 	return nil
 }
 
-// PeakRSS is the stopped server's peak RSS over its whole life (shutdown
-// included) in bytes, -1 when unknown (still running, or not Linux).
+// samplePeak records the server's VmHWM while its memory is still there
+// to read. (The exit status's ru_maxrss is no use: Linux carries the
+// forking process's peak over into the child's at exec.)
+func (p *Process) samplePeak() {
+	if n := PeakRSSOf(p.cmd.Process.Pid); n > p.peak {
+		p.peak = n
+	}
+}
+
+// PeakRSS is the server's peak RSS in bytes as last read (by Stop, until
+// the server exited, or now while it runs), -1 when unknown (not Linux).
 func (p *Process) PeakRSS() int64 {
 	select {
 	case <-p.exited:
 	default:
+		p.samplePeak()
+	}
+	if p.peak == 0 {
 		return -1
 	}
-	if ru, ok := p.cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		return ru.Maxrss << 10 // kilobytes on Linux
-	}
-	return -1
+	return p.peak
 }
 
 func (p *Process) kill() {
