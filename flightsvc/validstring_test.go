@@ -139,3 +139,23 @@ func damaged(t *testing.T, arr arrow.Array, damage string, large bool, rng *rand
 	}
 	return array.MakeFromData(array.NewData(d.DataType(), n, bufs, nil, nulls, d.Offset()))
 }
+
+// TestValidateEmptyStringColumns: a string column of no rows is valid with
+// its offsets buffer absent or empty (arrow-go's IPC writer sends none),
+// as array.ValidateFull says; the fast path must not refuse it.
+func TestValidateEmptyStringColumns(t *testing.T) {
+	for _, dt := range []arrow.DataType{arrow.BinaryTypes.String, arrow.BinaryTypes.LargeString} {
+		for name, offsets := range map[string]*memory.Buffer{"absent": nil, "empty": memory.NewBufferBytes(nil)} {
+			data := array.NewData(dt, 0, []*memory.Buffer{nil, offsets, nil}, nil, 0, 0)
+			col := array.MakeFromData(data)
+			if err := array.ValidateFull(col); err != nil {
+				t.Fatalf("%s offsets %s: arrow refuses it too: %v", dt, name, err)
+			}
+			if ok, err := validateStrings(col); !ok || err != nil {
+				t.Errorf("%s offsets %s: validateStrings = %v, %v; want true, nil", dt, name, ok, err)
+			}
+			col.Release()
+			data.Release()
+		}
+	}
+}

@@ -42,7 +42,12 @@ const maxReplans = 5
 // states, or whose upsert plan misstates what it read, is ErrInvalid and
 // nothing is committed (descriptor.go, commitcheck.go). A failure to write the commit file whose result is unknown is
 // a writers.OutcomeUnknownError.
-func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
+func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (_ writers.CommitInfo, err error) {
+	defer func() {
+		if err == nil {
+			w.unpin(key) // a failed commit is retried or rolled back
+		}
+	}()
 	ds, upsert, err := w.decodeDescriptors(descs)
 	if err != nil {
 		return writers.CommitInfo{}, err

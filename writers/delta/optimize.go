@@ -60,7 +60,7 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 		return writers.OptimizeResult{Version: writers.NoVersion}, err
 	}
 	res := writers.OptimizeResult{Version: snap.Version}
-	groups := optimizeGroups(snap, req.TargetFileBytes)
+	groups := optimizeGroups(snap, req.TargetFileBytes, w.pinned())
 	if len(groups) == 0 {
 		return res, nil
 	}
@@ -83,7 +83,6 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 		removed []*deltalog.Add
 		dvs     int
 	)
-	now := time.Now().UnixMilli()
 	for _, g := range groups {
 		written, err := w.compact(ctx, g, fileSchema, stats, req.TargetFileBytes)
 		adds = append(adds, written...)
@@ -92,6 +91,18 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 		}
 		removed = append(removed, g.files...)
 	}
+	// An upsert precommitted while the files were rewritten read some of
+	// them: let it publish, and plan again.
+	pins := w.pinned()
+	for _, a := range removed {
+		if pins[a.Path] {
+			conflict := &deltalog.ConflictError{Kind: deltalog.ConflictDeleteRead, WinnerVersion: snap.Version, Path: a.Path}
+			return res, errors.Join(conflict, w.deleteFiles(ctx, adds))
+		}
+	}
+	// Removed now, not when the rewrite started: vacuum's retention
+	// counts from here.
+	now := time.Now().UnixMilli()
 	actions := make([]deltalog.Action, 0, len(removed)+len(adds))
 	for _, a := range removed {
 		if a.DeletionVector != nil {
@@ -120,9 +131,15 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 		Logger:              w.log,
 	})
 	if err != nil {
+		err = fmt.Errorf("delta: optimize %s: %w", w.cfg.TableURI, err)
+		if errors.Is(err, writers.ErrOutcomeUnknown) {
+			// The commit may have landed and reference them: leave the
+			// files (a vacuum reclaims them if it did not).
+			return res, err
+		}
 		// The new files are referenced by no version: delete them now
 		// rather than leave them to a vacuum.
-		return res, errors.Join(fmt.Errorf("delta: optimize %s: %w", w.cfg.TableURI, err), w.deleteFiles(ctx, adds))
+		return res, errors.Join(err, w.deleteFiles(ctx, adds))
 	}
 	w.cleanLogAfter(snap, version)
 	w.m.version.Set(float64(version))
@@ -133,11 +150,11 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 // optimizeGroups picks, per partition, the files optimize rewrites: those
 // below target and those with deletion vectors; a partition whose only
 // pick is one file without deletions gains nothing and is skipped.
-func optimizeGroups(snap *deltalog.Snapshot, target int64) []optimizeGroup {
+func optimizeGroups(snap *deltalog.Snapshot, target int64, pinned map[string]bool) []optimizeGroup {
 	byDir := map[string]*optimizeGroup{}
 	var dirs []string
 	for _, a := range snap.Files() {
-		if a.Size >= target && a.DeletionVector == nil {
+		if (a.Size >= target && a.DeletionVector == nil) || pinned[a.Path] {
 			continue
 		}
 		dir := deltalog.PartitionDir(snap.Metadata.PartitionColumns, a.PartitionValues)

@@ -189,20 +189,20 @@ func TestVacuum(t *testing.T) {
 	if err != nil || res.FilesDeleted != dry.FilesDeleted {
 		t.Fatalf("vacuum = %+v, %v: want the %d files of the dry run deleted", res, err, dry.FilesDeleted)
 	}
-	// Left: the compacted file and the in-flight upsert's new file and
-	// deletion vector.
-	if d, v := countFiles(); d != 2 || v != 1 {
-		t.Fatalf("after vacuum: %d data files and %d deletion vectors, want 2 (compacted, in flight) and 1 (in flight)", d, v)
+	// Left: the compacted file, the file the in-flight upsert read (which
+	// optimize spared), and the in-flight upsert's new file and deletion
+	// vector.
+	if d, v := countFiles(); d != 3 || v != 1 {
+		t.Fatalf("after vacuum: %d data files and %d deletion vectors, want 3 (compacted, read by the upsert in flight, its new one) and 1 (in flight)", d, v)
 	}
 	sameRows(t, "after vacuum", tableRows(t, cfg, cols), rows)
-	// The in-flight upsert marked a file optimize has rewritten since: its
-	// commit loses (the client replays it), and changes nothing.
-	if _, err := w.Commit(ctx, writers.TxnKey{Writer: "u", Epoch: 2}, []writers.Descriptor{inflight}); !errors.Is(err, writers.ErrConflict) {
-		t.Fatalf("commit of an upsert planned before optimize: %v, want ErrConflict", err)
+	// The in-flight upsert still commits: optimize left its files alone.
+	if _, err := w.Commit(ctx, writers.TxnKey{Writer: "u", Epoch: 2}, []writers.Descriptor{inflight}); err != nil {
+		t.Fatalf("commit of an upsert precommitted before optimize: %v", err)
 	}
-	sameRows(t, "after the lost upsert", tableRows(t, cfg, cols), rows)
+	sameRows(t, "after the upsert", tableRows(t, cfg, cols), applyIDs(rows, []idChange{{70, "seventy", "U"}}))
 
-	// A table property keeps removed files longer than asked.
+	// An unreferenced file is kept until UntrackedMinAge.
 	stray := filepath.Join(root, "part-stray.parquet")
 	if err := os.WriteFile(stray, []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
@@ -304,5 +304,94 @@ func TestCheckpointCleansLog(t *testing.T) {
 	}
 	if got := publishedRows(t, cfg); got != 70 {
 		t.Fatalf("rows after log cleanup: %d, want 70", got)
+	}
+}
+
+// TestOptimizeSparesPrecommittedUpserts: optimize leaves alone the files a
+// precommitted upsert of this server read, so the upsert still commits
+// (its transaction may be decided on other endpoints already); once it
+// committed, or was rolled back, optimize compacts them too.
+func TestOptimizeSparesPrecommittedUpserts(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedMem(t)
+	cfg := upsertDVConfig(memURI(t))
+	w := openWriter(t, cfg, mem)
+	seedIDs(t, w, mem, [2]int32{0, 20}, [2]int32{20, 40}, [2]int32{40, 60})
+	rows := tableRows(t, cfg, []string{"id", "str"})
+
+	for _, finish := range []string{"commit", "rollback"} {
+		changes := []idChange{{5, "changed-" + finish, "U"}}
+		rec := idBatch(mem, changes...)
+		key := writers.TxnKey{Writer: "up-" + finish, Epoch: 1}
+		d := precommitOne(t, w, key, rec)
+		rec.Release()
+		res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: 128 << 20})
+		if err != nil {
+			t.Fatalf("%s: optimize while an upsert is precommitted: %v", finish, err)
+		}
+		if finish == "commit" {
+			if _, err := w.Commit(ctx, key, []writers.Descriptor{d}); err != nil {
+				t.Fatalf("the precommitted upsert after optimize (%d files rewritten): %v", res.FilesRemoved, err)
+			}
+			rows = applyIDs(rows, changes)
+		} else if err := w.Rollback(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		sameRows(t, finish, tableRows(t, cfg, []string{"id", "str"}), rows)
+	}
+	// Nothing pinned any more: everything compacts into one file.
+	if _, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: 128 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	snap := snapshot(t, cfg)
+	if n := len(snap.Files()); n != 1 {
+		t.Errorf("%d files after the last optimize, want 1", n)
+	}
+	sameRows(t, "after the last optimize", tableRows(t, cfg, []string{"id", "str"}), rows)
+}
+
+// TestLogCleanupGuards: log cleanup keeps a week of log whatever
+// delta.logRetentionDuration says (a precommitted upsert commits by reading
+// the log from its plan's version), and none of it once the table sets
+// delta.enableExpiredLogCleanup false, as Spark does.
+func TestLogCleanupGuards(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedMem(t)
+	cfg := testConfig(fileURI(t), func(c *Config) { c.CheckpointInterval = 3 })
+	w := openWriter(t, cfg, mem)
+	for i := range 4 {
+		rec := idRecord(mem, writertest.Schema(), i*10, 10)
+		commitOne(t, w, writers.AutoKey("s"), rec)
+		rec.Release()
+	}
+	setTableProperty(t, cfg, "delta.logRetentionDuration", "interval 1 hour")
+	for i := 4; i < 7; i++ { // a checkpoint at 6
+		rec := idRecord(mem, writertest.Schema(), i*10, 10)
+		commitOne(t, w, writers.AutoKey("s"), rec)
+		rec.Release()
+	}
+	logDir := filepath.Join(strings.TrimPrefix(cfg.TableURI, "file://"), "_delta_log")
+	age := func(d time.Duration) {
+		old := time.Now().Add(-d)
+		entries, _ := os.ReadDir(logDir)
+		for _, e := range entries {
+			os.Chtimes(filepath.Join(logDir, e.Name()), old, old)
+		}
+	}
+	vacuum := func() int64 {
+		res, err := w.Vacuum(ctx, writers.VacuumRequest{Retention: 168 * time.Hour, UntrackedMinAge: 168 * time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.LogFilesDeleted
+	}
+	age(2 * 24 * time.Hour)
+	if n := vacuum(); n != 0 {
+		t.Fatalf("a 1-hour log retention deleted %d log files of 2 days: want a week kept", n)
+	}
+	setTableProperty(t, cfg, "delta.enableExpiredLogCleanup", "false")
+	age(40 * 24 * time.Hour)
+	if n := vacuum(); n != 0 {
+		t.Fatalf("delta.enableExpiredLogCleanup false: %d log files deleted, want none", n)
 	}
 }

@@ -47,6 +47,8 @@ type upsertStage struct {
 	// desc is the first successful precommit's descriptor, returned again
 	// by a repeated Precommit (a lost answer).
 	desc writers.Descriptor
+	// read is the files desc's plan read (pinned against optimize).
+	read []string
 }
 
 // release frees the batches the stage holds. It is idempotent.
@@ -183,7 +185,7 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 		return nil, err
 	}
 	s.precommitted = append(s.precommitted, out.adds...)
-	u.desc = desc
+	u.desc, u.read = desc, out.readFiles
 	w.m.upsertFiles.WithLabelValues("rewritten").Add(float64(len(out.removes) - out.emptied))
 	w.m.upsertFiles.WithLabelValues("removed").Add(float64(out.emptied))
 	w.m.upsertFiles.WithLabelValues("marked").Add(float64(len(out.updates)))

@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -40,11 +41,22 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 	return res, err
 }
 
+// minLogRetention floors the log retention: a precommitted upsert commits
+// by reading the log from the version it planned against, which a
+// transaction may hold for days (txn.MaxTTL is a week).
+const minLogRetention = 7 * 24 * time.Hour
+
 // cleanLog deletes the log files older than the log retention that a newer
 // checkpoint covers (deltalog.ExpiredLogFiles): the table's
-// delta.logRetentionDuration, else maintenance.log_retention.
+// delta.logRetentionDuration, else maintenance.log_retention, at least
+// minLogRetention. A table with delta.enableExpiredLogCleanup false keeps
+// its log, as Spark does.
 func (w *Writer) cleanLog(ctx context.Context, snap *deltalog.Snapshot, now time.Time, dryRun bool) (int64, error) {
-	expired, err := deltalog.ExpiredLogFiles(ctx, w.bucket, now, deltalog.LogRetention(snap, w.env.Maintenance.LogRetention))
+	if strings.EqualFold(snap.Metadata.Configuration["delta.enableExpiredLogCleanup"], "false") {
+		return 0, nil
+	}
+	retention := max(deltalog.LogRetention(snap, w.env.Maintenance.LogRetention), minLogRetention)
+	expired, err := deltalog.ExpiredLogFiles(ctx, w.bucket, now, retention)
 	if err != nil {
 		return 0, fmt.Errorf("delta: log cleanup %s: %w", w.cfg.TableURI, err)
 	}

@@ -213,7 +213,11 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		return nil, err
 	}
 	if w.cfg.WriteMode == ModeUpsert {
-		return w.precommitUpsert(ctx, s)
+		desc, err := w.precommitUpsert(ctx, s)
+		if err == nil && s != nil && s.upsert != nil {
+			w.pin(key, s.upsert.read)
+		}
+		return desc, err
 	}
 	d := descriptor{PartitionColumns: w.cfg.PartitionBy, Adds: []addFile{}}
 	if s != nil {
@@ -237,5 +241,6 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 // unreferenced, because a commit elsewhere may still publish them. Unknown
 // keys are a no-op; Rollback is idempotent.
 func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
+	w.unpin(key)
 	return w.stages.Rollback(ctx, key)
 }

@@ -58,6 +58,8 @@ type Writer struct {
 	// made through this Writer, so that a repeated Commit answers the
 	// original version without reading the log.
 	lastCommit map[string]committedAt
+	// pins are the files precommitted upserts read, by key (pins.go).
+	pins map[writers.TxnKey][]string
 	warmDone   chan struct{} // closed when the last warm-up started ends
 }
 

@@ -5,6 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/parquet-go/parquet-go"
@@ -85,22 +88,36 @@ func tombstoneRetention(s *Snapshot) time.Duration {
 	return defaultDeletedFileRetention
 }
 
-// parseInterval parses Spark's CalendarInterval strings as Delta writes
-// them: "interval <n> <unit>" (unit weeks, days, hours, minutes, seconds,
-// plural or not).
+// parseInterval parses the interval strings Delta's duration properties
+// hold, as Spark reads them: "interval 7 days", "INTERVAL 1 WEEK",
+// "1 day 12 hours" — an optional "interval", then one or more "<n> <unit>"
+// (week, day, hour, minute, second, millisecond, microsecond; plural or
+// not; any case). Anything else is not an interval (ok false). A total
+// beyond time.Duration's range saturates: "interval 365000 days" means
+// keep for good, never a negative retention.
 func parseInterval(s string) (time.Duration, bool) {
-	var n int64
-	var unit string
-	if _, err := fmt.Sscanf(s, "interval %d %s", &n, &unit); err != nil || n < 0 {
+	fields := strings.Fields(strings.ToLower(s))
+	if len(fields) > 0 && fields[0] == "interval" {
+		fields = fields[1:]
+	}
+	if len(fields) == 0 || len(fields)%2 != 0 {
 		return 0, false
 	}
 	units := map[string]time.Duration{
-		"week": 7 * 24 * time.Hour, "day": 24 * time.Hour, "hour": time.Hour,
-		"minute": time.Minute, "second": time.Second,
+		"week": 7 * 24 * time.Hour, "day": 24 * time.Hour, "hour": time.Hour, "minute": time.Minute,
+		"second": time.Second, "millisecond": time.Millisecond, "microsecond": time.Microsecond,
 	}
-	if len(unit) > 1 && unit[len(unit)-1] == 's' {
-		unit = unit[:len(unit)-1]
+	var total time.Duration
+	for i := 0; i < len(fields); i += 2 {
+		n, err := strconv.ParseInt(fields[i], 10, 64)
+		unit, ok := units[strings.TrimSuffix(fields[i+1], "s")]
+		if err != nil || n < 0 || !ok {
+			return 0, false
+		}
+		if n > int64((math.MaxInt64-total)/unit) {
+			return math.MaxInt64, true
+		}
+		total += time.Duration(n) * unit
 	}
-	d, ok := units[unit]
-	return time.Duration(n) * d, ok
+	return total, true
 }

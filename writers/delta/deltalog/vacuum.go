@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -53,6 +54,11 @@ func Vacuumable(ctx context.Context, store Store, s *Snapshot, now time.Time, re
 			return fmt.Errorf("delta: vacuum: file %q: %w", path, err)
 		}
 		keep[key] = true
+		if dv != nil && dv.StorageType == dvAbsolute {
+			// It may lie under the table root, where vacuum cannot tell
+			// it from an unreferenced file: refuse, as for absolute adds.
+			return fmt.Errorf("delta: vacuum: file %q has a deletion vector at an absolute path (%q): vacuum does not run on such tables: %w", path, dv.PathOrInlineDv, writers.ErrInvalid)
+		}
 		if k, ok, err := DeletionVectorKey(dv); err != nil {
 			return err
 		} else if ok {

@@ -1,0 +1,51 @@
+package deltalog
+
+import (
+	"context"
+	"errors"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// TestParseInterval: Delta's duration properties as Spark reads them; a
+// value that is no interval is refused, never read in part, and a huge one
+// saturates instead of turning negative.
+func TestParseInterval(t *testing.T) {
+	day := 24 * time.Hour
+	for in, want := range map[string]time.Duration{
+		"interval 7 days":                    7 * day,
+		"interval 1 week":                    7 * day,
+		"INTERVAL 30 DAYS":                   30 * day,
+		"7 days":                             7 * day,
+		"interval 1 day 12 hours":            day + 12*time.Hour,
+		"interval 90 minutes":                90 * time.Minute,
+		"interval 0 seconds":                 0,
+		"interval 365000 days":               math.MaxInt64,
+		"interval 9223372036854775807 weeks": math.MaxInt64,
+	} {
+		if got, ok := parseInterval(in); !ok || got != want {
+			t.Errorf("parseInterval(%q) = %v, %v; want %v", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{"", "interval", "interval 7", "interval -1 days", "interval 7 fortnights",
+		"interval 1 day 12", "seven days", "interval 1.5 days", "interval 1 day and 2 hours"} {
+		if got, ok := parseInterval(in); ok {
+			t.Errorf("parseInterval(%q) = %v, ok; want refused", in, got)
+		}
+	}
+}
+
+// TestVacuumRefusesAbsoluteDeletionVectors: a live file whose deletion
+// vector lies at an absolute path may keep it under the table root, where
+// vacuum would take it for an unreferenced file: vacuum refuses the table.
+func TestVacuumRefusesAbsoluteDeletionVectors(t *testing.T) {
+	s := &Snapshot{files: map[string]*Add{"a": {Path: "part-0.parquet",
+		DeletionVector: &DeletionVector{StorageType: dvAbsolute, PathOrInlineDv: "file:///t/deletion_vector_x.bin"}}}}
+	_, err := Vacuumable(context.Background(), nil, s, time.Now(), time.Hour, time.Hour)
+	if !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("vacuum of a table with an absolute deletion vector: %v, want ErrInvalid", err)
+	}
+}
