@@ -60,7 +60,9 @@ type VacuumRequest struct {
 	// UntrackedMinAge is how old a file that no version ever referenced
 	// (a failed or in-flight transaction's) must be before it is deleted;
 	// at least Retention. It protects the precommitted files of
-	// transactions still in flight, on this server or another.
+	// transactions still in flight, on this server or another; Lance also
+	// keeps the version recording a writer's newest epoch this long, so
+	// that replays of those transactions are still recognized.
 	UntrackedMinAge time.Duration
 	// DryRun counts what would be deleted without deleting it.
 	DryRun bool

@@ -3,6 +3,7 @@ package lance
 import (
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"sync"
@@ -35,8 +36,9 @@ type history struct {
 // versions that exist are read: one listing names them (a vacuum leaves
 // long gaps, which must not cost a read per missing number); a commit
 // right after the last scan reads d alone. A writer whose epoch's version
-// a vacuum removed (see Vacuum: only writers idle longer than the
-// retention) is unknown to a fresh process.
+// a vacuum removed (see Vacuum: only writers idle for longer than a
+// transaction may stay open and than the retention) is unknown
+// afterwards.
 func (h *history) lookup(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, writer string) (committedAt, bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -101,7 +103,7 @@ func (h *history) read(ctx context.Context, b *storage.Bucket, d *lanceformat.Da
 }
 
 // records returns the versions that hold some writer's newest committed
-// epoch, as of the last lookup: a vacuum must keep them.
+// epoch, as of the last lookup: a vacuum keeps the recent ones.
 func (h *history) records() map[uint64]bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -110,6 +112,19 @@ func (h *history) records() map[uint64]bool {
 		out[uint64(c.version)] = true
 	}
 	return out
+}
+
+// forget drops the epochs recorded by versions a vacuum removed, so that
+// this process answers as a fresh one would, and one-off writers do not
+// accumulate.
+func (h *history) forget(removed []uint64) {
+	gone := make(map[int64]bool, len(removed))
+	for _, v := range removed {
+		gone[int64(v)] = true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	maps.DeleteFunc(h.epochs, func(_ string, c committedAt) bool { return gone[c.version] })
 }
 
 // CommittedEpoch returns the highest epoch writer committed, read from the

@@ -55,3 +55,38 @@ func TestHistoryReadsOnlyExistingVersions(t *testing.T) {
 		t.Fatal("CommittedEpoch still running after a minute: it probes every missing version number")
 	}
 }
+
+// TestVacuumForgetsIdleWriters: vacuum keeps the version holding a
+// writer's newest epoch only while younger than UntrackedMinAge (the
+// longest a transaction may stay open): one-off writers, as Flight SQL's
+// one per transaction, then pin no old version forever, and their epochs
+// are forgotten by the running writer as by a fresh one.
+func TestVacuumForgetsIdleWriters(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	_, dir := dbDir(t, "items")
+	w := newWriter(t, dir, mem)
+	defer w.Close(ctx)
+	for i, key := range []writers.TxnKey{{Writer: "sql-a", Epoch: 1}, {Writer: "sql-b", Epoch: 1}, writers.AutoKey("c")} {
+		r := scenarioRows(mem, i*5, i*5+5)
+		commitRows(t, w, key, r) // versions 1-3
+		r.Release()
+	}
+	if res, err := w.Vacuum(ctx, writers.VacuumRequest{UntrackedMinAge: time.Hour}); err != nil || res.LogFilesDeleted != 0 {
+		t.Fatalf("vacuum within UntrackedMinAge = %+v, %v; want versions 1 and 2 kept for their epochs", res, err)
+	}
+	if res, err := w.Vacuum(ctx, writers.VacuumRequest{}); err != nil || res.LogFilesDeleted != 2 {
+		t.Fatalf("vacuum past UntrackedMinAge = %+v, %v; want versions 1 and 2 removed", res, err)
+	}
+	fresh := newWriter(t, dir, mem)
+	defer fresh.Close(ctx)
+	for _, w := range []*Writer{w, fresh} {
+		if e, ok, err := w.CommittedEpoch(ctx, "sql-a"); err != nil || ok {
+			t.Fatalf("CommittedEpoch(sql-a) = %d, %v, %v; want forgotten", e, ok, err)
+		}
+	}
+	if n := published(t, fresh); n != 15 {
+		t.Fatalf("%d rows after vacuum, want 15", n)
+	}
+}
