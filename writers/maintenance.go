@@ -31,6 +31,27 @@ type Maintainer interface {
 	Vacuum(ctx context.Context, req VacuumRequest) (VacuumResult, error)
 }
 
+// MaintenanceOps are the maintenance operations a sink supports (its
+// Sink.Maintains). Its Maintainer answers the others with ErrInvalid
+// saying why; the server neither runs them in the background nor lists
+// them for the endpoint.
+type MaintenanceOps struct{ Optimize, Vacuum bool }
+
+// Any reports whether the sink supports some maintenance.
+func (o MaintenanceOps) Any() bool { return o.Optimize || o.Vacuum }
+
+// Names lists the supported operations by action name.
+func (o MaintenanceOps) Names() []string {
+	var out []string
+	if o.Optimize {
+		out = append(out, "optimize")
+	}
+	if o.Vacuum {
+		out = append(out, "vacuum")
+	}
+	return out
+}
+
 // OptimizeRequest is one optimize run.
 type OptimizeRequest struct {
 	// TargetFileBytes is the size compacted files aim for; files at least
