@@ -142,9 +142,9 @@ type (
 		Sink   string      `json:"sink"`
 		Mode   string      `json:"mode"`
 		Schema []fieldJSON `json:"schema,omitempty"`
-		// Maintenance is true when optimize and vacuum apply (omitted when
-		// false).
-		Maintenance bool `json:"maintenance,omitempty"`
+		// Maintenance lists the maintenance actions the endpoint supports
+		// ("optimize", "vacuum"; omitted when none).
+		Maintenance []string `json:"maintenance,omitempty"`
 	}
 	fieldJSON struct {
 		Name     string `json:"name"`
@@ -392,7 +392,10 @@ func (s *Service) endpointsAction(ctx context.Context, body []byte) (any, error)
 			continue
 		}
 		e := s.eps[name]
-		ej := endpointJSON{Name: name, Sink: e.Sink, Mode: e.Mode, Maintenance: e.Maintenance != nil}
+		ej := endpointJSON{Name: name, Sink: e.Sink, Mode: e.Mode}
+		if e.Maintenance != nil {
+			ej.Maintenance = e.Maintenance.Ops().Names()
+		}
 		schema, err := writers.SchemaOf(ctx, e.Writer)
 		if err != nil {
 			s.log.Warn("endpoints: cannot read the schema", "endpoint", name, "err", err)

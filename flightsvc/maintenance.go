@@ -18,6 +18,9 @@ type Maintenance interface {
 	// Vacuum deletes unreferenced files; retention nil means the
 	// endpoint's maintenance.vacuum_retention.
 	Vacuum(ctx context.Context, retention *time.Duration, dryRun bool) (writers.VacuumResult, error)
+	// Ops are the operations the endpoint supports; Optimize and Vacuum
+	// refuse the others (InvalidArgument).
+	Ops() writers.MaintenanceOps
 }
 
 // maxRetentionHours bounds vacuum's retention_hours (ten years): more is

@@ -22,7 +22,10 @@ type fakeMaintenance struct {
 	vacuums   []*time.Duration
 	dryRuns   []bool
 	optimized writers.OptimizeResult
+	ops       writers.MaintenanceOps
 }
+
+func (f *fakeMaintenance) Ops() writers.MaintenanceOps { return f.ops }
 
 func (f *fakeMaintenance) Optimize(_ context.Context, target *int64) (writers.OptimizeResult, error) {
 	f.mu.Lock()
@@ -43,12 +46,14 @@ func (f *fakeMaintenance) Vacuum(_ context.Context, retention *time.Duration, dr
 // maintenance with the body's values (nil when left out) and answer its
 // result with the endpoint; hostile bodies and endpoints without
 // maintenance are InvalidArgument before it is called; grants apply per
-// action and per endpoint; endpoints lists which endpoints have it.
+// action and per endpoint; endpoints lists which operations each
+// endpoint supports.
 func TestMaintenanceActions(t *testing.T) {
-	fake := &fakeMaintenance{optimized: writers.OptimizeResult{Version: 7, FilesRemoved: 10, FilesAdded: 1, BytesRemoved: 1000, BytesAdded: 900, Rows: 42}}
+	fake := &fakeMaintenance{optimized: writers.OptimizeResult{Version: 7, FilesRemoved: 10, FilesAdded: 1, BytesRemoved: 1000, BytesAdded: 900, Rows: 42},
+		ops: writers.MaintenanceOps{Optimize: true, Vacuum: true}}
 	s := startServer(t, serverConfig{
-		endpoints:   map[string]writers.Writer{"table": discard.New(nil), "events": discard.New(nil)},
-		maintenance: map[string]flightsvc.Maintenance{"table": fake},
+		endpoints:   map[string]writers.Writer{"table": discard.New(nil), "events": discard.New(nil), "vac": discard.New(nil)},
+		maintenance: map[string]flightsvc.Maintenance{"table": fake, "vac": &fakeMaintenance{ops: writers.MaintenanceOps{Vacuum: true}}},
 		tokens: []flightsvc.Token{
 			{Name: "ops", Secret: "ops-secret", Endpoints: []string{"table"}, Actions: []string{"optimize", "endpoints"}},
 			{Name: "admin", Secret: adminSecret, Endpoints: []string{"*"}, Actions: []string{"*"}},
@@ -120,7 +125,11 @@ func TestMaintenanceActions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(string(raw), `{"name":"events","sink":"discard","mode":""}`) || !strings.Contains(string(raw), `{"name":"table","sink":"discard","mode":"","maintenance":true}`) {
-		t.Errorf("endpoints = %s: want maintenance true for table only", raw)
+	for _, want := range []string{`{"name":"events","sink":"discard","mode":""}`,
+		`{"name":"table","sink":"discard","mode":"","maintenance":["optimize","vacuum"]}`,
+		`{"name":"vac","sink":"discard","mode":"","maintenance":["vacuum"]}`} {
+		if !strings.Contains(string(raw), want) {
+			t.Errorf("endpoints = %s: want %s (the maintenance each supports)", raw, want)
+		}
 	}
 }

@@ -96,9 +96,9 @@ func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registere
 			MinBackoff: opts.EndpointRetryMin, MaxBackoff: opts.EndpointRetryMax,
 			Observer: observer, TracerProvider: tp,
 		})
-		if sink, _ := sinks.Lookup(e.Sink); sink.Maintains {
+		if sink, _ := sinks.Lookup(e.Sink); sink.Maintains.Any() {
 			r, err := maintain.New(maintain.Options{
-				Endpoint: e.Name, Writer: h, Config: cfg.Endpoints[i].Maintenance,
+				Endpoint: e.Name, Writer: h, Ops: sink.Maintains, Config: cfg.Endpoints[i].Maintenance,
 				UntrackedMinAge: txn.MaxTTL, Limiter: limiter,
 				Logger:     logger.With("endpoint", e.Name, "component", "maintenance"),
 				Registerer: prometheus.WrapRegistererWith(prometheus.Labels{"endpoint": e.Name}, reg),

@@ -2,6 +2,7 @@ package server
 
 import (
 	"path/filepath"
+	"slices"
 	"testing"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
@@ -54,4 +55,35 @@ func mustLoad(t *testing.T, b *storage.Bucket) *deltalog.Snapshot {
 		t.Fatal(err)
 	}
 	return snap
+}
+
+// TestBackgroundMaintenanceLance: a Lance endpoint supports vacuum alone:
+// the endpoints action says so, and background maintenance vacuums
+// without a failed optimize at every trigger.
+func TestBackgroundMaintenanceLance(t *testing.T) {
+	s := startServerIn(t, t.TempDir(), `endpoints:
+  - name: items
+    sink: lance
+    lance: {dataset_uri: "file://tables/items"}
+    maintenance: {optimize_every: 1}
+`)
+	c, err := quiver.Dial(s.FlightAddr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	eps, err := c.Endpoints(t.Context())
+	if err != nil || len(eps) != 1 || !slices.Equal(eps[0].Maintenance, []string{"vacuum"}) {
+		t.Fatalf("endpoints = %+v, %v; want maintenance [vacuum]", eps, err)
+	}
+	if _, err := c.Put(t.Context(), "items", idReader(t, 10)); err != nil {
+		t.Fatal(err)
+	}
+	vacuumed := map[string]string{"endpoint": "items", "op": "vacuum", "result": "ok"}
+	poll(t, "the background vacuum", func() bool { return metricValue(t, s.reg, "quiver_maintenance_runs_total", vacuumed) == 1 })
+	for _, result := range []string{"ok", "failed"} {
+		if n := metricValue(t, s.reg, "quiver_maintenance_runs_total", map[string]string{"endpoint": "items", "op": "optimize", "result": result}); n > 0 {
+			t.Errorf("quiver_maintenance_runs_total{op=optimize,result=%s} = %v, want none: Lance has no optimize", result, n)
+		}
+	}
 }

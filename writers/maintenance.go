@@ -31,6 +31,27 @@ type Maintainer interface {
 	Vacuum(ctx context.Context, req VacuumRequest) (VacuumResult, error)
 }
 
+// MaintenanceOps are the maintenance operations a sink supports (its
+// Sink.Maintains). Its Maintainer answers the others with ErrInvalid
+// saying why; the server neither runs them in the background nor lists
+// them for the endpoint.
+type MaintenanceOps struct{ Optimize, Vacuum bool }
+
+// Any reports whether the sink supports some maintenance.
+func (o MaintenanceOps) Any() bool { return o.Optimize || o.Vacuum }
+
+// Names lists the supported operations by action name.
+func (o MaintenanceOps) Names() []string {
+	var out []string
+	if o.Optimize {
+		out = append(out, "optimize")
+	}
+	if o.Vacuum {
+		out = append(out, "vacuum")
+	}
+	return out
+}
+
 // OptimizeRequest is one optimize run.
 type OptimizeRequest struct {
 	// TargetFileBytes is the size compacted files aim for; files at least
@@ -60,7 +81,9 @@ type VacuumRequest struct {
 	// UntrackedMinAge is how old a file that no version ever referenced
 	// (a failed or in-flight transaction's) must be before it is deleted;
 	// at least Retention. It protects the precommitted files of
-	// transactions still in flight, on this server or another.
+	// transactions still in flight, on this server or another; Lance also
+	// keeps the version recording a writer's newest epoch this long, so
+	// that replays of those transactions are still recognized.
 	UntrackedMinAge time.Duration
 	// DryRun counts what would be deleted without deleting it.
 	DryRun bool

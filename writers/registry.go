@@ -57,9 +57,10 @@ type Sink struct {
 	NewConfig func() SinkConfig
 	// New builds an unopened Writer from a validated config.
 	New func(cfg SinkConfig, env Env) (Writer, error)
-	// Maintains is true when the sink's writers are Maintainers, so an
-	// endpoint may have a maintenance section.
-	Maintains bool
+	// Maintains lists the maintenance operations the sink supports; when
+	// any, its writers are Maintainers and an endpoint may have a
+	// maintenance section.
+	Maintains MaintenanceOps
 }
 
 // Registry maps sink names to sinks. Build one with NewRegistry; there is no

@@ -67,6 +67,9 @@ type EndpointInfo struct {
 	// Schema is the endpoint's schema, nil when none is known yet (the
 	// first stream defines it).
 	Schema []Field `json:"schema,omitempty"`
+	// Maintenance names the maintenance actions the endpoint supports
+	// ("optimize", "vacuum"), nil when none.
+	Maintenance []string `json:"maintenance,omitempty"`
 }
 
 // Field is one column of an endpoint's schema.

@@ -13,6 +13,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -44,6 +45,10 @@ type Options struct {
 	// Writer is the endpoint's writer; its Maintainer is looked up at every
 	// run (writers.MaintainerOf), as the sink may be closed and reopened.
 	Writer writers.Writer
+	// Ops are the operations the endpoint's sink supports (its
+	// Sink.Maintains): the others are refused, and skipped in the
+	// background.
+	Ops writers.MaintenanceOps
 	// Config is the endpoint's maintenance section.
 	Config writers.Maintenance
 	// UntrackedMinAge is how old a file no version references must be
@@ -97,9 +102,24 @@ func (r *Runner) maintainer(ctx context.Context) (writers.Maintainer, error) {
 	return nil, writers.Errorf(writers.ErrInvalid, "endpoint %q has no table maintenance", r.opts.Endpoint)
 }
 
+// Ops are the maintenance operations the endpoint supports.
+func (r *Runner) Ops() writers.MaintenanceOps { return r.opts.Ops }
+
+// unsupported refuses op when the endpoint's sink does not support it,
+// before any run is made or counted.
+func (r *Runner) unsupported(op string, ok bool) error {
+	if ok {
+		return nil
+	}
+	return writers.Errorf(writers.ErrInvalid, "endpoint %q does not support %s (it supports %s)", r.opts.Endpoint, op, strings.Join(r.opts.Ops.Names(), ", "))
+}
+
 // Optimize compacts the endpoint's table; target nil means
 // maintenance.target_file_bytes.
 func (r *Runner) Optimize(ctx context.Context, target *int64) (writers.OptimizeResult, error) {
+	if err := r.unsupported("optimize", r.opts.Ops.Optimize); err != nil {
+		return writers.OptimizeResult{}, err
+	}
 	req := writers.OptimizeRequest{TargetFileBytes: r.opts.Config.TargetFileBytes}
 	if target != nil {
 		if *target <= 0 {
@@ -128,6 +148,9 @@ func (r *Runner) Optimize(ctx context.Context, target *int64) (writers.OptimizeR
 // maintenance.vacuum_retention, and one below vacuum_min_retention is
 // refused.
 func (r *Runner) Vacuum(ctx context.Context, retention *time.Duration, dryRun bool) (writers.VacuumResult, error) {
+	if err := r.unsupported("vacuum", r.opts.Ops.Vacuum); err != nil {
+		return writers.VacuumResult{}, err
+	}
 	keep, err := r.opts.Config.VacuumRetentionFor(retention)
 	if err != nil {
 		return writers.VacuumResult{}, err
@@ -189,10 +212,11 @@ func (r *Runner) Committed() {
 }
 
 // Run runs background maintenance until ctx ends: optimize then vacuum
-// (with vacuum_retention) after every optimize_every commits or interval.
-// It returns at once when optimize_every is off. A failed run is logged
-// and counted (a failed optimize does not stop the vacuum); the next one
-// comes at the next trigger.
+// (with vacuum_retention) after every optimize_every commits or interval,
+// each only if the sink supports it (Options.Ops). It returns at once
+// when optimize_every is off. A failed run is logged and counted (a
+// failed optimize does not stop the vacuum); the next one comes at the
+// next trigger.
 func (r *Runner) Run(ctx context.Context) {
 	every := r.opts.Config.OptimizeEvery
 	if every.Off() {
@@ -213,6 +237,8 @@ func (r *Runner) Run(ctx context.Context) {
 		}
 		r.commits.Store(0)
 		r.log.Info("background maintenance", "trigger", every.String())
+		// An operation the sink does not support is refused before run:
+		// neither logged nor counted.
 		r.Optimize(ctx, nil)      //nolint:errcheck // logged and counted by run
 		r.Vacuum(ctx, nil, false) //nolint:errcheck // logged and counted by run
 	}

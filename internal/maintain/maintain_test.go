@@ -3,6 +3,7 @@ package maintain
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -46,7 +47,8 @@ func (t *table) Vacuum(_ context.Context, req writers.VacuumRequest) (writers.Va
 func newRunner(t *testing.T, w writers.Writer, cfg writers.Maintenance, lim Limiter) (*Runner, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	r, err := New(Options{Endpoint: "e", Writer: w, Config: cfg, Limiter: lim, Registerer: reg, UntrackedMinAge: time.Hour})
+	all := writers.MaintenanceOps{Optimize: true, Vacuum: true}
+	r, err := New(Options{Endpoint: "e", Writer: w, Ops: all, Config: cfg, Limiter: lim, Registerer: reg, UntrackedMinAge: time.Hour})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,6 +137,42 @@ func TestRunnerBackground(t *testing.T) {
 	}
 	cancel()
 	<-ran
+}
+
+// TestRunnerUnsupportedOps: an operation the sink does not support (Lance's
+// optimize) is refused before any run, naming what is supported, and
+// background maintenance runs only the supported ones: no failed optimize
+// at every trigger.
+func TestRunnerUnsupportedOps(t *testing.T) {
+	tbl := &table{Writer: discard.New(nil)}
+	cfg := writers.NewMaintenance()
+	cfg.OptimizeEvery = writers.Every{Commits: 1}
+	r, err := New(Options{Endpoint: "e", Writer: tbl, Ops: writers.MaintenanceOps{Vacuum: true}, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Optimize(t.Context(), nil); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "supports vacuum") {
+		t.Fatalf("optimize = %v, want ErrInvalid naming vacuum", err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	ran := make(chan struct{})
+	go func() {
+		r.Run(ctx)
+		close(ran)
+	}()
+	r.Committed()
+	deadline := time.Now().Add(10 * time.Second)
+	for tbl.vacuums.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no background vacuum after a commit")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	<-ran
+	if n, failed := tbl.optimizes.Load(), testutil.ToFloat64(r.m.runs.WithLabelValues("optimize", "failed")); n != 0 || failed != 0 {
+		t.Errorf("optimize reached the sink %d times, %v failed runs counted; want none", n, failed)
+	}
 }
 
 func TestEvery(t *testing.T) {

@@ -58,7 +58,7 @@ func testRegistry() *writers.Registry {
 		writers.Sink{Name: "discard", NewConfig: func() writers.SinkConfig { return noSettings{} }},
 		writers.Sink{Name: "fake", Section: "fake", NewConfig: func() writers.SinkConfig {
 			return &fakeConfig{WriteMode: "append", Parquet: fakeParquet{Compression: "zstd", RowGroup: 100}}
-		}, Maintains: true},
+		}, Maintains: writers.MaintenanceOps{Optimize: true, Vacuum: true}},
 	)
 }
 

@@ -55,7 +55,7 @@ func (v *validator) maintenance(p string, raw rawEndpoint, reg *writers.Registry
 	}
 	delete(raw.Sections, maintenanceKey)
 	path := p + "." + maintenanceKey
-	if sink, err := reg.Lookup(raw.Sink); err == nil && !sink.Maintains {
+	if sink, err := reg.Lookup(raw.Sink); err == nil && !sink.Maintains.Any() {
 		v.fail(path, "sink %q has no table maintenance: remove this section", raw.Sink)
 		return m
 	}

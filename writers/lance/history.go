@@ -3,6 +3,8 @@ package lance
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"strconv"
 	"sync"
 
@@ -30,52 +32,78 @@ type history struct {
 }
 
 // lookup returns writer's committed epoch as of dataset version d, reading
-// the transactions of versions not scanned yet, newest first. Versions
-// removed by a cleanup are skipped: Quiver's vacuum keeps the version
-// holding each writer's newest epoch (records), so epochs survive it; a
-// cleanup by another tool may remove them, and older epochs are then
-// unknown.
+// the transactions of versions not scanned yet, newest first. Only the
+// versions that exist are read: one listing names them (a vacuum leaves
+// long gaps, which must not cost a read per missing number); a commit
+// right after the last scan reads d alone. A writer whose epoch's version
+// a vacuum removed (see Vacuum: only writers idle for longer than a
+// transaction may stay open and than the retention) is unknown
+// afterwards.
 func (h *history) lookup(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, writer string) (committedAt, bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if d != nil && d.Version() > h.scanned {
-		for v := d.Version(); v > h.scanned; v-- {
-			dv := d
-			if v != d.Version() {
-				var err error
-				if dv, err = lanceformat.LoadVersion(ctx, b, v, d.Naming); errors.Is(err, storage.ErrNotExist) {
-					continue
-				} else if err != nil {
-					return committedAt{}, false, err
-				}
-			}
-			txn, err := dv.Transaction(ctx, b)
-			if errors.Is(err, storage.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return committedAt{}, false, err
-			}
-			if txn == nil || txn.Properties[propWriter] == "" {
-				continue
-			}
-			epoch, err := strconv.ParseInt(txn.Properties[propEpoch], 10, 64)
-			if err != nil {
-				continue // not a Quiver commit
-			}
-			w := txn.Properties[propWriter]
-			if c, ok := h.epochs[w]; !ok || epoch > c.epoch {
-				h.epochs[w] = committedAt{epoch: epoch, version: int64(v)}
+	if d == nil || d.Version() <= h.scanned {
+		c, ok := h.epochs[writer]
+		return c, ok, nil
+	}
+	versions := []uint64{d.Version()}
+	if d.Version() > h.scanned+1 {
+		all, _, err := lanceformat.Versions(ctx, b)
+		if err != nil {
+			return committedAt{}, false, err
+		}
+		versions = versions[:0]
+		for _, v := range all {
+			if v > h.scanned && v <= d.Version() {
+				versions = append(versions, v)
 			}
 		}
-		h.scanned = d.Version()
+		slices.Sort(versions)
+		slices.Reverse(versions)
 	}
+	for _, v := range versions {
+		if err := h.read(ctx, b, d, v); err != nil {
+			return committedAt{}, false, err
+		}
+	}
+	h.scanned = d.Version()
 	c, ok := h.epochs[writer]
 	return c, ok, nil
 }
 
+// read records the epoch version v's transaction commits, if any; d is
+// the latest version, v at most d's. A version removed since it was
+// listed is skipped.
+func (h *history) read(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, v uint64) error {
+	dv := d
+	if v != d.Version() {
+		var err error
+		if dv, err = lanceformat.LoadVersion(ctx, b, v, d.Naming); errors.Is(err, storage.ErrNotExist) {
+			return nil
+		} else if err != nil {
+			return err
+		}
+	}
+	txn, err := dv.Transaction(ctx, b)
+	if err != nil && !errors.Is(err, storage.ErrNotExist) {
+		return err
+	}
+	if txn == nil || txn.Properties[propWriter] == "" {
+		return nil
+	}
+	epoch, err := strconv.ParseInt(txn.Properties[propEpoch], 10, 64)
+	if err != nil {
+		return nil // not a Quiver commit
+	}
+	w := txn.Properties[propWriter]
+	if c, ok := h.epochs[w]; !ok || epoch > c.epoch {
+		h.epochs[w] = committedAt{epoch: epoch, version: int64(v)}
+	}
+	return nil
+}
+
 // records returns the versions that hold some writer's newest committed
-// epoch, as of the last lookup: a vacuum must keep them.
+// epoch, as of the last lookup: a vacuum keeps the recent ones.
 func (h *history) records() map[uint64]bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -84,6 +112,19 @@ func (h *history) records() map[uint64]bool {
 		out[uint64(c.version)] = true
 	}
 	return out
+}
+
+// forget drops the epochs recorded by versions a vacuum removed, so that
+// this process answers as a fresh one would, and one-off writers do not
+// accumulate.
+func (h *history) forget(removed []uint64) {
+	gone := make(map[int64]bool, len(removed))
+	for _, v := range removed {
+		gone[int64(v)] = true
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	maps.DeleteFunc(h.epochs, func(_ string, c committedAt) bool { return gone[c.version] })
 }
 
 // CommittedEpoch returns the highest epoch writer committed, read from the

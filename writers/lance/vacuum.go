@@ -33,13 +33,16 @@ const (
 // Vacuum removes old versions as Lance's cleanup_old_versions does: every
 // version older than req.Retention goes, except the latest, tagged
 // versions (_refs/tags/) and the versions holding a writer's newest
-// committed epoch (kept so that exactly-once replay detection survives,
-// see history). Then the data, deletion and transaction files only removed
-// versions referenced are deleted once older than the retention, and files
-// no version ever referenced (a failed or in-flight transaction's) once
-// older than req.UntrackedMinAge. Index files are never deleted. Manifests
-// go first, oldest first: a crash leaves files no version references,
-// which a later vacuum deletes.
+// committed epoch while younger than req.UntrackedMinAge (kept so that
+// exactly-once replay detection survives for as long as a transaction may
+// be in flight, see history; a writer idle for longer is forgotten, so
+// that one-off writers such as Flight SQL's pin nothing forever). Then the
+// data, deletion and transaction files only removed versions referenced
+// are deleted once older than the retention, and files no version ever
+// referenced (a failed or in-flight transaction's) once older than
+// req.UntrackedMinAge. Index files are never deleted. Manifests go first,
+// oldest first: a crash leaves files no version references, which a later
+// vacuum deletes.
 func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers.VacuumResult, error) {
 	res := writers.VacuumResult{DryRun: req.DryRun, RetentionHours: req.Retention.Hours()}
 	latest, err := w.latest(ctx)
@@ -50,8 +53,8 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 	if _, _, err := w.hist.lookup(ctx, w.bucket, latest, ""); err != nil {
 		return res, err
 	}
-	keepVersion := w.hist.records()
-	keepVersion[latest.Version()] = true
+	pins := w.hist.records()
+	keepVersion := map[uint64]bool{latest.Version(): true}
 	if err := w.taggedVersions(ctx, keepVersion); err != nil {
 		return res, err
 	}
@@ -61,6 +64,7 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 	}
 	now := time.Now()
 	cutoff := now.Add(-req.Retention)
+	untracked := now.Add(-max(req.UntrackedMinAge, req.Retention))
 	kept, removed := map[string]bool{}, map[string]bool{}
 	var drop []uint64
 	for _, v := range versions {
@@ -69,7 +73,8 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 			return res, fmt.Errorf("lance: vacuum %s: %w", w.cfg.DatasetURI, err)
 		}
 		refs := kept
-		if !keepVersion[v] && d.Manifest.Timestamp.Before(cutoff) {
+		pinned := pins[v] && !d.Manifest.Timestamp.Before(untracked)
+		if !keepVersion[v] && !pinned && d.Manifest.Timestamp.Before(cutoff) {
 			refs = removed
 			drop = append(drop, v)
 		}
@@ -102,7 +107,9 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 			res.LogFilesDeleted++
 		}
 	}
-	untracked := now.Add(-max(req.UntrackedMinAge, req.Retention))
+	if !req.DryRun {
+		w.hist.forget(drop)
+	}
 	for _, o := range objs {
 		if kept[o.Key] || !hasAnyPrefix(o.Key, dataDir, deletionsDir, txnsDir) {
 			continue
