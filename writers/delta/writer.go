@@ -59,8 +59,8 @@ type Writer struct {
 	// original version without reading the log.
 	lastCommit map[string]committedAt
 	// pins are the files precommitted upserts read, by key (pins.go).
-	pins map[writers.TxnKey][]string
-	warmDone   chan struct{} // closed when the last warm-up started ends
+	pins     map[writers.TxnKey][]string
+	warmDone chan struct{} // closed when the last warm-up started ends
 }
 
 // New returns an unopened writer for cfg, which must be valid. A nil
