@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
 	"github.com/quiver-ingest/quiver/internal/duckcheck"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
@@ -232,18 +234,9 @@ func TestVacuumCleansLog(t *testing.T) {
 	mem := checkedMem(t)
 	cfg := testConfig(fileURI(t), func(c *Config) { c.CheckpointInterval = 3 })
 	w := openWriter(t, cfg, mem)
-	for i := range 8 {
-		rec := idRecord(mem, writertest.Schema(), i*10, 10)
-		commitOne(t, w, writers.AutoKey("s"), rec)
-		rec.Release()
-	}
+	commitEach(t, w, mem, 0, 8)
 	want := publishedRows(t, cfg)
-	logDir := filepath.Join(strings.TrimPrefix(cfg.TableURI, "file://"), "_delta_log")
-	old := time.Now().Add(-40 * 24 * time.Hour)
-	entries, _ := os.ReadDir(logDir)
-	for _, e := range entries {
-		os.Chtimes(filepath.Join(logDir, e.Name()), old, old)
-	}
+	ageLog(cfg, 40*24*time.Hour)
 	res, err := w.Vacuum(ctx, writers.VacuumRequest{Retention: 168 * time.Hour, UntrackedMinAge: 168 * time.Hour})
 	if err != nil {
 		t.Fatal(err)
@@ -271,23 +264,10 @@ func TestCheckpointCleansLog(t *testing.T) {
 	mem := checkedMem(t)
 	cfg := testConfig(fileURI(t), func(c *Config) { c.CheckpointInterval = 3 })
 	w := openWriter(t, cfg, mem)
-	commit := func(i int) {
-		rec := idRecord(mem, writertest.Schema(), i*10, 10)
-		commitOne(t, w, writers.AutoKey("s"), rec)
-		rec.Release()
-	}
-	for i := range 4 {
-		commit(i) // versions 0-3, a checkpoint at 3
-	}
+	commitEach(t, w, mem, 0, 4) // versions 0-3, a checkpoint at 3
+	ageLog(cfg, 40*24*time.Hour)
+	commitEach(t, w, mem, 4, 7) // version 6 writes a checkpoint: versions 0-2 are older than 30 days, below checkpoint 3
 	logDir := filepath.Join(strings.TrimPrefix(cfg.TableURI, "file://"), "_delta_log")
-	old := time.Now().Add(-40 * 24 * time.Hour)
-	entries, _ := os.ReadDir(logDir)
-	for _, e := range entries {
-		os.Chtimes(filepath.Join(logDir, e.Name()), old, old)
-	}
-	for i := 4; i < 7; i++ {
-		commit(i) // version 6 writes a checkpoint: versions 0-2 are older than 30 days, below checkpoint 3
-	}
 	first := filepath.Join(logDir, filepath.Base(deltalog.CommitKey(0)))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -359,25 +339,9 @@ func TestLogCleanupGuards(t *testing.T) {
 	mem := checkedMem(t)
 	cfg := testConfig(fileURI(t), func(c *Config) { c.CheckpointInterval = 3 })
 	w := openWriter(t, cfg, mem)
-	for i := range 4 {
-		rec := idRecord(mem, writertest.Schema(), i*10, 10)
-		commitOne(t, w, writers.AutoKey("s"), rec)
-		rec.Release()
-	}
+	commitEach(t, w, mem, 0, 4)
 	setTableProperty(t, cfg, "delta.logRetentionDuration", "interval 1 hour")
-	for i := 4; i < 7; i++ { // a checkpoint at 6
-		rec := idRecord(mem, writertest.Schema(), i*10, 10)
-		commitOne(t, w, writers.AutoKey("s"), rec)
-		rec.Release()
-	}
-	logDir := filepath.Join(strings.TrimPrefix(cfg.TableURI, "file://"), "_delta_log")
-	age := func(d time.Duration) {
-		old := time.Now().Add(-d)
-		entries, _ := os.ReadDir(logDir)
-		for _, e := range entries {
-			os.Chtimes(filepath.Join(logDir, e.Name()), old, old)
-		}
-	}
+	commitEach(t, w, mem, 4, 7) // a checkpoint at 6
 	vacuum := func() int64 {
 		res, err := w.Vacuum(ctx, writers.VacuumRequest{Retention: 168 * time.Hour, UntrackedMinAge: 168 * time.Hour})
 		if err != nil {
@@ -385,13 +349,35 @@ func TestLogCleanupGuards(t *testing.T) {
 		}
 		return res.LogFilesDeleted
 	}
-	age(2 * 24 * time.Hour)
+	ageLog(cfg, 2*24*time.Hour)
 	if n := vacuum(); n != 0 {
 		t.Fatalf("a 1-hour log retention deleted %d log files of 2 days: want a week kept", n)
 	}
 	setTableProperty(t, cfg, "delta.enableExpiredLogCleanup", "false")
-	age(40 * 24 * time.Hour)
+	ageLog(cfg, 40*24*time.Hour)
 	if n := vacuum(); n != 0 {
 		t.Fatalf("delta.enableExpiredLogCleanup false: %d log files deleted, want none", n)
+	}
+}
+
+// commitEach commits one auto-commit stream of 10 rows per i in [from, to):
+// one table version each.
+func commitEach(t *testing.T, w *Writer, mem memory.Allocator, from, to int) {
+	t.Helper()
+	for i := from; i < to; i++ {
+		rec := idRecord(mem, writertest.Schema(), i*10, 10)
+		commitOne(t, w, writers.AutoKey("s"), rec)
+		rec.Release()
+	}
+}
+
+// ageLog sets the modification time of every file in cfg's _delta_log to
+// d ago.
+func ageLog(cfg *Config, d time.Duration) {
+	logDir := filepath.Join(strings.TrimPrefix(cfg.TableURI, "file://"), "_delta_log")
+	old := time.Now().Add(-d)
+	entries, _ := os.ReadDir(logDir)
+	for _, e := range entries {
+		os.Chtimes(filepath.Join(logDir, e.Name()), old, old)
 	}
 }
