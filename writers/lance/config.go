@@ -39,9 +39,9 @@ type Config struct {
 	KeyIndexMaxBytes int64 `yaml:"key_index_max_bytes"`
 	// DataStorageVersion is the Lance file format of a dataset Quiver
 	// creates: "2.2" (pylance's and LanceDB PyPI's default), "2.1"
-	// (LanceDB npm's) or "2.0". Empty (the default) is 2.2, or 2.0 for a
-	// schema with list columns, which Quiver writes in 2.0 only. An
-	// existing dataset keeps its own.
+	// (LanceDB npm's) or "2.0". Empty (the default) is 2.2; 2.0 stores
+	// what Quiver's 2.1/2.2 writer refuses (values over 8 KiB, very
+	// sparse lists). An existing dataset keeps its own.
 	DataStorageVersion string `yaml:"data_storage_version"`
 }
 

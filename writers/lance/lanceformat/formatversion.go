@@ -96,6 +96,10 @@ func CheckFormatTypes(s *arrow.Schema, minor uint16) error {
 		}
 		switch t := dt.(type) {
 		case *arrow.StructType:
+			if minor > 0 && t.NumFields() == 0 {
+				// Files of 2.1 and later store leaf columns only.
+				return writers.Errorf(writers.ErrInvalid, "lance: column %q is a struct without fields, which Lance file format 2.%d cannot store: add a field or drop the column", path, minor)
+			}
 			for _, f := range t.Fields() {
 				if err := walk(path+"."+f.Name, f.Type); err != nil {
 					return err

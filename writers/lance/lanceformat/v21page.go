@@ -298,8 +298,8 @@ func dictionaryLookup(bud *budget, m *encodings21pb.MiniBlockLayout, rest [][]by
 // (repetition and definition bits), then, for a visible item, its value:
 // fixed-width bytes, or a length and bytes (valid items only).
 func decodeFullZip(bud *budget, z *encodings21pb.FullZipLayout, bufs [][]byte) (*leafPage, error) {
-	if len(bufs) < 1 || z.NumItems > maxPageRows {
-		return nil, fmt.Errorf("full-zip page with %d buffers and %d items", len(bufs), z.NumItems)
+	if len(bufs) < 1 || z.NumItems > maxPageRows || z.NumVisibleItems > z.NumItems {
+		return nil, fmt.Errorf("full-zip page with %d buffers, %d items and %d visible", len(bufs), z.NumItems, z.NumVisibleItems)
 	}
 	data := bufs[0]
 	p := &leafPage{layers: z.Layers}
@@ -323,7 +323,7 @@ func decodeFullZip(bud *budget, z *encodings21pb.FullZipLayout, bufs [][]byte) (
 	)
 	switch d := z.GetDetails().(type) {
 	case *encodings21pb.FullZipLayout_BitsPerValue:
-		if d.BitsPerValue%8 != 0 || d.BitsPerValue > maxValueBits {
+		if d.BitsPerValue == 0 || d.BitsPerValue%8 != 0 || d.BitsPerValue > maxValueBits {
 			return nil, fmt.Errorf("full-zip values of %d bits", d.BitsPerValue)
 		}
 		fixedBytes = int(d.BitsPerValue / 8)

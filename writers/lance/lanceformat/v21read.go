@@ -105,6 +105,9 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 		if err != nil {
 			return nil, err
 		}
+		if len(leaves) == 0 {
+			return nil, fmt.Errorf("lance: column %q has no leaf column (a struct without fields)", fl.Name)
+		}
 		parts := make([]arrow.Array, 0, len(leaves))
 		for _, l := range leaves {
 			c, err := column(l.id)
@@ -113,6 +116,10 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 				return nil, err
 			}
 			a, err := f.readLeaf21(mem, bud, l.dt, c)
+			if err == nil && uint64(a.Len()) != f.Rows {
+				err = fmt.Errorf("leaf column %d has %d rows, the file %d", l.id, a.Len(), f.Rows)
+				a.Release()
+			}
 			if err != nil {
 				releaseAll(parts)
 				return nil, fmt.Errorf("lance: column %q: %w", fl.Name, err)
@@ -123,9 +130,11 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 		releaseAll(parts)
 		arr := array.MakeFromData(d)
 		d.Release()
-		if n := arr.Len(); uint64(n) != f.Rows {
+		// The leaves' nested offsets and lengths must agree with the
+		// first leaf's, which mergeLeaves took for every one of them.
+		if err := array.Validate(arr); err != nil {
 			arr.Release()
-			return nil, fmt.Errorf("lance: column %q has %d rows, the file %d", fl.Name, n, f.Rows)
+			return nil, fmt.Errorf("lance: column %q: its leaf columns disagree: %w", fl.Name, err)
 		}
 		cols = append(cols, arr)
 	}

@@ -266,7 +266,9 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 			}
 		}
 		if levels > 0 && end-lc > 0xffff {
-			return page{}, fmt.Errorf("lance: mini-block chunk of %d levels", end-lc)
+			// A known limit of Quiver's 2.1/2.2 writer: many empty or null
+			// lists between two values (docs/lance.md, "Limitations").
+			return page{}, writers.Errorf(writers.ErrInvalid, "lance: a list column with %d empty or null lists around one value is more than Quiver writes in one Lance 2.1/2.2 mini-block chunk (65,535 levels): write such data into a dataset of data_storage_version \"2.0\"", end-lc)
 		}
 		var repBuf, defBuf []byte
 		if levels > 0 {
@@ -604,7 +606,7 @@ func newVarChunker(vals []arrow.Array, rows int) (chunker, *encodings21pb.Compre
 }
 
 func tooLarge(n int64) error {
-	return writers.Errorf(writers.ErrInvalid, "lance: a value of %d bytes is larger than Quiver writes in Lance file formats 2.1 and 2.2 (%d bytes): write the dataset with data_storage_version \"2.0\"", n, maxMiniValue)
+	return writers.Errorf(writers.ErrInvalid, "lance: a value of %d bytes is larger than Quiver writes in Lance file formats 2.1 and 2.2 (%d bytes; docs/lance.md, \"Limitations\"): for a new dataset, set lance.data_storage_version \"2.0\"; a dataset already in 2.1 or 2.2 cannot take such values from Quiver yet", n, maxMiniValue)
 }
 
 func (c *varChunker) next(first int) int {
