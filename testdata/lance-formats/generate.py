@@ -123,7 +123,10 @@ def main():
             ds = lance.write_dataset(tbl, uri, data_storage_version=v, mode="create")
             assert ds.data_storage_version == v, ds.data_storage_version
             back = ds.to_table()
-            assert back.equals(tbl.cast(back.schema)) or back.num_rows == tbl.num_rows
+            # The .arrow file holds what pylance reads back (the reference
+            # the Go test compares with), which may differ in type from the
+            # input where Lance converts; its rows must all be there.
+            assert back.num_rows == tbl.num_rows, (back.num_rows, tbl.num_rows)
             with pa.OSFile(os.path.join(folder, name + ".arrow"), "wb") as f:
                 with pa.ipc.new_file(f, back.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
                     w.write_table(back)

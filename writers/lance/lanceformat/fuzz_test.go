@@ -77,6 +77,20 @@ func fileSeeds(t testing.TB) [][]byte {
 			rec.Release()
 		}
 	}
+	// pylance's own files hold the pages Quiver does not write (full-zip,
+	// FSST, dictionaries, all-null with levels): their decoders need seeds
+	// too (testdata/lance-formats, make lance-fixtures).
+	pylance, err := filepath.Glob("../../../testdata/lance-formats/v2_*/*.lance/data/*.lance")
+	if err != nil || len(pylance) == 0 {
+		t.Fatalf("pylance fixture files: %v (found %d)", err, len(pylance))
+	}
+	for _, p := range pylance {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, b)
+	}
 	return out
 }
 

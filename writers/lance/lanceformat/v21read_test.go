@@ -88,6 +88,7 @@ func TestReadPylanceFormats(t *testing.T) {
 					t.Fatalf("%d fragments, want 1", len(got))
 				}
 				rec := got[0]
+				defer mem.AssertSize(t, 0) // after the release below
 				defer rec.Release()
 				if rec.NumRows() != want.NumRows() {
 					t.Fatalf("%d rows, want %d", rec.NumRows(), want.NumRows())
