@@ -86,7 +86,7 @@ func bigBatch(bytes int) arrow.RecordBatch {
 // before decoding, 20 such streams reached 2.2 GB.
 func TestMemoryBudgetBoundsPeakRSS(t *testing.T) {
 	if testing.Short() {
-		t.Skip("moves a few GB through a server")
+		t.Skip("-short: moves a few GB through a server")
 	}
 	bin, err := plainQuiver()
 	if err != nil {
