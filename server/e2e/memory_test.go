@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -10,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,6 +24,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/quiver-ingest/quiver/bench"
 	quiver "github.com/quiver-ingest/quiver/clients/go"
 	"github.com/quiver-ingest/quiver/internal/reftool"
 )
@@ -42,28 +41,6 @@ var plainQuiver = sync.OnceValues(func() (string, error) {
 	}
 	return bin, nil
 })
-
-// procStatus returns a field of /proc/<pid>/status in bytes (VmHWM, VmRSS).
-func procStatus(t *testing.T, pid int, field string) int64 {
-	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		reftool.Missing(t, "/proc (Linux) to read the server's peak RSS", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return kb << 10
-		}
-	}
-	t.Fatalf("no %s in /proc/%d/status", field, pid)
-	return 0
-}
 
 // bigBatch is one batch of one int64 column id of about bytes bytes.
 func bigBatch(bytes int) arrow.RecordBatch {
@@ -141,7 +118,10 @@ func TestMemoryBudgetBoundsPeakRSS(t *testing.T) {
 		for err := range errs {
 			t.Fatalf("%d streams into %s: %v", run.streams, run.endpoint, err)
 		}
-		peak := procStatus(t, pid, "VmHWM")
+		peak := bench.PeakRSSOf(pid)
+		if peak < 0 {
+			reftool.Missing(t, "/proc/<pid>/status (Linux) to read the server's peak RSS", nil)
+		}
 		t.Logf("%2d streams of %d MiB into %s: peak RSS %d MiB (budget %d MiB, bound %d MiB)", run.streams, batch>>20, run.endpoint, peak>>20, budget>>20, maxPeak>>20)
 		if peak > maxPeak {
 			t.Errorf("%d streams into %s: peak RSS %d MiB, above 2 × the budget + 256 MiB = %d MiB", run.streams, run.endpoint, peak>>20, maxPeak>>20)
