@@ -153,7 +153,7 @@ func (c *Coordinator) checkHanded(ctx context.Context, t *txn, handed map[string
 		if err != nil {
 			return err
 		}
-		dc, ok := w.(writers.DescriptorChecker)
+		dc, ok := writers.Find[writers.DescriptorChecker](w)
 		if !ok {
 			continue
 		}

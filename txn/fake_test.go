@@ -26,6 +26,7 @@ type fakeWriter struct {
 	version    int64
 	precommits []writers.TxnKey
 	commits    []fakeCommit
+	keeps      []fakeCommit // KeepPrecommitted calls
 	rollbacks  []writers.TxnKey
 	epochCalls int
 	// Injected failures, returned until reset.
@@ -47,6 +48,7 @@ type fakeCommit struct {
 var (
 	_ writers.Writer            = (*fakeWriter)(nil)
 	_ writers.DescriptorChecker = (*fakeWriter)(nil)
+	_ writers.PrecommitKeeper   = (*fakeWriter)(nil)
 )
 
 func newFake(name string) *fakeWriter {
@@ -102,6 +104,12 @@ func (f *fakeWriter) CheckDescriptors(context.Context, writers.TxnKey, []writers
 	return f.failCheck
 }
 
+func (f *fakeWriter) KeepPrecommitted(key writers.TxnKey, descs []writers.Descriptor) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.keeps = append(f.keeps, fakeCommit{key, descs})
+}
+
 func (f *fakeWriter) Rollback(_ context.Context, key writers.TxnKey) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -139,7 +147,8 @@ func (f *fakeWriter) counts() (precommits, commits, rollbacks, epochCalls int) {
 	return len(f.precommits), len(f.commits), len(f.rollbacks), f.epochCalls
 }
 
-// fakeEndpoints maps endpoint names to fake writers.
+// fakeEndpoints maps endpoint names to fake writers, which it hands out
+// wrapped as the server does (see wrapped).
 type fakeEndpoints map[string]*fakeWriter
 
 func (e fakeEndpoints) Writer(name string) (writers.Writer, bool) {
@@ -147,8 +156,15 @@ func (e fakeEndpoints) Writer(name string) (writers.Writer, bool) {
 	if !ok {
 		return nil, false
 	}
-	return w, true
+	return wrapped{w}, true
 }
+
+// wrapped stands for the server's endpoint wrapper: it has only the
+// writers.Writer methods, and Unwrap, so the coordinator must find the
+// optional interfaces through writers.Find.
+type wrapped struct{ writers.Writer }
+
+func (w wrapped) Unwrap() writers.Writer { return w.Writer }
 
 func newEndpoints(names ...string) fakeEndpoints {
 	e := fakeEndpoints{}

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/quiver-ingest/quiver/txn/journal"
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 // recover rebuilds the state from the journal's records, then aborts the
@@ -46,6 +47,7 @@ func (c *Coordinator) recover(ctx context.Context, jrs []journal.Record) error {
 	}
 	byID(open)
 	byID(decided)
+	c.keepPrecommitted("")
 
 	if len(open) > 0 {
 		recs := make([]*record, len(open))
@@ -80,12 +82,64 @@ func (c *Coordinator) recover(ctx context.Context, jrs []journal.Record) error {
 	return nil
 }
 
+// keepPrecommitted hands the sinks that protect what precommitted
+// transactions need (writers.PrecommitKeeper) the parts this coordinator
+// holds for them: of endpoint, or of every endpoint when it is "". The
+// sinks set that protection up at Precommit, so this is for a sink that
+// did not see the precommit: one opened after a restart. An endpoint not
+// open yet gets its parts when it opens (Resume).
+func (c *Coordinator) keepPrecommitted(endpoint string) {
+	c.mu.Lock()
+	var held []*txn
+	for _, t := range c.txns {
+		if t.state == StatePrecommitted || t.decision != nil {
+			held = append(held, t)
+		}
+	}
+	c.mu.Unlock()
+	for _, t := range held {
+		// Under op, so that a commit or rollback of t (which ends the
+		// protection) is not overtaken by it.
+		t.op.Lock()
+		c.mu.Lock()
+		parts := map[string][]writers.Descriptor{}
+		switch {
+		case t.gone:
+		case t.decision != nil:
+			for ep, ds := range t.decision {
+				if _, done := t.done[ep]; !done {
+					parts[ep] = ds
+				}
+			}
+		case t.state == StatePrecommitted:
+			for ep, p := range t.parts {
+				if p.desc != nil {
+					parts[ep] = []writers.Descriptor{p.desc}
+				}
+			}
+		}
+		c.mu.Unlock()
+		for ep, ds := range parts {
+			if endpoint != "" && ep != endpoint {
+				continue
+			}
+			if w, ok := c.eps.Writer(ep); ok {
+				if k, ok := writers.Find[writers.PrecommitKeeper](w); ok {
+					k.KeepPrecommitted(t.key(), ds)
+				}
+			}
+		}
+		t.op.Unlock()
+	}
+}
+
 // Resume finishes the decided commits still waiting for endpoint: the
 // server calls it when an endpoint whose sink could not be opened at start
 // opens, so that a commit decided before a restart is published without
 // waiting for the client. Failures are logged and the decisions kept for
 // the next Commit, Resume or restart.
 func (c *Coordinator) Resume(ctx context.Context, endpoint string) {
+	c.keepPrecommitted(endpoint)
 	c.mu.Lock()
 	var waiting []*txn
 	for _, t := range c.txns {

@@ -25,6 +25,10 @@ func TestRestartKeepsPrecommitted(t *testing.T) {
 	if !st.Deadline.Equal(pre.Deadline) || st.Participants[0].Rows != 7 || string(st.Participants[0].Descriptor) != "a/w@1" {
 		t.Fatalf("after restart %+v, before %+v", st, pre)
 	}
+	// The sink gets the recovered part to protect (writers.PrecommitKeeper).
+	if k := fx.eps["a"].keeps; len(k) != 1 || k[0].key != (writers.TxnKey{Writer: "w", Epoch: 1}) || len(k[0].descs) != 1 || string(k[0].descs[0]) != "a/w@1" {
+		t.Fatalf("keeps after restart: %+v, want w@1 with a/w@1", k)
+	}
 	for range 2 {
 		if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.State != StateCommitted {
 			t.Fatalf("commit: %+v %v", st, err)
@@ -241,8 +245,14 @@ func TestResumeAfterEndpointOpens(t *testing.T) {
 	}
 	fx.restart() // b is still down: recovery must not fail
 	fx.mustState("w", 1, StatePrecommitted)
+	b := fx.eps["b"]
+	b.keeps = nil
 	fx.c.Resume(bg, "b") // still down: kept
 	fx.mustState("w", 1, StatePrecommitted)
+	// Resume hands the endpoint the decided part it waits for.
+	if len(b.keeps) != 1 || len(b.keeps[0].descs) != 1 || string(b.keeps[0].descs[0]) != "b/w@1" {
+		t.Fatalf("b keeps at Resume: %+v", b.keeps)
+	}
 	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = nil })
 	fx.c.Resume(bg, "a") // nothing waits for a: a no-op
 	fx.c.Resume(bg, "b")

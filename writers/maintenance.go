@@ -102,24 +102,6 @@ type VacuumResult struct {
 	RetentionHours float64 `json:"retention_hours"`
 }
 
-// MaintainerOf returns the Maintainer behind w: w itself, or the writer an
-// Unwrap() Writer method returns (the server's endpoint wrapper). ok is
-// false when there is none (the sink has no maintenance, or the endpoint
-// is not open).
-func MaintainerOf(w Writer) (m Maintainer, ok bool) {
-	for w != nil {
-		if m, ok := w.(Maintainer); ok {
-			return m, true
-		}
-		u, ok := w.(interface{ Unwrap() Writer })
-		if !ok {
-			break
-		}
-		w = u.Unwrap()
-	}
-	return nil, false
-}
-
 // Maintenance is an endpoint's `maintenance:` section: how the server
 // keeps the table healthy. NewMaintenance holds every default.
 type Maintenance struct {

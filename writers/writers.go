@@ -146,6 +146,38 @@ type DescriptorChecker interface {
 	CheckDescriptors(ctx context.Context, key TxnKey, descs []Descriptor) error
 }
 
+// PrecommitKeeper is implemented by writers that protect what a
+// precommitted transaction will publish from their own maintenance (Delta:
+// the files an upsert read, which optimize must not rewrite under it). The
+// writer sets that protection up itself at Precommit; after a restart the
+// coordinator hands it the precommitted and decided parts it recovered from
+// its journal, once the endpoint is open, so the protection survives the
+// restart. Commit succeeding or Rollback ends it, as for the writer's own
+// precommits.
+type PrecommitKeeper interface {
+	// KeepPrecommitted protects what descs, precommitted under key, need.
+	// Descriptors it cannot read are ignored: Commit refuses them.
+	KeepPrecommitted(key TxnKey, descs []Descriptor)
+}
+
+// Find returns the T behind w: w itself when it is a T, else the writer
+// an Unwrap() Writer method returns (the server's endpoint wrapper), and
+// so on. ok is false when there is none (the sink does not implement T,
+// or the endpoint is not open).
+func Find[T any](w Writer) (t T, ok bool) {
+	for w != nil {
+		if t, ok := w.(T); ok {
+			return t, true
+		}
+		u, ok := w.(interface{ Unwrap() Writer })
+		if !ok {
+			break
+		}
+		w = u.Unwrap()
+	}
+	return t, false
+}
+
 // SchemaReporter is implemented by writers whose endpoint has a known schema
 // (a fixed configured schema or an existing table).
 type SchemaReporter interface {

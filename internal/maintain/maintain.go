@@ -43,7 +43,7 @@ type Options struct {
 	// Endpoint names the endpoint in logs and errors.
 	Endpoint string
 	// Writer is the endpoint's writer; its Maintainer is looked up at every
-	// run (writers.MaintainerOf), as the sink may be closed and reopened.
+	// run (writers.Find), as the sink may be closed and reopened.
 	Writer writers.Writer
 	// Ops are the operations the endpoint's sink supports (its
 	// Sink.Maintains): the others are refused, and skipped in the
@@ -92,7 +92,7 @@ func New(opts Options) (*Runner, error) {
 
 // maintainer is the endpoint's sink Maintainer, or why there is none.
 func (r *Runner) maintainer(ctx context.Context) (writers.Maintainer, error) {
-	if m, ok := writers.MaintainerOf(r.opts.Writer); ok {
+	if m, ok := writers.Find[writers.Maintainer](r.opts.Writer); ok {
 		return m, nil
 	}
 	// Not open: the endpoint answers why.

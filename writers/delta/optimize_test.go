@@ -381,3 +381,30 @@ func ageLog(cfg *Config, d time.Duration) {
 		os.Chtimes(filepath.Join(logDir, e.Name()), old, old)
 	}
 }
+
+// TestOptimizeSparesRecoveredUpserts: an upsert precommitted before a
+// restart is pinned again when the coordinator hands it to the new writer
+// (KeepPrecommitted), so optimize leaves its files alone and it commits.
+func TestOptimizeSparesRecoveredUpserts(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedMem(t)
+	cfg := upsertDVConfig(memURI(t))
+	before := openWriter(t, cfg, mem)
+	seedIDs(t, before, mem, [2]int32{0, 20}, [2]int32{20, 40}, [2]int32{40, 60})
+	rows := tableRows(t, cfg, []string{"id", "str"})
+	changes := []idChange{{5, "changed", "U"}, {45, "changed", "U"}}
+	rec := idBatch(mem, changes...)
+	key := writers.TxnKey{Writer: "up", Epoch: 1}
+	d := precommitOne(t, before, key, rec)
+	rec.Release()
+
+	after := openWriter(t, cfg, mem) // the restarted server's writer
+	after.KeepPrecommitted(key, []writers.Descriptor{d})
+	if _, err := after.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: 128 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := after.Commit(ctx, key, []writers.Descriptor{d}); err != nil {
+		t.Fatalf("the upsert precommitted before the restart, after optimize: %v", err)
+	}
+	sameRows(t, "after the upsert", tableRows(t, cfg, []string{"id", "str"}), applyIDs(rows, changes))
+}

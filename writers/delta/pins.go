@@ -8,9 +8,24 @@ import "github.com/quiver-ingest/quiver/writers"
 // several endpoints, some perhaps published already) it must still
 // publish. An upsert pins its plan's read files from Precommit until its
 // Commit succeeds or the key is rolled back. Upserts are committed on the
-// server that planned them (their descriptors cannot be handed over); a
-// restart forgets the pins of transactions it recovers (docs/delta.md,
-// "Maintenance").
+// server that planned them (their descriptors cannot be handed over); after
+// a restart the coordinator hands the writer the upserts it recovered
+// (KeepPrecommitted), which pins them again.
+
+// KeepPrecommitted pins the files read by the upsert plans among descs,
+// precommitted under key before this writer opened
+// (writers.PrecommitKeeper). Descriptors that do not decode are left to
+// Commit to refuse.
+func (w *Writer) KeepPrecommitted(key writers.TxnKey, descs []writers.Descriptor) {
+	if w.cfg.WriteMode != ModeUpsert {
+		return
+	}
+	_, upsert, err := w.decodeDescriptors(descs)
+	if err != nil || upsert == nil {
+		return
+	}
+	w.pin(key, upsert.ReadFiles)
+}
 
 // pin records the files key's upsert plan read.
 func (w *Writer) pin(key writers.TxnKey, files []string) {

@@ -23,6 +23,7 @@ var (
 	_ writers.SchemaReporter    = (*Writer)(nil)
 	_ writers.SchemaChecker     = (*Writer)(nil)
 	_ writers.DescriptorChecker = (*Writer)(nil)
+	_ writers.PrecommitKeeper   = (*Writer)(nil)
 )
 
 // Writer is the Delta sink of one endpoint. All methods are safe for
