@@ -18,6 +18,7 @@ import (
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/txn"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 func dialClient(t *testing.T, s *testServer) *quiver.Client {
@@ -121,4 +122,58 @@ func TestConfigLimitsMatchService(t *testing.T) {
 
 func fmtLimit(n int64) string {
 	return "limits: {max_message_bytes: " + strconv.FormatInt(n, 10) + ", endpoint_buffer_bytes: " + strconv.FormatInt(2*n, 10) + "}\n"
+}
+
+// A descriptor handed over whose files are gone is refused before the
+// commit is decided, through the server's endpoint wrapper (the sink's
+// writers.DescriptorChecker): the transaction stays precommitted and
+// commits without it.
+func TestHandedDescriptorCheckedBeforeDecision(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "descriptor.key")
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(bytes.Repeat([]byte{9}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	table := filepath.Join(t.TempDir(), "events")
+	cfg := "endpoints:\n  - {name: events, sink: delta, delta: {table_uri: \"file://" + table + "\"}}\n" +
+		"txn: {descriptor_key_file: " + keyFile + "}\n"
+	first, second := startServer(t, cfg), startServer(t, cfg)
+	put := func(c *quiver.Client, rows int) []byte {
+		tx := c.Txn("job", 1)
+		if _, err := tx.Put(t.Context(), "events", idReader(t, rows)); err != nil {
+			t.Fatal(err)
+		}
+		st, err := tx.Precommit(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Participants[0].Descriptor
+	}
+	fromSecond := put(dialClient(t, second), 7)
+	files, err := filepath.Glob(filepath.Join(table, "*.parquet"))
+	if err != nil || len(files) != 1 {
+		t.Fatalf("data files %v, %v: want the second server's one", files, err)
+	}
+	if err := os.Remove(files[0]); err != nil { // lost, say by a mistaken cleanup
+		t.Fatal(err)
+	}
+	put(dialClient(t, first), 5)
+	tx := dialClient(t, first).Txn("job", 1)
+	_, err = tx.Commit(t.Context(), map[string][][]byte{"events": {fromSecond}})
+	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "nothing was decided") {
+		t.Fatalf("commit with a handed descriptor whose files are gone: %v, want InvalidArgument before the decision", err)
+	}
+	if st, err := tx.Status(t.Context()); err != nil || st.State != quiver.StatePrecommitted {
+		t.Fatalf("after the refused commit: %+v %v, want still precommitted", st, err)
+	}
+	if st, err := tx.Commit(t.Context(), nil); err != nil || st.State != quiver.StateCommitted {
+		t.Fatalf("commit of its own share: %+v %v", st, err)
+	}
+	b, err := storage.Open(t.Context(), "file://"+table, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	if rows, _ := mustLoad(t, b).NumRecords(); rows != 5 {
+		t.Fatalf("table rows %d, want the first server's 5", rows)
+	}
 }
