@@ -135,9 +135,14 @@ listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config=org.apache.kafka.common.se
 	if err := os.WriteFile(b.props(), []byte(props), 0o600); err != nil {
 		return err
 	}
-	var id [16]byte
-	_, _ = rand.Read(id[:])
-	clusterID := base64.RawURLEncoding.EncodeToString(id[:])
+	// A Kafka Uuid, as kafka-storage random-uuid makes one: never with a
+	// leading '-', which the tool's argument parser reads as an option.
+	var clusterID string
+	for clusterID == "" || clusterID[0] == '-' {
+		var id [16]byte
+		_, _ = rand.Read(id[:])
+		clusterID = base64.RawURLEncoding.EncodeToString(id[:])
+	}
 	out, err := exec.Command("java", "-cp", b.classpath(), "kafka.tools.StorageTool", "format", "-t", clusterID, "-c", b.props(),
 		"--add-scram", fmt.Sprintf("SCRAM-SHA-256=[name=%s,password=%s]", User, b.Password),
 		"--add-scram", fmt.Sprintf("SCRAM-SHA-512=[name=%s,password=%s]", User, b.Password)).CombinedOutput()

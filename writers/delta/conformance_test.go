@@ -25,6 +25,7 @@ func TestConformance(t *testing.T) {
 	for _, tc := range tables {
 		t.Run(tc.name, func(t *testing.T) {
 			writertest.Run(t, writertest.Harness{
+				TableSchema: true,
 				New: func(t *testing.T, mem memory.Allocator) writers.Writer {
 					return openWriter(t, testConfig(tc.uri(t)), mem)
 				},

@@ -1,9 +1,6 @@
 package delta
 
 import (
-	"errors"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -91,55 +88,5 @@ func TestFirstStreamCreatesTableAtCommit(t *testing.T) {
 				t.Fatalf("%d rows published, want %d", got, wantRows)
 			}
 		})
-	}
-}
-
-// Two servers commit the first streams of a table at once. With one
-// schema one creates the table and the other appends (writertest's
-// concurrent-first-commits); with different schemas the loser is refused
-// (ErrInvalid, naming the winner's table) and publishes nothing.
-func TestConcurrentFirstCommitsOfDifferentSchemas(t *testing.T) {
-	for range 5 {
-		c := newTC(t, fileURI(t))
-		peer := openWriter(t, c.cfg, c.mem)
-		recs := []arrow.RecordBatch{c.ids(0, 5), writertest.ZeroRecord(c.mem, otherSchema, 7)}
-		ws := []*Writer{c.w, peer}
-		keys := []writers.TxnKey{{Writer: "a", Epoch: 1}, {Writer: "b", Epoch: 1}}
-		descs := make([]writers.Descriptor, 2)
-		for i, w := range ws {
-			err := w.Write(c.ctx, keys[i], recs[i])
-			recs[i].Release()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if descs[i], err = w.Precommit(c.ctx, keys[i]); err != nil {
-				t.Fatal(err)
-			}
-		}
-		errs := make([]error, 2)
-		start := make(chan struct{})
-		var wg sync.WaitGroup
-		for i, w := range ws {
-			wg.Go(func() {
-				<-start
-				_, errs[i] = w.Commit(c.ctx, keys[i], []writers.Descriptor{descs[i]})
-			})
-		}
-		close(start)
-		wg.Wait()
-		winner := 0
-		if errs[0] != nil {
-			winner = 1
-		}
-		loser := errs[1-winner]
-		if errs[winner] != nil || !errors.Is(loser, writers.ErrInvalid) || !strings.Contains(loser.Error(), "not in the table") {
-			t.Fatalf("commits: %v; want one to commit and the other refused with ErrInvalid", errs)
-		}
-		if got, want := publishedRows(t, c.cfg), []int64{5, 7}[winner]; got != want {
-			t.Fatalf("%d rows published, want the winner's %d", got, want)
-		}
-		if _, ok, _ := ws[1-winner].CommittedEpoch(c.ctx, keys[1-winner].Writer); ok {
-			t.Fatal("the refused commit recorded its epoch")
-		}
 	}
 }

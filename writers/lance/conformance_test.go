@@ -32,6 +32,7 @@ func TestConformance(t *testing.T) {
 		t.Run(ds.name, func(t *testing.T) {
 			uris := map[writers.Writer]string{}
 			writertest.Run(t, writertest.Harness{
+				TableSchema: true,
 				New: func(t *testing.T, mem memory.Allocator) writers.Writer {
 					uri := ds.uri(t)
 					w := newWriterURI(t, uri, mem)

@@ -49,6 +49,11 @@ type Harness struct {
 	// and that a stream of another schema is still refused, instead of
 	// checking that such a stream defines the endpoint's schema.
 	FixedSchema bool
+	// TableSchema declares that the sink storage holds one schema, which
+	// the first commit defines (a table, a dataset): of two first commits
+	// of different schemas racing, one creates it and the other is refused
+	// with ErrInvalid and publishes nothing.
+	TableSchema bool
 }
 
 // Schema is the schema of the records the suite writes: id int64 (not
@@ -82,6 +87,12 @@ func Run(t *testing.T, h Harness) {
 		{"concurrent-first-commits", (*suite).concurrentFirstCommits},
 		{"never-committed", (*suite).neverCommitted},
 		{"concurrent-keys", (*suite).concurrentKeys},
+	}
+	if h.TableSchema {
+		subtests = append(subtests, struct {
+			name string
+			run  func(*suite)
+		}{"concurrent-first-commits-of-two-schemas", (*suite).concurrentFirstCommitsOfTwoSchemas})
 	}
 	for _, st := range subtests {
 		t.Run(st.name, func(t *testing.T) {
@@ -466,6 +477,20 @@ func (s *suite) concurrentFirstCommits() {
 		rows += s.write(w, keys[i], 3+i)
 		descs[i] = s.precommit(w, keys[i])
 	}
+	errs := s.commitAtOnce(ws, keys, descs)
+	if err := errors.Join(errs...); err != nil {
+		s.t.Fatalf("concurrent first commits of one schema: %v", err)
+	}
+	s.wantPublished(rows, "after concurrent first commits")
+	for i, w := range ws {
+		s.wantEpoch(w, keys[i].Writer, 1, true)
+		s.wantEpoch(w, keys[1-i].Writer, 1, true)
+	}
+	s.wantSchema(s.w, Schema(), "after concurrent first commits")
+}
+
+// commitAtOnce commits descs[i] under keys[i] with ws[i], all at once.
+func (s *suite) commitAtOnce(ws []writers.Writer, keys []writers.TxnKey, descs []writers.Descriptor) []error {
 	errs := make([]error, len(ws))
 	start := make(chan struct{})
 	var wg sync.WaitGroup
@@ -477,15 +502,43 @@ func (s *suite) concurrentFirstCommits() {
 	}
 	close(start)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		s.t.Fatalf("concurrent first commits of one schema: %v", err)
+	return errs
+}
+
+// concurrentFirstCommitsOfTwoSchemas races two first commits of different
+// schemas on fresh storage, several times (Harness.TableSchema): one
+// creates the table, the other is refused and records nothing.
+func (s *suite) concurrentFirstCommitsOfTwoSchemas() {
+	for round := range 5 {
+		w := s.w
+		if round > 0 {
+			w = s.open(s.h.New(s.t, s.mem))
+		}
+		ws := []writers.Writer{w, s.open(s.h.Peer(s.t, w))}
+		keys := []writers.TxnKey{{Writer: "a", Epoch: 1}, {Writer: "b", Epoch: 1}}
+		recs := []arrow.RecordBatch{s.record(0, 5), s.otherRecord(7)}
+		descs := make([]writers.Descriptor, len(ws))
+		for i, w := range ws {
+			err := w.Write(s.ctx, keys[i], recs[i])
+			recs[i].Release()
+			if err != nil {
+				s.t.Fatalf("Write(%s): %v", keys[i], err)
+			}
+			descs[i] = s.precommit(w, keys[i])
+		}
+		errs := s.commitAtOnce(ws, keys, descs)
+		winner := 0
+		if errs[0] != nil {
+			winner = 1
+		}
+		if errs[winner] != nil || !errors.Is(errs[1-winner], writers.ErrInvalid) {
+			s.t.Fatalf("first commits of two schemas: %v; want one to commit and the other refused with ErrInvalid", errs)
+		}
+		if got, want := s.h.Published(s.t, w), []int64{5, 7}[winner]; got != want {
+			s.t.Fatalf("%d rows published, want the winner's %d", got, want)
+		}
+		s.wantEpoch(ws[1-winner], keys[1-winner].Writer, 0, false)
 	}
-	s.wantPublished(rows, "after concurrent first commits")
-	for i, w := range ws {
-		s.wantEpoch(w, keys[i].Writer, 1, true)
-		s.wantEpoch(w, keys[1-i].Writer, 1, true)
-	}
-	s.wantSchema(s.w, Schema(), "after concurrent first commits")
 }
 
 func (s *suite) neverCommitted() {
