@@ -106,10 +106,7 @@ func CheckFormatTypes(s *arrow.Schema, minor uint16) error {
 				}
 			}
 		case arrow.ListLikeType:
-			if fsl, ok := t.(*arrow.FixedSizeListType); ok {
-				if ew, ok := fsl.Elem().(arrow.FixedWidthDataType); ok && minor > 0 && ew.BitWidth()*int(fsl.Len())/8 > maxMiniValue {
-					return writers.Errorf(writers.ErrInvalid, "lance: column %q holds vectors of %d bytes, wider than Quiver writes in Lance file format 2.%d (%d bytes): create the dataset with data_storage_version \"2.0\"", path, ew.BitWidth()*int(fsl.Len())/8, minor, maxMiniValue)
-				}
+			if _, ok := t.(*arrow.FixedSizeListType); ok {
 				return nil
 			}
 			return walk(path+".item", t.Elem())

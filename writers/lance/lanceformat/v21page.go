@@ -412,6 +412,23 @@ func perValue(bud *budget, enc *encodings21pb.CompressiveEncoding, b block, dept
 			return block{}, err
 		}
 		return fsstDecode(bud, c.Fsst.SymbolTable, inner)
+	case *encodings21pb.CompressiveEncoding_General:
+		// Each value compressed on its own (null values are empty).
+		if b.offs == nil {
+			return block{}, fmt.Errorf("full-zip general compression of fixed-width values")
+		}
+		out := block{n: b.n, offs: make([]uint64, 1, b.n+1)}
+		for i := range b.n {
+			if v := b.data[b.offs[i]:b.offs[i+1]]; len(v) > 0 {
+				raw, err := decompress(bud, c.General.GetCompression().GetScheme(), v)
+				if err != nil {
+					return block{}, fmt.Errorf("full-zip value %d: %w", i, err)
+				}
+				out.data = append(out.data, raw...)
+			}
+			out.offs = append(out.offs, uint64(len(out.data)))
+		}
+		return perValue(bud, c.General.Values, out, depth+1)
 	case *encodings21pb.CompressiveEncoding_FixedSizeList:
 		if b.offs != nil || c.FixedSizeList.HasValidity {
 			return block{}, fmt.Errorf("full-zip fixed-size list values are not supported here")

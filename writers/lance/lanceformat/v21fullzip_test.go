@@ -1,0 +1,240 @@
+package lanceformat
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
+)
+
+// wideRecord builds n rows whose every 5th string (and binary, large
+// string, list item, struct field) is wider than a mini-block chunk takes
+// (compressible text, or random-looking bytes), with nulls, empty and
+// null lists, and vectors of 3,072 float32 (12 KiB, every 4th null).
+func wideRecord(mem memory.Allocator, n int) arrow.RecordBatch {
+	nn := func(name string, t arrow.DataType) arrow.Field { return arrow.Field{Name: name, Type: t, Nullable: true} }
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		nn("doc", arrow.BinaryTypes.String), nn("blob", arrow.BinaryTypes.Binary), nn("big", arrow.BinaryTypes.LargeString),
+		nn("docs", arrow.ListOf(arrow.BinaryTypes.String)),
+		nn("st", arrow.StructOf(nn("k", arrow.PrimitiveTypes.Int32), nn("text", arrow.BinaryTypes.String))),
+		nn("emb", arrow.FixedSizeListOf(3072, arrow.PrimitiveTypes.Float32)),
+	}, nil)
+	b := array.NewRecordBuilder(mem, s)
+	defer b.Release()
+	text := func(i int) string {
+		if i%5 == 0 {
+			return strings.Repeat(fmt.Sprintf("row %d is long; ", i), 600+i) // ~10-14 KiB
+		}
+		return fmt.Sprintf("short %d", i)
+	}
+	noise := func(i int) []byte {
+		size := 5
+		if i%5 == 1 {
+			size = 9000 + i
+		}
+		out := make([]byte, size)
+		x := uint32(i*2654435761 + 1)
+		for k := range out {
+			x ^= x << 13
+			x ^= x >> 17
+			x ^= x << 5
+			out[k] = byte(x)
+		}
+		return out
+	}
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		str, bin, big := b.Field(1).(*array.StringBuilder), b.Field(2).(*array.BinaryBuilder), b.Field(3).(*array.LargeStringBuilder)
+		if i%7 == 3 {
+			str.AppendNull()
+			bin.AppendNull()
+			big.AppendNull()
+		} else {
+			str.Append(text(i))
+			bin.Append(noise(i))
+			big.Append(text(i + 1))
+		}
+		lb := b.Field(4).(*array.ListBuilder)
+		switch i % 6 {
+		case 2:
+			lb.AppendNull()
+		case 4:
+			lb.Append(true) // empty
+		default:
+			lb.Append(true)
+			for j := range i%3 + 1 {
+				if j == 1 {
+					lb.ValueBuilder().AppendNull()
+				} else {
+					lb.ValueBuilder().(*array.StringBuilder).Append(text(i + j))
+				}
+			}
+		}
+		sb := b.Field(5).(*array.StructBuilder)
+		if i%9 == 8 {
+			sb.AppendNull()
+		} else {
+			sb.Append(true)
+			sb.FieldBuilder(0).(*array.Int32Builder).Append(int32(i))
+			sb.FieldBuilder(1).(*array.StringBuilder).Append(text(i + 2))
+		}
+		vb := b.Field(6).(*array.FixedSizeListBuilder)
+		if i%4 == 2 {
+			vb.AppendNull()
+		} else {
+			vb.Append(true)
+			for k := range 3072 {
+				vb.ValueBuilder().(*array.Float32Builder).Append(float32(i) + float32(k)/4096)
+			}
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// layoutsOf returns the page layouts of each column of a data file.
+func layoutsOf(t *testing.T, b []byte) [][]string {
+	t.Helper()
+	f, err := OpenFile(bytes.NewReader(b), int64(len(b)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([][]string, len(f.columns))
+	for c, pages := range f.columns {
+		for _, p := range pages {
+			switch p.layout.GetLayout().(type) {
+			case *encodings21pb.PageLayout_FullZipLayout:
+				out[c] = append(out[c], "full-zip")
+			case *encodings21pb.PageLayout_MiniBlockLayout:
+				out[c] = append(out[c], "mini-block")
+			default:
+				out[c] = append(out[c], "other")
+			}
+		}
+	}
+	return out
+}
+
+// TestFullZipRoundTrip: values wider than a mini-block chunk (strings,
+// binaries, large strings, strings in lists and structs, 12 KiB vectors)
+// are written as full-zip pages, mixed with small values and nulls, in
+// one and in several pages, and read back equal.
+func TestFullZipRoundTrip(t *testing.T) {
+	for _, minor := range []uint16{1, 2} {
+		for _, pageBytes := range []int64{0, 64 << 10} {
+			t.Run(fmt.Sprintf("2.%d/page-%d", minor, pageBytes), func(t *testing.T) {
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				defer mem.AssertSize(t, 0)
+				rec := wideRecord(mem, 60)
+				defer rec.Release()
+				parts := []arrow.RecordBatch{rec.NewSlice(0, 23), rec.NewSlice(23, 60)}
+				defer releaseRecs(parts)
+				data := writeFileV(t, rec.Schema(), pageBytes, minor, parts...)
+				got := readFile(t, mem, data)
+				defer got.Release()
+				assertRecordsEqual(t, rec, got)
+				// Leaves: id, doc, blob, big, docs.item, st.k, st.text, emb.
+				layouts := layoutsOf(t, data)
+				for _, c := range []int{1, 2, 3, 4, 6, 7} {
+					if !contains(layouts[c], "full-zip") {
+						t.Errorf("column %d: layouts %v, want full-zip", c, layouts[c])
+					}
+				}
+				if !contains(layouts[0], "mini-block") || contains(layouts[0], "full-zip") {
+					t.Errorf("id: layouts %v, want mini-block", layouts[0])
+				}
+			})
+		}
+	}
+}
+
+// TestSparseListChunks: list columns with thousands of empty or null
+// lists around each value (more levels than one mini-block chunk holds
+// for the values the chunker would put in it) are written in smaller
+// chunks, or full-zipped when even two values' levels overflow a chunk,
+// and read back equal.
+func TestSparseListChunks(t *testing.T) {
+	cases := []struct {
+		name   string
+		gap    int // empty or null lists before each non-empty one
+		values int
+		want   string
+	}{
+		{"split", 300, 400, "mini-block"},
+		{"full-zip", 70_000, 3, "full-zip"},
+	}
+	for _, minor := range []uint16{1, 2} {
+		for _, tc := range cases {
+			t.Run(fmt.Sprintf("2.%d/%s", minor, tc.name), func(t *testing.T) {
+				mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+				defer mem.AssertSize(t, 0)
+				s := arrow.NewSchema([]arrow.Field{
+					{Name: "ints", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+					{Name: "strs", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+				}, nil)
+				b := array.NewRecordBuilder(mem, s)
+				defer b.Release()
+				li, ls := b.Field(0).(*array.ListBuilder), b.Field(1).(*array.ListBuilder)
+				for v := range tc.values {
+					for g := range tc.gap {
+						if g%3 == 0 {
+							li.AppendNull()
+							ls.AppendNull()
+						} else {
+							li.Append(true)
+							ls.Append(true)
+						}
+					}
+					li.Append(true)
+					ls.Append(true)
+					li.ValueBuilder().(*array.Int64Builder).Append(int64(v) << 40)
+					ls.ValueBuilder().(*array.StringBuilder).Append(fmt.Sprintf("value %d", v))
+				}
+				rec := b.NewRecordBatch()
+				defer rec.Release()
+				data := writeFileV(t, s, 0, minor, rec)
+				got := readFile(t, mem, data)
+				defer got.Release()
+				assertRecordsEqual(t, rec, got)
+				for c, l := range layoutsOf(t, data) {
+					if !contains(l, tc.want) {
+						t.Errorf("column %d: layouts %v, want %s", c, l, tc.want)
+					}
+				}
+			})
+		}
+	}
+}
+
+func contains(l []string, s string) bool {
+	for _, x := range l {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func releaseRecs(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+func assertRecordsEqual(t *testing.T, want, got arrow.RecordBatch) {
+	t.Helper()
+	if want.NumRows() != got.NumRows() {
+		t.Fatalf("%d rows, want %d", got.NumRows(), want.NumRows())
+	}
+	for i, f := range want.Schema().Fields() {
+		if !array.Equal(want.Column(i), got.Column(i)) {
+			t.Errorf("column %s differs:\n got %v\nwant %v", f.Name, trunc(got.Column(i)), trunc(want.Column(i)))
+		}
+	}
+}
