@@ -18,7 +18,9 @@ import (
 // (compressible text, or random-looking bytes), with nulls, empty and
 // null lists, and vectors of 3,072 float32 (12 KiB, every 4th null).
 func wideRecord(mem memory.Allocator, n int) arrow.RecordBatch {
-	nn := func(name string, t arrow.DataType) arrow.Field { return arrow.Field{Name: name, Type: t, Nullable: true} }
+	nn := func(name string, t arrow.DataType) arrow.Field {
+		return arrow.Field{Name: name, Type: t, Nullable: true}
+	}
 	s := arrow.NewSchema([]arrow.Field{
 		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
 		nn("doc", arrow.BinaryTypes.String), nn("blob", arrow.BinaryTypes.Binary), nn("big", arrow.BinaryTypes.LargeString),
