@@ -120,6 +120,57 @@ def test_pylance_reads_quiver_datasets(serve: Callable[..., Quiver], tables: Pat
     assert_same(got.filter(pa.compute.field("id") >= 9000), more, "after add_columns")
 
 
+def wide_and_sparse() -> tuple[pa.Table, pa.Table]:
+    """Rows whose values are too wide for Lance's mini-block chunks (every
+    5th string and binary over 8 KiB, large strings, lists of them with
+    null and empty lists, 12 KiB vectors, with nulls), and very sparse
+    lists (a value every 300 rows; two values 70,000 rows apart)."""
+    n = 400
+    text = [None if i % 7 == 3 else (f"row {i} is long; " * (600 + i) if i % 5 == 0 else f"short {i}") for i in range(n)]
+    rng = np.random.default_rng(5)
+    blobs = [None if i % 7 == 3 else rng.bytes(9000 + i if i % 5 == 1 else 5) for i in range(n)]
+    docs = [None if i % 6 == 2 else [] if i % 6 == 4 else [t for t in text[i:i + 1 + i % 3]] for i in range(n)]
+    emb = pa.FixedSizeListArray.from_arrays(pa.array(rng.random(n * 3072).astype(np.float32)), 3072,
+                                            mask=pa.array([i % 4 == 2 for i in range(n)]))
+    wide = pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "doc": pa.array(text, pa.string()),
+        "blob": pa.array(blobs, pa.binary()),
+        "big": pa.array(text[1:] + [None], pa.large_string()),
+        "docs": pa.array(docs, pa.list_(pa.string())),
+        "st": pa.array([None if i % 9 == 8 else {"k": i, "text": text[(i + 2) % n]} for i in range(n)],
+                       pa.struct([("k", pa.int32()), ("text", pa.string())])),
+        "emb": emb,
+    })
+    m = 80_000
+    sparse = pa.table({
+        "id": pa.array(range(m), pa.int64()),
+        "ints": pa.array([[i << 20, i] if i % 300 == 299 else None if i % 3 == 0 else [] for i in range(m)], pa.list_(pa.int64())),
+        "rare": pa.array([[f"value {i}"] if i in (5, 75_005) else None if i % 2 else [] for i in range(m)], pa.list_(pa.string())),
+    })
+    return wide, sparse
+
+
+def test_pylance_reads_full_zip_and_sparse_lists(serve: Callable[..., Quiver], tables: Path) -> None:
+    """Values wider than a mini-block chunk (Quiver writes them full-zip)
+    and very sparse lists (smaller chunks, or full-zip) in 2.1 and 2.2:
+    pylance and lancedb read every row back as sent."""
+    wide, sparse = wide_and_sparse()
+    eps = {f"{kind}{v[-1]}": (tables / f"{kind}-{v}.lance", v) for kind in ("wide", "sparse") for v in ("2.1", "2.2")}
+    q = serve([lance_endpoint(name, path, data_storage_version=v) for name, (path, v) in eps.items()])
+    for name, (path, v) in eps.items():
+        t = wide if name.startswith("wide") else sparse
+        q.client().put(name, t)
+        ds = lance.dataset(str(path))
+        assert ds.data_storage_version == v
+        assert_same(ds.to_table(), t, f"pylance {name}")
+        assert_same(lancedb.connect(str(tables)).open_table(path.stem).to_arrow(), t, f"lancedb {name}")
+    # pylance appends to Quiver's dataset and reads both writers' rows.
+    path = eps["wide2"][0]
+    lance.write_dataset(wide, str(path), mode="append")
+    assert lance.dataset(str(path)).count_rows() == 2 * wide.num_rows
+
+
 def test_merge_insert_into_pylance_dataset(serve: Callable[..., Quiver], tables: Path) -> None:
     """A dataset pylance created with its defaults (2.2): Quiver's
     merge_insert (update_all + insert_all on id) gives the rows pylance's
