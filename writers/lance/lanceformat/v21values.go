@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -345,24 +346,34 @@ func zstdDecode(bud *budget, src []byte) ([]byte, error) {
 		if len(src) < 8 {
 			return nil, fmt.Errorf("zstd buffer of %d bytes", len(src))
 		}
-		limit = min(limit, binary.LittleEndian.Uint64(src))
-		src = src[8:]
+		// Lance states the decompressed size in front of the frame.
+		stated := binary.LittleEndian.Uint64(src)
+		if stated > limit {
+			return nil, fmt.Errorf("zstd buffer of %d bytes exceeds the reader's limit", stated)
+		}
+		limit, src = stated, src[8:]
 	}
-	// The decoder's memory (window and output) is bounded by what the
-	// budget still allows, and at least a small window's worth.
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(max(limit, 1<<20)))
+	// The decoder's memory (window) is bounded by what the budget still
+	// allows, and at least a small window's worth; the output is read
+	// through a limit, so a frame that expands beyond it stops there.
+	d, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(max(limit, 1<<20)))
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	out, err := d.DecodeAll(src, nil)
+	var out bytes.Buffer
+	out.Grow(int(min(limit, uint64(len(src))*4)))
+	n, err := io.Copy(&out, io.LimitReader(d, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("zstd buffer: %w", err)
 	}
-	if err := bud.spendDecoded(uint64(len(out))); err != nil {
+	if uint64(n) > limit {
+		return nil, fmt.Errorf("zstd buffer decodes to more than its %d bytes", limit)
+	}
+	if err := bud.spendDecoded(uint64(n)); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return out.Bytes(), nil
 }
 
 // fsstDecode expands FSST-compressed values with the page's symbol table:
