@@ -233,7 +233,9 @@ def _types() -> list[tuple[str, pa.Array, str]]:
 
     words = [f"w{i % 5}" for i in ints]
     return [
-        ("dictionary", nulls(words, pa.string()).dictionary_encode(), "refused"),
+        ("dictionary", nulls(words, pa.string()).dictionary_encode(), "2.2"),
+        ("categorical", pa.DictionaryArray.from_arrays(pa.array([None if i % 7 == 3 else i % 3 for i in ints], pa.int8()),
+                                                       pa.array(["red", "green", "blue"])), "2.2"),
         ("decimal128", nulls([decimal.Decimal(i) / 100 for i in ints], pa.decimal128(10, 2)), "2.2"),
         ("decimal256", nulls([decimal.Decimal(i) / 100 for i in ints], pa.decimal256(40, 2)), "2.2"),
         ("time32", nulls([i * 1000 for i in ints], pa.time32("ms")), "2.2"),
@@ -249,15 +251,16 @@ def _types() -> list[tuple[str, pa.Array, str]]:
         ("list_of_struct", nulls([[{"x": j, "y": None if j == 1 else str(j)} for j in range(i % 3)] for i in ints],
                                  pa.list_(pa.struct([("x", pa.int32()), ("y", pa.string())]))), "2.2"),
         ("list_of_list", nulls([[list(range(j)) for j in range(i % 3)] for i in ints], pa.list_(pa.list_(pa.int16()))), "2.2"),
-        ("map", nulls([{"k": i} for i in ints], pa.map_(pa.string(), pa.int64())), "refused"),
+        ("map", nulls([{"k": i, "z": None if i % 3 else i} for i in ints], pa.map_(pa.string(), pa.int64())), "2.2"),
     ]
 
 
 @pytest.mark.parametrize("name,column,answer", _types(), ids=[t[0] for t in _types()])
 def test_types_against_pylance(serve: Callable[..., Quiver], tables: Path, name: str, column: pa.Array, answer: str) -> None:
     """Each Arrow type a pandas, Polars or pyarrow user sends, into a new
-    dataset: pylance stores every one; Quiver stores it (pylance reads it
-    back equal) or refuses it with InvalidArgument naming the column."""
+    dataset: pylance stores every one; Quiver stores it (pylance and
+    lancedb read it back equal) or refuses it with InvalidArgument naming
+    the column."""
     t = pa.table({"id": pa.array(range(len(column)), pa.int64()), name: column})
     ref = tables / f"type-{name}-pylance.lance"
     lance.write_dataset(t, str(ref))
@@ -273,6 +276,7 @@ def test_types_against_pylance(serve: Callable[..., Quiver], tables: Path, name:
     ds = lance.dataset(str(path))
     assert ds.data_storage_version == answer
     assert_same(ds.to_table(), t, f"Quiver {name}")
+    assert_same(lancedb.connect(str(tables)).open_table(path.stem).to_arrow(), t, f"lancedb, Quiver {name}")
 
 
 # Quiver's merge_insert options and pylance's builder calls for them.

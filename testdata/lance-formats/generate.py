@@ -97,7 +97,29 @@ def types(rows, seed=7):
     return pa.table(cols)
 
 
-TABLES = {"workload": lambda: workload(3000), "types": lambda: types(1200)}
+def maps(rows):
+    """Maps (format 2.2 and later only) and the data pylance stores with
+    run-length encoding: long runs of values, and definition levels of
+    sparse lists and maps."""
+    rng = np.random.default_rng(7)
+    return pa.table({
+        "id": pa.array(range(rows), pa.int64()),
+        "m": pa.array([None if i % 7 == 3 else [] if i % 5 == 1 else {"k": i, "z": None if i % 3 == 0 else i + 1}
+                       for i in range(rows)], pa.map_(pa.string(), pa.int64())),
+        "ms": pa.array([None if i % 4 == 0 else {f"key{j}": f"v{i * j}" for j in range(i % 3)} for i in range(rows)],
+                       pa.map_(pa.string(), pa.string())),
+        "runs": pa.array(np.repeat(rng.integers(0, 1000, rows // 50 + 1), 50)[:rows].astype(np.int32)),
+        "sparse": pa.array([[i] if i % 97 == 0 else None if i % 2 else [] for i in range(rows)], pa.list_(pa.int64())),
+        "cat": pa.array([["red", "green", "blue"][i // 200 % 3] for i in range(rows)], pa.string()).dictionary_encode(),
+    })
+
+
+# name: (rows, the versions that store them)
+TABLES = {
+    "workload": (lambda: workload(3000), VERSIONS),
+    "types": (lambda: types(1200), VERSIONS),
+    "maps": (lambda: maps(1000), ["2.2"]),
+}
 
 
 def check_versions():
@@ -114,7 +136,9 @@ def main():
     import lance
 
     for v in VERSIONS:
-        for name, make in TABLES.items():
+        for name, (make, versions) in TABLES.items():
+            if v not in versions:
+                continue
             tbl = make()
             folder = os.path.join(args.out, "v" + v.replace(".", "_"))
             os.makedirs(folder, exist_ok=True)

@@ -279,10 +279,11 @@ func TestDecodersSurviveMutations(t *testing.T) {
 		files = append(files, writeFileV(t, fs, 512, minor, r))
 		r.Release()
 	}
-	// And pylance's own 2.1 and 2.2 files (FSST, dictionaries, LZ4,
-	// full-zip, constant pages, lists).
+	// And pylance's own 2.1 and 2.2 files of the types and maps tables
+	// (FSST, dictionaries, LZ4, run lengths, full-zip, constant pages,
+	// lists, maps).
 	for _, v := range []string{"v2_1", "v2_2"} {
-		names, _ := filepath.Glob(filepath.Join(fixtureDir(t), v, "types.lance", "data", "*.lance"))
+		names, _ := filepath.Glob(filepath.Join(fixtureDir(t), v, "[tm]*.lance", "data", "*.lance"))
 		for _, n := range names {
 			b, err := os.ReadFile(n)
 			if err != nil {

@@ -240,3 +240,88 @@ func assertRecordsEqual(t *testing.T, want, got arrow.RecordBatch) {
 		}
 	}
 }
+
+// TestDictionaryAndMapRoundTrip: dictionary columns (pandas categoricals,
+// with null indices and a null dictionary value) are stored as their
+// values under the dictionary type and read back as equal dictionaries;
+// maps (with null maps, empty maps and null values) are stored in 2.2.
+func TestDictionaryAndMapRoundTrip(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dictType := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}
+	mapType := arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64)
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "cat", Type: dictType, Nullable: true},
+		{Name: "m", Type: mapType, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, s)
+	defer b.Release()
+	db, mb := b.Field(0).(*array.BinaryDictionaryBuilder), b.Field(1).(*array.MapBuilder)
+	for i := range 3000 {
+		if i%7 == 3 {
+			db.AppendNull()
+		} else if err := db.AppendString([]string{"red", "green", "blue"}[i%3]); err != nil {
+			t.Fatal(err)
+		}
+		switch i % 5 {
+		case 0:
+			mb.AppendNull()
+		case 1:
+			mb.Append(true) // empty
+		default:
+			mb.Append(true)
+			for j := range i % 3 {
+				mb.KeyBuilder().(*array.StringBuilder).Append(fmt.Sprintf("k%d", j))
+				if j == 1 {
+					mb.ItemBuilder().AppendNull()
+				} else {
+					mb.ItemBuilder().(*array.Int64Builder).Append(int64(i * j))
+				}
+			}
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	got := readFile(t, mem, writeFileV(t, s, 0, 2, rec))
+	defer got.Release()
+	if !arrow.TypeEqual(got.Column(0).DataType(), dictType) || !arrow.TypeEqual(got.Column(1).DataType(), mapType) {
+		t.Fatalf("types %s, %s", got.Column(0).DataType(), got.Column(1).DataType())
+	}
+	assertRecordsEqual(t, rec, got)
+	for _, minor := range []uint16{0, 1} {
+		if err := CheckFormatTypes(s, minor); err == nil || !strings.Contains(err.Error(), `"m"`) && !strings.Contains(err.Error(), `"cat"`) {
+			t.Errorf("2.%d: %v, want the map (or dictionary) refused naming it", minor, err)
+		}
+	}
+	if err := CheckFormatTypes(s, 2); err != nil {
+		t.Errorf("2.2: %v", err)
+	}
+}
+
+// TestDictionaryNullValues: an index pointing at a null dictionary value
+// is written as a null index, as Lance keeps dictionary nulls.
+func TestDictionaryNullValues(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ib := array.NewInt8Builder(mem)
+	defer ib.Release()
+	ib.AppendValues([]int8{9, 0, 1, 0, 0}, []bool{true, true, true, false, true})
+	vb := array.NewStringBuilder(mem)
+	defer vb.Release()
+	vb.AppendValues([]string{"a", ""}, []bool{true, false})
+	idx, vals := ib.NewArray(), vb.NewArray()
+	defer idx.Release()
+	defer vals.Release()
+	sl := array.NewSlice(idx, 1, 5) // indices 0, 1, null, 0
+	defer sl.Release()
+	d := array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}, sl, vals)
+	defer d.Release()
+	got := dictIndices(d)
+	defer got.Release()
+	want := []bool{true, false, false, true}
+	for i, v := range want {
+		if got.IsValid(i) != v || v && got.(*array.Int8).Value(i) != 0 {
+			t.Errorf("index %d: valid %v (%v), want valid %v and 0", i, got.IsValid(i), got, v)
+		}
+	}
+}

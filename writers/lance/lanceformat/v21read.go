@@ -85,6 +85,8 @@ func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
 		return out, wrap(0, t.ElemField(), func(g arrow.Field) arrow.DataType { return arrow.ListOfField(g) })
 	case *arrow.LargeListType:
 		return out, wrap(0, t.ElemField(), func(g arrow.Field) arrow.DataType { return arrow.LargeListOfField(g) })
+	case *arrow.MapType: // stored as a list of its entries; mergeLeaves makes the map
+		return out, wrap(0, t.ElemField(), func(g arrow.Field) arrow.DataType { return arrow.ListOfField(g) })
 	}
 	return []leafPath{{id: fl.ID, dt: dt}}, nil
 }
@@ -210,6 +212,8 @@ func leafCount(dt arrow.DataType) int {
 		return leafCount(t.Elem())
 	case *arrow.LargeListType:
 		return leafCount(t.Elem())
+	case *arrow.MapType:
+		return leafCount(t.Elem())
 	}
 	return 1
 }
@@ -238,7 +242,7 @@ func mergeLeaves(dt arrow.DataType, parts []arrow.ArrayData) arrow.ArrayData {
 			k.Release()
 		}
 		return d
-	case *arrow.ListType, *arrow.LargeListType:
+	case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
 		sub := make([]arrow.ArrayData, len(parts))
 		for j, p := range parts {
 			sub[j] = p.Children()[0]

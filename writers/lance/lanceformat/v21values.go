@@ -51,6 +51,11 @@ func decodeMini(bud *budget, enc *encodings21pb.CompressiveEncoding, bufs [][]by
 		return flatBlock(c.Flat, first(bufs), n)
 	case *encodings21pb.CompressiveEncoding_InlineBitpacking:
 		return inlineUnpack(bud, int(c.InlineBitpacking.UncompressedBitsPerValue), first(bufs), n)
+	case *encodings21pb.CompressiveEncoding_Rle:
+		if len(bufs) < 2 {
+			return block{}, fmt.Errorf("run-length chunk with %d buffers", len(bufs))
+		}
+		return runLengths(bud, c.Rle, bufs[0], bufs[1], n)
 	case *encodings21pb.CompressiveEncoding_Variable:
 		return miniVariable(c.Variable, first(bufs), n)
 	case *encodings21pb.CompressiveEncoding_Fsst:
@@ -89,6 +94,13 @@ func decodeBlock(bud *budget, enc *encodings21pb.CompressiveEncoding, buf []byte
 		return outOfLineUnpack(bud, c.OutOfLineBitpacking, buf, n)
 	case *encodings21pb.CompressiveEncoding_InlineBitpacking:
 		return inlineUnpack(bud, int(c.InlineBitpacking.UncompressedBitsPerValue), buf, n)
+	case *encodings21pb.CompressiveEncoding_Rle:
+		// The values' size (u64), the values, the run lengths.
+		if len(buf) < 8 || binary.LittleEndian.Uint64(buf) > uint64(len(buf)-8) {
+			return block{}, fmt.Errorf("run-length block of %d bytes", len(buf))
+		}
+		size := 8 + int(binary.LittleEndian.Uint64(buf))
+		return runLengths(bud, c.Rle, buf[8:size], buf[size:], n)
 	case *encodings21pb.CompressiveEncoding_Variable:
 		return blockVariable(buf, n)
 	case *encodings21pb.CompressiveEncoding_Fsst:
@@ -109,6 +121,33 @@ func decodeBlock(bud *budget, enc *encodings21pb.CompressiveEncoding, buf []byte
 		})
 	}
 	return block{}, unsupported(enc)
+}
+
+// runLengths expands n values stored as runs: each distinct value (flat,
+// 8 to 64 bits) with its count (one byte); the last run may reach past n.
+func runLengths(bud *budget, r *encodings21pb.Rle, vals, lens []byte, n int) (block, error) {
+	bits := r.GetValues().GetFlat().GetBitsPerValue()
+	if (bits != 8 && bits != 16 && bits != 32 && bits != 64) || r.GetRunLengths().GetFlat().GetBitsPerValue() != 8 {
+		return block{}, fmt.Errorf("run-length encoding of %v with lengths %v is not supported", r.GetValues(), r.GetRunLengths())
+	}
+	w := int(bits / 8)
+	if len(vals)%w != 0 || len(vals)/w != len(lens) {
+		return block{}, fmt.Errorf("run-length buffers of %d values and %d lengths", len(vals)/w, len(lens))
+	}
+	if err := bud.spendDecoded(uint64(n) * uint64(w)); err != nil {
+		return block{}, err
+	}
+	out := make([]byte, 0, n*w)
+	for i, l := range lens {
+		take := min(int(l), n-len(out)/w)
+		for range take {
+			out = append(out, vals[i*w:(i+1)*w]...)
+		}
+	}
+	if len(out) != n*w {
+		return block{}, fmt.Errorf("run lengths hold %d values, want %d", len(out)/w, n)
+	}
+	return block{n: n, bits: int(bits), data: out}, nil
 }
 
 func first(bufs [][]byte) []byte {

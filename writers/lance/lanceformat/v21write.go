@@ -60,6 +60,8 @@ func splitLeaves(dt arrow.DataType, a, top arrow.Array, parents []arrow.Array, p
 		return splitLeaves(t.Elem(), nil, top, nil, append(slices.Clone(path), step{list: true}))
 	case *arrow.LargeListType:
 		return splitLeaves(t.Elem(), nil, top, nil, append(slices.Clone(path), step{list: true}))
+	case *arrow.MapType: // a list of its entries, as Lance stores it
+		return splitLeaves(t.Elem(), nil, top, nil, append(slices.Clone(path), step{list: true}))
 	}
 	if a == nil {
 		return []leafCol{{top: top, path: path}}
@@ -70,6 +72,9 @@ func splitLeaves(dt arrow.DataType, a, top arrow.Array, parents []arrow.Array, p
 // encodeField21 encodes chunks of one top-level field of type dt as one
 // mini-block page per leaf column, calling emit for each.
 func encodeField21(dt arrow.DataType, chunks []arrow.Array, col int, minor uint16, emit func(col int, p page) error) (int, error) {
+	if _, ok := dt.(*arrow.DictionaryType); ok && len(chunks) > 0 {
+		return col + 1, encodeDictionary(chunks, col, minor, emit)
+	}
 	var perLeaf [][]leafCol
 	for _, c := range chunks {
 		ls := splitLeaves(dt, c, c, nil, nil)
@@ -84,7 +89,7 @@ func encodeField21(dt arrow.DataType, chunks []arrow.Array, col int, minor uint1
 		perLeaf = make([][]leafCol, leafCount(dt))
 	}
 	for _, leaf := range perLeaf {
-		p, err := encodeLeaf21(leaf, minor)
+		p, err := encodeLeaf21(leaf, minor, nil)
 		if err != nil {
 			return 0, err
 		}
@@ -158,7 +163,7 @@ type chunker interface {
 // encodeLeaf21 encodes one leaf's chunks as a mini-block page. Format
 // 2.2 requires its "large chunk" grammar: 32-bit chunk metadata words and
 // value buffer sizes, flagged by MiniBlockLayout field 10.
-func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
+func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (page, error) {
 	var (
 		layers   []encodings21pb.RepDefLayer
 		rep, def []uint16
@@ -295,6 +300,10 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 		lc = end
 	}
 	bufs := [][]byte{meta, cw.data}
+	if dict != nil {
+		m.Dictionary, m.NumDictionaryItems = dict.enc, uint64(dict.n)
+		bufs = append(bufs, dict.buf)
+	}
 	if rep != nil {
 		var b []byte
 		for _, v := range repIndex {
