@@ -73,8 +73,7 @@ func alignedValues(data arrow.ArrayData) *memory.Buffer {
 }
 
 // dictionaryOf block-encodes a dictionary's values: variable-width ones
-// as Lance's binary block (bits per offset and the bytes' start, both 32
-// or both 64 bits, the offsets, the bytes), fixed-width ones flat.
+// as Lance's binary block, fixed-width ones flat.
 func dictionaryOf(values arrow.Array) *pageDict {
 	n := values.Len()
 	if _, ok := values.DataType().(arrow.BinaryDataType); !ok {
@@ -82,7 +81,15 @@ func dictionaryOf(values arrow.Array) *pageDict {
 		return &pageDict{n: n, buf: b, enc: flatEncoding(int(bits))}
 	}
 	offs, data, _ := varValues([]arrow.Array{values}, n)
-	large := values.DataType().ID() == arrow.LARGE_STRING || values.DataType().ID() == arrow.LARGE_BINARY
+	return binaryDictionary(values.DataType(), offs, data)
+}
+
+// binaryDictionary is Lance's binary block of n = len(offs)-1 values: bits
+// per offset and the bytes' start (both 32 or both 64 bits), the
+// offsets, the bytes.
+func binaryDictionary(dt arrow.DataType, offs []uint64, data []byte) *pageDict {
+	n := len(offs) - 1
+	large := dt.ID() == arrow.LARGE_STRING || dt.ID() == arrow.LARGE_BINARY
 	w := 4
 	if large {
 		w = 8
@@ -102,4 +109,62 @@ func dictionaryOf(values arrow.Array) *pageDict {
 		put(o)
 	}
 	return &pageDict{n: n, buf: append(out, data...), enc: variableEncoding(8 * w)}
+}
+
+// dictionaryEncode returns the 32-bit indices of a page's variable-width
+// values into a dictionary of their distinct values when that is smaller
+// by Lance's estimate (at least 100 values; the dictionary's bytes and
+// offsets plus 4 bytes per index under 80% of the values' bytes and
+// offsets, as pylance decides), or nil. The indices are bit-packed later, so the
+// estimate is conservative. Null values (empty here) index whatever
+// entry holds the empty value: their definition levels make them null.
+func dictionaryEncode(dt arrow.DataType, offs []uint64, data []byte) ([]byte, *pageDict) {
+	rows := len(offs) - 1
+	if rows < 100 || len(data) == 0 {
+		return nil, nil
+	}
+	// Lance counts the values' offsets in their size (4 bytes each).
+	size := len(data) + 4*rows
+	avg := size / rows
+	// The most distinct values for which the dictionary pays.
+	limit := (size*8/10 - 4*rows) / (avg + 4)
+	if limit <= 0 {
+		return nil, nil
+	}
+	// A sample of many distinct values ends it early (names, ids).
+	if sample := min(rows, 1024); distinct(offs[:sample+1], data, limit*sample/rows+8) {
+		return nil, nil
+	}
+	at := make(map[string]uint32, min(limit, 4096))
+	idx := make([]byte, 4*rows)
+	var dOffs = []uint64{0}
+	var dData []byte
+	for i := range rows {
+		v := data[offs[i]:offs[i+1]]
+		k, ok := at[string(v)]
+		if !ok {
+			if len(at) == limit {
+				return nil, nil
+			}
+			k = uint32(len(at))
+			at[string(v)] = k
+			dData = append(dData, v...)
+			dOffs = append(dOffs, uint64(len(dData)))
+		}
+		binary.LittleEndian.PutUint32(idx[4*i:], k)
+	}
+	return idx, binaryDictionary(dt, dOffs, dData)
+}
+
+// distinct reports whether the values of offs hold more than n distinct
+// ones.
+func distinct(offs []uint64, data []byte, n int) bool {
+	seen := make(map[string]struct{}, n+1)
+	for i := range len(offs) - 1 {
+		seen[string(data[offs[i]:offs[i+1]])] = struct{}{}
+		if len(seen) > n {
+			return true
+		}
+	}
+	return false
 }

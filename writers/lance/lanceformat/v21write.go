@@ -198,12 +198,16 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (page, error) {
 	if len(vals) > 0 {
 		dt = vals[0].DataType()
 	}
-	c, enc, z, err := newChunker(dt, vals, rows)
+	pv, err := newChunker(dt, vals, rows)
 	if err != nil {
 		return page{}, err
 	}
-	if z != nil {
-		return encodeFullZip(z, layers, rep, def, maxRep, topRows), nil
+	if pv.zip != nil {
+		return encodeFullZip(pv.zip, layers, rep, def, maxRep, topRows), nil
+	}
+	c, enc := pv.c, pv.enc
+	if pv.dict != nil {
+		dict = pv.dict
 	}
 	m := &encodings21pb.MiniBlockLayout{
 		ValueCompression: enc,
@@ -474,43 +478,67 @@ func packLevels(levels []uint16, w int) []byte {
 	return out
 }
 
-// newChunker picks the compressive encoding of a page of values, or
-// returns them zipped when they are too wide for mini-block chunks.
-func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (chunker, *encodings21pb.CompressiveEncoding, *zipped, error) {
+// pageValues is how a page stores its values: in mini-block chunks (c,
+// their encoding enc, and the dictionary the chunks index into, if any),
+// or zipped.
+type pageValues struct {
+	c    chunker
+	enc  *encodings21pb.CompressiveEncoding
+	dict *pageDict
+	zip  *zipped
+}
+
+// newChunker picks the compressive encoding of a page of values: zipped
+// when they are too wide for mini-block chunks, dictionary indices when
+// few distinct strings repeat.
+func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, error) {
 	switch t := dt.(type) {
 	case *arrow.NullType:
-		return nil, flatEncoding(8), nil, nil
+		return pageValues{enc: flatEncoding(8)}, nil
 	case *arrow.BooleanType:
 		b, _ := fixedValues(dt, vals)
-		return &flatChunker{data: b, bits: 1, rows: rows}, flatEncoding(1), nil, nil
+		return pageValues{c: &flatChunker{data: b, bits: 1, rows: rows}, enc: flatEncoding(1)}, nil
 	case *arrow.FixedSizeListType:
 		b, ew, err := vectorValues(t, vals)
 		if err != nil {
-			return nil, nil, nil, err
+			return pageValues{}, err
 		}
 		bits := ew.BitWidth() * int(t.Len())
 		if bits/8 > maxMiniValue {
-			return nil, nil, &zipped{n: rows, width: bits / 8, data: b, enc: fslEncoding(t, ew)}, nil
+			return pageValues{zip: &zipped{n: rows, width: bits / 8, data: b, enc: fslEncoding(t, ew)}}, nil
 		}
-		return &flatChunker{data: b, bits: bits, rows: rows}, fslEncoding(t, ew), nil, nil
+		return pageValues{c: &flatChunker{data: b, bits: bits, rows: rows}, enc: fslEncoding(t, ew)}, nil
 	case arrow.BinaryDataType:
 		offs, data, widest := varValues(vals, rows)
 		if widest > maxMiniValue {
 			z, err := zipVariable(dt, offs, data)
-			return nil, nil, z, err
+			return pageValues{zip: z}, err
+		}
+		if idx, dict := dictionaryEncode(dt, offs, data); dict != nil {
+			pv := intValues(idx, 32, rows)
+			pv.dict = dict
+			return pv, nil
 		}
 		c, enc, err := newVarChunker(offs, data)
-		return c, enc, nil, err
+		return pageValues{c: c, enc: enc}, err
 	case arrow.FixedWidthDataType:
 		b, _ := fixedValues(dt, vals)
-		if isInteger(dt) && packs(b, t.BitWidth(), rows) {
-			w := t.BitWidth()
-			return &packChunker{data: b, t: w, rows: rows}, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_InlineBitpacking{
-				InlineBitpacking: &encodings21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(w)}}}, nil, nil
+		if isInteger(dt) {
+			return intValues(b, t.BitWidth(), rows), nil
 		}
-		return &flatChunker{data: b, bits: t.BitWidth(), rows: rows}, flatEncoding(t.BitWidth()), nil, nil
+		return pageValues{c: &flatChunker{data: b, bits: t.BitWidth(), rows: rows}, enc: flatEncoding(t.BitWidth())}, nil
 	}
-	return nil, nil, nil, writers.Errorf(writers.ErrInvalid, "lance: type %s is not written in Lance file formats 2.1 and 2.2 by Quiver", dt)
+	return pageValues{}, writers.Errorf(writers.ErrInvalid, "lance: type %s is not written in Lance file formats 2.1 and 2.2 by Quiver", dt)
+}
+
+// intValues stores rows w-bit integers bit-packed, or flat when packing
+// does not make them smaller.
+func intValues(b []byte, w, rows int) pageValues {
+	if packs(b, w, rows) {
+		return pageValues{c: &packChunker{data: b, t: w, rows: rows}, enc: &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_InlineBitpacking{
+			InlineBitpacking: &encodings21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(w)}}}}
+	}
+	return pageValues{c: &flatChunker{data: b, bits: w, rows: rows}, enc: flatEncoding(w)}
 }
 
 func flatEncoding(bits int) *encodings21pb.CompressiveEncoding {

@@ -325,3 +325,51 @@ func TestDictionaryNullValues(t *testing.T) {
 		}
 	}
 }
+
+// TestStringDictionaryPages: a page of few distinct strings (categories,
+// in a column and in a list, with nulls) is written as dictionary indices
+// as pylance writes it; one of distinct names is not; both read back.
+func TestStringDictionaryPages(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "category", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.LargeString), Nullable: true},
+		{Name: "name", Type: arrow.BinaryTypes.String},
+	}, nil)
+	b := array.NewRecordBuilder(mem, s)
+	defer b.Release()
+	cats := []string{"books", "games", "music", "", "garden"}
+	for i := range 3000 {
+		if i%9 == 0 {
+			b.Field(0).AppendNull()
+		} else {
+			b.Field(0).(*array.StringBuilder).Append(cats[i%5])
+		}
+		lb := b.Field(1).(*array.ListBuilder)
+		lb.Append(i%4 != 0)
+		for j := range i % 3 {
+			lb.ValueBuilder().(*array.LargeStringBuilder).Append(cats[(i+j)%5])
+		}
+		b.Field(2).(*array.StringBuilder).Append(fmt.Sprintf("name-%d-%x", i, i*7919))
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	for _, minor := range []uint16{1, 2} {
+		data := writeFileV(t, s, 0, minor, rec)
+		got := readFile(t, mem, data)
+		assertRecordsEqual(t, rec, got)
+		got.Release()
+		f, err := OpenFile(bytes.NewReader(data), int64(len(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for c, want := range []bool{true, true, false} {
+			for _, p := range f.columns[c] {
+				if has := p.layout.GetMiniBlockLayout().GetDictionary() != nil; has != want {
+					t.Errorf("2.%d column %d: dictionary %v, want %v", minor, c, has, want)
+				}
+			}
+		}
+	}
+}
