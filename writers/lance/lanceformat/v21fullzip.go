@@ -97,16 +97,7 @@ func encodeFullZip(z *zipped, layers []encodings21pb.RepDefLayer, rep, def []uin
 	if def != nil {
 		bitsDef = bits.Len16(maxDefLevel(layers))
 	}
-	ctl := 0
-	switch n := bitsRep + bitsDef; {
-	case n == 0:
-	case n <= 8:
-		ctl = 1
-	case n <= 16:
-		ctl = 2
-	default:
-		ctl = 4
-	}
+	ctl := controlBytes(bitsRep + bitsDef)
 	items := z.n
 	if rep != nil {
 		items = len(rep)

@@ -303,18 +303,10 @@ func decodeFullZip(bud *budget, z *encodings21pb.FullZipLayout, bufs [][]byte) (
 	}
 	data := bufs[0]
 	p := &leafPage{layers: z.Layers}
-	ctl := 0
-	switch bits := z.BitsRep + z.BitsDef; {
-	case bits == 0:
-	case bits <= 8:
-		ctl = 1
-	case bits <= 16:
-		ctl = 2
-	case bits <= 32:
-		ctl = 4
-	default:
-		return nil, fmt.Errorf("full-zip control words of %d bits", bits)
+	if z.BitsRep+z.BitsDef > 32 {
+		return nil, fmt.Errorf("full-zip control words of %d bits", z.BitsRep+z.BitsDef)
 	}
+	ctl := controlBytes(int(z.BitsRep + z.BitsDef))
 	maxVisible := visibleDef(z.Layers)
 	var (
 		fixedBytes int
@@ -436,6 +428,20 @@ func perValue(bud *budget, enc *encodings21pb.CompressiveEncoding, b block, dept
 		return b, nil
 	}
 	return block{}, unsupported(enc)
+}
+
+// controlBytes is the size of a full-zip control word of bits (at most
+// 32) bits of repetition and definition levels.
+func controlBytes(bits int) int {
+	switch {
+	case bits == 0:
+		return 0
+	case bits <= 8:
+		return 1
+	case bits <= 16:
+		return 2
+	}
+	return 4
 }
 
 // visibleDef is the highest definition level that still has an item
