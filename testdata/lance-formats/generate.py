@@ -98,11 +98,15 @@ def types(rows, seed=7):
 
 
 def maps(rows):
-    """Maps (format 2.2 and later only) and the data pylance stores with
-    run-length encoding: long runs of values, and definition levels of
-    sparse lists and maps."""
+    """Maps (format 2.2 and later only), the data pylance stores with
+    run-length encoding (long runs of values, definition levels of sparse
+    lists and maps), and floats whose field metadata asks for byte-stream
+    split (under zstd and LZ4)."""
     rng = np.random.default_rng(7)
-    return pa.table({
+    bss = [pa.field(name, typ, metadata={"lance-encoding:compression": codec, "lance-encoding:bss": "on"})
+           for name, typ, codec in [("bss64", pa.float64(), "zstd"), ("bss32", pa.float32(), "lz4")]]
+    floats = [pa.array(np.round(rng.random(rows) * 100, 1)), pa.array(rng.random(rows).astype(np.float32))]
+    t = pa.table({
         "id": pa.array(range(rows), pa.int64()),
         "m": pa.array([None if i % 7 == 3 else [] if i % 5 == 1 else {"k": i, "z": None if i % 3 == 0 else i + 1}
                        for i in range(rows)], pa.map_(pa.string(), pa.int64())),
@@ -112,6 +116,9 @@ def maps(rows):
         "sparse": pa.array([[i] if i % 97 == 0 else None if i % 2 else [] for i in range(rows)], pa.list_(pa.int64())),
         "cat": pa.array([["red", "green", "blue"][i // 200 % 3] for i in range(rows)], pa.string()).dictionary_encode(),
     })
+    for f, a in zip(bss, floats):
+        t = t.append_column(f, a)
+    return t
 
 
 # name: (rows, the versions that store them)

@@ -51,6 +51,8 @@ func decodeMini(bud *budget, enc *encodings21pb.CompressiveEncoding, bufs [][]by
 		return flatBlock(c.Flat, first(bufs), n)
 	case *encodings21pb.CompressiveEncoding_InlineBitpacking:
 		return inlineUnpack(bud, int(c.InlineBitpacking.UncompressedBitsPerValue), first(bufs), n)
+	case *encodings21pb.CompressiveEncoding_ByteStreamSplit:
+		return unsplitBytes(bud, c.ByteStreamSplit, first(bufs), n)
 	case *encodings21pb.CompressiveEncoding_Rle:
 		if len(bufs) < 2 {
 			return block{}, fmt.Errorf("run-length chunk with %d buffers", len(bufs))
@@ -146,6 +148,30 @@ func runLengths(bud *budget, r *encodings21pb.Rle, vals, lens []byte, n int) (bl
 	}
 	if len(out) != n*w {
 		return block{}, fmt.Errorf("run lengths hold %d values, want %d", len(out)/w, n)
+	}
+	return block{n: n, bits: int(bits), data: out}, nil
+}
+
+// unsplitBytes joins n values stored byte-stream split (the first byte
+// of every value, then the second, ...), which pylance writes for float
+// columns whose metadata asks for it (lance-encoding:bss).
+func unsplitBytes(bud *budget, b *encodings21pb.ByteStreamSplit, buf []byte, n int) (block, error) {
+	bits := b.GetValues().GetFlat().GetBitsPerValue()
+	if bits != 32 && bits != 64 {
+		return block{}, fmt.Errorf("byte-stream-split encoding of %v is not supported", b.GetValues())
+	}
+	w := int(bits / 8)
+	if n < 0 || len(buf)/w < n {
+		return block{}, fmt.Errorf("byte-stream-split buffer of %d bytes holds fewer than %d values", len(buf), n)
+	}
+	if err := bud.spendDecoded(uint64(n * w)); err != nil {
+		return block{}, err
+	}
+	out := make([]byte, n*w)
+	for k := range w {
+		for i, v := range buf[k*n : (k+1)*n] {
+			out[i*w+k] = v
+		}
 	}
 	return block{n: n, bits: int(bits), data: out}, nil
 }
