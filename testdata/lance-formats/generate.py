@@ -100,8 +100,8 @@ def types(rows, seed=7):
 def maps(rows):
     """Maps (format 2.2 and later only), the data pylance stores with
     run-length encoding (long runs of values, definition levels of sparse
-    lists and maps), and floats whose field metadata asks for byte-stream
-    split (under zstd and LZ4)."""
+    lists and maps), floats whose field metadata asks for byte-stream
+    split (under zstd and LZ4) and a packed struct."""
     rng = np.random.default_rng(7)
     bss = [pa.field(name, typ, metadata={"lance-encoding:compression": codec, "lance-encoding:bss": "on"})
            for name, typ, codec in [("bss64", pa.float64(), "zstd"), ("bss32", pa.float32(), "lz4")]]
@@ -118,7 +118,9 @@ def maps(rows):
     })
     for f, a in zip(bss, floats):
         t = t.append_column(f, a)
-    return t
+    # A struct of fixed-width fields its metadata asks to pack into one column.
+    packed = pa.field("packed", pa.struct([("a", pa.int32()), ("b", pa.float64())]), metadata={"lance-encoding:packed": "true"})
+    return t.append_column(packed, pa.array([None if i % 7 == 0 else {"a": i, "b": i / 4} for i in range(rows)], packed.type))
 
 
 # name: (rows, the versions that store them)

@@ -19,7 +19,7 @@
 // formats) or legacy 0.1, datasets with feature flags Quiver does not
 // implement (stable row ids, multiple base paths, ...), encodings the
 // reference writers do not emit for Quiver's tested data (2.0 compressed
-// buffers; 2.1 packed structs), and Arrow types
+// buffers; 2.2 variable-width packed structs, blobs), and Arrow types
 // Quiver does not write in the dataset's format (CheckFormatTypes).
 //
 // Concurrency: values of this package are not safe for concurrent mutation;

@@ -54,6 +54,12 @@ type leafPath struct {
 
 // leaves lists the leaves of field fl (type dt) in pre-order.
 func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
+	if st, ok := dt.(*arrow.StructType); ok && isPacked(fl.Metadata) {
+		// A packed struct is one column of whole rows, read as fixed-size
+		// binary values that mergeLeaves splits into the fields.
+		w, err := packedWidth(st)
+		return []leafPath{{id: fl.ID, dt: &arrow.FixedSizeBinaryType{ByteWidth: w}}}, err
+	}
 	var (
 		kids = s.children(fl.ID)
 		out  []leafPath
@@ -225,6 +231,9 @@ func leafCount(dt arrow.DataType) int {
 func mergeLeaves(dt arrow.DataType, parts []arrow.ArrayData) arrow.ArrayData {
 	switch t := dt.(type) {
 	case *arrow.StructType:
+		if _, ok := parts[0].DataType().(*arrow.FixedSizeBinaryType); ok {
+			return unpackStruct(t, parts[0])
+		}
 		kids := make([]arrow.ArrayData, t.NumFields())
 		at := 0
 		for i, f := range t.Fields() {

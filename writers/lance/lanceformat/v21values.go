@@ -53,6 +53,20 @@ func decodeMini(bud *budget, enc *encodings21pb.CompressiveEncoding, bufs [][]by
 		return inlineUnpack(bud, int(c.InlineBitpacking.UncompressedBitsPerValue), first(bufs), n)
 	case *encodings21pb.CompressiveEncoding_ByteStreamSplit:
 		return unsplitBytes(bud, c.ByteStreamSplit, first(bufs), n)
+	case *encodings21pb.CompressiveEncoding_PackedStruct:
+		// Whole rows of the struct's fixed-width fields (v21packed.go).
+		b, err := decodeMini(bud, c.PackedStruct.Values, bufs, n, depth+1)
+		if err != nil {
+			return block{}, err
+		}
+		var sum uint64
+		for _, w := range c.PackedStruct.BitsPerValue {
+			sum += w
+		}
+		if b.offs != nil || uint64(b.bits) != sum {
+			return block{}, fmt.Errorf("packed struct of %v bits per field holds %d-bit rows", c.PackedStruct.BitsPerValue, b.bits)
+		}
+		return b, nil
 	case *encodings21pb.CompressiveEncoding_Rle:
 		if len(bufs) < 2 {
 			return block{}, fmt.Errorf("run-length chunk with %d buffers", len(bufs))

@@ -2,6 +2,7 @@ package lanceformat
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
 
@@ -371,5 +373,31 @@ func TestStringDictionaryPages(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestPackedAndBlobRefused: fields whose metadata asks Lance for a packed
+// struct or a blob column, which Quiver does not write, are refused
+// naming the column (Quiver's unpacked pages would be misread).
+func TestPackedAndBlobRefused(t *testing.T) {
+	for name, f := range map[string]arrow.Field{
+		"packed": {Name: "p", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32}),
+			Metadata: arrow.NewMetadata([]string{"lance-encoding:packed"}, []string{"True"})},
+		"legacy packed": {Name: "p", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32}),
+			Metadata: arrow.NewMetadata([]string{"packed"}, []string{"true"})},
+		"blob": {Name: "p", Type: arrow.BinaryTypes.LargeBinary, Metadata: arrow.NewMetadata([]string{"lance-encoding:blob"}, []string{"yes"})},
+	} {
+		ls, err := FromArrow(arrow.NewSchema([]arrow.Field{f}, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := ls.CheckLayouts(); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), `"p"`) {
+			t.Errorf("%s: %v, want ErrInvalid naming the column", name, err)
+		}
+	}
+	ls, _ := FromArrow(arrow.NewSchema([]arrow.Field{{Name: "f", Type: arrow.PrimitiveTypes.Float64,
+		Metadata: arrow.NewMetadata([]string{"lance-encoding:bss"}, []string{"on"})}}, nil))
+	if err := ls.CheckLayouts(); err != nil {
+		t.Errorf("an encoding hint: %v", err)
 	}
 }
