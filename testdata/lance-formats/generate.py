@@ -97,7 +97,38 @@ def types(rows, seed=7):
     return pa.table(cols)
 
 
-TABLES = {"workload": lambda: workload(3000), "types": lambda: types(1200)}
+def maps(rows):
+    """Maps (format 2.2 and later only), the data pylance stores with
+    run-length encoding (long runs of values, definition levels of sparse
+    lists and maps), floats whose field metadata asks for byte-stream
+    split (under zstd and LZ4) and a packed struct."""
+    rng = np.random.default_rng(7)
+    bss = [pa.field(name, typ, metadata={"lance-encoding:compression": codec, "lance-encoding:bss": "on"})
+           for name, typ, codec in [("bss64", pa.float64(), "zstd"), ("bss32", pa.float32(), "lz4")]]
+    floats = [pa.array(np.round(rng.random(rows) * 100, 1)), pa.array(rng.random(rows).astype(np.float32))]
+    t = pa.table({
+        "id": pa.array(range(rows), pa.int64()),
+        "m": pa.array([None if i % 7 == 3 else [] if i % 5 == 1 else {"k": i, "z": None if i % 3 == 0 else i + 1}
+                       for i in range(rows)], pa.map_(pa.string(), pa.int64())),
+        "ms": pa.array([None if i % 4 == 0 else {f"key{j}": f"v{i * j}" for j in range(i % 3)} for i in range(rows)],
+                       pa.map_(pa.string(), pa.string())),
+        "runs": pa.array(np.repeat(rng.integers(0, 1000, rows // 50 + 1), 50)[:rows].astype(np.int32)),
+        "sparse": pa.array([[i] if i % 97 == 0 else None if i % 2 else [] for i in range(rows)], pa.list_(pa.int64())),
+        "cat": pa.array([["red", "green", "blue"][i // 200 % 3] for i in range(rows)], pa.string()).dictionary_encode(),
+    })
+    for f, a in zip(bss, floats):
+        t = t.append_column(f, a)
+    # A struct of fixed-width fields its metadata asks to pack into one column.
+    packed = pa.field("packed", pa.struct([("a", pa.int32()), ("b", pa.float64())]), metadata={"lance-encoding:packed": "true"})
+    return t.append_column(packed, pa.array([None if i % 7 == 0 else {"a": i, "b": i / 4} for i in range(rows)], packed.type))
+
+
+# name: (rows, the versions that store them)
+TABLES = {
+    "workload": (lambda: workload(3000), VERSIONS),
+    "types": (lambda: types(1200), VERSIONS),
+    "maps": (lambda: maps(1000), ["2.2"]),
+}
 
 
 def check_versions():
@@ -114,7 +145,9 @@ def main():
     import lance
 
     for v in VERSIONS:
-        for name, make in TABLES.items():
+        for name, (make, versions) in TABLES.items():
+            if v not in versions:
+                continue
             tbl = make()
             folder = os.path.join(args.out, "v" + v.replace(".", "_"))
             os.makedirs(folder, exist_ok=True)

@@ -103,6 +103,11 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		} else if schema != nil && len(frags) > 0 && !schema.Equal(&d.Manifest.Schema) {
 			return writers.CommitInfo{}, 0, writers.Errorf(writers.ErrInvalid, "lance: the descriptors' data files were written for another schema than the dataset's (%s), which %s: replay the transaction with the dataset's columns", fieldList(&d.Manifest.Schema), changedBy(lostCreate))
 		}
+		if d != nil {
+			if err := sameFormat(d, frags, lostCreate); err != nil {
+				return writers.CommitInfo{}, 0, err
+			}
+		}
 		nd, err := lanceformat.Commit(ctx, w.bucket, d, txn)
 		if err != nil {
 			lostCreate = d == nil
@@ -120,6 +125,25 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		}
 		return writers.CommitInfo{Version: int64(nd.Version())}, tablesink.Committed, nil
 	})
+}
+
+// sameFormat refuses data files of another Lance file format than the
+// dataset's (written for the format configured for a new dataset while
+// another writer created it in another one): Lance datasets never mix
+// file formats. A replay writes them again, in the dataset's format.
+func sameFormat(d *lanceformat.Dataset, frags []lanceformat.Fragment, lostCreate bool) error {
+	minor, err := d.FileMinor()
+	if err != nil {
+		return err
+	}
+	for _, f := range frags {
+		for _, df := range f.Files {
+			if df.Major != 2 || df.Minor != uint32(minor) {
+				return writers.Errorf(writers.ErrInvalid, "lance: the transaction's data files are in Lance file format %d.%d, the dataset's in 2.%d, which %s; a dataset never mixes file formats: replay the transaction, which writes its files in the dataset's format", df.Major, df.Minor, minor, changedBy(lostCreate))
+			}
+		}
+	}
+	return nil
 }
 
 // changedBy says how the dataset came to have another schema than the

@@ -2,6 +2,7 @@ package lance
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -208,4 +209,81 @@ func TestLanceDBReadsQuiverDatasetOnS3(t *testing.T) {
 		`{"id":"5","name":"n5","score":5.5,"tags":["t5",null]}`,
 		"v1 rows=6", "v2 rows=10",
 	)
+}
+
+// TestLanceDBReadsQuiverPageKinds: LanceDB npm (lance 8.0, whose default is
+// 2.1) reads Quiver's 2.1 pages of every kind this writer chooses: repeated
+// strings as dictionary pages (also in a list), strings over 8 KiB as
+// full-zip pages (mixed with short ones and nulls), bit-packed integers.
+func TestLanceDBReadsQuiverPageKinds(t *testing.T) {
+	probetest.Dir(t)
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	db, dir := dbDir(t, "kinds")
+	cfg := NewConfig()
+	cfg.DatasetURI, cfg.DataStorageVersion = "file://"+dir, "2.1"
+	w, err := New(cfg, writers.Env{Endpoint: "kinds", Allocator: mem})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Open(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close(context.Background())
+	s := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "cat", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "tags", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+		{Name: "doc", Type: arrow.BinaryTypes.String, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(mem, s)
+	defer b.Release()
+	cats := []string{"books", "games", "music"}
+	doc := func(i int) string {
+		if i%50 == 7 {
+			return strings.Repeat(fmt.Sprintf("%d ", i), 5000)
+		}
+		return fmt.Sprintf("d%d", i)
+	}
+	const n = 300
+	for i := range n {
+		b.Field(0).(*array.Int64Builder).Append(int64(i))
+		b.Field(1).(*array.StringBuilder).AppendValues([]string{cats[i%3]}, []bool{i%11 != 0})
+		lb := b.Field(2).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.StringBuilder).AppendValues(cats[:i%3], nil)
+		b.Field(3).(*array.StringBuilder).AppendValues([]string{doc(i)}, []bool{i%13 != 0})
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	commitRows(t, w, writers.AutoKey("s1"), rec)
+
+	var dump struct {
+		Rows []struct {
+			ID   string   `json:"id"`
+			Cat  *string  `json:"cat"`
+			Tags []string `json:"tags"`
+			Doc  *string  `json:"doc"`
+		} `json:"rows"`
+	}
+	if err := json.Unmarshal([]byte(probetest.Run(t, "dump", db, "kinds", "--on", "id")), &dump); err != nil {
+		t.Fatal(err)
+	}
+	if len(dump.Rows) != n {
+		t.Fatalf("LanceDB reads %d rows, want %d", len(dump.Rows), n)
+	}
+	for i, r := range dump.Rows {
+		wantCat, wantDoc := cats[i%3], doc(i)
+		if r.ID != fmt.Sprint(i) || (r.Cat == nil) != (i%11 == 0) || r.Cat != nil && *r.Cat != wantCat ||
+			fmt.Sprint(r.Tags) != fmt.Sprint(cats[:i%3]) || (r.Doc == nil) != (i%13 == 0) || r.Doc != nil && *r.Doc != wantDoc {
+			t.Fatalf("row %d: LanceDB reads id %s cat %v tags %v doc %.20v", i, r.ID, r.Cat, r.Tags, r.Doc)
+		}
+	}
+	// A 2.1 dataset: 300 rows of three categories make dictionary pages,
+	// the docs of 10 KB and more full-zip pages (lanceformat's
+	// TestStringDictionaryPages and TestFullZipRoundTrip check the kinds).
+	d, err := lanceformat.Latest(context.Background(), w.bucket)
+	if err != nil || d.Manifest.FormatVersion != "2.1" {
+		t.Fatalf("latest: %v, format %q", err, d.Manifest.FormatVersion)
+	}
 }

@@ -157,6 +157,9 @@ func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Sch
 		if err == nil {
 			err = lanceformat.CheckFormatTypes(got, minor)
 		}
+		if err == nil {
+			err = ls.CheckLayouts()
+		}
 		return ls, minor, err
 	}
 	minor, err := d.FileMinor()
@@ -169,6 +172,9 @@ func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Sch
 	}
 	if msg := writers.SchemaMismatch(want, got); msg != "" {
 		return nil, 0, writers.Errorf(writers.ErrInvalid, "lance: %s (dataset columns: %s)", msg, writers.FieldList(want))
+	}
+	if err := d.Manifest.Schema.CheckLayouts(); err != nil {
+		return nil, 0, err
 	}
 	return &d.Manifest.Schema, minor, lanceformat.CheckFormatTypes(got, minor)
 }

@@ -1,7 +1,8 @@
 // Package lanceformat reads and writes Lance datasets (LanceDB npm 0.31 /
 // lance 8 and pylance 14 compatible) without any Lance code: data files in
-// Lance file formats 2.0, 2.1 and 2.2 (v21*.go: structural layouts,
-// FastLanes bit-packing, FSST, dictionaries, LZ4/zstd), manifests in both
+// Lance file formats 2.0, 2.1 and 2.2 (v21*.go: structural layouts
+// mini-block and full-zip, FastLanes bit-packing, FSST, dictionaries, run
+// lengths, byte-stream split, LZ4/zstd, maps), manifests in both
 // naming schemes, deletion files (.arrow and roaring .bin), transactions,
 // and the put-if-absent commit protocol with rebasing over concurrent
 // appends.
@@ -18,7 +19,7 @@
 // formats) or legacy 0.1, datasets with feature flags Quiver does not
 // implement (stable row ids, multiple base paths, ...), encodings the
 // reference writers do not emit for Quiver's tested data (2.0 compressed
-// buffers; 2.1 RLE, byte-stream-split, packed structs), and Arrow types
+// buffers; 2.2 variable-width packed structs, blobs), and Arrow types
 // Quiver does not write in the dataset's format (CheckFormatTypes).
 //
 // Concurrency: values of this package are not safe for concurrent mutation;

@@ -2,6 +2,7 @@ package lanceformat
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -71,7 +72,7 @@ func formatOfFiles(frags []Fragment) string {
 // newerType reports the types Quiver writes in 2.1+ only.
 func newerType(dt arrow.DataType) bool {
 	switch dt.(type) {
-	case *arrow.DurationType, *arrow.Decimal128Type, *arrow.Decimal256Type, *arrow.LargeListType:
+	case *arrow.DurationType, *arrow.Decimal128Type, *arrow.Decimal256Type, *arrow.LargeListType, *arrow.DictionaryType:
 		return true
 	}
 	for _, t := range newerTypes {
@@ -91,6 +92,13 @@ const DefaultFormat = 2
 func CheckFormatTypes(s *arrow.Schema, minor uint16) error {
 	var walk func(path string, dt arrow.DataType) error
 	walk = func(path string, dt arrow.DataType) error {
+		if dt.ID() == arrow.MAP && minor < 2 {
+			// pylance: "Map data type is not enabled by the selected file format".
+			return writers.Errorf(writers.ErrInvalid, "lance: column %q is a map, which Lance stores in file format 2.2 and later only (this dataset is 2.%d): create the dataset with data_storage_version \"2.2\"", path, minor)
+		}
+		if dt.ID() == arrow.DICTIONARY && strings.Contains(path, ".") {
+			return writers.Errorf(writers.ErrInvalid, "lance: column %q is a dictionary inside a struct or list, which Quiver does not write: decode it to its value type", path)
+		}
 		if minor == 0 && newerType(dt) {
 			return writers.Errorf(writers.ErrInvalid, "lance: column %q has type %s, which Quiver writes in Lance file formats 2.1 and 2.2 only: create the dataset with data_storage_version \"2.2\"", path, dt)
 		}
@@ -106,10 +114,7 @@ func CheckFormatTypes(s *arrow.Schema, minor uint16) error {
 				}
 			}
 		case arrow.ListLikeType:
-			if fsl, ok := t.(*arrow.FixedSizeListType); ok {
-				if ew, ok := fsl.Elem().(arrow.FixedWidthDataType); ok && minor > 0 && ew.BitWidth()*int(fsl.Len())/8 > maxMiniValue {
-					return writers.Errorf(writers.ErrInvalid, "lance: column %q holds vectors of %d bytes, wider than Quiver writes in Lance file format 2.%d (%d bytes): create the dataset with data_storage_version \"2.0\"", path, ew.BitWidth()*int(fsl.Len())/8, minor, maxMiniValue)
-				}
+			if _, ok := t.(*arrow.FixedSizeListType); ok {
 				return nil
 			}
 			return walk(path+".item", t.Elem())

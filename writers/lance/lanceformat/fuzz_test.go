@@ -15,8 +15,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/klauspost/compress/zstd"
+
 	"github.com/quiver-ingest/quiver/internal/alloccheck"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
 
 // The test binary links every storage driver, so each fuzz execution pays
@@ -77,9 +80,14 @@ func fileSeeds(t testing.TB) [][]byte {
 			rec.Release()
 		}
 	}
-	// pylance's own files hold the pages Quiver does not write (full-zip,
-	// FSST, dictionaries, all-null with levels): their decoders need seeds
-	// too (testdata/lance-formats, make lance-fixtures).
+	// Full-zip pages: a string and a list of strings wider than a
+	// mini-block chunk (zstd-compressed per value, so the file stays small).
+	for minor := uint16(1); minor <= 2; minor++ {
+		out = append(out, writeFileV(t, wideSeedSchema, 0, minor, wideSeed(mem)))
+	}
+	// pylance's own files hold the pages Quiver does not write (FSST,
+	// dictionaries, all-null with levels): their decoders need seeds too
+	// (testdata/lance-formats, make lance-fixtures).
 	pylance, err := filepath.Glob("../../../testdata/lance-formats/v2_*/*.lance/data/*.lance")
 	if err != nil || len(pylance) == 0 {
 		t.Fatalf("pylance fixture files: %v (found %d)", err, len(pylance))
@@ -92,6 +100,26 @@ func fileSeeds(t testing.TB) [][]byte {
 		out = append(out, b)
 	}
 	return out
+}
+
+var wideSeedSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "s", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "l", Type: arrow.ListOf(arrow.BinaryTypes.String), Nullable: true},
+}, nil)
+
+// wideSeed is three rows of wideSeedSchema: a 9,000-byte value, a null
+// and a short one; the same in a list, then a null and an empty list.
+func wideSeed(mem memory.Allocator) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, wideSeedSchema)
+	defer b.Release()
+	wide := string(bytes.Repeat([]byte("wide "), 1800))
+	s, l := b.Field(0).(*array.StringBuilder), b.Field(1).(*array.ListBuilder)
+	s.AppendValues([]string{wide, "", "short"}, []bool{true, false, true})
+	l.Append(true)
+	l.ValueBuilder().(*array.StringBuilder).AppendValues([]string{"a", wide}, nil)
+	l.AppendNull()
+	l.Append(true)
+	return b.NewRecordBatch()
 }
 
 // checkManifestFile is the manifest property: hostile input fails
@@ -251,10 +279,11 @@ func TestDecodersSurviveMutations(t *testing.T) {
 		files = append(files, writeFileV(t, fs, 512, minor, r))
 		r.Release()
 	}
-	// And pylance's own 2.1 and 2.2 files (FSST, dictionaries, LZ4,
-	// full-zip, constant pages, lists).
+	// And pylance's own 2.1 and 2.2 files of the types and maps tables
+	// (FSST, dictionaries, LZ4, run lengths, full-zip, constant pages,
+	// lists, maps).
 	for _, v := range []string{"v2_1", "v2_2"} {
-		names, _ := filepath.Glob(filepath.Join(fixtureDir(t), v, "types.lance", "data", "*.lance"))
+		names, _ := filepath.Glob(filepath.Join(fixtureDir(t), v, "[tm]*.lance", "data", "*.lance"))
 		for _, n := range names {
 			b, err := os.ReadFile(n)
 			if err != nil {
@@ -425,8 +454,27 @@ func TestDictionaryLastItem(t *testing.T) {
 // TestV21AllocationBounded: 2.1/2.2 pages that claim more than their bytes
 // hold fail before allocating it: a constant page repeating a 1 MiB value
 // over 2^20 rows, bit-packed chunks of 2^26 64-bit values from 16 bytes,
-// and an all-null page of 2^26 fixed-size lists.
+// an all-null page of 2^26 fixed-size lists and a full-zip value that
+// zstd expands to 512 MiB.
 func TestV21AllocationBounded(t *testing.T) {
+	// 512 MiB of zeros compressed as one full-zip value (streamed: the
+	// frame does not state its size), led by its size as Lance writes it,
+	// and led by a size of 1 KiB.
+	var frame bytes.Buffer
+	w, _ := zstd.NewWriter(&frame, zstd.WithEncoderConcurrency(1))
+	zeros := make([]byte, 1<<20)
+	for range 512 {
+		w.Write(zeros)
+	}
+	w.Close()
+	zstdValue := func(bud *budget, stated uint64) error {
+		v := append(binary.LittleEndian.AppendUint64(nil, stated), frame.Bytes()...)
+		enc := &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_General{General: &encodings21pb.General{
+			Compression: &encodings21pb.BufferCompression{Scheme: encodings21pb.CompressionScheme_COMPRESSION_ALGORITHM_ZSTD},
+			Values:      variableEncoding(32)}}}
+		_, err := perValue(bud, enc, block{n: 1, data: v, offs: []uint64{0, uint64(len(v))}}, 0)
+		return err
+	}
 	cases := map[string]func(bud *budget) error{
 		"constant page": func(bud *budget) error {
 			v := block{n: 1, data: bytes.Repeat([]byte{'x'}, 1<<20), offs: []uint64{0, 1 << 20}}
@@ -441,6 +489,8 @@ func TestV21AllocationBounded(t *testing.T) {
 			_, err := nullValues(bud, arrow.FixedSizeListOf(1024, arrow.PrimitiveTypes.Float32), 1<<26)
 			return err
 		},
+		"full-zip zstd value":               func(bud *budget) error { return zstdValue(bud, 512<<20) },
+		"full-zip zstd value, 1 KiB stated": func(bud *budget) error { return zstdValue(bud, 1<<10) },
 	}
 	for name, run := range cases {
 		var err error

@@ -22,7 +22,8 @@ type Field struct {
 	LogicalType string
 	Nullable    bool
 	// Encoding is the legacy encoding hint LanceDB still writes (PLAIN=1,
-	// VAR_BINARY=2); kept for compatibility, ignored by readers.
+	// VAR_BINARY=2, DICTIONARY=3); kept for compatibility, ignored by
+	// readers.
 	Encoding uint64
 	Metadata map[string][]byte
 	pb       *filepb.Field // decoded from: what Quiver does not model is carried through
@@ -30,8 +31,9 @@ type Field struct {
 
 // Legacy encoding hints (lance.file.Encoding).
 const (
-	encodingPlain     = 1
-	encodingVarBinary = 2
+	encodingPlain      = 1
+	encodingVarBinary  = 2
+	encodingDictionary = 3
 )
 
 // Schema is a Lance schema: fields in pre-order plus schema metadata.
@@ -133,6 +135,9 @@ func FromArrow(s *arrow.Schema) (*Schema, error) {
 		switch af.Type.ID() {
 		case arrow.STRING, arrow.BINARY, arrow.LARGE_STRING, arrow.LARGE_BINARY:
 			f.Encoding = encodingVarBinary
+		case arrow.DICTIONARY: // as pylance records it: the hint and an empty dictionary
+			f.Encoding = encodingDictionary
+			f.pb = &filepb.Field{Dictionary: &filepb.Dictionary{}}
 		}
 		next++
 		out.Fields = append(out.Fields, f)
@@ -140,6 +145,8 @@ func FromArrow(s *arrow.Schema) (*Schema, error) {
 		case *arrow.ListType:
 			return add(t.ElemField(), f.ID)
 		case *arrow.LargeListType:
+			return add(t.ElemField(), f.ID)
+		case *arrow.MapType: // Lance's map: one child, the entries struct
 			return add(t.ElemField(), f.ID)
 		case *arrow.StructType:
 			for _, c := range t.Fields() {
@@ -206,7 +213,7 @@ func ptrMeta(m arrow.Metadata) *arrow.Metadata {
 func (s *Schema) arrowField(f Field) (arrow.Field, error) {
 	af := arrow.Field{Name: f.Name, Nullable: f.Nullable, Metadata: toArrowMeta(f.Metadata)}
 	switch f.LogicalType {
-	case "list", "large_list", "struct":
+	case "list", "large_list", "struct", "map":
 		kids := s.children(f.ID)
 		conv := make([]arrow.Field, len(kids))
 		for i, k := range kids {
@@ -222,6 +229,14 @@ func (s *Schema) arrowField(f Field) (arrow.Field, error) {
 		}
 		if len(conv) != 1 {
 			return af, writers.Errorf(writers.ErrInvalid, "lance: list column %q has %d child fields, want 1", f.Name, len(conv))
+		}
+		if f.LogicalType == "map" {
+			st, ok := conv[0].Type.(*arrow.StructType)
+			if !ok || st.NumFields() != 2 || st.Field(0).Nullable {
+				return af, writers.Errorf(writers.ErrInvalid, "lance: map column %q has entries of type %s, want a struct of a non-null key and a value", f.Name, conv[0].Type)
+			}
+			af.Type = arrow.MapOfFields(st.Field(0), st.Field(1))
+			return af, nil
 		}
 		af.Type = arrow.ListOfField(conv[0])
 		if f.LogicalType == "large_list" {
@@ -291,10 +306,23 @@ func logicalType(t arrow.DataType) (string, error) {
 			return "", err
 		}
 		return "fixed_size_list:" + item + ":" + strconv.Itoa(int(t.Len())), nil
+	case *arrow.DictionaryType:
+		// pandas categoricals: Lance's "dict:<values>:<indices>:<ordered>".
+		v, verr := logicalType(t.ValueType)
+		k, kerr := logicalType(t.IndexType)
+		if verr != nil || kerr != nil || !arrow.IsInteger(t.IndexType.ID()) || !isPrimitive(t.ValueType) {
+			return "", fmt.Errorf("dictionary of %s indexed by %s is not supported: use a dictionary of strings or numbers", t.ValueType, t.IndexType)
+		}
+		return fmt.Sprintf("dict:%s:%s:%t", v, k, t.Ordered), nil
 	case *arrow.ListType:
 		return "list", nil
 	case *arrow.LargeListType:
 		return "large_list", nil
+	case *arrow.MapType:
+		if t.KeysSorted {
+			return "", fmt.Errorf("maps with sorted keys are not supported")
+		}
+		return "map", nil
 	case *arrow.StructType:
 		return "struct", nil
 	}
@@ -376,6 +404,15 @@ func parseLogicalType(s string) (arrow.DataType, error) {
 		return arrow.FixedSizeListOf(int32(dim), item), nil
 	}
 	return nil, fmt.Errorf("logical type %q is not supported by Quiver", s)
+}
+
+// isPrimitive reports types that are neither nested nor dictionaries.
+func isPrimitive(t arrow.DataType) bool {
+	switch t.(type) {
+	case arrow.NestedType, *arrow.DictionaryType:
+		return false
+	}
+	return true
 }
 
 func isFixedWidth(t arrow.DataType) bool {

@@ -303,18 +303,10 @@ func decodeFullZip(bud *budget, z *encodings21pb.FullZipLayout, bufs [][]byte) (
 	}
 	data := bufs[0]
 	p := &leafPage{layers: z.Layers}
-	ctl := 0
-	switch bits := z.BitsRep + z.BitsDef; {
-	case bits == 0:
-	case bits <= 8:
-		ctl = 1
-	case bits <= 16:
-		ctl = 2
-	case bits <= 32:
-		ctl = 4
-	default:
-		return nil, fmt.Errorf("full-zip control words of %d bits", bits)
+	if z.BitsRep+z.BitsDef > 32 {
+		return nil, fmt.Errorf("full-zip control words of %d bits", z.BitsRep+z.BitsDef)
 	}
+	ctl := controlBytes(int(z.BitsRep + z.BitsDef))
 	maxVisible := visibleDef(z.Layers)
 	var (
 		fixedBytes int
@@ -412,6 +404,23 @@ func perValue(bud *budget, enc *encodings21pb.CompressiveEncoding, b block, dept
 			return block{}, err
 		}
 		return fsstDecode(bud, c.Fsst.SymbolTable, inner)
+	case *encodings21pb.CompressiveEncoding_General:
+		// Each value compressed on its own (null values are empty).
+		if b.offs == nil {
+			return block{}, fmt.Errorf("full-zip general compression of fixed-width values")
+		}
+		out := block{n: b.n, offs: make([]uint64, 1, b.n+1)}
+		for i := range b.n {
+			if v := b.data[b.offs[i]:b.offs[i+1]]; len(v) > 0 {
+				raw, err := decompress(bud, c.General.GetCompression().GetScheme(), v)
+				if err != nil {
+					return block{}, fmt.Errorf("full-zip value %d: %w", i, err)
+				}
+				out.data = append(out.data, raw...)
+			}
+			out.offs = append(out.offs, uint64(len(out.data)))
+		}
+		return perValue(bud, c.General.Values, out, depth+1)
 	case *encodings21pb.CompressiveEncoding_FixedSizeList:
 		if b.offs != nil || c.FixedSizeList.HasValidity {
 			return block{}, fmt.Errorf("full-zip fixed-size list values are not supported here")
@@ -419,6 +428,20 @@ func perValue(bud *budget, enc *encodings21pb.CompressiveEncoding, b block, dept
 		return b, nil
 	}
 	return block{}, unsupported(enc)
+}
+
+// controlBytes is the size of a full-zip control word of bits (at most
+// 32) bits of repetition and definition levels.
+func controlBytes(bits int) int {
+	switch {
+	case bits == 0:
+		return 0
+	case bits <= 8:
+		return 1
+	case bits <= 16:
+		return 2
+	}
+	return 4
 }
 
 // visibleDef is the highest definition level that still has an item

@@ -54,6 +54,12 @@ type leafPath struct {
 
 // leaves lists the leaves of field fl (type dt) in pre-order.
 func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
+	if st, ok := dt.(*arrow.StructType); ok && isPacked(fl.Metadata) {
+		// A packed struct is one column of whole rows, read as fixed-size
+		// binary values that mergeLeaves splits into the fields.
+		w, err := packedWidth(st)
+		return []leafPath{{id: fl.ID, dt: &arrow.FixedSizeBinaryType{ByteWidth: w}}}, err
+	}
 	var (
 		kids = s.children(fl.ID)
 		out  []leafPath
@@ -85,6 +91,8 @@ func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
 		return out, wrap(0, t.ElemField(), func(g arrow.Field) arrow.DataType { return arrow.ListOfField(g) })
 	case *arrow.LargeListType:
 		return out, wrap(0, t.ElemField(), func(g arrow.Field) arrow.DataType { return arrow.LargeListOfField(g) })
+	case *arrow.MapType: // stored as a list of its entries; mergeLeaves makes the map
+		return out, wrap(0, t.ElemField(), func(g arrow.Field) arrow.DataType { return arrow.ListOfField(g) })
 	}
 	return []leafPath{{id: fl.ID, dt: dt}}, nil
 }
@@ -210,6 +218,8 @@ func leafCount(dt arrow.DataType) int {
 		return leafCount(t.Elem())
 	case *arrow.LargeListType:
 		return leafCount(t.Elem())
+	case *arrow.MapType:
+		return leafCount(t.Elem())
 	}
 	return 1
 }
@@ -221,6 +231,9 @@ func leafCount(dt arrow.DataType) int {
 func mergeLeaves(dt arrow.DataType, parts []arrow.ArrayData) arrow.ArrayData {
 	switch t := dt.(type) {
 	case *arrow.StructType:
+		if _, ok := parts[0].DataType().(*arrow.FixedSizeBinaryType); ok {
+			return unpackStruct(t, parts[0])
+		}
 		kids := make([]arrow.ArrayData, t.NumFields())
 		at := 0
 		for i, f := range t.Fields() {
@@ -238,7 +251,7 @@ func mergeLeaves(dt arrow.DataType, parts []arrow.ArrayData) arrow.ArrayData {
 			k.Release()
 		}
 		return d
-	case *arrow.ListType, *arrow.LargeListType:
+	case *arrow.ListType, *arrow.LargeListType, *arrow.MapType:
 		sub := make([]arrow.ArrayData, len(parts))
 		for j, p := range parts {
 			sub[j] = p.Children()[0]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"io"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
@@ -50,6 +51,27 @@ func decodeMini(bud *budget, enc *encodings21pb.CompressiveEncoding, bufs [][]by
 		return flatBlock(c.Flat, first(bufs), n)
 	case *encodings21pb.CompressiveEncoding_InlineBitpacking:
 		return inlineUnpack(bud, int(c.InlineBitpacking.UncompressedBitsPerValue), first(bufs), n)
+	case *encodings21pb.CompressiveEncoding_ByteStreamSplit:
+		return unsplitBytes(bud, c.ByteStreamSplit, first(bufs), n)
+	case *encodings21pb.CompressiveEncoding_PackedStruct:
+		// Whole rows of the struct's fixed-width fields (v21packed.go).
+		b, err := decodeMini(bud, c.PackedStruct.Values, bufs, n, depth+1)
+		if err != nil {
+			return block{}, err
+		}
+		var sum uint64
+		for _, w := range c.PackedStruct.BitsPerValue {
+			sum += w
+		}
+		if b.offs != nil || uint64(b.bits) != sum {
+			return block{}, fmt.Errorf("packed struct of %v bits per field holds %d-bit rows", c.PackedStruct.BitsPerValue, b.bits)
+		}
+		return b, nil
+	case *encodings21pb.CompressiveEncoding_Rle:
+		if len(bufs) < 2 {
+			return block{}, fmt.Errorf("run-length chunk with %d buffers", len(bufs))
+		}
+		return runLengths(bud, c.Rle, bufs[0], bufs[1], n)
 	case *encodings21pb.CompressiveEncoding_Variable:
 		return miniVariable(c.Variable, first(bufs), n)
 	case *encodings21pb.CompressiveEncoding_Fsst:
@@ -88,6 +110,13 @@ func decodeBlock(bud *budget, enc *encodings21pb.CompressiveEncoding, buf []byte
 		return outOfLineUnpack(bud, c.OutOfLineBitpacking, buf, n)
 	case *encodings21pb.CompressiveEncoding_InlineBitpacking:
 		return inlineUnpack(bud, int(c.InlineBitpacking.UncompressedBitsPerValue), buf, n)
+	case *encodings21pb.CompressiveEncoding_Rle:
+		// The values' size (u64), the values, the run lengths.
+		if len(buf) < 8 || binary.LittleEndian.Uint64(buf) > uint64(len(buf)-8) {
+			return block{}, fmt.Errorf("run-length block of %d bytes", len(buf))
+		}
+		size := 8 + int(binary.LittleEndian.Uint64(buf))
+		return runLengths(bud, c.Rle, buf[8:size], buf[size:], n)
 	case *encodings21pb.CompressiveEncoding_Variable:
 		return blockVariable(buf, n)
 	case *encodings21pb.CompressiveEncoding_Fsst:
@@ -108,6 +137,57 @@ func decodeBlock(bud *budget, enc *encodings21pb.CompressiveEncoding, buf []byte
 		})
 	}
 	return block{}, unsupported(enc)
+}
+
+// runLengths expands n values stored as runs: each distinct value (flat,
+// 8 to 64 bits) with its count (one byte); the last run may reach past n.
+func runLengths(bud *budget, r *encodings21pb.Rle, vals, lens []byte, n int) (block, error) {
+	bits := r.GetValues().GetFlat().GetBitsPerValue()
+	if (bits != 8 && bits != 16 && bits != 32 && bits != 64) || r.GetRunLengths().GetFlat().GetBitsPerValue() != 8 {
+		return block{}, fmt.Errorf("run-length encoding of %v with lengths %v is not supported", r.GetValues(), r.GetRunLengths())
+	}
+	w := int(bits / 8)
+	if len(vals)%w != 0 || len(vals)/w != len(lens) {
+		return block{}, fmt.Errorf("run-length buffers of %d values and %d lengths", len(vals)/w, len(lens))
+	}
+	if err := bud.spendDecoded(uint64(n) * uint64(w)); err != nil {
+		return block{}, err
+	}
+	out := make([]byte, 0, n*w)
+	for i, l := range lens {
+		take := min(int(l), n-len(out)/w)
+		for range take {
+			out = append(out, vals[i*w:(i+1)*w]...)
+		}
+	}
+	if len(out) != n*w {
+		return block{}, fmt.Errorf("run lengths hold %d values, want %d", len(out)/w, n)
+	}
+	return block{n: n, bits: int(bits), data: out}, nil
+}
+
+// unsplitBytes joins n values stored byte-stream split (the first byte
+// of every value, then the second, ...), which pylance writes for float
+// columns whose metadata asks for it (lance-encoding:bss).
+func unsplitBytes(bud *budget, b *encodings21pb.ByteStreamSplit, buf []byte, n int) (block, error) {
+	bits := b.GetValues().GetFlat().GetBitsPerValue()
+	if bits != 32 && bits != 64 {
+		return block{}, fmt.Errorf("byte-stream-split encoding of %v is not supported", b.GetValues())
+	}
+	w := int(bits / 8)
+	if n < 0 || len(buf)/w < n {
+		return block{}, fmt.Errorf("byte-stream-split buffer of %d bytes holds fewer than %d values", len(buf), n)
+	}
+	if err := bud.spendDecoded(uint64(n * w)); err != nil {
+		return block{}, err
+	}
+	out := make([]byte, n*w)
+	for k := range w {
+		for i, v := range buf[k*n : (k+1)*n] {
+			out[i*w+k] = v
+		}
+	}
+	return block{n: n, bits: int(bits), data: out}, nil
 }
 
 func first(bufs [][]byte) []byte {
@@ -345,24 +425,34 @@ func zstdDecode(bud *budget, src []byte) ([]byte, error) {
 		if len(src) < 8 {
 			return nil, fmt.Errorf("zstd buffer of %d bytes", len(src))
 		}
-		limit = min(limit, binary.LittleEndian.Uint64(src))
-		src = src[8:]
+		// Lance states the decompressed size in front of the frame.
+		stated := binary.LittleEndian.Uint64(src)
+		if stated > limit {
+			return nil, fmt.Errorf("zstd buffer of %d bytes exceeds the reader's limit", stated)
+		}
+		limit, src = stated, src[8:]
 	}
-	// The decoder's memory (window and output) is bounded by what the
-	// budget still allows, and at least a small window's worth.
-	d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(max(limit, 1<<20)))
+	// The decoder's memory (window) is bounded by what the budget still
+	// allows, and at least a small window's worth; the output is read
+	// through a limit, so a frame that expands beyond it stops there.
+	d, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(max(limit, 1<<20)))
 	if err != nil {
 		return nil, err
 	}
 	defer d.Close()
-	out, err := d.DecodeAll(src, nil)
+	var out bytes.Buffer
+	out.Grow(int(min(limit, uint64(len(src))*4)))
+	n, err := io.Copy(&out, io.LimitReader(d, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("zstd buffer: %w", err)
 	}
-	if err := bud.spendDecoded(uint64(len(out))); err != nil {
+	if uint64(n) > limit {
+		return nil, fmt.Errorf("zstd buffer decodes to more than its %d bytes", limit)
+	}
+	if err := bud.spendDecoded(uint64(n)); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return out.Bytes(), nil
 }
 
 // fsstDecode expands FSST-compressed values with the page's symbol table:

@@ -2,7 +2,6 @@ package lanceformat
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math/bits"
 	"slices"
 
@@ -15,19 +14,21 @@ import (
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
 
-// Writing pages of format 2.1 and 2.2: one column per leaf, every page in
-// the mini-block layout. Integers (dates, times, timestamps, durations
-// included) are FastLanes bit-packed per chunk of 1024 values, strings and
-// binaries zstd-compressed per chunk when that is smaller, floats, bools,
-// decimals and vectors stored flat. Nulls of leaves and structs are
-// definition levels, bit-packed. Chunks stay within format 2.1's limits
-// (16-bit sizes, 32 KiB), which 2.2 readers accept too.
+// Writing pages of format 2.1 and 2.2: one column per leaf, pages in the
+// mini-block layout unless their values are too wide for it or their
+// lists too sparse (then full-zip, v21fullzip.go). Integers (dates, times,
+// timestamps, durations included) are FastLanes bit-packed per chunk of
+// 1024 values, strings and binaries zstd-compressed per chunk when that is
+// smaller, floats, bools, decimals and vectors stored flat. Nulls of
+// leaves and structs are definition levels, bit-packed. Chunks stay within
+// format 2.1's limits (16-bit sizes, 32 KiB), which 2.2 readers accept
+// too: a chunk takes fewer values when its levels would not fit.
 
 // chunkAim is the raw size a chunk aims at (Lance aims at 4 KiB too).
 const chunkAim = 4096
 
-// maxMiniValue is the largest variable-width value a mini-block chunk
-// takes; larger ones are refused (their page would need full-zip).
+// maxMiniValue is the widest value a mini-block chunk takes; a page with
+// a wider one is full-zipped (v21fullzip.go).
 const maxMiniValue = 8 << 10
 
 // leafCol is one leaf of a top-level field: without a list on its path,
@@ -59,6 +60,8 @@ func splitLeaves(dt arrow.DataType, a, top arrow.Array, parents []arrow.Array, p
 		return splitLeaves(t.Elem(), nil, top, nil, append(slices.Clone(path), step{list: true}))
 	case *arrow.LargeListType:
 		return splitLeaves(t.Elem(), nil, top, nil, append(slices.Clone(path), step{list: true}))
+	case *arrow.MapType: // a list of its entries, as Lance stores it
+		return splitLeaves(t.Elem(), nil, top, nil, append(slices.Clone(path), step{list: true}))
 	}
 	if a == nil {
 		return []leafCol{{top: top, path: path}}
@@ -69,6 +72,9 @@ func splitLeaves(dt arrow.DataType, a, top arrow.Array, parents []arrow.Array, p
 // encodeField21 encodes chunks of one top-level field of type dt as one
 // mini-block page per leaf column, calling emit for each.
 func encodeField21(dt arrow.DataType, chunks []arrow.Array, col int, minor uint16, emit func(col int, p page) error) (int, error) {
+	if _, ok := dt.(*arrow.DictionaryType); ok && len(chunks) > 0 {
+		return col + 1, encodeDictionary(chunks, col, minor, emit)
+	}
 	var perLeaf [][]leafCol
 	for _, c := range chunks {
 		ls := splitLeaves(dt, c, c, nil, nil)
@@ -83,7 +89,7 @@ func encodeField21(dt arrow.DataType, chunks []arrow.Array, col int, minor uint1
 		perLeaf = make([][]leafCol, leafCount(dt))
 	}
 	for _, leaf := range perLeaf {
-		p, err := encodeLeaf21(leaf, minor)
+		p, err := encodeLeaf21(leaf, minor, nil)
 		if err != nil {
 			return 0, err
 		}
@@ -157,7 +163,7 @@ type chunker interface {
 // encodeLeaf21 encodes one leaf's chunks as a mini-block page. Format
 // 2.2 requires its "large chunk" grammar: 32-bit chunk metadata words and
 // value buffer sizes, flagged by MiniBlockLayout field 10.
-func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
+func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (page, error) {
 	var (
 		layers   []encodings21pb.RepDefLayer
 		rep, def []uint16
@@ -192,9 +198,16 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 	if len(vals) > 0 {
 		dt = vals[0].DataType()
 	}
-	c, enc, err := newChunker(dt, vals, rows)
+	pv, err := newChunker(dt, vals, rows)
 	if err != nil {
 		return page{}, err
+	}
+	if pv.zip != nil {
+		return encodeFullZip(pv.zip, layers, rep, def, maxRep, topRows), nil
+	}
+	c, enc := pv.c, pv.enc
+	if pv.dict != nil {
+		dict = pv.dict
 	}
 	m := &encodings21pb.MiniBlockLayout{
 		ValueCompression: enc,
@@ -208,10 +221,8 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 	}
 	levelBits := func(max uint16) *encodings21pb.CompressiveEncoding {
 		return &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_OutOfLineBitpacking{
-			OutOfLineBitpacking: &encodings21pb.OutOfLineBitpacking{UncompressedBitsPerValue: 16, Values: &encodings21pb.CompressiveEncoding{
-				Compression: &encodings21pb.CompressiveEncoding_Flat{Flat: &encodings21pb.Flat{BitsPerValue: uint64(bits.Len16(max))}}}}}}
+			OutOfLineBitpacking: &encodings21pb.OutOfLineBitpacking{UncompressedBitsPerValue: 16, Values: flatEncoding(bits.Len16(max))}}}
 	}
-	maxVisible := visibleDef(layers)
 	if def != nil {
 		m.DefCompression = levelBits(maxDefLevel(layers))
 	}
@@ -243,67 +254,42 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 		return page{length: uint64(topRows), bufs: [][]byte{raw(rep), raw(def)}, layout: &encodings21pb.PageLayout{
 			Layout: &encodings21pb.PageLayout_AllNullLayout{AllNullLayout: &encodings21pb.AllNullLayout{Layers: layers}}}}, nil
 	}
+	cw := &chunkWriter{c: c, rep: rep, def: def, repBits: bits.Len16(maxRep), defBits: bits.Len16(maxDefLevel(layers)), large: large,
+		data: make([]byte, 0, c.sizeHint()+len(rep)/2+len(def)/2+64)}
 	var (
 		meta     []byte
-		data     = make([]byte, 0, c.sizeHint()+len(rep)/2+len(def)/2+64)
 		repIndex []uint64 // per chunk: rows finishing in it, leftover levels
 		lc       int      // levels consumed
 		levels   = max(len(rep), len(def))
+		ends     = valueEnds(rep, def, visibleDef(layers), rows)
 	)
 	for first := 0; first < rows; {
+		// A chunk takes what the chunker offers, halved until its levels
+		// fit too (many empty or null lists around its values); a page
+		// whose levels overflow even a chunk of two values is full-zipped.
 		n := c.next(first)
-		last := first+n == rows
-		start := len(data)
-		// The chunk's levels: up to its n-th value (the next chunk starts
-		// with any empty or null lists after it); the last takes the rest.
-		end := levels
-		if !last {
-			end = lc
-			for taken := 0; taken < n; end++ {
-				if def == nil || def[end] <= maxVisible {
-					taken++
-				}
+		var end, size int
+		for {
+			end = levels
+			if first+n < rows && levels > 0 {
+				end = ends[first+n-1]
 			}
+			var ok bool
+			if size, ok = cw.chunk(first, n, lc, end); ok {
+				break
+			}
+			if n <= 2 {
+				z, err := zipValues(dt, vals, rows)
+				if err != nil {
+					return page{}, err
+				}
+				return encodeFullZip(z, layers, rep, def, maxRep, topRows), nil
+			}
+			n = 1 << (bits.Len(uint(n-1)) - 1) // the power of two below n
 		}
-		if levels > 0 && end-lc > 0xffff {
-			// A known limit of Quiver's 2.1/2.2 writer: many empty or null
-			// lists between two values (docs/lance.md, "Limitations").
-			return page{}, writers.Errorf(writers.ErrInvalid, "lance: a list column with %d empty or null lists around one value is more than Quiver writes in one Lance 2.1/2.2 mini-block chunk (65,535 levels): write such data into a dataset of data_storage_version \"2.0\"", end-lc)
-		}
-		var repBuf, defBuf []byte
-		if levels > 0 {
-			data = binary.LittleEndian.AppendUint16(data, uint16(end-lc))
-		} else {
-			data = binary.LittleEndian.AppendUint16(data, 0)
-		}
+		last := first+n == rows
 		if rep != nil {
-			repBuf = packLevels(rep[lc:end], bits.Len16(maxRep))
-			data = binary.LittleEndian.AppendUint16(data, uint16(len(repBuf)))
 			repIndex = appendRepIndex(repIndex, rep[lc:end], maxRep, len(meta) == 0, last)
-		}
-		if def != nil {
-			defBuf = packLevels(def[lc:end], bits.Len16(maxDefLevel(layers)))
-			data = binary.LittleEndian.AppendUint16(data, uint16(len(defBuf)))
-		}
-		vb := c.encode(first, n)
-		if large {
-			data = binary.LittleEndian.AppendUint32(data, uint32(len(vb)))
-		} else if len(vb) <= 0xffff {
-			data = binary.LittleEndian.AppendUint16(data, uint16(len(vb)))
-		} else {
-			return page{}, fmt.Errorf("lance: chunk buffer of %d bytes", len(vb))
-		}
-		data = padTo8(data)
-		if rep != nil {
-			data = padTo8(append(data, repBuf...))
-		}
-		if def != nil {
-			data = padTo8(append(data, defBuf...))
-		}
-		data = padTo8(append(data, vb...))
-		size := len(data) - start
-		if size > 32<<10 {
-			return page{}, fmt.Errorf("lance: mini-block chunk of %d bytes exceeds 32 KiB", size)
 		}
 		log := 0
 		if !last {
@@ -317,7 +303,11 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 		first += n
 		lc = end
 	}
-	bufs := [][]byte{meta, data}
+	bufs := [][]byte{meta, cw.data}
+	if dict != nil {
+		m.Dictionary, m.NumDictionaryItems = dict.enc, uint64(dict.n)
+		bufs = append(bufs, dict.buf)
+	}
 	if rep != nil {
 		var b []byte
 		for _, v := range repIndex {
@@ -326,6 +316,90 @@ func encodeLeaf21(leaf []leafCol, minor uint16) (page, error) {
 		bufs = append(bufs, b)
 	}
 	return page{length: uint64(topRows), bufs: bufs, layout: layout}, nil
+}
+
+// valueEnds returns, per value of a page with levels, the index just
+// after its level (nil without levels): a chunk ending with value i takes
+// the levels before ends[i] (any empty or null lists after it go with the
+// next chunk).
+func valueEnds(rep, def []uint16, maxVisible uint16, rows int) []int {
+	levels := max(len(rep), len(def))
+	if levels == 0 {
+		return nil
+	}
+	ends := make([]int, 0, rows)
+	for i := range levels {
+		if def == nil || def[i] <= maxVisible {
+			ends = append(ends, i+1)
+		}
+	}
+	return ends
+}
+
+// maxChunk is the largest mini-block chunk (format 2.1's 12-bit count of
+// 8-byte words; 2.2 readers take it too).
+const maxChunk = 32 << 10
+
+// chunkWriter appends mini-block chunks to data.
+type chunkWriter struct {
+	c                chunker
+	rep, def         []uint16
+	repBits, defBits int
+	large            bool
+	data             []byte
+}
+
+// chunk appends the chunk of values [first, first+n) and levels [lc, end):
+// the level count and the sizes of its rep and def buffers (16 bits each)
+// and of its value buffer (16 bits, 32 in 2.2's large chunks), padding to
+// 8 bytes, then each buffer padded to 8 bytes. It returns the chunk's
+// size, or false (appending nothing) when the chunk exceeds a limit.
+func (w *chunkWriter) chunk(first, n, lc, end int) (int, bool) {
+	if end-lc > 0xffff {
+		return 0, false
+	}
+	var repBuf, defBuf []byte
+	if w.rep != nil {
+		if repBuf = packLevels(w.rep[lc:end], w.repBits); len(repBuf) > 0xffff {
+			return 0, false
+		}
+	}
+	if w.def != nil {
+		if defBuf = packLevels(w.def[lc:end], w.defBits); len(defBuf) > 0xffff {
+			return 0, false
+		}
+	}
+	vb := w.c.encode(first, n)
+	if !w.large && len(vb) > 0xffff {
+		return 0, false
+	}
+	start := len(w.data)
+	data := binary.LittleEndian.AppendUint16(w.data, uint16(end-lc))
+	if w.rep != nil {
+		data = binary.LittleEndian.AppendUint16(data, uint16(len(repBuf)))
+	}
+	if w.def != nil {
+		data = binary.LittleEndian.AppendUint16(data, uint16(len(defBuf)))
+	}
+	if w.large {
+		data = binary.LittleEndian.AppendUint32(data, uint32(len(vb)))
+	} else {
+		data = binary.LittleEndian.AppendUint16(data, uint16(len(vb)))
+	}
+	data = padTo8(data)
+	if w.rep != nil {
+		data = padTo8(append(data, repBuf...))
+	}
+	if w.def != nil {
+		data = padTo8(append(data, defBuf...))
+	}
+	data = padTo8(append(data, vb...))
+	if size := len(data) - start; size > maxChunk {
+		w.data = data[:start]
+		return 0, false
+	}
+	w.data = data
+	return len(data) - start, true
 }
 
 // maxDefLevel is the highest definition level of a page's layers.
@@ -404,48 +478,99 @@ func packLevels(levels []uint16, w int) []byte {
 	return out
 }
 
-// newChunker picks the compressive encoding of a page of values.
-func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (chunker, *encodings21pb.CompressiveEncoding, error) {
-	flat := func(bits int) *encodings21pb.CompressiveEncoding {
-		return &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Flat{Flat: &encodings21pb.Flat{BitsPerValue: uint64(bits)}}}
-	}
+// pageValues is how a page stores its values: in mini-block chunks (c,
+// their encoding enc, and the dictionary the chunks index into, if any),
+// or zipped.
+type pageValues struct {
+	c    chunker
+	enc  *encodings21pb.CompressiveEncoding
+	dict *pageDict
+	zip  *zipped
+}
+
+// newChunker picks the compressive encoding of a page of values: zipped
+// when they are too wide for mini-block chunks, dictionary indices when
+// few distinct strings repeat.
+func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, error) {
 	switch t := dt.(type) {
 	case *arrow.NullType:
-		return nil, flat(8), nil
+		return pageValues{enc: flatEncoding(8)}, nil
 	case *arrow.BooleanType:
 		b, _ := fixedValues(dt, vals)
-		return &flatChunker{data: b, bits: 1, rows: rows}, flat(1), nil
+		return pageValues{c: &flatChunker{data: b, bits: 1, rows: rows}, enc: flatEncoding(1)}, nil
 	case *arrow.FixedSizeListType:
-		ew, ok := t.Elem().(arrow.FixedWidthDataType)
-		if !ok || t.Elem().ID() == arrow.BOOL {
-			break
+		b, ew, err := vectorValues(t, vals)
+		if err != nil {
+			return pageValues{}, err
 		}
-		items := fslItems(vals)
-		defer releaseAll(items)
-		for k, it := range items {
-			if nullItems(vals[k], it, int(t.Len())) {
-				return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: a fixed_size_list value has null items, which Quiver does not write in Lance file formats 2.1 and 2.2: null the whole vector instead, or write the dataset with data_storage_version \"2.0\"")
-			}
-		}
-		b, _ := fixedValues(t.Elem(), items)
 		bits := ew.BitWidth() * int(t.Len())
 		if bits/8 > maxMiniValue {
-			return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: fixed_size_list of %d bytes per row is wider than Quiver writes in Lance file formats 2.1 and 2.2 (%d bytes): write the dataset with data_storage_version \"2.0\"", bits/8, maxMiniValue)
+			return pageValues{zip: &zipped{n: rows, width: bits / 8, data: b, enc: fslEncoding(t, ew)}}, nil
 		}
-		return &flatChunker{data: b, bits: bits, rows: rows}, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_FixedSizeList{
-			FixedSizeList: &encodings21pb.FixedSizeList{ItemsPerValue: uint64(t.Len()), Values: flat(ew.BitWidth())}}}, nil
+		return pageValues{c: &flatChunker{data: b, bits: bits, rows: rows}, enc: fslEncoding(t, ew)}, nil
 	case arrow.BinaryDataType:
-		return newVarChunker(vals, rows)
+		offs, data, widest := varValues(vals, rows)
+		if widest > maxMiniValue {
+			z, err := zipVariable(dt, offs, data)
+			return pageValues{zip: z}, err
+		}
+		if idx, dict := dictionaryEncode(dt, offs, data); dict != nil {
+			pv := intValues(idx, 32, rows)
+			pv.dict = dict
+			return pv, nil
+		}
+		c, enc, err := newVarChunker(offs, data)
+		return pageValues{c: c, enc: enc}, err
 	case arrow.FixedWidthDataType:
 		b, _ := fixedValues(dt, vals)
-		if isInteger(dt) && packs(b, t.BitWidth(), rows) {
-			w := t.BitWidth()
-			return &packChunker{data: b, t: w, rows: rows}, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_InlineBitpacking{
-				InlineBitpacking: &encodings21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(w)}}}, nil
+		if isInteger(dt) {
+			return intValues(b, t.BitWidth(), rows), nil
 		}
-		return &flatChunker{data: b, bits: t.BitWidth(), rows: rows}, flat(t.BitWidth()), nil
+		return pageValues{c: &flatChunker{data: b, bits: t.BitWidth(), rows: rows}, enc: flatEncoding(t.BitWidth())}, nil
 	}
-	return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: type %s is not written in Lance file formats 2.1 and 2.2 by Quiver", dt)
+	return pageValues{}, writers.Errorf(writers.ErrInvalid, "lance: type %s is not written in Lance file formats 2.1 and 2.2 by Quiver", dt)
+}
+
+// intValues stores rows w-bit integers bit-packed, or flat when packing
+// does not make them smaller.
+func intValues(b []byte, w, rows int) pageValues {
+	if packs(b, w, rows) {
+		return pageValues{c: &packChunker{data: b, t: w, rows: rows}, enc: &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_InlineBitpacking{
+			InlineBitpacking: &encodings21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(w)}}}}
+	}
+	return pageValues{c: &flatChunker{data: b, bits: w, rows: rows}, enc: flatEncoding(w)}
+}
+
+func flatEncoding(bits int) *encodings21pb.CompressiveEncoding {
+	return &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Flat{Flat: &encodings21pb.Flat{BitsPerValue: uint64(bits)}}}
+}
+
+func variableEncoding(offsetBits int) *encodings21pb.CompressiveEncoding {
+	return &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Variable{Variable: &encodings21pb.Variable{
+		Offsets: flatEncoding(offsetBits)}}}
+}
+
+func fslEncoding(t *arrow.FixedSizeListType, ew arrow.FixedWidthDataType) *encodings21pb.CompressiveEncoding {
+	return &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_FixedSizeList{
+		FixedSizeList: &encodings21pb.FixedSizeList{ItemsPerValue: uint64(t.Len()), Values: flatEncoding(ew.BitWidth())}}}
+}
+
+// vectorValues returns the item bytes of fixed-size lists of a
+// fixed-width type, which must have no null items in a valid list.
+func vectorValues(t *arrow.FixedSizeListType, vals []arrow.Array) ([]byte, arrow.FixedWidthDataType, error) {
+	ew, ok := t.Elem().(arrow.FixedWidthDataType)
+	if !ok || t.Elem().ID() == arrow.BOOL {
+		return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: type %s is not written in Lance file formats 2.1 and 2.2 by Quiver", t)
+	}
+	items := fslItems(vals)
+	defer releaseAll(items)
+	for k, it := range items {
+		if nullItems(vals[k], it, int(t.Len())) {
+			return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: a fixed_size_list value has null items, which Quiver does not write in Lance file formats 2.1 and 2.2: null the whole vector instead, or write the dataset with data_storage_version \"2.0\"")
+		}
+	}
+	b, _ := fixedValues(t.Elem(), items)
+	return b, ew, nil
 }
 
 // nullItems reports whether a valid row of fixed-size list l has a null
@@ -552,41 +677,42 @@ type varChunker struct {
 	zstd *zstd.Encoder
 }
 
-func newVarChunker(vals []arrow.Array, rows int) (chunker, *encodings21pb.CompressiveEncoding, error) {
+// varValues gathers variable-width values: page-relative offsets (rows+1),
+// the bytes (null values empty) and the widest value's length.
+func varValues(vals []arrow.Array, rows int) ([]uint64, []byte, int64) {
 	total := 0
 	for _, a := range vals {
 		off, _ := binaryChunk(a)
 		total += int(off(a.Len()) - off(0))
 	}
-	c := &varChunker{offs: make([]uint64, 1, rows+1), data: make([]byte, 0, total)}
+	offs, data := make([]uint64, 1, rows+1), make([]byte, 0, total)
+	var widest int64
 	for _, a := range vals {
-		off, data := binaryChunk(a)
+		off, raw := binaryChunk(a)
 		if a.NullN() == 0 { // contiguous: one copy, offsets rebased
 			base, end := off(0), off(a.Len())
-			at := uint64(len(c.data)) - uint64(base)
-			c.data = append(c.data, data[base:end]...)
+			at := uint64(len(data)) - uint64(base)
+			data = append(data, raw[base:end]...)
 			for i := 1; i <= a.Len(); i++ {
-				if off(i)-off(i-1) > maxMiniValue {
-					return nil, nil, tooLarge(off(i) - off(i-1))
-				}
-				c.offs = append(c.offs, uint64(off(i))+at)
+				widest = max(widest, off(i)-off(i-1))
+				offs = append(offs, uint64(off(i))+at)
 			}
 			continue
 		}
 		for i := range a.Len() {
-			v := data[off(i):off(i+1)]
-			if a.IsNull(i) {
-				v = nil
+			if a.IsValid(i) {
+				widest = max(widest, off(i+1)-off(i))
+				data = append(data, raw[off(i):off(i+1)]...)
 			}
-			if len(v) > maxMiniValue {
-				return nil, nil, tooLarge(int64(len(v)))
-			}
-			c.data = append(c.data, v...)
-			c.offs = append(c.offs, uint64(len(c.data)))
+			offs = append(offs, uint64(len(data)))
 		}
 	}
-	variable := &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Variable{Variable: &encodings21pb.Variable{
-		Offsets: &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Flat{Flat: &encodings21pb.Flat{BitsPerValue: 32}}}}}}
+	return offs, data, widest
+}
+
+func newVarChunker(offs []uint64, data []byte) (chunker, *encodings21pb.CompressiveEncoding, error) {
+	c := &varChunker{offs: offs, data: data}
+	variable := variableEncoding(32)
 	// Compress when the values shrink by an eighth or more (names,
 	// categories and text do; random bytes do not).
 	if len(c.data) >= 64 {
@@ -603,10 +729,6 @@ func newVarChunker(vals []arrow.Array, rows int) (chunker, *encodings21pb.Compre
 		}
 	}
 	return c, variable, nil
-}
-
-func tooLarge(n int64) error {
-	return writers.Errorf(writers.ErrInvalid, "lance: a value of %d bytes is larger than Quiver writes in Lance file formats 2.1 and 2.2 (%d bytes; docs/lance.md, \"Limitations\"): for a new dataset, set lance.data_storage_version \"2.0\"; a dataset already in 2.1 or 2.2 cannot take such values from Quiver yet", n, maxMiniValue)
 }
 
 func (c *varChunker) next(first int) int {
