@@ -1,0 +1,292 @@
+package lance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+)
+
+var _ writers.Maintainer = (*Writer)(nil)
+
+// Compaction as pylance's compact_files plans it (CompactionOptions'
+// defaults): fragments below maxFileRows rows (target_rows_per_fragment)
+// and below the target bytes are compacted with their neighbours; a
+// fragment with more than deletionsThreshold of its rows deleted is
+// rewritten even alone (materialize_deletions).
+const (
+	deletionsThreshold = 0.1
+	// maxOptimizeAttempts bounds how often Optimize plans again after
+	// losing to a concurrent commit that changed one of its fragments.
+	maxOptimizeAttempts = 3
+)
+
+// Optimize compacts the dataset as Lance's compact_files does: runs of
+// adjacent small fragments (fewer than 1Mi rows and fewer than
+// req.TargetFileBytes bytes of data files) are rewritten into fragments
+// of up to that size, and fragments with more than 10% of their rows
+// deleted are rewritten without them, in one Rewrite version (groups of
+// old and new fragments) in the dataset's file format. Fragments an index
+// covers are left alone (Quiver does not remap indices), and so are those
+// a merge_insert precommitted on this server touched (pins.go).
+//
+// Concurrent appends rebase over the Rewrite, and it over them; a
+// concurrent delete, update or compaction of one of its fragments makes
+// it delete what it wrote and plan again on the new version, at most
+// maxOptimizeAttempts times, then answer ErrConflict. Memory: one
+// fragment is read at a time.
+func (w *Writer) Optimize(ctx context.Context, req writers.OptimizeRequest) (writers.OptimizeResult, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := w.optimizeOnce(ctx, req)
+		if !errors.Is(err, writers.ErrConflict) || errors.Is(err, writers.ErrOutcomeUnknown) || attempt == maxOptimizeAttempts {
+			return res, err
+		}
+		w.log.Info("lance: optimize lost to a concurrent commit; planning again", "err", err, "attempt", attempt)
+	}
+}
+
+// compactTarget is where compaction ends a fragment (and what it deems
+// small).
+type compactTarget struct{ rows, bytes uint64 }
+
+func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) (writers.OptimizeResult, error) {
+	d, err := w.latest(ctx)
+	if err != nil || d == nil {
+		return writers.OptimizeResult{Version: writers.NoVersion}, err
+	}
+	res := writers.OptimizeResult{Version: int64(d.Version())}
+	indexed, err := d.Indexed()
+	if err != nil {
+		return res, err
+	}
+	pinned := w.gate.pinned()
+	target := compactTarget{rows: maxFileRows, bytes: uint64(req.TargetFileBytes)}
+	plan := planCompaction(d.Manifest.Fragments, target, func(id uint64) bool { return pinned[id] || indexed(id) })
+	if len(plan) == 0 {
+		return res, nil
+	}
+	minor, err := d.FileMinor()
+	if err != nil {
+		return res, err
+	}
+	txn := &lanceformat.Transaction{Op: lanceformat.OpRewrite}
+	var written []fragment
+	for _, old := range plan {
+		news, err := w.compactGroup(ctx, d, old, minor, target)
+		if err != nil {
+			return res, errors.Join(fmt.Errorf("lance: optimize %s: %w", w.cfg.DatasetURI, err), w.deleteWritten(ctx, written))
+		}
+		written = append(written, news...)
+		g := lanceformat.RewriteGroup{Old: old}
+		for _, f := range news {
+			g.New = append(g.New, f.lance())
+		}
+		txn.Groups = append(txn.Groups, g)
+	}
+	var nd *lanceformat.Dataset
+	err = w.gate.commit(func(pinned map[uint64]bool) error {
+		for _, g := range txn.Groups {
+			for _, f := range g.Old {
+				if pinned[f.ID] {
+					// A merge precommitted while the fragments were
+					// rewritten touched this one: let it publish.
+					return writers.Errorf(writers.ErrConflict, "lance: a merge_insert precommitted meanwhile touched fragment %d", f.ID)
+				}
+			}
+		}
+		var err error
+		nd, err = lanceformat.Commit(ctx, w.bucket, d, txn)
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("lance: optimize %s: %w", w.cfg.DatasetURI, err)
+		if errors.Is(err, writers.ErrOutcomeUnknown) {
+			// The version may have landed and reference them: leave the
+			// files (a vacuum reclaims them if it did not).
+			return res, err
+		}
+		return res, errors.Join(err, w.deleteWritten(ctx, written))
+	}
+	for _, g := range txn.Groups {
+		for _, f := range g.Old {
+			for _, df := range f.Files {
+				res.FilesRemoved++
+				res.BytesRemoved += int64(w.dataFileSize(ctx, df))
+			}
+		}
+	}
+	for _, f := range written {
+		res.FilesAdded++
+		res.BytesAdded += int64(f.Size)
+		res.Rows += int64(f.Rows)
+	}
+	w.m.version.Set(float64(nd.Version()))
+	res.Version = int64(nd.Version())
+	w.log.Info("lance: optimize committed", "version", res.Version, "groups", len(txn.Groups),
+		"files_removed", res.FilesRemoved, "files_added", res.FilesAdded, "rows", res.Rows)
+	return res, nil
+}
+
+// planCompaction groups the fragments to rewrite as Lance's
+// plan_compaction does: a fragment is a candidate when more than
+// deletionsThreshold of its rows are deleted (rewritten even alone) or it
+// is below target in rows and bytes (rewritten with candidate
+// neighbours); runs of adjacent candidates form bins, a fragment skip
+// reports (indexed or pinned) ends a run and is never rewritten, and a
+// bin is split into groups of about target. A group of one small
+// fragment without enough deletions gains nothing and is dropped.
+func planCompaction(frags []lanceformat.Fragment, target compactTarget, skip func(id uint64) bool) [][]lanceformat.Fragment {
+	var (
+		out  [][]lanceformat.Fragment
+		bin  []lanceformat.Fragment
+		self []bool // bin[i] is rewritten even alone
+	)
+	flush := func() {
+		for len(bin) > 0 {
+			n := splitAt(bin, target)
+			if n > 1 || self[0] {
+				out = append(out, bin[:n:n])
+			}
+			bin, self = bin[n:], self[n:]
+		}
+		bin, self = nil, nil
+	}
+	for _, f := range frags {
+		deleted := f.Deletion != nil && float64(f.PhysicalRows-f.LiveRows()) > deletionsThreshold*float64(f.PhysicalRows)
+		small := f.PhysicalRows < target.rows && dataBytes(&f) < target.bytes
+		if skip(f.ID) || (!deleted && !small) {
+			flush()
+			continue
+		}
+		bin, self = append(bin, f), append(self, deleted)
+	}
+	flush()
+	return out
+}
+
+// splitAt returns how many fragments of bin form its first group: at
+// least target in live rows or bytes, unless what would remain after it
+// is less than that, which then joins it (as Lance's split_for_size).
+func splitAt(bin []lanceformat.Fragment, target compactTarget) int {
+	reached := func(fs []lanceformat.Fragment) bool {
+		var rows, size uint64
+		for i := range fs {
+			rows += fs[i].LiveRows()
+			size += liveBytes(&fs[i])
+		}
+		return rows >= target.rows || size >= target.bytes
+	}
+	for n := 1; n <= len(bin); n++ {
+		if reached(bin[:n]) {
+			if reached(bin[n:]) {
+				return n
+			}
+			return len(bin)
+		}
+	}
+	return len(bin)
+}
+
+// dataBytes is the size of f's data files as the manifest records them
+// (0 for files of writers that record none).
+func dataBytes(f *lanceformat.Fragment) uint64 {
+	var n uint64
+	for _, df := range f.Files {
+		n += df.SizeBytes
+	}
+	return n
+}
+
+// liveBytes estimates the bytes f's live rows take.
+func liveBytes(f *lanceformat.Fragment) uint64 {
+	if f.PhysicalRows == 0 {
+		return 0
+	}
+	return uint64(float64(dataBytes(f)) * float64(f.LiveRows()) / float64(f.PhysicalRows))
+}
+
+// compactGroup rewrites the live rows of frags, one fragment read at a
+// time, into new data files of the dataset's schema in format 2.minor,
+// ending each at target. It returns their fragments; on error it deletes
+// what it wrote.
+func (w *Writer) compactGroup(ctx context.Context, d *lanceformat.Dataset, frags []lanceformat.Fragment, minor uint16, target compactTarget) (_ []fragment, err error) {
+	s := &stage{schema: &d.Manifest.Schema, minor: minor, rollRows: target.rows, rollBytes: target.bytes}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, w.discard(context.WithoutCancel(ctx), s))
+		}
+	}()
+	defer writers.Recover(&err)
+	mem := w.env.Allocator
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	for i := range frags {
+		if err := w.copyFragment(ctx, d, &frags[i], s, mem); err != nil {
+			return nil, err
+		}
+	}
+	if s.open != nil {
+		if err := w.finishOpen(s); err != nil {
+			return nil, err
+		}
+	}
+	return s.finished, nil
+}
+
+// copyFragment appends the live rows of f to s's data files, slicing them
+// so that every file ends exactly at s.rollRows rows.
+func (w *Writer) copyFragment(ctx context.Context, d *lanceformat.Dataset, f *lanceformat.Fragment, s *stage, mem memory.Allocator) error {
+	rec, err := d.ReadFragment(ctx, w.bucket, f, mem)
+	if err != nil {
+		return fmt.Errorf("read fragment %d: %w", f.ID, err)
+	}
+	defer rec.Release()
+	held := int64(dataBytes(f))
+	w.budget.Hold(writers.MemoryEncoder, held)
+	defer w.budget.Hold(writers.MemoryEncoder, -held)
+	for off := int64(0); off < rec.NumRows(); {
+		n := rec.NumRows() - off
+		if s.open != nil {
+			n = min(n, int64(s.rollRows-s.open.fw.Rows()))
+		} else {
+			n = min(n, int64(s.rollRows))
+		}
+		part := rec.NewSlice(off, off+n)
+		err := w.writeRec(ctx, s, part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
+}
+
+// deleteWritten deletes the data files of a failed optimize.
+func (w *Writer) deleteWritten(ctx context.Context, frags []fragment) error {
+	var errs []error
+	for _, f := range frags {
+		if err := w.bucket.Delete(context.WithoutCancel(ctx), lanceformat.DataKey(f.Path)); err != nil {
+			errs = append(errs, fmt.Errorf("lance: delete data file %s of the failed optimize: %w", f.Path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dataFileSize is df's size: the manifest's, else its object's (0 when
+// that cannot be read: the figure is only reported).
+func (w *Writer) dataFileSize(ctx context.Context, df lanceformat.DataFile) uint64 {
+	if df.SizeBytes > 0 {
+		return df.SizeBytes
+	}
+	o, err := w.bucket.Stat(ctx, lanceformat.DataKey(df.Path))
+	if err != nil {
+		return 0
+	}
+	return uint64(o.Size)
+}
