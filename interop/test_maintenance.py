@@ -238,3 +238,87 @@ def test_lance_vacuum_kill_9(serve: Callable[..., Quiver], tmp_path: Path) -> No
     c.put("items", more)
     assert_rows(lance.dataset(str(path)).to_table(), pa.concat_tables([expected, more]), "pylance after an append following vacuum")
     srv.stop()
+
+
+def test_lance_optimize(serve: Callable[..., Quiver], tmp_path: Path) -> None:
+    """Lance: the optimize action compacts the small fragments of appends
+    and merges (deletions materialized) in one Rewrite version; pylance and
+    LanceDB read exactly the same rows from fewer fragments, time travel to
+    the version before still works, the scalar and vector indices pylance
+    built (on the first fragments, which optimize leaves alone) answer
+    LanceDB's index queries correctly, and writes go on: pylance's append,
+    merge_insert and its own compact_files, Quiver's merges and a second
+    optimize."""
+    import lance
+    import lancedb
+
+    db = tmp_path / "db"
+    path = db / "items.lance"
+    uri = "file://" + str(path)
+    eps = [
+        {"name": "items", "sink": "lance", "lance": {"dataset_uri": uri}, "maintenance": MAINTENANCE},
+        {"name": "up", "sink": "lance", "lance": {"dataset_uri": uri, "mode": "merge_insert", "on": ["id"]},
+         "maintenance": MAINTENANCE},
+    ]
+    srv = serve(eps)
+    c = srv.client()
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("vec", pa.list_(pa.float32(), 4))])
+    state: dict[int, dict[str, Any]] = {}
+
+    def batch(ids: Any, tag: str) -> pa.Table:
+        return table([{"id": i, "name": f"{tag}{i}", "vec": [float(i), float(i % 7), 1.0, 0.0]} for i in ids], schema)
+
+    def put(endpoint: str, t: pa.Table) -> None:
+        c.put(endpoint, t)
+        state.update((r["id"], r) for r in t.to_pylist())
+
+    def expected() -> pa.Table:
+        return table(state.values(), schema)
+
+    for k in range(20):
+        put("items", batch(range(k * 30, k * 30 + 30), "a"))
+    ds = lance.dataset(str(path))
+    ds.create_scalar_index("id", "BTREE")
+    ds.create_index("vec", "IVF_FLAT", num_partitions=2, metric="l2")
+    for k in range(20, 60):
+        put("items", batch(range(k * 30, k * 30 + 30), "a"))
+    put("up", batch(range(5, 1800, 9), "u"))  # deletion files, indexed fragments too
+    lance.dataset(str(path)).delete("id % 13 = 0")
+    state = {i: r for i, r in state.items() if i % 13 != 0}
+    before = lance.dataset(str(path))
+    indexed = {f.fragment_id for f in before.get_fragments()} & set(range(20))
+
+    res = c.action("optimize", endpoint="items")
+    after = lance.dataset(str(path))
+    frags = {f.fragment_id for f in after.get_fragments()}
+    print(f"lance optimize: {len(before.get_fragments())} -> {len(frags)} fragments: {res}")
+    assert res["endpoint"] == "items" and res["version"] == after.version == before.version + 1, res
+    assert res["files_removed"] >= 40 and 1 <= res["files_added"] < 5 and res["rows"] > 0, res
+    assert indexed <= frags, f"indexed fragments {sorted(indexed - frags)} were rewritten"
+    assert len(frags) <= len(indexed) + res["files_added"], f"fragments after optimize: {sorted(frags)}"
+    assert_rows(after.to_table(), expected(), "pylance after optimize")
+    assert_rows(lance.dataset(str(path), version=before.version).to_table(), expected(), "pylance at the version before")
+    assert [v["version"] for v in after.versions()][-2:] == [before.version, after.version]
+    assert {i.name for i in after.describe_indices()} == {i.name for i in before.describe_indices()}
+
+    tbl = lancedb.connect(str(db)).open_table("items")
+    assert_rows(tbl.to_arrow(), expected(), "LanceDB after optimize")
+    for i in (40, 41, 600 + 41, 1700):  # indexed, updated in an indexed fragment, compacted, compacted
+        got = tbl.search().where(f"id = {i}").to_arrow()
+        assert got.to_pylist() == [state[i]], f"LanceDB scalar query id = {i}: {got.to_pylist()}"
+        hit = tbl.search([float(i), float(i % 7), 1.0, 0.0]).limit(1).to_arrow().drop_columns(["_distance"])
+        assert hit.to_pylist() == [state[i]], f"LanceDB vector query near {i}: {hit.to_pylist()}"
+
+    # Writes go on: pylance's, then Quiver's over pylance's compaction.
+    lance.write_dataset(batch(range(9000, 9010), "p"), str(path), mode="append")
+    state.update((r["id"], r) for r in batch(range(9000, 9010), "p").to_pylist())
+    m = batch([1, 2, 9000, 9500], "m")
+    lance.dataset(str(path)).merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(m)
+    state.update((r["id"], r) for r in m.to_pylist())
+    lance.dataset(str(path)).optimize.compact_files()
+    put("up", batch([3, 9001, 9600], "q"))
+    put("items", batch(range(9700, 9705), "r"))
+    res = c.action("optimize", endpoint="items")
+    assert res["files_removed"] >= 2, res
+    assert_rows(lance.dataset(str(path)).to_table(), expected(), "pylance after pylance's and Quiver's writes and compactions")
+    srv.stop()
