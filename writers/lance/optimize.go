@@ -4,8 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
@@ -37,8 +41,8 @@ const (
 // Concurrent appends rebase over the Rewrite, and it over them; a
 // concurrent delete, update or compaction of one of its fragments makes
 // it delete what it wrote and plan again on the new version, at most
-// maxOptimizeAttempts times, then answer ErrConflict. Memory: one
-// fragment is read at a time.
+// maxOptimizeAttempts times, then answer ErrConflict. Memory: two
+// fragments' rows at a time (see compactGroup).
 func (w *Writer) Optimize(ctx context.Context, req writers.OptimizeRequest) (writers.OptimizeResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := w.optimizeOnce(ctx, req)
@@ -73,19 +77,9 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	if err != nil {
 		return res, err
 	}
-	txn := &lanceformat.Transaction{Op: lanceformat.OpRewrite}
-	var written []fragment
-	for _, old := range plan {
-		news, err := w.compactGroup(ctx, d, old, minor, target)
-		if err != nil {
-			return res, errors.Join(fmt.Errorf("lance: optimize %s: %w", w.cfg.DatasetURI, err), w.deleteWritten(ctx, written))
-		}
-		written = append(written, news...)
-		g := lanceformat.RewriteGroup{Old: old}
-		for _, f := range news {
-			g.New = append(g.New, f.lance())
-		}
-		txn.Groups = append(txn.Groups, g)
+	txn, written, err := w.rewrite(ctx, d, plan, minor, target)
+	if err != nil {
+		return res, fmt.Errorf("lance: optimize %s: %w", w.cfg.DatasetURI, err)
 	}
 	var nd *lanceformat.Dataset
 	err = w.gate.commit(func(pinned map[uint64]bool) error {
@@ -209,46 +203,186 @@ func liveBytes(f *lanceformat.Fragment) uint64 {
 	return uint64(float64(dataBytes(f)) * float64(f.LiveRows()) / float64(f.PhysicalRows))
 }
 
-// compactGroup rewrites the live rows of frags, one fragment read at a
-// time, into new data files of the dataset's schema in format 2.minor,
-// ending each at target. It returns their fragments; on error it deletes
-// what it wrote.
-func (w *Writer) compactGroup(ctx context.Context, d *lanceformat.Dataset, frags []lanceformat.Fragment, minor uint16, target compactTarget) (_ []fragment, err error) {
-	s := &stage{schema: &d.Manifest.Schema, minor: minor, rollRows: target.rows, rollBytes: target.bytes}
+// filePart is the live rows [from, to) of a fragment (offsets among its
+// live rows) that go into one new data file.
+type filePart struct {
+	frag     *lanceformat.Fragment
+	from, to uint64
+}
+
+// fileTask is one new data file of group: its parts, in order.
+type fileTask struct {
+	group int
+	parts []filePart
+}
+
+// splitFiles cuts the live rows of a group's fragments, in order, into
+// data files of perFile rows (the last one holds the rest), so that they
+// can be written concurrently; a fragment may straddle two files.
+func splitFiles(group int, frags []lanceformat.Fragment, perFile uint64) []fileTask {
+	var (
+		out []fileTask
+		cur = fileTask{group: group}
+		n   uint64 // rows in cur
+	)
+	for i := range frags {
+		live := frags[i].LiveRows()
+		for from := uint64(0); from < live; {
+			take := min(live-from, perFile-n)
+			cur.parts = append(cur.parts, filePart{frag: &frags[i], from: from, to: from + take})
+			n += take
+			from += take
+			if n == perFile {
+				out = append(out, cur)
+				cur, n = fileTask{group: group}, 0
+			}
+		}
+	}
+	if len(cur.parts) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// rowsPerFile is how many rows of frags make a data file of target: its
+// rows, or fewer when the fragments' data files say their rows are wide.
+func rowsPerFile(frags []lanceformat.Fragment, target compactTarget) uint64 {
+	var size, rows uint64
+	for i := range frags {
+		size += dataBytes(&frags[i])
+		rows += frags[i].PhysicalRows
+	}
+	if size == 0 || rows == 0 {
+		return target.rows
+	}
+	return max(1, min(target.rows, uint64(float64(target.bytes)/(float64(size)/float64(rows)))))
+}
+
+// maxCompactors bounds the data files optimize writes at once.
+const maxCompactors = 4
+
+// rewrite writes the new data files of plan's groups, up to
+// min(GOMAXPROCS, maxCompactors) at a time, and returns the Rewrite
+// transaction replacing each group by its files and every file written.
+// On error it deletes what it wrote.
+func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]lanceformat.Fragment, minor uint16, target compactTarget) (*lanceformat.Transaction, []fragment, error) {
+	var tasks []fileTask
+	for gi, old := range plan {
+		tasks = append(tasks, splitFiles(gi, old, rowsPerFile(old, target))...)
+	}
+	files := make([][]fragment, len(tasks))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(min(runtime.GOMAXPROCS(0), maxCompactors))
+	for i, t := range tasks {
+		g.Go(writers.Guard(func() (err error) {
+			files[i], err = w.writeFile(gctx, d, t.parts, minor, target)
+			return err
+		}))
+	}
+	err := g.Wait()
+	var written []fragment
+	for _, fs := range files {
+		written = append(written, fs...)
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, w.deleteWritten(ctx, written))
+	}
+	txn := &lanceformat.Transaction{Op: lanceformat.OpRewrite, Groups: make([]lanceformat.RewriteGroup, len(plan))}
+	for gi, old := range plan {
+		txn.Groups[gi].Old = old
+	}
+	for i, t := range tasks {
+		for _, f := range files[i] {
+			txn.Groups[t.group].New = append(txn.Groups[t.group].New, f.lance())
+		}
+	}
+	return txn, written, nil
+}
+
+// writeFile writes the rows of parts into a new data file of the
+// dataset's schema in format 2.minor (more than one if it reaches target
+// bytes first) and returns their fragments; on error it deletes what it
+// wrote. Reading and encoding are pipelined: one goroutine reads the
+// fragments one after the other, this one encodes, with one fragment in
+// between, so memory stays at two fragments' rows plus the open file's
+// pages (held on the memory budget).
+func (w *Writer) writeFile(ctx context.Context, d *lanceformat.Dataset, parts []filePart, minor uint16, target compactTarget) (_ []fragment, err error) {
+	var rows uint64
+	for _, p := range parts {
+		rows += p.to - p.from
+	}
+	s := &stage{schema: &d.Manifest.Schema, minor: minor, rollRows: max(rows, 1), rollBytes: target.bytes}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, w.discard(context.WithoutCancel(ctx), s))
 		}
 	}()
-	defer writers.Recover(&err)
 	mem := w.env.Allocator
 	if mem == nil {
 		mem = memory.DefaultAllocator
 	}
-	for i := range frags {
-		if err := w.copyFragment(ctx, d, &frags[i], s, mem); err != nil {
-			return nil, err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	recs := make(chan arrow.RecordBatch, 1)
+	read := make(chan error, 1)
+	go func() {
+		defer close(recs)
+		read <- func() (err error) {
+			defer writers.Recover(&err) // the sink's goroutine: gRPC's recovery does not cover it
+			for _, p := range parts {
+				rec, err := d.ReadFragment(ctx, w.bucket, p.frag, mem)
+				if err != nil {
+					return fmt.Errorf("read fragment %d: %w", p.frag.ID, err)
+				}
+				if n := uint64(rec.NumRows()); p.from > 0 || p.to < n {
+					part := rec.NewSlice(int64(min(p.from, n)), int64(min(p.to, n)))
+					rec.Release()
+					rec = part
+				}
+				w.budget.Hold(writers.MemoryEncoder, int64(util.TotalRecordSize(rec)))
+				select {
+				case recs <- rec:
+				case <-ctx.Done():
+					w.release(rec)
+					return ctx.Err()
+				}
+			}
+			return nil
+		}()
+	}()
+	var encErr error
+	for rec := range recs {
+		if encErr == nil {
+			if encErr = w.appendRows(ctx, s, rec); encErr != nil {
+				cancel() // stop reading: nothing more will be encoded
+			}
 		}
+		w.release(rec)
 	}
-	if s.open != nil {
-		if err := w.finishOpen(s); err != nil {
-			return nil, err
-		}
+	readErr := <-read
+	if encErr == nil && readErr == nil && s.open != nil {
+		encErr = w.finishOpen(s)
+	}
+	if encErr != nil {
+		return nil, encErr // the cause; readErr is then the cancellation
+	}
+	if readErr != nil {
+		return nil, readErr
 	}
 	return s.finished, nil
 }
 
-// copyFragment appends the live rows of f to s's data files, slicing them
-// so that every file ends exactly at s.rollRows rows.
-func (w *Writer) copyFragment(ctx context.Context, d *lanceformat.Dataset, f *lanceformat.Fragment, s *stage, mem memory.Allocator) error {
-	rec, err := d.ReadFragment(ctx, w.bucket, f, mem)
-	if err != nil {
-		return fmt.Errorf("read fragment %d: %w", f.ID, err)
-	}
-	defer rec.Release()
-	held := int64(dataBytes(f))
-	w.budget.Hold(writers.MemoryEncoder, held)
-	defer w.budget.Hold(writers.MemoryEncoder, -held)
+// release releases a fragment's rows read by compactGroup and gives back
+// what they held on the memory budget.
+func (w *Writer) release(rec arrow.RecordBatch) {
+	w.budget.Hold(writers.MemoryEncoder, -int64(util.TotalRecordSize(rec)))
+	rec.Release()
+}
+
+// appendRows appends rec to s's data files, slicing it so that every file
+// ends exactly at s.rollRows rows.
+func (w *Writer) appendRows(ctx context.Context, s *stage, rec arrow.RecordBatch) (err error) {
+	defer writers.Recover(&err)
 	for off := int64(0); off < rec.NumRows(); {
 		n := rec.NumRows() - off
 		if s.open != nil {
