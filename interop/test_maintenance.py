@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from data import apply_changelog, changelog_schema, table
-from helpers import DeltaRs, Quiver, Spark, assert_rows, log_actions, poll
+from helpers import DeltaRs, Quiver, Spark, assert_rows, log_actions
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("n", pa.int64())])
 REGIONS = ("eu", "us", "ap")
@@ -74,6 +74,30 @@ def small_files(c: Any, model: Model, appends: int) -> None:
 
 def data_files(path: Path) -> set[Path]:
     return set(path.rglob("*.parquet")) - set((path / "_delta_log").rglob("*"))
+
+
+def kill_during(srv: Quiver, op: str, started: Callable[[], bool], **body: Any) -> list[BaseException]:
+    """Runs the action op (body) on srv in a thread and kills the server
+    with -9 once started() holds (polled every millisecond: maintenance may
+    take milliseconds); returns what the action raised (empty when it
+    finished first)."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            srv.client().action(op, **body)
+        except Exception as e:  # the server dies under it
+            failed.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.monotonic() + 60
+    while not started():
+        assert time.monotonic() < deadline, f"{op} did not start within 60 s\n{srv.log()}"
+        time.sleep(0.001)
+    srv.kill()
+    t.join()
+    return failed
 
 
 def test_optimize_vacuum_delta(serve: Callable[..., Quiver], tables: Path, spark_session: Any) -> None:
@@ -150,21 +174,9 @@ def test_kill_9_during_maintenance(serve: Callable[..., Quiver], tmp_path: Path,
     commits = len(log_actions(path, "commitInfo"))
 
     body = {"retention_hours": 0} if op == "vacuum" else {}
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            srv.client().action(op, endpoint="up", **body)
-        except Exception as e:  # the server dies under it
-            failed.append(e)
-
-    t = threading.Thread(target=run)
-    t.start()
     # Kill once the operation has visibly started: new files (optimize) or
     # fewer files (vacuum).
-    poll(f"{op} to start", 60, lambda: data_files(path) != live, srv.log)
-    srv.kill()
-    t.join()
+    failed = kill_during(srv, op, lambda: data_files(path) != live, endpoint="up", **body)
     assert not [e for e in failed if "InvalidArgument" in str(e) or "invalid" in str(e)], failed
     print(f"kill -9 {'during' if failed else 'after'} {op}")
     assert len(log_actions(path, "commitInfo")) in (commits, commits + 1)
@@ -205,22 +217,7 @@ def test_lance_vacuum_kill_9(serve: Callable[..., Quiver], tmp_path: Path) -> No
     manifests = lambda: len(list((path / "_versions").glob("*.manifest")))  # noqa: E731
     before = manifests()
 
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            srv.client().action("vacuum", endpoint="items", retention_hours=0)
-        except Exception as e:  # the server dies under it
-            failed.append(e)
-
-    t = threading.Thread(target=run)
-    t.start()
-    deadline = time.monotonic() + 60
-    while manifests() == before:  # a tight poll: the vacuum takes milliseconds
-        assert time.monotonic() < deadline, "the vacuum did not start within 60 s"
-        time.sleep(0.001)
-    srv.kill()
-    t.join()
+    failed = kill_during(srv, "vacuum", lambda: manifests() != before, endpoint="items", retention_hours=0)
     print(f"kill -9 {'during' if failed else 'after'} the Lance vacuum ({manifests()} of {before} manifests left)")
     assert_rows(lance.dataset(str(path)).to_table(), expected, "pylance after kill -9 during vacuum")
 
@@ -345,19 +342,7 @@ def test_lance_optimize_kill_9(serve: Callable[..., Quiver], tmp_path: Path) -> 
     files = lambda: set((path / "data").iterdir())  # noqa: E731
     live = files()
 
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            srv.client().action("optimize", endpoint="items")
-        except Exception as e:  # the server dies under it
-            failed.append(e)
-
-    t = threading.Thread(target=run)
-    t.start()
-    poll("optimize to start writing", 60, lambda: files() != live, srv.log)
-    srv.kill()
-    t.join()
+    failed = kill_during(srv, "optimize", lambda: files() != live, endpoint="items")
     print(f"kill -9 {'during' if failed else 'after'} the Lance optimize")
     assert_rows(lance.dataset(str(path)).to_table(), expected, "pylance after kill -9 during optimize")
 

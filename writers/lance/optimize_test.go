@@ -68,14 +68,7 @@ func formatWriter(t *testing.T, dir, format string, mem memory.Allocator) *Write
 	cfg.WriteMode = ModeMergeInsert
 	cfg.On = []string{"id"}
 	cfg.DataStorageVersion = format
-	w, err := New(cfg, writers.Env{Endpoint: "items", Allocator: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return w
+	return openWriter(t, cfg, mem)
 }
 
 // mergeRange merges rows id in [from, to) named prefix<id> as epoch.
