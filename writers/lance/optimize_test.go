@@ -190,20 +190,32 @@ func TestOptimizeSparesPrecommittedMerge(t *testing.T) {
 		t.Fatalf("pins left after the commit: %v", w.gate.pinned())
 	}
 
-	// Another server's merge: planned on the fragment optimize rewrites.
+	// A restart: the coordinator hands the recovered merge to the new
+	// writer (KeepPrecommitted), which pins it again.
+	restarted := formatWriter(t, dir, "", mem)
+	defer restarted.Close(ctx)
+	recovered := writers.TxnKey{Writer: "job", Epoch: 6}
+	desc = precommit(w, recovered, 1) // touches fragment 0, small and now next to compacted ones
+	restarted.KeepPrecommitted(recovered, []writers.Descriptor{desc})
+	if _, err := restarted.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: writers.DefaultOptimizeTargetBytes}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := restarted.Commit(ctx, recovered, []writers.Descriptor{desc}); err != nil {
+		t.Fatalf("the recovered merge failed after optimize: %v", err)
+	}
+	want[1] = "p1"
+	if got := diffState(t, w, mem); !maps.Equal(got, want) {
+		t.Fatalf("rows differ:\n got %v\nwant %v", got, want)
+	}
+
+	// Another server's merge: planned on a fragment optimize rewrites.
 	other := formatWriter(t, dir, "", mem)
 	defer other.Close(ctx)
-	d, _ := w.latest(ctx)
-	id := 0
-	for i := range d.Manifest.Fragments { // a row of the largest fragment: it is compacted
-		if f := &d.Manifest.Fragments[i]; f.ID != 0 && f.ID < 4 {
-			id = int(f.ID) * 10
-		}
-	}
+	mergeRange(t, w, mem, 7, 100, 101, "n")
+	mergeRange(t, w, mem, 8, 200, 201, "n") // two small fragments, compacted together
+	want[100], want[200] = "n100", "n200"
 	foreignKey := writers.TxnKey{Writer: "other", Epoch: 1}
-	foreign := precommit(other, foreignKey, id)
-	mergeRange(t, w, mem, 6, 100, 101, "n") // a fragment for fragment 1's to join
-	want[100] = "n100"
+	foreign := precommit(other, foreignKey, 100)
 	if res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: writers.DefaultOptimizeTargetBytes}); err != nil || res.FilesRemoved == 0 {
 		t.Fatalf("optimize = %+v, %v", res, err)
 	}

@@ -16,9 +16,10 @@ import (
 // key is rolled back, and optimize never rewrites a pinned fragment.
 // Optimize commits under the gate's lock, after every merge being planned
 // has finished planning (and pinned): a merge plans either on a version
-// before the compaction (and its pins are seen) or after it. Merges
-// precommitted on another server, or before a restart, are not pinned
-// (docs/lance.md, "Maintenance").
+// before the compaction (and its pins are seen) or after it. After a
+// restart the coordinator hands the writer the merges it recovered
+// (KeepPrecommitted), which pins them again; merges precommitted on
+// another server are not pinned (docs/lance.md, "Maintenance").
 type compactionGate struct {
 	mu       sync.Mutex
 	idle     sync.Cond // signalled when planning drops to 0
@@ -45,12 +46,38 @@ func (g *compactionGate) endPlan(key writers.TxnKey, touched []uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.planning--
-	if len(touched) > 0 {
-		g.pins[key] = append(g.pins[key], touched...)
-	}
+	g.pinLocked(key, touched)
 	if g.planning == 0 {
 		g.idle.Broadcast()
 	}
+}
+
+// pin pins the fragments of touched for key, in addition to what key
+// pinned already.
+func (g *compactionGate) pin(key writers.TxnKey, touched []uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.pinLocked(key, touched)
+}
+
+func (g *compactionGate) pinLocked(key writers.TxnKey, touched []uint64) {
+	if len(touched) > 0 {
+		g.pins[key] = append(g.pins[key], touched...)
+	}
+}
+
+// KeepPrecommitted pins the fragments the merges among descs, precommitted
+// under key before this writer opened, touched (writers.PrecommitKeeper).
+// Descriptors that do not decode are left to Commit to refuse.
+func (w *Writer) KeepPrecommitted(key writers.TxnKey, descs []writers.Descriptor) {
+	if w.cfg.WriteMode != ModeMergeInsert {
+		return
+	}
+	_, m, err := w.decodeDescriptors(descs)
+	if err != nil || m == nil {
+		return
+	}
+	w.gate.pin(key, m.touchedIDs())
 }
 
 // unpin forgets key's pins.

@@ -50,6 +50,7 @@ var (
 	_ writers.SchemaReporter    = (*Writer)(nil)
 	_ writers.SchemaChecker     = (*Writer)(nil)
 	_ writers.DescriptorChecker = (*Writer)(nil)
+	_ writers.PrecommitKeeper   = (*Writer)(nil)
 )
 
 // New returns an unopened writer for cfg, which must be valid. A nil
