@@ -42,7 +42,7 @@ const (
 // concurrent delete, update or compaction of one of its fragments makes
 // it delete what it wrote and plan again on the new version, at most
 // maxOptimizeAttempts times, then answer ErrConflict. Memory: two
-// fragments' rows at a time (see compactGroup).
+// fragments' rows per data file being written (see rewrite, writeFile).
 func (w *Writer) Optimize(ctx context.Context, req writers.OptimizeRequest) (writers.OptimizeResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := w.optimizeOnce(ctx, req)
@@ -372,7 +372,7 @@ func (w *Writer) writeFile(ctx context.Context, d *lanceformat.Dataset, parts []
 	return s.finished, nil
 }
 
-// release releases a fragment's rows read by compactGroup and gives back
+// release releases a fragment's rows read by writeFile and gives back
 // what they held on the memory budget.
 func (w *Writer) release(rec arrow.RecordBatch) {
 	w.budget.Hold(writers.MemoryEncoder, -int64(util.TotalRecordSize(rec)))

@@ -260,3 +260,67 @@ func TestCompactionGate(t *testing.T) {
 		t.Fatalf("pins %v after unpin", p)
 	}
 }
+
+// TestSplitFiles: a group's live rows are cut into files of perFile rows,
+// in order, fragments straddling two files, none lost or repeated.
+func TestSplitFiles(t *testing.T) {
+	frags := []lanceformat.Fragment{
+		{ID: 1, PhysicalRows: 5},
+		{ID: 2, PhysicalRows: 9, Deletion: &lanceformat.DeletionFile{NumDeletedRows: 2}},
+		{ID: 3, PhysicalRows: 1, Deletion: &lanceformat.DeletionFile{NumDeletedRows: 1}},
+		{ID: 4, PhysicalRows: 3},
+	}
+	var got []string
+	for _, task := range splitFiles(7, frags, 4) {
+		if task.group != 7 {
+			t.Fatalf("task of group %d", task.group)
+		}
+		var parts []string
+		for _, p := range task.parts {
+			parts = append(parts, fmt.Sprintf("%d:%d-%d", p.frag.ID, p.from, p.to))
+		}
+		got = append(got, fmt.Sprint(parts))
+	}
+	want := []string{"[1:0-4]", "[1:4-5 2:0-3]", "[2:3-7]", "[4:0-3]"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("files %v, want %v", got, want)
+	}
+	wide := []lanceformat.Fragment{{PhysicalRows: 10, Files: []lanceformat.DataFile{{SizeBytes: 1000}}}}
+	if n := rowsPerFile(wide, compactTarget{rows: 100, bytes: 300}); n != 3 {
+		t.Fatalf("rows per file of 100-byte rows at 300 bytes = %d, want 3", n)
+	}
+	if n := rowsPerFile(wide, compactTarget{rows: 2, bytes: 300}); n != 2 {
+		t.Fatalf("rows per file at 2 rows = %d, want 2", n)
+	}
+}
+
+// TestOptimizeManyFiles: fragments with most rows deleted are rewritten
+// alone, each into several files of the byte target, written
+// concurrently, holding exactly the live rows.
+func TestOptimizeManyFiles(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	w := formatWriter(t, t.TempDir(), "", mem)
+	defer w.Close(ctx)
+	for i := range 3 {
+		mergeRange(t, w, mem, int64(i+1), i*20, i*20+20, "a")
+	}
+	for i := range 3 { // 8 of each fragment's 20 rows updated: 40% deleted
+		mergeRange(t, w, mem, int64(i+4), i*20, i*20+8, "b")
+	}
+	want := diffState(t, w, mem)
+	d, _ := w.latest(ctx)
+	f := d.Manifest.Fragments[0]
+	perRow := float64(dataBytes(&f)) / float64(f.PhysicalRows)
+	res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: int64(perRow * 5)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesRemoved != 3 || res.FilesAdded < 6 || res.Rows != 36 {
+		t.Fatalf("optimize = %+v; want the 3 fragments rewritten into files of about 5 of their 12 live rows", res)
+	}
+	if got := diffState(t, w, mem); !maps.Equal(got, want) {
+		t.Fatalf("rows differ:\n got %v\nwant %v", got, want)
+	}
+}
