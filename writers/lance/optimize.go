@@ -244,8 +244,14 @@ func splitFiles(group int, frags []lanceformat.Fragment, perFile uint64) []fileT
 	return out
 }
 
+// minFileRows is the fewest rows rowsPerFile plans in a data file (one
+// Lance row group): a tiny target_file_bytes must not turn a fragment into
+// a file per row.
+const minFileRows = 1024
+
 // rowsPerFile is how many rows of frags make a data file of target: its
-// rows, or fewer when the fragments' data files say their rows are wide.
+// rows, or fewer (down to minFileRows) when the fragments' data files say
+// their rows are wide.
 func rowsPerFile(frags []lanceformat.Fragment, target compactTarget) uint64 {
 	var size, rows uint64
 	for i := range frags {
@@ -255,7 +261,7 @@ func rowsPerFile(frags []lanceformat.Fragment, target compactTarget) uint64 {
 	if size == 0 || rows == 0 {
 		return target.rows
 	}
-	return max(1, min(target.rows, uint64(float64(target.bytes)/(float64(size)/float64(rows)))))
+	return min(target.rows, max(minFileRows, uint64(float64(target.bytes)/(float64(size)/float64(rows)))))
 }
 
 // maxCompactors bounds the data files optimize writes at once.

@@ -286,11 +286,14 @@ func TestSplitFiles(t *testing.T) {
 		t.Fatalf("files %v, want %v", got, want)
 	}
 	wide := []lanceformat.Fragment{{PhysicalRows: 10, Files: []lanceformat.DataFile{{SizeBytes: 1000}}}}
-	if n := rowsPerFile(wide, compactTarget{rows: 100, bytes: 300}); n != 3 {
-		t.Fatalf("rows per file of 100-byte rows at 300 bytes = %d, want 3", n)
-	}
-	if n := rowsPerFile(wide, compactTarget{rows: 2, bytes: 300}); n != 2 {
-		t.Fatalf("rows per file at 2 rows = %d, want 2", n)
+	for _, c := range []struct{ rows, bytes, want uint64 }{
+		{1 << 20, 300_000, 3000}, // 100-byte rows
+		{2000, 300_000, 2000},    // the row target first
+		{1 << 20, 300, minFileRows},
+	} {
+		if n := rowsPerFile(wide, compactTarget{rows: c.rows, bytes: c.bytes}); n != c.want {
+			t.Errorf("rows per file of 100-byte rows, target %d rows or %d bytes = %d, want %d", c.rows, c.bytes, n, c.want)
+		}
 	}
 }
 
@@ -304,21 +307,21 @@ func TestOptimizeManyFiles(t *testing.T) {
 	w := formatWriter(t, t.TempDir(), "", mem)
 	defer w.Close(ctx)
 	for i := range 3 {
-		mergeRange(t, w, mem, int64(i+1), i*20, i*20+20, "a")
+		mergeRange(t, w, mem, int64(i+1), i*3000, i*3000+3000, "a")
 	}
-	for i := range 3 { // 8 of each fragment's 20 rows updated: 40% deleted
-		mergeRange(t, w, mem, int64(i+4), i*20, i*20+8, "b")
+	for i := range 3 { // 1200 of each fragment's 3000 rows updated: 40% deleted
+		mergeRange(t, w, mem, int64(i+4), i*3000, i*3000+1200, "b")
 	}
 	want := diffState(t, w, mem)
 	d, _ := w.latest(ctx)
 	f := d.Manifest.Fragments[0]
 	perRow := float64(dataBytes(&f)) / float64(f.PhysicalRows)
-	res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: int64(perRow * 5)})
+	res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: int64(perRow * minFileRows)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.FilesRemoved != 3 || res.FilesAdded < 6 || res.Rows != 36 {
-		t.Fatalf("optimize = %+v; want the 3 fragments rewritten into files of about 5 of their 12 live rows", res)
+	if res.FilesRemoved != 3 || res.FilesAdded != 6 || res.Rows != 5400 {
+		t.Fatalf("optimize = %+v; want the 3 fragments rewritten into 2 files each (1024 and 776 of their 1800 live rows)", res)
 	}
 	if got := diffState(t, w, mem); !maps.Equal(got, want) {
 		t.Fatalf("rows differ:\n got %v\nwant %v", got, want)
