@@ -4,7 +4,7 @@
 #               conformance, end-to-end), then the Python interop suite
 #               (Spark and delta-rs read what bin/quiver writes); CI runs it
 #   make bench-delta  Quiver's Delta append and upsert vs. delta-rs and Spark
-#   make bench-optimize Quiver's Delta optimize vs. delta-rs and Spark compaction
+#   make bench-optimize Quiver's optimize vs. delta-rs, Spark and pylance compaction
 #   make bench-python Python clients (pyarrow, ADBC) vs. a bare Flight server
 #   make golden rewrite the reference Delta tables of testdata/delta-golden
 #               (Spark + delta-spark and delta-rs, in .venv-golden; needs Java 17)
@@ -87,7 +87,8 @@ bench-delta: build venv
 	.venv/bin/python bench/delta_vs_reference.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
 
 # 1,000 small files x 2,000 rows compacted by Quiver's optimize action, delta-rs
-# optimize.compact() and Spark OPTIMIZE on local[2], on copies of one table
+# optimize.compact() and Spark OPTIMIZE on local[2], on copies of one table, and
+# 200 Lance fragments x 10,000 rows by Quiver and pylance compact_files()
 # (bench/optimize_vs_reference.py; see docs/benchmarks.md). Not part of make test.
 bench-optimize: build venv
 	.venv/bin/python bench/optimize_vs_reference.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from data import apply_changelog, changelog_schema, table
-from helpers import DeltaRs, Quiver, Spark, assert_rows, log_actions, poll
+from helpers import DeltaRs, Quiver, Spark, assert_rows, log_actions
 
 SCHEMA = pa.schema([("id", pa.int64()), ("region", pa.string()), ("n", pa.int64())])
 REGIONS = ("eu", "us", "ap")
@@ -74,6 +74,30 @@ def small_files(c: Any, model: Model, appends: int) -> None:
 
 def data_files(path: Path) -> set[Path]:
     return set(path.rglob("*.parquet")) - set((path / "_delta_log").rglob("*"))
+
+
+def kill_during(srv: Quiver, op: str, started: Callable[[], bool], **body: Any) -> list[BaseException]:
+    """Runs the action op (body) on srv in a thread and kills the server
+    with -9 once started() holds (polled every millisecond: maintenance may
+    take milliseconds); returns what the action raised (empty when it
+    finished first)."""
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            srv.client().action(op, **body)
+        except Exception as e:  # the server dies under it
+            failed.append(e)
+
+    t = threading.Thread(target=run)
+    t.start()
+    deadline = time.monotonic() + 60
+    while not started():
+        assert time.monotonic() < deadline, f"{op} did not start within 60 s\n{srv.log()}"
+        time.sleep(0.001)
+    srv.kill()
+    t.join()
+    return failed
 
 
 def test_optimize_vacuum_delta(serve: Callable[..., Quiver], tables: Path, spark_session: Any) -> None:
@@ -150,21 +174,9 @@ def test_kill_9_during_maintenance(serve: Callable[..., Quiver], tmp_path: Path,
     commits = len(log_actions(path, "commitInfo"))
 
     body = {"retention_hours": 0} if op == "vacuum" else {}
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            srv.client().action(op, endpoint="up", **body)
-        except Exception as e:  # the server dies under it
-            failed.append(e)
-
-    t = threading.Thread(target=run)
-    t.start()
     # Kill once the operation has visibly started: new files (optimize) or
     # fewer files (vacuum).
-    poll(f"{op} to start", 60, lambda: data_files(path) != live, srv.log)
-    srv.kill()
-    t.join()
+    failed = kill_during(srv, op, lambda: data_files(path) != live, endpoint="up", **body)
     assert not [e for e in failed if "InvalidArgument" in str(e) or "invalid" in str(e)], failed
     print(f"kill -9 {'during' if failed else 'after'} {op}")
     assert len(log_actions(path, "commitInfo")) in (commits, commits + 1)
@@ -205,22 +217,7 @@ def test_lance_vacuum_kill_9(serve: Callable[..., Quiver], tmp_path: Path) -> No
     manifests = lambda: len(list((path / "_versions").glob("*.manifest")))  # noqa: E731
     before = manifests()
 
-    failed: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            srv.client().action("vacuum", endpoint="items", retention_hours=0)
-        except Exception as e:  # the server dies under it
-            failed.append(e)
-
-    t = threading.Thread(target=run)
-    t.start()
-    deadline = time.monotonic() + 60
-    while manifests() == before:  # a tight poll: the vacuum takes milliseconds
-        assert time.monotonic() < deadline, "the vacuum did not start within 60 s"
-        time.sleep(0.001)
-    srv.kill()
-    t.join()
+    failed = kill_during(srv, "vacuum", lambda: manifests() != before, endpoint="items", retention_hours=0)
     print(f"kill -9 {'during' if failed else 'after'} the Lance vacuum ({manifests()} of {before} manifests left)")
     assert_rows(lance.dataset(str(path)).to_table(), expected, "pylance after kill -9 during vacuum")
 
@@ -237,4 +234,124 @@ def test_lance_vacuum_kill_9(serve: Callable[..., Quiver], tmp_path: Path) -> No
     more = table([{"id": 5000, "n": 3}], schema)
     c.put("items", more)
     assert_rows(lance.dataset(str(path)).to_table(), pa.concat_tables([expected, more]), "pylance after an append following vacuum")
+    srv.stop()
+
+
+def test_lance_optimize(serve: Callable[..., Quiver], tmp_path: Path) -> None:
+    """Lance: the optimize action compacts the small fragments of appends
+    and merges (deletions materialized) in one Rewrite version; pylance and
+    LanceDB read exactly the same rows from fewer fragments, time travel to
+    the version before still works, the scalar and vector indices pylance
+    built (on the first fragments, which optimize leaves alone) answer
+    LanceDB's index queries correctly, and writes go on: pylance's append,
+    merge_insert and its own compact_files, Quiver's merges and a second
+    optimize."""
+    import lance
+    import lancedb
+
+    db = tmp_path / "db"
+    path = db / "items.lance"
+    uri = "file://" + str(path)
+    eps = [
+        {"name": "items", "sink": "lance", "lance": {"dataset_uri": uri}, "maintenance": MAINTENANCE},
+        {"name": "up", "sink": "lance", "lance": {"dataset_uri": uri, "mode": "merge_insert", "on": ["id"]},
+         "maintenance": MAINTENANCE},
+    ]
+    srv = serve(eps)
+    c = srv.client()
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string()), ("vec", pa.list_(pa.float32(), 4))])
+    state: dict[int, dict[str, Any]] = {}
+
+    def batch(ids: Any, tag: str) -> pa.Table:
+        return table([{"id": i, "name": f"{tag}{i}", "vec": [float(i), float(i % 7), 1.0, 0.0]} for i in ids], schema)
+
+    def put(endpoint: str, t: pa.Table) -> None:
+        c.put(endpoint, t)
+        state.update((r["id"], r) for r in t.to_pylist())
+
+    def expected() -> pa.Table:
+        return table(state.values(), schema)
+
+    for k in range(20):
+        put("items", batch(range(k * 30, k * 30 + 30), "a"))
+    ds = lance.dataset(str(path))
+    ds.create_scalar_index("id", "BTREE")
+    ds.create_index("vec", "IVF_FLAT", num_partitions=2, metric="l2")
+    for k in range(20, 60):
+        put("items", batch(range(k * 30, k * 30 + 30), "a"))
+    put("up", batch(range(5, 1800, 9), "u"))  # deletion files, indexed fragments too
+    lance.dataset(str(path)).delete("id % 13 = 0")
+    state = {i: r for i, r in state.items() if i % 13 != 0}
+    before = lance.dataset(str(path))
+    indexed = {f.fragment_id for f in before.get_fragments()} & set(range(20))
+
+    res = c.action("optimize", endpoint="items")
+    after = lance.dataset(str(path))
+    frags = {f.fragment_id for f in after.get_fragments()}
+    print(f"lance optimize: {len(before.get_fragments())} -> {len(frags)} fragments: {res}")
+    assert res["endpoint"] == "items" and res["version"] == after.version == before.version + 1, res
+    assert res["files_removed"] >= 40 and 1 <= res["files_added"] < 5 and res["rows"] > 0, res
+    assert indexed <= frags, f"indexed fragments {sorted(indexed - frags)} were rewritten"
+    assert len(frags) <= len(indexed) + res["files_added"], f"fragments after optimize: {sorted(frags)}"
+    assert_rows(after.to_table(), expected(), "pylance after optimize")
+    assert_rows(lance.dataset(str(path), version=before.version).to_table(), expected(), "pylance at the version before")
+    assert [v["version"] for v in after.versions()][-2:] == [before.version, after.version]
+    assert {i.name for i in after.describe_indices()} == {i.name for i in before.describe_indices()}
+
+    tbl = lancedb.connect(str(db)).open_table("items")
+    assert_rows(tbl.to_arrow(), expected(), "LanceDB after optimize")
+    for i in (40, 41, 600 + 41, 1700):  # indexed, updated in an indexed fragment, compacted, compacted
+        got = tbl.search().where(f"id = {i}").to_arrow()
+        assert got.to_pylist() == [state[i]], f"LanceDB scalar query id = {i}: {got.to_pylist()}"
+        hit = tbl.search([float(i), float(i % 7), 1.0, 0.0]).limit(1).to_arrow().drop_columns(["_distance"])
+        assert hit.to_pylist() == [state[i]], f"LanceDB vector query near {i}: {hit.to_pylist()}"
+
+    # Writes go on: pylance's, then Quiver's over pylance's compaction.
+    lance.write_dataset(batch(range(9000, 9010), "p"), str(path), mode="append")
+    state.update((r["id"], r) for r in batch(range(9000, 9010), "p").to_pylist())
+    m = batch([1, 2, 9000, 9500], "m")
+    lance.dataset(str(path)).merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(m)
+    state.update((r["id"], r) for r in m.to_pylist())
+    lance.dataset(str(path)).optimize.compact_files()
+    put("up", batch([3, 9001, 9600], "q"))
+    put("items", batch(range(9700, 9705), "r"))
+    res = c.action("optimize", endpoint="items")
+    assert res["files_removed"] >= 2, res
+    assert_rows(lance.dataset(str(path)).to_table(), expected(), "pylance after pylance's and Quiver's writes and compactions")
+    srv.stop()
+
+
+def test_lance_optimize_kill_9(serve: Callable[..., Quiver], tmp_path: Path) -> None:
+    """Lance: kill -9 once optimize has started writing: pylance reads
+    exactly the rows written (the version before, or the Rewrite if it
+    landed); after the restart optimize completes, vacuum runs (the killed
+    run's files, never referenced, wait a week for it) and writes go on,
+    with no row lost or duplicated."""
+    import lance
+
+    path = tmp_path / "items.lance"
+    workdir = tmp_path / "server"
+    eps = [{"name": "items", "sink": "lance", "lance": {"dataset_uri": "file://" + str(path)}, "maintenance": MAINTENANCE}]
+    srv = serve(eps, workdir=workdir)
+    c = srv.client()
+    schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+    sent = [table([{"id": k * 2000 + i, "name": f"n{i}"} for i in range(2000)], schema) for k in range(60)]
+    for t in sent:
+        c.put("items", t)
+    expected = pa.concat_tables(sent)
+    files = lambda: set((path / "data").iterdir())  # noqa: E731
+    live = files()
+
+    failed = kill_during(srv, "optimize", lambda: files() != live, endpoint="items")
+    print(f"kill -9 {'during' if failed else 'after'} the Lance optimize")
+    assert_rows(lance.dataset(str(path)).to_table(), expected, "pylance after kill -9 during optimize")
+
+    srv = serve(eps, workdir=workdir)
+    c = srv.client()
+    c.action("optimize", endpoint="items")
+    assert len(lance.dataset(str(path)).get_fragments()) == 1
+    c.action("vacuum", endpoint="items", retention_hours=0)
+    more = table([{"id": -1, "name": "after"}], schema)
+    c.put("items", more)
+    assert_rows(lance.dataset(str(path)).to_table(), pa.concat_tables([expected, more]), "pylance after optimize and vacuum following kill -9")
     srv.stop()

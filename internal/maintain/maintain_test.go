@@ -139,7 +139,7 @@ func TestRunnerBackground(t *testing.T) {
 	<-ran
 }
 
-// TestRunnerUnsupportedOps: an operation the sink does not support (Lance's
+// TestRunnerUnsupportedOps: an operation the sink does not support (here
 // optimize) is refused before any run, naming what is supported, and
 // background maintenance runs only the supported ones: no failed optimize
 // at every trigger.

@@ -121,7 +121,11 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 			ModificationTime: a.ModificationTime, DataChange: false, Stats: a.Stats,
 		}})
 	}
-	version, err := deltalog.Commit(ctx, w.bucket, snap, actions, deltalog.CommitOptions{
+	var store deltalog.Store = w.bucket
+	if w.optimizeLog != nil {
+		store = w.optimizeLog
+	}
+	version, err := deltalog.Commit(ctx, store, snap, actions, deltalog.CommitOptions{
 		Operation: "OPTIMIZE",
 		// As Spark's OptimizeTableCommand writes them.
 		OperationParameters: map[string]any{"predicate": "[]", "zOrderBy": "[]", "clusterBy": "[]", "auto": false},

@@ -52,6 +52,10 @@ type Writer struct {
 	warming  sync.WaitGroup
 	// cleaning is true while a log cleanup runs (cleanLogAfter).
 	cleaning atomic.Bool
+	// optimizeLog, when set, is where optimize publishes its commit
+	// instead of bucket: tests put a store between them that loses the
+	// commit's answer.
+	optimizeLog deltalog.Store
 
 	mu   sync.Mutex // guards the following fields
 	snap *deltalog.Snapshot

@@ -61,7 +61,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	lostCreate := false // a previous attempt lost the race to create the dataset
 	loop := tablesink.Commit{Sink: "lance", Endpoint: w.env.Endpoint, Key: key, MaxReplans: maxReplans,
 		Commits: w.m.commits, Conflicts: w.m.conflicts, Log: w.log}
-	return loop.Loop(ctx, func(ctx context.Context, replan int) (writers.CommitInfo, tablesink.Result, error) {
+	info, err := loop.Loop(ctx, func(ctx context.Context, replan int) (writers.CommitInfo, tablesink.Result, error) {
 		d, err := w.latest(ctx)
 		if err != nil {
 			return writers.CommitInfo{}, 0, err
@@ -125,6 +125,10 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		}
 		return writers.CommitInfo{Version: int64(nd.Version())}, tablesink.Committed, nil
 	})
+	if err == nil {
+		w.gate.unpin(key) // a failed commit is retried or rolled back
+	}
+	return info, err
 }
 
 // sameFormat refuses data files of another Lance file format than the

@@ -24,5 +24,10 @@
 // and the touched fragments' merged deletion files, and describes them.
 // Commit publishes one Lance Update version after checking that every
 // fragment the merge replaces or drops is unchanged since the precommit.
+//
+// Maintenance: Optimize compacts small fragments and materializes
+// deletions in one Lance Rewrite version, as Lance's compaction plans it,
+// leaving indexed fragments and those a precommitted merge touched
+// (pins.go) alone; Vacuum removes old versions as cleanup_old_versions.
 // See docs/lance.md.
 package lance

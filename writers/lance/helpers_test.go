@@ -21,6 +21,12 @@ func newWriterURI(t *testing.T, uri string, mem memory.Allocator) *Writer {
 	t.Helper()
 	cfg := NewConfig()
 	cfg.DatasetURI = uri
+	return openWriter(t, cfg, mem)
+}
+
+// openWriter opens a writer of endpoint "items" with cfg.
+func openWriter(t *testing.T, cfg *Config, mem memory.Allocator) *Writer {
+	t.Helper()
 	w, err := New(cfg, writers.Env{Endpoint: "items", Allocator: mem})
 	if err != nil {
 		t.Fatal(err)

@@ -81,14 +81,7 @@ func mergeWriter(t *testing.T, dir string, mem memory.Allocator, on []string, op
 	cfg.WriteMode = ModeMergeInsert
 	cfg.On = on
 	cfg.WhenMatched, cfg.WhenNotMatched, cfg.WhenNotMatchedBySource = opts[0], opts[1], opts[2]
-	w, err := New(cfg, writers.Env{Endpoint: "items", Allocator: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Open(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	return w
+	return openWriter(t, cfg, mem)
 }
 
 // mergeRows runs one merge of rec through w as epoch of writer "job".

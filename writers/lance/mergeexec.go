@@ -82,8 +82,9 @@ func (w *Writer) takeSource(s *stage, mem memory.Allocator) (*source, error) {
 // touched fragments' new deletion files, and returns the descriptor Commit
 // publishes. Any error removes every file it wrote before it returns; an
 // input error (null key, duplicate key under fail, when_matched fail)
-// wraps writers.ErrInvalid.
-func (w *Writer) precommitMerge(ctx context.Context, s *stage) (writers.Descriptor, error) {
+// wraps writers.ErrInvalid. touched receives the ids of the existing
+// fragments the merge changes, for the compaction gate to pin.
+func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64) (writers.Descriptor, error) {
 	defer releaseSource(s)
 	d, err := w.latest(ctx)
 	if err != nil {
@@ -142,6 +143,7 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage) (writers.Descript
 	desc.Fragments = s.finished
 	s.precommitted = append(s.precommitted, s.finished...)
 	s.finished = nil
+	*touched = desc.Merge.touchedIDs()
 	return desc.encode()
 }
 

@@ -20,6 +20,6 @@ func Sink() writers.Sink {
 			}
 			return New(c, env)
 		},
-		Maintains: writers.MaintenanceOps{Vacuum: true}, // no optimize yet (see Optimize)
+		Maintains: writers.MaintenanceOps{Optimize: true, Vacuum: true},
 	}
 }

@@ -29,6 +29,9 @@ type stage struct {
 	open         *dataFile
 	finished     []fragment // durable, in no descriptor yet: Rollback deletes them
 	precommitted []fragment // in a descriptor: never deleted here
+	// rollRows and rollBytes end a data file (0: maxFileRows and
+	// maxFileBytes; optimize sets its target).
+	rollRows, rollBytes uint64
 	// source is the merge_insert source (retained), merged at Precommit;
 	// build is its key-encoded form, built as it arrives (nil for a
 	// changelog, collapsed at Precommit).
@@ -115,10 +118,22 @@ func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) 
 	if err != nil {
 		return fmt.Errorf("lance: encode rows into data/%s: %w", f.name, err)
 	}
-	if s.open.fw.Rows() >= maxFileRows || s.open.fw.BytesWritten() >= maxFileBytes {
+	if rows, size := s.limits(); s.open.fw.Rows() >= rows || s.open.fw.BytesWritten() >= size {
 		return w.finishOpen(s)
 	}
 	return nil
+}
+
+// limits returns the rows and bytes at which s's data files end.
+func (s *stage) limits() (rows, size uint64) {
+	rows, size = maxFileRows, maxFileBytes
+	if s.rollRows > 0 {
+		rows = s.rollRows
+	}
+	if s.rollBytes > 0 {
+		size = s.rollBytes
+	}
+	return rows, size
 }
 
 // admit checks an Arrow schema against the dataset (or, before it
@@ -245,7 +260,10 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		return nil, err
 	}
 	if w.cfg.WriteMode == ModeMergeInsert {
-		return w.precommitMerge(ctx, s)
+		var touched []uint64
+		w.gate.beginPlan()
+		defer func() { w.gate.endPlan(key, touched) }()
+		return w.precommitMerge(ctx, s, &touched)
 	}
 	if s.open != nil {
 		if err := w.finishOpen(s); err != nil {
@@ -261,6 +279,7 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 // Rollback discards what key staged: the open file is abandoned and
 // finished files no descriptor names are deleted. Idempotent.
 func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
+	w.gate.unpin(key)
 	return w.stages.Rollback(ctx, key)
 }
 

@@ -12,15 +12,6 @@ import (
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
-var _ writers.Maintainer = (*Writer)(nil)
-
-// Optimize is not implemented for Lance: compacting fragments needs a
-// Rewrite transaction and index remapping Quiver does not write yet. It
-// answers ErrInvalid pointing at pylance's compact_files.
-func (w *Writer) Optimize(context.Context, writers.OptimizeRequest) (writers.OptimizeResult, error) {
-	return writers.OptimizeResult{}, writers.Errorf(writers.ErrInvalid, "lance: optimize is not implemented for Lance endpoints yet: compact %s with pylance's compact_files or LanceDB's optimize()", w.cfg.DatasetURI)
-}
-
 // Folders of a dataset that vacuum may delete from; anything else
 // (_indices/, _refs/, the hint file) is never touched.
 const (

@@ -29,7 +29,8 @@ type Writer struct {
 
 	stages *tablesink.Stages[stage]
 
-	hist       history // committed epochs read from the version history
+	gate       *compactionGate // optimize vs. precommitted merges (pins.go)
+	hist       history         // committed epochs read from the version history
 	m          *metrics
 	registered *writers.Metrics // m on env.Registerer, until Close
 
@@ -49,6 +50,7 @@ var (
 	_ writers.SchemaReporter    = (*Writer)(nil)
 	_ writers.SchemaChecker     = (*Writer)(nil)
 	_ writers.DescriptorChecker = (*Writer)(nil)
+	_ writers.PrecommitKeeper   = (*Writer)(nil)
 )
 
 // New returns an unopened writer for cfg, which must be valid. A nil
@@ -61,7 +63,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
 	}
-	w := &Writer{cfg: cfg, env: env, log: env.Logger, budget: writers.MemoryOf(env), hist: history{epochs: make(map[string]committedAt)}, m: newMetrics(),
+	w := &Writer{cfg: cfg, env: env, log: env.Logger, budget: writers.MemoryOf(env), hist: history{epochs: make(map[string]committedAt)}, m: newMetrics(), gate: newCompactionGate(),
 		root: tablesink.Root{Sink: "lance", Option: "dataset_uri", URI: cfg.DatasetURI, BaseDir: env.ConfigDir}}
 	w.stages = tablesink.NewStages("lance", w.discard)
 	reg, err := w.m.register(env.Registerer)

@@ -172,8 +172,10 @@ const maxRebases = 32
 // DataReplacement; an Update only over Append, CreateIndex,
 // ReserveFragments and UpdateConfig, which never change an existing
 // fragment (its replaced fragments would otherwise carry stale deletion
-// files). Both need an unchanged schema and retry on the new latest
-// version; anything else, and a create losing to any version, is
+// files); a Rewrite over Append, ReserveFragments, UpdateConfig and the
+// Deletes, Updates and Rewrites that changed none of its old fragments.
+// All need an unchanged schema and retry on the new latest version;
+// anything else, and a create losing to any version, is
 // writers.ErrConflict, after which the caller re-checks its plan against
 // the new version. The hint file is rewritten best effort.
 //
@@ -250,7 +252,7 @@ func rebase(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 		if other == nil {
 			return nil, writers.Errorf(writers.ErrConflict, "lance: concurrent version %d records no transaction, so Quiver cannot tell whether its append is compatible: retry", v)
 		}
-		if !compatible(txn.Op, other.Op) {
+		if !compatible(txn, other) {
 			return nil, writers.Errorf(writers.ErrConflict, "lance: concurrent version %d (operation %s) is incompatible with this %s: retry the transaction", v, opName(other.Op), opName(txn.Op))
 		}
 	}
@@ -264,18 +266,21 @@ func rebase(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 }
 
 // compatible applies Lance's conflict rules from the side of mine (an
-// Append or an Update; see Commit), without inspecting which fragments
-// other touched: an Update conservatively conflicts with every operation
-// that may change an existing fragment.
-func compatible(mine, other protowire.Number) bool {
-	switch mine {
+// Append, an Update or a Rewrite; see Commit). An Update conservatively
+// conflicts with every operation that may change an existing fragment,
+// without inspecting which fragments other touched; a Rewrite inspects
+// them (rewriteCompatible).
+func compatible(mine, other *Transaction) bool {
+	switch mine.Op {
+	case OpRewrite:
+		return rewriteCompatible(mine, other)
 	case OpAppend:
-		switch other {
+		switch other.Op {
 		case OpAppend, OpDelete, OpUpdate, OpCreateIndex, OpRewrite, OpReserveFrags, OpUpdateConfig, OpDataReplacement:
 			return true
 		}
 	case OpUpdate:
-		switch other {
+		switch other.Op {
 		case OpAppend, OpCreateIndex, OpReserveFrags, OpUpdateConfig:
 			return true
 		}
@@ -313,6 +318,7 @@ func build(base *Dataset, txn *Transaction, txnName string) (*Manifest, error) {
 		m.FormatVersion = formatOfFiles(txn.Fragments)
 	}
 	next := m.nextFragmentID()
+	first := next
 	switch txn.Op {
 	case OpAppend:
 		m.Fragments = append([]Fragment(nil), m.Fragments...)
@@ -328,6 +334,12 @@ func build(base *Dataset, txn *Transaction, txnName string) (*Manifest, error) {
 			return nil, err
 		}
 		m.Fragments = frags
+	case OpRewrite:
+		frags, err := applyRewrite(m.Fragments, txn.Groups, &next)
+		if err != nil {
+			return nil, err
+		}
+		m.Fragments = frags
 	default:
 		return nil, fmt.Errorf("lance: Quiver does not build %s versions", opName(txn.Op))
 	}
@@ -336,7 +348,7 @@ func build(base *Dataset, txn *Transaction, txnName string) (*Manifest, error) {
 		next++
 		m.Fragments = append(m.Fragments, f)
 	}
-	if len(txn.Fragments) > 0 {
+	if next > first {
 		if next-1 > math.MaxUint32 {
 			return nil, writers.Errorf(writers.ErrInvalid, "lance: fragment id %d exceeds Lance's 32-bit max_fragment_id", next-1)
 		}

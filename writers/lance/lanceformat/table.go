@@ -259,7 +259,8 @@ const (
 )
 
 // Transaction is one lance.table.Transaction. Quiver builds Append,
-// Overwrite (create) and Update (merge-insert) operations; for others it
+// Overwrite (create), Update (merge-insert) and Rewrite (compaction)
+// operations; for others it
 // keeps the operation number (for the conflict rules) and its raw body.
 type Transaction struct {
 	ReadVersion uint64
@@ -276,6 +277,8 @@ type Transaction struct {
 	Updated []Fragment
 	// Schema is an Overwrite's schema.
 	Schema *Schema
+	// Groups are a Rewrite's groups of old and new fragments.
+	Groups []RewriteGroup
 	pb     *tablepb.Transaction // decoded from: re-encoded as it was
 }
 
@@ -303,6 +306,14 @@ func (t *Transaction) Encode() ([]byte, error) {
 		p.Operation = &tablepb.Transaction_Overwrite_{Overwrite: o}
 	case OpAppend:
 		p.Operation = &tablepb.Transaction_Append_{Append: &tablepb.Transaction_Append{Fragments: fragmentsToPB(t.Fragments)}}
+	case OpRewrite:
+		// No rewritten_indices: the compaction leaves indexed fragments
+		// alone, so every index stays as it is.
+		r := &tablepb.Transaction_Rewrite{}
+		for i := range t.Groups {
+			r.Groups = append(r.Groups, t.Groups[i].toPB())
+		}
+		p.Operation = &tablepb.Transaction_Rewrite_{Rewrite: r}
 	default:
 		return nil, fmt.Errorf("lance: Quiver does not build %s transactions", opName(t.Op))
 	}

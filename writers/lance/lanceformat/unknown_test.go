@@ -121,8 +121,10 @@ func TestTransactionOperations(t *testing.T) {
 	if err != nil || txn.Op != 150 || opName(txn.Op) != "operation #150" {
 		t.Errorf("future operation decoded as %d (%v)", txn.Op, err)
 	}
-	if compatible(OpAppend, txn.Op) {
-		t.Error("an unknown operation is compatible with an append")
+	for _, mine := range []protowire.Number{OpAppend, OpUpdate, OpRewrite} {
+		if compatible(&Transaction{Op: mine}, txn) {
+			t.Errorf("an unknown operation is compatible with a %s", opName(mine))
+		}
 	}
 }
 

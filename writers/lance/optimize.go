@@ -1,0 +1,432 @@
+package lance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+)
+
+var _ writers.Maintainer = (*Writer)(nil)
+
+// Compaction as pylance's compact_files plans it (CompactionOptions'
+// defaults): fragments below maxFileRows rows (target_rows_per_fragment)
+// and below the target bytes are compacted with their neighbours; a
+// fragment with more than deletionsThreshold of its rows deleted is
+// rewritten even alone (materialize_deletions).
+const (
+	deletionsThreshold = 0.1
+	// maxOptimizeAttempts bounds how often Optimize plans again after
+	// losing to a concurrent commit that changed one of its fragments.
+	maxOptimizeAttempts = 3
+)
+
+// Optimize compacts the dataset as Lance's compact_files does: runs of
+// adjacent small fragments (fewer than 1Mi rows and fewer than
+// req.TargetFileBytes bytes of data files) are rewritten into fragments
+// of up to that size, and fragments with more than 10% of their rows
+// deleted are rewritten without them, in one Rewrite version (groups of
+// old and new fragments) in the dataset's file format. Fragments an index
+// covers are left alone (Quiver does not remap indices), and so are those
+// a merge_insert precommitted on this server touched (pins.go).
+//
+// Concurrent appends rebase over the Rewrite, and it over them; a
+// concurrent delete, update or compaction of one of its fragments makes
+// it delete what it wrote and plan again on the new version, at most
+// maxOptimizeAttempts times, then answer ErrConflict. Memory: two
+// fragments' rows per data file being written (see rewrite, writeFile).
+func (w *Writer) Optimize(ctx context.Context, req writers.OptimizeRequest) (writers.OptimizeResult, error) {
+	for attempt := 1; ; attempt++ {
+		res, err := w.optimizeOnce(ctx, req)
+		if !errors.Is(err, writers.ErrConflict) || errors.Is(err, writers.ErrOutcomeUnknown) || attempt == maxOptimizeAttempts {
+			return res, err
+		}
+		w.log.Info("lance: optimize lost to a concurrent commit; planning again", "err", err, "attempt", attempt)
+	}
+}
+
+// compactTarget is where compaction ends a fragment (and what it deems
+// small).
+type compactTarget struct{ rows, bytes uint64 }
+
+func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) (writers.OptimizeResult, error) {
+	d, err := w.latest(ctx)
+	if err != nil || d == nil {
+		return writers.OptimizeResult{Version: writers.NoVersion}, err
+	}
+	res := writers.OptimizeResult{Version: int64(d.Version())}
+	indexed, err := d.Indexed()
+	if err != nil {
+		return res, err
+	}
+	pinned := w.gate.pinned()
+	target := compactTarget{rows: maxFileRows, bytes: uint64(req.TargetFileBytes)}
+	plan := planCompaction(d.Manifest.Fragments, target, func(id uint64) bool { return pinned[id] || indexed(id) })
+	if len(plan) == 0 {
+		return res, nil
+	}
+	minor, err := d.FileMinor()
+	if err != nil {
+		return res, err
+	}
+	txn, written, err := w.rewrite(ctx, d, plan, minor, target)
+	if err != nil {
+		return res, fmt.Errorf("lance: optimize %s: %w", w.cfg.DatasetURI, err)
+	}
+	var nd *lanceformat.Dataset
+	err = w.gate.commit(func(pinned map[uint64]bool) error {
+		for _, g := range txn.Groups {
+			for _, f := range g.Old {
+				if pinned[f.ID] {
+					// A merge precommitted while the fragments were
+					// rewritten touched this one: let it publish.
+					return writers.Errorf(writers.ErrConflict, "lance: a merge_insert precommitted meanwhile touched fragment %d", f.ID)
+				}
+			}
+		}
+		var err error
+		nd, err = lanceformat.Commit(ctx, w.bucket, d, txn)
+		return err
+	})
+	if err != nil {
+		err = fmt.Errorf("lance: optimize %s: %w", w.cfg.DatasetURI, err)
+		if errors.Is(err, writers.ErrOutcomeUnknown) {
+			// The version may have landed and reference them: leave the
+			// files (a vacuum reclaims them if it did not).
+			return res, err
+		}
+		return res, errors.Join(err, w.deleteWritten(ctx, written))
+	}
+	for _, g := range txn.Groups {
+		for _, f := range g.Old {
+			for _, df := range f.Files {
+				res.FilesRemoved++
+				res.BytesRemoved += int64(w.dataFileSize(ctx, df))
+			}
+		}
+	}
+	for _, f := range written {
+		res.FilesAdded++
+		res.BytesAdded += int64(f.Size)
+		res.Rows += int64(f.Rows)
+	}
+	w.m.version.Set(float64(nd.Version()))
+	res.Version = int64(nd.Version())
+	w.log.Info("lance: optimize committed", "version", res.Version, "groups", len(txn.Groups),
+		"files_removed", res.FilesRemoved, "files_added", res.FilesAdded, "rows", res.Rows)
+	return res, nil
+}
+
+// planCompaction groups the fragments to rewrite as Lance's
+// plan_compaction does: a fragment is a candidate when more than
+// deletionsThreshold of its rows are deleted (rewritten even alone) or it
+// is below target in rows and bytes (rewritten with candidate
+// neighbours); runs of adjacent candidates form bins, a fragment skip
+// reports (indexed or pinned) ends a run and is never rewritten, and a
+// bin is split into groups of about target. A group of one small
+// fragment without enough deletions gains nothing and is dropped.
+func planCompaction(frags []lanceformat.Fragment, target compactTarget, skip func(id uint64) bool) [][]lanceformat.Fragment {
+	var (
+		out  [][]lanceformat.Fragment
+		bin  []lanceformat.Fragment
+		self []bool // bin[i] is rewritten even alone
+	)
+	flush := func() {
+		for len(bin) > 0 {
+			n := splitAt(bin, target)
+			if n > 1 || self[0] {
+				out = append(out, bin[:n:n])
+			}
+			bin, self = bin[n:], self[n:]
+		}
+		bin, self = nil, nil
+	}
+	for _, f := range frags {
+		deleted := f.Deletion != nil && float64(f.PhysicalRows-f.LiveRows()) > deletionsThreshold*float64(f.PhysicalRows)
+		small := f.PhysicalRows < target.rows && dataBytes(&f) < target.bytes
+		if skip(f.ID) || (!deleted && !small) {
+			flush()
+			continue
+		}
+		bin, self = append(bin, f), append(self, deleted)
+	}
+	flush()
+	return out
+}
+
+// splitAt returns how many fragments of bin form its first group: at
+// least target in live rows or bytes, unless what would remain after it
+// is less than that, which then joins it (as Lance's split_for_size).
+func splitAt(bin []lanceformat.Fragment, target compactTarget) int {
+	reached := func(fs []lanceformat.Fragment) bool {
+		var rows, size uint64
+		for i := range fs {
+			rows += fs[i].LiveRows()
+			size += liveBytes(&fs[i])
+		}
+		return rows >= target.rows || size >= target.bytes
+	}
+	for n := 1; n <= len(bin); n++ {
+		if reached(bin[:n]) {
+			if reached(bin[n:]) {
+				return n
+			}
+			return len(bin)
+		}
+	}
+	return len(bin)
+}
+
+// dataBytes is the size of f's data files as the manifest records them
+// (0 for files of writers that record none).
+func dataBytes(f *lanceformat.Fragment) uint64 {
+	var n uint64
+	for _, df := range f.Files {
+		n += df.SizeBytes
+	}
+	return n
+}
+
+// liveBytes estimates the bytes f's live rows take.
+func liveBytes(f *lanceformat.Fragment) uint64 {
+	if f.PhysicalRows == 0 {
+		return 0
+	}
+	return uint64(float64(dataBytes(f)) * float64(f.LiveRows()) / float64(f.PhysicalRows))
+}
+
+// filePart is the live rows [from, to) of a fragment (offsets among its
+// live rows) that go into one new data file.
+type filePart struct {
+	frag     *lanceformat.Fragment
+	from, to uint64
+}
+
+// fileTask is one new data file of group: its parts, in order.
+type fileTask struct {
+	group int
+	parts []filePart
+}
+
+// splitFiles cuts the live rows of a group's fragments, in order, into
+// data files of perFile rows (the last one holds the rest), so that they
+// can be written concurrently; a fragment may straddle two files.
+func splitFiles(group int, frags []lanceformat.Fragment, perFile uint64) []fileTask {
+	var (
+		out []fileTask
+		cur = fileTask{group: group}
+		n   uint64 // rows in cur
+	)
+	for i := range frags {
+		live := frags[i].LiveRows()
+		for from := uint64(0); from < live; {
+			take := min(live-from, perFile-n)
+			cur.parts = append(cur.parts, filePart{frag: &frags[i], from: from, to: from + take})
+			n += take
+			from += take
+			if n == perFile {
+				out = append(out, cur)
+				cur, n = fileTask{group: group}, 0
+			}
+		}
+	}
+	if len(cur.parts) > 0 {
+		out = append(out, cur)
+	}
+	return out
+}
+
+// minFileRows is the fewest rows rowsPerFile plans in a data file (one
+// Lance row group): a tiny target_file_bytes must not turn a fragment into
+// a file per row.
+const minFileRows = 1024
+
+// rowsPerFile is how many rows of frags make a data file of target: its
+// rows, or fewer (down to minFileRows) when the fragments' data files say
+// their rows are wide.
+func rowsPerFile(frags []lanceformat.Fragment, target compactTarget) uint64 {
+	var size, rows uint64
+	for i := range frags {
+		size += dataBytes(&frags[i])
+		rows += frags[i].PhysicalRows
+	}
+	if size == 0 || rows == 0 {
+		return target.rows
+	}
+	return min(target.rows, max(minFileRows, uint64(float64(target.bytes)/(float64(size)/float64(rows)))))
+}
+
+// maxCompactors bounds the data files optimize writes at once.
+const maxCompactors = 4
+
+// rewrite writes the new data files of plan's groups, up to
+// min(GOMAXPROCS, maxCompactors) at a time, and returns the Rewrite
+// transaction replacing each group by its files and every file written.
+// On error it deletes what it wrote.
+func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]lanceformat.Fragment, minor uint16, target compactTarget) (*lanceformat.Transaction, []fragment, error) {
+	var tasks []fileTask
+	for gi, old := range plan {
+		tasks = append(tasks, splitFiles(gi, old, rowsPerFile(old, target))...)
+	}
+	files := make([][]fragment, len(tasks))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(min(runtime.GOMAXPROCS(0), maxCompactors))
+	for i, t := range tasks {
+		g.Go(writers.Guard(func() (err error) {
+			files[i], err = w.writeFile(gctx, d, t.parts, minor, target)
+			return err
+		}))
+	}
+	err := g.Wait()
+	var written []fragment
+	for _, fs := range files {
+		written = append(written, fs...)
+	}
+	if err != nil {
+		return nil, nil, errors.Join(err, w.deleteWritten(ctx, written))
+	}
+	txn := &lanceformat.Transaction{Op: lanceformat.OpRewrite, Groups: make([]lanceformat.RewriteGroup, len(plan))}
+	for gi, old := range plan {
+		txn.Groups[gi].Old = old
+	}
+	for i, t := range tasks {
+		for _, f := range files[i] {
+			txn.Groups[t.group].New = append(txn.Groups[t.group].New, f.lance())
+		}
+	}
+	return txn, written, nil
+}
+
+// writeFile writes the rows of parts into a new data file of the
+// dataset's schema in format 2.minor (more than one if it reaches target
+// bytes first) and returns their fragments; on error it deletes what it
+// wrote. Reading and encoding are pipelined: one goroutine reads the
+// fragments one after the other, this one encodes, with one fragment in
+// between, so memory stays at two fragments' rows plus the open file's
+// pages (held on the memory budget).
+func (w *Writer) writeFile(ctx context.Context, d *lanceformat.Dataset, parts []filePart, minor uint16, target compactTarget) (_ []fragment, err error) {
+	var rows uint64
+	for _, p := range parts {
+		rows += p.to - p.from
+	}
+	s := &stage{schema: &d.Manifest.Schema, minor: minor, rollRows: max(rows, 1), rollBytes: target.bytes}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, w.discard(context.WithoutCancel(ctx), s))
+		}
+	}()
+	mem := w.env.Allocator
+	if mem == nil {
+		mem = memory.DefaultAllocator
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	recs := make(chan arrow.RecordBatch, 1)
+	read := make(chan error, 1)
+	go func() {
+		defer close(recs)
+		read <- func() (err error) {
+			defer writers.Recover(&err) // the sink's goroutine: gRPC's recovery does not cover it
+			for _, p := range parts {
+				rec, err := d.ReadFragment(ctx, w.bucket, p.frag, mem)
+				if err != nil {
+					return fmt.Errorf("read fragment %d: %w", p.frag.ID, err)
+				}
+				if n := uint64(rec.NumRows()); p.from > 0 || p.to < n {
+					part := rec.NewSlice(int64(min(p.from, n)), int64(min(p.to, n)))
+					rec.Release()
+					rec = part
+				}
+				w.budget.Hold(writers.MemoryEncoder, int64(util.TotalRecordSize(rec)))
+				select {
+				case recs <- rec:
+				case <-ctx.Done():
+					w.release(rec)
+					return ctx.Err()
+				}
+			}
+			return nil
+		}()
+	}()
+	var encErr error
+	for rec := range recs {
+		if encErr == nil {
+			if encErr = w.appendRows(ctx, s, rec); encErr != nil {
+				cancel() // stop reading: nothing more will be encoded
+			}
+		}
+		w.release(rec)
+	}
+	readErr := <-read
+	if encErr == nil && readErr == nil && s.open != nil {
+		encErr = w.finishOpen(s)
+	}
+	if encErr != nil {
+		return nil, encErr // the cause; readErr is then the cancellation
+	}
+	if readErr != nil {
+		return nil, readErr
+	}
+	return s.finished, nil
+}
+
+// release releases a fragment's rows read by writeFile and gives back
+// what they held on the memory budget.
+func (w *Writer) release(rec arrow.RecordBatch) {
+	w.budget.Hold(writers.MemoryEncoder, -int64(util.TotalRecordSize(rec)))
+	rec.Release()
+}
+
+// appendRows appends rec to s's data files, slicing it so that every file
+// ends exactly at s.rollRows rows.
+func (w *Writer) appendRows(ctx context.Context, s *stage, rec arrow.RecordBatch) (err error) {
+	defer writers.Recover(&err)
+	for off := int64(0); off < rec.NumRows(); {
+		n := rec.NumRows() - off
+		if s.open != nil {
+			n = min(n, int64(s.rollRows-s.open.fw.Rows()))
+		} else {
+			n = min(n, int64(s.rollRows))
+		}
+		part := rec.NewSlice(off, off+n)
+		err := w.writeRec(ctx, s, part)
+		part.Release()
+		if err != nil {
+			return err
+		}
+		off += n
+	}
+	return nil
+}
+
+// deleteWritten deletes the data files of a failed optimize.
+func (w *Writer) deleteWritten(ctx context.Context, frags []fragment) error {
+	var errs []error
+	for _, f := range frags {
+		if err := w.bucket.Delete(context.WithoutCancel(ctx), lanceformat.DataKey(f.Path)); err != nil {
+			errs = append(errs, fmt.Errorf("lance: delete data file %s of the failed optimize: %w", f.Path, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// dataFileSize is df's size: the manifest's, else its object's (0 when
+// that cannot be read: the figure is only reported).
+func (w *Writer) dataFileSize(ctx context.Context, df lanceformat.DataFile) uint64 {
+	if df.SizeBytes > 0 {
+		return df.SizeBytes
+	}
+	o, err := w.bucket.Stat(ctx, lanceformat.DataKey(df.Path))
+	if err != nil {
+		return 0
+	}
+	return uint64(o.Size)
+}
