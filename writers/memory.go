@@ -8,11 +8,15 @@ type MemoryKind uint8
 
 const (
 	// MemoryEncoder is what encoders buffer: open Parquet row groups,
-	// pending Lance pages, batches queued for an encoder.
+	// pending Lance pages.
 	MemoryEncoder MemoryKind = iota + 1
 	// MemoryStaging is what a sink holds on its way out that is neither:
 	// staged records in memory, records in flight to a broker.
 	MemoryStaging
+	// MemoryQueued is batches a sink took from Write and works through on
+	// its own (Delta's encoder queues): they drain without their stream
+	// going on, so streams wait for them rather than go over the limit.
+	MemoryQueued
 )
 
 // MemoryCharger is the server's memory budget as a sink sees it

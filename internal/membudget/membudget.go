@@ -39,10 +39,13 @@ const (
 	Encoder
 	// Staging: what sinks hold otherwise (writers.MemoryStaging).
 	Staging
+	// Queued: batches sinks work through on their own
+	// (writers.MemoryQueued).
+	Queued
 	numKinds
 )
 
-var kindNames = [numKinds]string{"received", "decoded", "encoder", "staging"}
+var kindNames = [numKinds]string{"received", "decoded", "encoder", "staging", "queued"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -68,8 +71,9 @@ type Budget struct {
 
 	mu   sync.Mutex
 	used int64
-	// streams is the part of used that streams hold (Received, Decoded).
-	streams int64
+	// streams is the part of used that streams hold (Received, Decoded);
+	// queued the part sinks work through on their own (Queued).
+	streams, queued int64
 	waiters list.List // of *waiter, in arrival order
 	// blocked: the first waiter waits for the budget (not its share).
 	blocked bool
@@ -120,6 +124,7 @@ type Share struct {
 	// Guarded by b.mu.
 	used    int64
 	streams int64 // the part of used that streams hold
+	queued  int64 // the part of used queued in the sink (Queued)
 	waiting int   // waiters of this share
 }
 
@@ -208,8 +213,11 @@ func (s *Share) Trade(from Kind, n int64, to Kind, m int64) {
 // Hold implements writers.MemoryCharger.
 func (s *Share) Hold(kind writers.MemoryKind, delta int64) {
 	k := Encoder
-	if kind == writers.MemoryStaging {
+	switch kind {
+	case writers.MemoryStaging:
 		k = Staging
+	case writers.MemoryQueued:
+		k = Queued
 	}
 	if delta >= 0 {
 		s.Charge(k, delta)
@@ -279,21 +287,28 @@ func (s *Share) usedNow() int64 {
 }
 
 // fitsLocked: n more bytes fit s and the budget. When no stream holds
-// anything, a stream may go over the limit: what sinks hold drains only as
-// streams move on (a file is finished when its stream ends), and they
-// flush early under the pressure this creates.
+// anything and sinks have nothing queued, a stream may go over the limit:
+// what sinks hold otherwise drains only as streams move on (a file is
+// finished when its stream ends), and they flush early under the pressure
+// this creates. Queued batches drain on their own: streams wait for them.
 func (b *Budget) fitsLocked(s *Share, n int64) bool {
-	return b.fitsBudgetLocked(n) && (s.used+n <= s.limit || s.streams == 0)
+	return b.fitsBudgetLocked(n) && (s.used+n <= s.limit || s.streams == 0 && s.queued == 0)
 }
 
-func (b *Budget) fitsBudgetLocked(n int64) bool { return b.used+n <= b.limit || b.streams == 0 }
+func (b *Budget) fitsBudgetLocked(n int64) bool {
+	return b.used+n <= b.limit || b.streams == 0 && b.queued == 0
+}
 
 func (b *Budget) takeLocked(s *Share, k Kind, n int64) {
 	b.used += n
 	s.used += n
-	if k == Received || k == Decoded {
+	switch k {
+	case Received, Decoded:
 		b.streams += n
 		s.streams += n
+	case Queued:
+		b.queued += n
+		s.queued += n
 	}
 	b.kinds[k].Add(n)
 }

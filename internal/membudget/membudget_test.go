@@ -121,6 +121,32 @@ func TestSinkMemoryAloneDoesNotStopStreams(t *testing.T) {
 	}
 }
 
+// Batches queued in a sink drain on their own: a stream waits for them
+// even when no stream holds anything (else every stream would queue one
+// more batch over the limit), and goes through once they are encoded.
+func TestQueuedBatchesMakeStreamsWait(t *testing.T) {
+	b := newBudget(t, 100)
+	s, other := b.Share("a", 0), b.Share("c", 0)
+	s.Hold(writers.MemoryQueued, 60)
+	same := acquireAsync(t.Context(), s, 60) // over its share
+	waitBlocked(t, b, 1)
+	another := acquireAsync(t.Context(), other, 60) // over the budget
+	waitBlocked(t, b, 2)
+	if got := b.Used(Queued); got != 60 {
+		t.Errorf("queued = %d, want 60", got)
+	}
+	s.Hold(writers.MemoryQueued, -60)
+	for _, w := range []struct {
+		s    *Share
+		done chan error
+	}{{s, same}, {other, another}} {
+		if err := <-w.done; err != nil {
+			t.Fatal(err)
+		}
+		w.s.Release(Decoded, 60) // its batch written: the next goes through
+	}
+}
+
 func TestAdmitTimesOutWithExhausted(t *testing.T) {
 	b := newBudget(t, 100)
 	s := b.Share("a", 0)

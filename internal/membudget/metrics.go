@@ -20,7 +20,7 @@ func (b *Budget) Collectors() []prometheus.Collector {
 	for k := range numKinds {
 		cs = append(cs, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name:        "quiver_memory_bytes",
-			Help:        "Bytes charged to the memory budget, by kind: received (messages not decoded yet, and reserved for the next), decoded (batches until written), encoder (sinks' encoder buffers), staging (sinks' other buffers).",
+			Help:        "Bytes charged to the memory budget, by kind: received (messages not decoded yet, and reserved for the next), decoded (batches until written), encoder (sinks' encoder buffers), staging (sinks' other buffers), queued (batches sinks work through on their own).",
 			ConstLabels: prometheus.Labels{"kind": k.String()},
 		}, func() float64 { return float64(b.kinds[k].Load()) }))
 	}

@@ -35,8 +35,9 @@ type encodeJob struct {
 // one-slot queues; rows may land in any of the key's files, which Delta
 // does not mind (a commit is a set of files).
 //
-// Memory: queued batches and each encoder's buffered row groups are held
-// on the server's memory budget (writers.MemoryEncoder); under pressure
+// Memory: queued batches (writers.MemoryQueued) and each encoder's
+// buffered row groups (writers.MemoryEncoder) are held on the server's
+// memory budget; under pressure
 // an encoder flushes its row groups after each batch instead of letting
 // them grow to parquet.row_group_rows.
 //
@@ -129,7 +130,7 @@ func (p *encoderPool) run(e *encoder) {
 			}
 		}
 		j.rec.Release()
-		budget.Hold(writers.MemoryEncoder, -j.size)
+		budget.Hold(writers.MemoryQueued, -j.size)
 	}
 }
 
@@ -153,13 +154,13 @@ func (p *encoderPool) send(ctx context.Context, j encodeJob) error {
 	e := p.workers[p.next]
 	p.next = (p.next + 1) % len(p.workers)
 	j.size = util.TotalRecordSize(j.rec)
-	p.w.budget.Hold(writers.MemoryEncoder, j.size)
+	p.w.budget.Hold(writers.MemoryQueued, j.size)
 	select {
 	case e.in <- j:
 		return nil
 	case <-ctx.Done():
 		j.rec.Release()
-		p.w.budget.Hold(writers.MemoryEncoder, -j.size)
+		p.w.budget.Hold(writers.MemoryQueued, -j.size)
 		return fmt.Errorf("delta: write: %w", ctx.Err())
 	}
 }
