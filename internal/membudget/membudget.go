@@ -74,7 +74,7 @@ type Budget struct {
 	// streams is the part of used that streams hold (Received, Decoded);
 	// queued the part sinks work through on their own (Queued).
 	streams, queued int64
-	waiters list.List // of *waiter, in arrival order
+	waiters         list.List // of *waiter, in arrival order
 	// blocked: the first waiter waits for the budget (not its share).
 	blocked bool
 }
