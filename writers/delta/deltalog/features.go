@@ -72,8 +72,7 @@ var writerRules = map[string]featureRule{
 	"deletionVectors": always, // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
 	"timestampNtz":    always,
 	"domainMetadata":  always, // domains are preserved, never edited
-	"rowTracking": refuseIfActive("row ids and the delta.rowTracking high-water mark are not maintained",
-		func(s *Snapshot) bool { return s.Metadata.Configuration["delta.rowTrackingSuspended"] != "true" }),
+	"rowTracking":     always, // Commit assigns row ids (rowtracking.go); rewrites materialize them
 	"v2Checkpoint":                never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
 	"inCommitTimestamp":           always, // commitInfo.inCommitTimestamp is written when enabled
 	"clustering":                  always, // stats follow delta.dataSkipping*, which Spark keeps covering the clustering columns; clusteringProvider is never set

@@ -77,8 +77,7 @@ var goldenTables = map[string]goldenCase{
 		refuseRead: `"v2Checkpoint"`, refuseWrite: `"v2Checkpoint"`},
 	"checkpoint-v2-json": {version: 2, rows: 10, files: 2, tombstones: -1,
 		refuseRead: `"v2Checkpoint"`, refuseWrite: `"v2Checkpoint"`},
-	"domain-metadata": {version: 2, rows: 6, files: -1, tombstones: -1, domains: 2,
-		refuseWrite: `"rowTracking"`},
+	"domain-metadata": {version: 2, rows: 6, files: -1, tombstones: -1, domains: 2},
 
 	"txn-app-ids": {version: 4, rows: 4, files: 4, tombstones: 0, txn: map[string]int64{"app-a": 3, "app-b": 7}},
 

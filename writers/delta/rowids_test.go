@@ -1,0 +1,166 @@
+package delta
+
+import (
+	"context"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+)
+
+// enableRowTracking turns row tracking on as Spark's ALTER TABLE does: the
+// protocol lists rowTracking, the materialized columns are named, and the
+// live files are re-added (dataChange false) to be given row ids.
+func enableRowTracking(t *testing.T, cfg *Config) {
+	t.Helper()
+	snap := snapshot(t, cfg)
+	p := snap.Protocol
+	p = deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors"},
+		WriterFeatures: []string{"appendOnly", "invariants", "deletionVectors", "domainMetadata", "rowTracking"}}
+	m := snap.Metadata
+	m.Configuration = map[string]string{"delta.enableRowTracking": "true",
+		deltalog.MaterializedRowIDProperty:            "_row-id-col-test",
+		deltalog.MaterializedRowCommitVersionProperty: "_row-commit-version-col-test"}
+	for k, v := range snap.Metadata.Configuration {
+		m.Configuration[k] = v
+	}
+	actions := []deltalog.Action{{Protocol: &p}, {MetaData: &m}}
+	for _, a := range snap.Files() {
+		c := *a
+		c.DataChange = false
+		actions = append(actions, deltalog.Action{Add: &c})
+	}
+	if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snap, actions, deltalog.CommitOptions{Operation: "SET TBLPROPERTIES"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// rowIdentity is a row's id and commit version.
+type rowIdentity struct{ id, version int64 }
+
+// rowIdentities reads the live rows of the table and returns each key's
+// row id and commit version, as a reader of row tracking derives them.
+func rowIdentities(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]rowIdentity {
+	t.Helper()
+	ctx := context.Background()
+	b := tableBucket(t, cfg)
+	snap := snapshot(t, cfg)
+	rt := rowTrackingOf(snap)
+	if rt == nil {
+		t.Fatal("the table does not track rows")
+	}
+	out := map[int32]rowIdentity{}
+	ids := map[int64]bool{}
+	for _, a := range snap.Files() {
+		key, _ := deltalog.DecodePath(a.Path)
+		gone, err := deltalog.ReadDeletionVector(ctx, b, a.DeletionVector)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, size, err := b.OpenReader(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = readKept(ctx, mem, r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
+			defer rec.Release()
+			col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
+			keys := col("id").(*array.Int32)
+			rid, ver := col(rt.idCol).(*array.Int64), col(rt.versionCol).(*array.Int64)
+			for i := range keys.Len() {
+				if rid.IsNull(i) || ver.IsNull(i) {
+					t.Fatalf("file %s: row %d without row id or commit version", a.Path, i)
+				}
+				if ids[rid.Value(i)] {
+					t.Fatalf("row id %d twice", rid.Value(i))
+				}
+				ids[rid.Value(i)] = true
+				out[keys.Value(i)] = rowIdentity{rid.Value(i), ver.Value(i)}
+			}
+			return nil
+		})
+		r.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	hwm, err := snap.RowIDHighWaterMark()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for id := range ids {
+		if id > hwm {
+			t.Fatalf("row id %d above the high-water mark %d", id, hwm)
+		}
+	}
+	return out
+}
+
+// TestRowIDsStable: in a table that tracks rows, upserts (copy-on-write and
+// with deletion vectors) keep the row ids of the rows they copy and
+// update, give updated rows the commit's version and inserted rows fresh
+// ids; optimize keeps ids and versions.
+func TestRowIDsStable(t *testing.T) {
+	for _, dv := range []bool{false, true} {
+		t.Run(map[bool]string{false: "copy-on-write", true: "deletion-vectors"}[dv], func(t *testing.T) {
+			mem := checkedMem(t)
+			cfg := upsertDVConfig(fileURI(t))
+			cfg.DeletionVectors = dv
+			w := openWriter(t, cfg, mem)
+			seedIDs(t, w, mem, [2]int32{0, 100})
+			enableRowTracking(t, cfg)
+			before := rowIdentities(t, cfg, mem)
+			for id, r := range before {
+				if r.id != int64(id) || r.version != 1 {
+					t.Fatalf("key %d: %+v after backfill, want id %d, version 1", id, r, id)
+				}
+			}
+			epoch := int64(0)
+			upsert := func(changes ...idChange) int64 {
+				epoch++
+				rec := idBatch(mem, changes...)
+				defer rec.Release()
+				return commitOne(t, w, writers.TxnKey{Writer: "rt", Epoch: epoch}, rec).Version
+			}
+			check := func(step string, prev map[int32]rowIdentity, updated map[int32]int64, deleted []int32, inserted []int32) map[int32]rowIdentity {
+				t.Helper()
+				now := rowIdentities(t, cfg, mem)
+				for _, k := range deleted {
+					if _, ok := now[k]; ok {
+						t.Fatalf("%s: deleted key %d still live", step, k)
+					}
+					delete(prev, k)
+				}
+				for k, p := range prev {
+					want := p
+					if v, ok := updated[k]; ok {
+						want.version = v
+					}
+					if now[k] != want {
+						t.Errorf("%s: key %d has %+v, want %+v", step, k, now[k], want)
+					}
+				}
+				for _, k := range inserted {
+					if now[k].id < 100 {
+						t.Errorf("%s: inserted key %d has row id %d, not fresh", step, k, now[k].id)
+					}
+				}
+				return now
+			}
+			v := upsert(idChange{10, "ten", "U"}, idChange{20, "twenty", "U"}, idChange{30, "", "D"}, idChange{200, "new", "I"})
+			after := check("upsert 1", before, map[int32]int64{10: v, 20: v}, []int32{30}, []int32{200})
+			v = upsert(idChange{10, "ten again", "U"}, idChange{40, "forty", "U"}, idChange{201, "new", "I"})
+			after = check("upsert 2", after, map[int32]int64{10: v, 40: v}, nil, []int32{201})
+			if _, err := w.Optimize(context.Background(), writers.OptimizeRequest{TargetFileBytes: 128 << 20}); err != nil {
+				t.Fatal(err)
+			}
+			if n := snapshot(t, cfg).NumFiles(); n != 1 {
+				t.Fatalf("%d files after optimize, want 1", n)
+			}
+			check("optimize", after, nil, nil, nil)
+		})
+	}
+}
