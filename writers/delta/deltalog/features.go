@@ -69,10 +69,10 @@ var writerRules = map[string]featureRule{
 		columnMappingActive),
 	"identityColumns": refuseIfActive("a column has delta.identity.* (identity values are not generated)",
 		columnMetadataActive("delta.identity.")),
-	"deletionVectors": always, // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
-	"timestampNtz":    always,
-	"domainMetadata":  always, // domains are preserved, never edited
-	"rowTracking":     always, // Commit assigns row ids (rowtracking.go); rewrites materialize them
+	"deletionVectors":             always, // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
+	"timestampNtz":                always,
+	"domainMetadata":              always, // domains are preserved, never edited
+	"rowTracking":                 always, // Commit assigns row ids (rowtracking.go); rewrites materialize them
 	"v2Checkpoint":                never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
 	"inCommitTimestamp":           always, // commitInfo.inCommitTimestamp is written when enabled
 	"clustering":                  always, // stats follow delta.dataSkipping*, which Spark keeps covering the clustering columns; clusteringProvider is never set
