@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -174,4 +175,60 @@ func TestV2CheckpointWrite(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestLogCleanupKeepsSidecars: log cleanup deletes the sidecars no
+// retained checkpoint names (orphans, and those of checkpoints it
+// deletes) and keeps the ones the newest expired checkpoint needs.
+func TestLogCleanupKeepsSidecars(t *testing.T) {
+	ctx := t.Context()
+	store := logOnly(t, "checkpoint-v2-json", func(string) bool { return false })
+	orphan := SidecarDir + "orphan.parquet"
+	if err := store.Put(ctx, orphan, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	var sidecar string
+	for obj, err := range store.List(ctx, SidecarDir, "") {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if obj.Key != orphan {
+			sidecar = obj.Key
+		}
+	}
+	later := time.Now().Add(2 * time.Hour)
+	expired := func() map[string]bool {
+		t.Helper()
+		objs, err := ExpiredLogFiles(ctx, store, later, time.Hour)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]bool{}
+		for _, o := range objs {
+			out[o.Key] = true
+		}
+		return out
+	}
+	got := expired()
+	if !got[orphan] || got[sidecar] || !got[CommitKey(0)] || !got[CommitKey(1)] || got[CommitKey(2)] {
+		t.Fatalf("expired %v: want the orphan and commits 0, 1, not %s nor commit 2", got, sidecar)
+	}
+	// Quiver's own V2 checkpoint at version 4 (interval 2) takes over.
+	for range 2 {
+		s, err := Load(ctx, store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		a := Action{Txn: &Txn{AppID: "x", Version: s.Version}}
+		if _, err := Commit(ctx, store, s, []Action{a}, CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got = expired()
+	if !got[sidecar] || !got[orphan] || !got[CommitKey(3)] {
+		t.Fatalf("expired %v: want %s, the orphan and commit 3 once version 4 is checkpointed", got, sidecar)
+	}
+	if s, err := Load(ctx, store); err != nil || s.Version != 4 {
+		t.Fatalf("Load = %v, %v", s, err)
+	}
 }
