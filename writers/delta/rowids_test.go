@@ -164,3 +164,82 @@ func TestRowIDsStable(t *testing.T) {
 		})
 	}
 }
+
+// TestDomainsKept: in Spark's liquid-clustered, row-tracked table every
+// kind of Quiver commit (upsert, append, optimize, overwrite) keeps the
+// delta.clustering domain as it was and advances the row-id high-water
+// mark; row ids stay unique and rows untouched keep theirs.
+func TestDomainsKept(t *testing.T) {
+	mem := checkedMem(t)
+	uri := goldenCopy(t, "domain-metadata")
+	cfg := testConfig(uri, func(c *Config) { c.WriteMode, c.MergeKeys = ModeUpsert, []string{"id"} })
+	clustering, ok := snapshot(t, cfg).Domain("delta.clustering")
+	if !ok {
+		t.Fatal("the golden table has no delta.clustering domain")
+	}
+	ids := rowIdentities(t, cfg, mem)
+	hwm := int64(-1)
+	check := func(step string) {
+		t.Helper()
+		s := snapshot(t, cfg)
+		if d, ok := s.Domain("delta.clustering"); !ok || d != clustering {
+			t.Fatalf("%s: delta.clustering %+v, want %+v", step, d, clustering)
+		}
+		h, err := s.RowIDHighWaterMark()
+		if err != nil || h <= hwm {
+			t.Fatalf("%s: high-water mark %d (%v), was %d", step, h, err, hwm)
+		}
+		hwm = h
+	}
+	w := openWriter(t, cfg, mem)
+	rec := idBatch(mem, idChange{1, "one", "U"}, idChange{100, "new", "I"})
+	commitOne(t, w, writers.TxnKey{Writer: "d", Epoch: 1}, rec)
+	rec.Release()
+	check("upsert")
+	now := rowIdentities(t, cfg, mem)
+	for k, r := range ids {
+		if k != 1 && now[k] != r {
+			t.Fatalf("upsert: key %d moved from %+v to %+v", k, r, now[k])
+		}
+	}
+	if now[1].id != ids[1].id {
+		t.Fatalf("upsert: updated key 1 has row id %d, had %d", now[1].id, ids[1].id)
+	}
+
+	app := openWriter(t, testConfig(uri), mem)
+	rec = idBatch(mem, idChange{200, "appended", ""})
+	commitOne(t, app, writers.AutoKey("a"), dropOp(t, mem, rec))
+	rec.Release()
+	check("append")
+
+	before := rowIdentities(t, cfg, mem)
+	if _, err := w.Optimize(context.Background(), writers.OptimizeRequest{TargetFileBytes: 128 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	check("optimize")
+	if after := rowIdentities(t, cfg, mem); len(after) != len(before) {
+		t.Fatalf("optimize: %d rows, had %d", len(after), len(before))
+	} else {
+		for k, r := range before {
+			if after[k] != r {
+				t.Fatalf("optimize: key %d moved from %+v to %+v", k, r, after[k])
+			}
+		}
+	}
+
+	over := openWriter(t, testConfig(uri, func(c *Config) { c.WriteMode = ModeOverwrite }), mem)
+	rec = idBatch(mem, idChange{7, "only", ""})
+	commitOne(t, over, writers.AutoKey("o"), dropOp(t, mem, rec))
+	rec.Release()
+	check("overwrite")
+	rowIdentities(t, cfg, mem)
+}
+
+// dropOp returns rec without its _op column (for append and overwrite).
+func dropOp(t *testing.T, mem memory.Allocator, rec arrow.RecordBatch) arrow.RecordBatch {
+	t.Helper()
+	s := rec.Schema()
+	out := array.NewRecordBatch(arrow.NewSchema(s.Fields()[:2], nil), rec.Columns()[:2], rec.NumRows())
+	t.Cleanup(out.Release)
+	return out
+}
