@@ -102,16 +102,7 @@ func readJSONCheckpoint(key string, data []byte) ([]Action, []Sidecar, error) {
 		actions  []Action
 		sidecars []Sidecar
 	)
-	for n := 1; len(data) > 0; n++ {
-		line := data
-		if i := bytes.IndexByte(data, '\n'); i >= 0 {
-			line, data = data[:i], data[i+1:]
-		} else {
-			data = nil
-		}
-		if line = bytes.TrimSpace(line); len(line) == 0 {
-			continue
-		}
+	err := eachLine(data, func(n int, line []byte) error {
 		a, err := decodeAction(line)
 		if err == nil && a.empty() {
 			var l struct {
@@ -122,11 +113,15 @@ func readJSONCheckpoint(key string, data []byte) ([]Action, []Sidecar, error) {
 			}
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("delta: checkpoint %s line %d: %w: %w", key, n, ErrCorrupt, err)
+			return fmt.Errorf("delta: checkpoint %s line %d: %w: %w", key, n, ErrCorrupt, err)
 		}
 		if !a.empty() {
 			actions = append(actions, a)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	return actions, sidecars, nil
 }
