@@ -170,25 +170,31 @@ func (in *intent) encode(ctx context.Context, store Store, snap *Snapshot) ([]by
 		ci.InCommitTimestamp = &ict
 		ci.Timestamp = ict
 	}
-	actions := in.actions
-	if version := int64(0); in.rowTracking(snap) {
-		hwm := int64(-1)
-		if snap != nil {
-			version = snap.Version + 1
-			var err error
-			if hwm, err = snap.RowIDHighWaterMark(); err != nil {
-				return nil, err
-			}
-		}
-		// Assigned per attempt: a rebase over a concurrent commit moves
-		// the high-water mark and the version.
-		var err error
-		if actions, err = assignRowIDs(actions, hwm, version); err != nil {
-			return nil, err
-		}
+	actions, err := in.withRowIDs(snap)
+	if err != nil {
+		return nil, err
 	}
 	in.written = actions
 	return EncodeCommit(append([]Action{{CommitInfo: ci}}, actions...))
+}
+
+// withRowIDs returns the actions to write on top of snap (nil: version
+// 0), with row ids assigned when the table tracks rows. They are assigned
+// per attempt: a rebase over a concurrent commit moves the high-water mark
+// and the version.
+func (in *intent) withRowIDs(snap *Snapshot) ([]Action, error) {
+	if !in.rowTracking(snap) {
+		return in.actions, nil
+	}
+	hwm, version := int64(-1), int64(0)
+	if snap != nil {
+		version = snap.Version + 1
+		var err error
+		if hwm, err = snap.RowIDHighWaterMark(); err != nil {
+			return nil, err
+		}
+	}
+	return assignRowIDs(in.actions, hwm, version)
 }
 
 // rowTracking reports whether the commit on top of snap (nil: version 0)
