@@ -46,8 +46,6 @@ type rowIdentity struct{ id, version int64 }
 // row id and commit version, as a reader of row tracking derives them.
 func rowIdentities(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]rowIdentity {
 	t.Helper()
-	ctx := context.Background()
-	b := tableBucket(t, cfg)
 	snap := snapshot(t, cfg)
 	rt := rowTrackingOf(snap)
 	if rt == nil {
@@ -55,38 +53,21 @@ func rowIdentities(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]ro
 	}
 	out := map[int32]rowIdentity{}
 	ids := map[int64]bool{}
-	for _, a := range snap.Files() {
-		key, _ := deltalog.DecodePath(a.Path)
-		gone, err := deltalog.ReadDeletionVector(ctx, b, a.DeletionVector)
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, size, err := b.OpenReader(ctx, key)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = readKept(ctx, mem, r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
-			defer rec.Release()
-			col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
-			keys := col("id").(*array.Int32)
-			rid, ver := col(rt.idCol).(*array.Int64), col(rt.versionCol).(*array.Int64)
-			for i := range keys.Len() {
-				if rid.IsNull(i) || ver.IsNull(i) {
-					t.Fatalf("file %s: row %d without row id or commit version", a.Path, i)
-				}
-				if ids[rid.Value(i)] {
-					t.Fatalf("row id %d twice", rid.Value(i))
-				}
-				ids[rid.Value(i)] = true
-				out[keys.Value(i)] = rowIdentity{rid.Value(i), ver.Value(i)}
+	eachTrackedBatch(t, cfg, mem, true, func(a *deltalog.Add, rec arrow.RecordBatch) {
+		col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
+		keys := col("id").(*array.Int32)
+		rid, ver := col(rt.idCol).(*array.Int64), col(rt.versionCol).(*array.Int64)
+		for i := range keys.Len() {
+			if rid.IsNull(i) || ver.IsNull(i) {
+				t.Fatalf("file %s: row %d without row id or commit version", a.Path, i)
 			}
-			return nil
-		})
-		r.Close()
-		if err != nil {
-			t.Fatal(err)
+			if ids[rid.Value(i)] {
+				t.Fatalf("row id %d twice", rid.Value(i))
+			}
+			ids[rid.Value(i)] = true
+			out[keys.Value(i)] = rowIdentity{rid.Value(i), ver.Value(i)}
 		}
-	}
+	})
 	hwm, err := snap.RowIDHighWaterMark()
 	if err != nil {
 		t.Fatal(err)
