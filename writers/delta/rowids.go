@@ -48,13 +48,14 @@ func (rt *rowTracking) fields(version bool) []arrow.Field {
 	return f
 }
 
-// materialize returns rec, the rows of data file a from file position
-// first on, with its materialized row id column (and, when version is
-// set, its commit version column) filled in: the value rec holds where
-// not null, else the file's default. A file without baseRowId (it
-// predates row tracking) leaves the id null: the row gets a fresh one.
-// The caller releases the result.
-func (rt *rowTracking) materialize(mem memory.Allocator, rec arrow.RecordBatch, a *deltalog.Add, first int64, version bool) (arrow.RecordBatch, error) {
+// materialize returns rec, rows of data file a, with its materialized row
+// id column (and, when version is set, its commit version column) filled
+// in: the value rec holds where not null, else the file's default. Row i
+// of rec is at file position first+i, or first+rows[i] when rows is not
+// nil. A file without baseRowId (it predates row tracking) leaves the id
+// null: the row gets a fresh one. The caller releases the result.
+func (rt *rowTracking) materialize(mem memory.Allocator, rec arrow.RecordBatch, a *deltalog.Add, first int64, rows []int32, version bool) (arrow.RecordBatch, error) {
+	n := int(rec.NumRows())
 	fields := slices.Clone(rec.Schema().Fields())
 	cols := slices.Clone(rec.Columns())
 	var made []arrow.Array
@@ -63,15 +64,23 @@ func (rt *rowTracking) materialize(mem memory.Allocator, rec arrow.RecordBatch, 
 			c.Release()
 		}
 	}()
-	defaults := []func(i int) *int64{
-		func(i int) *int64 {
+	// defaults[j](i) is row i's default for column j, ok false for none.
+	defaults := []func(i int) (v int64, ok bool){
+		func(i int) (int64, bool) {
 			if a.BaseRowID == nil {
-				return nil
+				return 0, false
 			}
-			id := *a.BaseRowID + first + int64(i)
-			return &id
+			if rows != nil {
+				return *a.BaseRowID + first + int64(rows[i]), true
+			}
+			return *a.BaseRowID + first + int64(i), true
 		},
-		func(int) *int64 { return a.DefaultRowCommitVersion },
+		func(int) (int64, bool) {
+			if a.DefaultRowCommitVersion == nil {
+				return 0, false
+			}
+			return *a.DefaultRowCommitVersion, true
+		},
 	}
 	for j, f := range rt.fields(version) {
 		var have *array.Int64
@@ -83,14 +92,13 @@ func (rt *rowTracking) materialize(mem memory.Allocator, rec arrow.RecordBatch, 
 			}
 		}
 		b := array.NewInt64Builder(mem)
-		b.Reserve(int(rec.NumRows()))
-		for i := range int(rec.NumRows()) {
-			switch v := defaults[j](i); {
-			case have != nil && have.IsValid(i):
+		b.Reserve(n)
+		for i := range n {
+			if have != nil && have.IsValid(i) {
 				b.UnsafeAppend(have.Value(i))
-			case v != nil:
-				b.UnsafeAppend(*v)
-			default:
+			} else if v, ok := defaults[j](i); ok {
+				b.UnsafeAppend(v)
+			} else {
 				b.AppendNull()
 			}
 		}

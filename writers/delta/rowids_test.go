@@ -10,14 +10,23 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 // enableRowTracking turns row tracking on as Spark's ALTER TABLE does: the
 // protocol lists rowTracking, the materialized columns are named, and the
 // live files are re-added (dataChange false) to be given row ids.
-func enableRowTracking(t *testing.T, cfg *Config) {
+func enableRowTracking(t testing.TB, cfg *Config) {
 	t.Helper()
-	snap := snapshot(t, cfg)
+	b, err := storage.Open(context.Background(), cfg.TableURI, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	snap, err := deltalog.Load(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	p := snap.Protocol
 	p = deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"deletionVectors"},
 		WriterFeatures: []string{"appendOnly", "invariants", "deletionVectors", "domainMetadata", "rowTracking"}}
@@ -34,7 +43,7 @@ func enableRowTracking(t *testing.T, cfg *Config) {
 		c.DataChange = false
 		actions = append(actions, deltalog.Action{Add: &c})
 	}
-	if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snap, actions, deltalog.CommitOptions{Operation: "SET TBLPROPERTIES"}); err != nil {
+	if _, err := deltalog.Commit(context.Background(), b, snap, actions, deltalog.CommitOptions{Operation: "SET TBLPROPERTIES"}); err != nil {
 		t.Fatal(err)
 	}
 }

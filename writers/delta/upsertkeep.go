@@ -139,17 +139,17 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 		if len(rows) == 0 {
 			continue
 		}
-		if k.rt != nil {
-			if rec, err = k.rt.materialize(mem, rec, a, first-n, false); err != nil {
-				return err
-			}
-		} else {
-			rec.Retain()
-		}
 		taken, err := take(cctx, mem, rec, rows)
-		rec.Release()
 		if err != nil {
 			return err
+		}
+		if k.rt != nil {
+			withIDs, err := k.rt.materialize(mem, taken, a, first-n, rows, false)
+			taken.Release()
+			if err != nil {
+				return err
+			}
+			taken = withIDs
 		}
 		err = k.add(enc, taken, tuple, parts)
 		taken.Release()

@@ -422,7 +422,7 @@ func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int
 			continue
 		}
 		if rt != nil {
-			if rec, err = rt.materialize(mem, rec, a, first, true); err != nil {
+			if rec, err = rt.materialize(mem, rec, a, first, nil, true); err != nil {
 				return err
 			}
 		} else {
