@@ -114,6 +114,14 @@ func readTable(t *testing.T, cfg *Config, mem memory.Allocator) []arrow.RecordBa
 // minus the deletion vector's cardinality.
 func eachLiveBatch(t *testing.T, cfg *Config, mem memory.Allocator, fn func(a *deltalog.Add, rec arrow.RecordBatch)) {
 	t.Helper()
+	eachTrackedBatch(t, cfg, mem, false, fn)
+}
+
+// eachTrackedBatch is eachLiveBatch with, when track is set, the row ids
+// and commit versions of a table that tracks rows materialized
+// (rowTracking.materialize).
+func eachTrackedBatch(t *testing.T, cfg *Config, mem memory.Allocator, track bool, fn func(a *deltalog.Add, rec arrow.RecordBatch)) {
+	t.Helper()
 	ctx := context.Background()
 	b := tableBucket(t, cfg)
 	snap, err := deltalog.Load(ctx, b)
@@ -122,6 +130,10 @@ func eachLiveBatch(t *testing.T, cfg *Config, mem memory.Allocator, fn func(a *d
 	}
 	if err != nil {
 		t.Fatalf("load table %s: %v", cfg.TableURI, err)
+	}
+	var rt *rowTracking
+	if track {
+		rt = rowTrackingOf(snap)
 	}
 	for _, a := range snap.Files() {
 		key, err := deltalog.DecodePath(a.Path)
@@ -140,7 +152,7 @@ func eachLiveBatch(t *testing.T, cfg *Config, mem memory.Allocator, fn func(a *d
 			t.Errorf("file %s: size %d, add.size %d", key, size, a.Size)
 		}
 		var rows int64
-		err = readKept(ctx, mem, r, size, key, gone, func(rec arrow.RecordBatch) error {
+		err = readKept(ctx, mem, r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			rows += rec.NumRows()
 			fn(a, rec)

@@ -293,7 +293,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		}
 	}
 	dir := deltalog.PartitionDir(snap.Metadata.PartitionColumns, a.PartitionValues)
-	adds, err := w.rewrite(ctx, r, size, a, dir, gone, stats)
+	adds, err := w.rewrite(ctx, r, size, a, dir, gone, rowTrackingOf(snap), stats)
 	if err != nil {
 		out.record("", adds)
 		return err
@@ -347,11 +347,11 @@ func without(sorted, drop []int64) []int64 {
 
 // rewrite writes the rows of data file a (r, size) but the gone ones
 // (ascending positions in the file) as new files under dir, with
-// statistics for stats. Reading and
+// statistics for stats and their row ids kept when rt is set. Reading and
 // Parquet encoding are pipelined: this goroutine decodes and gathers, one
 // more encodes, with one batch in between. It returns the finished files,
 // also on failure (for deletion).
-func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64, stats *deltalog.StatsColumns) ([]addFile, error) {
+func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64, rt *rowTracking, stats *deltalog.StatsColumns) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fs := newFileSet(stats)
@@ -382,7 +382,7 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 			encErr = finish()
 		}
 	}()
-	readErr := readKept(ctx, w.mem, r, size, a.Path, gone, func(rec arrow.RecordBatch) error {
+	readErr := readKept(ctx, w.mem, r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
 		select {
 		case kept <- rec:
 			return nil
@@ -400,13 +400,14 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 	return fs.finished, readErr
 }
 
-// readKept reads every column of data file path and hands send each
-// batch without the gone rows (positions in the file, ascending); send
-// owns the batch it is given.
-func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int64, path string, gone []int64, send func(arrow.RecordBatch) error) error {
+// readKept reads every column of data file a (r, size) and hands send
+// each batch without the gone rows (positions in the file, ascending),
+// with their row ids and commit versions materialized when rt is set;
+// send owns the batch it is given.
+func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int64, a *deltalog.Add, gone []int64, rt *rowTracking, send func(arrow.RecordBatch) error) error {
 	rr, err := parquetio.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{})
 	if err != nil {
-		return fmt.Errorf("delta: upsert: read data file %s: %w", path, err)
+		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
 	}
 	defer rr.Release()
 	cctx := compute.WithAllocator(ctx, mem)
@@ -416,16 +417,23 @@ func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int
 		rec := rr.RecordBatch()
 		n := rec.NumRows()
 		gone, rows = takeRows(gone, first, n, rows)
-		first += n
-		var out arrow.RecordBatch
-		switch {
-		case len(rows) == int(n):
+		if len(rows) == int(n) {
+			first += n
 			continue
-		case len(rows) == 0:
+		}
+		if rt != nil {
+			if rec, err = rt.materialize(mem, rec, a, first, nil, true); err != nil {
+				return err
+			}
+		} else {
 			rec.Retain()
-			out = rec
-		default:
-			if out, err = take(cctx, mem, rec, complement(rows, int(n))); err != nil {
+		}
+		first += n
+		out := rec
+		if len(rows) > 0 {
+			out, err = take(cctx, mem, rec, complement(rows, int(n)))
+			rec.Release()
+			if err != nil {
 				return err
 			}
 		}
@@ -434,7 +442,7 @@ func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int
 		}
 	}
 	if err := rr.Err(); err != nil {
-		return fmt.Errorf("delta: upsert: read data file %s: %w", path, err)
+		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
 	}
 	return nil
 }

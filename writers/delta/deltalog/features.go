@@ -41,7 +41,7 @@ var readerRules = map[string]featureRule{
 	"vacuumProtocolCheck": always,
 	"columnMapping": refuseIfActive("column mapping is active (delta.columnMapping.mode); physical column names are not implemented",
 		columnMappingActive),
-	"v2Checkpoint":             never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
+	"v2Checkpoint":             always, // V2 checkpoints and sidecars are read (checkpoint_v2.go)
 	"typeWidening":             never("files written before a type change would need upcasting"),
 	"typeWidening-preview":     never("files written before a type change would need upcasting"),
 	"variantType":              never("the variant type is not implemented"),
@@ -69,12 +69,11 @@ var writerRules = map[string]featureRule{
 		columnMappingActive),
 	"identityColumns": refuseIfActive("a column has delta.identity.* (identity values are not generated)",
 		columnMetadataActive("delta.identity.")),
-	"deletionVectors": always, // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
-	"timestampNtz":    always,
-	"domainMetadata":  always, // domains are preserved, never edited
-	"rowTracking": refuseIfActive("row ids and the delta.rowTracking high-water mark are not maintained",
-		func(s *Snapshot) bool { return s.Metadata.Configuration["delta.rowTrackingSuspended"] != "true" }),
-	"v2Checkpoint":                never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
+	"deletionVectors":             always, // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
+	"timestampNtz":                always,
+	"domainMetadata":              always, // domains are preserved, never edited
+	"rowTracking":                 always, // Commit assigns row ids (rowtracking.go); rewrites materialize them
+	"v2Checkpoint":                always, // checkpoints written are V2 (WriteCheckpoint)
 	"inCommitTimestamp":           always, // commitInfo.inCommitTimestamp is written when enabled
 	"clustering":                  always, // stats follow delta.dataSkipping*, which Spark keeps covering the clustering columns; clusteringProvider is never set
 	"vacuumProtocolCheck":         always,

@@ -73,12 +73,9 @@ var goldenTables = map[string]goldenCase{
 	// The v10 checkpoint has only stats_parsed: JSON stats survive for the
 	// two files added by commits 11–12 (README).
 	"checkpoint-struct-stats": {version: 12, rows: -1, files: 12, tombstones: 0},
-	"checkpoint-v2-parquet": {version: 2, rows: 10, files: 2, tombstones: -1,
-		refuseRead: `"v2Checkpoint"`, refuseWrite: `"v2Checkpoint"`},
-	"checkpoint-v2-json": {version: 2, rows: 10, files: 2, tombstones: -1,
-		refuseRead: `"v2Checkpoint"`, refuseWrite: `"v2Checkpoint"`},
-	"domain-metadata": {version: 2, rows: 6, files: -1, tombstones: -1, domains: 2,
-		refuseWrite: `"rowTracking"`},
+	"checkpoint-v2-parquet":   {version: 2, rows: 10, files: 2, tombstones: -1},
+	"checkpoint-v2-json":      {version: 2, rows: 10, files: 2, tombstones: -1},
+	"domain-metadata":         {version: 2, rows: 6, files: -1, tombstones: -1, domains: 2},
 
 	"txn-app-ids": {version: 4, rows: 4, files: 4, tombstones: 0, txn: map[string]int64{"app-a": 3, "app-b": 7}},
 

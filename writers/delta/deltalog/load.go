@@ -7,11 +7,11 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -147,29 +147,46 @@ func ReadCommit(ctx context.Context, store Store, v int64) ([]Action, error) {
 	return actions, nil
 }
 
-// readCheckpoint reads every part of one checkpoint.
+// readCheckpoint reads every part of one checkpoint, and the sidecars a
+// V2 checkpoint names.
 func readCheckpoint(ctx context.Context, store Store, keys []string) ([]Action, error) {
 	var out []Action
 	for _, key := range keys {
-		actions, err := readCheckpointFile(ctx, store, key)
+		actions, sidecars, err := readCheckpointFile(ctx, store, key)
 		if err != nil {
 			return nil, err
 		}
 		out = append(out, actions...)
+		if len(sidecars) > 0 {
+			files, err := readV2Sidecars(ctx, store, sidecars)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, files...)
+		}
 	}
 	return out, nil
 }
 
-func readCheckpointFile(ctx context.Context, store Store, key string) ([]Action, error) {
-	// Read whole: its layout is checked against the bytes present before
-	// parquet-go sizes anything by it.
+// readCheckpointFile reads one checkpoint file, Parquet or (V2) JSON: its
+// actions and the sidecars it names.
+func readCheckpointFile(ctx context.Context, store Store, key string) ([]Action, []Sidecar, error) {
 	data, err := store.Get(ctx, key)
 	if err != nil {
-		return nil, storageErr("read", key, err)
+		return nil, nil, storageErr("read", key, err)
 	}
-	f, err := parquetio.OpenChecked(data)
+	if strings.HasSuffix(key, ".json") {
+		return readJSONCheckpoint(key, data)
+	}
+	// Read whole: its layout is checked against the bytes present before
+	// parquet-go sizes anything by it.
+	f, err := openParquetCheckpoint(key, data)
 	if err != nil {
-		return nil, fmt.Errorf("delta: checkpoint %s: %w: %w", key, ErrCorrupt, err)
+		return nil, nil, err
+	}
+	sidecars, err := readParquetSidecars(f, key)
+	if err != nil {
+		return nil, nil, err
 	}
 	pr := parquet.NewGenericReader[cpRow](f)
 	defer pr.Close()
@@ -180,7 +197,7 @@ func readCheckpointFile(ctx context.Context, store Store, key string) ([]Action,
 		for i := range rows[:n] {
 			a, aerr := rows[i].action()
 			if aerr != nil {
-				return nil, fmt.Errorf("delta: checkpoint %s: %w", key, aerr)
+				return nil, nil, fmt.Errorf("delta: checkpoint %s: %w", key, aerr)
 			}
 			if !a.empty() {
 				out = append(out, a)
@@ -188,13 +205,13 @@ func readCheckpointFile(ctx context.Context, store Store, key string) ([]Action,
 			rows[i] = cpRow{}
 		}
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return out, sidecars, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("delta: checkpoint %s: %w: %w", key, ErrCorrupt, err)
+			return nil, nil, fmt.Errorf("delta: checkpoint %s: %w: %w", key, ErrCorrupt, err)
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 }
