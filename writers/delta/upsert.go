@@ -166,11 +166,11 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 	if err != nil {
 		return nil, err
 	}
-	stats, err := statsColumns(snap, merged)
+	layout, err := layoutOf(snap, merged)
 	if err != nil {
 		return nil, err
 	}
-	out, err := w.mergeInto(ctx, snap, u.res, stats)
+	out, err := w.mergeInto(ctx, snap, u.res, layout)
 	if err != nil {
 		return nil, err
 	}

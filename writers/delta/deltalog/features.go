@@ -36,11 +36,10 @@ func refuseIfActive(why string, active func(*Snapshot) bool) featureRule {
 // accepted: log replay keys files by (path, DV) and exposes each file's DV;
 // a data reader must apply them (Add.DeletionVector).
 var readerRules = map[string]featureRule{
-	"deletionVectors":     always,
-	"timestampNtz":        always,
-	"vacuumProtocolCheck": always,
-	"columnMapping": refuseIfActive("column mapping is active (delta.columnMapping.mode); physical column names are not implemented",
-		columnMappingActive),
+	"deletionVectors":          always,
+	"timestampNtz":             always,
+	"vacuumProtocolCheck":      always,
+	"columnMapping":            columnMappingRule,
 	"v2Checkpoint":             never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
 	"typeWidening":             never("files written before a type change would need upcasting"),
 	"typeWidening-preview":     never("files written before a type change would need upcasting"),
@@ -65,8 +64,7 @@ var writerRules = map[string]featureRule{
 		columnMetadataActive("delta.generationExpression")),
 	"allowColumnDefaults": refuseIfActive("a column has CURRENT_DEFAULT (defaults are not filled in)",
 		columnMetadataActive("CURRENT_DEFAULT")),
-	"columnMapping": refuseIfActive("column mapping is active (delta.columnMapping.mode); physical column names are not implemented",
-		columnMappingActive),
+	"columnMapping": columnMappingRule,
 	"identityColumns": refuseIfActive("a column has delta.identity.* (identity values are not generated)",
 		columnMetadataActive("delta.identity.")),
 	"deletionVectors": always, // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
@@ -257,9 +255,21 @@ func (p Protocol) HasWriterFeature(feature string) bool {
 	return slices.Contains(writerFeatures(p), feature)
 }
 
-func columnMappingActive(s *Snapshot) bool {
-	mode := s.Metadata.Configuration["delta.columnMapping.mode"]
-	return mode != "" && mode != "none"
+// columnMappingRule accepts the name and id modes (the sink writes and
+// reads data files by physical name with field ids) when the schema's
+// column mapping metadata is complete.
+func columnMappingRule(s *Snapshot) (bool, string) {
+	switch mode := ColumnMappingMode(s.Metadata.Configuration); mode {
+	case "none":
+		return true, ""
+	case "name", "id":
+		if err := checkColumnMapping(s); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	default:
+		return false, fmt.Sprintf("unknown %s %q", ColumnMappingModeKey, mode)
+	}
 }
 
 func configTrue(key string) func(*Snapshot) bool {
