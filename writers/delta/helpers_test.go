@@ -140,7 +140,7 @@ func eachLiveBatch(t *testing.T, cfg *Config, mem memory.Allocator, fn func(a *d
 			t.Errorf("file %s: size %d, add.size %d", key, size, a.Size)
 		}
 		var rows int64
-		err = readKept(ctx, mem, nil, r, size, key, gone, func(rec arrow.RecordBatch) error {
+		err = readKept(ctx, mem, snapColumnMap(snap), r, size, key, gone, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			rows += rec.NumRows()
 			fn(a, rec)
