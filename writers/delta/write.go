@@ -120,7 +120,18 @@ func layoutOf(snap *deltalog.Snapshot, merged *deltalog.Schema) (*fileLayout, er
 	if err != nil {
 		return nil, err
 	}
-	return &fileLayout{stats: stats, cols: newColumnMap(snap.Metadata.Configuration, merged)}, nil
+	names := merged
+	if table, err := snap.Schema(); err == nil {
+		// An upsert planned on a later version than its rows were
+		// admitted at fills in the columns added since (keptColumns).
+		names = &deltalog.Schema{Fields: slices.Clone(merged.Fields)}
+		for _, f := range table.Fields {
+			if _, ok := merged.Field(f.Name); !ok {
+				names.Fields = append(names.Fields, f)
+			}
+		}
+	}
+	return &fileLayout{stats: stats, cols: newColumnMap(snap.Metadata.Configuration, names)}, nil
 }
 
 // missingColumns returns the columns of table that in lacks, as Arrow
