@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -245,5 +246,64 @@ func checkFieldIDs(t *testing.T, file string, got []parquet.Field, want []deltal
 		if df.Type.Name == "struct" {
 			checkFieldIDs(t, file, pf.Fields(), df.Type.Fields)
 		}
+	}
+}
+
+// TestColumnMappingStaleDescriptor: a precommitted descriptor whose files
+// no longer match the table's column mapping at commit fails with
+// ErrInvalid and publishes nothing: a column it adds whose id another
+// writer took meanwhile, and a column dropped and added again under its
+// name (another physical name) since its files were written.
+func TestColumnMappingStaleDescriptor(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(schema *deltalog.Schema, conf map[string]string)
+		want   string
+	}{
+		{"id taken", func(s *deltalog.Schema, conf map[string]string) {
+			s.Fields = append(s.Fields, deltalog.StructField{Name: "other", Type: deltalog.DataType{Name: "long"}, Nullable: true})
+			conf[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf)), 10)
+		}, "not above"},
+		{"dropped and added again", func(s *deltalog.Schema, conf map[string]string) {
+			for i := range s.Fields {
+				if s.Fields[i].Name == "label" {
+					s.Fields[i].Metadata = nil // a new column of that name
+				}
+			}
+			conf[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf)), 10)
+		}, "dropped or renamed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mem := checkedMem(t)
+			uri := goldenCopy(t, "column-mapping-name")
+			renameAndDrop(t, testConfig(uri), false)
+			cfg := testConfig(uri, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
+			w := openWriter(t, cfg, mem)
+			rec := mappedBatch(mem, true, mappedRow{3, "c", 3, 30})
+			defer rec.Release()
+			key := writers.TxnKey{Writer: "stale", Epoch: 1}
+			d := precommitOne(t, w, key, rec)
+
+			snap := snapshot(t, cfg)
+			schema, err := snap.Schema()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := snap.Metadata
+			m.Configuration = maps.Clone(m.Configuration)
+			tc.change(schema, m.Configuration)
+			m.SchemaString = schema.String()
+			if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snap, []deltalog.Action{{MetaData: &m}}, deltalog.CommitOptions{Operation: "ALTER TABLE"}); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, cfg).Version
+			_, err = w.Commit(context.Background(), key, []writers.Descriptor{d})
+			if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Commit: %v, want ErrInvalid saying %q", err, tc.want)
+			}
+			if v := snapshot(t, cfg).Version; v != before {
+				t.Errorf("version %d after a refused commit, want %d", v, before)
+			}
+		})
 	}
 }

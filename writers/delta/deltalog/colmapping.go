@@ -142,7 +142,8 @@ func CheckColumnMapping(schema *Schema, maxID int64) error {
 			path := parent + f.Name
 			phys := f.PhysicalName()
 			id, ok := f.ColumnID()
-			if _, named := f.Metadata[PhysicalNameKey]; !named || !ok {
+			var named string
+			if raw := f.Metadata[PhysicalNameKey]; !ok || json.Unmarshal(raw, &named) != nil || named == "" {
 				return fmt.Errorf("delta: column %q lacks %s or %s although column mapping is on: %w", path, PhysicalNameKey, ColumnIDKey, ErrCorrupt)
 			}
 			if id < 1 || id > maxID {

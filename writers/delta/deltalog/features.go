@@ -95,7 +95,7 @@ var legacyWriterFeatures = [][]string{
 
 // CheckReadable reports whether Quiver can read the table of s: reader
 // version ≤ 3 and every reader feature supported (legacy reader 2 implies
-// columnMapping, refused only when active). Refusals wrap ErrUnsupported
+// columnMapping: mode none, name or id). Refusals wrap ErrUnsupported
 // and name the feature and the table protocol.
 func CheckReadable(s *Snapshot) error {
 	p := s.Protocol
