@@ -3,11 +3,13 @@ package delta
 import (
 	"context"
 	"io"
+	"slices"
 	"strconv"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -15,26 +17,43 @@ import (
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
 
-// columnMap translates between the logical column names of a
-// column-mapped table (name or id mode) and the physical names its data
-// files, statistics and partitionValues use. Rows inside the sink always
-// carry logical names; they become physical only where they meet a file
-// (write, readFile), so renamed and dropped columns are resolved by
-// physical name, never by display name. A nil *columnMap is a table
-// without column mapping: every method is then the identity.
+// columnMap translates between the columns of a table's data files and
+// the table's columns. With column mapping (name or id mode) it maps the
+// logical column names to the physical names data files, statistics and
+// partitionValues use: rows inside the sink always carry logical names;
+// they become physical only where they meet a file (write, readFile), so
+// renamed and dropped columns are resolved by physical name, never by
+// display name. With type widening (delta.typeChanges on a column) it
+// upcasts what it reads of files written before the change. A nil
+// *columnMap is a table with neither: every method is then the identity.
 type columnMap struct {
 	fields []deltalog.StructField // the table's top-level fields, with metadata
-	ids    bool                   // write Parquet field ids
+	ids    bool                   // write Parquet field ids (column mapping)
+	// widened holds the Arrow type of each top-level column whose type was
+	// changed (type widening), by logical name.
+	widened map[string]arrow.DataType
 }
 
 // newColumnMap returns the map of a table with configuration conf whose
 // files follow schema (the table's, plus any columns a stream adds, with
-// their mapping assigned), nil without column mapping.
+// their mapping assigned), nil without column mapping and type changes.
 func newColumnMap(conf map[string]string, schema *deltalog.Schema) *columnMap {
-	if deltalog.ColumnMappingMode(conf) == "none" {
+	m := &columnMap{fields: schema.Fields, ids: deltalog.ColumnMappingMode(conf) != "none"}
+	for _, f := range schema.Fields {
+		if _, ok := f.Metadata["delta.typeChanges"]; !ok {
+			continue
+		}
+		if a, err := (&deltalog.Schema{Fields: []deltalog.StructField{f}}).ToArrow(); err == nil {
+			if m.widened == nil {
+				m.widened = map[string]arrow.DataType{}
+			}
+			m.widened[f.Name] = a.Field(0).Type
+		}
+	}
+	if !m.ids && m.widened == nil {
 		return nil
 	}
-	return &columnMap{fields: schema.Fields, ids: true}
+	return m
 }
 
 // snapColumnMap returns the column mapping of snap's table (nil without,
@@ -114,10 +133,53 @@ func (m *columnMap) toPhysical(rec arrow.RecordBatch) (arrow.RecordBatch, error)
 }
 
 // toLogical returns rec read from a file (physical names) with the
-// logical names; columns and struct fields no table column maps to
+// logical names, columns written before a type change upcast to the
+// table's type; columns and struct fields no table column maps to
 // (dropped ones) are left out. The caller releases the result.
-func (m *columnMap) toLogical(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
-	return m.rename(rec, true)
+func (m *columnMap) toLogical(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	named, err := m.rename(rec, true)
+	if err != nil || m == nil || m.widened == nil {
+		return named, err
+	}
+	defer named.Release()
+	return m.upcast(ctx, mem, named)
+}
+
+// upcast casts the columns of rec whose Delta type is not the table's
+// (files written before a type change) to the table's type: the widening
+// casts Delta allows (integers and floats to wider ones, date to
+// timestamp_ntz, decimals to a higher precision) are exact. Other Arrow
+// forms of the same Delta type are left alone.
+func (m *columnMap) upcast(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+	fields := slices.Clone(rec.Schema().Fields())
+	cols := slices.Clone(rec.Columns())
+	var casts []arrow.Array
+	defer func() {
+		for _, c := range casts {
+			c.Release()
+		}
+	}()
+	for i, f := range fields {
+		want, ok := m.widened[f.Name]
+		if !ok || sameDeltaType(f.Type, want) {
+			continue
+		}
+		c, err := compute.CastArray(compute.WithAllocator(ctx, mem), cols[i], compute.SafeCastOptions(want))
+		if err != nil {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q: read %s as the table's widened %s: %w", f.Name, f.Type, want, err)
+		}
+		casts = append(casts, c)
+		fields[i].Type, cols[i] = want, c
+	}
+	md := rec.Schema().Metadata()
+	return array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, rec.NumRows()), nil
+}
+
+// sameDeltaType reports whether two Arrow types map to one Delta type.
+func sameDeltaType(a, b arrow.DataType) bool {
+	da, errA := deltalog.FromArrow(arrow.NewSchema([]arrow.Field{{Name: "c", Type: a}}, nil))
+	db, errB := deltalog.FromArrow(arrow.NewSchema([]arrow.Field{{Name: "c", Type: b}}, nil))
+	return errA == nil && errB == nil && sameType(da.Fields[0].Type, db.Fields[0].Type)
 }
 
 func (m *columnMap) rename(rec arrow.RecordBatch, fromPhysical bool) (arrow.RecordBatch, error) {
@@ -284,20 +346,22 @@ func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem
 	}
 	empty := array.NewRecordBatch(in.Schema(), cols, 0)
 	defer empty.Release()
-	logical, err := m.toLogical(empty)
+	logical, err := m.toLogical(ctx, mem, empty)
 	if err != nil {
 		in.Release()
 		return nil, err
 	}
 	defer logical.Release()
-	out := &logicalReader{in: in, m: m, schema: logical.Schema()}
+	out := &logicalReader{ctx: ctx, mem: mem, in: in, m: m, schema: logical.Schema()}
 	out.refs.Store(1)
 	return out, nil
 }
 
-// logicalReader renames the batches of a data file's reader to logical
-// names (columnMap.toLogical).
+// logicalReader turns the batches of a data file's reader into the
+// table's columns (columnMap.toLogical).
 type logicalReader struct {
+	ctx    context.Context
+	mem    memory.Allocator
 	in     array.RecordReader
 	m      *columnMap
 	schema *arrow.Schema
@@ -329,7 +393,7 @@ func (r *logicalReader) Next() bool {
 	if r.err != nil || !r.in.Next() {
 		return false
 	}
-	r.cur, r.err = r.m.toLogical(r.in.RecordBatch())
+	r.cur, r.err = r.m.toLogical(r.ctx, r.mem, r.in.RecordBatch())
 	return r.err == nil
 }
 

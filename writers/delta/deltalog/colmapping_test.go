@@ -88,3 +88,44 @@ func TestAssignColumnMapping(t *testing.T) {
 		t.Errorf("HighestColumnID %d", HighestColumnID(s))
 	}
 }
+
+// TestSchemaFeatureRules: column mapping in name and id mode and type
+// changes of top-level columns are writable; an unknown mapping mode,
+// incomplete mapping metadata and nested type changes are refused naming
+// the feature.
+func TestSchemaFeatureRules(t *testing.T) {
+	mapped := `{"name":"x","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-x"}}`
+	widened := `{"name":"x","type":"long","nullable":true,"metadata":{"delta.typeChanges":[{"toType":"long","fromType":"integer"}]}}`
+	nested := `{"name":"s","type":{"type":"struct","fields":[` + widened + `]},"nullable":true,"metadata":{}}`
+	element := `{"name":"x","type":{"type":"array","elementType":"long","containsNull":true},"nullable":true,"metadata":{"delta.typeChanges":[{"toType":"long","fromType":"integer","fieldPath":"element"}]}}`
+	cm := Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"columnMapping"}, WriterFeatures: []string{"columnMapping"}}
+	tw := Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"typeWidening"}, WriterFeatures: []string{"typeWidening"}}
+	for _, tc := range []struct {
+		name   string
+		p      Protocol
+		field  string
+		conf   map[string]string
+		refuse string // "" writable
+	}{
+		{"name mode", cm, mapped, map[string]string{ColumnMappingModeKey: "name", ColumnMappingMaxIDKey: "1"}, ""},
+		{"id mode", cm, mapped, map[string]string{ColumnMappingModeKey: "id", ColumnMappingMaxIDKey: "1"}, ""},
+		{"legacy reader 2", Protocol{MinReaderVersion: 2, MinWriterVersion: 5}, mapped, map[string]string{ColumnMappingModeKey: "name", ColumnMappingMaxIDKey: "1"}, ""},
+		{"unknown mode", cm, mapped, map[string]string{ColumnMappingModeKey: "path", ColumnMappingMaxIDKey: "1"}, "columnMapping"},
+		{"max id missing", cm, mapped, map[string]string{ColumnMappingModeKey: "name"}, "columnMapping"},
+		{"max id not a number", cm, mapped, map[string]string{ColumnMappingModeKey: "name", ColumnMappingMaxIDKey: "x"}, "columnMapping"},
+		{"top-level type change", tw, widened, nil, ""},
+		{"nested type change", tw, nested, nil, "typeWidening"},
+		{"element type change", tw, element, nil, "typeWidening"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &Snapshot{Protocol: tc.p, Metadata: Metadata{SchemaString: `{"type":"struct","fields":[` + tc.field + `]}`, Configuration: tc.conf}}
+			err := CheckWritable(s)
+			switch {
+			case tc.refuse == "" && err != nil:
+				t.Fatalf("CheckWritable: %v", err)
+			case tc.refuse != "" && (!errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), tc.refuse)):
+				t.Fatalf("CheckWritable: %v, want ErrUnsupported naming %s", err, tc.refuse)
+			}
+		})
+	}
+}

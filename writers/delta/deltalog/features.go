@@ -36,13 +36,14 @@ func refuseIfActive(why string, active func(*Snapshot) bool) featureRule {
 // accepted: log replay keys files by (path, DV) and exposes each file's DV;
 // a data reader must apply them (Add.DeletionVector).
 var readerRules = map[string]featureRule{
-	"deletionVectors":          always,
-	"timestampNtz":             always,
-	"vacuumProtocolCheck":      always,
-	"columnMapping":            columnMappingRule,
-	"v2Checkpoint":             never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
-	"typeWidening":             never("files written before a type change would need upcasting"),
-	"typeWidening-preview":     never("files written before a type change would need upcasting"),
+	"deletionVectors":     always,
+	"timestampNtz":        always,
+	"vacuumProtocolCheck": always,
+	"columnMapping":       columnMappingRule,
+	"v2Checkpoint":        never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
+	// The sink upcasts what it reads of files written before a type change.
+	"typeWidening":             always,
+	"typeWidening-preview":     always,
 	"variantType":              never("the variant type is not implemented"),
 	"variantType-preview":      never("the variant type is not implemented"),
 	"variantShredding":         never("the variant type is not implemented"),
@@ -67,9 +68,11 @@ var writerRules = map[string]featureRule{
 	"columnMapping": columnMappingRule,
 	"identityColumns": refuseIfActive("a column has delta.identity.* (identity values are not generated)",
 		columnMetadataActive("delta.identity.")),
-	"deletionVectors": always, // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
-	"timestampNtz":    always,
-	"domainMetadata":  always, // domains are preserved, never edited
+	"deletionVectors":      always,           // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
+	"typeWidening":         typeWideningRule, // rows are written in the widened type
+	"typeWidening-preview": typeWideningRule,
+	"timestampNtz":         always,
+	"domainMetadata":       always, // domains are preserved, never edited
 	"rowTracking": refuseIfActive("row ids and the delta.rowTracking high-water mark are not maintained",
 		func(s *Snapshot) bool { return s.Metadata.Configuration["delta.rowTrackingSuspended"] != "true" }),
 	"v2Checkpoint":                never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
@@ -253,6 +256,34 @@ func writerFeatures(p Protocol) []string {
 // protocol's writer version.
 func (p Protocol) HasWriterFeature(feature string) bool {
 	return slices.Contains(writerFeatures(p), feature)
+}
+
+// typeWideningRule accepts type changes of top-level columns, which the
+// sink upcasts when it reads older files; a changed struct member, array
+// element or map key or value (delta.typeChanges below the top level, or
+// with a fieldPath) is refused.
+func typeWideningRule(s *Snapshot) (bool, string) {
+	const why = "a nested field's type was changed (delta.typeChanges on a struct member, array element or map entry); Quiver upcasts top-level columns only"
+	schema, err := s.Metadata.Schema()
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, f := range schema.Fields {
+		if raw, ok := f.Metadata["delta.typeChanges"]; ok && strings.Contains(string(raw), `"fieldPath"`) {
+			return false, why
+		}
+		nested := false
+		f.Type.walk(func(t *DataType) {
+			for _, m := range t.Fields {
+				_, changed := m.Metadata["delta.typeChanges"]
+				nested = nested || changed
+			}
+		})
+		if nested {
+			return false, why
+		}
+	}
+	return true, ""
 }
 
 // columnMappingRule accepts the name and id modes (the sink writes and
