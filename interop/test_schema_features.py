@@ -1,9 +1,16 @@
-"""Column mapping: Spark creates tables in name and id mode, renames and
+"""Schema features of tables Spark creates, which Quiver writes into.
+
+Column mapping: Spark creates tables in name and id mode, renames and
 drops columns; Quiver appends (adding a column), upserts (with deletion
 vectors in name mode, copy-on-write in id mode) and commits a transaction
 precommitted before a kill -9, after a restart; Spark and delta-rs read
 exactly the expected rows, Spark's history and detail load, and Spark
-keeps writing."""
+keeps writing.
+
+Type widening: Spark widens INT to BIGINT and FLOAT to DOUBLE after its
+first files; Quiver upserts (rewriting old-typed files) and appends in the
+widened types; Spark reads the rows (delta-rs 1.6.6 refuses the
+typeWidening feature)."""
 
 from __future__ import annotations
 
@@ -117,3 +124,48 @@ def test_column_mapping_spark(mapped: Written, spark_session: Any) -> None:
     more = table([{"id": 9000, "label": "spark", "amount": 1.0, "part": "p0", "extra": 1}], WIDE)
     assert_rows(spark.rows(mapped.path), pa.concat_tables([mapped.expected, more]), "spark after its own insert")
     assert_rows(DeltaRs().rows(mapped.path), pa.concat_tables([mapped.expected, more]), "delta-rs after Spark's insert")
+
+
+# --- type widening ----------------------------------------------------------
+
+NARROW = pa.schema([("id", pa.int32()), ("v", pa.float32()), ("s", pa.string())])
+WIDENED = pa.schema([("id", pa.int64()), ("v", pa.float64()), ("s", pa.string())])
+
+
+@pytest.fixture(scope="module")
+def widened(serve: Callable[..., Quiver], tmp_path_factory: pytest.TempPathFactory, spark_session: Any) -> Written:
+    tmp = tmp_path_factory.mktemp("widened")
+    path = tmp / "table"
+    s = spark_session
+    s.sql(f"CREATE TABLE delta.`{path}` (id INT, v FLOAT, s STRING) USING delta "
+          "TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+    first = [{"id": i, "v": i / 2, "s": f"spark-{i}"} for i in range(50)]
+    s.createDataFrame(table(first, NARROW)).repartition(2).write.format("delta").mode("append").save(str(path))
+    s.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN id TYPE BIGINT")
+    s.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN v TYPE DOUBLE")
+    state = {(r["id"],): r for r in first}
+
+    uri = "file://" + str(path)
+    srv = serve([{"name": "append", "sink": "delta", "delta": {"table_uri": uri}},
+                 {"name": "upsert", "sink": "delta", "delta": {"table_uri": uri, "mode": "upsert", "merge_keys": ["id"]}}])
+    c = srv.client()
+    versions = []
+    big = table([{"id": 2**40 + i, "v": 1e300, "s": "quiver"} for i in range(5)], WIDENED)
+    versions.append(c.put("append", big)["version"])
+    apply_changelog(state, big, ["id"])
+    changes = [{"id": i, "v": 0.1, "s": "up", "_op": "U"} for i in (3, 10, 2**40)]
+    changes += [{"id": 4, "v": None, "s": None, "_op": "D"}, {"id": 2**41, "v": 2.5, "s": "new", "_op": "I"}]
+    cl = table(changes, changelog_schema(WIDENED))
+    versions.append(c.put("upsert", cl)["version"])
+    apply_changelog(state, cl, ["id"])
+    srv.stop()
+    assert any("delta.typeChanges" in m["schemaString"] for m in log_actions(path, "metaData"))
+    return Written(path, table(state.values(), WIDENED), versions)
+
+
+def test_type_widening_spark(widened: Written, spark_session: Any) -> None:
+    spark = Spark(spark_session)
+    check_table(spark, widened)
+    spark_session.sql(f"INSERT INTO delta.`{widened.path}` VALUES (9000, 1.5, 'spark')")
+    more = table([{"id": 9000, "v": 1.5, "s": "spark"}], WIDENED)
+    assert_rows(spark.rows(widened.path), pa.concat_tables([widened.expected, more]), "spark after its own insert")
