@@ -187,7 +187,6 @@ func testColumnMapping(t *testing.T, mode string, dv bool) {
 // at every depth, and its stats are keyed by physical names.
 func checkPhysicalFiles(t *testing.T, cfg *Config, snap *deltalog.Snapshot, schema *deltalog.Schema) {
 	t.Helper()
-	root := strings.TrimPrefix(cfg.TableURI, "file://")
 	logical := map[string]bool{}
 	for _, f := range schema.Fields {
 		logical[f.Name] = true
@@ -212,18 +211,7 @@ func checkPhysicalFiles(t *testing.T, cfg *Config, snap *deltalog.Snapshot, sche
 		if len(st.MinValues) == 0 {
 			t.Errorf("file %s: no minValues: %s", a.Path, a.Stats)
 		}
-		key, _ := deltalog.DecodePath(a.Path)
-		f, err := os.Open(filepath.Join(root, key))
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, _ := f.Stat()
-		pf, err := parquet.OpenFile(f, info.Size())
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkFieldIDs(t, a.Path, pf.Root().Fields(), schema.Fields)
-		f.Close()
+		checkFieldIDs(t, a.Path, parquetFile(t, cfg, a).Root().Fields(), schema.Fields)
 	}
 	if ours == 0 {
 		t.Fatal("Quiver wrote no file")
@@ -306,4 +294,28 @@ func TestColumnMappingStaleDescriptor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parquetFile opens data file a of cfg's file:// table with parquet-go
+// (closed when the test ends).
+func parquetFile(t *testing.T, cfg *Config, a *deltalog.Add) *parquet.File {
+	t.Helper()
+	key, err := deltalog.DecodePath(a.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(strings.TrimPrefix(cfg.TableURI, "file://"), key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	info, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, info.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pf
 }

@@ -3,9 +3,6 @@ package delta
 import (
 	"context"
 	"encoding/json"
-	"os"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -90,21 +87,9 @@ func TestTypeWideningOptimize(t *testing.T) {
 // checkIDInt64 checks that every data file stores column id as INT64.
 func checkIDInt64(t *testing.T, cfg *Config) {
 	t.Helper()
-	root := strings.TrimPrefix(cfg.TableURI, "file://")
 	for _, a := range snapshot(t, cfg).Files() {
-		key, _ := deltalog.DecodePath(a.Path)
-		f, err := os.Open(filepath.Join(root, key))
-		if err != nil {
-			t.Fatal(err)
-		}
-		info, _ := f.Stat()
-		pf, err := parquet.OpenFile(f, info.Size())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if typ := pf.Root().Fields()[0].Type().Kind(); typ != parquet.Int64 {
+		if typ := parquetFile(t, cfg, a).Root().Fields()[0].Type().Kind(); typ != parquet.Int64 {
 			t.Errorf("file %s: id is %v, want INT64 (the widened type)", a.Path, typ)
 		}
-		f.Close()
 	}
 }
