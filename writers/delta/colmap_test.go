@@ -319,3 +319,24 @@ func parquetFile(t *testing.T, cfg *Config, a *deltalog.Add) *parquet.File {
 	}
 	return pf
 }
+
+// TestColumnMappingOverwrite: an overwrite of a column-mapped table after a
+// rename and a drop replaces Spark's files with physical-name files.
+func TestColumnMappingOverwrite(t *testing.T) {
+	mem := checkedMem(t)
+	uri := goldenCopy(t, "column-mapping-id")
+	renameAndDrop(t, testConfig(uri), false)
+	cfg := testConfig(uri, func(c *Config) { c.WriteMode = ModeOverwrite })
+	w := openWriter(t, cfg, mem)
+	rec := mappedBatch(mem, false, mappedRow{7, "seven", 7, 0})
+	defer rec.Release()
+	commitOne(t, w, writers.TxnKey{Writer: "overwrite", Epoch: 1}, rec)
+	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "label", "st", "m"}),
+		[]string{`7|seven|{"a":7}|[{"key":"k","value":7}]`})
+	snap := snapshot(t, cfg)
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPhysicalFiles(t, cfg, snap, schema)
+}
