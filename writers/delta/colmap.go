@@ -32,6 +32,16 @@ type columnMap struct {
 	// widened holds the Arrow type of each top-level column whose type was
 	// changed (type widening), by logical name.
 	widened map[string]arrow.DataType
+	// hidden are file columns that are no table columns but pass as they
+	// are: row tracking's materialized row id and commit version columns
+	// (their configured names are physical already).
+	hidden []string
+}
+
+// Row tracking's materialized column names (table properties).
+var hiddenColumnProperties = []string{
+	"delta.rowTracking.materializedRowIdColumnName",
+	"delta.rowTracking.materializedRowCommitVersionColumnName",
 }
 
 // newColumnMap returns the map of a table with configuration conf whose
@@ -39,6 +49,11 @@ type columnMap struct {
 // their mapping assigned), nil without column mapping and type changes.
 func newColumnMap(conf map[string]string, schema *deltalog.Schema) *columnMap {
 	m := &columnMap{fields: schema.Fields, ids: deltalog.ColumnMappingMode(conf) != "none"}
+	for _, p := range hiddenColumnProperties {
+		if name := conf[p]; name != "" {
+			m.hidden = append(m.hidden, name)
+		}
+	}
 	for _, f := range schema.Fields {
 		if _, ok := f.Metadata["delta.typeChanges"]; !ok {
 			continue
@@ -195,6 +210,11 @@ func (m *columnMap) rename(rec arrow.RecordBatch, fromPhysical bool) (arrow.Reco
 		}
 	}()
 	for i, af := range rec.Schema().Fields() {
+		if slices.Contains(m.hidden, af.Name) {
+			fields, cols = append(fields, af), append(cols, rec.Column(i))
+			rec.Column(i).Retain()
+			continue
+		}
 		nf, d, ok, err := m.renameField(af, rec.Column(i).Data(), m.fields, fromPhysical)
 		if err != nil {
 			return nil, err
@@ -320,7 +340,8 @@ func (m *columnMap) renameData(d arrow.ArrayData, dt deltalog.DataType, fromPhys
 
 // readFile opens data file r (size bytes) as parquetio.ReadFile does, with
 // opts.Columns naming logical columns (nil: every column of the table the
-// file holds), and returns batches with the logical names: the file's
+// file holds, and the hidden ones), and returns batches with the logical
+// names: the file's
 // columns are found by physical name, so renamed columns are read and
 // dropped ones left out.
 func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem memory.Allocator, opts parquetio.ReadOptions) (array.RecordReader, error) {
@@ -329,11 +350,13 @@ func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem
 	}
 	if opts.Columns == nil {
 		for _, f := range m.fields {
-			opts.Columns = append(opts.Columns, f.Name)
+			opts.Columns = append(opts.Columns, f.PhysicalName())
 		}
+		opts.Columns = append(opts.Columns, m.hidden...)
 		opts.SkipMissing = true
+	} else {
+		opts.Columns = m.physicalNames(opts.Columns)
 	}
-	opts.Columns = m.physicalNames(opts.Columns)
 	in, err := parquetio.ReadFile(ctx, r, size, mem, opts)
 	if err != nil {
 		return nil, err
