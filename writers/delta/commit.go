@@ -137,6 +137,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			w.m.conflicts.Inc() // lost a race; deltalog rebased it
 		}
 		w.rememberCommit(key, version)
+		w.ids.recordCommitted(snap, actions)
 		if upsert != nil {
 			w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...), snapColumnMap(snap))
 		}
@@ -346,8 +347,12 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 		}
 	}
 
+	evolved, idChanged, err := identityHighWaterMarks(evolved, ds, &w.ids)
+	if err != nil {
+		return nil, err
+	}
 	var actions []deltalog.Action
-	if len(evolved.Fields) != len(table.Fields) {
+	if len(evolved.Fields) != len(table.Fields) || idChanged {
 		m := *meta
 		m.SchemaString = evolved.String()
 		if mapped {

@@ -48,6 +48,8 @@ type stage struct {
 	layout *fileLayout
 	// upsert holds an upsert key's changelog (mode upsert only).
 	upsert *upsertStage
+	// identity fills the table's identity columns (nil without).
+	identity *identityFill
 }
 
 // fileSet is the data files of one encoder: at most one open file per

@@ -38,6 +38,8 @@ type mergeOutcome struct {
 	liveRows  int64
 	// deletedKeys counts the changelog's deleted keys (matched or not).
 	deletedKeys int64
+	// identity filled the live rows' identity columns (nil without).
+	identity *identityFill
 }
 
 func (o *mergeOutcome) record(removed string, adds []addFile) {
@@ -111,7 +113,11 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	if kept != nil {
 		defer kept.release()
 	}
-	out := &mergeOutcome{liveRows: res.LiveRows, deletedKeys: res.DeletedRows, readDVs: map[string]string{}}
+	ident, err := newIdentityFill(table)
+	if err != nil {
+		return nil, err
+	}
+	out := &mergeOutcome{liveRows: res.LiveRows, deletedKeys: res.DeletedRows, readDVs: map[string]string{}, identity: ident}
 	useDVs := deletionVectorsEnabled(snap)
 	if useDVs {
 		out.dvs = deltalog.NewDeletionVectorFile()
@@ -139,7 +145,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	}
 
 	writeLive := func(ctx context.Context) error {
-		adds, err := w.writeLive(ctx, res.Live, kept, layout)
+		adds, err := w.writeLive(ctx, res.Live, kept, ident, layout)
 		out.record("", adds)
 		return err
 	}
@@ -184,21 +190,27 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 // split by partition, with the table columns they lack filled from kept
 // (when not nil) and statistics for stats. It returns the finished files,
 // also on failure (for deletion).
-func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, layout *fileLayout) ([]addFile, error) {
+func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *identityFill, layout *fileLayout) ([]addFile, error) {
 	fs := newFileSet(layout)
 	err := func() error {
 		for _, rec := range live {
+			rec.Retain()
 			if kept != nil {
 				filled, err := kept.fill(ctx, w.mem, rec)
+				rec.Release()
 				if err != nil {
 					return err
 				}
 				rec = filled
 			}
-			parts, recs, err := w.parts.split(ctx, w.mem, rec, layout.cols)
-			if kept != nil {
-				rec.Release() // split's records hold what they need
+			filled, err := ident.fill(&w.ids, w.mem, rec)
+			rec.Release()
+			if err != nil {
+				return err
 			}
+			rec = filled
+			parts, recs, err := w.parts.split(ctx, w.mem, rec, layout.cols)
+			rec.Release() // split's records hold what they need
 			if err != nil {
 				return err
 			}

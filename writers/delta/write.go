@@ -42,6 +42,14 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		rec = withNulls(w.mem, rec, s.missing)
 		defer rec.Release()
 	}
+	if s.identity != nil {
+		filled, err := s.identity.fill(&w.ids, w.mem, rec)
+		if err != nil {
+			return err
+		}
+		defer filled.Release()
+		rec = filled
+	}
 	parts, recs, err := w.parts.split(ctx, w.mem, rec, s.layout.cols)
 	if err != nil {
 		return err
@@ -97,6 +105,12 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	schema := merged.String()
 	if s.schema != "" && s.schema != schema {
 		return writers.Errorf(writers.ErrInvalid, "delta: the streams of %s send different schemas: send every stream of a transaction with the same columns", key)
+	}
+	if s.identity == nil && w.cfg.WriteMode != ModeUpsert {
+		// Kept across admits: it records the values the key used.
+		if s.identity, err = newIdentityFill(merged); err != nil {
+			return err
+		}
 	}
 	s.schema, s.admitted, s.missing, s.layout = schema, in, missing, layout
 	return nil
@@ -208,6 +222,11 @@ func (w *Writer) fit(ctx context.Context, in *arrow.Schema) (*deltalog.Snapshot,
 	if err := checkNames(got, snap.Metadata.Configuration); err != nil {
 		return nil, nil, err
 	}
+	if table, err := snap.Schema(); err == nil {
+		if err := checkIdentityInput(table, in); err != nil {
+			return nil, nil, err
+		}
+	}
 	merged, err := w.reconcileWith(snap, got)
 	if err != nil {
 		fresh, lerr := w.latest(ctx)
@@ -266,6 +285,9 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		s.precommitted = append(s.precommitted, s.finished...)
 		s.finished = nil
 		d.Schema, d.Adds = s.schema, s.precommitted
+		if s.identity != nil && len(s.identity.ranges) > 0 {
+			d.Identity = s.identity.ranges
+		}
 	}
 	return d.encode()
 }

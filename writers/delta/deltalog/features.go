@@ -66,8 +66,12 @@ var writerRules = map[string]featureRule{
 	"allowColumnDefaults": refuseIfActive("a column has CURRENT_DEFAULT (defaults are not filled in)",
 		columnMetadataActive("CURRENT_DEFAULT")),
 	"columnMapping": columnMappingRule,
-	"identityColumns": refuseIfActive("a column has delta.identity.* (identity values are not generated)",
-		columnMetadataActive("delta.identity.")),
+	"identityColumns": func(s *Snapshot) (bool, string) { // values are generated (writers/delta/identity.go)
+		if err := checkIdentityColumns(s); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	},
 	"deletionVectors":      always,           // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
 	"typeWidening":         typeWideningRule, // rows are written in the widened type
 	"typeWidening-preview": typeWideningRule,
