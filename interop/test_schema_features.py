@@ -169,3 +169,41 @@ def test_type_widening_spark(widened: Written, spark_session: Any) -> None:
     spark_session.sql(f"INSERT INTO delta.`{widened.path}` VALUES (9000, 1.5, 'spark')")
     more = table([{"id": 9000, "v": 1.5, "s": "spark"}], WIDENED)
     assert_rows(spark.rows(widened.path), pa.concat_tables([widened.expected, more]), "spark after its own insert")
+
+
+# --- identity columns ---------------------------------------------------------
+
+KV = pa.schema([("k", pa.string()), ("v", pa.int64())])
+
+
+def test_identity_columns(serve: Callable[..., Quiver], tmp_path: Path, spark_session: Any) -> None:
+    """Spark creates `id BIGINT GENERATED ALWAYS AS IDENTITY` and inserts;
+    Quiver appends and upserts by k without id (a stream carrying id is
+    refused); Spark reads unique ids, the updated row keeps its id, and its
+    own INSERT afterwards gets an id above Quiver's; delta-rs reads it."""
+    path = tmp_path / "table"
+    s = spark_session
+    s.sql(f"CREATE TABLE delta.`{path}` (id BIGINT GENERATED ALWAYS AS IDENTITY, k STRING, v BIGINT) USING delta")
+    s.sql(f"INSERT INTO delta.`{path}` (k, v) VALUES ('a', 1), ('b', 2)")
+    uri = "file://" + str(path)
+    srv = serve([{"name": "append", "sink": "delta", "delta": {"table_uri": uri}},
+                 {"name": "upsert", "sink": "delta", "delta": {"table_uri": uri, "mode": "upsert", "merge_keys": ["k"]}}])
+    c = srv.client()
+    with pytest.raises(pa.ArrowInvalid, match="GENERATED ALWAYS AS IDENTITY"):
+        c.put("append", table([{"id": 7, "k": "x", "v": 0}], pa.schema([("id", pa.int64()), *KV])))
+    c.put("append", table([{"k": f"q{i}", "v": i} for i in range(5)], KV))
+    c.put("upsert", table([{"k": "a", "v": 100, "_op": "U"}, {"k": "new", "v": 5, "_op": "I"}], changelog_schema(KV)))
+    srv.stop()
+
+    before = {r.k: r.id for r in s.sql(f"SELECT k, id FROM delta.`{path}` VERSION AS OF 1").collect()}
+    s.sql(f"INSERT INTO delta.`{path}` (k, v) VALUES ('spark', 9)")
+    rows = {r.k: (r.id, r.v) for r in s.read.format("delta").load(str(path)).collect()}
+    ids = [i for i, _ in rows.values()]
+    assert len(set(ids)) == len(ids) == 9 and None not in ids, rows
+    assert rows["a"] == (before["a"], 100), "the updated row keeps its id"
+    assert rows["b"] == (before["b"], 2)
+    assert rows["spark"][0] > max(i for k, (i, _) in rows.items() if k != "spark"), "Spark continues after Quiver's values"
+    check_table(Spark(s), Written(path, table([{"id": i, "k": k, "v": v} for k, (i, v) in rows.items()],
+                                              pa.schema([("id", pa.int64()), *KV]))), last_writer_quiver=False)
+    assert_rows(DeltaRs().rows(path), table([{"id": i, "k": k, "v": v} for k, (i, v) in rows.items()],
+                                            pa.schema([("id", pa.int64()), *KV])), "delta-rs")
