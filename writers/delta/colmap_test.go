@@ -102,6 +102,18 @@ func renameAndDrop(t *testing.T, cfg *Config, dv bool) {
 	}
 }
 
+// mappedTable copies Spark's column-mapping golden table of mode (name or
+// id), renames and drops columns in it (renameAndDrop, with deletion
+// vectors when dv) and opens a writer on it, configured by change.
+func mappedTable(t *testing.T, mode string, dv bool, change func(*Config)) (*Config, *Writer, memory.Allocator) {
+	t.Helper()
+	mem := checkedMem(t)
+	uri := goldenCopy(t, "column-mapping-"+mode)
+	renameAndDrop(t, testConfig(uri), dv)
+	cfg := testConfig(uri, change)
+	return cfg, openWriter(t, cfg, mem), mem
+}
+
 // TestColumnMapping appends (adding a column) and upserts, with and
 // without deletion vectors, into Spark's column-mapped tables after a
 // column was renamed and another dropped: rows read back by logical name
@@ -120,13 +132,9 @@ func TestColumnMapping(t *testing.T) {
 }
 
 func testColumnMapping(t *testing.T, mode string, dv bool) {
-	mem := checkedMem(t)
-	uri := goldenCopy(t, "column-mapping-"+mode)
-	renameAndDrop(t, testConfig(uri), dv)
+	app, w, mem := mappedTable(t, mode, dv, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
+	uri := app.TableURI
 	cols := []string{"id", "label", "st", "m", "extra"}
-
-	app := testConfig(uri, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
-	w := openWriter(t, app, mem)
 	rec := mappedBatch(mem, true, mappedRow{3, "c", 3, 30})
 	defer rec.Release()
 	commitOne(t, w, writers.TxnKey{Writer: "append", Epoch: 1}, rec)
@@ -262,11 +270,7 @@ func TestColumnMappingStaleDescriptor(t *testing.T) {
 		}, "dropped or renamed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem := checkedMem(t)
-			uri := goldenCopy(t, "column-mapping-name")
-			renameAndDrop(t, testConfig(uri), false)
-			cfg := testConfig(uri, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
-			w := openWriter(t, cfg, mem)
+			cfg, w, mem := mappedTable(t, "name", false, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
 			rec := mappedBatch(mem, true, mappedRow{3, "c", 3, 30})
 			defer rec.Release()
 			key := writers.TxnKey{Writer: "stale", Epoch: 1}
@@ -323,11 +327,7 @@ func parquetFile(t *testing.T, cfg *Config, a *deltalog.Add) *parquet.File {
 // TestColumnMappingOverwrite: an overwrite of a column-mapped table after a
 // rename and a drop replaces Spark's files with physical-name files.
 func TestColumnMappingOverwrite(t *testing.T) {
-	mem := checkedMem(t)
-	uri := goldenCopy(t, "column-mapping-id")
-	renameAndDrop(t, testConfig(uri), false)
-	cfg := testConfig(uri, func(c *Config) { c.WriteMode = ModeOverwrite })
-	w := openWriter(t, cfg, mem)
+	cfg, w, mem := mappedTable(t, "id", false, func(c *Config) { c.WriteMode = ModeOverwrite })
 	rec := mappedBatch(mem, false, mappedRow{7, "seven", 7, 0})
 	defer rec.Release()
 	commitOne(t, w, writers.TxnKey{Writer: "overwrite", Epoch: 1}, rec)
