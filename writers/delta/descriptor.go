@@ -57,6 +57,9 @@ type descriptor struct {
 	PartitionColumns []string    `json:"partitionColumns"`
 	Adds             []addFile   `json:"adds"`
 	Upsert           *upsertPlan `json:"upsert,omitempty"`
+	// Identity is the identity column values the files hold that the
+	// sink generated, by column (identity.go).
+	Identity map[string]identityRange `json:"identity,omitempty"`
 }
 
 // upsertPlan is what an upsert's commit needs besides its adds: the table

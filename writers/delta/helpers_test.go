@@ -152,7 +152,7 @@ func eachTrackedBatch(t *testing.T, cfg *Config, mem memory.Allocator, track boo
 			t.Errorf("file %s: size %d, add.size %d", key, size, a.Size)
 		}
 		var rows int64
-		err = readKept(ctx, mem, r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
+		err = readKept(ctx, mem, snapColumnMap(snap), r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			rows += rec.NumRows()
 			fn(a, rec)

@@ -2,6 +2,8 @@ package delta
 
 import (
 	"context"
+	"fmt"
+	"strconv"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -89,69 +91,122 @@ func rowIdentities(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]ro
 	return out
 }
 
+// createTrackedMapped creates the table of cfg empty, as Databricks
+// creates new tables: column mapping in name mode (physical names col-…,
+// unlike the logical ones) and row tracking on from the start, deletion
+// vectors when dv.
+func createTrackedMapped(t *testing.T, cfg *Config, dv bool) {
+	t.Helper()
+	field := func(name, typ string, id int) string {
+		return fmt.Sprintf(`{"name":%q,"type":%q,"nullable":true,"metadata":{%q:%d,%q:"col-%d-%s"}}`,
+			name, typ, deltalog.ColumnIDKey, id, deltalog.PhysicalNameKey, id, name)
+	}
+	p := deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+		ReaderFeatures: []string{"columnMapping", "deletionVectors"},
+		WriterFeatures: []string{"columnMapping", "deletionVectors", "domainMetadata", "rowTracking"}}
+	m := deltalog.Metadata{ID: "tracked-mapped", Format: deltalog.Format{Provider: "parquet"},
+		SchemaString:     `{"type":"struct","fields":[` + field("id", "integer", 1) + "," + field("str", "string", 2) + `]}`,
+		PartitionColumns: []string{},
+		Configuration: map[string]string{
+			deltalog.ColumnMappingModeKey: "name", deltalog.ColumnMappingMaxIDKey: "2",
+			"delta.enableRowTracking":                     "true",
+			deltalog.MaterializedRowIDProperty:            "_row-id-col-test",
+			deltalog.MaterializedRowCommitVersionProperty: "_row-commit-version-col-test",
+			enableDVProperty:                              strconv.FormatBool(dv)}}
+	if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), nil,
+		[]deltalog.Action{{Protocol: &p}, {MetaData: &m}}, deltalog.CommitOptions{Operation: "CREATE TABLE"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestRowIDsStable: in a table that tracks rows, upserts (copy-on-write and
 // with deletion vectors) keep the row ids of the rows they copy and
 // update, give updated rows the commit's version and inserted rows fresh
-// ids; optimize keeps ids and versions.
+// ids; optimize keeps ids and versions. With column mapping (a table as
+// Databricks creates it) the same holds and every file Quiver writes holds
+// physical names, the materialized columns under the names the table
+// gives them.
 func TestRowIDsStable(t *testing.T) {
-	for _, dv := range []bool{false, true} {
-		t.Run(map[bool]string{false: "copy-on-write", true: "deletion-vectors"}[dv], func(t *testing.T) {
-			mem := checkedMem(t)
-			cfg := upsertDVConfig(fileURI(t))
-			cfg.DeletionVectors = dv
-			w := openWriter(t, cfg, mem)
-			seedIDs(t, w, mem, [2]int32{0, 100})
-			enableRowTracking(t, cfg)
-			before := rowIdentities(t, cfg, mem)
-			for id, r := range before {
-				if r.id != int64(id) || r.version != 1 {
-					t.Fatalf("key %d: %+v after backfill, want id %d, version 1", id, r, id)
-				}
+	for _, mapped := range []bool{false, true} {
+		for _, dv := range []bool{false, true} {
+			name := map[bool]string{false: "copy-on-write", true: "deletion-vectors"}[dv]
+			if mapped {
+				name = "column-mapped/" + name
 			}
-			epoch := int64(0)
-			upsert := func(changes ...idChange) int64 {
-				epoch++
-				rec := idBatch(mem, changes...)
-				defer rec.Release()
-				return commitOne(t, w, writers.TxnKey{Writer: "rt", Epoch: epoch}, rec).Version
+			t.Run(name, func(t *testing.T) { testRowIDsStable(t, mapped, dv) })
+		}
+	}
+}
+
+func testRowIDsStable(t *testing.T, mapped, dv bool) {
+	mem := checkedMem(t)
+	cfg := upsertDVConfig(fileURI(t))
+	cfg.DeletionVectors = dv
+	if mapped {
+		// The seed commit (version 1) assigns the ids.
+		createTrackedMapped(t, cfg, dv)
+	}
+	w := openWriter(t, cfg, mem)
+	seedIDs(t, w, mem, [2]int32{0, 100})
+	if !mapped {
+		enableRowTracking(t, cfg)
+	}
+	before := rowIdentities(t, cfg, mem)
+	for id, r := range before {
+		if r.id != int64(id) || r.version != 1 {
+			t.Fatalf("key %d: %+v after backfill, want id %d, version 1", id, r, id)
+		}
+	}
+	epoch := int64(0)
+	upsert := func(changes ...idChange) int64 {
+		epoch++
+		rec := idBatch(mem, changes...)
+		defer rec.Release()
+		return commitOne(t, w, writers.TxnKey{Writer: "rt", Epoch: epoch}, rec).Version
+	}
+	check := func(step string, prev map[int32]rowIdentity, updated map[int32]int64, deleted []int32, inserted []int32) map[int32]rowIdentity {
+		t.Helper()
+		now := rowIdentities(t, cfg, mem)
+		for _, k := range deleted {
+			if _, ok := now[k]; ok {
+				t.Fatalf("%s: deleted key %d still live", step, k)
 			}
-			check := func(step string, prev map[int32]rowIdentity, updated map[int32]int64, deleted []int32, inserted []int32) map[int32]rowIdentity {
-				t.Helper()
-				now := rowIdentities(t, cfg, mem)
-				for _, k := range deleted {
-					if _, ok := now[k]; ok {
-						t.Fatalf("%s: deleted key %d still live", step, k)
-					}
-					delete(prev, k)
-				}
-				for k, p := range prev {
-					want := p
-					if v, ok := updated[k]; ok {
-						want.version = v
-					}
-					if now[k] != want {
-						t.Errorf("%s: key %d has %+v, want %+v", step, k, now[k], want)
-					}
-				}
-				for _, k := range inserted {
-					if now[k].id < 100 {
-						t.Errorf("%s: inserted key %d has row id %d, not fresh", step, k, now[k].id)
-					}
-				}
-				return now
+			delete(prev, k)
+		}
+		for k, p := range prev {
+			want := p
+			if v, ok := updated[k]; ok {
+				want.version = v
 			}
-			v := upsert(idChange{10, "ten", "U"}, idChange{20, "twenty", "U"}, idChange{30, "", "D"}, idChange{200, "new", "I"})
-			after := check("upsert 1", before, map[int32]int64{10: v, 20: v}, []int32{30}, []int32{200})
-			v = upsert(idChange{10, "ten again", "U"}, idChange{40, "forty", "U"}, idChange{201, "new", "I"})
-			after = check("upsert 2", after, map[int32]int64{10: v, 40: v}, nil, []int32{201})
-			if _, err := w.Optimize(context.Background(), writers.OptimizeRequest{TargetFileBytes: 128 << 20}); err != nil {
-				t.Fatal(err)
+			if now[k] != want {
+				t.Errorf("%s: key %d has %+v, want %+v", step, k, now[k], want)
 			}
-			if n := snapshot(t, cfg).NumFiles(); n != 1 {
-				t.Fatalf("%d files after optimize, want 1", n)
+		}
+		for _, k := range inserted {
+			if now[k].id < 100 {
+				t.Errorf("%s: inserted key %d has row id %d, not fresh", step, k, now[k].id)
 			}
-			check("optimize", after, nil, nil, nil)
-		})
+		}
+		return now
+	}
+	v := upsert(idChange{10, "ten", "U"}, idChange{20, "twenty", "U"}, idChange{30, "", "D"}, idChange{200, "new", "I"})
+	after := check("upsert 1", before, map[int32]int64{10: v, 20: v}, []int32{30}, []int32{200})
+	v = upsert(idChange{10, "ten again", "U"}, idChange{40, "forty", "U"}, idChange{201, "new", "I"})
+	after = check("upsert 2", after, map[int32]int64{10: v, 40: v}, nil, []int32{201})
+	if _, err := w.Optimize(context.Background(), writers.OptimizeRequest{TargetFileBytes: 128 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if n := snapshot(t, cfg).NumFiles(); n != 1 {
+		t.Fatalf("%d files after optimize, want 1", n)
+	}
+	check("optimize", after, nil, nil, nil)
+	if mapped {
+		snap := snapshot(t, cfg)
+		schema, err := snap.Schema()
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkPhysicalFiles(t, cfg, snap, schema)
 	}
 }
 

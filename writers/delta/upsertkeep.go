@@ -34,6 +34,7 @@ type keptColumns struct {
 	data []arrow.Field     // missing data columns, with the table's types
 	part []string          // missing partition columns
 	rt   *rowTracking      // set when the row ids are kept (last of data)
+	cols *columnMap        // the table's column mapping (nil without)
 
 	mu sync.Mutex
 	// rows maps a partition key tuple and encoded data key to its row
@@ -49,8 +50,9 @@ type keptColumns struct {
 
 // newKeptColumns returns the collector for the table columns of snap
 // that the changelog res lacks, and the row ids when snap tracks rows; nil
-// when there is nothing to keep or no live row to fill.
-func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroups) (*keptColumns, error) {
+// when there is nothing to keep or no live row to fill. cols is the
+// table's column mapping (nil without).
+func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroups, cols *columnMap) (*keptColumns, error) {
 	if res.LiveRows == 0 {
 		return nil, nil
 	}
@@ -58,7 +60,7 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 	if err != nil {
 		return nil, fmt.Errorf("delta: table schema: %w", err)
 	}
-	k := &keptColumns{keys: groups.keys, src: groups.enc, rows: map[string]int{}, rt: rowTrackingOf(snap)}
+	k := &keptColumns{keys: groups.keys, src: groups.enc, rows: map[string]int{}, rt: rowTrackingOf(snap), cols: cols}
 	var data deltalog.Schema
 	for _, f := range table.Fields {
 		switch {
@@ -105,7 +107,7 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 	for _, f := range k.data {
 		names = append(names, f.Name)
 	}
-	rr, err := parquetio.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
+	rr, err := k.cols.readFile(ctx, r, size, mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
 	if err != nil {
 		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
 	}
@@ -118,14 +120,14 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 		return fmt.Errorf("delta: upsert: data file %s: %w", a.Path, err)
 	}
 	partKey := make([]*string, len(k.keys.part))
-	for i, c := range k.keys.part {
+	for i, c := range k.cols.physicalNames(k.keys.part) {
 		if v := a.PartitionValues[c]; v != nil && *v != "" {
 			partKey[i] = v
 		}
 	}
 	tuple := partTuple(partKey)
 	parts := make([]*string, len(k.part))
-	for i, c := range k.part {
+	for i, c := range k.cols.physicalNames(k.part) {
 		parts[i] = a.PartitionValues[c]
 	}
 	cctx := compute.WithAllocator(ctx, mem)

@@ -56,6 +56,8 @@ type Writer struct {
 	// instead of bucket: tests put a store between them that loses the
 	// commit's answer.
 	optimizeLog deltalog.Store
+	// ids hands out identity column values (identity.go).
+	ids identityAllocator
 
 	mu   sync.Mutex // guards the following fields
 	snap *deltalog.Snapshot

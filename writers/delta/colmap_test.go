@@ -1,0 +1,409 @@
+package delta
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/parquet-go/parquet-go"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+)
+
+// mappedSchema is the Arrow schema of the column-mapping golden tables
+// after renameAndDrop, plus the column "extra" the appends add.
+func mappedSchema(withExtra bool) *arrow.Schema {
+	fields := []arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "label", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "st", Type: arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32, Nullable: true}), Nullable: true},
+		{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int32), Nullable: true},
+	}
+	if withExtra {
+		fields = append(fields, arrow.Field{Name: "extra", Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+	}
+	return arrow.NewSchema(fields, nil)
+}
+
+// mappedRow is one row of mappedSchema (extra < 0: none).
+type mappedRow struct {
+	id    int32
+	label string
+	a     int32
+	extra int64
+}
+
+func mappedBatch(mem memory.Allocator, withExtra bool, rows ...mappedRow) arrow.RecordBatch {
+	b := array.NewRecordBuilder(mem, mappedSchema(withExtra))
+	defer b.Release()
+	for _, r := range rows {
+		b.Field(0).(*array.Int32Builder).Append(r.id)
+		b.Field(1).(*array.StringBuilder).Append(r.label)
+		st := b.Field(2).(*array.StructBuilder)
+		st.Append(true)
+		st.FieldBuilder(0).(*array.Int32Builder).Append(r.a)
+		m := b.Field(3).(*array.MapBuilder)
+		m.Append(true)
+		m.KeyBuilder().(*array.StringBuilder).Append("k")
+		m.ItemBuilder().(*array.Int32Builder).Append(r.a)
+		if withExtra {
+			b.Field(4).(*array.Int64Builder).Append(r.extra)
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// renameAndDrop does to a column-mapping golden table what Spark's
+// ALTER TABLE … RENAME COLUMN `Name With Space` TO label and DROP COLUMN
+// arr do: one metaData action, no data file touched; with dv it also
+// enables deletion vectors.
+func renameAndDrop(t *testing.T, cfg *Config, dv bool) {
+	t.Helper()
+	ctx := context.Background()
+	snap := snapshot(t, cfg)
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []deltalog.StructField
+	for _, f := range schema.Fields {
+		switch f.Name {
+		case "Name With Space":
+			f.Name = "label"
+		case "arr":
+			continue
+		}
+		kept = append(kept, f)
+	}
+	schema.Fields = kept
+	m := snap.Metadata
+	m.SchemaString = schema.String()
+	m.Configuration = maps.Clone(m.Configuration)
+	actions := []deltalog.Action{{MetaData: &m}}
+	if dv {
+		m.Configuration[enableDVProperty] = "true"
+		p := deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7,
+			ReaderFeatures: []string{"columnMapping", "deletionVectors"},
+			WriterFeatures: []string{"columnMapping", "invariants", "appendOnly", "deletionVectors"}}
+		actions = append(actions, deltalog.Action{Protocol: &p})
+	}
+	if _, err := deltalog.Commit(ctx, tableBucket(t, cfg), snap, actions, deltalog.CommitOptions{Operation: "RENAME COLUMN"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mappedTable copies Spark's column-mapping golden table of mode (name or
+// id), renames and drops columns in it (renameAndDrop, with deletion
+// vectors when dv) and opens a writer on it, configured by change.
+func mappedTable(t *testing.T, mode string, dv bool, change func(*Config)) (*Config, *Writer, memory.Allocator) {
+	t.Helper()
+	mem := checkedMem(t)
+	uri := goldenCopy(t, "column-mapping-"+mode)
+	renameAndDrop(t, testConfig(uri), dv)
+	cfg := testConfig(uri, change)
+	return cfg, openWriter(t, cfg, mem), mem
+}
+
+// TestColumnMapping appends (adding a column) and upserts, with and
+// without deletion vectors, into Spark's column-mapped tables after a
+// column was renamed and another dropped: rows read back by logical name
+// are the expected ones; data files hold physical names with the column
+// ids as Parquet field ids (nested too), stats and partitionValues use
+// physical names, and the added column gets the next id and a col-<uuid>
+// name, advancing maxColumnId.
+func TestColumnMapping(t *testing.T) {
+	for _, mode := range []string{"name", "id"} {
+		for _, dv := range []bool{false, true} {
+			t.Run(mode+"/dv="+strconv.FormatBool(dv), func(t *testing.T) {
+				testColumnMapping(t, mode, dv)
+			})
+		}
+	}
+}
+
+func testColumnMapping(t *testing.T, mode string, dv bool) {
+	app, w, mem := mappedTable(t, mode, dv, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
+	uri := app.TableURI
+	cols := []string{"id", "label", "st", "m", "extra"}
+	rec := mappedBatch(mem, true, mappedRow{3, "c", 3, 30})
+	defer rec.Release()
+	commitOne(t, w, writers.TxnKey{Writer: "append", Epoch: 1}, rec)
+
+	up := testConfig(uri, func(c *Config) { c.WriteMode, c.MergeKeys = ModeUpsert, []string{"id"} })
+	u := openWriter(t, up, mem)
+	// Updates Spark's row 1 (in Spark's file) and Quiver's row 3 without
+	// extra (kept), inserts 4.
+	urec := mappedBatch(mem, false, mappedRow{1, "B", 10, 0}, mappedRow{3, "C", 30, 0}, mappedRow{4, "d", 4, 0})
+	defer urec.Release()
+	commitOne(t, u, writers.TxnKey{Writer: "upsert", Epoch: 1}, urec)
+
+	row := func(id, label string, a int, extra string) string {
+		n := strconv.Itoa(a)
+		return id + "|" + label + `|{"a":` + n + `}|[{"key":"k","value":` + n + `}]|` + extra
+	}
+	// Row 2 is Spark's all-null row; its null struct is left out of the
+	// comparison: arrow-go's pqarrow (parquetio.ReadFile) reads it as a
+	// struct of nulls, with or without column mapping.
+	got := tableRows(t, up, cols)
+	for i, r := range got {
+		if strings.HasPrefix(r, "2|") {
+			got[i] = strings.Replace(r, `|{"a":null}|`, "|∅|", 1)
+		}
+	}
+	sameRows(t, "rows", got, []string{
+		row("0", "a", 0, "∅"), row("1", "B", 10, "∅"), "2|∅|∅|∅|∅", row("3", "C", 30, "30"), row("4", "d", 4, "∅"),
+	})
+
+	snap := snapshot(t, up)
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, ok := schema.Field("extra")
+	if id, _ := extra.ColumnID(); !ok || id != 7 || !strings.HasPrefix(extra.PhysicalName(), "col-") {
+		t.Fatalf("added column: %+v, want id 7 and a col-<uuid> physical name", extra)
+	}
+	if got := snap.Metadata.Configuration[deltalog.ColumnMappingMaxIDKey]; got != "7" {
+		t.Errorf("maxColumnId %q, want 7", got)
+	}
+	if dv {
+		marked := 0
+		for _, a := range snap.Files() {
+			if a.DeletionVector != nil {
+				marked++
+			}
+		}
+		if marked == 0 {
+			t.Error("no file carries a deletion vector")
+		}
+	}
+	checkPhysicalFiles(t, up, snap, schema)
+}
+
+// checkPhysicalFiles checks every file Quiver wrote (not Spark's): its
+// Parquet columns are the physical names with the column ids as field ids,
+// at every depth, or row tracking's materialized columns, and its stats
+// are keyed by physical names.
+func checkPhysicalFiles(t *testing.T, cfg *Config, snap *deltalog.Snapshot, schema *deltalog.Schema) {
+	t.Helper()
+	var hidden []string
+	if rt := rowTrackingOf(snap); rt != nil {
+		hidden = []string{rt.idCol, rt.versionCol}
+	}
+	logical := map[string]bool{}
+	for _, f := range schema.Fields {
+		logical[f.Name] = true
+	}
+	ours := 0
+	for _, a := range snap.Files() {
+		if !strings.Contains(a.Path, ".zstd.") {
+			continue // Spark's snappy files
+		}
+		ours++
+		var st struct {
+			MinValues, NullCount map[string]json.RawMessage
+		}
+		if err := json.Unmarshal([]byte(a.Stats), &st); err != nil {
+			t.Fatal(err)
+		}
+		for k := range st.NullCount {
+			if logical[k] || !strings.HasPrefix(k, "col-") {
+				t.Errorf("file %s: stats key %q is not a physical name", a.Path, k)
+			}
+		}
+		if len(st.MinValues) == 0 {
+			t.Errorf("file %s: no minValues: %s", a.Path, a.Stats)
+		}
+		fields := slices.DeleteFunc(slices.Clone(parquetFile(t, cfg, a).Root().Fields()),
+			func(f parquet.Field) bool { return slices.Contains(hidden, f.Name()) })
+		checkFieldIDs(t, a.Path, fields, schema.Fields)
+	}
+	if ours == 0 {
+		t.Fatal("Quiver wrote no file")
+	}
+}
+
+// checkFieldIDs checks that every Parquet field of a file is the physical
+// name of a Delta field, with its id as field id (struct members too).
+func checkFieldIDs(t *testing.T, file string, got []parquet.Field, want []deltalog.StructField) {
+	t.Helper()
+	for _, pf := range got {
+		df, ok := fieldBy(want, pf.Name(), true)
+		if !ok {
+			t.Errorf("file %s: Parquet column %q is no physical name of the table", file, pf.Name())
+			continue
+		}
+		if id, _ := df.ColumnID(); int64(pf.ID()) != id {
+			t.Errorf("file %s: column %q (%s): field id %d, want %d", file, pf.Name(), df.Name, pf.ID(), id)
+		}
+		if df.Type.Name == "struct" {
+			checkFieldIDs(t, file, pf.Fields(), df.Type.Fields)
+		}
+	}
+}
+
+// TestColumnMappingStaleDescriptor: a precommitted descriptor whose files
+// no longer match the table's column mapping at commit fails with
+// ErrInvalid and publishes nothing: a column it adds whose id another
+// writer took meanwhile, and a column dropped and added again under its
+// name (another physical name) since its files were written.
+func TestColumnMappingStaleDescriptor(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		change func(schema *deltalog.Schema, conf map[string]string)
+		want   string
+	}{
+		{"id taken", func(s *deltalog.Schema, conf map[string]string) {
+			s.Fields = append(s.Fields, deltalog.StructField{Name: "other", Type: deltalog.DataType{Name: "long"}, Nullable: true})
+			conf[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf)), 10)
+		}, "not above"},
+		{"dropped and added again", func(s *deltalog.Schema, conf map[string]string) {
+			for i := range s.Fields {
+				if s.Fields[i].Name == "label" {
+					s.Fields[i].Metadata = nil // a new column of that name
+				}
+			}
+			conf[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf)), 10)
+		}, "dropped or renamed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, w, mem := mappedTable(t, "name", false, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
+			rec := mappedBatch(mem, true, mappedRow{3, "c", 3, 30})
+			defer rec.Release()
+			key := writers.TxnKey{Writer: "stale", Epoch: 1}
+			d := precommitOne(t, w, key, rec)
+
+			snap := snapshot(t, cfg)
+			schema, err := snap.Schema()
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := snap.Metadata
+			m.Configuration = maps.Clone(m.Configuration)
+			tc.change(schema, m.Configuration)
+			m.SchemaString = schema.String()
+			if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snap, []deltalog.Action{{MetaData: &m}}, deltalog.CommitOptions{Operation: "ALTER TABLE"}); err != nil {
+				t.Fatal(err)
+			}
+			before := snapshot(t, cfg).Version
+			_, err = w.Commit(context.Background(), key, []writers.Descriptor{d})
+			if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Commit: %v, want ErrInvalid saying %q", err, tc.want)
+			}
+			if v := snapshot(t, cfg).Version; v != before {
+				t.Errorf("version %d after a refused commit, want %d", v, before)
+			}
+		})
+	}
+}
+
+// parquetFile opens data file a of cfg's file:// table with parquet-go
+// (closed when the test ends).
+func parquetFile(t *testing.T, cfg *Config, a *deltalog.Add) *parquet.File {
+	t.Helper()
+	key, err := deltalog.DecodePath(a.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(filepath.Join(strings.TrimPrefix(cfg.TableURI, "file://"), key))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+	info, err := f.Stat()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, err := parquet.OpenFile(f, info.Size())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pf
+}
+
+// TestColumnMappingOverwrite: an overwrite of a column-mapped table after a
+// rename and a drop replaces Spark's files with physical-name files.
+func TestColumnMappingOverwrite(t *testing.T) {
+	cfg, w, mem := mappedTable(t, "id", false, func(c *Config) { c.WriteMode = ModeOverwrite })
+	rec := mappedBatch(mem, false, mappedRow{7, "seven", 7, 0})
+	defer rec.Release()
+	commitOne(t, w, writers.TxnKey{Writer: "overwrite", Epoch: 1}, rec)
+	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "label", "st", "m"}),
+		[]string{`7|seven|{"a":7}|[{"key":"k","value":7}]`})
+	snap := snapshot(t, cfg)
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPhysicalFiles(t, cfg, snap, schema)
+}
+
+// TestColumnMapRename: logical names become physical ones with field ids
+// and back; row tracking's materialized columns pass unchanged; a column
+// no table column maps to is left out when reading and refused when
+// writing.
+func TestColumnMapRename(t *testing.T) {
+	mem := checkedMem(t)
+	schema, err := deltalog.ParseSchema(`{"type":"struct","fields":[
+		{"name":"id","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-id"}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := newColumnMap(map[string]string{deltalog.ColumnMappingModeKey: "name", "delta.rowTracking.materializedRowIdColumnName": "_row-id-col-x"}, schema)
+	build := func(names ...string) arrow.RecordBatch {
+		var fields []arrow.Field
+		for _, n := range names {
+			fields = append(fields, arrow.Field{Name: n, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+		}
+		b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
+		defer b.Release()
+		for i := range names {
+			b.Field(i).(*array.Int64Builder).Append(int64(i))
+		}
+		return b.NewRecordBatch()
+	}
+	names := func(rec arrow.RecordBatch) string {
+		var out []string
+		for _, f := range rec.Schema().Fields() {
+			id, _ := f.Metadata.GetValue("PARQUET:field_id")
+			out = append(out, f.Name+"#"+id)
+		}
+		return strings.Join(out, ",")
+	}
+	in := build("id", "_row-id-col-x")
+	defer in.Release()
+	phys, err := m.toPhysical(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer phys.Release()
+	if got := names(phys); got != "col-id#1,_row-id-col-x#" {
+		t.Errorf("physical: %s", got)
+	}
+	file := build("col-id", "col-dropped", "_row-id-col-x")
+	defer file.Release()
+	logical, err := m.toLogical(context.Background(), mem, file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer logical.Release()
+	if got := names(logical); got != "id#,_row-id-col-x#" {
+		t.Errorf("logical: %s", got)
+	}
+	unknown := build("nope")
+	defer unknown.Release()
+	if _, err := m.toPhysical(unknown); !errors.Is(err, writers.ErrInvalid) {
+		t.Errorf("toPhysical of an unknown column: %v, want ErrInvalid", err)
+	}
+}
