@@ -1,7 +1,7 @@
 """Log features of the tables Databricks creates today. Spark creates a table
-with every feature of a new Databricks table but column mapping (liquid
-clustering, row tracking, deletion vectors, V2 checkpoints, in-commit
-timestamps, checkpoint interval 2); Quiver appends, upserts with deletion
+with every feature of a new Databricks table (column mapping in name mode,
+liquid clustering, row tracking, deletion vectors, V2 checkpoints,
+in-commit timestamps, checkpoint interval 2); Quiver appends, upserts with deletion
 vectors, commits a transaction precommitted before a kill -9, and
 optimizes; Spark reads exactly the expected rows with every row id
 (`_metadata.row_id`) unique and stable, DESCRIBE HISTORY and DETAIL work,
@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Any, Callable
 
+import pyarrow.parquet as pq
 import pytest
 
 from data import ID_NAME_AMOUNT as SCHEMA
@@ -141,6 +142,7 @@ def spark_writes_after(written: Written, s: Any) -> list[dict[str, Any]]:
 
 
 ALL_FEATURES = {
+    "delta.columnMapping.mode": "name",
     "delta.enableRowTracking": "true",
     "delta.enableDeletionVectors": "true",
     "delta.checkpointPolicy": "v2",
@@ -152,9 +154,9 @@ ALL_FEATURES = {
 @pytest.fixture(scope="module")
 def all_features(quiver: Callable[..., Quiver], serve: Callable[..., Quiver], tables: Path,
                  spark_session: Any) -> Written:
-    """A table as new Databricks tables are created (liquid clustering, row
-    tracking, deletion vectors, V2 checkpoints, in-commit timestamps,
-    checkpoint interval 2; column mapping is not on yet), written by
+    """A table as new Databricks tables are created (column mapping in name
+    mode, liquid clustering, row tracking, deletion vectors, V2
+    checkpoints, in-commit timestamps, checkpoint interval 2), written by
     Quiver as in quiver_writes."""
     path = tables / "all_features"
     state = spark_creates(spark_session, path, ALL_FEATURES)
@@ -190,6 +192,33 @@ def test_all_features_log(all_features: Written, spark_session: Any) -> None:
     created = log_actions(all_features.path, "metaData")[0]["configuration"]
     assert ALL_FEATURES.items() <= created.items(), created
     assert created.items() <= detail.properties.items(), (created, detail.properties)
+
+
+def test_all_features_physical_names(all_features: Written) -> None:
+    """Column mapping with row tracking: every file Quiver wrote holds the
+    physical column names (with field ids) and, once rewritten (upsert,
+    optimize), the materialized row id and commit version columns under
+    the names the table gives them; stats are keyed by physical names."""
+    conf = log_actions(all_features.path, "metaData")[0]["configuration"]
+    schema = json.loads(log_actions(all_features.path, "metaData")[-1]["schemaString"])
+    physical = {f["metadata"]["delta.columnMapping.physicalName"]: f["metadata"]["delta.columnMapping.id"]
+                for f in schema["fields"]}
+    assert not physical.keys() & {"id", "name", "amount"}, physical
+    hidden = {conf["delta.rowTracking.materializedRowIdColumnName"],
+              conf["delta.rowTracking.materializedRowCommitVersionColumnName"]}
+    materialized = 0
+    for a in log_actions(all_features.path, "add"):
+        if ".zstd." not in a["path"]:
+            continue  # Spark's files
+        assert set(json.loads(a["stats"])["nullCount"]) <= physical.keys(), a["stats"]
+        fields = pq.read_schema(all_features.path / a["path"])
+        for f in fields:
+            if f.name in hidden:
+                continue
+            assert f.name in physical, f"{a['path']}: column {f.name} is no physical name"
+            assert int(f.metadata[b"PARQUET:field_id"]) == physical[f.name], (a["path"], f)
+        materialized += hidden <= set(fields.names)
+    assert materialized, "no file Quiver rewrote holds the materialized row tracking columns"
 
 
 def test_all_features_spark_then_quiver(all_features: Written, quiver: Callable[..., Quiver],
