@@ -35,8 +35,9 @@ keyed on id, each timed:
     zstd), seed by CREATE TABLE AS SELECT, source a Parquet file of the
     changelog; one untimed small merge first warms the JVM.
   - Quiver again into a table with every log feature of a new Databricks
-    table (row tracking, deletion vectors, V2 checkpoint policy, in-commit
-    timestamps, checkpoint interval 2; column mapping and clustering off),
+    table (column mapping in name mode, row tracking, deletion vectors, V2
+    checkpoint policy, in-commit timestamps, checkpoint interval 2;
+    clustering off),
     its version 0 written by all_features_table; the append part writes 1
     stream into such a table too. The goal is at least 0.9x the plain table.
 Every engine pauses SETTLE seconds after its seed. After each run the three
@@ -61,6 +62,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
@@ -136,9 +138,10 @@ def changelog(base: int, n: int, first_new: int, offset: int, seed: int) -> pa.T
     return batched(rows(pa.concat_arrays([existing, new]), seed))
 
 
-# The log features of a new Databricks table (column mapping and clustering
-# aside), as all_features_table creates it.
+# The log features of a new Databricks table (clustering aside), as
+# all_features_table creates it.
 ALL_FEATURES = {
+    "delta.columnMapping.mode": "name",
     "delta.enableRowTracking": "true",
     "delta.rowTracking.materializedRowIdColumnName": "_row-id-col-bench",
     "delta.rowTracking.materializedRowCommitVersionColumnName": "_row-commit-version-col-bench",
@@ -152,17 +155,21 @@ ALL_FEATURES = {
 
 def all_features_table(path: Path) -> None:
     """Writes version 0 of a table of SCHEMA with ALL_FEATURES, as Spark's
-    CREATE TABLE does (protocol 3/7 listing the features)."""
+    CREATE TABLE does (protocol 3/7 listing the features, columns with
+    column mapping ids and col-<uuid> physical names)."""
     delta_type = {pa.int64(): "long", pa.float64(): "double", pa.string(): "string", pa.bool_(): "boolean"}
     fields = [{"name": f.name, "type": "timestamp" if pa.types.is_timestamp(f.type) else delta_type[f.type],
-               "nullable": True, "metadata": {}} for f in SCHEMA]
+               "nullable": True, "metadata": {"delta.columnMapping.id": i + 1,
+                                              "delta.columnMapping.physicalName": f"col-{uuid.uuid4()}"}}
+              for i, f in enumerate(SCHEMA)]
     now = int(time.time() * 1000)
-    conf = dict(ALL_FEATURES, **{"delta.inCommitTimestampEnablementTimestamp": str(now)})
+    conf = dict(ALL_FEATURES, **{"delta.inCommitTimestampEnablementTimestamp": str(now),
+                                 "delta.columnMapping.maxColumnId": str(len(fields))})
     actions = [
         {"commitInfo": {"timestamp": now, "inCommitTimestamp": now, "operation": "CREATE TABLE"}},
         {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-                      "readerFeatures": ["deletionVectors", "v2Checkpoint"],
-                      "writerFeatures": ["deletionVectors", "v2Checkpoint", "rowTracking", "domainMetadata",
+                      "readerFeatures": ["columnMapping", "deletionVectors", "v2Checkpoint"],
+                      "writerFeatures": ["columnMapping", "deletionVectors", "v2Checkpoint", "rowTracking", "domainMetadata",
                                          "inCommitTimestamp", "appendOnly", "invariants"]}},
         {"metaData": {"id": f"bench-{path.name}", "format": {"provider": "parquet", "options": {}},
                       "schemaString": json.dumps({"type": "struct", "fields": fields}),
