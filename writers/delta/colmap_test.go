@@ -188,15 +188,20 @@ func testColumnMapping(t *testing.T, mode string, dv bool) {
 			t.Error("no file carries a deletion vector")
 		}
 	}
-	checkPhysicalFiles(t, up, snap, schema)
+	checkPhysicalFiles(t, up)
 }
 
-// checkPhysicalFiles checks every file Quiver wrote (not Spark's): its
-// Parquet columns are the physical names with the column ids as field ids,
-// at every depth, or row tracking's materialized columns, and its stats
-// are keyed by physical names.
-func checkPhysicalFiles(t *testing.T, cfg *Config, snap *deltalog.Snapshot, schema *deltalog.Schema) {
+// checkPhysicalFiles checks every file Quiver wrote (not Spark's) in the
+// table's latest version: its Parquet columns are the physical names with
+// the column ids as field ids, at every depth, or row tracking's
+// materialized columns, and its stats are keyed by physical names.
+func checkPhysicalFiles(t *testing.T, cfg *Config) {
 	t.Helper()
+	snap := snapshot(t, cfg)
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
 	var hidden []string
 	if rt := rowTrackingOf(snap); rt != nil {
 		hidden = []string{rt.idCol, rt.versionCol}
@@ -341,12 +346,7 @@ func TestColumnMappingOverwrite(t *testing.T) {
 	commitOne(t, w, writers.TxnKey{Writer: "overwrite", Epoch: 1}, rec)
 	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "label", "st", "m"}),
 		[]string{`7|seven|{"a":7}|[{"key":"k","value":7}]`})
-	snap := snapshot(t, cfg)
-	schema, err := snap.Schema()
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkPhysicalFiles(t, cfg, snap, schema)
+	checkPhysicalFiles(t, cfg)
 }
 
 // TestColumnMapRename: logical names become physical ones with field ids
