@@ -321,9 +321,12 @@ func (s *Server) start(ctx context.Context) (err error) {
 		}
 	}()
 	// Endpoints that could not be opened retry from now on; once one
-	// opens, the commits decided for it before a restart are finished.
+	// opens, and before it serves, its sink gets the precommitted parts
+	// it must protect; then the commits decided for it before a restart
+	// are finished.
 	for _, h := range s.handles {
-		h.Retry(func(ctx context.Context) { s.coord.Resume(ctx, h.Name()) })
+		h.Retry(func(w writers.Writer) { s.coord.Keep(h.Name(), w) },
+			func(ctx context.Context) { s.coord.Resume(ctx, h.Name()) })
 	}
 	s.logger.Info("flight listening", "addr", s.FlightAddr(), "tls", s.tls != nil, "auth", s.cfg.Auth != nil)
 	s.logger.Info("http listening", "addr", s.HTTPAddr())

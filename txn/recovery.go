@@ -47,7 +47,11 @@ func (c *Coordinator) recover(ctx context.Context, jrs []journal.Record) error {
 	}
 	byID(open)
 	byID(decided)
-	c.keepPrecommitted("")
+	for _, ep := range c.endpointsHeld() {
+		if w, ok := c.eps.Writer(ep); ok {
+			c.Keep(ep, w)
+		}
+	}
 
 	if len(open) > 0 {
 		recs := make([]*record, len(open))
@@ -82,52 +86,68 @@ func (c *Coordinator) recover(ctx context.Context, jrs []journal.Record) error {
 	return nil
 }
 
-// keepPrecommitted hands the sinks that protect what precommitted
-// transactions need (writers.PrecommitKeeper) the parts this coordinator
-// holds for them: of endpoint, or of every endpoint when it is "". The
-// sinks set that protection up at Precommit, so this is for a sink that
-// did not see the precommit: one opened after a restart. An endpoint not
-// open yet gets its parts when it opens (Resume).
-func (c *Coordinator) keepPrecommitted(endpoint string) {
+// held returns the transactions whose parts sinks must protect:
+// precommitted, or decided and not finished.
+func (c *Coordinator) held() []*txn {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	var held []*txn
 	for _, t := range c.txns {
 		if t.state == StatePrecommitted || t.decision != nil {
 			held = append(held, t)
 		}
 	}
-	c.mu.Unlock()
-	for _, t := range held {
+	return held
+}
+
+// endpointsHeld returns the endpoints of held transactions' parts.
+func (c *Coordinator) endpointsHeld() []string {
+	eps := map[string]bool{}
+	for _, t := range c.held() {
+		c.mu.Lock()
+		for ep := range t.parts {
+			eps[ep] = true
+		}
+		for ep := range t.decision {
+			eps[ep] = true
+		}
+		c.mu.Unlock()
+	}
+	return slices.Sorted(maps.Keys(eps))
+}
+
+// Keep hands w, the sink writer of endpoint, the parts of endpoint this
+// coordinator holds for precommitted and decided transactions, if w
+// protects what they need (writers.PrecommitKeeper). A sink sets that
+// protection up at Precommit, so this is for one that did not see it: a
+// sink opened after a restart. The server calls it when a late endpoint
+// opens, before the sink serves; recovery calls it for those open at
+// start.
+func (c *Coordinator) Keep(endpoint string, w writers.Writer) {
+	k, ok := writers.Find[writers.PrecommitKeeper](w)
+	if !ok {
+		return
+	}
+	for _, t := range c.held() {
 		// Under op, so that a commit or rollback of t (which ends the
 		// protection) is not overtaken by it.
 		t.op.Lock()
 		c.mu.Lock()
-		parts := map[string][]writers.Descriptor{}
+		var descs []writers.Descriptor
 		switch {
 		case t.gone:
 		case t.decision != nil:
-			for ep, ds := range t.decision {
-				if _, done := t.done[ep]; !done {
-					parts[ep] = ds
-				}
+			if _, done := t.done[endpoint]; !done {
+				descs = t.decision[endpoint]
 			}
 		case t.state == StatePrecommitted:
-			for ep, p := range t.parts {
-				if p.desc != nil {
-					parts[ep] = []writers.Descriptor{p.desc}
-				}
+			if p, ok := t.parts[endpoint]; ok && p.desc != nil {
+				descs = []writers.Descriptor{p.desc}
 			}
 		}
 		c.mu.Unlock()
-		for ep, ds := range parts {
-			if endpoint != "" && ep != endpoint {
-				continue
-			}
-			if w, ok := c.eps.Writer(ep); ok {
-				if k, ok := writers.Find[writers.PrecommitKeeper](w); ok {
-					k.KeepPrecommitted(t.key(), ds)
-				}
-			}
+		if len(descs) > 0 {
+			k.KeepPrecommitted(t.key(), descs)
 		}
 		t.op.Unlock()
 	}
@@ -139,7 +159,6 @@ func (c *Coordinator) keepPrecommitted(endpoint string) {
 // waiting for the client. Failures are logged and the decisions kept for
 // the next Commit, Resume or restart.
 func (c *Coordinator) Resume(ctx context.Context, endpoint string) {
-	c.keepPrecommitted(endpoint)
 	c.mu.Lock()
 	var waiting []*txn
 	for _, t := range c.txns {

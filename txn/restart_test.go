@@ -245,14 +245,20 @@ func TestResumeAfterEndpointOpens(t *testing.T) {
 	}
 	fx.restart() // b is still down: recovery must not fail
 	fx.mustState("w", 1, StatePrecommitted)
+	// Recovery handed b the decided part it waits for; so does Keep, which
+	// the server calls when b opens late, before it serves.
 	b := fx.eps["b"]
-	b.keeps = nil
+	for _, when := range []string{"recovery", "Keep"} {
+		if when == "Keep" {
+			b.keeps = nil
+			fx.c.Keep("b", wrapped{b})
+		}
+		if len(b.keeps) != 1 || len(b.keeps[0].descs) != 1 || string(b.keeps[0].descs[0]) != "b/w@1" {
+			t.Fatalf("b keeps after %s: %+v", when, b.keeps)
+		}
+	}
 	fx.c.Resume(bg, "b") // still down: kept
 	fx.mustState("w", 1, StatePrecommitted)
-	// Resume hands the endpoint the decided part it waits for.
-	if len(b.keeps) != 1 || len(b.keeps[0].descs) != 1 || string(b.keeps[0].descs[0]) != "b/w@1" {
-		t.Fatalf("b keeps at Resume: %+v", b.keeps)
-	}
 	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = nil })
 	fx.c.Resume(bg, "a") // nothing waits for a: a no-op
 	fx.c.Resume(bg, "b")

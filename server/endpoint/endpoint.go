@@ -151,10 +151,11 @@ func (w *Writer) Reason() error {
 }
 
 // Retry starts reopening the sink in the background while it is
-// unavailable; after it opens, onOpen runs (with a context that Close
-// cancels) before any other attempt could. Retry does nothing when the
-// writer is open or closed, or a loop runs.
-func (w *Writer) Retry(onOpen func(ctx context.Context)) {
+// unavailable. Once a sink opens, prepare (if not nil) gets it before it
+// serves any call, then onOpen runs (with a context that Close cancels)
+// before any other attempt could. Retry does nothing when the writer is
+// open or closed, or a loop runs.
+func (w *Writer) Retry(prepare func(writers.Writer), onOpen func(ctx context.Context)) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed || w.stop != nil || w.Up() {
@@ -162,10 +163,10 @@ func (w *Writer) Retry(onOpen func(ctx context.Context)) {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	w.stop, w.done = stop, make(chan struct{})
-	go w.retry(ctx, onOpen)
+	go w.retry(ctx, prepare, onOpen)
 }
 
-func (w *Writer) retry(ctx context.Context, onOpen func(context.Context)) {
+func (w *Writer) retry(ctx context.Context, prepare func(writers.Writer), onOpen func(context.Context)) {
 	defer close(w.done)
 	since := time.Now()
 	delay := w.opts.MinBackoff
@@ -185,6 +186,9 @@ func (w *Writer) retry(ctx context.Context, onOpen func(context.Context)) {
 			delay = min(2*delay, w.opts.MaxBackoff)
 			w.down(err, delay)
 			continue
+		}
+		if prepare != nil {
+			prepare(nw)
 		}
 		w.mu.Lock()
 		if w.closed {

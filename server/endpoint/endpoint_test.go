@@ -120,7 +120,8 @@ func TestClasses(t *testing.T) {
 
 // TestRetryOpensAndSwaps: writes racing the background reopen either fail
 // with the reason or reach the opened writer; after it opens onOpen runs
-// once, a rebuilt writer serves, and warnings were logged once per reason.
+// once, after prepare got the rebuilt writer before it served, a rebuilt
+// writer serves, and warnings were logged once per reason.
 func TestRetryOpensAndSwaps(t *testing.T) {
 	down := writers.Errorf(writers.ErrUnavailable, "broker down")
 	refuses := writers.Errorf(writers.ErrUnavailable, "broker refuses")
@@ -134,8 +135,19 @@ func TestRetryOpensAndSwaps(t *testing.T) {
 		t.Fatal(err)
 	}
 	opened := make(chan struct{})
-	w.Retry(func(context.Context) { close(opened) })
-	w.Retry(nil) // a second loop is not started
+	var prepared writers.Writer
+	w.Retry(func(nw writers.Writer) {
+		if w.Up() {
+			t.Error("prepare ran after the reopened sink began serving")
+		}
+		prepared = nw
+	}, func(context.Context) {
+		if prepared == nil || prepared != w.Unwrap() {
+			t.Errorf("prepare got %v, the serving sink is %v", prepared, w.Unwrap())
+		}
+		close(opened)
+	})
+	w.Retry(nil, nil) // a second loop is not started
 
 	var wg sync.WaitGroup
 	stop := make(chan struct{})
@@ -193,12 +205,12 @@ func TestCloseStopsRetry(t *testing.T) {
 	if err := w.Open(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	w.Retry(nil)
+	w.Retry(nil, nil)
 	if err := w.Close(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if s.closed.Load() != s.built.Load() {
 		t.Fatalf("built %d writers, closed %d", s.built.Load(), s.closed.Load())
 	}
-	w.Retry(nil) // after Close: nothing starts
+	w.Retry(nil, nil) // after Close: nothing starts
 }
