@@ -398,6 +398,9 @@ func TestOptimizeSparesRecoveredUpserts(t *testing.T) {
 	d := precommitOne(t, before, key, rec)
 	rec.Release()
 
+	if err := before.Close(ctx); err != nil { // the restart
+		t.Fatal(err)
+	}
 	after := openWriter(t, cfg, mem) // the restarted server's writer
 	after.KeepPrecommitted(key, []writers.Descriptor{d})
 	if _, err := after.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: 128 << 20}); err != nil {
