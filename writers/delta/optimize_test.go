@@ -411,3 +411,30 @@ func TestOptimizeSparesRecoveredUpserts(t *testing.T) {
 	}
 	sameRows(t, "after the upsert", tableRows(t, cfg, []string{"id", "str"}), applyIDs(rows, changes))
 }
+
+// TestOptimizeSparesOtherEndpointsUpsert: two endpoints of one server on
+// one table share its pins: an optimize through the other endpoint's
+// writer leaves the files an upsert precommitted here read, and the
+// upsert commits.
+func TestOptimizeSparesOtherEndpointsUpsert(t *testing.T) {
+	ctx := context.Background()
+	mem := checkedMem(t)
+	cfg := upsertDVConfig(memURI(t))
+	upserts := openWriter(t, cfg, mem)
+	seedIDs(t, upserts, mem, [2]int32{0, 20}, [2]int32{20, 40}, [2]int32{40, 60})
+	rows := tableRows(t, cfg, []string{"id", "str"})
+	changes := []idChange{{5, "changed", "U"}, {45, "changed", "U"}}
+	rec := idBatch(mem, changes...)
+	key := writers.TxnKey{Writer: "up", Epoch: 1}
+	d := precommitOne(t, upserts, key, rec)
+	rec.Release()
+
+	other := openWriter(t, cfg, mem) // another endpoint of the table
+	if _, err := other.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: 128 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := upserts.Commit(ctx, key, []writers.Descriptor{d}); err != nil {
+		t.Fatalf("an upsert precommitted on this server failed after another endpoint's optimize: %v", err)
+	}
+	sameRows(t, "after the upsert", tableRows(t, cfg, []string{"id", "str"}), applyIDs(rows, changes))
+}
