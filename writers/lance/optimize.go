@@ -333,7 +333,7 @@ func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags [
 	return s.finished, nil
 }
 
-// release releases a fragment's rows read by writeFile and gives back
+// release releases a fragment's rows read by writeGroup and gives back
 // what they held on the memory budget.
 func (w *Writer) release(rec arrow.RecordBatch) {
 	w.budget.Hold(writers.MemoryEncoder, -int64(util.TotalRecordSize(rec)))

@@ -252,6 +252,7 @@ func TestOptimizeReadsFragmentOnce(t *testing.T) {
 		allocated[files] = c.n.Load()
 		w.Close(ctx)
 	}
+	t.Logf("bytes allocated: %d writing 8 files, %d writing 1", allocated[8], allocated[1])
 	if allocated[8] > 2*allocated[1] {
 		t.Fatalf("optimize allocated %d bytes writing 8 files, %d writing 1: the fragment is read more than once", allocated[8], allocated[1])
 	}
