@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -156,14 +154,7 @@ func minorOf(t *testing.T, format string) uint16 {
 // commit is ErrConflict and no row is lost or duplicated.
 func TestOptimizeSparesPrecommittedMerge(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dir := t.TempDir()
-	w := formatWriter(t, dir, "", mem)
-	defer w.Close(ctx)
-	for i := range 4 {
-		mergeRange(t, w, mem, int64(i+1), i*10, i*10+10, "a") // fragments 0-3
-	}
+	w, mem, dir := fourFragments(t)
 	want := diffState(t, w, mem)
 	precommit := func(w *Writer, key writers.TxnKey, id int) writers.Descriptor {
 		rec := diffRecord(mem, []diffRow{{id: int64(id), k2: "a", name: fmt.Sprintf("p%d", id)}})
@@ -305,35 +296,13 @@ func TestOptimizeConcurrentAppend(t *testing.T) {
 		commitRows(t, w, writers.AutoKey("a"), r)
 		r.Release()
 	}
-	written := func() int {
-		return len(slices.DeleteFunc(dataFiles(t, dir), func(p string) bool { return strings.HasPrefix(filepath.Base(p), ".") }))
-	}
-	before := written()
-	if err := w.pins.BeginPlan(ctx); err != nil {
-		t.Fatal(err)
-	}
-	type result struct {
-		res writers.OptimizeResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: writers.DefaultOptimizeTargetBytes})
-		done <- result{res, err}
-	}()
-	deadline := time.Now().Add(time.Minute)
-	for written() == before { // optimize has read its version and written its file
-		if time.Now().After(deadline) {
-			t.Fatal("optimize wrote no file within a minute")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	done, endPlan := optimizeBehindPlan(t, ctx, w, dir)
 	other := newWriter(t, dir, mem)
 	defer other.Close(ctx)
 	r := scenarioRows(mem, 100, 105)
 	appended := commitRows(t, other, writers.AutoKey("b"), r)
 	r.Release()
-	w.pins.EndPlan(writers.TxnKey{}, nil)
+	endPlan(writers.TxnKey{}, nil)
 	got := <-done
 	if got.err != nil || got.res.Version != appended.Version+1 || got.res.FilesRemoved != 4 {
 		t.Fatalf("optimize = %+v, %v; want the 4 fragments compacted in version %d, after the append", got.res, got.err, appended.Version+1)
