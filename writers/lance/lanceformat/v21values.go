@@ -239,11 +239,14 @@ func inlineUnpack(bud *budget, t int, buf []byte, n int) (block, error) {
 		if len(buf)-pos < t/8 {
 			return block{}, fmt.Errorf("bit-packed chunk ends before its width")
 		}
-		w := int(readWord(buf[pos:], t, 0))
+		// Compared before int(): a 64-bit word with its top bit set
+		// would turn negative.
+		word := readWord(buf[pos:], t, 0)
 		pos += t / 8
-		if w > t {
-			return block{}, fmt.Errorf("bit width %d of %d-bit values", w, t)
+		if word > uint64(t) {
+			return block{}, fmt.Errorf("bit width %d of %d-bit values", word, t)
 		}
+		w := int(word)
 		size := flWords(t, w) * t / 8
 		if len(buf)-pos < size {
 			return block{}, fmt.Errorf("bit-packed chunk of %d bytes, want %d", len(buf)-pos, size)
