@@ -129,12 +129,12 @@ func dictPages(t *testing.T, b []byte) int {
 // TestDictionaryStoredOncePerPage: a Flight stream's batches share one
 // dictionary, and a record's large dictionary is no reason to cut it:
 // either way the file holds about one copy of the dictionary (each chunk,
-// or each page-sized slice, held a copy of its own: 200 and 6 copies).
+// or each page-sized slice, held a copy of its own).
 func TestDictionaryStoredOncePerPage(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
-	vs := make([]string, 40_000)
+	vs := make([]string, 10_000)
 	for i := range vs {
 		vs[i] = fmt.Sprintf("category %08d with a long-ish label", i)
 	}
@@ -154,7 +154,7 @@ func TestDictionaryStoredOncePerPage(t *testing.T) {
 	}
 	large := dictRecord(mem, dt, dict, idx(1000, 0))
 	for name, recs := range map[string][]arrow.RecordBatch{"stream": stream, "large dictionary": {large}} {
-		b := writeFileV(t, recs[0].Schema(), 256<<10, 2, recs...)
+		b := writeFileV(t, recs[0].Schema(), 200<<10, 2, recs...)
 		if len(b) > dictBytes*3/2 {
 			t.Errorf("%s: %d bytes for a dictionary of %d (%.1f copies)", name, len(b), dictBytes, float64(len(b))/float64(dictBytes))
 		}
