@@ -279,6 +279,46 @@ def test_types_against_pylance(serve: Callable[..., Quiver], tables: Path, name:
     assert_same(lancedb.connect(str(tables)).open_table(path.stem).to_arrow(), t, f"lancedb, Quiver {name}")
 
 
+def test_dictionary_stream_bytes(serve: Callable[..., Quiver], tables: Path) -> None:
+    """A categorical column sent as a Flight stream of 200 batches of
+    1,000 rows over one 20,000-entry dictionary (sent once): Quiver's pages
+    share it instead of each holding a copy (59.7x pylance's bytes), so its
+    file is about as large as pylance's for the same batches, and pylance
+    reads every row back."""
+    n, k = 200_000, 20_000
+    cats = pa.array([f"city number {i:06d} of the long list" for i in range(k)])
+    idx = pa.array(np.random.default_rng(1).integers(0, k, n).astype(np.int32))
+    t = pa.table({"id": pa.array(range(n), pa.int64()), "c": pa.DictionaryArray.from_arrays(idx, cats)})
+    t = pa.Table.from_batches(t.to_batches(max_chunksize=1000))
+    path, ref = tables / "dict-stream.lance", tables / "dict-stream-pylance.lance"
+    q = serve([lance_endpoint("d", path)])
+    q.client().put("d", t)
+    lance.write_dataset(t, str(ref), data_storage_version="2.2")
+    ratio = dir_bytes(path) / dir_bytes(ref)
+    print(f"dictionary stream: Quiver {dir_bytes(path)} bytes, pylance {dir_bytes(ref)} bytes, ratio {ratio:.2f}")
+    assert ratio <= 1.5, f"Quiver's data files are {ratio:.2f}x pylance's"
+    got = lance.dataset(str(path)).to_table().sort_by("id")
+    assert got.column("c").combine_chunks().dictionary_decode().equals(t.column("c").combine_chunks().dictionary_decode())
+
+
+@pytest.mark.parametrize("version", ["2.0", "2.2"])
+def test_dictionary_in_vector_refused(serve: Callable[..., Quiver], tables: Path, version: str) -> None:
+    """A fixed-size list of dictionary items (whose dictionary Quiver wrote
+    nowhere, leaving a dataset pylance failed to scan) is refused with
+    InvalidArgument naming the column; the server goes on serving."""
+    items = pa.DictionaryArray.from_arrays(pa.array([0, 1, 1, 0], pa.int8()), pa.array(["x", "y"]))
+    t = pa.table({"id": pa.array([0, 1], pa.int64()), "vdict": pa.FixedSizeListArray.from_arrays(items, 2)})
+    path, ok_path = tables / f"vdict-{version}.lance", tables / f"vok-{version}.lance"
+    q = serve([lance_endpoint("v", path, data_storage_version=version),
+               lance_endpoint("ok", ok_path, data_storage_version=version)])
+    with pytest.raises((flight.FlightError, pa.ArrowException)) as e:
+        q.client().put("v", t)
+    assert "invalid" in str(e.value).lower() and "vdict" in str(e.value) and "dictionary" in str(e.value), str(e.value)
+    ok = pa.table({"id": pa.array([0, 1], pa.int64()), "vdict": pa.array([[1.0, 2.0], [3.0, 4.0]], pa.list_(pa.float32(), 2))})
+    q.client().put("ok", ok)
+    assert lance.dataset(str(ok_path)).count_rows() == 2
+
+
 # Quiver's merge_insert options and pylance's builder calls for them.
 MERGE_OPTIONS = {
     "upsert": ({}, lambda b: b.when_matched_update_all().when_not_matched_insert_all()),

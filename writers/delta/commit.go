@@ -47,7 +47,7 @@ const maxReplans = 5
 func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (_ writers.CommitInfo, err error) {
 	defer func() {
 		if err == nil {
-			w.unpin(key) // a failed commit is retried or rolled back
+			w.pins.Unpin(key) // a failed commit is retried or rolled back
 		}
 	}()
 	ds, upsert, err := w.decodeDescriptors(descs)

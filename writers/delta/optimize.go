@@ -68,7 +68,7 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	if err != nil {
 		return res, err
 	}
-	groups := optimizeGroups(snap, layout.cols.physicalNames(snap.Metadata.PartitionColumns), req.TargetFileBytes, w.pinned())
+	groups := optimizeGroups(snap, layout.cols.physicalNames(snap.Metadata.PartitionColumns), req.TargetFileBytes, w.pins.Pinned())
 	if len(groups) == 0 {
 		return res, nil
 	}
@@ -96,15 +96,6 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 		}
 		removed = append(removed, g.files...)
 	}
-	// An upsert precommitted while the files were rewritten read some of
-	// them: let it publish, and plan again.
-	pins := w.pinned()
-	for _, a := range removed {
-		if pins[a.Path] {
-			conflict := &deltalog.ConflictError{Kind: deltalog.ConflictDeleteRead, WinnerVersion: snap.Version, Path: a.Path}
-			return res, errors.Join(conflict, w.deleteFiles(ctx, adds))
-		}
-	}
 	// Removed now, not when the rewrite started: vacuum's retention
 	// counts from here.
 	now := time.Now().UnixMilli()
@@ -126,18 +117,26 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 			ModificationTime: a.ModificationTime, DataChange: false, Stats: a.Stats,
 		}})
 	}
-	var store deltalog.Store = w.bucket
-	if w.optimizeLog != nil {
-		store = w.optimizeLog
-	}
-	version, err := deltalog.Commit(ctx, store, snap, actions, deltalog.CommitOptions{
-		Operation: "OPTIMIZE",
-		// As Spark's OptimizeTableCommand writes them.
-		OperationParameters: map[string]any{"predicate": "[]", "zOrderBy": "[]", "clusterBy": "[]", "auto": false},
-		OperationMetrics:    optimizeMetrics(res, dvs),
-		EngineInfo:          "quiver",
-		CheckpointInterval:  w.env.Maintenance.CheckpointInterval,
-		Logger:              w.log,
+	var version int64
+	err = w.pins.Commit(ctx, func(pins map[string]bool) error {
+		for _, a := range removed {
+			if pins[a.Path] {
+				// An upsert precommitted while the files were rewritten
+				// read this one: let it publish, and plan again.
+				return &deltalog.ConflictError{Kind: deltalog.ConflictDeleteRead, WinnerVersion: snap.Version, Path: a.Path}
+			}
+		}
+		var err error
+		version, err = deltalog.Commit(ctx, w.bucket, snap, actions, deltalog.CommitOptions{
+			Operation: "OPTIMIZE",
+			// As Spark's OptimizeTableCommand writes them.
+			OperationParameters: map[string]any{"predicate": "[]", "zOrderBy": "[]", "clusterBy": "[]", "auto": false},
+			OperationMetrics:    optimizeMetrics(res, dvs),
+			EngineInfo:          "quiver",
+			CheckpointInterval:  w.env.Maintenance.CheckpointInterval,
+			Logger:              w.log,
+		})
+		return err
 	})
 	if err != nil {
 		err = fmt.Errorf("delta: optimize %s: %w", w.cfg.TableURI, err)

@@ -382,22 +382,44 @@ func ageLog(cfg *Config, d time.Duration) {
 	}
 }
 
+// upsertPrecommitted is an upsert precommitted on a table of three
+// files, with the table's rows before it.
+type upsertPrecommitted struct {
+	w       *Writer
+	cfg     *Config
+	mem     memory.Allocator
+	key     writers.TxnKey
+	desc    writers.Descriptor
+	rows    []string
+	changes []idChange
+}
+
+// precommitUpsert precommits an upsert of ids 5 and 45 on a new table of
+// ids 0-59 in three files.
+func precommitUpsert(t *testing.T) upsertPrecommitted {
+	t.Helper()
+	p := upsertPrecommitted{mem: checkedMem(t), cfg: upsertDVConfig(memURI(t)), key: writers.TxnKey{Writer: "up", Epoch: 1}}
+	p.w = openWriter(t, p.cfg, p.mem)
+	seedIDs(t, p.w, p.mem, [2]int32{0, 20}, [2]int32{20, 40}, [2]int32{40, 60})
+	p.rows = tableRows(t, p.cfg, []string{"id", "str"})
+	p.changes = []idChange{{5, "changed", "U"}, {45, "changed", "U"}}
+	rec := idBatch(p.mem, p.changes...)
+	p.desc = precommitOne(t, p.w, p.key, rec)
+	rec.Release()
+	return p
+}
+
 // TestOptimizeSparesRecoveredUpserts: an upsert precommitted before a
 // restart is pinned again when the coordinator hands it to the new writer
 // (KeepPrecommitted), so optimize leaves its files alone and it commits.
 func TestOptimizeSparesRecoveredUpserts(t *testing.T) {
 	ctx := context.Background()
-	mem := checkedMem(t)
-	cfg := upsertDVConfig(memURI(t))
-	before := openWriter(t, cfg, mem)
-	seedIDs(t, before, mem, [2]int32{0, 20}, [2]int32{20, 40}, [2]int32{40, 60})
-	rows := tableRows(t, cfg, []string{"id", "str"})
-	changes := []idChange{{5, "changed", "U"}, {45, "changed", "U"}}
-	rec := idBatch(mem, changes...)
-	key := writers.TxnKey{Writer: "up", Epoch: 1}
-	d := precommitOne(t, before, key, rec)
-	rec.Release()
+	p := precommitUpsert(t)
+	before, cfg, mem, key, d := p.w, p.cfg, p.mem, p.key, p.desc
 
+	if err := before.Close(ctx); err != nil { // the restart
+		t.Fatal(err)
+	}
 	after := openWriter(t, cfg, mem) // the restarted server's writer
 	after.KeepPrecommitted(key, []writers.Descriptor{d})
 	if _, err := after.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: 128 << 20}); err != nil {
@@ -406,5 +428,24 @@ func TestOptimizeSparesRecoveredUpserts(t *testing.T) {
 	if _, err := after.Commit(ctx, key, []writers.Descriptor{d}); err != nil {
 		t.Fatalf("the upsert precommitted before the restart, after optimize: %v", err)
 	}
-	sameRows(t, "after the upsert", tableRows(t, cfg, []string{"id", "str"}), applyIDs(rows, changes))
+	sameRows(t, "after the upsert", tableRows(t, cfg, []string{"id", "str"}), applyIDs(p.rows, p.changes))
+}
+
+// TestOptimizeSparesOtherEndpointsUpsert: two endpoints of one server on
+// one table share its pins: an optimize through the other endpoint's
+// writer leaves the files an upsert precommitted here read, and the
+// upsert commits.
+func TestOptimizeSparesOtherEndpointsUpsert(t *testing.T) {
+	ctx := context.Background()
+	p := precommitUpsert(t)
+	upserts, cfg, mem, key, d := p.w, p.cfg, p.mem, p.key, p.desc
+
+	other := openWriter(t, cfg, mem) // another endpoint of the table
+	if _, err := other.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: 128 << 20}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := upserts.Commit(ctx, key, []writers.Descriptor{d}); err != nil {
+		t.Fatalf("an upsert precommitted on this server failed after another endpoint's optimize: %v", err)
+	}
+	sameRows(t, "after the upsert", tableRows(t, cfg, []string{"id", "str"}), applyIDs(p.rows, p.changes))
 }

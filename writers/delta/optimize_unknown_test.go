@@ -4,48 +4,12 @@ import (
 	"context"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/storage/storagetest"
 )
-
-// lossyLog is the table's store, except that the first commit file put
-// fails with an error that does not say whether it landed (it does when
-// land), and reading that commit file back fails too: the outcome of the
-// commit is unknown to the writer.
-type lossyLog struct {
-	deltalog.Store
-	land bool
-	mu   sync.Mutex
-	lost string // the commit key whose answer was lost
-}
-
-func (s *lossyLog) PutIfAbsent(ctx context.Context, key string, data []byte) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.lost != "" || !strings.HasPrefix(key, deltalog.LogDir) || !strings.HasSuffix(key, ".json") {
-		return s.Store.PutIfAbsent(ctx, key, data)
-	}
-	s.lost = key
-	if s.land {
-		if err := s.Store.PutIfAbsent(ctx, key, data); err != nil {
-			return err
-		}
-	}
-	return errors.New("connection reset by peer")
-}
-
-func (s *lossyLog) Get(ctx context.Context, key string) ([]byte, error) {
-	s.mu.Lock()
-	lost := s.lost
-	s.mu.Unlock()
-	if key == lost {
-		return nil, errors.New("i/o timeout")
-	}
-	return s.Store.Get(ctx, key)
-}
 
 // TestOptimizeOutcomeUnknown: when optimize's commit answer is lost,
 // optimize reports ErrOutcomeUnknown without planning again and keeps the
@@ -78,7 +42,9 @@ func TestOptimizeOutcomeUnknown(t *testing.T) {
 			}
 			written := files()
 
-			w.optimizeLog = &lossyLog{Store: w.bucket, land: land}
+			restore := storagetest.LoseAnswer(w.bucket, func(key string) bool {
+				return strings.HasPrefix(key, deltalog.LogDir) && strings.HasSuffix(key, ".json")
+			}, land)
 			_, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: 128 << 20})
 			if !errors.Is(err, writers.ErrOutcomeUnknown) {
 				t.Fatalf("optimize with its commit answer lost: %v; want ErrOutcomeUnknown", err)
@@ -92,7 +58,7 @@ func TestOptimizeOutcomeUnknown(t *testing.T) {
 			}
 			sameRows(t, "after the unknown outcome", tableRows(t, cfg, cols), rows)
 
-			w.optimizeLog = nil
+			restore()
 			res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: 128 << 20})
 			if err != nil || (res.FilesAdded == 1) == land {
 				t.Fatalf("optimize after the unknown outcome = %+v, %v (commit landed: %v)", res, err, land)

@@ -266,9 +266,17 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		return nil, err
 	}
 	if w.cfg.WriteMode == ModeUpsert {
+		// Planned under the pins' gate, so that an optimize commits
+		// either before the plan read the table or after its files are
+		// pinned (tablesink.Pins).
+		if err := w.pins.BeginPlan(ctx); err != nil {
+			return nil, err
+		}
+		var read []string
+		defer func() { w.pins.EndPlan(key, read) }()
 		desc, err := w.precommitUpsert(ctx, s)
 		if err == nil && s != nil && s.upsert != nil {
-			w.pin(key, s.upsert.read)
+			read = s.upsert.read
 		}
 		return desc, err
 	}
@@ -297,6 +305,8 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 // unreferenced, because a commit elsewhere may still publish them. Unknown
 // keys are a no-op; Rollback is idempotent.
 func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
-	w.unpin(key)
+	if w.pins != nil {
+		w.pins.Unpin(key)
+	}
 	return w.stages.Rollback(ctx, key)
 }

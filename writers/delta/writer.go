@@ -52,10 +52,11 @@ type Writer struct {
 	warming  sync.WaitGroup
 	// cleaning is true while a log cleanup runs (cleanLogAfter).
 	cleaning atomic.Bool
-	// optimizeLog, when set, is where optimize publishes its commit
-	// instead of bucket: tests put a store between them that loses the
-	// commit's answer.
-	optimizeLog deltalog.Store
+	// pins keep optimize away from the files precommitted upserts read:
+	// shared by the process's writers of the table, acquired by Open,
+	// released by Close (pins.go).
+	pins        *tablesink.Pins[string]
+	releasePins func()
 	// ids hands out identity column values (identity.go).
 	ids identityAllocator
 
@@ -65,9 +66,7 @@ type Writer struct {
 	// made through this Writer, so that a repeated Commit answers the
 	// original version without reading the log.
 	lastCommit map[string]committedAt
-	// pins are the files precommitted upserts read, by key (pins.go).
-	pins     map[writers.TxnKey][]string
-	warmDone chan struct{} // closed when the last warm-up started ends
+	warmDone   chan struct{} // closed when the last warm-up started ends
 }
 
 // New returns an unopened writer for cfg, which must be valid. A nil
@@ -114,10 +113,14 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 // table must be writable by Quiver (deltalog.CheckWritable) and
 // partitioned by partition_by.
 func (w *Writer) Open(ctx context.Context) error {
-	return w.root.Open(ctx, w.log, &w.bucket, func(ctx context.Context) error {
+	err := w.root.Open(ctx, w.log, &w.bucket, func(ctx context.Context) error {
 		_, err := w.latest(ctx)
 		return err
 	})
+	if err == nil {
+		w.pins, w.releasePins = tablesink.AcquirePins[string]("delta", w.bucket.URI())
+	}
+	return err
 }
 
 // Close discards what open keys staged (precommitted files stay for a
@@ -135,6 +138,7 @@ func (w *Writer) Close(ctx context.Context) error {
 	if w.bucket == nil {
 		return nil
 	}
+	w.releasePins()
 	return errors.Join(append(w.stages.Discard(ctx, stages), w.bucket.Close())...)
 }
 

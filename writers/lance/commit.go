@@ -126,7 +126,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		return writers.CommitInfo{Version: int64(nd.Version())}, tablesink.Committed, nil
 	})
 	if err == nil {
-		w.gate.unpin(key) // a failed commit is retried or rolled back
+		w.pins.Unpin(key) // a failed commit is retried or rolled back
 	}
 	return info, err
 }

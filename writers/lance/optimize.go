@@ -17,11 +17,11 @@ import (
 
 var _ writers.Maintainer = (*Writer)(nil)
 
-// Compaction as pylance's compact_files plans it (CompactionOptions'
-// defaults): fragments below maxFileRows rows (target_rows_per_fragment)
-// and below the target bytes are compacted with their neighbours; a
-// fragment with more than deletionsThreshold of its rows deleted is
-// rewritten even alone (materialize_deletions).
+// Compaction planned as Lance's plan_compaction does, with Quiver's
+// targets: fragments below maxFileRows rows and below the target bytes
+// are compacted with their neighbours; a fragment with more than
+// deletionsThreshold of its rows deleted is rewritten even alone
+// (materialize_deletions).
 const (
 	deletionsThreshold = 0.1
 	// maxOptimizeAttempts bounds how often Optimize plans again after
@@ -29,20 +29,21 @@ const (
 	maxOptimizeAttempts = 3
 )
 
-// Optimize compacts the dataset as Lance's compact_files does: runs of
+// Optimize compacts the dataset much as Lance's compact_files does: runs of
 // adjacent small fragments (fewer than 1Mi rows and fewer than
 // req.TargetFileBytes bytes of data files) are rewritten into fragments
 // of up to that size, and fragments with more than 10% of their rows
 // deleted are rewritten without them, in one Rewrite version (groups of
 // old and new fragments) in the dataset's file format. Fragments an index
 // covers are left alone (Quiver does not remap indices), and so are those
-// a merge_insert precommitted on this server touched (pins.go).
+// a merge_insert precommitted in this process touched (pins.go).
 //
 // Concurrent appends rebase over the Rewrite, and it over them; a
 // concurrent delete, update or compaction of one of its fragments makes
 // it delete what it wrote and plan again on the new version, at most
-// maxOptimizeAttempts times, then answer ErrConflict. Memory: two
-// fragments' rows per data file being written (see rewrite, writeFile).
+// maxOptimizeAttempts times, then answer ErrConflict. Memory: three
+// fragments' rows per group being written, up to maxCompactors groups at
+// a time (see rewrite, writeGroup).
 func (w *Writer) Optimize(ctx context.Context, req writers.OptimizeRequest) (writers.OptimizeResult, error) {
 	for attempt := 1; ; attempt++ {
 		res, err := w.optimizeOnce(ctx, req)
@@ -67,7 +68,7 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	if err != nil {
 		return res, err
 	}
-	pinned := w.gate.pinned()
+	pinned := w.pins.Pinned()
 	target := compactTarget{rows: maxFileRows, bytes: uint64(req.TargetFileBytes)}
 	plan := planCompaction(d.Manifest.Fragments, target, func(id uint64) bool { return pinned[id] || indexed(id) })
 	if len(plan) == 0 {
@@ -82,7 +83,7 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 		return res, fmt.Errorf("lance: optimize %s: %w", w.cfg.DatasetURI, err)
 	}
 	var nd *lanceformat.Dataset
-	err = w.gate.commit(func(pinned map[uint64]bool) error {
+	err = w.pins.Commit(ctx, func(pinned map[uint64]bool) error {
 		for _, g := range txn.Groups {
 			for _, f := range g.Old {
 				if pinned[f.ID] {
@@ -203,47 +204,6 @@ func liveBytes(f *lanceformat.Fragment) uint64 {
 	return uint64(float64(dataBytes(f)) * float64(f.LiveRows()) / float64(f.PhysicalRows))
 }
 
-// filePart is the live rows [from, to) of a fragment (offsets among its
-// live rows) that go into one new data file.
-type filePart struct {
-	frag     *lanceformat.Fragment
-	from, to uint64
-}
-
-// fileTask is one new data file of group: its parts, in order.
-type fileTask struct {
-	group int
-	parts []filePart
-}
-
-// splitFiles cuts the live rows of a group's fragments, in order, into
-// data files of perFile rows (the last one holds the rest), so that they
-// can be written concurrently; a fragment may straddle two files.
-func splitFiles(group int, frags []lanceformat.Fragment, perFile uint64) []fileTask {
-	var (
-		out []fileTask
-		cur = fileTask{group: group}
-		n   uint64 // rows in cur
-	)
-	for i := range frags {
-		live := frags[i].LiveRows()
-		for from := uint64(0); from < live; {
-			take := min(live-from, perFile-n)
-			cur.parts = append(cur.parts, filePart{frag: &frags[i], from: from, to: from + take})
-			n += take
-			from += take
-			if n == perFile {
-				out = append(out, cur)
-				cur, n = fileTask{group: group}, 0
-			}
-		}
-	}
-	if len(cur.parts) > 0 {
-		out = append(out, cur)
-	}
-	return out
-}
-
 // minFileRows is the fewest rows rowsPerFile plans in a data file (one
 // Lance row group): a tiny target_file_bytes must not turn a fragment into
 // a file per row.
@@ -264,24 +224,20 @@ func rowsPerFile(frags []lanceformat.Fragment, target compactTarget) uint64 {
 	return min(target.rows, max(minFileRows, uint64(float64(target.bytes)/(float64(size)/float64(rows)))))
 }
 
-// maxCompactors bounds the data files optimize writes at once.
+// maxCompactors bounds the groups optimize rewrites at once.
 const maxCompactors = 4
 
 // rewrite writes the new data files of plan's groups, up to
-// min(GOMAXPROCS, maxCompactors) at a time, and returns the Rewrite
-// transaction replacing each group by its files and every file written.
-// On error it deletes what it wrote.
+// min(GOMAXPROCS, maxCompactors) groups at a time, and returns the
+// Rewrite transaction replacing each group by its files and every file
+// written. On error it deletes what it wrote.
 func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]lanceformat.Fragment, minor uint16, target compactTarget) (*lanceformat.Transaction, []fragment, error) {
-	var tasks []fileTask
-	for gi, old := range plan {
-		tasks = append(tasks, splitFiles(gi, old, rowsPerFile(old, target))...)
-	}
-	files := make([][]fragment, len(tasks))
+	files := make([][]fragment, len(plan))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(min(runtime.GOMAXPROCS(0), maxCompactors))
-	for i, t := range tasks {
+	for i, old := range plan {
 		g.Go(writers.Guard(func() (err error) {
-			files[i], err = w.writeFile(gctx, d, t.parts, minor, target)
+			files[i], err = w.writeGroup(gctx, d, old, minor, rowsPerFile(old, target), target)
 			return err
 		}))
 	}
@@ -294,30 +250,28 @@ func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]l
 		return nil, nil, errors.Join(err, w.deleteWritten(ctx, written))
 	}
 	txn := &lanceformat.Transaction{Op: lanceformat.OpRewrite, Groups: make([]lanceformat.RewriteGroup, len(plan))}
-	for gi, old := range plan {
-		txn.Groups[gi].Old = old
-	}
-	for i, t := range tasks {
+	for i, old := range plan {
+		txn.Groups[i].Old = old
 		for _, f := range files[i] {
-			txn.Groups[t.group].New = append(txn.Groups[t.group].New, f.lance())
+			txn.Groups[i].New = append(txn.Groups[i].New, f.lance())
 		}
 	}
 	return txn, written, nil
 }
 
-// writeFile writes the rows of parts into a new data file of the
-// dataset's schema in format 2.minor (more than one if it reaches target
-// bytes first) and returns their fragments; on error it deletes what it
-// wrote. Reading and encoding are pipelined: one goroutine reads the
-// fragments one after the other, this one encodes, with one fragment in
-// between, so memory stays at two fragments' rows plus the open file's
-// pages (held on the memory budget).
-func (w *Writer) writeFile(ctx context.Context, d *lanceformat.Dataset, parts []filePart, minor uint16, target compactTarget) (_ []fragment, err error) {
-	var rows uint64
-	for _, p := range parts {
-		rows += p.to - p.from
-	}
-	s := &stage{schema: &d.Manifest.Schema, minor: minor, rollRows: max(rows, 1), rollBytes: target.bytes}
+// writeGroup writes the live rows of frags, in order, into new data files
+// of the dataset's schema in format 2.minor, each of perFile rows (the
+// last one holds the rest) or fewer if it reaches target bytes first, and
+// returns their fragments; on error it deletes what it wrote. Each
+// fragment is read once, whole, and must yield the live rows its
+// manifest entry promises (else ErrInvalid: a wrong deletion count must
+// not lose rows). Reading and encoding are pipelined: one goroutine reads
+// the fragments one after the other, this one encodes, with one fragment
+// in between, so memory stays at three fragments' rows (being encoded,
+// in between, being read) plus the open file's pages, held on the memory
+// budget.
+func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags []lanceformat.Fragment, minor uint16, perFile uint64, target compactTarget) (_ []fragment, err error) {
+	s := &stage{schema: &d.Manifest.Schema, minor: minor, rollRows: max(perFile, 1), rollBytes: target.bytes}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, w.discard(context.WithoutCancel(ctx), s))
@@ -335,15 +289,16 @@ func (w *Writer) writeFile(ctx context.Context, d *lanceformat.Dataset, parts []
 		defer close(recs)
 		read <- func() (err error) {
 			defer writers.Recover(&err) // the sink's goroutine: gRPC's recovery does not cover it
-			for _, p := range parts {
-				rec, err := d.ReadFragment(ctx, w.bucket, p.frag, mem)
+			for i := range frags {
+				f := &frags[i]
+				rec, err := d.ReadFragment(ctx, w.bucket, f, mem)
 				if err != nil {
-					return fmt.Errorf("read fragment %d: %w", p.frag.ID, err)
+					return fmt.Errorf("read fragment %d: %w", f.ID, err)
 				}
-				if n := uint64(rec.NumRows()); p.from > 0 || p.to < n {
-					part := rec.NewSlice(int64(min(p.from, n)), int64(min(p.to, n)))
+				if got := uint64(rec.NumRows()); got != f.LiveRows() {
 					rec.Release()
-					rec = part
+					return writers.Errorf(writers.ErrInvalid, "fragment %d: read %d live rows, its manifest entry says %d (%d physical, %d deleted): refusing to rewrite it",
+						f.ID, got, f.LiveRows(), f.PhysicalRows, f.PhysicalRows-f.LiveRows())
 				}
 				w.budget.Hold(writers.MemoryEncoder, int64(util.TotalRecordSize(rec)))
 				select {
@@ -378,7 +333,7 @@ func (w *Writer) writeFile(ctx context.Context, d *lanceformat.Dataset, parts []
 	return s.finished, nil
 }
 
-// release releases a fragment's rows read by writeFile and gives back
+// release releases a fragment's rows read by writeGroup and gives back
 // what they held on the memory budget.
 func (w *Writer) release(rec arrow.RecordBatch) {
 	w.budget.Hold(writers.MemoryEncoder, -int64(util.TotalRecordSize(rec)))

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -155,14 +154,7 @@ func minorOf(t *testing.T, format string) uint16 {
 // commit is ErrConflict and no row is lost or duplicated.
 func TestOptimizeSparesPrecommittedMerge(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dir := t.TempDir()
-	w := formatWriter(t, dir, "", mem)
-	defer w.Close(ctx)
-	for i := range 4 {
-		mergeRange(t, w, mem, int64(i+1), i*10, i*10+10, "a") // fragments 0-3
-	}
+	w, mem, dir := fourFragments(t)
 	want := diffState(t, w, mem)
 	precommit := func(w *Writer, key writers.TxnKey, id int) writers.Descriptor {
 		rec := diffRecord(mem, []diffRow{{id: int64(id), k2: "a", name: fmt.Sprintf("p%d", id)}})
@@ -188,13 +180,13 @@ func TestOptimizeSparesPrecommittedMerge(t *testing.T) {
 	if got := diffState(t, w, mem); !maps.Equal(got, want) {
 		t.Fatalf("rows differ:\n got %v\nwant %v", got, want)
 	}
-	if len(w.gate.pinned()) != 0 {
-		t.Fatalf("pins left after the commit: %v", w.gate.pinned())
+	if len(w.pins.Pinned()) != 0 {
+		t.Fatalf("pins left after the commit: %v", w.pins.Pinned())
 	}
 
 	// A restart: the coordinator hands the recovered merge to the new
 	// writer (KeepPrecommitted), which pins it again.
-	restarted := formatWriter(t, dir, "", mem)
+	restarted := formatWriter(t, otherProcess(t, dir), "", mem)
 	defer restarted.Close(ctx)
 	recovered := writers.TxnKey{Writer: "job", Epoch: 6}
 	desc = precommit(w, recovered, 1) // touches fragment 0, small and now next to compacted ones
@@ -211,7 +203,7 @@ func TestOptimizeSparesPrecommittedMerge(t *testing.T) {
 	}
 
 	// Another server's merge: planned on a fragment optimize rewrites.
-	other := formatWriter(t, dir, "", mem)
+	other := formatWriter(t, otherProcess(t, dir), "", mem)
 	defer other.Close(ctx)
 	mergeRange(t, w, mem, 7, 100, 101, "n")
 	mergeRange(t, w, mem, 8, 200, 201, "n") // two small fragments, compacted together
@@ -230,63 +222,21 @@ func TestOptimizeSparesPrecommittedMerge(t *testing.T) {
 	}
 }
 
-// TestCompactionGate: optimize's commit waits for a merge being planned
-// and then sees its pins; rollback and commit unpin.
-func TestCompactionGate(t *testing.T) {
-	g := newCompactionGate()
-	key := writers.TxnKey{Writer: "job", Epoch: 1}
-	g.beginPlan()
-	saw := make(chan map[uint64]bool)
-	go func() {
-		_ = g.commit(func(pinned map[uint64]bool) error {
-			saw <- pinned
-			return nil
-		})
-	}()
-	select {
-	case <-saw:
-		t.Fatal("optimize committed while a merge was being planned")
-	case <-time.After(50 * time.Millisecond): // a negative check: it must not happen
+// otherProcess returns a path of the dataset at dir that writers open as
+// another process would, with pins of their own (the pins are shared by
+// the canonical URI, which a symbolic link changes).
+func otherProcess(t *testing.T, dir string) string {
+	t.Helper()
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(dir, link); err != nil {
+		t.Fatal(err)
 	}
-	g.endPlan(key, []uint64{3, 4})
-	if pinned := <-saw; !pinned[3] || !pinned[4] || len(pinned) != 2 {
-		t.Fatalf("optimize's commit saw pins %v, want 3 and 4", pinned)
-	}
-	g.beginPlan()
-	g.endPlan(key, []uint64{7}) // a repeated precommit adds to the pins
-	if p := g.pinned(); len(p) != 3 {
-		t.Fatalf("pins %v, want 3, 4 and 7", p)
-	}
-	g.unpin(key)
-	if p := g.pinned(); len(p) != 0 {
-		t.Fatalf("pins %v after unpin", p)
-	}
+	return link
 }
 
-// TestSplitFiles: a group's live rows are cut into files of perFile rows,
-// in order, fragments straddling two files, none lost or repeated.
-func TestSplitFiles(t *testing.T) {
-	frags := []lanceformat.Fragment{
-		{ID: 1, PhysicalRows: 5},
-		{ID: 2, PhysicalRows: 9, Deletion: &lanceformat.DeletionFile{NumDeletedRows: 2}},
-		{ID: 3, PhysicalRows: 1, Deletion: &lanceformat.DeletionFile{NumDeletedRows: 1}},
-		{ID: 4, PhysicalRows: 3},
-	}
-	var got []string
-	for _, task := range splitFiles(7, frags, 4) {
-		if task.group != 7 {
-			t.Fatalf("task of group %d", task.group)
-		}
-		var parts []string
-		for _, p := range task.parts {
-			parts = append(parts, fmt.Sprintf("%d:%d-%d", p.frag.ID, p.from, p.to))
-		}
-		got = append(got, fmt.Sprint(parts))
-	}
-	want := []string{"[1:0-4]", "[1:4-5 2:0-3]", "[2:3-7]", "[4:0-3]"}
-	if !slices.Equal(got, want) {
-		t.Fatalf("files %v, want %v", got, want)
-	}
+// TestRowsPerFile: a file holds the target's rows, fewer when the rows
+// are wide, never fewer than minFileRows.
+func TestRowsPerFile(t *testing.T) {
 	wide := []lanceformat.Fragment{{PhysicalRows: 10, Files: []lanceformat.DataFile{{SizeBytes: 1000}}}}
 	for _, c := range []struct{ rows, bytes, want uint64 }{
 		{1 << 20, 300_000, 3000}, // 100-byte rows
@@ -346,33 +296,13 @@ func TestOptimizeConcurrentAppend(t *testing.T) {
 		commitRows(t, w, writers.AutoKey("a"), r)
 		r.Release()
 	}
-	written := func() int {
-		return len(slices.DeleteFunc(dataFiles(t, dir), func(p string) bool { return strings.HasPrefix(filepath.Base(p), ".") }))
-	}
-	before := written()
-	w.gate.beginPlan()
-	type result struct {
-		res writers.OptimizeResult
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: writers.DefaultOptimizeTargetBytes})
-		done <- result{res, err}
-	}()
-	deadline := time.Now().Add(time.Minute)
-	for written() == before { // optimize has read its version and written its file
-		if time.Now().After(deadline) {
-			t.Fatal("optimize wrote no file within a minute")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	done, endPlan := optimizeBehindPlan(t, ctx, w, dir)
 	other := newWriter(t, dir, mem)
 	defer other.Close(ctx)
 	r := scenarioRows(mem, 100, 105)
 	appended := commitRows(t, other, writers.AutoKey("b"), r)
 	r.Release()
-	w.gate.endPlan(writers.TxnKey{}, nil)
+	endPlan(writers.TxnKey{}, nil)
 	got := <-done
 	if got.err != nil || got.res.Version != appended.Version+1 || got.res.FilesRemoved != 4 {
 		t.Fatalf("optimize = %+v, %v; want the 4 fragments compacted in version %d, after the append", got.res, got.err, appended.Version+1)

@@ -261,8 +261,10 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 	}
 	if w.cfg.WriteMode == ModeMergeInsert {
 		var touched []uint64
-		w.gate.beginPlan()
-		defer func() { w.gate.endPlan(key, touched) }()
+		if err := w.pins.BeginPlan(ctx); err != nil {
+			return nil, err
+		}
+		defer func() { w.pins.EndPlan(key, touched) }()
 		return w.precommitMerge(ctx, s, &touched)
 	}
 	if s.open != nil {
@@ -279,7 +281,9 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 // Rollback discards what key staged: the open file is abandoned and
 // finished files no descriptor names are deleted. Idempotent.
 func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
-	w.gate.unpin(key)
+	if w.pins != nil {
+		w.pins.Unpin(key)
+	}
 	return w.stages.Rollback(ctx, key)
 }
 

@@ -29,10 +29,14 @@ type Writer struct {
 
 	stages *tablesink.Stages[stage]
 
-	gate       *compactionGate // optimize vs. precommitted merges (pins.go)
-	hist       history         // committed epochs read from the version history
-	m          *metrics
-	registered *writers.Metrics // m on env.Registerer, until Close
+	// pins keep optimize away from the fragments precommitted merges
+	// touched: shared by the process's writers of the dataset, acquired
+	// by Open, released by Close (pins.go).
+	pins        *tablesink.Pins[uint64]
+	releasePins func()
+	hist        history // committed epochs read from the version history
+	m           *metrics
+	registered  *writers.Metrics // m on env.Registerer, until Close
 
 	idxMu sync.Mutex // guards idx and serializes merge planning
 	// idx is the merge_insert key index; nil in append mode, with
@@ -63,7 +67,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	if env.Logger == nil {
 		env.Logger = slog.New(slog.DiscardHandler)
 	}
-	w := &Writer{cfg: cfg, env: env, log: env.Logger, budget: writers.MemoryOf(env), hist: history{epochs: make(map[string]committedAt)}, m: newMetrics(), gate: newCompactionGate(),
+	w := &Writer{cfg: cfg, env: env, log: env.Logger, budget: writers.MemoryOf(env), hist: history{epochs: make(map[string]committedAt)}, m: newMetrics(),
 		root: tablesink.Root{Sink: "lance", Option: "dataset_uri", URI: cfg.DatasetURI, BaseDir: env.ConfigDir}}
 	w.stages = tablesink.NewStages("lance", w.discard)
 	reg, err := w.m.register(env.Registerer)
@@ -80,10 +84,14 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 // Open opens the dataset root and checks an existing dataset is writable
 // by Quiver; a missing dataset is created by the first commit.
 func (w *Writer) Open(ctx context.Context) error {
-	return w.root.Open(ctx, w.log, &w.bucket, func(ctx context.Context) error {
+	err := w.root.Open(ctx, w.log, &w.bucket, func(ctx context.Context) error {
 		_, err := w.latest(ctx)
 		return err
 	})
+	if err == nil {
+		w.pins, w.releasePins = tablesink.AcquirePins[uint64]("lance", w.bucket.URI())
+	}
+	return err
 }
 
 // latest returns the newest version, nil when there is no dataset, or an
@@ -116,6 +124,7 @@ func (w *Writer) Close(ctx context.Context) error {
 	if w.bucket == nil {
 		return nil
 	}
+	w.releasePins()
 	return errors.Join(append(w.stages.Discard(ctx, stages), w.bucket.Close())...)
 }
 

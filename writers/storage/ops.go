@@ -25,12 +25,14 @@ func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
 		return nil, b.wrap("get", key, err)
 	}
 	var data []byte
-	var err error
-	if b.local() {
-		data, err = os.ReadFile(b.path(key))
-	} else {
-		data, err = b.blob.ReadAll(ctx, key)
-	}
+	err := b.faulty(ctx, "get", key, func() (err error) {
+		if b.local() {
+			data, err = os.ReadFile(b.path(key))
+		} else {
+			data, err = b.blob.ReadAll(ctx, key)
+		}
+		return err
+	})
 	if err != nil {
 		return nil, b.wrap("get", key, err)
 	}
@@ -70,12 +72,12 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error
 	if err := CheckKey(key); err != nil {
 		return b.wrap("put-if-absent", key, err)
 	}
-	var err error
-	if b.local() {
-		err = b.putLocal(ctx, key, data, publishNew)
-	} else {
-		err = b.putIfAbsentBlob(ctx, key, data)
-	}
+	err := b.faulty(ctx, "put-if-absent", key, func() error {
+		if b.local() {
+			return b.putLocal(ctx, key, data, publishNew)
+		}
+		return b.putIfAbsentBlob(ctx, key, data)
+	})
 	if err != nil {
 		return b.wrap("put-if-absent", key, err)
 	}

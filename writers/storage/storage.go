@@ -63,6 +63,7 @@ type Bucket struct {
 	blob   *blob.Bucket // every scheme; for file:// a fileblob on dir
 	dir    string       // file:// only: the absolute root directory
 	prefix string       // key prefix inside a cloud bucket ("" or ending in '/')
+	fault  faultHook    // tests' stand-in for some operations (SetFault)
 
 	closeOnce sync.Once
 	closeErr  error

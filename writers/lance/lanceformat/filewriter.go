@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/util"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/emptypb"
@@ -44,9 +45,15 @@ type FileWriter struct {
 
 	pending      []arrow.RecordBatch // retained; released by flush
 	pendingBytes int64
-	rows         uint64
-	columns      [][]pageRef // per column, in order
-	closed       bool
+	// A page's first dictionary per column (in pendingDicts, the last
+	// seen) is held in pendingDictBytes: it does not bring the page's
+	// flush nearer, as flushing early would only repeat it. Other ones
+	// count in pendingBytes, as they grow the page's union.
+	pendingDicts     map[int]arrow.ArrayData
+	pendingDictBytes int64
+	rows             uint64
+	columns          [][]pageRef // per column, in order
+	closed           bool
 }
 
 // pageRef is a written page: where its buffers are and how it is encoded.
@@ -89,7 +96,7 @@ func (w *FileWriter) Write(rec arrow.RecordBatch) error {
 	if !rec.Schema().Equal(w.arrow) {
 		return writers.Errorf(writers.ErrInvalid, "lance: record schema %s differs from the file's %s", rec.Schema(), w.arrow)
 	}
-	size := util.TotalRecordSize(rec)
+	size := pageSize(rec)
 	rows := rec.NumRows()
 	// Large records are cut so that no page grows far past pageBytes.
 	parts := max(1, size/w.pageBytes)
@@ -105,10 +112,54 @@ func (w *FileWriter) Write(rec arrow.RecordBatch) error {
 		}
 	}
 	w.rows += uint64(rows)
-	if parts > 1 {
+	// Counted after the rows, so that a dictionary does not cut them.
+	first, more := w.newDictBytes(rec)
+	w.pendingDictBytes += first
+	w.pendingBytes += more
+	if parts > 1 || w.pendingBytes >= w.pageBytes {
 		return w.flush()
 	}
 	return nil
+}
+
+// newDictBytes is the Arrow bytes of rec's dictionaries that are the
+// pending page's first of their column, and of those that differ from the
+// last one seen, which it records.
+func (w *FileWriter) newDictBytes(rec arrow.RecordBatch) (first, more int64) {
+	for i, c := range rec.Columns() {
+		d, ok := c.(*array.Dictionary)
+		if !ok || len(w.pending) == 0 {
+			continue
+		}
+		if w.pendingDicts == nil {
+			w.pendingDicts = map[int]arrow.ArrayData{}
+		}
+		last, seen := w.pendingDicts[i]
+		if dd := d.Data().Dictionary(); last != dd {
+			w.pendingDicts[i] = dd
+			if seen {
+				more += util.TotalArraySize(d.Dictionary())
+			} else {
+				first += util.TotalArraySize(d.Dictionary())
+			}
+		}
+	}
+	return first, more
+}
+
+// pageSize is rec's Arrow bytes as they weigh on a page: dictionaries
+// are left out, as a page stores one for all its chunks (counting it
+// would cut a record of a large dictionary into slices, each page then
+// with a copy).
+func pageSize(rec arrow.RecordBatch) int64 {
+	var n int64
+	for _, c := range rec.Columns() {
+		if d, ok := c.(*array.Dictionary); ok {
+			c = d.Indices()
+		}
+		n += util.TotalArraySize(c)
+	}
+	return n
 }
 
 // FieldColumns returns, for each field of the file's schema, its column
@@ -135,8 +186,9 @@ func (w *FileWriter) FieldColumns() []int32 {
 	return out
 }
 
-// Pending is the Arrow bytes of the rows buffered for the next page.
-func (w *FileWriter) Pending() int64 { return w.pendingBytes }
+// Pending is the Arrow bytes of the rows (and dictionaries) buffered for
+// the next page.
+func (w *FileWriter) Pending() int64 { return w.pendingBytes + w.pendingDictBytes }
 
 // Flush writes the pending rows out as a page now (under memory pressure)
 // instead of at PageBytes.
@@ -165,7 +217,7 @@ func (w *FileWriter) flush() error {
 		for _, r := range w.pending {
 			r.Release()
 		}
-		w.pending, w.pendingBytes = nil, 0
+		w.pending, w.pendingBytes, w.pendingDicts, w.pendingDictBytes = nil, 0, nil, 0
 	}()
 	col := 0
 	for i, f := range w.arrow.Fields() {

@@ -2,7 +2,6 @@ package lanceformat
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -90,14 +89,14 @@ const DefaultFormat = 2
 // CheckFormatTypes reports, as ErrInvalid naming the column, an Arrow
 // type that Quiver maps to Lance but does not write in format 2.minor.
 func CheckFormatTypes(s *arrow.Schema, minor uint16) error {
-	var walk func(path string, dt arrow.DataType) error
-	walk = func(path string, dt arrow.DataType) error {
+	var walk func(path string, dt arrow.DataType, top bool) error
+	walk = func(path string, dt arrow.DataType, top bool) error {
 		if dt.ID() == arrow.MAP && minor < 2 {
 			// pylance: "Map data type is not enabled by the selected file format".
 			return writers.Errorf(writers.ErrInvalid, "lance: column %q is a map, which Lance stores in file format 2.2 and later only (this dataset is 2.%d): create the dataset with data_storage_version \"2.2\"", path, minor)
 		}
-		if dt.ID() == arrow.DICTIONARY && strings.Contains(path, ".") {
-			return writers.Errorf(writers.ErrInvalid, "lance: column %q is a dictionary inside a struct or list, which Quiver does not write: decode it to its value type", path)
+		if dt.ID() == arrow.DICTIONARY && !top {
+			return writers.Errorf(writers.ErrInvalid, "lance: column %q is a dictionary inside a struct, list or fixed_size_list, which Quiver does not write: decode it to its value type", path)
 		}
 		if minor == 0 && newerType(dt) {
 			return writers.Errorf(writers.ErrInvalid, "lance: column %q has type %s, which Quiver writes in Lance file formats 2.1 and 2.2 only: create the dataset with data_storage_version \"2.2\"", path, dt)
@@ -109,20 +108,23 @@ func CheckFormatTypes(s *arrow.Schema, minor uint16) error {
 				return writers.Errorf(writers.ErrInvalid, "lance: column %q is a struct without fields, which Lance file format 2.%d cannot store: add a field or drop the column", path, minor)
 			}
 			for _, f := range t.Fields() {
-				if err := walk(path+"."+f.Name, f.Type); err != nil {
+				if err := walk(path+"."+f.Name, f.Type, false); err != nil {
 					return err
 				}
 			}
-		case arrow.ListLikeType:
-			if _, ok := t.(*arrow.FixedSizeListType); ok {
-				return nil
+		case *arrow.FixedSizeListType:
+			// Its items are no column of their own: only a dictionary
+			// among them is refused (2.0 writes vectors of any item).
+			if t.Elem().ID() == arrow.DICTIONARY {
+				return walk(path+".item", t.Elem(), false)
 			}
-			return walk(path+".item", t.Elem())
+		case arrow.ListLikeType:
+			return walk(path+".item", t.Elem(), false)
 		}
 		return nil
 	}
 	for _, f := range s.Fields() {
-		if err := walk(f.Name, f.Type); err != nil {
+		if err := walk(f.Name, f.Type, true); err != nil {
 			return err
 		}
 	}

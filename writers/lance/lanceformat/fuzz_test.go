@@ -85,6 +85,11 @@ func fileSeeds(t testing.TB) [][]byte {
 	for minor := uint16(1); minor <= 2; minor++ {
 		out = append(out, writeFileV(t, wideSeedSchema, 0, minor, wideSeed(mem)))
 	}
+	// Quiver's dictionary, map and dictionary-string pages, and the same
+	// file with an inline bit-packing width word of its top bit set (as an
+	// int it was negative and passed the width check).
+	cats := categoricalSeed(t, mem)
+	out = append(out, cats, plantedWidth(t, cats))
 	// pylance's own files hold the pages Quiver does not write (FSST,
 	// dictionaries, all-null with levels): their decoders need seeds too
 	// (testdata/lance-formats, make lance-fixtures).
@@ -99,6 +104,63 @@ func fileSeeds(t testing.TB) [][]byte {
 		}
 		out = append(out, b)
 	}
+	return out
+}
+
+var categoricalSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "n", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "d", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}, Nullable: true},
+	{Name: "cat", Type: arrow.BinaryTypes.String, Nullable: true},
+	{Name: "m", Type: arrow.MapOf(arrow.BinaryTypes.String, arrow.PrimitiveTypes.Int64), Nullable: true},
+}, nil)
+
+// categoricalSeed is a 2.2 file of 200 rows of categoricalSchema: small
+// integers (bit-packed to 10 bits), a dictionary column with nulls, few
+// distinct strings (a dictionary-encoded page) and maps (null, empty,
+// with entries).
+func categoricalSeed(t testing.TB, mem memory.Allocator) []byte {
+	b := array.NewRecordBuilder(mem, categoricalSchema)
+	defer b.Release()
+	colors := []string{"red", "green", "blue"}
+	for i := range 200 {
+		b.Field(0).(*array.Int64Builder).Append(int64(i * 5))
+		if db := b.Field(1).(*array.BinaryDictionaryBuilder); i%7 == 3 {
+			db.AppendNull()
+		} else if err := db.AppendString(colors[i%3]); err != nil {
+			t.Fatal(err)
+		}
+		b.Field(2).(*array.StringBuilder).AppendValues([]string{colors[i%3]}, []bool{i%9 != 0})
+		mb := b.Field(3).(*array.MapBuilder)
+		if i%6 == 0 {
+			mb.AppendNull()
+			continue
+		}
+		mb.Append(true)
+		for j := range i % 3 {
+			mb.KeyBuilder().(*array.StringBuilder).Append(colors[j])
+			mb.ItemBuilder().(*array.Int64Builder).Append(int64(i * j))
+		}
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	return writeFileV(t, categoricalSchema, 0, 2, rec)
+}
+
+// plantedWidth is file with its first 64-bit inline bit-packing width
+// word (10: column n's values are below 1,024; in the chunks, its first
+// page's second buffer) set to all ones.
+func plantedWidth(t testing.TB, file []byte) []byte {
+	fr, err := OpenFile(bytes.NewReader(file), int64(len(file)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := bytes.Clone(file)
+	chunks := int(fr.columns[0][0].offsets[1])
+	i := chunks + bytes.Index(out[chunks:], binary.LittleEndian.AppendUint64(nil, 10))
+	if i < chunks {
+		t.Fatal("no bit-packing width word of 10 in the seed")
+	}
+	copy(out[i:], bytes.Repeat([]byte{0xff}, 8))
 	return out
 }
 
@@ -254,13 +316,15 @@ func TestDecodersSurviveMutations(t *testing.T) {
 	mutate := func(seed []byte) []byte {
 		b := bytes.Clone(seed)
 		for range 1 + rng.IntN(4) {
-			switch i := rng.IntN(len(b) - 8); rng.IntN(4) {
+			switch i := rng.IntN(len(b) - 8); rng.IntN(5) {
 			case 0:
 				b[i] = byte(rng.IntN(256))
 			case 1:
 				b = append(b[:i], append([]byte{0xff, 0xff, 0xff, 0xff, 0x7f}, b[i:]...)...)
 			case 2:
 				copy(b[i:], []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x0f})
+			case 4: // a u64 with its top bit set
+				copy(b[i:], bytes.Repeat([]byte{0xff}, 8))
 			case 3:
 				b = append(b[:i], b[i+1+rng.IntN(3):]...)
 			}
@@ -291,6 +355,9 @@ func TestDecodersSurviveMutations(t *testing.T) {
 			}
 			files = append(files, b)
 		}
+	}
+	for _, f := range files {
+		checkDataFile(t, f)
 	}
 	for range 3000 {
 		checkManifestFile(t, mutate(manifests[rng.IntN(len(manifests))]))

@@ -124,11 +124,11 @@ func (s *Schema) Equal(o *Schema) bool {
 func FromArrow(s *arrow.Schema) (*Schema, error) {
 	out := &Schema{Metadata: arrowMeta(s.Metadata())}
 	next := int32(0)
-	var add func(af arrow.Field, parent int32) error
-	add = func(af arrow.Field, parent int32) error {
-		lt, err := logicalType(af.Type)
+	var add func(af arrow.Field, parent int32, path string) error
+	add = func(af arrow.Field, parent int32, path string) error {
+		lt, err := logicalType(af.Type, parent < 0)
 		if err != nil {
-			return writers.Errorf(writers.ErrInvalid, "lance: column %q: %w", af.Name, err)
+			return writers.Errorf(writers.ErrInvalid, "lance: column %q: %w", path, err)
 		}
 		f := Field{Name: af.Name, ID: next, ParentID: parent, LogicalType: lt, Nullable: af.Nullable,
 			Encoding: encodingPlain, Metadata: arrowMeta(af.Metadata)}
@@ -143,14 +143,14 @@ func FromArrow(s *arrow.Schema) (*Schema, error) {
 		out.Fields = append(out.Fields, f)
 		switch t := af.Type.(type) {
 		case *arrow.ListType:
-			return add(t.ElemField(), f.ID)
+			return add(t.ElemField(), f.ID, path+"."+t.ElemField().Name)
 		case *arrow.LargeListType:
-			return add(t.ElemField(), f.ID)
+			return add(t.ElemField(), f.ID, path+"."+t.ElemField().Name)
 		case *arrow.MapType: // Lance's map: one child, the entries struct
-			return add(t.ElemField(), f.ID)
+			return add(t.ElemField(), f.ID, path+"."+t.ElemField().Name)
 		case *arrow.StructType:
 			for _, c := range t.Fields() {
-				if err := add(c, f.ID); err != nil {
+				if err := add(c, f.ID, path+"."+c.Name); err != nil {
 					return err
 				}
 			}
@@ -158,7 +158,7 @@ func FromArrow(s *arrow.Schema) (*Schema, error) {
 		return nil
 	}
 	for _, af := range s.Fields() {
-		if err := add(af, -1); err != nil {
+		if err := add(af, -1, af.Name); err != nil {
 			return nil, err
 		}
 	}
@@ -273,7 +273,9 @@ var primitiveTypes = map[string]arrow.DataType{
 
 // logicalType returns Lance's logical type string for an Arrow type that
 // Quiver can write in format 2.0.
-func logicalType(t arrow.DataType) (string, error) {
+// A dictionary is a top-level column's type only (top): Lance keeps one
+// per page of a column, not of a nested field.
+func logicalType(t arrow.DataType, top bool) (string, error) {
 	for name, p := range primitiveTypes {
 		if arrow.TypeEqual(p, t) {
 			return name, nil
@@ -301,15 +303,18 @@ func logicalType(t arrow.DataType) (string, error) {
 		if !isFixedWidth(t.Elem()) || t.Elem().ID() == arrow.BOOL {
 			return "", fmt.Errorf("fixed_size_list of %s is not supported: use fixed_size_list of a fixed-width number", t.Elem())
 		}
-		item, err := logicalType(t.Elem())
+		item, err := logicalType(t.Elem(), false)
 		if err != nil {
 			return "", err
 		}
 		return "fixed_size_list:" + item + ":" + strconv.Itoa(int(t.Len())), nil
 	case *arrow.DictionaryType:
+		if !top {
+			return "", fmt.Errorf("a dictionary inside a struct, list or fixed_size_list is not supported: decode it to its value type")
+		}
 		// pandas categoricals: Lance's "dict:<values>:<indices>:<ordered>".
-		v, verr := logicalType(t.ValueType)
-		k, kerr := logicalType(t.IndexType)
+		v, verr := logicalType(t.ValueType, false)
+		k, kerr := logicalType(t.IndexType, false)
 		if verr != nil || kerr != nil || !arrow.IsInteger(t.IndexType.ID()) || !isPrimitive(t.ValueType) {
 			return "", fmt.Errorf("dictionary of %s indexed by %s is not supported: use a dictionary of strings or numbers", t.ValueType, t.IndexType)
 		}

@@ -2,6 +2,7 @@ package lanceformat
 
 import (
 	"encoding/binary"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -14,8 +15,10 @@ import (
 // Dictionary columns (pandas categoricals) in format 2.1+, as pylance
 // writes them: mini-block pages of the indices (at the index type's
 // width, so that readers rebuild the Arrow dictionary type) whose layout
-// carries the dictionary, block-encoded in a buffer of its own. Each
-// Arrow chunk is its own page, with its own dictionary.
+// carries the dictionary, block-encoded in a buffer of its own. A page
+// holds the chunks of one flush, as other columns' pages do, with one
+// dictionary: the chunks' own when they share it (a Flight stream sends
+// one for all its batches), else their union with the indices remapped.
 
 // pageDict is a mini-block page's dictionary.
 type pageDict struct {
@@ -24,30 +27,94 @@ type pageDict struct {
 	enc *encodings21pb.CompressiveEncoding
 }
 
-// encodeDictionary emits one dictionary page per chunk into column col.
+// encodeDictionary emits the chunks as one dictionary page into column
+// col, or one page per chunk when their union outgrows the index type.
 func encodeDictionary(chunks []arrow.Array, col int, minor uint16, emit func(col int, p page) error) error {
-	for _, c := range chunks {
-		d := c.(*array.Dictionary)
-		idx := dictIndices(d)
-		p, err := encodeLeaf21([]leafCol{{vals: idx}}, minor, dictionaryOf(d.Dictionary()))
-		idx.Release()
-		if err != nil {
-			return err
-		}
-		if err := emit(col, p); err != nil {
-			return err
-		}
+	dict, transpose, err := pageDictionary(chunks)
+	if err != nil {
+		return err
 	}
-	return nil
+	if dict == nil { // the union needs a wider index type
+		for _, c := range chunks {
+			if err := encodeDictionary([]arrow.Array{c}, col, minor, emit); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	defer dict.Release()
+	leaf := make([]leafCol, len(chunks))
+	for i, c := range chunks {
+		var tr []int32
+		if transpose != nil {
+			tr = transpose[i]
+		}
+		leaf[i] = leafCol{vals: dictIndices(c.(*array.Dictionary), tr)}
+	}
+	p, err := encodeLeaf21(leaf, minor, dictionaryOf(dict))
+	for _, l := range leaf {
+		l.vals.Release()
+	}
+	if err != nil {
+		return err
+	}
+	return emit(col, p)
 }
 
-// dictIndices returns d's indices, null where the index or the value it
-// points to is null (Lance keeps nulls in the indices only).
-func dictIndices(d *array.Dictionary) arrow.Array {
+// pageDictionary returns the dictionary of a page of chunks (retained)
+// and, when it is their union rather than the one they share, each
+// chunk's index mapping into it; nil when the union has more entries than
+// the index type can address.
+func pageDictionary(chunks []arrow.Array) (arrow.Array, [][]int32, error) {
+	first := chunks[0].(*array.Dictionary).Dictionary()
+	shared := true
+	for _, c := range chunks[1:] {
+		d := c.(*array.Dictionary).Dictionary()
+		if d.Data() != first.Data() && !array.Equal(d, first) {
+			shared = false
+			break
+		}
+	}
+	if shared {
+		first.Retain()
+		return first, nil, nil
+	}
+	dt := chunks[0].DataType().(*arrow.DictionaryType)
+	mem := memory.DefaultAllocator
+	u, err := array.NewDictionaryUnifier(mem, dt.ValueType)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer u.Release()
+	transpose := make([][]int32, len(chunks))
+	for i, c := range chunks {
+		buf, err := u.UnifyAndTranspose(c.(*array.Dictionary).Dictionary())
+		if err != nil {
+			return nil, nil, err
+		}
+		transpose[i] = slices.Clone(arrow.Int32Traits.CastFromBytes(buf.Bytes()))
+		buf.Release()
+	}
+	dict, err := u.GetResultWithIndexType(dt.IndexType)
+	if err != nil {
+		return nil, nil, nil // too many entries for the index type
+	}
+	return dict, transpose, nil
+}
+
+// dictIndices returns d's indices, mapped through transpose unless it is
+// nil, null where the index or the value it points to is null (Lance
+// keeps nulls in the indices only).
+func dictIndices(d *array.Dictionary, transpose []int32) arrow.Array {
 	idx := d.Indices()
-	if d.Dictionary().NullN() == 0 {
+	if d.Dictionary().NullN() == 0 && transpose == nil {
 		idx.Retain()
 		return idx
+	}
+	data := idx.Data()
+	values := alignedValues(data)
+	if transpose != nil {
+		values = transposed(data, d, transpose)
 	}
 	valid := make([]byte, bitutil.BytesForBits(int64(idx.Len())))
 	nulls := 0
@@ -58,10 +125,27 @@ func dictIndices(d *array.Dictionary) arrow.Array {
 			nulls++
 		}
 	}
-	data := idx.Data()
-	out := array.NewData(data.DataType(), data.Len(), []*memory.Buffer{memory.NewBufferBytes(valid), alignedValues(data)}, nil, nulls, 0)
+	out := array.NewData(data.DataType(), data.Len(), []*memory.Buffer{memory.NewBufferBytes(valid), values}, nil, nulls, 0)
 	defer out.Release()
 	return array.MakeFromData(out)
+}
+
+// transposed returns the value buffer of d's indices mapped through
+// transpose, at the index type's width (null indices become 0).
+func transposed(data arrow.ArrayData, d *array.Dictionary, transpose []int32) *memory.Buffer {
+	w := data.DataType().(arrow.FixedWidthDataType).BitWidth() / 8
+	out := make([]byte, w*data.Len())
+	var tmp [8]byte
+	for i := range data.Len() {
+		if d.IsNull(i) {
+			continue
+		}
+		// Little-endian and below the index type's maximum (the union
+		// fits it), so the low w bytes hold the value whatever its sign.
+		binary.LittleEndian.PutUint64(tmp[:], uint64(transpose[d.GetValueIndex(i)]))
+		copy(out[i*w:], tmp[:w])
+	}
+	return memory.NewBufferBytes(out)
 }
 
 // alignedValues returns the value buffer of fixed-width data starting at

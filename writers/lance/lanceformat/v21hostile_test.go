@@ -1,6 +1,7 @@
 package lanceformat
 
 import (
+	"bytes"
 	"errors"
 	"strings"
 	"testing"
@@ -40,5 +41,37 @@ func TestEmptyStructRefused(t *testing.T) {
 		if err := CheckFormatTypes(s, minor); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "empty") {
 			t.Errorf("2.%d: %v, want ErrInvalid naming the column", minor, err)
 		}
+	}
+}
+
+// TestDictionaryBelowTopRefused: a dictionary is a top-level column's type
+// only. Inside a fixed-size list its indices alone were written, without
+// the dictionary, and pylance then failed on every scan of the dataset.
+func TestDictionaryBelowTopRefused(t *testing.T) {
+	dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}
+	for name, typ := range map[string]arrow.DataType{
+		"fixed_size_list": arrow.FixedSizeListOf(2, dt),
+		"list":            arrow.ListOf(dt),
+		"struct":          arrow.StructOf(arrow.Field{Name: "d", Type: dt, Nullable: true}),
+	} {
+		s := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}, {Name: "v", Type: typ, Nullable: true}}, nil)
+		for _, minor := range []uint16{0, 1, 2} {
+			if err := CheckFormatTypes(s, minor); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), `"v.`) || !strings.Contains(err.Error(), "dictionary") {
+				t.Errorf("%s 2.%d: %v, want the dictionary refused naming the column", name, minor, err)
+			}
+		}
+		if _, err := FromArrow(s); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), `"v`) {
+			t.Errorf("%s: FromArrow %v, want the dictionary refused", name, err)
+		}
+	}
+}
+
+// TestInlineWidthTopBitSet: a 64-bit inline bit-packed chunk whose width
+// word has its top bit set is an error (as an int it was negative, passed
+// the width check and panicked slicing).
+func TestInlineWidthTopBitSet(t *testing.T) {
+	buf := append(bytes.Repeat([]byte{0xff}, 8), make([]byte, 64)...)
+	if _, err := inlineUnpack(newBudget(1<<20), 64, buf, 1); err == nil {
+		t.Fatal("accepted")
 	}
 }

@@ -410,9 +410,11 @@ func perValue(bud *budget, enc *encodings21pb.CompressiveEncoding, b block, dept
 			return block{}, fmt.Errorf("full-zip general compression of fixed-width values")
 		}
 		out := block{n: b.n, offs: make([]uint64, 1, b.n+1)}
+		var z zstdReader
+		defer z.close()
 		for i := range b.n {
 			if v := b.data[b.offs[i]:b.offs[i+1]]; len(v) > 0 {
-				raw, err := decompress(bud, c.General.GetCompression().GetScheme(), v)
+				raw, err := decompressWith(bud, c.General.GetCompression().GetScheme(), v, &z)
 				if err != nil {
 					return block{}, fmt.Errorf("full-zip value %d: %w", i, err)
 				}

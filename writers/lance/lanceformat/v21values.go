@@ -239,11 +239,14 @@ func inlineUnpack(bud *budget, t int, buf []byte, n int) (block, error) {
 		if len(buf)-pos < t/8 {
 			return block{}, fmt.Errorf("bit-packed chunk ends before its width")
 		}
-		w := int(readWord(buf[pos:], t, 0))
+		// Compared before int(): a 64-bit word with its top bit set
+		// would turn negative.
+		word := readWord(buf[pos:], t, 0)
 		pos += t / 8
-		if w > t {
-			return block{}, fmt.Errorf("bit width %d of %d-bit values", w, t)
+		if word > uint64(t) {
+			return block{}, fmt.Errorf("bit width %d of %d-bit values", word, t)
 		}
+		w := int(word)
 		size := flWords(t, w) * t / 8
 		if len(buf)-pos < size {
 			return block{}, fmt.Errorf("bit-packed chunk of %d bytes, want %d", len(buf)-pos, size)
@@ -393,6 +396,12 @@ func fslBlock(f *encodings21pb.FixedSizeList, n int, inner func(items int) (bloc
 // decompress undoes general compression: LZ4 blocks led by their
 // uncompressed size (u32), zstd frames or zstd led by its size (u64).
 func decompress(bud *budget, scheme encodings21pb.CompressionScheme, src []byte) ([]byte, error) {
+	return decompressWith(bud, scheme, src, nil)
+}
+
+// decompressWith is decompress with zstd frames read by z (nil: a
+// decoder of its own), which many small buffers share.
+func decompressWith(bud *budget, scheme encodings21pb.CompressionScheme, src []byte, z *zstdReader) ([]byte, error) {
 	switch scheme {
 	case encodings21pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4:
 		if len(src) < 4 {
@@ -409,37 +418,92 @@ func decompress(bud *budget, scheme encodings21pb.CompressionScheme, src []byte)
 		}
 		return out, nil
 	case encodings21pb.CompressionScheme_COMPRESSION_ALGORITHM_ZSTD:
-		return zstdDecode(bud, src)
+		return zstdDecode(bud, src, z)
 	}
 	return nil, fmt.Errorf("general compression scheme %v is not supported", scheme)
 }
 
 var zstdMagic = []byte{0x28, 0xb5, 0x2f, 0xfd}
 
-func zstdDecode(bud *budget, src []byte) ([]byte, error) {
+// zstdReader is a zstd decoder reused across the buffers of a page (a new
+// one costs microseconds and kilobytes: a full-zip page compresses each
+// value on its own). Its window is bounded by the reader's budget when it
+// is made.
+type zstdReader struct{ d *zstd.Decoder }
+
+// decoder returns the decoder, making it (window bounded by maxMemory;
+// DecodeAll bounded by its output's capacity) on first use.
+func (z *zstdReader) decoder(maxMemory uint64) (*zstd.Decoder, error) {
+	if z.d == nil {
+		d, err := zstd.NewReader(nil, zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(max(maxMemory, 1<<20)),
+			zstd.WithDecodeAllCapLimit(true))
+		if err != nil {
+			return nil, err
+		}
+		z.d = d
+	}
+	return z.d, nil
+}
+
+func (z *zstdReader) close() {
+	if z.d != nil {
+		z.d.Close()
+	}
+}
+
+// zstdDecode decompresses a zstd buffer (Lance's, its size stated in
+// front, or a bare frame) with z, or a decoder of its own when z is nil.
+func zstdDecode(bud *budget, src []byte, z *zstdReader) ([]byte, error) {
 	if len(src) == 0 {
 		return nil, nil
 	}
-	limit := bud.decoded
+	limit, stated := bud.decoded, false
 	if !bytes.HasPrefix(src, zstdMagic) || len(src) > 4 && src[4]&0x10 != 0 {
 		if len(src) < 8 {
 			return nil, fmt.Errorf("zstd buffer of %d bytes", len(src))
 		}
 		// Lance states the decompressed size in front of the frame.
-		stated := binary.LittleEndian.Uint64(src)
-		if stated > limit {
-			return nil, fmt.Errorf("zstd buffer of %d bytes exceeds the reader's limit", stated)
+		n := binary.LittleEndian.Uint64(src)
+		if n > limit {
+			return nil, fmt.Errorf("zstd buffer of %d bytes exceeds the reader's limit", n)
 		}
-		limit, src = stated, src[8:]
+		limit, stated, src = n, true, src[8:]
 	}
-	// The decoder's memory (window) is bounded by what the budget still
-	// allows, and at least a small window's worth; the output is read
-	// through a limit, so a frame that expands beyond it stops there.
-	d, err := zstd.NewReader(bytes.NewReader(src), zstd.WithDecoderConcurrency(1), zstd.WithDecoderMaxMemory(max(limit, 1<<20)))
+	// The decoder's memory (window) is bounded by what the budget allows
+	// (for a shared decoder, when it is made), and at least a small
+	// window's worth; the output is bounded by the limit, so a frame that
+	// expands beyond it stops there.
+	window := limit
+	if z == nil {
+		z = &zstdReader{}
+		defer z.close()
+	} else {
+		window = bud.decoded
+	}
+	d, err := z.decoder(window)
 	if err != nil {
 		return nil, err
 	}
-	defer d.Close()
+	var out []byte
+	if stated { // at most the stated size, in one call
+		if out, err = d.DecodeAll(src, make([]byte, 0, limit)); err != nil {
+			return nil, fmt.Errorf("zstd buffer does not decode within its %d bytes: %w", limit, err)
+		}
+	} else if out, err = readLimited(d, src, limit); err != nil {
+		return nil, err
+	}
+	if err := bud.spendDecoded(uint64(len(out))); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readLimited streams a bare zstd frame through d, refusing more than
+// limit bytes.
+func readLimited(d *zstd.Decoder, src []byte, limit uint64) ([]byte, error) {
+	if err := d.Reset(bytes.NewReader(src)); err != nil {
+		return nil, err
+	}
 	var out bytes.Buffer
 	out.Grow(int(min(limit, uint64(len(src))*4)))
 	n, err := io.Copy(&out, io.LimitReader(d, int64(limit)+1))
@@ -448,9 +512,6 @@ func zstdDecode(bud *budget, src []byte) ([]byte, error) {
 	}
 	if uint64(n) > limit {
 		return nil, fmt.Errorf("zstd buffer decodes to more than its %d bytes", limit)
-	}
-	if err := bud.spendDecoded(uint64(n)); err != nil {
-		return nil, err
 	}
 	return out.Bytes(), nil
 }

@@ -318,7 +318,7 @@ func TestDictionaryNullValues(t *testing.T) {
 	defer sl.Release()
 	d := array.NewDictionaryArray(&arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}, sl, vals)
 	defer d.Release()
-	got := dictIndices(d)
+	got := dictIndices(d, nil)
 	defer got.Release()
 	want := []bool{true, false, false, true}
 	for i, v := range want {
