@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -246,28 +247,41 @@ func checkFieldIDs(t *testing.T, file string, got []parquet.Field, want []deltal
 }
 
 // TestColumnMappingStaleDescriptor: a precommitted descriptor whose files
-// no longer match the table's column mapping at commit fails with
-// ErrInvalid and publishes nothing: a column it adds whose id another
-// writer took meanwhile, and a column dropped and added again under its
-// name (another physical name) since its files were written.
+// no longer match the table's column mapping at commit fails and
+// publishes nothing: with ErrConflict (replayable) when another writer
+// took the id of a column it adds, or added that column itself,
+// meanwhile; with ErrInvalid when a column was dropped and added again
+// under its name (another physical name) since its files were written.
 func TestColumnMappingStaleDescriptor(t *testing.T) {
+	assign := func(s *deltalog.Schema, conf map[string]string) {
+		top, err := deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(top, 10)
+	}
 	for _, tc := range []struct {
-		name   string
-		change func(schema *deltalog.Schema, conf map[string]string)
-		want   string
+		name    string
+		change  func(schema *deltalog.Schema, conf map[string]string)
+		wantErr error
+		want    string
 	}{
 		{"id taken", func(s *deltalog.Schema, conf map[string]string) {
 			s.Fields = append(s.Fields, deltalog.StructField{Name: "other", Type: deltalog.DataType{Name: "long"}, Nullable: true})
-			conf[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf)), 10)
-		}, "not above"},
+			assign(s, conf)
+		}, writers.ErrConflict, "not above"},
+		{"added by another writer", func(s *deltalog.Schema, conf map[string]string) {
+			s.Fields = append(s.Fields, deltalog.StructField{Name: "extra", Type: deltalog.DataType{Name: "long"}, Nullable: true})
+			assign(s, conf)
+		}, writers.ErrConflict, "added meanwhile"},
 		{"dropped and added again", func(s *deltalog.Schema, conf map[string]string) {
 			for i := range s.Fields {
 				if s.Fields[i].Name == "label" {
 					s.Fields[i].Metadata = nil // a new column of that name
 				}
 			}
-			conf[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf)), 10)
-		}, "dropped or renamed"},
+			assign(s, conf)
+		}, writers.ErrInvalid, "dropped or renamed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, w, mem := mappedTable(t, "name", false, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
@@ -290,8 +304,8 @@ func TestColumnMappingStaleDescriptor(t *testing.T) {
 			}
 			before := snapshot(t, cfg).Version
 			_, err = w.Commit(context.Background(), key, []writers.Descriptor{d})
-			if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Commit: %v, want ErrInvalid saying %q", err, tc.want)
+			if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Commit: %v, want %v saying %q", err, tc.wantErr, tc.want)
 			}
 			if v := snapshot(t, cfg).Version; v != before {
 				t.Errorf("version %d after a refused commit, want %d", v, before)
@@ -397,5 +411,29 @@ func TestColumnMapRename(t *testing.T) {
 	defer unknown.Release()
 	if _, err := m.toPhysical(unknown); !errors.Is(err, writers.ErrInvalid) {
 		t.Errorf("toPhysical of an unknown column: %v, want ErrInvalid", err)
+	}
+}
+
+// TestColumnMappingSharedNewColumn: two keys of one Writer adding the same
+// column give it one physical name and id, so both commit, in either
+// order.
+func TestColumnMappingSharedNewColumn(t *testing.T) {
+	cfg, w, mem := mappedTable(t, "name", false, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
+	r1, r2 := mappedBatch(mem, true, mappedRow{3, "c", 3, 30}), mappedBatch(mem, true, mappedRow{4, "d", 4, 40})
+	defer r1.Release()
+	defer r2.Release()
+	k1, k2 := writers.TxnKey{Writer: "one", Epoch: 1}, writers.TxnKey{Writer: "two", Epoch: 1}
+	d1, d2 := precommitOne(t, w, k1, r1), precommitOne(t, w, k2, r2)
+	for _, c := range []struct {
+		k writers.TxnKey
+		d writers.Descriptor
+	}{{k2, d2}, {k1, d1}} {
+		if _, err := w.Commit(context.Background(), c.k, []writers.Descriptor{c.d}); err != nil {
+			t.Fatalf("Commit %s: %v", c.k, err)
+		}
+	}
+	rows := tableRows(t, cfg, []string{"id", "extra"})
+	if !slices.Contains(rows, "3|30") || !slices.Contains(rows, "4|40") {
+		t.Errorf("rows %v lack 3|30 and 4|40", rows)
 	}
 }

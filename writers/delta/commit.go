@@ -327,7 +327,7 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 			return nil, fmt.Errorf("%w (descriptor %d)", err, i)
 		}
 		if mapped {
-			if err := checkMappedColumns(evolved, maxID, files); err != nil {
+			if err := checkMappedColumns(evolved, maxID, files, d.MappedAfter); err != nil {
 				return nil, fmt.Errorf("%w (descriptor %d)", err, i)
 			}
 		}

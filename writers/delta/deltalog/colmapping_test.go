@@ -63,7 +63,10 @@ func TestAssignColumnMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top := AssignColumnMapping(s, prev, 6)
+	top, err := AssignColumnMapping(s, prev, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if top != 8 {
 		t.Fatalf("highest id %d, want 8", top)
 	}
