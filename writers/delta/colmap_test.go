@@ -437,3 +437,36 @@ func TestColumnMappingSharedNewColumn(t *testing.T) {
 		t.Errorf("rows %v lack 3|30 and 4|40", rows)
 	}
 }
+
+// TestCheckMappedColumnsNested: a field inside an array's elements or a
+// map's keys or values whose physical name changed since the files were
+// written (dropped and added again) is refused like a top-level one.
+func TestCheckMappedColumnsNested(t *testing.T) {
+	field := func(name, phys string, id int, typ string) string {
+		return `{"name":"` + name + `","type":` + typ + `,"nullable":true,"metadata":{"delta.columnMapping.id":` +
+			strconv.Itoa(id) + `,"delta.columnMapping.physicalName":"` + phys + `"}}`
+	}
+	schema := func(x string) *deltalog.Schema {
+		st := `{"type":"struct","fields":[` + field("x", x, 2, `"integer"`) + `]}`
+		s, err := deltalog.ParseSchema(`{"type":"struct","fields":[` +
+			field("arr", "col-arr", 1, `{"type":"array","elementType":`+st+`,"containsNull":true}`) + `,` +
+			field("mk", "col-mk", 3, `{"type":"map","keyType":`+st+`,"valueType":"integer","valueContainsNull":true}`) + `,` +
+			field("mv", "col-mv", 4, `{"type":"map","keyType":"string","valueType":`+st+`,"valueContainsNull":true}`) + `]}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if err := checkMappedColumns(schema("col-x"), 4, schema("col-x"), nil); err != nil {
+		t.Fatalf("same mapping: %v", err)
+	}
+	for i, path := range []string{"arr.element.x", "mk.key.x", "mv.value.x"} {
+		files := schema("col-x")
+		table := schema("col-x")
+		table.Fields[i] = schema("col-x-new").Fields[i]
+		err := checkMappedColumns(table, 4, files, nil)
+		if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s renamed physically: %v, want ErrInvalid naming it", path, err)
+		}
+	}
+}
