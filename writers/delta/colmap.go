@@ -108,19 +108,6 @@ func (m *columnMap) physicalNames(names []string) []string {
 	return out
 }
 
-// partitionValues returns values (keyed by logical partition column) keyed
-// by physical name, as add.partitionValues wants them.
-func (m *columnMap) partitionValues(values map[string]*string) map[string]*string {
-	if m == nil || values == nil {
-		return values
-	}
-	out := make(map[string]*string, len(values))
-	for k, v := range values {
-		out[m.physical(k)] = v
-	}
-	return out
-}
-
 // logicalPath maps the physical path of a (possibly nested) column in a
 // file back to its logical path; nil when it is no table column.
 func (m *columnMap) logicalPath(path []string) []string {

@@ -228,7 +228,8 @@ func checkPhysicalFiles(t *testing.T, cfg *Config, snap *deltalog.Snapshot, sche
 }
 
 // checkFieldIDs checks that every Parquet field of a file is the physical
-// name of a Delta field, with its id as field id (struct members too).
+// name of a Delta field, with its id as field id (struct members too, also
+// inside array elements and map keys and values).
 func checkFieldIDs(t *testing.T, file string, got []parquet.Field, want []deltalog.StructField) {
 	t.Helper()
 	for _, pf := range got {
@@ -240,8 +241,33 @@ func checkFieldIDs(t *testing.T, file string, got []parquet.Field, want []deltal
 		if id, _ := df.ColumnID(); int64(pf.ID()) != id {
 			t.Errorf("file %s: column %q (%s): field id %d, want %d", file, pf.Name(), df.Name, pf.ID(), id)
 		}
-		if df.Type.Name == "struct" {
-			checkFieldIDs(t, file, pf.Fields(), df.Type.Fields)
+		checkNestedIDs(t, file, pf, df.Type)
+	}
+}
+
+// checkNestedIDs is checkFieldIDs for the fields inside Parquet field pf
+// of Delta type dt.
+func checkNestedIDs(t *testing.T, file string, pf parquet.Field, dt deltalog.DataType) {
+	t.Helper()
+	// The levels of a LIST (list.element) or MAP (key_value.key/value).
+	inner := func() []parquet.Field {
+		if len(pf.Fields()) != 1 {
+			t.Errorf("file %s: column %q: %d repeated groups, want 1", file, pf.Name(), len(pf.Fields()))
+			return nil
+		}
+		return pf.Fields()[0].Fields()
+	}
+	switch {
+	case dt.Name == "struct":
+		checkFieldIDs(t, file, pf.Fields(), dt.Fields)
+	case dt.Element != nil:
+		if l := inner(); len(l) == 1 {
+			checkNestedIDs(t, file, l[0], *dt.Element)
+		}
+	case dt.Key != nil && dt.Value != nil:
+		if kv := inner(); len(kv) == 2 {
+			checkNestedIDs(t, file, kv[0], *dt.Key)
+			checkNestedIDs(t, file, kv[1], *dt.Value)
 		}
 	}
 }
@@ -469,4 +495,58 @@ func TestCheckMappedColumnsNested(t *testing.T) {
 			t.Errorf("%s renamed physically: %v, want ErrInvalid naming it", path, err)
 		}
 	}
+}
+
+// TestColumnMappingPartitioned: appends into a partitioned column-mapped
+// table key add.partitionValues by the partition column's physical name,
+// and the files hold the other columns under their physical names.
+func TestColumnMappingPartitioned(t *testing.T) {
+	mem := checkedMem(t)
+	ctx := context.Background()
+	cfg := testConfig(fileURI(t), func(c *Config) { c.PartitionBy = []string{"k"} })
+	seed := kvBatch(mem, true, kv{1, "a", 0})
+	defer seed.Release()
+	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
+
+	// Turn it into a column-mapped table without files, as a table
+	// created with column mapping on is.
+	snap := snapshot(t, cfg)
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := deltalog.AssignColumnMapping(schema, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := snap.Metadata
+	m.SchemaString = schema.String()
+	m.Configuration = map[string]string{deltalog.ColumnMappingModeKey: "name", deltalog.ColumnMappingMaxIDKey: strconv.FormatInt(top, 10)}
+	p := deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"columnMapping"}, WriterFeatures: []string{"columnMapping"}}
+	actions := []deltalog.Action{{MetaData: &m}, {Protocol: &p}}
+	for _, a := range snap.Files() {
+		actions = append(actions, deltalog.Action{Remove: a.Remove(1, true)})
+	}
+	if _, err := deltalog.Commit(ctx, tableBucket(t, cfg), snap, actions, deltalog.CommitOptions{Operation: "CREATE OR REPLACE TABLE"}); err != nil {
+		t.Fatal(err)
+	}
+
+	rec := kvBatch(mem, true, kv{2, "b", 1}, kv{3, "c", 2}, kv{4, "b", 3})
+	defer rec.Release()
+	commitOne(t, openWriter(t, cfg, mem), writers.TxnKey{Writer: "w", Epoch: 1}, rec)
+
+	snap = snapshot(t, cfg)
+	k, _ := schema.Field("k")
+	got := map[string]bool{}
+	for _, a := range snap.Files() {
+		if len(a.PartitionValues) != 1 || a.PartitionValues[k.PhysicalName()] == nil {
+			t.Fatalf("file %s: partitionValues %v, want keyed by %q", a.Path, a.PartitionValues, k.PhysicalName())
+		}
+		got[*a.PartitionValues[k.PhysicalName()]] = true
+	}
+	if len(got) != 2 || !got["b"] || !got["c"] {
+		t.Errorf("partitions %v, want b and c", got)
+	}
+	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "v"}), []string{"2|1", "3|2", "4|3"})
+	checkPhysicalFiles(t, cfg, snap, schema)
 }
