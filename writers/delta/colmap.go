@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -103,19 +104,6 @@ func (m *columnMap) physicalNames(names []string) []string {
 	out := make([]string, len(names))
 	for i, n := range names {
 		out[i] = m.physical(n)
-	}
-	return out
-}
-
-// partitionValues returns values (keyed by logical partition column) keyed
-// by physical name, as add.partitionValues wants them.
-func (m *columnMap) partitionValues(values map[string]*string) map[string]*string {
-	if m == nil || values == nil {
-		return values
-	}
-	out := make(map[string]*string, len(values))
-	for k, v := range values {
-		out[m.physical(k)] = v
 	}
 	return out
 }
@@ -432,21 +420,90 @@ func (r *logicalReader) Err() error {
 	return r.in.Err()
 }
 
+// newColumns shares, within one Writer, the column mapping its stages
+// give the columns they add, by logical name: two keys adding the same
+// column give it one physical name and id (so both commit), two adding
+// different ones give them different ids. Writers on other servers
+// assign their own: of two servers adding the same column, the second to
+// commit fails with a conflict and its replay takes the first's mapping.
+type newColumns struct {
+	mu     sync.Mutex
+	byName map[string]deltalog.StructField
+}
+
+// maxNewColumns bounds newColumns (forgetting only loses sharing).
+const maxNewColumns = 1024
+
+// assign gives the columns of merged (s's rows against a table whose
+// maxColumnId is maxID) that have no column mapping yet their mapping:
+// the one s's earlier batches chose, else the one another stage of this
+// Writer chose while its ids are still above maxID (not yet committed or
+// taken by another writer), else new ids above both.
+func (n *newColumns) assign(s *stage, merged *deltalog.Schema, maxID int64) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	known := &deltalog.Schema{}
+	if s.schema != "" {
+		if prev, err := deltalog.ParseSchema(s.schema); err == nil {
+			known.Fields = prev.Fields
+		}
+	}
+	top := maxID
+	for name, f := range n.byName {
+		if id, _ := f.ColumnID(); id <= maxID {
+			delete(n.byName, name) // committed, or its id taken meanwhile
+			continue
+		}
+		known.Fields = append(known.Fields, f)
+		top = max(top, deltalog.HighestColumnID(&deltalog.Schema{Fields: []deltalog.StructField{f}}))
+	}
+	var added []string
+	for _, f := range merged.Fields {
+		if _, ok := f.ColumnID(); !ok {
+			added = append(added, f.Name)
+		}
+	}
+	if len(added) == 0 {
+		return nil
+	}
+	if _, err := deltalog.AssignColumnMapping(merged, known, top); err != nil {
+		return err
+	}
+	if n.byName == nil || len(n.byName) >= maxNewColumns {
+		n.byName = map[string]deltalog.StructField{}
+	}
+	for _, name := range added {
+		n.byName[name], _ = merged.Field(name)
+	}
+	if s.mappedAfter == nil {
+		s.mappedAfter = &maxID
+	}
+	return nil
+}
+
 // checkMappedColumns checks the column mapping of files (the schema of a
-// descriptor's files) against a column-mapped table: a column of the
-// table must have the table's physical name at every depth (one renamed
-// and another added under its name, or dropped and added again, since the
-// files were written would leave them unreadable), and a column the files
-// add must have an id above the table's maxColumnId (ids of dropped
-// columns are never reused). Mismatches are ErrInvalid.
-func checkMappedColumns(table *deltalog.Schema, maxID int64, files *deltalog.Schema) error {
+// descriptor's files, whose added columns were mapped after the table's
+// maxColumnId was mappedAfter) against a column-mapped table: a column of
+// the table must have the table's physical name at every depth (one
+// renamed and another added under its name, or dropped and added again,
+// since the files were written would leave them unreadable: ErrInvalid),
+// and a column the files add must have an id above the table's
+// maxColumnId (ids of dropped columns are never reused). A column the
+// files add that another writer added or whose id it took meanwhile is
+// ErrConflict: the replay maps it afresh.
+func checkMappedColumns(table *deltalog.Schema, maxID int64, files *deltalog.Schema, mappedAfter *int64) error {
 	for _, f := range files.Fields {
+		id, hasID := f.ColumnID()
+		added := mappedAfter != nil && hasID && id > *mappedAfter
 		t, ok := table.Field(f.Name)
 		if !ok {
-			if id, ok := f.ColumnID(); !ok || id <= maxID {
-				return writers.Errorf(writers.ErrInvalid, "delta: new column %q has column mapping id %d, not above the table's %s %d: another writer changed the schema since the files were written: replay the transaction", f.Name, id, deltalog.ColumnMappingMaxIDKey, maxID)
+			if !hasID || id <= maxID {
+				return writers.Errorf(writers.ErrConflict, "delta: new column %q has column mapping id %d, not above the table's %s %d: another writer added columns since the files were written: roll back and replay the transaction", f.Name, id, deltalog.ColumnMappingMaxIDKey, maxID)
 			}
 			continue
+		}
+		if added && t.PhysicalName() != f.PhysicalName() {
+			return writers.Errorf(writers.ErrConflict, "delta: column %q, which the files add, was added meanwhile by another writer (as physical column %q, the files' is %q): roll back and replay the transaction", f.Name, t.PhysicalName(), f.PhysicalName())
 		}
 		if err := samePhysical(t, f, f.Name); err != nil {
 			return err
@@ -456,14 +513,30 @@ func checkMappedColumns(table *deltalog.Schema, maxID int64, files *deltalog.Sch
 }
 
 // samePhysical reports whether f (of the files) and t (of the table) and
-// their nested struct fields have the same physical names.
+// their nested fields (in structs, array elements, map keys and values)
+// have the same physical names.
 func samePhysical(t, f deltalog.StructField, path string) error {
 	if t.PhysicalName() != f.PhysicalName() {
 		return writers.Errorf(writers.ErrInvalid, "delta: column %q was written as physical column %q, the table's is %q: the column was dropped or renamed since the files were written: replay the transaction", path, f.PhysicalName(), t.PhysicalName())
 	}
-	for _, ff := range f.Type.Fields {
-		if tf, ok := fieldBy(t.Type.Fields, ff.Name, false); ok {
+	return samePhysicalType(t.Type, f.Type, path)
+}
+
+// samePhysicalType is samePhysical for the fields inside types t and f.
+func samePhysicalType(t, f deltalog.DataType, path string) error {
+	for _, ff := range f.Fields {
+		if tf, ok := fieldBy(t.Fields, ff.Name, false); ok {
 			if err := samePhysical(tf, ff, path+"."+ff.Name); err != nil {
+				return err
+			}
+		}
+	}
+	for _, c := range []struct {
+		t, f *deltalog.DataType
+		name string
+	}{{t.Element, f.Element, "element"}, {t.Key, f.Key, "key"}, {t.Value, f.Value, "value"}} {
+		if c.t != nil && c.f != nil {
+			if err := samePhysicalType(*c.t, *c.f, path+"."+c.name); err != nil {
 				return err
 			}
 		}

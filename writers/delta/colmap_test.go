@@ -240,7 +240,8 @@ func checkPhysicalFiles(t *testing.T, cfg *Config) {
 }
 
 // checkFieldIDs checks that every Parquet field of a file is the physical
-// name of a Delta field, with its id as field id (struct members too).
+// name of a Delta field, with its id as field id (struct members too, also
+// inside array elements and map keys and values).
 func checkFieldIDs(t *testing.T, file string, got []parquet.Field, want []deltalog.StructField) {
 	t.Helper()
 	for _, pf := range got {
@@ -252,35 +253,73 @@ func checkFieldIDs(t *testing.T, file string, got []parquet.Field, want []deltal
 		if id, _ := df.ColumnID(); int64(pf.ID()) != id {
 			t.Errorf("file %s: column %q (%s): field id %d, want %d", file, pf.Name(), df.Name, pf.ID(), id)
 		}
-		if df.Type.Name == "struct" {
-			checkFieldIDs(t, file, pf.Fields(), df.Type.Fields)
+		checkNestedIDs(t, file, pf, df.Type)
+	}
+}
+
+// checkNestedIDs is checkFieldIDs for the fields inside Parquet field pf
+// of Delta type dt.
+func checkNestedIDs(t *testing.T, file string, pf parquet.Field, dt deltalog.DataType) {
+	t.Helper()
+	// The levels of a LIST (list.element) or MAP (key_value.key/value).
+	inner := func() []parquet.Field {
+		if len(pf.Fields()) != 1 {
+			t.Errorf("file %s: column %q: %d repeated groups, want 1", file, pf.Name(), len(pf.Fields()))
+			return nil
+		}
+		return pf.Fields()[0].Fields()
+	}
+	switch {
+	case dt.Name == "struct":
+		checkFieldIDs(t, file, pf.Fields(), dt.Fields)
+	case dt.Element != nil:
+		if l := inner(); len(l) == 1 {
+			checkNestedIDs(t, file, l[0], *dt.Element)
+		}
+	case dt.Key != nil && dt.Value != nil:
+		if kv := inner(); len(kv) == 2 {
+			checkNestedIDs(t, file, kv[0], *dt.Key)
+			checkNestedIDs(t, file, kv[1], *dt.Value)
 		}
 	}
 }
 
 // TestColumnMappingStaleDescriptor: a precommitted descriptor whose files
-// no longer match the table's column mapping at commit fails with
-// ErrInvalid and publishes nothing: a column it adds whose id another
-// writer took meanwhile, and a column dropped and added again under its
-// name (another physical name) since its files were written.
+// no longer match the table's column mapping at commit fails and
+// publishes nothing: with ErrConflict (replayable) when another writer
+// took the id of a column it adds, or added that column itself,
+// meanwhile; with ErrInvalid when a column was dropped and added again
+// under its name (another physical name) since its files were written.
 func TestColumnMappingStaleDescriptor(t *testing.T) {
+	assign := func(s *deltalog.Schema, conf map[string]string) {
+		top, err := deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(top, 10)
+	}
 	for _, tc := range []struct {
-		name   string
-		change func(schema *deltalog.Schema, conf map[string]string)
-		want   string
+		name    string
+		change  func(schema *deltalog.Schema, conf map[string]string)
+		wantErr error
+		want    string
 	}{
 		{"id taken", func(s *deltalog.Schema, conf map[string]string) {
 			s.Fields = append(s.Fields, deltalog.StructField{Name: "other", Type: deltalog.DataType{Name: "long"}, Nullable: true})
-			conf[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf)), 10)
-		}, "not above"},
+			assign(s, conf)
+		}, writers.ErrConflict, "not above"},
+		{"added by another writer", func(s *deltalog.Schema, conf map[string]string) {
+			s.Fields = append(s.Fields, deltalog.StructField{Name: "extra", Type: deltalog.DataType{Name: "long"}, Nullable: true})
+			assign(s, conf)
+		}, writers.ErrConflict, "added meanwhile"},
 		{"dropped and added again", func(s *deltalog.Schema, conf map[string]string) {
 			for i := range s.Fields {
 				if s.Fields[i].Name == "label" {
 					s.Fields[i].Metadata = nil // a new column of that name
 				}
 			}
-			conf[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf)), 10)
-		}, "dropped or renamed"},
+			assign(s, conf)
+		}, writers.ErrInvalid, "dropped or renamed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, w, mem := mappedTable(t, "name", false, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
@@ -303,8 +342,8 @@ func TestColumnMappingStaleDescriptor(t *testing.T) {
 			}
 			before := snapshot(t, cfg).Version
 			_, err = w.Commit(context.Background(), key, []writers.Descriptor{d})
-			if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("Commit: %v, want ErrInvalid saying %q", err, tc.want)
+			if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Commit: %v, want %v saying %q", err, tc.wantErr, tc.want)
 			}
 			if v := snapshot(t, cfg).Version; v != before {
 				t.Errorf("version %d after a refused commit, want %d", v, before)
@@ -406,4 +445,115 @@ func TestColumnMapRename(t *testing.T) {
 	if _, err := m.toPhysical(unknown); !errors.Is(err, writers.ErrInvalid) {
 		t.Errorf("toPhysical of an unknown column: %v, want ErrInvalid", err)
 	}
+}
+
+// TestColumnMappingSharedNewColumn: two keys of one Writer adding the same
+// column give it one physical name and id, so both commit, in either
+// order.
+func TestColumnMappingSharedNewColumn(t *testing.T) {
+	cfg, w, mem := mappedTable(t, "name", false, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
+	r1, r2 := mappedBatch(mem, true, mappedRow{3, "c", 3, 30}), mappedBatch(mem, true, mappedRow{4, "d", 4, 40})
+	defer r1.Release()
+	defer r2.Release()
+	k1, k2 := writers.TxnKey{Writer: "one", Epoch: 1}, writers.TxnKey{Writer: "two", Epoch: 1}
+	d1, d2 := precommitOne(t, w, k1, r1), precommitOne(t, w, k2, r2)
+	for _, c := range []struct {
+		k writers.TxnKey
+		d writers.Descriptor
+	}{{k2, d2}, {k1, d1}} {
+		if _, err := w.Commit(context.Background(), c.k, []writers.Descriptor{c.d}); err != nil {
+			t.Fatalf("Commit %s: %v", c.k, err)
+		}
+	}
+	rows := tableRows(t, cfg, []string{"id", "extra"})
+	if !slices.Contains(rows, "3|30") || !slices.Contains(rows, "4|40") {
+		t.Errorf("rows %v lack 3|30 and 4|40", rows)
+	}
+}
+
+// TestCheckMappedColumnsNested: a field inside an array's elements or a
+// map's keys or values whose physical name changed since the files were
+// written (dropped and added again) is refused like a top-level one.
+func TestCheckMappedColumnsNested(t *testing.T) {
+	field := func(name, phys string, id int, typ string) string {
+		return `{"name":"` + name + `","type":` + typ + `,"nullable":true,"metadata":{"delta.columnMapping.id":` +
+			strconv.Itoa(id) + `,"delta.columnMapping.physicalName":"` + phys + `"}}`
+	}
+	schema := func(x string) *deltalog.Schema {
+		st := `{"type":"struct","fields":[` + field("x", x, 2, `"integer"`) + `]}`
+		s, err := deltalog.ParseSchema(`{"type":"struct","fields":[` +
+			field("arr", "col-arr", 1, `{"type":"array","elementType":`+st+`,"containsNull":true}`) + `,` +
+			field("mk", "col-mk", 3, `{"type":"map","keyType":`+st+`,"valueType":"integer","valueContainsNull":true}`) + `,` +
+			field("mv", "col-mv", 4, `{"type":"map","keyType":"string","valueType":`+st+`,"valueContainsNull":true}`) + `]}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	if err := checkMappedColumns(schema("col-x"), 4, schema("col-x"), nil); err != nil {
+		t.Fatalf("same mapping: %v", err)
+	}
+	for i, path := range []string{"arr.element.x", "mk.key.x", "mv.value.x"} {
+		files := schema("col-x")
+		table := schema("col-x")
+		table.Fields[i] = schema("col-x-new").Fields[i]
+		err := checkMappedColumns(table, 4, files, nil)
+		if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s renamed physically: %v, want ErrInvalid naming it", path, err)
+		}
+	}
+}
+
+// TestColumnMappingPartitioned: appends into a partitioned column-mapped
+// table key add.partitionValues by the partition column's physical name,
+// and the files hold the other columns under their physical names.
+func TestColumnMappingPartitioned(t *testing.T) {
+	mem := checkedMem(t)
+	ctx := context.Background()
+	cfg := testConfig(fileURI(t), func(c *Config) { c.PartitionBy = []string{"k"} })
+	seed := kvBatch(mem, true, kv{1, "a", 0})
+	defer seed.Release()
+	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
+
+	// Turn it into a column-mapped table without files, as a table
+	// created with column mapping on is.
+	snap := snapshot(t, cfg)
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	top, err := deltalog.AssignColumnMapping(schema, nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := snap.Metadata
+	m.SchemaString = schema.String()
+	m.Configuration = map[string]string{deltalog.ColumnMappingModeKey: "name", deltalog.ColumnMappingMaxIDKey: strconv.FormatInt(top, 10)}
+	p := deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"columnMapping"}, WriterFeatures: []string{"columnMapping"}}
+	actions := []deltalog.Action{{MetaData: &m}, {Protocol: &p}}
+	for _, a := range snap.Files() {
+		actions = append(actions, deltalog.Action{Remove: a.Remove(1, true)})
+	}
+	if _, err := deltalog.Commit(ctx, tableBucket(t, cfg), snap, actions, deltalog.CommitOptions{Operation: "CREATE OR REPLACE TABLE"}); err != nil {
+		t.Fatal(err)
+	}
+
+	rec := kvBatch(mem, true, kv{2, "b", 1}, kv{3, "c", 2}, kv{4, "b", 3})
+	defer rec.Release()
+	commitOne(t, openWriter(t, cfg, mem), writers.TxnKey{Writer: "w", Epoch: 1}, rec)
+
+	snap = snapshot(t, cfg)
+	k, _ := schema.Field("k")
+	got := map[string]bool{}
+	for _, a := range snap.Files() {
+		if len(a.PartitionValues) != 1 || a.PartitionValues[k.PhysicalName()] == nil {
+			t.Fatalf("file %s: partitionValues %v, want keyed by %q", a.Path, a.PartitionValues, k.PhysicalName())
+		}
+		got[*a.PartitionValues[k.PhysicalName()]] = true
+	}
+	if len(got) != 2 || !got["b"] || !got["c"] {
+		t.Errorf("partitions %v, want b and c", got)
+	}
+	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "v"}), []string{"2|1", "3|2", "4|3"})
+	checkPhysicalFiles(t, cfg, snap, schema)
 }

@@ -137,7 +137,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			w.m.conflicts.Inc() // lost a race; deltalog rebased it
 		}
 		w.rememberCommit(key, version)
-		w.ids.recordCommitted(snap, actions)
+		w.ids.recordCommitted(snap, actions, ds)
 		if upsert != nil {
 			w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...), snapColumnMap(snap))
 		}
@@ -327,7 +327,7 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 			return nil, fmt.Errorf("%w (descriptor %d)", err, i)
 		}
 		if mapped {
-			if err := checkMappedColumns(evolved, maxID, files); err != nil {
+			if err := checkMappedColumns(evolved, maxID, files, d.MappedAfter); err != nil {
 				return nil, fmt.Errorf("%w (descriptor %d)", err, i)
 			}
 		}

@@ -60,6 +60,9 @@ type descriptor struct {
 	// Identity is the identity column values the files hold that the
 	// sink generated, by column (identity.go).
 	Identity map[string]identityRange `json:"identity,omitempty"`
+	// MappedAfter is the table's maxColumnId when the columns the files
+	// add were given column mapping (colmap.go; nil without).
+	MappedAfter *int64 `json:"mappedAfter,omitempty"`
 }
 
 // upsertPlan is what an upsert's commit needs besides its adds: the table

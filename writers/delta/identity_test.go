@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -229,12 +230,12 @@ func TestIdentityHostileDescriptor(t *testing.T) {
 		r    map[string]identityRange
 		want error
 	}{
-		{"no identity column", map[string]identityRange{"v": {11, 12, 10}}, writers.ErrInvalid},
-		{"no column", map[string]identityRange{"nope": {11, 12, 10}}, writers.ErrInvalid},
-		{"reversed", map[string]identityRange{"id": {12, 11, 10}}, writers.ErrInvalid},
-		{"first not after base", map[string]identityRange{"id": {10, 11, 10}}, writers.ErrInvalid},
-		{"taken by another writer", map[string]identityRange{"id": {6, 8, 5}}, writers.ErrConflict},
-		{"fine", map[string]identityRange{"id": {11, 12, 10}}, nil},
+		{"no identity column", map[string]identityRange{"v": {11, 12, 10, ""}}, writers.ErrInvalid},
+		{"no column", map[string]identityRange{"nope": {11, 12, 10, ""}}, writers.ErrInvalid},
+		{"reversed", map[string]identityRange{"id": {12, 11, 10, ""}}, writers.ErrInvalid},
+		{"first not after base", map[string]identityRange{"id": {10, 11, 10, ""}}, writers.ErrInvalid},
+		{"taken by another writer", map[string]identityRange{"id": {6, 8, 5, ""}}, writers.ErrConflict},
+		{"fine", map[string]identityRange{"id": {11, 12, 10, ""}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out, changed, err := identityHighWaterMarks(schema, []*descriptor{{Identity: tc.r}}, &identityAllocator{})
@@ -246,6 +247,81 @@ func TestIdentityHostileDescriptor(t *testing.T) {
 					t.Errorf("high-water mark %d, want 12", id.HighWaterMark)
 				}
 			}
+		})
+	}
+}
+
+// TestIdentityForeignDescriptor: a descriptor whose values another
+// allocator handed out (another server's, or this server's before a
+// restart) is a conflict once this writer's own commits advanced the
+// mark over them, not taken for this writer's; nothing is duplicated.
+// Descriptors of one commit filled on two servers are refused.
+func TestIdentityForeignDescriptor(t *testing.T) {
+	ctx := context.Background()
+	t.Run("other allocator", func(t *testing.T) {
+		mem := checkedMem(t)
+		uri := fileURI(t)
+		identityTable(t, uri, true, 1)
+		cfg := testConfig(uri)
+		b := openWriter(t, cfg, mem)
+		kb := writers.TxnKey{Writer: "b", Epoch: 1}
+		rb := kvBatch(mem, false, kv{0, "fromB", 1})
+		defer rb.Release()
+		db := precommitOne(t, b, kb, rb) // takes 2 after 1
+		// Another server, or the process that precommitted db
+		// after kill -9: either way a Writer with a fresh allocator.
+		a := openWriter(t, cfg, mem)
+		ra := kvBatch(mem, false, kv{0, "fromA", 2})
+		defer ra.Release()
+		commitOne(t, a, writers.TxnKey{Writer: "a", Epoch: 1}, ra) // also 2
+		if _, err := a.Commit(ctx, kb, []writers.Descriptor{db}); !errors.Is(err, writers.ErrConflict) {
+			t.Fatalf("Commit of a descriptor of another allocator after our own advance: %v, want ErrConflict", err)
+		}
+		sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k"}), []string{"1|a", "2|fromA"})
+	})
+	t.Run("one commit, two servers", func(t *testing.T) {
+		mem := checkedMem(t)
+		uri := fileURI(t)
+		identityTable(t, uri, true, 1)
+		cfg := testConfig(uri)
+		a, b := openWriter(t, cfg, mem), openWriter(t, cfg, mem)
+		k := writers.TxnKey{Writer: "k", Epoch: 1}
+		ra, rb := kvBatch(mem, false, kv{0, "onA", 1}), kvBatch(mem, false, kv{0, "onB", 2})
+		defer ra.Release()
+		defer rb.Release()
+		da, db := precommitOne(t, a, k, ra), precommitOne(t, b, k, rb)
+		_, err := a.Commit(ctx, k, []writers.Descriptor{da, db})
+		if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "one server") {
+			t.Fatalf("Commit of identity values of two servers: %v, want ErrInvalid naming the rule", err)
+		}
+	})
+}
+
+// TestIdentityNotNull: a NOT NULL identity column is filled, not refused:
+// GENERATED ALWAYS with a stream without it, BY DEFAULT with nulls.
+func TestIdentityNotNull(t *testing.T) {
+	for _, always := range []bool{true, false} {
+		t.Run(map[bool]string{true: "always", false: "by default"}[always], func(t *testing.T) {
+			mem := checkedMem(t)
+			uri := fileURI(t)
+			identityTable(t, uri, always, 1)
+			cfg := testConfig(uri)
+			snap := snapshot(t, cfg)
+			schema, err := snap.Schema()
+			if err != nil {
+				t.Fatal(err)
+			}
+			schema.Fields[0].Nullable = false
+			m := snap.Metadata
+			m.SchemaString = schema.String()
+			if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snap, []deltalog.Action{{MetaData: &m}}, deltalog.CommitOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			w := openWriter(t, cfg, mem)
+			rec := kvBatch(mem, !always, kv{-1, "b", 1})
+			defer rec.Release()
+			commitOne(t, w, writers.AutoKey("s"), rec)
+			sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k"}), []string{"1|a", "2|b"})
 		})
 	}
 }

@@ -50,6 +50,8 @@ type stage struct {
 	upsert *upsertStage
 	// identity fills the table's identity columns (nil without).
 	identity *identityFill
+	// mappedAfter is descriptor.MappedAfter.
+	mappedAfter *int64
 }
 
 // fileSet is the data files of one encoder: at most one open file per

@@ -174,7 +174,7 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 	if err != nil {
 		return nil, err
 	}
-	d.Schema, d.Adds = s.schema, out.adds
+	d.Schema, d.Adds, d.MappedAfter = s.schema, out.adds, s.mappedAfter
 	if out.identity != nil && len(out.identity.ranges) > 0 {
 		d.Identity = out.identity.ranges
 	}

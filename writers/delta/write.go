@@ -86,13 +86,10 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 		return err
 	}
 	if deltalog.ColumnMappingMode(snap.Metadata.Configuration) != "none" {
-		// Columns the stream adds get ids and physical names; its
-		// earlier batches' choice stands.
-		var prev *deltalog.Schema
-		if s.schema != "" {
-			prev, _ = deltalog.ParseSchema(s.schema)
+		// Columns the stream adds get ids and physical names (colmap.go).
+		if err := w.newCols.assign(s, merged, deltalog.MaxColumnID(snap.Metadata.Configuration)); err != nil {
+			return err
 		}
-		deltalog.AssignColumnMapping(merged, prev, deltalog.MaxColumnID(snap.Metadata.Configuration))
 	}
 	missing, err := missingColumns(merged, in)
 	if err != nil {
@@ -292,7 +289,7 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		}
 		s.precommitted = append(s.precommitted, s.finished...)
 		s.finished = nil
-		d.Schema, d.Adds = s.schema, s.precommitted
+		d.Schema, d.Adds, d.MappedAfter = s.schema, s.precommitted, s.mappedAfter
 		if s.identity != nil && len(s.identity.ranges) > 0 {
 			d.Identity = s.identity.ranges
 		}

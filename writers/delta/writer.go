@@ -59,6 +59,8 @@ type Writer struct {
 	releasePins func()
 	// ids hands out identity column values (identity.go).
 	ids identityAllocator
+	// newCols shares the column mapping of added columns (colmap.go).
+	newCols newColumns
 
 	mu   sync.Mutex // guards the following fields
 	snap *deltalog.Snapshot

@@ -3,6 +3,7 @@ package deltalog
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 
 	"github.com/google/uuid"
@@ -59,13 +60,18 @@ func MaxColumnID(conf map[string]string) int64 {
 	return n
 }
 
+// maxFieldID is the highest column id a table's files can carry: Parquet
+// field ids are 32-bit.
+const maxFieldID = math.MaxInt32
+
 // AssignColumnMapping gives every field of s (at any depth, inside arrays
 // and maps too) that has no column mapping metadata the next id after
 // maxID and a physical name col-<uuid>, as Spark does for a new column,
 // and returns the new highest id. Fields named in prev (top-level, with
 // metadata) take prev's metadata instead, so that the batches of one
-// stream agree on the physical names of the columns they add.
-func AssignColumnMapping(s *Schema, prev *Schema, maxID int64) int64 {
+// stream agree on the physical names of the columns they add. Ids past
+// 2^31-1 (Parquet field ids are 32-bit) are ErrUnsupported.
+func AssignColumnMapping(s *Schema, prev *Schema, maxID int64) (int64, error) {
 	for i := range s.Fields {
 		f := &s.Fields[i]
 		if _, ok := f.ColumnID(); ok {
@@ -81,13 +87,17 @@ func AssignColumnMapping(s *Schema, prev *Schema, maxID int64) int64 {
 		}
 		maxID = assignField(f, maxID)
 	}
-	return maxID
+	if maxID > maxFieldID {
+		return 0, fmt.Errorf("delta: the new columns would take column mapping ids up to %d, past %d (Parquet field ids are 32-bit): %w", maxID, maxFieldID, ErrUnsupported)
+	}
+	return maxID, nil
 }
 
-// assignField assigns f and its nested fields.
+// assignField assigns f and its nested fields; past maxFieldID the ids
+// stop growing (AssignColumnMapping refuses them), so they never wrap.
 func assignField(f *StructField, maxID int64) int64 {
 	if _, ok := f.ColumnID(); !ok {
-		maxID++
+		maxID = min(maxID, maxFieldID) + 1
 		md := make(map[string]json.RawMessage, len(f.Metadata)+2)
 		for k, v := range f.Metadata {
 			md[k] = v
@@ -148,6 +158,9 @@ func CheckColumnMapping(schema *Schema, maxID int64) error {
 			}
 			if id < 1 || id > maxID {
 				return fmt.Errorf("delta: column %q has column mapping id %d, outside 1..%s (%d): %w", path, id, ColumnMappingMaxIDKey, maxID, ErrCorrupt)
+			}
+			if id > maxFieldID {
+				return fmt.Errorf("delta: column %q has column mapping id %d, past %d (Parquet field ids are 32-bit): %w", path, id, maxFieldID, ErrCorrupt)
 			}
 			if other, dup := ids[id]; dup {
 				return fmt.Errorf("delta: columns %q and %q share column mapping id %d: %w", other, path, id, ErrCorrupt)

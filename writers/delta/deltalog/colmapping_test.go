@@ -2,6 +2,7 @@ package deltalog
 
 import (
 	"errors"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -24,6 +25,7 @@ func TestCheckColumnMapping(t *testing.T) {
 		{"complete", field("x", 1, "col-x") + "," + nested, 3, ""},
 		{"id above max", field("x", 4, "col-x"), 3, `"x"`},
 		{"id zero", field("x", 0, "col-x"), 3, `"x"`},
+		{"id past 32 bits", field("x", math.MaxInt32+1, "col-x"), 1 << 40, "32-bit"},
 		{"shared id", field("x", 1, "col-x") + "," + field("y", 1, "col-y"), 3, "share"},
 		{"shared physical name", field("x", 1, "col-x") + "," + field("y", 2, "col-x"), 3, "used twice"},
 		{"nested id above max", field("x", 1, "col-x") + "," + nested, 2, `"s.a"`},
@@ -63,7 +65,10 @@ func TestAssignColumnMapping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	top := AssignColumnMapping(s, prev, 6)
+	top, err := AssignColumnMapping(s, prev, 6)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if top != 8 {
 		t.Fatalf("highest id %d, want 8", top)
 	}
@@ -127,5 +132,27 @@ func TestSchemaFeatureRules(t *testing.T) {
 				t.Fatalf("CheckWritable: %v, want ErrUnsupported naming %s", err, tc.refuse)
 			}
 		})
+	}
+}
+
+// TestAssignColumnMappingPast32Bits: ids past 2^31-1 (Parquet field ids
+// are 32-bit) are refused, also from a maxColumnId near MaxInt64 (no
+// wrap-around).
+func TestAssignColumnMappingPast32Bits(t *testing.T) {
+	for _, maxID := range []int64{math.MaxInt32, math.MaxInt64} {
+		s, err := ParseSchema(`{"type":"struct","fields":[{"name":"n","type":"long","nullable":true,"metadata":{}}]}`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if top, err := AssignColumnMapping(s, nil, maxID); !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), "32-bit") {
+			t.Errorf("AssignColumnMapping after %d: %d, %v, want ErrUnsupported", maxID, top, err)
+		}
+	}
+	s, err := ParseSchema(`{"type":"struct","fields":[{"name":"n","type":"long","nullable":true,"metadata":{}}]}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if top, err := AssignColumnMapping(s, nil, math.MaxInt32-1); err != nil || top != math.MaxInt32 {
+		t.Errorf("AssignColumnMapping of the last id: %d, %v", top, err)
 	}
 }
