@@ -3,6 +3,7 @@ package deltalog
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 )
 
@@ -57,6 +58,9 @@ func (s *Snapshot) RowIDHighWaterMark() (int64, error) {
 // re-add a live file (a new deletion vector) keep the ids and version
 // they had. The caller's actions are not modified.
 func assignRowIDs(actions []Action, hwm, version int64) ([]Action, error) {
+	if hwm == math.MaxInt64 {
+		return nil, fmt.Errorf("delta: row tracking: the row-id high-water mark is at its maximum: %w", ErrUnsupported)
+	}
 	out := make([]Action, 0, len(actions)+1)
 	next := hwm + 1
 	for _, a := range actions {
@@ -66,13 +70,16 @@ func assignRowIDs(actions []Action, hwm, version int64) ([]Action, error) {
 		}
 		add := *a.Add
 		if add.BaseRowID == nil {
-			st, err := ParseStats(add.Stats)
-			if err != nil || st.NumRecords < 0 {
+			n, ok := StatsNumRecords(add.Stats)
+			if !ok {
 				return nil, fmt.Errorf("delta: row tracking: add %s has no numRecords in its stats, so it cannot be given row ids: %w", add.Path, ErrUnsupported)
+			}
+			if n > math.MaxInt64-next {
+				return nil, fmt.Errorf("delta: row tracking: add %s: %d rows above row id %d overflow the row ids: %w", add.Path, n, next, ErrUnsupported)
 			}
 			base := next
 			add.BaseRowID = &base
-			next += st.NumRecords
+			next += n
 		}
 		if add.DefaultRowCommitVersion == nil {
 			v := version
@@ -85,4 +92,18 @@ func assignRowIDs(actions []Action, hwm, version int64) ([]Action, error) {
 		out = append(out, Action{DomainMetadata: &DomainMetadata{Domain: RowTrackingDomain, Configuration: string(conf)}})
 	}
 	return out, nil
+}
+
+// StatsNumRecords returns the numRecords of an add's stats; ok is false
+// when the stats do not parse or lack it (ParseStats reads a missing key
+// as 0, which would hand the file's rows ids that the next file gets too),
+// or it is negative or beyond int64.
+func StatsNumRecords(stats string) (n int64, ok bool) {
+	var st struct {
+		NumRecords *int64 `json:"numRecords"`
+	}
+	if json.Unmarshal([]byte(stats), &st) != nil || st.NumRecords == nil || *st.NumRecords < 0 {
+		return 0, false
+	}
+	return *st.NumRecords, true
 }

@@ -174,15 +174,29 @@ func TestRowIDsKeptOnReadd(t *testing.T) {
 
 func TestRowTrackingRefusals(t *testing.T) {
 	ctx := t.Context()
-	t.Run("no numRecords", func(t *testing.T) {
-		store := copyTable(t, nil, -1)
-		s1 := rowTracked(t, store, nil)
-		a := addAction("f", "d")
-		a.Add.Stats = ""
-		if _, err := Commit(ctx, store, s1, []Action{a}, CommitOptions{}); !errors.Is(err, ErrUnsupported) {
-			t.Fatalf("Commit = %v, want ErrUnsupported", err)
-		}
-	})
+	// Stats without numRecords would give the file a baseRowId without
+	// moving the mark past its rows (the next file would share its ids).
+	for name, stats := range map[string][]string{
+		"no stats":            {""},
+		"no numRecords":       {`{"minValues":{"id":0},"maxValues":{"id":9},"nullCount":{"id":0}}`},
+		"negative numRecords": {`{"numRecords":-1}`},
+		"huge numRecords":     {`{"numRecords":92233720368547758070}`},
+		"overflowing ids":     {`{"numRecords":9223372036854775807}`, `{"numRecords":1}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := copyTable(t, nil, -1)
+			s1 := rowTracked(t, store, nil)
+			var adds []Action
+			for i, st := range stats {
+				a := addAction(fmt.Sprint("f", i), "d")
+				a.Add.Stats = st
+				adds = append(adds, a)
+			}
+			if _, err := Commit(ctx, store, s1, adds, CommitOptions{}); !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("Commit = %v, want ErrUnsupported", err)
+			}
+		})
+	}
 	t.Run("corrupt domain", func(t *testing.T) {
 		store := copyTable(t, nil, -1)
 		s1 := rowTracked(t, store, nil)
