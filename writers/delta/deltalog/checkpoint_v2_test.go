@@ -129,8 +129,9 @@ func TestV2CheckpointHostile(t *testing.T) {
 }
 
 // TestV2CheckpointWrite: a table whose checkpoint policy is v2 gets
-// UUID-named JSON V2 checkpoints (checkpointMetadata first) that a load
-// reads back alone, domains and row ids included.
+// UUID-named JSON V2 checkpoints (checkpointMetadata first, tombstones
+// without stats or tags) that a load reads back alone, domains and row
+// ids included.
 func TestV2CheckpointWrite(t *testing.T) {
 	stores(t, func(t *testing.T, store Store) {
 		ctx := t.Context()
@@ -140,7 +141,13 @@ func TestV2CheckpointWrite(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := Commit(ctx, store, s, []Action{addAction(fmt.Sprint("f", i), "d")}, CommitOptions{}); err != nil {
+			actions := []Action{addAction(fmt.Sprint("f", i), "d")}
+			if i == 0 {
+				now := time.Now().UnixMilli()
+				actions = append(actions, Action{Remove: &Remove{Path: "gone.parquet", DeletionTimestamp: &now, DataChange: true,
+					Stats: `{"numRecords":7}`, Tags: map[string]string{"k": "v"}}})
+			}
+			if _, err := Commit(ctx, store, s, actions, CommitOptions{}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -158,6 +165,14 @@ func TestV2CheckpointWrite(t *testing.T) {
 		}
 		if !strings.HasPrefix(string(data), `{"checkpointMetadata":{"version":3}}`) {
 			t.Fatalf("checkpoint starts %.80s, want checkpointMetadata", data)
+		}
+		for line := range strings.Lines(string(data)) {
+			if strings.HasPrefix(line, `{"remove":`) && (strings.Contains(line, `"stats"`) || strings.Contains(line, `"tags"`)) {
+				t.Fatalf("checkpoint tombstone with stats or tags: %s", line)
+			}
+		}
+		if !strings.Contains(string(data), `"path":"gone.parquet"`) {
+			t.Fatal("the checkpoint lost the tombstone")
 		}
 		// Only the checkpoint: the commits before it removed.
 		for v := range int64(3) {

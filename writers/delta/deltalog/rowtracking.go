@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -16,6 +17,10 @@ import (
 
 // RowTrackingDomain is the system domain holding the row-id high-water mark.
 const RowTrackingDomain = "delta.rowTracking"
+
+// rowTrackingPreservedTag is the commitInfo tag saying that a commit kept
+// the row ids and commit versions of the rows it rewrote.
+const rowTrackingPreservedTag = "delta.rowTracking.preserved"
 
 // Table properties naming the hidden columns that materialize row ids and
 // row commit versions in data files.
@@ -106,4 +111,64 @@ func StatsNumRecords(stats string) (n int64, ok bool) {
 		return 0, false
 	}
 	return *st.NumRecords, true
+}
+
+// carriedRowIDs returns the paths of the adds of actions that re-add a
+// file live in read with the row ids read gave it (an upsert marking rows
+// of a file it read): only those ids may be stale when the commit lands
+// on a later snapshot. Adds that set other ids keep them.
+func carriedRowIDs(read *Snapshot, actions []Action) map[string]bool {
+	if read == nil {
+		return nil
+	}
+	paths := map[string]*Add{}
+	for _, a := range actions {
+		if a.Add != nil && a.Add.BaseRowID != nil {
+			paths[a.Add.Path] = a.Add
+		}
+	}
+	out := map[string]bool{}
+	for _, f := range read.files {
+		if a := paths[f.Path]; a != nil && f.BaseRowID != nil && *f.BaseRowID == *a.BaseRowID {
+			out[f.Path] = true
+		}
+	}
+	return out
+}
+
+// liveRowIDs returns actions with every add of a carried path (see
+// carriedRowIDs) live in snap, the snapshot the commit lands on, taking
+// that file's baseRowId and defaultRowCommitVersion from snap: a
+// concurrent commit may have given the file other ids since the writer
+// read it. The caller's actions are not modified.
+func liveRowIDs(actions []Action, snap *Snapshot, carried map[string]bool) []Action {
+	if snap == nil || len(carried) == 0 {
+		return actions
+	}
+	live := map[string]*Add{}
+	for _, f := range snap.files {
+		if carried[f.Path] && f.BaseRowID != nil {
+			live[f.Path] = f
+		}
+	}
+	if len(live) == 0 {
+		return actions
+	}
+	out := slices.Clone(actions)
+	for i, a := range out {
+		if f := live[pathOf(a)]; f != nil {
+			add := *a.Add
+			add.BaseRowID, add.DefaultRowCommitVersion = f.BaseRowID, f.DefaultRowCommitVersion
+			out[i] = Action{Add: &add}
+		}
+	}
+	return out
+}
+
+// pathOf is the path of an add action, "" for other actions.
+func pathOf(a Action) string {
+	if a.Add == nil {
+		return ""
+	}
+	return a.Add.Path
 }

@@ -227,3 +227,56 @@ func TestRowTrackingRefusals(t *testing.T) {
 		}
 	})
 }
+
+// TestRowIDsOfReaddAfterRebase: a re-add (a new deletion vector) takes
+// the file's row ids from the snapshot the commit lands on, not the stale
+// ones of the snapshot the writer read; row-tracked commits carry Spark's
+// delta.rowTracking.preserved tag.
+func TestRowIDsOfReaddAfterRebase(t *testing.T) {
+	ctx := t.Context()
+	store := copyTable(t, nil, -1)
+	s1 := rowTracked(t, store, nil)
+	if _, err := Commit(ctx, store, s1, []Action{addAction("f", "d")}, CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	read, err := Load(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A concurrent commit gives f other ids (a backfill would).
+	moved := *read.Files()[0]
+	base, ver := int64(500), int64(2)
+	moved.BaseRowID, moved.DefaultRowCommitVersion, moved.DataChange = &base, &ver, false
+	if _, err := Commit(ctx, store, read, []Action{{Add: &moved}}, CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	landed, err := Load(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := *read.Files()[0]
+	stale.DeletionVector = &DeletionVector{StorageType: "i", PathOrInlineDv: "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", SizeInBytes: 40, Cardinality: 1}
+	in, err := newIntent(read, []Action{{Remove: read.Files()[0].Remove(1, true)}, {Add: &stale}}, CommitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := in.withRowIDs(landed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range out {
+		if a.Add != nil && (*a.Add.BaseRowID != base || *a.Add.DefaultRowCommitVersion != ver) {
+			t.Fatalf("re-add after a rebase: baseRowId %d, version %d; want %d, %d", *a.Add.BaseRowID, *a.Add.DefaultRowCommitVersion, base, ver)
+		}
+	}
+	if *stale.BaseRowID != 0 {
+		t.Fatal("the caller's add was modified")
+	}
+	actions, err := ReadCommit(ctx, store, landed.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci := actions[0].CommitInfo; ci == nil || ci.Tags[rowTrackingPreservedTag] != "true" {
+		t.Fatalf("commitInfo %+v without %s", ci, rowTrackingPreservedTag)
+	}
+}
