@@ -247,21 +247,10 @@ func storedRowIDs(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]int
 	b := tableBucket(t, cfg)
 	out := map[int32]int64{}
 	for _, a := range snap.Files() {
-		key, err := deltalog.DecodePath(a.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gone, err := deltalog.ReadDeletionVector(ctx, b, a.DeletionVector)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, r, size, gone := openLiveFile(t, b, a)
 		deleted := map[int64]bool{}
 		for _, p := range gone {
 			deleted[p] = true
-		}
-		r, size, err := b.OpenReader(ctx, key)
-		if err != nil {
-			t.Fatal(err)
 		}
 		rr, err := parquetio.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{BatchRows: 1 << 20})
 		if err != nil {
