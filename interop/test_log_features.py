@@ -12,6 +12,7 @@ short; the Go tests cover each feature alone."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -224,8 +225,19 @@ def test_all_features_physical_names(all_features: Written) -> None:
 def test_all_features_spark_then_quiver(all_features: Written, quiver: Callable[..., Quiver],
                                         spark_session: Any) -> None:
     """Spark keeps writing (its V2 checkpoint with sidecars included), and
-    Quiver appends on top of Spark's checkpoint."""
+    Quiver appends on top of Spark's checkpoint: the commits below it are
+    deleted first (as log cleanup does), so Quiver's load must read it and
+    its sidecars."""
     expected = spark_writes_after(all_features, spark_session)
+    log = all_features.path / "_delta_log"
+    assert list((log / "_sidecars").glob("*.parquet")), "Spark's V2 checkpoint has no sidecar"
+    names = [f.name for f in log.iterdir()]
+    newest = max(int(n[:20]) for n in names if re.fullmatch(r"\d{20}\.checkpoint\..*\.(json|parquet)", n))
+    spark_version = spark_session.sql(f"DESCRIBE HISTORY delta.`{all_features.path}`").select("version").collect()[0][0]
+    assert newest >= spark_version - 1, f"newest checkpoint {newest} is not Spark's (its commits end at {spark_version})"
+    for n in names:
+        if re.fullmatch(r"\d{20}\.json", n) and int(n[:20]) < newest:
+            (log / n).unlink()
     srv = quiver(("append", {"table_uri": all_features.path}))
     more = table(rows(range(9100, 9110), "after"), SCHEMA)
     srv.client().put("append", more)

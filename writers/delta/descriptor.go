@@ -150,6 +150,11 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 		if a.Size < 0 || a.Rows < 0 {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor file %q has a negative size or row count", a.Path)
 		}
+		// Row ids are handed out by the stats' numRecords: they must
+		// count the rows the plan wrote.
+		if n, ok := deltalog.StatsNumRecords(a.Stats); a.Stats != "" && (!ok || n != a.Rows) {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor file %q has stats whose numRecords is not its %d rows", a.Path, a.Rows)
+		}
 	}
 	if u := d.Upsert; u != nil {
 		if err := u.check(); err != nil {

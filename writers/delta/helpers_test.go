@@ -136,18 +136,7 @@ func eachTrackedBatch(t *testing.T, cfg *Config, mem memory.Allocator, track boo
 		rt = rowTrackingOf(snap)
 	}
 	for _, a := range snap.Files() {
-		key, err := deltalog.DecodePath(a.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gone, err := deltalog.ReadDeletionVector(ctx, b, a.DeletionVector)
-		if err != nil {
-			t.Fatalf("deletion vector of %s: %v", key, err)
-		}
-		r, size, err := b.OpenReader(ctx, key)
-		if err != nil {
-			t.Fatalf("open data file %s: %v", key, err)
-		}
+		key, r, size, gone := openLiveFile(t, b, a)
 		if size != a.Size {
 			t.Errorf("file %s: size %d, add.size %d", key, size, a.Size)
 		}
@@ -166,6 +155,24 @@ func eachTrackedBatch(t *testing.T, cfg *Config, mem memory.Allocator, track boo
 			t.Errorf("file %s: %d live rows, stats numRecords %d minus %d marked deleted", key, rows, statsRows(t, a), len(gone))
 		}
 	}
+}
+
+// openLiveFile opens the data file of a in b and reads the positions its
+// deletion vector marks; the caller closes the file.
+func openLiveFile(t *testing.T, b *storage.Bucket, a *deltalog.Add) (key string, r storage.ReaderAtCloser, size int64, gone []int64) {
+	t.Helper()
+	ctx := context.Background()
+	key, err := deltalog.DecodePath(a.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gone, err = deltalog.ReadDeletionVector(ctx, b, a.DeletionVector); err != nil {
+		t.Fatalf("deletion vector of %s: %v", key, err)
+	}
+	if r, size, err = b.OpenReader(ctx, key); err != nil {
+		t.Fatalf("open data file %s: %v", key, err)
+	}
+	return key, r, size, gone
 }
 
 // publishedRows counts the rows of every active file, read back.

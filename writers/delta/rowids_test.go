@@ -12,6 +12,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -282,4 +283,108 @@ func dropOp(t *testing.T, mem memory.Allocator, rec arrow.RecordBatch) arrow.Rec
 	out := array.NewRecordBatch(arrow.NewSchema(s.Fields()[:2], nil), rec.Columns()[:2], rec.NumRows())
 	t.Cleanup(out.Release)
 	return out
+}
+
+// storedRowIDs reads the live rows of every file of the table as stored
+// (nothing materialized by rowTracking) and returns each key's row id: its
+// materialized row id where not null, else its file's baseRowId + its
+// position in the file, counted over the whole file.
+func storedRowIDs(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]int64 {
+	t.Helper()
+	ctx := context.Background()
+	snap := snapshot(t, cfg)
+	rt := rowTrackingOf(snap)
+	b := tableBucket(t, cfg)
+	out := map[int32]int64{}
+	for _, a := range snap.Files() {
+		_, r, size, gone := openLiveFile(t, b, a)
+		deleted := map[int64]bool{}
+		for _, p := range gone {
+			deleted[p] = true
+		}
+		rr, err := parquetio.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{BatchRows: 1 << 20})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var pos int64
+		for rr.Next() {
+			rec := rr.RecordBatch()
+			keys := rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.Int32)
+			var ids *array.Int64
+			if i := rec.Schema().FieldIndices(rt.idCol); len(i) == 1 {
+				ids = rec.Column(i[0]).(*array.Int64)
+			}
+			for i := range keys.Len() {
+				switch {
+				case deleted[pos]:
+				case ids != nil && ids.IsValid(i):
+					out[keys.Value(i)] = ids.Value(i)
+				case a.BaseRowID != nil:
+					out[keys.Value(i)] = *a.BaseRowID + pos
+				default:
+					t.Fatalf("file %s: row %d has no row id", a.Path, pos)
+				}
+				pos++
+			}
+		}
+		if err := rr.Err(); err != nil {
+			t.Fatal(err)
+		}
+		rr.Release()
+		r.Close()
+	}
+	return out
+}
+
+// TestRowIDsAcrossBatches: upserts into a file read in two batches (more
+// rows than a read batch holds) keep every row's id, checked against the ids the stored
+// files give (baseRowId + position, or the materialized column), not
+// against what the upsert's own reading derives: a batch's position in
+// its file must count in the ids of the rows it copies and updates.
+func TestRowIDsAcrossBatches(t *testing.T) {
+	for _, dv := range []bool{false, true} {
+		t.Run(map[bool]string{false: "copy-on-write", true: "deletion-vectors"}[dv], func(t *testing.T) {
+			mem := checkedMem(t)
+			cfg := upsertDVConfig(fileURI(t))
+			cfg.DeletionVectors = dv
+			const n = 70_000 // parquetio reads 65536 rows per batch
+			w := openWriter(t, cfg, mem)
+			seedIDs(t, w, mem, [2]int32{0, n})
+			enableRowTracking(t, cfg)
+			batches := 0
+			eachLiveBatch(t, cfg, mem, func(*deltalog.Add, arrow.RecordBatch) { batches++ })
+			if batches < 2 {
+				t.Fatalf("the seeded file is read in %d batches, want several", batches)
+			}
+			before := storedRowIDs(t, cfg, mem)
+			for k := range int32(n) {
+				if before[k] != int64(k) {
+					t.Fatalf("key %d has row id %d after backfill, want %d", k, before[k], k)
+				}
+			}
+			epoch := int64(0)
+			for _, changes := range [][]idChange{
+				{{5, "a", "U"}, {65535, "b", "U"}, {65536, "c", "U"}, {69999, "d", "U"}, {50, "", "D"}, {n + 300, "new", "I"}},
+				{{3, "e", "U"}, {66000, "f", "U"}, {69998, "g", "U"}},
+			} {
+				epoch++
+				rec := idBatch(mem, changes...)
+				commitOne(t, w, writers.TxnKey{Writer: "rt", Epoch: epoch}, rec)
+				rec.Release()
+				now := storedRowIDs(t, cfg, mem)
+				for k, id := range before {
+					if k != 50 && k != n+300 && now[k] != id {
+						t.Errorf("upsert %d: key %d has row id %d, want %d", epoch, k, now[k], id)
+					}
+				}
+				if _, ok := now[50]; ok {
+					t.Errorf("upsert %d: deleted key 50 is live", epoch)
+				}
+				if now[n+300] < n {
+					t.Errorf("upsert %d: inserted key has row id %d, not a fresh one", epoch, now[n+300])
+				}
+				before = now
+			}
+		})
+	}
 }

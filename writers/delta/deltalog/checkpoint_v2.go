@@ -27,10 +27,15 @@ import (
 // SidecarDir is the folder of V2 checkpoint sidecars under the table root.
 const SidecarDir = LogDir + "_sidecars/"
 
-// maxSidecars bounds the sidecars one checkpoint may name: each is read
-// whole, one after the other, so the bound keeps a hostile checkpoint from
-// making replay open files without end.
-const maxSidecars = 10_000
+// maxSidecars bounds the sidecars one checkpoint may name and
+// maxSidecarBytes the bytes they hold together: each is read whole, one
+// after the other, so the bounds keep a hostile checkpoint from making
+// replay open files or hold actions without end. A sidecar named twice is
+// refused for the same reason (and would duplicate its files).
+const (
+	maxSidecars     = 10_000
+	maxSidecarBytes = 4 << 30
+)
 
 var v2CheckpointRe = regexp.MustCompile(`^(\d{20})\.checkpoint\.[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\.(json|parquet)$`)
 
@@ -49,6 +54,9 @@ type checkpointMetadata struct {
 // cpTopRow reads the V2-only columns of a Parquet checkpoint (absent in
 // classic ones: parquet-go matches columns by name).
 type cpTopRow struct {
+	CheckpointMetadata *struct {
+		Version *int64 `parquet:"version,optional"`
+	} `parquet:"checkpointMetadata,optional"`
 	Sidecar *struct {
 		Path             *string `parquet:"path,optional"`
 		SizeInBytes      *int64  `parquet:"sizeInBytes,optional"`
@@ -57,15 +65,53 @@ type cpTopRow struct {
 }
 
 // SidecarKey returns the storage key of a sidecar action's file. The path
-// must name a file in _delta_log/_sidecars (as Spark writes it: a bare file
-// name, URI-encoded); anything else is ErrCorrupt, so a hostile log cannot
-// make replay read files elsewhere.
-func SidecarKey(path string) (string, error) {
+// must name a file in _delta_log/_sidecars: a bare file name, URI-encoded
+// (as Spark writes it), or an absolute URI or path that resolves into this
+// table's _delta_log/_sidecars (the protocol allows those; the table root
+// is store's URI when it has one). Anything else is ErrCorrupt, so a
+// hostile log cannot make replay read files elsewhere.
+func SidecarKey(store Store, path string) (string, error) {
 	name, err := url.PathUnescape(path)
+	if err == nil && strings.ContainsAny(path, "/:") {
+		name, err = absoluteSidecarName(store, path)
+	}
 	if err != nil || name == "" || name == "." || name == ".." || strings.ContainsAny(name, "/\\:") {
 		return "", fmt.Errorf("delta: sidecar path %q is not a file name in %s: %w", path, SidecarDir, ErrCorrupt)
 	}
 	return SidecarDir + name, nil
+}
+
+// absoluteSidecarName returns the file name of an absolute sidecar path
+// under the table root's _delta_log/_sidecars/. Hadoop spellings (file:/x,
+// s3a://) match the root's (file:///x, s3://).
+func absoluteSidecarName(store Store, path string) (string, error) {
+	r, ok := store.(interface{ URI() string })
+	if !ok {
+		return "", errors.New("the table root is unknown")
+	}
+	root, err := url.Parse(r.URI())
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(path)
+	if err != nil {
+		return "", err
+	}
+	if u.Scheme == "" && strings.HasPrefix(u.Path, "/") {
+		u.Scheme = "file" // a bare absolute path is a local one
+	}
+	scheme := func(s string) string {
+		if s = strings.ToLower(s); s == "s3a" || s == "s3n" {
+			return "s3"
+		}
+		return s
+	}
+	dir := strings.TrimSuffix(root.Path, "/") + "/" + SidecarDir
+	name, ok := strings.CutPrefix(u.Path, dir)
+	if scheme(u.Scheme) != scheme(root.Scheme) || u.Host != root.Host || !ok || u.RawQuery != "" || u.Fragment != "" {
+		return "", errors.New("not in the table's sidecar folder")
+	}
+	return name, nil
 }
 
 // readV2Sidecars returns the file actions of the sidecars of one
@@ -76,81 +122,113 @@ func readV2Sidecars(ctx context.Context, store Store, sidecars []Sidecar) ([]Act
 		return nil, fmt.Errorf("delta: checkpoint names %d sidecars, more than %d: %w", len(sidecars), maxSidecars, ErrCorrupt)
 	}
 	var out []Action
+	seen := map[string]bool{}
+	total := 0
 	for _, sc := range sidecars {
-		key, err := SidecarKey(sc.Path)
+		key, err := SidecarKey(store, sc.Path)
 		if err != nil {
 			return nil, err
 		}
-		actions, _, err := readCheckpointFile(ctx, store, key)
+		if seen[key] {
+			return nil, fmt.Errorf("delta: checkpoint names sidecar %s twice: %w", key, ErrCorrupt)
+		}
+		seen[key] = true
+		f, err := readCheckpointFile(ctx, store, key)
 		if err != nil {
 			return nil, err
 		}
-		for _, a := range actions {
+		if total += f.size; total > maxSidecarBytes {
+			return nil, fmt.Errorf("delta: the sidecars of a checkpoint hold more than %d bytes: %w", maxSidecarBytes, ErrCorrupt)
+		}
+		for _, a := range f.actions {
 			if a.Add == nil && a.Remove == nil {
 				return nil, fmt.Errorf("delta: sidecar %s holds an action other than add or remove: %w", key, ErrCorrupt)
 			}
 		}
-		out = append(out, actions...)
+		out = append(out, f.actions...)
 	}
 	return out, nil
 }
 
+// checkpointFile is what one checkpoint file holds.
+type checkpointFile struct {
+	actions  []Action
+	sidecars []Sidecar
+	meta     *int64 // the checkpointMetadata version; nil without one
+	size     int    // bytes
+}
+
+// setMeta records a checkpointMetadata version; a second one is ErrCorrupt.
+func (f *checkpointFile) setMeta(key string, v int64) error {
+	if f.meta != nil {
+		return fmt.Errorf("delta: checkpoint %s holds more than one checkpointMetadata: %w", key, ErrCorrupt)
+	}
+	f.meta = &v
+	return nil
+}
+
 // readJSONCheckpoint decodes a JSON V2 checkpoint: its actions (as
-// commits are decoded) and its sidecars.
-func readJSONCheckpoint(key string, data []byte) ([]Action, []Sidecar, error) {
-	var (
-		actions  []Action
-		sidecars []Sidecar
-	)
+// commits are decoded), its sidecars and its checkpointMetadata.
+func readJSONCheckpoint(key string, data []byte) (checkpointFile, error) {
+	f := checkpointFile{size: len(data)}
 	err := eachLine(data, func(n int, line []byte) error {
 		a, err := decodeAction(line)
 		if err == nil && a.empty() {
 			var l struct {
-				Sidecar *Sidecar `json:"sidecar"`
+				Sidecar            *Sidecar            `json:"sidecar"`
+				CheckpointMetadata *checkpointMetadata `json:"checkpointMetadata"`
 			}
 			if err = json.Unmarshal(line, &l); err == nil && l.Sidecar != nil {
-				sidecars = append(sidecars, *l.Sidecar)
+				f.sidecars = append(f.sidecars, *l.Sidecar)
+			}
+			if err == nil && l.CheckpointMetadata != nil {
+				err = f.setMeta(key, l.CheckpointMetadata.Version)
 			}
 		}
 		if err != nil {
 			return fmt.Errorf("delta: checkpoint %s line %d: %w: %w", key, n, ErrCorrupt, err)
 		}
 		if !a.empty() {
-			actions = append(actions, a)
+			f.actions = append(f.actions, a)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, nil, err
+		return checkpointFile{}, err
 	}
-	return actions, sidecars, nil
+	return f, nil
 }
 
-// readParquetSidecars reads the sidecar actions of a Parquet checkpoint
-// (none in a classic one).
-func readParquetSidecars(f *parquet.File, key string) ([]Sidecar, error) {
-	if _, ok := f.Schema().Lookup("sidecar", "path"); !ok {
-		return nil, nil
+// readParquetV2 reads the sidecar and checkpointMetadata actions of a
+// Parquet checkpoint into cf (none in a classic one).
+func readParquetV2(f *parquet.File, key string, cf *checkpointFile) error {
+	_, hasSidecars := f.Schema().Lookup("sidecar", "path")
+	if _, hasMeta := f.Schema().Lookup("checkpointMetadata", "version"); !hasSidecars && !hasMeta {
+		return nil
 	}
 	pr := parquet.NewGenericReader[cpTopRow](f)
 	defer pr.Close()
-	var out []Sidecar
 	rows := make([]cpTopRow, 256)
 	for {
 		n, err := pr.Read(rows)
 		for _, r := range rows[:n] {
+			if m := r.CheckpointMetadata; m != nil && m.Version != nil {
+				if err := cf.setMeta(key, *m.Version); err != nil {
+					return err
+				}
+			}
 			if s := r.Sidecar; s != nil && s.Path != nil {
-				out = append(out, Sidecar{Path: *s.Path, SizeInBytes: deref(s.SizeInBytes), ModificationTime: deref(s.ModificationTime)})
-				if len(out) > maxSidecars {
-					return nil, fmt.Errorf("delta: checkpoint %s names more than %d sidecars: %w", key, maxSidecars, ErrCorrupt)
+				cf.sidecars = append(cf.sidecars, Sidecar{Path: *s.Path, SizeInBytes: deref(s.SizeInBytes), ModificationTime: deref(s.ModificationTime)})
+				if len(cf.sidecars) > maxSidecars {
+					return fmt.Errorf("delta: checkpoint %s names more than %d sidecars: %w", key, maxSidecars, ErrCorrupt)
 				}
 			}
 		}
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("delta: checkpoint %s: %w: %w", key, ErrCorrupt, err)
+			return fmt.Errorf("delta: checkpoint %s: %w: %w", key, ErrCorrupt, err)
 		}
 	}
 }

@@ -95,7 +95,11 @@ func checkpointActions(s *Snapshot, now time.Time) []Action {
 		if r.DeletionTimestamp != nil && *r.DeletionTimestamp < cutoff {
 			continue
 		}
-		actions = append(actions, Action{Remove: r})
+		// A checkpoint's tombstones only stop files from reappearing:
+		// their stats and tags stay in the commits (as Spark writes them).
+		rm := *r
+		rm.Stats, rm.Tags = "", nil
+		actions = append(actions, Action{Remove: &rm})
 	}
 	return actions
 }

@@ -26,6 +26,7 @@ type intent struct {
 	removes   map[string]bool // paths removed
 	readFiles map[string]bool
 	readAll   bool
+	carried   map[string]bool // re-added paths whose row ids came from read
 	// written is what the last encode wrote after commitInfo (actions with
 	// row ids assigned), which the checkpoint replays.
 	written []Action
@@ -36,7 +37,7 @@ func newIntent(read *Snapshot, actions []Action, opts CommitOptions) (*intent, e
 	in := &intent{
 		actions: actions, opts: opts,
 		txns: map[string]bool{}, domains: map[string]bool{}, removes: map[string]bool{}, readFiles: map[string]bool{},
-		readAll: opts.ReadWholeTable,
+		readAll: opts.ReadWholeTable, carried: carriedRowIDs(read, actions),
 	}
 	for _, p := range opts.ReadFiles {
 		in.readFiles[p] = true
@@ -174,6 +175,11 @@ func (in *intent) encode(ctx context.Context, store Store, snap *Snapshot) ([]by
 	if err != nil {
 		return nil, err
 	}
+	if p, conf := in.tableAfter(snap); rowTrackingOn(p, conf) && strings.EqualFold(conf["delta.enableRowTracking"], "true") {
+		// Every Quiver commit keeps the row ids of the rows it moves; Spark
+		// tags its commits that do so.
+		ci.Tags = map[string]string{rowTrackingPreservedTag: "true"}
+	}
 	in.written = actions
 	return EncodeCommit(append([]Action{{CommitInfo: ci}}, actions...))
 }
@@ -194,13 +200,19 @@ func (in *intent) withRowIDs(snap *Snapshot) ([]Action, error) {
 			return nil, err
 		}
 	}
-	return assignRowIDs(in.actions, hwm, version)
+	return assignRowIDs(liveRowIDs(in.actions, snap, in.carried), hwm, version)
 }
 
 // rowTracking reports whether the commit on top of snap (nil: version 0)
 // must assign row ids, as the table is after its own protocol and
 // metaData.
 func (in *intent) rowTracking(snap *Snapshot) bool {
+	return rowTrackingOn(in.tableAfter(snap))
+}
+
+// tableAfter returns the protocol and configuration of the table after
+// the commit on top of snap (nil: version 0).
+func (in *intent) tableAfter(snap *Snapshot) (Protocol, map[string]string) {
 	var p Protocol
 	var conf map[string]string
 	if snap != nil {
@@ -214,7 +226,7 @@ func (in *intent) rowTracking(snap *Snapshot) bool {
 			conf = a.MetaData.Configuration
 		}
 	}
-	return rowTrackingOn(p, conf)
+	return p, conf
 }
 
 func isolationLevel(snap *Snapshot) string {

@@ -174,15 +174,29 @@ func TestRowIDsKeptOnReadd(t *testing.T) {
 
 func TestRowTrackingRefusals(t *testing.T) {
 	ctx := t.Context()
-	t.Run("no numRecords", func(t *testing.T) {
-		store := copyTable(t, nil, -1)
-		s1 := rowTracked(t, store, nil)
-		a := addAction("f", "d")
-		a.Add.Stats = ""
-		if _, err := Commit(ctx, store, s1, []Action{a}, CommitOptions{}); !errors.Is(err, ErrUnsupported) {
-			t.Fatalf("Commit = %v, want ErrUnsupported", err)
-		}
-	})
+	// Stats without numRecords would give the file a baseRowId without
+	// moving the mark past its rows (the next file would share its ids).
+	for name, stats := range map[string][]string{
+		"no stats":            {""},
+		"no numRecords":       {`{"minValues":{"id":0},"maxValues":{"id":9},"nullCount":{"id":0}}`},
+		"negative numRecords": {`{"numRecords":-1}`},
+		"huge numRecords":     {`{"numRecords":92233720368547758070}`},
+		"overflowing ids":     {`{"numRecords":9223372036854775807}`, `{"numRecords":1}`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			store := copyTable(t, nil, -1)
+			s1 := rowTracked(t, store, nil)
+			var adds []Action
+			for i, st := range stats {
+				a := addAction(fmt.Sprint("f", i), "d")
+				a.Add.Stats = st
+				adds = append(adds, a)
+			}
+			if _, err := Commit(ctx, store, s1, adds, CommitOptions{}); !errors.Is(err, ErrUnsupported) {
+				t.Fatalf("Commit = %v, want ErrUnsupported", err)
+			}
+		})
+	}
 	t.Run("corrupt domain", func(t *testing.T) {
 		store := copyTable(t, nil, -1)
 		s1 := rowTracked(t, store, nil)
@@ -212,4 +226,57 @@ func TestRowTrackingRefusals(t *testing.T) {
 			t.Fatalf("suspended row tracking assigned baseRowId %d", *f.BaseRowID)
 		}
 	})
+}
+
+// TestRowIDsOfReaddAfterRebase: a re-add (a new deletion vector) takes
+// the file's row ids from the snapshot the commit lands on, not the stale
+// ones of the snapshot the writer read; row-tracked commits carry Spark's
+// delta.rowTracking.preserved tag.
+func TestRowIDsOfReaddAfterRebase(t *testing.T) {
+	ctx := t.Context()
+	store := copyTable(t, nil, -1)
+	s1 := rowTracked(t, store, nil)
+	if _, err := Commit(ctx, store, s1, []Action{addAction("f", "d")}, CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	read, err := Load(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A concurrent commit gives f other ids (a backfill would).
+	moved := *read.Files()[0]
+	base, ver := int64(500), int64(2)
+	moved.BaseRowID, moved.DefaultRowCommitVersion, moved.DataChange = &base, &ver, false
+	if _, err := Commit(ctx, store, read, []Action{{Add: &moved}}, CommitOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	landed, err := Load(ctx, store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := *read.Files()[0]
+	stale.DeletionVector = &DeletionVector{StorageType: "i", PathOrInlineDv: "wi5b=000010000siXQKl0rr91000f55c8Xg0@@D72lkbi5=-{L", SizeInBytes: 40, Cardinality: 1}
+	in, err := newIntent(read, []Action{{Remove: read.Files()[0].Remove(1, true)}, {Add: &stale}}, CommitOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := in.withRowIDs(landed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range out {
+		if a.Add != nil && (*a.Add.BaseRowID != base || *a.Add.DefaultRowCommitVersion != ver) {
+			t.Fatalf("re-add after a rebase: baseRowId %d, version %d; want %d, %d", *a.Add.BaseRowID, *a.Add.DefaultRowCommitVersion, base, ver)
+		}
+	}
+	if *stale.BaseRowID != 0 {
+		t.Fatal("the caller's add was modified")
+	}
+	actions, err := ReadCommit(ctx, store, landed.Version)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ci := actions[0].CommitInfo; ci == nil || ci.Tags[rowTrackingPreservedTag] != "true" {
+		t.Fatalf("commitInfo %+v without %s", ci, rowTrackingPreservedTag)
+	}
 }

@@ -139,7 +139,9 @@ func ExpiredLogFiles(ctx context.Context, store Store, now time.Time, retention 
 		}
 		objs = append(objs, obj)
 	}
-	// The newest checkpoint, complete and older than the cutoff.
+	// The newest checkpoint older than the cutoff that holds a whole
+	// state: one that does not (incomplete, unreadable, degenerate) would
+	// leave nothing to load once the commits below it are gone.
 	l := &logListing{commits: map[int64]string{}, checkpoints: map[int64][]*checkpointSet{}}
 	multi := map[string]*checkpointSet{}
 	for _, obj := range objs {
@@ -148,11 +150,9 @@ func ExpiredLogFiles(ctx context.Context, store Store, now time.Time, retention 
 		}
 		l.add(obj.Key, multi)
 	}
-	var floor int64 = -1
-	for _, v := range slices.Sorted(maps.Keys(l.checkpoints)) {
-		if slices.ContainsFunc(l.checkpoints[v], (*checkpointSet).complete) {
-			floor = v
-		}
+	floor, err := newestReadableCheckpoint(ctx, store, l)
+	if err != nil {
+		return nil, err
 	}
 	if floor <= 0 {
 		return nil, nil
@@ -175,9 +175,30 @@ func ExpiredLogFiles(ctx context.Context, store Store, now time.Time, retention 
 	return out, nil
 }
 
+// newestReadableCheckpoint returns the version of the newest checkpoint
+// of l that readCheckpoint accepts, -1 when none does.
+func newestReadableCheckpoint(ctx context.Context, store Store, l *logListing) (int64, error) {
+	versions := slices.Sorted(maps.Keys(l.checkpoints))
+	slices.Reverse(versions)
+	for _, v := range versions {
+		for _, set := range l.checkpoints[v] {
+			if !set.complete() {
+				continue
+			}
+			if _, err := readCheckpoint(ctx, store, v, set.keys()); err == nil {
+				return v, nil
+			} else if ctx.Err() != nil {
+				return 0, ctx.Err()
+			}
+		}
+	}
+	return -1, nil
+}
+
 // keptSidecars returns the sidecar keys that the checkpoints at or above
-// floor (those log cleanup keeps) name. A checkpoint that cannot be read
-// fails the cleanup: deleting sidecars it may name could break it.
+// floor (those log cleanup keeps) name. A checkpoint that cannot be read,
+// or names a sidecar path that does not resolve to a key, fails the
+// cleanup: deleting sidecars it may name could break it.
 func keptSidecars(ctx context.Context, store Store, objs []storage.Object, floor int64) (map[string]bool, error) {
 	l := &logListing{commits: map[int64]string{}, checkpoints: map[int64][]*checkpointSet{}}
 	multi := map[string]*checkpointSet{}
@@ -199,14 +220,16 @@ func keptSidecars(ctx context.Context, store Store, objs []storage.Object, floor
 				if key == "" {
 					continue // an incomplete multi-part set names no sidecars
 				}
-				_, sidecars, err := readCheckpointFile(ctx, store, key)
+				f, err := readCheckpointFile(ctx, store, key)
 				if err != nil {
 					return nil, fmt.Errorf("delta: log cleanup: %w", err)
 				}
-				for _, sc := range sidecars {
-					if k, err := SidecarKey(sc.Path); err == nil {
-						kept[k] = true
+				for _, sc := range f.sidecars {
+					k, err := SidecarKey(store, sc.Path)
+					if err != nil {
+						return nil, fmt.Errorf("delta: log cleanup: checkpoint %s: %w", key, err)
 					}
+					kept[k] = true
 				}
 			}
 		}
