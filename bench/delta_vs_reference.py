@@ -34,6 +34,12 @@ keyed on id, each timed:
     THEN INSERT *` on local[2] (Delta Lake, delta.enableDeletionVectors=true,
     zstd), seed by CREATE TABLE AS SELECT, source a Parquet file of the
     changelog; one untimed small merge first warms the JVM.
+  - Quiver again into a table with every log feature of a new Databricks
+    table (column mapping in name mode, row tracking, deletion vectors, V2
+    checkpoint policy, in-commit timestamps, checkpoint interval 2;
+    clustering off),
+    its version 0 written by all_features_table; the append part writes 1
+    stream into such a table too. The goal is at least 0.9x the plain table.
 Every engine pauses SETTLE seconds after its seed. After each run the three
 tables are read back with delta-rs (count, distinct ids, sum(amount)) and must
 agree.
@@ -56,6 +62,7 @@ import sys
 import tempfile
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any, Callable
 
@@ -129,6 +136,48 @@ def changelog(base: int, n: int, first_new: int, offset: int, seed: int) -> pa.T
     existing = pa.array(range(offset, offset + step * half, step), pa.int64())
     new = pa.array(range(first_new, first_new + n - half), pa.int64())
     return batched(rows(pa.concat_arrays([existing, new]), seed))
+
+
+# The log features of a new Databricks table (clustering aside), as
+# all_features_table creates it.
+ALL_FEATURES = {
+    "delta.columnMapping.mode": "name",
+    "delta.enableRowTracking": "true",
+    "delta.rowTracking.materializedRowIdColumnName": "_row-id-col-bench",
+    "delta.rowTracking.materializedRowCommitVersionColumnName": "_row-commit-version-col-bench",
+    "delta.enableDeletionVectors": "true",
+    "delta.checkpointPolicy": "v2",
+    "delta.enableInCommitTimestamps": "true",
+    "delta.inCommitTimestampEnablementVersion": "0",
+    "delta.checkpointInterval": "2",
+}
+
+
+def all_features_table(path: Path) -> None:
+    """Writes version 0 of a table of SCHEMA with ALL_FEATURES, as Spark's
+    CREATE TABLE does (protocol 3/7 listing the features, columns with
+    column mapping ids and col-<uuid> physical names)."""
+    delta_type = {pa.int64(): "long", pa.float64(): "double", pa.string(): "string", pa.bool_(): "boolean"}
+    fields = [{"name": f.name, "type": "timestamp" if pa.types.is_timestamp(f.type) else delta_type[f.type],
+               "nullable": True, "metadata": {"delta.columnMapping.id": i + 1,
+                                              "delta.columnMapping.physicalName": f"col-{uuid.uuid4()}"}}
+              for i, f in enumerate(SCHEMA)]
+    now = int(time.time() * 1000)
+    conf = dict(ALL_FEATURES, **{"delta.inCommitTimestampEnablementTimestamp": str(now),
+                                 "delta.columnMapping.maxColumnId": str(len(fields))})
+    actions = [
+        {"commitInfo": {"timestamp": now, "inCommitTimestamp": now, "operation": "CREATE TABLE"}},
+        {"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+                      "readerFeatures": ["columnMapping", "deletionVectors", "v2Checkpoint"],
+                      "writerFeatures": ["columnMapping", "deletionVectors", "v2Checkpoint", "rowTracking", "domainMetadata",
+                                         "inCommitTimestamp", "appendOnly", "invariants"]}},
+        {"metaData": {"id": f"bench-{path.name}", "format": {"provider": "parquet", "options": {}},
+                      "schemaString": json.dumps({"type": "struct", "fields": fields}),
+                      "partitionColumns": [], "configuration": conf, "createdTime": now}},
+    ]
+    log = path / "_delta_log"
+    log.mkdir(parents=True)
+    (log / f"{0:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
 
 
 # --- measurement helpers ----------------------------------------------------
@@ -280,9 +329,13 @@ def main() -> int:
         endpoints.append({"name": f"append_go_r{r}", "sink": "delta", "delta": {
             "table_uri": f"file://{work}/quiver_append/append_go_r{r}", "mode": "append",
             "parquet": {"compression": "zstd"}}})
-        endpoints.append({"name": f"upsert_r{r}", "sink": "delta", "delta": {
-            "table_uri": f"file://{work}/quiver/upsert_r{r}", "mode": "upsert", "merge_keys": ["id"],
-            "deletion_vectors": True, "parquet": {"compression": "zstd"}}})
+        endpoints.append({"name": f"append_all_r{r}", "sink": "delta", "delta": {
+            "table_uri": f"file://{work}/quiver_append/append_all_r{r}", "mode": "append",
+            "parquet": {"compression": "zstd"}}})
+        for name in (f"upsert_r{r}", f"upsert_all_r{r}"):
+            endpoints.append({"name": name, "sink": "delta", "delta": {
+                "table_uri": f"file://{work}/quiver/{name}", "mode": "upsert", "merge_keys": ["id"],
+                "deletion_vectors": True, "parquet": {"compression": "zstd"}}})
     endpoints.append({"name": "devnull", "sink": "discard"})  # Flight alone: the client's and transport's share
     server = Quiver(Path(args.quiver), work / "server", endpoints)
     results: dict[str, Any] = {"rows": args.rows, "changelog_rows": args.changelog_rows, "runs": runs,
@@ -322,7 +375,7 @@ def quiver_bench_go(binary: Path, addr: str, endpoint: str, rows: int) -> float:
 
 def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs: int) -> dict[str, Any]:
     secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": [], "deltars_l1": [], "discard_1": [],
-                                    "quiver_go_1": []}
+                                    "quiver_go_1": [], "quiver_all_1": []}
     loads = []
     sizes: dict[str, int] = {}
     cpu: dict[str, list[float]] = {name: [] for name in secs}  # this process's + the server's CPU seconds
@@ -334,7 +387,9 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
             ("deltars_l1", lambda: deltars_write(work / f"deltars/append_l1_r{r}", data, ZSTD_LEVEL_FAST)),
             ("discard_1", lambda: quiver_put_streams(server.flight_addr, "devnull", data, 1)),
             ("quiver_go_1", None),
+            ("quiver_all_1", lambda: quiver_put_streams(server.flight_addr, f"append_all_r{r}", data, 1)),
         ]
+        all_features_table(server.table_path(f"append_all_r{r}"))
         k = r % len(jobs)
         for name, fn in jobs[k:] + jobs[:k]:
             loads.append(load())
@@ -350,7 +405,8 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
                            ("quiver_4", server.table_path(f"append_s4_r{r}")),
                            ("deltars", work / f"deltars/append_r{r}"),
                            ("deltars_l1", work / f"deltars/append_l1_r{r}"),
-                           ("quiver_go_1", server.table_path(f"append_go_r{r}"))):
+                           ("quiver_go_1", server.table_path(f"append_go_r{r}")),
+                           ("quiver_all_1", server.table_path(f"append_all_r{r}"))):
             n, ids, _ = table_digest(path)
             if name == "quiver_go_1":  # its own batches, and one warm-up batch before timing
                 assert n >= data.num_rows, f"append {name} run {r}: {n} rows"
@@ -385,22 +441,25 @@ def bench_upsert(server: Quiver, spark: Any, data: pa.Table, cl: list[pa.Table],
     for i, c in enumerate(cl):
         cl_pq.append(work / f"changelog{i}.parquet")
         pq.write_table(c, cl_pq[-1], compression="zstd")
-    engines = ["quiver", "deltars"] + ([] if spark is None else ["spark"])
+    engines = ["quiver", "quiver_all", "deltars"] + ([] if spark is None else ["spark"])
     secs: dict[str, list[list[float]]] = {e: [[], []] for e in engines}  # [first upserts, second upserts]
     loads = []
     dv_seen = {e: False for e in engines}
     expected = data.num_rows + sum(c.num_rows // 2 + c.num_rows % 2 for c in cl)
 
     for r in range(runs):
-        paths = {"quiver": server.table_path(f"upsert_r{r}"), "deltars": work / f"deltars/upsert_r{r}",
-                 "spark": work / f"spark_tables/upsert_r{r}"}
+        paths = {"quiver": server.table_path(f"upsert_r{r}"), "quiver_all": server.table_path(f"upsert_all_r{r}"),
+                 "deltars": work / f"deltars/upsert_r{r}", "spark": work / f"spark_tables/upsert_r{r}"}
 
         def run_engine(e: str) -> None:
             p = paths[e]
-            if e == "quiver":
+            if e in ("quiver", "quiver_all"):
+                name = f"upsert_r{r}" if e == "quiver" else f"upsert_all_r{r}"
+                if e == "quiver_all":
+                    all_features_table(p)
                 c = server.client()
-                c.put(f"upsert_r{r}", data, chunk=BATCH)
-                up: Callable[[int], None] = lambda i: c.put(f"upsert_r{r}", cl[i], chunk=BATCH)  # noqa: E731
+                c.put(name, data, chunk=BATCH)
+                up: Callable[[int], None] = lambda i: c.put(name, cl[i], chunk=BATCH)  # noqa: E731
             elif e == "deltars":
                 deltars_write(p, data)
                 up = lambda i: deltars_merge(p, cl[i])  # noqa: E731
@@ -423,8 +482,8 @@ def bench_upsert(server: Quiver, spark: Any, data: pa.Table, cl: list[pa.Table],
         assert len(set(digests.values())) == 1, f"upsert run {r}: the engines disagree: {digests}"
         n, ids, _ = digests["quiver"]
         assert n == ids == expected, f"upsert run {r}: {n} rows, {ids} ids, want {expected}"
-        for p in paths.values():
-            if p != paths["quiver"]:
+        for e, p in paths.items():
+            if e not in ("quiver", "quiver_all"):
                 shutil.rmtree(p, ignore_errors=True)
     out: dict[str, Any] = {}
     for e in engines:
@@ -445,7 +504,8 @@ def report(res: dict[str, Any]) -> None:
                             ("deltars", f"delta-rs write_deltalake, zstd {ZSTD_LEVEL}"),
                             ("deltars_l1", f"delta-rs write_deltalake, zstd {ZSTD_LEVEL_FAST}"),
                             ("discard_1", "(Flight to discard, 1 stream)"),
-                            ("quiver_go_1", "(quiver bench, Go client, 1 stream)")):
+                            ("quiver_go_1", "(quiver bench, Go client, 1 stream)"),
+                            ("quiver_all_1", "Quiver, all-features table, 1 str.")):
             m = a[name]["median_rows_per_s"]
             runs = ", ".join(fmt_rate(x) for x in a[name]["rows_per_s"])
             size = f"  {a[name]['parquet_bytes'] / 2**20:5.1f} MiB" if "parquet_bytes" in a[name] else " " * 11
@@ -456,7 +516,8 @@ def report(res: dict[str, Any]) -> None:
         print(f"\nUpsert, {res['changelog_rows']:,} changelog rows into {res['rows']:,} "
               f"(load {u['load'][0]:.1f}-{u['load'][1]:.1f})")
         print(f"{'target':<34}{'#1 rows/s':>11}{'#2 rows/s':>11}{'vs delta-rs #1/#2':>20}  DVs  runs #1 | #2")
-        for name, label in (("quiver", "Quiver upsert, deletion vectors"), ("deltars", "delta-rs merge"),
+        for name, label in (("quiver", "Quiver upsert, deletion vectors"),
+                            ("quiver_all", "Quiver upsert, all-features table"), ("deltars", "delta-rs merge"),
                             ("spark", "Spark MERGE INTO, local[2]")):
             if name not in u:
                 continue
@@ -465,6 +526,13 @@ def report(res: dict[str, Any]) -> None:
             ratio = f"{m[0] / d[0]:.2f}x / {m[1] / d[1]:.2f}x"
             dv = "yes" if u[name]["deletion_vectors_written"] else "no"
             print(f"{label:<34}{fmt_rate(m[0]):>11}{fmt_rate(m[1]):>11}{ratio:>20}  {dv:<4} {runs}")
+        q, qa = u["quiver"], u["quiver_all"]
+        print("all-features table vs plain table (goal >= 0.9x): upsert #1 "
+              f"{qa['first']['median_rows_per_s'] / q['first']['median_rows_per_s']:.2f}x, #2 "
+              f"{qa['second']['median_rows_per_s'] / q['second']['median_rows_per_s']:.2f}x")
+    if a := res.get("append"):
+        print("all-features table vs plain table (goal >= 0.9x): append, 1 stream "
+              f"{a['quiver_all_1']['median_rows_per_s'] / a['quiver_1']['median_rows_per_s']:.2f}x")
 
 
 if __name__ == "__main__":

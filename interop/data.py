@@ -78,3 +78,19 @@ def apply_changelog(state: dict[Any, dict[str, Any]], changes: pa.Table, keys: l
 
 def changelog_schema(schema: pa.Schema) -> pa.Schema:
     return schema.append(pa.field("_op", pa.string()))
+
+
+# Keyed rows of the round-trip tests (tables other writers created).
+ID_NAME_AMOUNT = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64())])
+
+
+def id_name_rows(ids: Iterable[int], tag: str) -> list[dict[str, Any]]:
+    return [{"id": i, "name": f"{tag}-{i}", "amount": i / 4} for i in ids]
+
+
+def id_name_changelog(updated: list[int], deleted: list[int], inserted: list[int], tag: str) -> pa.Table:
+    """Updates (_op U), deletes (D) and inserts (I) of ID_NAME_AMOUNT rows."""
+    out = [{"id": i, "name": f"{tag}-u{i}", "amount": -i, "_op": "U"} for i in updated]
+    out += [{"id": i, "name": None, "amount": None, "_op": "D"} for i in deleted]
+    out += [{"id": i, "name": f"{tag}-i{i}", "amount": i, "_op": "I"} for i in inserted]
+    return table(out, changelog_schema(ID_NAME_AMOUNT))

@@ -286,12 +286,16 @@ class DeltaRs:
     def rows(self, path: Path) -> pa.Table:
         """DeltaTable.to_pyarrow_table(); for tables with deletion vectors,
         which that path refuses (deltalake 1.6: "reader features
-        {'deletionVectors'} ... not yet supported"), delta-rs's DataFusion
-        engine (QueryBuilder), which applies them."""
+        {'deletionVectors'} ... not yet supported"), and with column
+        mapping, which it reads as nulls (deltalake 1.6.6, Spark's own
+        tables too), delta-rs's DataFusion engine (QueryBuilder), which
+        applies both."""
         from deltalake import DeltaTable, QueryBuilder
 
         table = DeltaTable(str(path))
-        if "deletionVectors" in (table.protocol().reader_features or []):
+        protocol = table.protocol()
+        features = protocol.reader_features or []
+        if "deletionVectors" in features or "columnMapping" in features or protocol.min_reader_version == 2:
             return pa.table(QueryBuilder().register("t", table).execute("SELECT * FROM t").read_all())
         return table.to_pyarrow_table()
 

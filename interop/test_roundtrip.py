@@ -11,21 +11,12 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from data import ID_NAME_AMOUNT as SCHEMA
 from data import apply_changelog, changelog_schema, table
+from data import id_name_changelog as changelog
+from data import id_name_rows as rows
 from helpers import Reader, Written, check_table, log_actions, readers
 
-SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amount", pa.float64())])
-
-
-def rows(ids: range, tag: str) -> list[dict[str, Any]]:
-    return [{"id": i, "name": f"{tag}-{i}", "amount": i / 4} for i in ids]
-
-
-def changelog(updated: list[int], deleted: list[int], inserted: list[int], tag: str) -> pa.Table:
-    out = [{"id": i, "name": f"{tag}-u{i}", "amount": -i, "_op": "U"} for i in updated]
-    out += [{"id": i, "name": None, "amount": None, "_op": "D"} for i in deleted]
-    out += [{"id": i, "name": f"{tag}-i{i}", "amount": i, "_op": "I"} for i in inserted]
-    return table(out, changelog_schema(SCHEMA))
 
 
 def quiver_writes(quiver: Any, path: Path, state: dict[Any, dict[str, Any]], dv: bool) -> list[int]:

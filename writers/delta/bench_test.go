@@ -120,11 +120,12 @@ func encodeRaw(batches []arrow.RecordBatch, codec string) error {
 // and the commit. It reports rows/s of the changelog, files rewritten or
 // marked and bytes written per op.
 func BenchmarkUpsert(b *testing.B) {
-	b.Run("copy-on-write", func(b *testing.B) { benchmarkUpsert(b, false) })
-	b.Run("deletion-vectors", func(b *testing.B) { benchmarkUpsert(b, true) })
+	b.Run("copy-on-write", func(b *testing.B) { benchmarkUpsert(b, false, false) })
+	b.Run("deletion-vectors", func(b *testing.B) { benchmarkUpsert(b, true, false) })
+	b.Run("deletion-vectors-row-tracking", func(b *testing.B) { benchmarkUpsert(b, true, true) })
 }
 
-func benchmarkUpsert(b *testing.B, dvs bool) {
+func benchmarkUpsert(b *testing.B, dvs, rowTracking bool) {
 	const (
 		tableRows  = 2_000_000
 		changeRows = 200_000
@@ -152,6 +153,9 @@ func benchmarkUpsert(b *testing.B, dvs bool) {
 	}
 
 	cfg := testConfig(uri, func(c *Config) { c.WriteMode, c.MergeKeys, c.DeletionVectors = ModeUpsert, []string{"id"}, dvs })
+	if rowTracking {
+		enableRowTracking(b, cfg)
+	}
 	w, err := New(cfg, writers.Env{})
 	if err != nil {
 		b.Fatal(err)

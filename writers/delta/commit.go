@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -135,8 +137,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			w.m.conflicts.Inc() // lost a race; deltalog rebased it
 		}
 		w.rememberCommit(key, version)
+		w.ids.recordCommitted(snap, actions, ds)
 		if upsert != nil {
-			w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...))
+			w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...), snapColumnMap(snap))
 		}
 		return writers.CommitInfo{Version: version}, tablesink.Committed, nil
 	})
@@ -304,6 +307,10 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 		adds    []deltalog.Action
 		keep    = make(map[string]bool) // live files this overwrite publishes
 		evolved = table
+		// Column mapping: the ids columns added by the descriptors take
+		// must be above maxID, which then advances.
+		mapped = deltalog.ColumnMappingMode(meta.Configuration) != "none"
+		maxID  = deltalog.MaxColumnID(meta.Configuration)
 	)
 	for i, d := range ds {
 		if !slices.Equal(d.PartitionColumns, meta.PartitionColumns) {
@@ -316,8 +323,13 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 		if err != nil {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: %w", i, err)
 		}
-		if err := checkNames(files); err != nil {
+		if err := checkNames(files, meta.Configuration); err != nil {
 			return nil, fmt.Errorf("%w (descriptor %d)", err, i)
+		}
+		if mapped {
+			if err := checkMappedColumns(evolved, maxID, files, d.MappedAfter); err != nil {
+				return nil, fmt.Errorf("%w (descriptor %d)", err, i)
+			}
 		}
 		if evolved, err = reconcile(evolved, files, w.cfg.SchemaEvolution == EvolveAddColumns); err != nil {
 			return nil, fmt.Errorf("%w (descriptor %d; the table may have changed since precommit: replay the transaction)", err, i)
@@ -335,10 +347,22 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 		}
 	}
 
+	evolved, idChanged, err := identityHighWaterMarks(evolved, ds, &w.ids)
+	if err != nil {
+		return nil, err
+	}
 	var actions []deltalog.Action
-	if len(evolved.Fields) != len(table.Fields) {
+	if len(evolved.Fields) != len(table.Fields) || idChanged {
 		m := *meta
 		m.SchemaString = evolved.String()
+		if mapped {
+			top := max(maxID, deltalog.HighestColumnID(evolved))
+			if err := deltalog.CheckColumnMapping(evolved, top); err != nil {
+				return nil, writers.Errorf(writers.ErrInvalid, "delta: the columns the descriptors add: %w: replay the transactions separately", err)
+			}
+			m.Configuration = maps.Clone(meta.Configuration)
+			m.Configuration[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(top, 10)
+		}
 		actions = append(actions, deltalog.Action{MetaData: &m})
 	}
 	if !key.Auto {

@@ -57,6 +57,12 @@ type descriptor struct {
 	PartitionColumns []string    `json:"partitionColumns"`
 	Adds             []addFile   `json:"adds"`
 	Upsert           *upsertPlan `json:"upsert,omitempty"`
+	// Identity is the identity column values the files hold that the
+	// sink generated, by column (identity.go).
+	Identity map[string]identityRange `json:"identity,omitempty"`
+	// MappedAfter is the table's maxColumnId when the columns the files
+	// add were given column mapping (colmap.go; nil without).
+	MappedAfter *int64 `json:"mappedAfter,omitempty"`
 }
 
 // upsertPlan is what an upsert's commit needs besides its adds: the table
@@ -143,6 +149,11 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 		}
 		if a.Size < 0 || a.Rows < 0 {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor file %q has a negative size or row count", a.Path)
+		}
+		// Row ids are handed out by the stats' numRecords: they must
+		// count the rows the plan wrote.
+		if n, ok := deltalog.StatsNumRecords(a.Stats); a.Stats != "" && (!ok || n != a.Rows) {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor file %q has stats whose numRecords is not its %d rows", a.Path, a.Rows)
 		}
 	}
 	if u := d.Upsert; u != nil {

@@ -69,6 +69,8 @@ func TestDescriptorRefused(t *testing.T) {
 		{"encoded-dotdot", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"%2E%2E/x.parquet"}]}`},
 		{"log", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"_delta_log/00000000000000000001.json"}]}`},
 		{"negative", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"a.parquet","size":-1}]}`},
+		{"stats-rows", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"a.parquet","size":1,"rows":10,"stats":"{\"numRecords\":1}"}]}`},
+		{"stats-no-numrecords", `{"kind":"delta","version":1,"schema":"s","adds":[{"path":"a.parquet","size":1,"rows":10,"stats":"{\"minValues\":{}}"}]}`},
 		{"upsert-v1", `{"kind":"delta","version":1,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":[],"removes":[]}}`},
 		{"upsert-remove-path", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":[],"removes":["../x.parquet"]}}`},
 		{"upsert-read-path", `{"kind":"delta","version":2,"schema":"","adds":[],"upsert":{"readVersion":1,"readFiles":["_delta_log/x"],"removes":[]}}`},

@@ -10,7 +10,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/util"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
 // maxEncoders caps the encoder goroutines of one key.
@@ -93,7 +92,7 @@ func (e *encoder) relieve(budget writers.MemoryCharger) error {
 // the first waits for one (up to limits.admission_timeout, before the key
 // holds anything), the others exist only if a slot is free, so that a
 // key's own encoders never wait for slots their siblings hold.
-func (w *Writer) newEncoderPool(ctx context.Context, stats *deltalog.StatsColumns) (*encoderPool, error) {
+func (w *Writer) newEncoderPool(ctx context.Context, layout *fileLayout) (*encoderPool, error) {
 	first, err := w.budget.OpenFile(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("delta: open a data file: %w", err)
@@ -110,7 +109,7 @@ func (w *Writer) newEncoderPool(ctx context.Context, stats *deltalog.StatsColumn
 		if !ok {
 			break
 		}
-		e := &encoder{in: make(chan encodeJob, 1), files: newFileSet(stats)}
+		e := &encoder{in: make(chan encodeJob, 1), files: newFileSet(layout)}
 		e.files.base = base
 		p.workers = append(p.workers, e)
 		p.wg.Go(func() { p.run(e) })

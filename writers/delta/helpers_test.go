@@ -114,6 +114,14 @@ func readTable(t *testing.T, cfg *Config, mem memory.Allocator) []arrow.RecordBa
 // minus the deletion vector's cardinality.
 func eachLiveBatch(t *testing.T, cfg *Config, mem memory.Allocator, fn func(a *deltalog.Add, rec arrow.RecordBatch)) {
 	t.Helper()
+	eachTrackedBatch(t, cfg, mem, false, fn)
+}
+
+// eachTrackedBatch is eachLiveBatch with, when track is set, the row ids
+// and commit versions of a table that tracks rows materialized
+// (rowTracking.materialize).
+func eachTrackedBatch(t *testing.T, cfg *Config, mem memory.Allocator, track bool, fn func(a *deltalog.Add, rec arrow.RecordBatch)) {
+	t.Helper()
 	ctx := context.Background()
 	b := tableBucket(t, cfg)
 	snap, err := deltalog.Load(ctx, b)
@@ -123,24 +131,17 @@ func eachLiveBatch(t *testing.T, cfg *Config, mem memory.Allocator, fn func(a *d
 	if err != nil {
 		t.Fatalf("load table %s: %v", cfg.TableURI, err)
 	}
+	var rt *rowTracking
+	if track {
+		rt = rowTrackingOf(snap)
+	}
 	for _, a := range snap.Files() {
-		key, err := deltalog.DecodePath(a.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		gone, err := deltalog.ReadDeletionVector(ctx, b, a.DeletionVector)
-		if err != nil {
-			t.Fatalf("deletion vector of %s: %v", key, err)
-		}
-		r, size, err := b.OpenReader(ctx, key)
-		if err != nil {
-			t.Fatalf("open data file %s: %v", key, err)
-		}
+		key, r, size, gone := openLiveFile(t, b, a)
 		if size != a.Size {
 			t.Errorf("file %s: size %d, add.size %d", key, size, a.Size)
 		}
 		var rows int64
-		err = readKept(ctx, mem, r, size, key, gone, func(rec arrow.RecordBatch) error {
+		err = readKept(ctx, mem, snapColumnMap(snap), r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			rows += rec.NumRows()
 			fn(a, rec)
@@ -154,6 +155,24 @@ func eachLiveBatch(t *testing.T, cfg *Config, mem memory.Allocator, fn func(a *d
 			t.Errorf("file %s: %d live rows, stats numRecords %d minus %d marked deleted", key, rows, statsRows(t, a), len(gone))
 		}
 	}
+}
+
+// openLiveFile opens the data file of a in b and reads the positions its
+// deletion vector marks; the caller closes the file.
+func openLiveFile(t *testing.T, b *storage.Bucket, a *deltalog.Add) (key string, r storage.ReaderAtCloser, size int64, gone []int64) {
+	t.Helper()
+	ctx := context.Background()
+	key, err := deltalog.DecodePath(a.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gone, err = deltalog.ReadDeletionVector(ctx, b, a.DeletionVector); err != nil {
+		t.Fatalf("deletion vector of %s: %v", key, err)
+	}
+	if r, size, err = b.OpenReader(ctx, key); err != nil {
+		t.Fatalf("open data file %s: %v", key, err)
+	}
+	return key, r, size, gone
 }
 
 // publishedRows counts the rows of every active file, read back.

@@ -13,7 +13,8 @@ import (
 // instead of reading them on its critical path (its precommit waits for the warm-up
 // first: waitWarm). It is best effort: a file it could not read is read
 // by the next upsert that needs it. Close cancels and waits for it.
-func (w *Writer) warmKeys(files []addFile) {
+// cols is the table's column mapping (nil without).
+func (w *Writer) warmKeys(files []addFile, cols *columnMap) {
 	if w.keys == nil || len(files) == 0 {
 		return
 	}
@@ -36,7 +37,7 @@ func (w *Writer) warmKeys(files []addFile) {
 			if w.warmCtx.Err() != nil {
 				return
 			}
-			err := w.warmGuarded(a)
+			err := w.warmGuarded(a, cols)
 			switch stack := writers.PanicStack(err); {
 			case stack != "":
 				w.log.Error("delta: indexing the keys of a new file panicked; the next upsert reads it", "file", a.Path, "err", err, "stack", stack)
@@ -50,14 +51,14 @@ func (w *Writer) warmKeys(files []addFile) {
 // warmGuarded is warmFile on the warm-up goroutine, with a panic (an
 // unreadable file) its error: the warm-up is best effort and must not end
 // the process.
-func (w *Writer) warmGuarded(a addFile) (err error) {
+func (w *Writer) warmGuarded(a addFile, cols *columnMap) (err error) {
 	defer writers.Recover(&err)
-	return w.warmFile(w.warmCtx, a)
+	return w.warmFile(w.warmCtx, a, cols)
 }
 
 // warmFile indexes the keys of file a unless the cache has them, or their
 // index would not fit in it (about keyIndexBytesPerRow per row).
-func (w *Writer) warmFile(ctx context.Context, a addFile) error {
+func (w *Writer) warmFile(ctx context.Context, a addFile, cols *columnMap) error {
 	if w.keys.get(a.Path) != nil || a.Rows*keyIndexBytesPerRow > int64(w.keys.maxBytes) {
 		return nil
 	}
@@ -70,7 +71,7 @@ func (w *Writer) warmFile(ctx context.Context, a addFile) error {
 		return fmt.Errorf("open data file %s: %w", key, err)
 	}
 	defer r.Close()
-	m := fileMatcher{w: w, keys: w.keyColumns().data, file: a.Path, rowsHint: int(a.Rows)}
+	m := fileMatcher{w: w, cols: cols, keys: w.keyColumns().data, file: a.Path, rowsHint: int(a.Rows)}
 	_, _, err = m.matchedRows(ctx, r, size)
 	return err
 }

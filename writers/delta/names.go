@@ -16,9 +16,9 @@ import (
 //     arrays and maps), contains one of invalidNameChars. Spark:
 //     SchemaUtils.checkSchemaFieldNames over
 //     SchemaMergingUtils.explodeNestedFieldNames, unless column mapping is
-//     on; error class DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES. Quiver
-//     refuses tables with column mapping (deltalog.CheckWritable), so the
-//     rule always applies.
+//     on; error class DELTA_INVALID_CHARACTERS_IN_COLUMN_NAMES. With
+//     column mapping the files hold physical names, so the rule is lifted
+//     there too.
 //   - No two names of one struct differ only in case (Spark resolves names
 //     case-insensitively: SchemaMergingUtils.checkColumnNameDuplication,
 //     DELTA_DUPLICATE_COLUMNS_FOUND). deltalog.FromArrow and
@@ -32,8 +32,11 @@ const invalidNameChars = " ,;{}()\n\t="
 // checkNames refuses a schema with a column name Spark refuses
 // (invalidNameChars), with ErrInvalid naming the column by its dotted path
 // (array elements and map keys and values as Spark names them: element,
-// key, value).
-func checkNames(s *deltalog.Schema) error {
+// key, value). A table with column mapping (conf) accepts any name.
+func checkNames(s *deltalog.Schema, conf map[string]string) error {
+	if deltalog.ColumnMappingMode(conf) != "none" {
+		return nil
+	}
 	return checkFieldNames(s.Fields, "")
 }
 

@@ -60,22 +60,27 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 		return writers.OptimizeResult{Version: writers.NoVersion}, err
 	}
 	res := writers.OptimizeResult{Version: snap.Version}
-	groups := optimizeGroups(snap, req.TargetFileBytes, w.pins.Pinned())
-	if len(groups) == 0 {
-		return res, nil
-	}
 	table, err := snap.Schema()
 	if err != nil {
 		return res, fmt.Errorf("delta: optimize: table schema: %w", err)
+	}
+	layout, err := layoutOf(snap, table)
+	if err != nil {
+		return res, err
+	}
+	groups := optimizeGroups(snap, layout.cols.physicalNames(snap.Metadata.PartitionColumns), req.TargetFileBytes, w.pins.Pinned())
+	if len(groups) == 0 {
+		return res, nil
 	}
 	arrowTable, err := table.ToArrow()
 	if err != nil {
 		return res, fmt.Errorf("delta: optimize: table schema: %w", err)
 	}
 	fileSchema := dropFields(arrowTable, snap.Metadata.PartitionColumns)
-	stats, err := statsColumns(snap, table)
-	if err != nil {
-		return res, err
+	rt := rowTrackingOf(snap)
+	if rt != nil {
+		// Compacted rows keep their ids and commit versions.
+		fileSchema = arrow.NewSchema(append(slices.Clone(fileSchema.Fields()), rt.fields(true)...), nil)
 	}
 
 	var (
@@ -84,7 +89,7 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 		dvs     int
 	)
 	for _, g := range groups {
-		written, err := w.compact(ctx, g, fileSchema, stats, req.TargetFileBytes)
+		written, err := w.compact(ctx, g, fileSchema, rt, layout, req.TargetFileBytes)
 		adds = append(adds, written...)
 		if err != nil {
 			return res, errors.Join(fmt.Errorf("delta: optimize: %w", err), w.deleteFiles(ctx, adds))
@@ -153,14 +158,15 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 // optimizeGroups picks, per partition, the files optimize rewrites: those
 // below target and those with deletion vectors; a partition whose only
 // pick is one file without deletions gains nothing and is skipped.
-func optimizeGroups(snap *deltalog.Snapshot, target int64, pinned map[string]bool) []optimizeGroup {
+// partCols are the keys of the files' partitionValues (physical names).
+func optimizeGroups(snap *deltalog.Snapshot, partCols []string, target int64, pinned map[string]bool) []optimizeGroup {
 	byDir := map[string]*optimizeGroup{}
 	var dirs []string
 	for _, a := range snap.Files() {
 		if (a.Size >= target && a.DeletionVector == nil) || pinned[a.Path] {
 			continue
 		}
-		dir := deltalog.PartitionDir(snap.Metadata.PartitionColumns, a.PartitionValues)
+		dir := deltalog.PartitionDir(partCols, a.PartitionValues)
 		g := byDir[dir]
 		if g == nil {
 			g = &optimizeGroup{dir: dir}
@@ -185,12 +191,13 @@ func optimizeGroups(snap *deltalog.Snapshot, target int64, pinned map[string]boo
 // files of fileSchema rolled at target bytes. Reading and Parquet encoding
 // are pipelined as in rewrite: one goroutine decodes the files one after
 // the other, this one encodes, with one batch in between, so memory stays
-// at two batches plus the open row group. It returns the finished files,
-// also on failure (for deletion).
-func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow.Schema, stats *deltalog.StatsColumns, target int64) ([]addFile, error) {
+// at two batches plus the open row group. Rows keep their row ids and
+// commit versions when rt is set. It returns the finished files, also on
+// failure (for deletion).
+func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow.Schema, rt *rowTracking, layout *fileLayout, target int64) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	fs := newFileSet(stats)
+	fs := newFileSet(layout)
 	fs.target = target
 	batches := make(chan arrow.RecordBatch, 1)
 	read := make(chan error, 1)
@@ -199,7 +206,7 @@ func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow
 		read <- func() (err error) {
 			defer writers.Recover(&err)
 			for _, a := range g.files {
-				if err := w.readLive(ctx, a, fileSchema, func(rec arrow.RecordBatch) error {
+				if err := w.readLive(ctx, a, fileSchema, layout.cols, rt, func(rec arrow.RecordBatch) error {
 					select {
 					case batches <- rec:
 						return nil
@@ -242,8 +249,10 @@ func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow
 }
 
 // readLive hands send the live rows of data file a (deleted rows dropped)
-// in batches of fileSchema; send owns each batch.
-func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arrow.Schema, send func(arrow.RecordBatch) error) error {
+// in batches of fileSchema, their row ids and commit versions materialized
+// when rt is set; send owns each batch. cols is the table's column mapping
+// (nil without).
+func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arrow.Schema, cols *columnMap, rt *rowTracking, send func(arrow.RecordBatch) error) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
 		return fmt.Errorf("file %s: %w", a.Path, err)
@@ -257,7 +266,7 @@ func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arro
 		return fmt.Errorf("open data file %s: %w", key, err)
 	}
 	defer r.Close()
-	return readKept(ctx, w.mem, r, size, a.Path, gone, func(rec arrow.RecordBatch) error {
+	return readKept(ctx, w.mem, cols, r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
 		defer rec.Release()
 		fit, err := conform(ctx, w.mem, rec, fileSchema)
 		if err != nil {

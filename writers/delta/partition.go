@@ -29,11 +29,12 @@ type partitioner struct {
 
 // split groups rec's rows by partition. It returns the record to write per
 // partition (partition columns removed), owned by the caller, who releases
-// each. Rows are grouped column-wise: the partition key of every row is
+// each; partition values and directories use the physical names of cols
+// (the table's column mapping, nil without). Rows are grouped column-wise: the partition key of every row is
 // computed first, then each partition's columns are gathered with one
 // compute.Take per column. An unpartitioned table, or a batch whose rows
 // all share one partition, costs no copy.
-func (p *partitioner) split(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) ([]part, []arrow.RecordBatch, error) {
+func (p *partitioner) split(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, cols *columnMap) ([]part, []arrow.RecordBatch, error) {
 	schema := rec.Schema()
 	keyCols := make([]arrow.Array, len(p.cols))
 	for i, name := range p.cols {
@@ -50,7 +51,7 @@ func (p *partitioner) split(ctx context.Context, mem memory.Allocator, rec arrow
 		return []part{{}}, []arrow.RecordBatch{data}, nil
 	}
 
-	parts, err := groupRows(keyCols, p.cols, int(rec.NumRows()))
+	parts, err := groupRows(keyCols, p.cols, cols.physicalNames(p.cols), int(rec.NumRows()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -77,8 +78,9 @@ func (p *partitioner) split(ctx context.Context, mem memory.Allocator, rec arrow
 }
 
 // groupRows computes every row's partition and returns the partitions in
-// order of first appearance.
-func groupRows(keyCols []arrow.Array, names []string, n int) ([]part, error) {
+// order of first appearance, with values keyed by keys (the physical
+// names of the columns called names).
+func groupRows(keyCols []arrow.Array, names, keys []string, n int) ([]part, error) {
 	var (
 		parts []part
 		index = make(map[string]int)
@@ -105,11 +107,11 @@ func groupRows(keyCols []arrow.Array, names []string, n int) ([]part, error) {
 		if !ok {
 			g = len(parts)
 			index[key.String()] = g
-			values := make(map[string]*string, len(names))
-			for i, name := range names {
-				values[name] = vals[i]
+			values := make(map[string]*string, len(keys))
+			for i, k := range keys {
+				values[k] = vals[i]
 			}
-			parts = append(parts, part{dir: deltalog.PartitionDir(names, values), values: values})
+			parts = append(parts, part{dir: deltalog.PartitionDir(keys, values), values: values})
 		}
 		parts[g].rows = append(parts[g].rows, int32(row))
 	}

@@ -12,7 +12,8 @@ import (
 // table's (table) and returns the schema the rows' files follow: the
 // table's columns, then the new ones when evolve allows them. Columns match
 // by exact name; types must be equal (column metadata aside); a column the
-// table declares non-nullable accepts only non-nullable input. Input may
+// table declares non-nullable accepts only non-nullable input (identity
+// columns aside: nullableInput). Input may
 // lack nullable table columns, as Delta's schema enforcement allows (a
 // client that does not know a column another one added): their values
 // are null. Every mismatch is ErrInvalid naming the column.
@@ -41,12 +42,12 @@ func reconcile(table, got *deltalog.Schema, evolve bool) (*deltalog.Schema, erro
 		if !sameType(t.Type, g.Type) {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q has type %s, the table's is %s: cast it (changing a column's type is not supported)", g.Name, typeJSON(g.Type), typeJSON(t.Type))
 		}
-		if g.Nullable && !t.Nullable {
+		if g.Nullable && !nullableInput(t) {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q is nullable, the table's is not: send it as a non-nullable field", g.Name)
 		}
 	}
 	for _, t := range table.Fields {
-		if _, ok := got.Field(t.Name); !ok && !t.Nullable {
+		if _, ok := got.Field(t.Name); !ok && !nullableInput(t) {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q (%s) of the table is missing and not nullable: send it (the table's columns: %s)", t.Name, t.Type, columnNames(table))
 		}
 	}

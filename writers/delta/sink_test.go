@@ -381,7 +381,7 @@ func TestCheck(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer b.Close()
-		commit := `{"protocol":{"minReaderVersion":1,"minWriterVersion":7,"writerFeatures":["rowTracking"]}}
+		commit := `{"protocol":{"minReaderVersion":1,"minWriterVersion":7,"writerFeatures":["materializePartitionColumns"]}}
 {"metaData":{"id":"x","format":{"provider":"parquet","options":{}},"schemaString":"{\"type\":\"struct\",\"fields\":[{\"name\":\"id\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}","partitionColumns":[],"configuration":{}}}
 `
 		if err := b.Put(ctx, deltalog.CommitKey(0), []byte(commit)); err != nil {
@@ -391,8 +391,8 @@ func TestCheck(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := w.Check(ctx); !errors.Is(err, deltalog.ErrUnsupported) || !strings.Contains(err.Error(), "rowTracking") {
-			t.Fatalf("Check: %v, want ErrUnsupported naming rowTracking", err)
+		if err := w.Check(ctx); !errors.Is(err, deltalog.ErrUnsupported) || !strings.Contains(err.Error(), "materializePartitionColumns") {
+			t.Fatalf("Check: %v, want ErrUnsupported naming materializePartitionColumns", err)
 		}
 	})
 }

@@ -44,10 +44,14 @@ type stage struct {
 	// precommitted files are in a descriptor: they are never deleted here,
 	// as a commit (this server's or another's) may still publish them.
 	precommitted []addFile
-	// stats is the columns whose statistics the key's files carry.
-	stats *deltalog.StatsColumns
+	// layout is how the key's files are written (statistics, names).
+	layout *fileLayout
 	// upsert holds an upsert key's changelog (mode upsert only).
 	upsert *upsertStage
+	// identity fills the table's identity columns (nil without).
+	identity *identityFill
+	// mappedAfter is descriptor.MappedAfter.
+	mappedAfter *int64
 }
 
 // fileSet is the data files of one encoder: at most one open file per
@@ -55,7 +59,7 @@ type stage struct {
 type fileSet struct {
 	open     map[string]*dataFile // by partition directory ("" unpartitioned)
 	finished []addFile
-	stats    *deltalog.StatsColumns // the columns whose statistics the files carry
+	layout   *fileLayout // statistics columns and column mapping of the files
 	// target rolls files at this many bytes instead of target_file_bytes
 	// (optimize's target); 0 means target_file_bytes.
 	target int64
@@ -66,8 +70,8 @@ type fileSet struct {
 	baseBusy bool
 }
 
-func newFileSet(stats *deltalog.StatsColumns) fileSet {
-	return fileSet{open: make(map[string]*dataFile), stats: stats}
+func newFileSet(layout *fileLayout) fileSet {
+	return fileSet{open: make(map[string]*dataFile), layout: layout}
 }
 
 // dataFile is one Parquet file being streamed to storage.
@@ -75,8 +79,8 @@ type dataFile struct {
 	key       string             // storage key (decoded path)
 	path      string             // add.path (URI-encoded)
 	partition map[string]*string // add.partitionValues
-	schema    *arrow.Schema      // the file's Arrow schema (partition columns removed)
-	stats     *deltalog.StatsColumns
+	schema    *arrow.Schema      // the file's Arrow schema (physical names, partition columns removed)
+	layout    *fileLayout
 	cancel    context.CancelFunc // abandons the upload
 	out       io.WriteCloser
 	pw        *parquetio.Writer
@@ -87,7 +91,7 @@ type dataFile struct {
 // storage), with statistics for the columns of stats, in one of the
 // process's file writer slots. The upload outlives the Write call that
 // starts it, so it runs under its own context, cancelled by abort.
-func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[string]*string, schema *arrow.Schema, stats *deltalog.StatsColumns, slot func()) (*dataFile, error) {
+func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[string]*string, schema *arrow.Schema, layout *fileLayout, slot func()) (*dataFile, error) {
 	name := fmt.Sprintf("part-00000-%s-c000.%s.parquet", uuid.NewString(), w.cfg.Parquet.Compression)
 	if w.cfg.Parquet.Compression == CodecNone {
 		name = fmt.Sprintf("part-00000-%s-c000.parquet", uuid.NewString())
@@ -110,7 +114,7 @@ func (w *Writer) newDataFile(ctx context.Context, dir string, partition map[stri
 		slot()
 		return nil, fmt.Errorf("delta: data file %s: %w", key, err)
 	}
-	return &dataFile{key: key, path: deltalog.EncodePath(key), partition: partition, schema: schema, stats: stats, cancel: cancel, out: out, pw: pw, slot: slot}, nil
+	return &dataFile{key: key, path: deltalog.EncodePath(key), partition: partition, schema: schema, layout: layout, cancel: cancel, out: out, pw: pw, slot: slot}, nil
 }
 
 // fileSlot takes a file writer slot for a new file of s: its base when
@@ -158,7 +162,7 @@ func (w *Writer) finishFile(f *dataFile) (addFile, error) {
 	if err := f.out.Close(); err != nil {
 		return addFile{}, fmt.Errorf("delta: upload data file %s: %w", f.key, err)
 	}
-	stats, err := fileStatsJSON(st, f.schema, f.stats)
+	stats, err := fileStatsJSON(st, f.schema, f.layout)
 	if err != nil {
 		return addFile{}, err
 	}
@@ -183,11 +187,18 @@ func (f *dataFile) abort() {
 	f.out.Close()
 }
 
-// write appends part (rows of one partition, partition columns removed)
-// to the set's file for dir, starting one when needed and rolling it at
-// the target size or when the Arrow schema changes (a second stream of the
-// same transaction may send, e.g., dictionary strings instead of plain).
+// write appends part (rows of one partition, partition columns removed,
+// logical column names) to the set's file for dir, starting one when
+// needed and rolling it at the target size or when the Arrow schema
+// changes (a second stream of the same transaction may send, e.g.,
+// dictionary strings instead of plain). partition is add.partitionValues
+// (physical names). The file holds the physical names (columnMap).
 func (w *Writer) write(ctx context.Context, s *fileSet, dir string, partition map[string]*string, part arrow.RecordBatch) error {
+	part, err := s.layout.cols.toPhysical(part)
+	if err != nil {
+		return err
+	}
+	defer part.Release()
 	f := s.open[dir]
 	if f != nil && !f.schema.Equal(part.Schema()) {
 		if err := w.finishOpen(s, dir); err != nil {
@@ -205,7 +216,7 @@ func (w *Writer) write(ctx context.Context, s *fileSet, dir string, partition ma
 		if err != nil {
 			return err
 		}
-		if f, err = w.newDataFile(ctx, dir, partition, part.Schema(), s.stats, slot); err != nil {
+		if f, err = w.newDataFile(ctx, dir, partition, part.Schema(), s.layout, slot); err != nil {
 			return err
 		}
 		s.open[dir] = f

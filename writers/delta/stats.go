@@ -11,13 +11,14 @@ import (
 
 // fileStatsJSON turns the statistics parquetio computed while encoding a
 // file of Arrow schema schema into the add.stats JSON, for the columns of
-// keep (the table's delta.dataSkipping* properties) only. The Arrow type
+// layout.stats (the table's delta.dataSkipping* properties, which name
+// logical columns) only, keyed by the file's (physical) names. The Arrow type
 // of each column decides the Delta form of its bounds: date32 is a date,
 // a timestamp without zone a timestamp_ntz, a decimal exact text.
-func fileStatsJSON(st parquetio.FileStats, schema *arrow.Schema, keep *deltalog.StatsColumns) (string, error) {
+func fileStatsJSON(st parquetio.FileStats, schema *arrow.Schema, layout *fileLayout) (string, error) {
 	cols := make([]deltalog.ColumnStat, 0, len(st.Columns))
 	for _, c := range st.Columns {
-		if !keep.Has(c.Path) {
+		if logical := layout.cols.logicalPath(c.Path); logical == nil || !layout.stats.Has(logical) {
 			continue
 		}
 		cs := deltalog.ColumnStat{Path: c.Path, NullCount: c.NullCount}

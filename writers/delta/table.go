@@ -49,7 +49,7 @@ func (w *Writer) tableFor(schema string) (*deltalog.Snapshot, error) {
 	if err != nil {
 		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor schema: %w", err)
 	}
-	if err := checkNames(got); err != nil {
+	if err := checkNames(got, nil); err != nil {
 		return nil, err
 	}
 	in, err := got.ToArrow()

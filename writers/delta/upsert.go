@@ -166,15 +166,18 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 	if err != nil {
 		return nil, err
 	}
-	stats, err := statsColumns(snap, merged)
+	layout, err := layoutOf(snap, merged)
 	if err != nil {
 		return nil, err
 	}
-	out, err := w.mergeInto(ctx, snap, u.res, stats)
+	out, err := w.mergeInto(ctx, snap, u.res, layout)
 	if err != nil {
 		return nil, err
 	}
-	d.Schema, d.Adds = s.schema, out.adds
+	d.Schema, d.Adds, d.MappedAfter = s.schema, out.adds, s.mappedAfter
+	if out.identity != nil && len(out.identity.ranges) > 0 {
+		d.Identity = out.identity.ranges
+	}
 	d.Upsert = &upsertPlan{ReadVersion: snap.Version, ReadFiles: out.readFiles, Removes: out.removes,
 		Updates: out.updates, DVFile: out.dvFile, DVFileSize: out.dvSize}
 	if len(out.readDVs) > 0 {

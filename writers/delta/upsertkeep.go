@@ -23,7 +23,8 @@ import (
 // updates and writes null in the rows it inserts, and so does an upsert:
 // mergeInto gathers the values the matched target rows hold
 // (keptColumns.gather) and fills them into the live rows before writing
-// them (keptColumns.fill).
+// them (keptColumns.fill). In a table that tracks rows, the matched rows'
+// ids are kept the same way, as the materialized row id column (rowids.go).
 
 // keptColumns holds, for the table columns a changelog lacks, the values
 // of the target rows its keys match, by key.
@@ -32,6 +33,8 @@ type keptColumns struct {
 	src  *merge.KeyEncoder // the source's, for SameEncoding
 	data []arrow.Field     // missing data columns, with the table's types
 	part []string          // missing partition columns
+	rt   *rowTracking      // set when the row ids are kept (last of data)
+	cols *columnMap        // the table's column mapping (nil without)
 
 	mu sync.Mutex
 	// rows maps a partition key tuple and encoded data key to its row
@@ -46,9 +49,10 @@ type keptColumns struct {
 }
 
 // newKeptColumns returns the collector for the table columns of snap
-// that the changelog res lacks, nil when it lacks none or has no live
-// row to fill.
-func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroups) (*keptColumns, error) {
+// that the changelog res lacks, and the row ids when snap tracks rows; nil
+// when there is nothing to keep or no live row to fill. cols is the
+// table's column mapping (nil without).
+func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroups, cols *columnMap) (*keptColumns, error) {
 	if res.LiveRows == 0 {
 		return nil, nil
 	}
@@ -56,7 +60,7 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 	if err != nil {
 		return nil, fmt.Errorf("delta: table schema: %w", err)
 	}
-	k := &keptColumns{keys: groups.keys, src: groups.enc, rows: map[string]int{}}
+	k := &keptColumns{keys: groups.keys, src: groups.enc, rows: map[string]int{}, rt: rowTrackingOf(snap), cols: cols}
 	var data deltalog.Schema
 	for _, f := range table.Fields {
 		switch {
@@ -67,17 +71,20 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 			data.Fields = append(data.Fields, f)
 		}
 	}
-	if len(k.part)+len(data.Fields) == 0 {
-		return nil, nil
-	}
 	if len(data.Fields) > 0 {
 		s, err := data.ToArrow()
 		if err != nil {
 			return nil, err
 		}
 		k.data = s.Fields()
-		k.chunks = make([][]arrow.Array, len(k.data))
 	}
+	if k.rt != nil {
+		k.data = append(k.data, k.rt.fields(false)...)
+	}
+	if len(k.part)+len(k.data) == 0 {
+		return nil, nil
+	}
+	k.chunks = make([][]arrow.Array, len(k.data))
 	return k, nil
 }
 
@@ -100,7 +107,7 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 	for _, f := range k.data {
 		names = append(names, f.Name)
 	}
-	rr, err := parquetio.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
+	rr, err := k.cols.readFile(ctx, r, size, mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
 	if err != nil {
 		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
 	}
@@ -113,14 +120,14 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 		return fmt.Errorf("delta: upsert: data file %s: %w", a.Path, err)
 	}
 	partKey := make([]*string, len(k.keys.part))
-	for i, c := range k.keys.part {
+	for i, c := range k.cols.physicalNames(k.keys.part) {
 		if v := a.PartitionValues[c]; v != nil && *v != "" {
 			partKey[i] = v
 		}
 	}
 	tuple := partTuple(partKey)
 	parts := make([]*string, len(k.part))
-	for i, c := range k.part {
+	for i, c := range k.cols.physicalNames(k.part) {
 		parts[i] = a.PartitionValues[c]
 	}
 	cctx := compute.WithAllocator(ctx, mem)
@@ -137,6 +144,14 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 		taken, err := take(cctx, mem, rec, rows)
 		if err != nil {
 			return err
+		}
+		if k.rt != nil {
+			withIDs, err := k.rt.materialize(mem, taken, a, first-n, rows, false)
+			taken.Release()
+			if err != nil {
+				return err
+			}
+			taken = withIDs
 		}
 		err = k.add(enc, taken, tuple, parts)
 		taken.Release()

@@ -50,16 +50,20 @@ type keyGroups struct {
 	// partTypes are the table's types of keys.part, to read a file's
 	// partition values as the source's are spelled (canonicalPartition).
 	partTypes []deltalog.DataType
-	enc       *merge.KeyEncoder // over the source's data key columns
-	groups    map[string]*keyGroup
-	sizeHint  int // source keys: one group's size when the keys have no partition column
+	// partKeys and statKeys are the physical names of keys.part and
+	// keys.data (column mapping): partitionValues and stats use them.
+	partKeys, statKeys []string
+	enc                *merge.KeyEncoder // over the source's data key columns
+	groups             map[string]*keyGroup
+	sizeHint           int // source keys: one group's size when the keys have no partition column
 }
 
 // newKeyGroups indexes the keys of res: the key columns of its live rows
 // and its deleted keys. Every target row with one of them is replaced or
-// deleted.
-func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema) (*keyGroups, error) {
-	g := &keyGroups{keys: keys, groups: make(map[string]*keyGroup), sizeHint: int(res.LiveRows + res.DeletedRows)}
+// deleted. cols is the table's column mapping (nil without).
+func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema, cols *columnMap) (*keyGroups, error) {
+	g := &keyGroups{keys: keys, groups: make(map[string]*keyGroup), sizeHint: int(res.LiveRows + res.DeletedRows),
+		partKeys: cols.physicalNames(keys.part), statKeys: cols.physicalNames(keys.data)}
 	for _, c := range keys.part {
 		f, ok := table.Field(c)
 		if !ok {
@@ -129,7 +133,7 @@ func (g *keyGroups) add(rec arrow.RecordBatch) error {
 // source has no key there.
 func (g *keyGroups) forFile(a *deltalog.Add) *keyGroup {
 	vals := make([]*string, len(g.keys.part))
-	for i, c := range g.keys.part {
+	for i, c := range g.partKeys {
 		vals[i] = canonicalPartition(a.PartitionValues[c], g.partTypes[i])
 	}
 	return g.groups[partTuple(vals)]

@@ -38,6 +38,8 @@ type mergeOutcome struct {
 	liveRows  int64
 	// deletedKeys counts the changelog's deleted keys (matched or not).
 	deletedKeys int64
+	// identity filled the live rows' identity columns (nil without).
+	identity *identityFill
 }
 
 func (o *mergeOutcome) record(removed string, adds []addFile) {
@@ -95,23 +97,27 @@ func (o *mergeOutcome) mark(path string, rows int64, gone []int64) error {
 // batch by batch, and only the source keys and the matched row positions
 // are kept. On failure every file written is deleted and nothing is
 // returned.
-func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result, stats *deltalog.StatsColumns) (*mergeOutcome, error) {
+func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result, layout *fileLayout) (*mergeOutcome, error) {
 	table, err := snap.Schema()
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
 	}
-	groups, err := newKeyGroups(res, w.keyColumns(), table)
+	groups, err := newKeyGroups(res, w.keyColumns(), table, layout.cols)
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
 	}
-	kept, err := newKeptColumns(snap, res, groups)
+	kept, err := newKeptColumns(snap, res, groups, layout.cols)
 	if err != nil {
 		return nil, err
 	}
 	if kept != nil {
 		defer kept.release()
 	}
-	out := &mergeOutcome{liveRows: res.LiveRows, deletedKeys: res.DeletedRows, readDVs: map[string]string{}}
+	ident, err := newIdentityFill(table)
+	if err != nil {
+		return nil, err
+	}
+	out := &mergeOutcome{liveRows: res.LiveRows, deletedKeys: res.DeletedRows, readDVs: map[string]string{}, identity: ident}
 	useDVs := deletionVectorsEnabled(snap)
 	if useDVs {
 		out.dvs = deltalog.NewDeletionVectorFile()
@@ -126,7 +132,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 		if err != nil {
 			st = nil // unreadable stats never prune
 		}
-		if grp.mayHold(st, groups.keys.data) {
+		if grp.mayHold(st, groups.statKeys) {
 			candidates = append(candidates, a)
 		}
 	}
@@ -139,7 +145,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	}
 
 	writeLive := func(ctx context.Context) error {
-		adds, err := w.writeLive(ctx, res.Live, kept, stats)
+		adds, err := w.writeLive(ctx, res.Live, kept, ident, layout)
 		out.record("", adds)
 		return err
 	}
@@ -154,7 +160,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 		g.Go(writers.Guard(func() error { return writeLive(gctx) }))
 	}
 	for _, a := range candidates {
-		g.Go(writers.Guard(func() error { return w.mergeFile(gctx, snap, a, groups, kept, stats, out) }))
+		g.Go(writers.Guard(func() error { return w.mergeFile(gctx, snap, a, groups, kept, layout, out) }))
 	}
 	err = g.Wait()
 	if err == nil && kept != nil {
@@ -184,21 +190,27 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 // split by partition, with the table columns they lack filled from kept
 // (when not nil) and statistics for stats. It returns the finished files,
 // also on failure (for deletion).
-func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, stats *deltalog.StatsColumns) ([]addFile, error) {
-	fs := newFileSet(stats)
+func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *identityFill, layout *fileLayout) ([]addFile, error) {
+	fs := newFileSet(layout)
 	err := func() error {
 		for _, rec := range live {
+			rec.Retain()
 			if kept != nil {
 				filled, err := kept.fill(ctx, w.mem, rec)
+				rec.Release()
 				if err != nil {
 					return err
 				}
 				rec = filled
 			}
-			parts, recs, err := w.parts.split(ctx, w.mem, rec)
-			if kept != nil {
-				rec.Release() // split's records hold what they need
+			filled, err := ident.fill(&w.ids, w.mem, rec)
+			rec.Release()
+			if err != nil {
+				return err
 			}
+			rec = filled
+			parts, recs, err := w.parts.split(ctx, w.mem, rec, layout.cols)
+			rec.Release() // split's records hold what they need
 			if err != nil {
 				return err
 			}
@@ -230,7 +242,7 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *
 // positions found there are kept (8 bytes per matched row, bounded by the
 // changelog) so the second read, of every column, only gathers the rows
 // to keep. A file whose every row matched is removed without that read.
-func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, stats *deltalog.StatsColumns, out *mergeOutcome) error {
+func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, layout *fileLayout, out *mergeOutcome) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
 		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
@@ -260,7 +272,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		if err := open(); err != nil {
 			return err
 		}
-		m := fileMatcher{w: w, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path, rowsHint: numRecords(a)}
+		m := fileMatcher{w: w, cols: layout.cols, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path, rowsHint: numRecords(a)}
 		if matched, rows, err = m.matchedRows(ctx, r, size); err != nil {
 			return err
 		}
@@ -292,8 +304,8 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 			return err
 		}
 	}
-	dir := deltalog.PartitionDir(snap.Metadata.PartitionColumns, a.PartitionValues)
-	adds, err := w.rewrite(ctx, r, size, a, dir, gone, stats)
+	dir := deltalog.PartitionDir(layout.cols.physicalNames(snap.Metadata.PartitionColumns), a.PartitionValues)
+	adds, err := w.rewrite(ctx, r, size, a, dir, gone, rowTrackingOf(snap), layout)
 	if err != nil {
 		out.record("", adds)
 		return err
@@ -347,14 +359,14 @@ func without(sorted, drop []int64) []int64 {
 
 // rewrite writes the rows of data file a (r, size) but the gone ones
 // (ascending positions in the file) as new files under dir, with
-// statistics for stats. Reading and
+// the layout's statistics and names, their row ids kept when rt is set. Reading and
 // Parquet encoding are pipelined: this goroutine decodes and gathers, one
 // more encodes, with one batch in between. It returns the finished files,
 // also on failure (for deletion).
-func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64, stats *deltalog.StatsColumns) ([]addFile, error) {
+func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64, rt *rowTracking, layout *fileLayout) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	fs := newFileSet(stats)
+	fs := newFileSet(layout)
 	kept := make(chan arrow.RecordBatch, 1)
 	var encErr error
 	encoded := make(chan struct{})
@@ -382,7 +394,7 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 			encErr = finish()
 		}
 	}()
-	readErr := readKept(ctx, w.mem, r, size, a.Path, gone, func(rec arrow.RecordBatch) error {
+	readErr := readKept(ctx, w.mem, layout.cols, r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
 		select {
 		case kept <- rec:
 			return nil
@@ -400,13 +412,15 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 	return fs.finished, readErr
 }
 
-// readKept reads every column of data file path and hands send each
-// batch without the gone rows (positions in the file, ascending); send
-// owns the batch it is given.
-func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int64, path string, gone []int64, send func(arrow.RecordBatch) error) error {
-	rr, err := parquetio.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{})
+// readKept reads every column of data file a (r, size; every table column
+// it holds, by cols: the table's column mapping, nil without) and hands
+// send each batch without the gone rows (positions in the file,
+// ascending), with their row ids and commit versions materialized when rt
+// is set; send owns the batch it is given.
+func readKept(ctx context.Context, mem memory.Allocator, cols *columnMap, r io.ReaderAt, size int64, a *deltalog.Add, gone []int64, rt *rowTracking, send func(arrow.RecordBatch) error) error {
+	rr, err := cols.readFile(ctx, r, size, mem, parquetio.ReadOptions{})
 	if err != nil {
-		return fmt.Errorf("delta: upsert: read data file %s: %w", path, err)
+		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
 	}
 	defer rr.Release()
 	cctx := compute.WithAllocator(ctx, mem)
@@ -416,16 +430,23 @@ func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int
 		rec := rr.RecordBatch()
 		n := rec.NumRows()
 		gone, rows = takeRows(gone, first, n, rows)
-		first += n
-		var out arrow.RecordBatch
-		switch {
-		case len(rows) == int(n):
+		if len(rows) == int(n) {
+			first += n
 			continue
-		case len(rows) == 0:
+		}
+		if rt != nil {
+			if rec, err = rt.materialize(mem, rec, a, first, nil, true); err != nil {
+				return err
+			}
+		} else {
 			rec.Retain()
-			out = rec
-		default:
-			if out, err = take(cctx, mem, rec, complement(rows, int(n))); err != nil {
+		}
+		first += n
+		out := rec
+		if len(rows) > 0 {
+			out, err = take(cctx, mem, rec, complement(rows, int(n)))
+			rec.Release()
+			if err != nil {
 				return err
 			}
 		}
@@ -434,7 +455,7 @@ func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int
 		}
 	}
 	if err := rr.Err(); err != nil {
-		return fmt.Errorf("delta: upsert: read data file %s: %w", path, err)
+		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
 	}
 	return nil
 }
@@ -446,6 +467,7 @@ func readKept(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int
 // the indexing to the background after its commit.
 type fileMatcher struct {
 	w    *Writer
+	cols *columnMap // the table's column mapping (nil without)
 	grp  *keyGroup
 	keys []string          // data key columns
 	src  *merge.KeyEncoder // the source's encoder, for SameEncoding
@@ -464,7 +486,7 @@ type fileMatcher struct {
 // the file's row count; without a group it indexes the file's keys into
 // the writer's key cache instead.
 func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64) (matched []int64, rows int64, err error) {
-	rr, err := parquetio.ReadFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: m.keys})
+	rr, err := m.cols.readFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: m.keys})
 	if err != nil {
 		return nil, 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
 	}

@@ -42,12 +42,20 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		rec = withNulls(w.mem, rec, s.missing)
 		defer rec.Release()
 	}
-	parts, recs, err := w.parts.split(ctx, w.mem, rec)
+	if s.identity != nil {
+		filled, err := s.identity.fill(&w.ids, w.mem, rec)
+		if err != nil {
+			return err
+		}
+		defer filled.Release()
+		rec = filled
+	}
+	parts, recs, err := w.parts.split(ctx, w.mem, rec, s.layout.cols)
 	if err != nil {
 		return err
 	}
 	if s.pool == nil {
-		if s.pool, err = w.newEncoderPool(ctx, s.stats); err != nil {
+		if s.pool, err = w.newEncoderPool(ctx, s.layout); err != nil {
 			for _, r := range recs {
 				r.Release()
 			}
@@ -77,11 +85,17 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	if err != nil {
 		return err
 	}
+	if deltalog.ColumnMappingMode(snap.Metadata.Configuration) != "none" {
+		// Columns the stream adds get ids and physical names (colmap.go).
+		if err := w.newCols.assign(s, merged, deltalog.MaxColumnID(snap.Metadata.Configuration)); err != nil {
+			return err
+		}
+	}
 	missing, err := missingColumns(merged, in)
 	if err != nil {
 		return err
 	}
-	stats, err := statsColumns(snap, merged)
+	layout, err := layoutOf(snap, merged)
 	if err != nil {
 		return err
 	}
@@ -89,16 +103,46 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	if s.schema != "" && s.schema != schema {
 		return writers.Errorf(writers.ErrInvalid, "delta: the streams of %s send different schemas: send every stream of a transaction with the same columns", key)
 	}
-	s.schema, s.admitted, s.missing, s.stats = schema, in, missing, stats
+	if s.identity == nil && w.cfg.WriteMode != ModeUpsert {
+		// Kept across admits: it records the values the key used.
+		if s.identity, err = newIdentityFill(merged); err != nil {
+			return err
+		}
+	}
+	s.schema, s.admitted, s.missing, s.layout = schema, in, missing, layout
 	return nil
 }
 
-// statsColumns returns the columns whose statistics the files of rows of
-// Delta schema merged (the table's columns, then those the rows add)
-// carry in the table of snap: its delta.dataSkippingStatsColumns or
-// delta.dataSkippingNumIndexedCols, as Spark reads them.
-func statsColumns(snap *deltalog.Snapshot, merged *deltalog.Schema) (*deltalog.StatsColumns, error) {
-	return deltalog.StatsColumnsOf(merged, snap.Metadata.PartitionColumns, snap.Metadata.Configuration)
+// fileLayout is how the data files of rows of one Delta schema are
+// written into a table: the columns whose statistics they carry and the
+// table's column mapping (nil without).
+type fileLayout struct {
+	stats *deltalog.StatsColumns
+	cols  *columnMap
+}
+
+// layoutOf returns the layout of files of rows of Delta schema merged
+// (the table's columns, then those the rows add, column mapping assigned)
+// in the table of snap: statistics for the columns of its
+// delta.dataSkippingStatsColumns or delta.dataSkippingNumIndexedCols, as
+// Spark reads them, and its column mapping.
+func layoutOf(snap *deltalog.Snapshot, merged *deltalog.Schema) (*fileLayout, error) {
+	stats, err := deltalog.StatsColumnsOf(merged, snap.Metadata.PartitionColumns, snap.Metadata.Configuration)
+	if err != nil {
+		return nil, err
+	}
+	names := merged
+	if table, err := snap.Schema(); err == nil {
+		// An upsert planned on a later version than its rows were
+		// admitted at fills in the columns added since (keptColumns).
+		names = &deltalog.Schema{Fields: slices.Clone(merged.Fields)}
+		for _, f := range table.Fields {
+			if _, ok := merged.Field(f.Name); !ok {
+				names.Fields = append(names.Fields, f)
+			}
+		}
+	}
+	return &fileLayout{stats: stats, cols: newColumnMap(snap.Metadata.Configuration, names)}, nil
 }
 
 // missingColumns returns the columns of table that in lacks, as Arrow
@@ -135,14 +179,12 @@ func withNulls(mem memory.Allocator, rec arrow.RecordBatch, fields []arrow.Field
 }
 
 // deltaSchema maps the table columns of a stream to Delta, refusing what
-// no table can hold: types without a Delta or Parquet form, and column
-// names Spark refuses (checkNames).
+// no table can hold: types without a Delta or Parquet form. (Column
+// names are checked against the table by fit: column mapping lifts
+// Spark's rules.)
 func (w *Writer) deltaSchema(in *arrow.Schema) (*deltalog.Schema, error) {
 	got, err := deltalog.FromArrow(in)
 	if err != nil {
-		return nil, err
-	}
-	if err := checkNames(got); err != nil {
 		return nil, err
 	}
 	if err := parquetio.CheckSchema(dropFields(in, w.cfg.PartitionBy)); err != nil {
@@ -171,6 +213,14 @@ func (w *Writer) fit(ctx context.Context, in *arrow.Schema) (*deltalog.Snapshot,
 	}
 	if snap == nil {
 		if snap, err = w.newTable(in, got); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := checkNames(got, snap.Metadata.Configuration); err != nil {
+		return nil, nil, err
+	}
+	if table, err := snap.Schema(); err == nil {
+		if err := checkIdentityInput(table, in); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -239,7 +289,10 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		}
 		s.precommitted = append(s.precommitted, s.finished...)
 		s.finished = nil
-		d.Schema, d.Adds = s.schema, s.precommitted
+		d.Schema, d.Adds, d.MappedAfter = s.schema, s.precommitted, s.mappedAfter
+		if s.identity != nil && len(s.identity.ranges) > 0 {
+			d.Identity = s.identity.ranges
+		}
 	}
 	return d.encode()
 }

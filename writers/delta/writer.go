@@ -57,6 +57,10 @@ type Writer struct {
 	// released by Close (pins.go).
 	pins        *tablesink.Pins[string]
 	releasePins func()
+	// ids hands out identity column values (identity.go).
+	ids identityAllocator
+	// newCols shares the column mapping of added columns (colmap.go).
+	newCols newColumns
 
 	mu   sync.Mutex // guards the following fields
 	snap *deltalog.Snapshot

@@ -1,6 +1,8 @@
 package parquetio
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -8,6 +10,10 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 )
+
+// FieldIDKey is the Arrow field metadata key whose value, when positive,
+// becomes the Parquet field_id of the column, as in pqarrow.
+const FieldIDKey = "PARQUET:field_id"
 
 // nodeKind says how a node's Arrow array is shredded into Parquet levels.
 type nodeKind uint8
@@ -25,6 +31,7 @@ type node struct {
 	name     string
 	path     []string
 	nullable bool
+	id       int // Parquet field_id (Arrow metadata PARQUET:field_id); 0: none
 	kind     nodeKind
 	children []*node
 	leaf     *leaf // for leafNode only
@@ -61,6 +68,13 @@ func buildTree(schema *arrow.Schema) ([]*node, []*leaf, error) {
 func newNode(f arrow.Field, parent []string, def, rep uint8, leaves *[]*leaf) (*node, error) {
 	path := append(append([]string(nil), parent...), f.Name)
 	n := &node{name: f.Name, path: path, nullable: f.Nullable}
+	if v, ok := f.Metadata.GetValue(FieldIDKey); ok {
+		id, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return nil, unsupported(path, f.Type, fmt.Sprintf("field id %q is not a 32-bit integer", v))
+		}
+		n.id = int(max(id, 0)) // pqarrow reads "no id" as -1
+	}
 	if f.Nullable {
 		def++
 	}
@@ -127,6 +141,9 @@ func (n *node) parquetNode(dictionary []bool) parquet.Node {
 		pn = parquet.List(n.children[0].parquetNode(dictionary))
 	case mapNode:
 		pn = parquet.Map(n.children[0].parquetNode(dictionary), n.children[1].parquetNode(dictionary))
+	}
+	if n.id != 0 {
+		pn = parquet.FieldID(pn, n.id)
 	}
 	if n.nullable {
 		return parquet.Optional(pn)

@@ -153,16 +153,17 @@ type Txn struct {
 // CommitInfo is free-form provenance; only the fields Quiver writes or
 // conflict checks read are modelled, other fields are ignored on read.
 type CommitInfo struct {
-	Timestamp           int64          `json:"timestamp"`
-	InCommitTimestamp   *int64         `json:"inCommitTimestamp,omitempty"`
-	Operation           string         `json:"operation,omitempty"`
-	OperationParameters map[string]any `json:"operationParameters,omitempty"`
-	ReadVersion         *int64         `json:"readVersion,omitempty"`
-	IsolationLevel      string         `json:"isolationLevel,omitempty"`
-	IsBlindAppend       *bool          `json:"isBlindAppend,omitempty"`
-	OperationMetrics    map[string]any `json:"operationMetrics,omitempty"`
-	EngineInfo          string         `json:"engineInfo,omitempty"`
-	TxnID               string         `json:"txnId,omitempty"`
+	Timestamp           int64             `json:"timestamp"`
+	InCommitTimestamp   *int64            `json:"inCommitTimestamp,omitempty"`
+	Operation           string            `json:"operation,omitempty"`
+	OperationParameters map[string]any    `json:"operationParameters,omitempty"`
+	ReadVersion         *int64            `json:"readVersion,omitempty"`
+	IsolationLevel      string            `json:"isolationLevel,omitempty"`
+	IsBlindAppend       *bool             `json:"isBlindAppend,omitempty"`
+	OperationMetrics    map[string]any    `json:"operationMetrics,omitempty"`
+	EngineInfo          string            `json:"engineInfo,omitempty"`
+	TxnID               string            `json:"txnId,omitempty"`
+	Tags                map[string]string `json:"tags,omitempty"`
 }
 
 // DomainMetadata is per-domain configuration; the latest action per Domain

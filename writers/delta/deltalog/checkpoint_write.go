@@ -19,33 +19,30 @@ import (
 // them).
 const defaultDeletedFileRetention = 7 * 24 * time.Hour
 
-// WriteCheckpoint writes the classic single-file Parquet checkpoint of s
-// (protocol, metaData, txns, live adds with their stats JSON, unexpired
-// remove tombstones, live domain metadata) at
-// _delta_log/<version>.checkpoint.parquet, then overwrites
-// _last_checkpoint. Writing a checkpoint for a version that already has
-// one is harmless (same content). s must be the complete state at
-// s.Version (from Load/Update, or a successful Commit). Errors wrap
-// writers.ErrUnavailable (storage) and never affect committed data.
+// WriteCheckpoint writes the checkpoint of s (protocol, metaData, txns,
+// live adds with their stats JSON, unexpired remove tombstones, live
+// domain metadata), then overwrites _last_checkpoint. Tables with V2
+// checkpoints (V2Checkpoints) get a UUID-named JSON V2 checkpoint with
+// every action inline; others the classic single-file Parquet checkpoint
+// at _delta_log/<version>.checkpoint.parquet. Writing a checkpoint for a
+// version that already has one is harmless (same content). s must be the
+// complete state at s.Version (from Load/Update, or a successful Commit).
+// Errors wrap writers.ErrUnavailable (storage) and never affect committed
+// data.
 func WriteCheckpoint(ctx context.Context, store Store, s *Snapshot, now time.Time) error {
-	rows := checkpointRows(s, now)
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[cpRow](&buf, parquet.Compression(&snappy.Codec{}),
-		// Not parquet-go's DELTA_LENGTH_BYTE_ARRAY default, which Spark's
-		// vectorized reader refuses or garbles (SPARK-52240).
-		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain))
-	if _, err := w.Write(rows); err != nil {
-		return fmt.Errorf("delta: checkpoint %d: encode: %w", s.Version, err)
+	var (
+		size, n int64
+		err     error
+	)
+	if V2Checkpoints(s) {
+		_, size, n, err = writeV2Checkpoint(ctx, store, s, now)
+	} else {
+		size, n, err = writeClassicCheckpoint(ctx, store, s, now)
 	}
-	if err := w.Close(); err != nil {
-		return fmt.Errorf("delta: checkpoint %d: encode: %w", s.Version, err)
+	if err != nil {
+		return err
 	}
-	key := CheckpointKey(s.Version)
-	size := int64(buf.Len())
-	if err := store.Put(ctx, key, buf.Bytes()); err != nil {
-		return storageErr("write", key, err)
-	}
-	hint, err := json.Marshal(lastCheckpoint{Version: s.Version, Size: int64(len(rows)), SizeInBytes: size, NumOfAddFiles: int64(len(s.files))})
+	hint, err := json.Marshal(lastCheckpoint{Version: s.Version, Size: n, SizeInBytes: size, NumOfAddFiles: int64(len(s.files))})
 	if err != nil {
 		return fmt.Errorf("delta: _last_checkpoint: %w", err)
 	}
@@ -55,28 +52,56 @@ func WriteCheckpoint(ctx context.Context, store Store, s *Snapshot, now time.Tim
 	return nil
 }
 
-func checkpointRows(s *Snapshot, now time.Time) []cpRow {
-	rows := []cpRow{
-		checkpointRow(Action{Protocol: &s.Protocol}),
-		checkpointRow(Action{MetaData: &s.Metadata}),
+// writeClassicCheckpoint writes the classic Parquet checkpoint of s and
+// returns its size and action count.
+func writeClassicCheckpoint(ctx context.Context, store Store, s *Snapshot, now time.Time) (int64, int64, error) {
+	actions := checkpointActions(s, now)
+	rows := make([]cpRow, len(actions))
+	for i, a := range actions {
+		rows[i] = checkpointRow(a)
 	}
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[cpRow](&buf, parquet.Compression(&snappy.Codec{}),
+		// Not parquet-go's DELTA_LENGTH_BYTE_ARRAY default, which Spark's
+		// vectorized reader refuses or garbles (SPARK-52240).
+		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain))
+	if _, err := w.Write(rows); err != nil {
+		return 0, 0, fmt.Errorf("delta: checkpoint %d: encode: %w", s.Version, err)
+	}
+	if err := w.Close(); err != nil {
+		return 0, 0, fmt.Errorf("delta: checkpoint %d: encode: %w", s.Version, err)
+	}
+	key := CheckpointKey(s.Version)
+	if err := store.Put(ctx, key, buf.Bytes()); err != nil {
+		return 0, 0, storageErr("write", key, err)
+	}
+	return int64(buf.Len()), int64(len(rows)), nil
+}
+
+// checkpointActions lists the actions a checkpoint of s holds.
+func checkpointActions(s *Snapshot, now time.Time) []Action {
+	actions := []Action{{Protocol: &s.Protocol}, {MetaData: &s.Metadata}}
 	for _, t := range s.txns {
-		rows = append(rows, checkpointRow(Action{Txn: &t}))
+		actions = append(actions, Action{Txn: &t})
 	}
 	for _, d := range s.Domains() {
-		rows = append(rows, checkpointRow(Action{DomainMetadata: &d}))
+		actions = append(actions, Action{DomainMetadata: &d})
 	}
 	for _, a := range s.Files() {
-		rows = append(rows, checkpointRow(Action{Add: a}))
+		actions = append(actions, Action{Add: a})
 	}
 	cutoff := now.Add(-tombstoneRetention(s)).UnixMilli()
 	for _, r := range s.Tombstones() {
 		if r.DeletionTimestamp != nil && *r.DeletionTimestamp < cutoff {
 			continue
 		}
-		rows = append(rows, checkpointRow(Action{Remove: r}))
+		// A checkpoint's tombstones only stop files from reappearing:
+		// their stats and tags stay in the commits (as Spark writes them).
+		rm := *r
+		rm.Stats, rm.Tags = "", nil
+		actions = append(actions, Action{Remove: &rm})
 	}
-	return rows
+	return actions
 }
 
 // tombstoneRetention reads delta.deletedFileRetentionDuration

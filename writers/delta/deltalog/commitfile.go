@@ -30,6 +30,22 @@ func EncodeCommit(actions []Action) ([]byte, error) {
 // an error wrapping ErrCorrupt.
 func DecodeCommit(data []byte) ([]Action, error) {
 	var out []Action
+	err := eachLine(data, func(n int, line []byte) error {
+		a, err := decodeAction(line)
+		if err != nil {
+			return fmt.Errorf("delta: line %d: %w: %w", n, ErrCorrupt, err)
+		}
+		if !a.empty() {
+			out = append(out, a)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// eachLine calls fn with every non-blank line of data (trimmed) and its
+// 1-based number, until fn fails.
+func eachLine(data []byte, fn func(n int, line []byte) error) error {
 	for n := 1; len(data) > 0; n++ {
 		line := data
 		if i := bytes.IndexByte(data, '\n'); i >= 0 {
@@ -37,19 +53,14 @@ func DecodeCommit(data []byte) ([]Action, error) {
 		} else {
 			data = nil
 		}
-		line = bytes.TrimSpace(line)
-		if len(line) == 0 {
+		if line = bytes.TrimSpace(line); len(line) == 0 {
 			continue
 		}
-		a, err := decodeAction(line)
-		if err != nil {
-			return nil, fmt.Errorf("delta: line %d: %w: %w", n, ErrCorrupt, err)
-		}
-		if !a.empty() {
-			out = append(out, a)
+		if err := fn(n, line); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 func decodeAction(line []byte) (Action, error) {

@@ -39,11 +39,11 @@ var readerRules = map[string]featureRule{
 	"deletionVectors":     always,
 	"timestampNtz":        always,
 	"vacuumProtocolCheck": always,
-	"columnMapping": refuseIfActive("column mapping is active (delta.columnMapping.mode); physical column names are not implemented",
-		columnMappingActive),
-	"v2Checkpoint":             never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
-	"typeWidening":             never("files written before a type change would need upcasting"),
-	"typeWidening-preview":     never("files written before a type change would need upcasting"),
+	"columnMapping":       columnMappingRule,
+	"v2Checkpoint":        always, // V2 checkpoints and sidecars are read (checkpoint_v2.go)
+	// The sink upcasts what it reads of files written before a type change.
+	"typeWidening":             always,
+	"typeWidening-preview":     always,
 	"variantType":              never("the variant type is not implemented"),
 	"variantType-preview":      never("the variant type is not implemented"),
 	"variantShredding":         never("the variant type is not implemented"),
@@ -65,16 +65,20 @@ var writerRules = map[string]featureRule{
 		columnMetadataActive("delta.generationExpression")),
 	"allowColumnDefaults": refuseIfActive("a column has CURRENT_DEFAULT (defaults are not filled in)",
 		columnMetadataActive("CURRENT_DEFAULT")),
-	"columnMapping": refuseIfActive("column mapping is active (delta.columnMapping.mode); physical column names are not implemented",
-		columnMappingActive),
-	"identityColumns": refuseIfActive("a column has delta.identity.* (identity values are not generated)",
-		columnMetadataActive("delta.identity.")),
-	"deletionVectors": always, // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
-	"timestampNtz":    always,
-	"domainMetadata":  always, // domains are preserved, never edited
-	"rowTracking": refuseIfActive("row ids and the delta.rowTracking high-water mark are not maintained",
-		func(s *Snapshot) bool { return s.Metadata.Configuration["delta.rowTrackingSuspended"] != "true" }),
-	"v2Checkpoint":                never("V2 (UUID-named) checkpoints and sidecars are not implemented"),
+	"columnMapping": columnMappingRule,
+	"identityColumns": func(s *Snapshot) (bool, string) { // values are generated (writers/delta/identity.go)
+		if err := checkIdentityColumns(s); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	},
+	"deletionVectors":             always,           // upserts honour and write them (ReadDeletionVector, DeletionVectorFile)
+	"typeWidening":                typeWideningRule, // rows are written in the widened type
+	"typeWidening-preview":        typeWideningRule,
+	"timestampNtz":                always,
+	"domainMetadata":              always, // domains are preserved, never edited
+	"rowTracking":                 always, // Commit assigns row ids (rowtracking.go); rewrites materialize them
+	"v2Checkpoint":                always, // checkpoints written are V2 (WriteCheckpoint)
 	"inCommitTimestamp":           always, // commitInfo.inCommitTimestamp is written when enabled
 	"clustering":                  always, // stats follow delta.dataSkipping*, which Spark keeps covering the clustering columns; clusteringProvider is never set
 	"vacuumProtocolCheck":         always,
@@ -97,7 +101,7 @@ var legacyWriterFeatures = [][]string{
 
 // CheckReadable reports whether Quiver can read the table of s: reader
 // version ≤ 3 and every reader feature supported (legacy reader 2 implies
-// columnMapping, refused only when active). Refusals wrap ErrUnsupported
+// columnMapping: mode none, name or id). Refusals wrap ErrUnsupported
 // and name the feature and the table protocol.
 func CheckReadable(s *Snapshot) error {
 	p := s.Protocol
@@ -257,9 +261,49 @@ func (p Protocol) HasWriterFeature(feature string) bool {
 	return slices.Contains(writerFeatures(p), feature)
 }
 
-func columnMappingActive(s *Snapshot) bool {
-	mode := s.Metadata.Configuration["delta.columnMapping.mode"]
-	return mode != "" && mode != "none"
+// typeWideningRule accepts type changes of top-level columns, which the
+// sink upcasts when it reads older files; a changed struct member, array
+// element or map key or value (delta.typeChanges below the top level, or
+// with a fieldPath) is refused.
+func typeWideningRule(s *Snapshot) (bool, string) {
+	const why = "a nested field's type was changed (delta.typeChanges on a struct member, array element or map entry); Quiver upcasts top-level columns only"
+	schema, err := s.Metadata.Schema()
+	if err != nil {
+		return false, err.Error()
+	}
+	for _, f := range schema.Fields {
+		if raw, ok := f.Metadata["delta.typeChanges"]; ok && strings.Contains(string(raw), `"fieldPath"`) {
+			return false, why
+		}
+		nested := false
+		f.Type.walk(func(t *DataType) {
+			for _, m := range t.Fields {
+				_, changed := m.Metadata["delta.typeChanges"]
+				nested = nested || changed
+			}
+		})
+		if nested {
+			return false, why
+		}
+	}
+	return true, ""
+}
+
+// columnMappingRule accepts the name and id modes (the sink writes and
+// reads data files by physical name with field ids) when the schema's
+// column mapping metadata is complete.
+func columnMappingRule(s *Snapshot) (bool, string) {
+	switch mode := ColumnMappingMode(s.Metadata.Configuration); mode {
+	case "none":
+		return true, ""
+	case "name", "id":
+		if err := checkColumnMapping(s); err != nil {
+			return false, err.Error()
+		}
+		return true, ""
+	default:
+		return false, fmt.Sprintf("unknown %s %q", ColumnMappingModeKey, mode)
+	}
 }
 
 func configTrue(key string) func(*Snapshot) bool {

@@ -73,12 +73,9 @@ var goldenTables = map[string]goldenCase{
 	// The v10 checkpoint has only stats_parsed: JSON stats survive for the
 	// two files added by commits 11–12 (README).
 	"checkpoint-struct-stats": {version: 12, rows: -1, files: 12, tombstones: 0},
-	"checkpoint-v2-parquet": {version: 2, rows: 10, files: 2, tombstones: -1,
-		refuseRead: `"v2Checkpoint"`, refuseWrite: `"v2Checkpoint"`},
-	"checkpoint-v2-json": {version: 2, rows: 10, files: 2, tombstones: -1,
-		refuseRead: `"v2Checkpoint"`, refuseWrite: `"v2Checkpoint"`},
-	"domain-metadata": {version: 2, rows: 6, files: -1, tombstones: -1, domains: 2,
-		refuseWrite: `"rowTracking"`},
+	"checkpoint-v2-parquet":   {version: 2, rows: 10, files: 2, tombstones: -1},
+	"checkpoint-v2-json":      {version: 2, rows: 10, files: 2, tombstones: -1},
+	"domain-metadata":         {version: 2, rows: 6, files: -1, tombstones: -1, domains: 2},
 
 	"txn-app-ids": {version: 4, rows: 4, files: 4, tombstones: 0, txn: map[string]int64{"app-a": 3, "app-b": 7}},
 
@@ -90,8 +87,7 @@ var goldenTables = map[string]goldenCase{
 	"types-all":             {version: 0, rows: 11, files: 1, tombstones: 0},
 	"types-timestamp-int96": {version: 0, rows: 5, files: 4, tombstones: 0},
 	"types-timestamp-ntz":   {version: 0, rows: 9, files: -1, tombstones: 0},
-	"type-widening": {version: 3, rows: 2, files: 2, tombstones: -1,
-		refuseRead: `"typeWidening"`, refuseWrite: `"typeWidening"`},
+	"type-widening":         {version: 3, rows: 2, files: 2, tombstones: -1},
 	"variant": {version: 3, rows: 3, files: 3, tombstones: 0,
 		refuseRead: `"variantType"`, refuseWrite: `"variantType"`},
 
@@ -99,12 +95,10 @@ var goldenTables = map[string]goldenCase{
 	"dv-same-file":              {version: 4, rows: 47, files: 1, tombstones: 3},
 	"dv-partitioned-checkpoint": {version: 16, rows: 35, files: 10, tombstones: -1},
 	"dv-large":                  {version: 2, rows: 35000, files: 2, tombstones: 2},
-	"column-mapping-name": {version: 1, rows: 3, files: -1, tombstones: 0,
-		refuseRead: `"columnMapping"`, refuseWrite: `"columnMapping"`},
-	"column-mapping-id": {version: 1, rows: 3, files: -1, tombstones: 0,
-		refuseRead: `"columnMapping"`, refuseWrite: `"columnMapping"`},
+	"column-mapping-name":       {version: 1, rows: 3, files: -1, tombstones: 0},
+	"column-mapping-id":         {version: 1, rows: 3, files: -1, tombstones: 0},
 	"iceberg-compat-v2": {version: 1, rows: 3, files: -1, tombstones: 0,
-		refuseRead: `"columnMapping"`, refuseWrite: `"columnMapping"`},
+		refuseWrite: `"icebergCompatV2"`},
 	"vacuum-protocol-check": {version: 1, rows: 100, files: 2, tombstones: 0},
 	"change-data-feed":      {version: 3, rows: 3, files: -1, tombstones: -1},
 	"in-commit-timestamps":  {version: 2, rows: 2, files: 2, tombstones: 0},

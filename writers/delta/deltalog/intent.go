@@ -26,6 +26,10 @@ type intent struct {
 	removes   map[string]bool // paths removed
 	readFiles map[string]bool
 	readAll   bool
+	carried   map[string]bool // re-added paths whose row ids came from read
+	// written is what the last encode wrote after commitInfo (actions with
+	// row ids assigned), which the checkpoint replays.
+	written []Action
 }
 
 func newIntent(read *Snapshot, actions []Action, opts CommitOptions) (*intent, error) {
@@ -33,7 +37,7 @@ func newIntent(read *Snapshot, actions []Action, opts CommitOptions) (*intent, e
 	in := &intent{
 		actions: actions, opts: opts,
 		txns: map[string]bool{}, domains: map[string]bool{}, removes: map[string]bool{}, readFiles: map[string]bool{},
-		readAll: opts.ReadWholeTable,
+		readAll: opts.ReadWholeTable, carried: carriedRowIDs(read, actions),
 	}
 	for _, p := range opts.ReadFiles {
 		in.readFiles[p] = true
@@ -167,7 +171,62 @@ func (in *intent) encode(ctx context.Context, store Store, snap *Snapshot) ([]by
 		ci.InCommitTimestamp = &ict
 		ci.Timestamp = ict
 	}
-	return EncodeCommit(append([]Action{{CommitInfo: ci}}, in.actions...))
+	actions, err := in.withRowIDs(snap)
+	if err != nil {
+		return nil, err
+	}
+	if p, conf := in.tableAfter(snap); rowTrackingOn(p, conf) && strings.EqualFold(conf["delta.enableRowTracking"], "true") {
+		// Every Quiver commit keeps the row ids of the rows it moves; Spark
+		// tags its commits that do so.
+		ci.Tags = map[string]string{rowTrackingPreservedTag: "true"}
+	}
+	in.written = actions
+	return EncodeCommit(append([]Action{{CommitInfo: ci}}, actions...))
+}
+
+// withRowIDs returns the actions to write on top of snap (nil: version
+// 0), with row ids assigned when the table tracks rows. They are assigned
+// per attempt: a rebase over a concurrent commit moves the high-water mark
+// and the version.
+func (in *intent) withRowIDs(snap *Snapshot) ([]Action, error) {
+	if !in.rowTracking(snap) {
+		return in.actions, nil
+	}
+	hwm, version := int64(-1), int64(0)
+	if snap != nil {
+		version = snap.Version + 1
+		var err error
+		if hwm, err = snap.RowIDHighWaterMark(); err != nil {
+			return nil, err
+		}
+	}
+	return assignRowIDs(liveRowIDs(in.actions, snap, in.carried), hwm, version)
+}
+
+// rowTracking reports whether the commit on top of snap (nil: version 0)
+// must assign row ids, as the table is after its own protocol and
+// metaData.
+func (in *intent) rowTracking(snap *Snapshot) bool {
+	return rowTrackingOn(in.tableAfter(snap))
+}
+
+// tableAfter returns the protocol and configuration of the table after
+// the commit on top of snap (nil: version 0).
+func (in *intent) tableAfter(snap *Snapshot) (Protocol, map[string]string) {
+	var p Protocol
+	var conf map[string]string
+	if snap != nil {
+		p, conf = snap.Protocol, snap.Metadata.Configuration
+	}
+	for _, a := range in.actions {
+		switch {
+		case a.Protocol != nil:
+			p = *a.Protocol
+		case a.MetaData != nil:
+			conf = a.MetaData.Configuration
+		}
+	}
+	return p, conf
 }
 
 func isolationLevel(snap *Snapshot) string {
@@ -258,7 +317,7 @@ func (in *intent) checkpoint(ctx context.Context, store Store, snap *Snapshot, v
 		return
 	}
 	after := snap.clone()
-	after.apply(v, in.actions)
+	after.apply(v, in.written)
 	interval := in.opts.CheckpointInterval
 	if interval <= 0 {
 		interval = after.CheckpointInterval()

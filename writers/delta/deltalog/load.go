@@ -7,11 +7,11 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"strings"
 
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -117,7 +117,7 @@ func snapshotFromCheckpoint(ctx context.Context, store Store, l *logListing, ver
 			if !set.complete() {
 				continue
 			}
-			actions, err := readCheckpoint(ctx, store, set.keys())
+			actions, err := readCheckpoint(ctx, store, v, set.keys())
 			if err != nil {
 				if ctx.Err() != nil {
 					return nil, ctx.Err()
@@ -147,54 +147,91 @@ func ReadCommit(ctx context.Context, store Store, v int64) ([]Action, error) {
 	return actions, nil
 }
 
-// readCheckpoint reads every part of one checkpoint.
-func readCheckpoint(ctx context.Context, store Store, keys []string) ([]Action, error) {
+// readCheckpoint reads every part of the checkpoint of version v, and the
+// sidecars a V2 checkpoint names, and checks that they hold a whole state:
+// a UUID-named file has a checkpointMetadata, any checkpointMetadata names
+// v, and the checkpoint holds exactly one protocol and one metaData.
+// Anything else (a file truncated at a line boundary, an empty one) is
+// ErrCorrupt: replay then falls back to an older checkpoint or the
+// commits, and log cleanup never takes it as its floor.
+func readCheckpoint(ctx context.Context, store Store, v int64, keys []string) ([]Action, error) {
 	var out []Action
 	for _, key := range keys {
-		actions, err := readCheckpointFile(ctx, store, key)
+		f, err := readCheckpointFile(ctx, store, key)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, actions...)
+		named := v2CheckpointRe.MatchString(strings.TrimPrefix(key, LogDir))
+		if (named && f.meta == nil) || (f.meta != nil && *f.meta != v) {
+			return nil, fmt.Errorf("delta: checkpoint %s has no checkpointMetadata of version %d: %w", key, v, ErrCorrupt)
+		}
+		out = append(out, f.actions...)
+		if len(f.sidecars) > 0 {
+			files, err := readV2Sidecars(ctx, store, f.sidecars)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, files...)
+		}
+	}
+	protocols, metas := 0, 0
+	for _, a := range out {
+		if a.Protocol != nil {
+			protocols++
+		}
+		if a.MetaData != nil {
+			metas++
+		}
+	}
+	if protocols != 1 || metas != 1 {
+		return nil, fmt.Errorf("delta: checkpoint %v holds %d protocol and %d metaData actions, not one each: %w", keys, protocols, metas, ErrCorrupt)
 	}
 	return out, nil
 }
 
-func readCheckpointFile(ctx context.Context, store Store, key string) ([]Action, error) {
-	// Read whole: its layout is checked against the bytes present before
-	// parquet-go sizes anything by it.
+// readCheckpointFile reads one checkpoint file, Parquet or (V2) JSON: its
+// actions, the sidecars it names and its checkpointMetadata.
+func readCheckpointFile(ctx context.Context, store Store, key string) (checkpointFile, error) {
 	data, err := store.Get(ctx, key)
 	if err != nil {
-		return nil, storageErr("read", key, err)
+		return checkpointFile{}, storageErr("read", key, err)
 	}
-	f, err := parquetio.OpenChecked(data)
+	if strings.HasSuffix(key, ".json") {
+		return readJSONCheckpoint(key, data)
+	}
+	// Read whole: its layout is checked against the bytes present before
+	// parquet-go sizes anything by it.
+	f, err := openParquetCheckpoint(key, data)
 	if err != nil {
-		return nil, fmt.Errorf("delta: checkpoint %s: %w: %w", key, ErrCorrupt, err)
+		return checkpointFile{}, err
+	}
+	cf := checkpointFile{size: len(data)}
+	if err := readParquetV2(f, key, &cf); err != nil {
+		return checkpointFile{}, err
 	}
 	pr := parquet.NewGenericReader[cpRow](f)
 	defer pr.Close()
-	var out []Action
 	rows := make([]cpRow, 256)
 	for {
 		n, err := pr.Read(rows)
 		for i := range rows[:n] {
 			a, aerr := rows[i].action()
 			if aerr != nil {
-				return nil, fmt.Errorf("delta: checkpoint %s: %w", key, aerr)
+				return checkpointFile{}, fmt.Errorf("delta: checkpoint %s: %w", key, aerr)
 			}
 			if !a.empty() {
-				out = append(out, a)
+				cf.actions = append(cf.actions, a)
 			}
 			rows[i] = cpRow{}
 		}
 		if errors.Is(err, io.EOF) {
-			return out, nil
+			return cf, nil
 		}
 		if err != nil {
-			return nil, fmt.Errorf("delta: checkpoint %s: %w: %w", key, ErrCorrupt, err)
+			return checkpointFile{}, fmt.Errorf("delta: checkpoint %s: %w: %w", key, ErrCorrupt, err)
 		}
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return checkpointFile{}, err
 		}
 	}
 }

@@ -54,9 +54,9 @@ type logListing struct {
 }
 
 // listLog lists _delta_log after startAfter (a full key, or "" for all),
-// keeping commit files and classic/multi-part checkpoints. Hidden files,
-// sub-directories (.tmp/, _sidecars/, _commits/), .crc, compacted and
-// UUID-named checkpoints are ignored.
+// keeping commit files and classic, multi-part and UUID-named (V2)
+// checkpoints. Hidden files, sub-directories (.tmp/, _sidecars/,
+// _commits/), .crc and compacted files are ignored.
 //
 // A listing that fails because an object vanished under it (a concurrent
 // writer's temporary file, seen by file:// as "does not exist") is retried
@@ -92,6 +92,11 @@ func (l *logListing) add(key string, multi map[string]*checkpointSet) {
 	if m := commitRe.FindStringSubmatch(name); m != nil {
 		v, _ := strconv.ParseInt(m[1], 10, 64)
 		l.commits[v] = key
+		return
+	}
+	if m := v2CheckpointRe.FindStringSubmatch(name); m != nil {
+		v, _ := strconv.ParseInt(m[1], 10, 64)
+		l.checkpoints[v] = append(l.checkpoints[v], &checkpointSet{version: v, total: 1, parts: map[int]string{1: key}})
 		return
 	}
 	m := checkpointRe.FindStringSubmatch(name)

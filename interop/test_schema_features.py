@@ -1,0 +1,209 @@
+"""Schema features of tables Spark creates, which Quiver writes into.
+
+Column mapping: Spark creates tables in name and id mode, renames and
+drops columns; Quiver appends (adding a column), upserts (with deletion
+vectors in name mode, copy-on-write in id mode) and commits a transaction
+precommitted before a kill -9, after a restart; Spark and delta-rs read
+exactly the expected rows, Spark's history and detail load, and Spark
+keeps writing.
+
+Type widening: Spark widens INT to BIGINT and FLOAT to DOUBLE after its
+first files; Quiver upserts (rewriting old-typed files) and appends in the
+widened types; Spark reads the rows (delta-rs 1.6.6 refuses the
+typeWidening feature)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import pyarrow as pa
+import pytest
+
+from data import apply_changelog, changelog_schema, table
+from helpers import DeltaRs, Quiver, Spark, Written, assert_rows, check_table, log_actions
+
+# The table's logical schema after Spark's renames and drops, and with the
+# column Quiver's append adds.
+SCHEMA = pa.schema([("id", pa.int64()), ("label", pa.string()), ("amount", pa.float64()), ("part", pa.string())])
+WIDE = SCHEMA.append(pa.field("extra", pa.int64()))
+
+
+def rows(ids: range, tag: str, extra: bool = False) -> list[dict[str, Any]]:
+    out = [{"id": i, "label": f"{tag}-{i}", "amount": i / 4, "part": f"p{i % 3}"} for i in ids]
+    if extra:
+        for r in out:
+            r["extra"] = r["id"] * 10
+    return out
+
+
+def keyed(rs: list[dict[str, Any]]) -> dict[Any, dict[str, Any]]:
+    return {(r["id"],): {**r, "extra": r.get("extra")} for r in rs}
+
+
+@pytest.fixture(scope="module", params=["name", "id"])
+def mapped(request: pytest.FixtureRequest, serve: Callable[..., Quiver], tmp_path_factory: pytest.TempPathFactory,
+           spark_session: Any) -> Written:
+    mode = request.param
+    dv = mode == "name"
+    tmp = tmp_path_factory.mktemp(f"mapped-{mode}")
+    path = tmp / "table"
+    s = spark_session
+    s.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, `Name With Space` STRING, amount DOUBLE, junk STRING, part STRING) "
+          f"USING delta PARTITIONED BY (part) TBLPROPERTIES ('delta.columnMapping.mode' = '{mode}', "
+          f"'delta.enableDeletionVectors' = '{str(dv).lower()}')")
+    state = keyed(rows(range(100), "spark"))
+    s.createDataFrame([{**r, "Name With Space": r["label"], "junk": "x"} for r in rows(range(100), "spark")]) \
+        .select("id", "Name With Space", "amount", "junk", "part").write.format("delta").mode("append").save(str(path))
+    s.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN `Name With Space` TO label")
+    s.sql(f"ALTER TABLE delta.`{path}` DROP COLUMN junk")
+
+    workdir = tmp / "server"
+    uri = "file://" + str(path)
+    eps = [{"name": "append", "sink": "delta", "delta": {"table_uri": uri, "partition_by": ["part"], "schema_evolution": "add_columns"}},
+           {"name": "upsert", "sink": "delta", "delta": {"table_uri": uri, "partition_by": ["part"], "mode": "upsert", "merge_keys": ["id"],
+                                                         "deletion_vectors": dv}}]
+    srv = serve(eps, workdir=workdir)
+    c = srv.client()
+    versions = []
+    appended = table(rows(range(1000, 1100), "quiver", extra=True), WIDE)
+    versions.append(c.put("append", appended)["version"])
+    apply_changelog(state, appended, ["id"])
+    # An upsert without extra: updated rows keep theirs, inserted ones get null.
+    changes = [{**r, "label": f"up-{r['id']}", "_op": "U"} for r in rows([*range(0, 100, 7), 1001, 1050], "x")]
+    changes += [{"id": i, "label": None, "amount": None, "part": None, "_op": "D"} for i in (3, 1002)]
+    changes += [{**r, "_op": "I"} for r in rows(range(2000, 2010), "new")]
+    cl = table(changes, changelog_schema(SCHEMA))
+    versions.append(c.put("upsert", cl)["version"])
+    for ch in cl.to_pylist():
+        key = (ch["id"],)
+        if ch.pop("_op") == "D":
+            state.pop(key, None)
+        else:
+            state[key] = {**ch, "extra": state.get(key, {}).get("extra")}
+
+    # A transaction precommitted, the server killed, restarted on its
+    # journal, the commit sent again with the descriptors.
+    txn = table(rows(range(3000, 3020), "txn", extra=True), WIDE)
+    assert c.action("begin", writer="job", epoch=1)["state"] == "open"
+    assert c.put_txn("append", "job", 1, txn).get("staged") is True
+    pre = c.action("precommit", writer="job", epoch=1)
+    assert pre["state"] == "precommitted", pre
+    descriptors: dict[str, list[str]] = {}
+    for p in pre["participants"]:
+        descriptors.setdefault(p["endpoint"], []).append(p["descriptor"])
+    srv.kill()
+    srv = serve(eps, workdir=workdir)
+    c = srv.client()
+    done = c.action("commit", writer="job", epoch=1, descriptors=descriptors)
+    assert done["state"] == "committed", done
+    versions.append(done["endpoints"]["append"]["version"])
+    again = c.action("commit", writer="job", epoch=1, descriptors=descriptors)
+    assert again["state"] == "committed" and again["endpoints"]["append"]["version"] == versions[-1], again
+    apply_changelog(state, txn, ["id"])
+    srv.stop()
+
+    # Spark gave the columns ids 1-5 (junk's 4 is not reused); extra is 6.
+    schema = next(m["schemaString"] for m in reversed(log_actions(path, "metaData")))
+    assert '"name":"extra"' in schema and '"delta.columnMapping.id":6' in schema, schema
+    conf = log_actions(path, "metaData")[-1]["configuration"]
+    assert conf["delta.columnMapping.maxColumnId"] == "6", conf
+    for add in log_actions(path, "add"):
+        assert "part" not in add["partitionValues"], f"partitionValues keyed by a logical name: {add}"
+        assert '"id"' not in add["stats"] and '"label"' not in add["stats"], f"stats keyed by a logical name: {add['stats']}"
+    if dv:
+        assert any(a.get("deletionVector") for a in log_actions(path, "add")), "the upsert marked no rows"
+    return Written(path, table(state.values(), WIDE), versions)
+
+
+def test_column_mapping_spark(mapped: Written, spark_session: Any) -> None:
+    spark = Spark(spark_session)
+    check_table(spark, mapped)
+    # Spark keeps writing: an INSERT, then the rows read back.
+    spark_session.sql(f"INSERT INTO delta.`{mapped.path}` (id, label, amount, part, extra) VALUES (9000, 'spark', 1.0, 'p0', 1)")
+    more = table([{"id": 9000, "label": "spark", "amount": 1.0, "part": "p0", "extra": 1}], WIDE)
+    assert_rows(spark.rows(mapped.path), pa.concat_tables([mapped.expected, more]), "spark after its own insert")
+    assert_rows(DeltaRs().rows(mapped.path), pa.concat_tables([mapped.expected, more]), "delta-rs after Spark's insert")
+
+
+# --- type widening ----------------------------------------------------------
+
+NARROW = pa.schema([("id", pa.int32()), ("v", pa.float32()), ("s", pa.string())])
+WIDENED = pa.schema([("id", pa.int64()), ("v", pa.float64()), ("s", pa.string())])
+
+
+@pytest.fixture(scope="module")
+def widened(serve: Callable[..., Quiver], tmp_path_factory: pytest.TempPathFactory, spark_session: Any) -> Written:
+    tmp = tmp_path_factory.mktemp("widened")
+    path = tmp / "table"
+    s = spark_session
+    s.sql(f"CREATE TABLE delta.`{path}` (id INT, v FLOAT, s STRING) USING delta "
+          "TBLPROPERTIES ('delta.enableTypeWidening' = 'true')")
+    first = [{"id": i, "v": i / 2, "s": f"spark-{i}"} for i in range(50)]
+    s.createDataFrame(table(first, NARROW)).repartition(2).write.format("delta").mode("append").save(str(path))
+    s.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN id TYPE BIGINT")
+    s.sql(f"ALTER TABLE delta.`{path}` ALTER COLUMN v TYPE DOUBLE")
+    state = {(r["id"],): r for r in first}
+
+    uri = "file://" + str(path)
+    srv = serve([{"name": "append", "sink": "delta", "delta": {"table_uri": uri}},
+                 {"name": "upsert", "sink": "delta", "delta": {"table_uri": uri, "mode": "upsert", "merge_keys": ["id"]}}])
+    c = srv.client()
+    versions = []
+    big = table([{"id": 2**40 + i, "v": 1e300, "s": "quiver"} for i in range(5)], WIDENED)
+    versions.append(c.put("append", big)["version"])
+    apply_changelog(state, big, ["id"])
+    changes = [{"id": i, "v": 0.1, "s": "up", "_op": "U"} for i in (3, 10, 2**40)]
+    changes += [{"id": 4, "v": None, "s": None, "_op": "D"}, {"id": 2**41, "v": 2.5, "s": "new", "_op": "I"}]
+    cl = table(changes, changelog_schema(WIDENED))
+    versions.append(c.put("upsert", cl)["version"])
+    apply_changelog(state, cl, ["id"])
+    srv.stop()
+    assert any("delta.typeChanges" in m["schemaString"] for m in log_actions(path, "metaData"))
+    return Written(path, table(state.values(), WIDENED), versions)
+
+
+def test_type_widening_spark(widened: Written, spark_session: Any) -> None:
+    spark = Spark(spark_session)
+    check_table(spark, widened)
+    spark_session.sql(f"INSERT INTO delta.`{widened.path}` VALUES (9000, 1.5, 'spark')")
+    more = table([{"id": 9000, "v": 1.5, "s": "spark"}], WIDENED)
+    assert_rows(spark.rows(widened.path), pa.concat_tables([widened.expected, more]), "spark after its own insert")
+
+
+# --- identity columns ---------------------------------------------------------
+
+KV = pa.schema([("k", pa.string()), ("v", pa.int64())])
+
+
+def test_identity_columns(serve: Callable[..., Quiver], tmp_path: Path, spark_session: Any) -> None:
+    """Spark creates `id BIGINT GENERATED ALWAYS AS IDENTITY` and inserts;
+    Quiver appends and upserts by k without id (a stream carrying id is
+    refused); Spark reads unique ids, the updated row keeps its id, and its
+    own INSERT afterwards gets an id above Quiver's; delta-rs reads it."""
+    path = tmp_path / "table"
+    s = spark_session
+    s.sql(f"CREATE TABLE delta.`{path}` (id BIGINT GENERATED ALWAYS AS IDENTITY, k STRING, v BIGINT) USING delta")
+    s.sql(f"INSERT INTO delta.`{path}` (k, v) VALUES ('a', 1), ('b', 2)")
+    uri = "file://" + str(path)
+    srv = serve([{"name": "append", "sink": "delta", "delta": {"table_uri": uri}},
+                 {"name": "upsert", "sink": "delta", "delta": {"table_uri": uri, "mode": "upsert", "merge_keys": ["k"]}}])
+    c = srv.client()
+    with pytest.raises(pa.ArrowInvalid, match="GENERATED ALWAYS AS IDENTITY"):
+        c.put("append", table([{"id": 7, "k": "x", "v": 0}], pa.schema([("id", pa.int64()), *KV])))
+    c.put("append", table([{"k": f"q{i}", "v": i} for i in range(5)], KV))
+    c.put("upsert", table([{"k": "a", "v": 100, "_op": "U"}, {"k": "new", "v": 5, "_op": "I"}], changelog_schema(KV)))
+    srv.stop()
+
+    before = {r.k: r.id for r in s.sql(f"SELECT k, id FROM delta.`{path}` VERSION AS OF 1").collect()}
+    s.sql(f"INSERT INTO delta.`{path}` (k, v) VALUES ('spark', 9)")
+    rows = {r.k: (r.id, r.v) for r in s.read.format("delta").load(str(path)).collect()}
+    ids = [i for i, _ in rows.values()]
+    assert len(set(ids)) == len(ids) == 9 and None not in ids, rows
+    assert rows["a"] == (before["a"], 100), "the updated row keeps its id"
+    assert rows["b"] == (before["b"], 2)
+    assert rows["spark"][0] > max(i for k, (i, _) in rows.items() if k != "spark"), "Spark continues after Quiver's values"
+    check_table(Spark(s), Written(path, table([{"id": i, "k": k, "v": v} for k, (i, v) in rows.items()],
+                                              pa.schema([("id", pa.int64()), *KV]))), last_writer_quiver=False)
+    assert_rows(DeltaRs().rows(path), table([{"id": i, "k": k, "v": v} for k, (i, v) in rows.items()],
+                                            pa.schema([("id", pa.int64()), *KV])), "delta-rs")

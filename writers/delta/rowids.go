@@ -1,0 +1,116 @@
+package delta
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+)
+
+// Rows an upsert or optimize rewrites keep their row ids in tables that
+// track rows (deltalog assigns the ids of new files): a row's id and commit
+// version are its file's materialized columns where not null, else its
+// file's baseRowId + its position and the file's defaultRowCommitVersion
+// (the Delta protocol, "Row Tracking"). A copied row carries both values
+// into its new file's materialized columns; a row an upsert updates keeps
+// its id (gathered with the kept columns) and takes the commit's version
+// (a null commit version column); an inserted row gets a fresh id.
+
+// rowTracking names the materialized row-tracking columns of a table.
+type rowTracking struct {
+	idCol, versionCol string
+}
+
+// rowTrackingOf returns the materialized columns of snap's table, nil when
+// it does not track rows or has not named them (row tracking supported but
+// never enabled: row ids are then not promised stable, and Spark does not
+// materialize them either).
+func rowTrackingOf(snap *deltalog.Snapshot) *rowTracking {
+	conf := snap.Metadata.Configuration
+	rt := &rowTracking{idCol: conf[deltalog.MaterializedRowIDProperty], versionCol: conf[deltalog.MaterializedRowCommitVersionProperty]}
+	if !deltalog.RowTrackingOn(snap) || rt.idCol == "" || rt.versionCol == "" {
+		return nil
+	}
+	return rt
+}
+
+// fields returns the Arrow fields of the materialized columns: the id's
+// alone, or the commit version's too.
+func (rt *rowTracking) fields(version bool) []arrow.Field {
+	f := []arrow.Field{{Name: rt.idCol, Type: arrow.PrimitiveTypes.Int64, Nullable: true}}
+	if version {
+		f = append(f, arrow.Field{Name: rt.versionCol, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+	}
+	return f
+}
+
+// materialize returns rec, rows of data file a, with its materialized row
+// id column (and, when version is set, its commit version column) filled
+// in: the value rec holds where not null, else the file's default. Row i
+// of rec is at file position first+i, or first+rows[i] when rows is not
+// nil. A file without baseRowId (it predates row tracking) leaves the id
+// null: the row gets a fresh one. The caller releases the result.
+func (rt *rowTracking) materialize(mem memory.Allocator, rec arrow.RecordBatch, a *deltalog.Add, first int64, rows []int32, version bool) (arrow.RecordBatch, error) {
+	n := int(rec.NumRows())
+	fields := slices.Clone(rec.Schema().Fields())
+	cols := slices.Clone(rec.Columns())
+	var made []arrow.Array
+	defer func() {
+		for _, c := range made {
+			c.Release()
+		}
+	}()
+	// defaults[j](i) is row i's default for column j, ok false for none.
+	defaults := []func(i int) (v int64, ok bool){
+		func(i int) (int64, bool) {
+			if a.BaseRowID == nil {
+				return 0, false
+			}
+			if rows != nil {
+				return *a.BaseRowID + first + int64(rows[i]), true
+			}
+			return *a.BaseRowID + first + int64(i), true
+		},
+		func(int) (int64, bool) {
+			if a.DefaultRowCommitVersion == nil {
+				return 0, false
+			}
+			return *a.DefaultRowCommitVersion, true
+		},
+	}
+	for j, f := range rt.fields(version) {
+		var have *array.Int64
+		idx := rec.Schema().FieldIndices(f.Name)
+		if len(idx) > 0 {
+			var ok bool
+			if have, ok = rec.Column(idx[0]).(*array.Int64); !ok {
+				return nil, fmt.Errorf("delta: data file %s: row tracking column %q is %s, not long", a.Path, f.Name, rec.Column(idx[0]).DataType())
+			}
+		}
+		b := array.NewInt64Builder(mem)
+		b.Reserve(n)
+		for i := range n {
+			if have != nil && have.IsValid(i) {
+				b.UnsafeAppend(have.Value(i))
+			} else if v, ok := defaults[j](i); ok {
+				b.UnsafeAppend(v)
+			} else {
+				b.AppendNull()
+			}
+		}
+		c := b.NewInt64Array()
+		b.Release()
+		made = append(made, c)
+		if len(idx) > 0 {
+			cols[idx[0]] = c
+		} else {
+			fields, cols = append(fields, f), append(cols, c)
+		}
+	}
+	md := rec.Schema().Metadata()
+	return array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, rec.NumRows()), nil
+}
