@@ -1,7 +1,6 @@
 package parquetio
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math/bits"
 	"slices"
@@ -246,9 +245,7 @@ func fillTyped(vals []parquet.Value, arr arrow.Array, lo int, lv levels, m *minM
 			vals[i] = parquet.ByteArrayValue(data[offs[i]:offs[i+1]])
 		}
 		if m != nil {
-			for i := range vals {
-				m.observeBytes(data[offs[i]:offs[i+1]], bytes.Compare)
-			}
+			m.observeStrings(data, offs)
 		}
 	case *array.Boolean:
 		fillBools(vals, a, lo, m)
