@@ -98,7 +98,7 @@ func BenchmarkRawParquetGo(b *testing.B) {
 				for _, rec := range recs {
 					n := int(rec.NumRows())
 					for i, col := range rec.Columns() {
-						if !fillDense(vals[:n], col, 0, 0, i, &minMax{}) {
+						if !fillTyped(vals[:n], col, 0, newLevels(0, 0, i), &minMax{}) {
 							b.Fatalf("column %d has no dense path", i)
 						}
 						if _, err := w.ColumnWriters()[i].WriteRowValues(vals[:n]); err != nil {

@@ -1,7 +1,8 @@
 package parquetio
 
 import (
-	"bytes"
+	"encoding/binary"
+	"math/bits"
 	"slices"
 	"strings"
 
@@ -152,16 +153,26 @@ func (n *node) keepScratch(limit int) {
 	}
 }
 
-// shredRange converts rows [lo, hi) of a top-level column. Columns
-// without nulls in the batch take a typed loop for the common types.
-// Required columns need no levels: parquet-go's zero levels are right.
-// It counts the range's nulls for the column's statistics.
+// shredRange converts rows [lo, hi) of a top-level column. The common
+// types take a typed loop (fillTyped), with or without nulls: the nulls
+// are then set from the validity bitmap (setNulls). Required columns need
+// no levels: parquet-go's zero levels are right. It counts the range's
+// nulls for the column's statistics.
 func (l *leaf) shredRange(arr arrow.Array, lo, hi int) {
 	vals := slices.Grow(l.vals[:0], hi-lo)[:hi-lo]
 	l.vals = vals
 	l.rangeNulls = 0
 	l.observed = false // a chunk with nulls leaves its bounds to writeChunk
-	if arr.NullN() > 0 {
+	lv := newLevels(0, l.maxDef, l.column)
+	hasNulls := arr.NullN() > 0
+	if hasNulls {
+		// The typed loops read the slots under nulls too: Arrow keeps
+		// them in the buffers and the Flight service validated the
+		// offsets of all of them (array.ValidateFull).
+		if fillTyped(vals, arr, lo, lv, nil) {
+			l.rangeNulls = setNulls(vals, arr, lo, l.column)
+			return
+		}
 		value := l.values(arr)
 		null := parquet.Value{}.Level(0, 0, l.column)
 		for i := range vals {
@@ -169,87 +180,122 @@ func (l *leaf) shredRange(arr arrow.Array, lo, hi int) {
 				vals[i] = null
 				l.rangeNulls++
 			} else {
-				vals[i] = value(lo+i).Level(0, 1, l.column)
+				vals[i] = value(lo + i)
+				lv.set(&vals[i])
 			}
 		}
 		return
 	}
-	def := int(l.maxDef)
-	l.observed = fillDense(vals, arr, lo, def, l.column, &l.stats)
+	l.observed = fillTyped(vals, arr, lo, lv, &l.stats)
 	if !l.observed {
 		value := l.values(arr)
 		for i := range vals {
 			vals[i] = value(lo + i)
 		}
-		if def > 0 {
-			for i := range vals {
-				vals[i] = vals[i].Level(0, def, l.column)
-			}
-		}
+		lv.setAll(vals)
 	}
 }
 
-// fillDense converts elements [lo, lo+len(vals)) of arr, which has no
-// nulls, at definition level def (0: a required column, 1: an optional
-// top-level one) of Parquet column column, and adds them to m, straight
-// from the Arrow values: no indirect call per value, one pass over vals,
-// and bounds computed on the typed slices. It handles the types of
-// typical ingestion data and reports false for others.
-func fillDense(vals []parquet.Value, arr arrow.Array, lo, def, column int, m *minMax) bool {
+// fillTyped converts elements [lo, lo+len(vals)) of arr with levels lv
+// and, when m is not nil, adds them to m (arr has no nulls then), straight
+// from the Arrow values: no indirect call per value and bounds computed on
+// the typed slices. It handles the types of typical ingestion data and
+// reports false for others.
+func fillTyped(vals []parquet.Value, arr arrow.Array, lo int, lv levels, m *minMax) bool {
 	hi := lo + len(vals)
-	leveled := func(v parquet.Value) parquet.Value {
-		if def > 0 {
-			return v.Level(0, def, column)
-		}
-		return v
-	}
 	switch a := arr.(type) {
 	case *array.Int64:
 		src := a.Int64Values()[lo:hi]
 		for i, x := range src {
-			vals[i] = leveled(parquet.Int64Value(x))
+			vals[i] = parquet.Int64Value(x)
 		}
-		observeInts(m, src)
+		if m != nil {
+			observeInts(m, src)
+		}
 	case *array.Int32:
 		src := a.Int32Values()[lo:hi]
 		for i, x := range src {
-			vals[i] = leveled(parquet.Int32Value(x))
+			vals[i] = parquet.Int32Value(x)
 		}
-		observeInts(m, src)
+		if m != nil {
+			observeInts(m, src)
+		}
 	case *array.Float64:
 		src := a.Float64Values()[lo:hi]
 		for i, x := range src {
-			vals[i] = leveled(parquet.DoubleValue(x))
+			vals[i] = parquet.DoubleValue(x)
 		}
-		observeFloats(m, src)
+		if m != nil {
+			observeFloats(m, src)
+		}
 	case *array.Timestamp:
 		if a.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
 			return false
 		}
 		src := a.TimestampValues()[lo:hi]
 		for i, x := range src {
-			vals[i] = leveled(parquet.Int64Value(int64(x)))
+			vals[i] = parquet.Int64Value(int64(x))
 		}
-		observeInts(m, src)
+		if m != nil {
+			observeInts(m, src)
+		}
 	case *array.String:
 		offs, data := a.ValueOffsets()[lo:hi+1], dataBuffer(a)
 		for i := range vals {
-			b := data[offs[i]:offs[i+1]]
-			vals[i] = leveled(parquet.ByteArrayValue(b))
-			m.observeBytes(b, bytes.Compare)
+			vals[i] = parquet.ByteArrayValue(data[offs[i]:offs[i+1]])
+		}
+		if m != nil {
+			m.observeStrings(data, offs)
 		}
 	case *array.Boolean:
-		allTrue, anyTrue := true, false
-		for i := range vals {
-			x := a.Value(lo + i)
-			vals[i] = leveled(parquet.BooleanValue(x))
-			allTrue, anyTrue = allTrue && x, anyTrue || x
-		}
-		observeBools(m, allTrue, anyTrue, len(vals))
+		fillBools(vals, a, lo, m)
 	default:
 		return false
 	}
+	lv.setAll(vals)
 	return true
+}
+
+// fillBools reads the value bits straight from the bitmap and folds
+// them into the bounds without branches.
+func fillBools(vals []parquet.Value, a *array.Boolean, lo int, m *minMax) {
+	bits, off := a.Data().Buffers()[1].Bytes(), a.Data().Offset()+lo
+	all, any := byte(1), byte(0)
+	for i := range vals {
+		j := off + i
+		x := bits[j>>3] >> (j & 7) & 1
+		vals[i] = parquet.BooleanValue(x != 0)
+		all, any = all&x, any|x
+	}
+	if m != nil {
+		observeBools(m, all != 0, any != 0, len(vals))
+	}
+}
+
+// setNulls makes the elements of vals that are null in arr (vals holds
+// elements [lo, lo+len(vals))) nulls at definition level 0, walking the
+// validity bitmap 64 bits at a time, and returns their number.
+func setNulls(vals []parquet.Value, arr arrow.Array, lo, column int) int {
+	null := parquet.Value{}.Level(0, 0, column)
+	bitmap, off := arr.NullBitmapBytes(), arr.Data().Offset()+lo
+	n := 0
+	for i := 0; i < len(vals); {
+		j := off + i
+		if j&7 == 0 && i+64 <= len(vals) {
+			for w := ^binary.LittleEndian.Uint64(bitmap[j>>3:]); w != 0; w &= w - 1 {
+				vals[i+bits.TrailingZeros64(w)] = null
+				n++
+			}
+			i += 64
+			continue
+		}
+		if bitmap[j>>3]>>(j&7)&1 == 0 {
+			vals[i] = null
+			n++
+		}
+		i++
+	}
+	return n
 }
 
 // shredSlots converts the positions of a nested leaf.
