@@ -2,9 +2,11 @@ package delta
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -94,6 +96,26 @@ func (m *columnMap) physical(name string) string {
 		}
 	}
 	return name
+}
+
+// keyLayout identifies the physical columns that top-level columns keys
+// are read from: their physical names and column ids ("" without column
+// mapping, where a column's name is its physical name for good). Indexes
+// of a file's keys are valid only under the layout they were read with.
+func (m *columnMap) keyLayout(keys []string) string {
+	if m == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, k := range keys {
+		f, ok := fieldBy(m.fields, k, false)
+		if !ok {
+			continue // not a table column: never read (checkMergeKeys)
+		}
+		id, _ := f.ColumnID()
+		fmt.Fprintf(&b, "%q#%d,", f.PhysicalName(), id)
+	}
+	return b.String()
 }
 
 // physicalNames maps top-level column names to their physical names.

@@ -328,20 +328,9 @@ func TestColumnMappingStaleDescriptor(t *testing.T) {
 			key := writers.TxnKey{Writer: "stale", Epoch: 1}
 			d := precommitOne(t, w, key, rec)
 
-			snap := snapshot(t, cfg)
-			schema, err := snap.Schema()
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := snap.Metadata
-			m.Configuration = maps.Clone(m.Configuration)
-			tc.change(schema, m.Configuration)
-			m.SchemaString = schema.String()
-			if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snap, []deltalog.Action{{MetaData: &m}}, deltalog.CommitOptions{Operation: "ALTER TABLE"}); err != nil {
-				t.Fatal(err)
-			}
+			alterTable(t, cfg, "ALTER TABLE", tc.change)
 			before := snapshot(t, cfg).Version
-			_, err = w.Commit(context.Background(), key, []writers.Descriptor{d})
+			_, err := w.Commit(context.Background(), key, []writers.Descriptor{d})
 			if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Commit: %v, want %v saying %q", err, tc.wantErr, tc.want)
 			}
@@ -509,40 +498,22 @@ func TestCheckMappedColumnsNested(t *testing.T) {
 // and the files hold the other columns under their physical names.
 func TestColumnMappingPartitioned(t *testing.T) {
 	mem := checkedMem(t)
-	ctx := context.Background()
 	cfg := testConfig(fileURI(t), func(c *Config) { c.PartitionBy = []string{"k"} })
 	seed := kvBatch(mem, true, kv{1, "a", 0})
 	defer seed.Release()
 	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
 
-	// Turn it into a column-mapped table without files, as a table
-	// created with column mapping on is.
-	snap := snapshot(t, cfg)
-	schema, err := snap.Schema()
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := deltalog.AssignColumnMapping(schema, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := snap.Metadata
-	m.SchemaString = schema.String()
-	m.Configuration = map[string]string{deltalog.ColumnMappingModeKey: "name", deltalog.ColumnMappingMaxIDKey: strconv.FormatInt(top, 10)}
-	p := deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"columnMapping"}, WriterFeatures: []string{"columnMapping"}}
-	actions := []deltalog.Action{{MetaData: &m}, {Protocol: &p}}
-	for _, a := range snap.Files() {
-		actions = append(actions, deltalog.Action{Remove: a.Remove(1, true)})
-	}
-	if _, err := deltalog.Commit(ctx, tableBucket(t, cfg), snap, actions, deltalog.CommitOptions{Operation: "CREATE OR REPLACE TABLE"}); err != nil {
-		t.Fatal(err)
-	}
+	toColumnMapped(t, cfg)
 
 	rec := kvBatch(mem, true, kv{2, "b", 1}, kv{3, "c", 2}, kv{4, "b", 3})
 	defer rec.Release()
 	commitOne(t, openWriter(t, cfg, mem), writers.TxnKey{Writer: "w", Epoch: 1}, rec)
 
-	snap = snapshot(t, cfg)
+	snap := snapshot(t, cfg)
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
 	k, _ := schema.Field("k")
 	got := map[string]bool{}
 	for _, a := range snap.Files() {

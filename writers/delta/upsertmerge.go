@@ -267,7 +267,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		}
 	}()
 	grp := groups.forFile(a)
-	matched, rows, cached := w.cachedMatches(a.Path, grp, groups.enc)
+	matched, rows, cached := w.cachedMatches(a.Path, layout.cols.keyLayout(groups.keys.data), grp, groups.enc)
 	if !cached {
 		if err := open(); err != nil {
 			return err
@@ -315,14 +315,14 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 }
 
 // cachedMatches answers matchedRows from the key cache when it holds the
-// file's keys in the source's encoding and looking the group's keys up
-// there costs less than probing the file's keys (at most two lookups per
-// row of the file).
-func (w *Writer) cachedMatches(path string, grp *keyGroup, src *merge.KeyEncoder) (matched []int64, rows int64, ok bool) {
+// file's keys, read under the table's key layout, in the source's
+// encoding and looking the group's keys up there costs less than probing
+// the file's keys (at most two lookups per row of the file).
+func (w *Writer) cachedMatches(path, layout string, grp *keyGroup, src *merge.KeyEncoder) (matched []int64, rows int64, ok bool) {
 	if w.keys == nil {
 		return nil, 0, false
 	}
-	fk := w.keys.get(path)
+	fk := w.keys.get(path, layout)
 	if fk == nil || int64(grp.set.Len()) > 2*fk.rows || src.SameEncoding(fk.enc) != nil {
 		return nil, 0, false
 	}
@@ -521,7 +521,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 		if err != nil {
 			return nil, 0, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 		}
-		m.w.keys.put(&fileKeys{path: m.file, enc: enc, index: m.index, rows: rows})
+		m.w.keys.put(&fileKeys{path: m.file, layout: m.cols.keyLayout(m.keys), enc: enc, index: m.index, rows: rows})
 	}
 	return matched, rows, nil
 }
