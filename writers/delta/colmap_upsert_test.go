@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"maps"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -117,4 +118,89 @@ func TestKeyCacheColumnRename(t *testing.T) {
 	defer changes.Release()
 	commitOne(t, w, writers.TxnKey{Writer: "up", Epoch: 3}, changes)
 	sameRows(t, "after the upsert", tableRows(t, cfg, cols), []string{"10|y|200", "20|b|2", "2|x|100", "30|c|3"})
+}
+
+// dropAndAdd drops the table's column name and adds a new one of that name
+// and type (a new physical name and id above maxColumnId), as Spark's
+// ALTER TABLE … DROP COLUMN then ADD COLUMNS do on a column-mapped table.
+func dropAndAdd(t *testing.T, name string) func(*deltalog.Schema, map[string]string) {
+	return func(s *deltalog.Schema, conf map[string]string) {
+		for i, f := range s.Fields {
+			if f.Name == name {
+				s.Fields = append(s.Fields[:i:i], s.Fields[i+1:]...)
+				s.Fields = append(s.Fields, deltalog.StructField{Name: name, Type: f.Type, Nullable: true})
+				break
+			}
+		}
+		top, err := deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf))
+		if err != nil {
+			t.Fatal(err)
+		}
+		conf[deltalog.ColumnMappingMaxIDKey] = strconv.FormatInt(top, 10)
+	}
+}
+
+// TestUpsertKeyColumnMissingInFiles: files written before their table got
+// its key column hold no such column; Delta reads it as null there, and a
+// null key matches nothing, so an upsert leaves their rows alone and
+// inserts its keys (with deletion vectors and without). The key column is
+// one dropped and added again in a column-mapped table, or one an append
+// added (schema_evolution: add_columns) to a table without column mapping.
+func TestUpsertKeyColumnMissingInFiles(t *testing.T) {
+	for _, dv := range []bool{false, true} {
+		t.Run("dropped and added/dv="+strconv.FormatBool(dv), func(t *testing.T) {
+			mem := checkedMem(t)
+			cfg := mappedKV(t)
+			cfg.DeletionVectors = dv
+			if dv {
+				enableDeletionVectors(t, cfg)
+			}
+			seed := kvBatch(mem, true, kv{1, "a", 10}, kv{2, "b", 20})
+			defer seed.Release()
+			commitOne(t, openWriter(t, cfg, mem), writers.TxnKey{Writer: "up", Epoch: 1}, seed)
+			alterTable(t, cfg, "DROP AND ADD COLUMN", dropAndAdd(t, "id"))
+
+			w := openWriter(t, cfg, mem)
+			for epoch, rows := range [][]kv{{{1, "x", 100}}, {{1, "y", 200}, {3, "c", 30}}} {
+				rec := kvBatch(mem, true, rows...)
+				commitOne(t, w, writers.TxnKey{Writer: "up", Epoch: int64(2 + epoch)}, rec)
+				rec.Release()
+			}
+			sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k", "v"}), []string{"1|y|200", "3|c|30", "∅|a|10", "∅|b|20"})
+		})
+	}
+	t.Run("added by an append", func(t *testing.T) {
+		mem := checkedMem(t)
+		cfg := testConfig(fileURI(t), func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
+		app := openWriter(t, cfg, mem)
+		old := kvBatch(mem, false, kv{-1, "a", 10})
+		defer old.Release()
+		commitOne(t, app, writers.AutoKey("old"), old)
+		withID := kvBatch(mem, true, kv{1, "b", 20})
+		defer withID.Release()
+		commitOne(t, app, writers.AutoKey("new"), withID)
+
+		up := testConfig(cfg.TableURI, func(c *Config) { c.WriteMode, c.MergeKeys = ModeUpsert, []string{"id"} })
+		rec := kvBatch(mem, true, kv{1, "x", 100}, kv{2, "c", 30})
+		defer rec.Release()
+		commitOne(t, openWriter(t, up, mem), writers.TxnKey{Writer: "up", Epoch: 1}, rec)
+		sameRows(t, "rows", tableRows(t, up, []string{"id", "k", "v"}), []string{"1|x|100", "2|c|30", "∅|a|10"})
+	})
+}
+
+// enableDeletionVectors lets writers of cfg's table add deletion vectors
+// (the property and the table feature), as Spark's ALTER TABLE … SET
+// TBLPROPERTIES ('delta.enableDeletionVectors' = true) does.
+func enableDeletionVectors(t *testing.T, cfg *Config) {
+	t.Helper()
+	snap := snapshot(t, cfg)
+	m := snap.Metadata
+	m.Configuration = maps.Clone(m.Configuration)
+	m.Configuration[enableDVProperty] = "true"
+	p := snap.Protocol
+	p.ReaderFeatures = append(slices.Clone(p.ReaderFeatures), "deletionVectors")
+	p.WriterFeatures = append(slices.Clone(p.WriterFeatures), "deletionVectors")
+	if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snap, []deltalog.Action{{MetaData: &m}, {Protocol: &p}}, deltalog.CommitOptions{Operation: "SET TBLPROPERTIES"}); err != nil {
+		t.Fatal(err)
+	}
 }

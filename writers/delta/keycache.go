@@ -37,7 +37,7 @@ type keyCache struct {
 type fileKeys struct {
 	path   string
 	layout string            // the physical key columns read (columnMap.keyLayout)
-	enc    *merge.KeyEncoder // the file's encoder, for SameEncoding with a source
+	enc    *merge.KeyEncoder // the file's encoder, for SameEncoding with a source; nil: no key column (index empty)
 	index  *merge.KeyIndex
 	rows   int64 // rows in the file, marked deleted or not
 	bytes  int
