@@ -286,10 +286,11 @@ func checkNestedIDs(t *testing.T, file string, pf parquet.Field, dt deltalog.Dat
 
 // TestColumnMappingStaleDescriptor: a precommitted descriptor whose files
 // no longer match the table's column mapping at commit fails and
-// publishes nothing: with ErrConflict (replayable) when another writer
-// took the id of a column it adds, or added that column itself,
-// meanwhile; with ErrInvalid when a column was dropped and added again
-// under its name (another physical name) since its files were written.
+// publishes nothing, with ErrConflict (gRPC Aborted: a replay plans
+// afresh against the new mapping): when another writer took the id of a
+// column it adds, or added that column itself, meanwhile, and when a
+// column was dropped and added again under its name (another physical
+// name), renamed, or two swapped names since its files were written.
 func TestColumnMappingStaleDescriptor(t *testing.T) {
 	assign := func(s *deltalog.Schema, conf map[string]string) {
 		top, err := deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf))
@@ -319,7 +320,9 @@ func TestColumnMappingStaleDescriptor(t *testing.T) {
 				}
 			}
 			assign(s, conf)
-		}, writers.ErrInvalid, "dropped or renamed"},
+		}, writers.ErrConflict, "dropped or renamed"},
+		{"renamed", renameFields(map[string]string{"label": "label2"}), writers.ErrConflict, `column "label" was renamed or dropped`},
+		{"two swapped", renameFields(map[string]string{"label": "id", "id": "label"}), writers.ErrConflict, "dropped or renamed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, w, mem := mappedTable(t, "name", false, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
@@ -487,8 +490,8 @@ func TestCheckMappedColumnsNested(t *testing.T) {
 		table := schema("col-x")
 		table.Fields[i] = schema("col-x-new").Fields[i]
 		err := checkMappedColumns(table, 4, files, nil)
-		if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), path) {
-			t.Errorf("%s renamed physically: %v, want ErrInvalid naming it", path, err)
+		if !errors.Is(err, writers.ErrConflict) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s renamed physically: %v, want ErrConflict naming it", path, err)
 		}
 	}
 }
