@@ -108,10 +108,6 @@ func TestKeyCacheColumnRename(t *testing.T) {
 
 	alterTable(t, cfg, "RENAME COLUMN", renameFields(map[string]string{"id": "v", "v": "id"}))
 	sameRows(t, "after the renames", tableRows(t, cfg, cols), []string{"10|a|1", "20|b|2", "30|c|3"})
-	// The writer reads the renames before admitting the rows.
-	if _, err := w.latest(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	// Key 2 was indexed (old mapping) at a row whose id is now 20; key 10
 	// is that of the first row now.
 	changes := kvBatch(mem, true, kv{2, "x", 100}, kv{10, "y", 200})
@@ -155,12 +151,11 @@ func TestUpsertKeyColumnMissingInFiles(t *testing.T) {
 			if dv {
 				enableDeletionVectors(t, cfg)
 			}
+			w := openWriter(t, cfg, mem)
 			seed := kvBatch(mem, true, kv{1, "a", 10}, kv{2, "b", 20})
 			defer seed.Release()
-			commitOne(t, openWriter(t, cfg, mem), writers.TxnKey{Writer: "up", Epoch: 1}, seed)
+			commitOne(t, w, writers.TxnKey{Writer: "up", Epoch: 1}, seed)
 			alterTable(t, cfg, "DROP AND ADD COLUMN", dropAndAdd(t, "id"))
-
-			w := openWriter(t, cfg, mem)
 			for epoch, rows := range [][]kv{{{1, "x", 100}}, {{1, "y", 200}, {3, "c", 30}}} {
 				rec := kvBatch(mem, true, rows...)
 				commitOne(t, w, writers.TxnKey{Writer: "up", Epoch: int64(2 + epoch)}, rec)
@@ -202,5 +197,60 @@ func enableDeletionVectors(t *testing.T, cfg *Config) {
 	p.WriterFeatures = append(slices.Clone(p.WriterFeatures), "deletionVectors")
 	if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snap, []deltalog.Action{{MetaData: &m}, {Protocol: &p}}, deltalog.CommitOptions{Operation: "SET TBLPROPERTIES"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestUpsertAfterAlterTable: an outside ALTER TABLE on a column-mapped
+// table (two columns swapping names; a column dropped and added again)
+// before an upsert's stream, or between its rows and its precommit,
+// through a writer that read the table before: the upsert's first
+// attempt commits (it plans and writes under the table's latest mapping)
+// and every key is in the table once.
+func TestUpsertAfterAlterTable(t *testing.T) {
+	for _, alter := range []struct {
+		name   string
+		change func(*deltalog.Schema, map[string]string)
+		want   []string
+	}{
+		// id and v swap: the rows (1,a,10) and (2,b,20) read (10,a,1) and (20,b,2).
+		{"swap", renameFields(map[string]string{"id": "v", "v": "id"}), []string{"10|y|200", "1|x|100", "20|b|2"}},
+		// k dropped and added again: null in the old rows.
+		{"drop and add", nil, []string{"10|y|200", "1|x|100", "2|∅|20"}},
+	} {
+		for _, between := range []bool{false, true} {
+			t.Run(alter.name+"/between="+strconv.FormatBool(between), func(t *testing.T) {
+				mem := checkedMem(t)
+				cfg := mappedKV(t)
+				w := openWriter(t, cfg, mem)
+				seed := kvBatch(mem, true, kv{1, "a", 10}, kv{2, "b", 20})
+				defer seed.Release()
+				commitOne(t, w, writers.TxnKey{Writer: "up", Epoch: 1}, seed)
+				change := alter.change
+				if change == nil {
+					change = dropAndAdd(t, "k")
+				}
+				if !between {
+					alterTable(t, cfg, "ALTER TABLE", change)
+				}
+				ctx := context.Background()
+				key := writers.TxnKey{Writer: "up", Epoch: 2}
+				rec := kvBatch(mem, true, kv{1, "x", 100}, kv{10, "y", 200})
+				defer rec.Release()
+				if err := w.Write(ctx, key, rec); err != nil {
+					t.Fatalf("Write: %v", err)
+				}
+				if between {
+					alterTable(t, cfg, "ALTER TABLE", change)
+				}
+				d, err := w.Precommit(ctx, key)
+				if err != nil {
+					t.Fatalf("Precommit: %v", err)
+				}
+				if _, err := w.Commit(ctx, key, []writers.Descriptor{d}); err != nil {
+					t.Fatalf("Commit (first attempt): %v", err)
+				}
+				sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k", "v"}), alter.want)
+			})
+		}
 	}
 }

@@ -271,7 +271,7 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		}
 		var read []string
 		defer func() { w.pins.EndPlan(key, read) }()
-		desc, err := w.precommitUpsert(ctx, s)
+		desc, err := w.precommitUpsert(ctx, key, s)
 		if err == nil && s != nil && s.upsert != nil {
 			read = s.upsert.read
 		}
