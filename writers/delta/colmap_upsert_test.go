@@ -254,3 +254,20 @@ func TestUpsertAfterAlterTable(t *testing.T) {
 		}
 	}
 }
+
+// TestAppendAfterAlterTable: an append through a writer that read a
+// column-mapped table before an outside ALTER TABLE (two columns swap
+// names) commits at its first attempt, its rows under the new mapping.
+func TestAppendAfterAlterTable(t *testing.T) {
+	mem := checkedMem(t)
+	cfg := testConfig(mappedKV(t).TableURI)
+	w := openWriter(t, cfg, mem)
+	first := kvBatch(mem, true, kv{1, "a", 10})
+	defer first.Release()
+	commitOne(t, w, writers.AutoKey("a"), first)
+	alterTable(t, cfg, "RENAME COLUMN", renameFields(map[string]string{"id": "v", "v": "id"}))
+	second := kvBatch(mem, true, kv{2, "b", 20})
+	defer second.Release()
+	commitOne(t, w, writers.AutoKey("b"), second)
+	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k", "v"}), []string{"10|a|1", "2|b|20"})
+}
