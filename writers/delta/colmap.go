@@ -2,9 +2,11 @@ package delta
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -94,6 +96,26 @@ func (m *columnMap) physical(name string) string {
 		}
 	}
 	return name
+}
+
+// keyLayout identifies the physical columns that top-level columns keys
+// are read from: their physical names and column ids ("" without column
+// mapping, where a column's name is its physical name for good). Indexes
+// of a file's keys are valid only under the layout they were read with.
+func (m *columnMap) keyLayout(keys []string) string {
+	if m == nil {
+		return ""
+	}
+	var b strings.Builder
+	for _, k := range keys {
+		f, ok := fieldBy(m.fields, k, false)
+		if !ok {
+			continue // not a table column: never read (checkMergeKeys)
+		}
+		id, _ := f.ColumnID()
+		fmt.Fprintf(&b, "%q#%d,", f.PhysicalName(), id)
+	}
+	return b.String()
 }
 
 // physicalNames maps top-level column names to their physical names.
@@ -484,21 +506,24 @@ func (n *newColumns) assign(s *stage, merged *deltalog.Schema, maxID int64) erro
 // checkMappedColumns checks the column mapping of files (the schema of a
 // descriptor's files, whose added columns were mapped after the table's
 // maxColumnId was mappedAfter) against a column-mapped table: a column of
-// the table must have the table's physical name at every depth (one
-// renamed and another added under its name, or dropped and added again,
-// since the files were written would leave them unreadable: ErrInvalid),
-// and a column the files add must have an id above the table's
-// maxColumnId (ids of dropped columns are never reused). A column the
-// files add that another writer added or whose id it took meanwhile is
-// ErrConflict: the replay maps it afresh.
+// the table must have the table's physical name at every depth, and a
+// column the files add must have an id above the table's maxColumnId
+// (ids of dropped columns are never reused). Anything else is
+// ErrConflict (gRPC Aborted): an ALTER TABLE renamed or dropped a column
+// (or dropped and added it again) since the files were written, or
+// another writer added a column the files add or took its id; a replay
+// writes the rows afresh under the table's mapping then.
 func checkMappedColumns(table *deltalog.Schema, maxID int64, files *deltalog.Schema, mappedAfter *int64) error {
 	for _, f := range files.Fields {
 		id, hasID := f.ColumnID()
 		added := mappedAfter != nil && hasID && id > *mappedAfter
 		t, ok := table.Field(f.Name)
 		if !ok {
-			if !hasID || id <= maxID {
+			switch {
+			case !hasID || added && id <= maxID:
 				return writers.Errorf(writers.ErrConflict, "delta: new column %q has column mapping id %d, not above the table's %s %d: another writer added columns since the files were written: roll back and replay the transaction", f.Name, id, deltalog.ColumnMappingMaxIDKey, maxID)
+			case id <= maxID: // a table column when the files were written
+				return writers.Errorf(writers.ErrConflict, "delta: column %q was renamed or dropped since the files were written: roll back and replay the transaction", f.Name)
 			}
 			continue
 		}
@@ -517,7 +542,7 @@ func checkMappedColumns(table *deltalog.Schema, maxID int64, files *deltalog.Sch
 // have the same physical names.
 func samePhysical(t, f deltalog.StructField, path string) error {
 	if t.PhysicalName() != f.PhysicalName() {
-		return writers.Errorf(writers.ErrInvalid, "delta: column %q was written as physical column %q, the table's is %q: the column was dropped or renamed since the files were written: replay the transaction", path, f.PhysicalName(), t.PhysicalName())
+		return writers.Errorf(writers.ErrConflict, "delta: column %q was written as physical column %q, the table's is %q: the column was dropped or renamed since the files were written: roll back and replay the transaction", path, f.PhysicalName(), t.PhysicalName())
 	}
 	return samePhysicalType(t.Type, f.Type, path)
 }

@@ -286,10 +286,11 @@ func checkNestedIDs(t *testing.T, file string, pf parquet.Field, dt deltalog.Dat
 
 // TestColumnMappingStaleDescriptor: a precommitted descriptor whose files
 // no longer match the table's column mapping at commit fails and
-// publishes nothing: with ErrConflict (replayable) when another writer
-// took the id of a column it adds, or added that column itself,
-// meanwhile; with ErrInvalid when a column was dropped and added again
-// under its name (another physical name) since its files were written.
+// publishes nothing, with ErrConflict (gRPC Aborted: a replay plans
+// afresh against the new mapping): when another writer took the id of a
+// column it adds, or added that column itself, meanwhile, and when a
+// column was dropped and added again under its name (another physical
+// name), renamed, or two swapped names since its files were written.
 func TestColumnMappingStaleDescriptor(t *testing.T) {
 	assign := func(s *deltalog.Schema, conf map[string]string) {
 		top, err := deltalog.AssignColumnMapping(s, nil, deltalog.MaxColumnID(conf))
@@ -319,7 +320,9 @@ func TestColumnMappingStaleDescriptor(t *testing.T) {
 				}
 			}
 			assign(s, conf)
-		}, writers.ErrInvalid, "dropped or renamed"},
+		}, writers.ErrConflict, "dropped or renamed"},
+		{"renamed", renameFields(map[string]string{"label": "label2"}), writers.ErrConflict, `column "label" was renamed or dropped`},
+		{"two swapped", renameFields(map[string]string{"label": "id", "id": "label"}), writers.ErrConflict, "dropped or renamed"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, w, mem := mappedTable(t, "name", false, func(c *Config) { c.SchemaEvolution = EvolveAddColumns })
@@ -328,20 +331,9 @@ func TestColumnMappingStaleDescriptor(t *testing.T) {
 			key := writers.TxnKey{Writer: "stale", Epoch: 1}
 			d := precommitOne(t, w, key, rec)
 
-			snap := snapshot(t, cfg)
-			schema, err := snap.Schema()
-			if err != nil {
-				t.Fatal(err)
-			}
-			m := snap.Metadata
-			m.Configuration = maps.Clone(m.Configuration)
-			tc.change(schema, m.Configuration)
-			m.SchemaString = schema.String()
-			if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snap, []deltalog.Action{{MetaData: &m}}, deltalog.CommitOptions{Operation: "ALTER TABLE"}); err != nil {
-				t.Fatal(err)
-			}
+			alterTable(t, cfg, "ALTER TABLE", tc.change)
 			before := snapshot(t, cfg).Version
-			_, err = w.Commit(context.Background(), key, []writers.Descriptor{d})
+			_, err := w.Commit(context.Background(), key, []writers.Descriptor{d})
 			if !errors.Is(err, tc.wantErr) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Commit: %v, want %v saying %q", err, tc.wantErr, tc.want)
 			}
@@ -498,8 +490,8 @@ func TestCheckMappedColumnsNested(t *testing.T) {
 		table := schema("col-x")
 		table.Fields[i] = schema("col-x-new").Fields[i]
 		err := checkMappedColumns(table, 4, files, nil)
-		if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), path) {
-			t.Errorf("%s renamed physically: %v, want ErrInvalid naming it", path, err)
+		if !errors.Is(err, writers.ErrConflict) || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s renamed physically: %v, want ErrConflict naming it", path, err)
 		}
 	}
 }
@@ -509,40 +501,22 @@ func TestCheckMappedColumnsNested(t *testing.T) {
 // and the files hold the other columns under their physical names.
 func TestColumnMappingPartitioned(t *testing.T) {
 	mem := checkedMem(t)
-	ctx := context.Background()
 	cfg := testConfig(fileURI(t), func(c *Config) { c.PartitionBy = []string{"k"} })
 	seed := kvBatch(mem, true, kv{1, "a", 0})
 	defer seed.Release()
 	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
 
-	// Turn it into a column-mapped table without files, as a table
-	// created with column mapping on is.
-	snap := snapshot(t, cfg)
-	schema, err := snap.Schema()
-	if err != nil {
-		t.Fatal(err)
-	}
-	top, err := deltalog.AssignColumnMapping(schema, nil, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := snap.Metadata
-	m.SchemaString = schema.String()
-	m.Configuration = map[string]string{deltalog.ColumnMappingModeKey: "name", deltalog.ColumnMappingMaxIDKey: strconv.FormatInt(top, 10)}
-	p := deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"columnMapping"}, WriterFeatures: []string{"columnMapping"}}
-	actions := []deltalog.Action{{MetaData: &m}, {Protocol: &p}}
-	for _, a := range snap.Files() {
-		actions = append(actions, deltalog.Action{Remove: a.Remove(1, true)})
-	}
-	if _, err := deltalog.Commit(ctx, tableBucket(t, cfg), snap, actions, deltalog.CommitOptions{Operation: "CREATE OR REPLACE TABLE"}); err != nil {
-		t.Fatal(err)
-	}
+	toColumnMapped(t, cfg)
 
 	rec := kvBatch(mem, true, kv{2, "b", 1}, kv{3, "c", 2}, kv{4, "b", 3})
 	defer rec.Release()
 	commitOne(t, openWriter(t, cfg, mem), writers.TxnKey{Writer: "w", Epoch: 1}, rec)
 
-	snap = snapshot(t, cfg)
+	snap := snapshot(t, cfg)
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
 	k, _ := schema.Field("k")
 	got := map[string]bool{}
 	for _, a := range snap.Files() {

@@ -15,9 +15,13 @@ import (
 // source keys up instead of reading and probing every key of the file.
 // Data files never change once written (a deletion vector is applied on
 // top, by position) and Delta writers never reuse a path (file names carry
-// a random UUID), so an entry never goes stale: it is keyed by the file's
-// path and dropped to stay within maxBytes, least recently used first, or
-// once its file is no longer live (retain). Safe for concurrent use.
+// a random UUID), so an entry is keyed by the file's path and dropped to
+// stay within maxBytes, least recently used first, or once its file is no
+// longer live (retain). What the key columns of a file are can change,
+// though: with column mapping, a rename or a drop and add (ALTER TABLE)
+// gives a key column's name another physical column. An entry therefore
+// records the key layout it was read under (columnMap.keyLayout), and a
+// lookup under another layout misses. Safe for concurrent use.
 type keyCache struct {
 	maxBytes int
 	gauge    prometheus.Gauge // the bytes used, for operators
@@ -31,40 +35,49 @@ type keyCache struct {
 // fileKeys is one data file's key index: encoded key → row position.
 // Files holding a key twice are never cached (one position per key).
 type fileKeys struct {
-	path  string
-	enc   *merge.KeyEncoder // the file's encoder, for SameEncoding with a source
-	index *merge.KeyIndex
-	rows  int64 // rows in the file, marked deleted or not
-	bytes int
+	path   string
+	layout string            // the physical key columns read (columnMap.keyLayout)
+	enc    *merge.KeyEncoder // the file's encoder, for SameEncoding with a source; nil: no key column (index empty)
+	index  *merge.KeyIndex
+	rows   int64 // rows in the file, marked deleted or not
+	bytes  int
 }
 
 func newKeyCache(maxBytes int64, gauge prometheus.Gauge) *keyCache {
 	return &keyCache{maxBytes: int(maxBytes), gauge: gauge, files: map[string]*list.Element{}}
 }
 
-// get returns the keys of the file at path, nil when not cached.
-func (c *keyCache) get(path string) *fileKeys {
+// get returns the keys of the file at path read under key layout
+// layout, nil when not cached (or under another layout).
+func (c *keyCache) get(path, layout string) *fileKeys {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.files[path]
-	if e == nil {
+	if e == nil || e.Value.(*fileKeys).layout != layout {
 		return nil
 	}
 	c.lru.MoveToFront(e)
 	return e.Value.(*fileKeys)
 }
 
-// put caches fk, evicting the least recently used files to make room; a
-// file larger than the whole cache is not kept.
+// put caches fk, in place of the file's keys under another layout,
+// evicting the least recently used files to make room; a file larger than
+// the whole cache is not kept.
 func (c *keyCache) put(fk *fileKeys) {
-	fk.bytes = fk.index.MemoryBytes() + len(fk.path)
+	fk.bytes = fk.index.MemoryBytes() + len(fk.path) + len(fk.layout)
 	if fk.bytes > c.maxBytes {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.files[fk.path] != nil {
-		return // cached concurrently; both are the same file's keys
+	if e := c.files[fk.path]; e != nil {
+		old := e.Value.(*fileKeys)
+		if old.layout == fk.layout {
+			return // cached concurrently; both are the same file's keys
+		}
+		c.lru.Remove(e)
+		delete(c.files, fk.path)
+		c.used -= old.bytes
 	}
 	for c.used+fk.bytes > c.maxBytes {
 		last := c.lru.Back()

@@ -33,21 +33,21 @@ func TestKeyCacheEvictsLeastRecentlyUsed(t *testing.T) {
 	c := newKeyCache(int64(2*size+10), used)
 	c.put(one)
 	c.put(file("b", 1000))
-	c.get("a") // a is now the most recently used
+	c.get("a", "") // a is now the most recently used
 	c.put(file("c", 1000))
-	if c.get("b") != nil || c.get("a") == nil || c.get("c") == nil {
-		t.Fatalf("after a third file: b cached %v, a %v, c %v; want b evicted", c.get("b") != nil, c.get("a") != nil, c.get("c") != nil)
+	if c.get("b", "") != nil || c.get("a", "") == nil || c.get("c", "") == nil {
+		t.Fatalf("after a third file: b cached %v, a %v, c %v; want b evicted", c.get("b", "") != nil, c.get("a", "") != nil, c.get("c", "") != nil)
 	}
 	if c.usedBytes() > 2*size+10 || testutil.ToFloat64(used) != float64(c.usedBytes()) {
 		t.Fatalf("cache holds %d bytes (gauge %v), more than its %d or not reported", c.usedBytes(), testutil.ToFloat64(used), 2*size+10)
 	}
 	c.put(file("huge", 100_000))
-	if c.get("huge") != nil || c.get("a") == nil {
+	if c.get("huge", "") != nil || c.get("a", "") == nil {
 		t.Fatal("a file larger than the cache evicted others or was kept")
 	}
 	c.retain(func(path string) bool { return path != "a" })
-	if c.get("a") != nil || c.get("c") == nil || c.usedBytes() != c.get("c").bytes || testutil.ToFloat64(used) != float64(c.usedBytes()) {
-		t.Fatalf("after dropping a: a cached %v, c %v, %d bytes used", c.get("a") != nil, c.get("c") != nil, c.usedBytes())
+	if c.get("a", "") != nil || c.get("c", "") == nil || c.usedBytes() != c.get("c", "").bytes || testutil.ToFloat64(used) != float64(c.usedBytes()) {
+		t.Fatalf("after dropping a: a cached %v, c %v, %d bytes used", c.get("a", "") != nil, c.get("c", "") != nil, c.usedBytes())
 	}
 }
 
@@ -94,7 +94,7 @@ func TestUpsertKeyIndex(t *testing.T) {
 				}
 				return
 			}
-			if w.keys.get(seedFile) == nil || w.keys.usedBytes() == 0 {
+			if w.keys.get(seedFile, "") == nil || w.keys.usedBytes() == 0 {
 				t.Error("the seed file's keys were not indexed")
 			}
 			// The files of the last commit were indexed after it, in the
@@ -106,7 +106,7 @@ func TestUpsertKeyIndex(t *testing.T) {
 			for _, a := range readCommit(t, cfg, snapshot(t, cfg).Version) {
 				if a.Add != nil && a.Add.DeletionVector == nil {
 					added++
-					if w.keys.get(a.Add.Path) == nil {
+					if w.keys.get(a.Add.Path, "") == nil {
 						t.Errorf("file %s added by the last upsert was not indexed", a.Add.Path)
 					}
 				}
@@ -114,7 +114,7 @@ func TestUpsertKeyIndex(t *testing.T) {
 			if added == 0 {
 				t.Error("the last upsert added no file: the warm-up was not exercised")
 			}
-			if dupFile == "" || w.keys.get(dupFile) != nil {
+			if dupFile == "" || w.keys.get(dupFile, "") != nil {
 				t.Errorf("the file holding id 7 twice (%q) was indexed", dupFile)
 			}
 		})
@@ -134,4 +134,21 @@ func appendIDs(t *testing.T, w *Writer, mem memory.Allocator, ids ...int32) {
 	rec := b.NewRecordBatch()
 	defer rec.Release()
 	commitOne(t, w, writers.AutoKey("append"), rec)
+}
+
+// TestKeyCacheLayout: a file's keys cached under one key layout are not
+// found under another, and keys put under a new layout replace them.
+func TestKeyCacheLayout(t *testing.T) {
+	c := newKeyCache(1<<20, prometheus.NewGauge(prometheus.GaugeOpts{Name: "used"}))
+	keys := func(layout string) *fileKeys {
+		return &fileKeys{path: "f", layout: layout, index: merge.NewKeyIndex(1), rows: 1}
+	}
+	c.put(keys(`"col-a"#1,`))
+	if c.get("f", `"col-a"#1,`) == nil || c.get("f", `"col-b"#2,`) != nil {
+		t.Fatal("lookup by layout: want a hit under the layout read, a miss under another")
+	}
+	c.put(keys(`"col-b"#2,`))
+	if c.get("f", `"col-a"#1,`) != nil || c.get("f", `"col-b"#2,`) == nil || c.usedBytes() != c.get("f", `"col-b"#2,`).bytes {
+		t.Fatal("keys under a new layout did not replace the old ones")
+	}
 }

@@ -59,7 +59,7 @@ func (w *Writer) warmGuarded(a addFile, cols *columnMap) (err error) {
 // warmFile indexes the keys of file a unless the cache has them, or their
 // index would not fit in it (about keyIndexBytesPerRow per row).
 func (w *Writer) warmFile(ctx context.Context, a addFile, cols *columnMap) error {
-	if w.keys.get(a.Path) != nil || a.Rows*keyIndexBytesPerRow > int64(w.keys.maxBytes) {
+	if w.keys.get(a.Path, cols.keyLayout(w.keyColumns().data)) != nil || a.Rows*keyIndexBytesPerRow > int64(w.keys.maxBytes) {
 		return nil
 	}
 	key, err := deltalog.DecodePath(a.Path)

@@ -121,7 +121,7 @@ func (w *Writer) checkUpsertable(snap *deltalog.Snapshot) error {
 // (mergeInto) and returns the descriptor; a repeated call returns the
 // first answer. A failed merge deletes what it wrote and keeps the
 // collapse, so Precommit may be retried.
-func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descriptor, error) {
+func (w *Writer) precommitUpsert(ctx context.Context, key writers.TxnKey, s *stage) (writers.Descriptor, error) {
 	d := descriptor{PartitionColumns: w.cfg.PartitionBy, Adds: []addFile{}}
 	if s == nil || s.upsert == nil {
 		return d.encode()
@@ -141,6 +141,11 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 	snap, err := w.latest(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if snap != nil {
+		if err := w.readmit(ctx, key, s); err != nil {
+			return nil, err
+		}
 	}
 	if snap == nil {
 		// No table yet: the upsert is planned against the table its
@@ -198,6 +203,22 @@ func (w *Writer) precommitUpsert(ctx context.Context, s *stage) (writers.Descrip
 		"live", out.liveRows, "deleted", out.deletedKeys, "candidates", len(out.readFiles),
 		"rewritten", len(out.removes), "marked", len(out.updates), "files", len(out.adds))
 	return desc, nil
+}
+
+// readmit admits the stage's rows again, against the table's latest
+// version (which latest has just cached): an upsert writes its files only
+// when it plans, so they take the table's column mapping as of then, not
+// as of its first batch. An ALTER TABLE in between (a column renamed, or
+// dropped and added again) would otherwise leave them under physical
+// names the commit refuses, and the upsert would succeed only on replay.
+func (w *Writer) readmit(ctx context.Context, key writers.TxnKey, s *stage) error {
+	in, schema, mappedAfter := s.admitted, s.schema, s.mappedAfter
+	s.admitted, s.schema, s.mappedAfter = nil, "", nil
+	err := w.admitStage(ctx, key, s, in)
+	if err != nil { // kept for a retried Precommit
+		s.admitted, s.schema, s.mappedAfter = in, schema, mappedAfter
+	}
+	return err
 }
 
 // upsertOf returns the one upsert plan among ds (nil when none), noting

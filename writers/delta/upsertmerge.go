@@ -267,7 +267,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		}
 	}()
 	grp := groups.forFile(a)
-	matched, rows, cached := w.cachedMatches(a.Path, grp, groups.enc)
+	matched, rows, cached := w.cachedMatches(a.Path, layout.cols.keyLayout(groups.keys.data), grp, groups.enc)
 	if !cached {
 		if err := open(); err != nil {
 			return err
@@ -315,15 +315,15 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 }
 
 // cachedMatches answers matchedRows from the key cache when it holds the
-// file's keys in the source's encoding and looking the group's keys up
-// there costs less than probing the file's keys (at most two lookups per
-// row of the file).
-func (w *Writer) cachedMatches(path string, grp *keyGroup, src *merge.KeyEncoder) (matched []int64, rows int64, ok bool) {
+// file's keys, read under the table's key layout, in the source's
+// encoding and looking the group's keys up there costs less than probing
+// the file's keys (at most two lookups per row of the file).
+func (w *Writer) cachedMatches(path, layout string, grp *keyGroup, src *merge.KeyEncoder) (matched []int64, rows int64, ok bool) {
 	if w.keys == nil {
 		return nil, 0, false
 	}
-	fk := w.keys.get(path)
-	if fk == nil || int64(grp.set.Len()) > 2*fk.rows || src.SameEncoding(fk.enc) != nil {
+	fk := w.keys.get(path, layout)
+	if fk == nil || int64(grp.set.Len()) > 2*fk.rows || fk.enc != nil && src.SameEncoding(fk.enc) != nil {
 		return nil, 0, false
 	}
 	return fk.lookup(grp.set), fk.rows, true
@@ -484,13 +484,19 @@ type fileMatcher struct {
 // matchedRows reads the data key columns of the file and returns the
 // positions (ascending) of its rows whose key is among the group's, and
 // the file's row count; without a group it indexes the file's keys into
-// the writer's key cache instead.
+// the writer's key cache instead. A key column the file lacks (added to
+// the table after the file was written) is null in every row, as Delta
+// reads it, so no row of such a file matches.
 func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64) (matched []int64, rows int64, err error) {
-	rr, err := m.cols.readFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: m.keys})
+	rr, err := m.cols.readFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: m.keys, SkipMissing: true})
 	if err != nil {
 		return nil, 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
 	}
 	defer rr.Release()
+	if rr.Schema().NumFields() < len(m.keys) {
+		rows, err := m.nullKeys(rr)
+		return nil, rows, err
+	}
 	if m.enc, err = merge.NewKeyEncoder(rr.Schema(), m.keys); err == nil && m.src != nil {
 		err = m.src.SameEncoding(m.enc)
 	}
@@ -521,9 +527,25 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 		if err != nil {
 			return nil, 0, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 		}
-		m.w.keys.put(&fileKeys{path: m.file, enc: enc, index: m.index, rows: rows})
+		m.w.keys.put(&fileKeys{path: m.file, layout: m.cols.keyLayout(m.keys), enc: enc, index: m.index, rows: rows})
 	}
 	return matched, rows, nil
+}
+
+// nullKeys counts the rows of a file lacking a key column and returns
+// them, or the error reading it; without a group it caches the file's
+// keys: none (a nil encoder).
+func (m *fileMatcher) nullKeys(rr array.RecordReader) (rows int64, err error) {
+	for rr.Next() {
+		rows += rr.RecordBatch().NumRows()
+	}
+	if err := rr.Err(); err != nil {
+		return 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
+	}
+	if m.grp == nil && m.w.keys != nil {
+		m.w.keys.put(&fileKeys{path: m.file, layout: m.cols.keyLayout(m.keys), index: merge.NewKeyIndex(0), rows: rows})
+	}
+	return rows, nil
 }
 
 // remember adds the keys of the current batch (m.enc's, at rows of the

@@ -81,6 +81,9 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	if s.admitted != nil && s.admitted.Equal(in) {
 		return nil
 	}
+	if err := w.refreshMapping(ctx, s); err != nil {
+		return err
+	}
 	snap, merged, err := w.fit(ctx, in)
 	if err != nil {
 		return err
@@ -111,6 +114,21 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	}
 	s.schema, s.admitted, s.missing, s.layout = schema, in, missing, layout
 	return nil
+}
+
+// refreshMapping reads the table's latest version before the first batch
+// of a key that writes files as it goes (not an upsert: it re-admits when
+// it plans) into a column-mapped table: its files take the mapping of
+// their first batch, and one an ALTER TABLE changed since the writer last
+// read the table (a rename, a drop) would fail the commit. One log listing
+// per transaction or stream.
+func (w *Writer) refreshMapping(ctx context.Context, s *stage) error {
+	snap := w.cached()
+	if s.schema != "" || w.cfg.WriteMode == ModeUpsert || snap == nil || deltalog.ColumnMappingMode(snap.Metadata.Configuration) == "none" {
+		return nil
+	}
+	_, err := w.latest(ctx)
+	return err
 }
 
 // fileLayout is how the data files of rows of one Delta schema are
@@ -271,7 +289,7 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		}
 		var read []string
 		defer func() { w.pins.EndPlan(key, read) }()
-		desc, err := w.precommitUpsert(ctx, s)
+		desc, err := w.precommitUpsert(ctx, key, s)
 		if err == nil && s != nil && s.upsert != nil {
 			read = s.upsert.read
 		}

@@ -113,7 +113,8 @@ type ReadOptions struct {
 	// Columns selects top-level columns by name; nil reads all.
 	Columns []string
 	// SkipMissing leaves out the Columns the file lacks (files written
-	// before a column was added) instead of refusing them.
+	// before a column was added) instead of refusing them; when it lacks
+	// them all, the batches hold the file's rows without columns.
 	SkipMissing bool
 	// BatchRows is the maximum rows per returned record batch; 0 means 65536.
 	BatchRows int64

@@ -31,7 +31,7 @@ func readFile(ctx context.Context, r io.ReaderAt, size int64, mem memory.Allocat
 	return rd, nil
 }
 
-func openRecords(ctx context.Context, pf *file.Reader, mem memory.Allocator, opts ReadOptions) (*recordReader, error) {
+func openRecords(ctx context.Context, pf *file.Reader, mem memory.Allocator, opts ReadOptions) (array.RecordReader, error) {
 	batch := opts.BatchRows
 	if batch <= 0 {
 		batch = defaultBatchRows
@@ -43,6 +43,10 @@ func openRecords(ctx context.Context, pf *file.Reader, mem memory.Allocator, opt
 	fields, err := selectFields(fr, opts.Columns, opts.SkipMissing)
 	if err != nil {
 		return nil, err
+	}
+	if len(fields) == 0 {
+		// pqarrow reads every column for none: read the rows alone.
+		return newRowsReader(pf, batch), nil
 	}
 	inner, err := fr.GetRecordReader(ctx, leafColumns(pf, fields), nil)
 	if err != nil {
@@ -214,3 +218,50 @@ func nanosToMicros(mem memory.Allocator, arr arrow.Array) (arrow.Array, error) {
 	}
 	return b.NewArray(), nil
 }
+
+// rowsReader reads a file none of whose columns is selected (every
+// selected one missing, SkipMissing): batches of its rows without
+// columns, so that the caller learns how many rows it has.
+type rowsReader struct {
+	file        *file.Reader
+	schema      *arrow.Schema
+	left, batch int64
+	cur         arrow.RecordBatch
+	refs        atomic.Int64
+}
+
+var _ array.RecordReader = (*rowsReader)(nil)
+
+func newRowsReader(pf *file.Reader, batch int64) *rowsReader {
+	r := &rowsReader{file: pf, schema: arrow.NewSchema(nil, nil), left: pf.NumRows(), batch: batch}
+	r.refs.Store(1)
+	return r
+}
+
+func (r *rowsReader) Retain() { r.refs.Add(1) }
+
+func (r *rowsReader) Release() {
+	if r.refs.Add(-1) == 0 {
+		r.file.Close()
+	}
+}
+
+func (r *rowsReader) Schema() *arrow.Schema { return r.schema }
+
+func (r *rowsReader) Next() bool {
+	if r.left <= 0 {
+		r.cur = nil
+		return false
+	}
+	n := min(r.left, r.batch)
+	r.left -= n
+	r.cur = array.NewRecordBatch(r.schema, nil, n)
+	return true
+}
+
+func (r *rowsReader) RecordBatch() arrow.RecordBatch { return r.cur }
+
+// Record is the deprecated name of RecordBatch.
+func (r *rowsReader) Record() arrow.RecordBatch { return r.cur }
+
+func (r *rowsReader) Err() error { return nil }

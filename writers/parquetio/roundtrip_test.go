@@ -109,6 +109,19 @@ func TestReadSelectedColumns(t *testing.T) {
 			t.Fatalf("selected columns read as %s", fieldNames(gotSchema))
 		}
 	})
+	t.Run("every column missing", func(t *testing.T) {
+		// The rows alone, in batches (pqarrow would read every column).
+		data, _ := writeFile(t, schema, Options{}, rec)
+		gotSchema, got := readAll(t, data, mem, ReadOptions{Columns: []string{"nope"}, SkipMissing: true, BatchRows: 16})
+		defer releaseAll(got)
+		var rows int64
+		for _, b := range got {
+			rows += b.NumRows()
+		}
+		if gotSchema.NumFields() != 0 || len(got) != 4 || rows != 50 {
+			t.Fatalf("read %s in %d batches of %d rows in all, want no column, 4 batches, 50 rows", fieldNames(gotSchema), len(got), rows)
+		}
+	})
 	t.Run("not parquet", func(t *testing.T) {
 		junk := []byte("definitely not a parquet file")
 		_, err := ReadFile(t.Context(), bytesReader(junk), int64(len(junk)), mem, ReadOptions{})
