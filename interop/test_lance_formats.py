@@ -352,3 +352,39 @@ def test_merge_insert_differential(serve: Callable[..., Quiver], tables: Path) -
         q.client().put(name, src)
         MERGE_OPTIONS[name][1](lance.dataset(str(theirs)).merge_insert("id")).execute(src)
         assert_same(lance.dataset(str(ours)).to_table(), lance.dataset(str(theirs)).to_table(), f"round {rnd} ({name})")
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_wide_dictionaries_read_and_optimized(serve: Callable[..., Quiver], tables: Path, version: str) -> None:
+    """Categorical batches whose dictionaries (int8-indexed, 100 entries
+    each, all different) together outgrow the index type: Quiver stores them
+    without overflowing an index, pylance reads every value back, and after
+    Quiver's optimize (which compacts the puts' fragments) pylance still
+    reads the same values."""
+    batches, rows = [], 0
+    for put in range(3):
+        for k in range(4):
+            cats = pa.array([f"p{put}-b{k}-c{i:03d}" for i in range(100)])
+            idx = pa.array([None if i % 29 == 0 else (i * 7 + k) % 100 for i in range(250)], pa.int8())
+            batches.append(pa.record_batch({"id": pa.array(range(rows, rows + 250), pa.int64()),
+                                            "c": pa.DictionaryArray.from_arrays(idx, cats)}))
+            rows += 250
+    path = tables / f"widedict-{version}.lance"
+    q = serve([lance_endpoint("w", path, data_storage_version=version)])
+    for put in range(3):
+        q.client().put("w", pa.Table.from_batches(batches[4 * put:4 * put + 4]))
+    want = pa.Table.from_batches(batches)
+
+    def check(who: str) -> None:
+        def plain(t: pa.Table) -> pa.Table:  # the chunks' dictionaries differ: decode each
+            c = pa.chunked_array([ch.dictionary_decode() for ch in t.column("c").chunks], pa.string())
+            return pa.table({"id": t.column("id"), "c": c}).sort_by("id")
+
+        got = lance.dataset(str(path)).to_table()
+        assert pa.types.is_dictionary(got.schema.field("c").type), who
+        assert plain(got).equals(plain(want)), who
+
+    check("after the puts")
+    res = q.client().action("optimize", endpoint="w")
+    print(f"optimize {version}: {res}")
+    check("after optimize")

@@ -80,16 +80,18 @@ func readIDs(t *testing.T, w *Writer, mem memory.Allocator) map[int64]string {
 	}
 	out := map[int64]string{}
 	for i := range d.Manifest.Fragments {
-		rec, err := d.ReadFragment(ctx, w.bucket, &d.Manifest.Fragments[i], mem)
+		recs, err := d.ReadFragment(ctx, w.bucket, &d.Manifest.Fragments[i], mem)
 		if err != nil {
 			t.Fatal(err)
 		}
-		ids := rec.Column(0).(*array.Int64)
-		names := rec.Column(1).(*array.String)
-		for r := range ids.Len() {
-			out[ids.Value(r)] = names.ValueStr(r)
+		for _, rec := range recs {
+			ids := rec.Column(0).(*array.Int64)
+			names := rec.Column(1).(*array.String)
+			for r := range ids.Len() {
+				out[ids.Value(r)] = names.ValueStr(r)
+			}
+			rec.Release()
 		}
-		rec.Release()
 	}
 	return out
 }

@@ -42,18 +42,20 @@ func diffState(t *testing.T, w *Writer, mem memory.Allocator) map[int64]string {
 	}
 	out := map[int64]string{}
 	for i := range d.Manifest.Fragments {
-		rec, err := d.ReadFragment(ctx, w.bucket, &d.Manifest.Fragments[i], mem)
+		recs, err := d.ReadFragment(ctx, w.bucket, &d.Manifest.Fragments[i], mem)
 		if err != nil {
 			t.Fatal(err)
 		}
-		for r := range int(rec.NumRows()) {
-			id := rec.Column(0).(*array.Int64).Value(r)
-			if _, dup := out[id]; dup {
-				t.Fatalf("id %d is live twice", id)
+		for _, rec := range recs {
+			for r := range int(rec.NumRows()) {
+				id := rec.Column(0).(*array.Int64).Value(r)
+				if _, dup := out[id]; dup {
+					t.Fatalf("id %d is live twice", id)
+				}
+				out[id] = rec.Column(3).ValueStr(r)
 			}
-			out[id] = rec.Column(3).ValueStr(r)
+			rec.Release()
 		}
-		rec.Release()
 	}
 	return out
 }

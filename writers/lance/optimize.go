@@ -267,7 +267,7 @@ func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]l
 // manifest entry promises (else ErrInvalid: a wrong deletion count must
 // not lose rows). Reading and encoding are pipelined: one goroutine reads
 // the fragments one after the other, this one encodes, with one fragment
-// in between, so memory stays at three fragments' rows (being encoded,
+// (or record of one) in between, so memory stays at three fragments' rows (being encoded,
 // in between, being read) plus the open file's pages, held on the memory
 // budget.
 func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags []lanceformat.Fragment, minor uint16, perFile uint64, target compactTarget) (_ []fragment, err error) {
@@ -291,21 +291,24 @@ func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags [
 			defer writers.Recover(&err) // the sink's goroutine: gRPC's recovery does not cover it
 			for i := range frags {
 				f := &frags[i]
-				rec, err := d.ReadFragment(ctx, w.bucket, f, mem)
+				frag, err := d.ReadFragment(ctx, w.bucket, f, mem)
 				if err != nil {
 					return fmt.Errorf("read fragment %d: %w", f.ID, err)
 				}
-				if got := uint64(rec.NumRows()); got != f.LiveRows() {
-					rec.Release()
+				if got := uint64(lanceformat.Rows(frag)); got != f.LiveRows() {
+					lanceformat.ReleaseRecords(frag)
 					return writers.Errorf(writers.ErrInvalid, "fragment %d: read %d live rows, its manifest entry says %d (%d physical, %d deleted): refusing to rewrite it",
 						f.ID, got, f.LiveRows(), f.PhysicalRows, f.PhysicalRows-f.LiveRows())
 				}
-				w.budget.Hold(writers.MemoryEncoder, int64(util.TotalRecordSize(rec)))
-				select {
-				case recs <- rec:
-				case <-ctx.Done():
-					w.release(rec)
-					return ctx.Err()
+				for i, rec := range frag {
+					w.budget.Hold(writers.MemoryEncoder, int64(util.TotalRecordSize(rec)))
+					select {
+					case recs <- rec:
+					case <-ctx.Done():
+						w.release(rec)
+						lanceformat.ReleaseRecords(frag[i+1:])
+						return ctx.Err()
+					}
 				}
 			}
 			return nil

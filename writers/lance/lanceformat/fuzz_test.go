@@ -217,7 +217,7 @@ func checkDataFile(t *testing.T, b []byte) {
 		return
 	}
 	if r, err := fr.Read(cm); err == nil {
-		r.Release()
+		ReleaseRecords(r)
 	}
 }
 

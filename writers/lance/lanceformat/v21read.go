@@ -97,7 +97,7 @@ func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
 	return []leafPath{{id: fl.ID, dt: dt}}, nil
 }
 
-func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, as *arrow.Schema, columnOf map[int32]int) (arrow.RecordBatch, error) {
+func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, as *arrow.Schema, columnOf map[int32]int) ([]arrow.RecordBatch, error) {
 	column := func(id int32) (int, error) {
 		c, ok := columnOf[id]
 		if !ok {
@@ -105,8 +105,12 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 		}
 		return c, nil
 	}
-	var cols []arrow.Array
-	defer func() { releaseAll(cols) }()
+	var cols [][]arrow.Array
+	defer func() {
+		for _, c := range cols {
+			releaseAll(c)
+		}
+	}()
 	for i, fl := range s.TopLevel() {
 		dt := as.Field(i).Type
 		leaves, err := s.leaves(fl, dt)
@@ -123,16 +127,23 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 				releaseAll(parts)
 				return nil, err
 			}
-			a, err := f.readLeaf21(mem, bud, l.dt, c)
-			if err == nil && uint64(a.Len()) != f.Rows {
-				err = fmt.Errorf("leaf column %d has %d rows, the file %d", l.id, a.Len(), f.Rows)
-				a.Release()
+			chunks, err := f.readLeaf21(mem, bud, l.dt, c)
+			if err == nil && len(chunks) > 1 { // a dictionary column: top-level, its only leaf
+				cols = append(cols, chunks)
+				break
+			}
+			if err == nil && uint64(chunks[0].Len()) != f.Rows {
+				err = fmt.Errorf("leaf column %d has %d rows, the file %d", l.id, chunks[0].Len(), f.Rows)
+				chunks[0].Release()
 			}
 			if err != nil {
 				releaseAll(parts)
 				return nil, fmt.Errorf("lance: column %q: %w", fl.Name, err)
 			}
-			parts = append(parts, a)
+			parts = append(parts, chunks[0])
+		}
+		if len(parts) == 0 {
+			continue
 		}
 		d := mergeLeaves(dt, dataOf(parts))
 		releaseAll(parts)
@@ -144,9 +155,11 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 			arr.Release()
 			return nil, fmt.Errorf("lance: column %q: its leaf columns disagree: %w", fl.Name, err)
 		}
-		cols = append(cols, arr)
+		cols = append(cols, []arrow.Array{arr})
 	}
-	return array.NewRecordBatch(as, cols, int64(f.Rows)), nil
+	all := cols
+	cols = nil
+	return records(as, all, int64(f.Rows))
 }
 
 func dataOf(as []arrow.Array) []arrow.ArrayData {
@@ -158,39 +171,40 @@ func dataOf(as []arrow.Array) []arrow.ArrayData {
 }
 
 // readLeaf21 decodes every page of leaf column col as type dt (the
-// field's type reduced to the path to this leaf).
-func (f *FileReader) readLeaf21(mem memory.Allocator, bud *budget, dt arrow.DataType, col int) (arrow.Array, error) {
+// field's type reduced to the path to this leaf): one array, or several
+// for a dictionary whose pages' dictionaries the index type cannot
+// address together (joinPages).
+func (f *FileReader) readLeaf21(mem memory.Allocator, bud *budget, dt arrow.DataType, col int) ([]arrow.Array, error) {
 	if col < 0 || col >= len(f.columns) {
 		return nil, fmt.Errorf("file has %d columns, the schema needs column %d", len(f.columns), col)
 	}
 	var parts []arrow.Array
-	defer func() { releaseAll(parts) }()
 	for i, p := range f.columns[col] {
 		if p.layout == nil {
+			releaseAll(parts)
 			return nil, fmt.Errorf("page %d has no 2.1 page layout", i)
 		}
-		bufs, err := f.buffers(bud, p)
+		a, err := f.readPage21(mem, bud, dt, p)
 		if err != nil {
-			return nil, err
-		}
-		lp, err := decodePage(bud, p.layout, bufs, p.length)
-		if err != nil {
-			return nil, fmt.Errorf("page %d: %w", i, err)
-		}
-		a, err := assemble(mem, bud, dt, lp, p.length)
-		if err != nil {
+			releaseAll(parts)
 			return nil, fmt.Errorf("page %d: %w", i, err)
 		}
 		parts = append(parts, a)
 	}
-	switch len(parts) {
-	case 0:
-		return array.MakeArrayOfNull(mem, dt, 0), nil
-	case 1:
-		parts[0].Retain()
-		return parts[0], nil
+	return joinPages(mem, dt, parts)
+}
+
+// readPage21 decodes one page of a leaf column as type dt.
+func (f *FileReader) readPage21(mem memory.Allocator, bud *budget, dt arrow.DataType, p pageRef) (arrow.Array, error) {
+	bufs, err := f.buffers(bud, p)
+	if err != nil {
+		return nil, err
 	}
-	return array.Concatenate(parts, mem)
+	lp, err := decodePage(bud, p.layout, bufs, p.length)
+	if err != nil {
+		return nil, err
+	}
+	return assemble(mem, bud, dt, lp, p.length)
 }
 
 // leafFields returns the ids of s's leaf fields (no children) in

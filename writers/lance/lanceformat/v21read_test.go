@@ -93,10 +93,10 @@ func TestReadPylanceFormats(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					got = append(got, rec)
+					got = append(got, rec...)
 				}
 				if len(got) != 1 {
-					t.Fatalf("%d fragments, want 1", len(got))
+					t.Fatalf("%d records, want 1", len(got))
 				}
 				rec := got[0]
 				defer mem.AssertSize(t, 0) // after the release below
