@@ -96,10 +96,11 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 }
 
 // writeRec writes the admitted rec into s's open data file, rolling it at
-// the file limits.
+// the file limits, and before rec when its dictionaries would outgrow the
+// file's index types.
 func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) error {
 	var err error
-	if s.open != nil && !s.open.arrow.Equal(rec.Schema()) {
+	if s.open != nil && (!s.open.arrow.Equal(rec.Schema()) || !s.open.fw.FitsDictionaries(rec)) {
 		if err := w.finishOpen(s); err != nil {
 			return err
 		}

@@ -52,6 +52,7 @@ type FileWriter struct {
 	// count in pendingBytes, as they grow the page's union.
 	pendingDicts     map[int]arrow.ArrayData
 	pendingDictBytes int64
+	dicts            map[int]*fileDict // per narrow dictionary column
 	rows             uint64
 	columns          [][]pageRef // per column, in order
 	closed           bool
@@ -100,6 +101,7 @@ func (w *FileWriter) Write(rec arrow.RecordBatch) error {
 	if err := checkDictionaries(rec); err != nil {
 		return err
 	}
+	w.fileDicts(rec, (*fileDict).add)
 	size := pageSize(rec)
 	rows := rec.NumRows()
 	// Large records are cut so that no page grows far past pageBytes.
