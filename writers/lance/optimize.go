@@ -82,6 +82,9 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	if err != nil {
 		return res, fmt.Errorf("lance: optimize %s: %w", w.cfg.DatasetURI, err)
 	}
+	if len(txn.Groups) == 0 {
+		return res, nil // no group shrinks
+	}
 	var nd *lanceformat.Dataset
 	err = w.pins.Commit(ctx, func(pinned map[uint64]bool) error {
 		for _, g := range txn.Groups {
@@ -249,14 +252,40 @@ func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]l
 	if err != nil {
 		return nil, nil, errors.Join(err, w.deleteWritten(ctx, written))
 	}
-	txn := &lanceformat.Transaction{Op: lanceformat.OpRewrite, Groups: make([]lanceformat.RewriteGroup, len(plan))}
+	txn := &lanceformat.Transaction{Op: lanceformat.OpRewrite}
+	written = nil
+	var useless []fragment
 	for i, old := range plan {
-		txn.Groups[i].Old = old
-		for _, f := range files[i] {
-			txn.Groups[i].New = append(txn.Groups[i].New, f.lance())
+		if !shrinks(old, files[i]) {
+			useless = append(useless, files[i]...)
+			continue
 		}
+		g := lanceformat.RewriteGroup{Old: old}
+		for _, f := range files[i] {
+			g.New = append(g.New, f.lance())
+		}
+		txn.Groups = append(txn.Groups, g)
+		written = append(written, files[i]...)
+	}
+	if err := w.deleteWritten(ctx, useless); err != nil {
+		return nil, nil, errors.Join(err, w.deleteWritten(ctx, written))
 	}
 	return txn, written, nil
+}
+
+// shrinks reports whether rewriting old as files gains anything: fewer
+// files, or deleted rows dropped. It does not when the files had to roll
+// early, e.g. before dictionaries that together outgrow their index type.
+func shrinks(old []lanceformat.Fragment, files []fragment) bool {
+	if len(files) < len(old) {
+		return true
+	}
+	for i := range old {
+		if old[i].LiveRows() < old[i].PhysicalRows {
+			return true
+		}
+	}
+	return false
 }
 
 // writeGroup writes the live rows of frags, in order, into new data files
