@@ -123,12 +123,54 @@ def maps(rows):
     return t.append_column(packed, pa.array([None if i % 7 == 0 else {"a": i, "b": i / 4} for i in range(rows)], packed.type))
 
 
+def packed(rows):
+    """Structs whose field metadata asks to pack them, with variable-width
+    fields (format 2.2's variable packed struct, one full-zip column of
+    whole rows): a nullable struct, one of binaries and large strings, and
+    a struct nesting one with a string. pylance 14 refuses null fields in
+    them ("Per-value compression not yet supported for block type
+    Nullable") and nested structs of fixed-width fields only."""
+    def field(name, typ, nullable=False):
+        return pa.field(name, typ, nullable=nullable, metadata={"lance-encoding:packed": "true"})
+    def nn(*fs):
+        return pa.struct([pa.field(n, t, nullable=False) for n, t in fs])
+    inner = nn(("x", pa.int32()), ("s", pa.string()))
+    cols = [
+        (field("p", nn(("a", pa.int32()), ("s", pa.string()), ("b", pa.float64())), True),
+         [None if i % 7 == 0 else {"a": i, "s": "x" * (i % 9), "b": i / 4} for i in range(rows)]),
+        (field("bins", nn(("a", pa.int32()), ("s", pa.binary()), ("t", pa.large_string()))),
+         [{"a": -i, "s": b"b" * (i % 3), "t": "t%d" % i * (i % 4)} for i in range(rows)]),
+        (field("nested", nn(("a", pa.int16()), ("in", inner))),
+         [{"a": i % 300, "in": {"x": i * 2, "s": "q" * (i % 5)}} for i in range(rows)]),
+    ]
+    t = pa.table({"id": pa.array(range(rows), pa.int64())})
+    for f, vals in cols:
+        t = t.append_column(f, pa.array(vals, f.type))
+    return t
+
+
+def blobs(rows):
+    """A large_binary column whose field metadata asks Lance to store it
+    out of line (lance-encoding:blob): blob v1 pages in 2.1 (descriptions in
+    the page, the bytes elsewhere in the data file), blob v2 in 2.2.
+    pylance reads such a column back as descriptions (position, size), so
+    the .arrow file beside it holds the rows written."""
+    f = pa.field("blob", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+    vals = [None if i % 9 == 0 else b"" if i % 10 == 1 else bytes([i % 251]) * (i % 50 * 20 + 1) for i in range(rows)]
+    return pa.table({"id": pa.array(range(rows), pa.int64())}).append_column(f, pa.array(vals, pa.large_binary()))
+
+
 # name: (rows, the versions that store them)
 TABLES = {
     "workload": (lambda: workload(3000), VERSIONS),
     "types": (lambda: types(1200), VERSIONS),
     "maps": (lambda: maps(1000), ["2.2"]),
+    "packed": (lambda: packed(500), ["2.2"]),
+    "blobs": (lambda: blobs(200), VERSIONS),
 }
+# Tables whose .arrow file holds the rows written, not what pylance reads
+# back (descriptions of blobs).
+WRITTEN_ROWS = {"blobs"}
 
 
 def check_versions():
@@ -140,13 +182,14 @@ def check_versions():
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=HERE)
+    ap.add_argument("--tables", nargs="*", default=list(TABLES), help="the tables to (re)write")
     args = ap.parse_args()
     check_versions()
     import lance
 
     for v in VERSIONS:
         for name, (make, versions) in TABLES.items():
-            if v not in versions:
+            if v not in versions or name not in args.tables:
                 continue
             tbl = make()
             folder = os.path.join(args.out, "v" + v.replace(".", "_"))
@@ -160,6 +203,8 @@ def main():
             # the Go test compares with), which may differ in type from the
             # input where Lance converts; its rows must all be there.
             assert back.num_rows == tbl.num_rows, (back.num_rows, tbl.num_rows)
+            if name in WRITTEN_ROWS:
+                back = tbl
             with pa.OSFile(os.path.join(folder, name + ".arrow"), "wb") as f:
                 with pa.ipc.new_file(f, back.schema, options=pa.ipc.IpcWriteOptions(compression="zstd")) as w:
                     w.write_table(back)

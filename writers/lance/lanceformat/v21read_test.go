@@ -69,8 +69,11 @@ func readIPC(t *testing.T, path string) arrow.RecordBatch {
 func TestReadPylanceFormats(t *testing.T) {
 	for _, v := range []string{"v2_1", "v2_2"} {
 		names := []string{"workload", "types"}
+		if v == "v2_1" {
+			names = append(names, "blobs") // blob v1 pages
+		}
 		if v == "v2_2" {
-			names = append(names, "maps") // maps, run-length encoding
+			names = append(names, "maps", "packed") // maps, run-length encoding, variable packed structs
 		}
 		for _, name := range names {
 			t.Run(v+"/"+name, func(t *testing.T) {
