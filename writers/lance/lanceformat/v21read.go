@@ -50,10 +50,16 @@ func (p *pageRef) decodeEncoding(e *file2pb.Encoding) error {
 type leafPath struct {
 	id int32
 	dt arrow.DataType
+	// varPacked: a packed struct with variable-width fields, read as one
+	// large binary value per row (v21varpacked.go).
+	varPacked *arrow.StructType
 }
 
 // leaves lists the leaves of field fl (type dt) in pre-order.
 func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
+	if st, ok := dt.(*arrow.StructType); ok && isPacked(fl.Metadata) && hasVariableField(st) {
+		return []leafPath{{id: fl.ID, dt: arrow.BinaryTypes.LargeBinary, varPacked: st}}, nil
+	}
 	if st, ok := dt.(*arrow.StructType); ok && isPacked(fl.Metadata) {
 		// A packed struct is one column of whole rows, read as fixed-size
 		// binary values that mergeLeaves splits into the fields.
@@ -73,6 +79,9 @@ func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
 			return err
 		}
 		for _, l := range sub {
+			if l.varPacked != nil {
+				return fmt.Errorf("field %q is a packed struct with variable-width fields inside a struct or list, which Quiver does not read", kids[i].Name)
+			}
 			g := f
 			g.Type = l.dt
 			out = append(out, leafPath{id: l.id, dt: mk(g)})
@@ -128,7 +137,13 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 				return nil, err
 			}
 			chunks, err := f.readLeaf21(mem, bud, l.dt, c)
-			if err == nil && len(chunks) > 1 { // a dictionary column: top-level, its only leaf
+			if err == nil && l.varPacked != nil { // top-level, its only leaf
+				var st arrow.Array
+				st, err = unpackVarStruct(l.varPacked, chunks[0].(*array.LargeBinary))
+				chunks[0].Release()
+				chunks[0] = st
+			}
+			if err == nil && (len(chunks) > 1 || l.varPacked != nil) { // a dictionary or variable packed column: top-level, its only leaf
 				cols = append(cols, chunks)
 				break
 			}
