@@ -215,6 +215,9 @@ func (f *FileReader) readPage21(mem memory.Allocator, bud *budget, dt arrow.Data
 	if err != nil {
 		return nil, err
 	}
+	if b, ok := p.layout.GetLayout().(*encodings21pb.PageLayout_BlobLayout); ok {
+		return f.readBlobPage(mem, bud, dt, b.BlobLayout, bufs, p.length)
+	}
 	lp, err := decodePage(bud, p.layout, bufs, p.length)
 	if err != nil {
 		return nil, err
