@@ -189,9 +189,6 @@ func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Sch
 	if msg := writers.SchemaMismatch(want, got); msg != "" {
 		return nil, 0, writers.Errorf(writers.ErrInvalid, "lance: %s (dataset columns: %s)", msg, writers.FieldList(want))
 	}
-	if err := d.Manifest.Schema.CheckLayouts(); err != nil {
-		return nil, 0, err
-	}
 	return &d.Manifest.Schema, minor, lanceformat.CheckFormatTypes(got, minor)
 }
 

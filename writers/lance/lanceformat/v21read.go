@@ -121,6 +121,9 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 		}
 	}()
 	for i, fl := range s.TopLevel() {
+		if isBlobV2(fl.Metadata) {
+			return nil, writers.Errorf(writers.ErrInvalid, "lance: column %q is a Lance blob v2 column (extension %s, format 2.2), which Quiver does not read", fl.Name, blobV2)
+		}
 		dt := as.Field(i).Type
 		leaves, err := s.leaves(fl, dt)
 		if err != nil {

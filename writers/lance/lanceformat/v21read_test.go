@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/klauspost/compress/zstd"
 
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -171,5 +174,25 @@ func TestFullZipZstdDecoderShared(t *testing.T) {
 	if _, err := perValue(newBudget(1<<30), general(), block{n: 2, data: append(bytes.Clone(data[:offs[1]]), short...),
 		offs: []uint64{0, offs[1], offs[1] + uint64(len(short))}}, 0); err == nil {
 		t.Error("a value decoding past its stated size was accepted")
+	}
+}
+
+// TestBlobV2Refused: a blob v2 column (pylance 2.2's blobs) is refused
+// by the reader with InvalidArgument naming the column and "blob v2".
+func TestBlobV2Refused(t *testing.T) {
+	ctx := context.Background()
+	b, err := storage.Open(ctx, "file://"+filepath.Join(fixtureDir(t), "v2_2", "blobs.lance"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Latest(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	_, err = d.ReadFragment(ctx, b, &d.Manifest.Fragments[0], mem)
+	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), `"blob"`) || !strings.Contains(err.Error(), "blob v2") {
+		t.Fatalf("ReadFragment = %v, want ErrInvalid naming column blob and blob v2", err)
 	}
 }
