@@ -127,7 +127,8 @@ def packed(rows):
     """Structs whose field metadata asks to pack them, with variable-width
     fields (format 2.2's variable packed struct, one full-zip column of
     whole rows): a nullable struct, one of binaries and large strings, and
-    a struct nesting one with a string. pylance 14 refuses null fields in
+    a struct nesting one with a string; and a packed struct of fixed-width
+    fields inside a plain struct. pylance 14 refuses null fields in
     them ("Per-value compression not yet supported for block type
     Nullable") and nested structs of fixed-width fields only."""
     def field(name, typ, nullable=False):
@@ -143,6 +144,13 @@ def packed(rows):
         (field("nested", nn(("a", pa.int16()), ("in", inner))),
          [{"a": i % 300, "in": {"x": i * 2, "s": "q" * (i % 5)}} for i in range(rows)]),
     ]
+    # A packed struct of fixed-width fields inside a plain struct: one
+    # column of the outer struct's leaves holds the inner struct's rows.
+    outer = pa.struct([pa.field("a", pa.int32()), field("in", nn(("x", pa.int32()), ("y", pa.int16())), True),
+                       pa.field("z", pa.string())])
+    cols.append((pa.field("outer", outer),
+                 [None if i % 8 == 0 else {"a": i, "in": None if i % 5 == 0 else {"x": i, "y": i % 7}, "z": "z%d" % i}
+                  for i in range(rows)]))
     t = pa.table({"id": pa.array(range(rows), pa.int64())})
     for f, vals in cols:
         t = t.append_column(f, pa.array(vals, f.type))

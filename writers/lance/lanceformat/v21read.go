@@ -246,17 +246,26 @@ func leafCount(dt arrow.DataType) int {
 	case *arrow.StructType:
 		n := 0
 		for _, f := range t.Fields() {
-			n += leafCount(f.Type)
+			n += fieldLeafCount(f)
 		}
 		return n
 	case *arrow.ListType:
-		return leafCount(t.Elem())
+		return fieldLeafCount(t.ElemField())
 	case *arrow.LargeListType:
-		return leafCount(t.Elem())
+		return fieldLeafCount(t.ElemField())
 	case *arrow.MapType:
-		return leafCount(t.Elem())
+		return fieldLeafCount(t.ElemField())
 	}
 	return 1
+}
+
+// fieldLeafCount is the number of leaf columns of field f: one for a
+// packed struct (its rows are one column).
+func fieldLeafCount(f arrow.Field) int {
+	if f.Type.ID() == arrow.STRUCT && isPacked(arrowMeta(f.Metadata)) {
+		return 1
+	}
+	return leafCount(f.Type)
 }
 
 // mergeLeaves joins the per-leaf arrays of one field (each of the type
@@ -272,7 +281,7 @@ func mergeLeaves(dt arrow.DataType, parts []arrow.ArrayData) arrow.ArrayData {
 		kids := make([]arrow.ArrayData, t.NumFields())
 		at := 0
 		for i, f := range t.Fields() {
-			n := leafCount(f.Type)
+			n := fieldLeafCount(f)
 			sub := make([]arrow.ArrayData, n)
 			for j := range n {
 				sub[j] = parts[at+j].Children()[0]
