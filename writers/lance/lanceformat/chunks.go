@@ -13,36 +13,73 @@ import (
 // Reading a column as several chunks. In format 2.1+ every page of a
 // dictionary column carries its own dictionary; the pages of one file
 // (Quiver's, when a stream changed dictionaries, or another writer's) may
-// hold more distinct values together than the index type addresses
-// (int8: 127), so such a column reads as several arrays, each joining the
-// pages whose dictionaries' union fits, and a file or fragment as several
+// hold more distinct values than the index type addresses (int8: 127),
+// even a single page (pylance 14 unifies batches' dictionaries into one
+// page of wider indices). So a dictionary column is read as its values,
+// cut into runs of rows of at most that many distinct values, each
+// dictionary-encoded on its own, and a file or fragment as several
 // records cut where any of its columns' chunks end.
 
-// joinPages joins the pages of one leaf column (each of type dt): one
-// array, or for a dictionary the runs of pages whose union fits the index
-// type. The pages are released.
+// joinPages joins the pages of one leaf column: one array of type dt, or
+// for a dictionary type, whose pages hold its values, the chunks of
+// dictChunks. The pages are released.
 func joinPages(mem memory.Allocator, dt arrow.DataType, pages []arrow.Array) ([]arrow.Array, error) {
 	defer releaseAll(pages)
-	if len(pages) == 0 {
-		return []arrow.Array{array.MakeArrayOfNull(mem, dt, 0)}, nil
+	t, dict := dt.(*arrow.DictionaryType)
+	vt := dt
+	if dict {
+		vt = t.ValueType
 	}
-	runs := [][]arrow.Array{pages}
-	if t, ok := dt.(*arrow.DictionaryType); ok {
-		runs = dictRuns(pages, maxDictEntries(t.IndexType))
-	}
-	var out []arrow.Array
-	for _, run := range runs {
-		if len(run) == 1 {
-			run[0].Retain()
-			out = append(out, run[0])
-			continue
+	var all arrow.Array
+	switch len(pages) {
+	case 0:
+		all = array.MakeArrayOfNull(mem, vt, 0)
+	case 1:
+		all = pages[0]
+		all.Retain()
+	default:
+		var err error
+		if all, err = array.Concatenate(pages, mem); err != nil {
+			return nil, err
 		}
-		a, err := array.Concatenate(run, mem)
+	}
+	if !dict {
+		return []arrow.Array{all}, nil
+	}
+	defer all.Release()
+	return dictChunks(mem, t, all)
+}
+
+// dictChunks dictionary-encodes values as type t: one array, or one per
+// run of rows whose distinct values the index type addresses.
+func dictChunks(mem memory.Allocator, t *arrow.DictionaryType, values arrow.Array) ([]arrow.Array, error) {
+	limit, cuts := maxDictEntries(t.IndexType), []int{0}
+	if t.IndexType.(arrow.FixedWidthDataType).BitWidth() <= 16 {
+		seen := map[string]struct{}{}
+		for i := range values.Len() {
+			if values.IsNull(i) {
+				continue
+			}
+			k := valueKey(values, i)
+			if _, ok := seen[k]; ok {
+				continue
+			}
+			if len(seen) == limit {
+				cuts, seen = append(cuts, i), map[string]struct{}{}
+			}
+			seen[k] = struct{}{}
+		}
+	}
+	cuts = append(cuts, values.Len())
+	var out []arrow.Array
+	for j := range len(cuts) - 1 {
+		d, err := dictEncode(mem, t, array.NewSlice(values, int64(cuts[j]), int64(cuts[j+1])))
 		if err != nil {
 			releaseAll(out)
 			return nil, err
 		}
-		out = append(out, a)
+		out = append(out, array.MakeFromData(d))
+		d.Release()
 	}
 	return out, nil
 }
@@ -65,39 +102,10 @@ func maxDictEntries(idx arrow.DataType) int {
 	return math.MaxInt
 }
 
-// dictRuns cuts dictionary pages into runs of consecutive pages whose
-// dictionaries hold at most limit distinct values together. A page's
-// dictionary holds distinct values (the reader built it), counted by
-// their bytes: values Arrow's unifier takes as one are at least as many.
-// A page alone over the limit cannot be: its indices would not fit.
-func dictRuns(pages []arrow.Array, limit int) [][]arrow.Array {
-	var (
-		runs [][]arrow.Array
-		seen = map[string]struct{}{}
-		from int
-	)
-	for i, p := range pages {
-		dict := p.(*array.Dictionary).Dictionary()
-		fresh := 0
-		for j := range dict.Len() {
-			if _, ok := seen[dictKey(dict, j)]; !ok {
-				fresh++
-			}
-		}
-		if len(seen)+fresh > limit && i > from {
-			runs = append(runs, pages[from:i])
-			from, seen = i, map[string]struct{}{}
-		}
-		for j := range dict.Len() {
-			seen[dictKey(dict, j)] = struct{}{}
-		}
-	}
-	return append(runs, pages[from:])
-}
-
-// dictKey is value j of a dictionary as bytes.
-func dictKey(dict arrow.Array, j int) string {
-	switch d := dict.(type) {
+// valueKey is value j of a binary or fixed-width array as bytes (values
+// Arrow takes as equal have equal bytes).
+func valueKey(a arrow.Array, j int) string {
+	switch d := a.(type) {
 	case *array.String:
 		return d.Value(j)
 	case *array.LargeString:
@@ -107,7 +115,7 @@ func dictKey(dict arrow.Array, j int) string {
 	case *array.LargeBinary:
 		return string(d.Value(j))
 	}
-	data := dict.Data()
+	data := a.Data()
 	w := data.DataType().(arrow.FixedWidthDataType).BitWidth() / 8
 	at := (data.Offset() + j) * w
 	return string(data.Buffers()[1].Bytes()[at : at+w])

@@ -29,7 +29,7 @@ func (u *fileDict) fresh(d arrow.Array) int {
 	}
 	n := 0
 	for j := range d.Len() {
-		if _, ok := u.seen[dictKey(d, j)]; !ok {
+		if _, ok := u.seen[valueKey(d, j)]; !ok {
 			n++
 		}
 	}
@@ -41,7 +41,7 @@ func (u *fileDict) add(d arrow.Array) {
 		return
 	}
 	for j := range d.Len() {
-		u.seen[dictKey(d, j)] = struct{}{}
+		u.seen[valueKey(d, j)] = struct{}{}
 	}
 	u.last = d.Data()
 }

@@ -55,11 +55,12 @@ func strs(mem memory.Allocator, vs ...string) arrow.Array {
 	return b.NewArray()
 }
 
-// dictValues is a dictionary column's values row by row ("<null>" for null).
+// dictValues is the values of the records' last column, a dictionary, row
+// by row ("<null>" for null).
 func dictValues(recs ...arrow.RecordBatch) []string {
 	var out []string
 	for _, r := range recs {
-		d := r.Column(0).(*array.Dictionary)
+		d := r.Column(int(r.NumCols()) - 1).(*array.Dictionary)
 		vals := d.Dictionary().(*array.String)
 		for i := range d.Len() {
 			if d.IsNull(i) || vals.IsNull(d.GetValueIndex(i)) {

@@ -196,13 +196,17 @@ func (f *FileReader) readLeaf21(mem memory.Allocator, bud *budget, dt arrow.Data
 	if col < 0 || col >= len(f.columns) {
 		return nil, fmt.Errorf("file has %d columns, the schema needs column %d", len(f.columns), col)
 	}
+	vt := dt // a dictionary's pages are read as its values (joinPages)
+	if t, ok := dt.(*arrow.DictionaryType); ok {
+		vt = t.ValueType
+	}
 	var parts []arrow.Array
 	for i, p := range f.columns[col] {
 		if p.layout == nil {
 			releaseAll(parts)
 			return nil, fmt.Errorf("page %d has no 2.1 page layout", i)
 		}
-		a, err := f.readPage21(mem, bud, dt, p)
+		a, err := f.readPage21(mem, bud, vt, p)
 		if err != nil {
 			releaseAll(parts)
 			return nil, fmt.Errorf("page %d: %w", i, err)
