@@ -51,22 +51,8 @@ func wideDictRecord(mem memory.Allocator, k, from, n, size int) arrow.RecordBatc
 // checking that no record's dictionary outgrows int8 indices.
 func dictRows(t *testing.T, w *Writer, mem memory.Allocator) map[int64]string {
 	t.Helper()
-	ctx := context.Background()
-	d, err := w.latest(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[int64]string{}
-	for i := range d.Manifest.Fragments {
-		recs, err := d.ReadFragment(ctx, w.bucket, &d.Manifest.Fragments[i], mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rec := range recs {
-			addDictRows(t, out, rec)
-			rec.Release()
-		}
-	}
+	eachLiveRecord(t, w, mem, func(rec arrow.RecordBatch) { addDictRows(t, out, rec) })
 	return out
 }
 

@@ -35,28 +35,16 @@ func seedDiff(t *testing.T, dir string, mem memory.Allocator) {
 // diffState returns id -> name of every live row.
 func diffState(t *testing.T, w *Writer, mem memory.Allocator) map[int64]string {
 	t.Helper()
-	ctx := context.Background()
-	d, err := w.latest(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[int64]string{}
-	for i := range d.Manifest.Fragments {
-		recs, err := d.ReadFragment(ctx, w.bucket, &d.Manifest.Fragments[i], mem)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, rec := range recs {
-			for r := range int(rec.NumRows()) {
-				id := rec.Column(0).(*array.Int64).Value(r)
-				if _, dup := out[id]; dup {
-					t.Fatalf("id %d is live twice", id)
-				}
-				out[id] = rec.Column(3).ValueStr(r)
+	eachLiveRecord(t, w, mem, func(rec arrow.RecordBatch) {
+		for r := range int(rec.NumRows()) {
+			id := rec.Column(0).(*array.Int64).Value(r)
+			if _, dup := out[id]; dup {
+				t.Fatalf("id %d is live twice", id)
 			}
-			rec.Release()
+			out[id] = rec.Column(3).ValueStr(r)
 		}
-	}
+	})
 	return out
 }
 

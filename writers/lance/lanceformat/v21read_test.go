@@ -86,14 +86,7 @@ func TestReadPylanceFormats(t *testing.T) {
 				want := readIPC(t, filepath.Join(dir, name+".arrow"))
 				defer want.Release()
 				ctx := context.Background()
-				b, err := storage.Open(ctx, "file://"+filepath.Join(dir, name+".lance"), storage.Options{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				d, err := Latest(ctx, b)
-				if err != nil {
-					t.Fatal(err)
-				}
+				b, d := openFixture(t, v, name)
 				mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 				var got []arrow.RecordBatch
 				for _, f := range d.Manifest.Fragments {
@@ -196,18 +189,10 @@ func TestFullZipZstdDecoderShared(t *testing.T) {
 // TestBlobV2Refused: a blob v2 column (pylance 2.2's blobs) is refused
 // by the reader with InvalidArgument naming the column and "blob v2".
 func TestBlobV2Refused(t *testing.T) {
-	ctx := context.Background()
-	b, err := storage.Open(ctx, "file://"+filepath.Join(fixtureDir(t), "v2_2", "blobs.lance"), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := Latest(ctx, b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, d := openFixture(t, "v2_2", "blobs")
 	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
 	defer mem.AssertSize(t, 0)
-	_, err = d.ReadFragment(ctx, b, &d.Manifest.Fragments[0], mem)
+	_, err := d.ReadFragment(context.Background(), b, &d.Manifest.Fragments[0], mem)
 	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), `"blob"`) || !strings.Contains(err.Error(), "blob v2") {
 		t.Fatalf("ReadFragment = %v, want ErrInvalid naming column blob and blob v2", err)
 	}
@@ -225,4 +210,19 @@ func stringValues(a arrow.Array) []string {
 		}
 	}
 	return out
+}
+
+// openFixture opens the latest version of fixture dataset v/name.
+func openFixture(t *testing.T, v, name string) (*storage.Bucket, *Dataset) {
+	t.Helper()
+	ctx := context.Background()
+	b, err := storage.Open(ctx, "file://"+filepath.Join(fixtureDir(t), v, name+".lance"), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := Latest(ctx, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b, d
 }
