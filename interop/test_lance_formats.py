@@ -391,3 +391,22 @@ def test_wide_dictionaries_read_and_optimized(serve: Callable[..., Quiver], tabl
     res = q.client().action("optimize", endpoint="w")
     assert res["files_removed"] == 10 and res["files_added"] == 4, res
     check("after optimize")
+
+
+def test_dictionary_wider_than_indices_refused(serve: Callable[..., Quiver], tables: Path) -> None:
+    """A batch whose dictionary alone has more entries (200) than its int8
+    indices address is refused with InvalidArgument naming the column;
+    nothing is published and the endpoint takes the next put."""
+    cats = pa.array([f"c{i:03d}" for i in range(200)])
+    t = pa.table({"id": pa.array([0, 1], pa.int64()),
+                  "wide": pa.DictionaryArray.from_arrays(pa.array([0, 127], pa.int8()), cats)})
+    path = tables / "dict-too-wide.lance"
+    q = serve([lance_endpoint("d", path)])
+    with pytest.raises((flight.FlightError, pa.ArrowException)) as e:
+        q.client().put("d", t)
+    assert "invalid" in str(e.value).lower() and "wide" in str(e.value) and "200" in str(e.value), str(e.value)
+    ok = pa.table({"id": pa.array([0, 1], pa.int64()),
+                   "wide": pa.DictionaryArray.from_arrays(pa.array([0, 127], pa.int8()), cats[:128])})
+    q.client().put("d", ok)
+    got = lance.dataset(str(path)).to_table()
+    assert got.num_rows == 2 and got.column("wide").combine_chunks().dictionary_decode().to_pylist() == ["c000", "c127"]
