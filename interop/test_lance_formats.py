@@ -410,3 +410,28 @@ def test_dictionary_wider_than_indices_refused(serve: Callable[..., Quiver], tab
     q.client().put("d", ok)
     got = lance.dataset(str(path)).to_table()
     assert got.num_rows == 2 and got.column("wide").combine_chunks().dictionary_decode().to_pylist() == ["c000", "c127"]
+
+
+@pytest.mark.parametrize("layout", ["packed", "blob-v1", "blob-v2"])
+def test_layout_dataset_endpoint_unavailable(serve: Callable[..., Quiver], tables: Path, layout: str) -> None:
+    """A dataset pylance wrote with a packed struct (2.2) or blob column
+    (blob v1 in 2.1, blob v2 in 2.2): its endpoint answers naming the column
+    (and "blob v2"), writes nothing, and the server serves the other
+    endpoint."""
+    if layout == "packed":
+        typ = pa.struct([pa.field("a", pa.int32(), False), pa.field("s", pa.string(), False)])
+        field = pa.field("col", typ, metadata={"lance-encoding:packed": "true"})
+        col, version = pa.array([{"a": i, "s": f"s{i}"} for i in range(10)], typ), "2.2"
+    else:
+        field = pa.field("col", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+        col, version = pa.array([b"x" * i for i in range(10)], pa.large_binary()), "2.1" if layout == "blob-v1" else "2.2"
+    t = pa.table({"id": pa.array(range(10), pa.int64())}).append_column(field, col)
+    path, ok = tables / f"{layout}.lance", tables / f"ok-{layout}.lance"
+    lance.write_dataset(t, str(path), data_storage_version=version)
+    q = serve([lance_endpoint("l", path), lance_endpoint("ok", ok)])
+    with pytest.raises((flight.FlightError, pa.ArrowException)) as e:
+        q.client().put("l", t)
+    assert '"col"' in str(e.value) and ("blob v2" in str(e.value)) == (layout == "blob-v2"), str(e.value)
+    assert lance.dataset(str(path)).version == 1
+    q.client().put("ok", workload(0, 10))
+    assert lance.dataset(str(ok)).count_rows() == 10
