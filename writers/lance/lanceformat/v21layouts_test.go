@@ -56,7 +56,7 @@ func TestVariablePackedRows(t *testing.T) {
 	}
 	good := rows(packedRow(int32(7), "seven", packedRow(int32(70), "x")), nil, packedRow(int32(-1), "", packedRow(int32(0), "")))
 	defer good.Release()
-	got, err := unpackVarStruct(st, good)
+	got, err := unpackVarStruct(newBudget(1<<20), st, good)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,6 +67,16 @@ func TestVariablePackedRows(t *testing.T) {
 	if g, w := got.String(), `{[7 (null) -1] ["seven" (null) ""] {[70 (null) 0] ["x" (null) ""]}}`; g != w {
 		t.Errorf("got %s\nwant %s", g, w)
 	}
+	// Null rows of a struct of a 16 MiB field: their zeroes are charged.
+	wide := arrow.StructOf(arrow.Field{Name: "b", Type: &arrow.FixedSizeBinaryType{ByteWidth: 16 << 20}}, arrow.Field{Name: "s", Type: arrow.BinaryTypes.String})
+	nulls := rows(nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)
+	if a, err := unpackVarStruct(newBudget(1<<20), wide, nulls); err == nil || !strings.Contains(err.Error(), "limit") {
+		if a != nil {
+			a.Release()
+		}
+		t.Errorf("17 null rows of 16 MiB each: %v", err)
+	}
+	nulls.Release()
 	row := packedRow(int32(7), "seven", packedRow(int32(70), "x"))
 	for name, bad := range map[string][]byte{
 		"length past the row": binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 1), 1<<30),
@@ -75,7 +85,7 @@ func TestVariablePackedRows(t *testing.T) {
 		"nested length past":  packedRow(int32(7), "seven", []byte{1, 2}),
 	} {
 		r := rows(bad)
-		if a, err := unpackVarStruct(st, r); err == nil {
+		if a, err := unpackVarStruct(newBudget(1<<20), st, r); err == nil {
 			a.Release()
 			t.Errorf("%s: accepted", name)
 		}

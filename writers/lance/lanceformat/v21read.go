@@ -142,7 +142,7 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 			chunks, err := f.readLeaf21(mem, bud, l.dt, c)
 			if err == nil && l.varPacked != nil { // top-level, its only leaf
 				var st arrow.Array
-				st, err = unpackVarStruct(l.varPacked, chunks[0].(*array.LargeBinary))
+				st, err = unpackVarStruct(bud, l.varPacked, chunks[0].(*array.LargeBinary))
 				chunks[0].Release()
 				chunks[0] = st
 			}
