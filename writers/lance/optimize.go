@@ -232,8 +232,9 @@ const maxCompactors = 4
 
 // rewrite writes the new data files of plan's groups, up to
 // min(GOMAXPROCS, maxCompactors) groups at a time, and returns the
-// Rewrite transaction replacing each group by its files and every file
-// written. On error it deletes what it wrote.
+// Rewrite transaction replacing each group that shrinks by its files, and
+// those files (a group that does not shrink is left: its files are
+// deleted). On error it deletes what it wrote.
 func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]lanceformat.Fragment, minor uint16, target compactTarget) (*lanceformat.Transaction, []fragment, error) {
 	files := make([][]fragment, len(plan))
 	g, gctx := errgroup.WithContext(ctx)
@@ -253,8 +254,7 @@ func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]l
 		return nil, nil, errors.Join(err, w.deleteWritten(ctx, written))
 	}
 	txn := &lanceformat.Transaction{Op: lanceformat.OpRewrite}
-	written = nil
-	var useless []fragment
+	var kept, useless []fragment
 	for i, old := range plan {
 		if !shrinks(old, files[i]) {
 			useless = append(useless, files[i]...)
@@ -265,12 +265,12 @@ func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]l
 			g.New = append(g.New, f.lance())
 		}
 		txn.Groups = append(txn.Groups, g)
-		written = append(written, files[i]...)
+		kept = append(kept, files[i]...)
 	}
 	if err := w.deleteWritten(ctx, useless); err != nil {
-		return nil, nil, errors.Join(err, w.deleteWritten(ctx, written))
+		return nil, nil, errors.Join(err, w.deleteWritten(ctx, kept))
 	}
-	return txn, written, nil
+	return txn, kept, nil
 }
 
 // shrinks reports whether rewriting old as files gains anything: fewer
@@ -296,9 +296,9 @@ func shrinks(old []lanceformat.Fragment, files []fragment) bool {
 // manifest entry promises (else ErrInvalid: a wrong deletion count must
 // not lose rows). Reading and encoding are pipelined: one goroutine reads
 // the fragments one after the other, this one encodes, with one fragment
-// (or record of one) in between, so memory stays at three fragments' rows (being encoded,
-// in between, being read) plus the open file's pages, held on the memory
-// budget.
+// (or one record of one) in between, so memory stays at three fragments'
+// rows (being encoded, in between, being read) plus the open file's
+// pages, held on the memory budget.
 func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags []lanceformat.Fragment, minor uint16, perFile uint64, target compactTarget) (_ []fragment, err error) {
 	s := &stage{schema: &d.Manifest.Schema, minor: minor, rollRows: max(perFile, 1), rollBytes: target.bytes}
 	defer func() {
