@@ -130,7 +130,7 @@ func (d *Dataset) ReadColumns(ctx context.Context, b *storage.Bucket, f *Fragmen
 		}
 	}
 	chunks := cols
-	cols = nil
+	cols = nil // records releases them
 	return records(all, chunks, int64(f.PhysicalRows))
 }
 

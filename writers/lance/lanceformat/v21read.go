@@ -175,9 +175,9 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 		}
 		cols = append(cols, []arrow.Array{arr})
 	}
-	all := cols
-	cols = nil
-	return records(as, all, int64(f.Rows))
+	chunks := cols
+	cols = nil // records releases them
+	return records(as, chunks, int64(f.Rows))
 }
 
 func dataOf(as []arrow.Array) []arrow.ArrayData {
@@ -190,8 +190,8 @@ func dataOf(as []arrow.Array) []arrow.ArrayData {
 
 // readLeaf21 decodes every page of leaf column col as type dt (the
 // field's type reduced to the path to this leaf): one array, or several
-// for a dictionary whose pages' dictionaries the index type cannot
-// address together (joinPages).
+// for a dictionary whose distinct values its index type cannot address
+// in one (joinPages).
 func (f *FileReader) readLeaf21(mem memory.Allocator, bud *budget, dt arrow.DataType, col int) ([]arrow.Array, error) {
 	if col < 0 || col >= len(f.columns) {
 		return nil, fmt.Errorf("file has %d columns, the schema needs column %d", len(f.columns), col)
