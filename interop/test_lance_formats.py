@@ -352,3 +352,86 @@ def test_merge_insert_differential(serve: Callable[..., Quiver], tables: Path) -
         q.client().put(name, src)
         MERGE_OPTIONS[name][1](lance.dataset(str(theirs)).merge_insert("id")).execute(src)
         assert_same(lance.dataset(str(ours)).to_table(), lance.dataset(str(theirs)).to_table(), f"round {rnd} ({name})")
+
+
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_wide_dictionaries_read_and_optimized(serve: Callable[..., Quiver], tables: Path, version: str) -> None:
+    """Categorical batches whose dictionaries (int8-indexed, 40 entries
+    each, all different) together outgrow the index type: Quiver rolls a
+    data file before a batch that would overflow the file's dictionary
+    (pylance joins a file's pages and fails past the index type), pylance
+    reads every value back, and after Quiver's optimize (12 batches, three
+    to a file: 10 fragments become 4) pylance still reads the same values."""
+    batches, rows = [], 0
+    for put in range(3):
+        for k in range(4):
+            cats = pa.array([f"p{put}-b{k}-c{i:03d}" for i in range(40)])
+            idx = pa.array([None if i % 29 == 0 else (i * 7 + k) % 40 for i in range(250)], pa.int8())
+            batches.append(pa.record_batch({"id": pa.array(range(rows, rows + 250), pa.int64()),
+                                            "c": pa.DictionaryArray.from_arrays(idx, cats)}))
+            rows += 250
+    path = tables / f"widedict-{version}.lance"
+    q = serve([lance_endpoint("w", path, data_storage_version=version)])
+    q.client().put("w", pa.Table.from_batches(batches[:4]))  # 3 batches to a file, then 1
+    for b in batches[4:]:
+        q.client().put("w", pa.Table.from_batches([b]))
+    want = pa.Table.from_batches(batches)
+
+    def check(who: str) -> None:
+        def plain(t: pa.Table) -> pa.Table:  # the chunks' dictionaries differ: decode each
+            c = pa.chunked_array([ch.dictionary_decode() for ch in t.column("c").chunks], pa.string())
+            return pa.table({"id": t.column("id"), "c": c}).sort_by("id")
+
+        got = lance.dataset(str(path)).to_table()
+        assert pa.types.is_dictionary(got.schema.field("c").type), who
+        assert plain(got).equals(plain(want)), who
+
+    check("after the puts")
+    assert len(lance.dataset(str(path)).get_fragments()) == 10
+    res = q.client().action("optimize", endpoint="w")
+    assert res["files_removed"] == 10 and res["files_added"] == 4, res
+    check("after optimize")
+
+
+def test_dictionary_wider_than_indices_refused(serve: Callable[..., Quiver], tables: Path) -> None:
+    """A batch whose dictionary alone has more entries (200) than its int8
+    indices address is refused with InvalidArgument naming the column;
+    nothing is published and the endpoint takes the next put."""
+    cats = pa.array([f"c{i:03d}" for i in range(200)])
+    t = pa.table({"id": pa.array([0, 1], pa.int64()),
+                  "wide": pa.DictionaryArray.from_arrays(pa.array([0, 127], pa.int8()), cats)})
+    path = tables / "dict-too-wide.lance"
+    q = serve([lance_endpoint("d", path)])
+    with pytest.raises((flight.FlightError, pa.ArrowException)) as e:
+        q.client().put("d", t)
+    assert "invalid" in str(e.value).lower() and "wide" in str(e.value) and "200" in str(e.value), str(e.value)
+    ok = pa.table({"id": pa.array([0, 1], pa.int64()),
+                   "wide": pa.DictionaryArray.from_arrays(pa.array([0, 127], pa.int8()), cats[:128])})
+    q.client().put("d", ok)
+    got = lance.dataset(str(path)).to_table()
+    assert got.num_rows == 2 and got.column("wide").combine_chunks().dictionary_decode().to_pylist() == ["c000", "c127"]
+
+
+@pytest.mark.parametrize("layout", ["packed", "blob-v1", "blob-v2"])
+def test_layout_dataset_endpoint_unavailable(serve: Callable[..., Quiver], tables: Path, layout: str) -> None:
+    """A dataset pylance wrote with a packed struct (2.2) or blob column
+    (blob v1 in 2.1, blob v2 in 2.2): its endpoint answers naming the column
+    (and "blob v2"), writes nothing, and the server serves the other
+    endpoint."""
+    if layout == "packed":
+        typ = pa.struct([pa.field("a", pa.int32(), False), pa.field("s", pa.string(), False)])
+        field = pa.field("col", typ, metadata={"lance-encoding:packed": "true"})
+        col, version = pa.array([{"a": i, "s": f"s{i}"} for i in range(10)], typ), "2.2"
+    else:
+        field = pa.field("col", pa.large_binary(), metadata={"lance-encoding:blob": "true"})
+        col, version = pa.array([b"x" * i for i in range(10)], pa.large_binary()), "2.1" if layout == "blob-v1" else "2.2"
+    t = pa.table({"id": pa.array(range(10), pa.int64())}).append_column(field, col)
+    path, ok = tables / f"{layout}.lance", tables / f"ok-{layout}.lance"
+    lance.write_dataset(t, str(path), data_storage_version=version)
+    q = serve([lance_endpoint("l", path), lance_endpoint("ok", ok)])
+    with pytest.raises((flight.FlightError, pa.ArrowException)) as e:
+        q.client().put("l", t)
+    assert '"col"' in str(e.value) and ("blob v2" in str(e.value)) == (layout == "blob-v2"), str(e.value)
+    assert lance.dataset(str(path)).version == 1
+    q.client().put("ok", workload(0, 10))
+    assert lance.dataset(str(ok)).count_rows() == 10

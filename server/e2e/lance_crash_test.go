@@ -66,12 +66,14 @@ func eachFragment(t *testing.T, datasetDir string, loaded func(d *lanceformat.Da
 	}
 	loaded(d, b)
 	for i := range d.Manifest.Fragments {
-		rec, err := d.ReadFragment(ctx, b, &d.Manifest.Fragments[i], memory.DefaultAllocator)
+		recs, err := d.ReadFragment(ctx, b, &d.Manifest.Fragments[i], memory.DefaultAllocator)
 		if err != nil {
 			t.Fatal(err)
 		}
-		fn(rec)
-		rec.Release()
+		for _, rec := range recs {
+			fn(rec)
+			rec.Release()
+		}
 	}
 }
 

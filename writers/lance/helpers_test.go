@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -61,4 +62,25 @@ func dbDir(t *testing.T, name string) (string, string) {
 func indexIdle(w *Writer) {
 	w.idxMu.Lock()
 	defer w.idxMu.Unlock()
+}
+
+// eachLiveRecord calls fn with each record of live rows of the latest
+// version, in fragment order (a record is released after the call).
+func eachLiveRecord(t *testing.T, w *Writer, mem memory.Allocator, fn func(rec arrow.RecordBatch)) {
+	t.Helper()
+	ctx := context.Background()
+	d, err := w.latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range d.Manifest.Fragments {
+		recs, err := d.ReadFragment(ctx, w.bucket, &d.Manifest.Fragments[i], mem)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, rec := range recs {
+			fn(rec)
+			rec.Release()
+		}
+	}
 }

@@ -257,21 +257,15 @@ func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lance
 	for _, o := range offs {
 		gone.addOffset(o)
 	}
-	rec, err := d.ReadColumns(ctx, b, f, on, mem)
-	if err != nil {
-		return err
-	}
-	err = x.enc.EncodeColumns(rec.Columns(), int(rec.NumRows()))
-	rec.Release()
-	if err != nil {
-		return err
-	}
 	var live uint64
-	for off := range x.enc.Len() {
-		if !gone.has(uint32(off)) {
-			x.add(x.enc.Key(off), f.ID<<32|uint64(off))
+	err = fragmentKeys(ctx, b, d, f, on, x.enc, mem, func(off uint32, key []byte) {
+		if !gone.has(off) {
+			x.add(key, f.ID<<32|uint64(off))
 			live++
 		}
+	})
+	if err != nil {
+		return err
 	}
 	x.frags[f.ID] = indexedFragment{seen: seenAs(f), live: live}
 	return nil

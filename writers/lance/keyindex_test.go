@@ -24,23 +24,13 @@ import (
 // included).
 func liveRows(t *testing.T, w *Writer, mem memory.Allocator) []diffRow {
 	t.Helper()
-	ctx := context.Background()
-	d, err := w.latest(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []diffRow
-	for i := range d.Manifest.Fragments {
-		rec, err := d.ReadFragment(ctx, w.bucket, &d.Manifest.Fragments[i], mem)
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachLiveRecord(t, w, mem, func(rec arrow.RecordBatch) {
 		for r := range int(rec.NumRows()) {
 			out = append(out, diffRow{id: rec.Column(0).(*array.Int64).Value(r), k2: rec.Column(1).ValueStr(r),
 				val: rec.Column(2).(*array.Float64).Value(r), name: rec.Column(3).ValueStr(r)})
 		}
-		rec.Release()
-	}
+	})
 	return out
 }
 

@@ -73,24 +73,14 @@ func commitRows(t *testing.T, w *Writer, key writers.TxnKey, rec arrow.RecordBat
 // readIDs returns the id column of every live row Quiver reads.
 func readIDs(t *testing.T, w *Writer, mem memory.Allocator) map[int64]string {
 	t.Helper()
-	ctx := context.Background()
-	d, err := w.latest(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[int64]string{}
-	for i := range d.Manifest.Fragments {
-		rec, err := d.ReadFragment(ctx, w.bucket, &d.Manifest.Fragments[i], mem)
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachLiveRecord(t, w, mem, func(rec arrow.RecordBatch) {
 		ids := rec.Column(0).(*array.Int64)
 		names := rec.Column(1).(*array.String)
 		for r := range ids.Len() {
 			out[ids.Value(r)] = names.ValueStr(r)
 		}
-		rec.Release()
-	}
+	})
 	return out
 }
 

@@ -35,17 +35,8 @@ func seedDiff(t *testing.T, dir string, mem memory.Allocator) {
 // diffState returns id -> name of every live row.
 func diffState(t *testing.T, w *Writer, mem memory.Allocator) map[int64]string {
 	t.Helper()
-	ctx := context.Background()
-	d, err := w.latest(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := map[int64]string{}
-	for i := range d.Manifest.Fragments {
-		rec, err := d.ReadFragment(ctx, w.bucket, &d.Manifest.Fragments[i], mem)
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachLiveRecord(t, w, mem, func(rec arrow.RecordBatch) {
 		for r := range int(rec.NumRows()) {
 			id := rec.Column(0).(*array.Int64).Value(r)
 			if _, dup := out[id]; dup {
@@ -53,8 +44,7 @@ func diffState(t *testing.T, w *Writer, mem memory.Allocator) map[int64]string {
 			}
 			out[id] = rec.Column(3).ValueStr(r)
 		}
-		rec.Release()
-	}
+	})
 	return out
 }
 

@@ -106,26 +106,20 @@ func scanTargets(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset,
 		for _, o := range deleted {
 			gone.addOffset(o)
 		}
-		rec, err := d.ReadColumns(ctx, b, f, cfg.On, mem)
-		if err != nil {
-			return nil, err
-		}
-		err = enc.EncodeColumns(rec.Columns(), int(rec.NumRows()))
-		rec.Release()
-		if err != nil {
-			return nil, err
-		}
-		for off := range enc.Len() {
-			if gone.has(uint32(off)) {
-				continue
+		err = fragmentKeys(ctx, b, d, f, cfg.On, enc, mem, func(off uint32, key []byte) {
+			if gone.has(off) {
+				return
 			}
 			addr := f.ID<<32 | uint64(off)
-			if ord, ok := src.keys.Find(enc.Key(off)); ok {
+			if ord, ok := src.keys.Find(key); ok {
 				t.add(int32(ord), addr)
 			} else if bySource {
-				plan.deletes[f.ID] = append(plan.deletes[f.ID], uint32(off))
+				plan.deletes[f.ID] = append(plan.deletes[f.ID], off)
 				plan.counts.Deleted++
 			}
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	return t, nil

@@ -6,7 +6,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 // findTargets returns the target rows of src's keys in version d (and,
@@ -42,4 +44,26 @@ func (w *Writer) findTargets(ctx context.Context, d *lanceformat.Dataset, src *s
 		w.m.indexSyncs.WithLabelValues("current").Inc()
 	}
 	return w.idx.targets(src, bySource, plan)
+}
+
+// fragmentKeys encodes the key columns on of every physical row of
+// fragment f (deleted rows included) with enc and calls key with each
+// row's offset and key (valid during the call only).
+func fragmentKeys(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, f *lanceformat.Fragment, on []string, enc *merge.KeyEncoder, mem memory.Allocator, key func(off uint32, k []byte)) error {
+	recs, err := d.ReadColumns(ctx, b, f, on, mem)
+	if err != nil {
+		return err
+	}
+	defer lanceformat.ReleaseRecords(recs)
+	var at uint32 // the fragment offset of rec's first row
+	for _, rec := range recs {
+		if err := enc.EncodeColumns(rec.Columns(), int(rec.NumRows())); err != nil {
+			return err
+		}
+		for i := range enc.Len() {
+			key(at+uint32(i), enc.Key(i))
+		}
+		at += uint32(rec.NumRows())
+	}
+	return nil
 }

@@ -82,6 +82,9 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	if err != nil {
 		return res, fmt.Errorf("lance: optimize %s: %w", w.cfg.DatasetURI, err)
 	}
+	if len(txn.Groups) == 0 {
+		return res, nil // no group shrinks
+	}
 	var nd *lanceformat.Dataset
 	err = w.pins.Commit(ctx, func(pinned map[uint64]bool) error {
 		for _, g := range txn.Groups {
@@ -229,8 +232,9 @@ const maxCompactors = 4
 
 // rewrite writes the new data files of plan's groups, up to
 // min(GOMAXPROCS, maxCompactors) groups at a time, and returns the
-// Rewrite transaction replacing each group by its files and every file
-// written. On error it deletes what it wrote.
+// Rewrite transaction replacing each group that shrinks by its files, and
+// those files (a group that does not shrink is left: its files are
+// deleted). On error it deletes what it wrote.
 func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]lanceformat.Fragment, minor uint16, target compactTarget) (*lanceformat.Transaction, []fragment, error) {
 	files := make([][]fragment, len(plan))
 	g, gctx := errgroup.WithContext(ctx)
@@ -249,14 +253,39 @@ func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]l
 	if err != nil {
 		return nil, nil, errors.Join(err, w.deleteWritten(ctx, written))
 	}
-	txn := &lanceformat.Transaction{Op: lanceformat.OpRewrite, Groups: make([]lanceformat.RewriteGroup, len(plan))}
+	txn := &lanceformat.Transaction{Op: lanceformat.OpRewrite}
+	var kept, useless []fragment
 	for i, old := range plan {
-		txn.Groups[i].Old = old
+		if !shrinks(old, files[i]) {
+			useless = append(useless, files[i]...)
+			continue
+		}
+		g := lanceformat.RewriteGroup{Old: old}
 		for _, f := range files[i] {
-			txn.Groups[i].New = append(txn.Groups[i].New, f.lance())
+			g.New = append(g.New, f.lance())
+		}
+		txn.Groups = append(txn.Groups, g)
+		kept = append(kept, files[i]...)
+	}
+	if err := w.deleteWritten(ctx, useless); err != nil {
+		return nil, nil, errors.Join(err, w.deleteWritten(ctx, kept))
+	}
+	return txn, kept, nil
+}
+
+// shrinks reports whether rewriting old as files gains anything: fewer
+// files, or deleted rows dropped. It does not when the files had to roll
+// early, e.g. before dictionaries that together outgrow their index type.
+func shrinks(old []lanceformat.Fragment, files []fragment) bool {
+	if len(files) < len(old) {
+		return true
+	}
+	for i := range old {
+		if old[i].LiveRows() < old[i].PhysicalRows {
+			return true
 		}
 	}
-	return txn, written, nil
+	return false
 }
 
 // writeGroup writes the live rows of frags, in order, into new data files
@@ -267,9 +296,9 @@ func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]l
 // manifest entry promises (else ErrInvalid: a wrong deletion count must
 // not lose rows). Reading and encoding are pipelined: one goroutine reads
 // the fragments one after the other, this one encodes, with one fragment
-// in between, so memory stays at three fragments' rows (being encoded,
-// in between, being read) plus the open file's pages, held on the memory
-// budget.
+// (or one record of one) in between, so memory stays at three fragments'
+// rows (being encoded, in between, being read) plus the open file's
+// pages, held on the memory budget.
 func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags []lanceformat.Fragment, minor uint16, perFile uint64, target compactTarget) (_ []fragment, err error) {
 	s := &stage{schema: &d.Manifest.Schema, minor: minor, rollRows: max(perFile, 1), rollBytes: target.bytes}
 	defer func() {
@@ -291,21 +320,24 @@ func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags [
 			defer writers.Recover(&err) // the sink's goroutine: gRPC's recovery does not cover it
 			for i := range frags {
 				f := &frags[i]
-				rec, err := d.ReadFragment(ctx, w.bucket, f, mem)
+				frag, err := d.ReadFragment(ctx, w.bucket, f, mem)
 				if err != nil {
 					return fmt.Errorf("read fragment %d: %w", f.ID, err)
 				}
-				if got := uint64(rec.NumRows()); got != f.LiveRows() {
-					rec.Release()
+				if got := uint64(lanceformat.Rows(frag)); got != f.LiveRows() {
+					lanceformat.ReleaseRecords(frag)
 					return writers.Errorf(writers.ErrInvalid, "fragment %d: read %d live rows, its manifest entry says %d (%d physical, %d deleted): refusing to rewrite it",
 						f.ID, got, f.LiveRows(), f.PhysicalRows, f.PhysicalRows-f.LiveRows())
 				}
-				w.budget.Hold(writers.MemoryEncoder, int64(util.TotalRecordSize(rec)))
-				select {
-				case recs <- rec:
-				case <-ctx.Done():
-					w.release(rec)
-					return ctx.Err()
+				for i, rec := range frag {
+					w.budget.Hold(writers.MemoryEncoder, int64(util.TotalRecordSize(rec)))
+					select {
+					case recs <- rec:
+					case <-ctx.Done():
+						w.release(rec)
+						lanceformat.ReleaseRecords(frag[i+1:])
+						return ctx.Err()
+					}
 				}
 			}
 			return nil

@@ -96,10 +96,11 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 }
 
 // writeRec writes the admitted rec into s's open data file, rolling it at
-// the file limits.
+// the file limits, and before rec when its dictionaries would outgrow the
+// file's index types.
 func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) error {
 	var err error
-	if s.open != nil && !s.open.arrow.Equal(rec.Schema()) {
+	if s.open != nil && (!s.open.arrow.Equal(rec.Schema()) || !s.open.fw.FitsDictionaries(rec)) {
 		if err := w.finishOpen(s); err != nil {
 			return err
 		}
@@ -187,9 +188,6 @@ func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Sch
 	}
 	if msg := writers.SchemaMismatch(want, got); msg != "" {
 		return nil, 0, writers.Errorf(writers.ErrInvalid, "lance: %s (dataset columns: %s)", msg, writers.FieldList(want))
-	}
-	if err := d.Manifest.Schema.CheckLayouts(); err != nil {
-		return nil, 0, err
 	}
 	return &d.Manifest.Schema, minor, lanceformat.CheckFormatTypes(got, minor)
 }

@@ -131,7 +131,8 @@ func (d *Dataset) Transaction(ctx context.Context, b *storage.Bucket) (*Transact
 
 // CheckWritable reports, as ErrInvalid naming the reason and the way out,
 // whether Quiver can append to this dataset: data storage version 2.0 to 2.2,
-// no feature flags beyond deletion files and table config, one base path.
+// no feature flags beyond deletion files and table config, one base path,
+// no packed struct or blob columns (CheckLayouts).
 func (d *Dataset) CheckWritable() error {
 	m := d.Manifest
 	flags := m.ReaderFlags | m.WriterFlags
@@ -146,6 +147,9 @@ func (d *Dataset) CheckWritable() error {
 		return writers.Errorf(writers.ErrInvalid, "lance: the dataset has feature flags %#x that this Quiver does not know: use a Quiver built for this Lance version", flags)
 	}
 	if _, err := d.FileMinor(); err != nil {
+		return err
+	}
+	if err := m.Schema.CheckLayouts(); err != nil {
 		return err
 	}
 	for _, f := range m.Fragments {

@@ -64,7 +64,7 @@ func scanAll(t *testing.T, b *storage.Bucket, d *Dataset, mem memory.Allocator) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		recs = append(recs, r)
+		recs = append(recs, r...)
 	}
 	out := concatRecords(t, mem, recs)
 	for _, r := range recs {

@@ -174,17 +174,18 @@ func (f *FileReader) buffers(bud *budget, p pageRef) ([][]byte, error) {
 	return out, nil
 }
 
-// Read reads the whole file as one record of the file's schema, allocated
-// from mem (the caller releases it).
-func (f *FileReader) Read(mem memory.Allocator) (arrow.RecordBatch, error) {
+// Read reads the whole file as records of the file's schema (one, unless
+// a dictionary column's pages cannot share one dictionary: see chunks.go),
+// allocated from mem (the caller releases them).
+func (f *FileReader) Read(mem memory.Allocator) ([]arrow.RecordBatch, error) {
 	return f.ReadFields(mem, f.Schema, nil)
 }
 
 // ReadFields reads the top-level fields of schema s (a dataset schema
-// whose field ids the file holds) as one record. columnOf maps a
+// whose field ids the file holds) as records (see Read). columnOf maps a
 // top-level field id to its column in the file; nil means columns follow
 // the file's own schema in pre-order.
-func (f *FileReader) ReadFields(mem memory.Allocator, s *Schema, columnOf map[int32]int) (arrow.RecordBatch, error) {
+func (f *FileReader) ReadFields(mem memory.Allocator, s *Schema, columnOf map[int32]int) ([]arrow.RecordBatch, error) {
 	as, err := s.ToArrow()
 	if err != nil {
 		return nil, err
@@ -222,5 +223,5 @@ func (f *FileReader) ReadFields(mem memory.Allocator, s *Schema, columnOf map[in
 		}
 		cols = append(cols, arr)
 	}
-	return array.NewRecordBatch(as, cols, int64(f.Rows)), nil
+	return []arrow.RecordBatch{array.NewRecordBatch(as, cols, int64(f.Rows))}, nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -51,6 +52,7 @@ type FileWriter struct {
 	// count in pendingBytes, as they grow the page's union.
 	pendingDicts     map[int]arrow.ArrayData
 	pendingDictBytes int64
+	dicts            map[int]*fileDict // per narrow dictionary column
 	rows             uint64
 	columns          [][]pageRef // per column, in order
 	closed           bool
@@ -96,6 +98,10 @@ func (w *FileWriter) Write(rec arrow.RecordBatch) error {
 	if !rec.Schema().Equal(w.arrow) {
 		return writers.Errorf(writers.ErrInvalid, "lance: record schema %s differs from the file's %s", rec.Schema(), w.arrow)
 	}
+	if err := checkDictionaries(rec); err != nil {
+		return err
+	}
+	w.fileDicts(rec, (*fileDict).add)
 	size := pageSize(rec)
 	rows := rec.NumRows()
 	// Large records are cut so that no page grows far past pageBytes.
@@ -120,6 +126,37 @@ func (w *FileWriter) Write(rec arrow.RecordBatch) error {
 		return w.flush()
 	}
 	return nil
+}
+
+// checkDictionaries refuses a dictionary column whose dictionary has
+// more entries than its index type addresses: Lance's readers cannot
+// take such a page, and pages of other records could not share it.
+func checkDictionaries(rec arrow.RecordBatch) error {
+	for i, c := range rec.Columns() {
+		d, ok := c.(*array.Dictionary)
+		if !ok {
+			continue
+		}
+		idx := d.DataType().(*arrow.DictionaryType).IndexType
+		if n := d.Dictionary().Len(); n > addressable(idx) {
+			return writers.Errorf(writers.ErrInvalid, "lance: column %q has a dictionary of %d entries, more than its %s indices address (%d): send it with wider indices (int16 or int32)",
+				rec.ColumnName(i), n, idx, addressable(idx))
+		}
+	}
+	return nil
+}
+
+// addressable is the number of dictionary entries indices of type idx
+// address.
+func addressable(idx arrow.DataType) int {
+	bits := idx.(arrow.FixedWidthDataType).BitWidth()
+	if bits >= 32 {
+		return math.MaxInt32
+	}
+	if arrow.IsUnsignedInteger(idx.ID()) {
+		return 1 << bits
+	}
+	return 1 << (bits - 1)
 }
 
 // newDictBytes is the Arrow bytes of rec's dictionaries that are the

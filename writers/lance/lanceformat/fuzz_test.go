@@ -217,7 +217,7 @@ func checkDataFile(t *testing.T, b []byte) {
 		return
 	}
 	if r, err := fr.Read(cm); err == nil {
-		r.Release()
+		ReleaseRecords(r)
 	}
 }
 
@@ -343,11 +343,11 @@ func TestDecodersSurviveMutations(t *testing.T) {
 		files = append(files, writeFileV(t, fs, 512, minor, r))
 		r.Release()
 	}
-	// And pylance's own 2.1 and 2.2 files of the types and maps tables
-	// (FSST, dictionaries, LZ4, run lengths, full-zip, constant pages,
-	// lists, maps).
+	// And pylance's own 2.1 and 2.2 files of the types, maps, packed and
+	// blobs tables (FSST, dictionaries, LZ4, run lengths, full-zip,
+	// constant pages, lists, maps, variable packed structs, blob pages).
 	for _, v := range []string{"v2_1", "v2_2"} {
-		names, _ := filepath.Glob(filepath.Join(fixtureDir(t), v, "[tm]*.lance", "data", "*.lance"))
+		names, _ := filepath.Glob(filepath.Join(fixtureDir(t), v, "[tmpb]*.lance", "data", "*.lance"))
 		for _, n := range names {
 			b, err := os.ReadFile(n)
 			if err != nil {

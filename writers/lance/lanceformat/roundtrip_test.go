@@ -163,17 +163,28 @@ func writeFileV(t testing.TB, s *arrow.Schema, pageBytes int64, minor uint16, re
 	return buf.Bytes()
 }
 
+// readFile reads a file that reads as one record.
 func readFile(t testing.TB, mem memory.Allocator, b []byte) arrow.RecordBatch {
+	t.Helper()
+	recs := readFileRecords(t, mem, b)
+	if len(recs) != 1 {
+		ReleaseRecords(recs)
+		t.Fatalf("the file reads as %d records, want 1", len(recs))
+	}
+	return recs[0]
+}
+
+func readFileRecords(t testing.TB, mem memory.Allocator, b []byte) []arrow.RecordBatch {
 	t.Helper()
 	f, err := OpenFile(bytes.NewReader(b), int64(len(b)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := f.Read(mem)
+	recs, err := f.Read(mem)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rec
+	return recs
 }
 
 // concatRecords concatenates records column-wise into one.

@@ -16,25 +16,55 @@ import (
 const tombstoned = -2
 
 // ReadFragment reads the live rows of fragment f of d (deleted rows
-// removed), as one record of the dataset schema allocated from mem.
-func (d *Dataset) ReadFragment(ctx context.Context, b *storage.Bucket, f *Fragment, mem memory.Allocator) (arrow.RecordBatch, error) {
-	rec, err := d.ReadColumns(ctx, b, f, nil, mem)
+// removed), in order, as records of the dataset schema allocated from mem:
+// one, or several when a dictionary column's chunks need dictionaries of
+// their own (see chunks.go).
+func (d *Dataset) ReadFragment(ctx context.Context, b *storage.Bucket, f *Fragment, mem memory.Allocator) ([]arrow.RecordBatch, error) {
+	recs, err := d.ReadColumns(ctx, b, f, nil, mem)
 	if err != nil || f.Deletion == nil {
-		return rec, err
+		return recs, err
 	}
-	defer rec.Release()
+	defer ReleaseRecords(recs)
 	deleted, err := ReadDeletions(ctx, b, f)
 	if err != nil {
 		return nil, err
 	}
-	return dropRows(rec, deleted, mem)
+	var out []arrow.RecordBatch
+	var at int64 // the first row of rec
+	for _, rec := range recs {
+		live, err := dropRows(rec, at, deleted, mem)
+		if err != nil {
+			ReleaseRecords(out)
+			return nil, err
+		}
+		at += rec.NumRows()
+		out = append(out, live)
+	}
+	return out, nil
+}
+
+// ReleaseRecords releases every record of recs.
+func ReleaseRecords(recs []arrow.RecordBatch) {
+	for _, r := range recs {
+		r.Release()
+	}
+}
+
+// Rows is the number of rows of recs.
+func Rows(recs []arrow.RecordBatch) int64 {
+	var n int64
+	for _, r := range recs {
+		n += r.NumRows()
+	}
+	return n
 }
 
 // ReadColumns reads the top-level columns names (nil: every column, in
 // schema order) of every physical row of fragment f of d, deleted rows
-// included, so row i is the row at offset i. Only the files holding those
-// columns are opened. An unknown name is an error.
-func (d *Dataset) ReadColumns(ctx context.Context, b *storage.Bucket, f *Fragment, names []string, mem memory.Allocator) (arrow.RecordBatch, error) {
+// included, so row i of the records one after the other is the row at
+// offset i. Only the files holding those columns are opened. An unknown
+// name is an error.
+func (d *Dataset) ReadColumns(ctx context.Context, b *storage.Bucket, f *Fragment, names []string, mem memory.Allocator) ([]arrow.RecordBatch, error) {
 	all, err := d.Manifest.Schema.ToArrow()
 	if err != nil {
 		return nil, err
@@ -53,8 +83,12 @@ func (d *Dataset) ReadColumns(ctx context.Context, b *storage.Bucket, f *Fragmen
 		}
 		top, all = picked, arrow.NewSchema(fields, nil)
 	}
-	cols := make([]arrow.Array, len(top))
-	defer func() { releaseAll(slices.DeleteFunc(cols, func(a arrow.Array) bool { return a == nil })) }()
+	cols := make([][]arrow.Array, len(top))
+	defer func() {
+		for _, c := range cols {
+			releaseAll(c)
+		}
+	}()
 	for _, df := range f.Files {
 		colOf := make(map[int32]int)
 		for i, id := range df.Fields {
@@ -75,25 +109,29 @@ func (d *Dataset) ReadColumns(ctx context.Context, b *storage.Bucket, f *Fragmen
 		if len(idx) == 0 {
 			continue
 		}
-		rec, err := readDataFile(ctx, b, df, sub, colOf, mem)
+		recs, err := readDataFile(ctx, b, df, sub, colOf, mem)
 		if err != nil {
 			return nil, err
 		}
 		for j, i := range idx {
-			if cols[i] != nil {
-				cols[i].Release()
+			releaseAll(cols[i])
+			cols[i] = nil
+			for _, rec := range recs {
+				c := rec.Column(j)
+				c.Retain()
+				cols[i] = append(cols[i], c)
 			}
-			cols[i] = rec.Column(j)
-			cols[i].Retain()
 		}
-		rec.Release()
+		ReleaseRecords(recs)
 	}
 	for i, c := range cols {
 		if c == nil {
 			return nil, fmt.Errorf("lance: fragment %d has no data for column %q", f.ID, top[i].Name)
 		}
 	}
-	return array.NewRecordBatch(all, cols, int64(f.PhysicalRows)), nil
+	chunks := cols
+	cols = nil // records releases them
+	return records(all, chunks, int64(f.PhysicalRows))
 }
 
 // subtree returns field id and its descendants in pre-order.
@@ -110,7 +148,7 @@ func (s *Schema) subtree(id int32) []Field {
 	return out
 }
 
-func readDataFile(ctx context.Context, b *storage.Bucket, df DataFile, s *Schema, colOf map[int32]int, mem memory.Allocator) (arrow.RecordBatch, error) {
+func readDataFile(ctx context.Context, b *storage.Bucket, df DataFile, s *Schema, colOf map[int32]int, mem memory.Allocator) ([]arrow.RecordBatch, error) {
 	r, size, err := b.OpenReader(ctx, DataKey(df.Path))
 	if err != nil {
 		return nil, fmt.Errorf("lance: open data file %s: %w", df.Path, err)
@@ -147,11 +185,14 @@ func ReadDeletions(ctx context.Context, b *storage.Bucket, f *Fragment) ([]uint3
 	return offs, nil
 }
 
-// dropRows returns rec without the rows at offsets deleted.
-func dropRows(rec arrow.RecordBatch, deleted []uint32, mem memory.Allocator) (arrow.RecordBatch, error) {
+// dropRows returns rec, the rows of the fragment from offset at, without
+// those at offsets deleted.
+func dropRows(rec arrow.RecordBatch, at int64, deleted []uint32, mem memory.Allocator) (arrow.RecordBatch, error) {
 	gone := make(map[uint32]bool, len(deleted))
 	for _, o := range deleted {
-		gone[o] = true
+		if int64(o) >= at && int64(o) < at+rec.NumRows() {
+			gone[uint32(int64(o)-at)] = true
+		}
 	}
 	// Live rows as [start, end) ranges, sliced and concatenated per column.
 	var ranges [][2]int64

@@ -2,12 +2,16 @@ package lanceformat
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 var dictPageType = &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}
@@ -51,11 +55,12 @@ func strs(mem memory.Allocator, vs ...string) arrow.Array {
 	return b.NewArray()
 }
 
-// dictValues is a dictionary column's values row by row ("<null>" for null).
+// dictValues is the values of the records' last column, a dictionary, row
+// by row ("<null>" for null).
 func dictValues(recs ...arrow.RecordBatch) []string {
 	var out []string
 	for _, r := range recs {
-		d := r.Column(0).(*array.Dictionary)
+		d := r.Column(int(r.NumCols()) - 1).(*array.Dictionary)
 		vals := d.Dictionary().(*array.String)
 		for i := range d.Len() {
 			if d.IsNull(i) || vals.IsNull(d.GetValueIndex(i)) {
@@ -71,8 +76,8 @@ func dictValues(recs ...arrow.RecordBatch) []string {
 // TestDictionaryChunksDifferentDictionaries: chunks of one page with
 // dictionaries of their own (overlapping, with nulls, one sliced) are
 // stored under their union with remapped indices; when the union outgrows
-// the int8 index type each chunk keeps a page of its own. Values read back
-// as written.
+// the int8 index type each chunk keeps a page of its own, and the file
+// reads as several records. Values read back as written.
 func TestDictionaryChunksDifferentDictionaries(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -107,10 +112,21 @@ func TestDictionaryChunksDifferentDictionaries(t *testing.T) {
 			t.Errorf("2.%d: read back %v\nwant %v", minor, g, w)
 		}
 		got.Release()
-		// Quiver's reader, as Arrow, cannot unify these pages under int8.
-		if n := dictPages(t, writeFileV(t, r1.Schema(), 0, minor, append([]arrow.RecordBatch{r1}, wide...)...)); n != 4 {
+		// No int8 index addresses the union: a page per chunk, read back
+		// as a record per run of pages whose dictionaries fit together.
+		all := append([]arrow.RecordBatch{r1}, wide...)
+		b = writeFileV(t, r1.Schema(), 0, minor, all...)
+		if n := dictPages(t, b); n != 4 {
 			t.Errorf("2.%d too wide: %d pages, want one per chunk", minor, n)
 		}
+		recs := readFileRecords(t, mem, b)
+		if g, w := fmt.Sprint(dictValues(recs...)), fmt.Sprint(dictValues(all...)); g != w {
+			t.Errorf("2.%d too wide: read back %v\nwant %v", minor, g, w)
+		}
+		if len(recs) != 3 { // r1 and the first wide chunk share one
+			t.Errorf("2.%d too wide: %d records, want 3", minor, len(recs))
+		}
+		ReleaseRecords(recs)
 	}
 	for _, r := range wide {
 		r.Release()
@@ -166,5 +182,89 @@ func TestDictionaryStoredOncePerPage(t *testing.T) {
 	}
 	for _, r := range append(stream, large) {
 		r.Release()
+	}
+}
+
+// TestDictionaryChunksManyBatches: a stream of many batches, each with a
+// dictionary of its own, whose union outgrows the int8 index type many
+// times over, in pages of several chunks (a large page size) and of one:
+// every value reads back, every record's dictionary fits its indices, and
+// a dataset of them reads back through ReadFragment with deletions.
+func TestDictionaryChunksManyBatches(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	var recs []arrow.RecordBatch
+	for k := range 40 {
+		vs := make([]string, 30+k%50)
+		for i := range vs {
+			vs[i] = fmt.Sprintf("b%d-v%d", k, i)
+		}
+		idx := make([]int, 97)
+		for i := range idx {
+			idx[i] = (i*7 + k) % len(vs)
+			if i%13 == 0 {
+				idx[i] = -1
+			}
+		}
+		d := strs(mem, vs...)
+		recs = append(recs, dictRecord(mem, dictPageType, d, idx))
+		d.Release()
+	}
+	defer ReleaseRecords(recs)
+	for _, minor := range []uint16{1, 2} {
+		for _, pageBytes := range []int64{0, 1} {
+			b := writeFileV(t, recs[0].Schema(), pageBytes, minor, recs...)
+			got := readFileRecords(t, mem, b)
+			if g, w := fmt.Sprint(dictValues(got...)), fmt.Sprint(dictValues(recs...)); g != w {
+				t.Errorf("2.%d, page bytes %d: values differ", minor, pageBytes)
+			}
+			for _, r := range got {
+				if n := r.Column(0).(*array.Dictionary).Dictionary().Len(); n > 127 {
+					t.Errorf("2.%d: a record's dictionary has %d entries", minor, n)
+				}
+			}
+			if len(got) < 2 {
+				t.Errorf("2.%d, page bytes %d: %d records", minor, pageBytes, len(got))
+			}
+			ReleaseRecords(got)
+		}
+	}
+}
+
+// TestDictionaryTooWideForIndices: a record whose dictionary alone holds
+// more entries than its indices address is refused naming the column.
+func TestDictionaryTooWideForIndices(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	vs := make([]string, 129)
+	for i := range vs {
+		vs[i] = fmt.Sprint("v", i)
+	}
+	d := strs(mem, vs...)
+	defer d.Release()
+	rec := dictRecord(mem, dictPageType, d, []int{0, 127})
+	defer rec.Release()
+	ls, err := FromArrow(rec.Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewFileWriter(&bytes.Buffer{}, rec.Schema(), ls, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = w.Write(rec)
+	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), `"c"`) || !strings.Contains(err.Error(), "129") {
+		t.Fatalf("got %v, want ErrInvalid naming column c and its 129 entries", err)
+	}
+	// 128 entries are what int8 indices address.
+	d128 := array.NewSlice(d, 0, 128)
+	defer d128.Release()
+	ok := dictRecord(mem, dictPageType, d128, []int{0, 127})
+	defer ok.Release()
+	if err := w.Write(ok); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Close(); err != nil {
+		t.Fatal(err)
 	}
 }

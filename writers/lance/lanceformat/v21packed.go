@@ -31,13 +31,27 @@ func isPacked(meta map[string][]byte) bool {
 // any value.
 const blobKey = "lance-encoding:blob"
 
+// blobV2 is the Arrow extension name of a blob v2 column (format 2.2):
+// a struct of the value's bytes or URI, stored as descriptions.
+const blobV2 = "lance.blob.v2"
+
+// isBlobV2 reports a blob v2 field.
+func isBlobV2(meta map[string][]byte) bool {
+	return string(meta["ARROW:extension:name"]) == blobV2
+}
+
 // CheckLayouts refuses, as ErrInvalid naming the column, fields whose
 // metadata asks Lance for a column layout Quiver does not write: packed
 // structs (one column of whole rows) and blobs (values stored out of
-// line). Other lance-encoding hints (compression, byte-stream split) only
-// pick encodings, which every reader decodes.
+// line; blob v2 Quiver does not read either). Other lance-encoding hints
+// (compression, byte-stream split) only pick encodings, which every
+// reader decodes. A dataset with such columns is not writable
+// (Dataset.CheckWritable): Quiver's files would lack their layout.
 func (s *Schema) CheckLayouts() error {
 	for _, f := range s.Fields {
+		if isBlobV2(f.Metadata) {
+			return writers.Errorf(writers.ErrInvalid, "lance: column %q is a Lance blob v2 column (extension %s, format 2.2), which Quiver neither reads nor writes: write this dataset with pylance", f.Name, blobV2)
+		}
 		if _, blob := f.Metadata[blobKey]; blob || isPacked(f.Metadata) && f.LogicalType == "struct" {
 			return writers.Errorf(writers.ErrInvalid, "lance: column %q is a Lance packed struct or blob (its field metadata), a column layout Quiver reads but does not write: drop the metadata for a new dataset, or write this dataset with pylance", f.Name)
 		}

@@ -423,6 +423,12 @@ func perValue(bud *budget, enc *encodings21pb.CompressiveEncoding, b block, dept
 			out.offs = append(out.offs, uint64(len(out.data)))
 		}
 		return perValue(bud, c.General.Values, out, depth+1)
+	case *encodings21pb.CompressiveEncoding_VariablePackedStruct:
+		// Whole rows, split by the struct's type (unpackVarStruct).
+		if b.offs == nil {
+			return block{}, fmt.Errorf("full-zip packed struct rows without lengths")
+		}
+		return b, checkVariablePacked(c.VariablePackedStruct, depth+1)
 	case *encodings21pb.CompressiveEncoding_FixedSizeList:
 		if b.offs != nil || c.FixedSizeList.HasValidity {
 			return block{}, fmt.Errorf("full-zip fixed-size list values are not supported here")

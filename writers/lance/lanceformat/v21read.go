@@ -50,10 +50,16 @@ func (p *pageRef) decodeEncoding(e *file2pb.Encoding) error {
 type leafPath struct {
 	id int32
 	dt arrow.DataType
+	// varPacked: a packed struct with variable-width fields, read as one
+	// large binary value per row (v21varpacked.go).
+	varPacked *arrow.StructType
 }
 
 // leaves lists the leaves of field fl (type dt) in pre-order.
 func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
+	if st, ok := dt.(*arrow.StructType); ok && isPacked(fl.Metadata) && hasVariableField(st) {
+		return []leafPath{{id: fl.ID, dt: arrow.BinaryTypes.LargeBinary, varPacked: st}}, nil
+	}
 	if st, ok := dt.(*arrow.StructType); ok && isPacked(fl.Metadata) {
 		// A packed struct is one column of whole rows, read as fixed-size
 		// binary values that mergeLeaves splits into the fields.
@@ -73,6 +79,9 @@ func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
 			return err
 		}
 		for _, l := range sub {
+			if l.varPacked != nil {
+				return fmt.Errorf("field %q is a packed struct with variable-width fields inside a struct or list, which Quiver does not read", kids[i].Name)
+			}
 			g := f
 			g.Type = l.dt
 			out = append(out, leafPath{id: l.id, dt: mk(g)})
@@ -97,7 +106,7 @@ func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
 	return []leafPath{{id: fl.ID, dt: dt}}, nil
 }
 
-func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, as *arrow.Schema, columnOf map[int32]int) (arrow.RecordBatch, error) {
+func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, as *arrow.Schema, columnOf map[int32]int) ([]arrow.RecordBatch, error) {
 	column := func(id int32) (int, error) {
 		c, ok := columnOf[id]
 		if !ok {
@@ -105,9 +114,16 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 		}
 		return c, nil
 	}
-	var cols []arrow.Array
-	defer func() { releaseAll(cols) }()
+	var cols [][]arrow.Array
+	defer func() {
+		for _, c := range cols {
+			releaseAll(c)
+		}
+	}()
 	for i, fl := range s.TopLevel() {
+		if isBlobV2(fl.Metadata) {
+			return nil, writers.Errorf(writers.ErrInvalid, "lance: column %q is a Lance blob v2 column (extension %s, format 2.2), which Quiver does not read", fl.Name, blobV2)
+		}
 		dt := as.Field(i).Type
 		leaves, err := s.leaves(fl, dt)
 		if err != nil {
@@ -123,16 +139,29 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 				releaseAll(parts)
 				return nil, err
 			}
-			a, err := f.readLeaf21(mem, bud, l.dt, c)
-			if err == nil && uint64(a.Len()) != f.Rows {
-				err = fmt.Errorf("leaf column %d has %d rows, the file %d", l.id, a.Len(), f.Rows)
-				a.Release()
+			chunks, err := f.readLeaf21(mem, bud, l.dt, c)
+			if err == nil && l.varPacked != nil { // top-level, its only leaf
+				var st arrow.Array
+				st, err = unpackVarStruct(bud, l.varPacked, chunks[0].(*array.LargeBinary))
+				chunks[0].Release()
+				chunks[0] = st
+			}
+			if err == nil && (len(chunks) > 1 || l.varPacked != nil) { // a dictionary or variable packed column: top-level, its only leaf
+				cols = append(cols, chunks)
+				break
+			}
+			if err == nil && uint64(chunks[0].Len()) != f.Rows {
+				err = fmt.Errorf("leaf column %d has %d rows, the file %d", l.id, chunks[0].Len(), f.Rows)
+				chunks[0].Release()
 			}
 			if err != nil {
 				releaseAll(parts)
 				return nil, fmt.Errorf("lance: column %q: %w", fl.Name, err)
 			}
-			parts = append(parts, a)
+			parts = append(parts, chunks[0])
+		}
+		if len(parts) == 0 {
+			continue
 		}
 		d := mergeLeaves(dt, dataOf(parts))
 		releaseAll(parts)
@@ -144,9 +173,11 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 			arr.Release()
 			return nil, fmt.Errorf("lance: column %q: its leaf columns disagree: %w", fl.Name, err)
 		}
-		cols = append(cols, arr)
+		cols = append(cols, []arrow.Array{arr})
 	}
-	return array.NewRecordBatch(as, cols, int64(f.Rows)), nil
+	chunks := cols
+	cols = nil // records releases them
+	return records(as, chunks, int64(f.Rows))
 }
 
 func dataOf(as []arrow.Array) []arrow.ArrayData {
@@ -158,39 +189,47 @@ func dataOf(as []arrow.Array) []arrow.ArrayData {
 }
 
 // readLeaf21 decodes every page of leaf column col as type dt (the
-// field's type reduced to the path to this leaf).
-func (f *FileReader) readLeaf21(mem memory.Allocator, bud *budget, dt arrow.DataType, col int) (arrow.Array, error) {
+// field's type reduced to the path to this leaf): one array, or several
+// for a dictionary whose distinct values its index type cannot address
+// in one (joinPages).
+func (f *FileReader) readLeaf21(mem memory.Allocator, bud *budget, dt arrow.DataType, col int) ([]arrow.Array, error) {
 	if col < 0 || col >= len(f.columns) {
 		return nil, fmt.Errorf("file has %d columns, the schema needs column %d", len(f.columns), col)
 	}
+	vt := dt // a dictionary's pages are read as its values (joinPages)
+	if t, ok := dt.(*arrow.DictionaryType); ok {
+		vt = t.ValueType
+	}
 	var parts []arrow.Array
-	defer func() { releaseAll(parts) }()
 	for i, p := range f.columns[col] {
 		if p.layout == nil {
+			releaseAll(parts)
 			return nil, fmt.Errorf("page %d has no 2.1 page layout", i)
 		}
-		bufs, err := f.buffers(bud, p)
+		a, err := f.readPage21(mem, bud, vt, p)
 		if err != nil {
-			return nil, err
-		}
-		lp, err := decodePage(bud, p.layout, bufs, p.length)
-		if err != nil {
-			return nil, fmt.Errorf("page %d: %w", i, err)
-		}
-		a, err := assemble(mem, bud, dt, lp, p.length)
-		if err != nil {
+			releaseAll(parts)
 			return nil, fmt.Errorf("page %d: %w", i, err)
 		}
 		parts = append(parts, a)
 	}
-	switch len(parts) {
-	case 0:
-		return array.MakeArrayOfNull(mem, dt, 0), nil
-	case 1:
-		parts[0].Retain()
-		return parts[0], nil
+	return joinPages(mem, dt, parts)
+}
+
+// readPage21 decodes one page of a leaf column as type dt.
+func (f *FileReader) readPage21(mem memory.Allocator, bud *budget, dt arrow.DataType, p pageRef) (arrow.Array, error) {
+	bufs, err := f.buffers(bud, p)
+	if err != nil {
+		return nil, err
 	}
-	return array.Concatenate(parts, mem)
+	if b, ok := p.layout.GetLayout().(*encodings21pb.PageLayout_BlobLayout); ok {
+		return f.readBlobPage(mem, bud, dt, b.BlobLayout, bufs, p.length)
+	}
+	lp, err := decodePage(bud, p.layout, bufs, p.length)
+	if err != nil {
+		return nil, err
+	}
+	return assemble(mem, bud, dt, lp, p.length)
 }
 
 // leafFields returns the ids of s's leaf fields (no children) in
@@ -211,17 +250,26 @@ func leafCount(dt arrow.DataType) int {
 	case *arrow.StructType:
 		n := 0
 		for _, f := range t.Fields() {
-			n += leafCount(f.Type)
+			n += fieldLeafCount(f)
 		}
 		return n
 	case *arrow.ListType:
-		return leafCount(t.Elem())
+		return fieldLeafCount(t.ElemField())
 	case *arrow.LargeListType:
-		return leafCount(t.Elem())
+		return fieldLeafCount(t.ElemField())
 	case *arrow.MapType:
-		return leafCount(t.Elem())
+		return fieldLeafCount(t.ElemField())
 	}
 	return 1
+}
+
+// fieldLeafCount is the number of leaf columns of field f: one for a
+// packed struct (its rows are one column).
+func fieldLeafCount(f arrow.Field) int {
+	if f.Type.ID() == arrow.STRUCT && isPacked(arrowMeta(f.Metadata)) {
+		return 1
+	}
+	return leafCount(f.Type)
 }
 
 // mergeLeaves joins the per-leaf arrays of one field (each of the type
@@ -237,7 +285,7 @@ func mergeLeaves(dt arrow.DataType, parts []arrow.ArrayData) arrow.ArrayData {
 		kids := make([]arrow.ArrayData, t.NumFields())
 		at := 0
 		for i, f := range t.Fields() {
-			n := leafCount(f.Type)
+			n := fieldLeafCount(f)
 			sub := make([]arrow.ArrayData, n)
 			for j := range n {
 				sub[j] = parts[at+j].Children()[0]

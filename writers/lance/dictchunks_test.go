@@ -1,0 +1,154 @@
+package lance
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+var wideDictSchema = arrow.NewSchema([]arrow.Field{
+	{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+	{Name: "c", Type: &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int8, ValueType: arrow.BinaryTypes.String}, Nullable: true},
+}, nil)
+
+// wideDictRecord is rows ids [from, from+n) whose column c indexes a
+// dictionary of its own of size entries ("k<k>-<i>"), every 11th null.
+func wideDictRecord(mem memory.Allocator, k, from, n, size int) arrow.RecordBatch {
+	ids := array.NewInt64Builder(mem)
+	defer ids.Release()
+	idx := array.NewInt8Builder(mem)
+	defer idx.Release()
+	vals := array.NewStringBuilder(mem)
+	defer vals.Release()
+	for i := range size {
+		vals.Append(fmt.Sprintf("k%d-%d", k, i))
+	}
+	for i := range n {
+		ids.Append(int64(from + i))
+		if i%11 == 0 {
+			idx.AppendNull()
+		} else {
+			idx.Append(int8((i*7 + k) % size))
+		}
+	}
+	ia, va, id := idx.NewArray(), vals.NewArray(), ids.NewArray()
+	defer ia.Release()
+	defer va.Release()
+	defer id.Release()
+	c := array.NewDictionaryArray(wideDictSchema.Field(1).Type, ia, va)
+	defer c.Release()
+	return array.NewRecordBatch(wideDictSchema, []arrow.Array{id, c}, int64(n))
+}
+
+// dictRows is id -> value of c ("<null>") of every live row of w's dataset,
+// checking that no record's dictionary outgrows int8 indices.
+func dictRows(t *testing.T, w *Writer, mem memory.Allocator) map[int64]string {
+	t.Helper()
+	out := map[int64]string{}
+	eachLiveRecord(t, w, mem, func(rec arrow.RecordBatch) { addDictRows(t, out, rec) })
+	return out
+}
+
+func addDictRows(t *testing.T, out map[int64]string, rec arrow.RecordBatch) {
+	t.Helper()
+	ids, c := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Dictionary)
+	if n := c.Dictionary().Len(); n > 128 {
+		t.Fatalf("a record's dictionary has %d entries", n)
+	}
+	for r := range ids.Len() {
+		v := "<null>"
+		if c.IsValid(r) {
+			v = c.Dictionary().ValueStr(c.GetValueIndex(r))
+		}
+		out[ids.Value(r)] = v
+	}
+}
+
+// TestDictionaryChunksSink: transactions of categorical batches with
+// dictionaries of their own, 100 entries each under int8 indices, whose
+// union no file's column could address: every batch lands in a data file
+// of its own (pylance joins a file's pages, and fails past the index
+// type), every value reads back, and optimize leaves the fragments, which
+// cannot shrink, as they are.
+func TestDictionaryChunksSink(t *testing.T) {
+	for _, format := range []string{"2.1", "2.2"} {
+		t.Run(format, func(t *testing.T) {
+			ctx := context.Background()
+			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+			defer mem.AssertSize(t, 0)
+			cfg := NewConfig()
+			cfg.DatasetURI = "file://" + t.TempDir()
+			cfg.DataStorageVersion = format
+			w := openWriter(t, cfg, mem)
+			defer w.Close(ctx)
+			want := map[int64]string{}
+			for txn := range 3 {
+				var recs []arrow.RecordBatch
+				for k := range 4 {
+					rec := wideDictRecord(mem, 4*txn+k, 250*(4*txn+k), 250, 100)
+					addDictRows(t, want, rec)
+					recs = append(recs, rec)
+				}
+				_, err := commitRecs(w, int64(txn+1), recs)
+				for _, r := range recs {
+					r.Release()
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			d, _ := w.latest(ctx)
+			if n := len(d.Manifest.Fragments); n != 12 {
+				t.Fatalf("%d fragments, want a data file per batch (12)", n)
+			}
+			if got := dictRows(t, w, mem); !maps.Equal(got, want) {
+				t.Fatalf("rows differ: %d rows, want %d", len(got), len(want))
+			}
+			res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: writers.DefaultOptimizeTargetBytes})
+			if err != nil || res != (writers.OptimizeResult{Version: int64(d.Version())}) {
+				t.Fatalf("optimize = %+v, %v; want nothing done", res, err)
+			}
+		})
+	}
+}
+
+// TestOptimizeWideDictionary: small fragments whose dictionaries (40
+// entries each) outgrow int8 indices together compact into fewer
+// fragments, each file holding only as many as its index type addresses,
+// with every value kept.
+func TestOptimizeWideDictionary(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	cfg := NewConfig()
+	cfg.DatasetURI = "file://" + t.TempDir()
+	w := openWriter(t, cfg, mem)
+	defer w.Close(ctx)
+	want := map[int64]string{}
+	for k := range 12 {
+		rec := wideDictRecord(mem, k, 100*k, 100, 40)
+		addDictRows(t, want, rec)
+		_, err := commitRecs(w, int64(k+1), []arrow.RecordBatch{rec})
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: writers.DefaultOptimizeTargetBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.FilesRemoved != 12 || res.FilesAdded != 4 || res.Rows != 1200 {
+		t.Fatalf("optimize = %+v, want 12 files compacted into 4 (3 dictionaries of 40 each)", res)
+	}
+	if got := dictRows(t, w, mem); !maps.Equal(got, want) {
+		t.Fatalf("rows differ after optimize: %d rows, want %d", len(got), len(want))
+	}
+}

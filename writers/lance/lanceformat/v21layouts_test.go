@@ -1,0 +1,150 @@
+package lanceformat
+
+import (
+	"bytes"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+// packedRow is a variable packed struct row of fields, each given as its
+// bytes: fixed-width ones as they are, others after a 32-bit length.
+func packedRow(fields ...any) []byte {
+	var out []byte
+	for _, f := range fields {
+		switch v := f.(type) {
+		case int32:
+			out = binary.LittleEndian.AppendUint32(out, uint32(v))
+		case string:
+			out = binary.LittleEndian.AppendUint32(out, uint32(len(v)))
+			out = append(out, v...)
+		case []byte: // a nested row
+			out = binary.LittleEndian.AppendUint32(out, uint32(len(v)))
+			out = append(out, v...)
+		}
+	}
+	return out
+}
+
+// TestVariablePackedRows: rows of a variable packed struct (an int32, a
+// string, a nested struct of an int32 and a string) split into the
+// struct's fields, null and empty rows included; rows whose lengths point
+// past the row, that end inside a field or leave bytes over are refused.
+func TestVariablePackedRows(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	inner := arrow.StructOf(arrow.Field{Name: "x", Type: arrow.PrimitiveTypes.Int32}, arrow.Field{Name: "s", Type: arrow.BinaryTypes.String})
+	st := arrow.StructOf(arrow.Field{Name: "a", Type: arrow.PrimitiveTypes.Int32}, arrow.Field{Name: "s", Type: arrow.BinaryTypes.String},
+		arrow.Field{Name: "in", Type: inner})
+	rows := func(vs ...[]byte) *array.LargeBinary {
+		b := array.NewBinaryBuilder(mem, arrow.BinaryTypes.LargeBinary)
+		defer b.Release()
+		for _, v := range vs {
+			if v == nil {
+				b.AppendNull()
+			} else {
+				b.Append(v)
+			}
+		}
+		return b.NewArray().(*array.LargeBinary)
+	}
+	good := rows(packedRow(int32(7), "seven", packedRow(int32(70), "x")), nil, packedRow(int32(-1), "", packedRow(int32(0), "")))
+	defer good.Release()
+	got, err := unpackVarStruct(newBudget(1<<20), st, good)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer got.Release()
+	if err := array.ValidateFull(got); err != nil {
+		t.Fatal(err)
+	}
+	if g, w := got.String(), `{[7 (null) -1] ["seven" (null) ""] {[70 (null) 0] ["x" (null) ""]}}`; g != w {
+		t.Errorf("got %s\nwant %s", g, w)
+	}
+	// Null rows of a struct of a 16 MiB field: their zeroes are charged.
+	wide := arrow.StructOf(arrow.Field{Name: "b", Type: &arrow.FixedSizeBinaryType{ByteWidth: 16 << 20}}, arrow.Field{Name: "s", Type: arrow.BinaryTypes.String})
+	nulls := rows(nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil, nil)
+	if a, err := unpackVarStruct(newBudget(1<<20), wide, nulls); err == nil || !strings.Contains(err.Error(), "limit") {
+		if a != nil {
+			a.Release()
+		}
+		t.Errorf("17 null rows of 16 MiB each: %v", err)
+	}
+	nulls.Release()
+	row := packedRow(int32(7), "seven", packedRow(int32(70), "x"))
+	for name, bad := range map[string][]byte{
+		"length past the row": binary.LittleEndian.AppendUint32(binary.LittleEndian.AppendUint32(nil, 1), 1<<30),
+		"ends inside a field": row[:2],
+		"bytes left over":     append(bytes.Clone(row), 0),
+		"nested length past":  packedRow(int32(7), "seven", []byte{1, 2}),
+	} {
+		r := rows(bad)
+		if a, err := unpackVarStruct(newBudget(1<<20), st, r); err == nil {
+			a.Release()
+			t.Errorf("%s: accepted", name)
+		}
+		r.Release()
+	}
+}
+
+// TestBlobPages: the blob v1 fixture's values (empty, null and out of
+// line) read back as written, and a description pointing past the end of
+// the file is refused.
+func TestBlobPages(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	names, err := filepath.Glob(filepath.Join(fixtureDir(t), "v2_1", "blobs.lance", "data", "*.lance"))
+	if err != nil || len(names) != 1 {
+		t.Fatalf("blob fixture files %v, %v", names, err)
+	}
+	file, err := os.ReadFile(names[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := readFile(t, mem, file)
+	blobs := rec.Column(1).(*array.LargeBinary)
+	for _, i := range []int{0, 1, 2, 49} { // null, empty, 41 bytes, 981 bytes
+		switch {
+		case i%9 == 0:
+			if blobs.IsValid(i) {
+				t.Errorf("row %d: %d bytes, want null", i, len(blobs.Value(i)))
+			}
+		case i%10 == 1:
+			if blobs.IsNull(i) || len(blobs.Value(i)) != 0 {
+				t.Errorf("row %d: want empty", i)
+			}
+		default:
+			if v := blobs.Value(i); !bytes.Equal(v, bytes.Repeat([]byte{byte(i % 251)}, i%50*20+1)) {
+				t.Errorf("row %d: %d bytes", i, len(v))
+			}
+		}
+	}
+	rec.Release()
+	// Row 2's description (41 bytes at some position) moved past the end.
+	desc := binary.LittleEndian.AppendUint64(nil, 41)
+	at := -1
+	for i := 8; i+8 <= len(file) && at < 0; i++ {
+		if pos := binary.LittleEndian.Uint64(file[i-8:]); bytes.Equal(file[i:i+8], desc) && pos > 0 && pos < uint64(len(file)) {
+			at = i - 8
+		}
+	}
+	if at < 0 {
+		t.Fatal("row 2's description not found")
+	}
+	bad := bytes.Clone(file)
+	binary.LittleEndian.PutUint64(bad[at:], uint64(len(file)))
+	fr, err := OpenFile(bytes.NewReader(bad), int64(len(bad)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if recs, err := fr.Read(mem); err == nil || !strings.Contains(err.Error(), "outside the file") {
+		ReleaseRecords(recs)
+		t.Fatalf("a description past the file's end: %v", err)
+	}
+}
