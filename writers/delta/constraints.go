@@ -30,7 +30,7 @@ func checkRows(cons []deltalog.Constraint, rec arrow.RecordBatch) error {
 			return writers.Errorf(writers.ErrInvalid, "delta: %s cannot be checked on these rows: %v", c, err)
 		}
 		if row, bad := b.FirstViolation(rec); bad {
-			return writers.Errorf(writers.ErrInvalid, "delta: %s is violated by a row with %s (a row passes only when the expression is true, not false or null): nothing of the batch is written; fix the rows and replay", c, b.RowValues(rec, row))
+			return writers.Errorf(writers.ErrInvalid, "delta: %s is violated by a row with %s (a row passes only when the expression is true, not false or null): nothing of these rows is published; fix them and replay", c, b.RowValues(rec, row))
 		}
 	}
 	return nil

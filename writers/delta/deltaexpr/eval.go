@@ -69,6 +69,9 @@ func (b *Bound) RowValues(rec arrow.RecordBatch, row int) string {
 		v := "NULL"
 		if valid(row) {
 			v = leaf.ValueStr(row)
+			if d, ok := leaf.(*array.Decimal128); ok { // ValueStr drops the scale
+				v = d.Value(row).ToString(d.DataType().(*arrow.Decimal128Type).Scale)
+			}
 			if utf8.RuneCountInString(v) > maxValueChars {
 				v = string([]rune(v)[:maxValueChars]) + "…"
 			}

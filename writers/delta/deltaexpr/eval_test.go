@@ -198,6 +198,11 @@ func TestConstraintFirstViolation(t *testing.T) {
 	if got, want := b.RowValues(rec, row), "id=5, st.x=NULL"; got != want {
 		t.Errorf("RowValues = %q, want %q", got, want)
 	}
+	dec, _ := Parse("price < 0 AND s = ''")
+	decBound, _ := dec.Bind(rec.Schema())
+	if got, want := decBound.RowValues(rec, 0), "price=1.50, s=a"; got != want { // as the expression names it
+		t.Errorf("RowValues = %q, want %q", got, want)
+	}
 	ok, _ := Parse("id IS NULL OR id > -10")
 	bound, err := ok.Bind(rec.Schema())
 	if err != nil {
