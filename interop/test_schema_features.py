@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import pyarrow as pa
 import pytest
+from pyarrow import flight
 
 from data import apply_changelog, changelog_schema, table
 from helpers import DeltaRs, Quiver, Spark, Written, assert_rows, check_table, log_actions
@@ -348,3 +349,13 @@ def test_check_constraints(serve: Callable[..., Quiver], tmp_path: Path, spark_s
     s.sql(f"INSERT INTO delta.`{path}` VALUES (60, 'spark', 2.00, 0.9, DATE '2024-03-01', 'new')")
     expected.append({"id": 60, "name": "spark", "price": Decimal(2), "ratio": 0.9, "day": dt.date(2024, 3, 1), "status": "new"})
     assert_rows(spark.rows(path), table(expected, ORDERS), "spark after its own insert")
+
+    # A constraint outside the subset: the endpoint refuses writes, naming it.
+    s.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT name_len CHECK (length(name) > 0)")
+    # (Another endpoint keeps the server ready.)
+    srv = serve([{"name": "append", "sink": "delta", "delta": {"table_uri": uri}},
+                 {"name": "other", "sink": "delta", "delta": {"table_uri": "file://" + str(tmp_path / "other")}}])
+    with pytest.raises((flight.FlightError, pa.ArrowException), match=r"constraint name_len .*function length"):
+        srv.client().put("append", table([order(70)], ORDERS))
+    srv.stop()
+    assert_rows(spark.rows(path), table(expected, ORDERS), "spark after the refused endpoint")
