@@ -11,6 +11,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 // addConstraints commits to the table of cfg, as Spark's ALTER TABLE …
@@ -19,7 +20,14 @@ import (
 // features they need.
 func addConstraints(t *testing.T, cfg *Config, cons, invs map[string]string) {
 	t.Helper()
-	snap := snapshot(t, cfg)
+	if err := putConstraints(tableBucket(t, cfg), snapshot(t, cfg), cons, invs); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// putConstraints writes addConstraints' commit after snap as Spark would,
+// without deltalog.Commit, which refuses tables Quiver cannot write.
+func putConstraints(bucket *storage.Bucket, snap *deltalog.Snapshot, cons, invs map[string]string) error {
 	m := snap.Metadata
 	m.Configuration = maps.Clone(m.Configuration)
 	if m.Configuration == nil {
@@ -31,7 +39,7 @@ func addConstraints(t *testing.T, cfg *Config, cons, invs map[string]string) {
 	if len(invs) > 0 {
 		schema, err := snap.Schema()
 		if err != nil {
-			t.Fatal(err)
+			return err
 		}
 		for i, f := range schema.Fields {
 			if expr, ok := invs[f.Name]; ok {
@@ -57,15 +65,11 @@ func addConstraints(t *testing.T, cfg *Config, cons, invs map[string]string) {
 			}
 		}
 	}
-	// Written as Spark would, without deltalog.Commit, which refuses
-	// tables Quiver cannot write.
 	commit, err := deltalog.EncodeCommit([]deltalog.Action{{MetaData: &m}, {Protocol: &p}})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	if err := tableBucket(t, cfg).Put(context.Background(), deltalog.CommitKey(snap.Version+1), commit); err != nil {
-		t.Fatal(err)
-	}
+	return bucket.Put(context.Background(), deltalog.CommitKey(snap.Version+1), commit)
 }
 
 // constrainedTable creates a table (id long, k string, v long) with the

@@ -111,6 +111,9 @@ func (b *binder) pred(e *Expr) (predicate, error) {
 		}
 		// x IN (a, b) is x = a OR x = b, NULLs included.
 		var p predicate = &logicPred{or: true, args: eqs}
+		if set := inSet(b.schema, eqs); set != nil {
+			p = set
+		}
 		if e.not {
 			p = &notPred{arg: p}
 		}

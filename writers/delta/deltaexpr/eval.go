@@ -194,6 +194,9 @@ type cmpPred struct {
 }
 
 func (p *cmpPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
+	if p.evalColumnLiteral(rec, out) {
+		return
+	}
 	n := len(out)
 	switch p.dom.kind {
 	case dInt:
@@ -214,6 +217,165 @@ func (p *cmpPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
 		compareInto(out, l, r, decimal128.Num.Cmp, p.op, p.nullSafe)
 	case dString:
 		compareInto(out, p.l.strings(rec), p.r.strings(rec), strings.Compare, p.op, p.nullSafe)
+	}
+}
+
+// evalColumnLiteral is eval's fast path for the commonest shape, a
+// top-level long, int, double or string column compared with a literal
+// of its domain: one loop over the values, no call per row. It reports
+// whether it applied.
+func (p *cmpPred) evalColumnLiteral(rec arrow.RecordBatch, out []uint8) bool {
+	col, lit, mask := p.l, p.r, p.op
+	if col.col == nil {
+		// literal op column: the mirrored comparison (less <-> greater).
+		col, lit, mask = p.r, p.l, mask&2|mask>>2&1|mask&1<<2
+	}
+	if p.nullSafe || col.col == nil || len(col.col.idx) != 1 || lit.col != nil || lit.pred != nil || col.dateMicros {
+		return false
+	}
+	arr := rec.Column(col.col.idx[0])
+	switch a := arr.(type) {
+	case *array.Int64:
+		if p.dom.kind != dInt {
+			return false
+		}
+		compareValues(out, a, a.Int64Values(), lit.lit.i, cmpOrdered[int64], mask)
+	case *array.Int32:
+		if p.dom.kind != dInt {
+			return false
+		}
+		compareValues(out, a, a.Int32Values(), lit.lit.i, func(v int32, l int64) int { return cmpOrdered(int64(v), l) }, mask)
+	case *array.Timestamp:
+		if p.dom.kind != dInt || a.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
+			return false
+		}
+		compareValues(out, a, a.TimestampValues(), lit.lit.i, func(v arrow.Timestamp, l int64) int { return cmpOrdered(int64(v), l) }, mask)
+	case *array.Date32:
+		if p.dom.kind != dInt {
+			return false
+		}
+		compareValues(out, a, a.Date32Values(), lit.lit.i, func(v arrow.Date32, l int64) int { return cmpOrdered(int64(v), l) }, mask)
+	case *array.Float64:
+		if p.dom.kind != dFloat || p.dom.f32 {
+			return false
+		}
+		f, _ := lit.floats(rec, 0, nil, false)
+		v, _ := f(0)
+		compareValues(out, a, a.Float64Values(), v, cmpFloat, mask)
+	case *array.String:
+		if p.dom.kind != dString {
+			return false
+		}
+		l := lit.lit.s
+		for i := range out {
+			out[i] = mask >> (strings.Compare(a.Value(i), l) + 1) & 1
+		}
+		nullsInto(out, a)
+	default:
+		return false
+	}
+	return true
+}
+
+// inSetPred is x IN (literals…) over a top-level string or long column:
+// one pass with a set lookup per row instead of one comparison per
+// literal.
+type inSetPred struct {
+	col  int
+	strs map[string]struct{}
+	list []string // strs, when few: comparing beats hashing
+	ints map[int64]struct{}
+}
+
+// maxListed bounds the string lists hasString scans rather than hashes.
+const maxListed = 8
+
+func (p *inSetPred) hasString(v string) bool {
+	if p.list != nil {
+		for _, s := range p.list {
+			if s == v {
+				return true
+			}
+		}
+		return false
+	}
+	_, ok := p.strs[v]
+	return ok
+}
+
+// inSet returns the inSetPred equivalent to eqs (x = a OR x = b …) when
+// every one compares the same top-level string or long column of schema
+// with a literal; nil otherwise.
+func inSet(schema *arrow.Schema, eqs []predicate) *inSetPred {
+	set := &inSetPred{col: -1}
+	for _, e := range eqs {
+		c, ok := e.(*cmpPred)
+		if !ok || c.l.col == nil || len(c.l.col.idx) != 1 || c.r.col != nil || c.r.pred != nil || (set.col >= 0 && set.col != c.l.col.idx[0]) {
+			return nil
+		}
+		set.col = c.l.col.idx[0]
+		switch id := schema.Field(set.col).Type.ID(); {
+		case c.dom.kind == dString && id == arrow.STRING && set.ints == nil:
+			if set.strs == nil {
+				set.strs = map[string]struct{}{}
+			}
+			set.strs[c.r.lit.s] = struct{}{}
+		case c.dom.kind == dInt && id == arrow.INT64 && c.r.lit.typ == litInt && set.strs == nil:
+			if set.ints == nil {
+				set.ints = map[int64]struct{}{}
+			}
+			set.ints[c.r.lit.i] = struct{}{}
+		default:
+			return nil
+		}
+	}
+	if len(set.strs) <= maxListed {
+		for v := range set.strs {
+			set.list = append(set.list, v)
+		}
+	}
+	return set
+}
+
+func (p *inSetPred) eval(rec arrow.RecordBatch, out []uint8, _ *scratch) {
+	arr := rec.Column(p.col)
+	switch a := arr.(type) {
+	case *array.String:
+		for i := range out {
+			out[i] = triFalse
+			if p.hasString(a.Value(i)) {
+				out[i] = triTrue
+			}
+		}
+	case *array.Int64:
+		for i, v := range a.Int64Values() {
+			_, ok := p.ints[v]
+			out[i] = triFalse
+			if ok {
+				out[i] = triTrue
+			}
+		}
+	}
+	nullsInto(out, arr)
+}
+
+// compareValues compares every value of vals (arr's) with lit.
+func compareValues[T, L any](out []uint8, arr arrow.Array, vals []T, lit L, cmp func(T, L) int, mask uint8) {
+	for i, v := range vals[:len(out)] {
+		out[i] = mask >> (cmp(v, lit) + 1) & 1
+	}
+	nullsInto(out, arr)
+}
+
+// nullsInto sets the rows where arr is null to NULL.
+func nullsInto(out []uint8, arr arrow.Array) {
+	if arr.NullN() == 0 {
+		return
+	}
+	for i := range out {
+		if arr.IsNull(i) {
+			out[i] = triNull
+		}
 	}
 }
 
@@ -310,21 +472,21 @@ func (o operand) ints(rec arrow.RecordBatch, n int, sc *scratch) (getter[int64],
 			return 0
 		}
 	case *array.Int8:
-		get = func(i int) int64 { return int64(a.Value(i)) }
+		get = widen(a.Value)
 	case *array.Int16:
-		get = func(i int) int64 { return int64(a.Value(i)) }
+		get = widen(a.Value)
 	case *array.Int32:
-		get = func(i int) int64 { return int64(a.Value(i)) }
+		get = widen(a.Value)
 	case *array.Int64:
 		get = a.Value
 	case *array.Uint8:
-		get = func(i int) int64 { return int64(a.Value(i)) }
+		get = widen(a.Value)
 	case *array.Uint16:
-		get = func(i int) int64 { return int64(a.Value(i)) }
+		get = widen(a.Value)
 	case *array.Uint32:
-		get = func(i int) int64 { return int64(a.Value(i)) }
+		get = widen(a.Value)
 	case *array.Date32:
-		get = func(i int) int64 { return int64(a.Value(i)) }
+		get = widen(a.Value)
 		if o.dateMicros {
 			get = func(i int) int64 { return int64(a.Value(i)) * 86400e6 }
 		}
@@ -337,6 +499,11 @@ func (o operand) ints(rec arrow.RecordBatch, n int, sc *scratch) (getter[int64],
 		}
 		return get(i), true
 	}, noop
+}
+
+// widen reads an integer array's values as int64.
+func widen[T ~int8 | ~int16 | ~int32 | ~uint8 | ~uint16 | ~uint32](value func(int) T) func(int) int64 {
+	return func(i int) int64 { return int64(value(i)) }
 }
 
 // timestampMicros reads a timestamp array in microseconds (rounded down,

@@ -141,6 +141,12 @@ func TestConstraintEval(t *testing.T) {
 		"FALSE OR NULL":                         "NNNN",
 		"1 = 1.0":                               "TTTT",
 		"'b' > 'a'":                             "TTTT",
+		"5 > id":                                "TFTN", // literal first: mirrored
+		"5 <= id":                               "FTFN",
+		"2.5 <> d":                              "TFTN",
+		"'a' = s":                               "TFFN",
+		"-3 = `weird col`":                      "FFFN",
+		"st.x = 7":                              "TNFN",
 	} {
 		if got := evalAll(t, text, rec); got != want {
 			t.Errorf("%s: got %s, want %s", text, got, want)
