@@ -284,7 +284,7 @@ def test_identity_columns(serve: Callable[..., Quiver], tmp_path: Path, spark_se
 
 # --- CHECK constraints ----------------------------------------------------------
 
-ORDERS = pa.schema([("id", pa.int64()), ("name", pa.string()), ("price", pa.decimal128(10, 2)),
+ORDERS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string()), ("price", pa.decimal128(10, 2)),
                     ("ratio", pa.float64()), ("day", pa.date32()), ("status", pa.string())])
 
 
@@ -299,10 +299,13 @@ def test_check_constraints(serve: Callable[..., Quiver], tmp_path: Path, spark_s
     constraint needs a value (NULL violates). Quiver appends and upserts
     rows that pass, which Spark reads; a batch or upsert with a violating
     row (false or NULL) is refused with InvalidArgument naming the
-    constraint, publishing nothing; Spark keeps writing afterwards."""
+    constraint, publishing nothing; Spark keeps writing afterwards. The
+    column id is NOT NULL: streams declare it non-nullable, and one
+    declaring it nullable is refused; a constraint outside the subset makes the endpoint
+    refuse writes, naming it."""
     path = tmp_path / "table"
     s = spark_session
-    s.sql(f"CREATE TABLE delta.`{path}` (id BIGINT, `Full Name` STRING, price DECIMAL(10,2), ratio DOUBLE, day DATE, "
+    s.sql(f"CREATE TABLE delta.`{path}` (id BIGINT NOT NULL, `Full Name` STRING, price DECIMAL(10,2), ratio DOUBLE, day DATE, "
           "status STRING) USING delta TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
     s.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN `Full Name` TO name")
     s.createDataFrame(table([order(i) for i in range(1, 4)], ORDERS)).write.format("delta").mode("append").save(str(path))
@@ -349,6 +352,14 @@ def test_check_constraints(serve: Callable[..., Quiver], tmp_path: Path, spark_s
     s.sql(f"INSERT INTO delta.`{path}` VALUES (60, 'spark', 2.00, 0.9, DATE '2024-03-01', 'new')")
     expected.append({"id": 60, "name": "spark", "price": Decimal(2), "ratio": 0.9, "day": dt.date(2024, 3, 1), "status": "new"})
     assert_rows(spark.rows(path), table(expected, ORDERS), "spark after its own insert")
+
+    # NOT NULL (no expression): a stream must declare the column non-nullable.
+    loose = pa.schema([ORDERS.field("id").with_nullable(True), *list(ORDERS)[1:]])
+    srv = serve([{"name": "append", "sink": "delta", "delta": {"table_uri": uri}}])
+    with pytest.raises(pa.ArrowInvalid, match=r'column "id" is nullable, the table\'s is not'):
+        srv.client().put("append", table([order(61)], loose))
+    srv.stop()
+    assert_rows(spark.rows(path), table(expected, ORDERS), "spark after the refused nullable stream")
 
     # A constraint outside the subset: the endpoint refuses writes, naming it.
     s.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT name_len CHECK (length(name) > 0)")
