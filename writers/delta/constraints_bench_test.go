@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 
@@ -24,25 +25,32 @@ var benchConstraints = map[string]string{
 	"recent":         "ts >= TIMESTAMP '2020-01-01 00:00:00Z' OR NOT active",
 }
 
+// workloadBatches generates rows of the standard workload, released when
+// b ends, and their total size.
+func workloadBatches(b *testing.B, rows int64) ([]arrow.RecordBatch, int64) {
+	batches, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, rows, workload.DefaultBatchRows)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		for _, r := range batches {
+			r.Release()
+		}
+	})
+	var size int64
+	for _, r := range batches {
+		size += util.TotalRecordSize(r)
+	}
+	return batches, size
+}
+
 // BenchmarkConstraintsWrite measures the sink's appends of the standard
 // workload (one auto-commit stream, zstd) into a table with
 // benchConstraints and into a plain one, in the same run: the ratio of
 // their rows/s is the cost of checking.
 func BenchmarkConstraintsWrite(b *testing.B) {
 	const rows int64 = 1 << 20
-	batches, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, rows, workload.DefaultBatchRows)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		for _, r := range batches {
-			r.Release()
-		}
-	}()
-	var size int64
-	for _, r := range batches {
-		size += util.TotalRecordSize(r)
-	}
+	batches, size := workloadBatches(b, rows)
 	ctx := context.Background()
 	for _, checked := range []bool{false, true} {
 		b.Run(fmt.Sprintf("constraints=%v", checked), func(b *testing.B) {
