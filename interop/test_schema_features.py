@@ -10,15 +10,21 @@ keeps writing.
 Type widening: Spark widens INT to BIGINT and FLOAT to DOUBLE after its
 first files; Quiver upserts (rewriting old-typed files) and appends in the
 widened types; Spark reads the rows (delta-rs 1.6.6 refuses the
-typeWidening feature)."""
+typeWidening feature).
+
+CHECK constraints: Spark adds constraints of every supported kind; Quiver
+writes rows that pass and refuses, publishing nothing, rows that do not."""
 
 from __future__ import annotations
 
+import datetime as dt
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, Callable
 
 import pyarrow as pa
 import pytest
+from pyarrow import flight
 
 from data import apply_changelog, changelog_schema, table
 from helpers import DeltaRs, Quiver, Spark, Written, assert_rows, check_table, log_actions
@@ -274,3 +280,93 @@ def test_identity_columns(serve: Callable[..., Quiver], tmp_path: Path, spark_se
                                               pa.schema([("id", pa.int64()), *KV]))), last_writer_quiver=False)
     assert_rows(DeltaRs().rows(path), table([{"id": i, "k": k, "v": v} for k, (i, v) in rows.items()],
                                             pa.schema([("id", pa.int64()), *KV])), "delta-rs")
+
+
+# --- CHECK constraints ----------------------------------------------------------
+
+ORDERS = pa.schema([pa.field("id", pa.int64(), nullable=False), ("name", pa.string()), ("price", pa.decimal128(10, 2)),
+                    ("ratio", pa.float64()), ("day", pa.date32()), ("status", pa.string())])
+
+
+def order(i: int, **change: Any) -> dict[str, Any]:
+    return {"id": i, "name": f"n{i}", "price": Decimal(i) / 4, "ratio": 0.25, "day": dt.date(2024, 1, 1 + i % 28),
+            "status": "paid", **change}
+
+
+def test_check_constraints(serve: Callable[..., Quiver], tmp_path: Path, spark_session: Any) -> None:
+    """Spark creates a column-mapped table (a renamed column) and adds CHECK
+    constraints of each supported kind; Spark itself refuses a NULL where a
+    constraint needs a value (NULL violates). Quiver appends and upserts
+    rows that pass, which Spark reads; a batch or upsert with a violating
+    row (false or NULL) is refused with InvalidArgument naming the
+    constraint, publishing nothing; Spark keeps writing afterwards. The
+    column id is NOT NULL: streams declare it non-nullable, and one
+    declaring it nullable is refused; a constraint outside the subset makes the endpoint
+    refuse writes, naming it."""
+    path = tmp_path / "table"
+    s = spark_session
+    s.sql(f"CREATE TABLE delta.`{path}` (id BIGINT NOT NULL, `Full Name` STRING, price DECIMAL(10,2), ratio DOUBLE, day DATE, "
+          "status STRING) USING delta TBLPROPERTIES ('delta.columnMapping.mode' = 'name')")
+    s.sql(f"ALTER TABLE delta.`{path}` RENAME COLUMN `Full Name` TO name")
+    s.createDataFrame(table([order(i) for i in range(1, 4)], ORDERS)).write.format("delta").mode("append").save(str(path))
+    for name, check in [("id_positive", "id > 0"),
+                        ("price_range", "price BETWEEN 0 AND 1000.50"),
+                        ("status_known", "status IN ('new', 'paid', 'shipped')"),
+                        ("name_set", "name IS NOT NULL AND name <> ''"),
+                        ("recent_or_low", "day >= DATE '2024-01-01' OR ratio < 0.5")]:
+        s.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT {name} CHECK ({check})")
+    # NULL IN (…) is NULL, which Spark refuses as it refuses FALSE.
+    with pytest.raises(Exception, match="(?i)status_known"):
+        s.sql(f"INSERT INTO delta.`{path}` VALUES (50, 'x', 1.00, 0.1, DATE '2024-02-01', NULL)")
+    s.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT not_cancelled CHECK (NOT (status = 'cancelled'))")
+    expected = [order(i) for i in range(1, 4)]
+
+    uri = "file://" + str(path)
+    srv = serve([{"name": "append", "sink": "delta", "delta": {"table_uri": uri}},
+                 {"name": "upsert", "sink": "delta", "delta": {"table_uri": uri, "mode": "upsert", "merge_keys": ["id"]}}])
+    c = srv.client()
+    good = [order(i) for i in range(10, 20)] + [order(20, day=dt.date(2020, 1, 1), ratio=0.1, price=Decimal("1000.50"))]
+    versions = [c.put("append", table(good, ORDERS))["version"]]
+    expected += good
+    before = len(log_actions(path, "commitInfo"))
+    for bad, constraint in [(order(30, id=-1), "id_positive"),
+                            (order(31, price=Decimal("1000.51")), "price_range"),
+                            (order(32, status="lost"), "status_known"),
+                            (order(33, status=None), "not_cancelled"),  # the first by name of the two it breaks
+                            (order(34, name=""), "name_set"),
+                            (order(35, name=None), "name_set"),
+                            (order(36, day=dt.date(2023, 12, 31), ratio=0.5), "recent_or_low"),
+                            (order(37, status="cancelled"), "not_cancelled")]:
+        with pytest.raises(pa.ArrowInvalid, match=f"CHECK constraint {constraint} .*violated"):
+            c.put("append", table([order(40), bad], ORDERS))
+    changes = [{**order(10, status="shipped"), "_op": "U"}, {**order(50), "_op": "I"}]
+    versions.append(c.put("upsert", table(changes, changelog_schema(ORDERS)))["version"])
+    expected = [r for r in expected if r["id"] != 10] + [order(10, status="shipped"), order(50)]
+    with pytest.raises(pa.ArrowInvalid, match="CHECK constraint price_range .*price=-1.00"):
+        c.put("upsert", table([{**order(11, price=Decimal(-1)), "_op": "U"}], changelog_schema(ORDERS)))
+    srv.stop()
+    assert len(log_actions(path, "commitInfo")) == before + 1, "a refused batch or upsert published something"
+
+    spark = Spark(s)
+    check_table(spark, Written(path, table(expected, ORDERS), versions))
+    s.sql(f"INSERT INTO delta.`{path}` VALUES (60, 'spark', 2.00, 0.9, DATE '2024-03-01', 'new')")
+    expected.append({"id": 60, "name": "spark", "price": Decimal(2), "ratio": 0.9, "day": dt.date(2024, 3, 1), "status": "new"})
+    assert_rows(spark.rows(path), table(expected, ORDERS), "spark after its own insert")
+
+    # NOT NULL (no expression): a stream must declare the column non-nullable.
+    loose = pa.schema([ORDERS.field("id").with_nullable(True), *list(ORDERS)[1:]])
+    srv = serve([{"name": "append", "sink": "delta", "delta": {"table_uri": uri}}])
+    with pytest.raises(pa.ArrowInvalid, match=r'column "id" is nullable, the table\'s is not'):
+        srv.client().put("append", table([order(61)], loose))
+    srv.stop()
+    assert_rows(spark.rows(path), table(expected, ORDERS), "spark after the refused nullable stream")
+
+    # A constraint outside the subset: the endpoint refuses writes, naming it.
+    s.sql(f"ALTER TABLE delta.`{path}` ADD CONSTRAINT name_len CHECK (length(name) > 0)")
+    # (Another endpoint keeps the server ready.)
+    srv = serve([{"name": "append", "sink": "delta", "delta": {"table_uri": uri}},
+                 {"name": "other", "sink": "delta", "delta": {"table_uri": "file://" + str(tmp_path / "other")}}])
+    with pytest.raises((flight.FlightError, pa.ArrowException), match=r"constraint name_len .*function length"):
+        srv.client().put("append", table([order(70)], ORDERS))
+    srv.stop()
+    assert_rows(spark.rows(path), table(expected, ORDERS), "spark after the refused endpoint")

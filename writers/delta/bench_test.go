@@ -24,19 +24,7 @@ import (
 // encoder the sink is built on), per codec.
 func BenchmarkWrite(b *testing.B) {
 	const rows int64 = 1 << 20
-	batches, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, rows, workload.DefaultBatchRows)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		for _, r := range batches {
-			r.Release()
-		}
-	}()
-	var size int64
-	for _, r := range batches {
-		size += util.TotalRecordSize(r)
-	}
+	batches, size := workloadBatches(b, rows)
 	for _, bc := range []struct {
 		codec   string
 		streams int

@@ -296,6 +296,9 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 	if err != nil {
 		return nil, fmt.Errorf("delta: table schema: %w", err)
 	}
+	if err := checkConstraints(meta, ds); err != nil {
+		return nil, err
+	}
 
 	// Files already live (published by an earlier commit of another key
 	// that was handed this descriptor) are not added again.

@@ -63,6 +63,9 @@ type descriptor struct {
 	// MappedAfter is the table's maxColumnId when the columns the files
 	// add were given column mapping (colmap.go; nil without).
 	MappedAfter *int64 `json:"mappedAfter,omitempty"`
+	// Constraints is the table's CHECK constraints and invariants the
+	// rows were checked against, expression by name (constraints.go).
+	Constraints map[string]string `json:"constraints,omitempty"`
 }
 
 // upsertPlan is what an upsert's commit needs besides its adds: the table

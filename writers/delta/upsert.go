@@ -180,6 +180,7 @@ func (w *Writer) precommitUpsert(ctx context.Context, key writers.TxnKey, s *sta
 		return nil, err
 	}
 	d.Schema, d.Adds, d.MappedAfter = s.schema, out.adds, s.mappedAfter
+	d.Constraints = checkedConstraints(layout.cons)
 	if out.identity != nil && len(out.identity.ranges) > 0 {
 		d.Identity = out.identity.ranges
 	}

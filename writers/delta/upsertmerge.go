@@ -209,6 +209,10 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *
 				return err
 			}
 			rec = filled
+			if err := checkRows(layout.cons, rec); err != nil {
+				rec.Release()
+				return err
+			}
 			parts, recs, err := w.parts.split(ctx, w.mem, rec, layout.cols)
 			rec.Release() // split's records hold what they need
 			if err != nil {

@@ -50,6 +50,9 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		defer filled.Release()
 		rec = filled
 	}
+	if err := checkRows(s.layout.cons, rec); err != nil {
+		return err
+	}
 	parts, recs, err := w.parts.split(ctx, w.mem, rec, s.layout.cols)
 	if err != nil {
 		return err
@@ -132,11 +135,13 @@ func (w *Writer) refreshMapping(ctx context.Context, s *stage) error {
 }
 
 // fileLayout is how the data files of rows of one Delta schema are
-// written into a table: the columns whose statistics they carry and the
-// table's column mapping (nil without).
+// written into a table: the columns whose statistics they carry, the
+// table's column mapping (nil without) and the constraints their rows
+// must satisfy (constraints.go).
 type fileLayout struct {
 	stats *deltalog.StatsColumns
 	cols  *columnMap
+	cons  []deltalog.Constraint
 }
 
 // layoutOf returns the layout of files of rows of Delta schema merged
@@ -160,7 +165,11 @@ func layoutOf(snap *deltalog.Snapshot, merged *deltalog.Schema) (*fileLayout, er
 			}
 		}
 	}
-	return &fileLayout{stats: stats, cols: newColumnMap(snap.Metadata.Configuration, names)}, nil
+	cons, err := deltalog.Constraints(&snap.Metadata)
+	if err != nil { // CheckWritable refused such a table already
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: %v", err)
+	}
+	return &fileLayout{stats: stats, cols: newColumnMap(snap.Metadata.Configuration, names), cons: cons}, nil
 }
 
 // missingColumns returns the columns of table that in lacks, as Arrow
@@ -308,6 +317,9 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		s.precommitted = append(s.precommitted, s.finished...)
 		s.finished = nil
 		d.Schema, d.Adds, d.MappedAfter = s.schema, s.precommitted, s.mappedAfter
+		if s.layout != nil {
+			d.Constraints = checkedConstraints(s.layout.cons)
+		}
 		if s.identity != nil && len(s.identity.ranges) > 0 {
 			d.Identity = s.identity.ranges
 		}

@@ -55,10 +55,10 @@ var readerRules = map[string]featureRule{
 // reader feature (it reads the log before writing).
 var writerRules = map[string]featureRule{
 	"appendOnly": always, // enforced per commit: see checkAppendOnly
-	"invariants": refuseIfActive("a column has delta.invariants (SQL expressions are not evaluated)",
-		columnMetadataActive("delta.invariants")),
-	"checkConstraints": refuseIfActive("delta.constraints.* is set (SQL expressions are not evaluated)",
-		func(s *Snapshot) bool { return configHasPrefix(s, "delta.constraints.") }),
+	// Rows are checked against them (writers/delta/constraints.go);
+	// CheckWritable refuses the ones Quiver cannot evaluate (Constraints).
+	"invariants":       always,
+	"checkConstraints": always,
 	// Appends and whole-file overwrites never need cdc files.
 	"changeDataFeed": always,
 	"generatedColumns": refuseIfActive("a column has delta.generationExpression (values are not generated)",
@@ -138,6 +138,12 @@ func CheckWritable(s *Snapshot) error {
 	schema, err := s.Metadata.Schema()
 	if err != nil {
 		return err
+	}
+	// Whether or not the protocol lists their features: rows must satisfy
+	// them.
+	if _, err := Constraints(&s.Metadata); err != nil {
+		return fmt.Errorf("delta: unsupported %w (table protocol %d/%d; Quiver evaluates comparisons, AND, OR, NOT, IS [NOT] NULL, IN and BETWEEN over columns and literals: docs/delta.md, \"Constraints\"): %w",
+			err, p.MinReaderVersion, p.MinWriterVersion, ErrUnsupported)
 	}
 	for _, f := range schemaFeatures(schema) {
 		if !slices.Contains(readerFeatures(p), f) || !slices.Contains(writerFeatures(p), f) {
@@ -308,15 +314,6 @@ func columnMappingRule(s *Snapshot) (bool, string) {
 
 func configTrue(key string) func(*Snapshot) bool {
 	return func(s *Snapshot) bool { return strings.EqualFold(s.Metadata.Configuration[key], "true") }
-}
-
-func configHasPrefix(s *Snapshot, prefix string) bool {
-	for k := range s.Metadata.Configuration {
-		if strings.HasPrefix(k, prefix) {
-			return true
-		}
-	}
-	return false
 }
 
 // columnMetadataActive reports whether any field at any depth has a

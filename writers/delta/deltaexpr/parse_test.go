@@ -1,0 +1,111 @@
+package deltaexpr
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestParseAccepts(t *testing.T) {
+	for _, text := range []string{
+		"id > 0",
+		"id >= -5 AND id <= 10",
+		"`weird col` = 'it''s' OR `a``b` IS NULL",
+		"s.inner.x <> 1.5",
+		"price BETWEEN 0 AND 100.25",
+		"price not between 1e3 and 2.5D",
+		"status IN ('a', 'b', \"c\")",
+		"status NOT IN (1, 2L, 3S, 4Y)",
+		"NOT (a IS NOT NULL) or !b",
+		"d > DATE '2024-01-01' AND ts < TIMESTAMP '2024-01-01 00:00:00Z'",
+		"flag = TRUE AND other <=> NULL",
+		"a == b AND a != c",
+		"(((a)))",
+		"x = 12345678901234567890123",
+		"y = 1.5BD and z = 2.0f",
+		"name = 'a\\'b\\n'",
+	} {
+		if _, err := Parse(text); err != nil {
+			t.Errorf("Parse(%q): %v", text, err)
+		}
+	}
+}
+
+func TestParseRefuses(t *testing.T) {
+	for text, want := range map[string]string{
+		"length(name) > 0":               "function length",
+		"a + 1 > 2":                      "operator +",
+		"a > b * 2":                      "operator *",
+		"-a > 0":                         "operator -",
+		"name LIKE 'a%'":                 "LIKE",
+		"name RLIKE 'a'":                 "RLIKE",
+		"CASE WHEN a THEN 1 END = 1":     "CASE",
+		"a IN (SELECT x FROM t)":         "subquery",
+		"EXISTS (SELECT 1)":              "function EXISTS",
+		"a[0] = 1":                       "subscript",
+		"a IS TRUE":                      "IS TRUE",
+		"a = 1 -- comment":               "comment",
+		"a || 'x' = 'y'":                 "operator ||",
+		"INTERVAL '1' DAY > a":           "INTERVAL",
+		"m.f(1) = 2":                     "function m.f",
+		"CAST(a AS INT) = 1":             "function CAST",
+		"a = x'00'":                      "binary",
+		"TIMESTAMP_NTZ '2024-01-01' < a": "TIMESTAMP_NTZ",
+	} {
+		_, err := Parse(text)
+		if !errors.Is(err, ErrUnsupported) || !strings.Contains(err.Error(), want) {
+			t.Errorf("Parse(%q) = %v, want ErrUnsupported naming %q", text, err, want)
+		}
+	}
+	for _, text := range []string{"", "a >", "a = 'open", "(a = 1", "a = 1)", "a BETWEEN 1", "a IN ()", "`x", "a = 1x", "DATE 'nope' < a", "a = 1.2.3", "a NOT = 1", "a ? b"} {
+		if _, err := Parse(text); err == nil {
+			t.Errorf("Parse(%q) succeeded", text)
+		}
+	}
+}
+
+func TestParseBounds(t *testing.T) {
+	deep := strings.Repeat("(", MaxDepth+1) + "a" + strings.Repeat(")", MaxDepth+1)
+	if _, err := Parse(deep); err == nil || !strings.Contains(err.Error(), "deeper") {
+		t.Errorf("deep parentheses: %v", err)
+	}
+	nots := strings.Repeat("NOT ", MaxDepth+1) + "a"
+	if _, err := Parse(nots); err == nil || !strings.Contains(err.Error(), "deeper") {
+		t.Errorf("deep NOTs: %v", err)
+	}
+	long := "a IN (" + strings.Repeat("1,", MaxLength/2) + "1)"
+	if _, err := Parse(long); err == nil || !strings.Contains(err.Error(), "bytes long") {
+		t.Errorf("long: %v", err)
+	}
+	// A long flat chain is fine: it is one node, not a deep tree.
+	chain := "a = 1" + strings.Repeat(" OR a = 1", 1000)
+	if _, err := Parse(chain); err != nil {
+		t.Errorf("flat chain: %v", err)
+	}
+}
+
+// FuzzParse parses arbitrary text and binds and evaluates what parses
+// against testRecord: no panic, bounded.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"id > 0", "a IN (1, 2) AND NOT b BETWEEN 1 AND 2", "`x`.y IS NOT NULL", "d = DATE '2024-01-01'", "s = 'a''b'", "((a))", "f(x)", "1.5e3 < -2", "st.x IN (1, 2) OR ntz < DATE '2024-01-01'", "price <=> 1.5 AND flag"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		e, err := Parse(text)
+		if err != nil {
+			return
+		}
+		if len(text) > MaxLength {
+			t.Fatalf("accepted %d bytes", len(text))
+		}
+		_ = e.Columns()
+		// Whatever parses binds or fails cleanly, and evaluates.
+		rec := testRecord(t)
+		defer rec.Release()
+		if b, err := e.Bind(rec.Schema()); err == nil {
+			if row, found := b.FirstViolation(rec); found {
+				_ = b.RowValues(rec, row)
+			}
+		}
+	})
+}
