@@ -121,8 +121,9 @@ type ReadOptions struct {
 }
 
 // CheckSchema reports whether every field of schema can be written, so a
-// sink can refuse a stream at its first batch. The error wraps
-// writers.ErrInvalid and names the column and its type.
+// sink can refuse a stream at its first batch, and that it has at most
+// 65,535 leaf columns. The error wraps writers.ErrInvalid and names the
+// column and its type, or the number of columns.
 func CheckSchema(schema *arrow.Schema) error { return checkSchema(schema) }
 
 // ReadFile opens the Parquet file r of size bytes and returns a reader of

@@ -3,6 +3,7 @@ package parquetio
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"testing"
 
@@ -44,6 +45,25 @@ func TestBadOptions(t *testing.T) {
 	assertInvalid(t, err, "lz4")
 	_, err = NewWriter(io.Discard, schema, Options{RowGroupRows: -1})
 	assertInvalid(t, err, "row group")
+}
+
+// TestTooManyColumns: parquet-go numbers columns in 16 bits, so a schema
+// of more leaves is refused up front instead of panicking in Write. The
+// leaves of nested fields count.
+func TestTooManyColumns(t *testing.T) {
+	fields := make([]arrow.Field, maxColumns-1)
+	for i := range fields {
+		fields[i] = arrow.Field{Name: fmt.Sprint("c", i), Type: arrow.PrimitiveTypes.Int64}
+	}
+	one := arrow.Field{Name: "one", Type: arrow.PrimitiveTypes.Int64}
+	pair := arrow.Field{Name: "pair", Type: arrow.StructOf(fields[0], fields[1])}
+	if _, err := NewWriter(io.Discard, arrow.NewSchema(append(fields, one), nil), Options{}); err != nil {
+		t.Fatalf("%d columns: %v", maxColumns, err)
+	}
+	schema := arrow.NewSchema(append(fields, pair), nil)
+	assertInvalid(t, CheckSchema(schema), "65536 leaf columns")
+	_, err := NewWriter(io.Discard, schema, Options{})
+	assertInvalid(t, err, "65536 leaf columns")
 }
 
 func TestWriteErrors(t *testing.T) {

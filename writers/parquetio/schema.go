@@ -51,7 +51,8 @@ type node struct {
 
 // buildTree maps schema to nodes, numbering leaves in Parquet column order
 // (depth first, fields in schema order). Unsupported types give an error
-// wrapping writers.ErrInvalid that names the column.
+// wrapping writers.ErrInvalid that names the column, more than maxColumns
+// leaves one that gives their number.
 func buildTree(schema *arrow.Schema) ([]*node, []*leaf, error) {
 	var leaves []*leaf
 	roots := make([]*node, len(schema.Fields()))
@@ -62,8 +63,15 @@ func buildTree(schema *arrow.Schema) ([]*node, []*leaf, error) {
 		}
 		roots[i] = n
 	}
+	if len(leaves) > maxColumns {
+		return nil, nil, writers.Errorf(writers.ErrInvalid, "parquetio: schema has %d leaf columns, more than the %d a Parquet file written by parquet-go can hold: split the table", len(leaves), maxColumns)
+	}
 	return roots, leaves, nil
 }
+
+// maxColumns is the most leaf columns parquet-go can write: its values
+// carry the column index in 16 bits, one value reserved.
+const maxColumns = parquet.MaxColumnIndex + 1
 
 func newNode(f arrow.Field, parent []string, def, rep uint8, leaves *[]*leaf) (*node, error) {
 	path := append(append([]string(nil), parent...), f.Name)

@@ -166,24 +166,21 @@ func (l *leaf) shredRange(arr arrow.Array, lo, hi int) {
 	lv := newLevels(0, l.maxDef, l.column)
 	hasNulls := arr.NullN() > 0
 	if hasNulls {
-		// The typed loops read the slots under nulls too: Arrow keeps
-		// them in the buffers and the Flight service validated the
-		// offsets of all of them (array.ValidateFull).
-		if fillTyped(vals, arr, lo, lv, nil) {
-			l.rangeNulls = setNulls(vals, arr, lo, l.column)
-			return
-		}
-		value := l.values(arr)
-		null := parquet.Value{}.Level(0, 0, l.column)
-		for i := range vals {
-			if arr.IsNull(lo + i) {
-				vals[i] = null
-				l.rangeNulls++
-			} else {
-				vals[i] = value(lo + i)
-				lv.set(&vals[i])
+		// The typed loops read the slots under nulls too, so Write
+		// requires fully valid arrays; on the Flight path flightsvc's
+		// validate checked every offset (validateStrings for strings,
+		// array.ValidateFull for the rest). The other types convert
+		// the valid slots one by one. Null slots get their null last.
+		if !fillTyped(vals, arr, lo, lv, nil) {
+			value := l.values(arr)
+			for i := range vals {
+				if arr.IsValid(lo + i) {
+					vals[i] = value(lo + i)
+				}
 			}
+			lv.setAll(vals)
 		}
+		l.rangeNulls = setNulls(vals, arr, lo, l.column)
 		return
 	}
 	l.observed = fillTyped(vals, arr, lo, lv, &l.stats)

@@ -38,7 +38,8 @@ type Writer struct {
 
 // NewWriter returns a Writer that writes a Parquet file with schema to w.
 // Unsupported Arrow types and bad options give an error wrapping
-// writers.ErrInvalid naming the column or option. Nothing is written to w
+// writers.ErrInvalid naming the column or option, as does a schema of more
+// than 65,535 leaf columns (parquet-go's limit). Nothing is written to w
 // before the first row group is flushed or Close is called.
 func NewWriter(w io.Writer, schema *arrow.Schema, opts Options) (*Writer, error) {
 	codec, err := codecOf(opts.Compression)
@@ -91,7 +92,11 @@ const shredRows = 8192
 // Write appends rec's rows. rec is borrowed for the call; its fields must
 // match the writer's schema in name, type and nullability (else
 // writers.ErrInvalid). Array offsets (slices), null bitmaps and dictionary
-// arrays are honoured. A row group is flushed to the underlying writer
+// arrays are honoured. The arrays must be fully valid Arrow, as
+// array.ValidateFull checks: the offsets of every slot, nulls included,
+// within the data and non-decreasing, because the conversion reads the
+// slots under nulls too; Write does not check this again (the Flight
+// service validates every batch it receives). A row group is flushed to the underlying writer
 // every Options.RowGroupRows rows; errors from the underlying writer are
 // returned as they are.
 func (w *Writer) Write(rec arrow.RecordBatch) error {
