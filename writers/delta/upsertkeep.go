@@ -29,17 +29,17 @@ import (
 // keptColumns holds, for the table columns a changelog lacks, the values
 // of the target rows its keys match, by key.
 type keptColumns struct {
-	keys keyColumns
-	src  *merge.KeyEncoder // the source's, for SameEncoding
-	data []arrow.Field     // missing data columns, with the table's types
-	part []string          // missing partition columns
-	rt   *rowTracking      // set when the row ids are kept (last of data)
-	cols *columnMap        // the table's column mapping (nil without)
+	groups *keyGroups
+	data   []arrow.Field // missing data columns, with the table's types
+	read   []string      // the names of data read from the files (all but the row id)
+	part   []string      // missing partition columns
+	rt     *rowTracking  // set when the row ids are kept (last of data)
+	cols   *columnMap    // the table's column mapping (nil without)
 
 	mu sync.Mutex
-	// rows maps a partition key tuple and encoded data key to its row
-	// among the gathered ones.
-	rows map[string]int
+	// rows maps a group's key ordinals to their rows among the gathered
+	// ones (-1: none).
+	rows map[*keyGroup][]int32
 	// chunks holds, per data column, the gathered values of each file
 	// (nil where the file lacks the column: nulls), lens their lengths.
 	chunks [][]arrow.Array
@@ -60,7 +60,7 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 	if err != nil {
 		return nil, fmt.Errorf("delta: table schema: %w", err)
 	}
-	k := &keptColumns{keys: groups.keys, src: groups.enc, rows: map[string]int{}, rt: rowTrackingOf(snap), cols: cols}
+	k := &keptColumns{groups: groups, rows: map[*keyGroup][]int32{}, rt: rowTrackingOf(snap), cols: cols}
 	var data deltalog.Schema
 	for _, f := range table.Fields {
 		switch {
@@ -69,6 +69,7 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 			k.part = append(k.part, f.Name)
 		default:
 			data.Fields = append(data.Fields, f)
+			k.read = append(k.read, f.Name)
 		}
 	}
 	if len(data.Fields) > 0 {
@@ -88,6 +89,15 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 	return k, nil
 }
 
+// rowIDs returns the table's materialized row tracking columns when the
+// matched rows' ids are kept, nil otherwise (k nil too).
+func (k *keptColumns) rowIDs() *rowTracking {
+	if k == nil {
+		return nil
+	}
+	return k.rt
+}
+
 // release frees the gathered values.
 func (k *keptColumns) release() {
 	for _, chunks := range k.chunks {
@@ -99,44 +109,37 @@ func (k *keptColumns) release() {
 	}
 }
 
-// gather reads the missing data columns of target file a (r, size) at the
-// matched rows (ascending positions) and records them, and a's values of
-// the missing partition columns, under each row's key.
-func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int64, a *deltalog.Add, matched []int64) error {
-	names := slices.Clone(k.keys.data)
-	for _, f := range k.data {
-		names = append(names, f.Name)
-	}
-	rr, err := k.cols.readFile(ctx, r, size, mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
-	if err != nil {
-		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
-	}
-	defer rr.Release()
-	enc, err := merge.NewKeyEncoder(rr.Schema(), k.keys.data)
-	if err == nil {
-		err = k.src.SameEncoding(enc)
-	}
-	if err != nil {
-		return fmt.Errorf("delta: upsert: data file %s: %w", a.Path, err)
-	}
-	partKey := make([]*string, len(k.keys.part))
-	for i, c := range k.cols.physicalNames(k.keys.part) {
-		if v := a.PartitionValues[c]; v != nil && *v != "" {
-			partKey[i] = v
-		}
-	}
-	tuple := partTuple(partKey)
+// gather records, for the matched rows fm of target file a (of group
+// grp), a's values of the missing partition columns, their row ids (found
+// by the match) and the missing data columns, which only then are read,
+// at the matched rows alone, from the file reader opens.
+func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader func() (io.ReaderAt, int64, error), a *deltalog.Add, grp *keyGroup, fm *fileMatches) error {
 	parts := make([]*string, len(k.part))
 	for i, c := range k.cols.physicalNames(k.part) {
 		parts[i] = a.PartitionValues[c]
 	}
+	if len(k.read) == 0 {
+		k.add(mem, grp, fm.ord, fm.ids, nil, parts)
+		return nil
+	}
+	r, size, err := reader()
+	if err != nil {
+		return err
+	}
+	rr, err := k.cols.readFile(ctx, r, size, mem, parquetio.ReadOptions{Columns: k.read, SkipMissing: true})
+	if err != nil {
+		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
+	}
+	defer rr.Release()
 	cctx := compute.WithAllocator(ctx, mem)
+	pos := fm.pos
 	var first int64 // file position of the batch's first row
 	var rows []int32
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		n := rec.NumRows()
-		matched, rows = takeRows(matched, first, n, rows)
+		from := fm.len() - len(pos)
+		pos, rows = takeRows(pos, first, n, rows)
 		first += n
 		if len(rows) == 0 {
 			continue
@@ -145,19 +148,13 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 		if err != nil {
 			return err
 		}
-		if k.rt != nil {
-			withIDs, err := k.rt.materialize(mem, taken, a, first-n, rows, false)
-			taken.Release()
-			if err != nil {
-				return err
-			}
-			taken = withIDs
+		to := from + len(rows)
+		var ids []int64
+		if fm.ids != nil {
+			ids = fm.ids[from:to]
 		}
-		err = k.add(enc, taken, tuple, parts)
+		k.add(mem, grp, fm.ord[from:to], ids, taken, parts)
 		taken.Release()
-		if err != nil {
-			return fmt.Errorf("delta: upsert: data file %s: %w", a.Path, err)
-		}
 	}
 	if err := rr.Err(); err != nil {
 		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
@@ -165,29 +162,53 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 	return nil
 }
 
-// add records the rows of rec (key and missing data columns of one file)
-// under tuple, with the file's partition values parts.
-func (k *keptColumns) add(enc *merge.KeyEncoder, rec arrow.RecordBatch, tuple string, parts []*string) error {
-	if err := enc.EncodeColumns(namedColumns(rec, k.keys.data), int(rec.NumRows())); err != nil {
-		return err
+// add records rows of group grp, of key ordinals ords: their ids (when
+// kept), their values of rec's columns (nil: none read) and the file's
+// partition values parts.
+func (k *keptColumns) add(mem memory.Allocator, grp *keyGroup, ords []int32, ids []int64, rec arrow.RecordBatch, parts []*string) {
+	var idCol arrow.Array
+	if k.rt != nil {
+		b := array.NewInt64Builder(mem)
+		b.Reserve(len(ids))
+		for _, id := range ids {
+			if id == noRowID {
+				b.UnsafeAppendBoolToBitmap(false)
+			} else {
+				b.UnsafeAppend(id)
+			}
+		}
+		idCol = b.NewInt64Array()
+		b.Release()
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	rows := k.rows[grp]
+	if rows == nil {
+		rows = make([]int32, grp.set.Len())
+		for i := range rows {
+			rows[i] = -1
+		}
+		k.rows[grp] = rows
+	}
 	base := len(k.parts)
-	for i := range enc.Len() {
-		k.rows[tuple+string(enc.Key(i))] = base + i
+	for i, ord := range ords {
+		rows[ord] = int32(base + i)
 		k.parts = append(k.parts, parts)
 	}
 	for i, f := range k.data {
 		var c arrow.Array
-		if idx := rec.Schema().FieldIndices(f.Name); len(idx) == 1 {
-			c = rec.Column(idx[0])
-			c.Retain()
+		switch {
+		case k.rt != nil && i == len(k.data)-1:
+			c = idCol
+		case rec != nil:
+			if idx := rec.Schema().FieldIndices(f.Name); len(idx) == 1 {
+				c = rec.Column(idx[0])
+				c.Retain()
+			}
 		}
 		k.chunks[i] = append(k.chunks[i], c)
 	}
-	k.lens = append(k.lens, int(rec.NumRows()))
-	return nil
+	k.lens = append(k.lens, len(ords))
 }
 
 // fill returns live rows rec with the missing columns appended: the
@@ -198,27 +219,39 @@ func (k *keptColumns) add(enc *merge.KeyEncoder, rec arrow.RecordBatch, tuple st
 // once every gather has returned.
 func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
-	enc, err := merge.NewKeyEncoder(rec.Schema(), k.keys.data)
+	keys := k.groups.keys
+	enc, err := merge.NewKeyEncoder(rec.Schema(), keys.data)
 	if err != nil {
 		return nil, err
 	}
-	if err := enc.EncodeColumns(namedColumns(rec, k.keys.data), n); err != nil {
+	if err := enc.EncodeColumns(namedColumns(rec, keys.data), n); err != nil {
 		return nil, err
 	}
-	partCols := namedColumns(rec, k.keys.part)
+	partCols := namedColumns(rec, keys.part)
 	partKey := make([]*string, len(partCols))
+	grp := k.groups.groups[partTuple(partKey)] // without partition keys, the one group
 	idx := array.NewInt64Builder(mem)
 	defer idx.Release()
+	idx.Reserve(n)
 	for row := range n {
-		for i, col := range partCols {
-			if partKey[i], err = partitionValue(col, row); err != nil {
-				return nil, err
+		if len(partCols) > 0 {
+			for i, col := range partCols {
+				if partKey[i], err = partitionValue(col, row); err != nil {
+					return nil, err
+				}
+			}
+			grp = k.groups.groups[partTuple(partKey)]
+		}
+		g := int32(-1)
+		if rows := k.rows[grp]; rows != nil {
+			if ord, ok := grp.set.Find(enc.Key(row)); ok {
+				g = rows[ord]
 			}
 		}
-		if g, ok := k.rows[partTuple(partKey)+string(enc.Key(row))]; ok {
-			idx.Append(int64(g))
+		if g >= 0 {
+			idx.UnsafeAppend(int64(g))
 		} else {
-			idx.AppendNull()
+			idx.UnsafeAppendBoolToBitmap(false)
 		}
 	}
 	indices := idx.NewInt64Array()
