@@ -211,45 +211,27 @@ func (k *keptColumns) add(mem memory.Allocator, grp *keyGroup, ords []int32, ids
 	k.lens = append(k.lens, len(ords))
 }
 
-// fill returns live rows rec with the missing columns appended: the
-// values gathered for each row's key, null for keys no target row held.
-// Partition columns are appended as strings holding the partition values
-// as logged, which the partitioner takes as they are (the data files do
-// not hold partition columns). The caller releases the result. fill runs
-// once every gather has returned.
-func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+// fill returns live rows rec, batch i of the changelog's, with the
+// missing columns appended: the values gathered for each row's key, null
+// for keys no target row held. Partition columns are appended as strings
+// holding the partition values as logged, which the partitioner takes as
+// they are (the data files do not hold partition columns). The caller
+// releases the result. fill runs once every gather has returned.
+func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, i int) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
-	keys := k.groups.keys
-	enc, err := merge.NewKeyEncoder(rec.Schema(), keys.data)
-	if err != nil {
-		return nil, err
-	}
-	if err := enc.EncodeColumns(namedColumns(rec, keys.data), n); err != nil {
-		return nil, err
-	}
-	partCols := namedColumns(rec, keys.part)
-	partKey := make([]*string, len(partCols))
-	grp := k.groups.groups[partTuple(partKey)] // without partition keys, the one group
+	live := k.groups.live[i]
+	grp := k.groups.groups[partTuple(nil)] // the one group when grps is nil
+	rows := k.rows[grp]
 	idx := array.NewInt64Builder(mem)
 	defer idx.Release()
 	idx.Reserve(n)
-	for row := range n {
-		if len(partCols) > 0 {
-			for i, col := range partCols {
-				if partKey[i], err = partitionValue(col, row); err != nil {
-					return nil, err
-				}
-			}
-			grp = k.groups.groups[partTuple(partKey)]
+	for row, ord := range live.ords {
+		if live.grps != nil && live.grps[row] != grp {
+			grp = live.grps[row]
+			rows = k.rows[grp]
 		}
-		g := int32(-1)
-		if rows := k.rows[grp]; rows != nil {
-			if ord, ok := grp.set.Find(enc.Key(row)); ok {
-				g = rows[ord]
-			}
-		}
-		if g >= 0 {
-			idx.UnsafeAppend(int64(g))
+		if rows != nil && rows[ord] >= 0 {
+			idx.UnsafeAppend(int64(rows[ord]))
 		} else {
 			idx.UnsafeAppendBoolToBitmap(false)
 		}

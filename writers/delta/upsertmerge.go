@@ -192,10 +192,10 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *identityFill, layout *fileLayout) ([]addFile, error) {
 	fs := newFileSet(layout)
 	err := func() error {
-		for _, rec := range live {
+		for i, rec := range live {
 			rec.Retain()
 			if kept != nil {
-				filled, err := kept.fill(ctx, w.mem, rec)
+				filled, err := kept.fill(ctx, w.mem, rec, i)
 				rec.Release()
 				if err != nil {
 					return err
