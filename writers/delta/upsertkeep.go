@@ -31,9 +31,8 @@ import (
 type keptColumns struct {
 	groups *keyGroups
 	data   []arrow.Field // missing data columns, with the table's types
-	read   []string      // the names of data read from the files (all but the row id)
 	part   []string      // missing partition columns
-	rt     *rowTracking  // set when the row ids are kept (last of data)
+	rt     *rowTracking  // set when the row ids are kept
 	cols   *columnMap    // the table's column mapping (nil without)
 
 	mu sync.Mutex
@@ -44,8 +43,12 @@ type keptColumns struct {
 	// (nil where the file lacks the column: nulls), lens their lengths.
 	chunks [][]arrow.Array
 	lens   []int
-	// parts holds, per gathered row, the partition values of part.
-	parts [][]*string
+	// gathered counts the rows gathered; parts holds, per gathered row,
+	// the partition values of part (nil without), and ids their row ids
+	// (noRowID: none; nil unless rt is set).
+	gathered int
+	parts    [][]*string
+	ids      []int64
 }
 
 // newKeptColumns returns the collector for the table columns of snap
@@ -69,7 +72,6 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 			k.part = append(k.part, f.Name)
 		default:
 			data.Fields = append(data.Fields, f)
-			k.read = append(k.read, f.Name)
 		}
 	}
 	if len(data.Fields) > 0 {
@@ -79,10 +81,7 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 		}
 		k.data = s.Fields()
 	}
-	if k.rt != nil {
-		k.data = append(k.data, k.rt.fields(false)...)
-	}
-	if len(k.part)+len(k.data) == 0 {
+	if len(k.part)+len(k.data) == 0 && k.rt == nil {
 		return nil, nil
 	}
 	k.chunks = make([][]arrow.Array, len(k.data))
@@ -118,15 +117,19 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader f
 	for i, c := range k.cols.physicalNames(k.part) {
 		parts[i] = a.PartitionValues[c]
 	}
-	if len(k.read) == 0 {
-		k.add(mem, grp, fm.ord, fm.ids, nil, parts)
+	if len(k.data) == 0 {
+		k.add(grp, fm.ord, fm.ids, nil, parts)
 		return nil
 	}
 	r, size, err := reader()
 	if err != nil {
 		return err
 	}
-	rr, err := k.cols.readFile(ctx, r, size, mem, parquetio.ReadOptions{Columns: k.read, SkipMissing: true})
+	names := make([]string, len(k.data))
+	for i, f := range k.data {
+		names[i] = f.Name
+	}
+	rr, err := k.cols.readFile(ctx, r, size, mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
 	if err != nil {
 		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
 	}
@@ -153,7 +156,7 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader f
 		if fm.ids != nil {
 			ids = fm.ids[from:to]
 		}
-		k.add(mem, grp, fm.ord[from:to], ids, taken, parts)
+		k.add(grp, fm.ord[from:to], ids, taken, parts)
 		taken.Release()
 	}
 	if err := rr.Err(); err != nil {
@@ -165,21 +168,7 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader f
 // add records rows of group grp, of key ordinals ords: their ids (when
 // kept), their values of rec's columns (nil: none read) and the file's
 // partition values parts.
-func (k *keptColumns) add(mem memory.Allocator, grp *keyGroup, ords []int32, ids []int64, rec arrow.RecordBatch, parts []*string) {
-	var idCol arrow.Array
-	if k.rt != nil {
-		b := array.NewInt64Builder(mem)
-		b.Reserve(len(ids))
-		for _, id := range ids {
-			if id == noRowID {
-				b.UnsafeAppendBoolToBitmap(false)
-			} else {
-				b.UnsafeAppend(id)
-			}
-		}
-		idCol = b.NewInt64Array()
-		b.Release()
-	}
+func (k *keptColumns) add(grp *keyGroup, ords []int32, ids []int64, rec arrow.RecordBatch, parts []*string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	rows := k.rows[grp]
@@ -190,21 +179,26 @@ func (k *keptColumns) add(mem memory.Allocator, grp *keyGroup, ords []int32, ids
 		}
 		k.rows[grp] = rows
 	}
-	base := len(k.parts)
 	for i, ord := range ords {
-		rows[ord] = int32(base + i)
-		k.parts = append(k.parts, parts)
+		rows[ord] = int32(k.gathered + i)
+	}
+	k.gathered += len(ords)
+	if len(k.part) > 0 {
+		for range ords {
+			k.parts = append(k.parts, parts)
+		}
+	}
+	if k.rt != nil {
+		k.ids = append(k.ids, ids...)
+	}
+	if rec == nil {
+		return
 	}
 	for i, f := range k.data {
 		var c arrow.Array
-		switch {
-		case k.rt != nil && i == len(k.data)-1:
-			c = idCol
-		case rec != nil:
-			if idx := rec.Schema().FieldIndices(f.Name); len(idx) == 1 {
-				c = rec.Column(idx[0])
-				c.Retain()
-			}
+		if idx := rec.Schema().FieldIndices(f.Name); len(idx) == 1 {
+			c = rec.Column(idx[0])
+			c.Retain()
 		}
 		k.chunks[i] = append(k.chunks[i], c)
 	}
@@ -222,22 +216,18 @@ func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.
 	live := k.groups.live[i]
 	grp := k.groups.groups[partTuple(nil)] // the one group when grps is nil
 	rows := k.rows[grp]
-	idx := array.NewInt64Builder(mem)
-	defer idx.Release()
-	idx.Reserve(n)
+	// at[row] is the live row's among the gathered ones, -1 for none.
+	at := make([]int32, n)
 	for row, ord := range live.ords {
 		if live.grps != nil && live.grps[row] != grp {
 			grp = live.grps[row]
 			rows = k.rows[grp]
 		}
-		if rows != nil && rows[ord] >= 0 {
-			idx.UnsafeAppend(int64(rows[ord]))
-		} else {
-			idx.UnsafeAppendBoolToBitmap(false)
+		at[row] = -1
+		if rows != nil {
+			at[row] = rows[ord]
 		}
 	}
-	indices := idx.NewInt64Array()
-	defer indices.Release()
 
 	fields := slices.Clone(rec.Schema().Fields())
 	cols := slices.Clone(rec.Columns())
@@ -247,21 +237,51 @@ func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.
 			c.Release()
 		}
 	}()
-	cctx := compute.WithAllocator(ctx, mem)
-	for i, f := range k.data {
-		c, err := k.column(cctx, mem, i, indices)
-		if err != nil {
-			return nil, fmt.Errorf("delta: upsert: column %q: %w", f.Name, err)
-		}
+	add := func(f arrow.Field, c arrow.Array) {
 		added = append(added, c)
 		fields, cols = append(fields, f), append(cols, c)
 	}
+	if len(k.data) > 0 {
+		idx := array.NewInt64Builder(mem)
+		idx.Reserve(n)
+		for _, g := range at {
+			if g >= 0 {
+				idx.UnsafeAppend(int64(g))
+			} else {
+				idx.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+		indices := idx.NewInt64Array()
+		idx.Release()
+		defer indices.Release()
+		cctx := compute.WithAllocator(ctx, mem)
+		for i, f := range k.data {
+			c, err := k.column(cctx, mem, i, indices)
+			if err != nil {
+				return nil, fmt.Errorf("delta: upsert: column %q: %w", f.Name, err)
+			}
+			add(f, c)
+		}
+	}
+	if k.rt != nil {
+		b := array.NewInt64Builder(mem)
+		b.Reserve(n)
+		for _, g := range at {
+			if g >= 0 && k.ids[g] != noRowID {
+				b.UnsafeAppend(k.ids[g])
+			} else {
+				b.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+		add(k.rt.fields(false)[0], b.NewInt64Array())
+		b.Release()
+	}
 	for j, name := range k.part {
 		b := array.NewStringBuilder(mem)
-		for row := range n {
+		for _, g := range at {
 			var v *string
-			if indices.IsValid(row) {
-				v = k.parts[indices.Value(row)][j]
+			if g >= 0 {
+				v = k.parts[g][j]
 			}
 			if v == nil {
 				b.AppendNull()
@@ -269,11 +289,8 @@ func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.
 				b.Append(*v)
 			}
 		}
-		c := b.NewStringArray()
+		add(arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}, b.NewStringArray())
 		b.Release()
-		added = append(added, c)
-		fields = append(fields, arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true})
-		cols = append(cols, c)
 	}
 	md := rec.Schema().Metadata()
 	return array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, int64(n)), nil

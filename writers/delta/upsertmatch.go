@@ -123,7 +123,8 @@ type fileMatcher struct {
 	ords []int32 // the matched rows' key ordinals
 	// index collects the file's keys for the key cache (without a group);
 	// nil when matching, or once the file turned out to hold a key twice.
-	// matIDs collects the file's materialized row ids for it (rt set).
+	// matIDs collects the file's materialized row ids for it (rt set and
+	// the file has the column).
 	index    *merge.KeyIndex
 	matIDs   []int64
 	rowsHint int   // the file's rows by its stats (0: unknown), to size index
@@ -159,6 +160,9 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 	}
 	if m.grp == nil && m.w.keys != nil {
 		m.index = merge.NewKeyIndex(m.rowsHint)
+		if m.rt != nil && len(rr.Schema().FieldIndices(m.rt.idCol)) > 0 {
+			m.matIDs = make([]int64, 0, m.rowsHint)
+		}
 	}
 	for rr.Next() {
 		rec := rr.RecordBatch()
@@ -177,7 +181,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 			}
 			fm.add(rows+int64(row), m.ords[i], id, m.rt != nil)
 		}
-		if m.index != nil && m.rt != nil {
+		if m.index != nil && m.matIDs != nil {
 			for i := range int(rec.NumRows()) {
 				m.matIDs = append(m.matIDs, materialized(ids, i))
 			}
