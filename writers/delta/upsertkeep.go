@@ -24,7 +24,8 @@ import (
 // mergeInto gathers the values the matched target rows hold
 // (keptColumns.gather) and fills them into the live rows before writing
 // them (keptColumns.fill). In a table that tracks rows, the matched rows'
-// ids are kept the same way, as the materialized row id column (rowids.go).
+// ids the key match found (upsertmatch.go) are kept the same way, as the
+// materialized row id column (rowids.go).
 
 // keptColumns holds, for the table columns a changelog lacks, the values
 // of the target rows its keys match, by key.

@@ -409,7 +409,7 @@ func readKept(ctx context.Context, mem memory.Allocator, cols *columnMap, r io.R
 			continue
 		}
 		if rt != nil {
-			if rec, err = rt.materialize(mem, rec, a, first, nil, true); err != nil {
+			if rec, err = rt.materialize(mem, rec, a, first); err != nil {
 				return err
 			}
 		} else {
