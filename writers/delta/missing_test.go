@@ -153,6 +153,21 @@ func TestUpsertMissingColumns(t *testing.T) {
 					0: "new d1 0.5", 1: "old d1 1.5", 2: "old d1 2.5", 3: "new d1 3.5", 10: "old d2 null",
 				})
 			})
+			t.Run("partitioned, column added later", func(t *testing.T) {
+				// Row 1's file predates extra: it holds none of the
+				// missing data columns, and keeps its day all the same.
+				c := newTC(t, memURI(t), func(cfg *Config) {
+					cfg.WriteMode, cfg.MergeKeys, cfg.PartitionBy, cfg.DeletionVectors, cfg.SchemaEvolution = ModeUpsert, []string{"id"}, []string{"day"}, dv, EvolveAddColumns
+				})
+				first := c.fullRecord(0, 2)
+				c.put(writers.AutoKey("first"), dropColumns(first, []string{"extra"}))
+				first.Release()
+				c.put(writers.AutoKey("new"), c.fullRecord(5, 1))
+				c.put(writers.AutoKey("old"), c.namesRecord([]int64{1, 5, 7}, "old"))
+				c.assertRows(map[int64]string{
+					0: "new d1 null", 1: "old d1 null", 5: "old d1 5.5", 7: "old null null",
+				})
+			})
 			t.Run("column added later", func(t *testing.T) {
 				c := newTC(t, memURI(t), func(cfg *Config) {
 					cfg.WriteMode, cfg.MergeKeys, cfg.DeletionVectors, cfg.SchemaEvolution = ModeUpsert, []string{"id"}, dv, EvolveAddColumns

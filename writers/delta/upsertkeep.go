@@ -126,9 +126,11 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader f
 	if err != nil {
 		return err
 	}
-	names := make([]string, len(k.data))
-	for i, f := range k.data {
-		names[i] = f.Name
+	// A key column too, so that the batches hold the file's rows even
+	// when it lacks every missing column (written before they were added).
+	names := []string{k.groups.keys.data[0]}
+	for _, f := range k.data {
+		names = append(names, f.Name)
 	}
 	rr, err := k.cols.readFile(ctx, r, size, mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
 	if err != nil {
@@ -192,14 +194,16 @@ func (k *keptColumns) add(grp *keyGroup, ords []int32, ids []int64, rec arrow.Re
 	if k.rt != nil {
 		k.ids = append(k.ids, ids...)
 	}
-	if rec == nil {
+	if len(k.data) == 0 {
 		return
 	}
 	for i, f := range k.data {
 		var c arrow.Array
-		if idx := rec.Schema().FieldIndices(f.Name); len(idx) == 1 {
-			c = rec.Column(idx[0])
-			c.Retain()
+		if rec != nil {
+			if idx := rec.Schema().FieldIndices(f.Name); len(idx) == 1 {
+				c = rec.Column(idx[0])
+				c.Retain()
+			}
 		}
 		k.chunks[i] = append(k.chunks[i], c)
 	}
