@@ -451,10 +451,11 @@ func TestRowIDsCarriedFromMatch(t *testing.T) {
 			if err := cold.waitWarm(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			rt := rowTrackingOf(snapshot(t, cfg))
+			snap = snapshot(t, cfg)
+			rt, layout := rowTrackingOf(snap), snapColumnMap(snap).keyLayout(cold.keyColumns().data)
 			withIDs := 0
-			for _, a := range snapshot(t, cfg).Files() {
-				fk := cold.keys.get(a.Path)
+			for _, a := range snap.Files() {
+				fk := cold.keys.get(a.Path, layout)
 				if fk == nil || fk.idCol != rt.idCol {
 					t.Fatalf("file %s: not cached with its row ids (%+v)", a.Path, fk)
 				}
