@@ -49,22 +49,29 @@ func (m *KeyMatcher) bits(h uint64) (block []uint64, b1, b2, b3 uint64) {
 
 // Contains reports whether key is in the set.
 func (m *KeyMatcher) Contains(key []byte) bool {
-	h := m.set.hash(key)
-	block, b1, b2, b3 := m.bits(h)
-	if block[b1>>6]&(1<<(b1&63)) == 0 || block[b2>>6]&(1<<(b2&63)) == 0 || block[b3>>6]&(1<<(b3&63)) == 0 {
-		return false
-	}
-	_, ok := m.set.findHashed(key, h)
+	_, ok := m.Find(key)
 	return ok
 }
 
-// MatchRows appends to dst the rows of enc's last Encode whose key is in
-// the set, in row order, and returns the extended slice.
-func (m *KeyMatcher) MatchRows(enc *KeyEncoder, dst []int32) []int32 {
+// Find returns the ordinal of key in the set and true, or -1 and false
+// (KeySet.Find).
+func (m *KeyMatcher) Find(key []byte) (ord int, ok bool) {
+	h := m.set.hash(key)
+	block, b1, b2, b3 := m.bits(h)
+	if block[b1>>6]&(1<<(b1&63)) == 0 || block[b2>>6]&(1<<(b2&63)) == 0 || block[b3>>6]&(1<<(b3&63)) == 0 {
+		return -1, false
+	}
+	return m.set.findHashed(key, h)
+}
+
+// MatchRows appends to rows the rows of enc's last Encode whose key is in
+// the set, in row order, and to ords their keys' ordinals in the set, and
+// returns the extended slices.
+func (m *KeyMatcher) MatchRows(enc *KeyEncoder, rows, ords []int32) ([]int32, []int32) {
 	for i := range enc.Len() {
-		if m.Contains(enc.Key(i)) {
-			dst = append(dst, int32(i))
+		if ord, ok := m.Find(enc.Key(i)); ok {
+			rows, ords = append(rows, int32(i)), append(ords, int32(ord))
 		}
 	}
-	return dst
+	return rows, ords
 }

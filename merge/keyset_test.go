@@ -108,9 +108,13 @@ func TestKeyMatcherMatchRows(t *testing.T) {
 	if err := enc.Encode(target); err != nil {
 		t.Fatal(err)
 	}
-	got := NewKeyMatcher(s).MatchRows(enc, nil)
+	got, ords := NewKeyMatcher(s).MatchRows(enc, nil, nil)
 	if want := []int32{1, 3, 4, 6}; !slices.Equal(got, want) {
 		t.Errorf("MatchRows = %v, want %v", got, want)
+	}
+	// The source keys 3, 5, 8 have ordinals 0, 1, 2.
+	if want := []int32{0, 1, 1, 2}; !slices.Equal(ords, want) {
+		t.Errorf("MatchRows ordinals = %v, want %v", ords, want)
 	}
 }
 

@@ -2,10 +2,15 @@ package delta
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -14,6 +19,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/bench/workload"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
 
@@ -111,15 +117,85 @@ func BenchmarkUpsert(b *testing.B) {
 	b.Run("copy-on-write", func(b *testing.B) { benchmarkUpsert(b, false, false) })
 	b.Run("deletion-vectors", func(b *testing.B) { benchmarkUpsert(b, true, false) })
 	b.Run("deletion-vectors-row-tracking", func(b *testing.B) { benchmarkUpsert(b, true, true) })
+	b.Run("deletion-vectors-all-features", func(b *testing.B) { benchmarkUpsertAllFeatures(b) })
+}
+
+// benchmarkUpsertAllFeatures is deletion-vectors in a table with the log
+// features of a new Databricks table, created empty as Spark's CREATE
+// TABLE does (allFeaturesTable) and seeded by Quiver.
+func benchmarkUpsertAllFeatures(b *testing.B) {
+	uri := "file://" + filepath.Join(b.TempDir(), "t")
+	allFeaturesTable(b, uri)
+	benchmarkUpsertInto(b, uri, true, false)
+}
+
+// allFeaturesTable writes version 0 of an empty table of the workload's
+// schema at uri with the features of bench/delta_vs_reference.py's
+// all-features table: column mapping in name mode (col-<uuid> physical
+// names), row tracking, deletion vectors, V2 checkpoints, in-commit
+// timestamps, checkpoint interval 2.
+func allFeaturesTable(b *testing.B, uri string) {
+	b.Helper()
+	types := map[arrow.Type]string{arrow.INT64: "long", arrow.TIMESTAMP: "timestamp", arrow.FLOAT64: "double", arrow.STRING: "string", arrow.BOOL: "boolean"}
+	var fields []map[string]any
+	for i, f := range workload.Schema().Fields() {
+		fields = append(fields, map[string]any{"name": f.Name, "type": types[f.Type.ID()], "nullable": true,
+			"metadata": map[string]any{"delta.columnMapping.id": i + 1, "delta.columnMapping.physicalName": fmt.Sprintf("col-%d-%s", i, f.Name)}})
+	}
+	schema, err := json.Marshal(map[string]any{"type": "struct", "fields": fields})
+	if err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now().UnixMilli()
+	actions := []map[string]any{
+		{"commitInfo": map[string]any{"timestamp": now, "inCommitTimestamp": now, "operation": "CREATE TABLE"}},
+		{"protocol": map[string]any{"minReaderVersion": 3, "minWriterVersion": 7,
+			"readerFeatures": []string{"columnMapping", "deletionVectors", "v2Checkpoint"},
+			"writerFeatures": []string{"columnMapping", "deletionVectors", "v2Checkpoint", "rowTracking", "domainMetadata", "inCommitTimestamp", "appendOnly", "invariants"}}},
+		{"metaData": map[string]any{"id": "bench-all-features", "format": map[string]any{"provider": "parquet", "options": map[string]any{}},
+			"schemaString": string(schema), "partitionColumns": []string{}, "createdTime": now,
+			"configuration": map[string]string{
+				"delta.columnMapping.mode": "name", "delta.columnMapping.maxColumnId": fmt.Sprint(len(fields)),
+				"delta.enableRowTracking":                     "true",
+				deltalog.MaterializedRowIDProperty:            "_row-id-col-bench",
+				deltalog.MaterializedRowCommitVersionProperty: "_row-commit-version-col-bench",
+				"delta.enableDeletionVectors":                 "true",
+				"delta.checkpointPolicy":                      "v2",
+				"delta.enableInCommitTimestamps":              "true",
+				"delta.inCommitTimestampEnablementVersion":    "0",
+				"delta.inCommitTimestampEnablementTimestamp":  fmt.Sprint(now),
+				"delta.checkpointInterval":                    "2",
+			}}},
+	}
+	var log []byte
+	for _, a := range actions {
+		line, err := json.Marshal(a)
+		if err != nil {
+			b.Fatal(err)
+		}
+		log = append(append(log, line...), '\n')
+	}
+	dir := filepath.Join(strings.TrimPrefix(uri, "file://"), "_delta_log")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%020d.json", 0)), log, 0o644); err != nil {
+		b.Fatal(err)
+	}
 }
 
 func benchmarkUpsert(b *testing.B, dvs, rowTracking bool) {
+	benchmarkUpsertInto(b, "file://"+filepath.Join(b.TempDir(), "t"), dvs, rowTracking)
+}
+
+// benchmarkUpsertInto seeds the table at uri (created by the seed's first
+// commit unless it exists) and measures upserts into it.
+func benchmarkUpsertInto(b *testing.B, uri string, dvs, rowTracking bool) {
 	const (
 		tableRows  = 2_000_000
 		changeRows = 200_000
 	)
 	ctx := context.Background()
-	uri := "file://" + filepath.Join(b.TempDir(), "t")
 	seed, err := New(testConfig(uri, func(c *Config) { c.DeletionVectors = dvs }), writers.Env{})
 	if err != nil {
 		b.Fatal(err)
@@ -166,6 +242,7 @@ func benchmarkUpsert(b *testing.B, dvs, rowTracking bool) {
 	b.SetBytes(size)
 	var rewritten, marked, written int
 	epoch := int64(0)
+	cpu0 := cpuSeconds(b)
 	for b.Loop() {
 		epoch++
 		// Even rows hit existing ids 20k + s, s = (epoch-1) mod 20, still
@@ -203,10 +280,22 @@ func benchmarkUpsert(b *testing.B, dvs, rowTracking bool) {
 		}
 	}
 	n := float64(epoch)
+	// CPU time (the process's: background key indexing included) varies
+	// less than wall time on a loaded machine.
+	b.ReportMetric((cpuSeconds(b)-cpu0)/n, "cpu-s/op")
 	b.ReportMetric(changeRows*n/b.Elapsed().Seconds(), "rows/s")
 	b.ReportMetric(float64(rewritten)/n, "files-rewritten/op")
 	b.ReportMetric(float64(marked)/n, "files-marked/op")
 	b.ReportMetric(float64(written)/n/(1<<20), "MiB-written/op")
+}
+
+// cpuSeconds returns the user and system CPU time the process has used.
+func cpuSeconds(b *testing.B) float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // BenchmarkOptimize measures optimize of a table of 200 files of 2,000

@@ -139,7 +139,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		w.rememberCommit(key, version)
 		w.ids.recordCommitted(snap, actions, ds)
 		if upsert != nil {
-			w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...), snapColumnMap(snap))
+			w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...), snapColumnMap(snap), rowTrackingOf(snap))
 		}
 		return writers.CommitInfo{Version: version}, tablesink.Committed, nil
 	})

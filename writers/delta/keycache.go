@@ -1,6 +1,7 @@
 package delta
 
 import (
+	"cmp"
 	"container/list"
 	"slices"
 	"sync"
@@ -33,14 +34,21 @@ type keyCache struct {
 }
 
 // fileKeys is one data file's key index: encoded key → row position.
-// Files holding a key twice are never cached (one position per key).
+// Files holding a key twice are never cached (one position per key). In a
+// table that tracks rows it also holds the file's materialized row ids,
+// as the key match needs them (upsertmatch.go).
 type fileKeys struct {
 	path   string
 	layout string            // the physical key columns read (columnMap.keyLayout)
 	enc    *merge.KeyEncoder // the file's encoder, for SameEncoding with a source; nil: no key column (index empty)
 	index  *merge.KeyIndex
 	rows   int64 // rows in the file, marked deleted or not
-	bytes  int
+	// idCol names the materialized row id column read with the keys (""
+	// when none was); ids are its values by position (noRowID: null), nil
+	// when the file lacks the column or it is all null.
+	idCol string
+	ids   []int64
+	bytes int
 }
 
 func newKeyCache(maxBytes int64, gauge prometheus.Gauge) *keyCache {
@@ -60,11 +68,11 @@ func (c *keyCache) get(path, layout string) *fileKeys {
 	return e.Value.(*fileKeys)
 }
 
-// put caches fk, in place of the file's keys under another layout,
-// evicting the least recently used files to make room; a file larger than
-// the whole cache is not kept.
+// put caches fk, in place of the file's keys under another layout or
+// read without its row ids, evicting the least recently used files to
+// make room; a file larger than the whole cache is not kept.
 func (c *keyCache) put(fk *fileKeys) {
-	fk.bytes = fk.index.MemoryBytes() + len(fk.path) + len(fk.layout)
+	fk.bytes = fk.index.MemoryBytes() + len(fk.path) + len(fk.layout) + 8*len(fk.ids)
 	if fk.bytes > c.maxBytes {
 		return
 	}
@@ -72,8 +80,8 @@ func (c *keyCache) put(fk *fileKeys) {
 	defer c.mu.Unlock()
 	if e := c.files[fk.path]; e != nil {
 		old := e.Value.(*fileKeys)
-		if old.layout == fk.layout {
-			return // cached concurrently; both are the same file's keys
+		if old.layout == fk.layout && (old.idCol == fk.idCol || fk.idCol == "") {
+			return // cached concurrently, or with more: the same file's keys
 		}
 		c.lru.Remove(e)
 		delete(c.files, fk.path)
@@ -112,15 +120,27 @@ func (c *keyCache) usedBytes() int {
 	return c.used
 }
 
-// lookup returns the row positions (ascending) of the keys of grp's set
-// that the file holds.
-func (fk *fileKeys) lookup(set *merge.KeySet) []int64 {
-	var rows []int64
+// lookup returns the rows of the file whose keys are in set (ascending
+// positions), with their ids (withIDs) for a file of baseRowId base.
+func (fk *fileKeys) lookup(set *merge.KeySet, base *int64, withIDs bool) fileMatches {
+	type hit struct {
+		pos int64
+		ord int32
+	}
+	var hits []hit
 	for ord := range set.Len() {
-		if row, ok := fk.index.Get(set.Key(ord)); ok {
-			rows = append(rows, int64(row))
+		if pos, ok := fk.index.Get(set.Key(ord)); ok {
+			hits = append(hits, hit{int64(pos), int32(ord)})
 		}
 	}
-	slices.Sort(rows)
-	return rows
+	slices.SortFunc(hits, func(a, b hit) int { return cmp.Compare(a.pos, b.pos) })
+	fm := fileMatches{pos: make([]int64, 0, len(hits)), ord: make([]int32, 0, len(hits))}
+	for _, h := range hits {
+		mat := int64(noRowID)
+		if fk.ids != nil {
+			mat = fk.ids[h.pos]
+		}
+		fm.add(h.pos, h.ord, rowID(mat, base, h.pos), withIDs)
+	}
+	return fm
 }

@@ -13,8 +13,10 @@ import (
 // instead of reading them on its critical path (its precommit waits for the warm-up
 // first: waitWarm). It is best effort: a file it could not read is read
 // by the next upsert that needs it. Close cancels and waits for it.
-// cols is the table's column mapping (nil without).
-func (w *Writer) warmKeys(files []addFile, cols *columnMap) {
+// cols is the table's column mapping (nil without), rt its materialized
+// row tracking columns (nil when it does not track rows), whose row ids
+// are indexed too.
+func (w *Writer) warmKeys(files []addFile, cols *columnMap, rt *rowTracking) {
 	if w.keys == nil || len(files) == 0 {
 		return
 	}
@@ -37,7 +39,7 @@ func (w *Writer) warmKeys(files []addFile, cols *columnMap) {
 			if w.warmCtx.Err() != nil {
 				return
 			}
-			err := w.warmGuarded(a, cols)
+			err := w.warmGuarded(a, cols, rt)
 			switch stack := writers.PanicStack(err); {
 			case stack != "":
 				w.log.Error("delta: indexing the keys of a new file panicked; the next upsert reads it", "file", a.Path, "err", err, "stack", stack)
@@ -51,15 +53,17 @@ func (w *Writer) warmKeys(files []addFile, cols *columnMap) {
 // warmGuarded is warmFile on the warm-up goroutine, with a panic (an
 // unreadable file) its error: the warm-up is best effort and must not end
 // the process.
-func (w *Writer) warmGuarded(a addFile, cols *columnMap) (err error) {
+func (w *Writer) warmGuarded(a addFile, cols *columnMap, rt *rowTracking) (err error) {
 	defer writers.Recover(&err)
-	return w.warmFile(w.warmCtx, a, cols)
+	return w.warmFile(w.warmCtx, a, cols, rt)
 }
 
-// warmFile indexes the keys of file a unless the cache has them, or their
-// index would not fit in it (about keyIndexBytesPerRow per row).
-func (w *Writer) warmFile(ctx context.Context, a addFile, cols *columnMap) error {
-	if w.keys.get(a.Path, cols.keyLayout(w.keyColumns().data)) != nil || a.Rows*keyIndexBytesPerRow > int64(w.keys.maxBytes) {
+// warmFile indexes the keys (and with rt, the materialized row ids) of
+// file a unless the cache has them, or their index would not fit in it
+// (about keyIndexBytesPerRow per row).
+func (w *Writer) warmFile(ctx context.Context, a addFile, cols *columnMap, rt *rowTracking) error {
+	fk := w.keys.get(a.Path, cols.keyLayout(w.keyColumns().data))
+	if fk != nil && (rt == nil || fk.idCol == rt.idCol) || a.Rows*keyIndexBytesPerRow > int64(w.keys.maxBytes) {
 		return nil
 	}
 	key, err := deltalog.DecodePath(a.Path)
@@ -71,7 +75,7 @@ func (w *Writer) warmFile(ctx context.Context, a addFile, cols *columnMap) error
 		return fmt.Errorf("open data file %s: %w", key, err)
 	}
 	defer r.Close()
-	m := fileMatcher{w: w, cols: cols, keys: w.keyColumns().data, file: a.Path, rowsHint: int(a.Rows)}
+	m := fileMatcher{w: w, cols: cols, keys: w.keyColumns().data, file: a.Path, rt: rt, rowsHint: int(a.Rows)}
 	_, _, err = m.matchedRows(ctx, r, size)
 	return err
 }

@@ -132,6 +132,42 @@ func TestUpsertMissingColumns(t *testing.T) {
 					0: "new d1 0.5", 1: "old d1 1.5", 2: "old d1 2.5", 3: "new d1 3.5", 10: "old null null",
 				})
 			})
+			t.Run("partition merge key", func(t *testing.T) {
+				c := newTC(t, memURI(t), func(cfg *Config) {
+					cfg.WriteMode, cfg.MergeKeys, cfg.PartitionBy, cfg.DeletionVectors = ModeUpsert, []string{"id", "day"}, []string{"day"}, dv
+				})
+				c.put(writers.AutoKey("new"), c.fullRecord(0, 4))
+				b := array.NewRecordBuilder(c.mem, arrow.NewSchema(fullSchema.Fields()[:3], nil))
+				for _, r := range []struct {
+					id  int64
+					day string
+				}{{1, "d1"}, {2, "d1"}, {10, "d2"}} {
+					b.Field(0).(*array.Int64Builder).Append(r.id)
+					b.Field(1).(*array.StringBuilder).Append("old")
+					b.Field(2).(*array.StringBuilder).Append(r.day)
+				}
+				noExtra := b.NewRecordBatch()
+				b.Release()
+				c.put(writers.AutoKey("old"), noExtra)
+				c.assertRows(map[int64]string{
+					0: "new d1 0.5", 1: "old d1 1.5", 2: "old d1 2.5", 3: "new d1 3.5", 10: "old d2 null",
+				})
+			})
+			t.Run("partitioned, column added later", func(t *testing.T) {
+				// Row 1's file predates extra: it holds none of the
+				// missing data columns, and keeps its day all the same.
+				c := newTC(t, memURI(t), func(cfg *Config) {
+					cfg.WriteMode, cfg.MergeKeys, cfg.PartitionBy, cfg.DeletionVectors, cfg.SchemaEvolution = ModeUpsert, []string{"id"}, []string{"day"}, dv, EvolveAddColumns
+				})
+				first := c.fullRecord(0, 2)
+				c.put(writers.AutoKey("first"), dropColumns(first, []string{"extra"}))
+				first.Release()
+				c.put(writers.AutoKey("new"), c.fullRecord(5, 1))
+				c.put(writers.AutoKey("old"), c.namesRecord([]int64{1, 5, 7}, "old"))
+				c.assertRows(map[int64]string{
+					0: "new d1 null", 1: "old d1 null", 5: "old d1 5.5", 7: "old null null",
+				})
+			})
 			t.Run("column added later", func(t *testing.T) {
 				c := newTC(t, memURI(t), func(cfg *Config) {
 					cfg.WriteMode, cfg.MergeKeys, cfg.DeletionVectors, cfg.SchemaEvolution = ModeUpsert, []string{"id"}, dv, EvolveAddColumns

@@ -17,7 +17,8 @@ import (
 // file's baseRowId + its position and the file's defaultRowCommitVersion
 // (the Delta protocol, "Row Tracking"). A copied row carries both values
 // into its new file's materialized columns; a row an upsert updates keeps
-// its id (gathered with the kept columns) and takes the commit's version
+// its id (found by the key match, upsertmatch.go, and kept with the
+// columns the changelog lacks, upsertkeep.go) and takes the commit's version
 // (a null commit version column); an inserted row gets a fresh id.
 
 // rowTracking names the materialized row-tracking columns of a table.
@@ -49,12 +50,11 @@ func (rt *rowTracking) fields(version bool) []arrow.Field {
 }
 
 // materialize returns rec, rows of data file a, with its materialized row
-// id column (and, when version is set, its commit version column) filled
-// in: the value rec holds where not null, else the file's default. Row i
-// of rec is at file position first+i, or first+rows[i] when rows is not
-// nil. A file without baseRowId (it predates row tracking) leaves the id
-// null: the row gets a fresh one. The caller releases the result.
-func (rt *rowTracking) materialize(mem memory.Allocator, rec arrow.RecordBatch, a *deltalog.Add, first int64, rows []int32, version bool) (arrow.RecordBatch, error) {
+// id and commit version columns filled in: the value rec holds where not
+// null, else the file's default. Row i of rec is at file position
+// first+i. A file without baseRowId (it predates row tracking) leaves the
+// id null: the row gets a fresh one. The caller releases the result.
+func (rt *rowTracking) materialize(mem memory.Allocator, rec arrow.RecordBatch, a *deltalog.Add, first int64) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
 	fields := slices.Clone(rec.Schema().Fields())
 	cols := slices.Clone(rec.Columns())
@@ -70,9 +70,6 @@ func (rt *rowTracking) materialize(mem memory.Allocator, rec arrow.RecordBatch, 
 			if a.BaseRowID == nil {
 				return 0, false
 			}
-			if rows != nil {
-				return *a.BaseRowID + first + int64(rows[i]), true
-			}
 			return *a.BaseRowID + first + int64(i), true
 		},
 		func(int) (int64, bool) {
@@ -82,7 +79,7 @@ func (rt *rowTracking) materialize(mem memory.Allocator, rec arrow.RecordBatch, 
 			return *a.DefaultRowCommitVersion, true
 		},
 	}
-	for j, f := range rt.fields(version) {
+	for j, f := range rt.fields(true) {
 		var have *array.Int64
 		idx := rec.Schema().FieldIndices(f.Name)
 		if len(idx) > 0 {

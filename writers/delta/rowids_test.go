@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 
@@ -387,4 +388,117 @@ func TestRowIDsAcrossBatches(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRowIDsCarriedFromMatch: the row ids an upsert carries from its key
+// match (upsertmatch.go) are the stored ones, in files whose rows hold
+// materialized ids other than baseRowId + position, as Spark's OPTIMIZE
+// and UPDATE write them (here Quiver's optimize): found by reading the
+// key columns (a writer with a cold key cache) and from the key cache
+// (the writer whose commit indexed the files). A carried baseRowId +
+// position, or an id from the wrong row, changes an updated key's id.
+func TestRowIDsCarriedFromMatch(t *testing.T) {
+	for _, dv := range []bool{false, true} {
+		t.Run(map[bool]string{false: "copy-on-write", true: "deletion-vectors"}[dv], func(t *testing.T) {
+			mem := checkedMem(t)
+			cfg := upsertDVConfig(fileURI(t))
+			cfg.DeletionVectors = dv
+			createTrackedMapped(t, cfg, dv)
+			w := openWriter(t, cfg, mem)
+			seedIDs(t, w, mem, [2]int32{0, 100})
+			epoch := int64(0)
+			upsert := func(w *Writer, changes ...idChange) {
+				t.Helper()
+				epoch++
+				rec := idBatch(mem, changes...)
+				defer rec.Release()
+				commitOne(t, w, writers.TxnKey{Writer: "rt", Epoch: epoch}, rec)
+			}
+			upsert(w, idChange{10, "ten", "U"}, idChange{90, "ninety", "U"}, idChange{200, "new", "I"})
+			if _, err := w.Optimize(context.Background(), writers.OptimizeRequest{TargetFileBytes: 128 << 20}); err != nil {
+				t.Fatal(err)
+			}
+			snap := snapshot(t, cfg)
+			if snap.NumFiles() != 1 {
+				t.Fatalf("%d files after optimize, want 1", snap.NumFiles())
+			}
+			if n := materializedElsewhere(t, cfg, mem, snap.Files()[0]); n != 101 {
+				t.Fatalf("optimized file: %d rows of 101 hold a materialized id other than baseRowId + position, want all", n)
+			}
+			ids := rowIdentities(t, cfg, mem)
+			check := func(step string, updated ...int32) {
+				t.Helper()
+				now := rowIdentities(t, cfg, mem)
+				for _, k := range updated {
+					if now[k].id != ids[k].id {
+						t.Errorf("%s: updated key %d has row id %d, want %d", step, k, now[k].id, ids[k].id)
+					}
+				}
+				for k, r := range ids {
+					if !slices.Contains(updated, k) && now[k] != r {
+						t.Errorf("%s: untouched key %d has %+v, want %+v", step, k, now[k], r)
+					}
+				}
+				ids = now
+			}
+
+			cold := openWriter(t, cfg, mem) // nothing cached: the match reads the file
+			upsert(cold, idChange{10, "ten again", "U"}, idChange{55, "fifty-five", "U"}, idChange{99, "ninety-nine", "U"})
+			check("cold upsert", 10, 55, 99)
+
+			// cold's commit indexed the files it added and read, with their
+			// materialized ids: its next upsert matches from the cache.
+			if err := cold.waitWarm(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			snap = snapshot(t, cfg)
+			rt, layout := rowTrackingOf(snap), snapColumnMap(snap).keyLayout(cold.keyColumns().data)
+			withIDs := 0
+			for _, a := range snap.Files() {
+				fk := cold.keys.get(a.Path, layout)
+				if fk == nil || fk.idCol != rt.idCol {
+					t.Fatalf("file %s: not cached with its row ids (%+v)", a.Path, fk)
+				}
+				if fk.ids != nil {
+					withIDs++
+				}
+			}
+			if withIDs == 0 {
+				t.Fatal("no cached file holds materialized row ids")
+			}
+			upsert(cold, idChange{10, "ten thrice", "U"}, idChange{90, "ninety again", "U"}, idChange{56, "fifty-six", "U"}, idChange{201, "new", "I"})
+			check("cached upsert", 10, 90, 56)
+			if now := rowIdentities(t, cfg, mem); now[201].id <= 200 {
+				t.Errorf("inserted key 201 has row id %d, not a fresh one", now[201].id)
+			}
+		})
+	}
+}
+
+// materializedElsewhere returns how many rows of data file a hold a
+// materialized row id other than a's baseRowId + their position.
+func materializedElsewhere(t *testing.T, cfg *Config, mem memory.Allocator, a *deltalog.Add) int {
+	t.Helper()
+	rt := rowTrackingOf(snapshot(t, cfg))
+	_, r, size, _ := openLiveFile(t, tableBucket(t, cfg), a)
+	defer r.Close()
+	rr, err := parquetio.ReadFile(context.Background(), r, size, mem, parquetio.ReadOptions{Columns: []string{rt.idCol}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rr.Release()
+	n, pos := 0, *a.BaseRowID
+	for rr.Next() {
+		ids := rr.RecordBatch().Column(0).(*array.Int64)
+		for i := range ids.Len() {
+			if ids.IsValid(i) && ids.Value(i) != pos {
+				n++
+			}
+			pos++
+		}
+	}
+	if err := rr.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

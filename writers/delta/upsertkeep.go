@@ -24,28 +24,32 @@ import (
 // mergeInto gathers the values the matched target rows hold
 // (keptColumns.gather) and fills them into the live rows before writing
 // them (keptColumns.fill). In a table that tracks rows, the matched rows'
-// ids are kept the same way, as the materialized row id column (rowids.go).
+// ids the key match found (upsertmatch.go) are kept the same way, as the
+// materialized row id column (rowids.go).
 
 // keptColumns holds, for the table columns a changelog lacks, the values
 // of the target rows its keys match, by key.
 type keptColumns struct {
-	keys keyColumns
-	src  *merge.KeyEncoder // the source's, for SameEncoding
-	data []arrow.Field     // missing data columns, with the table's types
-	part []string          // missing partition columns
-	rt   *rowTracking      // set when the row ids are kept (last of data)
-	cols *columnMap        // the table's column mapping (nil without)
+	groups *keyGroups
+	data   []arrow.Field // missing data columns, with the table's types
+	part   []string      // missing partition columns
+	rt     *rowTracking  // set when the row ids are kept
+	cols   *columnMap    // the table's column mapping (nil without)
 
 	mu sync.Mutex
-	// rows maps a partition key tuple and encoded data key to its row
-	// among the gathered ones.
-	rows map[string]int
+	// rows maps a group's key ordinals to their rows among the gathered
+	// ones (-1: none).
+	rows map[*keyGroup][]int32
 	// chunks holds, per data column, the gathered values of each file
 	// (nil where the file lacks the column: nulls), lens their lengths.
 	chunks [][]arrow.Array
 	lens   []int
-	// parts holds, per gathered row, the partition values of part.
-	parts [][]*string
+	// gathered counts the rows gathered; parts holds, per gathered row,
+	// the partition values of part (nil without), and ids their row ids
+	// (noRowID: none; nil unless rt is set).
+	gathered int
+	parts    [][]*string
+	ids      []int64
 }
 
 // newKeptColumns returns the collector for the table columns of snap
@@ -60,7 +64,7 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 	if err != nil {
 		return nil, fmt.Errorf("delta: table schema: %w", err)
 	}
-	k := &keptColumns{keys: groups.keys, src: groups.enc, rows: map[string]int{}, rt: rowTrackingOf(snap), cols: cols}
+	k := &keptColumns{groups: groups, rows: map[*keyGroup][]int32{}, rt: rowTrackingOf(snap), cols: cols}
 	var data deltalog.Schema
 	for _, f := range table.Fields {
 		switch {
@@ -78,14 +82,20 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 		}
 		k.data = s.Fields()
 	}
-	if k.rt != nil {
-		k.data = append(k.data, k.rt.fields(false)...)
-	}
-	if len(k.part)+len(k.data) == 0 {
+	if len(k.part)+len(k.data) == 0 && k.rt == nil {
 		return nil, nil
 	}
 	k.chunks = make([][]arrow.Array, len(k.data))
 	return k, nil
+}
+
+// rowIDs returns the table's materialized row tracking columns when the
+// matched rows' ids are kept, nil otherwise (k nil too).
+func (k *keptColumns) rowIDs() *rowTracking {
+	if k == nil {
+		return nil
+	}
+	return k.rt
 }
 
 // release frees the gathered values.
@@ -99,11 +109,26 @@ func (k *keptColumns) release() {
 	}
 }
 
-// gather reads the missing data columns of target file a (r, size) at the
-// matched rows (ascending positions) and records them, and a's values of
-// the missing partition columns, under each row's key.
-func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.ReaderAt, size int64, a *deltalog.Add, matched []int64) error {
-	names := slices.Clone(k.keys.data)
+// gather records, for the matched rows fm of target file a (of group
+// grp), a's values of the missing partition columns, their row ids (found
+// by the match) and the missing data columns, which only then are read,
+// at the matched rows alone, from the file reader opens.
+func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader func() (io.ReaderAt, int64, error), a *deltalog.Add, grp *keyGroup, fm *fileMatches) error {
+	parts := make([]*string, len(k.part))
+	for i, c := range k.cols.physicalNames(k.part) {
+		parts[i] = a.PartitionValues[c]
+	}
+	if len(k.data) == 0 {
+		k.add(grp, fm.ord, fm.ids, nil, parts)
+		return nil
+	}
+	r, size, err := reader()
+	if err != nil {
+		return err
+	}
+	// A key column too, so that the batches hold the file's rows even
+	// when it lacks every missing column (written before they were added).
+	names := []string{k.groups.keys.data[0]}
 	for _, f := range k.data {
 		names = append(names, f.Name)
 	}
@@ -112,31 +137,15 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
 	}
 	defer rr.Release()
-	enc, err := merge.NewKeyEncoder(rr.Schema(), k.keys.data)
-	if err == nil {
-		err = k.src.SameEncoding(enc)
-	}
-	if err != nil {
-		return fmt.Errorf("delta: upsert: data file %s: %w", a.Path, err)
-	}
-	partKey := make([]*string, len(k.keys.part))
-	for i, c := range k.cols.physicalNames(k.keys.part) {
-		if v := a.PartitionValues[c]; v != nil && *v != "" {
-			partKey[i] = v
-		}
-	}
-	tuple := partTuple(partKey)
-	parts := make([]*string, len(k.part))
-	for i, c := range k.cols.physicalNames(k.part) {
-		parts[i] = a.PartitionValues[c]
-	}
 	cctx := compute.WithAllocator(ctx, mem)
+	pos := fm.pos
 	var first int64 // file position of the batch's first row
 	var rows []int32
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		n := rec.NumRows()
-		matched, rows = takeRows(matched, first, n, rows)
+		from := fm.len() - len(pos)
+		pos, rows = takeRows(pos, first, n, rows)
 		first += n
 		if len(rows) == 0 {
 			continue
@@ -145,19 +154,13 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 		if err != nil {
 			return err
 		}
-		if k.rt != nil {
-			withIDs, err := k.rt.materialize(mem, taken, a, first-n, rows, false)
-			taken.Release()
-			if err != nil {
-				return err
-			}
-			taken = withIDs
+		to := from + len(rows)
+		var ids []int64
+		if fm.ids != nil {
+			ids = fm.ids[from:to]
 		}
-		err = k.add(enc, taken, tuple, parts)
+		k.add(grp, fm.ord[from:to], ids, taken, parts)
 		taken.Release()
-		if err != nil {
-			return fmt.Errorf("delta: upsert: data file %s: %w", a.Path, err)
-		}
 	}
 	if err := rr.Err(); err != nil {
 		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
@@ -165,64 +168,71 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, r io.Rea
 	return nil
 }
 
-// add records the rows of rec (key and missing data columns of one file)
-// under tuple, with the file's partition values parts.
-func (k *keptColumns) add(enc *merge.KeyEncoder, rec arrow.RecordBatch, tuple string, parts []*string) error {
-	if err := enc.EncodeColumns(namedColumns(rec, k.keys.data), int(rec.NumRows())); err != nil {
-		return err
-	}
+// add records rows of group grp, of key ordinals ords: their ids (when
+// kept), their values of rec's columns (nil: none read) and the file's
+// partition values parts.
+func (k *keptColumns) add(grp *keyGroup, ords []int32, ids []int64, rec arrow.RecordBatch, parts []*string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	base := len(k.parts)
-	for i := range enc.Len() {
-		k.rows[tuple+string(enc.Key(i))] = base + i
-		k.parts = append(k.parts, parts)
+	rows := k.rows[grp]
+	if rows == nil {
+		rows = make([]int32, grp.set.Len())
+		for i := range rows {
+			rows[i] = -1
+		}
+		k.rows[grp] = rows
+	}
+	for i, ord := range ords {
+		rows[ord] = int32(k.gathered + i)
+	}
+	k.gathered += len(ords)
+	if len(k.part) > 0 {
+		for range ords {
+			k.parts = append(k.parts, parts)
+		}
+	}
+	if k.rt != nil {
+		k.ids = append(k.ids, ids...)
+	}
+	if len(k.data) == 0 {
+		return
 	}
 	for i, f := range k.data {
 		var c arrow.Array
-		if idx := rec.Schema().FieldIndices(f.Name); len(idx) == 1 {
-			c = rec.Column(idx[0])
-			c.Retain()
+		if rec != nil {
+			if idx := rec.Schema().FieldIndices(f.Name); len(idx) == 1 {
+				c = rec.Column(idx[0])
+				c.Retain()
+			}
 		}
 		k.chunks[i] = append(k.chunks[i], c)
 	}
-	k.lens = append(k.lens, int(rec.NumRows()))
-	return nil
+	k.lens = append(k.lens, len(ords))
 }
 
-// fill returns live rows rec with the missing columns appended: the
-// values gathered for each row's key, null for keys no target row held.
-// Partition columns are appended as strings holding the partition values
-// as logged, which the partitioner takes as they are (the data files do
-// not hold partition columns). The caller releases the result. fill runs
-// once every gather has returned.
-func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+// fill returns live rows rec, batch i of the changelog's, with the
+// missing columns appended: the values gathered for each row's key, null
+// for keys no target row held. Partition columns are appended as strings
+// holding the partition values as logged, which the partitioner takes as
+// they are (the data files do not hold partition columns). The caller
+// releases the result. fill runs once every gather has returned.
+func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, i int) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
-	enc, err := merge.NewKeyEncoder(rec.Schema(), k.keys.data)
-	if err != nil {
-		return nil, err
-	}
-	if err := enc.EncodeColumns(namedColumns(rec, k.keys.data), n); err != nil {
-		return nil, err
-	}
-	partCols := namedColumns(rec, k.keys.part)
-	partKey := make([]*string, len(partCols))
-	idx := array.NewInt64Builder(mem)
-	defer idx.Release()
-	for row := range n {
-		for i, col := range partCols {
-			if partKey[i], err = partitionValue(col, row); err != nil {
-				return nil, err
-			}
+	live := k.groups.live[i]
+	grp := k.groups.groups[partTuple(nil)] // the one group when grps is nil
+	rows := k.rows[grp]
+	// at[row] is the live row's among the gathered ones, -1 for none.
+	at := make([]int32, n)
+	for row, ord := range live.ords {
+		if live.grps != nil && live.grps[row] != grp {
+			grp = live.grps[row]
+			rows = k.rows[grp]
 		}
-		if g, ok := k.rows[partTuple(partKey)+string(enc.Key(row))]; ok {
-			idx.Append(int64(g))
-		} else {
-			idx.AppendNull()
+		at[row] = -1
+		if rows != nil {
+			at[row] = rows[ord]
 		}
 	}
-	indices := idx.NewInt64Array()
-	defer indices.Release()
 
 	fields := slices.Clone(rec.Schema().Fields())
 	cols := slices.Clone(rec.Columns())
@@ -232,21 +242,51 @@ func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.
 			c.Release()
 		}
 	}()
-	cctx := compute.WithAllocator(ctx, mem)
-	for i, f := range k.data {
-		c, err := k.column(cctx, mem, i, indices)
-		if err != nil {
-			return nil, fmt.Errorf("delta: upsert: column %q: %w", f.Name, err)
-		}
+	add := func(f arrow.Field, c arrow.Array) {
 		added = append(added, c)
 		fields, cols = append(fields, f), append(cols, c)
 	}
+	if len(k.data) > 0 {
+		idx := array.NewInt64Builder(mem)
+		idx.Reserve(n)
+		for _, g := range at {
+			if g >= 0 {
+				idx.UnsafeAppend(int64(g))
+			} else {
+				idx.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+		indices := idx.NewInt64Array()
+		idx.Release()
+		defer indices.Release()
+		cctx := compute.WithAllocator(ctx, mem)
+		for i, f := range k.data {
+			c, err := k.column(cctx, mem, i, indices)
+			if err != nil {
+				return nil, fmt.Errorf("delta: upsert: column %q: %w", f.Name, err)
+			}
+			add(f, c)
+		}
+	}
+	if k.rt != nil {
+		b := array.NewInt64Builder(mem)
+		b.Reserve(n)
+		for _, g := range at {
+			if g >= 0 && k.ids[g] != noRowID {
+				b.UnsafeAppend(k.ids[g])
+			} else {
+				b.UnsafeAppendBoolToBitmap(false)
+			}
+		}
+		add(k.rt.fields(false)[0], b.NewInt64Array())
+		b.Release()
+	}
 	for j, name := range k.part {
 		b := array.NewStringBuilder(mem)
-		for row := range n {
+		for _, g := range at {
 			var v *string
-			if indices.IsValid(row) {
-				v = k.parts[indices.Value(row)][j]
+			if g >= 0 {
+				v = k.parts[g][j]
 			}
 			if v == nil {
 				b.AppendNull()
@@ -254,11 +294,8 @@ func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.
 				b.Append(*v)
 			}
 		}
-		c := b.NewStringArray()
+		add(arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true}, b.NewStringArray())
 		b.Release()
-		added = append(added, c)
-		fields = append(fields, arrow.Field{Name: name, Type: arrow.BinaryTypes.String, Nullable: true})
-		cols = append(cols, c)
 	}
 	md := rec.Schema().Metadata()
 	return array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, int64(n)), nil

@@ -56,6 +56,17 @@ type keyGroups struct {
 	enc                *merge.KeyEncoder // over the source's data key columns
 	groups             map[string]*keyGroup
 	sizeHint           int // source keys: one group's size when the keys have no partition column
+	// live locates the key of each live row (res.Live's batches, in
+	// order) in the groups, for keptColumns.fill.
+	live []liveKeys
+}
+
+// liveKeys locates the keys of one batch of live rows: row i's key is
+// ordinal ords[i] of group grps[i] (of the one group when grps is nil:
+// the keys have no partition column).
+type liveKeys struct {
+	ords []int32
+	grps []*keyGroup
 }
 
 // newKeyGroups indexes the keys of res: the key columns of its live rows
@@ -71,11 +82,16 @@ func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema, co
 		}
 		g.partTypes = append(g.partTypes, f.Type)
 	}
-	for _, recs := range [][]arrow.RecordBatch{res.Live, res.Deleted} {
-		for _, rec := range recs {
-			if err := g.add(rec); err != nil {
-				return nil, err
-			}
+	for _, rec := range res.Live {
+		live, err := g.add(rec, true)
+		if err != nil {
+			return nil, err
+		}
+		g.live = append(g.live, live)
+	}
+	for _, rec := range res.Deleted {
+		if _, err := g.add(rec, false); err != nil {
+			return nil, err
 		}
 	}
 	for _, grp := range g.groups {
@@ -90,24 +106,33 @@ func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema, co
 	return g, nil
 }
 
-// add indexes the keys of rec, which holds every key column.
-func (g *keyGroups) add(rec arrow.RecordBatch) error {
+// add indexes the keys of rec, which holds every key column, and returns
+// where they are when located.
+func (g *keyGroups) add(rec arrow.RecordBatch, locate bool) (liveKeys, error) {
+	var at liveKeys
 	enc, err := merge.NewKeyEncoder(rec.Schema(), g.keys.data)
 	if err != nil {
-		return err
+		return at, err
 	}
 	g.enc = enc
+	n := int(rec.NumRows())
 	dataCols := namedColumns(rec, g.keys.data)
-	if err := enc.EncodeColumns(dataCols, int(rec.NumRows())); err != nil {
-		return err
+	if err := enc.EncodeColumns(dataCols, n); err != nil {
+		return at, err
 	}
 	partCols := namedColumns(rec, g.keys.part)
+	if locate {
+		at.ords = make([]int32, 0, n)
+		if len(partCols) > 0 {
+			at.grps = make([]*keyGroup, 0, n)
+		}
+	}
 	vals := make([]*string, len(partCols))
-	for row := range int(rec.NumRows()) {
+	for row := range n {
 		for i, col := range partCols {
 			v, err := partitionValue(col, row)
 			if err != nil {
-				return err
+				return at, err
 			}
 			vals[i] = v
 		}
@@ -121,12 +146,18 @@ func (g *keyGroups) add(rec arrow.RecordBatch) error {
 			grp = &keyGroup{set: merge.NewKeySet(hint), bounds: make([]keyBounds, len(dataCols))}
 			g.groups[tuple] = grp
 		}
-		grp.set.Add(enc.Key(row))
+		ord, _ := grp.set.Add(enc.Key(row))
+		if locate {
+			at.ords = append(at.ords, int32(ord))
+			if at.grps != nil {
+				at.grps = append(at.grps, grp)
+			}
+		}
 		for i, col := range dataCols {
 			grp.bounds[i].add(col, row)
 		}
 	}
-	return nil
+	return at, nil
 }
 
 // forFile returns the group of a's partition key values, nil when the

@@ -11,7 +11,6 @@ import (
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
@@ -193,10 +192,10 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *identityFill, layout *fileLayout) ([]addFile, error) {
 	fs := newFileSet(layout)
 	err := func() error {
-		for _, rec := range live {
+		for i, rec := range live {
 			rec.Retain()
 			if kept != nil {
-				filled, err := kept.fill(ctx, w.mem, rec)
+				filled, err := kept.fill(ctx, w.mem, rec, i)
 				rec.Release()
 				if err != nil {
 					return err
@@ -241,11 +240,15 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *
 // the changelog lacks. Files of a failed rewrite are recorded too, for
 // deletion.
 //
-// The key columns alone are read first (most candidates of a selective
-// changelog hold no match and are never read whole); the matched row
-// positions found there are kept (8 bytes per matched row, bounded by the
-// changelog) so the second read, of every column, only gathers the rows
-// to keep. A file whose every row matched is removed without that read.
+// The key columns alone (and in a table that tracks rows, the
+// materialized row id column: upsertmatch.go) are read first (most
+// candidates of a selective changelog hold no match and are never read
+// whole); the matched rows found there are kept (their positions, key
+// ordinals and row ids, bounded by the changelog) so that a rewrite, of
+// every column, only gathers the rows to keep, and the columns the
+// changelog lacks are read at the matched rows alone. A file whose every
+// row matched is removed without a rewrite, and in a table with deletion
+// vectors no file is read again unless the changelog lacks columns.
 func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, layout *fileLayout, out *mergeOutcome) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
@@ -260,6 +263,9 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		size int64
 	)
 	open := func() (openErr error) {
+		if r != nil {
+			return nil
+		}
 		if r, size, openErr = w.bucket.OpenReader(ctx, key); openErr != nil {
 			return fmt.Errorf("delta: upsert: open data file %s: %w", key, openErr)
 		}
@@ -271,31 +277,31 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 		}
 	}()
 	grp := groups.forFile(a)
-	matched, rows, cached := w.cachedMatches(a.Path, layout.cols.keyLayout(groups.keys.data), grp, groups.enc)
+	rt := kept.rowIDs()
+	fm, rows, cached := w.cachedMatches(a, layout.cols.keyLayout(groups.keys.data), grp, groups.enc, rt)
 	if !cached {
 		if err := open(); err != nil {
 			return err
 		}
-		m := fileMatcher{w: w, cols: layout.cols, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path, rowsHint: numRecords(a)}
-		if matched, rows, err = m.matchedRows(ctx, r, size); err != nil {
+		m := fileMatcher{w: w, cols: layout.cols, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path, rt: rt, base: a.BaseRowID, rowsHint: numRecords(a)}
+		if fm, rows, err = m.matchedRows(ctx, r, size); err != nil {
 			return err
 		}
 	}
-	matched = without(matched, deleted)
-	if len(matched) == 0 {
+	fm.without(deleted)
+	if fm.len() == 0 {
 		return nil
 	}
 	if kept != nil {
-		if r == nil {
-			if err := open(); err != nil {
-				return err
-			}
+		reader := func() (io.ReaderAt, int64, error) {
+			err := open()
+			return r, size, err
 		}
-		if err := kept.gather(ctx, w.mem, r, size, a, matched); err != nil {
+		if err := kept.gather(ctx, w.mem, reader, a, grp, &fm); err != nil {
 			return err
 		}
 	}
-	gone := deltalog.MergeRows(deleted, matched)
+	gone := deltalog.MergeRows(deleted, fm.pos)
 	switch {
 	case int64(len(gone)) == rows:
 		out.empty(a.Path)
@@ -303,10 +309,8 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	case out.dvs != nil:
 		return out.mark(a.Path, rows, gone)
 	}
-	if r == nil {
-		if err := open(); err != nil {
-			return err
-		}
+	if err := open(); err != nil {
+		return err
 	}
 	dir := deltalog.PartitionDir(layout.cols.physicalNames(snap.Metadata.PartitionColumns), a.PartitionValues)
 	adds, err := w.rewrite(ctx, r, size, a, dir, gone, rowTrackingOf(snap), layout)
@@ -318,21 +322,6 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	return nil
 }
 
-// cachedMatches answers matchedRows from the key cache when it holds the
-// file's keys, read under the table's key layout, in the source's
-// encoding and looking the group's keys up there costs less than probing
-// the file's keys (at most two lookups per row of the file).
-func (w *Writer) cachedMatches(path, layout string, grp *keyGroup, src *merge.KeyEncoder) (matched []int64, rows int64, ok bool) {
-	if w.keys == nil {
-		return nil, 0, false
-	}
-	fk := w.keys.get(path, layout)
-	if fk == nil || int64(grp.set.Len()) > 2*fk.rows || fk.enc != nil && src.SameEncoding(fk.enc) != nil {
-		return nil, 0, false
-	}
-	return fk.lookup(grp.set), fk.rows, true
-}
-
 // numRecords returns a's row count from its stats, 0 when unknown.
 func numRecords(a *deltalog.Add) int {
 	st, err := deltalog.ParseStats(a.Stats)
@@ -340,25 +329,6 @@ func numRecords(a *deltalog.Add) int {
 		return 0
 	}
 	return int(st.NumRecords)
-}
-
-// without returns the positions of sorted not in drop (both ascending).
-func without(sorted, drop []int64) []int64 {
-	if len(drop) == 0 {
-		return sorted
-	}
-	out := sorted[:0]
-	j := 0
-	for _, p := range sorted {
-		for j < len(drop) && drop[j] < p {
-			j++
-		}
-		if j < len(drop) && drop[j] == p {
-			continue
-		}
-		out = append(out, p)
-	}
-	return out
 }
 
 // rewrite writes the rows of data file a (r, size) but the gone ones
@@ -439,7 +409,7 @@ func readKept(ctx context.Context, mem memory.Allocator, cols *columnMap, r io.R
 			continue
 		}
 		if rt != nil {
-			if rec, err = rt.materialize(mem, rec, a, first, nil, true); err != nil {
+			if rec, err = rt.materialize(mem, rec, a, first); err != nil {
 				return err
 			}
 		} else {
@@ -462,187 +432,6 @@ func readKept(ctx context.Context, mem memory.Allocator, cols *columnMap, r io.R
 		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
 	}
 	return nil
-}
-
-// fileMatcher finds the rows of one target file whose data keys are
-// among a group's source keys. Without a group (and source) it indexes
-// the file's keys into the key cache instead (warmKeys): building an
-// index costs more than matching, so a precommit only matches and leaves
-// the indexing to the background after its commit.
-type fileMatcher struct {
-	w    *Writer
-	cols *columnMap // the table's column mapping (nil without)
-	grp  *keyGroup
-	keys []string          // data key columns
-	src  *merge.KeyEncoder // the source's encoder, for SameEncoding
-	file string
-	enc  *merge.KeyEncoder
-	buf  []int32
-	// index collects the file's keys for the key cache (without a group);
-	// nil when matching, or once the file turned out to hold a key twice.
-	index    *merge.KeyIndex
-	rowsHint int   // the file's rows by its stats (0: unknown), to size index
-	first    int64 // file position of the current batch's first row
-}
-
-// matchedRows reads the data key columns of the file and returns the
-// positions (ascending) of its rows whose key is among the group's, and
-// the file's row count; without a group it indexes the file's keys into
-// the writer's key cache instead. A key column the file lacks (added to
-// the table after the file was written) is null in every row, as Delta
-// reads it, so no row of such a file matches.
-func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64) (matched []int64, rows int64, err error) {
-	rr, err := m.cols.readFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: m.keys, SkipMissing: true})
-	if err != nil {
-		return nil, 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
-	}
-	defer rr.Release()
-	if rr.Schema().NumFields() < len(m.keys) {
-		rows, err := m.nullKeys(rr)
-		return nil, rows, err
-	}
-	if m.enc, err = merge.NewKeyEncoder(rr.Schema(), m.keys); err == nil && m.src != nil {
-		err = m.src.SameEncoding(m.enc)
-	}
-	if err != nil {
-		return nil, 0, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
-	}
-	if m.grp == nil && m.w.keys != nil {
-		m.index = merge.NewKeyIndex(m.rowsHint)
-	}
-	for rr.Next() {
-		rec := rr.RecordBatch()
-		m.first = rows
-		if m.buf, err = m.match(ctx, rec, m.buf[:0]); err != nil {
-			return nil, 0, err
-		}
-		for _, row := range m.buf {
-			matched = append(matched, rows+int64(row))
-		}
-		rows += rec.NumRows()
-	}
-	if err := rr.Err(); err != nil {
-		return nil, 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
-	}
-	if m.index != nil {
-		// A fresh encoder: the cache keeps the file's key layout, not
-		// the last batch's keys.
-		enc, err := merge.NewKeyEncoder(rr.Schema(), m.keys)
-		if err != nil {
-			return nil, 0, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
-		}
-		m.w.keys.put(&fileKeys{path: m.file, layout: m.cols.keyLayout(m.keys), enc: enc, index: m.index, rows: rows})
-	}
-	return matched, rows, nil
-}
-
-// nullKeys counts the rows of a file lacking a key column and returns
-// them, or the error reading it; without a group it caches the file's
-// keys: none (a nil encoder).
-func (m *fileMatcher) nullKeys(rr array.RecordReader) (rows int64, err error) {
-	for rr.Next() {
-		rows += rr.RecordBatch().NumRows()
-	}
-	if err := rr.Err(); err != nil {
-		return 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
-	}
-	if m.grp == nil && m.w.keys != nil {
-		m.w.keys.put(&fileKeys{path: m.file, layout: m.cols.keyLayout(m.keys), index: merge.NewKeyIndex(0), rows: rows})
-	}
-	return rows, nil
-}
-
-// remember adds the keys of the current batch (m.enc's, at rows of the
-// batch, or the rows valid lists) to the file's index; a key seen twice
-// abandons it.
-func (m *fileMatcher) remember(valid []int32) {
-	if m.index == nil {
-		return
-	}
-	for i := range m.enc.Len() {
-		row := int64(i)
-		if valid != nil {
-			row = int64(valid[i])
-		}
-		if _, dup := m.index.Put(m.enc.Key(i), uint64(m.first+row)); dup {
-			m.index = nil
-			return
-		}
-	}
-}
-
-// match appends to dst the rows of rec whose key is in the group. Rows
-// with a null key value never match (source keys are never null).
-func (m *fileMatcher) match(ctx context.Context, rec arrow.RecordBatch, dst []int32) ([]int32, error) {
-	cols := namedColumns(rec, m.keys)
-	n := int(rec.NumRows())
-	valid := validRows(cols, n)
-	if valid == nil {
-		if err := m.enc.EncodeColumns(cols, n); err != nil {
-			return nil, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
-		}
-		m.remember(nil)
-		if m.grp == nil {
-			return dst, nil
-		}
-		return m.grp.match.MatchRows(m.enc, dst), nil
-	}
-	idx := array.NewInt32Builder(m.w.mem)
-	idx.AppendValues(valid, nil)
-	indices := idx.NewInt32Array()
-	idx.Release()
-	defer indices.Release()
-	taken := make([]arrow.Array, len(cols))
-	defer func() {
-		for _, c := range taken {
-			if c != nil {
-				c.Release()
-			}
-		}
-	}()
-	cctx := compute.WithAllocator(ctx, m.w.mem)
-	for i, c := range cols {
-		var err error
-		if taken[i], err = compute.TakeArray(cctx, c, indices); err != nil {
-			return nil, fmt.Errorf("delta: upsert: data file %s: key column %q: %w", m.file, m.keys[i], err)
-		}
-	}
-	if err := m.enc.EncodeColumns(taken, len(valid)); err != nil {
-		return nil, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
-	}
-	m.remember(valid)
-	if m.grp == nil {
-		return dst, nil
-	}
-	for i := range m.enc.Len() {
-		if m.grp.match.Contains(m.enc.Key(i)) {
-			dst = append(dst, valid[i])
-		}
-	}
-	return dst, nil
-}
-
-// validRows returns the rows where no column is null, or nil when no
-// column has a null.
-func validRows(cols []arrow.Array, n int) []int32 {
-	nulls := false
-	for _, c := range cols {
-		nulls = nulls || c.NullN() > 0
-	}
-	if !nulls {
-		return nil
-	}
-	valid := make([]int32, 0, n)
-	for row := range n {
-		ok := true
-		for _, c := range cols {
-			ok = ok && c.IsValid(row)
-		}
-		if ok {
-			valid = append(valid, int32(row))
-		}
-	}
-	return valid
 }
 
 // complement returns the rows of 0..n-1 not in sorted.
