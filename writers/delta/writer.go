@@ -18,13 +18,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
-var (
-	_ writers.Writer            = (*Writer)(nil)
-	_ writers.SchemaReporter    = (*Writer)(nil)
-	_ writers.SchemaChecker     = (*Writer)(nil)
-	_ writers.DescriptorChecker = (*Writer)(nil)
-	_ writers.PrecommitKeeper   = (*Writer)(nil)
-)
+var _ tablesink.Sink = (*Writer)(nil)
 
 // Writer is the Delta sink of one endpoint. All methods are safe for
 // concurrent use within the writers.Writer contract (calls for one key are
@@ -115,13 +109,11 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 // table must be writable by Quiver (deltalog.CheckWritable) and
 // partitioned by partition_by.
 func (w *Writer) Open(ctx context.Context) error {
-	err := w.root.Open(ctx, w.log, &w.bucket, func(ctx context.Context) error {
+	var err error
+	w.pins, w.releasePins, err = tablesink.OpenPinned[string](ctx, w.root, w.log, &w.bucket, func(ctx context.Context) error {
 		_, err := w.latest(ctx)
 		return err
 	})
-	if err == nil {
-		w.pins, w.releasePins = tablesink.AcquirePins[string]("delta", w.bucket.URI())
-	}
 	return err
 }
 
@@ -130,18 +122,11 @@ func (w *Writer) Open(ctx context.Context) error {
 // It must not run concurrently with Write (the server closes writers once
 // every stream has ended). Close is idempotent.
 func (w *Writer) Close(ctx context.Context) error {
-	stages, first := w.stages.Close()
-	if !first {
-		return nil
-	}
-	w.registered.Unregister()
-	w.stopWarm()
-	w.warming.Wait()
-	if w.bucket == nil {
-		return nil
-	}
-	w.releasePins()
-	return errors.Join(append(w.stages.Discard(ctx, stages), w.bucket.Close())...)
+	return w.stages.CloseWriter(ctx, w.bucket, func() {
+		w.registered.Unregister()
+		w.stopWarm()
+		w.warming.Wait()
+	}, w.releasePins)
 }
 
 // Contract: exactly-once through txn actions; append, overwrite and
