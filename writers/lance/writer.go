@@ -79,10 +79,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 // by Quiver; a missing dataset is created by the first commit.
 func (w *Writer) Open(ctx context.Context) error {
 	var err error
-	w.pins, w.releasePins, err = tablesink.OpenPinned[uint64](ctx, w.root, w.log, &w.bucket, func(ctx context.Context) error {
-		_, err := w.latest(ctx)
-		return err
-	})
+	w.pins, w.releasePins, err = tablesink.OpenPinned[uint64](ctx, w.root, w.log, &w.bucket, w.latest)
 	return err
 }
 
