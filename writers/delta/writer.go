@@ -33,7 +33,7 @@ type Writer struct {
 	bucket     *storage.Bucket // set by Open, read-only afterwards
 	stages     *tablesink.Stages[stage]
 	keys       *keyCache // upsert's per-file key indexes; nil when disabled
-	// encodingKeys counts the keys whose encoders run (newEncoderPool to
+	// encodingKeys counts the keys whose encoders run (newPool to
 	// their stop): a key started while others encode takes fewer.
 	encodingKeys atomic.Int32
 	// warmCtx bounds the key warm-ups (warmKeys), which warming counts;
