@@ -109,20 +109,11 @@ func (f *dataFile) Schema() *arrow.Schema { return f.schema }
 func (f *dataFile) Buffered() int64       { return f.pw.Buffered() }
 func (f *dataFile) Full() bool            { return f.pw.BytesWritten() >= f.target }
 
-func (f *dataFile) Write(rec arrow.RecordBatch) error {
-	if err := f.pw.Write(rec); err != nil {
-		return fmt.Errorf("delta: encode rows into %s: %w", f.key, err)
-	}
-	return nil
-}
+func (f *dataFile) Name() string                      { return f.key }
+func (f *dataFile) Write(rec arrow.RecordBatch) error { return f.pw.Write(rec) }
 
 // Flush writes out the open row group.
-func (f *dataFile) Flush() error {
-	if err := f.pw.FlushRowGroup(); err != nil {
-		return fmt.Errorf("delta: encode rows into %s: %w", f.key, err)
-	}
-	return nil
-}
+func (f *dataFile) Flush() error { return f.pw.FlushRowGroup() }
 
 // Finish writes the footer, publishes the object and returns its add
 // action (stats computed from the Arrow data written).

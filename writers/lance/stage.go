@@ -63,20 +63,11 @@ func (f *dataFile) Schema() *arrow.Schema { return f.arrow }
 func (f *dataFile) Buffered() int64       { return f.fw.Pending() }
 func (f *dataFile) Full() bool            { return f.fw.Rows() >= f.rows || f.fw.BytesWritten() >= f.size }
 
-func (f *dataFile) Write(rec arrow.RecordBatch) error {
-	if err := f.fw.Write(rec); err != nil {
-		return fmt.Errorf("lance: encode rows into data/%s: %w", f.name, err)
-	}
-	return nil
-}
+func (f *dataFile) Name() string                      { return "data/" + f.name }
+func (f *dataFile) Write(rec arrow.RecordBatch) error { return f.fw.Write(rec) }
 
 // Flush cuts pages early rather than hold memory.
-func (f *dataFile) Flush() error {
-	if err := f.fw.Flush(); err != nil {
-		return fmt.Errorf("lance: encode rows into data/%s: %w", f.name, err)
-	}
-	return nil
-}
+func (f *dataFile) Flush() error { return f.fw.Flush() }
 
 // Finish completes the data file and returns its fragment.
 func (f *dataFile) Finish() (fragment, error) {

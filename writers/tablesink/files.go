@@ -30,6 +30,8 @@ type MemoryEncoder interface {
 // Lance fragment).
 type File[R any] interface {
 	MemoryEncoder
+	// Name names the file in errors.
+	Name() string
 	// Write appends rows of the file's schema.
 	Write(rec arrow.RecordBatch) error
 	// Schema is the Arrow schema of the file's rows.
@@ -113,7 +115,7 @@ func (s *Files[F, R]) Write(ctx context.Context, p Part) error {
 		s.open[p.Dir] = f
 	}
 	if err := f.Write(p.Rec); err != nil {
-		return err
+		return s.encodeError(f, err)
 	}
 	if f.Full() {
 		return s.finish(p.Dir)
@@ -217,9 +219,14 @@ func (s *Files[F, R]) relieve() error {
 	}
 	for _, f := range s.open {
 		if err := f.Flush(); err != nil {
-			return err
+			return s.encodeError(f, err)
 		}
 	}
 	s.account()
 	return nil
+}
+
+// encodeError is f's encoder's err.
+func (s *Files[F, R]) encodeError(f F, err error) error {
+	return fmt.Errorf("%s: encode rows into %s: %w", s.sink, f.Name(), err)
 }

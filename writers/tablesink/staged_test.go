@@ -95,6 +95,7 @@ type done struct {
 	rows int64
 }
 
+func (f *file) Name() string          { return f.dir + "file" }
 func (f *file) Schema() *arrow.Schema { return f.schema }
 func (f *file) Buffered() int64       { return f.buffered }
 func (f *file) Full() bool            { return f.rows >= f.limit }
