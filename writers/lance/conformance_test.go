@@ -8,16 +8,17 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/writertest"
+	"github.com/quiver-ingest/quiver/writers/writertest/tabletest"
 )
 
 // TestConformance runs the writer contract suite on file:// datasets and
 // on S3, GCS and Azure Blob emulators (internal/emulator).
 func TestConformance(t *testing.T) {
-	local := writertest.Root{Name: "file", URI: func(t *testing.T) string {
+	local := tabletest.Root{Name: "file", URI: func(t *testing.T) string {
 		_, dir := dbDir(t, "t")
 		return "file://" + dir
 	}}
-	writertest.RunTables(t, append([]writertest.Root{local}, writertest.CloudRoots("t.lance")...), func(uri func(*testing.T) string) writertest.Harness {
+	tabletest.RunTables(t, append([]tabletest.Root{local}, tabletest.CloudRoots("t.lance")...), func(uri func(*testing.T) string) writertest.Harness {
 		uris := map[writers.Writer]string{}
 		return writertest.Harness{
 			New: func(t *testing.T, mem memory.Allocator) writers.Writer {

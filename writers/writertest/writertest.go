@@ -9,10 +9,9 @@
 // replayed epochs, aggregated descriptors, restart (with Harness.Peer),
 // schema mismatch (for SchemaReporter writers), a rolled-back first stream
 // (it must leave no table and no schema behind), concurrent first commits
-// (with Harness.Peer), CommittedEpoch and Arrow memory leaks. A table
-// sink runs it on local and emulated cloud storage (RunTables). It
-// imports only the writers contract, Arrow, testing and the storage
-// emulators.
+// (with Harness.Peer), CommittedEpoch and Arrow memory leaks. It imports
+// only the writers contract, Arrow and testing; a table sink runs it on
+// local and emulated cloud storage through package tabletest.
 package writertest
 
 import (

@@ -1,9 +1,14 @@
-package writertest
+// Package tabletest runs the writers.Writer conformance suite
+// (writertest) for a table sink on local and emulated cloud storage. It
+// is apart from writertest so that the other sinks' tests do not start
+// the cloud SDKs' background goroutines (goleak).
+package tabletest
 
 import (
 	"testing"
 
 	"github.com/quiver-ingest/quiver/internal/emulator"
+	"github.com/quiver-ingest/quiver/writers/writertest"
 )
 
 // Root is a kind of storage a table sink's suite runs on: Name names the
@@ -26,14 +31,15 @@ func CloudRoots(path string) []Root {
 	return roots
 }
 
-// RunTables runs the suite for a table sink (Harness.TableSchema) on each
-// of roots, with the harness h returns for the root's URIs.
-func RunTables(t *testing.T, roots []Root, h func(uri func(t *testing.T) string) Harness) {
+// RunTables runs writertest's suite for a table sink
+// (Harness.TableSchema) on each of roots, with the harness h returns for
+// the root's URIs.
+func RunTables(t *testing.T, roots []Root, h func(uri func(t *testing.T) string) writertest.Harness) {
 	for _, r := range roots {
 		t.Run(r.Name, func(t *testing.T) {
 			harness := h(r.URI)
 			harness.TableSchema = true
-			Run(t, harness)
+			writertest.Run(t, harness)
 		})
 	}
 }
