@@ -105,9 +105,9 @@ func (w *Writer) fileStarter(layout *fileLayout, target int64) tablesink.Create[
 	}
 }
 
-func (f *dataFile) Schema() *arrow.Schema { return f.schema }
-func (f *dataFile) Buffered() int64       { return f.pw.Buffered() }
-func (f *dataFile) Full() bool            { return f.pw.BytesWritten() >= f.target }
+func (f *dataFile) Fits(rec arrow.RecordBatch) bool { return f.schema.Equal(rec.Schema()) }
+func (f *dataFile) Buffered() int64                 { return f.pw.Buffered() }
+func (f *dataFile) Full() bool                      { return f.pw.BytesWritten() >= f.target }
 
 func (f *dataFile) Name() string                      { return f.key }
 func (f *dataFile) Write(rec arrow.RecordBatch) error { return f.pw.Write(rec) }

@@ -59,9 +59,13 @@ type dataFile struct {
 	rows, size uint64 // the file is finished at these (stage.limits)
 }
 
-func (f *dataFile) Schema() *arrow.Schema { return f.arrow }
-func (f *dataFile) Buffered() int64       { return f.fw.Pending() }
-func (f *dataFile) Full() bool            { return f.fw.Rows() >= f.rows || f.fw.BytesWritten() >= f.size }
+// Fits also rolls a file before rec when its dictionaries would outgrow
+// the file's index types.
+func (f *dataFile) Fits(rec arrow.RecordBatch) bool {
+	return f.arrow.Equal(rec.Schema()) && f.fw.FitsDictionaries(rec)
+}
+func (f *dataFile) Buffered() int64 { return f.fw.Pending() }
+func (f *dataFile) Full() bool      { return f.fw.Rows() >= f.rows || f.fw.BytesWritten() >= f.size }
 
 func (f *dataFile) Name() string                      { return "data/" + f.name }
 func (f *dataFile) Write(rec arrow.RecordBatch) error { return f.fw.Write(rec) }
@@ -125,7 +129,8 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 }
 
 // writeRec writes the admitted rec (borrowed) into s's open data file,
-// rolling it at the file limits.
+// rolling it at the file limits, and before rec when its dictionaries
+// would outgrow the file's index types (dataFile.Fits).
 func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) error {
 	if s.files == nil {
 		s.files = w.newStaged(s)

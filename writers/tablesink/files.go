@@ -34,8 +34,12 @@ type File[R any] interface {
 	Name() string
 	// Write appends rows of the file's schema.
 	Write(rec arrow.RecordBatch) error
-	// Schema is the Arrow schema of the file's rows.
-	Schema() *arrow.Schema
+	// Fits reports whether rec can go into the file: its Arrow schema is
+	// the file's (a second stream of a transaction may send, e.g.,
+	// dictionary strings instead of plain) and the format takes it (Lance:
+	// its dictionaries fit the file's index types). Else the file is
+	// finished before rec.
+	Fits(rec arrow.RecordBatch) bool
 	// Full reports that the file reached its size: it is finished.
 	Full() bool
 	// Finish writes the footer, publishes the object and returns it,
@@ -60,10 +64,8 @@ type Part struct {
 type Create[F any] func(ctx context.Context, p Part, slot func()) (F, error)
 
 // Files is the data files of one encoder: at most one open file per
-// partition directory, rolled when Full or when the rows' Arrow schema
-// changes (a second stream of a transaction may send, e.g., dictionary
-// strings instead of plain), and the files it finished. It is used by one
-// goroutine at a time.
+// partition directory, rolled when Full or before rows it does not Fit,
+// and the files it finished. It is used by one goroutine at a time.
 type Files[F File[R], R any] struct {
 	// Finished is the files finished so far (durable, in no descriptor).
 	Finished []R
@@ -93,7 +95,7 @@ func NewFiles[F File[R], R any](sink string, budget writers.MemoryCharger, creat
 // one when needed, and finishes it once Full.
 func (s *Files[F, R]) Write(ctx context.Context, p Part) error {
 	f, ok := s.open[p.Dir]
-	if ok && !f.Schema().Equal(p.Rec.Schema()) {
+	if ok && !f.Fits(p.Rec) {
 		if err := s.finish(p.Dir); err != nil {
 			return err
 		}

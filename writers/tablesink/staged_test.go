@@ -95,11 +95,11 @@ type done struct {
 	rows int64
 }
 
-func (f *file) Name() string          { return f.dir + "file" }
-func (f *file) Schema() *arrow.Schema { return f.schema }
-func (f *file) Buffered() int64       { return f.buffered }
-func (f *file) Full() bool            { return f.rows >= f.limit }
-func (f *file) Flush() error          { f.flushes++; f.buffered = 0; return nil }
+func (f *file) Name() string                    { return f.dir + "file" }
+func (f *file) Fits(rec arrow.RecordBatch) bool { return f.schema.Equal(rec.Schema()) }
+func (f *file) Buffered() int64                 { return f.buffered }
+func (f *file) Full() bool                      { return f.rows >= f.limit }
+func (f *file) Flush() error                    { f.flushes++; f.buffered = 0; return nil }
 func (f *file) Write(rec arrow.RecordBatch) error {
 	if f.fail != nil {
 		return f.fail
