@@ -176,6 +176,29 @@ func (w *Writer) cached() *deltalog.Snapshot {
 	return w.snap
 }
 
+// Check probes the table without writing: the root is reachable, and an
+// existing table is readable and writable by Quiver and partitioned as
+// configured. It may run before Open.
+func (w *Writer) Check(ctx context.Context) error {
+	return w.root.Probe(ctx, w.bucket, func(b *storage.Bucket) error {
+		snap, err := deltalog.Load(ctx, b)
+		if errors.Is(err, deltalog.ErrTableNotFound) {
+			// Probe reachability: listing an empty or missing root is fine.
+			for _, err := range b.List(ctx, "", "") {
+				if err != nil {
+					return fmt.Errorf("delta: table_uri %s is not reachable: %w", w.cfg.TableURI, err)
+				}
+				break
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("delta: read table %s: %w", w.cfg.TableURI, err)
+		}
+		return w.checkTable(snap)
+	})
+}
+
 // Schema returns the table's schema (partition columns included) as of the
 // latest version, or nil when the table does not exist yet, also while a
 // first stream is staged or precommitted: its commit creates the table.
@@ -213,27 +236,4 @@ func (w *Writer) CheckSchema(ctx context.Context, in *arrow.Schema) error {
 	}
 	_, _, err := w.fit(ctx, in)
 	return err
-}
-
-// Check probes the table without writing: the root is reachable, and an
-// existing table is readable and writable by Quiver and partitioned as
-// configured. It may run before Open.
-func (w *Writer) Check(ctx context.Context) error {
-	return w.root.Probe(ctx, w.bucket, func(b *storage.Bucket) error {
-		snap, err := deltalog.Load(ctx, b)
-		if errors.Is(err, deltalog.ErrTableNotFound) {
-			// Probe reachability: listing an empty or missing root is fine.
-			for _, err := range b.List(ctx, "", "") {
-				if err != nil {
-					return fmt.Errorf("delta: table_uri %s is not reachable: %w", w.cfg.TableURI, err)
-				}
-				break
-			}
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("delta: read table %s: %w", w.cfg.TableURI, err)
-		}
-		return w.checkTable(snap)
-	})
 }
