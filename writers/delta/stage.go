@@ -49,7 +49,8 @@ type stage struct {
 	mappedAfter *int64
 }
 
-// fileSet is data files of the layout (tablesink.Files).
+// fileSet is the data files of rows of layout that optimize and upsert
+// rewrites write outside a key's pool (tablesink.Files).
 type fileSet struct {
 	*tablesink.Files[*dataFile, addFile]
 	layout *fileLayout
