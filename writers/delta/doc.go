@@ -7,9 +7,9 @@
 // against the table, or against the table its first commit would create
 // when it is missing (a table is created by the commit that publishes its
 // first rows, never by a write), splits batches by partition and hands
-// them to the key's encoder goroutines (encoder.go),
-// which encode them into Parquet files streamed to storage (parquetio,
-// storage), rolling files at target_file_bytes.
+// them to the key's encoder goroutines (tablesink.Staged, write.go),
+// which encode them into Parquet files (stage.go) streamed to storage
+// (parquetio, tablesink.Upload), rolling files at target_file_bytes.
 // Precommit finishes the files and returns a self-contained JSON
 // descriptor of their add actions (descriptor.go); Commit publishes any
 // number of descriptors in one Delta commit with the writer's txn, through

@@ -197,8 +197,7 @@ func optimizeGroups(snap *deltalog.Snapshot, partCols []string, target int64, pi
 func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow.Schema, rt *rowTracking, layout *fileLayout, target int64) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	fs := newFileSet(layout)
-	fs.target = target
+	fs := w.newFileSet(layout, target)
 	batches := make(chan arrow.RecordBatch, 1)
 	read := make(chan error, 1)
 	go func() {
@@ -238,14 +237,14 @@ func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow
 	if encErr == nil && readErr == nil {
 		encErr = func() (err error) {
 			defer writers.Recover(&err)
-			return w.finishAll(&fs)
+			return fs.FinishAll()
 		}()
 	}
-	fs.abortAll()
+	fs.Abort()
 	if encErr != nil {
-		return fs.finished, encErr // the cause; readErr is then the cancellation
+		return fs.Finished, encErr // the cause; readErr is then the cancellation
 	}
-	return fs.finished, readErr
+	return fs.Finished, readErr
 }
 
 // readLive hands send the live rows of data file a (deleted rows dropped)

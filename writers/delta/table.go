@@ -10,8 +10,10 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
+	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 // newTable returns the table that the first commit of rows of Arrow
@@ -172,4 +174,66 @@ func (w *Writer) cached() *deltalog.Snapshot {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.snap
+}
+
+// Check probes the table without writing: the root is reachable, and an
+// existing table is readable and writable by Quiver and partitioned as
+// configured. It may run before Open.
+func (w *Writer) Check(ctx context.Context) error {
+	return w.root.Probe(ctx, w.bucket, func(b *storage.Bucket) error {
+		snap, err := deltalog.Load(ctx, b)
+		if errors.Is(err, deltalog.ErrTableNotFound) {
+			// Probe reachability: listing an empty or missing root is fine.
+			for _, err := range b.List(ctx, "", "") {
+				if err != nil {
+					return fmt.Errorf("delta: table_uri %s is not reachable: %w", w.cfg.TableURI, err)
+				}
+				break
+			}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("delta: read table %s: %w", w.cfg.TableURI, err)
+		}
+		return w.checkTable(snap)
+	})
+}
+
+// Schema returns the table's schema (partition columns included) as of the
+// latest version, or nil when the table does not exist yet, also while a
+// first stream is staged or precommitted: its commit creates the table.
+func (w *Writer) Schema(ctx context.Context) (*arrow.Schema, error) {
+	snap, err := w.latest(ctx)
+	if err != nil || snap == nil {
+		return nil, err
+	}
+	s, err := snap.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("delta: table schema: %w", err)
+	}
+	return s.ToArrow()
+}
+
+// CheckSchema admits a stream's schema without side effects, with the
+// rule Write applies (fit): its types must map to Delta and Parquet, its
+// column names must be ones Spark accepts (checkNames), and it must
+// reconcile with the table's schema under schema_evolution (other Arrow
+// encodings of a column's Delta type, such as dictionary or large strings
+// and any timestamp unit, are accepted) or, before the table exists, be
+// able to create it (partition_by). In upsert mode the merge keys must be
+// in the schema and the changelog metadata columns
+// (merge.MetadataColumns) of their types; they are not table columns.
+func (w *Writer) CheckSchema(ctx context.Context, in *arrow.Schema) error {
+	if w.cfg.WriteMode == ModeUpsert {
+		// The merge keys and the changelog columns' types; the
+		// Collapser holds nothing yet.
+		c, err := merge.NewCollapser(in, merge.Options{Keys: w.cfg.MergeKeys})
+		if err != nil {
+			return fmt.Errorf("delta: upsert: %w", err)
+		}
+		c.Close()
+		in = merge.StripMetadata(in)
+	}
+	_, _, err := w.fit(ctx, in)
+	return err
 }

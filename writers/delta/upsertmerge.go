@@ -190,7 +190,7 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 // (when not nil) and statistics for stats. It returns the finished files,
 // also on failure (for deletion).
 func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *identityFill, layout *fileLayout) ([]addFile, error) {
-	fs := newFileSet(layout)
+	fs := w.newFileSet(layout, 0)
 	err := func() error {
 		for i, rec := range live {
 			rec.Retain()
@@ -227,10 +227,10 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *
 				return err
 			}
 		}
-		return w.finishAll(&fs)
+		return fs.FinishAll()
 	}()
-	fs.abortAll()
-	return fs.finished, err
+	fs.Abort()
+	return fs.Finished, err
 }
 
 // mergeFile matches the keys of candidate a against the source and, when
@@ -340,7 +340,7 @@ func numRecords(a *deltalog.Add) int {
 func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64, rt *rowTracking, layout *fileLayout) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	fs := newFileSet(layout)
+	fs := w.newFileSet(layout, 0)
 	kept := make(chan arrow.RecordBatch, 1)
 	var encErr error
 	encoded := make(chan struct{})
@@ -352,7 +352,7 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 	}
 	finish := func() (err error) {
 		defer writers.Recover(&err)
-		return w.finishAll(&fs)
+		return fs.FinishAll()
 	}
 	go func() {
 		defer close(encoded)
@@ -379,11 +379,11 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 	})
 	close(kept)
 	<-encoded
-	fs.abortAll()
+	fs.Abort()
 	if encErr != nil {
-		return fs.finished, encErr // the cause; readErr is then the cancellation
+		return fs.Finished, encErr // the cause; readErr is then the cancellation
 	}
-	return fs.finished, readErr
+	return fs.Finished, readErr
 }
 
 // readKept reads every column of data file a (r, size; every table column

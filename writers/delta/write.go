@@ -12,10 +12,11 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
+	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
 // Write encodes rec into the key's Parquet files as it arrives: the rows
-// are split by partition and handed to the key's encoders (encoderPool),
+// are split by partition and handed to the key's encoders (tablesink.Staged),
 // which append them to their open file of that partition and finish a
 // file (uploaded, still invisible) once it reaches target_file_bytes, so
 // memory stays bounded however long the stream. Write blocks while the
@@ -58,7 +59,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		return err
 	}
 	if s.pool == nil {
-		if s.pool, err = w.newEncoderPool(ctx, s.layout); err != nil {
+		if s.pool, err = w.newPool(ctx, s.layout); err != nil {
 			for _, r := range recs {
 				r.Release()
 			}
@@ -66,15 +67,27 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		}
 	}
 	for i, p := range parts {
-		// send owns recs[i] from here on, whatever it returns.
-		if err := s.pool.send(ctx, encodeJob{dir: p.dir, values: p.values, rec: recs[i]}); err != nil {
+		// Send owns recs[i] from here on, whatever it returns.
+		if err := s.pool.Send(ctx, tablesink.Part{Dir: p.dir, Values: p.values, Rec: recs[i]}); err != nil {
 			for _, r := range recs[i+1:] {
 				r.Release()
 			}
 			return err
 		}
 	}
-	return s.pool.failed()
+	return s.pool.Failed()
+}
+
+// maxEncoders caps the encoder goroutines of one key.
+const maxEncoders = 4
+
+// newPool starts the encoders of a key's rows of layout
+// (tablesink.NewPool): Parquet encoding, not receiving, bounds a stream.
+func (w *Writer) newPool(ctx context.Context, layout *fileLayout) (*tablesink.Staged[*dataFile, addFile], error) {
+	return tablesink.NewPool(ctx, "delta", w.budget, tablesink.Pool{Max: maxEncoders, Busy: &w.encodingKeys}, w.fileStarter(layout, 0),
+		func(ctx context.Context, files *tablesink.Files[*dataFile, addFile], p tablesink.Part) error {
+			return writePhysical(ctx, files, layout.cols, p)
+		})
 }
 
 // admitStage admits the table columns in of the key's next batch: once per
@@ -307,7 +320,7 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 	d := descriptor{PartitionColumns: w.cfg.PartitionBy, Adds: []addFile{}}
 	if s != nil {
 		if s.pool != nil {
-			files, err := s.pool.finish()
+			files, err := s.pool.Finish()
 			s.pool = nil
 			s.finished = append(s.finished, files...)
 			if err != nil {

@@ -2,29 +2,20 @@ package delta
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
 	"sync/atomic"
 
-	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
-var (
-	_ writers.Writer            = (*Writer)(nil)
-	_ writers.SchemaReporter    = (*Writer)(nil)
-	_ writers.SchemaChecker     = (*Writer)(nil)
-	_ writers.DescriptorChecker = (*Writer)(nil)
-	_ writers.PrecommitKeeper   = (*Writer)(nil)
-)
+var _ tablesink.Sink = (*Writer)(nil)
 
 // Writer is the Delta sink of one endpoint. All methods are safe for
 // concurrent use within the writers.Writer contract (calls for one key are
@@ -42,7 +33,7 @@ type Writer struct {
 	bucket     *storage.Bucket // set by Open, read-only afterwards
 	stages     *tablesink.Stages[stage]
 	keys       *keyCache // upsert's per-file key indexes; nil when disabled
-	// encodingKeys counts the keys whose encoders run (newEncoderPool to
+	// encodingKeys counts the keys whose encoders run (newPool to
 	// their stop): a key started while others encode takes fewer.
 	encodingKeys atomic.Int32
 	// warmCtx bounds the key warm-ups (warmKeys), which warming counts;
@@ -115,13 +106,8 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 // table must be writable by Quiver (deltalog.CheckWritable) and
 // partitioned by partition_by.
 func (w *Writer) Open(ctx context.Context) error {
-	err := w.root.Open(ctx, w.log, &w.bucket, func(ctx context.Context) error {
-		_, err := w.latest(ctx)
-		return err
-	})
-	if err == nil {
-		w.pins, w.releasePins = tablesink.AcquirePins[string]("delta", w.bucket.URI())
-	}
+	var err error
+	w.pins, w.releasePins, err = tablesink.OpenPinned[string](ctx, w.root, w.log, &w.bucket, w.latest)
 	return err
 }
 
@@ -130,18 +116,11 @@ func (w *Writer) Open(ctx context.Context) error {
 // It must not run concurrently with Write (the server closes writers once
 // every stream has ended). Close is idempotent.
 func (w *Writer) Close(ctx context.Context) error {
-	stages, first := w.stages.Close()
-	if !first {
-		return nil
-	}
-	w.registered.Unregister()
-	w.stopWarm()
-	w.warming.Wait()
-	if w.bucket == nil {
-		return nil
-	}
-	w.releasePins()
-	return errors.Join(append(w.stages.Discard(ctx, stages), w.bucket.Close())...)
+	return w.stages.CloseWriter(ctx, w.bucket, func() {
+		w.registered.Unregister()
+		w.stopWarm()
+		w.warming.Wait()
+	}, w.releasePins)
 }
 
 // Contract: exactly-once through txn actions; append, overwrite and
@@ -157,45 +136,6 @@ func (w *Writer) Contract() writers.Contract {
 	}
 }
 
-// Schema returns the table's schema (partition columns included) as of the
-// latest version, or nil when the table does not exist yet, also while a
-// first stream is staged or precommitted: its commit creates the table.
-func (w *Writer) Schema(ctx context.Context) (*arrow.Schema, error) {
-	snap, err := w.latest(ctx)
-	if err != nil || snap == nil {
-		return nil, err
-	}
-	s, err := snap.Schema()
-	if err != nil {
-		return nil, fmt.Errorf("delta: table schema: %w", err)
-	}
-	return s.ToArrow()
-}
-
-// CheckSchema admits a stream's schema without side effects, with the
-// rule Write applies (fit): its types must map to Delta and Parquet, its
-// column names must be ones Spark accepts (checkNames), and it must
-// reconcile with the table's schema under schema_evolution (other Arrow
-// encodings of a column's Delta type, such as dictionary or large strings
-// and any timestamp unit, are accepted) or, before the table exists, be
-// able to create it (partition_by). In upsert mode the merge keys must be
-// in the schema and the changelog metadata columns
-// (merge.MetadataColumns) of their types; they are not table columns.
-func (w *Writer) CheckSchema(ctx context.Context, in *arrow.Schema) error {
-	if w.cfg.WriteMode == ModeUpsert {
-		// The merge keys and the changelog columns' types; the
-		// Collapser holds nothing yet.
-		c, err := merge.NewCollapser(in, merge.Options{Keys: w.cfg.MergeKeys})
-		if err != nil {
-			return fmt.Errorf("delta: upsert: %w", err)
-		}
-		c.Close()
-		in = merge.StripMetadata(in)
-	}
-	_, _, err := w.fit(ctx, in)
-	return err
-}
-
 // CommittedEpoch returns the txn version the table records for appId
 // writer at its latest version.
 func (w *Writer) CommittedEpoch(ctx context.Context, writer string) (int64, bool, error) {
@@ -205,27 +145,4 @@ func (w *Writer) CommittedEpoch(ctx context.Context, writer string) (int64, bool
 	}
 	v, ok := snap.TxnVersion(writer)
 	return v, ok, nil
-}
-
-// Check probes the table without writing: the root is reachable, and an
-// existing table is readable and writable by Quiver and partitioned as
-// configured. It may run before Open.
-func (w *Writer) Check(ctx context.Context) error {
-	return w.root.Probe(ctx, w.bucket, func(b *storage.Bucket) error {
-		snap, err := deltalog.Load(ctx, b)
-		if errors.Is(err, deltalog.ErrTableNotFound) {
-			// Probe reachability: listing an empty or missing root is fine.
-			for _, err := range b.List(ctx, "", "") {
-				if err != nil {
-					return fmt.Errorf("delta: table_uri %s is not reachable: %w", w.cfg.TableURI, err)
-				}
-				break
-			}
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("delta: read table %s: %w", w.cfg.TableURI, err)
-		}
-		return w.checkTable(snap)
-	})
 }

@@ -179,10 +179,7 @@ func (w *Writer) writeOut(ctx context.Context, s *stage, src *source, out []outR
 		}
 		i = j
 	}
-	if s.open != nil {
-		return w.finishOpen(s)
-	}
-	return nil
+	return w.finishFiles(s)
 }
 
 // isRange reports whether idx counts up by one.

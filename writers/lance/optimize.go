@@ -353,8 +353,8 @@ func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags [
 		w.release(rec)
 	}
 	readErr := <-read
-	if encErr == nil && readErr == nil && s.open != nil {
-		encErr = w.finishOpen(s)
+	if encErr == nil && readErr == nil {
+		encErr = w.finishFiles(s)
 	}
 	if encErr != nil {
 		return nil, encErr // the cause; readErr is then the cancellation
@@ -378,8 +378,8 @@ func (w *Writer) appendRows(ctx context.Context, s *stage, rec arrow.RecordBatch
 	defer writers.Recover(&err)
 	for off := int64(0); off < rec.NumRows(); {
 		n := rec.NumRows() - off
-		if s.open != nil {
-			n = min(n, int64(s.rollRows-s.open.fw.Rows()))
+		if f, ok := s.openFile(); ok {
+			n = min(n, int64(s.rollRows-f.fw.Rows()))
 		} else {
 			n = min(n, int64(s.rollRows))
 		}

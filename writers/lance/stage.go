@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
 // Data files roll at whichever limit comes first (LanceDB's default
@@ -26,9 +26,9 @@ type stage struct {
 	schema       *lanceformat.Schema // Lance schema of the files; nil until the first batch
 	minor        uint16              // file format 2.minor of the files
 	admitted     *arrow.Schema       // last Arrow schema checked
-	open         *dataFile
-	finished     []fragment // durable, in no descriptor yet: Rollback deletes them
-	precommitted []fragment // in a descriptor: never deleted here
+	files        *staged             // the open data file; nil until rows come and after finishFiles
+	finished     []fragment          // durable, in no descriptor yet: Rollback deletes them
+	precommitted []fragment          // in a descriptor: never deleted here
 	// rollRows and rollBytes end a data file (0: maxFileRows and
 	// maxFileBytes; optimize sets its target).
 	rollRows, rollBytes uint64
@@ -42,31 +42,64 @@ type stage struct {
 	patch *indexPatch
 }
 
+// staged encodes a key's rows into data files (tablesink.Staged) on the
+// key's goroutine: a key has one open file.
+type staged = tablesink.Staged[*dataFile, fragment]
+
 // dataFile is one data file being streamed to storage, in one of the
 // process's file writer slots.
 type dataFile struct {
-	name   string
-	cancel context.CancelFunc // abandons the upload
-	out    io.WriteCloser
-	fw     *lanceformat.FileWriter
-	arrow  *arrow.Schema
-	slot   func() // gives back the slot (limits.max_open_files)
-	held   int64  // fw's pending bytes held on the memory budget
+	m          *metrics
+	name       string
+	up         *tablesink.Upload
+	fw         *lanceformat.FileWriter
+	arrow      *arrow.Schema
+	schema     *lanceformat.Schema // the dataset's
+	minor      uint16
+	rows, size uint64 // the file is finished at these (stage.limits)
 }
 
-// account brings what f holds on the budget up to date with its writer.
-func (f *dataFile) account(budget writers.MemoryCharger) {
-	now := f.fw.Pending()
-	budget.Hold(writers.MemoryEncoder, now-f.held)
-	f.held = now
+// Fits also rolls a file before rec when its dictionaries would outgrow
+// the file's index types.
+func (f *dataFile) Fits(rec arrow.RecordBatch) bool {
+	return f.arrow.Equal(rec.Schema()) && f.fw.FitsDictionaries(rec)
+}
+func (f *dataFile) Buffered() int64 { return f.fw.Pending() }
+func (f *dataFile) Full() bool      { return f.fw.Rows() >= f.rows || f.fw.BytesWritten() >= f.size }
+
+func (f *dataFile) Name() string                      { return "data/" + f.name }
+func (f *dataFile) Write(rec arrow.RecordBatch) error { return f.fw.Write(rec) }
+
+// Flush cuts pages early rather than hold memory.
+func (f *dataFile) Flush() error { return f.fw.Flush() }
+
+// Finish completes the data file and returns its fragment.
+func (f *dataFile) Finish() (fragment, error) {
+	var size uint64
+	if err := f.up.Close(func() (err error) {
+		size, err = f.fw.Close()
+		return err
+	}); err != nil {
+		return fragment{}, err
+	}
+	fr := fragment{Path: f.name, Size: size, Rows: f.fw.Rows(), Minor: f.minor}
+	f.m.filesWritten.Inc()
+	f.m.bytesWritten.Add(float64(size))
+	f.m.rowsWritten.Add(float64(fr.Rows))
+	// Fields without a column (structs and lists in format 2.1+) are
+	// left out of the data file, as Lance does.
+	cols := f.fw.FieldColumns()
+	for i, fl := range f.schema.Fields {
+		if cols[i] >= 0 {
+			fr.Fields = append(fr.Fields, fl.ID)
+			fr.Columns = append(fr.Columns, cols[i])
+		}
+	}
+	return fr, nil
 }
 
-// close gives back f's budget and slot once its writer is done.
-func (f *dataFile) close(budget writers.MemoryCharger) {
-	budget.Hold(writers.MemoryEncoder, -f.held)
-	f.held = 0
-	f.slot()
-}
+// Abort abandons the upload: the object never appears.
+func (f *dataFile) Abort() { f.up.Abort(f.fw.Abort) }
 
 // Write stages rec (borrowed) for key: in append mode in the key's open
 // data file, in merge_insert mode in memory (retained) until Precommit
@@ -95,34 +128,53 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 	return w.writeRec(ctx, s, rec)
 }
 
-// writeRec writes the admitted rec into s's open data file, rolling it at
-// the file limits, and before rec when its dictionaries would outgrow the
-// file's index types.
+// writeRec writes the admitted rec (borrowed) into s's open data file,
+// rolling it at the file limits, and before rec when its dictionaries
+// would outgrow the file's index types (dataFile.Fits).
 func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) error {
-	var err error
-	if s.open != nil && (!s.open.arrow.Equal(rec.Schema()) || !s.open.fw.FitsDictionaries(rec)) {
-		if err := w.finishOpen(s); err != nil {
-			return err
+	if s.files == nil {
+		s.files = w.newStaged(s)
+	}
+	rec.Retain()
+	return s.files.Send(ctx, tablesink.Part{Rec: rec})
+}
+
+// newStaged returns the encoder of s's data files.
+func (w *Writer) newStaged(s *stage) *staged {
+	rows, size := s.limits()
+	ls, minor := s.schema, s.minor
+	return tablesink.NewInline[*dataFile, fragment]("lance", w.budget, func(ctx context.Context, p tablesink.Part, slot func()) (*dataFile, error) {
+		name := lanceformat.NewDataFileName()
+		up, err := tablesink.StartUpload(ctx, w.bucket, "lance", lanceformat.DataKey(name), name, slot)
+		if err != nil {
+			return nil, err
 		}
-	}
-	if s.open == nil {
-		if s.open, err = w.newDataFile(ctx, rec.Schema(), s.schema, s.minor); err != nil {
-			return err
+		fw, err := lanceformat.NewFileWriter(up.Writer(), p.Rec.Schema(), ls, 0, minor)
+		if err != nil {
+			up.Abort(nil)
+			return nil, err
 		}
+		return &dataFile{m: w.m, name: name, up: up, fw: fw, arrow: p.Rec.Schema(), schema: ls, minor: minor, rows: rows, size: size}, nil
+	}, nil)
+}
+
+// openFile returns s's open data file.
+func (s *stage) openFile() (*dataFile, bool) {
+	if s.files == nil {
+		return nil, false
 	}
-	f := s.open
-	err = f.fw.Write(rec)
-	if err == nil && w.budget.Pressure() {
-		err = f.fw.Flush() // pages cut early rather than memory held
+	return s.files.Open("")
+}
+
+// finishFiles completes s's open data file and records its fragment.
+func (w *Writer) finishFiles(s *stage) error {
+	if s.files == nil {
+		return nil
 	}
-	f.account(w.budget)
-	if err != nil {
-		return fmt.Errorf("lance: encode rows into data/%s: %w", f.name, err)
-	}
-	if rows, size := s.limits(); s.open.fw.Rows() >= rows || s.open.fw.BytesWritten() >= size {
-		return w.finishOpen(s)
-	}
-	return nil
+	done, err := s.files.Finish()
+	s.files = nil
+	s.finished = append(s.finished, done...)
+	return err
 }
 
 // limits returns the rows and bytes at which s's data files end.
@@ -189,64 +241,10 @@ func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Sch
 	if msg := writers.SchemaMismatch(want, got); msg != "" {
 		return nil, 0, writers.Errorf(writers.ErrInvalid, "lance: %s (dataset columns: %s)", msg, writers.FieldList(want))
 	}
+	if err := d.Manifest.Schema.CheckLayouts(); err != nil {
+		return nil, 0, err
+	}
 	return &d.Manifest.Schema, minor, lanceformat.CheckFormatTypes(got, minor)
-}
-
-func (w *Writer) newDataFile(ctx context.Context, as *arrow.Schema, ls *lanceformat.Schema, minor uint16) (*dataFile, error) {
-	// A key has one open file, so it waits for a slot holding none.
-	slot, err := w.budget.OpenFile(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("lance: open a data file: %w", err)
-	}
-	name := lanceformat.NewDataFileName()
-	// The upload outlives the Write call that starts it.
-	fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	out, err := w.bucket.NewWriter(fctx, lanceformat.DataKey(name))
-	if err != nil {
-		cancel()
-		slot()
-		return nil, fmt.Errorf("lance: start data file %s: %w", name, err)
-	}
-	fw, err := lanceformat.NewFileWriter(out, as, ls, 0, minor)
-	if err != nil {
-		cancel()
-		out.Close()
-		slot()
-		return nil, err
-	}
-	return &dataFile{name: name, cancel: cancel, out: out, fw: fw, arrow: as, slot: slot}, nil
-}
-
-// finishOpen completes the open data file and records its fragment.
-func (w *Writer) finishOpen(s *stage) error {
-	f := s.open
-	s.open = nil
-	defer f.close(w.budget)
-	defer f.cancel()
-	size, err := f.fw.Close()
-	if err != nil {
-		f.cancel()
-		f.out.Close()
-		return fmt.Errorf("lance: finish data file %s: %w", f.name, err)
-	}
-	if err := f.out.Close(); err != nil {
-		return fmt.Errorf("lance: upload data file %s: %w", f.name, err)
-	}
-	fr := fragment{Path: f.name, Size: size, Rows: f.fw.Rows(), Minor: s.minor}
-	w.m.filesWritten.Inc()
-	w.m.bytesWritten.Add(float64(size))
-	w.m.rowsWritten.Add(float64(fr.Rows))
-	// Fields without a column (structs and lists in format 2.1+) are
-	// left out of the data file, as Lance does.
-	cols := f.fw.FieldColumns()
-	for i, fl := range s.schema.Fields {
-		if cols[i] >= 0 {
-			fr.Fields = append(fr.Fields, fl.ID)
-			fr.Columns = append(fr.Columns, cols[i])
-		}
-	}
-	s.finished = append(s.finished, fr)
-	return nil
 }
 
 // Precommit finishes key's data files and returns the descriptor of their
@@ -265,10 +263,8 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		defer func() { w.pins.EndPlan(key, touched) }()
 		return w.precommitMerge(ctx, s, &touched)
 	}
-	if s.open != nil {
-		if err := w.finishOpen(s); err != nil {
-			return nil, err
-		}
+	if err := w.finishFiles(s); err != nil {
+		return nil, err
 	}
 	d := descriptor{Schema: s.schema, Fragments: s.finished}
 	s.precommitted = append(s.precommitted, s.finished...)
@@ -287,12 +283,9 @@ func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
 
 func (w *Writer) discard(ctx context.Context, s *stage) error {
 	releaseSource(s)
-	if s.open != nil {
-		s.open.fw.Abort()
-		s.open.cancel()
-		s.open.out.Close() // cancelled: the object never appears
-		s.open.close(w.budget)
-		s.open = nil
+	if s.files != nil {
+		s.finished = append(s.finished, s.files.Abort()...)
+		s.files = nil
 	}
 	var errs []error
 	for _, f := range s.finished {

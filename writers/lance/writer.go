@@ -49,13 +49,7 @@ type Writer struct {
 	lastSourceRows atomic.Int64
 }
 
-var (
-	_ writers.Writer            = (*Writer)(nil)
-	_ writers.SchemaReporter    = (*Writer)(nil)
-	_ writers.SchemaChecker     = (*Writer)(nil)
-	_ writers.DescriptorChecker = (*Writer)(nil)
-	_ writers.PrecommitKeeper   = (*Writer)(nil)
-)
+var _ tablesink.Sink = (*Writer)(nil)
 
 // New returns an unopened writer for cfg, which must be valid. A nil
 // env.Logger discards logs; a nil env.Registerer registers no metrics, and
@@ -84,13 +78,8 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 // Open opens the dataset root and checks an existing dataset is writable
 // by Quiver; a missing dataset is created by the first commit.
 func (w *Writer) Open(ctx context.Context) error {
-	err := w.root.Open(ctx, w.log, &w.bucket, func(ctx context.Context) error {
-		_, err := w.latest(ctx)
-		return err
-	})
-	if err == nil {
-		w.pins, w.releasePins = tablesink.AcquirePins[uint64]("lance", w.bucket.URI())
-	}
+	var err error
+	w.pins, w.releasePins, err = tablesink.OpenPinned[uint64](ctx, w.root, w.log, &w.bucket, w.latest)
 	return err
 }
 
@@ -115,17 +104,10 @@ func (w *Writer) latest(ctx context.Context) (*lanceformat.Dataset, error) {
 // commit to publish), waits for a background key index patch and releases
 // the root. Close is idempotent.
 func (w *Writer) Close(ctx context.Context) error {
-	stages, first := w.stages.Close()
-	if !first {
-		return nil
-	}
-	w.registered.Unregister()
-	w.patching.Wait()
-	if w.bucket == nil {
-		return nil
-	}
-	w.releasePins()
-	return errors.Join(append(w.stages.Discard(ctx, stages), w.bucket.Close())...)
+	return w.stages.CloseWriter(ctx, w.bucket, func() {
+		w.registered.Unregister()
+		w.patching.Wait()
+	}, w.releasePins)
 }
 
 // Contract: exactly-once through transaction properties; append and

@@ -29,3 +29,14 @@ func (m Modes) Check(n int, of func(i int) (planned, adds bool)) error {
 	}
 	return nil
 }
+
+// Sink is what a table sink's Writer implements beyond writers.Writer:
+// it reports and checks the table's schema, checks descriptors before a
+// commit and keeps precommitted files until one publishes them.
+type Sink interface {
+	writers.Writer
+	writers.SchemaReporter
+	writers.SchemaChecker
+	writers.DescriptorChecker
+	writers.PrecommitKeeper
+}

@@ -55,3 +55,17 @@ func (r Root) Probe(ctx context.Context, b *storage.Bucket, check func(b *storag
 	}
 	return check(b)
 }
+
+// OpenPinned opens root into *bucket (Root.Open, which runs latest, the
+// sink reading its table T) and acquires the pins of the table the
+// process's writers share (AcquirePins); CloseWriter gives them back.
+func OpenPinned[P comparable, T any](ctx context.Context, root Root, log *slog.Logger, bucket **storage.Bucket, latest func(ctx context.Context) (T, error)) (*Pins[P], func(), error) {
+	if err := root.Open(ctx, log, bucket, func(ctx context.Context) error {
+		_, err := latest(ctx)
+		return err
+	}); err != nil {
+		return nil, nil, err
+	}
+	pins, release := AcquirePins[P](root.Sink, (*bucket).URI())
+	return pins, release, nil
+}

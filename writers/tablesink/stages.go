@@ -2,10 +2,12 @@ package tablesink
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"sync"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 // Stages holds what each key staged on this writer, S being the sink's
@@ -27,7 +29,7 @@ func NewStages[S any](sink string, discard func(ctx context.Context, s *S) error
 }
 
 // Get returns key's stage, creating an empty one when create is set; nil
-// when the key has none. After Close it is ErrWrongState.
+// when the key has none. After CloseWriter it is ErrWrongState.
 func (r *Stages[S]) Get(key writers.TxnKey, create bool) (*S, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -74,10 +76,10 @@ func (r *Stages[S]) Forget(ctx context.Context, key writers.TxnKey, log *slog.Lo
 	return s
 }
 
-// IfOpen runs fn under the registry's lock unless Close has run, and
-// reports whether it ran: work started by fn (a background goroutine
-// counted in a WaitGroup) is then seen by Close's caller, which waits for
-// it after Close.
+// IfOpen runs fn under the registry's lock unless CloseWriter has run,
+// and reports whether it ran: work started by fn (a background goroutine
+// counted in a WaitGroup) is then seen by CloseWriter's stop, which waits
+// for it.
 func (r *Stages[S]) IfOpen(fn func()) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -88,10 +90,31 @@ func (r *Stages[S]) IfOpen(fn func()) bool {
 	return true
 }
 
-// Close marks the registry closed and returns every stage, for the
-// caller to discard once its background work has stopped (Discard);
-// first is false when Close had already run, and then there are none.
-func (r *Stages[S]) Close() (stages []*S, first bool) {
+// CloseWriter closes a table sink's writer, once (later calls return
+// nil): it marks the registry closed, runs stop (the writer's background
+// work ends), and, when the writer was opened (bucket not nil), gives
+// back its pins (release) and discards every stage before closing bucket.
+// Precommitted files stay for a commit to publish.
+func (r *Stages[S]) CloseWriter(ctx context.Context, bucket *storage.Bucket, stop, release func()) error {
+	stages, first := r.close()
+	if !first {
+		return nil
+	}
+	stop()
+	if bucket == nil {
+		return nil
+	}
+	release()
+	var errs []error
+	for _, s := range stages {
+		errs = append(errs, r.discard(ctx, s))
+	}
+	return errors.Join(append(errs, bucket.Close())...)
+}
+
+// close marks the registry closed and returns every stage; first is false
+// when it had already run, and then there are none.
+func (r *Stages[S]) close() (stages []*S, first bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -103,15 +126,4 @@ func (r *Stages[S]) Close() (stages []*S, first bool) {
 	}
 	r.m = nil
 	return stages, true
-}
-
-// Discard discards every stage of stages, joining the errors.
-func (r *Stages[S]) Discard(ctx context.Context, stages []*S) []error {
-	var errs []error
-	for _, s := range stages {
-		if err := r.discard(ctx, s); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errs
 }

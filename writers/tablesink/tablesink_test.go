@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 func newCommit(max int) Commit {
@@ -122,20 +123,25 @@ func TestStages(t *testing.T) {
 	if !r.IfOpen(func() {}) {
 		t.Fatal("IfOpen refused an open registry")
 	}
-	stages, first := r.Close()
-	if !first || len(stages) != 1 {
-		t.Fatalf("Close: %d stages, first %v", len(stages), first)
+	ctx := context.Background()
+	bucket, err := storage.Open(ctx, "mem://quiver-tablesink-test/stages", storage.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, again := r.Close(); again {
-		t.Error("second Close reported first")
+	stops, released := 0, 0
+	closeWriter := func() error {
+		return r.CloseWriter(ctx, bucket, func() { stops++ }, func() { released++ })
 	}
-	if errs := r.Discard(context.Background(), stages); len(errs) != 0 || len(discarded) != 2 {
-		t.Errorf("Discard: %v, discarded %v", errs, discarded)
+	if err := closeWriter(); err != nil || stops != 1 || released != 1 || len(discarded) != 2 {
+		t.Fatalf("CloseWriter: %v, %d stops, %d releases, discarded %v; want each once, both stages", err, stops, released, discarded)
+	}
+	if err := closeWriter(); err != nil || stops != 1 || released != 1 {
+		t.Errorf("second CloseWriter: %v, %d stops, %d releases; want nothing more", err, stops, released)
 	}
 	if _, err := r.Get(other, true); !errors.Is(err, writers.ErrWrongState) {
-		t.Errorf("Get after Close: %v, want ErrWrongState", err)
+		t.Errorf("Get after CloseWriter: %v, want ErrWrongState", err)
 	}
-	if r.IfOpen(func() { t.Error("ran after Close") }) {
-		t.Error("IfOpen ran after Close")
+	if r.IfOpen(func() { t.Error("ran after CloseWriter") }) {
+		t.Error("IfOpen ran after CloseWriter")
 	}
 }

@@ -10,7 +10,8 @@
 // schema mismatch (for SchemaReporter writers), a rolled-back first stream
 // (it must leave no table and no schema behind), concurrent first commits
 // (with Harness.Peer), CommittedEpoch and Arrow memory leaks. It imports
-// only the writers contract, Arrow and testing.
+// only the writers contract, Arrow and testing; a table sink runs it on
+// local and emulated cloud storage through package tabletest.
 package writertest
 
 import (

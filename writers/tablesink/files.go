@@ -1,0 +1,234 @@
+package tablesink
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// MaxOpenFiles bounds the data files one Files keeps open at once (one
+// per partition it is writing). Past it every open file is finished, so
+// memory stays bounded however many partitions a stream touches.
+const MaxOpenFiles = 32
+
+// MemoryEncoder is what an open file buffers in memory (row groups,
+// pages), held on the memory budget while it grows.
+type MemoryEncoder interface {
+	// Buffered is the bytes the encoder holds.
+	Buffered() int64
+	// Flush writes out what it holds (a row group, pages cut early), so
+	// that memory under pressure goes to storage instead of growing.
+	Flush() error
+}
+
+// File is a format's data file being encoded and uploaded (an Upload),
+// R what a finished file becomes in a descriptor (a Delta add action, a
+// Lance fragment).
+type File[R any] interface {
+	MemoryEncoder
+	// Name names the file in errors.
+	Name() string
+	// Write appends rows of the file's schema.
+	Write(rec arrow.RecordBatch) error
+	// Fits reports whether rec can go into the file: its Arrow schema is
+	// the file's (a second stream of a transaction may send, e.g.,
+	// dictionary strings instead of plain) and the format takes it (Lance:
+	// its dictionaries fit the file's index types). Else the file is
+	// finished before rec.
+	Fits(rec arrow.RecordBatch) bool
+	// Full reports that the file reached its size: it is finished.
+	Full() bool
+	// Finish writes the footer, publishes the object and returns it,
+	// counted in the sink's metrics.
+	Finish() (R, error)
+	// Abort abandons the file: the object never appears.
+	Abort()
+}
+
+// Part is rows of one partition of a table (the rows of an unpartitioned
+// one): Dir is its directory under the table root ("" or "k=v/", escaped
+// for storage), Values its partition values (nil without).
+type Part struct {
+	Dir    string
+	Values map[string]*string
+	Rec    arrow.RecordBatch
+}
+
+// Create starts a file for rows of p (their schema; p.Rec is not
+// written) in slot, which the file gives back when it ends, or at once
+// when Create fails.
+type Create[F any] func(ctx context.Context, p Part, slot func()) (F, error)
+
+// Files is the data files of one encoder: at most one open file per
+// partition directory, rolled when Full or before rows it does not Fit,
+// and the files it finished. It is used by one goroutine at a time.
+type Files[F File[R], R any] struct {
+	// Finished is the files finished so far (durable, in no descriptor).
+	Finished []R
+
+	sink   string // names the sink in errors
+	create Create[F]
+	budget writers.MemoryCharger
+	open   map[string]F // by Part.Dir
+	// charge holds what open files buffer on the budget (MemoryEncoder);
+	// held is the bytes held.
+	charge bool
+	held   int64
+	// base is the file writer slot the set keeps until Abort, so that it
+	// never waits for one again; baseBusy while one of its files has it.
+	base     func()
+	baseBusy bool
+}
+
+// NewFiles returns an empty set of sink whose files create starts, in
+// file writer slots of budget. What its files buffer is not charged to
+// the budget (Staged's are).
+func NewFiles[F File[R], R any](sink string, budget writers.MemoryCharger, create Create[F]) *Files[F, R] {
+	return &Files[F, R]{sink: sink, create: create, budget: budget, open: make(map[string]F)}
+}
+
+// Write appends p's rows (borrowed) to the open file of p.Dir, starting
+// one when needed, and finishes it once Full.
+func (s *Files[F, R]) Write(ctx context.Context, p Part) error {
+	f, ok := s.open[p.Dir]
+	if ok && !f.Fits(p.Rec) {
+		if err := s.finish(p.Dir); err != nil {
+			return err
+		}
+		ok = false
+	}
+	if !ok {
+		if len(s.open) >= MaxOpenFiles {
+			if err := s.FinishAll(); err != nil {
+				return err
+			}
+		}
+		slot, err := s.slot(ctx)
+		if err != nil {
+			return err
+		}
+		if f, err = s.create(ctx, p, slot); err != nil {
+			return err
+		}
+		s.open[p.Dir] = f
+	}
+	if err := f.Write(p.Rec); err != nil {
+		return s.encodeError(f, err)
+	}
+	if f.Full() {
+		return s.finish(p.Dir)
+	}
+	return nil
+}
+
+// Open returns the open file of dir.
+func (s *Files[F, R]) Open(dir string) (F, bool) {
+	f, ok := s.open[dir]
+	return f, ok
+}
+
+// slot takes a file writer slot for a new file: the set's base when free,
+// else another when one is free, else the set finishes its own files,
+// which frees its base. A set without a base waits for one only after
+// finishing its files, holding no slot: slots held while waiting could
+// deadlock with the encoders waiting for them.
+func (s *Files[F, R]) slot(ctx context.Context) (func(), error) {
+	if s.base != nil && !s.baseBusy {
+		return s.takeBase(), nil
+	}
+	if slot, ok := s.budget.TryOpenFile(); ok {
+		return slot, nil
+	}
+	if err := s.FinishAll(); err != nil {
+		return nil, err
+	}
+	if s.base == nil {
+		base, err := s.budget.OpenFile(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("%s: open a data file: %w", s.sink, err)
+		}
+		s.base = base
+	}
+	return s.takeBase(), nil
+}
+
+// takeBase gives the base slot to a new file.
+func (s *Files[F, R]) takeBase() func() {
+	s.baseBusy = true
+	return func() { s.baseBusy = false }
+}
+
+// finish finishes the open file of dir and records it as finished.
+func (s *Files[F, R]) finish(dir string) error {
+	f := s.open[dir]
+	delete(s.open, dir)
+	r, err := f.Finish()
+	if err != nil {
+		return err
+	}
+	s.Finished = append(s.Finished, r)
+	return nil
+}
+
+// FinishAll finishes every open file.
+func (s *Files[F, R]) FinishAll() error {
+	var errs []error
+	for dir := range s.open {
+		errs = append(errs, s.finish(dir))
+	}
+	s.account()
+	return errors.Join(errs...)
+}
+
+// Abort abandons every open file and gives back the base slot and what
+// the set held on the budget: the set is done.
+func (s *Files[F, R]) Abort() {
+	for dir, f := range s.open {
+		f.Abort()
+		delete(s.open, dir)
+	}
+	if s.base != nil {
+		s.base()
+		s.base = nil
+	}
+	s.account()
+}
+
+// account brings what the set holds on the budget up to date with its
+// open files.
+func (s *Files[F, R]) account() {
+	if !s.charge {
+		return
+	}
+	var now int64
+	for _, f := range s.open {
+		now += f.Buffered()
+	}
+	s.budget.Hold(writers.MemoryEncoder, now-s.held)
+	s.held = now
+}
+
+// relieve accounts for the open files and flushes what they buffer when
+// the budget is under pressure.
+func (s *Files[F, R]) relieve() error {
+	s.account()
+	if !s.budget.Pressure() {
+		return nil
+	}
+	for _, f := range s.open {
+		if err := f.Flush(); err != nil {
+			return s.encodeError(f, err)
+		}
+	}
+	s.account()
+	return nil
+}
+
+// encodeError is f's encoder's err.
+func (s *Files[F, R]) encodeError(f F, err error) error {
+	return fmt.Errorf("%s: encode rows into %s: %w", s.sink, f.Name(), err)
+}

@@ -1,0 +1,350 @@
+package tablesink
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// budget is a memory budget with slots file writer slots that records
+// what is held by kind.
+type budget struct {
+	mu       sync.Mutex
+	slots    int
+	held     map[writers.MemoryKind]int64
+	pressure bool
+}
+
+func newBudget(slots int) *budget {
+	return &budget{slots: slots, held: map[writers.MemoryKind]int64{}}
+}
+
+func (b *budget) Hold(kind writers.MemoryKind, delta int64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.held[kind] += delta
+}
+
+func (b *budget) Held(kind writers.MemoryKind) int64 {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held[kind]
+}
+
+func (b *budget) Pressure() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.pressure
+}
+
+func (b *budget) OpenFile(ctx context.Context) (func(), error) {
+	if release, ok := b.TryOpenFile(); ok {
+		return release, nil
+	}
+	return nil, writers.Errorf(writers.ErrExhausted, "no file slot")
+}
+
+func (b *budget) TryOpenFile() (func(), bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.slots == 0 {
+		return nil, false
+	}
+	b.slots--
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.slots++
+		})
+	}, true
+}
+
+func (b *budget) Slots() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.slots
+}
+
+// file is a File that buffers 8 bytes a row until flushed and is full at
+// limit rows; it finishes as its directory and row count.
+type file struct {
+	dir      string
+	schema   *arrow.Schema
+	limit    int64
+	rows     int64
+	buffered int64
+	flushes  int
+	fail     error // returned by Write
+	slot     func()
+	aborted  *atomic.Int32
+}
+
+type done struct {
+	dir  string
+	rows int64
+}
+
+func (f *file) Name() string                    { return f.dir + "file" }
+func (f *file) Fits(rec arrow.RecordBatch) bool { return f.schema.Equal(rec.Schema()) }
+func (f *file) Buffered() int64                 { return f.buffered }
+func (f *file) Full() bool                      { return f.rows >= f.limit }
+func (f *file) Flush() error                    { f.flushes++; f.buffered = 0; return nil }
+func (f *file) Write(rec arrow.RecordBatch) error {
+	if f.fail != nil {
+		return f.fail
+	}
+	f.rows += rec.NumRows()
+	f.buffered += 8 * rec.NumRows()
+	return nil
+}
+func (f *file) Finish() (done, error) { f.slot(); return done{f.dir, f.rows}, nil }
+func (f *file) Abort()                { f.slot(); f.aborted.Add(1) }
+
+// starter starts files full at limit rows, failing their writes with
+// fail; it counts aborted files in aborted and keeps the files started.
+type starter struct {
+	limit   int64
+	fail    error
+	aborted atomic.Int32
+	mu      sync.Mutex
+	started []*file
+}
+
+func (s *starter) create(ctx context.Context, p Part, slot func()) (*file, error) {
+	f := &file{dir: p.Dir, schema: p.Rec.Schema(), limit: s.limit, fail: s.fail, slot: slot, aborted: &s.aborted}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.started = append(s.started, f)
+	return f, nil
+}
+
+var (
+	ints = arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	strs = arrow.NewSchema([]arrow.Field{{Name: "v", Type: arrow.BinaryTypes.String}}, nil)
+)
+
+// rows returns a record of n rows of schema.
+func rows(t *testing.T, mem memory.Allocator, schema *arrow.Schema, n int) arrow.RecordBatch {
+	t.Helper()
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for range n {
+		switch schema {
+		case ints:
+			b.Field(0).(*array.Int64Builder).Append(1)
+		default:
+			b.Field(0).(*array.StringBuilder).Append("x")
+		}
+	}
+	return b.NewRecordBatch()
+}
+
+// TestFiles: a file per partition, rolled when full or when the schema
+// changes; past MaxOpenFiles every open file is finished; what files
+// buffer is not charged; Abort gives back every slot.
+func TestFiles(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := newBudget(MaxOpenFiles + 8)
+	st := &starter{limit: 10}
+	fs := NewFiles[*file, done]("test", b, st.create)
+	ctx := context.Background()
+	write := func(dir string, schema *arrow.Schema, n int) {
+		t.Helper()
+		rec := rows(t, mem, schema, n)
+		defer rec.Release()
+		if err := fs.Write(ctx, Part{Dir: dir, Rec: rec}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("a/", ints, 4)
+	write("b/", ints, 4)
+	write("a/", ints, 6) // a/ is full
+	if len(fs.Finished) != 1 || fs.Finished[0] != (done{"a/", 10}) {
+		t.Fatalf("finished %v, want a/ with 10 rows", fs.Finished)
+	}
+	write("b/", strs, 1) // another schema: b/'s file rolls
+	if len(fs.Finished) != 2 || fs.Finished[1] != (done{"b/", 4}) {
+		t.Fatalf("finished %v, want b/ with 4 rows rolled by the schema change", fs.Finished)
+	}
+	if f, ok := fs.Open("b/"); !ok || f.rows != 1 {
+		t.Fatalf("open b/ = %v %v, want the new file with 1 row", f, ok)
+	}
+	fs.Finished = nil
+	for i := range MaxOpenFiles {
+		write(string(rune('c'+i))+"/", ints, 1)
+	}
+	if len(fs.Finished) != MaxOpenFiles {
+		t.Fatalf("%d files finished past %d open ones, want all %d", len(fs.Finished), MaxOpenFiles, MaxOpenFiles)
+	}
+	if got := b.Held(writers.MemoryEncoder); got != 0 {
+		t.Errorf("uncharged files hold %d bytes on the budget", got)
+	}
+	fs.Abort()
+	if got := st.aborted.Load(); got != 1 {
+		t.Errorf("%d files aborted, want the 1 open", got)
+	}
+	if got := b.Slots(); got != MaxOpenFiles+8 {
+		t.Errorf("%d slots free after Abort, want all %d", got, MaxOpenFiles+8)
+	}
+}
+
+// TestFilesFirstWriteFails: a file whose first write fails stays open,
+// finishes nothing and is abandoned by Abort, which gives its slot back;
+// with no slot free a set holding none fails with the budget's error.
+func TestFilesFirstWriteFails(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := newBudget(1)
+	boom := errors.New("boom")
+	st := &starter{limit: 10, fail: boom}
+	fs := NewFiles[*file, done]("test", b, st.create)
+	rec := rows(t, mem, ints, 3)
+	defer rec.Release()
+	ctx := context.Background()
+	if err := fs.Write(ctx, Part{Rec: rec}); !errors.Is(err, boom) {
+		t.Fatalf("write: %v, want %v", err, boom)
+	}
+	if len(fs.Finished) != 0 {
+		t.Errorf("finished %v after a failed write", fs.Finished)
+	}
+	fs.Abort()
+	if st.aborted.Load() != 1 || b.Slots() != 1 {
+		t.Errorf("after Abort: %d aborted, %d slots free; want 1 and 1", st.aborted.Load(), b.Slots())
+	}
+	b.slots = 0
+	other := NewFiles[*file, done]("test", b, st.create)
+	if err := other.Write(ctx, Part{Rec: rec}); !errors.Is(err, writers.ErrExhausted) {
+		t.Errorf("write with no slot: %v, want ErrExhausted", err)
+	}
+}
+
+// TestStagedPool: a key takes an encoder per core (at most Pool.Max), one
+// started while it encodes only what is left; parts spread over the
+// encoders; what is queued and buffered is held on the budget and given
+// back by Finish and Abort, with every slot; a failure is returned by a
+// later Send and by Finish.
+func TestStagedPool(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := newBudget(8)
+	var busy atomic.Int32
+	ctx := context.Background()
+	st := &starter{limit: 1 << 20}
+	pool := Pool{Max: 4, Busy: &busy}
+	a, err := NewPool[*file, done](ctx, "test", b, pool, st.create, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := NewPool[*file, done](ctx, "test", b, pool, st.create, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a.workers) != 2 || len(second.workers) != 1 {
+		t.Fatalf("%d and %d encoders, want 2 (GOMAXPROCS) and 1 (what is left)", len(a.workers), len(second.workers))
+	}
+	for range 4 {
+		if err := a.Send(ctx, Part{Rec: rows(t, mem, ints, 5)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := a.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	for _, d := range got {
+		n += d.rows
+	}
+	if len(got) != 2 || n != 20 {
+		t.Errorf("finished %v, want 2 files (one an encoder) of 20 rows", got)
+	}
+	boom := errors.New("boom")
+	failing := func(ctx context.Context, files *Files[*file, done], p Part) error { return boom }
+	third, err := NewPool[*file, done](ctx, "test", b, pool, st.create, failing)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		err := third.Send(ctx, Part{Rec: rows(t, mem, ints, 1)})
+		if errors.Is(err, boom) {
+			break
+		}
+		if err != nil || i > 1000 {
+			t.Fatalf("send %d: %v, want the encoder's failure", i, err)
+		}
+	}
+	if _, err := third.Finish(); !errors.Is(err, boom) {
+		t.Errorf("finish: %v, want %v", err, boom)
+	}
+	if err := second.Send(ctx, Part{Rec: rows(t, mem, ints, 5)}); err != nil {
+		t.Fatal(err)
+	}
+	if left := second.Abort(); len(left) != 0 {
+		t.Errorf("abort returned %v, want no finished file", left)
+	}
+	for _, k := range []writers.MemoryKind{writers.MemoryQueued, writers.MemoryEncoder} {
+		if h := b.Held(k); h != 0 {
+			t.Errorf("%d bytes of kind %d still held", h, k)
+		}
+	}
+	if b.Slots() != 8 || busy.Load() != 0 {
+		t.Errorf("%d slots free, %d keys busy; want 8 and 0", b.Slots(), busy.Load())
+	}
+}
+
+// TestStagedInline: an inline Staged encodes on the caller, returns a
+// failure at once, charges what its open file buffers and flushes it
+// under pressure.
+func TestStagedInline(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := newBudget(1)
+	ctx := context.Background()
+	st := &starter{limit: 10}
+	s := NewInline[*file, done]("test", b, st.create, nil)
+	if err := s.Send(ctx, Part{Rec: rows(t, mem, ints, 4)}); err != nil {
+		t.Fatal(err)
+	}
+	f, ok := s.Open("")
+	if !ok || f.rows != 4 {
+		t.Fatalf("open file %v %v, want 4 rows", f, ok)
+	}
+	if got := b.Held(writers.MemoryEncoder); got != 32 {
+		t.Errorf("%d bytes held, want the open file's 32", got)
+	}
+	b.pressure = true
+	if err := s.Send(ctx, Part{Rec: rows(t, mem, ints, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	if f.flushes != 1 || b.Held(writers.MemoryEncoder) != 0 {
+		t.Errorf("under pressure: %d flushes, %d bytes held; want 1 and 0", f.flushes, b.Held(writers.MemoryEncoder))
+	}
+	b.pressure = false
+	if err := s.Send(ctx, Part{Rec: rows(t, mem, ints, 5)}); err != nil { // full
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	st.fail = boom
+	if err := s.Send(ctx, Part{Rec: rows(t, mem, ints, 1)}); !errors.Is(err, boom) {
+		t.Fatalf("send: %v, want %v at once", err, boom)
+	}
+	if got := s.Abort(); len(got) != 1 || got[0].rows != 10 || st.aborted.Load() != 1 {
+		t.Errorf("abort: returned %v, %d aborted; want the one full file of 10 rows, the failed one aborted", got, st.aborted.Load())
+	}
+	if b.Slots() != 1 || b.Held(writers.MemoryEncoder) != 0 {
+		t.Errorf("%d slots free, %d bytes held; want 1 and 0", b.Slots(), b.Held(writers.MemoryEncoder))
+	}
+}
