@@ -77,15 +77,17 @@ func (w *Writer) writeUpsert(ctx context.Context, key writers.TxnKey, s *stage, 
 	}
 	rec = storedKeys(w.mem, rec, w.cfg.MergeKeys)
 	defer rec.Release()
+	// Admitted first: a stage holds a collapse only once it has an
+	// admitted schema, which its precommit re-admits (readmit).
+	if err := w.admitStage(ctx, key, s, merge.StripMetadata(rec.Schema())); err != nil {
+		return err
+	}
 	if u.c == nil {
 		c, err := merge.NewCollapser(rec.Schema(), merge.Options{Keys: w.cfg.MergeKeys, Allocator: w.mem})
 		if err != nil {
 			return fmt.Errorf("delta: upsert: %w", err)
 		}
 		u.c = c
-	}
-	if err := w.admitStage(ctx, key, s, merge.StripMetadata(rec.Schema())); err != nil {
-		return err
 	}
 	if err := u.c.Add(rec); err != nil {
 		return fmt.Errorf("delta: upsert: %w", err)
@@ -129,6 +131,10 @@ func (w *Writer) precommitUpsert(ctx context.Context, key writers.TxnKey, s *sta
 	u := s.upsert
 	if u.desc != nil {
 		return u.desc, nil
+	}
+	if u.c == nil && u.res == nil {
+		// Every batch was refused: nothing was admitted, nothing to plan.
+		return d.encode()
 	}
 	if u.c != nil {
 		res, err := u.c.Result()
