@@ -110,11 +110,15 @@ type ColumnStats struct {
 
 // ReadOptions configure ReadFile.
 type ReadOptions struct {
-	// Columns selects top-level columns by name; nil reads all.
+	// Columns selects top-level columns by name; nil reads all, an empty
+	// (non-nil) list none: the batches then hold the file's rows without
+	// columns.
 	Columns []string
 	// SkipMissing leaves out the Columns the file lacks (files written
 	// before a column was added) instead of refusing them; when it lacks
-	// them all, the batches hold the file's rows without columns.
+	// them all, the batches hold the file's rows without columns. Such a
+	// row count comes from the footer alone: the row groups' counts must
+	// add up to its total, or the file is refused as corrupt.
 	SkipMissing bool
 	// BatchRows is the maximum rows per returned record batch; 0 means 65536.
 	BatchRows int64

@@ -46,7 +46,7 @@ func openRecords(ctx context.Context, pf *file.Reader, mem memory.Allocator, opt
 	}
 	if len(fields) == 0 {
 		// pqarrow reads every column for none: read the rows alone.
-		return newRowsReader(pf, batch), nil
+		return newRowsReader(ctx, pf, batch)
 	}
 	inner, err := fr.GetRecordReader(ctx, leafColumns(pf, fields), nil)
 	if err != nil {
@@ -223,19 +223,35 @@ func nanosToMicros(mem memory.Allocator, arr arrow.Array) (arrow.Array, error) {
 // selected one missing, SkipMissing): batches of its rows without
 // columns, so that the caller learns how many rows it has.
 type rowsReader struct {
+	ctx         context.Context
 	file        *file.Reader
 	schema      *arrow.Schema
 	left, batch int64
 	cur         arrow.RecordBatch
+	err         error
 	refs        atomic.Int64
 }
 
 var _ array.RecordReader = (*rowsReader)(nil)
 
-func newRowsReader(pf *file.Reader, batch int64) *rowsReader {
-	r := &rowsReader{file: pf, schema: arrow.NewSchema(nil, nil), left: pf.NumRows(), batch: batch}
+// newRowsReader counts pf's rows as its row groups do, which must agree
+// with the footer's total: nothing else checks a count no column is read
+// for, and a hostile one would have the caller count rows for ever.
+func newRowsReader(ctx context.Context, pf *file.Reader, batch int64) (*rowsReader, error) {
+	var rows int64
+	for i := range pf.NumRowGroups() {
+		n := pf.MetaData().RowGroup(i).NumRows()
+		if n < 0 || rows+n < rows {
+			return nil, writers.Errorf(writers.ErrInvalid, "parquetio: corrupt parquet file: row group %d has %d rows", i, n)
+		}
+		rows += n
+	}
+	if rows != pf.NumRows() {
+		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: corrupt parquet file: the footer says %d rows, its row groups hold %d", pf.NumRows(), rows)
+	}
+	r := &rowsReader{ctx: ctx, file: pf, schema: arrow.NewSchema(nil, nil), left: rows, batch: batch}
 	r.refs.Store(1)
-	return r
+	return r, nil
 }
 
 func (r *rowsReader) Retain() { r.refs.Add(1) }
@@ -249,8 +265,11 @@ func (r *rowsReader) Release() {
 func (r *rowsReader) Schema() *arrow.Schema { return r.schema }
 
 func (r *rowsReader) Next() bool {
-	if r.left <= 0 {
-		r.cur = nil
+	r.cur = nil
+	if r.err == nil {
+		r.err = r.ctx.Err()
+	}
+	if r.left <= 0 || r.err != nil {
 		return false
 	}
 	n := min(r.left, r.batch)
@@ -264,4 +283,4 @@ func (r *rowsReader) RecordBatch() arrow.RecordBatch { return r.cur }
 // Record is the deprecated name of RecordBatch.
 func (r *rowsReader) Record() arrow.RecordBatch { return r.cur }
 
-func (r *rowsReader) Err() error { return nil }
+func (r *rowsReader) Err() error { return r.err }
