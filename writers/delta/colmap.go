@@ -514,54 +514,58 @@ func (n *newColumns) assign(s *stage, merged *deltalog.Schema, maxID int64) erro
 // another writer added a column the files add or took its id; a replay
 // writes the rows afresh under the table's mapping then.
 func checkMappedColumns(table *deltalog.Schema, maxID int64, files *deltalog.Schema, mappedAfter *int64) error {
-	for _, f := range files.Fields {
+	return mappedCheck{maxID, mappedAfter}.fields(table.Fields, files.Fields, "")
+}
+
+// mappedCheck is checkMappedColumns' view of the table: its maxColumnId
+// and the one the files' added columns were mapped after.
+type mappedCheck struct {
+	maxID       int64
+	mappedAfter *int64
+}
+
+// fields checks the fields files of the files (at path, "" for the top
+// level) against the table's fields table of that struct.
+func (c mappedCheck) fields(table, files []deltalog.StructField, path string) error {
+	for _, f := range files {
+		name := path + f.Name
 		id, hasID := f.ColumnID()
-		added := mappedAfter != nil && hasID && id > *mappedAfter
-		t, ok := table.Field(f.Name)
+		added := c.mappedAfter != nil && hasID && id > *c.mappedAfter
+		t, ok := fieldBy(table, f.Name, false)
 		if !ok {
 			switch {
-			case !hasID || added && id <= maxID:
-				return writers.Errorf(writers.ErrConflict, "delta: new column %q has column mapping id %d, not above the table's %s %d: another writer added columns since the files were written: roll back and replay the transaction", f.Name, id, deltalog.ColumnMappingMaxIDKey, maxID)
-			case id <= maxID: // a table column when the files were written
-				return writers.Errorf(writers.ErrConflict, "delta: column %q was renamed or dropped since the files were written: roll back and replay the transaction", f.Name)
+			case !hasID || added && id <= c.maxID:
+				return writers.Errorf(writers.ErrConflict, "delta: new column %q has column mapping id %d, not above the table's %s %d: another writer added columns since the files were written: roll back and replay the transaction", name, id, deltalog.ColumnMappingMaxIDKey, c.maxID)
+			case id <= c.maxID: // a table column when the files were written
+				return writers.Errorf(writers.ErrConflict, "delta: column %q was renamed or dropped since the files were written: roll back and replay the transaction", name)
 			}
 			continue
 		}
 		if added && t.PhysicalName() != f.PhysicalName() {
-			return writers.Errorf(writers.ErrConflict, "delta: column %q, which the files add, was added meanwhile by another writer (as physical column %q, the files' is %q): roll back and replay the transaction", f.Name, t.PhysicalName(), f.PhysicalName())
+			return writers.Errorf(writers.ErrConflict, "delta: column %q, which the files add, was added meanwhile by another writer (as physical column %q, the files' is %q): roll back and replay the transaction", name, t.PhysicalName(), f.PhysicalName())
 		}
-		if err := samePhysical(t, f, f.Name); err != nil {
+		if t.PhysicalName() != f.PhysicalName() {
+			return writers.Errorf(writers.ErrConflict, "delta: column %q was written as physical column %q, the table's is %q: the column was dropped or renamed since the files were written: roll back and replay the transaction", name, f.PhysicalName(), t.PhysicalName())
+		}
+		if err := c.types(t.Type, f.Type, name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// samePhysical reports whether f (of the files) and t (of the table) and
-// their nested fields (in structs, array elements, map keys and values)
-// have the same physical names.
-func samePhysical(t, f deltalog.StructField, path string) error {
-	if t.PhysicalName() != f.PhysicalName() {
-		return writers.Errorf(writers.ErrConflict, "delta: column %q was written as physical column %q, the table's is %q: the column was dropped or renamed since the files were written: roll back and replay the transaction", path, f.PhysicalName(), t.PhysicalName())
+// types checks the fields inside types t (of the table) and f (of the
+// files) at path: struct fields, array elements, map keys and values.
+func (c mappedCheck) types(t, f deltalog.DataType, path string) error {
+	if err := c.fields(t.Fields, f.Fields, path+"."); err != nil {
+		return err
 	}
-	return samePhysicalType(t.Type, f.Type, path)
-}
-
-// samePhysicalType is samePhysical for the fields inside types t and f.
-func samePhysicalType(t, f deltalog.DataType, path string) error {
-	for _, ff := range f.Fields {
-		if tf, ok := fieldBy(t.Fields, ff.Name, false); ok {
-			if err := samePhysical(tf, ff, path+"."+ff.Name); err != nil {
-				return err
-			}
-		}
-	}
-	for _, c := range []struct {
+	for _, e := range []struct {
 		t, f *deltalog.DataType
 		name string
 	}{{t.Element, f.Element, "element"}, {t.Key, f.Key, "key"}, {t.Value, f.Value, "value"}} {
-		if c.t != nil && c.f != nil {
-			if err := samePhysicalType(*c.t, *c.f, path+"."+c.name); err != nil {
+		if e.t != nil && e.f != nil {
+			if err := c.types(*e.t, *e.f, path+"."+e.name); err != nil {
 				return err
 			}
 		}

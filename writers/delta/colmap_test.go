@@ -531,3 +531,39 @@ func TestColumnMappingPartitioned(t *testing.T) {
 	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "v"}), []string{"2|1", "3|2", "4|3"})
 	checkPhysicalFiles(t, cfg)
 }
+
+// TestNestedRenameStaleDescriptor: a struct field renamed (st.a →
+// st.a_renamed) between a descriptor's precommit and its commit makes the
+// commit a conflict (Aborted, replayable) naming the field, as at the top
+// level, with schema evolution on and off; nothing is published.
+func TestNestedRenameStaleDescriptor(t *testing.T) {
+	for _, evolve := range []bool{false, true} {
+		t.Run("evolve="+strconv.FormatBool(evolve), func(t *testing.T) {
+			cfg, w, mem := mappedTable(t, "name", false, func(c *Config) {
+				if evolve {
+					c.SchemaEvolution = EvolveAddColumns
+				}
+			})
+			rec := mappedBatch(mem, false, mappedRow{3, "c", 3, 30})
+			defer rec.Release()
+			key := writers.TxnKey{Writer: "stale", Epoch: 1}
+			d := precommitOne(t, w, key, rec)
+
+			alterTable(t, cfg, "RENAME COLUMN", func(s *deltalog.Schema, _ map[string]string) {
+				for i := range s.Fields {
+					if s.Fields[i].Name == "st" {
+						s.Fields[i].Type.Fields[0].Name = "a_renamed"
+					}
+				}
+			})
+			before := snapshot(t, cfg).Version
+			_, err := w.Commit(context.Background(), key, []writers.Descriptor{d})
+			if !errors.Is(err, writers.ErrConflict) || !strings.Contains(err.Error(), `"st.a" was renamed or dropped`) {
+				t.Fatalf("Commit: %v, want ErrConflict saying st.a was renamed or dropped", err)
+			}
+			if v := snapshot(t, cfg).Version; v != before {
+				t.Errorf("version %d after a refused commit, want %d", v, before)
+			}
+		})
+	}
+}
