@@ -32,6 +32,7 @@ import (
 type columnMap struct {
 	fields []deltalog.StructField // the table's top-level fields, with metadata
 	ids    bool                   // write Parquet field ids (column mapping)
+	byID   bool                   // read columns by Parquet field id (mode id)
 	// widened holds the Arrow type of each top-level column whose type was
 	// changed (type widening), by logical name.
 	widened map[string]arrow.DataType
@@ -51,7 +52,8 @@ var hiddenColumnProperties = []string{
 // files follow schema (the table's, plus any columns a stream adds, with
 // their mapping assigned), nil without column mapping and type changes.
 func newColumnMap(conf map[string]string, schema *deltalog.Schema) *columnMap {
-	m := &columnMap{fields: schema.Fields, ids: deltalog.ColumnMappingMode(conf) != "none"}
+	mode := deltalog.ColumnMappingMode(conf)
+	m := &columnMap{fields: schema.Fields, ids: mode != "none", byID: mode == "id"}
 	for _, p := range hiddenColumnProperties {
 		if name := conf[p]; name != "" {
 			m.hidden = append(m.hidden, name)
@@ -351,8 +353,8 @@ func (m *columnMap) renameData(d arrow.ArrayData, dt deltalog.DataType, fromPhys
 // readFile opens data file r (size bytes) as parquetio.ReadFile does, with
 // opts.Columns naming logical columns (nil: every column of the table the
 // file holds, and the hidden ones), and returns batches with the logical
-// names: the file's
-// columns are found by physical name, so renamed columns are read and
+// names: the file's columns are found by physical name (in mode id by
+// Parquet field id, as Delta readers do), so renamed columns are read and
 // dropped ones left out.
 func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem memory.Allocator, opts parquetio.ReadOptions) (array.RecordReader, error) {
 	if m == nil {
@@ -366,6 +368,9 @@ func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem
 		opts.SkipMissing = true
 	} else {
 		opts.Columns = m.physicalNames(opts.Columns)
+	}
+	if m.byID {
+		opts.FieldIDs = m.fieldIDs(opts.Columns)
 	}
 	in, err := parquetio.ReadFile(ctx, r, size, mem, opts)
 	if err != nil {
@@ -388,6 +393,21 @@ func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem
 	out := &logicalReader{ctx: ctx, mem: mem, in: in, m: m, schema: logical.Schema()}
 	out.refs.Store(1)
 	return out, nil
+}
+
+// fieldIDs returns the column ids of the top-level columns of physical
+// names names (-1 for a name that is no table column's: read by name).
+func (m *columnMap) fieldIDs(names []string) []int32 {
+	ids := make([]int32, len(names))
+	for i, n := range names {
+		ids[i] = -1
+		if f, ok := fieldBy(m.fields, n, true); ok {
+			if id, ok := f.ColumnID(); ok {
+				ids[i] = int32(id)
+			}
+		}
+	}
+	return ids
 }
 
 // logicalReader turns the batches of a data file's reader into the

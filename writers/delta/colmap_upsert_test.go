@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
@@ -33,7 +34,10 @@ func alterTable(t *testing.T, cfg *Config, op string, change func(schema *deltal
 // toColumnMapped turns cfg's table into a column-mapped one (name mode)
 // without files, as a table created with column mapping on is: its
 // columns get ids and physical names, and its files are removed.
-func toColumnMapped(t *testing.T, cfg *Config) {
+func toColumnMapped(t *testing.T, cfg *Config) { toColumnMode(t, cfg, "name") }
+
+// toColumnMode is toColumnMapped in column mapping mode mode.
+func toColumnMode(t *testing.T, cfg *Config, mode string) {
 	t.Helper()
 	snap := snapshot(t, cfg)
 	schema, err := snap.Schema()
@@ -46,7 +50,7 @@ func toColumnMapped(t *testing.T, cfg *Config) {
 	}
 	m := snap.Metadata
 	m.SchemaString = schema.String()
-	m.Configuration = map[string]string{deltalog.ColumnMappingModeKey: "name", deltalog.ColumnMappingMaxIDKey: strconv.FormatInt(top, 10)}
+	m.Configuration = map[string]string{deltalog.ColumnMappingModeKey: mode, deltalog.ColumnMappingMaxIDKey: strconv.FormatInt(top, 10)}
 	p := deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"columnMapping"}, WriterFeatures: []string{"columnMapping"}}
 	actions := []deltalog.Action{{MetaData: &m}, {Protocol: &p}}
 	for _, a := range snap.Files() {
@@ -59,14 +63,17 @@ func toColumnMapped(t *testing.T, cfg *Config) {
 
 // mappedKV returns the config of a fresh column-mapped table of kvBatch's
 // columns (id, k, v; no rows) upserted by merge key id.
-func mappedKV(t *testing.T) *Config {
+func mappedKV(t *testing.T) *Config { return mappedKVMode(t, "name") }
+
+// mappedKVMode is mappedKV in column mapping mode mode.
+func mappedKVMode(t *testing.T, mode string) *Config {
 	t.Helper()
 	mem := checkedMem(t)
 	cfg := testConfig(fileURI(t))
 	seed := kvBatch(mem, true, kv{0, "seed", 0})
 	defer seed.Release()
 	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
-	toColumnMapped(t, cfg)
+	toColumnMode(t, cfg, mode)
 	return testConfig(cfg.TableURI, func(c *Config) { c.WriteMode, c.MergeKeys = ModeUpsert, []string{"id"} })
 }
 
@@ -270,4 +277,30 @@ func TestAppendAfterAlterTable(t *testing.T) {
 	defer second.Release()
 	commitOne(t, w, writers.AutoKey("b"), second)
 	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k", "v"}), []string{"10|a|1", "2|b|20"})
+}
+
+// TestUpsertIDModeKeyByFieldID: in id mode readers find a file's columns
+// by Parquet field id, not by name. After the key column's physical name
+// changed with its id kept, an upsert still finds key 1 in the file
+// written under the old name and updates it (was: read as missing, so
+// null, and inserted a second time).
+func TestUpsertIDModeKeyByFieldID(t *testing.T) {
+	mem := checkedMem(t)
+	cfg := mappedKVMode(t, "id")
+	w := openWriter(t, cfg, mem)
+	seed := kvBatch(mem, true, kv{1, "a", 10})
+	defer seed.Release()
+	commitOne(t, w, writers.TxnKey{Writer: "up", Epoch: 1}, seed)
+	alterTable(t, cfg, "ALTER TABLE", func(s *deltalog.Schema, _ map[string]string) {
+		for i, f := range s.Fields {
+			if f.Name == "id" {
+				s.Fields[i].Metadata = maps.Clone(f.Metadata)
+				s.Fields[i].Metadata["delta.columnMapping.physicalName"] = json.RawMessage(`"id-elsewhere"`)
+			}
+		}
+	})
+	rec := kvBatch(mem, true, kv{1, "x", 100})
+	defer rec.Release()
+	commitOne(t, w, writers.TxnKey{Writer: "up", Epoch: 2}, rec)
+	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k", "v"}), []string{"1|x|100"})
 }
