@@ -3,9 +3,11 @@ package delta
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -303,4 +305,49 @@ func TestUpsertIDModeKeyByFieldID(t *testing.T) {
 	defer rec.Release()
 	commitOne(t, w, writers.TxnKey{Writer: "up", Epoch: 2}, rec)
 	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k", "v"}), []string{"1|x|100"})
+}
+
+// TestUpsertAfterPartitionRename: after Spark renamed a partition column
+// of a column-mapped table, the endpoint's partition_by names no
+// partition column: the upsert fails with InvalidArgument saying to set
+// partition_by (a replay alone would fail again), publishing nothing.
+func TestUpsertAfterPartitionRename(t *testing.T) {
+	mem := checkedMem(t)
+	cfg := testConfig(fileURI(t), func(c *Config) { c.PartitionBy = []string{"k"} })
+	seed := kvBatch(mem, true, kv{0, "seed", 0})
+	defer seed.Release()
+	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
+	toColumnMapped(t, cfg)
+	up := testConfig(cfg.TableURI, func(c *Config) {
+		c.WriteMode, c.MergeKeys, c.PartitionBy = ModeUpsert, []string{"id"}, []string{"k"}
+	})
+	w := openWriter(t, up, mem)
+
+	snap := snapshot(t, cfg)
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	renameFields(map[string]string{"k": "k2"})(schema, nil)
+	m := snap.Metadata
+	m.SchemaString, m.PartitionColumns = schema.String(), []string{"k2"}
+	if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snap, []deltalog.Action{{MetaData: &m}}, deltalog.CommitOptions{Operation: "RENAME COLUMN"}); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, cfg).Version
+
+	ctx := context.Background()
+	key := writers.TxnKey{Writer: "up", Epoch: 1}
+	rec := kvBatch(mem, true, kv{1, "a", 10})
+	defer rec.Release()
+	err = w.Write(ctx, key, rec)
+	if err == nil {
+		_, err = w.Precommit(ctx, key)
+	}
+	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "set partition_by") {
+		t.Fatalf("upsert after a partition column rename: %v, want ErrInvalid saying to set partition_by", err)
+	}
+	if v := snapshot(t, cfg).Version; v != before {
+		t.Errorf("version %d, want %d", v, before)
+	}
 }
