@@ -501,12 +501,7 @@ func TestCheckMappedColumnsNested(t *testing.T) {
 // and the files hold the other columns under their physical names.
 func TestColumnMappingPartitioned(t *testing.T) {
 	mem := checkedMem(t)
-	cfg := testConfig(fileURI(t), func(c *Config) { c.PartitionBy = []string{"k"} })
-	seed := kvBatch(mem, true, kv{1, "a", 0})
-	defer seed.Release()
-	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
-
-	toColumnMapped(t, cfg)
+	cfg := mappedPartitioned(t, mem)
 
 	rec := kvBatch(mem, true, kv{2, "b", 1}, kv{3, "c", 2}, kv{4, "b", 3})
 	defer rec.Release()
@@ -566,4 +561,16 @@ func TestNestedRenameStaleDescriptor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mappedPartitioned returns the config of a fresh column-mapped table of
+// kvBatch's columns partitioned by k (no rows).
+func mappedPartitioned(t *testing.T, mem memory.Allocator) *Config {
+	t.Helper()
+	cfg := testConfig(fileURI(t), func(c *Config) { c.PartitionBy = []string{"k"} })
+	seed := kvBatch(mem, true, kv{1, "a", 0})
+	defer seed.Release()
+	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
+	toColumnMapped(t, cfg)
+	return cfg
 }

@@ -313,11 +313,7 @@ func TestUpsertIDModeKeyByFieldID(t *testing.T) {
 // partition_by (a replay alone would fail again), publishing nothing.
 func TestUpsertAfterPartitionRename(t *testing.T) {
 	mem := checkedMem(t)
-	cfg := testConfig(fileURI(t), func(c *Config) { c.PartitionBy = []string{"k"} })
-	seed := kvBatch(mem, true, kv{0, "seed", 0})
-	defer seed.Release()
-	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
-	toColumnMapped(t, cfg)
+	cfg := mappedPartitioned(t, mem)
 	up := testConfig(cfg.TableURI, func(c *Config) {
 		c.WriteMode, c.MergeKeys, c.PartitionBy = ModeUpsert, []string{"id"}, []string{"k"}
 	})
