@@ -32,6 +32,7 @@ import (
 type columnMap struct {
 	fields []deltalog.StructField // the table's top-level fields, with metadata
 	ids    bool                   // write Parquet field ids (column mapping)
+	byID   bool                   // read columns by Parquet field id (mode id)
 	// widened holds the Arrow type of each top-level column whose type was
 	// changed (type widening), by logical name.
 	widened map[string]arrow.DataType
@@ -51,7 +52,8 @@ var hiddenColumnProperties = []string{
 // files follow schema (the table's, plus any columns a stream adds, with
 // their mapping assigned), nil without column mapping and type changes.
 func newColumnMap(conf map[string]string, schema *deltalog.Schema) *columnMap {
-	m := &columnMap{fields: schema.Fields, ids: deltalog.ColumnMappingMode(conf) != "none"}
+	mode := deltalog.ColumnMappingMode(conf)
+	m := &columnMap{fields: schema.Fields, ids: mode != "none", byID: mode == "id"}
 	for _, p := range hiddenColumnProperties {
 		if name := conf[p]; name != "" {
 			m.hidden = append(m.hidden, name)
@@ -351,8 +353,8 @@ func (m *columnMap) renameData(d arrow.ArrayData, dt deltalog.DataType, fromPhys
 // readFile opens data file r (size bytes) as parquetio.ReadFile does, with
 // opts.Columns naming logical columns (nil: every column of the table the
 // file holds, and the hidden ones), and returns batches with the logical
-// names: the file's
-// columns are found by physical name, so renamed columns are read and
+// names: the file's columns are found by physical name (in mode id by
+// Parquet field id, as Delta readers do), so renamed columns are read and
 // dropped ones left out.
 func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem memory.Allocator, opts parquetio.ReadOptions) (array.RecordReader, error) {
 	if m == nil {
@@ -366,6 +368,9 @@ func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem
 		opts.SkipMissing = true
 	} else {
 		opts.Columns = m.physicalNames(opts.Columns)
+	}
+	if m.byID {
+		opts.FieldIDs = m.fieldIDs(opts.Columns)
 	}
 	in, err := parquetio.ReadFile(ctx, r, size, mem, opts)
 	if err != nil {
@@ -388,6 +393,21 @@ func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem
 	out := &logicalReader{ctx: ctx, mem: mem, in: in, m: m, schema: logical.Schema()}
 	out.refs.Store(1)
 	return out, nil
+}
+
+// fieldIDs returns the column ids of the top-level columns of physical
+// names names (-1 for a name that is no table column's: read by name).
+func (m *columnMap) fieldIDs(names []string) []int32 {
+	ids := make([]int32, len(names))
+	for i, n := range names {
+		ids[i] = -1
+		if f, ok := fieldBy(m.fields, n, true); ok {
+			if id, ok := f.ColumnID(); ok {
+				ids[i] = int32(id)
+			}
+		}
+	}
+	return ids
 }
 
 // logicalReader turns the batches of a data file's reader into the
@@ -514,54 +534,58 @@ func (n *newColumns) assign(s *stage, merged *deltalog.Schema, maxID int64) erro
 // another writer added a column the files add or took its id; a replay
 // writes the rows afresh under the table's mapping then.
 func checkMappedColumns(table *deltalog.Schema, maxID int64, files *deltalog.Schema, mappedAfter *int64) error {
-	for _, f := range files.Fields {
+	return mappedCheck{maxID, mappedAfter}.fields(table.Fields, files.Fields, "")
+}
+
+// mappedCheck is checkMappedColumns' view of the table: its maxColumnId
+// and the one the files' added columns were mapped after.
+type mappedCheck struct {
+	maxID       int64
+	mappedAfter *int64
+}
+
+// fields checks the fields files of the files (at path, "" for the top
+// level) against the table's fields table of that struct.
+func (c mappedCheck) fields(table, files []deltalog.StructField, path string) error {
+	for _, f := range files {
+		name := path + f.Name
 		id, hasID := f.ColumnID()
-		added := mappedAfter != nil && hasID && id > *mappedAfter
-		t, ok := table.Field(f.Name)
+		added := c.mappedAfter != nil && hasID && id > *c.mappedAfter
+		t, ok := fieldBy(table, f.Name, false)
 		if !ok {
 			switch {
-			case !hasID || added && id <= maxID:
-				return writers.Errorf(writers.ErrConflict, "delta: new column %q has column mapping id %d, not above the table's %s %d: another writer added columns since the files were written: roll back and replay the transaction", f.Name, id, deltalog.ColumnMappingMaxIDKey, maxID)
-			case id <= maxID: // a table column when the files were written
-				return writers.Errorf(writers.ErrConflict, "delta: column %q was renamed or dropped since the files were written: roll back and replay the transaction", f.Name)
+			case !hasID || added && id <= c.maxID:
+				return writers.Errorf(writers.ErrConflict, "delta: new column %q has column mapping id %d, not above the table's %s %d: another writer added columns since the files were written: roll back and replay the transaction", name, id, deltalog.ColumnMappingMaxIDKey, c.maxID)
+			case id <= c.maxID: // a table column when the files were written
+				return writers.Errorf(writers.ErrConflict, "delta: column %q was renamed or dropped since the files were written: roll back and replay the transaction", name)
 			}
 			continue
 		}
 		if added && t.PhysicalName() != f.PhysicalName() {
-			return writers.Errorf(writers.ErrConflict, "delta: column %q, which the files add, was added meanwhile by another writer (as physical column %q, the files' is %q): roll back and replay the transaction", f.Name, t.PhysicalName(), f.PhysicalName())
+			return writers.Errorf(writers.ErrConflict, "delta: column %q, which the files add, was added meanwhile by another writer (as physical column %q, the files' is %q): roll back and replay the transaction", name, t.PhysicalName(), f.PhysicalName())
 		}
-		if err := samePhysical(t, f, f.Name); err != nil {
+		if t.PhysicalName() != f.PhysicalName() {
+			return writers.Errorf(writers.ErrConflict, "delta: column %q was written as physical column %q, the table's is %q: the column was dropped or renamed since the files were written: roll back and replay the transaction", name, f.PhysicalName(), t.PhysicalName())
+		}
+		if err := c.types(t.Type, f.Type, name); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// samePhysical reports whether f (of the files) and t (of the table) and
-// their nested fields (in structs, array elements, map keys and values)
-// have the same physical names.
-func samePhysical(t, f deltalog.StructField, path string) error {
-	if t.PhysicalName() != f.PhysicalName() {
-		return writers.Errorf(writers.ErrConflict, "delta: column %q was written as physical column %q, the table's is %q: the column was dropped or renamed since the files were written: roll back and replay the transaction", path, f.PhysicalName(), t.PhysicalName())
+// types checks the fields inside types t (of the table) and f (of the
+// files) at path: struct fields, array elements, map keys and values.
+func (c mappedCheck) types(t, f deltalog.DataType, path string) error {
+	if err := c.fields(t.Fields, f.Fields, path+"."); err != nil {
+		return err
 	}
-	return samePhysicalType(t.Type, f.Type, path)
-}
-
-// samePhysicalType is samePhysical for the fields inside types t and f.
-func samePhysicalType(t, f deltalog.DataType, path string) error {
-	for _, ff := range f.Fields {
-		if tf, ok := fieldBy(t.Fields, ff.Name, false); ok {
-			if err := samePhysical(tf, ff, path+"."+ff.Name); err != nil {
-				return err
-			}
-		}
-	}
-	for _, c := range []struct {
+	for _, e := range []struct {
 		t, f *deltalog.DataType
 		name string
 	}{{t.Element, f.Element, "element"}, {t.Key, f.Key, "key"}, {t.Value, f.Value, "value"}} {
-		if c.t != nil && c.f != nil {
-			if err := samePhysicalType(*c.t, *c.f, path+"."+c.name); err != nil {
+		if e.t != nil && e.f != nil {
+			if err := c.types(*e.t, *e.f, path+"."+e.name); err != nil {
 				return err
 			}
 		}

@@ -501,12 +501,7 @@ func TestCheckMappedColumnsNested(t *testing.T) {
 // and the files hold the other columns under their physical names.
 func TestColumnMappingPartitioned(t *testing.T) {
 	mem := checkedMem(t)
-	cfg := testConfig(fileURI(t), func(c *Config) { c.PartitionBy = []string{"k"} })
-	seed := kvBatch(mem, true, kv{1, "a", 0})
-	defer seed.Release()
-	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
-
-	toColumnMapped(t, cfg)
+	cfg := mappedPartitioned(t, mem)
 
 	rec := kvBatch(mem, true, kv{2, "b", 1}, kv{3, "c", 2}, kv{4, "b", 3})
 	defer rec.Release()
@@ -530,4 +525,52 @@ func TestColumnMappingPartitioned(t *testing.T) {
 	}
 	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "v"}), []string{"2|1", "3|2", "4|3"})
 	checkPhysicalFiles(t, cfg)
+}
+
+// TestNestedRenameStaleDescriptor: a struct field renamed (st.a →
+// st.a_renamed) between a descriptor's precommit and its commit makes the
+// commit a conflict (Aborted, replayable) naming the field, as at the top
+// level, with schema evolution on and off; nothing is published.
+func TestNestedRenameStaleDescriptor(t *testing.T) {
+	for _, evolve := range []bool{false, true} {
+		t.Run("evolve="+strconv.FormatBool(evolve), func(t *testing.T) {
+			cfg, w, mem := mappedTable(t, "name", false, func(c *Config) {
+				if evolve {
+					c.SchemaEvolution = EvolveAddColumns
+				}
+			})
+			rec := mappedBatch(mem, false, mappedRow{3, "c", 3, 30})
+			defer rec.Release()
+			key := writers.TxnKey{Writer: "stale", Epoch: 1}
+			d := precommitOne(t, w, key, rec)
+
+			alterTable(t, cfg, "RENAME COLUMN", func(s *deltalog.Schema, _ map[string]string) {
+				for i := range s.Fields {
+					if s.Fields[i].Name == "st" {
+						s.Fields[i].Type.Fields[0].Name = "a_renamed"
+					}
+				}
+			})
+			before := snapshot(t, cfg).Version
+			_, err := w.Commit(context.Background(), key, []writers.Descriptor{d})
+			if !errors.Is(err, writers.ErrConflict) || !strings.Contains(err.Error(), `"st.a" was renamed or dropped`) {
+				t.Fatalf("Commit: %v, want ErrConflict saying st.a was renamed or dropped", err)
+			}
+			if v := snapshot(t, cfg).Version; v != before {
+				t.Errorf("version %d after a refused commit, want %d", v, before)
+			}
+		})
+	}
+}
+
+// mappedPartitioned returns the config of a fresh column-mapped table of
+// kvBatch's columns partitioned by k (no rows).
+func mappedPartitioned(t *testing.T, mem memory.Allocator) *Config {
+	t.Helper()
+	cfg := testConfig(fileURI(t), func(c *Config) { c.PartitionBy = []string{"k"} })
+	seed := kvBatch(mem, true, kv{1, "a", 0})
+	defer seed.Release()
+	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
+	toColumnMapped(t, cfg)
+	return cfg
 }

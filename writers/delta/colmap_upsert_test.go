@@ -2,9 +2,12 @@ package delta
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -33,7 +36,10 @@ func alterTable(t *testing.T, cfg *Config, op string, change func(schema *deltal
 // toColumnMapped turns cfg's table into a column-mapped one (name mode)
 // without files, as a table created with column mapping on is: its
 // columns get ids and physical names, and its files are removed.
-func toColumnMapped(t *testing.T, cfg *Config) {
+func toColumnMapped(t *testing.T, cfg *Config) { toColumnMode(t, cfg, "name") }
+
+// toColumnMode is toColumnMapped in column mapping mode mode.
+func toColumnMode(t *testing.T, cfg *Config, mode string) {
 	t.Helper()
 	snap := snapshot(t, cfg)
 	schema, err := snap.Schema()
@@ -46,7 +52,7 @@ func toColumnMapped(t *testing.T, cfg *Config) {
 	}
 	m := snap.Metadata
 	m.SchemaString = schema.String()
-	m.Configuration = map[string]string{deltalog.ColumnMappingModeKey: "name", deltalog.ColumnMappingMaxIDKey: strconv.FormatInt(top, 10)}
+	m.Configuration = map[string]string{deltalog.ColumnMappingModeKey: mode, deltalog.ColumnMappingMaxIDKey: strconv.FormatInt(top, 10)}
 	p := deltalog.Protocol{MinReaderVersion: 3, MinWriterVersion: 7, ReaderFeatures: []string{"columnMapping"}, WriterFeatures: []string{"columnMapping"}}
 	actions := []deltalog.Action{{MetaData: &m}, {Protocol: &p}}
 	for _, a := range snap.Files() {
@@ -59,14 +65,17 @@ func toColumnMapped(t *testing.T, cfg *Config) {
 
 // mappedKV returns the config of a fresh column-mapped table of kvBatch's
 // columns (id, k, v; no rows) upserted by merge key id.
-func mappedKV(t *testing.T) *Config {
+func mappedKV(t *testing.T) *Config { return mappedKVMode(t, "name") }
+
+// mappedKVMode is mappedKV in column mapping mode mode.
+func mappedKVMode(t *testing.T, mode string) *Config {
 	t.Helper()
 	mem := checkedMem(t)
 	cfg := testConfig(fileURI(t))
 	seed := kvBatch(mem, true, kv{0, "seed", 0})
 	defer seed.Release()
 	commitOne(t, openWriter(t, cfg, mem), writers.AutoKey("seed"), seed)
-	toColumnMapped(t, cfg)
+	toColumnMode(t, cfg, mode)
 	return testConfig(cfg.TableURI, func(c *Config) { c.WriteMode, c.MergeKeys = ModeUpsert, []string{"id"} })
 }
 
@@ -270,4 +279,71 @@ func TestAppendAfterAlterTable(t *testing.T) {
 	defer second.Release()
 	commitOne(t, w, writers.AutoKey("b"), second)
 	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k", "v"}), []string{"10|a|1", "2|b|20"})
+}
+
+// TestUpsertIDModeKeyByFieldID: in id mode readers find a file's columns
+// by Parquet field id, not by name. After the key column's physical name
+// changed with its id kept, an upsert still finds key 1 in the file
+// written under the old name and updates it (was: read as missing, so
+// null, and inserted a second time).
+func TestUpsertIDModeKeyByFieldID(t *testing.T) {
+	mem := checkedMem(t)
+	cfg := mappedKVMode(t, "id")
+	w := openWriter(t, cfg, mem)
+	seed := kvBatch(mem, true, kv{1, "a", 10})
+	defer seed.Release()
+	commitOne(t, w, writers.TxnKey{Writer: "up", Epoch: 1}, seed)
+	alterTable(t, cfg, "ALTER TABLE", func(s *deltalog.Schema, _ map[string]string) {
+		for i, f := range s.Fields {
+			if f.Name == "id" {
+				s.Fields[i].Metadata = maps.Clone(f.Metadata)
+				s.Fields[i].Metadata["delta.columnMapping.physicalName"] = json.RawMessage(`"id-elsewhere"`)
+			}
+		}
+	})
+	rec := kvBatch(mem, true, kv{1, "x", 100})
+	defer rec.Release()
+	commitOne(t, w, writers.TxnKey{Writer: "up", Epoch: 2}, rec)
+	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k", "v"}), []string{"1|x|100"})
+}
+
+// TestUpsertAfterPartitionRename: after Spark renamed a partition column
+// of a column-mapped table, the endpoint's partition_by names no
+// partition column: the upsert fails with InvalidArgument saying to set
+// partition_by (a replay alone would fail again), publishing nothing.
+func TestUpsertAfterPartitionRename(t *testing.T) {
+	mem := checkedMem(t)
+	cfg := mappedPartitioned(t, mem)
+	up := testConfig(cfg.TableURI, func(c *Config) {
+		c.WriteMode, c.MergeKeys, c.PartitionBy = ModeUpsert, []string{"id"}, []string{"k"}
+	})
+	w := openWriter(t, up, mem)
+
+	snap := snapshot(t, cfg)
+	schema, err := snap.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	renameFields(map[string]string{"k": "k2"})(schema, nil)
+	m := snap.Metadata
+	m.SchemaString, m.PartitionColumns = schema.String(), []string{"k2"}
+	if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snap, []deltalog.Action{{MetaData: &m}}, deltalog.CommitOptions{Operation: "RENAME COLUMN"}); err != nil {
+		t.Fatal(err)
+	}
+	before := snapshot(t, cfg).Version
+
+	ctx := context.Background()
+	key := writers.TxnKey{Writer: "up", Epoch: 1}
+	rec := kvBatch(mem, true, kv{1, "a", 10})
+	defer rec.Release()
+	err = w.Write(ctx, key, rec)
+	if err == nil {
+		_, err = w.Precommit(ctx, key)
+	}
+	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "set partition_by") {
+		t.Fatalf("upsert after a partition column rename: %v, want ErrInvalid saying to set partition_by", err)
+	}
+	if v := snapshot(t, cfg).Version; v != before {
+		t.Errorf("version %d, want %d", v, before)
+	}
 }

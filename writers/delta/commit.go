@@ -317,7 +317,7 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 	)
 	for i, d := range ds {
 		if !slices.Equal(d.PartitionColumns, meta.PartitionColumns) {
-			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d was written for partition columns %q, the table has %q: replay the transaction", i, d.PartitionColumns, meta.PartitionColumns)
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d was written for partition columns %q, the table has %q (a partition column renamed?): set partition_by to the table's partition columns, then replay the transaction", i, d.PartitionColumns, meta.PartitionColumns)
 		}
 		if len(d.Adds) == 0 {
 			continue

@@ -77,15 +77,17 @@ func (w *Writer) writeUpsert(ctx context.Context, key writers.TxnKey, s *stage, 
 	}
 	rec = storedKeys(w.mem, rec, w.cfg.MergeKeys)
 	defer rec.Release()
+	// Admitted first: a stage holds a collapse only once it has an
+	// admitted schema, which its precommit re-admits (readmit).
+	if _, err := w.admitStage(ctx, key, s, merge.StripMetadata(rec.Schema())); err != nil {
+		return err
+	}
 	if u.c == nil {
 		c, err := merge.NewCollapser(rec.Schema(), merge.Options{Keys: w.cfg.MergeKeys, Allocator: w.mem})
 		if err != nil {
 			return fmt.Errorf("delta: upsert: %w", err)
 		}
 		u.c = c
-	}
-	if err := w.admitStage(ctx, key, s, merge.StripMetadata(rec.Schema())); err != nil {
-		return err
 	}
 	if err := u.c.Add(rec); err != nil {
 		return fmt.Errorf("delta: upsert: %w", err)
@@ -130,6 +132,10 @@ func (w *Writer) precommitUpsert(ctx context.Context, key writers.TxnKey, s *sta
 	if u.desc != nil {
 		return u.desc, nil
 	}
+	if u.c == nil && u.res == nil {
+		// Every batch was refused: nothing was admitted, nothing to plan.
+		return d.encode()
+	}
 	if u.c != nil {
 		res, err := u.c.Result()
 		u.c = nil
@@ -143,7 +149,9 @@ func (w *Writer) precommitUpsert(ctx context.Context, key writers.TxnKey, s *sta
 		return nil, err
 	}
 	if snap != nil {
-		if err := w.readmit(ctx, key, s); err != nil {
+		// Planned on the snapshot the rows were admitted against (fit
+		// may have found a newer one), so schema and plan agree.
+		if snap, err = w.readmit(ctx, key, s); err != nil {
 			return nil, err
 		}
 	}
@@ -207,19 +215,20 @@ func (w *Writer) precommitUpsert(ctx context.Context, key writers.TxnKey, s *sta
 }
 
 // readmit admits the stage's rows again, against the table's latest
-// version (which latest has just cached): an upsert writes its files only
+// version (which latest has just cached, or a newer one), and returns
+// that snapshot: an upsert writes its files only
 // when it plans, so they take the table's column mapping as of then, not
 // as of its first batch. An ALTER TABLE in between (a column renamed, or
 // dropped and added again) would otherwise leave them under physical
 // names the commit refuses, and the upsert would succeed only on replay.
-func (w *Writer) readmit(ctx context.Context, key writers.TxnKey, s *stage) error {
+func (w *Writer) readmit(ctx context.Context, key writers.TxnKey, s *stage) (*deltalog.Snapshot, error) {
 	in, schema, mappedAfter := s.admitted, s.schema, s.mappedAfter
 	s.admitted, s.schema, s.mappedAfter = nil, "", nil
-	err := w.admitStage(ctx, key, s, in)
+	snap, err := w.admitStage(ctx, key, s, in)
 	if err != nil { // kept for a retried Precommit
 		s.admitted, s.schema, s.mappedAfter = in, schema, mappedAfter
 	}
-	return err
+	return snap, err
 }
 
 // upsertOf returns the one upsert plan among ds (nil when none), noting

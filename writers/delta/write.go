@@ -33,7 +33,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 	if w.cfg.WriteMode == ModeUpsert {
 		return w.writeUpsert(ctx, key, s, rec)
 	}
-	if err := w.admitStage(ctx, key, s, rec.Schema()); err != nil {
+	if _, err := w.admitStage(ctx, key, s, rec.Schema()); err != nil {
 		return err
 	}
 	if rec.NumRows() == 0 {
@@ -92,44 +92,45 @@ func (w *Writer) newPool(ctx context.Context, layout *fileLayout) (*tablesink.St
 
 // admitStage admits the table columns in of the key's next batch: once per
 // Arrow schema, and every stream of the key must map to one Delta schema,
-// the table columns it lacks (s.missing) counted in.
-func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, in *arrow.Schema) error {
+// the table columns it lacks (s.missing) counted in. It returns the
+// snapshot it admitted them against (nil when they were admitted before).
+func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, in *arrow.Schema) (*deltalog.Snapshot, error) {
 	if s.admitted != nil && s.admitted.Equal(in) {
-		return nil
+		return nil, nil
 	}
 	if err := w.refreshMapping(ctx, s); err != nil {
-		return err
+		return nil, err
 	}
 	snap, merged, err := w.fit(ctx, in)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if deltalog.ColumnMappingMode(snap.Metadata.Configuration) != "none" {
 		// Columns the stream adds get ids and physical names (colmap.go).
 		if err := w.newCols.assign(s, merged, deltalog.MaxColumnID(snap.Metadata.Configuration)); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	missing, err := missingColumns(merged, in)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	layout, err := layoutOf(snap, merged)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	schema := merged.String()
 	if s.schema != "" && s.schema != schema {
-		return writers.Errorf(writers.ErrInvalid, "delta: the streams of %s send different schemas: send every stream of a transaction with the same columns", key)
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: the streams of %s send different schemas: send every stream of a transaction with the same columns", key)
 	}
 	if s.identity == nil && w.cfg.WriteMode != ModeUpsert {
 		// Kept across admits: it records the values the key used.
 		if s.identity, err = newIdentityFill(merged); err != nil {
-			return err
+			return nil, err
 		}
 	}
 	s.schema, s.admitted, s.missing, s.layout = schema, in, missing, layout
-	return nil
+	return snap, nil
 }
 
 // refreshMapping reads the table's latest version before the first batch

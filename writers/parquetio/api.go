@@ -110,11 +110,25 @@ type ColumnStats struct {
 
 // ReadOptions configure ReadFile.
 type ReadOptions struct {
-	// Columns selects top-level columns by name; nil reads all.
+	// Columns selects top-level columns by name; nil reads all, an empty
+	// (non-nil) list none: the batches then hold the file's rows without
+	// columns.
 	Columns []string
+	// FieldIDs, when set, holds the Parquet field id of each of Columns
+	// (negative: none). In a file whose top-level columns carry field ids
+	// a column with an id is the file's column of that id, whatever its
+	// name (absent when none has it), as readers of Delta tables in
+	// column mapping mode id resolve them; elsewhere a column is found by
+	// name. A name the file lacks matches the one file column equal to
+	// it under case folding, as Spark resolves them (two such columns are
+	// ErrInvalid). A column found under another name reads under the name
+	// in Columns.
+	FieldIDs []int32
 	// SkipMissing leaves out the Columns the file lacks (files written
 	// before a column was added) instead of refusing them; when it lacks
-	// them all, the batches hold the file's rows without columns.
+	// them all, the batches hold the file's rows without columns. Such a
+	// row count comes from the footer alone: the row groups' counts must
+	// add up to its total, or the file is refused as corrupt.
 	SkipMissing bool
 	// BatchRows is the maximum rows per returned record batch; 0 means 65536.
 	BatchRows int64

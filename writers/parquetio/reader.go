@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet"
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
+	"github.com/apache/arrow-go/v18/parquet/schema"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -40,13 +42,13 @@ func openRecords(ctx context.Context, pf *file.Reader, mem memory.Allocator, opt
 	if err != nil {
 		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: read parquet schema: %w", err)
 	}
-	fields, err := selectFields(fr, opts.Columns, opts.SkipMissing)
+	fields, names, err := selectFields(fr, pf, opts)
 	if err != nil {
 		return nil, err
 	}
 	if len(fields) == 0 {
 		// pqarrow reads every column for none: read the rows alone.
-		return newRowsReader(pf, batch), nil
+		return newRowsReader(ctx, pf, batch)
 	}
 	inner, err := fr.GetRecordReader(ctx, leafColumns(pf, fields), nil)
 	if err != nil {
@@ -55,30 +57,101 @@ func openRecords(ctx context.Context, pf *file.Reader, mem memory.Allocator, opt
 	rd := &recordReader{inner: inner, file: pf, mem: mem}
 	rd.refs.Store(1)
 	rd.schema, rd.int96 = int96AsMicros(inner.Schema(), fr, pf, fields)
+	if names != nil {
+		out := rd.schema.Fields()
+		for i := range out {
+			out[i].Name = names[i]
+		}
+		md := rd.schema.Metadata()
+		rd.schema, rd.rebuild = arrow.NewSchema(out, &md), true
+	}
+	rd.rebuild = rd.rebuild || rd.int96 != nil
 	return rd, nil
 }
 
-// selectFields returns the top-level field indices of names, in file order
-// (all fields for nil); names the file lacks are refused unless
-// skipMissing.
-func selectFields(fr *pqarrow.FileReader, names []string, skipMissing bool) ([]int, error) {
-	want := make(map[string]bool, len(names))
-	for _, n := range names {
-		want[n] = true
+// selectFields returns the top-level field indices of opts.Columns, in
+// file order (all fields for nil), and the names they are read under when
+// one of them differs from the file's (else nil). A column is found by
+// its field id (opts.FieldIDs) in a file whose top-level columns carry
+// field ids, else by name, else by the one name equal to it under case
+// folding; names the file lacks are refused unless opts.SkipMissing.
+func selectFields(fr *pqarrow.FileReader, pf *file.Reader, opts ReadOptions) ([]int, []string, error) {
+	if opts.Columns == nil {
+		return seq(len(fr.Manifest.Fields)), nil, nil
+	}
+	if opts.FieldIDs != nil && len(opts.FieldIDs) != len(opts.Columns) {
+		return nil, nil, writers.Errorf(writers.ErrInvalid, "parquetio: %d field ids for %d columns", len(opts.FieldIDs), len(opts.Columns))
+	}
+	root := pf.MetaData().Schema.Root()
+	byID := false
+	for i := range root.NumFields() {
+		byID = byID || root.Field(i).FieldID() >= 0
+	}
+	as := make(map[int]string, len(opts.Columns)) // file field → name read under
+	for c, name := range opts.Columns {
+		i, err := findField(fr, root, name, opts.FieldIDs, c, byID)
+		if err != nil {
+			return nil, nil, err
+		}
+		if i < 0 {
+			if !opts.SkipMissing {
+				return nil, nil, writers.Errorf(writers.ErrInvalid, "parquetio: column %q is not in the file", name)
+			}
+			continue
+		}
+		if prev, ok := as[i]; ok && prev != name {
+			return nil, nil, writers.Errorf(writers.ErrInvalid, "parquetio: columns %q and %q are both file column %q", prev, name, fr.Manifest.Fields[i].Field.Name)
+		}
+		as[i] = name
 	}
 	var out []int
+	var names []string
+	renamed := false
 	for i, f := range fr.Manifest.Fields {
-		if names == nil || want[f.Field.Name] {
-			out = append(out, i)
-			delete(want, f.Field.Name)
+		if name, ok := as[i]; ok {
+			out, names = append(out, i), append(names, name)
+			renamed = renamed || name != f.Field.Name
 		}
 	}
-	if !skipMissing {
-		for n := range want {
-			return nil, writers.Errorf(writers.ErrInvalid, "parquetio: column %q is not in the file", n)
+	if !renamed {
+		names = nil
+	}
+	return out, names, nil
+}
+
+// findField returns the index of the file's top-level field for column
+// name (the c-th asked for), -1 when the file lacks it.
+func findField(fr *pqarrow.FileReader, root *schema.GroupNode, name string, ids []int32, c int, byID bool) (int, error) {
+	if ids != nil && ids[c] >= 0 && byID {
+		for i := range root.NumFields() {
+			if root.Field(i).FieldID() == ids[c] {
+				return i, nil
+			}
+		}
+		return -1, nil
+	}
+	found := -1
+	for i, f := range fr.Manifest.Fields {
+		if f.Field.Name == name {
+			return i, nil
+		}
+		if strings.EqualFold(f.Field.Name, name) {
+			if found >= 0 {
+				return -1, writers.Errorf(writers.ErrInvalid, "parquetio: column %q is not in the file, and %q and %q both are under case folding", name, fr.Manifest.Fields[found].Field.Name, f.Field.Name)
+			}
+			found = i
 		}
 	}
-	return out, nil
+	return found, nil
+}
+
+// seq returns 0, 1, …, n-1.
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
 }
 
 // leafColumns returns the Parquet leaf columns below the top-level fields.
@@ -126,9 +199,12 @@ type recordReader struct {
 	mem    memory.Allocator
 	schema *arrow.Schema
 	int96  []int
-	refs   atomic.Int64
-	cur    arrow.RecordBatch // owned when int96 != nil
-	err    error
+	// rebuild makes each batch anew under schema (INT96 columns
+	// converted, or columns renamed); cur is then owned.
+	rebuild bool
+	refs    atomic.Int64
+	cur     arrow.RecordBatch
+	err     error
 }
 
 var _ array.RecordReader = (*recordReader)(nil)
@@ -145,7 +221,7 @@ func (r *recordReader) Release() {
 }
 
 func (r *recordReader) releaseCurrent() {
-	if r.cur != nil && r.int96 != nil {
+	if r.cur != nil && r.rebuild {
 		r.cur.Release()
 	}
 	r.cur = nil
@@ -159,7 +235,7 @@ func (r *recordReader) Next() bool {
 		return false
 	}
 	rec := r.inner.RecordBatch()
-	if r.int96 == nil {
+	if !r.rebuild {
 		r.cur = rec
 		return true
 	}
@@ -223,19 +299,35 @@ func nanosToMicros(mem memory.Allocator, arr arrow.Array) (arrow.Array, error) {
 // selected one missing, SkipMissing): batches of its rows without
 // columns, so that the caller learns how many rows it has.
 type rowsReader struct {
+	ctx         context.Context
 	file        *file.Reader
 	schema      *arrow.Schema
 	left, batch int64
 	cur         arrow.RecordBatch
+	err         error
 	refs        atomic.Int64
 }
 
 var _ array.RecordReader = (*rowsReader)(nil)
 
-func newRowsReader(pf *file.Reader, batch int64) *rowsReader {
-	r := &rowsReader{file: pf, schema: arrow.NewSchema(nil, nil), left: pf.NumRows(), batch: batch}
+// newRowsReader counts pf's rows as its row groups do, which must agree
+// with the footer's total: nothing else checks a count no column is read
+// for, and a hostile one would have the caller count rows for ever.
+func newRowsReader(ctx context.Context, pf *file.Reader, batch int64) (*rowsReader, error) {
+	var rows int64
+	for i := range pf.NumRowGroups() {
+		n := pf.MetaData().RowGroup(i).NumRows()
+		if n < 0 || rows+n < rows {
+			return nil, writers.Errorf(writers.ErrInvalid, "parquetio: corrupt parquet file: row group %d has %d rows", i, n)
+		}
+		rows += n
+	}
+	if rows != pf.NumRows() {
+		return nil, writers.Errorf(writers.ErrInvalid, "parquetio: corrupt parquet file: the footer says %d rows, its row groups hold %d", pf.NumRows(), rows)
+	}
+	r := &rowsReader{ctx: ctx, file: pf, schema: arrow.NewSchema(nil, nil), left: rows, batch: batch}
 	r.refs.Store(1)
-	return r
+	return r, nil
 }
 
 func (r *rowsReader) Retain() { r.refs.Add(1) }
@@ -249,8 +341,11 @@ func (r *rowsReader) Release() {
 func (r *rowsReader) Schema() *arrow.Schema { return r.schema }
 
 func (r *rowsReader) Next() bool {
-	if r.left <= 0 {
-		r.cur = nil
+	r.cur = nil
+	if r.err == nil {
+		r.err = r.ctx.Err()
+	}
+	if r.left <= 0 || r.err != nil {
 		return false
 	}
 	n := min(r.left, r.batch)
@@ -264,4 +359,4 @@ func (r *rowsReader) RecordBatch() arrow.RecordBatch { return r.cur }
 // Record is the deprecated name of RecordBatch.
 func (r *rowsReader) Record() arrow.RecordBatch { return r.cur }
 
-func (r *rowsReader) Err() error { return nil }
+func (r *rowsReader) Err() error { return r.err }
