@@ -70,10 +70,10 @@ func readIPC(t *testing.T, path string) arrow.RecordBatch {
 // and 2.2 and compares it, column by column, with the rows pylance read
 // back (mini-block with FastLanes bit-packing, FSST, dictionaries, run
 // lengths and definition/repetition levels; full-zip; all-null and
-// constant pages; maps in 2.2).
+// constant pages; dictionaries inside structs and lists; maps in 2.2).
 func TestReadPylanceFormats(t *testing.T) {
 	for _, v := range []string{"v2_1", "v2_2"} {
-		names := []string{"workload", "types"}
+		names := []string{"workload", "types", "nesteddict"} // nesteddict: dictionaries inside a struct and a list
 		if v == "v2_1" {
 			names = append(names, "blobs") // blob v1 pages
 		}
