@@ -3,6 +3,7 @@ package lanceformat
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -90,6 +91,39 @@ func TestVariablePackedRows(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 		r.Release()
+	}
+}
+
+// TestVariablePackedNullRowsCharged: null rows of a packed struct of 200
+// string fields cost each field an offset (and its 32-bit copy) though
+// the file holds nothing for them: 100,000 of them are charged 240 MB,
+// refused under a smaller budget.
+func TestVariablePackedNullRowsCharged(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	fields := make([]arrow.Field, 200)
+	for i := range fields {
+		fields[i] = arrow.Field{Name: fmt.Sprint("s", i), Type: arrow.BinaryTypes.String}
+	}
+	st := arrow.StructOf(fields...)
+	const n = 100_000
+	rows := array.MakeArrayOfNull(mem, arrow.BinaryTypes.LargeBinary, n).(*array.LargeBinary)
+	defer rows.Release()
+	const want = n * 200 * 12
+	if a, err := unpackVarStruct(&budget{unbacked: want - 1}, st, rows); err == nil || !strings.Contains(err.Error(), "limit") {
+		if a != nil {
+			a.Release()
+		}
+		t.Fatalf("100,000 null rows of 200 string fields under a %d-byte budget: %v", want-1, err)
+	}
+	bud := &budget{unbacked: 1 << 30}
+	a, err := unpackVarStruct(bud, st, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	if spent := 1<<30 - bud.unbacked; spent < want {
+		t.Errorf("charged %d bytes, want at least %d", spent, want)
 	}
 }
 
