@@ -56,10 +56,13 @@ func dictRows(t *testing.T, w *Writer, mem memory.Allocator) map[int64]string {
 	return out
 }
 
-func addDictRows(t *testing.T, out map[int64]string, rec arrow.RecordBatch) {
+// addDictRows adds rec's rows to out, checking that its dictionary keeps
+// within what int8 indices address (128 entries, 0 to 127).
+func addDictRows(t *testing.T, out map[int64]string, rec arrow.RecordBatch) int {
 	t.Helper()
 	ids, c := rec.Column(0).(*array.Int64), rec.Column(1).(*array.Dictionary)
-	if n := c.Dictionary().Len(); n > 128 {
+	n := c.Dictionary().Len()
+	if n > 128 {
 		t.Fatalf("a record's dictionary has %d entries", n)
 	}
 	for r := range ids.Len() {
@@ -68,6 +71,48 @@ func addDictRows(t *testing.T, out map[int64]string, rec arrow.RecordBatch) {
 			v = c.Dictionary().ValueStr(c.GetValueIndex(r))
 		}
 		out[ids.Value(r)] = v
+	}
+	return n
+}
+
+// TestDictionarySharedFullInt8: a transaction of 10 batches sharing one
+// dictionary of 128 entries (all that int8 indices address) is one data
+// file, read back as one record of exactly that dictionary.
+func TestDictionarySharedFullInt8(t *testing.T) {
+	ctx := context.Background()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	cfg := NewConfig()
+	cfg.DatasetURI = "file://" + t.TempDir()
+	w := openWriter(t, cfg, mem)
+	defer w.Close(ctx)
+	want := map[int64]string{}
+	var recs []arrow.RecordBatch
+	for k := range 10 {
+		rec := wideDictRecord(mem, 0, 300*k, 300, 128)
+		addDictRows(t, want, rec)
+		recs = append(recs, rec)
+	}
+	_, err := commitRecs(w, 1, recs)
+	for _, r := range recs {
+		r.Release()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, _ := w.latest(ctx)
+	if n := len(d.Manifest.Fragments); n != 1 {
+		t.Fatalf("%d fragments, want one data file", n)
+	}
+	got, records := map[int64]string{}, 0
+	eachLiveRecord(t, w, mem, func(rec arrow.RecordBatch) {
+		records++
+		if n := addDictRows(t, got, rec); n != 128 {
+			t.Errorf("a record's dictionary has %d entries, want 128", n)
+		}
+	})
+	if records != 1 || !maps.Equal(got, want) {
+		t.Fatalf("%d records, %d rows; want 1 record of %d rows", records, len(got), len(want))
 	}
 }
 

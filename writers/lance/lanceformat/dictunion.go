@@ -63,7 +63,7 @@ func (w *FileWriter) fileDicts(rec arrow.RecordBatch, each func(u *fileDict, d a
 		}
 		u := w.dicts[i]
 		if u == nil {
-			u = &fileDict{seen: map[string]struct{}{}, limit: maxDictEntries(idx)}
+			u = &fileDict{seen: map[string]struct{}{}, limit: addressable(idx)}
 			w.dicts[i] = u
 		}
 		each(u, d.Dictionary())

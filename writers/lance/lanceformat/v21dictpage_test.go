@@ -219,7 +219,7 @@ func TestDictionaryChunksManyBatches(t *testing.T) {
 				t.Errorf("2.%d, page bytes %d: values differ", minor, pageBytes)
 			}
 			for _, r := range got {
-				if n := r.Column(0).(*array.Dictionary).Dictionary().Len(); n > 127 {
+				if n := r.Column(0).(*array.Dictionary).Dictionary().Len(); n > 128 {
 					t.Errorf("2.%d: a record's dictionary has %d entries", minor, n)
 				}
 			}
