@@ -233,8 +233,8 @@ const maxCompactors = 4
 // rewrite writes the new data files of plan's groups, up to
 // min(GOMAXPROCS, maxCompactors) groups at a time, and returns the
 // Rewrite transaction replacing each group that shrinks by its files, and
-// those files (a group that does not shrink is left: its files are
-// deleted). On error it deletes what it wrote.
+// those files (a group that does not shrink is left as it is, and the new
+// files written for it are deleted). On error it deletes what it wrote.
 func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]lanceformat.Fragment, minor uint16, target compactTarget) (*lanceformat.Transaction, []fragment, error) {
 	files := make([][]fragment, len(plan))
 	g, gctx := errgroup.WithContext(ctx)
