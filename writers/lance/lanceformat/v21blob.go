@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
 
@@ -24,7 +25,7 @@ import (
 // large binary).
 func (f *FileReader) readBlobPage(mem memory.Allocator, bud *budget, dt arrow.DataType, l *encodings21pb.BlobLayout, bufs [][]byte, n uint64) (arrow.Array, error) {
 	if len(l.GetLayers()) != 1 || l.Layers[0] != encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM && l.Layers[0] != encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM {
-		return nil, fmt.Errorf("blob page of levels %v: blobs inside lists or structs are not supported", l.GetLayers())
+		return nil, writers.Errorf(writers.ErrInvalid, "lance: blob page of levels %v: blobs inside lists or structs are not supported", l.GetLayers())
 	}
 	if dt.ID() != arrow.BINARY && dt.ID() != arrow.LARGE_BINARY {
 		return nil, fmt.Errorf("blob page of a %s column", dt)
