@@ -4,6 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -121,7 +124,8 @@ func TestDictionarySharedFullInt8(t *testing.T) {
 // union no file's column could address: every batch lands in a data file
 // of its own (pylance joins a file's pages, and fails past the index
 // type), every value reads back, and optimize leaves the fragments, which
-// cannot shrink, as they are.
+// cannot shrink, as they are, and does not rewrite them again on its next
+// run.
 func TestDictionaryChunksSink(t *testing.T) {
 	for _, format := range []string{"2.1", "2.2"} {
 		t.Run(format, func(t *testing.T) {
@@ -159,6 +163,16 @@ func TestDictionaryChunksSink(t *testing.T) {
 			res, err := w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: writers.DefaultOptimizeTargetBytes})
 			if err != nil || res != (writers.OptimizeResult{Version: int64(d.Version())}) {
 				t.Fatalf("optimize = %+v, %v; want nothing done", res, err)
+			}
+			// The next (scheduled) optimize knows the group does not
+			// shrink and reads none of it: with a data file of it gone it
+			// still does nothing, without an error.
+			if err := os.Remove(filepath.Join(strings.TrimPrefix(cfg.DatasetURI, "file://"), "data", d.Manifest.Fragments[5].Files[0].Path)); err != nil {
+				t.Fatal(err)
+			}
+			res, err = w.Optimize(ctx, writers.OptimizeRequest{TargetFileBytes: writers.DefaultOptimizeTargetBytes})
+			if err != nil || res != (writers.OptimizeResult{Version: int64(d.Version())}) {
+				t.Fatalf("second optimize = %+v, %v; want nothing done, nothing read", res, err)
 			}
 		})
 	}
