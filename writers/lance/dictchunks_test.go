@@ -78,31 +78,47 @@ func addDictRows(t *testing.T, out map[int64]string, rec arrow.RecordBatch) int 
 	return n
 }
 
-// TestDictionarySharedFullInt8: a transaction of 10 batches sharing one
-// dictionary of 128 entries (all that int8 indices address) is one data
-// file, read back as one record of exactly that dictionary.
-func TestDictionarySharedFullInt8(t *testing.T) {
-	ctx := context.Background()
+// dictWriter opens a writer of the default configuration on a new
+// dataset in a temporary directory, with a checked allocator; the test's
+// end closes it and checks that every allocation was freed.
+func dictWriter(t *testing.T) (*Writer, memory.Allocator) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
 	cfg := NewConfig()
 	cfg.DatasetURI = "file://" + t.TempDir()
 	w := openWriter(t, cfg, mem)
-	defer w.Close(ctx)
-	want := map[int64]string{}
-	var recs []arrow.RecordBatch
-	for k := range 10 {
-		rec := wideDictRecord(mem, 0, 300*k, 300, 128)
+	t.Cleanup(func() { w.Close(context.Background()) })
+	return w, mem
+}
+
+// commitDictRecords commits recs (released) as transaction epoch, their
+// rows added to want.
+func commitDictRecords(t *testing.T, w *Writer, epoch int64, want map[int64]string, recs []arrow.RecordBatch) {
+	t.Helper()
+	for _, rec := range recs {
 		addDictRows(t, want, rec)
-		recs = append(recs, rec)
 	}
-	_, err := commitRecs(w, 1, recs)
+	_, err := commitRecs(w, epoch, recs)
 	for _, r := range recs {
 		r.Release()
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestDictionarySharedFullInt8: a transaction of 10 batches sharing one
+// dictionary of 128 entries (all that int8 indices address) is one data
+// file, read back as one record of exactly that dictionary.
+func TestDictionarySharedFullInt8(t *testing.T) {
+	ctx := context.Background()
+	w, mem := dictWriter(t)
+	want := map[int64]string{}
+	var recs []arrow.RecordBatch
+	for k := range 10 {
+		recs = append(recs, wideDictRecord(mem, 0, 300*k, 300, 128))
+	}
+	commitDictRecords(t, w, 1, want, recs)
 	d, _ := w.latest(ctx)
 	if n := len(d.Manifest.Fragments); n != 1 {
 		t.Fatalf("%d fragments, want one data file", n)
@@ -141,17 +157,9 @@ func TestDictionaryChunksSink(t *testing.T) {
 			for txn := range 3 {
 				var recs []arrow.RecordBatch
 				for k := range 4 {
-					rec := wideDictRecord(mem, 4*txn+k, 250*(4*txn+k), 250, 100)
-					addDictRows(t, want, rec)
-					recs = append(recs, rec)
+					recs = append(recs, wideDictRecord(mem, 4*txn+k, 250*(4*txn+k), 250, 100))
 				}
-				_, err := commitRecs(w, int64(txn+1), recs)
-				for _, r := range recs {
-					r.Release()
-				}
-				if err != nil {
-					t.Fatal(err)
-				}
+				commitDictRecords(t, w, int64(txn+1), want, recs)
 			}
 			d, _ := w.latest(ctx)
 			if n := len(d.Manifest.Fragments); n != 12 {
@@ -184,12 +192,7 @@ func TestDictionaryChunksSink(t *testing.T) {
 // with every value kept.
 func TestOptimizeWideDictionary(t *testing.T) {
 	ctx := context.Background()
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	cfg := NewConfig()
-	cfg.DatasetURI = "file://" + t.TempDir()
-	w := openWriter(t, cfg, mem)
-	defer w.Close(ctx)
+	w, mem := dictWriter(t)
 	want := map[int64]string{}
 	for k := range 12 {
 		rec := wideDictRecord(mem, k, 100*k, 100, 40)

@@ -244,15 +244,8 @@ func TestDictionaryTooWideForIndices(t *testing.T) {
 	defer d.Release()
 	rec := dictRecord(mem, dictPageType, d, []int{0, 127})
 	defer rec.Release()
-	ls, err := FromArrow(rec.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewFileWriter(&bytes.Buffer{}, rec.Schema(), ls, 0, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = w.Write(rec)
+	w := newDictFileWriter(t, rec.Schema())
+	err := w.Write(rec)
 	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), `"c"`) || !strings.Contains(err.Error(), "129") {
 		t.Fatalf("got %v, want ErrInvalid naming column c and its 129 entries", err)
 	}
@@ -284,14 +277,7 @@ func TestFileDictKeysCopied(t *testing.T) {
 	defer d.Release()
 	rec := dictRecord(mem, dictPageType, d, []int{0, 99, -1, 5})
 	defer rec.Release()
-	ls, err := FromArrow(rec.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewFileWriter(&bytes.Buffer{}, rec.Schema(), ls, 0, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w := newDictFileWriter(t, rec.Schema())
 	defer w.Abort()
 	if err := w.Write(rec); err != nil {
 		t.Fatal(err)
@@ -314,4 +300,18 @@ func TestFileDictKeysCopied(t *testing.T) {
 	if n := w.dicts[0].fresh(again); n != 0 {
 		t.Errorf("%d of the values written look new: the tracker's keys alias the record's buffer", n)
 	}
+}
+
+// newDictFileWriter is a 2.2 file writer of schema s into memory.
+func newDictFileWriter(t *testing.T, s *arrow.Schema) *FileWriter {
+	t.Helper()
+	ls, err := FromArrow(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewFileWriter(&bytes.Buffer{}, s, ls, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
