@@ -3,10 +3,12 @@ package lanceformat
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
@@ -110,5 +112,21 @@ func TestReadRefusalsInvalid(t *testing.T) {
 		if _, err := f.readBlobPage(nil, newBudget(1<<20), arrow.BinaryTypes.LargeBinary, l, nil, 0); !errors.Is(err, writers.ErrInvalid) {
 			t.Errorf("blob page of levels %v: %v, want ErrInvalid", layers, err)
 		}
+	}
+}
+
+// TestNestedDictionaryTooWide: a dictionary page inside a struct or list
+// holding more distinct values than its indices address is refused (the
+// builder wrapped int8 indices past 127 into negative ones).
+func TestNestedDictionaryTooWide(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	vs := make([]string, 200)
+	for i := range vs {
+		vs[i] = fmt.Sprint("v", i)
+	}
+	plain := strs(mem, vs...)
+	if _, err := dictEncode(mem, dictPageType, plain); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "200") {
+		t.Fatalf("200 distinct values under int8 indices: %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
 
@@ -438,6 +439,11 @@ func dictEncode(mem memory.Allocator, t *arrow.DictionaryType, plain arrow.Array
 	}
 	a := b.NewArray()
 	defer a.Release()
+	// The builder wraps indices past the index type: a nested dictionary
+	// (a top-level one is cut by dictChunks) of more values is refused.
+	if n := a.(*array.Dictionary).Dictionary().Len(); n > addressable(t.IndexType) {
+		return nil, writers.Errorf(writers.ErrInvalid, "lance: a dictionary page of %d distinct values, more than its %s indices address", n, t.IndexType)
+	}
 	d := a.Data()
 	d.Retain()
 	return d, nil
