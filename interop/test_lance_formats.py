@@ -393,6 +393,34 @@ def test_wide_dictionaries_read_and_optimized(serve: Callable[..., Quiver], tabl
     check("after optimize")
 
 
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_full_int8_dictionaries_one_file(serve: Callable[..., Quiver], tables: Path, version: str) -> None:
+    """int8 indices address 128 dictionary entries: 10 batches sharing one
+    dictionary of 128, and two batches of 64 entries each (different), are
+    each one data file, which pylance reads back value by value."""
+    cats = pa.array([f"c{i:03d}" for i in range(128)])
+    shared = [pa.record_batch({"id": pa.array(range(100 * k, 100 * k + 100), pa.int64()),
+                               "c": pa.DictionaryArray.from_arrays(pa.array([(i + k) % 128 for i in range(100)], pa.int8()), cats)})
+              for k in range(10)]
+    halves = [pa.record_batch({"id": pa.array(range(1000 + 64 * k, 1064 + 64 * k), pa.int64()),
+                               "c": pa.DictionaryArray.from_arrays(pa.array(range(64), pa.int8()), cats[64 * k:64 * k + 64])})
+              for k in range(2)]
+    path = tables / f"fullint8-{version}.lance"
+    q = serve([lance_endpoint("f", path, data_storage_version=version)])
+    q.client().put("f", pa.Table.from_batches(shared))
+    assert len(lance.dataset(str(path)).get_fragments()) == 1
+    q.client().put("f", pa.Table.from_batches(halves))
+    assert len(lance.dataset(str(path)).get_fragments()) == 2
+    got = lance.dataset(str(path)).to_table()
+    want = pa.Table.from_batches(shared + halves)
+
+    def plain(t: pa.Table) -> list:
+        c = pa.chunked_array([ch.dictionary_decode() for ch in t.column("c").chunks], pa.string())
+        return sorted(zip(t.column("id").to_pylist(), c.to_pylist()))
+
+    assert plain(got) == plain(want)
+
+
 def test_dictionary_wider_than_indices_refused(serve: Callable[..., Quiver], tables: Path) -> None:
     """A batch whose dictionary alone has more entries (200) than its int8
     indices address is refused with InvalidArgument naming the column;

@@ -184,6 +184,21 @@ def widedict(batches):
     return pa.Table.from_batches(out)
 
 
+def nesteddict(rows):
+    """Dictionaries below the top level (pandas categoricals inside a
+    struct and a list): struct<x: dictionary<string, int32>, y: int64> and
+    list<dictionary<string, int32>>, with nulls at every level."""
+    words = ["n%d" % (i % 23) for i in range(rows)]
+    dt = pa.dictionary(pa.int32(), pa.string())
+    st = pa.struct([pa.field("x", dt), pa.field("y", pa.int64())])
+    return pa.table({
+        "id": pa.array(range(rows), pa.int64()),
+        "s": pa.array([None if i % 11 == 0 else {"x": None if i % 4 == 0 else words[i], "y": i} for i in range(rows)], st),
+        "l": pa.array([None if i % 9 == 0 else [None if j == 1 else words[(i + j) % rows] for j in range(i % 4)]
+                       for i in range(rows)], pa.list_(dt)),
+    })
+
+
 # name: (rows, the versions that store them)
 TABLES = {
     "workload": (lambda: workload(3000), VERSIONS),
@@ -192,6 +207,7 @@ TABLES = {
     "packed": (lambda: packed(500), ["2.2"]),
     "blobs": (lambda: blobs(200), VERSIONS),
     "widedict": (lambda: widedict(6), ["2.2"]),
+    "nesteddict": (lambda: nesteddict(600), VERSIONS),
 }
 
 

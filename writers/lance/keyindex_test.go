@@ -3,6 +3,7 @@ package lance
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -18,6 +19,7 @@ import (
 	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
 )
 
 // liveRows returns every live row of the latest version (duplicate keys
@@ -326,5 +328,36 @@ func TestKeyIndexLookup(t *testing.T) {
 	}
 	if found[0] != noAddr || indexOrd[0] != 0 || found[2] != 1 || found[1] != noAddr || indexOrd[1] != -1 {
 		t.Fatalf("lookup of keys 0, 1, 2: %x %x %x at %v", found[0], found[1], found[2], indexOrd[:3])
+	}
+}
+
+// TestRecordKeysRowErrorAtFragmentOffset: a null key in the second of a
+// fragment's records is reported at its row in the fragment.
+func TestRecordKeysRowErrorAtFragmentOffset(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	rec := func(vs []int64, valid []bool) arrow.RecordBatch {
+		b := array.NewInt64Builder(mem)
+		defer b.Release()
+		b.AppendValues(vs, valid)
+		a := b.NewArray()
+		defer a.Release()
+		return array.NewRecordBatch(s, []arrow.Array{a}, int64(len(vs)))
+	}
+	recs := []arrow.RecordBatch{rec([]int64{1, 2, 3}, nil), rec([]int64{4, 0}, []bool{true, false})}
+	defer lanceformat.ReleaseRecords(recs)
+	enc, err := merge.NewKeyEncoder(s, []string{"k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var offs []uint32
+	err = recordKeys(recs, enc, func(off uint32, _ []byte) { offs = append(offs, off) })
+	var re *merge.RowError
+	if !errors.As(err, &re) || re.Row != 4 || re.StreamRow != 4 {
+		t.Fatalf("recordKeys = %v, want a RowError at fragment row 4", err)
+	}
+	if fmt.Sprint(offs) != "[0 1 2]" {
+		t.Errorf("keys at offsets %v, want [0 1 2]", offs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/merge"
@@ -55,9 +56,20 @@ func fragmentKeys(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset
 		return err
 	}
 	defer lanceformat.ReleaseRecords(recs)
+	return recordKeys(recs, enc, key)
+}
+
+// recordKeys encodes the keys of recs, a fragment's rows one record after
+// the other; a bad row (a null key) is reported at its fragment offset.
+func recordKeys(recs []arrow.RecordBatch, enc *merge.KeyEncoder, key func(off uint32, k []byte)) error {
 	var at uint32 // the fragment offset of rec's first row
 	for _, rec := range recs {
 		if err := enc.EncodeColumns(rec.Columns(), int(rec.NumRows())); err != nil {
+			var re *merge.RowError
+			if errors.As(err, &re) {
+				re.Row += int(at)
+				re.StreamRow += int64(at)
+			}
 			return err
 		}
 		for i := range enc.Len() {

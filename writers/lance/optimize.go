@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strings"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -36,7 +38,8 @@ const (
 // deleted are rewritten without them, in one Rewrite version (groups of
 // old and new fragments) in the dataset's file format. Fragments an index
 // covers are left alone (Quiver does not remap indices), and so are those
-// a merge_insert precommitted in this process touched (pins.go).
+// a merge_insert precommitted in this process touched (pins.go), and so
+// are groups this writer found not to shrink before (barrenGroups).
 //
 // Concurrent appends rebase over the Rewrite, and it over them; a
 // concurrent delete, update or compaction of one of its fragments makes
@@ -71,7 +74,9 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	pinned := w.pins.Pinned()
 	target := compactTarget{rows: maxFileRows, bytes: uint64(req.TargetFileBytes)}
 	plan := planCompaction(d.Manifest.Fragments, target, func(id uint64) bool { return pinned[id] || indexed(id) })
+	plan, barren := w.barren.filter(plan)
 	if len(plan) == 0 {
+		w.barren.set(barren)
 		return res, nil
 	}
 	minor, err := d.FileMinor()
@@ -82,6 +87,14 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	if err != nil {
 		return res, fmt.Errorf("lance: optimize %s: %w", w.cfg.DatasetURI, err)
 	}
+	for i, g := 0, 0; i < len(plan); i++ { // txn.Groups: plan's that shrink, in order
+		if g < len(txn.Groups) && txn.Groups[g].Old[0].ID == plan[i][0].ID {
+			g++
+		} else {
+			barren[groupKey(plan[i])] = true
+		}
+	}
+	w.barren.set(barren)
 	if len(txn.Groups) == 0 {
 		return res, nil // no group shrinks
 	}
@@ -166,6 +179,53 @@ func planCompaction(frags []lanceformat.Fragment, target compactTarget, skip fun
 	return out
 }
 
+// barrenGroups remembers the compaction groups optimize found not to
+// shrink, so that the next (scheduled) run does not rewrite them again
+// while they stay as they are: a group of other fragments, or of the same
+// ones with rows deleted since, has another key.
+type barrenGroups struct {
+	mu   sync.Mutex
+	keys map[string]bool
+}
+
+// groupKey identifies a group: its fragments' ids, rows and data files.
+func groupKey(g []lanceformat.Fragment) string {
+	var b strings.Builder
+	for _, f := range g {
+		fmt.Fprintf(&b, "%d/%d/%d", f.ID, f.PhysicalRows, f.LiveRows())
+		for _, df := range f.Files {
+			b.WriteString("/" + df.Path)
+		}
+		b.WriteByte(' ')
+	}
+	return b.String()
+}
+
+// filter returns the groups of plan not known to be barren, and the keys
+// of those that are.
+func (b *barrenGroups) filter(plan [][]lanceformat.Fragment) ([][]lanceformat.Fragment, map[string]bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var todo [][]lanceformat.Fragment
+	known := map[string]bool{}
+	for _, g := range plan {
+		if k := groupKey(g); b.keys[k] {
+			known[k] = true
+		} else {
+			todo = append(todo, g)
+		}
+	}
+	return todo, known
+}
+
+// set replaces the barren groups (the last plan's: the set does not grow
+// beyond one plan).
+func (b *barrenGroups) set(keys map[string]bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.keys = keys
+}
+
 // splitAt returns how many fragments of bin form its first group: at
 // least target in live rows or bytes, unless what would remain after it
 // is less than that, which then joins it (as Lance's split_for_size).
@@ -233,8 +293,8 @@ const maxCompactors = 4
 // rewrite writes the new data files of plan's groups, up to
 // min(GOMAXPROCS, maxCompactors) groups at a time, and returns the
 // Rewrite transaction replacing each group that shrinks by its files, and
-// those files (a group that does not shrink is left: its files are
-// deleted). On error it deletes what it wrote.
+// those files (a group that does not shrink is left as it is, and the new
+// files written for it are deleted). On error it deletes what it wrote.
 func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]lanceformat.Fragment, minor uint16, target compactTarget) (*lanceformat.Transaction, []fragment, error) {
 	files := make([][]fragment, len(plan))
 	g, gctx := errgroup.WithContext(ctx)

@@ -35,6 +35,7 @@ type Writer struct {
 	pins        *tablesink.Pins[uint64]
 	releasePins func()
 	hist        history // committed epochs read from the version history
+	barren      barrenGroups
 	m           *metrics
 	registered  *writers.Metrics // m on env.Registerer, until Close
 

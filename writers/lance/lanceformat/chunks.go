@@ -2,7 +2,6 @@ package lanceformat
 
 import (
 	"fmt"
-	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,7 +12,7 @@ import (
 // Reading a column as several chunks. In format 2.1+ every page of a
 // dictionary column carries its own dictionary; the pages of one file
 // (Quiver's, when a stream changed dictionaries, or another writer's) may
-// hold more distinct values than the index type addresses (int8: 127),
+// hold more distinct values than the index type addresses (int8: 128),
 // even a single page (pylance 14 unifies batches' dictionaries into one
 // page of wider indices). So a dictionary column is read as its values,
 // cut into runs of rows of at most that many distinct values, each
@@ -53,7 +52,7 @@ func joinPages(mem memory.Allocator, dt arrow.DataType, pages []arrow.Array) ([]
 // dictChunks dictionary-encodes values as type t: one array, or one per
 // run of rows whose distinct values the index type addresses.
 func dictChunks(mem memory.Allocator, t *arrow.DictionaryType, values arrow.Array) ([]arrow.Array, error) {
-	limit, cuts := maxDictEntries(t.IndexType), []int{0}
+	limit, cuts := addressable(t.IndexType), []int{0}
 	if t.IndexType.(arrow.FixedWidthDataType).BitWidth() <= 16 {
 		seen := map[string]struct{}{}
 		for i := range values.Len() {
@@ -82,24 +81,6 @@ func dictChunks(mem memory.Allocator, t *arrow.DictionaryType, values arrow.Arra
 		d.Release()
 	}
 	return out, nil
-}
-
-// maxDictEntries is the number of dictionary entries Arrow lets an index
-// type address when it unifies dictionaries.
-func maxDictEntries(idx arrow.DataType) int {
-	switch idx.ID() {
-	case arrow.INT8:
-		return math.MaxInt8
-	case arrow.UINT8:
-		return math.MaxUint8
-	case arrow.INT16:
-		return math.MaxInt16
-	case arrow.UINT16:
-		return math.MaxUint16
-	case arrow.INT32:
-		return math.MaxInt32
-	}
-	return math.MaxInt
 }
 
 // valueKey is value j of a binary or fixed-width array as bytes (values

@@ -1,6 +1,8 @@
 package lanceformat
 
 import (
+	"strings"
+
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 )
@@ -17,10 +19,15 @@ import (
 // file, for index types of 8 and 16 bits (wider ones address any
 // dictionary a data file can hold).
 type fileDict struct {
-	last  arrow.ArrayData // the last dictionary added
-	seen  map[string]struct{}
+	last  arrow.ArrayData     // the last dictionary added
+	seen  map[string]struct{} // copies: a string value's key is a view of its buffer
 	limit int
+	bytes int64 // held by seen, counted in the writer's Pending
 }
+
+// seenEntryBytes is a map entry's memory besides its key's bytes (string
+// header, bucket slot and overhead).
+const seenEntryBytes = 48
 
 // fresh is the number of d's values the file's column does not hold yet.
 func (u *fileDict) fresh(d arrow.Array) int {
@@ -41,7 +48,11 @@ func (u *fileDict) add(d arrow.Array) {
 		return
 	}
 	for j := range d.Len() {
-		u.seen[valueKey(d, j)] = struct{}{}
+		k := valueKey(d, j)
+		if _, ok := u.seen[k]; !ok {
+			u.seen[strings.Clone(k)] = struct{}{}
+			u.bytes += int64(len(k)) + seenEntryBytes
+		}
 	}
 	u.last = d.Data()
 }
@@ -63,11 +74,20 @@ func (w *FileWriter) fileDicts(rec arrow.RecordBatch, each func(u *fileDict, d a
 		}
 		u := w.dicts[i]
 		if u == nil {
-			u = &fileDict{seen: map[string]struct{}{}, limit: maxDictEntries(idx)}
+			u = &fileDict{seen: map[string]struct{}{}, limit: addressable(idx)}
 			w.dicts[i] = u
 		}
 		each(u, d.Dictionary())
 	}
+}
+
+// dictBytes is the memory of the distinct values the trackers hold.
+func (w *FileWriter) dictBytes() int64 {
+	var n int64
+	for _, u := range w.dicts {
+		n += u.bytes
+	}
+	return n
 }
 
 // FitsDictionaries reports whether rec's dictionary columns, with what

@@ -223,9 +223,10 @@ func (w *FileWriter) FieldColumns() []int32 {
 	return out
 }
 
-// Pending is the Arrow bytes of the rows (and dictionaries) buffered for
-// the next page.
-func (w *FileWriter) Pending() int64 { return w.pendingBytes + w.pendingDictBytes }
+// Pending is the memory the writer holds: the Arrow bytes of the rows (and
+// dictionaries) buffered for the next page, and the distinct dictionary
+// values of the file it tracks (FitsDictionaries).
+func (w *FileWriter) Pending() int64 { return w.pendingBytes + w.pendingDictBytes + w.dictBytes() }
 
 // Flush writes the pending rows out as a page now (under memory pressure)
 // instead of at PageBytes.

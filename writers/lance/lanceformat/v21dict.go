@@ -95,8 +95,14 @@ func pageDictionary(chunks []arrow.Array) (arrow.Array, [][]int32, error) {
 		transpose[i] = slices.Clone(arrow.Int32Traits.CastFromBytes(buf.Bytes()))
 		buf.Release()
 	}
-	dict, err := u.GetResultWithIndexType(dt.IndexType)
+	// Not GetResultWithIndexType: it takes 127 entries for int8 indices,
+	// which address 128.
+	_, dict, err := u.GetResult()
 	if err != nil {
+		return nil, nil, err
+	}
+	if dict.Len() > addressable(dt.IndexType) {
+		dict.Release()
 		return nil, nil, nil // too many entries for the index type
 	}
 	return dict, transpose, nil

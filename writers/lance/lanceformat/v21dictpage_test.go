@@ -219,7 +219,7 @@ func TestDictionaryChunksManyBatches(t *testing.T) {
 				t.Errorf("2.%d, page bytes %d: values differ", minor, pageBytes)
 			}
 			for _, r := range got {
-				if n := r.Column(0).(*array.Dictionary).Dictionary().Len(); n > 127 {
+				if n := r.Column(0).(*array.Dictionary).Dictionary().Len(); n > 128 {
 					t.Errorf("2.%d: a record's dictionary has %d entries", minor, n)
 				}
 			}
@@ -244,15 +244,8 @@ func TestDictionaryTooWideForIndices(t *testing.T) {
 	defer d.Release()
 	rec := dictRecord(mem, dictPageType, d, []int{0, 127})
 	defer rec.Release()
-	ls, err := FromArrow(rec.Schema())
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := NewFileWriter(&bytes.Buffer{}, rec.Schema(), ls, 0, 2)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = w.Write(rec)
+	w := newDictFileWriter(t, rec.Schema())
+	err := w.Write(rec)
 	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), `"c"`) || !strings.Contains(err.Error(), "129") {
 		t.Fatalf("got %v, want ErrInvalid naming column c and its 129 entries", err)
 	}
@@ -267,4 +260,58 @@ func TestDictionaryTooWideForIndices(t *testing.T) {
 	if _, err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestFileDictKeysCopied: the distinct values a file writer tracks per
+// dictionary column are its own copies, not views of the record's
+// dictionary buffer (which the caller reuses or frees after Write), and
+// their bytes count in Pending after the page is flushed.
+func TestFileDictKeysCopied(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	vs := make([]string, 100)
+	for i := range vs {
+		vs[i] = fmt.Sprintf("%04d%s", i, strings.Repeat("x", 1020))
+	}
+	d := strs(mem, vs...)
+	defer d.Release()
+	rec := dictRecord(mem, dictPageType, d, []int{0, 99, -1, 5})
+	defer rec.Release()
+	w := newDictFileWriter(t, rec.Schema())
+	defer w.Abort()
+	if err := w.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if p := w.Pending(); p < 100*1024 {
+		t.Errorf("Pending = %d after the flush, want the 100 KiB of tracked values", p)
+	}
+	// The record's dictionary buffer overwritten (as a reused or freed
+	// buffer would be): the writer still knows the values it saw.
+	data := d.Data().Buffers()[2].Bytes()
+	for i := range data {
+		data[i] = 'z'
+	}
+	again := strs(mem, vs...)
+	defer again.Release()
+	w.dicts[0].last = nil // compare by value
+	if n := w.dicts[0].fresh(again); n != 0 {
+		t.Errorf("%d of the values written look new: the tracker's keys alias the record's buffer", n)
+	}
+}
+
+// newDictFileWriter is a 2.2 file writer of schema s into memory.
+func newDictFileWriter(t *testing.T, s *arrow.Schema) *FileWriter {
+	t.Helper()
+	ls, err := FromArrow(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := NewFileWriter(&bytes.Buffer{}, s, ls, 0, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }

@@ -3,10 +3,12 @@ package lanceformat
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
@@ -73,5 +75,58 @@ func TestInlineWidthTopBitSet(t *testing.T) {
 	buf := append(bytes.Repeat([]byte{0xff}, 8), make([]byte, 64)...)
 	if _, err := inlineUnpack(newBudget(1<<20), 64, buf, 1); err == nil {
 		t.Fatal("accepted")
+	}
+}
+
+// TestReadRefusalsInvalid: what the 2.1+ reader does not read is refused
+// as invalid input, without panicking: a variable packed struct inside a
+// struct, a struct without fields inside a struct or list (mergeLeaves
+// indexed its missing leaves), and blob pages inside lists or structs.
+func TestReadRefusalsInvalid(t *testing.T) {
+	packed := arrow.NewMetadata([]string{"lance-encoding:packed"}, []string{"true"})
+	for name, typ := range map[string]arrow.DataType{
+		"variable packed in struct": arrow.StructOf(arrow.Field{Name: "in", Type: arrow.StructOf(
+			arrow.Field{Name: "s", Type: arrow.BinaryTypes.String}), Metadata: packed}),
+		"empty struct in struct": arrow.StructOf(arrow.Field{Name: "e", Type: arrow.StructOf(), Nullable: true},
+			arrow.Field{Name: "b", Type: arrow.PrimitiveTypes.Int64}),
+		"empty struct in list": arrow.ListOf(arrow.StructOf()),
+		"empty struct":         arrow.StructOf(),
+	} {
+		t.Run(name, func(t *testing.T) {
+			as := arrow.NewSchema([]arrow.Field{{Name: "v", Type: typ, Nullable: true}}, nil)
+			s, err := FromArrow(as)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.leaves(s.TopLevel()[0], typ); !errors.Is(err, writers.ErrInvalid) {
+				t.Fatalf("leaves = %v, want ErrInvalid", err)
+			}
+		})
+	}
+	f := &FileReader{}
+	for _, layers := range [][]encodings21pb.RepDefLayer{
+		{encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM, encodings21pb.RepDefLayer_REPDEF_NULLABLE_LIST},
+		{encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM, encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM},
+	} {
+		l := &encodings21pb.BlobLayout{Layers: layers}
+		if _, err := f.readBlobPage(nil, newBudget(1<<20), arrow.BinaryTypes.LargeBinary, l, nil, 0); !errors.Is(err, writers.ErrInvalid) {
+			t.Errorf("blob page of levels %v: %v, want ErrInvalid", layers, err)
+		}
+	}
+}
+
+// TestNestedDictionaryTooWide: a dictionary page inside a struct or list
+// holding more distinct values than its indices address is refused (the
+// builder wrapped int8 indices past 127 into negative ones).
+func TestNestedDictionaryTooWide(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	vs := make([]string, 200)
+	for i := range vs {
+		vs[i] = fmt.Sprint("v", i)
+	}
+	plain := strs(mem, vs...)
+	if _, err := dictEncode(mem, dictPageType, plain); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "200") {
+		t.Fatalf("200 distinct values under int8 indices: %v", err)
 	}
 }

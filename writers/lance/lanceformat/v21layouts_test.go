@@ -3,6 +3,7 @@ package lanceformat
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -93,6 +94,39 @@ func TestVariablePackedRows(t *testing.T) {
 	}
 }
 
+// TestVariablePackedNullRowsCharged: null rows of a packed struct of 200
+// string fields cost each field an offset (and its 32-bit copy) though
+// the file holds nothing for them: 100,000 of them are charged 240 MB,
+// refused under a smaller budget.
+func TestVariablePackedNullRowsCharged(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	fields := make([]arrow.Field, 200)
+	for i := range fields {
+		fields[i] = arrow.Field{Name: fmt.Sprint("s", i), Type: arrow.BinaryTypes.String}
+	}
+	st := arrow.StructOf(fields...)
+	const n = 100_000
+	rows := array.MakeArrayOfNull(mem, arrow.BinaryTypes.LargeBinary, n).(*array.LargeBinary)
+	defer rows.Release()
+	const want = n * 200 * 12
+	if a, err := unpackVarStruct(&budget{unbacked: want - 1}, st, rows); err == nil || !strings.Contains(err.Error(), "limit") {
+		if a != nil {
+			a.Release()
+		}
+		t.Fatalf("100,000 null rows of 200 string fields under a %d-byte budget: %v", want-1, err)
+	}
+	bud := &budget{unbacked: 1 << 30}
+	a, err := unpackVarStruct(bud, st, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Release()
+	if spent := 1<<30 - bud.unbacked; spent < want {
+		t.Errorf("charged %d bytes, want at least %d", spent, want)
+	}
+}
+
 // TestBlobPages: the blob v1 fixture's values (empty, null and out of
 // line) read back as written, and a description pointing past the end of
 // the file is refused.
@@ -127,13 +161,7 @@ func TestBlobPages(t *testing.T) {
 	}
 	rec.Release()
 	// Row 2's description (41 bytes at some position) moved past the end.
-	desc := binary.LittleEndian.AppendUint64(nil, 41)
-	at := -1
-	for i := 8; i+8 <= len(file) && at < 0; i++ {
-		if pos := binary.LittleEndian.Uint64(file[i-8:]); bytes.Equal(file[i:i+8], desc) && pos > 0 && pos < uint64(len(file)) {
-			at = i - 8
-		}
-	}
+	at := blobDescAt(file, 41)
 	if at < 0 {
 		t.Fatal("row 2's description not found")
 	}
@@ -147,4 +175,41 @@ func TestBlobPages(t *testing.T) {
 		ReleaseRecords(recs)
 		t.Fatalf("a description past the file's end: %v", err)
 	}
+	// Rows 2 to 4 described as 1 GiB each at position 0 (in a file said
+	// to be 4 GiB, under a large budget): 3 GiB read as binary would wrap
+	// its 32-bit offsets, and is refused before anything is read.
+	bad = bytes.Clone(file)
+	for _, size := range []uint64{41, 61, 81} {
+		at := blobDescAt(bad, size)
+		if at < 0 {
+			t.Fatalf("the description of %d bytes not found", size)
+		}
+		binary.LittleEndian.PutUint64(bad[at:], 0)
+		binary.LittleEndian.PutUint64(bad[at+8:], 1<<30)
+	}
+	fr, err = OpenFile(bytes.NewReader(bad), int64(len(bad)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fr.size = 4 << 30
+	bud := &budget{buffers: uint64(len(bad)), unbacked: maxUnbackedBytes, decoded: 1 << 40}
+	a, err := fr.readPage21(mem, bud, arrow.BinaryTypes.Binary, fr.columns[1][0])
+	if err == nil || !strings.Contains(err.Error(), "32-bit offsets") {
+		if a != nil {
+			a.Release()
+		}
+		t.Fatalf("blob values of 3 GiB as binary: %v", err)
+	}
+}
+
+// blobDescAt is the position in file of the blob description of a value
+// of size bytes (a position inside the file, then the size), or -1.
+func blobDescAt(file []byte, size uint64) int {
+	desc := binary.LittleEndian.AppendUint64(nil, size)
+	for i := 8; i+8 <= len(file); i++ {
+		if pos := binary.LittleEndian.Uint64(file[i-8:]); bytes.Equal(file[i:i+8], desc) && pos > 0 && pos < uint64(len(file)) {
+			return i - 8
+		}
+	}
+	return -1
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
 
@@ -354,6 +355,9 @@ func nullValues(bud *budget, dt arrow.DataType, n int) (block, error) {
 	if err := bud.spendUnbacked(nullBytes(dt, uint64(n)), "an all-null page"); err != nil {
 		return block{}, err
 	}
+	if t, ok := dt.(*arrow.DictionaryType); ok { // a dictionary inside a struct or list
+		dt = t.ValueType
+	}
 	switch t := dt.(type) {
 	case *arrow.FixedSizeListType:
 		if ew, ok := t.Elem().(arrow.FixedWidthDataType); ok {
@@ -372,6 +376,15 @@ func nullValues(bud *budget, dt arrow.DataType, n int) (block, error) {
 func leafData(mem memory.Allocator, bud *budget, dt arrow.DataType, v block, valid []byte, nulls int) (arrow.ArrayData, error) {
 	vb := bufOrNil(valid, nulls)
 	switch t := dt.(type) {
+	case *arrow.DictionaryType:
+		// A dictionary inside a struct or list (readLeaf21 reads a
+		// top-level one as its values): its page's values, encoded.
+		plain, err := leafData(mem, bud, t.ValueType, v, valid, nulls)
+		if err != nil {
+			return nil, err
+		}
+		defer plain.Release()
+		return dictEncode(mem, t, array.MakeFromData(plain))
 	case *arrow.BooleanType:
 		if v.offs != nil || (v.bits != 1 && v.bits != 8) {
 			return nil, fmt.Errorf("bool column with %d-bit values", v.bits)
@@ -426,6 +439,11 @@ func dictEncode(mem memory.Allocator, t *arrow.DictionaryType, plain arrow.Array
 	}
 	a := b.NewArray()
 	defer a.Release()
+	// The builder wraps indices past the index type: a nested dictionary
+	// (a top-level one is cut by dictChunks) of more values is refused.
+	if n := a.(*array.Dictionary).Dictionary().Len(); n > addressable(t.IndexType) {
+		return nil, writers.Errorf(writers.ErrInvalid, "lance: a dictionary page of %d distinct values, more than its %s indices address", n, t.IndexType)
+	}
 	d := a.Data()
 	d.Retain()
 	return d, nil

@@ -80,7 +80,7 @@ func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
 		}
 		for _, l := range sub {
 			if l.varPacked != nil {
-				return fmt.Errorf("field %q is a packed struct with variable-width fields inside a struct or list, which Quiver does not read", kids[i].Name)
+				return writers.Errorf(writers.ErrInvalid, "lance: field %q is a packed struct with variable-width fields inside a struct or list, which Quiver does not read", kids[i].Name)
 			}
 			g := f
 			g.Type = l.dt
@@ -90,6 +90,9 @@ func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
 	}
 	switch t := dt.(type) {
 	case *arrow.StructType:
+		if t.NumFields() == 0 { // no column holds its rows in 2.1+
+			return nil, writers.Errorf(writers.ErrInvalid, "lance: field %q is a struct without fields, which Quiver does not read", fl.Name)
+		}
 		for i, f := range t.Fields() {
 			if err := wrap(i, f, func(g arrow.Field) arrow.DataType { return arrow.StructOf(g) }); err != nil {
 				return nil, err
@@ -128,9 +131,6 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 		leaves, err := s.leaves(fl, dt)
 		if err != nil {
 			return nil, err
-		}
-		if len(leaves) == 0 {
-			return nil, fmt.Errorf("lance: column %q has no leaf column (a struct without fields)", fl.Name)
 		}
 		parts := make([]arrow.Array, 0, len(leaves))
 		for _, l := range leaves {

@@ -202,18 +202,23 @@ func (f *packedField) array(valid *memory.Buffer, nulls int) (arrow.ArrayData, e
 	return array.NewData(f.dt, f.rows, []*memory.Buffer{valid, ob, memory.NewBufferBytes(f.data)}, nil, nulls, 0), nil
 }
 
-// zeroBytes is the bytes of fixed-width values a null or empty row adds.
-func (f *packedField) zeroBytes() uint64 {
+// emptyBytes is the memory a null or empty row adds: a fixed-width
+// field's zeroes and a variable-width field's 64-bit offset and its 32-bit
+// copy (offsetsBuffer), at every level.
+func (f *packedField) emptyBytes() uint64 {
 	n := uint64(f.fixed)
+	if f.offs != nil {
+		n += 8 + 4
+	}
 	for _, k := range f.kids {
-		n += k.zeroBytes()
+		n += k.emptyBytes()
 	}
 	return n
 }
 
 // unpackVarStruct splits rows (large binary, one packed row each, null
-// where the struct is) into a struct array of type t. The zeroed values of
-// null and empty rows, which the file does not hold, are charged to bud.
+// where the struct is) into a struct array of type t. The values of null
+// and empty rows, which the file does not hold, are charged to bud.
 func unpackVarStruct(bud *budget, t *arrow.StructType, rows *array.LargeBinary) (arrow.Array, error) {
 	f, err := newPackedField(t)
 	if err != nil {
@@ -225,8 +230,8 @@ func unpackVarStruct(bud *budget, t *arrow.StructType, rows *array.LargeBinary) 
 			empty++
 		}
 	}
-	if z, ok := mulSat(empty, f.zeroBytes()); !ok || bud.spendUnbacked(z, "a packed struct page") != nil {
-		return nil, fmt.Errorf("packed struct page of %d null or empty rows of %d bytes each exceeds the reader's limit", empty, f.zeroBytes())
+	if z, ok := mulSat(empty, f.emptyBytes()); !ok || bud.spendUnbacked(z, "a packed struct page") != nil {
+		return nil, fmt.Errorf("packed struct page of %d null or empty rows of %d bytes each exceeds the reader's limit", empty, f.emptyBytes())
 	}
 	for i := range rows.Len() {
 		if rows.IsNull(i) || len(rows.Value(i)) == 0 {
