@@ -305,3 +305,46 @@ func TestConstraintsColumnMapping(t *testing.T) {
 	}
 	checkPhysicalFiles(t, cfg)
 }
+
+// TestConstraintsReadmitBypass: a key whose files were checked against
+// the table's constraints, re-admitted (a batch of another schema) after
+// a constraint was added and the writer read it, does not label its
+// earlier files as checked against the new one: the re-admit is a
+// conflict and the rows are never published.
+func TestConstraintsReadmitBypass(t *testing.T) {
+	cfg, w := constrainedTable(t, map[string]string{"pos": "v >= 0"}, nil)
+	mem := w.mem
+	ctx := context.Background()
+	key := writers.TxnKey{Writer: "k", Epoch: 1}
+	big := kvBatch(mem, true, kv{2, "b", 50})
+	defer big.Release()
+	if err := w.Write(ctx, key, big); err != nil {
+		t.Fatal(err)
+	}
+	addConstraints(t, cfg, map[string]string{"small": "v < 10"}, nil)
+
+	// Another key's commit conflicts but makes the writer read the new
+	// constraint.
+	other := writers.TxnKey{Writer: "other", Epoch: 1}
+	fine := kvBatch(mem, true, kv{4, "d", 5})
+	defer fine.Release()
+	d := precommitOne(t, w, other, fine)
+	if _, err := w.Commit(ctx, other, []writers.Descriptor{d}); !errors.Is(err, writers.ErrConflict) {
+		t.Fatalf("Commit of rows checked before the constraint: %v, want ErrConflict", err)
+	}
+
+	// A batch without id: a different Arrow schema, re-admitted.
+	noID := kvBatch(mem, false, kv{0, "e", 1})
+	defer noID.Release()
+	err := w.Write(ctx, key, noID)
+	if err == nil {
+		var dk writers.Descriptor
+		if dk, err = w.Precommit(ctx, key); err == nil {
+			_, err = w.Commit(ctx, key, []writers.Descriptor{dk})
+		}
+	}
+	if !errors.Is(err, writers.ErrConflict) {
+		t.Fatalf("re-admitted key: %v, want ErrConflict", err)
+	}
+	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k", "v"}), []string{"1|a|0"})
+}

@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -129,7 +130,13 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 			return nil, err
 		}
 	}
-	s.schema, s.admitted, s.missing, s.layout = schema, in, missing, layout
+	checked := checkedConstraints(layout.cons)
+	if s.pool != nil || len(s.finished) > 0 || len(s.precommitted) > 0 {
+		if !maps.Equal(checked, s.checked) {
+			return nil, writers.Errorf(writers.ErrConflict, "delta: the table's constraints changed after rows of %s were checked: roll back the transaction and replay it", key)
+		}
+	}
+	s.schema, s.admitted, s.missing, s.layout, s.checked = schema, in, missing, layout, checked
 	return snap, nil
 }
 
@@ -331,9 +338,7 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		s.precommitted = append(s.precommitted, s.finished...)
 		s.finished = nil
 		d.Schema, d.Adds, d.MappedAfter = s.schema, s.precommitted, s.mappedAfter
-		if s.layout != nil {
-			d.Constraints = checkedConstraints(s.layout.cons)
-		}
+		d.Constraints = s.checked
 		if s.identity != nil && len(s.identity.ranges) > 0 {
 			d.Identity = s.identity.ranges
 		}
