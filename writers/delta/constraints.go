@@ -2,10 +2,12 @@ package delta
 
 import (
 	"maps"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltaexpr"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
@@ -17,23 +19,51 @@ import (
 // differ (one added concurrently) is a conflict (checkConstraints), never
 // rows published unchecked.
 
-// checkRows returns ErrInvalid naming the first of cons that a row of rec
-// violates (FALSE or NULL, as Delta), its expression and the row's values
-// in the columns it reads. rec has the table's logical column names.
-func checkRows(cons []deltalog.Constraint, rec arrow.RecordBatch) error {
-	if rec.NumRows() == 0 {
+// checks are a layout's constraints bound to the Arrow schema of the
+// rows last checked, so that a stream's batches bind them once.
+type checks struct {
+	mu     sync.Mutex
+	schema *arrow.Schema
+	bound  []*deltaexpr.Bound
+}
+
+// checkRows returns ErrInvalid naming the first of the layout's
+// constraints that a row of rec violates (FALSE or NULL, as Delta), its
+// expression and the row's values in the columns it reads. rec has the
+// table's logical column names.
+func (l *fileLayout) checkRows(rec arrow.RecordBatch) error {
+	if rec.NumRows() == 0 || len(l.cons) == 0 {
 		return nil
 	}
-	for _, c := range cons {
-		b, err := c.Expr.Bind(rec.Schema())
-		if err != nil {
-			return writers.Errorf(writers.ErrInvalid, "delta: %s cannot be checked on these rows: %v", c, err)
-		}
+	bound, err := l.bind(rec.Schema())
+	if err != nil {
+		return err
+	}
+	for i, b := range bound {
 		if row, bad := b.FirstViolation(rec); bad {
-			return writers.Errorf(writers.ErrInvalid, "delta: %s is violated by a row with %s (a row passes only when the expression is true, not false or null): nothing of these rows is published; fix them and replay", c, b.RowValues(rec, row))
+			return writers.Errorf(writers.ErrInvalid, "delta: %s is violated by a row with %s (a row passes only when the expression is true, not false or null): nothing of these rows is published; fix them and replay", l.cons[i], b.RowValues(rec, row))
 		}
 	}
 	return nil
+}
+
+// bind returns the layout's constraints bound to schema.
+func (l *fileLayout) bind(schema *arrow.Schema) ([]*deltaexpr.Bound, error) {
+	l.checks.mu.Lock()
+	defer l.checks.mu.Unlock()
+	if l.checks.schema != nil && l.checks.schema.Equal(schema) {
+		return l.checks.bound, nil
+	}
+	bound := make([]*deltaexpr.Bound, len(l.cons))
+	for i, c := range l.cons {
+		b, err := c.Expr.Bind(schema)
+		if err != nil {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: %s cannot be checked on these rows: %v", c, err)
+		}
+		bound[i] = b
+	}
+	l.checks.schema, l.checks.bound = schema, bound
+	return bound, nil
 }
 
 // checkedConstraints is what a descriptor records of cons: expression by

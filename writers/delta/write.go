@@ -52,7 +52,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		defer filled.Release()
 		rec = filled
 	}
-	if err := checkRows(s.layout.cons, rec); err != nil {
+	if err := s.layout.checkRows(rec); err != nil {
 		return err
 	}
 	parts, recs, err := w.parts.split(ctx, w.mem, rec, s.layout.cols)
@@ -163,6 +163,8 @@ type fileLayout struct {
 	stats *deltalog.StatsColumns
 	cols  *columnMap
 	cons  []deltalog.Constraint
+	// checks binds cons once per Arrow schema of the rows checked.
+	checks checks
 }
 
 // layoutOf returns the layout of files of rows of Delta schema merged

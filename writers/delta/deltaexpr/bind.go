@@ -51,8 +51,9 @@ type operand struct {
 // Bound is an expression bound to the columns of one Arrow schema; it
 // may be used concurrently.
 type Bound struct {
-	root predicate
-	cols []*colRef
+	root  predicate
+	cols  []*colRef
+	nodes int // predicates bound (a measure of the work per row)
 }
 
 // Bind resolves e's columns in schema (names as Spark resolves them:
@@ -65,16 +66,33 @@ func (e *Expr) Bind(schema *arrow.Schema) (*Bound, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Bound{root: root, cols: b.order}, nil
+	return &Bound{root: root, cols: b.order, nodes: b.nodes}, nil
 }
+
+// maxNodes bounds the predicates one expression binds to. An operand
+// BETWEEN and IN compare more than once is bound once and shared
+// (sharedPred), so the count is linear in the text; this is a backstop.
+const maxNodes = 4 * MaxLength
 
 type binder struct {
 	schema *arrow.Schema
 	cols   map[string]*colRef
 	order  []*colRef
+	nodes  int // predicates bound so far
+}
+
+// node counts one more predicate bound, refusing more than maxNodes.
+func (b *binder) node() error {
+	if b.nodes++; b.nodes > maxNodes {
+		return fmt.Errorf("expression binds to more than %d conditions", maxNodes)
+	}
+	return nil
 }
 
 func (b *binder) pred(e *Expr) (predicate, error) {
+	if err := b.node(); err != nil {
+		return nil, err
+	}
 	switch e.kind {
 	case kAnd, kOr:
 		args := make([]predicate, len(e.args))
@@ -101,13 +119,19 @@ func (b *binder) pred(e *Expr) (predicate, error) {
 	case kCmp:
 		return b.compare(e.op, e.args[0], e.args[1])
 	case kIn:
+		x, err := b.shared(e.args[0])
+		if err != nil {
+			return nil, err
+		}
 		eqs := make([]predicate, len(e.args)-1)
 		for i, a := range e.args[1:] {
-			p, err := b.compare("=", e.args[0], a)
+			r, err := b.operand(a)
 			if err != nil {
 				return nil, err
 			}
-			eqs[i] = p
+			if eqs[i], err = b.compareOperands("=", x, r, e.args[0], a); err != nil {
+				return nil, err
+			}
 		}
 		// x IN (a, b) is x = a OR x = b, NULLs included.
 		var p predicate = &logicPred{or: true, args: eqs}
@@ -119,14 +143,21 @@ func (b *binder) pred(e *Expr) (predicate, error) {
 		}
 		return p, nil
 	case kBetween:
-		lo, err := b.compare(">=", e.args[0], e.args[1])
+		x, err := b.shared(e.args[0])
 		if err != nil {
 			return nil, err
 		}
-		hi, err := b.compare("<=", e.args[0], e.args[2])
-		if err != nil {
-			return nil, err
+		bounds := [2]predicate{}
+		for i, op := range [2]string{">=", "<="} {
+			r, err := b.operand(e.args[i+1])
+			if err != nil {
+				return nil, err
+			}
+			if bounds[i], err = b.compareOperands(op, x, r, e.args[0], e.args[i+1]); err != nil {
+				return nil, err
+			}
 		}
+		lo, hi := bounds[0], bounds[1]
 		var p predicate = &logicPred{args: []predicate{lo, hi}}
 		if e.not {
 			p = &notPred{arg: p}
@@ -145,6 +176,16 @@ func (b *binder) pred(e *Expr) (predicate, error) {
 		return constPred(triNull), nil
 	}
 	return nil, fmt.Errorf("%s is a %s, not a condition: %w", describe(e), v.class, ErrUnsupported)
+}
+
+// shared binds an operand compared more than once (BETWEEN, IN): a
+// condition is bound once and evaluated once per evaluation.
+func (b *binder) shared(e *Expr) (operand, error) {
+	o, err := b.operand(e)
+	if o.pred != nil {
+		o.pred = &sharedPred{p: o.pred}
+	}
+	return o, err
 }
 
 // operand binds a comparison operand.
@@ -274,6 +315,15 @@ func (b *binder) compare(op string, le, re *Expr) (predicate, error) {
 	if err != nil {
 		return nil, err
 	}
+	return b.compareOperands(op, l, r, le, re)
+}
+
+// compareOperands binds l op r, the bound operands of le and re.
+func (b *binder) compareOperands(op string, l, r operand, le, re *Expr) (predicate, error) {
+	if err := b.node(); err != nil {
+		return nil, err
+	}
+	var err error
 	if l.class == cNull || r.class == cNull {
 		if op != "<=>" {
 			return constPred(triNull), nil

@@ -23,9 +23,35 @@ type predicate interface {
 	eval(rec arrow.RecordBatch, out []uint8, sc *scratch)
 }
 
-// scratch recycles result buffers within one evaluation: at most one per
-// nesting level is live.
-type scratch struct{ free [][]uint8 }
+// scratch recycles result buffers within one evaluation (at most one per
+// nesting level is live) and holds the results of shared operands.
+type scratch struct {
+	free   [][]uint8
+	shared map[*sharedPred][]uint8
+	evals  int // predicates evaluated, a measure of the work
+}
+
+// run evaluates p into out.
+func (sc *scratch) run(p predicate, rec arrow.RecordBatch, out []uint8) {
+	sc.evals++
+	p.eval(rec, out, sc)
+}
+
+// sharedPred is a condition several comparisons read (the operand of
+// BETWEEN or IN): evaluated once per evaluation, its result reused.
+type sharedPred struct{ p predicate }
+
+func (p *sharedPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
+	if res, ok := sc.shared[p]; ok {
+		copy(out, res)
+		return
+	}
+	sc.run(p.p, rec, out)
+	if sc.shared == nil {
+		sc.shared = map[*sharedPred][]uint8{}
+	}
+	sc.shared[p] = append([]uint8(nil), out...)
+}
 
 func (sc *scratch) get(n int) []uint8 {
 	if k := len(sc.free); k > 0 {
@@ -47,14 +73,20 @@ func (b *Bound) FirstViolation(rec arrow.RecordBatch) (row int, found bool) {
 		return 0, false
 	}
 	var sc scratch
-	out := sc.get(n)
-	b.root.eval(rec, out, &sc)
+	out := b.eval(rec, &sc)
 	for i, v := range out {
 		if v != triTrue {
 			return i, true
 		}
 	}
 	return 0, false
+}
+
+// eval evaluates b over every row of rec.
+func (b *Bound) eval(rec arrow.RecordBatch, sc *scratch) []uint8 {
+	out := sc.get(int(rec.NumRows()))
+	sc.run(b.root, rec, out)
+	return out
 }
 
 // maxValueChars bounds each value RowValues prints.
@@ -118,7 +150,7 @@ type logicPred struct {
 }
 
 func (p *logicPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
-	p.args[0].eval(rec, out, sc)
+	sc.run(p.args[0], rec, out)
 	tmp := sc.get(len(out))
 	defer sc.put(tmp)
 	// AND: FALSE wins, then NULL; OR: TRUE wins, then NULL.
@@ -127,7 +159,7 @@ func (p *logicPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
 		win = triTrue
 	}
 	for _, a := range p.args[1:] {
-		a.eval(rec, tmp, sc)
+		sc.run(a, rec, tmp)
 		for i, v := range tmp {
 			switch o := out[i]; {
 			case o == win:
@@ -143,7 +175,7 @@ func (p *logicPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
 type notPred struct{ arg predicate }
 
 func (p *notPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
-	p.arg.eval(rec, out, sc)
+	sc.run(p.arg, rec, out)
 	for i, v := range out {
 		if v != triNull {
 			out[i] = 1 - v
@@ -435,7 +467,7 @@ func (o operand) validity(rec arrow.RecordBatch, n int, sc *scratch) (func(int) 
 		return valid, noop
 	case o.pred != nil:
 		buf := sc.get(n)
-		o.pred.eval(rec, buf, sc)
+		sc.run(o.pred, rec, buf)
 		return func(i int) bool { return buf[i] != triNull }, func() { sc.put(buf) }
 	}
 	null := o.class == cNull
@@ -448,7 +480,7 @@ func (o operand) validity(rec arrow.RecordBatch, n int, sc *scratch) (func(int) 
 func (o operand) ints(rec arrow.RecordBatch, n int, sc *scratch) (getter[int64], func()) {
 	if o.pred != nil {
 		buf := sc.get(n)
-		o.pred.eval(rec, buf, sc)
+		sc.run(o.pred, rec, buf)
 		return func(i int) (int64, bool) { return int64(buf[i]), buf[i] != triNull }, func() { sc.put(buf) }
 	}
 	if o.col == nil {

@@ -71,8 +71,7 @@ func evalAll(t *testing.T, text string, rec arrow.RecordBatch) string {
 	if err != nil {
 		t.Fatalf("Bind(%q): %v", text, err)
 	}
-	out := make([]uint8, rec.NumRows())
-	b.root.eval(rec, out, &scratch{})
+	out := b.eval(rec, &scratch{})
 	var s strings.Builder
 	for _, v := range out {
 		s.WriteByte("FTN"[v])
@@ -229,5 +228,54 @@ func TestConstraintSliced(t *testing.T) {
 	defer tail.Release()
 	if got := evalAll(t, "st.x > 5 OR st.x IS NULL", tail); got != "TTT" {
 		t.Errorf("sliced struct: %s", got)
+	}
+}
+
+// TestConstraintSharedOperands: the operand BETWEEN and IN compare more
+// than once is bound and evaluated once, so nesting them costs work
+// linear in the text, not exponential.
+func TestConstraintSharedOperands(t *testing.T) {
+	rec := testRecord(t)
+	defer rec.Release()
+	nested := func(levels int, wrap func(string) string) string {
+		text := "flag"
+		for range levels {
+			text = wrap(text)
+		}
+		return text
+	}
+	in := "(TRUE" + strings.Repeat(", FALSE", 40) + ")"
+	for _, c := range []struct {
+		name, text string
+		levels     int
+		want       string
+	}{
+		{"BETWEEN", nested(60, func(s string) string { return "(" + s + ") BETWEEN FALSE AND TRUE" }), 60, "TTTN"},
+		{"IN", nested(30, func(s string) string { return "(" + s + ") IN " + in }), 30, "TTTN"},
+	} {
+		e, err := Parse(c.text)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		b, err := e.Bind(rec.Schema())
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		// Each level binds its comparisons and their conjunction once.
+		perLevel := 100 // IN: 41 comparisons, each reading the shared operand
+		if b.nodes > c.levels*perLevel {
+			t.Errorf("%s: %d predicates bound for %d levels", c.name, b.nodes, c.levels)
+		}
+		sc := &scratch{}
+		var got strings.Builder
+		for _, v := range b.eval(rec, sc) {
+			got.WriteByte("FTN"[v])
+		}
+		if got.String() != c.want {
+			t.Errorf("%s = %s, want %s", c.name, got.String(), c.want)
+		}
+		if sc.evals > c.levels*perLevel {
+			t.Errorf("%s: %d predicates evaluated for %d levels", c.name, sc.evals, c.levels)
+		}
 	}
 }
