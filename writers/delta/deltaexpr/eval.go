@@ -265,28 +265,33 @@ func (p *cmpPred) evalColumnLiteral(rec arrow.RecordBatch, out []uint8) bool {
 	if p.nullSafe || col.col == nil || len(col.col.idx) != 1 || lit.col != nil || lit.pred != nil || col.dateMicros {
 		return false
 	}
+	var li int64 // an integer-domain literal's value (a date's midnight in µs as ints reads it)
+	if p.dom.kind == dInt {
+		get, _ := lit.ints(rec, 0, nil)
+		li, _ = get(0)
+	}
 	arr := rec.Column(col.col.idx[0])
 	switch a := arr.(type) {
 	case *array.Int64:
 		if p.dom.kind != dInt {
 			return false
 		}
-		compareValues(out, a, a.Int64Values(), lit.lit.i, cmpOrdered[int64], mask)
+		compareValues(out, a, a.Int64Values(), li, cmpOrdered[int64], mask)
 	case *array.Int32:
 		if p.dom.kind != dInt {
 			return false
 		}
-		compareValues(out, a, a.Int32Values(), lit.lit.i, func(v int32, l int64) int { return cmpOrdered(int64(v), l) }, mask)
+		compareValues(out, a, a.Int32Values(), li, func(v int32, l int64) int { return cmpOrdered(int64(v), l) }, mask)
 	case *array.Timestamp:
 		if p.dom.kind != dInt || a.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
 			return false
 		}
-		compareValues(out, a, a.TimestampValues(), lit.lit.i, func(v arrow.Timestamp, l int64) int { return cmpOrdered(int64(v), l) }, mask)
+		compareValues(out, a, a.TimestampValues(), li, func(v arrow.Timestamp, l int64) int { return cmpOrdered(int64(v), l) }, mask)
 	case *array.Date32:
 		if p.dom.kind != dInt {
 			return false
 		}
-		compareValues(out, a, a.Date32Values(), lit.lit.i, func(v arrow.Date32, l int64) int { return cmpOrdered(int64(v), l) }, mask)
+		compareValues(out, a, a.Date32Values(), li, func(v arrow.Date32, l int64) int { return cmpOrdered(int64(v), l) }, mask)
 	case *array.Float64:
 		if p.dom.kind != dFloat || p.dom.f32 {
 			return false

@@ -29,6 +29,8 @@ func testRecord(t *testing.T) arrow.RecordBatch {
 		{Name: "ntz", Type: &arrow.TimestampType{Unit: arrow.Nanosecond}, Nullable: true},
 		{Name: "st", Type: inner, Nullable: true},
 		{Name: "weird col", Type: arrow.PrimitiveTypes.Int8, Nullable: true},
+		{Name: "ntzus", Type: &arrow.TimestampType{Unit: arrow.Microsecond}, Nullable: true},
+		{Name: "tsus", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "America/New_York"}, Nullable: true},
 	}, nil)
 	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
 	defer b.Release()
@@ -57,6 +59,9 @@ func testRecord(t *testing.T) arrow.RecordBatch {
 		}
 	}
 	b.Field(10).(*array.Int8Builder).AppendValues([]int8{1, 2, 3, 0}, valid)
+	// 2019-01-01, 2024-01-01, a microsecond before the epoch.
+	b.Field(11).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{1546300800000000, 1704067200000000, -1, 0}, valid)
+	b.Field(12).(*array.TimestampBuilder).AppendValues([]arrow.Timestamp{1546300800000000, 1704067200000000, -1, 0}, valid)
 	return b.NewRecordBatch()
 }
 
@@ -83,69 +88,73 @@ func TestConstraintEval(t *testing.T) {
 	rec := testRecord(t)
 	defer rec.Release()
 	for text, want := range map[string]string{
-		"id > 0":                                "TTFN",
-		"id >= -3 AND id <= 1":                  "TFTN",
-		"id = 1 OR id IS NULL":                  "TFFT",
-		"id IS NOT NULL":                        "TTTF",
-		"NOT id > 0":                            "FFTN",
-		"id IN (1, 5)":                          "TTFN",
-		"id NOT IN (1, 5)":                      "FFTN",
-		"id IN (1, NULL)":                       "TNNN",
-		"id NOT IN (7, NULL)":                   "NNNN",
-		"id BETWEEN 0 AND 4":                    "TFFN",
-		"id NOT BETWEEN 0 AND 4":                "FTTN",
-		"id <=> NULL":                           "FFFT",
-		"id <=> 5":                              "FTFF",
-		"NULL <=> NULL":                         "TTTT",
-		"id > NULL":                             "NNNN",
-		"id > 0 OR id < 0":                      "TTTN",
-		"id > 0 AND id < 0":                     "FFFN",
-		"id > 0 OR NULL":                        "TTNN",
-		"id > 0 AND NULL":                       "NNFN",
-		"id = '5'":                              "FTFN",
-		"price > 1.5":                           "FTFN", // case-insensitive column; decimal 1.50, 100.00, -0.01
-		"price >= 1.50":                         "TTFN",
-		"price = 1.5 OR price < 0":              "TFTN",
-		"price > 1.499":                         "TTFN", // compared at the literal's scale
-		"price < 2":                             "TFTN",
-		"price < id":                            "FFFN",
-		"price > 1.4e0":                         "TTFN", // double
-		"f = 16777217":                          "FTFN", // float comparison as Spark: 16777217 rounds to 16777216f
-		"d = 16777217":                          "FFFN",
-		"d > 1e300":                             "FFTN", // NaN is above every value
-		"d = d":                                 "TTTN", // NaN = NaN
-		"f < 1":                                 "TFFN",
-		"d BETWEEN 0.1 AND 2.5":                 "TTFN",
-		"s = 'it''s'":                           "FTFN",
-		"s > ''":                                "TTFN",
-		"s <> \"a\"":                            "FTTN",
-		"s IN ('a', 'b')":                       "TFFN",
-		"flag":                                  "TFTN",
-		"flag = TRUE":                           "TFTN",
-		"NOT flag":                              "FTFN",
-		"flag = 'false'":                        "FTFN",
-		"(id > 0) = flag":                       "TFFN",
-		"(id > 0) IS NULL":                      "FFFT",
-		"day = DATE '2024-01-02'":               "FTFN",
-		"day >= '2024-01-01'":                   "TTFN",
-		"ts > TIMESTAMP '2024-01-01 00:00:00Z'": "FTFN",
-		"ts >= '2024-01-01T01:00:00+01:00'":     "TTFN",
-		"ntz >= TIMESTAMP '2024-01-02'":         "FTFN",
-		"ntz < DATE '2024-01-02'":               "TFTN",
-		"ntz < '1970-01-01'":                    "FFTN", // -1ns rounds down to -1µs
-		"st.x > 5":                              "TNTN",
-		"st.x IS NULL":                          "FTFT",
-		"`weird col` < 3":                       "TTFN",
-		"TRUE":                                  "TTTT",
-		"FALSE OR NULL":                         "NNNN",
-		"1 = 1.0":                               "TTTT",
-		"'b' > 'a'":                             "TTTT",
-		"5 > id":                                "TFTN", // literal first: mirrored
-		"5 <= id":                               "FTFN",
-		"2.5 <> d":                              "TFTN",
-		"'a' = s":                               "TFFN",
-		"-3 = `weird col`":                      "FFFN",
-		"st.x = 7":                              "TNFN",
+		"id > 0":                                   "TTFN",
+		"ntzus >= DATE '2020-01-01'":               "FTFN", // the date's midnight, in microseconds
+		"DATE '2020-01-01' > ntzus":                "TFTN",
+		"ntzus < DATE '1970-01-01'":                "FFTN",
+		"tsus >= TIMESTAMP '2020-01-01 00:00:00Z'": "FTFN",
+		"id >= -3 AND id <= 1":                     "TFTN",
+		"id = 1 OR id IS NULL":                     "TFFT",
+		"id IS NOT NULL":                           "TTTF",
+		"NOT id > 0":                               "FFTN",
+		"id IN (1, 5)":                             "TTFN",
+		"id NOT IN (1, 5)":                         "FFTN",
+		"id IN (1, NULL)":                          "TNNN",
+		"id NOT IN (7, NULL)":                      "NNNN",
+		"id BETWEEN 0 AND 4":                       "TFFN",
+		"id NOT BETWEEN 0 AND 4":                   "FTTN",
+		"id <=> NULL":                              "FFFT",
+		"id <=> 5":                                 "FTFF",
+		"NULL <=> NULL":                            "TTTT",
+		"id > NULL":                                "NNNN",
+		"id > 0 OR id < 0":                         "TTTN",
+		"id > 0 AND id < 0":                        "FFFN",
+		"id > 0 OR NULL":                           "TTNN",
+		"id > 0 AND NULL":                          "NNFN",
+		"id = '5'":                                 "FTFN",
+		"price > 1.5":                              "FTFN", // case-insensitive column; decimal 1.50, 100.00, -0.01
+		"price >= 1.50":                            "TTFN",
+		"price = 1.5 OR price < 0":                 "TFTN",
+		"price > 1.499":                            "TTFN", // compared at the literal's scale
+		"price < 2":                                "TFTN",
+		"price < id":                               "FFFN",
+		"price > 1.4e0":                            "TTFN", // double
+		"f = 16777217":                             "FTFN", // float comparison as Spark: 16777217 rounds to 16777216f
+		"d = 16777217":                             "FFFN",
+		"d > 1e300":                                "FFTN", // NaN is above every value
+		"d = d":                                    "TTTN", // NaN = NaN
+		"f < 1":                                    "TFFN",
+		"d BETWEEN 0.1 AND 2.5":                    "TTFN",
+		"s = 'it''s'":                              "FTFN",
+		"s > ''":                                   "TTFN",
+		"s <> \"a\"":                               "FTTN",
+		"s IN ('a', 'b')":                          "TFFN",
+		"flag":                                     "TFTN",
+		"flag = TRUE":                              "TFTN",
+		"NOT flag":                                 "FTFN",
+		"flag = 'false'":                           "FTFN",
+		"(id > 0) = flag":                          "TFFN",
+		"(id > 0) IS NULL":                         "FFFT",
+		"day = DATE '2024-01-02'":                  "FTFN",
+		"day >= '2024-01-01'":                      "TTFN",
+		"ts > TIMESTAMP '2024-01-01 00:00:00Z'":    "FTFN",
+		"ts >= '2024-01-01T01:00:00+01:00'":        "TTFN",
+		"ntz >= TIMESTAMP '2024-01-02'":            "FTFN",
+		"ntz < DATE '2024-01-02'":                  "TFTN",
+		"ntz < '1970-01-01'":                       "FFTN", // -1ns rounds down to -1µs
+		"st.x > 5":                                 "TNTN",
+		"st.x IS NULL":                             "FTFT",
+		"`weird col` < 3":                          "TTFN",
+		"TRUE":                                     "TTTT",
+		"FALSE OR NULL":                            "NNNN",
+		"1 = 1.0":                                  "TTTT",
+		"'b' > 'a'":                                "TTTT",
+		"5 > id":                                   "TFTN", // literal first: mirrored
+		"5 <= id":                                  "FTFN",
+		"2.5 <> d":                                 "TFTN",
+		"'a' = s":                                  "TFFN",
+		"-3 = `weird col`":                         "FFFN",
+		"st.x = 7":                                 "TNFN",
 	} {
 		if got := evalAll(t, text, rec); got != want {
 			t.Errorf("%s: got %s, want %s", text, got, want)
