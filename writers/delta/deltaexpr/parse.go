@@ -324,6 +324,22 @@ var unsupportedWords = map[string]string{
 	"TIMESTAMP_NTZ": "TIMESTAMP_NTZ literal",
 }
 
+// afterOperand are the keywords that may follow an operand.
+var afterOperand = map[string]bool{"IS": true, "IN": true, "NOT": true, "BETWEEN": true, "AND": true, "OR": true, "LIKE": true, "ILIKE": true, "RLIKE": true, "REGEXP": true, "SIMILAR": true}
+
+// opensOperand reports whether t, following one of unsupportedWords,
+// makes it the start of its construct (X'00', INTERVAL 1 DAY, CASE WHEN)
+// rather than a column of that name (x IS NULL, map > 0).
+func opensOperand(t token) bool {
+	switch t.k {
+	case tString, tNumber:
+		return true
+	case tIdent:
+		return t.quoted || !afterOperand[strings.ToUpper(t.s)]
+	}
+	return false
+}
+
 func (p *parser) primary(depth int) (*Expr, error) {
 	t := p.next()
 	switch t.k {
@@ -373,7 +389,7 @@ func (p *parser) primary(depth int) (*Expr, error) {
 				return typedLiteral(u, n.s)
 			}
 		default:
-			if what, bad := unsupportedWords[u]; bad && p.peek().k != tPunct {
+			if what, bad := unsupportedWords[u]; bad && opensOperand(p.peek()) {
 				return nil, fmt.Errorf("%s: %w", what, ErrUnsupported)
 			}
 		}

@@ -24,6 +24,10 @@ func TestParseAccepts(t *testing.T) {
 		"x = 12345678901234567890123",
 		"y = 1.5BD and z = 2.0f",
 		"name = 'a\\'b\\n'",
+		// Columns named as the words opening unsupported constructs.
+		"x IS NOT NULL AND map BETWEEN 1 AND 2 AND array IN (1) AND struct > 0",
+		"case IS NULL OR cast = 1 OR exists AND NOT select OR interval <> 2",
+		"x", "(map)", "X = 1 AND interval",
 	} {
 		if _, err := Parse(text); err != nil {
 			t.Errorf("Parse(%q): %v", text, err)
