@@ -1,10 +1,13 @@
 package delta
 
 import (
+	"context"
 	"maps"
+	"slices"
 	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltaexpr"
@@ -31,9 +34,18 @@ type checks struct {
 // constraints that a row of rec violates (FALSE or NULL, as Delta), its
 // expression and the row's values in the columns it reads. rec has the
 // table's logical column names.
-func (l *fileLayout) checkRows(rec arrow.RecordBatch) error {
+func (l *fileLayout) checkRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) error {
 	if rec.NumRows() == 0 || len(l.cons) == 0 {
 		return nil
+	}
+	if plain := decodedSchema(rec.Schema()); plain != nil {
+		// The expressions read values: dictionary columns are decoded.
+		decoded, err := conform(ctx, mem, rec, plain)
+		if err != nil {
+			return err
+		}
+		defer decoded.Release()
+		rec = decoded
 	}
 	bound, err := l.bind(rec.Schema())
 	if err != nil {
@@ -45,6 +57,25 @@ func (l *fileLayout) checkRows(rec arrow.RecordBatch) error {
 		}
 	}
 	return nil
+}
+
+// decodedSchema returns schema with its dictionary columns as their
+// values' type; nil when it has none.
+func decodedSchema(schema *arrow.Schema) *arrow.Schema {
+	var fields []arrow.Field
+	for i, f := range schema.Fields() {
+		if d, ok := f.Type.(*arrow.DictionaryType); ok {
+			if fields == nil {
+				fields = slices.Clone(schema.Fields())
+			}
+			fields[i].Type = d.ValueType
+		}
+	}
+	if fields == nil {
+		return nil
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fields, &md)
 }
 
 // bind returns the layout's constraints bound to schema.

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltaexpr"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
@@ -362,7 +365,7 @@ func TestConstraintsBoundPerSchema(t *testing.T) {
 	var first []*deltaexpr.Bound
 	for i, withID := range []bool{true, true, false} {
 		rec := kvBatch(mem, withID, kv{1, "a", 1})
-		if err := l.checkRows(rec); err != nil {
+		if err := l.checkRows(context.Background(), mem, rec); err != nil {
 			t.Fatal(err)
 		}
 		rec.Release()
@@ -375,4 +378,33 @@ func TestConstraintsBoundPerSchema(t *testing.T) {
 			t.Errorf("batch of another schema not bound to it")
 		}
 	}
+}
+
+// TestConstraintsDictionary: a stream sending a column dictionary-encoded
+// is checked on its values.
+func TestConstraintsDictionary(t *testing.T) {
+	cfg, w := constrainedTable(t, map[string]string{"known_k": "k IN ('a', 'b')"}, nil)
+	mem := w.mem
+	ctx := context.Background()
+	batch := func(ks ...string) arrow.RecordBatch {
+		dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+		schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "k", Type: dt, Nullable: true}, {Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+		b := array.NewRecordBuilder(mem, schema)
+		defer b.Release()
+		for i, k := range ks {
+			b.Field(0).(*array.Int64Builder).Append(int64(10 + i))
+			if err := b.Field(1).(*array.BinaryDictionaryBuilder).AppendString(k); err != nil {
+				t.Fatal(err)
+			}
+			b.Field(2).(*array.Int64Builder).Append(1)
+		}
+		return b.NewRecordBatch()
+	}
+	ok := batch("a", "b", "a")
+	defer ok.Release()
+	commitOne(t, w, writers.AutoKey("ok"), ok)
+	bad := batch("b", "z")
+	defer bad.Release()
+	wantViolation(t, "Write", w.Write(ctx, writers.AutoKey("bad"), bad), "known_k", "k=z")
+	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k"}), []string{"10|a", "11|b", "12|a", "1|a"})
 }

@@ -52,7 +52,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		defer filled.Release()
 		rec = filled
 	}
-	if err := s.layout.checkRows(rec); err != nil {
+	if err := s.layout.checkRows(ctx, w.mem, rec); err != nil {
 		return err
 	}
 	parts, recs, err := w.parts.split(ctx, w.mem, rec, s.layout.cols)
