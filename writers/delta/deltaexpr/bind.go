@@ -76,7 +76,7 @@ const maxNodes = 4 * MaxLength
 
 type binder struct {
 	schema *arrow.Schema
-	cols   map[string]*colRef
+	cols   map[string]*colRef // by field index path
 	order  []*colRef
 	nodes  int // predicates bound so far
 }
@@ -229,7 +229,6 @@ func literalOperand(l literal) operand {
 // column resolves path in the schema.
 func (b *binder) column(path []string) (operand, error) {
 	name := strings.Join(path, ".")
-	ref := b.cols[strings.ToLower(name)]
 	var t arrow.DataType
 	fields := b.schema.Fields()
 	var idx []int
@@ -248,9 +247,12 @@ func (b *binder) column(path []string) (operand, error) {
 			fields = st.Fields()
 		}
 	}
+	// By the field it resolves to: `a.b` and a.b may be different ones.
+	key := fmt.Sprint(idx)
+	ref := b.cols[key]
 	if ref == nil {
 		ref = &colRef{name: name, idx: idx}
-		b.cols[strings.ToLower(name)] = ref
+		b.cols[key] = ref
 		b.order = append(b.order, ref)
 	}
 	op := operand{col: ref}

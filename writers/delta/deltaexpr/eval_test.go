@@ -288,3 +288,39 @@ func TestConstraintSharedOperands(t *testing.T) {
 		}
 	}
 }
+
+// TestConstraintDottedNames: a top-level column named a.b and the member
+// b of a struct a are different columns.
+func TestConstraintDottedNames(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "a.b", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+		{Name: "a", Type: arrow.StructOf(arrow.Field{Name: "b", Type: arrow.BinaryTypes.String, Nullable: true}), Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int64Builder).AppendValues([]int64{1, -1}, nil)
+	sb := b.Field(1).(*array.StructBuilder)
+	for _, v := range []string{"x", "y"} {
+		sb.Append(true)
+		sb.FieldBuilder(0).(*array.StringBuilder).Append(v)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	for text, want := range map[string]string{
+		"`a.b` > 0 AND a.b = 'x'": "TF",
+		"a.b = 'y' OR `a.b` > 0":  "TT",
+		"a.b = 'x' AND `a.b` < 0": "FF",
+	} {
+		if got := evalAll(t, text, rec); got != want {
+			t.Errorf("%s = %s, want %s", text, got, want)
+		}
+	}
+	e, _ := Parse("`a.b` < 0 AND a.b = 'y'")
+	bound, err := e.Bind(schema)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := bound.RowValues(rec, 0), "a.b=1, a.b=x"; got != want {
+		t.Errorf("RowValues = %q, want %q", got, want)
+	}
+}
