@@ -125,7 +125,9 @@ func TestConstraintEval(t *testing.T) {
 		"d = d":                                    "TTTN", // NaN = NaN
 		"f < 1":                                    "TFFN",
 		"d BETWEEN 0.1 AND 2.5":                    "TTFN",
-		"s = 'it''s'":                              "FTFN",
+		"s = 'it\\'s'":                             "FTFN",
+		"s = \"it's\"":                             "FTFN",
+		"s = 'it''s'":                              "FFFN", // 'it' 's': no '' escape in Spark
 		"s > ''":                                   "TTFN",
 		"s <> \"a\"":                               "FTTN",
 		"s IN ('a', 'b')":                          "TFFN",

@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 )
@@ -321,7 +323,7 @@ var unsupportedWords = map[string]string{
 	"CASE": "CASE expression", "CAST": "CAST", "EXISTS": "subquery", "SELECT": "subquery",
 	"INTERVAL": "INTERVAL literal", "ARRAY": "ARRAY constructor", "MAP": "MAP constructor",
 	"STRUCT": "STRUCT constructor", "X": "binary literal", "TIMESTAMP_LTZ": "TIMESTAMP_LTZ literal",
-	"TIMESTAMP_NTZ": "TIMESTAMP_NTZ literal",
+	"TIMESTAMP_NTZ": "TIMESTAMP_NTZ literal", "R": "raw string literal",
 }
 
 // afterOperand are the keywords that may follow an operand.
@@ -348,7 +350,16 @@ func (p *parser) primary(depth int) (*Expr, error) {
 	case tNumber:
 		return numberLiteral(t.s, false)
 	case tString:
-		return &Expr{kind: kLit, lit: literal{typ: litString, s: t.s}}, nil
+		// Adjacent string literals are one, concatenated (Spark's stringLit+).
+		if p.peek().k != tString {
+			return &Expr{kind: kLit, lit: literal{typ: litString, s: t.s}}, nil
+		}
+		var v strings.Builder
+		v.WriteString(t.s)
+		for p.peek().k == tString {
+			v.WriteString(p.next().s)
+		}
+		return &Expr{kind: kLit, lit: literal{typ: litString, s: v.String()}}, nil
 	case tPunct:
 		switch t.s {
 		case "(":
@@ -640,40 +651,96 @@ func isIdentStart(c byte) bool {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // quoted reads a quoted string or identifier at the start of s (opened by
-// q): a doubled q stands for q, and in strings a backslash escapes the
-// next character as Spark reads it. It returns the value and the bytes
-// read.
+// q) and returns its value and the bytes read. In an identifier a doubled
+// q stands for q; a string, as Spark's lexer reads it, has no such escape
+// ('it”s' is two literals, concatenated) but backslash escapes
+// (unescape).
 func quoted(s string, q byte, backslash bool) (string, int, error) {
 	var b strings.Builder
 	for i := 1; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case c == q && i+1 < len(s) && s[i+1] == q:
+		case c == q && !backslash && i+1 < len(s) && s[i+1] == q:
 			b.WriteByte(q)
 			i++
 		case c == q:
 			return b.String(), i + 1, nil
 		case c == '\\' && backslash && i+1 < len(s):
-			i++
-			switch e := s[i]; e {
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			case 'r':
-				b.WriteByte('\r')
-			case '0':
-				b.WriteByte(0)
-			case 'b':
-				b.WriteByte('\b')
-			case 'Z':
-				b.WriteByte(26)
-			default:
-				b.WriteByte(e)
+			n, err := unescape(&b, s[i:])
+			if err != nil {
+				return "", 0, err
 			}
+			i += n - 1
 		default:
 			b.WriteByte(c)
 		}
 	}
 	return "", 0, fmt.Errorf("unterminated %c", q)
 }
+
+// unescape writes the escape sequence at the start of s (a backslash and
+// at least one more byte) as Spark's unescapeSQLString reads it, and
+// returns the bytes read: \uXXXX (UTF-16, surrogate pairs joined), \ooo
+// (octal, [01][0-7][0-7]), \0 \b \n \r \t \Z, \% and \_ kept with their
+// backslash (for LIKE), any other character as itself.
+func unescape(b *strings.Builder, s string) (int, error) {
+	switch {
+	case s[1] == 'u' && isHex(s[2:], 4):
+		r := hexRune(s[2:6])
+		if utf16.IsSurrogate(r) {
+			if len(s) < 12 || s[6:8] != `\u` || !isHex(s[8:], 4) || utf16.DecodeRune(r, hexRune(s[8:12])) == utf8.RuneError {
+				return 0, fmt.Errorf("unpaired UTF-16 surrogate \\u%s: %w", s[2:6], ErrUnsupported)
+			}
+			b.WriteRune(utf16.DecodeRune(r, hexRune(s[8:12])))
+			return 12, nil
+		}
+		b.WriteRune(r)
+		return 6, nil
+	case s[1] == 'U' && isHex(s[2:], 8):
+		// Read by some Spark versions only.
+		return 0, fmt.Errorf("\\U escape: %w", ErrUnsupported)
+	case len(s) >= 4 && (s[1] == '0' || s[1] == '1') && isOctal(s[2]) && isOctal(s[3]):
+		b.WriteByte((s[1]-'0')<<6 | (s[2]-'0')<<3 | (s[3] - '0'))
+		return 4, nil
+	}
+	switch e := s[1]; e {
+	case '0':
+		b.WriteByte(0)
+	case 'b':
+		b.WriteByte('\b')
+	case 'n':
+		b.WriteByte('\n')
+	case 'r':
+		b.WriteByte('\r')
+	case 't':
+		b.WriteByte('\t')
+	case 'Z':
+		b.WriteByte(26)
+	case '%', '_':
+		b.WriteByte('\\')
+		b.WriteByte(e)
+	default:
+		b.WriteByte(e)
+	}
+	return 2, nil
+}
+
+// isHex reports whether s starts with n hexadecimal digits.
+func isHex(s string, n int) bool {
+	if len(s) < n {
+		return false
+	}
+	for i := range n {
+		if !isDigit(s[i]) && (s[i]|0x20 < 'a' || s[i]|0x20 > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func hexRune(s string) rune {
+	v, _ := strconv.ParseUint(s, 16, 32)
+	return rune(v)
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }

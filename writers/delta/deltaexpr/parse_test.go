@@ -35,6 +35,38 @@ func TestParseAccepts(t *testing.T) {
 	}
 }
 
+// TestParseStrings: string literals as Spark's lexer and
+// unescapeSQLString read them.
+func TestParseStrings(t *testing.T) {
+	for text, want := range map[string]string{
+		`'it''s'`:            "its", // two literals, concatenated
+		`'a' "b"  'c'`:       "abc",
+		`'a\'b' `:            "a'b",
+		`"say \"hi\""`:       `say "hi"`,
+		`'\u0041\101\060'`:   "AA0",
+		`'\uD83D\uDE00'`:     "\U0001F600",
+		`'\u00e9\u20AC'`:     "é€",
+		`'\%\_'`:             `\%\_`,
+		`'\n\t\r\b\0\Z\q\\'`: "\n\t\r\b\x00\x1aq\\",
+		`'\18\u12'`:          "18u12",
+		`'\200'`:             "200", // octal starts with 0 or 1
+	} {
+		e, err := Parse(text)
+		if err != nil {
+			t.Errorf("Parse(%s): %v", text, err)
+			continue
+		}
+		if e.kind != kLit || e.lit.typ != litString || e.lit.s != want {
+			t.Errorf("Parse(%s) = %q, want %q", text, e.lit.s, want)
+		}
+	}
+	for _, text := range []string{`'\uD83D'`, `'\uDE00\uD83D'`, `'\U0001F600'`, `r'x' = a`} {
+		if _, err := Parse(text); !errors.Is(err, ErrUnsupported) {
+			t.Errorf("Parse(%s) = %v, want ErrUnsupported", text, err)
+		}
+	}
+}
+
 func TestParseRefuses(t *testing.T) {
 	for text, want := range map[string]string{
 		"length(name) > 0":               "function length",
