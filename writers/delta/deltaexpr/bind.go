@@ -375,21 +375,13 @@ func coerceString(s string, c class) (operand, error) {
 		case "false":
 			return literalOperand(literal{typ: litBool}), nil
 		}
-		return operand{}, fmt.Errorf("string %q is not a boolean", s)
+		// Spark reads more spellings (t, yes, 1…): refused, not guessed.
+		return operand{}, fmt.Errorf("string literal other than 'true' or 'false' compared with a boolean: %w", ErrUnsupported)
 	case cInt, cFloat, cFloat32, cDecimal:
-		toks, err := lex(strings.TrimSpace(s))
-		neg := len(toks) == 3 && toks[0].k == tPunct && toks[0].s == "-"
-		if neg {
-			toks = toks[1:]
-		}
-		if err != nil || len(toks) != 2 || toks[0].k != tNumber {
-			return operand{}, fmt.Errorf("string %q is not a number", s)
-		}
-		e, err := numberLiteral(toks[0].s, neg)
-		if err != nil {
-			return operand{}, err
-		}
-		return literalOperand(e.lit), nil
+		// Spark casts the string to the column's type (an invalid one
+		// to NULL, a decimal column's comparison to double): refused
+		// rather than evaluated otherwise.
+		return operand{}, fmt.Errorf("string literal compared with a number: %w", ErrUnsupported)
 	}
 	return operand{}, fmt.Errorf("string literal compared with a %s: %w", c, ErrUnsupported)
 }
