@@ -2,6 +2,8 @@ package deltaexpr
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -153,7 +155,8 @@ func (b *binder) pred(e *Expr) (predicate, error) {
 			if err != nil {
 				return nil, err
 			}
-			if bounds[i], err = b.compareOperands(op, x, r, e.args[0], e.args[i+1]); err != nil {
+			// BETWEEN is its two comparisons, in Spark too.
+			if bounds[i], err = b.compareOperands(op, minimal(x), minimal(r), e.args[0], e.args[i+1]); err != nil {
 				return nil, err
 			}
 		}
@@ -210,7 +213,12 @@ func literalOperand(l literal) operand {
 	case litBool:
 		return operand{class: cBool, lit: l}
 	case litInt:
-		return operand{class: cInt, prec: 20, lit: l}
+		// Typed int when it fits one, else long, as Spark types it.
+		prec := int32(20)
+		if l.i >= math.MinInt32 && l.i <= math.MaxInt32 {
+			prec = 10
+		}
+		return operand{class: cInt, prec: prec, lit: l}
 	case litDecimal:
 		return operand{class: cDecimal, prec: l.prec, scale: l.scale, lit: l}
 	case litDouble:
@@ -224,6 +232,20 @@ func literalOperand(l literal) operand {
 		return operand{class: cTimestamp, lit: l}
 	}
 	return operand{class: cString, lit: l}
+}
+
+// minimal gives an integer literal the precision of its digits, as
+// Spark's literalPickMinimumPrecision does in a binary comparison with a
+// decimal (p >= 0 on a decimal(38, 20) fits; IN types its list as
+// int or long instead).
+func minimal(o operand) operand {
+	if o.col == nil && o.pred == nil && o.class == cInt {
+		o.prec = int32(len(strconv.FormatInt(o.lit.i, 10)))
+		if o.lit.i < 0 {
+			o.prec--
+		}
+	}
+	return o
 }
 
 // column resolves path in the schema.
@@ -317,7 +339,7 @@ func (b *binder) compare(op string, le, re *Expr) (predicate, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.compareOperands(op, l, r, le, re)
+	return b.compareOperands(op, minimal(l), minimal(r), le, re)
 }
 
 // compareOperands binds l op r, the bound operands of le and re.

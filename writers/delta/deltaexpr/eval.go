@@ -2,6 +2,7 @@ package deltaexpr
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -578,7 +579,7 @@ func (o operand) floats(rec arrow.RecordBatch, n int, sc *scratch, f32 bool) (ge
 		case litInt:
 			v = float64(o.lit.i)
 		case litDecimal:
-			v = o.lit.dec.ToFloat64(o.lit.scale)
+			v = decimalToFloat(o.lit.dec, o.lit.scale)
 		default:
 			v = o.lit.f
 		}
@@ -594,7 +595,7 @@ func (o operand) floats(rec arrow.RecordBatch, n int, sc *scratch, f32 bool) (ge
 		get = a.Value
 	case *array.Decimal128:
 		scale := o.scale
-		get = func(i int) float64 { return a.Value(i).ToFloat64(scale) }
+		get = func(i int) float64 { return decimalToFloat(a.Value(i), scale) }
 	default:
 		ints, release := o.ints(rec, n, sc)
 		return func(i int) (float64, bool) {
@@ -608,6 +609,24 @@ func (o operand) floats(rec arrow.RecordBatch, n int, sc *scratch, f32 bool) (ge
 		}
 		return round(get(i)), true
 	}, noop
+}
+
+// exactPow10 are the powers of ten a float64 holds exactly.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// decimalToFloat is n at scale as the nearest float64, as Spark's
+// (Java BigDecimal's) doubleValue: one division of exact values when
+// both fit a float64 exactly, else the decimal text parsed.
+// (decimal128's ToFloat64 multiplies by an inexact 10^-scale: 2.9 at
+// scale 1 becomes 2.9000000000000004.)
+func decimalToFloat(n decimal128.Num, scale int32) float64 {
+	const exact = 1 << 53
+	hi, v := n.HighBits(), int64(n.LowBits())
+	if (hi == 0 && v >= 0 || hi == -1 && v < 0) && v > -exact && v < exact && scale >= 0 && int(scale) < len(exactPow10) {
+		return float64(v) / exactPow10[scale]
+	}
+	f, _ := strconv.ParseFloat(n.ToString(scale), 64)
+	return f
 }
 
 // decimals reads an integer or decimal o as a decimal at scale (domainOf

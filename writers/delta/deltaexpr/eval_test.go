@@ -327,3 +327,38 @@ func TestConstraintDottedNames(t *testing.T) {
 		t.Errorf("RowValues = %q, want %q", got, want)
 	}
 }
+
+// TestConstraintDecimals: an integer literal compared with a wide
+// decimal takes the precision of its digits (as Spark's
+// literalPickMinimumPrecision); a decimal compared with a double is its
+// nearest double (2.9 at scale 1 is 2.9D), whatever its precision.
+func TestConstraintDecimals(t *testing.T) {
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "wide", Type: &arrow.Decimal128Type{Precision: 38, Scale: 20}, Nullable: true},
+		{Name: "tenth", Type: &arrow.Decimal128Type{Precision: 10, Scale: 1}, Nullable: true},
+	}, nil)
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	tenth, _ := decimal128.FromString("0.1", 38, 20)
+	negWide, _ := decimal128.FromString("-12345678.12345678901234567890", 38, 20)
+	b.Field(0).(*array.Decimal128Builder).AppendValues([]decimal128.Num{tenth, negWide}, nil)
+	b.Field(1).(*array.Decimal128Builder).AppendValues([]decimal128.Num{decimal128.FromI64(29), decimal128.FromI64(-71)}, nil)
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	for text, want := range map[string]string{
+		"wide >= 0":                      "TF",
+		"wide BETWEEN -1 AND 5":          "TF",
+		"0 < wide":                       "TF",
+		"wide = 0.1D":                    "TF",
+		"wide < -12345678.123456789D":    "FF", // -12345678.123456789012… rounds to that double
+		"wide <= -12345678.123456789D":   "FT",
+		"tenth = 2.9D":                   "TF",
+		"tenth = -7.1D":                  "FT",
+		"tenth IN (2.9D, 1.0D)":          "TF",
+		"wide IN (0, 1) OR wide IS NULL": "FF",
+	} {
+		if got := evalAll(t, text, rec); got != want {
+			t.Errorf("%s = %s, want %s", text, got, want)
+		}
+	}
+}
