@@ -2,6 +2,7 @@ package delta
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -97,6 +98,22 @@ func (l *fileLayout) bind(schema *arrow.Schema) ([]*deltaexpr.Bound, error) {
 	return bound, nil
 }
 
+// tableConstraints returns the constraints of the table of snap. The
+// writer checks every snapshot it reads (latest: CheckWritable), so one
+// outside the subset, added after the endpoint opened, is refused there;
+// should one reach here it is refused the same way, an unsupported table
+// (deltalog.ErrUnsupported), not the client's input.
+func tableConstraints(snap *deltalog.Snapshot) ([]deltalog.Constraint, error) {
+	cons, err := deltalog.Constraints(&snap.Metadata)
+	if err != nil {
+		if werr := deltalog.CheckWritable(snap); werr != nil {
+			return nil, fmt.Errorf("delta: %w", werr)
+		}
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: %v", err)
+	}
+	return cons, nil
+}
+
 // checkedConstraints is what a descriptor records of cons: expression by
 // name (nil without).
 func checkedConstraints(cons []deltalog.Constraint) map[string]string {
@@ -116,7 +133,7 @@ func checkedConstraints(cons []deltalog.Constraint) map[string]string {
 // in. ErrConflict: a replay checks them against the table as it is.
 func checkConstraints(meta *deltalog.Metadata, ds []*descriptor) error {
 	cons, err := deltalog.Constraints(meta)
-	if err != nil {
+	if err != nil { // the commit checked the table (CheckWritable)
 		return writers.Errorf(writers.ErrInvalid, "delta: %v", err)
 	}
 	want := checkedConstraints(cons)

@@ -408,3 +408,39 @@ func TestConstraintsDictionary(t *testing.T) {
 	wantViolation(t, "Write", w.Write(ctx, writers.AutoKey("bad"), bad), "known_k", "k=z")
 	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k"}), []string{"10|a", "11|b", "12|a", "1|a"})
 }
+
+// TestConstraintsAddedUnsupported: a constraint outside the subset added
+// after the writer opened makes commits and writes fail as an
+// unsupported table (deltalog.ErrUnsupported, as Open refuses it), and
+// nothing is published.
+func TestConstraintsAddedUnsupported(t *testing.T) {
+	cfg, w := constrainedTable(t, map[string]string{"pos": "v >= 0"}, nil)
+	mem := w.mem
+	ctx := context.Background()
+	rec := kvBatch(mem, true, kv{2, "b", 5})
+	defer rec.Release()
+	key := writers.TxnKey{Writer: "k", Epoch: 1}
+	d := precommitOne(t, w, key, rec)
+	addConstraints(t, cfg, map[string]string{"name_len": "length(k) > 0"}, nil)
+	version := snapshot(t, cfg).Version
+	_, err := w.Commit(ctx, key, []writers.Descriptor{d})
+	if !errors.Is(err, deltalog.ErrUnsupported) || !strings.Contains(err.Error(), "name_len") {
+		t.Fatalf("Commit: %v, want ErrUnsupported naming name_len", err)
+	}
+	// Every snapshot the writer reads is checked (latest): a new key's
+	// rows are refused too, at the latest by their commit.
+	k2 := writers.TxnKey{Writer: "k2", Epoch: 1}
+	err = w.Write(ctx, k2, rec)
+	if err == nil {
+		var d2 writers.Descriptor
+		if d2, err = w.Precommit(ctx, k2); err == nil {
+			_, err = w.Commit(ctx, k2, []writers.Descriptor{d2})
+		}
+	}
+	if !errors.Is(err, deltalog.ErrUnsupported) || !strings.Contains(err.Error(), "name_len") {
+		t.Fatalf("second key: %v, want ErrUnsupported naming name_len", err)
+	}
+	if v := snapshot(t, cfg).Version; v != version {
+		t.Fatalf("published: version %d, want %d", v, version)
+	}
+}

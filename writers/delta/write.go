@@ -188,9 +188,9 @@ func layoutOf(snap *deltalog.Snapshot, merged *deltalog.Schema) (*fileLayout, er
 			}
 		}
 	}
-	cons, err := deltalog.Constraints(&snap.Metadata)
-	if err != nil { // CheckWritable refused such a table already
-		return nil, writers.Errorf(writers.ErrInvalid, "delta: %v", err)
+	cons, err := tableConstraints(snap)
+	if err != nil {
+		return nil, err
 	}
 	return &fileLayout{stats: stats, cols: newColumnMap(snap.Metadata.Configuration, names), cons: cons}, nil
 }
