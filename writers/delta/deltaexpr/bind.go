@@ -250,7 +250,7 @@ func minimal(o operand) operand {
 
 // column resolves path in the schema.
 func (b *binder) column(path []string) (operand, error) {
-	name := strings.Join(path, ".")
+	name := Clip(strings.Join(path, "."))
 	var t arrow.DataType
 	fields := b.schema.Fields()
 	var idx []int
@@ -264,7 +264,7 @@ func (b *binder) column(path []string) (operand, error) {
 		if depth < len(path)-1 {
 			st, ok := t.(*arrow.StructType)
 			if !ok {
-				return operand{}, fmt.Errorf("column %s: %s is not a struct", name, strings.Join(path[:depth+1], "."))
+				return operand{}, fmt.Errorf("column %s: %s is not a struct", name, Clip(strings.Join(path[:depth+1], ".")))
 			}
 			fields = st.Fields()
 		}
@@ -510,7 +510,7 @@ func opMask(op string) uint8 {
 func describe(e *Expr) string {
 	switch e.kind {
 	case kCol:
-		return strings.Join(e.path, ".")
+		return Clip(strings.Join(e.path, "."))
 	case kLit:
 		return e.lit.typ.String()
 	}

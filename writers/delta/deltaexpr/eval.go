@@ -105,13 +105,27 @@ func (b *Bound) RowValues(rec arrow.RecordBatch, row int) string {
 			if d, ok := leaf.(*array.Decimal128); ok { // ValueStr drops the scale
 				v = d.Value(row).ToString(d.DataType().(*arrow.Decimal128Type).Scale)
 			}
-			if utf8.RuneCountInString(v) > maxValueChars {
-				v = string([]rune(v)[:maxValueChars]) + "…"
-			}
+			v = clipChars(v, maxValueChars)
 		}
 		parts[i] = c.name + "=" + v
 	}
 	return strings.Join(parts, ", ")
+}
+
+// clipChars cuts s to n characters, reading no further than them.
+func clipChars(s string, n int) string {
+	at := 0
+	for range n {
+		if at == len(s) {
+			return s
+		}
+		_, size := utf8.DecodeRuneInString(s[at:])
+		at += size
+	}
+	if at == len(s) {
+		return s
+	}
+	return s[:at] + "…"
 }
 
 // resolve returns the column's array in rec and its validity, which for

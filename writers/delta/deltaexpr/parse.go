@@ -256,7 +256,7 @@ func (p *parser) predicate(depth int) (*Expr, error) {
 		not := p.keyword("NOT")
 		if !p.keyword("NULL") {
 			if t := p.peek(); t.k == tIdent {
-				return nil, fmt.Errorf("IS %s: %w", strings.ToUpper(t.s), ErrUnsupported)
+				return nil, fmt.Errorf("IS %s: %w", Clip(strings.ToUpper(t.s)), ErrUnsupported)
 			}
 			return nil, p.unexpected(p.peek())
 		}
@@ -386,7 +386,7 @@ func (p *parser) primary(depth int) (*Expr, error) {
 	// An identifier: a keyword literal, a typed literal, a function call
 	// or a column.
 	if n := p.peek(); n.k == tPunct && n.s == "(" {
-		return nil, fmt.Errorf("function %s(…): %w", t.s, ErrUnsupported)
+		return nil, fmt.Errorf("function %s(…): %w", Clip(t.s), ErrUnsupported)
 	}
 	if !t.quoted {
 		switch u := strings.ToUpper(t.s); u {
@@ -418,11 +418,27 @@ func (p *parser) primary(depth int) (*Expr, error) {
 	}
 	if n := p.peek(); n.k == tPunct && (n.s == "(" || n.s == "[") {
 		if n.s == "[" {
-			return nil, fmt.Errorf("subscript %s[…]: %w", strings.Join(path, "."), ErrUnsupported)
+			return nil, fmt.Errorf("subscript %s[…]: %w", Clip(strings.Join(path, ".")), ErrUnsupported)
 		}
-		return nil, fmt.Errorf("function %s(…): %w", strings.Join(path, "."), ErrUnsupported)
+		return nil, fmt.Errorf("function %s(…): %w", Clip(strings.Join(path, ".")), ErrUnsupported)
 	}
 	return &Expr{kind: kCol, path: path}, nil
+}
+
+// maxShown bounds the bytes of a name or literal an error message shows.
+const maxShown = 200
+
+// Clip cuts hostile text (a name, a literal, an expression) to at most
+// 200 bytes, on a UTF-8 boundary, for messages.
+func Clip(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	cut := maxShown
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // numberLiteral parses a numeric literal as Spark types it: an integer
@@ -441,25 +457,25 @@ func numberLiteral(s string, neg bool) (*Expr, error) {
 	case strings.HasSuffix(u, "D"):
 		f, err := strconv.ParseFloat(sign+u[:len(u)-1], 64)
 		if err != nil {
-			return nil, fmt.Errorf("invalid number %s", s)
+			return nil, fmt.Errorf("invalid number %s", Clip(s))
 		}
 		return lit(literal{typ: litDouble, f: f})
 	case strings.HasSuffix(u, "F"):
 		f, err := strconv.ParseFloat(sign+u[:len(u)-1], 32)
 		if err != nil {
-			return nil, fmt.Errorf("invalid number %s", s)
+			return nil, fmt.Errorf("invalid number %s", Clip(s))
 		}
 		return lit(literal{typ: litFloat, f: f})
 	case strings.HasSuffix(u, "L"), strings.HasSuffix(u, "S"), strings.HasSuffix(u, "Y"):
 		i, err := strconv.ParseInt(sign+u[:len(u)-1], 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("invalid integer %s", s)
+			return nil, fmt.Errorf("invalid integer %s", Clip(s))
 		}
 		return lit(literal{typ: litInt, i: i})
 	case strings.Contains(u, "E"):
 		f, err := strconv.ParseFloat(sign+u, 64)
 		if err != nil || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("invalid number %s", s)
+			return nil, fmt.Errorf("invalid number %s", Clip(s))
 		}
 		return lit(literal{typ: litDouble, f: f})
 	case strings.Contains(u, "."):
@@ -478,11 +494,11 @@ func decimalLiteral(s string) (*Expr, error) {
 	digits := strings.TrimLeft(strings.TrimPrefix(intPart, "-")+frac, "0")
 	prec := max(int32(len(digits)), int32(len(frac)), 1)
 	if prec > 38 {
-		return nil, fmt.Errorf("decimal literal %s has more than 38 digits", s)
+		return nil, fmt.Errorf("decimal literal %s has more than 38 digits", Clip(s))
 	}
 	v, ok := new(big.Int).SetString(strings.ReplaceAll(s, ".", ""), 10)
 	if !ok {
-		return nil, fmt.Errorf("invalid number %s", s)
+		return nil, fmt.Errorf("invalid number %s", Clip(s))
 	}
 	return &Expr{kind: kLit, lit: literal{typ: litDecimal, dec: decimal128.FromBigInt(v), prec: prec, scale: int32(len(frac))}}, nil
 }
@@ -509,7 +525,7 @@ func typedLiteral(kw, s string) (*Expr, error) {
 func parseDate(s string) (int64, error) {
 	t, err := time.Parse("2006-01-02", strings.TrimSpace(s))
 	if err != nil {
-		return 0, fmt.Errorf("invalid date %q (want yyyy-mm-dd)", s)
+		return 0, fmt.Errorf("invalid date %q (want yyyy-mm-dd)", Clip(s))
 	}
 	return t.Unix() / 86400, nil
 }
@@ -536,7 +552,7 @@ func parseTimestamp(s string) (int64, bool, error) {
 			return t.UnixMicro(), false, nil
 		}
 	}
-	return 0, false, fmt.Errorf("invalid timestamp %q (want yyyy-mm-dd[ hh:mm:ss[.ffffff]][zone])", s)
+	return 0, false, fmt.Errorf("invalid timestamp %q (want yyyy-mm-dd[ hh:mm:ss[.ffffff]][zone])", Clip(s))
 }
 
 // tokens
@@ -565,7 +581,7 @@ func (t token) describe() string {
 	case tNumber:
 		return "number " + t.s
 	}
-	return fmt.Sprintf("%q", t.s)
+	return fmt.Sprintf("%q", Clip(t.s))
 }
 
 var puncts = []string{"<=>", "==", "<>", "!=", "<=", ">=", "||", "&&", "=", "<", ">", "(", ")", ",", ".", "!", "+", "-", "*", "/", "%", "&", "|", "^", "~", "[", "]", ":", ";", "?"}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestParseAccepts(t *testing.T) {
@@ -144,4 +145,40 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestErrorsBounded: names and literals in error messages are cut to
+// 200 bytes on a UTF-8 boundary.
+func TestErrorsBounded(t *testing.T) {
+	rec := testRecord(t)
+	defer rec.Release()
+	long := "a" + strings.Repeat("é", 3000)
+	for _, text := range []string{
+		"`" + long + "` > 0",
+		long + "(1) > 0",
+		"id = DATE '" + long + "'",
+		"id = TIMESTAMP '" + long + "'",
+		"`" + long + "`.x[0] = 1",
+		"id IS " + strings.Repeat("Z", 5000),
+		"id " + strings.Repeat("Z", 5000),
+		"id = 1" + strings.Repeat("5", 5000) + ".5",
+	} {
+		e, err := Parse(text)
+		if err == nil {
+			_, err = e.Bind(rec.Schema())
+		}
+		if err == nil {
+			t.Errorf("%.20s…: no error", text)
+			continue
+		}
+		if msg := err.Error(); len(msg) > 600 || !utf8.ValidString(msg) {
+			t.Errorf("%.20s…: %d bytes, valid UTF-8 %v", text, len(msg), utf8.ValidString(msg))
+		}
+	}
+	if got := clipChars(strings.Repeat("é", 100), 3); got != "ééé…" {
+		t.Errorf("clipChars = %q", got)
+	}
+	if got := clipChars("éé", 3); got != "éé" {
+		t.Errorf("clipChars = %q", got)
+	}
 }
