@@ -102,4 +102,3 @@ func appendInvariants(out []Constraint, fields []StructField, parent string) ([]
 	}
 	return out, nil
 }
-
