@@ -281,11 +281,11 @@ func (b *binder) column(path []string) (operand, error) {
 	switch t := t.(type) {
 	case *arrow.BooleanType:
 		op.class = cBool
-	case *arrow.Int8Type, *arrow.Uint8Type:
+	case *arrow.Int8Type:
 		op.class, op.prec = cInt, 3
-	case *arrow.Int16Type, *arrow.Uint16Type:
+	case *arrow.Int16Type:
 		op.class, op.prec = cInt, 5
-	case *arrow.Int32Type, *arrow.Uint32Type:
+	case *arrow.Int32Type:
 		op.class, op.prec = cInt, 10
 	case *arrow.Int64Type:
 		op.class, op.prec = cInt, 20
@@ -295,7 +295,7 @@ func (b *binder) column(path []string) (operand, error) {
 		op.class = cFloat
 	case *arrow.Decimal128Type:
 		op.class, op.prec, op.scale = cDecimal, t.Precision, t.Scale
-	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
+	case *arrow.StringType, *arrow.LargeStringType:
 		op.class = cString
 	case *arrow.Date32Type:
 		op.class = cDate

@@ -9,6 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
 
 // Three-valued results, one byte per row.
@@ -531,19 +533,15 @@ func (o operand) ints(rec arrow.RecordBatch, n int, sc *scratch) (getter[int64],
 		get = widen(a.Value)
 	case *array.Int64:
 		get = a.Value
-	case *array.Uint8:
-		get = widen(a.Value)
-	case *array.Uint16:
-		get = widen(a.Value)
-	case *array.Uint32:
-		get = widen(a.Value)
 	case *array.Date32:
 		get = widen(a.Value)
 		if o.dateMicros {
 			get = func(i int) int64 { return int64(a.Value(i)) * 86400e6 }
 		}
 	case *array.Timestamp:
-		get = timestampMicros(a)
+		// In microseconds (rounded down), as Delta stores them.
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		get = func(i int) int64 { return parquetio.TimestampMicros(int64(a.Value(i)), unit) }
 	}
 	return func(i int) (int64, bool) {
 		if !valid(i) {
@@ -554,29 +552,8 @@ func (o operand) ints(rec arrow.RecordBatch, n int, sc *scratch) (getter[int64],
 }
 
 // widen reads an integer array's values as int64.
-func widen[T ~int8 | ~int16 | ~int32 | ~uint8 | ~uint16 | ~uint32](value func(int) T) func(int) int64 {
+func widen[T ~int8 | ~int16 | ~int32](value func(int) T) func(int) int64 {
 	return func(i int) int64 { return int64(value(i)) }
-}
-
-// timestampMicros reads a timestamp array in microseconds (rounded down,
-// as Delta stores them).
-func timestampMicros(a *array.Timestamp) func(int) int64 {
-	switch a.DataType().(*arrow.TimestampType).Unit {
-	case arrow.Second:
-		return func(i int) int64 { return int64(a.Value(i)) * 1e6 }
-	case arrow.Millisecond:
-		return func(i int) int64 { return int64(a.Value(i)) * 1e3 }
-	case arrow.Nanosecond:
-		return func(i int) int64 {
-			v := int64(a.Value(i))
-			q := v / 1e3
-			if v%1e3 < 0 {
-				q--
-			}
-			return q
-		}
-	}
-	return func(i int) int64 { return int64(a.Value(i)) }
 }
 
 // floats reads a numeric o as float64, rounded to float32 when f32.

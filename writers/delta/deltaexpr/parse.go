@@ -114,27 +114,6 @@ func Parse(text string) (*Expr, error) {
 	return e, nil
 }
 
-// Columns returns the column paths e refers to, each once, in order of
-// appearance.
-func (e *Expr) Columns() [][]string {
-	var out [][]string
-	seen := map[string]bool{}
-	var walk func(*Expr)
-	walk = func(e *Expr) {
-		if e.kind == kCol {
-			if k := strings.Join(e.path, "\x00"); !seen[k] {
-				seen[k] = true
-				out = append(out, e.path)
-			}
-		}
-		for _, a := range e.args {
-			walk(a)
-		}
-	}
-	walk(e)
-	return out
-}
-
 type parser struct {
 	toks []token
 	pos  int
