@@ -65,6 +65,16 @@ func testRecord(t *testing.T) arrow.RecordBatch {
 	return b.NewRecordBatch()
 }
 
+// wantEvals checks evalAll of each expression of cases over rec.
+func wantEvals(t *testing.T, rec arrow.RecordBatch, cases map[string]string) {
+	t.Helper()
+	for text, want := range cases {
+		if got := evalAll(t, text, rec); got != want {
+			t.Errorf("%s: got %s, want %s", text, got, want)
+		}
+	}
+}
+
 // evalAll evaluates text over rec: T, F or N per row.
 func evalAll(t *testing.T, text string, rec arrow.RecordBatch) string {
 	t.Helper()
@@ -87,7 +97,7 @@ func evalAll(t *testing.T, text string, rec arrow.RecordBatch) string {
 func TestConstraintEval(t *testing.T) {
 	rec := testRecord(t)
 	defer rec.Release()
-	for text, want := range map[string]string{
+	wantEvals(t, rec, map[string]string{
 		"id > 0":                                   "TTFN",
 		"ntzus >= DATE '2020-01-01'":               "FTFN", // the date's midnight, in microseconds
 		"DATE '2020-01-01' > ntzus":                "TFTN",
@@ -156,11 +166,7 @@ func TestConstraintEval(t *testing.T) {
 		"'a' = s":                                  "TFFN",
 		"-3 = `weird col`":                         "FFFN",
 		"st.x = 7":                                 "TNFN",
-	} {
-		if got := evalAll(t, text, rec); got != want {
-			t.Errorf("%s: got %s, want %s", text, got, want)
-		}
-	}
+	})
 }
 
 func TestConstraintBindRefuses(t *testing.T) {
@@ -309,15 +315,11 @@ func TestConstraintDottedNames(t *testing.T) {
 	}
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	for text, want := range map[string]string{
+	wantEvals(t, rec, map[string]string{
 		"`a.b` > 0 AND a.b = 'x'": "TF",
 		"a.b = 'y' OR `a.b` > 0":  "TT",
 		"a.b = 'x' AND `a.b` < 0": "FF",
-	} {
-		if got := evalAll(t, text, rec); got != want {
-			t.Errorf("%s = %s, want %s", text, got, want)
-		}
-	}
+	})
 	e, _ := Parse("`a.b` < 0 AND a.b = 'y'")
 	bound, err := e.Bind(schema)
 	if err != nil {
@@ -345,7 +347,7 @@ func TestConstraintDecimals(t *testing.T) {
 	b.Field(1).(*array.Decimal128Builder).AppendValues([]decimal128.Num{decimal128.FromI64(29), decimal128.FromI64(-71)}, nil)
 	rec := b.NewRecordBatch()
 	defer rec.Release()
-	for text, want := range map[string]string{
+	wantEvals(t, rec, map[string]string{
 		"wide >= 0":                      "TF",
 		"wide BETWEEN -1 AND 5":          "TF",
 		"0 < wide":                       "TF",
@@ -356,9 +358,5 @@ func TestConstraintDecimals(t *testing.T) {
 		"tenth = -7.1D":                  "FT",
 		"tenth IN (2.9D, 1.0D)":          "TF",
 		"wide IN (0, 1) OR wide IS NULL": "FF",
-	} {
-		if got := evalAll(t, text, rec); got != want {
-			t.Errorf("%s = %s, want %s", text, got, want)
-		}
-	}
+	})
 }
