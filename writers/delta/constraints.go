@@ -1,11 +1,17 @@
 package delta
 
 import (
+	"context"
+	"fmt"
 	"maps"
+	"slices"
+	"sync"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltaexpr"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
@@ -17,23 +23,95 @@ import (
 // differ (one added concurrently) is a conflict (checkConstraints), never
 // rows published unchecked.
 
-// checkRows returns ErrInvalid naming the first of cons that a row of rec
-// violates (FALSE or NULL, as Delta), its expression and the row's values
-// in the columns it reads. rec has the table's logical column names.
-func checkRows(cons []deltalog.Constraint, rec arrow.RecordBatch) error {
-	if rec.NumRows() == 0 {
+// checks are a layout's constraints bound to the Arrow schema of the
+// rows last checked, so that a stream's batches bind them once.
+type checks struct {
+	mu     sync.Mutex
+	schema *arrow.Schema
+	bound  []*deltaexpr.Bound
+}
+
+// checkRows returns ErrInvalid naming the first of the layout's
+// constraints that a row of rec violates (FALSE or NULL, as Delta), its
+// expression and the row's values in the columns it reads. rec has the
+// table's logical column names.
+func (l *fileLayout) checkRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) error {
+	if rec.NumRows() == 0 || len(l.cons) == 0 {
 		return nil
 	}
-	for _, c := range cons {
-		b, err := c.Expr.Bind(rec.Schema())
+	if plain := decodedSchema(rec.Schema()); plain != nil {
+		// The expressions read values: dictionary columns are decoded.
+		decoded, err := conform(ctx, mem, rec, plain)
 		if err != nil {
-			return writers.Errorf(writers.ErrInvalid, "delta: %s cannot be checked on these rows: %v", c, err)
+			return err
 		}
+		defer decoded.Release()
+		rec = decoded
+	}
+	bound, err := l.bind(rec.Schema())
+	if err != nil {
+		return err
+	}
+	for i, b := range bound {
 		if row, bad := b.FirstViolation(rec); bad {
-			return writers.Errorf(writers.ErrInvalid, "delta: %s is violated by a row with %s (a row passes only when the expression is true, not false or null): nothing of these rows is published; fix them and replay", c, b.RowValues(rec, row))
+			return writers.Errorf(writers.ErrInvalid, "delta: %s is violated by a row with %s (a row passes only when the expression is true, not false or null): nothing of these rows is published; fix them and replay", l.cons[i], b.RowValues(rec, row))
 		}
 	}
 	return nil
+}
+
+// decodedSchema returns schema with its dictionary columns as their
+// values' type; nil when it has none.
+func decodedSchema(schema *arrow.Schema) *arrow.Schema {
+	var fields []arrow.Field
+	for i, f := range schema.Fields() {
+		if d, ok := f.Type.(*arrow.DictionaryType); ok {
+			if fields == nil {
+				fields = slices.Clone(schema.Fields())
+			}
+			fields[i].Type = d.ValueType
+		}
+	}
+	if fields == nil {
+		return nil
+	}
+	md := schema.Metadata()
+	return arrow.NewSchema(fields, &md)
+}
+
+// bind returns the layout's constraints bound to schema.
+func (l *fileLayout) bind(schema *arrow.Schema) ([]*deltaexpr.Bound, error) {
+	l.checks.mu.Lock()
+	defer l.checks.mu.Unlock()
+	if l.checks.schema != nil && l.checks.schema.Equal(schema) {
+		return l.checks.bound, nil
+	}
+	bound := make([]*deltaexpr.Bound, len(l.cons))
+	for i, c := range l.cons {
+		b, err := c.Expr.Bind(schema)
+		if err != nil {
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: %s cannot be checked on these rows: %v", c, err)
+		}
+		bound[i] = b
+	}
+	l.checks.schema, l.checks.bound = schema, bound
+	return bound, nil
+}
+
+// tableConstraints returns the constraints of the table of snap. The
+// writer checks every snapshot it reads (latest: CheckWritable), so one
+// outside the subset, added after the endpoint opened, is refused there;
+// should one reach here it is refused the same way, an unsupported table
+// (deltalog.ErrUnsupported), not the client's input.
+func tableConstraints(snap *deltalog.Snapshot) ([]deltalog.Constraint, error) {
+	cons, err := deltalog.Constraints(&snap.Metadata)
+	if err != nil {
+		if werr := deltalog.CheckWritable(snap); werr != nil {
+			return nil, fmt.Errorf("delta: %w", werr)
+		}
+		return nil, writers.Errorf(writers.ErrInvalid, "delta: %v", err)
+	}
+	return cons, nil
 }
 
 // checkedConstraints is what a descriptor records of cons: expression by
@@ -55,7 +133,7 @@ func checkedConstraints(cons []deltalog.Constraint) map[string]string {
 // in. ErrConflict: a replay checks them against the table as it is.
 func checkConstraints(meta *deltalog.Metadata, ds []*descriptor) error {
 	cons, err := deltalog.Constraints(meta)
-	if err != nil {
+	if err != nil { // the commit checked the table (CheckWritable)
 		return writers.Errorf(writers.ErrInvalid, "delta: %v", err)
 	}
 	want := checkedConstraints(cons)

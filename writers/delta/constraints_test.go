@@ -9,7 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltaexpr"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -304,4 +308,139 @@ func TestConstraintsColumnMapping(t *testing.T) {
 		t.Fatalf("rows %q: want 3|c and neither refused row", rows)
 	}
 	checkPhysicalFiles(t, cfg)
+}
+
+// TestConstraintsReadmitBypass: a key whose files were checked against
+// the table's constraints, re-admitted (a batch of another schema) after
+// a constraint was added and the writer read it, does not label its
+// earlier files as checked against the new one: the re-admit is a
+// conflict and the rows are never published.
+func TestConstraintsReadmitBypass(t *testing.T) {
+	cfg, w := constrainedTable(t, map[string]string{"pos": "v >= 0"}, nil)
+	mem := w.mem
+	ctx := context.Background()
+	key := writers.TxnKey{Writer: "k", Epoch: 1}
+	big := kvBatch(mem, true, kv{2, "b", 50})
+	defer big.Release()
+	if err := w.Write(ctx, key, big); err != nil {
+		t.Fatal(err)
+	}
+	addConstraints(t, cfg, map[string]string{"small": "v < 10"}, nil)
+
+	// Another key's commit conflicts but makes the writer read the new
+	// constraint.
+	other := writers.TxnKey{Writer: "other", Epoch: 1}
+	fine := kvBatch(mem, true, kv{4, "d", 5})
+	defer fine.Release()
+	d := precommitOne(t, w, other, fine)
+	if _, err := w.Commit(ctx, other, []writers.Descriptor{d}); !errors.Is(err, writers.ErrConflict) {
+		t.Fatalf("Commit of rows checked before the constraint: %v, want ErrConflict", err)
+	}
+
+	// A batch without id: a different Arrow schema, re-admitted.
+	noID := kvBatch(mem, false, kv{0, "e", 1})
+	defer noID.Release()
+	err := w.Write(ctx, key, noID)
+	if err == nil {
+		var dk writers.Descriptor
+		if dk, err = w.Precommit(ctx, key); err == nil {
+			_, err = w.Commit(ctx, key, []writers.Descriptor{dk})
+		}
+	}
+	if !errors.Is(err, writers.ErrConflict) {
+		t.Fatalf("re-admitted key: %v, want ErrConflict", err)
+	}
+	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k", "v"}), []string{"1|a|0"})
+}
+
+// TestConstraintsBoundPerSchema: a layout binds its constraints once per
+// Arrow schema of the rows it checks, not per batch.
+func TestConstraintsBoundPerSchema(t *testing.T) {
+	mem := checkedMem(t)
+	e, err := deltaexpr.Parse("v >= 0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &fileLayout{cons: []deltalog.Constraint{{Name: "pos", Text: "v >= 0", Expr: e}}}
+	var first []*deltaexpr.Bound
+	for i, withID := range []bool{true, true, false} {
+		rec := kvBatch(mem, withID, kv{1, "a", 1})
+		if err := l.checkRows(context.Background(), mem, rec); err != nil {
+			t.Fatal(err)
+		}
+		rec.Release()
+		switch got := l.checks.bound[0]; {
+		case i == 0:
+			first = l.checks.bound
+		case i == 1 && got != first[0]:
+			t.Errorf("batch of the same schema bound again")
+		case i == 2 && got == first[0]:
+			t.Errorf("batch of another schema not bound to it")
+		}
+	}
+}
+
+// TestConstraintsDictionary: a stream sending a column dictionary-encoded
+// is checked on its values.
+func TestConstraintsDictionary(t *testing.T) {
+	cfg, w := constrainedTable(t, map[string]string{"known_k": "k IN ('a', 'b')"}, nil)
+	mem := w.mem
+	ctx := context.Background()
+	batch := func(ks ...string) arrow.RecordBatch {
+		dt := &arrow.DictionaryType{IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}
+		schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "k", Type: dt, Nullable: true}, {Name: "v", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+		b := array.NewRecordBuilder(mem, schema)
+		defer b.Release()
+		for i, k := range ks {
+			b.Field(0).(*array.Int64Builder).Append(int64(10 + i))
+			if err := b.Field(1).(*array.BinaryDictionaryBuilder).AppendString(k); err != nil {
+				t.Fatal(err)
+			}
+			b.Field(2).(*array.Int64Builder).Append(1)
+		}
+		return b.NewRecordBatch()
+	}
+	ok := batch("a", "b", "a")
+	defer ok.Release()
+	commitOne(t, w, writers.AutoKey("ok"), ok)
+	bad := batch("b", "z")
+	defer bad.Release()
+	wantViolation(t, "Write", w.Write(ctx, writers.AutoKey("bad"), bad), "known_k", "k=z")
+	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k"}), []string{"10|a", "11|b", "12|a", "1|a"})
+}
+
+// TestConstraintsAddedUnsupported: a constraint outside the subset added
+// after the writer opened makes commits and writes fail as an
+// unsupported table (deltalog.ErrUnsupported, as Open refuses it), and
+// nothing is published.
+func TestConstraintsAddedUnsupported(t *testing.T) {
+	cfg, w := constrainedTable(t, map[string]string{"pos": "v >= 0"}, nil)
+	mem := w.mem
+	ctx := context.Background()
+	rec := kvBatch(mem, true, kv{2, "b", 5})
+	defer rec.Release()
+	key := writers.TxnKey{Writer: "k", Epoch: 1}
+	d := precommitOne(t, w, key, rec)
+	addConstraints(t, cfg, map[string]string{"name_len": "length(k) > 0"}, nil)
+	version := snapshot(t, cfg).Version
+	_, err := w.Commit(ctx, key, []writers.Descriptor{d})
+	if !errors.Is(err, deltalog.ErrUnsupported) || !strings.Contains(err.Error(), "name_len") {
+		t.Fatalf("Commit: %v, want ErrUnsupported naming name_len", err)
+	}
+	// Every snapshot the writer reads is checked (latest): a new key's
+	// rows are refused too, at the latest by their commit.
+	k2 := writers.TxnKey{Writer: "k2", Epoch: 1}
+	err = w.Write(ctx, k2, rec)
+	if err == nil {
+		var d2 writers.Descriptor
+		if d2, err = w.Precommit(ctx, k2); err == nil {
+			_, err = w.Commit(ctx, k2, []writers.Descriptor{d2})
+		}
+	}
+	if !errors.Is(err, deltalog.ErrUnsupported) || !strings.Contains(err.Error(), "name_len") {
+		t.Fatalf("second key: %v, want ErrUnsupported naming name_len", err)
+	}
+	if v := snapshot(t, cfg).Version; v != version {
+		t.Fatalf("published: version %d, want %d", v, version)
+	}
 }

@@ -41,6 +41,10 @@ type stage struct {
 	precommitted []addFile
 	// layout is how the key's files are written (statistics, names).
 	layout *fileLayout
+	// checked is the constraints the key's rows were checked against
+	// (checkedConstraints), set by the admit of its first rows: a
+	// re-admit under other constraints is a conflict (admitStage).
+	checked map[string]string
 	// upsert holds an upsert key's changelog (mode upsert only).
 	upsert *upsertStage
 	// identity fills the table's identity columns (nil without).

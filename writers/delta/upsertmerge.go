@@ -208,7 +208,7 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *
 				return err
 			}
 			rec = filled
-			if err := checkRows(layout.cons, rec); err != nil {
+			if err := layout.checkRows(ctx, w.mem, rec); err != nil {
 				rec.Release()
 				return err
 			}

@@ -3,6 +3,7 @@ package delta
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -51,7 +52,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		defer filled.Release()
 		rec = filled
 	}
-	if err := checkRows(s.layout.cons, rec); err != nil {
+	if err := s.layout.checkRows(ctx, w.mem, rec); err != nil {
 		return err
 	}
 	parts, recs, err := w.parts.split(ctx, w.mem, rec, s.layout.cols)
@@ -129,7 +130,13 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 			return nil, err
 		}
 	}
-	s.schema, s.admitted, s.missing, s.layout = schema, in, missing, layout
+	checked := checkedConstraints(layout.cons)
+	if s.pool != nil || len(s.finished) > 0 || len(s.precommitted) > 0 {
+		if !maps.Equal(checked, s.checked) {
+			return nil, writers.Errorf(writers.ErrConflict, "delta: the table's constraints changed after rows of %s were checked: roll back the transaction and replay it", key)
+		}
+	}
+	s.schema, s.admitted, s.missing, s.layout, s.checked = schema, in, missing, layout, checked
 	return snap, nil
 }
 
@@ -156,6 +163,8 @@ type fileLayout struct {
 	stats *deltalog.StatsColumns
 	cols  *columnMap
 	cons  []deltalog.Constraint
+	// checks binds cons once per Arrow schema of the rows checked.
+	checks checks
 }
 
 // layoutOf returns the layout of files of rows of Delta schema merged
@@ -179,9 +188,9 @@ func layoutOf(snap *deltalog.Snapshot, merged *deltalog.Schema) (*fileLayout, er
 			}
 		}
 	}
-	cons, err := deltalog.Constraints(&snap.Metadata)
-	if err != nil { // CheckWritable refused such a table already
-		return nil, writers.Errorf(writers.ErrInvalid, "delta: %v", err)
+	cons, err := tableConstraints(snap)
+	if err != nil {
+		return nil, err
 	}
 	return &fileLayout{stats: stats, cols: newColumnMap(snap.Metadata.Configuration, names), cons: cons}, nil
 }
@@ -331,9 +340,7 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		s.precommitted = append(s.precommitted, s.finished...)
 		s.finished = nil
 		d.Schema, d.Adds, d.MappedAfter = s.schema, s.precommitted, s.mappedAfter
-		if s.layout != nil {
-			d.Constraints = checkedConstraints(s.layout.cons)
-		}
+		d.Constraints = s.checked
 		if s.identity != nil && len(s.identity.ranges) > 0 {
 			d.Identity = s.identity.ranges
 		}

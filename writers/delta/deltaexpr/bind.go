@@ -2,6 +2,8 @@ package deltaexpr
 
 import (
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -51,8 +53,9 @@ type operand struct {
 // Bound is an expression bound to the columns of one Arrow schema; it
 // may be used concurrently.
 type Bound struct {
-	root predicate
-	cols []*colRef
+	root  predicate
+	cols  []*colRef
+	nodes int // predicates bound (a measure of the work per row)
 }
 
 // Bind resolves e's columns in schema (names as Spark resolves them:
@@ -65,16 +68,33 @@ func (e *Expr) Bind(schema *arrow.Schema) (*Bound, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Bound{root: root, cols: b.order}, nil
+	return &Bound{root: root, cols: b.order, nodes: b.nodes}, nil
 }
+
+// maxNodes bounds the predicates one expression binds to. An operand
+// BETWEEN and IN compare more than once is bound once and shared
+// (sharedPred), so the count is linear in the text; this is a backstop.
+const maxNodes = 4 * MaxLength
 
 type binder struct {
 	schema *arrow.Schema
-	cols   map[string]*colRef
+	cols   map[string]*colRef // by field index path
 	order  []*colRef
+	nodes  int // predicates bound so far
+}
+
+// node counts one more predicate bound, refusing more than maxNodes.
+func (b *binder) node() error {
+	if b.nodes++; b.nodes > maxNodes {
+		return fmt.Errorf("expression binds to more than %d conditions", maxNodes)
+	}
+	return nil
 }
 
 func (b *binder) pred(e *Expr) (predicate, error) {
+	if err := b.node(); err != nil {
+		return nil, err
+	}
 	switch e.kind {
 	case kAnd, kOr:
 		args := make([]predicate, len(e.args))
@@ -101,13 +121,19 @@ func (b *binder) pred(e *Expr) (predicate, error) {
 	case kCmp:
 		return b.compare(e.op, e.args[0], e.args[1])
 	case kIn:
+		x, err := b.shared(e.args[0])
+		if err != nil {
+			return nil, err
+		}
 		eqs := make([]predicate, len(e.args)-1)
 		for i, a := range e.args[1:] {
-			p, err := b.compare("=", e.args[0], a)
+			r, err := b.operand(a)
 			if err != nil {
 				return nil, err
 			}
-			eqs[i] = p
+			if eqs[i], err = b.compareOperands("=", x, r, e.args[0], a); err != nil {
+				return nil, err
+			}
 		}
 		// x IN (a, b) is x = a OR x = b, NULLs included.
 		var p predicate = &logicPred{or: true, args: eqs}
@@ -119,14 +145,22 @@ func (b *binder) pred(e *Expr) (predicate, error) {
 		}
 		return p, nil
 	case kBetween:
-		lo, err := b.compare(">=", e.args[0], e.args[1])
+		x, err := b.shared(e.args[0])
 		if err != nil {
 			return nil, err
 		}
-		hi, err := b.compare("<=", e.args[0], e.args[2])
-		if err != nil {
-			return nil, err
+		bounds := [2]predicate{}
+		for i, op := range [2]string{">=", "<="} {
+			r, err := b.operand(e.args[i+1])
+			if err != nil {
+				return nil, err
+			}
+			// BETWEEN is its two comparisons, in Spark too.
+			if bounds[i], err = b.compareOperands(op, minimal(x), minimal(r), e.args[0], e.args[i+1]); err != nil {
+				return nil, err
+			}
 		}
+		lo, hi := bounds[0], bounds[1]
 		var p predicate = &logicPred{args: []predicate{lo, hi}}
 		if e.not {
 			p = &notPred{arg: p}
@@ -145,6 +179,16 @@ func (b *binder) pred(e *Expr) (predicate, error) {
 		return constPred(triNull), nil
 	}
 	return nil, fmt.Errorf("%s is a %s, not a condition: %w", describe(e), v.class, ErrUnsupported)
+}
+
+// shared binds an operand compared more than once (BETWEEN, IN): a
+// condition is bound once and evaluated once per evaluation.
+func (b *binder) shared(e *Expr) (operand, error) {
+	o, err := b.operand(e)
+	if o.pred != nil {
+		o.pred = &sharedPred{p: o.pred}
+	}
+	return o, err
 }
 
 // operand binds a comparison operand.
@@ -169,7 +213,12 @@ func literalOperand(l literal) operand {
 	case litBool:
 		return operand{class: cBool, lit: l}
 	case litInt:
-		return operand{class: cInt, prec: 20, lit: l}
+		// Typed int when it fits one, else long, as Spark types it.
+		prec := int32(20)
+		if l.i >= math.MinInt32 && l.i <= math.MaxInt32 {
+			prec = 10
+		}
+		return operand{class: cInt, prec: prec, lit: l}
 	case litDecimal:
 		return operand{class: cDecimal, prec: l.prec, scale: l.scale, lit: l}
 	case litDouble:
@@ -185,10 +234,23 @@ func literalOperand(l literal) operand {
 	return operand{class: cString, lit: l}
 }
 
+// minimal gives an integer literal the precision of its digits, as
+// Spark's literalPickMinimumPrecision does in a binary comparison with a
+// decimal (p >= 0 on a decimal(38, 20) fits; IN types its list as
+// int or long instead).
+func minimal(o operand) operand {
+	if o.col == nil && o.pred == nil && o.class == cInt {
+		o.prec = int32(len(strconv.FormatInt(o.lit.i, 10)))
+		if o.lit.i < 0 {
+			o.prec--
+		}
+	}
+	return o
+}
+
 // column resolves path in the schema.
 func (b *binder) column(path []string) (operand, error) {
-	name := strings.Join(path, ".")
-	ref := b.cols[strings.ToLower(name)]
+	name := Clip(strings.Join(path, "."))
 	var t arrow.DataType
 	fields := b.schema.Fields()
 	var idx []int
@@ -202,25 +264,28 @@ func (b *binder) column(path []string) (operand, error) {
 		if depth < len(path)-1 {
 			st, ok := t.(*arrow.StructType)
 			if !ok {
-				return operand{}, fmt.Errorf("column %s: %s is not a struct", name, strings.Join(path[:depth+1], "."))
+				return operand{}, fmt.Errorf("column %s: %s is not a struct", name, Clip(strings.Join(path[:depth+1], ".")))
 			}
 			fields = st.Fields()
 		}
 	}
+	// By the field it resolves to: `a.b` and a.b may be different ones.
+	key := fmt.Sprint(idx)
+	ref := b.cols[key]
 	if ref == nil {
 		ref = &colRef{name: name, idx: idx}
-		b.cols[strings.ToLower(name)] = ref
+		b.cols[key] = ref
 		b.order = append(b.order, ref)
 	}
 	op := operand{col: ref}
 	switch t := t.(type) {
 	case *arrow.BooleanType:
 		op.class = cBool
-	case *arrow.Int8Type, *arrow.Uint8Type:
+	case *arrow.Int8Type:
 		op.class, op.prec = cInt, 3
-	case *arrow.Int16Type, *arrow.Uint16Type:
+	case *arrow.Int16Type:
 		op.class, op.prec = cInt, 5
-	case *arrow.Int32Type, *arrow.Uint32Type:
+	case *arrow.Int32Type:
 		op.class, op.prec = cInt, 10
 	case *arrow.Int64Type:
 		op.class, op.prec = cInt, 20
@@ -230,7 +295,7 @@ func (b *binder) column(path []string) (operand, error) {
 		op.class = cFloat
 	case *arrow.Decimal128Type:
 		op.class, op.prec, op.scale = cDecimal, t.Precision, t.Scale
-	case *arrow.StringType, *arrow.LargeStringType, *arrow.StringViewType:
+	case *arrow.StringType, *arrow.LargeStringType:
 		op.class = cString
 	case *arrow.Date32Type:
 		op.class = cDate
@@ -274,6 +339,15 @@ func (b *binder) compare(op string, le, re *Expr) (predicate, error) {
 	if err != nil {
 		return nil, err
 	}
+	return b.compareOperands(op, minimal(l), minimal(r), le, re)
+}
+
+// compareOperands binds l op r, the bound operands of le and re.
+func (b *binder) compareOperands(op string, l, r operand, le, re *Expr) (predicate, error) {
+	if err := b.node(); err != nil {
+		return nil, err
+	}
+	var err error
 	if l.class == cNull || r.class == cNull {
 		if op != "<=>" {
 			return constPred(triNull), nil
@@ -323,21 +397,13 @@ func coerceString(s string, c class) (operand, error) {
 		case "false":
 			return literalOperand(literal{typ: litBool}), nil
 		}
-		return operand{}, fmt.Errorf("string %q is not a boolean", s)
+		// Spark reads more spellings (t, yes, 1…): refused, not guessed.
+		return operand{}, fmt.Errorf("string literal other than 'true' or 'false' compared with a boolean: %w", ErrUnsupported)
 	case cInt, cFloat, cFloat32, cDecimal:
-		toks, err := lex(strings.TrimSpace(s))
-		neg := len(toks) == 3 && toks[0].k == tPunct && toks[0].s == "-"
-		if neg {
-			toks = toks[1:]
-		}
-		if err != nil || len(toks) != 2 || toks[0].k != tNumber {
-			return operand{}, fmt.Errorf("string %q is not a number", s)
-		}
-		e, err := numberLiteral(toks[0].s, neg)
-		if err != nil {
-			return operand{}, err
-		}
-		return literalOperand(e.lit), nil
+		// Spark casts the string to the column's type (an invalid one
+		// to NULL, a decimal column's comparison to double): refused
+		// rather than evaluated otherwise.
+		return operand{}, fmt.Errorf("string literal compared with a number: %w", ErrUnsupported)
 	}
 	return operand{}, fmt.Errorf("string literal compared with a %s: %w", c, ErrUnsupported)
 }
@@ -444,7 +510,7 @@ func opMask(op string) uint8 {
 func describe(e *Expr) string {
 	switch e.kind {
 	case kCol:
-		return strings.Join(e.path, ".")
+		return Clip(strings.Join(e.path, "."))
 	case kLit:
 		return e.lit.typ.String()
 	}

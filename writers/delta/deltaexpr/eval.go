@@ -2,12 +2,15 @@ package deltaexpr
 
 import (
 	"math"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
+
+	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
 
 // Three-valued results, one byte per row.
@@ -23,9 +26,35 @@ type predicate interface {
 	eval(rec arrow.RecordBatch, out []uint8, sc *scratch)
 }
 
-// scratch recycles result buffers within one evaluation: at most one per
-// nesting level is live.
-type scratch struct{ free [][]uint8 }
+// scratch recycles result buffers within one evaluation (at most one per
+// nesting level is live) and holds the results of shared operands.
+type scratch struct {
+	free   [][]uint8
+	shared map[*sharedPred][]uint8
+	evals  int // predicates evaluated, a measure of the work
+}
+
+// run evaluates p into out.
+func (sc *scratch) run(p predicate, rec arrow.RecordBatch, out []uint8) {
+	sc.evals++
+	p.eval(rec, out, sc)
+}
+
+// sharedPred is a condition several comparisons read (the operand of
+// BETWEEN or IN): evaluated once per evaluation, its result reused.
+type sharedPred struct{ p predicate }
+
+func (p *sharedPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
+	if res, ok := sc.shared[p]; ok {
+		copy(out, res)
+		return
+	}
+	sc.run(p.p, rec, out)
+	if sc.shared == nil {
+		sc.shared = map[*sharedPred][]uint8{}
+	}
+	sc.shared[p] = append([]uint8(nil), out...)
+}
 
 func (sc *scratch) get(n int) []uint8 {
 	if k := len(sc.free); k > 0 {
@@ -47,14 +76,20 @@ func (b *Bound) FirstViolation(rec arrow.RecordBatch) (row int, found bool) {
 		return 0, false
 	}
 	var sc scratch
-	out := sc.get(n)
-	b.root.eval(rec, out, &sc)
+	out := b.eval(rec, &sc)
 	for i, v := range out {
 		if v != triTrue {
 			return i, true
 		}
 	}
 	return 0, false
+}
+
+// eval evaluates b over every row of rec.
+func (b *Bound) eval(rec arrow.RecordBatch, sc *scratch) []uint8 {
+	out := sc.get(int(rec.NumRows()))
+	sc.run(b.root, rec, out)
+	return out
 }
 
 // maxValueChars bounds each value RowValues prints.
@@ -72,13 +107,27 @@ func (b *Bound) RowValues(rec arrow.RecordBatch, row int) string {
 			if d, ok := leaf.(*array.Decimal128); ok { // ValueStr drops the scale
 				v = d.Value(row).ToString(d.DataType().(*arrow.Decimal128Type).Scale)
 			}
-			if utf8.RuneCountInString(v) > maxValueChars {
-				v = string([]rune(v)[:maxValueChars]) + "…"
-			}
+			v = clipChars(v, maxValueChars)
 		}
 		parts[i] = c.name + "=" + v
 	}
 	return strings.Join(parts, ", ")
+}
+
+// clipChars cuts s to n characters, reading no further than them.
+func clipChars(s string, n int) string {
+	at := 0
+	for range n {
+		if at == len(s) {
+			return s
+		}
+		_, size := utf8.DecodeRuneInString(s[at:])
+		at += size
+	}
+	if at == len(s) {
+		return s
+	}
+	return s[:at] + "…"
 }
 
 // resolve returns the column's array in rec and its validity, which for
@@ -118,7 +167,7 @@ type logicPred struct {
 }
 
 func (p *logicPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
-	p.args[0].eval(rec, out, sc)
+	sc.run(p.args[0], rec, out)
 	tmp := sc.get(len(out))
 	defer sc.put(tmp)
 	// AND: FALSE wins, then NULL; OR: TRUE wins, then NULL.
@@ -127,7 +176,7 @@ func (p *logicPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
 		win = triTrue
 	}
 	for _, a := range p.args[1:] {
-		a.eval(rec, tmp, sc)
+		sc.run(a, rec, tmp)
 		for i, v := range tmp {
 			switch o := out[i]; {
 			case o == win:
@@ -143,7 +192,7 @@ func (p *logicPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
 type notPred struct{ arg predicate }
 
 func (p *notPred) eval(rec arrow.RecordBatch, out []uint8, sc *scratch) {
-	p.arg.eval(rec, out, sc)
+	sc.run(p.arg, rec, out)
 	for i, v := range out {
 		if v != triNull {
 			out[i] = 1 - v
@@ -233,28 +282,33 @@ func (p *cmpPred) evalColumnLiteral(rec arrow.RecordBatch, out []uint8) bool {
 	if p.nullSafe || col.col == nil || len(col.col.idx) != 1 || lit.col != nil || lit.pred != nil || col.dateMicros {
 		return false
 	}
+	var li int64 // an integer-domain literal's value (a date's midnight in µs as ints reads it)
+	if p.dom.kind == dInt {
+		get, _ := lit.ints(rec, 0, nil)
+		li, _ = get(0)
+	}
 	arr := rec.Column(col.col.idx[0])
 	switch a := arr.(type) {
 	case *array.Int64:
 		if p.dom.kind != dInt {
 			return false
 		}
-		compareValues(out, a, a.Int64Values(), lit.lit.i, cmpOrdered[int64], mask)
+		compareValues(out, a, a.Int64Values(), li, cmpOrdered[int64], mask)
 	case *array.Int32:
 		if p.dom.kind != dInt {
 			return false
 		}
-		compareValues(out, a, a.Int32Values(), lit.lit.i, func(v int32, l int64) int { return cmpOrdered(int64(v), l) }, mask)
+		compareValues(out, a, a.Int32Values(), li, func(v int32, l int64) int { return cmpOrdered(int64(v), l) }, mask)
 	case *array.Timestamp:
 		if p.dom.kind != dInt || a.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
 			return false
 		}
-		compareValues(out, a, a.TimestampValues(), lit.lit.i, func(v arrow.Timestamp, l int64) int { return cmpOrdered(int64(v), l) }, mask)
+		compareValues(out, a, a.TimestampValues(), li, func(v arrow.Timestamp, l int64) int { return cmpOrdered(int64(v), l) }, mask)
 	case *array.Date32:
 		if p.dom.kind != dInt {
 			return false
 		}
-		compareValues(out, a, a.Date32Values(), lit.lit.i, func(v arrow.Date32, l int64) int { return cmpOrdered(int64(v), l) }, mask)
+		compareValues(out, a, a.Date32Values(), li, func(v arrow.Date32, l int64) int { return cmpOrdered(int64(v), l) }, mask)
 	case *array.Float64:
 		if p.dom.kind != dFloat || p.dom.f32 {
 			return false
@@ -435,7 +489,7 @@ func (o operand) validity(rec arrow.RecordBatch, n int, sc *scratch) (func(int) 
 		return valid, noop
 	case o.pred != nil:
 		buf := sc.get(n)
-		o.pred.eval(rec, buf, sc)
+		sc.run(o.pred, rec, buf)
 		return func(i int) bool { return buf[i] != triNull }, func() { sc.put(buf) }
 	}
 	null := o.class == cNull
@@ -448,7 +502,7 @@ func (o operand) validity(rec arrow.RecordBatch, n int, sc *scratch) (func(int) 
 func (o operand) ints(rec arrow.RecordBatch, n int, sc *scratch) (getter[int64], func()) {
 	if o.pred != nil {
 		buf := sc.get(n)
-		o.pred.eval(rec, buf, sc)
+		sc.run(o.pred, rec, buf)
 		return func(i int) (int64, bool) { return int64(buf[i]), buf[i] != triNull }, func() { sc.put(buf) }
 	}
 	if o.col == nil {
@@ -479,19 +533,15 @@ func (o operand) ints(rec arrow.RecordBatch, n int, sc *scratch) (getter[int64],
 		get = widen(a.Value)
 	case *array.Int64:
 		get = a.Value
-	case *array.Uint8:
-		get = widen(a.Value)
-	case *array.Uint16:
-		get = widen(a.Value)
-	case *array.Uint32:
-		get = widen(a.Value)
 	case *array.Date32:
 		get = widen(a.Value)
 		if o.dateMicros {
 			get = func(i int) int64 { return int64(a.Value(i)) * 86400e6 }
 		}
 	case *array.Timestamp:
-		get = timestampMicros(a)
+		// In microseconds (rounded down), as Delta stores them.
+		unit := a.DataType().(*arrow.TimestampType).Unit
+		get = func(i int) int64 { return parquetio.TimestampMicros(int64(a.Value(i)), unit) }
 	}
 	return func(i int) (int64, bool) {
 		if !valid(i) {
@@ -502,29 +552,8 @@ func (o operand) ints(rec arrow.RecordBatch, n int, sc *scratch) (getter[int64],
 }
 
 // widen reads an integer array's values as int64.
-func widen[T ~int8 | ~int16 | ~int32 | ~uint8 | ~uint16 | ~uint32](value func(int) T) func(int) int64 {
+func widen[T ~int8 | ~int16 | ~int32](value func(int) T) func(int) int64 {
 	return func(i int) int64 { return int64(value(i)) }
-}
-
-// timestampMicros reads a timestamp array in microseconds (rounded down,
-// as Delta stores them).
-func timestampMicros(a *array.Timestamp) func(int) int64 {
-	switch a.DataType().(*arrow.TimestampType).Unit {
-	case arrow.Second:
-		return func(i int) int64 { return int64(a.Value(i)) * 1e6 }
-	case arrow.Millisecond:
-		return func(i int) int64 { return int64(a.Value(i)) * 1e3 }
-	case arrow.Nanosecond:
-		return func(i int) int64 {
-			v := int64(a.Value(i))
-			q := v / 1e3
-			if v%1e3 < 0 {
-				q--
-			}
-			return q
-		}
-	}
-	return func(i int) int64 { return int64(a.Value(i)) }
 }
 
 // floats reads a numeric o as float64, rounded to float32 when f32.
@@ -541,7 +570,7 @@ func (o operand) floats(rec arrow.RecordBatch, n int, sc *scratch, f32 bool) (ge
 		case litInt:
 			v = float64(o.lit.i)
 		case litDecimal:
-			v = o.lit.dec.ToFloat64(o.lit.scale)
+			v = decimalToFloat(o.lit.dec, o.lit.scale)
 		default:
 			v = o.lit.f
 		}
@@ -557,7 +586,7 @@ func (o operand) floats(rec arrow.RecordBatch, n int, sc *scratch, f32 bool) (ge
 		get = a.Value
 	case *array.Decimal128:
 		scale := o.scale
-		get = func(i int) float64 { return a.Value(i).ToFloat64(scale) }
+		get = func(i int) float64 { return decimalToFloat(a.Value(i), scale) }
 	default:
 		ints, release := o.ints(rec, n, sc)
 		return func(i int) (float64, bool) {
@@ -571,6 +600,24 @@ func (o operand) floats(rec arrow.RecordBatch, n int, sc *scratch, f32 bool) (ge
 		}
 		return round(get(i)), true
 	}, noop
+}
+
+// exactPow10 are the powers of ten a float64 holds exactly.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// decimalToFloat is n at scale as the nearest float64, as Spark's
+// (Java BigDecimal's) doubleValue: one division of exact values when
+// both fit a float64 exactly, else the decimal text parsed.
+// (decimal128's ToFloat64 multiplies by an inexact 10^-scale: 2.9 at
+// scale 1 becomes 2.9000000000000004.)
+func decimalToFloat(n decimal128.Num, scale int32) float64 {
+	const exact = 1 << 53
+	hi, v := n.HighBits(), int64(n.LowBits())
+	if (hi == 0 && v >= 0 || hi == -1 && v < 0) && v > -exact && v < exact && scale >= 0 && int(scale) < len(exactPow10) {
+		return float64(v) / exactPow10[scale]
+	}
+	f, _ := strconv.ParseFloat(n.ToString(scale), 64)
+	return f
 }
 
 // decimals reads an integer or decimal o as a decimal at scale (domainOf

@@ -25,6 +25,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
 )
@@ -110,27 +112,6 @@ func Parse(text string) (*Expr, error) {
 		return nil, p.unexpected(t)
 	}
 	return e, nil
-}
-
-// Columns returns the column paths e refers to, each once, in order of
-// appearance.
-func (e *Expr) Columns() [][]string {
-	var out [][]string
-	seen := map[string]bool{}
-	var walk func(*Expr)
-	walk = func(e *Expr) {
-		if e.kind == kCol {
-			if k := strings.Join(e.path, "\x00"); !seen[k] {
-				seen[k] = true
-				out = append(out, e.path)
-			}
-		}
-		for _, a := range e.args {
-			walk(a)
-		}
-	}
-	walk(e)
-	return out
 }
 
 type parser struct {
@@ -254,7 +235,7 @@ func (p *parser) predicate(depth int) (*Expr, error) {
 		not := p.keyword("NOT")
 		if !p.keyword("NULL") {
 			if t := p.peek(); t.k == tIdent {
-				return nil, fmt.Errorf("IS %s: %w", strings.ToUpper(t.s), ErrUnsupported)
+				return nil, fmt.Errorf("IS %s: %w", Clip(strings.ToUpper(t.s)), ErrUnsupported)
 			}
 			return nil, p.unexpected(p.peek())
 		}
@@ -321,7 +302,23 @@ var unsupportedWords = map[string]string{
 	"CASE": "CASE expression", "CAST": "CAST", "EXISTS": "subquery", "SELECT": "subquery",
 	"INTERVAL": "INTERVAL literal", "ARRAY": "ARRAY constructor", "MAP": "MAP constructor",
 	"STRUCT": "STRUCT constructor", "X": "binary literal", "TIMESTAMP_LTZ": "TIMESTAMP_LTZ literal",
-	"TIMESTAMP_NTZ": "TIMESTAMP_NTZ literal",
+	"TIMESTAMP_NTZ": "TIMESTAMP_NTZ literal", "R": "raw string literal",
+}
+
+// afterOperand are the keywords that may follow an operand.
+var afterOperand = map[string]bool{"IS": true, "IN": true, "NOT": true, "BETWEEN": true, "AND": true, "OR": true, "LIKE": true, "ILIKE": true, "RLIKE": true, "REGEXP": true, "SIMILAR": true}
+
+// opensOperand reports whether t, following one of unsupportedWords,
+// makes it the start of its construct (X'00', INTERVAL 1 DAY, CASE WHEN)
+// rather than a column of that name (x IS NULL, map > 0).
+func opensOperand(t token) bool {
+	switch t.k {
+	case tString, tNumber:
+		return true
+	case tIdent:
+		return t.quoted || !afterOperand[strings.ToUpper(t.s)]
+	}
+	return false
 }
 
 func (p *parser) primary(depth int) (*Expr, error) {
@@ -332,7 +329,16 @@ func (p *parser) primary(depth int) (*Expr, error) {
 	case tNumber:
 		return numberLiteral(t.s, false)
 	case tString:
-		return &Expr{kind: kLit, lit: literal{typ: litString, s: t.s}}, nil
+		// Adjacent string literals are one, concatenated (Spark's stringLit+).
+		if p.peek().k != tString {
+			return &Expr{kind: kLit, lit: literal{typ: litString, s: t.s}}, nil
+		}
+		var v strings.Builder
+		v.WriteString(t.s)
+		for p.peek().k == tString {
+			v.WriteString(p.next().s)
+		}
+		return &Expr{kind: kLit, lit: literal{typ: litString, s: v.String()}}, nil
 	case tPunct:
 		switch t.s {
 		case "(":
@@ -359,7 +365,7 @@ func (p *parser) primary(depth int) (*Expr, error) {
 	// An identifier: a keyword literal, a typed literal, a function call
 	// or a column.
 	if n := p.peek(); n.k == tPunct && n.s == "(" {
-		return nil, fmt.Errorf("function %s(…): %w", t.s, ErrUnsupported)
+		return nil, fmt.Errorf("function %s(…): %w", Clip(t.s), ErrUnsupported)
 	}
 	if !t.quoted {
 		switch u := strings.ToUpper(t.s); u {
@@ -373,7 +379,7 @@ func (p *parser) primary(depth int) (*Expr, error) {
 				return typedLiteral(u, n.s)
 			}
 		default:
-			if what, bad := unsupportedWords[u]; bad && p.peek().k != tPunct {
+			if what, bad := unsupportedWords[u]; bad && opensOperand(p.peek()) {
 				return nil, fmt.Errorf("%s: %w", what, ErrUnsupported)
 			}
 		}
@@ -391,11 +397,27 @@ func (p *parser) primary(depth int) (*Expr, error) {
 	}
 	if n := p.peek(); n.k == tPunct && (n.s == "(" || n.s == "[") {
 		if n.s == "[" {
-			return nil, fmt.Errorf("subscript %s[…]: %w", strings.Join(path, "."), ErrUnsupported)
+			return nil, fmt.Errorf("subscript %s[…]: %w", Clip(strings.Join(path, ".")), ErrUnsupported)
 		}
-		return nil, fmt.Errorf("function %s(…): %w", strings.Join(path, "."), ErrUnsupported)
+		return nil, fmt.Errorf("function %s(…): %w", Clip(strings.Join(path, ".")), ErrUnsupported)
 	}
 	return &Expr{kind: kCol, path: path}, nil
+}
+
+// maxShown bounds the bytes of a name or literal an error message shows.
+const maxShown = 200
+
+// Clip cuts hostile text (a name, a literal, an expression) to at most
+// 200 bytes, on a UTF-8 boundary, for messages.
+func Clip(s string) string {
+	if len(s) <= maxShown {
+		return s
+	}
+	cut := maxShown
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
 }
 
 // numberLiteral parses a numeric literal as Spark types it: an integer
@@ -414,25 +436,25 @@ func numberLiteral(s string, neg bool) (*Expr, error) {
 	case strings.HasSuffix(u, "D"):
 		f, err := strconv.ParseFloat(sign+u[:len(u)-1], 64)
 		if err != nil {
-			return nil, fmt.Errorf("invalid number %s", s)
+			return nil, fmt.Errorf("invalid number %s", Clip(s))
 		}
 		return lit(literal{typ: litDouble, f: f})
 	case strings.HasSuffix(u, "F"):
 		f, err := strconv.ParseFloat(sign+u[:len(u)-1], 32)
 		if err != nil {
-			return nil, fmt.Errorf("invalid number %s", s)
+			return nil, fmt.Errorf("invalid number %s", Clip(s))
 		}
 		return lit(literal{typ: litFloat, f: f})
 	case strings.HasSuffix(u, "L"), strings.HasSuffix(u, "S"), strings.HasSuffix(u, "Y"):
 		i, err := strconv.ParseInt(sign+u[:len(u)-1], 10, 64)
 		if err != nil {
-			return nil, fmt.Errorf("invalid integer %s", s)
+			return nil, fmt.Errorf("invalid integer %s", Clip(s))
 		}
 		return lit(literal{typ: litInt, i: i})
 	case strings.Contains(u, "E"):
 		f, err := strconv.ParseFloat(sign+u, 64)
 		if err != nil || math.IsInf(f, 0) {
-			return nil, fmt.Errorf("invalid number %s", s)
+			return nil, fmt.Errorf("invalid number %s", Clip(s))
 		}
 		return lit(literal{typ: litDouble, f: f})
 	case strings.Contains(u, "."):
@@ -451,11 +473,11 @@ func decimalLiteral(s string) (*Expr, error) {
 	digits := strings.TrimLeft(strings.TrimPrefix(intPart, "-")+frac, "0")
 	prec := max(int32(len(digits)), int32(len(frac)), 1)
 	if prec > 38 {
-		return nil, fmt.Errorf("decimal literal %s has more than 38 digits", s)
+		return nil, fmt.Errorf("decimal literal %s has more than 38 digits", Clip(s))
 	}
 	v, ok := new(big.Int).SetString(strings.ReplaceAll(s, ".", ""), 10)
 	if !ok {
-		return nil, fmt.Errorf("invalid number %s", s)
+		return nil, fmt.Errorf("invalid number %s", Clip(s))
 	}
 	return &Expr{kind: kLit, lit: literal{typ: litDecimal, dec: decimal128.FromBigInt(v), prec: prec, scale: int32(len(frac))}}, nil
 }
@@ -482,7 +504,7 @@ func typedLiteral(kw, s string) (*Expr, error) {
 func parseDate(s string) (int64, error) {
 	t, err := time.Parse("2006-01-02", strings.TrimSpace(s))
 	if err != nil {
-		return 0, fmt.Errorf("invalid date %q (want yyyy-mm-dd)", s)
+		return 0, fmt.Errorf("invalid date %q (want yyyy-mm-dd)", Clip(s))
 	}
 	return t.Unix() / 86400, nil
 }
@@ -509,7 +531,7 @@ func parseTimestamp(s string) (int64, bool, error) {
 			return t.UnixMicro(), false, nil
 		}
 	}
-	return 0, false, fmt.Errorf("invalid timestamp %q (want yyyy-mm-dd[ hh:mm:ss[.ffffff]][zone])", s)
+	return 0, false, fmt.Errorf("invalid timestamp %q (want yyyy-mm-dd[ hh:mm:ss[.ffffff]][zone])", Clip(s))
 }
 
 // tokens
@@ -538,7 +560,7 @@ func (t token) describe() string {
 	case tNumber:
 		return "number " + t.s
 	}
-	return fmt.Sprintf("%q", t.s)
+	return fmt.Sprintf("%q", Clip(t.s))
 }
 
 var puncts = []string{"<=>", "==", "<>", "!=", "<=", ">=", "||", "&&", "=", "<", ">", "(", ")", ",", ".", "!", "+", "-", "*", "/", "%", "&", "|", "^", "~", "[", "]", ":", ";", "?"}
@@ -624,40 +646,96 @@ func isIdentStart(c byte) bool {
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
 // quoted reads a quoted string or identifier at the start of s (opened by
-// q): a doubled q stands for q, and in strings a backslash escapes the
-// next character as Spark reads it. It returns the value and the bytes
-// read.
+// q) and returns its value and the bytes read. In an identifier a doubled
+// q stands for q; a string, as Spark's lexer reads it, has no such escape
+// ('it”s' is two literals, concatenated) but backslash escapes
+// (unescape).
 func quoted(s string, q byte, backslash bool) (string, int, error) {
 	var b strings.Builder
 	for i := 1; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case c == q && i+1 < len(s) && s[i+1] == q:
+		case c == q && !backslash && i+1 < len(s) && s[i+1] == q:
 			b.WriteByte(q)
 			i++
 		case c == q:
 			return b.String(), i + 1, nil
 		case c == '\\' && backslash && i+1 < len(s):
-			i++
-			switch e := s[i]; e {
-			case 'n':
-				b.WriteByte('\n')
-			case 't':
-				b.WriteByte('\t')
-			case 'r':
-				b.WriteByte('\r')
-			case '0':
-				b.WriteByte(0)
-			case 'b':
-				b.WriteByte('\b')
-			case 'Z':
-				b.WriteByte(26)
-			default:
-				b.WriteByte(e)
+			n, err := unescape(&b, s[i:])
+			if err != nil {
+				return "", 0, err
 			}
+			i += n - 1
 		default:
 			b.WriteByte(c)
 		}
 	}
 	return "", 0, fmt.Errorf("unterminated %c", q)
 }
+
+// unescape writes the escape sequence at the start of s (a backslash and
+// at least one more byte) as Spark's unescapeSQLString reads it, and
+// returns the bytes read: \uXXXX (UTF-16, surrogate pairs joined), \ooo
+// (octal, [01][0-7][0-7]), \0 \b \n \r \t \Z, \% and \_ kept with their
+// backslash (for LIKE), any other character as itself.
+func unescape(b *strings.Builder, s string) (int, error) {
+	switch {
+	case s[1] == 'u' && isHex(s[2:], 4):
+		r := hexRune(s[2:6])
+		if utf16.IsSurrogate(r) {
+			if len(s) < 12 || s[6:8] != `\u` || !isHex(s[8:], 4) || utf16.DecodeRune(r, hexRune(s[8:12])) == utf8.RuneError {
+				return 0, fmt.Errorf("unpaired UTF-16 surrogate \\u%s: %w", s[2:6], ErrUnsupported)
+			}
+			b.WriteRune(utf16.DecodeRune(r, hexRune(s[8:12])))
+			return 12, nil
+		}
+		b.WriteRune(r)
+		return 6, nil
+	case s[1] == 'U' && isHex(s[2:], 8):
+		// Read by some Spark versions only.
+		return 0, fmt.Errorf("\\U escape: %w", ErrUnsupported)
+	case len(s) >= 4 && (s[1] == '0' || s[1] == '1') && isOctal(s[2]) && isOctal(s[3]):
+		b.WriteByte((s[1]-'0')<<6 | (s[2]-'0')<<3 | (s[3] - '0'))
+		return 4, nil
+	}
+	switch e := s[1]; e {
+	case '0':
+		b.WriteByte(0)
+	case 'b':
+		b.WriteByte('\b')
+	case 'n':
+		b.WriteByte('\n')
+	case 'r':
+		b.WriteByte('\r')
+	case 't':
+		b.WriteByte('\t')
+	case 'Z':
+		b.WriteByte(26)
+	case '%', '_':
+		b.WriteByte('\\')
+		b.WriteByte(e)
+	default:
+		b.WriteByte(e)
+	}
+	return 2, nil
+}
+
+// isHex reports whether s starts with n hexadecimal digits.
+func isHex(s string, n int) bool {
+	if len(s) < n {
+		return false
+	}
+	for i := range n {
+		if !isDigit(s[i]) && (s[i]|0x20 < 'a' || s[i]|0x20 > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+func hexRune(s string) rune {
+	v, _ := strconv.ParseUint(s, 16, 32)
+	return rune(v)
+}
+
+func isOctal(c byte) bool { return c >= '0' && c <= '7' }

@@ -62,7 +62,7 @@ func Constraints(m *Metadata) ([]Constraint, error) {
 			_, err = c.Expr.Bind(arrowSchema)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("constraint %s (%q): %w", c.Name, truncate(c.Text), err)
+			return nil, fmt.Errorf("constraint %s (%q): %w", deltaexpr.Clip(c.Name), deltaexpr.Clip(c.Text), err)
 		}
 	}
 	return out, nil
@@ -71,9 +71,9 @@ func Constraints(m *Metadata) ([]Constraint, error) {
 // String names c and its expression, for messages.
 func (c Constraint) String() string {
 	if c.Invariant {
-		return fmt.Sprintf("%s (%s)", c.Name, truncate(c.Text))
+		return fmt.Sprintf("%s (%s)", deltaexpr.Clip(c.Name), deltaexpr.Clip(c.Text))
 	}
-	return fmt.Sprintf("CHECK constraint %s (%s)", c.Name, truncate(c.Text))
+	return fmt.Sprintf("CHECK constraint %s (%s)", deltaexpr.Clip(c.Name), deltaexpr.Clip(c.Text))
 }
 
 // appendInvariants appends the invariants of fields (struct members
@@ -89,7 +89,7 @@ func appendInvariants(out []Constraint, fields []StructField, parent string) ([]
 				} `json:"expression"`
 			}
 			if json.Unmarshal(raw, &doc) != nil || json.Unmarshal([]byte(doc), &inv) != nil || inv.Expression.Expression == "" {
-				return nil, fmt.Errorf("column %s: unreadable %s %s", path, invariantsKey, truncate(string(raw)))
+				return nil, fmt.Errorf("column %s: unreadable %s %s", deltaexpr.Clip(path), invariantsKey, deltaexpr.Clip(string(raw)))
 			}
 			out = append(out, Constraint{Name: "invariant on column " + path, Invariant: true, Text: inv.Expression.Expression})
 		}
@@ -101,13 +101,4 @@ func appendInvariants(out []Constraint, fields []StructField, parent string) ([]
 		}
 	}
 	return out, nil
-}
-
-// truncate cuts hostile text for messages.
-func truncate(s string) string {
-	const max = 200
-	if len(s) <= max {
-		return s
-	}
-	return s[:max] + "…"
 }
