@@ -201,7 +201,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 		fk := m.cacheEntry(rows)
 		fk.enc = enc
 		if slices.ContainsFunc(m.matIDs, func(id int64) bool { return id != noRowID }) {
-			fk.ids = m.matIDs
+			fk.ids = slices.Clip(m.matIDs) // put charges len, so drop append's spare capacity
 		}
 		m.w.keys.put(fk)
 	}
