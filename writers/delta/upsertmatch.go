@@ -25,7 +25,9 @@ import (
 // file's keys.
 
 // noRowID marks a matched row without a row id (its file predates row
-// tracking): the row that replaces it gets a fresh one.
+// tracking, or its materialized id is null): the row that replaces it
+// gets a fresh one. Row ids are non-negative (PROTOCOL.md, "Row
+// Tracking"), so -1 is never a real one and stands for null.
 const noRowID = -1
 
 // fileMatches are the rows of one target file whose key is among a
@@ -119,7 +121,7 @@ type fileMatcher struct {
 	rt   *rowTracking
 	base *int64
 	enc  *merge.KeyEncoder
-	rows []int32 // of the current batch: matched rows, or those without a null key
+	rows []int32 // of the current batch: the matched rows
 	ords []int32 // the matched rows' key ordinals
 	// index collects the file's keys for the key cache (without a group);
 	// nil when matching, or once the file turned out to hold a key twice.
