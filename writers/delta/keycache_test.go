@@ -152,3 +152,31 @@ func TestKeyCacheLayout(t *testing.T) {
 		t.Fatal("keys under a new layout did not replace the old ones")
 	}
 }
+
+// TestKeyCacheRowIDs: put keeps a file's entry with row ids over one read
+// without them, replaces it when read under another id column, and
+// charges the ids' capacity.
+func TestKeyCacheRowIDs(t *testing.T) {
+	c := newKeyCache(1<<20, prometheus.NewGauge(prometheus.GaugeOpts{Name: "used"}))
+	keys := func(idCol string, ids []int64) *fileKeys {
+		return &fileKeys{path: "f", index: merge.NewKeyIndex(1), rows: 1, idCol: idCol, ids: ids}
+	}
+	withIDs := keys("_row-id-a", make([]int64, 1, 64))
+	c.put(withIDs)
+	if withIDs.bytes < 8*64 {
+		t.Fatalf("entry charged %d bytes, less than its ids' capacity (%d)", withIDs.bytes, 8*64)
+	}
+	c.put(keys("", nil))
+	if c.get("f", "") != withIDs {
+		t.Fatal("an entry without row ids replaced one with them")
+	}
+	c.put(keys("_row-id-a", []int64{7}))
+	if c.get("f", "") != withIDs {
+		t.Fatal("the same file under the same id column replaced the cached entry")
+	}
+	other := keys("_row-id-b", []int64{7})
+	c.put(other)
+	if c.get("f", "") != other || c.usedBytes() != other.bytes {
+		t.Fatal("an entry read under another id column did not replace the old one")
+	}
+}

@@ -169,12 +169,18 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		m.first = rows
-		ids, err := m.idColumn(rec)
-		if err != nil {
-			return fm, 0, err
-		}
+		ids, idErr := m.idColumn(rec)
 		if err := m.match(ctx, rec); err != nil {
 			return fm, 0, err
+		}
+		if idErr != nil {
+			// A foreign file's id column of another type fails the upsert
+			// only when a matched row needs its id; otherwise the file is
+			// just not cached (its ids are unusable).
+			if len(m.rows) > 0 {
+				return fm, 0, idErr
+			}
+			m.index, m.matIDs = nil, nil
 		}
 		for i, row := range m.rows {
 			id := int64(noRowID)
