@@ -14,6 +14,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
 // TestKeyCacheEvictsLeastRecentlyUsed: the cache stays within its bytes,
@@ -178,5 +179,29 @@ func TestKeyCacheRowIDs(t *testing.T) {
 	c.put(other)
 	if c.get("f", "") != other || c.usedBytes() != other.bytes {
 		t.Fatal("an entry read under another id column did not replace the old one")
+	}
+}
+
+// TestCachedMatchesIDColumn: an entry cached under another id column (or
+// none) does not answer a row-tracked match; one under the table's does,
+// with its ids.
+func TestCachedMatchesIDColumn(t *testing.T) {
+	key := binary.BigEndian.AppendUint64(nil, 1)
+	idx := merge.NewKeyIndex(1)
+	idx.Put(key, 0)
+	set := merge.NewKeySet(1)
+	set.Add(key)
+	grp := &keyGroup{set: set}
+	w := &Writer{keys: newKeyCache(1<<20, prometheus.NewGauge(prometheus.GaugeOpts{Name: "used"}))}
+	a := &deltalog.Add{Path: "f"}
+	rt := &rowTracking{idCol: "_row-id-a"}
+	w.keys.put(&fileKeys{path: "f", index: idx, rows: 1, idCol: "_row-id-b", ids: []int64{42}})
+	if _, _, ok := w.cachedMatches(a, "", grp, nil, rt); ok {
+		t.Fatal("an entry under another id column answered the match")
+	}
+	w.keys.put(&fileKeys{path: "f", index: idx, rows: 1, idCol: rt.idCol, ids: []int64{42}})
+	fm, _, ok := w.cachedMatches(a, "", grp, nil, rt)
+	if !ok || fm.len() != 1 || fm.ids[0] != 42 {
+		t.Fatalf("entry under the table's id column: ok %v, matches %+v; want row 0 with id 42", ok, fm)
 	}
 }
