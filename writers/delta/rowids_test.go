@@ -428,10 +428,13 @@ func TestRowIDsCarriedFromMatch(t *testing.T) {
 			ids := rowIdentities(t, cfg, mem)
 			check := func(step string, updated ...int32) {
 				t.Helper()
-				now := rowIdentities(t, cfg, mem)
+				now, version := rowIdentities(t, cfg, mem), snapshot(t, cfg).Version
 				for _, k := range updated {
 					if now[k].id != ids[k].id {
 						t.Errorf("%s: updated key %d has row id %d, want %d", step, k, now[k].id, ids[k].id)
+					}
+					if now[k].version != version {
+						t.Errorf("%s: updated key %d has commit version %d, want the commit's %d", step, k, now[k].version, version)
 					}
 				}
 				for k, r := range ids {
