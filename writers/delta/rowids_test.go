@@ -403,12 +403,7 @@ func TestRowIDsAcrossBatches(t *testing.T) {
 func TestRowIDsCarriedFromMatch(t *testing.T) {
 	for _, dv := range []bool{false, true} {
 		t.Run(map[bool]string{false: "copy-on-write", true: "deletion-vectors"}[dv], func(t *testing.T) {
-			mem := checkedMem(t)
-			cfg := upsertDVConfig(fileURI(t))
-			cfg.DeletionVectors = dv
-			createTrackedMapped(t, cfg, dv)
-			w := openWriter(t, cfg, mem)
-			seedIDs(t, w, mem, [2]int32{0, 100})
+			cfg, mem, w := seededTracked(t, dv, 100)
 			epoch := int64(0)
 			upsert := func(w *Writer, changes ...idChange) {
 				t.Helper()
@@ -509,16 +504,24 @@ func materializedElsewhere(t *testing.T, cfg *Config, mem memory.Allocator, a *d
 	return n
 }
 
+// seededTracked creates a row-tracked, column-mapped table (with deletion
+// vectors when dv) holding keys 0..n, and returns its writer.
+func seededTracked(t *testing.T, dv bool, n int32) (*Config, memory.Allocator, *Writer) {
+	t.Helper()
+	mem := checkedMem(t)
+	cfg := upsertDVConfig(fileURI(t))
+	cfg.DeletionVectors = dv
+	createTrackedMapped(t, cfg, dv)
+	w := openWriter(t, cfg, mem)
+	seedIDs(t, w, mem, [2]int32{0, n})
+	return cfg, mem, w
+}
+
 // TestRowIDColumnOfAnotherType: a foreign data file whose materialized
 // row id column is not long fails an upsert only when one of its rows
 // matches (its ids are needed); as a mere candidate it is left alone.
 func TestRowIDColumnOfAnotherType(t *testing.T) {
-	mem := checkedMem(t)
-	cfg := upsertDVConfig(fileURI(t))
-	cfg.DeletionVectors = false
-	createTrackedMapped(t, cfg, false)
-	w := openWriter(t, cfg, mem)
-	seedIDs(t, w, mem, [2]int32{0, 10})
+	cfg, mem, w := seededTracked(t, false, 10)
 
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "col-1-id", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
