@@ -72,7 +72,7 @@ func (c *keyCache) get(path, layout string) *fileKeys {
 // read without its row ids, evicting the least recently used files to
 // make room; a file larger than the whole cache is not kept.
 func (c *keyCache) put(fk *fileKeys) {
-	fk.bytes = fk.index.MemoryBytes() + len(fk.path) + len(fk.layout) + 8*len(fk.ids)
+	fk.bytes = fk.index.MemoryBytes() + len(fk.path) + len(fk.layout) + 8*cap(fk.ids)
 	if fk.bytes > c.maxBytes {
 		return
 	}

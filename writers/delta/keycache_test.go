@@ -14,6 +14,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
 // TestKeyCacheEvictsLeastRecentlyUsed: the cache stays within its bytes,
@@ -150,5 +151,57 @@ func TestKeyCacheLayout(t *testing.T) {
 	c.put(keys(`"col-b"#2,`))
 	if c.get("f", `"col-a"#1,`) != nil || c.get("f", `"col-b"#2,`) == nil || c.usedBytes() != c.get("f", `"col-b"#2,`).bytes {
 		t.Fatal("keys under a new layout did not replace the old ones")
+	}
+}
+
+// TestKeyCacheRowIDs: put keeps a file's entry with row ids over one read
+// without them, replaces it when read under another id column, and
+// charges the ids' capacity.
+func TestKeyCacheRowIDs(t *testing.T) {
+	c := newKeyCache(1<<20, prometheus.NewGauge(prometheus.GaugeOpts{Name: "used"}))
+	keys := func(idCol string, ids []int64) *fileKeys {
+		return &fileKeys{path: "f", index: merge.NewKeyIndex(1), rows: 1, idCol: idCol, ids: ids}
+	}
+	withIDs := keys("_row-id-a", make([]int64, 1, 64))
+	c.put(withIDs)
+	if withIDs.bytes < 8*64 {
+		t.Fatalf("entry charged %d bytes, less than its ids' capacity (%d)", withIDs.bytes, 8*64)
+	}
+	c.put(keys("", nil))
+	if c.get("f", "") != withIDs {
+		t.Fatal("an entry without row ids replaced one with them")
+	}
+	c.put(keys("_row-id-a", []int64{7}))
+	if c.get("f", "") != withIDs {
+		t.Fatal("the same file under the same id column replaced the cached entry")
+	}
+	other := keys("_row-id-b", []int64{7})
+	c.put(other)
+	if c.get("f", "") != other || c.usedBytes() != other.bytes {
+		t.Fatal("an entry read under another id column did not replace the old one")
+	}
+}
+
+// TestCachedMatchesIDColumn: an entry cached under another id column (or
+// none) does not answer a row-tracked match; one under the table's does,
+// with its ids.
+func TestCachedMatchesIDColumn(t *testing.T) {
+	key := binary.BigEndian.AppendUint64(nil, 1)
+	idx := merge.NewKeyIndex(1)
+	idx.Put(key, 0)
+	set := merge.NewKeySet(1)
+	set.Add(key)
+	grp := &keyGroup{set: set}
+	w := &Writer{keys: newKeyCache(1<<20, prometheus.NewGauge(prometheus.GaugeOpts{Name: "used"}))}
+	a := &deltalog.Add{Path: "f"}
+	rt := &rowTracking{idCol: "_row-id-a"}
+	w.keys.put(&fileKeys{path: "f", index: idx, rows: 1, idCol: "_row-id-b", ids: []int64{42}})
+	if _, _, ok := w.cachedMatches(a, "", grp, nil, rt); ok {
+		t.Fatal("an entry under another id column answered the match")
+	}
+	w.keys.put(&fileKeys{path: "f", index: idx, rows: 1, idCol: rt.idCol, ids: []int64{42}})
+	fm, _, ok := w.cachedMatches(a, "", grp, nil, rt)
+	if !ok || fm.len() != 1 || fm.ids[0] != 42 {
+		t.Fatalf("entry under the table's id column: ok %v, matches %+v; want row 0 with id 42", ok, fm)
 	}
 }

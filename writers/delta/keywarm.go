@@ -60,10 +60,14 @@ func (w *Writer) warmGuarded(a addFile, cols *columnMap, rt *rowTracking) (err e
 
 // warmFile indexes the keys (and with rt, the materialized row ids) of
 // file a unless the cache has them, or their index would not fit in it
-// (about keyIndexBytesPerRow per row).
+// (about keyIndexBytesPerRow per row, plus rowIDBytesPerRow with rt).
 func (w *Writer) warmFile(ctx context.Context, a addFile, cols *columnMap, rt *rowTracking) error {
 	fk := w.keys.get(a.Path, cols.keyLayout(w.keyColumns().data))
-	if fk != nil && (rt == nil || fk.idCol == rt.idCol) || a.Rows*keyIndexBytesPerRow > int64(w.keys.maxBytes) {
+	perRow := int64(keyIndexBytesPerRow)
+	if rt != nil {
+		perRow += rowIDBytesPerRow
+	}
+	if fk != nil && (rt == nil || fk.idCol == rt.idCol) || a.Rows*perRow > int64(w.keys.maxBytes) {
 		return nil
 	}
 	key, err := deltalog.DecodePath(a.Path)
@@ -84,6 +88,9 @@ func (w *Writer) warmFile(ctx context.Context, a addFile, cols *columnMap, rt *r
 // int64 key costs about 30 bytes (merge.KeyIndex); wider keys cost more,
 // and put drops an index that turns out too large.
 const keyIndexBytesPerRow = 30
+
+// rowIDBytesPerRow is what a file's cached materialized row ids add per row.
+const rowIDBytesPerRow = 8
 
 // waitWarm waits for the last warm-up started (warmKeys), so that an
 // upsert plans with every key it indexes.

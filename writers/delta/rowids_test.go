@@ -3,8 +3,11 @@ package delta
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -400,12 +403,7 @@ func TestRowIDsAcrossBatches(t *testing.T) {
 func TestRowIDsCarriedFromMatch(t *testing.T) {
 	for _, dv := range []bool{false, true} {
 		t.Run(map[bool]string{false: "copy-on-write", true: "deletion-vectors"}[dv], func(t *testing.T) {
-			mem := checkedMem(t)
-			cfg := upsertDVConfig(fileURI(t))
-			cfg.DeletionVectors = dv
-			createTrackedMapped(t, cfg, dv)
-			w := openWriter(t, cfg, mem)
-			seedIDs(t, w, mem, [2]int32{0, 100})
+			cfg, mem, w := seededTracked(t, dv, 100)
 			epoch := int64(0)
 			upsert := func(w *Writer, changes ...idChange) {
 				t.Helper()
@@ -428,10 +426,13 @@ func TestRowIDsCarriedFromMatch(t *testing.T) {
 			ids := rowIdentities(t, cfg, mem)
 			check := func(step string, updated ...int32) {
 				t.Helper()
-				now := rowIdentities(t, cfg, mem)
+				now, version := rowIdentities(t, cfg, mem), snapshot(t, cfg).Version
 				for _, k := range updated {
 					if now[k].id != ids[k].id {
 						t.Errorf("%s: updated key %d has row id %d, want %d", step, k, now[k].id, ids[k].id)
+					}
+					if now[k].version != version {
+						t.Errorf("%s: updated key %d has commit version %d, want the commit's %d", step, k, now[k].version, version)
 					}
 				}
 				for k, r := range ids {
@@ -501,4 +502,77 @@ func materializedElsewhere(t *testing.T, cfg *Config, mem memory.Allocator, a *d
 		t.Fatal(err)
 	}
 	return n
+}
+
+// seededTracked creates a row-tracked, column-mapped table (with deletion
+// vectors when dv) holding keys 0..n, and returns its writer.
+func seededTracked(t *testing.T, dv bool, n int32) (*Config, memory.Allocator, *Writer) {
+	t.Helper()
+	mem := checkedMem(t)
+	cfg := upsertDVConfig(fileURI(t))
+	cfg.DeletionVectors = dv
+	createTrackedMapped(t, cfg, dv)
+	w := openWriter(t, cfg, mem)
+	seedIDs(t, w, mem, [2]int32{0, n})
+	return cfg, mem, w
+}
+
+// TestRowIDColumnOfAnotherType: a foreign data file whose materialized
+// row id column is not long fails an upsert only when one of its rows
+// matches (its ids are needed); as a mere candidate it is left alone.
+func TestRowIDColumnOfAnotherType(t *testing.T) {
+	cfg, mem, w := seededTracked(t, false, 10)
+
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "col-1-id", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "col-2-str", Type: arrow.BinaryTypes.String, Nullable: true},
+		{Name: "_row-id-col-test", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	b.Field(0).(*array.Int32Builder).Append(1000)
+	b.Field(1).(*array.StringBuilder).Append("foreign")
+	b.Field(2).(*array.StringBuilder).Append("not a long")
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	name := "foreign.parquet"
+	f, err := os.Create(filepath.Join(strings.TrimPrefix(cfg.TableURI, "file://"), name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pw, err := parquetio.NewWriter(f, schema, parquetio.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pw.Write(rec); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.Stat()
+	if err != nil || f.Close() != nil {
+		t.Fatal(err)
+	}
+	base, version := int64(1<<20), int64(1)
+	add := deltalog.Add{Path: name, Size: st.Size(), DataChange: true, ModificationTime: 1, PartitionValues: map[string]*string{},
+		BaseRowID: &base, DefaultRowCommitVersion: &version}
+	if _, err := deltalog.Commit(context.Background(), tableBucket(t, cfg), snapshot(t, cfg),
+		[]deltalog.Action{{Add: &add}}, deltalog.CommitOptions{Operation: "WRITE"}); err != nil {
+		t.Fatal(err)
+	}
+
+	w = openWriter(t, cfg, mem) // nothing cached
+	up := idBatch(mem, idChange{5, "five", "U"})
+	defer up.Release()
+	commitOne(t, w, writers.TxnKey{Writer: "rt", Epoch: 1}, up) // the foreign file is a candidate without a match
+
+	bad := idBatch(mem, idChange{1000, "thousand", "U"})
+	defer bad.Release()
+	ctx, key := context.Background(), writers.TxnKey{Writer: "rt", Epoch: 2}
+	if err := w.Write(ctx, key, bad); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Precommit(ctx, key); err == nil || !strings.Contains(err.Error(), "not long") {
+		t.Fatalf("upsert matching the foreign file's row: %v, want its id column refused", err)
+	}
 }

@@ -28,7 +28,8 @@ import (
 // materialized row id column (rowids.go).
 
 // keptColumns holds, for the table columns a changelog lacks, the values
-// of the target rows its keys match, by key.
+// of the target rows its keys match, by key group and ordinal, and in a
+// table that tracks rows those rows' ids.
 type keptColumns struct {
 	groups *keyGroups
 	data   []arrow.Field // missing data columns, with the table's types

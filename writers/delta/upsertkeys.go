@@ -3,6 +3,7 @@ package delta
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -10,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
@@ -147,6 +149,11 @@ func (g *keyGroups) add(rec arrow.RecordBatch, locate bool) (liveKeys, error) {
 			g.groups[tuple] = grp
 		}
 		ord, _ := grp.set.Add(enc.Key(row))
+		if ord > math.MaxInt32 {
+			// Matches keep ordinals as int32 (fileMatches, keptColumns);
+			// a KeySet holds up to 2^32-2.
+			return at, writers.Errorf(writers.ErrExhausted, "delta: upsert: more than %d distinct keys in one partition; commit smaller transactions", math.MaxInt32)
+		}
 		if locate {
 			at.ords = append(at.ords, int32(ord))
 			if at.grps != nil {

@@ -25,7 +25,9 @@ import (
 // file's keys.
 
 // noRowID marks a matched row without a row id (its file predates row
-// tracking): the row that replaces it gets a fresh one.
+// tracking, or its materialized id is null): the row that replaces it
+// gets a fresh one. Row ids are non-negative (PROTOCOL.md, "Row
+// Tracking"), so -1 is never a real one and stands for null.
 const noRowID = -1
 
 // fileMatches are the rows of one target file whose key is among a
@@ -119,7 +121,7 @@ type fileMatcher struct {
 	rt   *rowTracking
 	base *int64
 	enc  *merge.KeyEncoder
-	rows []int32 // of the current batch: matched rows, or those without a null key
+	rows []int32 // of the current batch: the matched rows
 	ords []int32 // the matched rows' key ordinals
 	// index collects the file's keys for the key cache (without a group);
 	// nil when matching, or once the file turned out to hold a key twice.
@@ -167,12 +169,18 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		m.first = rows
-		ids, err := m.idColumn(rec)
-		if err != nil {
-			return fm, 0, err
-		}
+		ids, idErr := m.idColumn(rec)
 		if err := m.match(ctx, rec); err != nil {
 			return fm, 0, err
+		}
+		if idErr != nil {
+			// A foreign file's id column of another type fails the upsert
+			// only when a matched row needs its id; otherwise the file is
+			// just not cached (its ids are unusable).
+			if len(m.rows) > 0 {
+				return fm, 0, idErr
+			}
+			m.index, m.matIDs = nil, nil
 		}
 		for i, row := range m.rows {
 			id := int64(noRowID)
@@ -201,7 +209,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 		fk := m.cacheEntry(rows)
 		fk.enc = enc
 		if slices.ContainsFunc(m.matIDs, func(id int64) bool { return id != noRowID }) {
-			fk.ids = m.matIDs
+			fk.ids = slices.Clip(m.matIDs) // put charges len, so drop append's spare capacity
 		}
 		m.w.keys.put(fk)
 	}

@@ -94,7 +94,7 @@ func (o *mergeOutcome) mark(path string, rows int64, gone []int64) error {
 // Memory stays bounded whatever the table's size: candidates are streamed
 // one at a time per worker (at most min(GOMAXPROCS, maxEncoders) at once),
 // batch by batch, and only the source keys and the matched row positions
-// are kept. On failure every file written is deleted and nothing is
+// (with their key ordinals and, when rows are tracked, ids) are kept. On failure every file written is deleted and nothing is
 // returned.
 func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result, layout *fileLayout) (*mergeOutcome, error) {
 	table, err := snap.Schema()
