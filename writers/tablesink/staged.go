@@ -164,6 +164,12 @@ func (p *Staged[F, R]) Send(ctx context.Context, part Part) error {
 		defer part.Rec.Release()
 		return p.encodeInto(ctx, p.inline, part)
 	}
+	if err := p.Failed(); err != nil {
+		// The key has failed already: do not charge and queue rows its
+		// encoders would only drop.
+		part.Rec.Release()
+		return err
+	}
 	e := p.workers[p.next]
 	p.next = (p.next + 1) % len(p.workers)
 	j := job{Part: part, size: util.TotalRecordSize(part.Rec)}
