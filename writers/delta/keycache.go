@@ -121,16 +121,26 @@ func (c *keyCache) usedBytes() int {
 }
 
 // lookup returns the rows of the file whose keys are in set (ascending
-// positions), with their ids (withIDs) for a file of baseRowId base.
+// positions), with their ids (withIDs) for a file of baseRowId base. It
+// probes from the smaller side: the set's keys in the file's index, or
+// the file's keys in the set (a small file against a large changelog).
 func (fk *fileKeys) lookup(set *merge.KeySet, base *int64, withIDs bool) fileMatches {
 	type hit struct {
 		pos int64
 		ord int32
 	}
 	var hits []hit
-	for ord := range set.Len() {
-		if pos, ok := fk.index.Get(set.Key(ord)); ok {
-			hits = append(hits, hit{int64(pos), int32(ord)})
+	if file := fk.index.Keys(); file.Len() < set.Len() {
+		for i := range file.Len() {
+			if ord, ok := set.Find(file.Key(i)); ok {
+				hits = append(hits, hit{int64(fk.index.Value(i)), int32(ord)})
+			}
+		}
+	} else {
+		for ord := range set.Len() {
+			if pos, ok := fk.index.Get(set.Key(ord)); ok {
+				hits = append(hits, hit{int64(pos), int32(ord)})
+			}
 		}
 	}
 	slices.SortFunc(hits, func(a, b hit) int { return cmp.Compare(a.pos, b.pos) })

@@ -205,3 +205,53 @@ func TestCachedMatchesIDColumn(t *testing.T) {
 		t.Fatalf("entry under the table's id column: ok %v, matches %+v; want row 0 with id 42", ok, fm)
 	}
 }
+
+// TestKeyLookupEitherSide: a cached file's matches are the same whether
+// the file or the changelog has fewer keys (the lookup probes from the
+// smaller side), in ascending file positions with their key ordinals and
+// ids, and a changelog far larger than the file is answered from the cache.
+func TestKeyLookupEitherSide(t *testing.T) {
+	key := func(i int) []byte { return binary.BigEndian.AppendUint64(nil, uint64(i)) }
+	// The file holds keys 0, 3, 6, ... at positions 0, 1, 2, ...
+	file := func(rows int) *fileKeys {
+		x := merge.NewKeyIndex(rows)
+		ids := make([]int64, rows)
+		for pos := range rows {
+			x.Put(key(3*pos), uint64(pos))
+			ids[pos] = int64(1000 + pos)
+		}
+		return &fileKeys{path: "f", index: x, rows: int64(rows), idCol: "_row-id", ids: ids}
+	}
+	// The changelog holds keys n-1, n-2, ..., 0 (ordinal o is key n-1-o).
+	source := func(n int) *merge.KeySet {
+		s := merge.NewKeySet(n)
+		for i := n - 1; i >= 0; i-- {
+			s.Add(key(i))
+		}
+		return s
+	}
+	for _, tc := range []struct{ rows, keys int }{{10, 1000}, {1000, 10}, {50, 150}, {0, 5}, {5, 0}} {
+		fk, set := file(tc.rows), source(tc.keys)
+		fm := fk.lookup(set, nil, true)
+		var want []int64
+		for pos := range tc.rows {
+			if 3*pos < tc.keys {
+				want = append(want, int64(pos))
+			}
+		}
+		if fm.len() != len(want) {
+			t.Fatalf("%d rows, %d keys: %d matches, want %d", tc.rows, tc.keys, fm.len(), len(want))
+		}
+		for i, pos := range want {
+			if fm.pos[i] != pos || int(fm.ord[i]) != tc.keys-1-3*int(pos) || fm.ids[i] != 1000+pos {
+				t.Fatalf("%d rows, %d keys: match %d is (pos %d, ord %d, id %d), want (%d, %d, %d)",
+					tc.rows, tc.keys, i, fm.pos[i], fm.ord[i], fm.ids[i], pos, tc.keys-1-3*int(pos), 1000+pos)
+			}
+		}
+	}
+	w := &Writer{keys: newKeyCache(1<<20, prometheus.NewGauge(prometheus.GaugeOpts{Name: "used"}))}
+	w.keys.put(file(10))
+	if _, _, ok := w.cachedMatches(&deltalog.Add{Path: "f"}, "", &keyGroup{set: source(1000)}, nil, &rowTracking{idCol: "_row-id"}); !ok {
+		t.Fatal("a changelog of 100 times the file's keys was not answered from the cache")
+	}
+}

@@ -90,15 +90,15 @@ func rowID(mat int64, base *int64, pos int64) int64 {
 
 // cachedMatches answers matchedRows for file a from the key cache when it
 // holds a's keys, read under the table's key layout, in the source's
-// encoding (and, when rt is set, the materialized row ids of its column)
-// and looking the group's keys up there costs less than probing the
-// file's keys (at most two lookups per row of the file).
+// encoding (and, when rt is set, the materialized row ids of its column).
+// A lookup in the cache costs fewer probes than reading the file would,
+// whatever the sizes: it probes from the smaller side (fileKeys.lookup).
 func (w *Writer) cachedMatches(a *deltalog.Add, layout string, grp *keyGroup, src *merge.KeyEncoder, rt *rowTracking) (fm fileMatches, rows int64, ok bool) {
 	if w.keys == nil {
 		return fm, 0, false
 	}
 	fk := w.keys.get(a.Path, layout)
-	if fk == nil || int64(grp.set.Len()) > 2*fk.rows || fk.enc != nil && src.SameEncoding(fk.enc) != nil || rt != nil && fk.idCol != rt.idCol {
+	if fk == nil || fk.enc != nil && src.SameEncoding(fk.enc) != nil || rt != nil && fk.idCol != rt.idCol {
 		return fm, 0, false
 	}
 	return fk.lookup(grp.set, a.BaseRowID, rt != nil), fk.rows, true

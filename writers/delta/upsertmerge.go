@@ -20,6 +20,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
+	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
 // mergeOutcome is what mergeInto wrote and read.
@@ -189,9 +190,18 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 // split by partition, with the table columns they lack filled from kept
 // (when not nil) and statistics for stats. It returns the finished files,
 // also on failure (for deletion).
+//
+// With kept the rows wait for every candidate's match, so nothing else
+// runs meanwhile: they are encoded on the key's encoder pool, on every
+// core. Without, they are written alongside the candidate workers, on
+// this goroutine. Filling (kept values, identity values, which must be
+// taken in order) stays on this goroutine either way.
 func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *identityFill, layout *fileLayout) ([]addFile, error) {
-	fs := w.newFileSet(layout, 0)
-	err := func() error {
+	out, err := w.liveOutput(ctx, layout, kept != nil)
+	if err != nil {
+		return nil, err
+	}
+	err = func() error {
 		for i, rec := range live {
 			rec.Retain()
 			if kept != nil {
@@ -219,18 +229,62 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *
 			}
 			for i, p := range parts {
 				if err == nil {
-					err = w.write(ctx, &fs, p.dir, p.values, recs[i])
+					err = out.send(ctx, tablesink.Part{Dir: p.dir, Values: p.values, Rec: recs[i]})
+				} else {
+					recs[i].Release()
 				}
-				recs[i].Release()
 			}
 			if err != nil {
 				return err
 			}
 		}
-		return fs.FinishAll()
+		return nil
 	}()
-	fs.Abort()
-	return fs.Finished, err
+	return out.finish(err)
+}
+
+// liveOutput is where writeLive's rows go: a pool of encoders or one set
+// of files on the caller's goroutine.
+type liveOutput struct {
+	pool *tablesink.Staged[*dataFile, addFile]
+	fs   fileSet
+}
+
+// liveOutput returns writeLive's output, pooled or not.
+func (w *Writer) liveOutput(ctx context.Context, layout *fileLayout, pooled bool) (*liveOutput, error) {
+	if !pooled {
+		return &liveOutput{fs: w.newFileSet(layout, 0)}, nil
+	}
+	pool, err := w.newPool(ctx, layout)
+	if err != nil {
+		return nil, err
+	}
+	return &liveOutput{pool: pool}, nil
+}
+
+// send writes p, whose Rec it owns.
+func (o *liveOutput) send(ctx context.Context, p tablesink.Part) error {
+	if o.pool != nil {
+		return o.pool.Send(ctx, p)
+	}
+	defer p.Rec.Release()
+	return writePhysical(ctx, o.fs.Files, o.fs.layout.cols, p)
+}
+
+// finish finishes the files after a successful writeLive (err nil), or
+// abandons the open ones, and returns every finished file with the error.
+func (o *liveOutput) finish(err error) ([]addFile, error) {
+	if o.pool != nil {
+		if err != nil {
+			return o.pool.Abort(), err
+		}
+		return o.pool.Finish()
+	}
+	if err == nil {
+		err = o.fs.FinishAll()
+	}
+	o.fs.Abort()
+	return o.fs.Finished, err
 }
 
 // mergeFile matches the keys of candidate a against the source and, when
