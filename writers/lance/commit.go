@@ -119,9 +119,10 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		w.m.version.Set(float64(nd.Version()))
 		if m != nil {
 			w.m.countMerge(m.Counts)
-			if patch != nil && patch.matches(m, frags) {
-				w.patchIndex(patch, nd)
+			if patch != nil && !patch.matches(m, frags) {
+				patch = nil
 			}
+			w.patchIndex(patch, nd)
 		}
 		return writers.CommitInfo{Version: int64(nd.Version())}, tablesink.Committed, nil
 	})
@@ -168,12 +169,14 @@ func fieldList(s *lanceformat.Schema) string {
 	return writers.FieldList(as)
 }
 
-// patchIndex brings the key index to nd, the version a merge committed,
-// from the merge's own patch when it applies (see keyIndex.apply). It
-// takes idxMu now and patches in the background, releasing it when done:
-// the commit is acknowledged without waiting (the patch overlaps with the
-// next transaction's data arriving), and the next merge's planning, which
-// takes idxMu, finds the index patched. Close waits for it.
+// patchIndex brings the key index to nd, the version a merge committed:
+// from the merge's own patch p when it applies (see keyIndex.apply), else
+// by syncing it to nd (building it, when the merge found its targets by
+// scanning a cold index). It takes idxMu now and works in the background,
+// releasing it when done: the commit is acknowledged without waiting (the
+// work overlaps with the next transaction's data arriving), and the next
+// merge's planning, which takes idxMu, finds the index current. Close
+// cancels a build and waits.
 func (w *Writer) patchIndex(p *indexPatch, nd *lanceformat.Dataset) {
 	// Under the stages' lock: Close, having closed them, waits for it.
 	if !w.stages.IfOpen(func() { w.patching.Add(1) }) {
@@ -184,14 +187,29 @@ func (w *Writer) patchIndex(p *indexPatch, nd *lanceformat.Dataset) {
 		defer w.patching.Done()
 		defer w.idxMu.Unlock()
 		applied, err := w.applyPatch(p, nd)
-		if err != nil {
+		switch {
+		case err != nil:
 			w.log.Error("lance: patching the key index failed; the next merge rebuilds it", "err", err, "stack", writers.PanicStack(err))
-			return
-		}
-		if applied {
+		case applied:
 			w.m.indexSyncs.WithLabelValues("committed").Inc()
+		case w.idx != nil:
+			if err := w.buildIndex(nd); err != nil {
+				w.log.Warn("lance: building the key index failed; the next merge scans and builds it again", "err", err)
+			}
 		}
 	}()
+}
+
+// buildIndex syncs the key index to nd on the background goroutine, with
+// a panic (an unreadable fragment) its error.
+func (w *Writer) buildIndex(nd *lanceformat.Dataset) (err error) {
+	defer func() {
+		if err != nil && w.idx != nil {
+			*w.idx = *newKeyIndex()
+		}
+	}()
+	defer writers.Recover(&err)
+	return w.syncIndex(w.background, nd, w.allocator())
 }
 
 // applyPatch applies p to the index on the patch goroutine, which gRPC's
@@ -204,7 +222,7 @@ func (w *Writer) applyPatch(p *indexPatch, nd *lanceformat.Dataset) (applied boo
 		}
 	}()
 	defer writers.Recover(&err)
-	return w.idx != nil && w.idx.apply(p, nd, int(w.cfg.KeyIndexMaxBytes)), nil
+	return p != nil && w.idx != nil && w.idx.apply(p, nd, int(w.cfg.KeyIndexMaxBytes)), nil
 }
 
 // decodeDescriptors decodes descs and checks them against the endpoint's

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
 )
 
 // newWriter opens a writer on dir (the dataset folder).
@@ -62,6 +63,19 @@ func dbDir(t *testing.T, name string) (string, string) {
 func indexIdle(w *Writer) {
 	w.idxMu.Lock()
 	defer w.idxMu.Unlock()
+}
+
+// warmIndex builds w's key index for d when it is cold, as the background
+// work after a merge's commit does.
+func warmIndex(t *testing.T, w *Writer, d *lanceformat.Dataset, mem memory.Allocator) {
+	t.Helper()
+	w.idxMu.Lock()
+	defer w.idxMu.Unlock()
+	if w.idx != nil && w.idx.cold(d) {
+		if err := w.syncIndex(context.Background(), d, mem); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // eachLiveRecord calls fn with each record of live rows of the latest

@@ -108,6 +108,13 @@ func (x *keyIndex) MemoryBytes() int {
 	return n
 }
 
+// cold reports whether syncing the index to d would build it from
+// scratch: it reflects no version (new, or emptied after a failure) or
+// another key schema.
+func (x *keyIndex) cold(d *lanceformat.Dataset) bool {
+	return d != nil && (x.version == 0 || x.schema == nil || !x.schema.Equal(&d.Manifest.Schema))
+}
+
 // sync brings the index to version d (nil: no dataset), reading only what
 // changed since the version it reflects: fragments that are new or whose
 // data files changed are re-read; a fragment with only a new deletion file

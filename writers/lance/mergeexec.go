@@ -98,10 +98,7 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 	if s.schema != nil && d != nil && !s.schema.Equal(&d.Manifest.Schema) {
 		return nil, writers.Errorf(writers.ErrConflict, "lance: the dataset schema changed while the transaction was open: replay the transaction")
 	}
-	mem := w.env.Allocator
-	if mem == nil {
-		mem = memory.DefaultAllocator
-	}
+	mem := w.allocator()
 	src, err := w.takeSource(s, mem)
 	if err != nil {
 		return nil, err

@@ -3,9 +3,12 @@ package lance
 import (
 	"context"
 	"math"
+	"runtime"
 	"slices"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
@@ -81,7 +84,9 @@ func (t *targets) of(ord int32) []uint64 {
 // scanTargets reads only the key columns of every fragment of d (nil: an
 // empty target), skipping deleted offsets, and returns the matches of the
 // source keys; with bySourceDelete, the addresses of live rows whose key
-// the source lacks go to plan.deletes.
+// the source lacks go to plan.deletes. Fragments are scanned on every core
+// (what a merge without an index costs is this scan), and their matches
+// added in fragment order, as one pass would.
 func scanTargets(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, src *source, cfg *Config, plan *mergePlan, mem memory.Allocator) (*targets, error) {
 	t := newTargets(src.keys.Len())
 	if d == nil {
@@ -91,38 +96,73 @@ func scanTargets(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset,
 	if err != nil {
 		return nil, err
 	}
-	enc, err := merge.NewKeyEncoder(as, cfg.On)
-	if err != nil {
+	if _, err := merge.NewKeyEncoder(as, cfg.On); err != nil {
 		return nil, err
 	}
 	bySource := cfg.WhenNotMatchedBySource == "delete"
-	for i := range d.Manifest.Fragments {
-		f := &d.Manifest.Fragments[i]
-		deleted, err := lanceformat.ReadDeletions(ctx, b, f)
-		if err != nil {
-			return nil, err
+	frags := d.Manifest.Fragments
+	scans := make([]fragmentScan, len(frags))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i := range frags {
+		g.Go(writers.Guard(func() error {
+			return scans[i].scan(gctx, b, d, &frags[i], as, src.keys, cfg.On, bySource, mem)
+		}))
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	for i, sc := range scans {
+		for _, m := range sc.matches {
+			t.add(m.ord, m.addr)
 		}
-		var gone droppedFragment
-		for _, o := range deleted {
-			gone.addOffset(o)
-		}
-		err = fragmentKeys(ctx, b, d, f, cfg.On, enc, mem, func(off uint32, key []byte) {
-			if gone.has(off) {
-				return
-			}
-			addr := f.ID<<32 | uint64(off)
-			if ord, ok := src.keys.Find(key); ok {
-				t.add(int32(ord), addr)
-			} else if bySource {
-				plan.deletes[f.ID] = append(plan.deletes[f.ID], off)
-				plan.counts.Deleted++
-			}
-		})
-		if err != nil {
-			return nil, err
+		if len(sc.unmatched) > 0 {
+			id := frags[i].ID
+			plan.deletes[id] = append(plan.deletes[id], sc.unmatched...)
+			plan.counts.Deleted += int64(len(sc.unmatched))
 		}
 	}
 	return t, nil
+}
+
+// fragmentScan is what scanning one fragment's keys found: the live rows
+// matching a source key, and (by source) the offsets of those matching
+// none.
+type fragmentScan struct {
+	matches   []scanMatch
+	unmatched []uint32
+}
+
+type scanMatch struct {
+	ord  int32
+	addr uint64
+}
+
+// scan reads fragment f's key columns (as is the dataset's Arrow schema)
+// with an encoder of its own and matches its live rows against keys.
+func (sc *fragmentScan) scan(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, f *lanceformat.Fragment, as *arrow.Schema, keys *merge.KeySet, on []string, bySource bool, mem memory.Allocator) error {
+	enc, err := merge.NewKeyEncoder(as, on)
+	if err != nil {
+		return err
+	}
+	deleted, err := lanceformat.ReadDeletions(ctx, b, f)
+	if err != nil {
+		return err
+	}
+	var gone droppedFragment
+	for _, o := range deleted {
+		gone.addOffset(o)
+	}
+	return fragmentKeys(ctx, b, d, f, on, enc, mem, func(off uint32, key []byte) {
+		if gone.has(off) {
+			return
+		}
+		if ord, ok := keys.Find(key); ok {
+			sc.matches = append(sc.matches, scanMatch{int32(ord), f.ID<<32 | uint64(off)})
+		} else if bySource {
+			sc.unmatched = append(sc.unmatched, off)
+		}
+	})
 }
 
 // planMerge applies Lance's merge_insert semantics (the full-schema

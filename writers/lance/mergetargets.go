@@ -14,18 +14,34 @@ import (
 
 // findTargets returns the target rows of src's keys in version d (and,
 // under when_not_matched_by_source: delete, adds the other live rows to
-// plan.deletes). It uses the endpoint's key index, synced to d first;
-// with key_index_max_bytes 0, or once the index outgrew it (or a fragment
-// id does not fit its addresses), it scans the key columns of every
-// fragment instead. Merges of one endpoint plan one
-// at a time while the index is in use.
+// plan.deletes). It uses the endpoint's key index, synced to d first.
+// While the index is cold (never built, emptied after a failure, or its
+// key schema changed), it scans the key columns of every fragment instead,
+// as a merge without an index does, and leaves building the index to the
+// background after the commit (patchIndex): building it costs more than
+// the scan. With key_index_max_bytes 0, or once the index outgrew it (or
+// a fragment id does not fit its addresses), every merge scans. Merges of
+// one endpoint plan one at a time while the index is in use.
 func (w *Writer) findTargets(ctx context.Context, d *lanceformat.Dataset, src *source, plan *mergePlan, mem memory.Allocator) (*targets, error) {
 	bySource := w.cfg.WhenNotMatchedBySource == "delete"
 	w.idxMu.Lock()
 	defer w.idxMu.Unlock()
+	if w.idx == nil || w.idx.cold(d) {
+		return scanTargets(ctx, w.bucket, d, src, w.cfg, plan, mem)
+	}
+	if err := w.syncIndex(ctx, d, mem); err != nil {
+		return nil, err
+	}
 	if w.idx == nil {
 		return scanTargets(ctx, w.bucket, d, src, w.cfg, plan, mem)
 	}
+	return w.idx.targets(src, bySource, plan)
+}
+
+// syncIndex brings the key index to d (keyIndex.sync), under idxMu. An
+// index that cannot hold the dataset is dropped (w.idx nil: merges scan
+// from then on); any other failure leaves it empty and is returned.
+func (w *Writer) syncIndex(ctx context.Context, d *lanceformat.Dataset, mem memory.Allocator) error {
 	st, err := w.idx.sync(ctx, w.bucket, d, w.cfg.On, int(w.cfg.KeyIndexMaxBytes), mem)
 	w.m.indexKeys.Set(float64(w.idx.Len()))
 	w.m.indexBytes.Set(float64(w.idx.MemoryBytes()))
@@ -34,9 +50,9 @@ func (w *Writer) findTargets(ctx context.Context, d *lanceformat.Dataset, src *s
 		w.log.Warn("lance: merges scan the key columns from now on", "err", err)
 		w.idx = nil
 		w.m.indexSyncs.WithLabelValues("disabled").Inc()
-		return scanTargets(ctx, w.bucket, d, src, w.cfg, plan, mem)
+		return nil
 	case err != nil:
-		return nil, err
+		return err
 	case st.rebuilt:
 		w.m.indexSyncs.WithLabelValues("rebuilt").Inc()
 	case st.changed > 0:
@@ -44,7 +60,15 @@ func (w *Writer) findTargets(ctx context.Context, d *lanceformat.Dataset, src *s
 	default:
 		w.m.indexSyncs.WithLabelValues("current").Inc()
 	}
-	return w.idx.targets(src, bySource, plan)
+	return nil
+}
+
+// allocator is the endpoint's Arrow allocator.
+func (w *Writer) allocator() memory.Allocator {
+	if w.env.Allocator != nil {
+		return w.env.Allocator
+	}
+	return memory.DefaultAllocator
 }
 
 // fragmentKeys encodes the key columns on of every physical row of

@@ -43,8 +43,12 @@ type Writer struct {
 	// idx is the merge_insert key index; nil in append mode, with
 	// key_index_max_bytes 0, or after it outgrew that bound.
 	idx *keyIndex
-	// patching counts background index patches (see patchIndex).
-	patching sync.WaitGroup
+	// patching counts background index patches and builds (see
+	// patchIndex); Close cancels background (a build in progress stops)
+	// and waits for them.
+	patching   sync.WaitGroup
+	background context.Context
+	stopBack   context.CancelFunc
 	// lastSourceRows sizes the next merge source's key set: the rows of
 	// the last one (transactions of one stream tend to be alike).
 	lastSourceRows atomic.Int64
@@ -65,6 +69,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	w := &Writer{cfg: cfg, env: env, log: env.Logger, budget: writers.MemoryOf(env), hist: history{epochs: make(map[string]committedAt)}, m: newMetrics(),
 		root: tablesink.Root{Sink: "lance", Option: "dataset_uri", URI: cfg.DatasetURI, BaseDir: env.ConfigDir}}
 	w.stages = tablesink.NewStages("lance", w.discard)
+	w.background, w.stopBack = context.WithCancel(context.Background())
 	reg, err := w.m.register(env.Registerer)
 	if err != nil {
 		return nil, err
@@ -102,11 +107,12 @@ func (w *Writer) latest(ctx context.Context) (*lanceformat.Dataset, error) {
 }
 
 // Close discards what open keys staged (precommitted files stay for a
-// commit to publish), waits for a background key index patch and releases
+// commit to publish), stops and waits for background key index work and releases
 // the root. Close is idempotent.
 func (w *Writer) Close(ctx context.Context) error {
 	return w.stages.CloseWriter(ctx, w.bucket, func() {
 		w.registered.Unregister()
+		w.stopBack()
 		w.patching.Wait()
 	}, w.releasePins)
 }

@@ -16,6 +16,8 @@
 // its flags. The LanceDB references (merge-insert, lance-append, upsert
 // --lancedb) need node and the LanceDB probe installed (make lance-probe);
 // scale-out needs moto in the project's .venv (make venv).
+// QUIVERBENCH_CPUPROFILE=FILE writes a CPU profile of the whole run
+// (server, clients and references in process) to FILE, for go tool pprof.
 // `quiver bench` runs the ingest scenario alone (the quiver binary links
 // no test support). docs/benchmarks.md says what the numbers mean.
 package main
@@ -27,6 +29,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/quiver-ingest/quiver/bench"
@@ -44,7 +47,9 @@ func main() {
 	// Cancelled on SIGINT or SIGTERM, so an interrupted benchmark still
 	// stops its server and removes its files.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := bench.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, scenarios()...)
+	err := profiled(os.Getenv("QUIVERBENCH_CPUPROFILE"), func() error {
+		return bench.Main(ctx, os.Args[1:], os.Stdout, os.Stderr, scenarios()...)
+	})
 	stop()
 	switch {
 	case errors.Is(err, flag.ErrHelp):
@@ -58,4 +63,22 @@ func main() {
 func scenarios() []bench.Scenario {
 	return []bench.Scenario{ingest.Scenario(), deltaappend.Scenario(), upsert.Scenario(),
 		mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario(), scaleout.Scenario(), memory.Scenario()}
+}
+
+// profiled runs run, writing a CPU profile to path unless it is empty.
+func profiled(path string, run func() error) error {
+	if path == "" {
+		return run()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("QUIVERBENCH_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("QUIVERBENCH_CPUPROFILE: %w", err)
+	}
+	err = run()
+	pprof.StopCPUProfile()
+	return errors.Join(err, f.Close())
 }
