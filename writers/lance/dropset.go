@@ -1,5 +1,12 @@
 package lance
 
+import (
+	"context"
+
+	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
 // dropSet is a set of row addresses (fragment id << 32 | offset) held as
 // whole fragments or per-fragment offset bitsets, in a slice indexed by
 // fragment id: testing an address costs two slice loads, which matters
@@ -15,6 +22,16 @@ type dropSet struct {
 type droppedFragment struct {
 	all  bool     // every offset
 	bits []uint64 // else these offsets
+}
+
+// deletedOffsets returns the offsets fragment f's deletion file deletes.
+func deletedOffsets(ctx context.Context, b *storage.Bucket, f *lanceformat.Fragment) (droppedFragment, error) {
+	var gone droppedFragment
+	offs, err := lanceformat.ReadDeletions(ctx, b, f)
+	for _, o := range offs {
+		gone.addOffset(o)
+	}
+	return gone, err
 }
 
 // fragment returns id's entry, adding an empty one.

@@ -256,13 +256,9 @@ func seenAs(f *lanceformat.Fragment) touchedFragment {
 
 // readFragment indexes the live rows of f (only its key columns are read).
 func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, f *lanceformat.Fragment, on []string, mem memory.Allocator) error {
-	offs, err := lanceformat.ReadDeletions(ctx, b, f)
+	gone, err := deletedOffsets(ctx, b, f)
 	if err != nil {
 		return err
-	}
-	var gone droppedFragment
-	for _, o := range offs {
-		gone.addOffset(o)
 	}
 	var live uint64
 	err = fragmentKeys(ctx, b, d, f, on, x.enc, mem, func(off uint32, key []byte) {

@@ -145,13 +145,9 @@ func (sc *fragmentScan) scan(ctx context.Context, b *storage.Bucket, d *lancefor
 	if err != nil {
 		return err
 	}
-	deleted, err := lanceformat.ReadDeletions(ctx, b, f)
+	gone, err := deletedOffsets(ctx, b, f)
 	if err != nil {
 		return err
-	}
-	var gone droppedFragment
-	for _, o := range deleted {
-		gone.addOffset(o)
 	}
 	return fragmentKeys(ctx, b, d, f, on, enc, mem, func(off uint32, key []byte) {
 		if gone.has(off) {
