@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
@@ -187,53 +188,71 @@ func optimizeGroups(snap *deltalog.Snapshot, partCols []string, target int64, pi
 	return out
 }
 
+// compactReaders is how many files compact decodes at once.
+const compactReaders = 2
+
 // compact rewrites the files of g, without their deleted rows, into new
 // files of fileSchema rolled at target bytes. Reading and Parquet encoding
-// are pipelined as in rewrite: one goroutine decodes the files one after
-// the other, this one encodes, with one batch in between, so memory stays
-// at two batches plus the open row group. Rows keep their row ids and
-// commit versions when rt is set. It returns the finished files, also on
-// failure (for deletion).
+// are pipelined: compactReaders goroutines decode the files (reader r the
+// files r, r+compactReaders, ...), this one encodes them in order, each
+// file's batches passed one at a time, so memory stays at a batch per
+// reader plus the open row group. Rows keep their row ids and commit
+// versions when rt is set. It returns the finished files, also on failure
+// (for deletion).
 func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow.Schema, rt *rowTracking, layout *fileLayout, target int64) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fs := w.newFileSet(layout, target)
-	batches := make(chan arrow.RecordBatch, 1)
-	read := make(chan error, 1)
-	go func() {
-		defer close(batches)
-		read <- func() (err error) {
-			defer writers.Recover(&err)
-			for _, a := range g.files {
-				if err := w.readLive(ctx, a, fileSchema, layout.cols, rt, func(rec arrow.RecordBatch) error {
+	files := make([]chan arrow.RecordBatch, len(g.files))
+	for i := range files {
+		files[i] = make(chan arrow.RecordBatch, 1)
+	}
+	readers, rctx := errgroup.WithContext(ctx)
+	for r := range min(compactReaders, len(g.files)) {
+		readers.Go(writers.Guard(func() error {
+			// Every channel of this reader is closed, also after a
+			// failure: the encoder goes through them all.
+			next := r
+			defer func() {
+				for ; next < len(files); next += compactReaders {
+					close(files[next])
+				}
+			}()
+			for ; next < len(files); next += compactReaders {
+				out := files[next]
+				err := w.readLive(rctx, g.files[next], fileSchema, layout.cols, rt, func(rec arrow.RecordBatch) error {
 					select {
-					case batches <- rec:
+					case out <- rec:
 						return nil
-					case <-ctx.Done():
+					case <-rctx.Done():
 						rec.Release()
-						return ctx.Err()
+						return rctx.Err()
 					}
-				}); err != nil {
+				})
+				if err != nil {
 					return err
 				}
+				close(out)
 			}
 			return nil
-		}()
-	}()
+		}))
+	}
 	encode := func(rec arrow.RecordBatch) (err error) {
 		defer writers.Recover(&err)
 		return w.write(ctx, &fs, g.dir, g.files[0].PartitionValues, rec)
 	}
 	var encErr error
-	for rec := range batches {
-		if encErr == nil {
-			if encErr = encode(rec); encErr != nil {
-				cancel() // stop reading: nothing more will be encoded
+	for _, in := range files {
+		for rec := range in {
+			if encErr == nil {
+				if encErr = encode(rec); encErr != nil {
+					cancel() // stop reading: nothing more will be encoded
+				}
 			}
+			rec.Release()
 		}
-		rec.Release()
 	}
-	readErr := <-read
+	readErr := readers.Wait()
 	if encErr == nil && readErr == nil {
 		encErr = func() (err error) {
 			defer writers.Recover(&err)

@@ -294,18 +294,31 @@ const maxCompactors = 4
 // min(GOMAXPROCS, maxCompactors) groups at a time, and returns the
 // Rewrite transaction replacing each group that shrinks by its files, and
 // those files (a group that does not shrink is left as it is, and the new
-// files written for it are deleted). On error it deletes what it wrote.
+// files written for it are deleted). A group of several output files is
+// written as several runs at once (fileRuns), so that one large group
+// uses every core too. On error it deletes what it wrote.
 func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]lanceformat.Fragment, minor uint16, target compactTarget) (*lanceformat.Transaction, []fragment, error) {
-	files := make([][]fragment, len(plan))
+	runs := make([][][]fragment, len(plan)) // per group, per run: its files
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(min(runtime.GOMAXPROCS(0), maxCompactors))
 	for i, old := range plan {
-		g.Go(writers.Guard(func() (err error) {
-			files[i], err = w.writeGroup(gctx, d, old, minor, rowsPerFile(old, target), target)
-			return err
-		}))
+		perFile := rowsPerFile(old, target)
+		parts := fileRuns(old, perFile)
+		runs[i] = make([][]fragment, len(parts))
+		for j, part := range parts {
+			g.Go(writers.Guard(func() (err error) {
+				runs[i][j], err = w.writeGroup(gctx, d, part, minor, perFile, target)
+				return err
+			}))
+		}
 	}
 	err := g.Wait()
+	files := make([][]fragment, len(plan))
+	for i := range runs {
+		for _, fs := range runs[i] {
+			files[i] = append(files[i], fs...)
+		}
+	}
 	var written []fragment
 	for _, fs := range files {
 		written = append(written, fs...)
@@ -331,6 +344,30 @@ func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]l
 		return nil, nil, errors.Join(err, w.deleteWritten(ctx, kept))
 	}
 	return txn, kept, nil
+}
+
+// fileRuns splits a group's fragments into consecutive runs of at most
+// perFile live rows, one data file each, when that makes no more files
+// than writing the group as one (rolling every perFile rows); else the
+// group is one run.
+func fileRuns(frags []lanceformat.Fragment, perFile uint64) [][]lanceformat.Fragment {
+	var runs [][]lanceformat.Fragment
+	var total, rows uint64
+	start := 0
+	for i := range frags {
+		n := frags[i].LiveRows()
+		total += n
+		if i > start && rows+n > perFile {
+			runs = append(runs, frags[start:i])
+			start, rows = i, 0
+		}
+		rows += n
+	}
+	runs = append(runs, frags[start:])
+	if perFile == 0 || uint64(len(runs)) > max(1, (total+perFile-1)/perFile) {
+		return [][]lanceformat.Fragment{frags}
+	}
+	return runs
 }
 
 // shrinks reports whether rewriting old as files gains anything: fewer

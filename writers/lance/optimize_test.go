@@ -249,6 +249,42 @@ func TestRowsPerFile(t *testing.T) {
 	}
 }
 
+// TestFileRuns: a group splits into runs of whole fragments of at most
+// perFile live rows, one file each, only when that makes no more files
+// than rolling every perFile rows would.
+func TestFileRuns(t *testing.T) {
+	frags := func(live ...uint64) []lanceformat.Fragment {
+		fs := make([]lanceformat.Fragment, len(live))
+		for i, n := range live {
+			fs[i] = lanceformat.Fragment{ID: uint64(i), PhysicalRows: n}
+		}
+		return fs
+	}
+	sizes := func(runs [][]lanceformat.Fragment) []int {
+		var n []int
+		for _, r := range runs {
+			n = append(n, len(r))
+		}
+		return n
+	}
+	for _, c := range []struct {
+		name    string
+		live    []uint64
+		perFile uint64
+		want    []int // fragments per run
+	}{
+		{"200 small into 2 files", slices.Repeat([]uint64{10}, 200), 1048, []int{104, 96}},
+		{"fits one file", []uint64{10, 20, 30}, 100, []int{3}},
+		{"exactly two files", []uint64{50, 50, 50, 50}, 100, []int{2, 2}},
+		{"would make more files than rolling", []uint64{60, 60, 60}, 100, []int{3}},
+		{"one fragment larger than a file", []uint64{250}, 100, []int{1}},
+	} {
+		if got := sizes(fileRuns(frags(c.live...), c.perFile)); !slices.Equal(got, c.want) {
+			t.Errorf("%s: runs of %v fragments, want %v", c.name, got, c.want)
+		}
+	}
+}
+
 // TestOptimizeManyFiles: fragments with most rows deleted are rewritten
 // alone, each into several files of the byte target, written
 // concurrently, holding exactly the live rows.

@@ -98,7 +98,11 @@ func fixedValues(dt arrow.DataType, chunks []arrow.Array) ([]byte, uint64) {
 		return w.b, 1
 	}
 	width := dt.(arrow.FixedWidthDataType).BitWidth() / 8
-	var out []byte
+	n := 0
+	for _, c := range chunks {
+		n += c.Len()
+	}
+	out := make([]byte, 0, n*width)
 	for _, c := range chunks {
 		d := c.Data()
 		off := d.Offset() * width

@@ -206,8 +206,20 @@ func concatBlocks(bs []block) (block, error) {
 	}
 	out.bits = bs[0].bits
 	variable := bs[0].offs != nil
+	// Sized once: the blocks' values are already in memory (bounded by the
+	// page's budget), and growing by appends copied them over and over.
+	var size, offs int
+	for _, b := range bs {
+		size += len(b.data)
+		if len(b.offs) > 1 {
+			offs += len(b.offs) - 1
+		}
+	}
 	if variable {
-		out.offs = []uint64{0}
+		out.offs = make([]uint64, 1, 1+offs)
+	}
+	if out.bits != 1 || variable {
+		out.data = make([]byte, 0, size)
 	}
 	var bw bitWriter
 	for _, b := range bs {
