@@ -11,11 +11,13 @@
 //	go run ./bench/cmd/quiverbench --scenario lance-append --streams 1,4 --rows 1000000
 //	go run ./bench/cmd/quiverbench --scenario scale-out --servers 1,2,3 --commits 60
 //	go run ./bench/cmd/quiverbench --scenario memory --quiver bin/quiver --streams 1,4,16,64
+//	go run ./bench/cmd/quiverbench --scenario optimize --quiver bin/quiver --no-spark
 //
 // Each scenario is a package of bench/scenario; `--scenario NAME -h` lists
 // its flags. The LanceDB references (merge-insert, lance-append, upsert
 // --lancedb) need node and the LanceDB probe installed (make lance-probe);
-// scale-out needs moto in the project's .venv (make venv).
+// scale-out needs moto in the project's .venv (make venv), optimize the
+// .venv's delta-rs, pylance and (unless --no-spark) Spark.
 // QUIVERBENCH_CPUPROFILE=FILE writes a CPU profile of the whole run
 // (server, clients and references in process) to FILE, for go tool pprof.
 // `quiver bench` runs the ingest scenario alone (the quiver binary links
@@ -39,6 +41,7 @@ import (
 	"github.com/quiver-ingest/quiver/bench/scenario/lanceappend"
 	"github.com/quiver-ingest/quiver/bench/scenario/memory"
 	"github.com/quiver-ingest/quiver/bench/scenario/mergeinsert"
+	"github.com/quiver-ingest/quiver/bench/scenario/optimize"
 	"github.com/quiver-ingest/quiver/bench/scenario/scaleout"
 	"github.com/quiver-ingest/quiver/bench/scenario/upsert"
 )
@@ -62,7 +65,7 @@ func main() {
 // scenarios are quiverbench's scenarios, the default first.
 func scenarios() []bench.Scenario {
 	return []bench.Scenario{ingest.Scenario(), deltaappend.Scenario(), upsert.Scenario(),
-		mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario(), scaleout.Scenario(), memory.Scenario()}
+		mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario(), scaleout.Scenario(), memory.Scenario(), optimize.Scenario()}
 }
 
 // profiled runs run, writing a CPU profile to path unless it is empty.
