@@ -18,7 +18,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-optimize bench-python lance-probe k8s-schemas generate lint fmt docker clean golden lance-fixtures
+.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-optimize bench-lance-merge bench-python lance-probe k8s-schemas generate lint fmt docker clean golden lance-fixtures
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -96,6 +96,12 @@ bench-delta: build venv
 # (bench/optimize_vs_reference.py; see docs/benchmarks.md). Not part of make test.
 bench-optimize: build venv
 	.venv/bin/python bench/optimize_vs_reference.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
+
+# Lance merge_insert into a dataset of file format 2.2 (pylance's default):
+# Quiver (cold and warm key index) against pylance's merge_insert, same run
+# (bench/lance_merge_vs_pylance.py; docs/lance.md). Not part of make test.
+bench-lance-merge: build venv
+	.venv/bin/python bench/lance_merge_vs_pylance.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
 
 # Python clients (pyarrow.flight, ADBC's Flight SQL driver, the quiver
 # package) into Quiver's discard endpoint against pyarrow.flight into the bare
