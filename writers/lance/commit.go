@@ -178,6 +178,9 @@ func fieldList(s *lanceformat.Schema) string {
 // merge's planning, which takes idxMu, finds the index current. Close
 // cancels a build and waits.
 func (w *Writer) patchIndex(p *indexPatch, nd *lanceformat.Dataset) {
+	if w.cfg.KeyIndexMaxBytes <= 0 {
+		return // no index: merges scan, and the commit need not wait for idxMu
+	}
 	// Under the stages' lock: Close, having closed them, waits for it.
 	if !w.stages.IfOpen(func() { w.patching.Add(1) }) {
 		return
