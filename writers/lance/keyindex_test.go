@@ -1,6 +1,7 @@
 package lance
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -362,5 +363,55 @@ func TestRecordKeysRowErrorAtFragmentOffset(t *testing.T) {
 	}
 	if fmt.Sprint(offs) != "[0 1 2]" {
 		t.Errorf("keys at offsets %v, want [0 1 2]", offs)
+	}
+}
+
+// TestRecordKeysChunks: records longer than keyChunkRows are encoded in
+// chunks; every key comes with its fragment offset, and a null key past
+// the first chunk of a later record is reported at its fragment row.
+func TestRecordKeysChunks(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	s := arrow.NewSchema([]arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64, Nullable: true}}, nil)
+	at := int64(0)
+	rec := func(n int, null int) arrow.RecordBatch {
+		b := array.NewInt64Builder(mem)
+		defer b.Release()
+		for i := range n {
+			if i == null {
+				b.AppendNull()
+			} else {
+				b.Append(at + int64(i))
+			}
+		}
+		at += int64(n)
+		a := b.NewArray()
+		defer a.Release()
+		return array.NewRecordBatch(s, []arrow.Array{a}, int64(n))
+	}
+	enc, err := merge.NewKeyEncoder(s, []string{"k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(recs []arrow.RecordBatch) (int, error) {
+		defer lanceformat.ReleaseRecords(recs)
+		var next uint32
+		err := recordKeys(recs, enc, func(off uint32, k []byte) {
+			if want := binary.BigEndian.AppendUint64(nil, uint64(off)^1<<63); off != next || !bytes.Equal(k, want) {
+				t.Fatalf("key %x at offset %d, want %x at %d", k, off, want, next)
+			}
+			next++
+		})
+		return int(next), err
+	}
+	n, err := check([]arrow.RecordBatch{rec(2*keyChunkRows+5, -1), rec(7, -1), rec(keyChunkRows+1, -1)})
+	if err != nil || n != 3*keyChunkRows+13 {
+		t.Fatalf("recordKeys: %d keys, %v; want %d keys", n, err, 3*keyChunkRows+13)
+	}
+	at = 0
+	_, err = check([]arrow.RecordBatch{rec(3, -1), rec(2*keyChunkRows, keyChunkRows+2)})
+	var re *merge.RowError
+	if !errors.As(err, &re) || re.Row != keyChunkRows+5 || re.StreamRow != keyChunkRows+5 {
+		t.Fatalf("recordKeys = %v, want a RowError at fragment row %d", err, keyChunkRows+5)
 	}
 }

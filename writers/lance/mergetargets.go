@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/merge"
@@ -83,23 +84,42 @@ func fragmentKeys(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset
 	return recordKeys(recs, enc, key)
 }
 
+// keyChunkRows is how many rows recordKeys encodes at once: the encoder's
+// buffers (about 24 bytes a row for an int64 key) then stay in cache and
+// are reused, where a whole fragment's record would fill fresh ones of
+// tens of megabytes.
+const keyChunkRows = 1 << 14
+
 // recordKeys encodes the keys of recs, a fragment's rows one record after
 // the other; a bad row (a null key) is reported at its fragment offset.
 func recordKeys(recs []arrow.RecordBatch, enc *merge.KeyEncoder, key func(off uint32, k []byte)) error {
-	var at uint32 // the fragment offset of rec's first row
+	var at uint32 // the fragment offset of the chunk's first row
+	var cols []arrow.Array
 	for _, rec := range recs {
-		if err := enc.EncodeColumns(rec.Columns(), int(rec.NumRows())); err != nil {
-			var re *merge.RowError
-			if errors.As(err, &re) {
-				re.Row += int(at)
-				re.StreamRow += int64(at)
+		n := rec.NumRows()
+		for lo := int64(0); lo < n; lo += keyChunkRows {
+			hi := min(lo+keyChunkRows, n)
+			cols = cols[:0]
+			for _, c := range rec.Columns() {
+				cols = append(cols, array.NewSlice(c, lo, hi))
 			}
-			return err
+			err := enc.EncodeColumns(cols, int(hi-lo))
+			for _, c := range cols {
+				c.Release()
+			}
+			if err != nil {
+				var re *merge.RowError
+				if errors.As(err, &re) {
+					re.Row += int(at)
+					re.StreamRow += int64(at)
+				}
+				return err
+			}
+			for i := range enc.Len() {
+				key(at+uint32(i), enc.Key(i))
+			}
+			at += uint32(hi - lo)
 		}
-		for i := range enc.Len() {
-			key(at+uint32(i), enc.Key(i))
-		}
-		at += uint32(rec.NumRows())
 	}
 	return nil
 }
