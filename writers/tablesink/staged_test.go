@@ -7,13 +7,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -70,6 +70,14 @@ func (b *budget) TryOpenFile() (func(), bool) {
 			b.slots++
 		})
 	}, true
+}
+
+// checkEmpty fails t unless all slots of b are free and nothing is held.
+func (b *budget) checkEmpty(t *testing.T, slots int) {
+	t.Helper()
+	if b.Slots() != slots || b.Held(writers.MemoryQueued) != 0 || b.Held(writers.MemoryEncoder) != 0 {
+		t.Errorf("%d slots free, %d+%d bytes held; want %d, nothing held", b.Slots(), b.Held(writers.MemoryQueued), b.Held(writers.MemoryEncoder), slots)
+	}
 }
 
 func (b *budget) Slots() int {
@@ -247,21 +255,6 @@ func (g *gate) encode(ctx context.Context, files *Files[*file, done], p Part) er
 	return files.Write(ctx, p)
 }
 
-// poll calls cond until it holds, failing the test after a deadline.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
-
 // TestStagedPool: a key takes an encoder per core (at most Pool.Max), one
 // started while another has parts queued only what is left; a key counts
 // busy only while it has parts queued; parts spread over the encoders;
@@ -304,7 +297,7 @@ func TestStagedPool(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	poll(t, "the parts encoded", func() bool { return busy.Load() == 0 })
+	testpoll.Until(t, "the parts encoded", func() bool { return busy.Load() == 0 })
 	if got := b.Held(writers.MemoryEncoder); got != 8*20 {
 		t.Errorf("%d bytes held for the open files, want what they buffer, %d", got, 8*20)
 	}
@@ -373,11 +366,11 @@ func TestStagedPoolSlots(t *testing.T) {
 	if err := p.Send(ctx, Part{Rec: rows(t, mem, ints, 4)}); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "one slot held, for the one open file", func() bool { return b.Slots() == 3 })
+	testpoll.Until(t, "one slot held, for the one open file", func() bool { return b.Slots() == 3 })
 	if err := p.Send(ctx, Part{Rec: rows(t, mem, ints, 10)}); err != nil { // a full file
 		t.Fatal(err)
 	}
-	poll(t, "the full file's slot given back", func() bool { return b.Slots() == 3 && p.busy.Load() == 0 })
+	testpoll.Until(t, "the full file's slot given back", func() bool { return b.Slots() == 3 && p.busy.Load() == 0 })
 	taken := make([]func(), 0, 3)
 	for range 3 {
 		release, _ := b.TryOpenFile()
@@ -406,9 +399,7 @@ func TestStagedPoolSlots(t *testing.T) {
 	for _, release := range taken {
 		release()
 	}
-	if b.Slots() != 4 || b.Held(writers.MemoryQueued) != 0 || b.Held(writers.MemoryEncoder) != 0 {
-		t.Errorf("%d slots free, %d+%d bytes held; want 4, nothing held", b.Slots(), b.Held(writers.MemoryQueued), b.Held(writers.MemoryEncoder))
-	}
+	b.checkEmpty(t, 4)
 }
 
 // TestStagedPoolSendCancelled: a Send waiting for a busy encoder returns
@@ -453,9 +444,7 @@ func TestStagedPoolSendCancelled(t *testing.T) {
 	if _, err := panicky.Finish(); !errors.As(err, &pe) {
 		t.Fatalf("finish after an encoder panic: %v, want a PanicError", err)
 	}
-	if b.Slots() != 2 || b.Held(writers.MemoryQueued) != 0 || b.Held(writers.MemoryEncoder) != 0 {
-		t.Errorf("%d slots free, %d+%d bytes held; want 2, nothing held", b.Slots(), b.Held(writers.MemoryQueued), b.Held(writers.MemoryEncoder))
-	}
+	b.checkEmpty(t, 2)
 }
 
 // TestStagedInline: an inline Staged encodes on the caller, returns a
