@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/quiver-ingest/quiver/internal/descseal"
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/discard"
 )
@@ -336,7 +337,7 @@ func TestWriteFailsWhileClientWaits(t *testing.T) {
 	if sink.Committed().Rows != 0 || sink.OpenKeys() != 0 {
 		t.Fatalf("after the failure: committed %+v, %d keys staged", sink.Committed(), sink.OpenKeys())
 	}
-	eventually(t, "the abort to be counted", func() bool {
+	testpoll.Until(t, "the abort to be counted", func() bool {
 		return s.metric("quiver_commits_total", map[string]string{"endpoint": "events", "result": "aborted"}) == 1
 	})
 }
@@ -362,7 +363,7 @@ func TestClientCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	cancel()
-	eventually(t, "the canceled stream to be aborted", func() bool {
+	testpoll.Until(t, "the canceled stream to be aborted", func() bool {
 		return s.metric("quiver_commits_total", map[string]string{"endpoint": "events", "result": "aborted"}) == 1
 	})
 	sink := s.sinks["events"]

@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta"
 	"github.com/quiver-ingest/quiver/writers/discard"
@@ -204,7 +205,7 @@ func TestPanicsReleaseTheBudget(t *testing.T) {
 			t.Fatalf("round %d: a put after the panics: %v", i, err)
 		}
 	}
-	eventually(t, "the budget given back", func() bool {
+	testpoll.Until(t, "the budget given back", func() bool {
 		return s.metric("quiver_buffered_bytes", map[string]string{"endpoint": "events"}) == 0
 	})
 	closed := make(chan struct{})

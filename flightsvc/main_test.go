@@ -281,21 +281,6 @@ func (s *server) metric(name string, labels map[string]string) float64 {
 	return 0
 }
 
-// eventually polls cond until it holds or a deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	timeout := time.After(10 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-timeout:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
-}
-
 // wantCode checks err's gRPC code and that its message contains every
 // fragment.
 func wantCode(t testing.TB, err error, code codes.Code, fragments ...string) {

@@ -33,6 +33,10 @@ type putStream struct {
 	// for it (txn.Stream.Busy): its ttl runs only while it waits for
 	// its client. Auto-commit streams have none.
 	busy func() (done func())
+	// turn waits for the stream's turn to write a batch among the streams
+	// of its transaction on the endpoint (txn.Stream.Turn). Auto-commit
+	// streams have their own key and none.
+	turn func(ctx context.Context) (done func(), err error)
 	// unacked counts the batches received and not yet acknowledged, and
 	// acked is when the last ack was sent (Unix ns): a client waiting for
 	// acks is not idle, and its idle time starts with the last one.
@@ -260,7 +264,7 @@ func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutSe
 		}
 		rows := q.rec.NumRows()
 		done := ps.serverWork()
-		err := s.write(ctx, ep, ps.key, q, ps.write, p.batches)
+		err := s.write(ctx, ps, q, p.batches)
 		done()
 		if err != nil {
 			return p, err
@@ -281,17 +285,25 @@ func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutSe
 	}
 }
 
-// write writes batch n (unless write is false) and releases it, whatever
-// happens, a panic included. A panic in Write is its error.
-func (s *Service) write(ctx context.Context, ep *endpoint, key writers.TxnKey, q queued, write bool, n int64) error {
+// write writes batch n of ps (unless ps.write is false) and releases it,
+// whatever happens, a panic included. A panic in Write is its error.
+func (s *Service) write(ctx context.Context, ps *putStream, q queued, n int64) error {
+	ep := ps.ep
 	defer q.release(ep)
-	if !write {
+	if !ps.write {
 		return nil
+	}
+	if ps.turn != nil {
+		done, err := ps.turn(ctx)
+		if err != nil {
+			return fmt.Errorf("doput: endpoint %q: write batch %d: %w", ep.Name, n, err)
+		}
+		defer done()
 	}
 	start := time.Now()
 	err := func() (err error) {
 		defer writers.Recover(&err)
-		return ep.Writer.Write(ctx, key, q.rec)
+		return ep.Writer.Write(ctx, ps.key, q.rec)
 	}()
 	ep.m.write.Observe(time.Since(start).Seconds())
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 )
 
 // TestDegradedDeltaEndpoint: a Delta endpoint whose _delta_log holds a
@@ -69,7 +70,7 @@ func TestDegradedDeltaEndpoint(t *testing.T) {
 	if err := os.Remove(commit); err != nil {
 		t.Fatal(err)
 	}
-	poll(t, "the broken endpoint to open", func() bool {
+	testpoll.Until(t, "the broken endpoint to open", func() bool {
 		return metricValue(t, s.reg, "quiver_endpoint_up", map[string]string{"endpoint": "broken"}) == 1
 	})
 	if ack, err := c.Put(ctx, "broken", idReader(t, 3)); err != nil || ack.Rows != 3 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -37,12 +38,12 @@ func TestBackgroundMaintenance(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
-	poll(t, "the background optimize", func() bool {
+	testpoll.Until(t, "the background optimize", func() bool {
 		snap, err := deltalog.Load(t.Context(), b)
 		return err == nil && snap.NumFiles() == 1 && snap.Version == 3
 	})
 	labels := map[string]string{"endpoint": "events", "op": "optimize", "result": "ok"}
-	poll(t, "quiver_maintenance_runs_total", func() bool { return metricValue(t, s.reg, "quiver_maintenance_runs_total", labels) == 1 })
+	testpoll.Until(t, "quiver_maintenance_runs_total", func() bool { return metricValue(t, s.reg, "quiver_maintenance_runs_total", labels) == 1 })
 	if rows, _ := mustLoad(t, b).NumRecords(); rows != 30 {
 		t.Fatalf("rows after the background optimize: %d, want 30", rows)
 	}
@@ -82,9 +83,9 @@ func TestBackgroundMaintenanceLance(t *testing.T) {
 		}
 	}
 	removed := map[string]string{"endpoint": "items", "op": "optimize", "kind": "removed"}
-	poll(t, "the background optimize", func() bool { return metricValue(t, s.reg, "quiver_maintenance_files_total", removed) == 2 })
+	testpoll.Until(t, "the background optimize", func() bool { return metricValue(t, s.reg, "quiver_maintenance_files_total", removed) == 2 })
 	vacuumed := map[string]string{"endpoint": "items", "op": "vacuum", "result": "ok"}
-	poll(t, "the background vacuum", func() bool { return metricValue(t, s.reg, "quiver_maintenance_runs_total", vacuumed) >= 1 })
+	testpoll.Until(t, "the background vacuum", func() bool { return metricValue(t, s.reg, "quiver_maintenance_runs_total", vacuumed) >= 1 })
 	for _, op := range []string{"optimize", "vacuum"} {
 		if n := metricValue(t, s.reg, "quiver_maintenance_runs_total", map[string]string{"endpoint": "items", "op": op, "result": "failed"}); n > 0 {
 			t.Errorf("quiver_maintenance_runs_total{op=%s,result=failed} = %v, want none", op, n)

@@ -24,6 +24,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/endpoint"
 	"github.com/quiver-ingest/quiver/writers/discard"
@@ -197,22 +198,6 @@ func (p *putStream) finish(t *testing.T) map[string]any {
 	}
 }
 
-// poll calls cond every few milliseconds until it holds, failing the test
-// after a deadline.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(10 * time.Second)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
-}
-
 const twoEndpoints = "endpoints:\n  - {name: devnull, sink: discard}\n  - {name: events, sink: discard}\n"
 
 func TestServeOperations(t *testing.T) {
@@ -327,7 +312,7 @@ func TestShutdownDrainsFinishingStreams(t *testing.T) {
 
 	done := make(chan error, 1)
 	go func() { done <- s.Shutdown(context.Background()) }()
-	poll(t, "/readyz to report not ready", func() bool {
+	testpoll.Until(t, "/readyz to report not ready", func() bool {
 		code, _ := httpGet(t, "http://"+s.HTTPAddr()+"/readyz")
 		return code == http.StatusServiceUnavailable
 	})
@@ -426,7 +411,7 @@ func TestServeStopsWhenContextEnds(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Serve(ctx) }()
-	poll(t, "the server to listen", func() bool { return s.serving.Load() })
+	testpoll.Until(t, "the server to listen", func() bool { return s.serving.Load() })
 	if code, _ := httpGet(t, "http://"+s.HTTPAddr()+"/healthz"); code != 200 {
 		t.Errorf("/healthz = %d", code)
 	}

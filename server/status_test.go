@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/server/status"
 )
 
@@ -99,7 +100,7 @@ func TestStatusAPI(t *testing.T) {
 		t.Errorf("transaction: %+v", tx)
 	}
 	// The throughput chart: a sample after the puts saw rows arrive.
-	poll(t, "a throughput point with rows", func() bool {
+	testpoll.Until(t, "a throughput point with rows", func() bool {
 		_, st := getStatus(t, s, "")
 		for _, p := range endpointOf(t, st, "events").Throughput {
 			if p.RowsPerSec > 0 && p.BytesPerSec > 0 {

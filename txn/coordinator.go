@@ -36,6 +36,9 @@ func (id txnID) String() string { return fmt.Sprintf("%s@%d", id.writer, id.epoc
 type part struct {
 	rows int64
 	desc writers.Descriptor
+	// turn is held by the stream writing a batch to the endpoint
+	// (Stream.Turn); made by the first one.
+	turn chan struct{}
 }
 
 // txn is one transaction.

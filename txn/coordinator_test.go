@@ -610,3 +610,42 @@ func TestCommitConflictEverywhereAborts(t *testing.T) {
 	}
 	fx.mustState("w", 2, StatePrecommitted)
 }
+
+// TestStreamTurns: two streams of one transaction on one endpoint take
+// turns to write (a sink's Write of one key is never concurrent); one
+// whose context ends while it waits gets the cause; a stream on another
+// endpoint and a replayed one never wait.
+func TestStreamTurns(t *testing.T) {
+	fx := newFixture(t)
+	first, err := fx.c.Join(bg, "w", 1, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, _ := fx.c.Join(bg, "w", 1, "a")
+	other, _ := fx.c.Join(bg, "w", 1, "b")
+	done, err := first.Turn(bg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end, err := other.Turn(bg); err != nil {
+		t.Fatalf("a stream on another endpoint waited: %v", err)
+	} else {
+		end()
+	}
+	// The first holds the turn: the second can only see its context end.
+	why := errors.New("client gone")
+	ctx, cancel := context.WithCancelCause(bg)
+	cancel(why)
+	if _, err := second.Turn(ctx); !errors.Is(err, why) {
+		t.Fatalf("turn with an ended context: %v, want %v", err, why)
+	}
+	done()
+	end, err := second.Turn(bg)
+	if err != nil {
+		t.Fatalf("the second stream's turn after the first's: %v", err)
+	}
+	end()
+	for _, s := range []*Stream{first, second, other} {
+		s.Done(0, nil)
+	}
+}

@@ -71,6 +71,31 @@ func (s *Stream) Busy() (done func()) {
 	}
 }
 
+// Turn waits until no other stream of the transaction is writing to the
+// stream's endpoint and returns the func that ends this stream's turn:
+// several streams may join one transaction, but a sink never sees Write
+// of one key concurrent with itself (writers.Writer), so their batches
+// take turns. It returns ctx's cause if ctx ends first. A replayed
+// stream writes nothing and never waits.
+func (s *Stream) Turn(ctx context.Context) (done func(), err error) {
+	if s.t == nil {
+		return func() {}, nil
+	}
+	s.c.mu.Lock()
+	p := s.t.parts[s.endpoint]
+	if p.turn == nil {
+		p.turn = make(chan struct{}, 1)
+	}
+	turn := p.turn
+	s.c.mu.Unlock()
+	select {
+	case turn <- struct{}{}:
+		return func() { <-turn }, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
 // Done ends the stream. rows is the number of rows written. A non-nil err
 // means the stream failed part-way: its rows may be partly staged, so the
 // transaction is poisoned (precommit fails with ErrWrongState telling the

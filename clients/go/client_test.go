@@ -16,6 +16,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 )
 
 var testSchema = arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
@@ -58,21 +60,6 @@ func dialT(t *testing.T, addr string, opts ...Option) *Client {
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
-}
-
-// waitFor polls cond until it holds or a deadline passes.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.After(5 * time.Second)
-	tick := time.NewTicker(time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		select {
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		case <-tick.C:
-		}
-	}
 }
 
 func TestPut(t *testing.T) {
@@ -154,7 +141,7 @@ func TestPutReaderErrorCancelsStream(t *testing.T) {
 	}
 	// The server must see the stream fail, not end cleanly (which would
 	// commit a partial stream).
-	waitFor(t, "the server's DoPut to fail", func() bool { return status.Code(f.lastPutErr()) == codes.Canceled })
+	testpoll.Until(t, "the server's DoPut to fail", func() bool { return status.Code(f.lastPutErr()) == codes.Canceled })
 }
 
 func TestToken(t *testing.T) {

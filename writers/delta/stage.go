@@ -124,14 +124,16 @@ func (f *dataFile) Flush() error { return f.pw.FlushRowGroup() }
 // action (stats computed from the Arrow data written).
 func (f *dataFile) Finish() (addFile, error) {
 	var st parquetio.FileStats
+	var stats string
+	// The stats are built before the object is published: a file they
+	// fail for is abandoned, not left in storage in no descriptor.
 	if err := f.up.Close(func() (err error) {
-		st, err = f.pw.Close()
+		if st, err = f.pw.Close(); err != nil {
+			return err
+		}
+		stats, err = fileStatsJSON(st, f.schema, f.layout)
 		return err
 	}); err != nil {
-		return addFile{}, err
-	}
-	stats, err := fileStatsJSON(st, f.schema, f.layout)
-	if err != nil {
 		return addFile{}, err
 	}
 	f.m.filesWritten.Inc()

@@ -197,11 +197,8 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 // this goroutine. Filling (kept values, identity values, which must be
 // taken in order) stays on this goroutine either way.
 func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *identityFill, layout *fileLayout) ([]addFile, error) {
-	out, err := w.liveOutput(ctx, layout, kept != nil)
-	if err != nil {
-		return nil, err
-	}
-	err = func() error {
+	out := w.liveOutput(layout, kept != nil)
+	err := func() error {
 		for i, rec := range live {
 			rec.Retain()
 			if kept != nil {
@@ -251,15 +248,11 @@ type liveOutput struct {
 }
 
 // liveOutput returns writeLive's output, pooled or not.
-func (w *Writer) liveOutput(ctx context.Context, layout *fileLayout, pooled bool) (*liveOutput, error) {
+func (w *Writer) liveOutput(layout *fileLayout, pooled bool) *liveOutput {
 	if !pooled {
-		return &liveOutput{fs: w.newFileSet(layout, 0)}, nil
+		return &liveOutput{fs: w.newFileSet(layout, 0)}
 	}
-	pool, err := w.newPool(ctx, layout)
-	if err != nil {
-		return nil, err
-	}
-	return &liveOutput{pool: pool}, nil
+	return &liveOutput{pool: w.newPool(layout)}
 }
 
 // send writes p, whose Rec it owns.

@@ -60,12 +60,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		return err
 	}
 	if s.pool == nil {
-		if s.pool, err = w.newPool(ctx, s.layout); err != nil {
-			for _, r := range recs {
-				r.Release()
-			}
-			return err
-		}
+		s.pool = w.newPool(s.layout)
 	}
 	for i, p := range parts {
 		// Send owns recs[i] from here on, whatever it returns.
@@ -84,8 +79,8 @@ const maxEncoders = 4
 
 // newPool starts the encoders of a key's rows of layout
 // (tablesink.NewPool): Parquet encoding, not receiving, bounds a stream.
-func (w *Writer) newPool(ctx context.Context, layout *fileLayout) (*tablesink.Staged[*dataFile, addFile], error) {
-	return tablesink.NewPool(ctx, "delta", w.budget, tablesink.Pool{Max: maxEncoders, Busy: &w.encodingKeys}, w.fileStarter(layout, 0),
+func (w *Writer) newPool(layout *fileLayout) *tablesink.Staged[*dataFile, addFile] {
+	return tablesink.NewPool("delta", w.budget, tablesink.Pool{Max: maxEncoders, Busy: &w.encodingKeys}, w.fileStarter(layout, 0),
 		func(ctx context.Context, files *tablesink.Files[*dataFile, addFile], p tablesink.Part) error {
 			return writePhysical(ctx, files, layout.cols, p)
 		})

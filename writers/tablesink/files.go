@@ -78,8 +78,9 @@ type Files[F File[R], R any] struct {
 	// held is the bytes held.
 	charge bool
 	held   int64
-	// base is the file writer slot the set keeps until Abort, so that it
-	// never waits for one again; baseBusy while one of its files has it.
+	// base is the file writer slot a pooled encoder's set holds while it
+	// has parts to encode (Staged gives it and takes it back), so that it
+	// never waits for one; baseBusy while one of its files has it.
 	base     func()
 	baseBusy bool
 }
@@ -133,9 +134,10 @@ func (s *Files[F, R]) Open(dir string) (F, bool) {
 
 // slot takes a file writer slot for a new file: the set's base when free,
 // else another when one is free, else the set finishes its own files,
-// which frees its base. A set without a base waits for one only after
-// finishing its files, holding no slot: slots held while waiting could
-// deadlock with the encoders waiting for them.
+// which frees its base. A set without a base (inline) then waits for one,
+// holding no slot: slots held while waiting could deadlock with the
+// encoders waiting for them. That slot is the new file's alone, given
+// back when it ends, so a set keeps no slot without an open file.
 func (s *Files[F, R]) slot(ctx context.Context) (func(), error) {
 	if s.base != nil && !s.baseBusy {
 		return s.takeBase(), nil
@@ -146,14 +148,14 @@ func (s *Files[F, R]) slot(ctx context.Context) (func(), error) {
 	if err := s.FinishAll(); err != nil {
 		return nil, err
 	}
-	if s.base == nil {
-		base, err := s.budget.OpenFile(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("%s: open a data file: %w", s.sink, err)
-		}
-		s.base = base
+	if s.base != nil {
+		return s.takeBase(), nil
 	}
-	return s.takeBase(), nil
+	slot, err := s.budget.OpenFile(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open a data file: %w", s.sink, err)
+	}
+	return slot, nil
 }
 
 // takeBase gives the base slot to a new file.

@@ -20,8 +20,9 @@ type Encode[F File[R], R any] func(ctx context.Context, files *Files[F, R], p Pa
 type Pool struct {
 	// Max caps the encoder goroutines of one key.
 	Max int
-	// Busy counts the keys of the writer whose encoders run: a key that
-	// starts while others encode takes only the cores left.
+	// Busy counts the keys of the writer with parts queued for their
+	// encoders: a key that starts while others encode takes only the
+	// cores left. nil counts the key alone.
 	Busy *atomic.Int32
 }
 
@@ -36,10 +37,22 @@ type Pool struct {
 // commit of a set of files does not mind. An inline Staged (NewInline)
 // encodes on the caller's goroutine, into one Files.
 //
+// File writer slots (limits.max_open_files): a key holds one for each
+// open file and, pooled, one for each encoder with parts to encode (its
+// files' base, see Files.slot), so that an encoder never waits for a slot
+// its siblings hold. An encoder gives its base back once it has nothing
+// queued and no open file, and gets one again from Send: a free one, or,
+// when the key holds none at all, the first that frees up (up to
+// limits.admission_timeout). A key between the streams of a transaction
+// thus holds slots for its open files only.
+//
 // Memory: queued parts (writers.MemoryQueued) and what the files buffer
 // (writers.MemoryEncoder) are held on the server's memory budget; under
 // pressure the files flush what they buffer after each part instead of
 // letting it grow.
+//
+// The first encoding or upload failure fails the key: later Sends return
+// it, and Finish does not finish the files.
 //
 // Send is called by the key's Write only; Finish and Abort by its
 // Precommit, Rollback or Close, never concurrently with Send.
@@ -56,16 +69,24 @@ type Staged[F File[R], R any] struct {
 	workers []*encoder[F, R]
 	next    int
 	wg      sync.WaitGroup
+	stopped bool
+
+	// slots guards the encoders' pending counts and bases (files.base)
+	// and queued.
+	slots  sync.Mutex
+	queued int // parts sent to the encoders and not yet done
 
 	mu  sync.Mutex // guards err
 	err error      // first encoding or upload failure
 }
 
 // encoder is one goroutine's queue and files; files belong to the
-// goroutine until the pool's WaitGroup is done.
+// goroutine until the pool's WaitGroup is done, except its base, which
+// Send gives while the encoder has nothing pending.
 type encoder[F File[R], R any] struct {
-	in    chan job
-	files *Files[F, R]
+	in      chan job
+	files   *Files[F, R]
+	pending int // parts sent to it and not yet done
 }
 
 // job is a part for an encoder; it owns Rec, whose size is held on the
@@ -83,37 +104,24 @@ func NewInline[F File[R], R any](sink string, budget writers.MemoryCharger, crea
 	return &Staged[F, R]{sink: sink, budget: budget, encode: encode, inline: files}
 }
 
-// NewPool starts the encoders of a key of sink.
-//
-// Every encoder keeps a file writer slot (its files' base, see
-// Files.slot): the first waits for one (up to limits.admission_timeout,
-// before the key holds anything), the others exist only if a slot is
-// free, so that a key's own encoders never wait for slots their siblings
-// hold.
-func NewPool[F File[R], R any](ctx context.Context, sink string, budget writers.MemoryCharger, pool Pool, create Create[F], encode Encode[F, R]) (*Staged[F, R], error) {
-	first, err := budget.OpenFile(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("%s: open a data file: %w", sink, err)
-	}
+// NewPool starts the encoders of a key of sink. They hold no file writer
+// slot until Send gives them one.
+func NewPool[F File[R], R any](sink string, budget writers.MemoryCharger, pool Pool, create Create[F], encode Encode[F, R]) *Staged[F, R] {
 	pctx, cancel := context.WithCancel(context.Background())
-	p := &Staged[F, R]{sink: sink, budget: budget, encode: encode, busy: pool.Busy, ctx: pctx, cancel: cancel}
+	busy := pool.Busy
+	if busy == nil {
+		busy = new(atomic.Int32)
+	}
+	p := &Staged[F, R]{sink: sink, budget: budget, encode: encode, busy: busy, ctx: pctx, cancel: cancel}
 	// Other keys encoding at the same time already share the cores.
-	n := min(runtime.GOMAXPROCS(0), pool.Max) - int(p.busy.Add(1)-1)
-	for i := range max(n, 1) {
-		base, ok := first, true
-		if i > 0 {
-			base, ok = budget.TryOpenFile()
-		}
-		if !ok {
-			break
-		}
+	n := min(runtime.GOMAXPROCS(0), pool.Max) - int(busy.Load())
+	for range max(n, 1) {
 		e := &encoder[F, R]{in: make(chan job, 1), files: NewFiles[F, R](sink, budget, create)}
 		e.files.charge = true
-		e.files.base = base
 		p.workers = append(p.workers, e)
 		p.wg.Go(func() { p.run(e) })
 	}
-	return p, nil
+	return p
 }
 
 // Open returns the open file of dir of an inline Staged.
@@ -133,6 +141,66 @@ func (p *Staged[F, R]) run(e *encoder[F, R]) {
 		}
 		j.Rec.Release()
 		p.budget.Hold(writers.MemoryQueued, -j.size)
+		p.done(e)
+	}
+}
+
+// route picks the encoder of the next part and counts the part pending
+// on it: the next in turn that holds a file writer slot or gets a free
+// one. When none holds a slot and none is free, the key holds none, so it
+// may wait for one (writers.MemoryCharger.OpenFile).
+func (p *Staged[F, R]) route(ctx context.Context) (*encoder[F, R], error) {
+	p.slots.Lock()
+	defer p.slots.Unlock()
+	for i := range p.workers {
+		k := (p.next + i) % len(p.workers)
+		e := p.workers[k]
+		if e.files.base == nil {
+			slot, ok := p.budget.TryOpenFile()
+			if !ok {
+				continue
+			}
+			e.files.base = slot
+		}
+		p.next = (k + 1) % len(p.workers)
+		return p.take(e), nil
+	}
+	// Only route gives bases, and it runs on Send's goroutine: none
+	// appears while it waits.
+	p.slots.Unlock()
+	slot, err := p.budget.OpenFile(ctx)
+	p.slots.Lock()
+	if err != nil {
+		return nil, fmt.Errorf("%s: open a data file: %w", p.sink, err)
+	}
+	e := p.workers[p.next]
+	e.files.base = slot
+	p.next = (p.next + 1) % len(p.workers)
+	return p.take(e), nil
+}
+
+// take counts a part pending on e; the key is busy while it has parts
+// pending. Called with slots held.
+func (p *Staged[F, R]) take(e *encoder[F, R]) *encoder[F, R] {
+	e.pending++
+	if p.queued++; p.queued == 1 {
+		p.busy.Add(1)
+	}
+	return e
+}
+
+// done counts a part of e done (encoded, dropped or never queued); once e
+// has nothing pending and no open file, it gives its base back.
+func (p *Staged[F, R]) done(e *encoder[F, R]) {
+	p.slots.Lock()
+	defer p.slots.Unlock()
+	e.pending--
+	if p.queued--; p.queued == 0 {
+		p.busy.Add(-1)
+	}
+	if e.pending == 0 && len(e.files.open) == 0 && e.files.base != nil {
+		e.files.base()
+		e.files.base = nil
 	}
 }
 
@@ -160,18 +228,25 @@ func (p *Staged[F, R]) encodeInto(ctx context.Context, files *Files[F, R], part 
 // Write that sent it: it is held on the memory budget until encoded, and
 // a failure to encode it is returned by a later Send (Failed) or Finish.
 func (p *Staged[F, R]) Send(ctx context.Context, part Part) error {
-	if p.inline != nil {
-		defer part.Rec.Release()
-		return p.encodeInto(ctx, p.inline, part)
-	}
 	if err := p.Failed(); err != nil {
-		// The key has failed already: do not charge and queue rows its
-		// encoders would only drop.
+		// The key has failed already: do not encode, or charge and queue,
+		// rows that would only be dropped.
 		part.Rec.Release()
 		return err
 	}
-	e := p.workers[p.next]
-	p.next = (p.next + 1) % len(p.workers)
+	if p.inline != nil {
+		defer part.Rec.Release()
+		if err := p.encodeInto(ctx, p.inline, part); err != nil {
+			p.fail(err)
+			return err
+		}
+		return nil
+	}
+	e, err := p.route(ctx)
+	if err != nil {
+		part.Rec.Release()
+		return err
+	}
 	j := job{Part: part, size: util.TotalRecordSize(part.Rec)}
 	p.budget.Hold(writers.MemoryQueued, j.size)
 	select {
@@ -180,6 +255,7 @@ func (p *Staged[F, R]) Send(ctx context.Context, part Part) error {
 	case <-ctx.Done():
 		j.Rec.Release()
 		p.budget.Hold(writers.MemoryQueued, -j.size)
+		p.done(e)
 		return fmt.Errorf("%s: write: %w", p.sink, ctx.Err())
 	}
 }
@@ -192,8 +268,7 @@ func (p *Staged[F, R]) fail(err error) {
 	}
 }
 
-// Failed returns the first encoding or upload failure of a pooled
-// Staged, if any.
+// Failed returns the first encoding or upload failure, if any.
 func (p *Staged[F, R]) Failed() error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -212,16 +287,17 @@ func (p *Staged[F, R]) files() []*Files[F, R] {
 	return files
 }
 
-// stop closes the queues and waits for the encoders to drain them.
+// stop closes the queues and waits for the encoders to drain them. Later
+// calls do nothing.
 func (p *Staged[F, R]) stop() {
-	if p.inline != nil {
+	if p.stopped {
 		return
 	}
+	p.stopped = true
 	for _, e := range p.workers {
 		close(e.in)
 	}
 	p.wg.Wait()
-	p.busy.Add(-1)
 }
 
 // Finish encodes everything queued, finishes every open file and returns

@@ -11,7 +11,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/apache/arrow-go/v18/arrow/util"
 
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -68,6 +70,14 @@ func (b *budget) TryOpenFile() (func(), bool) {
 			b.slots++
 		})
 	}, true
+}
+
+// checkEmpty fails t unless all slots of b are free and nothing is held.
+func (b *budget) checkEmpty(t *testing.T, slots int) {
+	t.Helper()
+	if b.Slots() != slots || b.Held(writers.MemoryQueued) != 0 || b.Held(writers.MemoryEncoder) != 0 {
+		t.Errorf("%d slots free, %d+%d bytes held; want %d, nothing held", b.Slots(), b.Held(writers.MemoryQueued), b.Held(writers.MemoryEncoder), slots)
+	}
 }
 
 func (b *budget) Slots() int {
@@ -230,11 +240,27 @@ func TestFilesFirstWriteFails(t *testing.T) {
 	}
 }
 
+// gate is an Encode that writes each part once let through: a test holds
+// encoders busy with it.
+type gate struct {
+	entered chan struct{} // a part reached the encoder
+	open    chan struct{} // closed: encode
+}
+
+func newGate() *gate { return &gate{entered: make(chan struct{}, 64), open: make(chan struct{})} }
+
+func (g *gate) encode(ctx context.Context, files *Files[*file, done], p Part) error {
+	g.entered <- struct{}{}
+	<-g.open
+	return files.Write(ctx, p)
+}
+
 // TestStagedPool: a key takes an encoder per core (at most Pool.Max), one
-// started while it encodes only what is left; parts spread over the
-// encoders; what is queued and buffered is held on the budget and given
-// back by Finish and Abort, with every slot; a failure is returned by a
-// later Send and by Finish.
+// started while another has parts queued only what is left; a key counts
+// busy only while it has parts queued; parts spread over the encoders;
+// what is queued and what open files buffer is held on the budget and
+// given back by Finish and Abort, with every slot; a failure is returned
+// by a later Send and by Finish.
 func TestStagedPool(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -244,21 +270,39 @@ func TestStagedPool(t *testing.T) {
 	ctx := context.Background()
 	st := &starter{limit: 1 << 20}
 	pool := Pool{Max: 4, Busy: &busy}
-	a, err := NewPool[*file, done](ctx, "test", b, pool, st.create, nil)
-	if err != nil {
+	g := newGate()
+	a := NewPool[*file, done]("test", b, pool, st.create, g.encode)
+	if busy.Load() != 0 {
+		t.Fatalf("%d keys busy before any part", busy.Load())
+	}
+	rec := rows(t, mem, ints, 5)
+	size := util.TotalRecordSize(rec)
+	if err := a.Send(ctx, Part{Rec: rec}); err != nil {
 		t.Fatal(err)
 	}
-	second, err := NewPool[*file, done](ctx, "test", b, pool, st.create, nil)
-	if err != nil {
-		t.Fatal(err)
+	<-g.entered
+	if got := b.Held(writers.MemoryQueued); got != size {
+		t.Errorf("%d bytes queued while the part waits for its encoder, want %d", got, size)
 	}
+	if busy.Load() != 1 {
+		t.Errorf("%d keys busy with a part queued, want 1", busy.Load())
+	}
+	second := NewPool[*file, done]("test", b, pool, st.create, nil)
 	if len(a.workers) != 2 || len(second.workers) != 1 {
 		t.Fatalf("%d and %d encoders, want 2 (GOMAXPROCS) and 1 (what is left)", len(a.workers), len(second.workers))
 	}
-	for range 4 {
+	close(g.open)
+	for range 3 {
 		if err := a.Send(ctx, Part{Rec: rows(t, mem, ints, 5)}); err != nil {
 			t.Fatal(err)
 		}
+	}
+	testpoll.Until(t, "the parts encoded", func() bool { return busy.Load() == 0 })
+	if got := b.Held(writers.MemoryEncoder); got != 8*20 {
+		t.Errorf("%d bytes held for the open files, want what they buffer, %d", got, 8*20)
+	}
+	if got := b.Held(writers.MemoryQueued); got != 0 {
+		t.Errorf("%d bytes queued after encoding", got)
 	}
 	got, err := a.Finish()
 	if err != nil {
@@ -273,10 +317,7 @@ func TestStagedPool(t *testing.T) {
 	}
 	boom := errors.New("boom")
 	failing := func(ctx context.Context, files *Files[*file, done], p Part) error { return boom }
-	third, err := NewPool[*file, done](ctx, "test", b, pool, st.create, failing)
-	if err != nil {
-		t.Fatal(err)
-	}
+	third := NewPool[*file, done]("test", b, pool, st.create, failing)
 	for i := 0; ; i++ {
 		err := third.Send(ctx, Part{Rec: rows(t, mem, ints, 1)})
 		if errors.Is(err, boom) {
@@ -295,6 +336,7 @@ func TestStagedPool(t *testing.T) {
 	if left := second.Abort(); len(left) != 0 {
 		t.Errorf("abort returned %v, want no finished file", left)
 	}
+	second.Abort() // a second call does nothing
 	for _, k := range []writers.MemoryKind{writers.MemoryQueued, writers.MemoryEncoder} {
 		if h := b.Held(k); h != 0 {
 			t.Errorf("%d bytes of kind %d still held", h, k)
@@ -303,6 +345,106 @@ func TestStagedPool(t *testing.T) {
 	if b.Slots() != 8 || busy.Load() != 0 {
 		t.Errorf("%d slots free, %d keys busy; want 8 and 0", b.Slots(), busy.Load())
 	}
+}
+
+// TestStagedPoolSlots: a pooled key holds a file writer slot for each
+// open file only once its encoders have nothing queued (a transaction
+// between streams), an encoder that got no part none; with every slot
+// taken and none held by the key, Send fails with the budget's error,
+// holding nothing.
+func TestStagedPoolSlots(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(2))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := newBudget(4)
+	ctx := context.Background()
+	st := &starter{limit: 10}
+	p := NewPool[*file, done]("test", b, Pool{Max: 4}, st.create, nil)
+	if len(p.workers) != 2 || b.Slots() != 4 {
+		t.Fatalf("%d encoders holding %d slots, want 2 holding none", len(p.workers), 4-b.Slots())
+	}
+	if err := p.Send(ctx, Part{Rec: rows(t, mem, ints, 4)}); err != nil {
+		t.Fatal(err)
+	}
+	testpoll.Until(t, "one slot held, for the one open file", func() bool { return b.Slots() == 3 })
+	if err := p.Send(ctx, Part{Rec: rows(t, mem, ints, 10)}); err != nil { // a full file
+		t.Fatal(err)
+	}
+	testpoll.Until(t, "the full file's slot given back", func() bool { return b.Slots() == 3 && p.busy.Load() == 0 })
+	taken := make([]func(), 0, 3)
+	for range 3 {
+		release, _ := b.TryOpenFile()
+		taken = append(taken, release)
+	}
+	// The encoder with the open file still has its slot.
+	if err := p.Send(ctx, Part{Rec: rows(t, mem, ints, 2)}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := p.Finish(); err != nil || len(got) != 2 {
+		t.Fatalf("finish: %v, %v; want 2 files", got, err)
+	}
+	if b.Slots() != 1 {
+		t.Fatalf("%d slots free after Finish, want the key's 1", b.Slots())
+	}
+	release, _ := b.TryOpenFile()
+	taken = append(taken, release)
+	empty := NewPool[*file, done]("test", b, Pool{Max: 4}, st.create, nil)
+	if err := empty.Send(ctx, Part{Rec: rows(t, mem, ints, 1)}); !errors.Is(err, writers.ErrExhausted) {
+		t.Fatalf("send with no slot free: %v, want ErrExhausted", err)
+	}
+	if err := empty.Failed(); err != nil {
+		t.Errorf("a key refused a slot failed: %v", err)
+	}
+	empty.Abort()
+	for _, release := range taken {
+		release()
+	}
+	b.checkEmpty(t, 4)
+}
+
+// TestStagedPoolSendCancelled: a Send waiting for a busy encoder returns
+// when its context ends, releasing the part and what it held; a panic in
+// the encoder fails the key, not the process.
+func TestStagedPoolSendCancelled(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := newBudget(2)
+	st := &starter{limit: 1 << 20}
+	g := newGate()
+	p := NewPool[*file, done]("test", b, Pool{Max: 1}, st.create, g.encode)
+	bg := context.Background()
+	one := rows(t, mem, ints, 1)
+	size := util.TotalRecordSize(one)
+	if err := p.Send(bg, Part{Rec: one}); err != nil {
+		t.Fatal(err)
+	}
+	<-g.entered
+	if err := p.Send(bg, Part{Rec: rows(t, mem, ints, 1)}); err != nil { // waits in the queue
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bg)
+	cancel()
+	if err := p.Send(ctx, Part{Rec: rows(t, mem, ints, 1)}); !errors.Is(err, context.Canceled) {
+		t.Fatalf("send to a busy encoder with an ended context: %v, want context.Canceled", err)
+	}
+	if got := b.Held(writers.MemoryQueued); got != 2*size {
+		t.Errorf("%d bytes queued, want the 2 queued parts' %d", got, 2*size)
+	}
+	close(g.open)
+	if got, err := p.Finish(); err != nil || len(got) != 1 || got[0].rows != 2 {
+		t.Fatalf("finish: %v, %v; want one file of the 2 queued rows", got, err)
+	}
+	panicky := NewPool[*file, done]("test", b, Pool{Max: 1}, st.create, func(context.Context, *Files[*file, done], Part) error {
+		panic("encoder bug")
+	})
+	if err := panicky.Send(bg, Part{Rec: rows(t, mem, ints, 1)}); err != nil {
+		t.Fatal(err)
+	}
+	var pe *writers.PanicError
+	if _, err := panicky.Finish(); !errors.As(err, &pe) {
+		t.Fatalf("finish after an encoder panic: %v, want a PanicError", err)
+	}
+	b.checkEmpty(t, 2)
 }
 
 // TestStagedInline: an inline Staged encodes on the caller, returns a
@@ -346,5 +488,65 @@ func TestStagedInline(t *testing.T) {
 	}
 	if b.Slots() != 1 || b.Held(writers.MemoryEncoder) != 0 {
 		t.Errorf("%d slots free, %d bytes held; want 1 and 0", b.Slots(), b.Held(writers.MemoryEncoder))
+	}
+}
+
+// waitBudget is a budget whose free slots go only to those who wait for
+// them (OpenFile), as when other keys race for every slot that frees up.
+type waitBudget struct{ *budget }
+
+func (w waitBudget) TryOpenFile() (func(), bool) { return nil, false }
+func (w waitBudget) OpenFile(ctx context.Context) (func(), error) {
+	return w.budget.OpenFile(ctx)
+}
+
+// TestStagedInlineSlots: an inline key that waited for a file writer
+// slot gives it back with its file, so a transaction between streams
+// holds no slot without an open file.
+func TestStagedInlineSlots(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := newBudget(1)
+	st := &starter{limit: 10}
+	s := NewInline[*file, done]("test", waitBudget{b}, st.create, nil)
+	if err := s.Send(context.Background(), Part{Rec: rows(t, mem, ints, 10)}); err != nil { // a full file
+		t.Fatal(err)
+	}
+	if b.Slots() != 1 {
+		t.Errorf("%d slots free after the key's only file finished, want 1", b.Slots())
+	}
+	if got, err := s.Finish(); err != nil || len(got) != 1 {
+		t.Fatalf("finish: %v, %v; want the one file", got, err)
+	}
+}
+
+// TestStagedInlineFailureSticks: after an inline encoding failure the key
+// has failed: a later Send encodes nothing and Finish publishes no file,
+// the failed one abandoned.
+func TestStagedInlineFailureSticks(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := newBudget(2)
+	boom := errors.New("boom")
+	st := &starter{limit: 10, fail: boom}
+	s := NewInline[*file, done]("test", b, st.create, nil)
+	ctx := context.Background()
+	if err := s.Send(ctx, Part{Rec: rows(t, mem, ints, 1)}); !errors.Is(err, boom) {
+		t.Fatalf("send: %v, want %v", err, boom)
+	}
+	f, _ := s.Open("")
+	f.fail = nil // the file would take rows now: the key must not
+	if err := s.Send(ctx, Part{Rec: rows(t, mem, ints, 1)}); !errors.Is(err, boom) {
+		t.Fatalf("send after the failure: %v, want %v again", err, boom)
+	}
+	if f.rows != 0 {
+		t.Errorf("the failed key's file has %d rows, want none written after the failure", f.rows)
+	}
+	got, err := s.Finish()
+	if !errors.Is(err, boom) || len(got) != 0 || st.aborted.Load() != 1 {
+		t.Errorf("finish: %v, %v, %d aborted; want %v, no file, the failed one aborted", got, err, st.aborted.Load(), boom)
+	}
+	if b.Slots() != 2 || b.Held(writers.MemoryEncoder) != 0 {
+		t.Errorf("%d slots free, %d bytes held; want 2 and 0", b.Slots(), b.Held(writers.MemoryEncoder))
 	}
 }
