@@ -401,8 +401,9 @@ func (x *keyIndex) targets(src *source, bySource bool, plan *mergePlan) (*target
 		}
 	}
 	if bySource {
+		match := merge.NewKeyMatcher(src.keys)
 		for ord, v := range x.vals {
-			if _, in := src.keys.Find(x.keys.Key(ord)); in {
+			if match.Contains(x.keys.Key(ord)) {
 				continue
 			}
 			expand(v, func(a uint64) {

@@ -100,13 +100,16 @@ func scanTargets(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset,
 		return nil, err
 	}
 	bySource := cfg.WhenNotMatchedBySource == "delete"
+	// Most target rows match no source key: the matcher's filter answers
+	// them from cache.
+	match := merge.NewKeyMatcher(src.keys)
 	frags := d.Manifest.Fragments
 	scans := make([]fragmentScan, len(frags))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i := range frags {
 		g.Go(writers.Guard(func() error {
-			return scans[i].scan(gctx, b, d, &frags[i], as, src.keys, cfg.On, bySource, mem)
+			return scans[i].scan(gctx, b, d, &frags[i], as, match, cfg.On, bySource, mem)
 		}))
 	}
 	if err := g.Wait(); err != nil {
@@ -140,7 +143,7 @@ type scanMatch struct {
 
 // scan reads fragment f's key columns (as is the dataset's Arrow schema)
 // with an encoder of its own and matches its live rows against keys.
-func (sc *fragmentScan) scan(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, f *lanceformat.Fragment, as *arrow.Schema, keys *merge.KeySet, on []string, bySource bool, mem memory.Allocator) error {
+func (sc *fragmentScan) scan(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, f *lanceformat.Fragment, as *arrow.Schema, keys *merge.KeyMatcher, on []string, bySource bool, mem memory.Allocator) error {
 	enc, err := merge.NewKeyEncoder(as, on)
 	if err != nil {
 		return err

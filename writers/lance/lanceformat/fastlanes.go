@@ -36,6 +36,59 @@ func readWord(b []byte, t, i int) uint64 {
 	return binary.LittleEndian.Uint64(b[8*i:])
 }
 
+// readWords reads len(dst) little-endian words of t bits from b.
+func readWords(dst []uint64, b []byte, t int) {
+	switch t {
+	case 8:
+		b = b[:len(dst)]
+		for i := range dst {
+			dst[i] = uint64(b[i])
+		}
+	case 16:
+		b = b[:2*len(dst)]
+		for i := range dst {
+			dst[i] = uint64(binary.LittleEndian.Uint16(b[2*i:]))
+		}
+	case 32:
+		b = b[:4*len(dst)]
+		for i := range dst {
+			dst[i] = uint64(binary.LittleEndian.Uint32(b[4*i:]))
+		}
+	default:
+		b = b[:8*len(dst)]
+		for i := range dst {
+			dst[i] = binary.LittleEndian.Uint64(b[8*i:])
+		}
+	}
+}
+
+// putWords writes vals as little-endian words of t bits into b, from its
+// word at on.
+func putWords(b []byte, t, at int, vals []uint64) {
+	switch t {
+	case 8:
+		b = b[at : at+len(vals)]
+		for i, v := range vals {
+			b[i] = byte(v)
+		}
+	case 16:
+		b = b[2*at : 2*(at+len(vals))]
+		for i, v := range vals {
+			binary.LittleEndian.PutUint16(b[2*i:], uint16(v))
+		}
+	case 32:
+		b = b[4*at : 4*(at+len(vals))]
+		for i, v := range vals {
+			binary.LittleEndian.PutUint32(b[4*i:], uint32(v))
+		}
+	default:
+		b = b[8*at : 8*(at+len(vals))]
+		for i, v := range vals {
+			binary.LittleEndian.PutUint64(b[8*i:], v)
+		}
+	}
+}
+
 // putWord writes v as the i-th little-endian word of t bits of b.
 func putWord(b []byte, t, i int, v uint64) {
 	switch t {
@@ -68,18 +121,19 @@ func flUnpack(t, w int, packed []byte, out []uint64) error {
 	if w == 64 {
 		mask = ^uint64(0)
 	}
-	words := make([]uint64, flWords(t, w))
-	for i := range words {
-		words[i] = readWord(packed, t, i)
-	}
+	var buf [flBlock]uint64
+	words := buf[:flWords(t, w)]
+	readWords(words, packed, t)
 	for row := range t {
 		bit := row * w
 		word, shift := bit/t, bit%t
 		base := flOrder[row/8]*16 + (row%8)*128
 		dst := out[base : base+lanes]
 		cur := words[lanes*word : lanes*word+lanes]
+		cur = cur[:len(dst)]
 		if shift+w > t {
 			next := words[lanes*(word+1) : lanes*(word+1)+lanes]
+			next = next[:len(dst)]
 			for lane := range dst {
 				dst[lane] = (cur[lane]>>shift | next[lane]<<(t-shift)) & mask
 			}
@@ -100,7 +154,8 @@ func flPack(t, w int, in []uint64, out []byte) {
 		return
 	}
 	lanes := flBlock / t
-	words := make([]uint64, flWords(t, w))
+	var buf [flBlock]uint64
+	words := buf[:flWords(t, w)]
 	for row := range t {
 		bit := row * w
 		word, shift := bit/t, bit%t
@@ -116,7 +171,5 @@ func flPack(t, w int, in []uint64, out []byte) {
 			}
 		}
 	}
-	for i, v := range words {
-		putWord(out, t, i, v) // bits above t are dropped here
-	}
+	putWords(out, t, 0, words) // bits above t are dropped here
 }

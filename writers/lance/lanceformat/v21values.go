@@ -255,9 +255,7 @@ func inlineUnpack(bud *budget, t int, buf []byte, n int) (block, error) {
 			return block{}, err
 		}
 		pos += size
-		for j := range min(flBlock, n-i*flBlock) {
-			putWord(out, t, i*flBlock+j, vals[j])
-		}
+		putWords(out, t, i*flBlock, vals[:min(flBlock, n-i*flBlock)])
 	}
 	return block{n: n, bits: t, data: out}, nil
 }
@@ -301,9 +299,7 @@ func outOfLineUnpack(bud *budget, o *encodings21pb.OutOfLineBitpacking, buf []by
 		if err := flUnpack(t, w, src, vals); err != nil {
 			return block{}, err
 		}
-		for j := range min(flBlock, n-i*flBlock) {
-			putWord(out, t, i*flBlock+j, vals[j])
-		}
+		putWords(out, t, i*flBlock, vals[:min(flBlock, n-i*flBlock)])
 	}
 	return block{n: n, bits: t, data: out}, nil
 }
