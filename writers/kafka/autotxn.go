@@ -81,14 +81,12 @@ func (w *Writer) sendAuto(ctx context.Context, st *stage) error {
 		st.auto = a
 	}
 	a := st.auto
-	for i, m := range st.msgs {
-		if err := a.prod.p.send(ctx, a.d, m); err != nil {
-			a.sent += int64(i)
-			st.failed = writers.Errorf(writers.ErrUnavailable, "kafka: auto-commit stream cut while sending a batch (%w): roll it back and send it again", err)
-			return st.failed
-		}
+	n, err := a.prod.p.sendAll(ctx, a.d, st.msgs)
+	a.sent += int64(n)
+	if err != nil {
+		st.failed = writers.Errorf(writers.ErrUnavailable, "kafka: auto-commit stream cut while sending a batch (%w): roll it back and send it again", err)
+		return st.failed
 	}
-	a.sent += int64(len(st.msgs))
 	clear(st.msgs) // the stage must not pin reported messages
 	return nil
 }
@@ -231,6 +229,36 @@ func (w *Writer) publishDeadLetters(ctx context.Context, ds []descriptor) error 
 	}
 	return writers.Errorf(class, "kafka: auto-commit stream aborted: dead-letter topic %q: %d of %d records acknowledged (those stay published), %d failed; first error: %v; send the stream again",
 		w.cfg.DLQTopic, acked, total, len(failed), first)
+}
+
+// autoMessage is a message with the encoders of its key and value, so
+// that making one is a single allocation (an interface holding a
+// pointer allocates nothing).
+type autoMessage struct {
+	sarama.ProducerMessage
+	key, value sarama.ByteEncoder
+}
+
+// message converts record r of an auto-commit batch for topic, taking
+// the message from st's arena: one allocation per batch of about hint
+// messages. The garbage collector frees an arena once sarama reported
+// and dropped all its messages.
+func (st *stage) message(topic string, r record, hint int) *sarama.ProducerMessage {
+	if len(st.arena) == 0 {
+		st.arena = make([]autoMessage, max(hint, 1))
+	}
+	m := &st.arena[0]
+	st.arena = st.arena[1:]
+	m.Topic = topic
+	if r.key != nil {
+		m.key = r.key
+		m.Key = &m.key
+	}
+	if r.value != nil {
+		m.value = r.value
+		m.Value = &m.value
+	}
+	return &m.ProducerMessage
 }
 
 // message converts a record for topic.

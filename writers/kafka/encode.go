@@ -28,6 +28,9 @@ type encoder struct {
 	keys   *kafkaenc.Keys
 	kb, vb kafkaenc.Batch
 	now    func() time.Time
+	// first is the row of the batch the record encoded starts at (a
+	// chunk of a larger batch): errors name rows of the batch.
+	first int
 }
 
 func newEncoder(w *Writer) *encoder {
@@ -142,12 +145,12 @@ func (e *encoder) rows(ctx context.Context, rec arrow.RecordBatch, deletes bool,
 			r.key = e.kb.Row(i)
 		}
 		if upsert && len(r.key) == 0 {
-			return 0, writers.Errorf(writers.ErrInvalid, "kafka: upsert envelope: row %d has an empty key in column %q: a compacted topic needs a non-empty key; nothing of this batch was sent", i, e.w.cfg.KeyColumn)
+			return 0, writers.Errorf(writers.ErrInvalid, "kafka: upsert envelope: row %d has an empty key in column %q: a compacted topic needs a non-empty key; nothing of this batch is published", e.first+i, e.w.cfg.KeyColumn)
 		}
 		if !deletes {
 			r.value = e.vb.Row(i)
 		}
-		r, err := e.divert(i, r)
+		r, err := e.divert(e.first+i, r)
 		if err != nil {
 			return 0, err
 		}
@@ -169,9 +172,9 @@ func (e *encoder) divert(i int, r record) (record, error) {
 	if r.key == nil && w.keyRequired {
 		switch {
 		case w.cfg.DLQTopic == "":
-			return r, writers.Errorf(writers.ErrInvalid, "kafka: row %d has no key (a null key_column value, or no key_column) and topic %q is compacted (cleanup.policy), which refuses keyless records: give the row a key or set dlq_topic; nothing of this batch was sent", i, w.cfg.Topic)
+			return r, writers.Errorf(writers.ErrInvalid, "kafka: row %d has no key (a null key_column value, or no key_column) and topic %q is compacted (cleanup.policy), which refuses keyless records: give the row a key or set dlq_topic; nothing of this batch is published", i, w.cfg.Topic)
 		case w.dlqKeyRequired:
-			return r, writers.Errorf(writers.ErrInvalid, "kafka: row %d has no key and both topic %q and dlq_topic %q are compacted (cleanup.policy), which refuse keyless records: give the row a key or use a dlq_topic that is not compacted; nothing of this batch was sent", i, w.cfg.Topic, w.cfg.DLQTopic)
+			return r, writers.Errorf(writers.ErrInvalid, "kafka: row %d has no key and both topic %q and dlq_topic %q are compacted (cleanup.policy), which refuse keyless records: give the row a key or use a dlq_topic that is not compacted; nothing of this batch is published", i, w.cfg.Topic, w.cfg.DLQTopic)
 		}
 		return e.deadLetter(r, fmt.Sprintf("record without a key for compacted topic %s (cleanup.policy compact): the broker refuses it (INVALID_RECORD)", w.cfg.Topic)), nil
 	}

@@ -126,10 +126,22 @@ func testDeadLetterTopic(t *testing.T, c cluster) {
 		t.Fatalf("DLQ value of %d bytes, want the original record", len(dead[0].Value))
 	}
 
-	// Without a DLQ the same record fails the write, before anything is produced.
+	// Without a DLQ such a record fails the stream, and nothing of it is
+	// published: also when it comes after the first chunk of its batch,
+	// which was sent already (in the stream's transaction, then aborted).
+	// The error names its row in the batch.
+	long := "["
+	for i := range 5000 {
+		user := "u"
+		if i == 4500 {
+			user = strings.Repeat("x", 3000)
+		}
+		long += fmt.Sprintf(`{"user":%q,"n":%d},`, user, i)
+	}
+	long = long[:len(long)-1] + "]"
 	w2 := openWriter(t, newConfig(c, topic, nil), t.TempDir(), mem)
-	if err := commitAuto(t, w2, record(t, mem, rowsSchema, rows)); !errors.Is(err, writers.ErrExhausted) {
-		t.Fatalf("oversized record without dlq_topic: %v, want ErrExhausted", err)
+	if err := commitAuto(t, w2, record(t, mem, rowsSchema, long)); !errors.Is(err, writers.ErrExhausted) || !strings.Contains(err.Error(), "row 4500 ") {
+		t.Fatalf("oversized record without dlq_topic: %v, want ErrExhausted naming row 4500", err)
 	}
 	if n := len(readCommitted(t, c.Addrs(), topic)); n != 299 {
 		t.Fatalf("%d records in the topic after the refused stream, want 299", n)

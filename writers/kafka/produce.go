@@ -53,21 +53,49 @@ func (pp *pipe) route() {
 // send hands msg to the producer for d, unless ctx ends first. With a
 // budget, it first waits until msg fits in d's unreported bytes.
 func (pp *pipe) send(ctx context.Context, d *delivery, msg *sarama.ProducerMessage) error {
-	if d.budget != nil {
-		if err := d.budget.Acquire(ctx, d.weight(msg)); err != nil {
-			return err
-		}
-	}
-	msg.Metadata = d
-	d.add()
-	select {
-	case pp.p.Input() <- msg:
-		return nil
-	case <-ctx.Done():
-		d.unsent(msg)
-		return ctx.Err()
-	}
+	_, err := pp.sendAll(ctx, d, []*sarama.ProducerMessage{msg})
+	return err
 }
+
+// sendAll hands msgs to the producer for d in order, as send does each,
+// and returns how many it handed over: all, unless ctx ends first. It
+// takes d's budget for a run of messages at once (at most
+// budgetChunk of it, or one larger message), not for each.
+func (pp *pipe) sendAll(ctx context.Context, d *delivery, msgs []*sarama.ProducerMessage) (int, error) {
+	for i := 0; i < len(msgs); {
+		j, weight := i, int64(0)
+		for j < len(msgs) {
+			w := d.weight(msgs[j])
+			if j > i && weight+w > d.budgetBytes/budgetChunk {
+				break
+			}
+			weight += w
+			j++
+		}
+		if d.budget != nil {
+			if err := d.budget.Acquire(ctx, weight); err != nil {
+				return i, err
+			}
+		}
+		d.addN(j - i)
+		for k := i; k < j; k++ {
+			msgs[k].Metadata = d
+			select {
+			case pp.p.Input() <- msgs[k]:
+			case <-ctx.Done():
+				for _, m := range msgs[k:j] {
+					d.unsent(m)
+				}
+				return k, ctx.Err()
+			}
+		}
+		i = j
+	}
+	return len(msgs), nil
+}
+
+// budgetChunk is the share of a delivery's budget sendAll takes at once.
+const budgetChunk = 16
 
 // close closes the producer (flushing what is in flight) and waits for the
 // last reports, or until ctx ends: with brokers down sarama retries for a
@@ -133,9 +161,10 @@ func (d *delivery) release(msg *sarama.ProducerMessage) {
 	}
 }
 
-func (d *delivery) add() {
+// addN counts n more messages sent.
+func (d *delivery) addN(n int) {
 	d.mu.Lock()
-	d.pending++
+	d.pending += n
 	d.mu.Unlock()
 }
 

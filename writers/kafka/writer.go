@@ -68,6 +68,7 @@ type stage struct {
 	frames []byte
 	msgs   []*sarama.ProducerMessage
 	slab   []byte
+	arena  []autoMessage // the batch's messages not handed out yet
 }
 
 var _ writers.Writer = (*Writer)(nil)
@@ -333,9 +334,11 @@ func (w *Writer) forget(key writers.TxnKey) {
 
 // Write serializes rec (borrowed) into final records: a batch goes out
 // whole or not at all. A transaction stages them in its staging file. An
-// auto-commit stream sends them at once in its Kafka transaction (begun at
-// its first record), blocking while autoInflightBytes of its records are
-// unacknowledged, and stages only records bound for the dead-letter topic.
+// auto-commit stream sends them in its Kafka transaction (begun at its
+// first record) as they are encoded, blocking while autoInflightBytes of
+// its records are unacknowledged, and stages only records bound for the
+// dead-letter topic; a batch that fails fails the stream, whose
+// transaction is aborted.
 // Errors: ErrInvalid (a type the format cannot carry, a bad key, an empty
 // upsert key, a null key for a compacted topic without dlq_topic),
 // ErrExhausted (a record above the topic's limit without
@@ -355,17 +358,46 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 	if st.auto != nil && st.auto.d.failures() > 0 {
 		return w.failAuto(ctx, st, nil)
 	}
+	if !key.Auto || w.cfg.Envelope == EnvelopeUpsert {
+		return w.write(ctx, key, st, rec, 0)
+	}
+	// Sent as it is encoded, a chunk at a time: the producer drains one
+	// chunk while the next is encoded, where a whole batch encoded first
+	// would leave it idle meanwhile. The stream's transaction still
+	// publishes the stream whole or not at all.
+	n := rec.NumRows()
+	for lo := int64(0); lo < n; lo += autoChunkRows {
+		part := rec.NewSlice(lo, min(lo+autoChunkRows, n))
+		err := w.write(ctx, key, st, part, int(lo))
+		part.Release()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// autoChunkRows is how many rows of an auto-commit stream's batch are
+// encoded before they are sent: about what the producer's input channel
+// holds (producerConfig's ChannelBufferSize).
+const autoChunkRows = 4096
+
+// write serializes rec (borrowed), rows from row first of the batch on,
+// into final records, staged or sent (Write).
+func (w *Writer) write(ctx context.Context, key writers.TxnKey, st *stage, rec arrow.RecordBatch, first int) error {
 	st.frames, st.msgs = st.frames[:0], st.msgs[:0]
 	staged := 0
+	st.enc.first = first
 	n, err := st.enc.encode(ctx, rec, func(r record) {
 		if key.Auto && !r.dlq {
 			r.key, r.value = st.keep(r.key), st.keep(r.value)
-			st.msgs = append(st.msgs, message(w.cfg.Topic, r))
+			st.msgs = append(st.msgs, st.message(w.cfg.Topic, r, int(rec.NumRows())))
 			return
 		}
 		st.frames = appendFrame(st.frames, r)
 		staged++
 	})
+	st.arena = nil // the stage must not pin the messages of this batch
 	if err != nil || n == 0 {
 		return err
 	}

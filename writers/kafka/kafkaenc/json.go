@@ -250,6 +250,11 @@ func appendJSONFloat(dst []byte, f float64, bits int) []byte {
 	if math.IsNaN(f) || math.IsInf(f, 0) {
 		return append(dst, "null"...)
 	}
+	if bits == 64 {
+		if out, ok := appendCents(dst, f); ok {
+			return out
+		}
+	}
 	abs, format := math.Abs(f), byte('f')
 	if abs != 0 && (bits == 64 && (abs < 1e-6 || abs >= 1e21) || bits == 32 && (float32(abs) < 1e-6 || float32(abs) >= 1e21)) {
 		format = 'e'
@@ -279,15 +284,8 @@ func appendDate(dst []byte, unixSeconds int64) []byte {
 
 func appendTimestamp(dst []byte, v int64, unit arrow.TimeUnit) []byte {
 	dst = append(dst, '"')
-	dst = unixTime(v, unit).AppendFormat(dst, time.RFC3339Nano)
+	dst = appendRFC3339(dst, v, unit)
 	return append(dst, '"')
-}
-
-// unixTime converts a timestamp value to a UTC time.
-func unixTime(v int64, unit arrow.TimeUnit) time.Time {
-	per := int64(time.Second) / int64(unit.Multiplier()) // values per second
-	sec, frac := floorDiv(v, per), v-floorDiv(v, per)*per
-	return time.Unix(sec, frac*int64(unit.Multiplier())).UTC()
 }
 
 // toMillis converts a value of unit to milliseconds, rounding down.

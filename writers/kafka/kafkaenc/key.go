@@ -77,7 +77,7 @@ func bindKey(arr arrow.Array) appendFn {
 		}
 	case kindTimestamp:
 		return func(dst []byte, i int) []byte {
-			return unixTime(c.int64At(i), c.unit).AppendFormat(dst, time.RFC3339Nano)
+			return appendRFC3339(dst, c.int64At(i), c.unit)
 		}
 	case kindTime:
 		return func(dst []byte, i int) []byte {
