@@ -15,7 +15,9 @@ and category, bool active) in batches of 65,536 rows, generated before timing,
     pyarrow client and gRPC cost alone, on the same two cores), and
     `quiver bench` (the arrow-go client of bench/, its own standard-workload
     batches of the same schema and size) into another append endpoint of the
-    same server, timed by quiver bench itself.
+    same server, timed by quiver bench itself; and 1 stream into an endpoint
+    with `parquet.integer_encoding: delta_binary_packed` (opt-in: smaller
+    files, less zstd work).
 Each run writes a new table; the timing ends when the commit is acknowledged.
 The report also gives the median CPU seconds (user+system) that this process and
 the quiver process spent during each write (delta-rs: this process alone; the
@@ -332,6 +334,9 @@ def main() -> int:
         endpoints.append({"name": f"append_all_r{r}", "sink": "delta", "delta": {
             "table_uri": f"file://{work}/quiver_append/append_all_r{r}", "mode": "append",
             "parquet": {"compression": "zstd"}}})
+        endpoints.append({"name": f"append_dbp_r{r}", "sink": "delta", "delta": {
+            "table_uri": f"file://{work}/quiver_append/append_dbp_r{r}", "mode": "append",
+            "parquet": {"compression": "zstd", "integer_encoding": "delta_binary_packed"}}})
         for name in (f"upsert_r{r}", f"upsert_all_r{r}"):
             endpoints.append({"name": name, "sink": "delta", "delta": {
                 "table_uri": f"file://{work}/quiver/{name}", "mode": "upsert", "merge_keys": ["id"],
@@ -375,7 +380,7 @@ def quiver_bench_go(binary: Path, addr: str, endpoint: str, rows: int) -> float:
 
 def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs: int) -> dict[str, Any]:
     secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": [], "deltars_l1": [], "discard_1": [],
-                                    "quiver_go_1": [], "quiver_all_1": []}
+                                    "quiver_go_1": [], "quiver_all_1": [], "quiver_dbp_1": []}
     loads = []
     sizes: dict[str, int] = {}
     cpu: dict[str, list[float]] = {name: [] for name in secs}  # this process's + the server's CPU seconds
@@ -388,6 +393,7 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
             ("discard_1", lambda: quiver_put_streams(server.flight_addr, "devnull", data, 1)),
             ("quiver_go_1", None),
             ("quiver_all_1", lambda: quiver_put_streams(server.flight_addr, f"append_all_r{r}", data, 1)),
+            ("quiver_dbp_1", lambda: quiver_put_streams(server.flight_addr, f"append_dbp_r{r}", data, 1)),
         ]
         all_features_table(server.table_path(f"append_all_r{r}"))
         k = r % len(jobs)
@@ -406,7 +412,8 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
                            ("deltars", work / f"deltars/append_r{r}"),
                            ("deltars_l1", work / f"deltars/append_l1_r{r}"),
                            ("quiver_go_1", server.table_path(f"append_go_r{r}")),
-                           ("quiver_all_1", server.table_path(f"append_all_r{r}"))):
+                           ("quiver_all_1", server.table_path(f"append_all_r{r}")),
+                           ("quiver_dbp_1", server.table_path(f"append_dbp_r{r}"))):
             n, ids, _ = table_digest(path)
             if name == "quiver_go_1":  # its own batches, and one warm-up batch before timing
                 assert n >= data.num_rows, f"append {name} run {r}: {n} rows"
@@ -505,7 +512,8 @@ def report(res: dict[str, Any]) -> None:
                             ("deltars_l1", f"delta-rs write_deltalake, zstd {ZSTD_LEVEL_FAST}"),
                             ("discard_1", "(Flight to discard, 1 stream)"),
                             ("quiver_go_1", "(quiver bench, Go client, 1 stream)"),
-                            ("quiver_all_1", "Quiver, all-features table, 1 str.")):
+                            ("quiver_all_1", "Quiver, all-features table, 1 str."),
+                            ("quiver_dbp_1", "Quiver, delta_binary_packed ints, 1")):
             m = a[name]["median_rows_per_s"]
             runs = ", ".join(fmt_rate(x) for x in a[name]["rows_per_s"])
             size = f"  {a[name]['parquet_bytes'] / 2**20:5.1f} MiB" if "parquet_bytes" in a[name] else " " * 11

@@ -22,6 +22,8 @@ ENDPOINTS: dict[str, dict[str, Any]] = {
     # zstd (the codec of the quickstart's and the benchmarks' endpoints) on
     # every type; the other endpoints keep the default, snappy
     "typed": {"mode": "append", "parquet": {"compression": "zstd"}},
+    # the same types with integers, dates and timestamps DELTA_BINARY_PACKED
+    "typed_delta_ints": {"mode": "append", "parquet": {"compression": "zstd", "integer_encoding": "delta_binary_packed"}},
     "part_date": {"partition_by": ["p"]},
     "part_timestamp": {"partition_by": ["p"]},
     "part_int": {"partition_by": ["p"]},
@@ -74,6 +76,28 @@ def typed_table(server: Quiver) -> Written:
 @pytest.mark.parametrize("reader_name", readers())
 def test_append_every_type(typed_table: Written, reader: Reader) -> None:
     check_table(reader, typed_table)
+
+
+@pytest.fixture(scope="module")
+def typed_delta_ints(server: Quiver) -> Written:
+    """Every type again, with parquet.integer_encoding: delta_binary_packed;
+    its integer columns are DELTA_BINARY_PACKED in the data files."""
+    w = written(server, "typed_delta_ints", [typed(0, 500), typed(500, 700)], 64)
+    encodings = set()
+    for f in w.path.rglob("*.parquet"):
+        md = pq.ParquetFile(f).metadata
+        for rg in range(md.num_row_groups):
+            for c in range(md.num_columns):
+                col = md.row_group(rg).column(c)
+                if col.physical_type in ("INT32", "INT64"):
+                    encodings.update(col.encodings)
+    assert "DELTA_BINARY_PACKED" in encodings, encodings
+    return w
+
+
+@pytest.mark.parametrize("reader_name", readers())
+def test_append_every_type_delta_integers(typed_delta_ints: Written, reader: Reader) -> None:
+    check_table(reader, typed_delta_ints)
 
 
 # --- partitions ------------------------------------------------------------

@@ -30,6 +30,12 @@ const (
 	CodecNone   = "none"
 )
 
+// Integer encodings of the data files (ParquetConfig.IntegerEncoding).
+const (
+	IntegersPlain = "plain"
+	IntegersDelta = "delta_binary_packed"
+)
+
 // Config is one endpoint's `delta:` section. NewConfig holds every default;
 // Validate names the offending key relative to the section.
 type Config struct {
@@ -80,6 +86,11 @@ type ParquetConfig struct {
 	Compression string `yaml:"compression"`
 	// RowGroupRows caps the rows of one row group.
 	RowGroupRows int `yaml:"row_group_rows"`
+	// IntegerEncoding is how integer, date and timestamp columns that are
+	// not dictionary encoded are written: plain (what Spark and arrow-rs
+	// write, every reader reads it) or delta_binary_packed (smaller files,
+	// less encoding CPU; Spark 3.3 or newer, parquetio.Options.DeltaIntegers).
+	IntegerEncoding string `yaml:"integer_encoding"`
 }
 
 // NewConfig returns the defaults of docs/delta.md, "Configuration": append, no partitions,
@@ -91,7 +102,7 @@ func NewConfig() *Config {
 		WriteMode:          ModeAppend,
 		SchemaEvolution:    EvolveReject,
 		TargetFileBytes:    128 << 20,
-		Parquet:            ParquetConfig{Compression: CodecZstd, RowGroupRows: 128 << 10},
+		Parquet:            ParquetConfig{Compression: CodecZstd, RowGroupRows: 128 << 10, IntegerEncoding: IntegersPlain},
 		CheckpointInterval: 10,
 		KeyIndexMaxBytes:   DefaultKeyIndexMaxBytes,
 	}
@@ -154,6 +165,11 @@ func (c *Config) Validate() error {
 	}
 	if c.Parquet.RowGroupRows <= 0 {
 		bad("parquet.row_group_rows", "%d: must be positive (default 131072)", c.Parquet.RowGroupRows)
+	}
+	switch c.Parquet.IntegerEncoding {
+	case IntegersPlain, IntegersDelta:
+	default:
+		bad("parquet.integer_encoding", "%q is not an encoding: use plain or delta_binary_packed", c.Parquet.IntegerEncoding)
 	}
 	if c.CheckpointInterval <= 0 {
 		bad("checkpoint_interval", "%d: must be positive (default 10)", c.CheckpointInterval)

@@ -32,6 +32,7 @@ func TestConfigValidate(t *testing.T) {
 		{"file-bytes", func(c *Config) { c.TargetFileBytes = 0 }, "target_file_bytes: 0: must be positive"},
 		{"codec", func(c *Config) { c.Parquet.Compression = "lz4" }, `parquet.compression: "lz4" is not a codec`},
 		{"row-group", func(c *Config) { c.Parquet.RowGroupRows = -1 }, "parquet.row_group_rows: -1: must be positive"},
+		{"integers", func(c *Config) { c.Parquet.IntegerEncoding = "delta" }, `parquet.integer_encoding: "delta" is not an encoding`},
 		{"checkpoint", func(c *Config) { c.CheckpointInterval = 0 }, "checkpoint_interval: 0: must be positive"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -54,7 +55,7 @@ func TestConfigReportsEveryProblem(t *testing.T) {
 		t.Fatal("the zero Config validated")
 	}
 	lines := strings.Split(err.Error(), "\n")
-	for _, key := range []string{"table_uri", "mode", "schema_evolution", "target_file_bytes", "parquet.compression", "parquet.row_group_rows", "checkpoint_interval"} {
+	for _, key := range []string{"table_uri", "mode", "schema_evolution", "target_file_bytes", "parquet.compression", "parquet.row_group_rows", "parquet.integer_encoding", "checkpoint_interval"} {
 		found := false
 		for _, l := range lines {
 			found = found || strings.HasPrefix(l, key+": ")

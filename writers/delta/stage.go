@@ -99,8 +99,9 @@ func (w *Writer) fileStarter(layout *fileLayout, target int64) tablesink.Create[
 		}
 		schema := p.Rec.Schema()
 		pw, err := parquetio.NewWriter(up.Writer(), schema, parquetio.Options{
-			Compression:  w.cfg.Parquet.Compression,
-			RowGroupRows: int64(w.cfg.Parquet.RowGroupRows),
+			Compression:   w.cfg.Parquet.Compression,
+			RowGroupRows:  int64(w.cfg.Parquet.RowGroupRows),
+			DeltaIntegers: w.cfg.Parquet.IntegerEncoding == IntegersDelta,
 		})
 		if err != nil {
 			up.Abort(nil)

@@ -110,3 +110,60 @@ func chunkEncodings(t *testing.T, data []byte) map[string][]format.Encoding {
 	}
 	return enc
 }
+
+// DeltaIntegers writes every INT32 and INT64 leaf that is not dictionary
+// encoded as DELTA_BINARY_PACKED (nulls and nested ones included), and the
+// values read back; without it they are PLAIN.
+func TestDeltaIntegers(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	schema := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
+		{Name: "ts", Type: arrow.FixedWidthTypes.Timestamp_us, Nullable: true},
+		{Name: "day", Type: arrow.FixedWidthTypes.Date32},
+		{Name: "list", Type: arrow.ListOf(arrow.PrimitiveTypes.Int64), Nullable: true},
+		{Name: "f", Type: arrow.PrimitiveTypes.Float64},
+	}, nil)
+	const rows = 20000
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	for i := range rows {
+		b.Field(0).(*array.Int64Builder).Append(int64(i) * 7919 % 1000003)
+		if i%5 == 0 {
+			b.Field(1).AppendNull()
+			b.Field(2).AppendNull()
+		} else {
+			b.Field(1).(*array.Int32Builder).Append(int32(-i))
+			b.Field(2).(*array.TimestampBuilder).Append(arrow.Timestamp(1_700_000_000_000_000 + int64(i)*1000))
+		}
+		b.Field(3).(*array.Date32Builder).Append(arrow.Date32(19000 + i%3000))
+		lb := b.Field(4).(*array.ListBuilder)
+		lb.Append(true)
+		lb.ValueBuilder().(*array.Int64Builder).AppendValues([]int64{int64(i), -int64(i)}, nil)
+		b.Field(5).(*array.Float64Builder).Append(float64(i) / 3)
+	}
+	rec := b.NewRecordBatch()
+	defer rec.Release()
+	for _, delta := range []bool{false, true} {
+		t.Run(fmt.Sprint("delta=", delta), func(t *testing.T) {
+			data, _ := writeFile(t, schema, Options{DeltaIntegers: delta, NoDictionary: true, RowGroupRows: 8192}, rec)
+			enc := chunkEncodings(t, data)
+			want := format.Plain
+			if delta {
+				want = format.DeltaBinaryPacked
+			}
+			for _, col := range []string{"id", "n", "ts", "day", "list.list.element"} {
+				if !slices.Contains(enc[col], want) || slices.Contains(enc[col], format.Plain) != !delta {
+					t.Errorf("column %s: encodings %v, want %s", col, enc[col], want)
+				}
+			}
+			if slices.Contains(enc["f"], format.DeltaBinaryPacked) {
+				t.Errorf("double column f: encodings %v, want PLAIN", enc["f"])
+			}
+			_, got := readAll(t, data, mem, ReadOptions{})
+			defer releaseAll(got)
+			assertSameRows(t, schema, rowsOf([]arrow.RecordBatch{rec}), rowsOf(got))
+		})
+	}
+}

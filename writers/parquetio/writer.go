@@ -190,7 +190,7 @@ func (w *Writer) open() {
 	for i, l := range w.leaves {
 		dictionary[i] = !w.opts.NoDictionary && l.wantsDictionary()
 	}
-	w.pw = parquet.NewWriter(w.out,
+	opts := []parquet.WriterOption{
 		parquetSchema(w.roots, dictionary),
 		parquet.Compression(w.codec),
 		parquet.DictionaryMaxBytes(dictionaryMaxBytes),
@@ -202,7 +202,13 @@ func (w *Writer) open() {
 		// write by default and what every reader handles.
 		parquet.DataPageVersion(1),
 		parquet.CreatedBy("quiver", "parquetio", "parquet-go"),
-	)
+	}
+	if w.opts.DeltaIntegers {
+		opts = append(opts,
+			parquet.DefaultEncodingFor(parquet.Int32, &parquet.DeltaBinaryPacked),
+			parquet.DefaultEncodingFor(parquet.Int64, &parquet.DeltaBinaryPacked))
+	}
+	w.pw = parquet.NewWriter(w.out, opts...)
 }
 
 // BytesWritten estimates the file size so far: bytes written to the
