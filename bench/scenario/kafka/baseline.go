@@ -93,8 +93,8 @@ func serialize(ctx context.Context, format string, rows int64, registry string) 
 // produceSarama uses a bare sarama AsyncProducer with the sink's settings
 // (writers/kafka producerConfig): idempotent, acks=all, one request in
 // flight, murmur2, a 4096-message channel buffer.
-func produceSarama(ctx context.Context, cl *cluster, topic string, recs *records, streams int) (time.Duration, error) {
-	c, err := cl.saramaConfig()
+func produceSarama(ctx context.Context, l listener, topic string, recs *records, streams int) (time.Duration, error) {
+	c, err := l.saramaConfig()
 	if err != nil {
 		return 0, err
 	}
@@ -106,7 +106,7 @@ func produceSarama(ctx context.Context, cl *cluster, topic string, recs *records
 	c.Producer.Partitioner = sarama.NewMurmur2Partitioner
 	c.Producer.MaxMessageBytes = 1048588 - 100
 	c.ChannelBufferSize = 4096
-	p, err := sarama.NewAsyncProducer(cl.sec.Brokers, c)
+	p, err := sarama.NewAsyncProducer(l.sec.Brokers, c)
 	if err != nil {
 		return 0, err
 	}
@@ -149,8 +149,8 @@ func produceSarama(ctx context.Context, cl *cluster, topic string, recs *records
 
 // produceFranz uses a franz-go client with its defaults (idempotent,
 // acks=all) and Java's murmur2 key partitioner.
-func produceFranz(ctx context.Context, c *cluster, topic string, recs *records, streams int) (time.Duration, error) {
-	opts, err := c.franzOpts()
+func produceFranz(ctx context.Context, l listener, topic string, recs *records, streams int) (time.Duration, error) {
+	opts, err := l.franzOpts()
 	if err != nil {
 		return 0, err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/IBM/sarama"
@@ -25,53 +26,78 @@ const (
 
 var brokerNames = []string{brokerKfake, brokerKafka, brokerSASLSSL}
 
-// cluster is the broker of a run: sec describes how the sink and the
-// baselines connect to it (brokers, TLS, SASL), admin is a PLAINTEXT
-// client for topic creation and truncation.
-type cluster struct {
-	sec   *sink.Config
-	admin *kadm.Client
-	close func()
+// parseBrokers reads --broker: one broker name, or the real broker's two
+// listeners together ("kafka,kafka-sasl_ssl"), measured in one run on one
+// broker process so that their ratio is not the machine's drift between
+// runs.
+func parseBrokers(s string) ([]string, error) {
+	names := strings.Split(s, ",")
+	for i, n := range names {
+		names[i] = strings.TrimSpace(n)
+		if !slices.Contains(brokerNames, names[i]) {
+			return nil, fmt.Errorf("--broker %q: want one of %s, or %s,%s", n, strings.Join(brokerNames, ", "), brokerKafka, brokerSASLSSL)
+		}
+	}
+	if len(names) > 1 && (slices.Contains(names, brokerKfake) || names[0] == names[1] || len(names) > 2) {
+		return nil, fmt.Errorf("--broker %q: only the real broker's listeners combine (%s,%s)", s, brokerKafka, brokerSASLSSL)
+	}
+	return names, nil
 }
 
-// startCluster starts the broker named by name with topics of partitions
-// partitions.
-func startCluster(ctx context.Context, name string, topics []string, log io.Writer) (*cluster, error) {
-	sec := sink.NewConfig()
+// cluster is the broker of a run: listeners say how the sink and the
+// baselines connect to it (brokers, TLS, SASL), one per --broker name;
+// admin is a PLAINTEXT client for topic creation and truncation.
+type cluster struct {
+	listeners []listener
+	admin     *kadm.Client
+	close     func()
+}
+
+// listener is one way of connecting to the broker, named as --broker
+// names it.
+type listener struct {
+	name string
+	sec  *sink.Config
+}
+
+// startCluster starts the broker that names (parseBrokers) connect to,
+// with topics of partitions partitions.
+func startCluster(ctx context.Context, names []string, topics []string, log io.Writer) (*cluster, error) {
 	var plain []string
 	var stop func()
-	switch name {
-	case brokerKfake:
+	var broker *realkafka.Broker
+	if names[0] == brokerKfake {
 		c, err := devbroker.Start(devbroker.Options{Listen: "127.0.0.1:0", Partitions: partitions, Topics: topics})
 		if err != nil {
 			return nil, err
 		}
 		plain, stop = c.Addrs(), c.Close
-	case brokerKafka, brokerSASLSSL:
+	} else {
 		fmt.Fprintf(log, "kafka: starting Apache Kafka %s\n", realkafka.Version)
 		b, err := realkafka.Start()
 		if err != nil {
 			return nil, err
 		}
-		plain, stop = []string{b.Plain}, b.Stop
-		if name == brokerSASLSSL {
-			sec.Brokers = []string{b.SASLSSL}
-			sec.TLS = &sink.TLS{CAFile: b.CAFile}
-			sec.SASL = &sink.SASL{Mechanism: sink.MechanismSCRAMSHA512, Username: realkafka.User, Secret: sink.Secret{PasswordFile: b.PasswordFile}}
-		}
-	default:
-		return nil, fmt.Errorf("--broker %q: want one of %s", name, strings.Join(brokerNames, ", "))
+		broker, plain, stop = b, []string{b.Plain}, b.Stop
 	}
-	if sec.Brokers == nil {
+	c := &cluster{close: stop}
+	for _, n := range names {
+		sec := sink.NewConfig()
 		sec.Brokers = plain
+		if n == brokerSASLSSL {
+			sec.Brokers = []string{broker.SASLSSL}
+			sec.TLS = &sink.TLS{CAFile: broker.CAFile}
+			sec.SASL = &sink.SASL{Mechanism: sink.MechanismSCRAMSHA512, Username: realkafka.User, Secret: sink.Secret{PasswordFile: broker.PasswordFile}}
+		}
+		c.listeners = append(c.listeners, listener{name: n, sec: sec})
 	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(plain...))
 	if err != nil {
 		stop()
 		return nil, err
 	}
-	c := &cluster{sec: sec, admin: kadm.NewClient(cl), close: func() { cl.Close(); stop() }}
-	if name != brokerKfake {
+	c.admin, c.close = kadm.NewClient(cl), func() { cl.Close(); stop() }
+	if broker != nil {
 		resp, err := c.admin.CreateTopics(ctx, partitions, 1, nil, topics...)
 		if err == nil {
 			err = resp.Error()
@@ -85,12 +111,12 @@ func startCluster(ctx context.Context, name string, topics []string, log io.Writ
 }
 
 // yaml is the endpoint's kafka keys for the brokers and their security.
-func (c *cluster) yaml() string {
-	s := fmt.Sprintf("brokers: [%q]", c.sec.Brokers[0])
-	if c.sec.TLS != nil {
-		s += fmt.Sprintf(", tls: {ca_file: %q}", c.sec.TLS.CAFile)
+func (l listener) yaml() string {
+	s := fmt.Sprintf("brokers: [%q]", l.sec.Brokers[0])
+	if l.sec.TLS != nil {
+		s += fmt.Sprintf(", tls: {ca_file: %q}", l.sec.TLS.CAFile)
 	}
-	if a := c.sec.SASL; a != nil {
+	if a := l.sec.SASL; a != nil {
 		s += fmt.Sprintf(", sasl: {mechanism: %s, username: %s, password_file: %q}", a.Mechanism, a.Username, a.PasswordFile)
 	}
 	return s
@@ -98,14 +124,14 @@ func (c *cluster) yaml() string {
 
 // saramaConfig is the sink's own client configuration (TLS, SASL), which
 // the bare sarama baseline starts from.
-func (c *cluster) saramaConfig() (*sarama.Config, error) { return c.sec.ClientConfig() }
+func (l listener) saramaConfig() (*sarama.Config, error) { return l.sec.ClientConfig() }
 
 // franzOpts connects a franz-go client as the sink connects (same TLS
 // settings and credentials; SCRAM-SHA-512 is the one mechanism --broker
 // uses).
-func (c *cluster) franzOpts() ([]kgo.Opt, error) {
-	opts := []kgo.Opt{kgo.SeedBrokers(c.sec.Brokers...)}
-	sc, err := c.saramaConfig()
+func (l listener) franzOpts() ([]kgo.Opt, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(l.sec.Brokers...)}
+	sc, err := l.saramaConfig()
 	if err != nil {
 		return nil, err
 	}

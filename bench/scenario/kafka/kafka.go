@@ -2,7 +2,8 @@
 // Kafka sink end to end. It starts a broker (--broker: an embedded kfake
 // broker, internal/devbroker, by default; or a real Apache Kafka broker,
 // internal/realkafka, over PLAINTEXT or over SASL_SSL with SCRAM-SHA-512,
-// where the sink and both bare clients connect alike; 6 partitions) and an
+// or over both in one run, where the sink and both bare clients connect
+// alike; 6 partitions) and an
 // in-process Schema Registry (srfake), one Quiver server in process with a
 // JSON and an Avro Kafka endpoint (key_column id, murmur2), and drives each
 // with the standard workload (bench.Run). In the same run it produces the very records the sink
@@ -10,10 +11,13 @@
 // the same registered schema id) with a bare sarama AsyncProducer (the
 // sink's producer settings) and a franz-go client, to the same broker. It
 // prints records/s, MB/s (record key and value bytes) and the ratio of each
-// to bare sarama at each format and stream count:
+// to bare sarama over the same listener at each format and stream count;
+// with both listeners, also what SASL_SSL costs each client against
+// PLAINTEXT, both measured in every run:
 //
 //	go run ./bench/cmd/quiverbench --scenario kafka --streams 1,4 --rows 200000
 //	go run ./bench/cmd/quiverbench --scenario kafka --broker kafka-sasl_ssl
+//	go run ./bench/cmd/quiverbench --scenario kafka --broker kafka,kafka-sasl_ssl --rows 1000000
 //
 // kfake keeps records in memory and serves every request on one goroutine
 // sharing the machine with the clients: the figures compare clients with
@@ -60,7 +64,7 @@ type Options struct {
 // Register adds --streams, --rows, --runs and --broker to fs.
 func (o *Options) Register(fs *flag.FlagSet) {
 	o.Load.Register(fs, 200_000)
-	fs.StringVar(&o.Broker, "broker", brokerKfake, "the broker: kfake (embedded, in process), kafka (a real Apache Kafka broker of internal/realkafka, PLAINTEXT; needs Java 17) or kafka-sasl_ssl (the same broker over TLS with SCRAM-SHA-512)")
+	fs.StringVar(&o.Broker, "broker", brokerKfake, "the broker: kfake (embedded, in process), kafka (a real Apache Kafka broker of internal/realkafka, PLAINTEXT; needs Java 17), kafka-sasl_ssl (the same broker over TLS with SCRAM-SHA-512) or kafka,kafka-sasl_ssl (both listeners of one broker, alternating in every run)")
 }
 
 // Scenario is the kafka scenario for bench.Main.
@@ -71,6 +75,7 @@ func Scenario() bench.Scenario {
 // row is one line of the report.
 type row struct {
 	format, target string
+	listener       string // the --broker name the target connected through
 	streams        int
 	recsPerSec     float64
 	mbPerSec       float64 // key and value bytes
@@ -80,11 +85,15 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 	if err := o.Validate(); err != nil {
 		return fmt.Errorf("kafka: %w", err)
 	}
+	names, err := parseBrokers(o.Broker)
+	if err != nil {
+		return fmt.Errorf("kafka: %w", err)
+	}
 	var topics []string
 	for _, f := range formats {
 		topics = append(topics, quiverTopic(f), baselineTopic(targetSarama, f), baselineTopic(targetFranz, f))
 	}
-	cluster, err := startCluster(ctx, o.Broker, topics, log)
+	cluster, err := startCluster(ctx, names, topics, log)
 	if err != nil {
 		return err
 	}
@@ -101,7 +110,6 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 		return err
 	}
 	defer func() { err = errors.Join(err, bench.Stop(ctx, srv)) }()
-	adm := cluster.admin
 
 	recs := map[string]*records{}
 	for _, f := range formats {
@@ -111,31 +119,53 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 		fmt.Fprintf(log, "kafka: %s records: %d per stream, %.1f bytes each (key and value)\n", f, len(recs[f].kv), recs[f].meanBytes())
 	}
 
-	var rows []row
-	for _, streams := range o.Streams {
-		for _, f := range formats {
-			// Each run measures every target once, in an order that
-			// alternates from run to run, so that a change of load on the
-			// machine touches them alike; every topic is truncated after
-			// each measurement.
-			targets := []struct {
-				name, topic string
-				measure     func() (time.Duration, error)
-			}{
-				{targetQuiver, quiverTopic(f), func() (time.Duration, error) {
-					rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr(), f, bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: 1}), log)
+	type target struct {
+		name, topic string
+		listener    listener
+		measure     func() (time.Duration, error)
+	}
+	targetsOf := func(f string, streams int) []target {
+		var targets []target
+		for _, l := range cluster.listeners {
+			targets = append(targets,
+				target{targetQuiver, quiverTopic(f), l, func() (time.Duration, error) {
+					rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr(), endpointName(f, l), bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: 1}), log)
 					if err != nil {
 						return 0, err
 					}
 					return time.Duration(rep.Results[0].Seconds * float64(time.Second)), nil
 				}},
-				{targetSarama, baselineTopic(targetSarama, f), func() (time.Duration, error) {
-					return produceSarama(ctx, cluster, baselineTopic(targetSarama, f), recs[f], streams)
+				target{targetSarama, baselineTopic(targetSarama, f), l, func() (time.Duration, error) {
+					return produceSarama(ctx, l, baselineTopic(targetSarama, f), recs[f], streams)
 				}},
-				{targetFranz, baselineTopic(targetFranz, f), func() (time.Duration, error) {
-					return produceFranz(ctx, cluster, baselineTopic(targetFranz, f), recs[f], streams)
-				}},
+				target{targetFranz, baselineTopic(targetFranz, f), l, func() (time.Duration, error) {
+					return produceFranz(ctx, l, baselineTopic(targetFranz, f), recs[f], streams)
+				}})
+		}
+		return targets
+	}
+	// One unmeasured round first: a real broker's JVM compiles its hot
+	// paths during the first seconds of load, which would otherwise
+	// count against whichever target ran first.
+	for _, f := range formats {
+		for _, t := range targetsOf(f, o.Streams[0]) {
+			if _, err := t.measure(); err != nil {
+				return fmt.Errorf("warm-up: %s %s over %s: %w", t.name, f, t.listener.name, err)
 			}
+			if err := truncate(ctx, cluster.admin, t.topic); err != nil {
+				return err
+			}
+		}
+	}
+
+	var rows []row
+	for _, streams := range o.Streams {
+		for _, f := range formats {
+			// Each run measures every target over every listener once, in
+			// an order that alternates from run to run, so that a change
+			// of load on the machine touches them alike; every topic is
+			// truncated after each measurement.
+			targets := targetsOf(f, streams)
 			rates := make([][]float64, len(targets))
 			for run := range o.Runs {
 				for k := range targets {
@@ -146,19 +176,19 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 					t := targets[i]
 					elapsed, err := t.measure()
 					if err != nil {
-						return fmt.Errorf("%s %s, %d streams: %w", t.name, f, streams, err)
+						return fmt.Errorf("%s %s over %s, %d streams: %w", t.name, f, t.listener.name, streams, err)
 					}
-					if err := truncate(ctx, adm, t.topic); err != nil {
+					if err := truncate(ctx, cluster.admin, t.topic); err != nil {
 						return err
 					}
 					r := float64(len(recs[f].kv)*streams) / elapsed.Seconds()
-					fmt.Fprintf(log, "kafka: %s %s, %d stream(s), run %d: %.0f records/s\n", t.name, f, streams, run+1, r)
+					fmt.Fprintf(log, "kafka: %s %s over %s, %d stream(s), run %d: %.0f records/s\n", t.name, f, t.listener.name, streams, run+1, r)
 					rates[i] = append(rates[i], r)
 				}
 			}
 			for i, t := range targets {
 				med := bench.Median(rates[i])
-				rows = append(rows, row{format: f, target: t.name, streams: streams, recsPerSec: med, mbPerSec: med * recs[f].meanBytes() / 1e6})
+				rows = append(rows, row{format: f, target: t.name, listener: t.listener.name, streams: streams, recsPerSec: med, mbPerSec: med * recs[f].meanBytes() / 1e6})
 			}
 		}
 	}
@@ -168,13 +198,18 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 func quiverTopic(format string) string           { return "quiver-" + format }
 func baselineTopic(target, format string) string { return target + "-" + format }
 
-// startServer serves one Kafka endpoint per format, named after it,
-// keyed by id, producing to quiverTopic(format) on c.
+// endpointName is the Quiver endpoint of format over listener l.
+func endpointName(format string, l listener) string { return format + "." + l.name }
+
+// startServer serves one Kafka endpoint per format and listener
+// (endpointName), keyed by id, producing to quiverTopic(format) on c.
 func startServer(ctx context.Context, dir string, c *cluster, registry string) (*server.Server, error) {
 	var b strings.Builder
-	for _, f := range formats {
-		fmt.Fprintf(&b, "  - name: %s\n    sink: kafka\n    kafka: {%s, topic: %s, format: %s, key_column: id, schema_registry: {url: %q}}\n",
-			f, c.yaml(), quiverTopic(f), f, registry)
+	for _, l := range c.listeners {
+		for _, f := range formats {
+			fmt.Fprintf(&b, "  - name: %s\n    sink: kafka\n    kafka: {%s, topic: %s, format: %s, key_column: id, schema_registry: {url: %q}}\n",
+				endpointName(f, l), l.yaml(), quiverTopic(f), f, registry)
+		}
 	}
 	return bench.Start(ctx, dir, dir, b.String())
 }
@@ -195,21 +230,36 @@ func truncate(ctx context.Context, adm *kadm.Client, topic string) error {
 	return nil
 }
 
-// report prints one line per format, stream count and target, with the
-// ratio of each target's records/s to bare sarama's.
+// report prints one line per format, stream count, listener and target,
+// with the ratio of each target's records/s to bare sarama's over the same
+// listener; with both listeners, each target's SASL_SSL rate against its
+// PLAINTEXT rate follows.
 func report(w io.Writer, rows []row) error {
 	tw := bench.NewTable(w)
-	fmt.Fprintln(tw, "format\tstreams\ttarget\trecords/s\tMB/s\tvs sarama\t")
-	sarama := func(format string, streams int) float64 {
+	fmt.Fprintln(tw, "format\tstreams\tbroker\ttarget\trecords/s\tMB/s\tvs sarama\t")
+	rate := func(format string, streams int, listener, target string) float64 {
 		for _, r := range rows {
-			if r.format == format && r.streams == streams && r.target == targetSarama {
+			if r.format == format && r.streams == streams && r.listener == listener && r.target == target {
 				return r.recsPerSec
 			}
 		}
 		return 0
 	}
+	var tls []row
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.0f\t%.1f\t%.2fx\t\n", r.format, r.streams, r.target, r.recsPerSec, r.mbPerSec, r.recsPerSec/sarama(r.format, r.streams))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.0f\t%.1f\t%.2fx\t\n", r.format, r.streams, r.listener, r.target, r.recsPerSec, r.mbPerSec, r.recsPerSec/rate(r.format, r.streams, r.listener, targetSarama))
+		if r.listener == brokerSASLSSL && rate(r.format, r.streams, brokerKafka, r.target) > 0 {
+			tls = append(tls, r)
+		}
+	}
+	if err := tw.Flush(); err != nil || len(tls) == 0 {
+		return err
+	}
+	fmt.Fprintln(w)
+	tw = bench.NewTable(w)
+	fmt.Fprintln(tw, "format\tstreams\ttarget\tSASL_SSL / PLAINTEXT\t")
+	for _, r := range tls {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.2fx\t\n", r.format, r.streams, r.target, r.recsPerSec/rate(r.format, r.streams, brokerKafka, r.target))
 	}
 	return tw.Flush()
 }

@@ -1,0 +1,71 @@
+package kafka
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseBrokers(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		err  string
+	}{
+		{in: "kfake", want: []string{brokerKfake}},
+		{in: "kafka-sasl_ssl", want: []string{brokerSASLSSL}},
+		{in: "kafka, kafka-sasl_ssl", want: []string{brokerKafka, brokerSASLSSL}},
+		{in: "kafka-sasl_ssl,kafka", want: []string{brokerSASLSSL, brokerKafka}},
+		{in: "redpanda", err: `--broker "redpanda": want one of`},
+		{in: "kfake,kafka", err: "only the real broker's listeners combine"},
+		{in: "kafka,kafka", err: "only the real broker's listeners combine"},
+		{in: "kafka,kafka-sasl_ssl,kafka", err: "only the real broker's listeners combine"},
+	} {
+		got, err := parseBrokers(tc.in)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("parseBrokers(%q) = %v, %v; want an error containing %q", tc.in, got, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || !slices.Equal(got, tc.want) {
+			t.Errorf("parseBrokers(%q) = %v, %v; want %v", tc.in, got, err, tc.want)
+		}
+	}
+}
+
+// TestReportRatios checks that each target is compared with bare sarama
+// over its own listener, and that the SASL_SSL / PLAINTEXT table appears
+// only when both listeners ran.
+func TestReportRatios(t *testing.T) {
+	rows := []row{
+		{format: "json", target: targetQuiver, listener: brokerKafka, streams: 1, recsPerSec: 90},
+		{format: "json", target: targetSarama, listener: brokerKafka, streams: 1, recsPerSec: 100},
+		{format: "json", target: targetQuiver, listener: brokerSASLSSL, streams: 1, recsPerSec: 72},
+		{format: "json", target: targetSarama, listener: brokerSASLSSL, streams: 1, recsPerSec: 80},
+	}
+	var out bytes.Buffer
+	if err := report(&out, rows); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	for _, want := range [][]string{
+		{"json", "1", "kafka", "quiver", "90", "0.0", "0.90x"},
+		{"json", "1", "kafka-sasl_ssl", "quiver", "72", "0.0", "0.90x"},
+		{"json", "1", "quiver", "0.80x"}, // 72 / 90
+		{"json", "1", "sarama", "0.80x"}, // 80 / 100
+	} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return slices.Equal(strings.Fields(l), want) }) {
+			t.Errorf("no line %q in the report:\n%s", want, out.String())
+		}
+	}
+
+	out.Reset()
+	if err := report(&out, rows[:2]); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out.String(), "SASL_SSL / PLAINTEXT") {
+		t.Errorf("one listener, yet a SASL_SSL / PLAINTEXT table:\n%s", out.String())
+	}
+}
