@@ -116,7 +116,7 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 		if recs[f], err = serialize(ctx, f, o.Rows, reg.URL); err != nil {
 			return err
 		}
-		fmt.Fprintf(log, "kafka: %s records: %d per stream, %.1f bytes each (key and value)\n", f, len(recs[f].kv), recs[f].meanBytes())
+		fmt.Fprintf(log, "kafka: %s records: %d per stream, %.1f bytes each (key and value)\n", f, recs[f].len(), recs[f].meanBytes())
 	}
 
 	type target struct {
@@ -181,7 +181,7 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 					if err := truncate(ctx, cluster.admin, t.topic); err != nil {
 						return err
 					}
-					r := float64(len(recs[f].kv)*streams) / elapsed.Seconds()
+					r := float64(recs[f].len()*streams) / elapsed.Seconds()
 					fmt.Fprintf(log, "kafka: %s %s over %s, %d stream(s), run %d: %.0f records/s\n", t.name, f, t.listener.name, streams, run+1, r)
 					rates[i] = append(rates[i], r)
 				}

@@ -69,3 +69,23 @@ func TestReportRatios(t *testing.T) {
 		t.Errorf("one listener, yet a SASL_SSL / PLAINTEXT table:\n%s", out.String())
 	}
 }
+
+func TestRecordsKV(t *testing.T) {
+	var r records
+	want := [][2]string{{"k0", "value zero"}, {"", "keyless"}, {"k2", ""}}
+	for _, kv := range want {
+		r.buf = append(r.buf, kv[0]...)
+		r.ends = append(r.ends, len(r.buf))
+		r.buf = append(r.buf, kv[1]...)
+		r.ends = append(r.ends, len(r.buf))
+	}
+	if r.len() != len(want) {
+		t.Fatalf("len() = %d, want %d", r.len(), len(want))
+	}
+	for i, kv := range want {
+		k, v := r.kv(i)
+		if string(k) != kv[0] || string(v) != kv[1] || cap(k) != len(k) || cap(v) != len(v) {
+			t.Errorf("kv(%d) = %q (cap %d), %q (cap %d); want %q, %q, capped", i, k, cap(k), v, cap(v), kv[0], kv[1])
+		}
+	}
+}
