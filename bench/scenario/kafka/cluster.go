@@ -38,7 +38,7 @@ func parseBrokers(s string) ([]string, error) {
 			return nil, fmt.Errorf("--broker %q: want one of %s, or %s,%s", n, strings.Join(brokerNames, ", "), brokerKafka, brokerSASLSSL)
 		}
 	}
-	if len(names) > 1 && (slices.Contains(names, brokerKfake) || names[0] == names[1] || len(names) > 2) {
+	if both := []string{brokerKafka, brokerSASLSSL}; len(names) > 1 && !slices.Equal(slices.Sorted(slices.Values(names)), both) {
 		return nil, fmt.Errorf("--broker %q: only the real broker's listeners combine (%s,%s)", s, brokerKafka, brokerSASLSSL)
 	}
 	return names, nil
