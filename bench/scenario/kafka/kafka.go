@@ -31,6 +31,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +80,28 @@ type row struct {
 	streams        int
 	recsPerSec     float64
 	mbPerSec       float64 // key and value bytes
+	// cpuPerRec and brokerPerRec: CPU time per record of this process
+	// (the client; for Quiver its Flight client and the server too) and
+	// of the broker's; -1 when unknown.
+	cpuPerRec, brokerPerRec time.Duration
+}
+
+// summarize is the medians of spans that each moved records records:
+// records/s, and the CPU time per record of this process and the broker.
+func summarize(spans []span, records float64) row {
+	var rates, cpu, broker []float64
+	for _, s := range spans {
+		rates = append(rates, records/s.wall.Seconds())
+		cpu = append(cpu, float64(s.cpu)/records)
+		broker = append(broker, float64(s.brokerCPU)/records)
+	}
+	perRec := func(xs []float64) time.Duration {
+		if slices.Min(xs) < 0 {
+			return -1
+		}
+		return time.Duration(bench.Median(xs))
+	}
+	return row{recsPerSec: bench.Median(rates), cpuPerRec: perRec(cpu), brokerPerRec: perRec(broker)}
 }
 
 func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
@@ -118,35 +141,43 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 		}
 		fmt.Fprintf(log, "kafka: %s records: %d per stream, %.1f bytes each (key and value)\n", f, recs[f].len(), recs[f].meanBytes())
 	}
+	fmt.Fprintf(log, "kafka: generating %d rows of the standard workload for Quiver\n", o.Rows)
+	putter, err := bench.NewPutter(srv.FlightAddr(), o.Rows)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, putter.Close()) }()
 
+	m := cluster.meter
 	type target struct {
 		name, topic string
 		listener    listener
-		measure     func() (time.Duration, error)
+		measure     func() (span, error)
 	}
 	targetsOf := func(f string, streams int) []target {
 		var targets []target
 		for _, l := range cluster.listeners {
 			targets = append(targets,
-				target{targetQuiver, quiverTopic(f), l, func() (time.Duration, error) {
-					rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr(), endpointName(f, l), bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: 1}), log)
-					if err != nil {
-						return 0, err
+				target{targetQuiver, quiverTopic(f), l, func() (span, error) {
+					start := m.start()
+					if _, err := putter.Measure(ctx, endpointName(f, l), streams); err != nil {
+						return span{}, err
 					}
-					return time.Duration(rep.Results[0].Seconds * float64(time.Second)), nil
+					return m.since(start), nil
 				}},
-				target{targetSarama, baselineTopic(targetSarama, f), l, func() (time.Duration, error) {
-					return produceSarama(ctx, l, baselineTopic(targetSarama, f), recs[f], streams)
+				target{targetSarama, baselineTopic(targetSarama, f), l, func() (span, error) {
+					return produceSarama(ctx, m, l, baselineTopic(targetSarama, f), recs[f], streams)
 				}},
-				target{targetFranz, baselineTopic(targetFranz, f), l, func() (time.Duration, error) {
-					return produceFranz(ctx, l, baselineTopic(targetFranz, f), recs[f], streams)
+				target{targetFranz, baselineTopic(targetFranz, f), l, func() (span, error) {
+					return produceFranz(ctx, m, l, baselineTopic(targetFranz, f), recs[f], streams)
 				}})
 		}
 		return targets
 	}
 	// One unmeasured round first: a real broker's JVM compiles its hot
 	// paths during the first seconds of load, which would otherwise
-	// count against whichever target ran first.
+	// count against whichever target ran first; Quiver's connection is
+	// set up in it.
 	for _, f := range formats {
 		for _, t := range targetsOf(f, o.Streams[0]) {
 			if _, err := t.measure(); err != nil {
@@ -166,7 +197,8 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 			// of load on the machine touches them alike; every topic is
 			// truncated after each measurement.
 			targets := targetsOf(f, streams)
-			rates := make([][]float64, len(targets))
+			spans := make([][]span, len(targets))
+			records := float64(recs[f].len() * streams)
 			for run := range o.Runs {
 				for k := range targets {
 					i := k
@@ -174,21 +206,23 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 						i = len(targets) - 1 - k
 					}
 					t := targets[i]
-					elapsed, err := t.measure()
+					s, err := t.measure()
 					if err != nil {
 						return fmt.Errorf("%s %s over %s, %d streams: %w", t.name, f, t.listener.name, streams, err)
 					}
 					if err := truncate(ctx, cluster.admin, t.topic); err != nil {
 						return err
 					}
-					r := float64(recs[f].len()*streams) / elapsed.Seconds()
-					fmt.Fprintf(log, "kafka: %s %s over %s, %d stream(s), run %d: %.0f records/s\n", t.name, f, t.listener.name, streams, run+1, r)
-					rates[i] = append(rates[i], r)
+					fmt.Fprintf(log, "kafka: %s %s over %s, %d stream(s), run %d: %.0f records/s, CPU %v here, %v in the broker\n",
+						t.name, f, t.listener.name, streams, run+1, records/s.wall.Seconds(), s.cpu, s.brokerCPU)
+					spans[i] = append(spans[i], s)
 				}
 			}
 			for i, t := range targets {
-				med := bench.Median(rates[i])
-				rows = append(rows, row{format: f, target: t.name, listener: t.listener.name, streams: streams, recsPerSec: med, mbPerSec: med * recs[f].meanBytes() / 1e6})
+				r := summarize(spans[i], records)
+				r.format, r.target, r.listener, r.streams = f, t.name, t.listener.name, streams
+				r.mbPerSec = r.recsPerSec * recs[f].meanBytes() / 1e6
+				rows = append(rows, r)
 			}
 		}
 	}
@@ -230,13 +264,21 @@ func truncate(ctx context.Context, adm *kadm.Client, topic string) error {
 	return nil
 }
 
+// micros prints a CPU time per record in µs, "-" when unknown.
+func micros(d time.Duration) string {
+	if d < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(d)/float64(time.Microsecond))
+}
+
 // report prints one line per format, stream count, listener and target,
 // with the ratio of each target's records/s to bare sarama's over the same
 // listener; with both listeners, each target's SASL_SSL rate against its
 // PLAINTEXT rate follows.
 func report(w io.Writer, rows []row) error {
 	tw := bench.NewTable(w)
-	fmt.Fprintln(tw, "format\tstreams\tbroker\ttarget\trecords/s\tMB/s\tvs sarama\t")
+	fmt.Fprintln(tw, "format\tstreams\tbroker\ttarget\trecords/s\tMB/s\tvs sarama\tCPU µs/record here\tin the broker\t")
 	rate := func(format string, streams int, listener, target string) float64 {
 		for _, r := range rows {
 			if r.format == format && r.streams == streams && r.listener == listener && r.target == target {
@@ -247,7 +289,8 @@ func report(w io.Writer, rows []row) error {
 	}
 	var tls []row
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.0f\t%.1f\t%.2fx\t\n", r.format, r.streams, r.listener, r.target, r.recsPerSec, r.mbPerSec, r.recsPerSec/rate(r.format, r.streams, r.listener, targetSarama))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.0f\t%.1f\t%.2fx\t%s\t%s\t\n", r.format, r.streams, r.listener, r.target, r.recsPerSec, r.mbPerSec,
+			r.recsPerSec/rate(r.format, r.streams, r.listener, targetSarama), micros(r.cpuPerRec), micros(r.brokerPerRec))
 		if r.listener == brokerSASLSSL && rate(r.format, r.streams, brokerKafka, r.target) > 0 {
 			tls = append(tls, r)
 		}
