@@ -3,17 +3,20 @@
 // broker, internal/devbroker, by default; or a real Apache Kafka broker,
 // internal/realkafka, over PLAINTEXT or over SASL_SSL with SCRAM-SHA-512,
 // or over both in one run, where the sink and both bare clients connect
-// alike; 6 partitions) and an
-// in-process Schema Registry (srfake), one Quiver server in process with a
-// JSON and an Avro Kafka endpoint (key_column id, murmur2), and drives each
-// with the standard workload (bench.Run). In the same run it produces the very records the sink
-// produces (serialized beforehand with writers/kafka/kafkaenc, Avro with
-// the same registered schema id) with a bare sarama AsyncProducer (the
-// sink's producer settings) and a franz-go client, to the same broker. It
-// prints records/s, MB/s (record key and value bytes) and the ratio of each
-// to bare sarama over the same listener at each format and stream count;
-// with both listeners, also what SASL_SSL costs each client against
-// PLAINTEXT, both measured in every run:
+// alike; 6 partitions), an in-process Schema Registry (srfake) and one
+// Quiver server in process with a JSON and an Avro Kafka endpoint
+// (key_column id, murmur2), and drives each with the standard workload
+// (bench.Putter: generated and connected once). In the same run it
+// produces the very records the sink produces (serialized beforehand with
+// writers/kafka/kafkaenc, Avro with the same registered schema id) with a
+// bare sarama AsyncProducer (the sink's producer settings) and a franz-go
+// client, to the same broker, all three without compression. It prints
+// records/s, MB/s (record key and value bytes), the ratio of each to bare
+// sarama over the same listener at each format and stream count, and the
+// CPU time per record of this process (the client measured; for Quiver its
+// Flight client and the server too) and of the real broker's JVM; with
+// both listeners, also what SASL_SSL costs each client against PLAINTEXT,
+// both measured in every run:
 //
 //	go run ./bench/cmd/quiverbench --scenario kafka --streams 1,4 --rows 200000
 //	go run ./bench/cmd/quiverbench --scenario kafka --broker kafka-sasl_ssl
