@@ -89,14 +89,14 @@ type row struct {
 	cpuPerRec, brokerPerRec time.Duration
 }
 
-// summarize is the medians of spans that each moved records records:
-// records/s, and the CPU time per record of this process and the broker.
-func summarize(spans []span, records float64) row {
+// summarize is the medians of spans that each sent n records: records/s,
+// and the CPU time per record of this process and the broker.
+func summarize(spans []span, n float64) row {
 	var rates, cpu, broker []float64
 	for _, s := range spans {
-		rates = append(rates, records/s.wall.Seconds())
-		cpu = append(cpu, float64(s.cpu)/records)
-		broker = append(broker, float64(s.brokerCPU)/records)
+		rates = append(rates, n/s.wall.Seconds())
+		cpu = append(cpu, float64(s.cpu)/n)
+		broker = append(broker, float64(s.brokerCPU)/n)
 	}
 	perRec := func(xs []float64) time.Duration {
 		if slices.Min(xs) < 0 {
@@ -201,7 +201,7 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 			// truncated after each measurement.
 			targets := targetsOf(f, streams)
 			spans := make([][]span, len(targets))
-			records := float64(recs[f].len() * streams)
+			sent := float64(recs[f].len() * streams) // records per measurement
 			for run := range o.Runs {
 				for k := range targets {
 					i := k
@@ -216,13 +216,13 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 					if err := truncate(ctx, cluster.admin, t.topic); err != nil {
 						return err
 					}
-					fmt.Fprintf(log, "kafka: %s %s over %s, %d stream(s), run %d: %.0f records/s, CPU %v here, %v in the broker\n",
-						t.name, f, t.listener.name, streams, run+1, records/s.wall.Seconds(), s.cpu, s.brokerCPU)
+					fmt.Fprintf(log, "kafka: %s %s over %s, %d stream(s), run %d: %.0f records/s, CPU µs/record %s here, %s in the broker\n",
+						t.name, f, t.listener.name, streams, run+1, sent/s.wall.Seconds(), micros(s.cpu, sent), micros(s.brokerCPU, sent))
 					spans[i] = append(spans[i], s)
 				}
 			}
 			for i, t := range targets {
-				r := summarize(spans[i], records)
+				r := summarize(spans[i], sent)
 				r.format, r.target, r.listener, r.streams = f, t.name, t.listener.name, streams
 				r.mbPerSec = r.recsPerSec * recs[f].meanBytes() / 1e6
 				rows = append(rows, r)
@@ -267,12 +267,13 @@ func truncate(ctx context.Context, adm *kadm.Client, topic string) error {
 	return nil
 }
 
-// micros prints a CPU time per record in µs, "-" when unknown.
-func micros(d time.Duration) string {
+// micros prints CPU time d spread over n records in µs a record, "-"
+// when d is unknown (negative).
+func micros(d time.Duration, n float64) string {
 	if d < 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f", float64(d)/float64(time.Microsecond))
+	return fmt.Sprintf("%.2f", float64(d)/n/float64(time.Microsecond))
 }
 
 // report prints one line per format, stream count, listener and target,
@@ -293,7 +294,7 @@ func report(w io.Writer, rows []row) error {
 	var tls []row
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.0f\t%.1f\t%.2fx\t%s\t%s\t\n", r.format, r.streams, r.listener, r.target, r.recsPerSec, r.mbPerSec,
-			r.recsPerSec/rate(r.format, r.streams, r.listener, targetSarama), micros(r.cpuPerRec), micros(r.brokerPerRec))
+			r.recsPerSec/rate(r.format, r.streams, r.listener, targetSarama), micros(r.cpuPerRec, 1), micros(r.brokerPerRec, 1))
 		if r.listener == brokerSASLSSL && rate(r.format, r.streams, brokerKafka, r.target) > 0 {
 			tls = append(tls, r)
 		}
