@@ -242,6 +242,15 @@ func (b *Broker) logTail() string {
 // waits until it serves transactions.
 func (b *Broker) Relaunch() error { return b.launch() }
 
+// Pid is the broker's process id (0 before it started), for measuring
+// its CPU time.
+func (b *Broker) Pid() int {
+	if b.cmd == nil || b.cmd.Process == nil {
+		return 0
+	}
+	return b.cmd.Process.Pid
+}
+
 // Kill kills the broker (SIGKILL: no clean shutdown) and waits for it to
 // exit; its ports refuse connections until Relaunch.
 func (b *Broker) Kill() {

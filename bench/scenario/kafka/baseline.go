@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/IBM/sarama"
 	"github.com/apache/arrow-go/v18/arrow"
@@ -112,10 +111,10 @@ func serialize(ctx context.Context, format string, rows int64, registry string) 
 // produceSarama uses a bare sarama AsyncProducer with the sink's settings
 // (writers/kafka producerConfig): idempotent, acks=all, one request in
 // flight, murmur2, a 4096-message channel buffer.
-func produceSarama(ctx context.Context, l listener, topic string, recs *records, streams int) (time.Duration, error) {
+func produceSarama(ctx context.Context, m meter, l listener, topic string, recs *records, streams int) (span, error) {
 	c, err := l.saramaConfig()
 	if err != nil {
-		return 0, err
+		return span{}, err
 	}
 	c.Producer.Idempotent = true
 	c.Producer.RequiredAcks = sarama.WaitForAll
@@ -127,11 +126,11 @@ func produceSarama(ctx context.Context, l listener, topic string, recs *records,
 	c.ChannelBufferSize = 4096
 	p, err := sarama.NewAsyncProducer(l.sec.Brokers, c)
 	if err != nil {
-		return 0, err
+		return span{}, err
 	}
 	defer p.Close()
-	send := func(n int, streams int) (time.Duration, error) {
-		start := time.Now()
+	send := func(n int, streams int) (span, error) {
+		start := m.start()
 		var wg sync.WaitGroup
 		for range streams {
 			wg.Go(func() {
@@ -152,36 +151,38 @@ func produceSarama(ctx context.Context, l listener, topic string, recs *records,
 			case e := <-p.Errors():
 				errs = append(errs, e)
 			case <-ctx.Done():
-				return 0, ctx.Err()
+				return span{}, ctx.Err()
 			}
 		}
 		wg.Wait()
 		if len(errs) > 0 {
-			return 0, fmt.Errorf("%d records failed, first: %w", len(errs), errs[0])
+			return span{}, fmt.Errorf("%d records failed, first: %w", len(errs), errs[0])
 		}
-		return time.Since(start), nil
+		return m.since(start), nil
 	}
 	if _, err := send(min(warmRecords, recs.len()), 1); err != nil {
-		return 0, fmt.Errorf("warm-up: %w", err)
+		return span{}, fmt.Errorf("warm-up: %w", err)
 	}
 	return send(recs.len(), streams)
 }
 
 // produceFranz uses a franz-go client with its defaults (idempotent,
-// acks=all) and Java's murmur2 key partitioner.
-func produceFranz(ctx context.Context, l listener, topic string, recs *records, streams int) (time.Duration, error) {
+// acks=all) but for compression, which is off as in the sink's default and
+// bare sarama (franz-go's default, snappy, would send it fewer bytes), and
+// Java's murmur2 key partitioner.
+func produceFranz(ctx context.Context, m meter, l listener, topic string, recs *records, streams int) (span, error) {
 	opts, err := l.franzOpts()
 	if err != nil {
-		return 0, err
+		return span{}, err
 	}
 	cl, err := kgo.NewClient(append(opts, kgo.DefaultProduceTopic(topic),
-		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)))...)
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerBatchCompression(kgo.NoCompression()))...)
 	if err != nil {
-		return 0, err
+		return span{}, err
 	}
 	defer cl.Close()
-	send := func(n int, streams int) (time.Duration, error) {
-		start := time.Now()
+	send := func(n int, streams int) (span, error) {
+		start := m.start()
 		var failed atomic.Int64
 		var first atomic.Pointer[error]
 		done := func(_ *kgo.Record, err error) {
@@ -201,18 +202,18 @@ func produceFranz(ctx context.Context, l listener, topic string, recs *records, 
 		}
 		wg.Wait()
 		if err := cl.Flush(ctx); err != nil {
-			return 0, err
+			return span{}, err
 		}
 		if n := failed.Load(); n > 0 {
-			return 0, fmt.Errorf("%d records failed, first: %w", n, *first.Load())
+			return span{}, fmt.Errorf("%d records failed, first: %w", n, *first.Load())
 		}
 		if ctx.Err() != nil {
-			return 0, errors.New("interrupted")
+			return span{}, errors.New("interrupted")
 		}
-		return time.Since(start), nil
+		return m.since(start), nil
 	}
 	if _, err := send(min(warmRecords, recs.len()), 1); err != nil {
-		return 0, fmt.Errorf("warm-up: %w", err)
+		return span{}, fmt.Errorf("warm-up: %w", err)
 	}
 	return send(recs.len(), streams)
 }

@@ -50,6 +50,7 @@ func parseBrokers(s string) ([]string, error) {
 type cluster struct {
 	listeners []listener
 	admin     *kadm.Client
+	meter     meter // with the broker's process, when it has one
 	close     func()
 }
 
@@ -81,6 +82,9 @@ func startCluster(ctx context.Context, names []string, topics []string, log io.W
 		broker, plain, stop = b, []string{b.Plain}, b.Stop
 	}
 	c := &cluster{close: stop}
+	if broker != nil {
+		c.meter.brokerPid = broker.Pid()
+	}
 	for _, n := range names {
 		sec := sink.NewConfig()
 		sec.Brokers = plain

@@ -3,17 +3,20 @@
 // broker, internal/devbroker, by default; or a real Apache Kafka broker,
 // internal/realkafka, over PLAINTEXT or over SASL_SSL with SCRAM-SHA-512,
 // or over both in one run, where the sink and both bare clients connect
-// alike; 6 partitions) and an
-// in-process Schema Registry (srfake), one Quiver server in process with a
-// JSON and an Avro Kafka endpoint (key_column id, murmur2), and drives each
-// with the standard workload (bench.Run). In the same run it produces the very records the sink
-// produces (serialized beforehand with writers/kafka/kafkaenc, Avro with
-// the same registered schema id) with a bare sarama AsyncProducer (the
-// sink's producer settings) and a franz-go client, to the same broker. It
-// prints records/s, MB/s (record key and value bytes) and the ratio of each
-// to bare sarama over the same listener at each format and stream count;
-// with both listeners, also what SASL_SSL costs each client against
-// PLAINTEXT, both measured in every run:
+// alike; 6 partitions), an in-process Schema Registry (srfake) and one
+// Quiver server in process with a JSON and an Avro Kafka endpoint
+// (key_column id, murmur2), and drives each with the standard workload
+// (bench.Putter: generated and connected once). In the same run it
+// produces the very records the sink produces (serialized beforehand with
+// writers/kafka/kafkaenc, Avro with the same registered schema id) with a
+// bare sarama AsyncProducer (the sink's producer settings) and a franz-go
+// client, to the same broker, all three without compression. It prints
+// records/s, MB/s (record key and value bytes), the ratio of each to bare
+// sarama over the same listener at each format and stream count, and the
+// CPU time per record of this process (the client measured; for Quiver its
+// Flight client and the server too) and of the real broker's JVM; with
+// both listeners, also what SASL_SSL costs each client against PLAINTEXT,
+// both measured in every run:
 //
 //	go run ./bench/cmd/quiverbench --scenario kafka --streams 1,4 --rows 200000
 //	go run ./bench/cmd/quiverbench --scenario kafka --broker kafka-sasl_ssl
@@ -31,6 +34,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"time"
 
@@ -79,6 +83,28 @@ type row struct {
 	streams        int
 	recsPerSec     float64
 	mbPerSec       float64 // key and value bytes
+	// cpuPerRec and brokerPerRec: CPU time per record of this process
+	// (the client; for Quiver its Flight client and the server too) and
+	// of the broker's; -1 when unknown.
+	cpuPerRec, brokerPerRec time.Duration
+}
+
+// summarize is the medians of spans that each sent n records: records/s,
+// and the CPU time per record of this process and the broker.
+func summarize(spans []span, n float64) row {
+	var rates, cpu, broker []float64
+	for _, s := range spans {
+		rates = append(rates, n/s.wall.Seconds())
+		cpu = append(cpu, float64(s.cpu)/n)
+		broker = append(broker, float64(s.brokerCPU)/n)
+	}
+	perRec := func(xs []float64) time.Duration {
+		if slices.Min(xs) < 0 {
+			return -1
+		}
+		return time.Duration(bench.Median(xs))
+	}
+	return row{recsPerSec: bench.Median(rates), cpuPerRec: perRec(cpu), brokerPerRec: perRec(broker)}
 }
 
 func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
@@ -118,35 +144,43 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 		}
 		fmt.Fprintf(log, "kafka: %s records: %d per stream, %.1f bytes each (key and value)\n", f, recs[f].len(), recs[f].meanBytes())
 	}
+	fmt.Fprintf(log, "kafka: generating %d rows of the standard workload for Quiver\n", o.Rows)
+	putter, err := bench.NewPutter(srv.FlightAddr(), o.Rows)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, putter.Close()) }()
 
+	m := cluster.meter
 	type target struct {
 		name, topic string
 		listener    listener
-		measure     func() (time.Duration, error)
+		measure     func() (span, error)
 	}
 	targetsOf := func(f string, streams int) []target {
 		var targets []target
 		for _, l := range cluster.listeners {
 			targets = append(targets,
-				target{targetQuiver, quiverTopic(f), l, func() (time.Duration, error) {
-					rep, err := bench.Run(ctx, bench.NewConfig(srv.FlightAddr(), endpointName(f, l), bench.Load{Streams: []int{streams}, Rows: o.Rows, Runs: 1}), log)
-					if err != nil {
-						return 0, err
+				target{targetQuiver, quiverTopic(f), l, func() (span, error) {
+					start := m.start()
+					if _, err := putter.Measure(ctx, endpointName(f, l), streams); err != nil {
+						return span{}, err
 					}
-					return time.Duration(rep.Results[0].Seconds * float64(time.Second)), nil
+					return m.since(start), nil
 				}},
-				target{targetSarama, baselineTopic(targetSarama, f), l, func() (time.Duration, error) {
-					return produceSarama(ctx, l, baselineTopic(targetSarama, f), recs[f], streams)
+				target{targetSarama, baselineTopic(targetSarama, f), l, func() (span, error) {
+					return produceSarama(ctx, m, l, baselineTopic(targetSarama, f), recs[f], streams)
 				}},
-				target{targetFranz, baselineTopic(targetFranz, f), l, func() (time.Duration, error) {
-					return produceFranz(ctx, l, baselineTopic(targetFranz, f), recs[f], streams)
+				target{targetFranz, baselineTopic(targetFranz, f), l, func() (span, error) {
+					return produceFranz(ctx, m, l, baselineTopic(targetFranz, f), recs[f], streams)
 				}})
 		}
 		return targets
 	}
 	// One unmeasured round first: a real broker's JVM compiles its hot
 	// paths during the first seconds of load, which would otherwise
-	// count against whichever target ran first.
+	// count against whichever target ran first; Quiver's connection is
+	// set up in it.
 	for _, f := range formats {
 		for _, t := range targetsOf(f, o.Streams[0]) {
 			if _, err := t.measure(); err != nil {
@@ -166,7 +200,8 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 			// of load on the machine touches them alike; every topic is
 			// truncated after each measurement.
 			targets := targetsOf(f, streams)
-			rates := make([][]float64, len(targets))
+			spans := make([][]span, len(targets))
+			sent := float64(recs[f].len() * streams) // records per measurement
 			for run := range o.Runs {
 				for k := range targets {
 					i := k
@@ -174,21 +209,23 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 						i = len(targets) - 1 - k
 					}
 					t := targets[i]
-					elapsed, err := t.measure()
+					s, err := t.measure()
 					if err != nil {
 						return fmt.Errorf("%s %s over %s, %d streams: %w", t.name, f, t.listener.name, streams, err)
 					}
 					if err := truncate(ctx, cluster.admin, t.topic); err != nil {
 						return err
 					}
-					r := float64(recs[f].len()*streams) / elapsed.Seconds()
-					fmt.Fprintf(log, "kafka: %s %s over %s, %d stream(s), run %d: %.0f records/s\n", t.name, f, t.listener.name, streams, run+1, r)
-					rates[i] = append(rates[i], r)
+					fmt.Fprintf(log, "kafka: %s %s over %s, %d stream(s), run %d: %.0f records/s, CPU µs/record %s here, %s in the broker\n",
+						t.name, f, t.listener.name, streams, run+1, sent/s.wall.Seconds(), micros(s.cpu, sent), micros(s.brokerCPU, sent))
+					spans[i] = append(spans[i], s)
 				}
 			}
 			for i, t := range targets {
-				med := bench.Median(rates[i])
-				rows = append(rows, row{format: f, target: t.name, listener: t.listener.name, streams: streams, recsPerSec: med, mbPerSec: med * recs[f].meanBytes() / 1e6})
+				r := summarize(spans[i], sent)
+				r.format, r.target, r.listener, r.streams = f, t.name, t.listener.name, streams
+				r.mbPerSec = r.recsPerSec * recs[f].meanBytes() / 1e6
+				rows = append(rows, r)
 			}
 		}
 	}
@@ -230,13 +267,22 @@ func truncate(ctx context.Context, adm *kadm.Client, topic string) error {
 	return nil
 }
 
+// micros prints CPU time d spread over n records in µs a record, "-"
+// when d is unknown (negative).
+func micros(d time.Duration, n float64) string {
+	if d < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(d)/n/float64(time.Microsecond))
+}
+
 // report prints one line per format, stream count, listener and target,
 // with the ratio of each target's records/s to bare sarama's over the same
 // listener; with both listeners, each target's SASL_SSL rate against its
 // PLAINTEXT rate follows.
 func report(w io.Writer, rows []row) error {
 	tw := bench.NewTable(w)
-	fmt.Fprintln(tw, "format\tstreams\tbroker\ttarget\trecords/s\tMB/s\tvs sarama\t")
+	fmt.Fprintln(tw, "format\tstreams\tbroker\ttarget\trecords/s\tMB/s\tvs sarama\tCPU µs/record here\tin the broker\t")
 	rate := func(format string, streams int, listener, target string) float64 {
 		for _, r := range rows {
 			if r.format == format && r.streams == streams && r.listener == listener && r.target == target {
@@ -247,7 +293,8 @@ func report(w io.Writer, rows []row) error {
 	}
 	var tls []row
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.0f\t%.1f\t%.2fx\t\n", r.format, r.streams, r.listener, r.target, r.recsPerSec, r.mbPerSec, r.recsPerSec/rate(r.format, r.streams, r.listener, targetSarama))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.0f\t%.1f\t%.2fx\t%s\t%s\t\n", r.format, r.streams, r.listener, r.target, r.recsPerSec, r.mbPerSec,
+			r.recsPerSec/rate(r.format, r.streams, r.listener, targetSarama), micros(r.cpuPerRec, 1), micros(r.brokerPerRec, 1))
 		if r.listener == brokerSASLSSL && rate(r.format, r.streams, brokerKafka, r.target) > 0 {
 			tls = append(tls, r)
 		}

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseBrokers(t *testing.T) {
@@ -40,10 +41,10 @@ func TestParseBrokers(t *testing.T) {
 // only when both listeners ran.
 func TestReportRatios(t *testing.T) {
 	rows := []row{
-		{format: "json", target: targetQuiver, listener: brokerKafka, streams: 1, recsPerSec: 90},
-		{format: "json", target: targetSarama, listener: brokerKafka, streams: 1, recsPerSec: 100},
-		{format: "json", target: targetQuiver, listener: brokerSASLSSL, streams: 1, recsPerSec: 72},
-		{format: "json", target: targetSarama, listener: brokerSASLSSL, streams: 1, recsPerSec: 80},
+		{format: "json", target: targetQuiver, listener: brokerKafka, streams: 1, recsPerSec: 90, cpuPerRec: 2500, brokerPerRec: 1250},
+		{format: "json", target: targetSarama, listener: brokerKafka, streams: 1, recsPerSec: 100, cpuPerRec: 2000, brokerPerRec: -1},
+		{format: "json", target: targetQuiver, listener: brokerSASLSSL, streams: 1, recsPerSec: 72, cpuPerRec: -1, brokerPerRec: 0},
+		{format: "json", target: targetSarama, listener: brokerSASLSSL, streams: 1, recsPerSec: 80, cpuPerRec: 3000, brokerPerRec: 1000},
 	}
 	var out bytes.Buffer
 	if err := report(&out, rows); err != nil {
@@ -51,8 +52,9 @@ func TestReportRatios(t *testing.T) {
 	}
 	lines := strings.Split(out.String(), "\n")
 	for _, want := range [][]string{
-		{"json", "1", "kafka", "quiver", "90", "0.0", "0.90x"},
-		{"json", "1", "kafka-sasl_ssl", "quiver", "72", "0.0", "0.90x"},
+		{"json", "1", "kafka", "quiver", "90", "0.0", "0.90x", "2.50", "1.25"},
+		{"json", "1", "kafka", "sarama", "100", "0.0", "1.00x", "2.00", "-"},
+		{"json", "1", "kafka-sasl_ssl", "quiver", "72", "0.0", "0.90x", "-", "0.00"},
 		{"json", "1", "quiver", "0.80x"}, // 72 / 90
 		{"json", "1", "sarama", "0.80x"}, // 80 / 100
 	} {
@@ -67,6 +69,26 @@ func TestReportRatios(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "SASL_SSL / PLAINTEXT") {
 		t.Errorf("one listener, yet a SASL_SSL / PLAINTEXT table:\n%s", out.String())
+	}
+}
+
+// TestSummarize checks the medians of a target's runs: records/s and the
+// CPU time per record, unknown (-1) when any run could not read it.
+func TestSummarize(t *testing.T) {
+	spans := []span{
+		{wall: 2 * time.Second, cpu: 3 * time.Second, brokerCPU: time.Second},
+		{wall: time.Second, cpu: 2 * time.Second, brokerCPU: -1},
+		{wall: 4 * time.Second, cpu: 4 * time.Second, brokerCPU: time.Second},
+	}
+	r := summarize(spans, 1e6)
+	if r.recsPerSec != 5e5 {
+		t.Errorf("records/s = %v, want the median 500000", r.recsPerSec)
+	}
+	if r.cpuPerRec != 3*time.Microsecond {
+		t.Errorf("CPU per record = %v, want the median 3µs", r.cpuPerRec)
+	}
+	if r.brokerPerRec != -1 {
+		t.Errorf("broker CPU per record = %v, want -1: one run did not know it", r.brokerPerRec)
 	}
 }
 

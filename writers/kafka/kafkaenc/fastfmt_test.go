@@ -89,3 +89,34 @@ func TestAppendCentsMatchesStrconv(t *testing.T) {
 		t.Error("appendCents answered 0.125, not a whole number of hundredths")
 	}
 }
+
+// TestAppendIntMatchesStrconv compares appendInt and appendUint with
+// strconv at every power of ten and its neighbours, the extremes, and
+// random values of every magnitude.
+func TestAppendIntMatchesStrconv(t *testing.T) {
+	check := func(v int64) {
+		t.Helper()
+		if got, want := string(appendInt([]byte("x"), v)), "x"+strconv.FormatInt(v, 10); got != want {
+			t.Fatalf("appendInt(%d) = %s, want %s", v, got, want)
+		}
+		u := uint64(v)
+		if got, want := string(appendUint(nil, u)), strconv.FormatUint(u, 10); got != want {
+			t.Fatalf("appendUint(%d) = %s, want %s", u, got, want)
+		}
+	}
+	for _, v := range []int64{0, 1, 9, math.MaxInt64, math.MinInt64, math.MinInt64 + 1, -1} {
+		check(v)
+	}
+	for p := int64(1); p <= 1e18; p *= 10 {
+		for _, v := range []int64{p - 1, p, p + 1, -p + 1, -p, -p - 1} {
+			check(v)
+		}
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 200_000 {
+		check(int64(r.Uint64() >> r.IntN(64)))
+	}
+	if got := string(appendUint(nil, math.MaxUint64)); got != "18446744073709551615" {
+		t.Fatalf("appendUint(MaxUint64) = %s", got)
+	}
+}

@@ -125,9 +125,9 @@ func bindJSONValue(arr arrow.Array, opts Options) appendFn {
 	case kindBool:
 		return func(dst []byte, i int) []byte { return strconv.AppendBool(dst, c.boolAt(i)) }
 	case kindInt, kindDuration:
-		return func(dst []byte, i int) []byte { return strconv.AppendInt(dst, c.int64At(i), 10) }
+		return func(dst []byte, i int) []byte { return appendInt(dst, c.int64At(i)) }
 	case kindUint64:
-		return func(dst []byte, i int) []byte { return strconv.AppendUint(dst, c.uint64At(i), 10) }
+		return func(dst []byte, i int) []byte { return appendUint(dst, c.uint64At(i)) }
 	case kindFloat:
 		return func(dst []byte, i int) []byte { return appendJSONFloat(dst, c.floatAt(i), c.bits) }
 	case kindString:
@@ -138,7 +138,7 @@ func bindJSONValue(arr arrow.Array, opts Options) appendFn {
 		return func(dst []byte, i int) []byte { return appendDate(dst, c.int64At(i)*86400) }
 	case kindTimestamp:
 		if opts.EpochMillis {
-			return func(dst []byte, i int) []byte { return strconv.AppendInt(dst, toMillis(c.int64At(i), c.unit), 10) }
+			return func(dst []byte, i int) []byte { return appendInt(dst, toMillis(c.int64At(i), c.unit)) }
 		}
 		return func(dst []byte, i int) []byte { return appendTimestamp(dst, c.int64At(i), c.unit) }
 	case kindTime:
@@ -234,7 +234,7 @@ func bindJSONMap(a *array.Map, opts Options) appendFn {
 
 func timeOfDay(v func(int) int64, unit arrow.TimeUnit, opts Options) appendFn {
 	if opts.EpochMillis {
-		return func(dst []byte, i int) []byte { return strconv.AppendInt(dst, toMillis(v(i), unit), 10) }
+		return func(dst []byte, i int) []byte { return appendInt(dst, toMillis(v(i), unit)) }
 	}
 	return func(dst []byte, i int) []byte {
 		t := time.Unix(0, v(i)*int64(unit.Multiplier())).UTC()
