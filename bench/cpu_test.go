@@ -25,7 +25,11 @@ func TestParseStatCPU(t *testing.T) {
 
 func TestCPUOfSelfGrows(t *testing.T) {
 	if runtime.GOOS != "linux" {
-		t.Skip("CPUOf reads /proc, which only Linux has")
+		// No /proc: CPUOf must say so rather than report zero.
+		if d, err := CPUOf(0); err == nil {
+			t.Fatalf("CPUOf(0) = %v, nil without /proc", d)
+		}
+		return
 	}
 	before, err := CPUOf(0)
 	if err != nil {
