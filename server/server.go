@@ -281,7 +281,7 @@ func (s *Server) start(ctx context.Context) (err error) {
 		return fmt.Errorf("server: flight service: %w", err)
 	}
 
-	s.setSoftMemoryLimit()
+	s.tuneGC()
 	metrics := newGRPCMetrics(s.reg)
 	s.grpc = newGRPCServer(s.svc.MaxRecvMsgSize(), s.cfg.Limits.MaxStreams, s.tls, s.svc.Authenticate, metrics, s.logger.With("component", "grpc"), tracingOption(s.tp)...)
 	s.svc.Register(s.grpc)

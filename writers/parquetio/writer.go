@@ -81,12 +81,17 @@ func codecOf(name string) (compress.Codec, error) {
 	return nil, writers.Errorf(writers.ErrInvalid, "parquetio: compression %q: use %q, %q or %q", name, CompressionSnappy, CompressionZstd, CompressionNone)
 }
 
-// shredRows bounds the rows converted at once after a file's first chunk:
-// every leaf keeps a buffer of parquet.Value (24 bytes each) between
-// calls, memory the server's budget does not see, so it must not grow
-// with the batches a client sends (65,536 rows × 8 columns would be
-// 12 MiB per open file). Buffers that outgrew it (a file's first chunk,
-// lists with many elements) are dropped after their chunk (keepScratch).
+// shredRows bounds the rows converted at once: every leaf keeps a buffer
+// of parquet.Value (24 bytes each, with a pointer the collector scans)
+// between calls, memory the server's budget does not see, so it must not
+// grow with the batches a client sends (65,536 rows × 8 columns would be
+// 12 MiB per open file). A file's first chunk is no exception: converting
+// it whole cost each new file 12 MiB of such garbage, which made Delta
+// appends collect more often (docs/benchmarks.md); the dictionary choice
+// samples the first 4,096 non-null values of the first chunk
+// (wantsDictionary), so only a column more than half null in a file's
+// first 8,192 rows is judged on fewer. Buffers that outgrow it (long lists)
+// are dropped after their chunk (keepScratch).
 const shredRows = 8192
 
 // Write appends rec's rows. rec is borrowed for the call; its fields must
@@ -111,13 +116,7 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	}
 	n := int(rec.NumRows())
 	for lo := 0; lo < n; {
-		chunk := int64(n - lo)
-		if w.pw != nil {
-			// The first chunk of a file is whole (up to the row group):
-			// the dictionary choice samples it (wantsDictionary).
-			chunk = min(chunk, shredRows)
-		}
-		hi := lo + int(min(chunk, w.opts.RowGroupRows-w.rowsInGroup))
+		hi := lo + int(min(int64(n-lo), w.opts.RowGroupRows-w.rowsInGroup, shredRows))
 		if err := w.writeChunk(rec, lo, hi); err != nil {
 			w.err = err
 			return err

@@ -71,3 +71,56 @@ func deleteKey(t *testing.T, store Store, key string) error {
 	}
 	return b.Delete(t.Context(), key)
 }
+
+// The same race when a snapshot catches up (Update) or a commit rebases
+// over the commits that won: a listing showing version 3 without 2 made
+// a committing stream fail with "the log after version 1 is not
+// contiguous: corrupt delta log" under 64 concurrent streams.
+func TestUpdateAndRebaseReadVersionsMissingFromTheListing(t *testing.T) {
+	stores(t, func(t *testing.T, store Store) {
+		stale := create(t, store, nil)
+		if _, err := Commit(t.Context(), store, stale, []Action{addAction("a", "d")}, CommitOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		stale, err := Load(t.Context(), store) // version 1
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range []string{"b", "c"} {
+			read, err := Load(t.Context(), store)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Commit(t.Context(), store, read, []Action{addAction(f, "d")}, CommitOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		racy := skippingStore{Store: store, skip: CommitKey(2)}
+
+		s, err := stale.Update(t.Context(), racy)
+		if err != nil {
+			t.Fatalf("update with version 2 missing from the listing: %v", err)
+		}
+		if s.Version != 3 || len(s.Files()) != 3 {
+			t.Fatalf("updated to version %d with %d files, want 3 and 3", s.Version, len(s.Files()))
+		}
+		v, err := Commit(t.Context(), racy, stale, []Action{addAction("e", "d")}, CommitOptions{})
+		if err != nil {
+			t.Fatalf("commit rebasing over a listing without version 2: %v", err)
+		}
+		if v != 4 {
+			t.Fatalf("committed version %d, want 4", v)
+		}
+		if s, err = Load(t.Context(), store); err != nil || len(s.Files()) != 4 {
+			t.Fatalf("load after the rebased commit: %v (%d files, want 4)", err, len(s.Files()))
+		}
+
+		// A commit file that is really absent is still a gap.
+		if err := deleteKey(t, store, CommitKey(3)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Commit(t.Context(), store, stale, []Action{addAction("f", "d")}, CommitOptions{}); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("commit rebasing over a log without version 3: %v, want ErrCorrupt", err)
+		}
+	})
+}

@@ -257,20 +257,27 @@ func (s *Snapshot) Update(ctx context.Context, store Store) (*Snapshot, error) {
 	return c, nil
 }
 
-// commitsAfter reads the contiguous commits after version v, in order. It
-// returns nil (not an empty slice) when the listed commits after v are not
-// contiguous from v+1.
+// commitsAfter reads the commits after version v, in order, up to the
+// newest one listed. A version missing from the listing is read all the
+// same, as Load does: a listing racing with commits being created may show
+// v+2 and not v+1. It returns nil (not an empty slice) when a commit
+// before the newest listed is really absent.
 func commitsAfter(ctx context.Context, store Store, v int64) ([][]Action, error) {
 	l, err := listLog(ctx, store, CommitKey(v))
 	if err != nil {
 		return nil, err
 	}
+	latest := v
+	for c := range l.commits {
+		latest = max(latest, c)
+	}
 	out := [][]Action{}
-	for next := v + 1; len(out) < len(l.commits); next++ {
-		if _, ok := l.commits[next]; !ok {
+	for next := v + 1; next <= latest; next++ {
+		_, listed := l.commits[next]
+		actions, err := ReadCommit(ctx, store, next)
+		if !listed && errors.Is(err, storage.ErrNotExist) {
 			return nil, nil
 		}
-		actions, err := ReadCommit(ctx, store, next)
 		if err != nil {
 			return nil, err
 		}
