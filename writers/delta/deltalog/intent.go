@@ -261,10 +261,7 @@ func nextInCommitTimestamp(ctx context.Context, store Store, snap *Snapshot, now
 func (in *intent) rebase(ctx context.Context, store Store, snap *Snapshot) (*Snapshot, error) {
 	winners, err := commitsAfter(ctx, store, snap.Version)
 	if err != nil {
-		return nil, err
-	}
-	if winners == nil {
-		return nil, fmt.Errorf("delta: commit: the log after version %d is not contiguous: %w", snap.Version, ErrCorrupt)
+		return nil, fmt.Errorf("delta: commit: reading the commits after version %d: %w", snap.Version, err)
 	}
 	next := snap.clone()
 	for i, actions := range winners {

@@ -83,16 +83,7 @@ func replayListing(ctx context.Context, store Store, l *logListing, version int6
 		s = newSnapshot()
 	}
 	for v := s.Version + 1; v <= version; v++ {
-		// A version missing from the listing is read all the same: a
-		// directory listing that races with commits being created may
-		// show version v+1 and not v. Only a commit file that is really
-		// absent is a gap.
-		_, listed := l.commits[v]
-		actions, err := ReadCommit(ctx, store, v)
-		if !listed && errors.Is(err, storage.ErrNotExist) {
-			return nil, fmt.Errorf("delta: versions are not contiguous: version %d is missing (have %v): %w",
-				v, slices.Sorted(maps.Keys(l.commits)), ErrCorrupt)
-		}
+		actions, err := readListed(ctx, store, l, v)
 		if err != nil {
 			return nil, err
 		}
@@ -241,11 +232,12 @@ func readCheckpointFile(ctx context.Context, store Store, key string) (checkpoin
 // holds those commits contiguously (cleaned up), it loads from scratch.
 func (s *Snapshot) Update(ctx context.Context, store Store) (*Snapshot, error) {
 	newer, err := commitsAfter(ctx, store, s.Version)
+	var gap *gapError
+	if errors.As(err, &gap) {
+		return Load(ctx, store)
+	}
 	if err != nil {
 		return nil, err
-	}
-	if newer == nil {
-		return Load(ctx, store)
 	}
 	if len(newer) == 0 {
 		return s, nil
@@ -258,10 +250,8 @@ func (s *Snapshot) Update(ctx context.Context, store Store) (*Snapshot, error) {
 }
 
 // commitsAfter reads the commits after version v, in order, up to the
-// newest one listed. A version missing from the listing is read all the
-// same, as Load does: a listing racing with commits being created may show
-// v+2 and not v+1. It returns nil (not an empty slice) when a commit
-// before the newest listed is really absent.
+// newest one listed; a commit before that one that is really absent is a
+// *gapError.
 func commitsAfter(ctx context.Context, store Store, v int64) ([][]Action, error) {
 	l, err := listLog(ctx, store, CommitKey(v))
 	if err != nil {
@@ -273,11 +263,7 @@ func commitsAfter(ctx context.Context, store Store, v int64) ([][]Action, error)
 	}
 	out := [][]Action{}
 	for next := v + 1; next <= latest; next++ {
-		_, listed := l.commits[next]
-		actions, err := ReadCommit(ctx, store, next)
-		if !listed && errors.Is(err, storage.ErrNotExist) {
-			return nil, nil
-		}
+		actions, err := readListed(ctx, store, l, next)
 		if err != nil {
 			return nil, err
 		}
@@ -285,3 +271,27 @@ func commitsAfter(ctx context.Context, store Store, v int64) ([][]Action, error)
 	}
 	return out, nil
 }
+
+// readListed reads commit v, which a later commit in listing l follows.
+// A version missing from the listing is read all the same: a directory
+// listing racing with commits being created may show v+1 and not v. Only
+// a commit file that is really absent is a gap.
+func readListed(ctx context.Context, store Store, l *logListing, v int64) ([]Action, error) {
+	_, listed := l.commits[v]
+	actions, err := ReadCommit(ctx, store, v)
+	if !listed && errors.Is(err, storage.ErrNotExist) {
+		return nil, &gapError{version: v}
+	}
+	return actions, err
+}
+
+// gapError: commit version is absent from the log while later commits
+// exist, so no snapshot after it can be built (ErrCorrupt).
+type gapError struct{ version int64 }
+
+func (e *gapError) Error() string {
+	return fmt.Sprintf("delta: versions are not contiguous: version %d is missing while later commits exist; restore %s from a backup of the table (readers and writers refuse the table until then)",
+		e.version, CommitKey(e.version))
+}
+
+func (e *gapError) Unwrap() error { return ErrCorrupt }
