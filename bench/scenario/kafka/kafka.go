@@ -95,16 +95,24 @@ func summarize(spans []span, n float64) row {
 	var rates, cpu, broker []float64
 	for _, s := range spans {
 		rates = append(rates, n/s.wall.Seconds())
-		cpu = append(cpu, float64(s.cpu)/n)
-		broker = append(broker, float64(s.brokerCPU)/n)
+		cpu = append(cpu, float64(perRecord(s.cpu, n)))
+		broker = append(broker, float64(perRecord(s.brokerCPU, n)))
 	}
-	perRec := func(xs []float64) time.Duration {
+	median := func(xs []float64) time.Duration {
 		if slices.Min(xs) < 0 {
-			return -1
+			return -1 // unknown in some run
 		}
 		return time.Duration(bench.Median(xs))
 	}
-	return row{recsPerSec: bench.Median(rates), cpuPerRec: perRec(cpu), brokerPerRec: perRec(broker)}
+	return row{recsPerSec: bench.Median(rates), cpuPerRec: median(cpu), brokerPerRec: median(broker)}
+}
+
+// perRecord is CPU time d spread over n records, -1 when d is unknown.
+func perRecord(d time.Duration, n float64) time.Duration {
+	if d < 0 {
+		return -1
+	}
+	return time.Duration(float64(d) / n)
 }
 
 func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
@@ -217,7 +225,7 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 						return err
 					}
 					fmt.Fprintf(log, "kafka: %s %s over %s, %d stream(s), run %d: %.0f records/s, CPU µs/record %s here, %s in the broker\n",
-						t.name, f, t.listener.name, streams, run+1, sent/s.wall.Seconds(), micros(s.cpu, sent), micros(s.brokerCPU, sent))
+						t.name, f, t.listener.name, streams, run+1, sent/s.wall.Seconds(), micros(perRecord(s.cpu, sent)), micros(perRecord(s.brokerCPU, sent)))
 					spans[i] = append(spans[i], s)
 				}
 			}
@@ -267,13 +275,12 @@ func truncate(ctx context.Context, adm *kadm.Client, topic string) error {
 	return nil
 }
 
-// micros prints CPU time d spread over n records in µs a record, "-"
-// when d is unknown (negative).
-func micros(d time.Duration, n float64) string {
+// micros prints a CPU time per record in µs, "-" when unknown (negative).
+func micros(d time.Duration) string {
 	if d < 0 {
 		return "-"
 	}
-	return fmt.Sprintf("%.2f", float64(d)/n/float64(time.Microsecond))
+	return fmt.Sprintf("%.2f", float64(d)/float64(time.Microsecond))
 }
 
 // report prints one line per format, stream count, listener and target,
@@ -294,7 +301,7 @@ func report(w io.Writer, rows []row) error {
 	var tls []row
 	for _, r := range rows {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%.0f\t%.1f\t%.2fx\t%s\t%s\t\n", r.format, r.streams, r.listener, r.target, r.recsPerSec, r.mbPerSec,
-			r.recsPerSec/rate(r.format, r.streams, r.listener, targetSarama), micros(r.cpuPerRec, 1), micros(r.brokerPerRec, 1))
+			r.recsPerSec/rate(r.format, r.streams, r.listener, targetSarama), micros(r.cpuPerRec), micros(r.brokerPerRec))
 		if r.listener == brokerSASLSSL && rate(r.format, r.streams, brokerKafka, r.target) > 0 {
 			tls = append(tls, r)
 		}

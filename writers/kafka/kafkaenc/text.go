@@ -2,7 +2,6 @@ package kafkaenc
 
 import (
 	"math"
-	"strconv"
 	"unicode/utf8"
 
 	"github.com/apache/arrow-go/v18/arrow/decimal128"
@@ -92,7 +91,7 @@ func appendDecimal128(dst []byte, v decimal128.Num, scale int32) []byte {
 		u = uint64(-(n + 1)) + 1
 	}
 	var digits [24]byte
-	d := strconv.AppendUint(digits[:0], u, 10)
+	d := appendUint(digits[:0], u)
 	if scale == 0 {
 		return append(dst, d...)
 	}
