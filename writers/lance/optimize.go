@@ -109,8 +109,13 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 				}
 			}
 		}
-		var err error
-		nd, err = lanceformat.Commit(ctx, w.bucket, d, txn)
+		defer w.pins.Publishing()()
+		// Versions after d may be gone (a vacuum): publish on the latest.
+		base, err := lanceformat.Rebase(ctx, w.bucket, d, txn)
+		if err != nil {
+			return err
+		}
+		nd, err = lanceformat.Commit(ctx, w.bucket, base, txn)
 		return err
 	})
 	if err != nil {
