@@ -61,7 +61,11 @@ func TestCommitsInEpochOrder(t *testing.T) {
 // writers, epochs and endpoints, as correct clients would (a writer's new
 // epochs grow; an aborted epoch is replayed only while no later epoch
 // committed), and checks against a model that every epoch answered
-// committed is published exactly once on every endpoint it wrote to.
+// committed is published exactly once on every endpoint it wrote to, and
+// on no other. Clients also crash and replay an uncommitted epoch from a
+// new connection, with a begin or with a first put: the replay's commit
+// publishes the replay's endpoints only, never what the crashed attempt
+// staged.
 func TestCoordinatorModel(t *testing.T) {
 	seeds := 150
 	if testing.Short() {
@@ -111,23 +115,24 @@ func runModel(t *testing.T, seed uint64) {
 			if !m.committed {
 				continue
 			}
-			for ep := range m.endpoints {
+			for _, ep := range endpoints {
 				n := 0
 				for _, c := range fx.eps[ep].commits {
 					if c.key == (writers.TxnKey{Writer: id.writer, Epoch: id.epoch}) {
 						n++
 					}
 				}
-				if n != 1 {
-					t.Fatalf("seed %d: %s answered committed but published %d times on %s\n%s", seed, id, n, ep, strings.Join(history, "\n"))
+				if want := map[bool]int{true: 1}[m.endpoints[ep]]; n != want {
+					t.Fatalf("seed %d: %s answered committed and published %d times on %s, want %d\n%s", seed, id, n, ep, want, strings.Join(history, "\n"))
 				}
 			}
 		}
 	}
+	conns := 0
 
 	for range 40 {
 		writer := writerNames[rng.IntN(len(writerNames))]
-		switch op := rng.IntN(8); op {
+		switch op := rng.IntN(10); op {
 		case 0: // a new epoch, with a stream
 			id := txnID{writer, next[writer]}
 			next[writer]++
@@ -203,6 +208,36 @@ func runModel(t *testing.T, seed uint64) {
 			if err == nil {
 				m.aborted = true
 			}
+		case 8, 9: // the client crashed; a new one replays the epoch
+			id, m, ok := pick(writer)
+			if !ok || m.committed || m.decided || maxCommitted[writer] > id.epoch {
+				continue
+			}
+			conns++
+			ctx := WithConn(bg, fmt.Sprintf("replay:%d", conns))
+			if op == 8 { // with a begin, which fences
+				st, err := fx.c.Begin(ctx, id.writer, id.epoch, 0)
+				history = append(history, fmt.Sprintf("replay %s: begin: %v", id, err))
+				if err != nil {
+					continue
+				}
+				ctx = WithAttempt(ctx, st.Attempt)
+				m.endpoints, m.precommitted, m.aborted = map[string]bool{}, false, false
+			}
+			ep := endpoints[rng.IntN(2)]
+			s, err := fx.c.Join(ctx, id.writer, id.epoch, ep)
+			history = append(history, fmt.Sprintf("replay %s: put %s: %v", id, ep, err))
+			if err != nil {
+				continue
+			}
+			if s.Replayed() {
+				t.Fatalf("seed %d: replay of uncommitted %s answered replayed\n%s", seed, id, strings.Join(history, "\n"))
+			}
+			s.Done(1, nil)
+			if op == 9 { // the first put began a new attempt
+				m.endpoints, m.precommitted, m.aborted = map[string]bool{}, false, false
+			}
+			m.endpoints[ep] = true
 		case 7:
 			switch rng.IntN(3) {
 			case 0:
