@@ -27,6 +27,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/internal/descseal"
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/discard"
@@ -62,6 +63,14 @@ type serverConfig struct {
 	sqlCatalog, sqlDBSchema string
 	// maintenance: endpoint → its table maintenance; none by default.
 	maintenance map[string]flightsvc.Maintenance
+	// firstMessage, clientStreams and clientMemory are
+	// limits.first_message_timeout, client_max_streams and
+	// client_memory_bytes; 0: the defaults.
+	firstMessage  time.Duration
+	clientStreams int
+	clientMemory  int64
+	// memory is the budget; nil: the default.
+	memory *membudget.Budget
 }
 
 // startServer starts a server; everything is stopped in t.Cleanup, and the
@@ -97,6 +106,10 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 		StreamIdleTimeout:   cfg.idle,
 		SQLCatalog:          cfg.sqlCatalog,
 		SQLDBSchema:         cfg.sqlDBSchema,
+		FirstMessageTimeout: cfg.firstMessage,
+		ClientMaxStreams:    cfg.clientStreams,
+		ClientMemoryBytes:   cfg.clientMemory,
+		Memory:              cfg.memory,
 	})
 	if err != nil {
 		t.Fatal(err)

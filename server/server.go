@@ -263,19 +263,22 @@ func (s *Server) start(ctx context.Context) (err error) {
 		return err
 	}
 	s.svc, err = flightsvc.New(flightsvc.Options{
-		Endpoints:         s.endpoints,
-		Coordinator:       s.coord,
-		Allocator:         s.opts.Allocator,
-		Logger:            s.logger.With("component", "flight"),
-		Registerer:        s.reg,
-		MaxMessageBytes:   s.cfg.Limits.MaxMessageBytes,
-		Memory:            s.budget,
-		StreamIdleTimeout: s.cfg.Limits.StreamIdleTimeout,
-		Tokens:            tokens(s.cfg.Auth),
-		DescriptorKey:     key,
-		Version:           s.opts.Version,
-		SQLCatalog:        s.cfg.FlightSQL.Catalog,
-		SQLDBSchema:       s.cfg.FlightSQL.DBSchema,
+		Endpoints:           s.endpoints,
+		Coordinator:         s.coord,
+		Allocator:           s.opts.Allocator,
+		Logger:              s.logger.With("component", "flight"),
+		Registerer:          s.reg,
+		MaxMessageBytes:     s.cfg.Limits.MaxMessageBytes,
+		Memory:              s.budget,
+		StreamIdleTimeout:   s.cfg.Limits.StreamIdleTimeout,
+		FirstMessageTimeout: s.cfg.Limits.FirstMessageTimeout,
+		ClientMaxStreams:    s.cfg.Limits.ClientMaxStreams,
+		ClientMemoryBytes:   s.cfg.Limits.ClientMemoryBytes,
+		Tokens:              tokens(s.cfg.Auth),
+		DescriptorKey:       key,
+		Version:             s.opts.Version,
+		SQLCatalog:          s.cfg.FlightSQL.Catalog,
+		SQLDBSchema:         s.cfg.FlightSQL.DBSchema,
 	})
 	if err != nil {
 		return fmt.Errorf("server: flight service: %w", err)

@@ -121,6 +121,15 @@ type Limits struct {
 	// StreamIdleTimeout cancels and rolls back a stream that receives no
 	// message for this long; 0 turns it off.
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// FirstMessageTimeout fails a stream that sends no first message
+	// (its descriptor) for this long (DeadlineExceeded).
+	FirstMessageTimeout time.Duration `yaml:"first_message_timeout"`
+	// ClientMaxStreams bounds the DoPut streams one client (a token; a
+	// peer host without auth) has open at once.
+	ClientMaxStreams int `yaml:"client_max_streams"`
+	// ClientMemoryBytes bounds what one client's streams hold of
+	// MemoryBytes; 0 means half of it.
+	ClientMemoryBytes int64 `yaml:"client_memory_bytes"`
 }
 
 // Txn configures the transaction coordinator.
@@ -208,6 +217,8 @@ func Default() *Config {
 			MaxOpenFiles:        256,
 			AdmissionTimeout:    30 * time.Second,
 			StreamIdleTimeout:   5 * time.Minute,
+			FirstMessageTimeout: 10 * time.Second,
+			ClientMaxStreams:    128,
 		},
 		Txn:           Txn{TTL: 15 * time.Minute},
 		EmbeddedKafka: EmbeddedKafka{Listen: "127.0.0.1:19092", Partitions: 3},

@@ -112,7 +112,7 @@ auth:
       endpoints: ["*"]
       actions: ["*"]
 tls: {cert_file: certs/server.pem, key_file: /abs/server.key, client_ca_file: certs/ca.pem}
-limits: {max_message_bytes: 1048576, max_streams: 8, memory_bytes: 4194304, endpoint_buffer_bytes: 2097152, max_open_files: 16, admission_timeout: 2s, stream_idle_timeout: 0s}
+limits: {max_message_bytes: 1048576, max_streams: 8, memory_bytes: 4194304, endpoint_buffer_bytes: 2097152, max_open_files: 16, admission_timeout: 2s, stream_idle_timeout: 0s, first_message_timeout: 3s, client_max_streams: 4, client_memory_bytes: 2097152}
 txn: {ttl: 90s}
 embedded_kafka: {enabled: false, listen: 127.0.0.1:0, partitions: 6}
 defaults: &base
@@ -157,7 +157,8 @@ func TestFullConfig(t *testing.T) {
 	if cfg.Log != (Log{Level: "debug", Format: "json"}) || cfg.Log.SlogLevel().String() != "DEBUG" {
 		t.Errorf("log = %+v", cfg.Log)
 	}
-	if cfg.Limits != (Limits{MaxMessageBytes: 1 << 20, MaxStreams: 8, MemoryBytes: 4 << 20, EndpointBufferBytes: 2 << 20, MaxOpenFiles: 16, AdmissionTimeout: 2 * time.Second}) {
+	if cfg.Limits != (Limits{MaxMessageBytes: 1 << 20, MaxStreams: 8, MemoryBytes: 4 << 20, EndpointBufferBytes: 2 << 20, MaxOpenFiles: 16, AdmissionTimeout: 2 * time.Second,
+		FirstMessageTimeout: 3 * time.Second, ClientMaxStreams: 4, ClientMemoryBytes: 2 << 20}) {
 		t.Errorf("limits = %+v", cfg.Limits)
 	}
 	if cfg.Txn.TTL != 90*time.Second || cfg.EmbeddedKafka.Partitions != 6 {

@@ -245,6 +245,15 @@ func (v *validator) limits(l Limits) {
 	if l.StreamIdleTimeout != 0 && (l.StreamIdleTimeout < minTimeout || l.StreamIdleTimeout > maxTimeout) {
 		v.fail("limits.stream_idle_timeout", "must be 0 (off) or a duration from %s to %s, like 5m, not %s", minTimeout, maxTimeout, l.StreamIdleTimeout)
 	}
+	if l.FirstMessageTimeout < minTimeout || l.FirstMessageTimeout > maxTimeout {
+		v.fail("limits.first_message_timeout", "must be a duration from %s to %s, like 10s, not %s", minTimeout, maxTimeout, l.FirstMessageTimeout)
+	}
+	if l.ClientMaxStreams < 1 {
+		v.fail("limits.client_max_streams", "must be positive, not %d", l.ClientMaxStreams)
+	}
+	if l.ClientMemoryBytes != 0 && (l.ClientMemoryBytes < l.MaxMessageBytes || l.ClientMemoryBytes > l.MemoryBytes) {
+		v.fail("limits.client_memory_bytes", "must be 0 (half of limits.memory_bytes) or from limits.max_message_bytes (%d) to limits.memory_bytes (%d), not %d", l.MaxMessageBytes, l.MemoryBytes, l.ClientMemoryBytes)
+	}
 }
 
 func (v *validator) embeddedKafka(k EmbeddedKafka) {
