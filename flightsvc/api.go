@@ -15,6 +15,7 @@ import (
 	"context"
 	"log/slog"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -53,6 +54,14 @@ type Token struct {
 	Secret    string
 	Endpoints []string // endpoint names or "*"
 	Actions   []string // action types or "*"
+}
+
+// Caller is the token as the coordinator sees it: the owner of the
+// transactions it begins. A token granted every endpoint and every
+// action ("*" for both) is an admin, which sees and acts on every
+// transaction; any other sees only its own.
+func (t *Token) Caller() txn.Caller {
+	return txn.Caller{Owner: t.Name, Admin: slices.Contains(t.Endpoints, "*") && slices.Contains(t.Actions, "*")}
 }
 
 // Options configure the service.

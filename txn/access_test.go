@@ -167,3 +167,52 @@ func TestHandedDescriptorsToSingleDescriptorSink(t *testing.T) {
 		t.Fatalf("committed %q, want the own descriptor once", d)
 	}
 }
+
+// A transaction belongs to the caller that began it: another caller gets
+// ErrNotFound for it, as for one that does not exist, and cannot fence
+// it; an admin acts on it. Ownership is journaled, so it survives a
+// restart (precommitted transactions survive one).
+func TestOwnersSurviveRestart(t *testing.T) {
+	fx := newFixture(t)
+	alice := WithCaller(bg, Caller{Owner: "alice"})
+	bob := WithCaller(bg, Caller{Owner: "bob"})
+	admin := WithCaller(bg, Caller{Owner: "root", Admin: true})
+	if _, err := fx.c.Begin(alice, "w", 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	s, err := fx.c.Join(alice, "w", 3, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Done(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Precommit(alice, "w", 3); err != nil {
+		t.Fatal(err)
+	}
+	fx.restart()
+	refused := map[string]func() error{
+		"status":   func() error { _, err := fx.c.Status(bob, "w", 3); return err },
+		"rollback": func() error { _, err := fx.c.Rollback(bob, "w", 3); return err },
+		"commit":   func() error { _, err := fx.c.Commit(bob, "w", 3, nil); return err },
+		"join":     func() error { _, err := fx.c.Join(bob, "w", 3, "a"); return err },
+		"begin":    func() error { _, err := fx.c.Begin(bob, "w", 3, 0); return err },
+	}
+	for name, call := range refused {
+		if err := call(); !errors.Is(err, writers.ErrNotFound) {
+			t.Errorf("bob's %s of alice's transaction: %v, want ErrNotFound", name, err)
+		}
+	}
+	if _, err := fx.c.Begin(bob, "w", 4, 0); !errors.Is(err, writers.ErrPermissionDenied) {
+		t.Errorf("bob's begin fencing alice's writer: %v, want ErrPermissionDenied", err)
+	}
+	if st, err := fx.c.Status(alice, "w", 3); err != nil || st.Owner != "alice" || st.State != StatePrecommitted {
+		t.Fatalf("alice's status after restart: %+v, %v", st, err)
+	}
+	if live := fx.c.Live(); len(live) != 1 || !(Caller{Owner: "alice"}).Sees(live[0]) || (Caller{Owner: "bob"}).Sees(live[0]) {
+		t.Fatalf("Live %+v: alice must see it, bob not", live)
+	}
+	if st, err := fx.c.Rollback(admin, "w", 3); err != nil || st.State != StateAborted {
+		t.Fatalf("admin rollback: %+v, %v", st, err)
+	}
+}

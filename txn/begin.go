@@ -135,7 +135,13 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 	}
 	c.mu.Unlock()
 	now := c.now()
-	recs := []*record{{typ: recBegin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, TTLMillis: ttl.Milliseconds(), Deadline: now.Add(ttl)}}
+	owner := callerOf(ctx).Owner
+	if !created {
+		c.mu.Lock()
+		owner = t.owner // a begin afresh keeps the owner (mayStartLocked)
+		c.mu.Unlock()
+	}
+	recs := []*record{{typ: recBegin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, TTLMillis: ttl.Milliseconds(), Deadline: now.Add(ttl), Owner: owner}}
 	if endpoint != "" {
 		recs = append(recs, &record{typ: recJoin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, Endpoint: endpoint})
 	}

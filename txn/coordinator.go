@@ -76,6 +76,8 @@ type txn struct {
 	done     map[string]writers.CommitInfo // endpoints of the decision already committed
 	versions map[string]int64              // once committed
 	replayed bool
+	// owner is the caller that began it (Caller.Owner); "" none.
+	owner string
 	// discard lists the endpoints still to roll back after an abort: kept
 	// while streams are active (Write must not race Rollback) or when a
 	// sink Rollback failed.
@@ -336,7 +338,7 @@ func (c *Coordinator) refreshLocked(t *txn) { t.deadline = c.now().Add(t.ttl) }
 
 // statusLocked describes t.
 func (c *Coordinator) statusLocked(t *txn) Status {
-	st := Status{Writer: t.id.writer, Epoch: t.id.epoch, State: t.state, Replayed: t.replayed}
+	st := Status{Writer: t.id.writer, Epoch: t.id.epoch, State: t.state, Replayed: t.replayed, Owner: t.owner}
 	if t.live() {
 		st.Deadline, st.Since = t.deadline, t.since
 	}
@@ -375,9 +377,9 @@ func (c *Coordinator) Status(ctx context.Context, writer string, epoch int64) (S
 	defer c.mu.Unlock()
 	t := c.txns[id]
 	if t == nil || t.pending {
-		return Status{}, writers.Errorf(writers.ErrNotFound, "txn: no transaction %s on this server (never begun, or finished more than %s ago)", id, c.retention)
+		return Status{}, c.notFound(id)
 	}
-	if err := mayUseLocked(ctx, "status", t); err != nil {
+	if err := c.mayUseLocked(ctx, "status", t); err != nil {
 		return Status{}, err
 	}
 	return c.statusLocked(t), nil

@@ -30,7 +30,7 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	defer t.op.Unlock()
 	c.mu.Lock()
 	state, decided := t.state, t.decision != nil
-	err = mayUseLocked(ctx, "rollback", t)
+	err = c.mayUseLocked(ctx, "rollback", t)
 	c.mu.Unlock()
 	if err != nil {
 		return Status{}, err

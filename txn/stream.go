@@ -176,7 +176,7 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 	} else {
 		c.mu.Lock()
 		state, poison, joined := t.state, t.poison, t.parts[endpoint] != nil
-		err := mayUseLocked(ctx, "join", t)
+		err := c.mayUseLocked(ctx, "join", t)
 		c.mu.Unlock()
 		switch {
 		case err != nil:

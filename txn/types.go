@@ -89,6 +89,8 @@ type Status struct {
 	// Since is when an open transaction was begun, or a precommitted one
 	// precommitted (open/precommitted only).
 	Since time.Time
+	// Owner is the caller that began it (Caller.Owner); "" none.
+	Owner string
 }
 
 // CorruptionError is returned by Open when the journal is corrupt: it
