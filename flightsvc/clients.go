@@ -72,14 +72,16 @@ func (cs *clients) open(name string) (*client, error) {
 	return c, nil
 }
 
-// close ends a stream of c. A client without streams is forgotten; bytes
-// a receiver that outlived its handler still gives back go to the
-// forgotten quota, which is harmless.
+// close ends a stream of c. A client without streams that holds nothing
+// is forgotten (one holding file slots is kept, or a new quota would
+// start from zero while they are held); bytes a receiver that outlived
+// its handler still gives back go to the forgotten quota, which is
+// harmless.
 func (cs *clients) close(c *client) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	c.streams--
-	if c.streams == 0 && cs.m[c.name] == c {
+	if c.streams == 0 && cs.m[c.name] == c && c.quota.Idle() {
 		delete(cs.m, c.name)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -91,6 +92,11 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 		return err
 	}
 	defer s.clients.close(c)
+	if tok != nil {
+		// The file writer slots its writes take count against the token
+		// (limits.client_open_files).
+		ctx = membudget.WithQuota(ctx, c.quota)
+	}
 	// Who may write where is settled from the first message's descriptor
 	// before any IPC byte is decoded: a caller without a grant gets
 	// nothing decoded.

@@ -71,6 +71,11 @@ type serverConfig struct {
 	clientMemory  int64
 	// memory is the budget; nil: the default.
 	memory *membudget.Budget
+	// shares: endpoint → its share of memory (the one its sink was
+	// given); none by default.
+	shares map[string]*membudget.Share
+	// txn configures the coordinator (Dir is set here).
+	txn txn.Options
 }
 
 // startServer starts a server; everything is stopped in t.Cleanup, and the
@@ -84,12 +89,13 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	}
 	var eps []flightsvc.Endpoint
 	for name, w := range cfg.endpoints {
-		eps = append(eps, flightsvc.Endpoint{Name: name, Sink: "discard", Mode: cfg.modes[name], Writer: w, Maintenance: cfg.maintenance[name]})
+		eps = append(eps, flightsvc.Endpoint{Name: name, Sink: "discard", Mode: cfg.modes[name], Writer: w, Maintenance: cfg.maintenance[name], Memory: cfg.shares[name]})
 		if d, ok := w.(*discard.Writer); ok {
 			s.sinks[name] = d
 		}
 	}
-	coord, err := txn.Open(context.Background(), txn.Options{Dir: t.TempDir()}, flightsvc.EndpointWriters(eps))
+	cfg.txn.Dir = t.TempDir()
+	coord, err := txn.Open(context.Background(), cfg.txn, flightsvc.EndpointWriters(eps))
 	if err != nil {
 		t.Fatal(err)
 	}

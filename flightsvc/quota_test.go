@@ -2,18 +2,23 @@ package flightsvc_test
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/internal/testpoll"
+	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta"
 	"github.com/quiver-ingest/quiver/writers/discard"
 )
 
@@ -176,4 +181,70 @@ func TestClientMemoryQuota(t *testing.T) {
 	if _, err := s.put(bearer(ctx, ownSecret), pathDesc("events"), 3); err != nil {
 		t.Fatalf("another token's put: %v", err)
 	}
+}
+
+// deltaEndpoints are Delta tables named names, whose sinks take their
+// file writer slots from budget.
+func deltaEndpoints(t *testing.T, budget *membudget.Budget, names ...string) (map[string]writers.Writer, map[string]*membudget.Share) {
+	dir := t.TempDir()
+	eps, shares := map[string]writers.Writer{}, map[string]*membudget.Share{}
+	for _, name := range names {
+		shares[name] = budget.Share(name, 0)
+		cfg := delta.NewConfig()
+		cfg.TableURI = "file://" + filepath.Join(dir, name)
+		w, err := delta.New(cfg, writers.Env{Endpoint: name, ConfigDir: dir, Allocator: memory.DefaultAllocator, Memory: shares[name]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Open(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = w.Close(context.Background()) })
+		eps[name] = w
+	}
+	return eps, shares
+}
+
+// One token staging a row in each of many transactions on a Delta table
+// held a file writer slot per transaction until they expired (a week),
+// so every other token's put to any table waited for a slot and failed.
+// With limits.client_open_files a token's slots are bounded once free
+// slots run low: its further transactions fail naming the quota, and
+// another token's put to its own table lands. Its open transactions are
+// bounded too (limits.client_max_transactions).
+func TestTenantCannotHoldEveryFileSlot(t *testing.T) {
+	budget, err := membudget.New(membudget.Options{Limit: 256 << 20, MaxOpenFiles: 8, ClientFiles: 2, AdmissionTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, shares := deltaEndpoints(t, budget, "low_table", "own_table")
+	s := startServer(t, serverConfig{
+		endpoints: eps, shares: shares, memory: budget,
+		tokens: []flightsvc.Token{
+			{Name: "low", Secret: lowSecret, Endpoints: []string{"low_table"}, Actions: []string{"*"}},
+			{Name: "own", Secret: ownSecret, Endpoints: []string{"own_table"}, Actions: []string{"*"}},
+		},
+		txn: txn.Options{MaxOpenPerOwner: 12},
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	low := bearer(ctx, lowSecret)
+	var refused error
+	for epoch := range 12 {
+		if _, err := s.put(low, txnDesc("low_table", fmt.Sprintf("w%d", epoch), 1), 1); err != nil {
+			refused = err
+			break
+		}
+	}
+	wantCode(t, refused, codes.ResourceExhausted, `client "token low"`, "limits.client_open_files")
+	if open, _ := budget.OpenFiles(); open == 8 {
+		t.Fatalf("token low holds all %d file slots", open)
+	}
+	if _, err := s.put(bearer(ctx, ownSecret), pathDesc("own_table"), 3); err != nil {
+		t.Fatalf("another token's put while low holds its slots: %v", err)
+	}
+	for i := 0; err == nil && i < 20; i++ {
+		_, err = s.action(low, "begin", fmt.Sprintf(`{"writer":"x%d","epoch":1}`, i))
+	}
+	wantCode(t, err, codes.ResourceExhausted, `"low" already has 12 open`, "limits.client_max_transactions")
 }

@@ -167,6 +167,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		Limit:            cfg.Limits.MemoryBytes,
 		MaxOpenFiles:     cfg.Limits.MaxOpenFiles,
 		AdmissionTimeout: cfg.Limits.AdmissionTimeout,
+		ClientFiles:      clientFiles(cfg),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: limits: %w", err)
@@ -249,11 +250,13 @@ func (s *Server) start(ctx context.Context) (err error) {
 		opened = append(opened, e)
 	}
 	s.coord, err = txn.Open(ctx, txn.Options{
-		Dir:            filepath.Join(s.cfg.DataDir, "journal"),
-		TTL:            s.cfg.Txn.TTL,
-		Logger:         s.logger.With("component", "txn"),
-		Registerer:     s.reg,
-		TracerProvider: s.tp,
+		Dir:             filepath.Join(s.cfg.DataDir, "journal"),
+		TTL:             s.cfg.Txn.TTL,
+		MaxTTLOfBegin:   s.cfg.Txn.MaxTTL,
+		MaxOpenPerOwner: s.cfg.Limits.ClientMaxTransactions,
+		Logger:          s.logger.With("component", "txn"),
+		Registerer:      s.reg,
+		TracerProvider:  s.tp,
 	}, flightsvc.EndpointWriters(s.endpoints))
 	if err != nil {
 		return fmt.Errorf("server: open transaction journal: %w", err)
@@ -489,4 +492,14 @@ func (s *Server) closeWriters(ctx context.Context, eps []flightsvc.Endpoint) err
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// clientFiles is the file writer slots one token may wait for
+// (limits.client_open_files): 0, no bound, without auth, where there
+// are no tokens to share the slots among.
+func clientFiles(cfg *config.Config) int64 {
+	if cfg.Auth == nil {
+		return 0
+	}
+	return cfg.Limits.ClientFiles()
 }

@@ -151,3 +151,27 @@ func (c *Coordinator) startCheck(ctx context.Context, op string) func(txnID) err
 		return c.fencedLocked(id)
 	}
 }
+
+// quotaLocked refuses to start t (open it, or again) when ctx's caller
+// already has Options.MaxOpenPerOwner open or precommitted transactions
+// besides t and those starting t fences (older open epochs of its
+// writer). Admins and callers without owner are not bounded.
+func (c *Coordinator) quotaLocked(ctx context.Context, t *txn) error {
+	caller := callerOf(ctx)
+	if c.maxOpen <= 0 || caller.Owner == "" || caller.Admin {
+		return nil
+	}
+	n := 0
+	for _, m := range c.liveByWriter {
+		for _, o := range m {
+			fenced := o.id.writer == t.id.writer && o.id.epoch < t.id.epoch && o.state == StateOpen
+			if o != t && !fenced && o.owner == caller.Owner {
+				n++
+			}
+		}
+	}
+	if n < c.maxOpen {
+		return nil
+	}
+	return writers.Errorf(writers.ErrExhausted, "txn: begin %s: %q already has %d open or precommitted transactions, its quota (limits.client_max_transactions): commit or roll back some first", t.id, caller.Owner, n)
+}

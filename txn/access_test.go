@@ -216,3 +216,50 @@ func TestOwnersSurviveRestart(t *testing.T) {
 		t.Fatalf("admin rollback: %+v, %v", st, err)
 	}
 }
+
+// One owner could open transactions without bound (256 with a week's ttl
+// held every file slot). Options.MaxOpenPerOwner bounds each owner's
+// open and precommitted ones (admins and callers without owner are
+// exempt), and MaxTTLOfBegin refuses a longer ttl, naming txn.max_ttl.
+func TestOwnerQuotaAndMaxTTL(t *testing.T) {
+	eps := newEndpoints("a")
+	c, err := Open(bg, Options{Dir: t.TempDir(), MaxOpenPerOwner: 2, MaxTTLOfBegin: time.Hour}, eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	alice := WithCaller(bg, Caller{Owner: "alice"})
+	for _, w := range []string{"w", "v"} {
+		if _, err := c.Begin(alice, w, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A begin fencing one of hers replaces it: not refused.
+	if _, err := c.Begin(alice, "w", 2, 0); err != nil {
+		t.Fatalf("alice's begin of a newer epoch at her quota: %v", err)
+	}
+	if _, err := c.Begin(alice, "x", 1, 0); !errors.Is(err, writers.ErrExhausted) || !strings.Contains(err.Error(), "limits.client_max_transactions") {
+		t.Fatalf("alice's third transaction: %v, want ErrExhausted naming limits.client_max_transactions", err)
+	}
+	if _, err := c.Join(alice, "x", 1, "a"); !errors.Is(err, writers.ErrExhausted) {
+		t.Fatalf("alice's third transaction by a put: %v, want ErrExhausted", err)
+	}
+	for name, ctx := range map[string]context.Context{
+		"bob":    WithCaller(bg, Caller{Owner: "bob"}),
+		"admin":  WithCaller(bg, Caller{Owner: "root", Admin: true}),
+		"nobody": bg,
+	} {
+		if _, err := c.Begin(ctx, "x-"+name, 1, 0); err != nil {
+			t.Errorf("%s's begin while alice is at her quota: %v", name, err)
+		}
+	}
+	if _, err := c.Rollback(alice, "w", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Begin(alice, "x", 1, 0); err != nil {
+		t.Fatalf("alice's begin after a rollback: %v", err)
+	}
+	if _, err := c.Begin(bg, "long", 1, time.Hour+time.Second); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "txn.max_ttl") {
+		t.Fatalf("ttl above txn.max_ttl: %v, want ErrInvalid naming it", err)
+	}
+}

@@ -26,8 +26,8 @@ func (c *Coordinator) Begin(ctx context.Context, writer string, epoch int64, ttl
 	if err != nil {
 		return Status{}, err
 	}
-	if ttl > MaxTTL {
-		return Status{}, writers.Errorf(writers.ErrInvalid, "txn: begin %s: ttl %s is above the maximum %s", id, ttl, MaxTTL)
+	if ttl > c.maxTTL {
+		return Status{}, writers.Errorf(writers.ErrInvalid, "txn: begin %s: ttl %s is above the maximum %s (txn.max_ttl): ask for less, or have the operator raise txn.max_ttl", id, ttl, c.maxTTL)
 	}
 	if ttl <= 0 {
 		ttl = c.ttl
@@ -133,14 +133,19 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 			return err
 		}
 	}
+	if created {
+		t.owner = callerOf(ctx).Owner // a begin afresh keeps its owner (mayStartLocked)
+	}
+	if err := c.quotaLocked(ctx, t); err != nil {
+		if created {
+			c.dropLocked(t)
+		}
+		c.mu.Unlock()
+		return err
+	}
+	owner := t.owner
 	c.mu.Unlock()
 	now := c.now()
-	owner := callerOf(ctx).Owner
-	if !created {
-		c.mu.Lock()
-		owner = t.owner // a begin afresh keeps the owner (mayStartLocked)
-		c.mu.Unlock()
-	}
 	recs := []*record{{typ: recBegin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, TTLMillis: ttl.Milliseconds(), Deadline: now.Add(ttl), Owner: owner}}
 	if endpoint != "" {
 		recs = append(recs, &record{typ: recJoin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, Endpoint: endpoint})

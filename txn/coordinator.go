@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -110,6 +111,8 @@ type Coordinator struct {
 	logger    *slog.Logger
 	now       func() time.Time
 	ttl       time.Duration
+	maxTTL    time.Duration // Options.MaxTTLOfBegin
+	maxOpen   int           // Options.MaxOpenPerOwner
 	retention time.Duration
 	crash     func(point string)
 	metrics   *metrics
@@ -167,11 +170,16 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 	if opts.TTL > MaxTTL {
 		return nil, writers.Errorf(writers.ErrInvalid, "txn: Options.TTL %s is above the maximum %s", opts.TTL, MaxTTL)
 	}
+	if opts.MaxTTLOfBegin > MaxTTL || opts.MaxTTLOfBegin < 0 {
+		return nil, writers.Errorf(writers.ErrInvalid, "txn: Options.MaxTTLOfBegin %s must be from 0 to %s", opts.MaxTTLOfBegin, MaxTTL)
+	}
 	c := &Coordinator{
 		eps:           eps,
 		logger:        opts.Logger,
 		now:           opts.Now,
 		ttl:           opts.TTL,
+		maxTTL:        cmp.Or(opts.MaxTTLOfBegin, MaxTTL),
+		maxOpen:       opts.MaxOpenPerOwner,
 		tracer:        newTracer(opts.TracerProvider),
 		segmentBytes:  defaultSegmentBytes,
 		commitTimeout: defaultCommitTimeout,

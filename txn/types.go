@@ -47,6 +47,15 @@ type Options struct {
 	// TracerProvider makes the spans of precommit and commit; nil makes
 	// none.
 	TracerProvider trace.TracerProvider
+	// MaxTTLOfBegin caps the ttl a begin may ask for (txn.max_ttl): more
+	// is ErrInvalid naming txn.max_ttl. Zero means MaxTTL; at most MaxTTL.
+	MaxTTLOfBegin time.Duration
+	// MaxOpenPerOwner bounds the open and precommitted transactions of
+	// one owner (Caller.Owner, a token; admins are exempt), so that one
+	// cannot hold every transaction slot: beginning one more is
+	// ErrExhausted naming limits.client_max_transactions. Zero means no
+	// bound.
+	MaxOpenPerOwner int
 }
 
 // DefaultTTL is the TTL when Options.TTL is zero.

@@ -57,6 +57,13 @@ type Options struct {
 	MaxOpenFiles int64
 	// AdmissionTimeout bounds how long Admit and OpenFile wait; required.
 	AdmissionTimeout time.Duration
+	// ClientFiles bounds the file writers one client's calls take through
+	// OpenFile (Quota, WithQuota); 0 means no bound. It also keeps the
+	// last 2×ClientFiles slots for OpenFile: TryOpenFile, which cannot
+	// tell whose call it serves, leaves them. So whatever one client
+	// holds, the others have at least ClientFiles slots. At most
+	// MaxOpenFiles/2.
+	ClientFiles int64
 }
 
 // Budget is the process's memory budget. Its methods are safe for
@@ -65,9 +72,11 @@ type Budget struct {
 	limit     int64
 	admission time.Duration
 	maxFiles  int64
-	files     *semaphore.Weighted
-	openFiles atomic.Int64
-	kinds     [numKinds]atomic.Int64
+	// clientFiles is Options.ClientFiles.
+	clientFiles int64
+	files       *semaphore.Weighted
+	openFiles   atomic.Int64
+	kinds       [numKinds]atomic.Int64
 
 	mu   sync.Mutex
 	used int64
@@ -93,7 +102,10 @@ func New(opts Options) (*Budget, error) {
 	if opts.Limit <= 0 || opts.MaxOpenFiles <= 0 || opts.AdmissionTimeout <= 0 {
 		return nil, writers.Errorf(writers.ErrInvalid, "membudget: Limit, MaxOpenFiles and AdmissionTimeout must be positive, got %d, %d, %s", opts.Limit, opts.MaxOpenFiles, opts.AdmissionTimeout)
 	}
-	return &Budget{limit: opts.Limit, admission: opts.AdmissionTimeout, maxFiles: opts.MaxOpenFiles,
+	if opts.ClientFiles < 0 || 2*opts.ClientFiles > opts.MaxOpenFiles {
+		return nil, writers.Errorf(writers.ErrInvalid, "membudget: ClientFiles %d must be from 0 to MaxOpenFiles/2 (%d)", opts.ClientFiles, opts.MaxOpenFiles/2)
+	}
+	return &Budget{limit: opts.Limit, admission: opts.AdmissionTimeout, maxFiles: opts.MaxOpenFiles, clientFiles: opts.ClientFiles,
 		files: semaphore.NewWeighted(opts.MaxOpenFiles)}, nil
 }
 
@@ -192,28 +204,52 @@ func (s *Share) Pressure() bool {
 	return 2*(b.used-b.streams) >= b.limit || 2*(s.used-s.streams) >= s.limit
 }
 
-// OpenFile implements writers.MemoryCharger.
+// OpenFile implements writers.MemoryCharger. With a Quota in ctx
+// (WithQuota) and Options.ClientFiles, the slot counts against the
+// quota's client, which waits while it holds ClientFiles of them.
 func (s *Share) OpenFile(ctx context.Context) (func(), error) {
 	if release, ok := s.TryOpenFile(); ok {
 		return release, nil
 	}
 	wctx, cancel := context.WithTimeoutCause(ctx, s.b.admission, ErrFull)
 	defer cancel()
+	q := quotaOf(ctx)
+	if s.b.clientFiles == 0 {
+		q = nil
+	}
+	if err := q.takeFile(wctx); err != nil {
+		return nil, err
+	}
 	if err := s.b.files.Acquire(wctx, 1); err != nil {
+		q.releaseFile()
 		if cause := context.Cause(wctx); errors.Is(cause, ErrFull) {
 			return nil, writers.Errorf(writers.ErrExhausted, "all %d file writers (limits.max_open_files) stayed busy for %s (limits.admission_timeout): retry later, or raise limits.max_open_files", s.b.maxFiles, s.b.admission)
 		}
 		return nil, fmt.Errorf("membudget: wait for a file writer: %w", context.Cause(ctx))
 	}
-	return s.b.fileTaken(), nil
+	release := s.b.fileTaken()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			release()
+			q.releaseFile()
+		})
+	}, nil
 }
 
-// TryOpenFile implements writers.MemoryCharger.
+// TryOpenFile implements writers.MemoryCharger. With Options.ClientFiles
+// it leaves the last 2×ClientFiles slots to OpenFile, which counts them
+// against their client (checked, then taken: concurrent callers may
+// take a few more).
 func (s *Share) TryOpenFile() (func(), bool) {
-	if !s.b.files.TryAcquire(1) {
+	b := s.b
+	if b.clientFiles > 0 && b.maxFiles-b.openFiles.Load() <= 2*b.clientFiles {
 		return nil, false
 	}
-	return s.b.fileTaken(), true
+	if !b.files.TryAcquire(1) {
+		return nil, false
+	}
+	return b.fileTaken(), true
 }
 
 // fileTaken counts a file slot just acquired and returns its release.

@@ -3,6 +3,7 @@ package membudget
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -18,6 +19,11 @@ type Quota struct {
 	name  string
 	limit int64
 	used  int64 // guarded by b.mu
+	// files counts the file writer slots the client took through
+	// OpenFile (Options.ClientFiles); freed is closed, and replaced, when
+	// one is given back. Guarded by b.mu.
+	files int64
+	freed chan struct{}
 }
 
 // Quota returns a quota of limit bytes (the budget's limit when limit is
@@ -26,7 +32,67 @@ func (b *Budget) Quota(name string, limit int64) *Quota {
 	if limit <= 0 || limit > b.limit {
 		limit = b.limit
 	}
-	return &Quota{b: b, name: name, limit: limit}
+	return &Quota{b: b, name: name, limit: limit, freed: make(chan struct{})}
+}
+
+// Idle reports that the client holds nothing: no bytes, no file slot.
+func (q *Quota) Idle() bool {
+	q.b.mu.Lock()
+	defer q.b.mu.Unlock()
+	return q.used == 0 && q.files == 0
+}
+
+type quotaKey struct{}
+
+// WithQuota returns ctx telling OpenFile whose call it serves (the
+// context of a stream's writes), so that the slot counts against q.
+func WithQuota(ctx context.Context, q *Quota) context.Context {
+	return context.WithValue(ctx, quotaKey{}, q)
+}
+
+func quotaOf(ctx context.Context) *Quota {
+	q, _ := ctx.Value(quotaKey{}).(*Quota)
+	return q
+}
+
+// takeFile counts a file slot for q (nil: none), waiting while q holds
+// Options.ClientFiles of them; when ctx ends first it fails, with
+// ErrExhausted naming the quota if ctx's cause is ErrFull.
+func (q *Quota) takeFile(ctx context.Context) error {
+	if q == nil {
+		return nil
+	}
+	b := q.b
+	for {
+		b.mu.Lock()
+		if q.files < b.clientFiles {
+			q.files++
+			b.mu.Unlock()
+			return nil
+		}
+		freed := q.freed
+		b.mu.Unlock()
+		select {
+		case <-freed:
+		case <-ctx.Done():
+			if errors.Is(context.Cause(ctx), ErrFull) {
+				return writers.Errorf(writers.ErrExhausted, "client %q holds %d file writers, its quota (limits.client_open_files), for %s (limits.admission_timeout): commit or roll back its open transactions, or raise limits.client_open_files", q.name, b.clientFiles, b.admission)
+			}
+			return fmt.Errorf("membudget: wait for a file writer: %w", context.Cause(ctx))
+		}
+	}
+}
+
+// releaseFile gives back a slot takeFile counted.
+func (q *Quota) releaseFile() {
+	if q == nil {
+		return
+	}
+	q.b.mu.Lock()
+	defer q.b.mu.Unlock()
+	q.files--
+	close(q.freed)
+	q.freed = make(chan struct{})
 }
 
 // Used is what the client's streams hold now.
