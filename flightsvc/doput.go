@@ -281,7 +281,7 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 	replayed := st.Replayed()
 	log.Debug("transactional stream started", "replayed", replayed)
 
-	ps.key, ps.write, ps.busy, ps.turn = st.Key(), !replayed, st.Busy, st.Turn
+	ps.key, ps.write, ps.busy, ps.turn, ps.stage = st.Key(), !replayed, st.Busy, st.Turn, st.Stage
 	ps.guard.busy = st.Busy
 	p, err := s.pump(st.Context(ctx), stream, ps)
 	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64("quiver.rows", p.rows))

@@ -37,6 +37,10 @@ type putStream struct {
 	// of its transaction on the endpoint (txn.Stream.Turn). Auto-commit
 	// streams have their own key and none.
 	turn func(ctx context.Context) (done func(), err error)
+	// stage counts a batch's bytes against its transaction's owner before
+	// it is written (txn.Stream.Stage, limits.client_staged_bytes).
+	// Auto-commit streams have none.
+	stage func(n int64) error
 	// unacked counts the batches received and not yet acknowledged, and
 	// acked is when the last ack was sent (Unix ns): a client waiting for
 	// acks is not idle, and its idle time starts with the last one.
@@ -292,6 +296,11 @@ func (s *Service) write(ctx context.Context, ps *putStream, q queued, n int64) e
 	defer q.release(ps)
 	if !ps.write {
 		return nil
+	}
+	if ps.stage != nil {
+		if err := ps.stage(q.size); err != nil {
+			return fmt.Errorf("doput: endpoint %q: write batch %d: %w", ep.Name, n, err)
+		}
 	}
 	if ps.turn != nil {
 		done, err := ps.turn(ctx)

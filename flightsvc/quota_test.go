@@ -248,3 +248,34 @@ func TestTenantCannotHoldEveryFileSlot(t *testing.T) {
 	}
 	wantCode(t, err, codes.ResourceExhausted, `"low" already has 12 open`, "limits.client_max_transactions")
 }
+
+// A token's open transactions could stage any number of bytes for as
+// long as their ttl. limits.client_staged_bytes bounds what its live
+// transactions were written: the batch beyond fails naming the key,
+// another token stages meanwhile, and a rollback gives the bytes back.
+func TestClientStagedBytesQuota(t *testing.T) {
+	s := startServer(t, serverConfig{
+		endpoints: map[string]writers.Writer{"events": discard.New(nil), "devnull": discard.New(nil)},
+		tokens:    tenantTokens,
+		txn:       txn.Options{MaxStagedPerOwner: 8 << 10},
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	low, own := bearer(ctx, lowSecret), bearer(ctx, ownSecret)
+	if _, err := s.put(low, txnDesc("devnull", "w", 1), 20, 20); err != nil {
+		t.Fatalf("staging within the quota: %v", err)
+	}
+	_, err := s.put(low, txnDesc("devnull", "v", 1), 100, 100, 100, 100, 100)
+	wantCode(t, err, codes.ResourceExhausted, `"low" has`, "limits.client_staged_bytes")
+	if _, err := s.put(own, txnDesc("devnull", "mine", 1), 100, 100, 100); err != nil {
+		t.Fatalf("another token's staging: %v", err)
+	}
+	for _, w := range []string{"w", "v"} {
+		if _, err := s.action(low, "rollback", fmt.Sprintf(`{"writer":%q,"epoch":1}`, w)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.put(low, txnDesc("devnull", "w", 2), 100); err != nil {
+		t.Fatalf("staging after the rollbacks: %v", err)
+	}
+}

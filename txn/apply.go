@@ -69,5 +69,8 @@ func (c *Coordinator) applyLocked(r *record) {
 	if t.ttl <= 0 {
 		t.ttl = c.ttl
 	}
+	if !t.live() {
+		c.unstageLocked(t)
+	}
 	c.indexLocked(t)
 }

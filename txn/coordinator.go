@@ -79,6 +79,9 @@ type txn struct {
 	replayed bool
 	// owner is the caller that began it (Caller.Owner); "" none.
 	owner string
+	// staged is the bytes its streams wrote (Stream.Stage), counted in
+	// Coordinator.stagedBy while it is live.
+	staged int64
 	// discard lists the endpoints still to roll back after an abort: kept
 	// while streams are active (Write must not race Rollback) or when a
 	// sink Rollback failed.
@@ -113,6 +116,7 @@ type Coordinator struct {
 	ttl       time.Duration
 	maxTTL    time.Duration // Options.MaxTTLOfBegin
 	maxOpen   int           // Options.MaxOpenPerOwner
+	maxStaged int64         // Options.MaxStagedPerOwner
 	retention time.Duration
 	crash     func(point string)
 	metrics   *metrics
@@ -140,6 +144,9 @@ type Coordinator struct {
 	// writerMax is the highest committed epoch of each writer on any
 	// endpoint.
 	writerMax map[string]int64
+	// stagedBy is the bytes staged in each owner's live transactions
+	// (Stream.Stage).
+	stagedBy map[string]int64
 
 	ctx       context.Context // canceled by Close; bounds background sink calls
 	cancel    context.CancelFunc
@@ -180,6 +187,8 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 		ttl:           opts.TTL,
 		maxTTL:        cmp.Or(opts.MaxTTLOfBegin, MaxTTL),
 		maxOpen:       opts.MaxOpenPerOwner,
+		maxStaged:     opts.MaxStagedPerOwner,
+		stagedBy:      make(map[string]int64),
 		tracer:        newTracer(opts.TracerProvider),
 		segmentBytes:  defaultSegmentBytes,
 		commitTimeout: defaultCommitTimeout,

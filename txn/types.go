@@ -56,6 +56,12 @@ type Options struct {
 	// ErrExhausted naming limits.client_max_transactions. Zero means no
 	// bound.
 	MaxOpenPerOwner int
+	// MaxStagedPerOwner bounds the bytes one owner's open and
+	// precommitted transactions were written (Stream.Stage; admins are
+	// exempt): a batch beyond is ErrExhausted naming
+	// limits.client_staged_bytes. Zero means no bound. The count starts
+	// from zero at a restart.
+	MaxStagedPerOwner int64
 }
 
 // DefaultTTL is the TTL when Options.TTL is zero.

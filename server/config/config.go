@@ -137,6 +137,10 @@ type Limits struct {
 	// wait for once the free slots run low (with auth); 0 means a quarter
 	// of MaxOpenFiles.
 	ClientOpenFiles int64 `yaml:"client_open_files"`
+	// ClientStagedBytes bounds the bytes (decoded) one token's open and
+	// precommitted transactions were written (with auth; admin tokens are
+	// exempt).
+	ClientStagedBytes int64 `yaml:"client_staged_bytes"`
 }
 
 // ClientFiles is ClientOpenFiles with its default applied.
@@ -238,6 +242,7 @@ func Default() *Config {
 			FirstMessageTimeout:   10 * time.Second,
 			ClientMaxStreams:      128,
 			ClientMaxTransactions: 64,
+			ClientStagedBytes:     64 << 30,
 		},
 		Txn:           Txn{TTL: 15 * time.Minute, MaxTTL: 24 * time.Hour},
 		EmbeddedKafka: EmbeddedKafka{Listen: "127.0.0.1:19092", Partitions: 3},

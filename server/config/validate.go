@@ -260,6 +260,9 @@ func (v *validator) limits(l Limits) {
 	if l.ClientMemoryBytes != 0 && (l.ClientMemoryBytes < l.MaxMessageBytes || l.ClientMemoryBytes > l.MemoryBytes) {
 		v.fail("limits.client_memory_bytes", "must be 0 (half of limits.memory_bytes) or from limits.max_message_bytes (%d) to limits.memory_bytes (%d), not %d", l.MaxMessageBytes, l.MemoryBytes, l.ClientMemoryBytes)
 	}
+	if l.ClientStagedBytes < 1 {
+		v.fail("limits.client_staged_bytes", "must be positive, not %d", l.ClientStagedBytes)
+	}
 	if l.ClientMaxTransactions < 1 {
 		v.fail("limits.client_max_transactions", "must be positive, not %d", l.ClientMaxTransactions)
 	}
