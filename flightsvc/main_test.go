@@ -44,6 +44,7 @@ type server struct {
 	reg    *prometheus.Registry
 	client flight.Client
 	sinks  map[string]*discard.Writer
+	addr   string // of the gRPC server
 }
 
 type serverConfig struct {
@@ -141,14 +142,22 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 		gs.Stop()
 		<-served
 	})
-	s.client, err = flight.NewClientWithMiddleware(lis.Addr().String(), nil, nil,
+	s.addr = lis.Addr().String()
+	s.client = s.dialOther(t)
+	return s
+}
+
+// dialOther opens another client connection to s, closed by t.Cleanup.
+func (s *server) dialOther(t testing.TB) flight.Client {
+	t.Helper()
+	c, err := flight.NewClientWithMiddleware(s.addr, nil, nil,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.client.Close() })
-	return s
+	t.Cleanup(func() { _ = c.Close() })
+	return c
 }
 
 func testSchema() *arrow.Schema {
@@ -184,16 +193,25 @@ func txnDesc(endpoint, writer string, epoch int64) *flight.FlightDescriptor {
 // put sends a DoPut stream of batches with rows rows each and returns the
 // acks' app_metadata. The records are built and released here.
 func (s *server) put(ctx context.Context, desc *flight.FlightDescriptor, rows ...int) ([]string, error) {
+	return s.putOn(ctx, s.client, desc, rows...)
+}
+
+// putOn is put over the connection c.
+func (s *server) putOn(ctx context.Context, c flight.Client, desc *flight.FlightDescriptor, rows ...int) ([]string, error) {
 	recs := make([]arrow.RecordBatch, len(rows))
 	for i, n := range rows {
 		recs[i] = s.record(n)
 		defer recs[i].Release()
 	}
-	return s.putRecords(ctx, desc, testSchema(), recs...)
+	return s.putRecordsOn(ctx, c, desc, testSchema(), recs...)
 }
 
 func (s *server) putRecords(ctx context.Context, desc *flight.FlightDescriptor, schema *arrow.Schema, recs ...arrow.RecordBatch) ([]string, error) {
-	stream, err := s.client.DoPut(ctx)
+	return s.putRecordsOn(ctx, s.client, desc, schema, recs...)
+}
+
+func (s *server) putRecordsOn(ctx context.Context, c flight.Client, desc *flight.FlightDescriptor, schema *arrow.Schema, recs ...arrow.RecordBatch) ([]string, error) {
+	stream, err := c.DoPut(ctx)
 	if err != nil {
 		return nil, err
 	}

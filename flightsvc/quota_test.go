@@ -63,30 +63,41 @@ func openSilent(t *testing.T, s *server, ctx context.Context, entered *atomic.In
 	return streams
 }
 
-// 100 streams of one token that never send their first message used to
-// reserve a whole message each of the memory budget before any byte
-// arrived (15 filled 1 GiB): every other client's put then failed after
+// 100 streams that never send their first message used to reserve a
+// whole message each of the memory budget before any byte arrived (15
+// filled 1 GiB): every other client's put then failed after
 // limits.admission_timeout. A stream is now charged what it received, so
-// another token's put lands while they are open.
+// another client's put lands within a second while they are open: with
+// auth, another token's; without, another connection's (the same host's
+// client, under limits.client_max_streams).
 func TestSilentStreamsDoNotBlockOthers(t *testing.T) {
-	var entered atomic.Int64
-	s := startServer(t, serverConfig{
-		endpoints:          map[string]writers.Writer{"events": discard.New(nil), "devnull": discard.New(nil)},
-		tokens:             tenantTokens,
-		streamInterceptors: []grpc.StreamServerInterceptor{countPuts(&entered)},
-	})
-	hostile, stop := context.WithCancel(bearer(t.Context(), lowSecret))
-	defer stop()
-	openSilent(t, s, hostile, &entered, 100)
+	for _, auth := range []bool{true, false} {
+		t.Run(fmt.Sprintf("auth=%v", auth), func(t *testing.T) {
+			var entered atomic.Int64
+			cfg := serverConfig{
+				endpoints:          map[string]writers.Writer{"events": discard.New(nil), "devnull": discard.New(nil)},
+				streamInterceptors: []grpc.StreamServerInterceptor{countPuts(&entered)},
+			}
+			hostile, other := t.Context(), t.Context()
+			if auth {
+				cfg.tokens = tenantTokens
+				hostile, other = bearer(hostile, lowSecret), bearer(other, ownSecret)
+			}
+			s := startServer(t, cfg)
+			hostile, stop := context.WithCancel(hostile)
+			defer stop()
+			openSilent(t, s, hostile, &entered, 100)
 
-	ctx, cancel := context.WithTimeout(bearer(t.Context(), ownSecret), 2*time.Second)
-	defer cancel()
-	acks, err := s.put(ctx, pathDesc("events"), 5)
-	if err != nil {
-		t.Fatalf("a put of another token while 100 silent streams are open: %v", err)
-	}
-	if got := decode(t, acks[len(acks)-1]); got["committed"] != true {
-		t.Fatalf("final ack %v, want committed", got)
+			ctx, cancel := context.WithTimeout(other, time.Second)
+			defer cancel()
+			acks, err := s.putOn(ctx, s.dialOther(t), pathDesc("events"), 5)
+			if err != nil {
+				t.Fatalf("a put of another client while 100 silent streams are open: %v", err)
+			}
+			if got := decode(t, acks[len(acks)-1]); got["committed"] != true {
+				t.Fatalf("final ack %v, want committed", got)
+			}
+		})
 	}
 }
 
