@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -174,6 +175,10 @@ func TestHandedDescriptorsToSingleDescriptorSink(t *testing.T) {
 // restart (precommitted transactions survive one).
 func TestOwnersSurviveRestart(t *testing.T) {
 	fx := newFixture(t)
+	fx.c.Close()
+	fx.c = nil
+	fx.tune = func(c *Coordinator) { c.segmentBytes = 4 << 10 } // so that the owner is also restated by a compaction
+	fx.open()
 	alice := WithCaller(bg, Caller{Owner: "alice"})
 	bob := WithCaller(bg, Caller{Owner: "bob"})
 	admin := WithCaller(bg, Caller{Owner: "root", Admin: true})
@@ -189,6 +194,14 @@ func TestOwnersSurviveRestart(t *testing.T) {
 	}
 	if _, err := fx.c.Precommit(alice, "w", 3); err != nil {
 		t.Fatal(err)
+	}
+	for e := range int64(40) {
+		if _, err := fx.c.Begin(bg, "filler", e, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if segs, _ := filepath.Glob(filepath.Join(fx.dir, "*.journal")); len(segs) != 1 || filepath.Base(segs[0]) == "00000001.journal" {
+		t.Fatalf("segments %v: want one compacted segment", segs)
 	}
 	fx.restart()
 	refused := map[string]func() error{
