@@ -32,11 +32,11 @@ const StreamWindowBytes = 64 << 10
 // bound on the dictionaries a stream keeps, and one schema per stream,
 // naming the changed column.
 //
-// It also charges what is received to the endpoint's memory share (see
-// reserve) and, once armed by the pump, cancels a stream idle for longer
-// than limits.stream_idle_timeout. It is used by one goroutine at a time:
-// the handler while the schema is read, then the receiver; close gives
-// back what it holds.
+// It also charges what is received to the endpoint's memory share and the
+// client's quota (see reserve) and, once armed by the pump, cancels a
+// stream idle for longer than limits.stream_idle_timeout. It is used by
+// one goroutine at a time: the handler while the schema is read, then the
+// receiver; close gives back what it holds.
 type recvGuard struct {
 	stream flight.DataStreamReader
 	// reservation is what the stream reserves before each message: the
@@ -79,10 +79,11 @@ type recvGuard struct {
 // reserve charges the next message's bytes before gRPC reads it (gRPC
 // widens the stream's window to the message once the stream reads, then
 // holds it whole): the largest message gRPC accepts, as nothing tells its
-// size before. The stream's first message is not reserved for (recvFirst);
-// later ones are, charged to the client's quota too, so that streams
-// waiting for their client's next message hold at most that quota. A stream holds nothing while it waits, or streams waiting
-// with a few bytes each could starve one another: its pending bytes (a
+// size before. The stream's first message is not reserved for
+// (recvFirst); later ones are, charged to the client's quota too, so that
+// streams waiting for their client's next message hold at most that
+// quota. A stream holds nothing while it waits, or streams waiting with a
+// few bytes each could starve one another: its pending bytes (a
 // dictionary before its batch, the first message) are given back and
 // then covered by what it waits for. The first reservation admits the
 // stream: it waits at most limits.admission_timeout. The surplus is given
