@@ -28,11 +28,11 @@ type action struct {
 
 func (s *Service) actionTable() []action {
 	return []action{
-		{"begin", `open transaction {"writer","epoch","ttl_s"?}`, s.begin},
-		{"precommit", `make a transaction's staged rows durable and return their descriptors {"writer","epoch"}`, s.precommit},
-		{"commit", `publish a precommitted transaction, with descriptors handed over from other servers {"writer","epoch","descriptors"?}`, s.commit},
-		{"rollback", `discard a transaction's staged rows {"writer","epoch"}`, s.rollback},
-		{"status", `show a transaction's state, participants and deadline {"writer","epoch"}`, s.status},
+		{"begin", `start a new attempt of a transaction, fencing the current one (resume: keep a precommitted one) {"writer","epoch","ttl_s"?,"resume"?}`, s.begin},
+		{"precommit", `make a transaction's staged rows durable and return their descriptors {"writer","epoch","attempt"?}`, s.precommit},
+		{"commit", `publish a precommitted transaction, with descriptors handed over from other servers {"writer","epoch","attempt"?,"descriptors"?}`, s.commit},
+		{"rollback", `discard a transaction's staged rows (only the named attempt's) {"writer","epoch","attempt"?}`, s.rollback},
+		{"status", `show a transaction's state, attempt, participants and deadline {"writer","epoch"}`, s.status},
 		{"committed-epoch", `read a writer's last committed epoch from an endpoint's sink {"endpoint","writer"}`, s.committedEpoch},
 		{"endpoints", `list the endpoints: name, sink, mode and schema {}`, s.endpointsAction},
 		{"health", `probe the sink of every endpoint the caller may use, and the transaction journal {}`, s.healthAction},
@@ -89,7 +89,7 @@ func (s *Service) DoAction(a *flight.Action, stream flight.FlightService_DoActio
 	if err != nil {
 		return Status(err)
 	}
-	res, err := act.run(ctx, a.GetBody())
+	res, err := act.run(withConn(ctx), a.GetBody())
 	if err != nil {
 		return Status(err)
 	}
@@ -103,10 +103,13 @@ func (s *Service) DoAction(a *flight.Action, stream flight.FlightService_DoActio
 // Results.
 type (
 	txnHead struct {
-		Writer   string    `json:"writer"`
-		Epoch    int64     `json:"epoch"`
-		State    txn.State `json:"state"`
-		Replayed bool      `json:"replayed,omitempty"`
+		Writer string    `json:"writer"`
+		Epoch  int64     `json:"epoch"`
+		State  txn.State `json:"state"`
+		// Attempt names the attempt the answer is about (omitted for a
+		// replay answered without one).
+		Attempt  string `json:"attempt,omitempty"`
+		Replayed bool   `json:"replayed,omitempty"`
 	}
 	participantJSON struct {
 		Endpoint string `json:"endpoint"`
@@ -160,7 +163,7 @@ type (
 )
 
 func head(st txn.Status) txnHead {
-	return txnHead{Writer: st.Writer, Epoch: st.Epoch, State: st.State, Replayed: st.Replayed}
+	return txnHead{Writer: st.Writer, Epoch: st.Epoch, State: st.State, Attempt: st.Attempt, Replayed: st.Replayed}
 }
 
 // participants describes st's participants, with their descriptors sealed
@@ -170,7 +173,7 @@ func (s *Service) participants(st txn.Status) []participantJSON {
 	for _, p := range st.Participants {
 		pj := participantJSON{Endpoint: p.Endpoint, Rows: p.Rows}
 		if st.State == txn.StatePrecommitted || st.State == txn.StateCommitted {
-			sealed := s.key.Seal(descseal.Scope{Endpoint: p.Endpoint, Writer: st.Writer, Epoch: st.Epoch}, p.Descriptor)
+			sealed := s.key.Seal(descseal.Scope{Endpoint: p.Endpoint, Writer: st.Writer, Epoch: st.Epoch, Attempt: st.Attempt}, p.Descriptor)
 			d := base64.StdEncoding.EncodeToString(sealed)
 			pj.Descriptor = &d
 		}
@@ -182,13 +185,19 @@ func (s *Service) participants(st txn.Status) []participantJSON {
 	return out
 }
 
-// decodeTxnRef decodes a {"writer","epoch"} body.
-func decodeTxnRef(what string, body []byte) (string, int64, error) {
+// decodeTxnRef decodes a {"writer","epoch","attempt"?} body and returns
+// the writer, the epoch and ctx naming the attempt (txn.WithAttempt).
+func decodeTxnRef(ctx context.Context, what string, body []byte) (context.Context, string, int64, error) {
 	var b txnRef
 	if err := decodeStrict(what, body, &b); err != nil {
-		return "", 0, err
+		return ctx, "", 0, err
 	}
-	return b.check(what)
+	writer, epoch, err := b.check(what)
+	if err != nil {
+		return ctx, "", 0, err
+	}
+	ctx, err = b.withAttempt(ctx, what)
+	return ctx, writer, epoch, err
 }
 
 func (s *Service) begin(ctx context.Context, body []byte) (any, error) {
@@ -197,11 +206,12 @@ func (s *Service) begin(ctx context.Context, body []byte) (any, error) {
 		Writer     *string `json:"writer"`
 		Epoch      *int64  `json:"epoch"`
 		TTLSeconds *int64  `json:"ttl_s"`
+		Resume     bool    `json:"resume"`
 	}
 	if err := decodeStrict(what, body, &b); err != nil {
 		return nil, err
 	}
-	writer, epoch, err := txnRef{b.Writer, b.Epoch}.check(what)
+	writer, epoch, err := txnRef{Writer: b.Writer, Epoch: b.Epoch}.check(what)
 	if err != nil {
 		return nil, err
 	}
@@ -213,7 +223,11 @@ func (s *Service) begin(ctx context.Context, body []byte) (any, error) {
 		}
 		ttl = time.Duration(*b.TTLSeconds) * time.Second
 	}
-	st, err := s.coord.Begin(ctx, writer, epoch, ttl)
+	begin := s.coord.Begin
+	if b.Resume {
+		begin = s.coord.Adopt
+	}
+	st, err := begin(ctx, writer, epoch, ttl)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s@%d: %w", what, writer, epoch, err)
 	}
@@ -222,7 +236,7 @@ func (s *Service) begin(ctx context.Context, body []byte) (any, error) {
 
 func (s *Service) precommit(ctx context.Context, body []byte) (any, error) {
 	const what = "action precommit"
-	writer, epoch, err := decodeTxnRef(what, body)
+	ctx, writer, epoch, err := decodeTxnRef(ctx, what, body)
 	if err != nil {
 		return nil, err
 	}
@@ -238,19 +252,25 @@ func (s *Service) commit(ctx context.Context, body []byte) (any, error) {
 	var b struct {
 		Writer      *string             `json:"writer"`
 		Epoch       *int64              `json:"epoch"`
+		Attempt     *string             `json:"attempt"`
 		Descriptors map[string][]string `json:"descriptors"`
 	}
 	if err := decodeStrict(what, body, &b); err != nil {
 		return nil, err
 	}
-	writer, epoch, err := txnRef{b.Writer, b.Epoch}.check(what)
+	ref := txnRef{b.Writer, b.Epoch, b.Attempt}
+	writer, epoch, err := ref.check(what)
 	if err != nil {
 		return nil, err
 	}
-	handed, err := s.unseal(ctx, what, writer, epoch, b.Descriptors)
+	if ctx, err = ref.withAttempt(ctx, what); err != nil {
+		return nil, err
+	}
+	handed, attempts, err := s.unseal(ctx, what, writer, epoch, b.Descriptors)
 	if err != nil {
 		return nil, err
 	}
+	ctx = txn.WithHandedAttempts(ctx, attempts)
 
 	start := time.Now()
 	st, err := s.coord.Commit(ctx, writer, epoch, handed)
@@ -281,30 +301,32 @@ func (s *Service) commit(ctx context.Context, body []byte) (any, error) {
 
 // unseal decodes and verifies the descriptors handed to a commit of
 // writer@epoch (endpoint → base64 sealed descriptors) and returns the raw
-// ones, in order. Every descriptor must have been sealed, with this
-// server's descriptor key, for its endpoint and this transaction: any other
-// is PermissionDenied naming the endpoint and index, before the
-// coordinator sees any.
-func (s *Service) unseal(ctx context.Context, what, writer string, epoch int64, encoded map[string][]string) (map[string][]writers.Descriptor, error) {
+// ones, in order, and the attempts they were sealed for. Every descriptor
+// must have been sealed, with this server's descriptor key, for its
+// endpoint and this transaction: any other is PermissionDenied naming the
+// endpoint and index, before the coordinator sees any.
+func (s *Service) unseal(ctx context.Context, what, writer string, epoch int64, encoded map[string][]string) (map[string][]writers.Descriptor, []string, error) {
 	handed := make(map[string][]writers.Descriptor, len(encoded))
+	var attempts []string
 	for _, name := range slices.Sorted(maps.Keys(encoded)) {
 		if _, err := s.endpoint(ctx, name); err != nil {
-			return nil, fmt.Errorf("%s: descriptors: %w", what, err)
+			return nil, nil, fmt.Errorf("%s: descriptors: %w", what, err)
 		}
 		scope := descseal.Scope{Endpoint: name, Writer: writer, Epoch: epoch}
 		for i, e := range encoded[name] {
 			sealed, err := base64.StdEncoding.DecodeString(e)
 			if err != nil {
-				return nil, writers.Errorf(writers.ErrInvalid, "%s: descriptors[%q][%d] is not valid base64: %w", what, name, i, err)
+				return nil, nil, writers.Errorf(writers.ErrInvalid, "%s: descriptors[%q][%d] is not valid base64: %w", what, name, i, err)
 			}
-			d, err := s.key.Open(scope, sealed)
+			d, attempt, err := s.key.Open(scope, sealed)
 			if err != nil {
-				return nil, writers.Errorf(writers.ErrPermissionDenied, "%s %s@%d: descriptors[%q][%d] (endpoint %q) is refused: %w (pass descriptors exactly as precommit answered them, from servers sharing txn.descriptor_key_file)", what, writer, epoch, name, i, name, err)
+				return nil, nil, writers.Errorf(writers.ErrPermissionDenied, "%s %s@%d: descriptors[%q][%d] (endpoint %q) is refused: %w (pass descriptors exactly as precommit answered them, from servers sharing txn.descriptor_key_file)", what, writer, epoch, name, i, name, err)
 			}
 			handed[name] = append(handed[name], d)
+			attempts = append(attempts, attempt)
 		}
 	}
-	return handed, nil
+	return handed, attempts, nil
 }
 
 func (s *Service) countCommit(st txn.Status, seconds float64, result string) {
@@ -318,7 +340,7 @@ func (s *Service) countCommit(st txn.Status, seconds float64, result string) {
 
 func (s *Service) rollback(ctx context.Context, body []byte) (any, error) {
 	const what = "action rollback"
-	writer, epoch, err := decodeTxnRef(what, body)
+	ctx, writer, epoch, err := decodeTxnRef(ctx, what, body)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +353,7 @@ func (s *Service) rollback(ctx context.Context, body []byte) (any, error) {
 
 func (s *Service) status(ctx context.Context, body []byte) (any, error) {
 	const what = "action status"
-	writer, epoch, err := decodeTxnRef(what, body)
+	ctx, writer, epoch, err := decodeTxnRef(ctx, what, body)
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package flightsvc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"io"
@@ -92,8 +93,25 @@ func jsonFields(t reflect.Type) []string {
 // repeat these two rather than embed txnRef, so that decoding errors name
 // "epoch", not "txnRef.epoch".
 type txnRef struct {
-	Writer *string `json:"writer"`
-	Epoch  *int64  `json:"epoch"`
+	Writer  *string `json:"writer"`
+	Epoch   *int64  `json:"epoch"`
+	Attempt *string `json:"attempt"`
+}
+
+// maxAttemptBytes bounds an attempt id in a body or descriptor (the
+// server's own are 16 hex digits).
+const maxAttemptBytes = 64
+
+// withAttempt returns ctx naming r's attempt (txn.WithAttempt), or ctx
+// when r names none; an empty or overlong attempt is ErrInvalid.
+func (r txnRef) withAttempt(ctx context.Context, what string) (context.Context, error) {
+	switch {
+	case r.Attempt == nil:
+		return ctx, nil
+	case *r.Attempt == "" || len(*r.Attempt) > maxAttemptBytes:
+		return ctx, writers.Errorf(writers.ErrInvalid, `%s: field "attempt" must be an attempt id as begin answered it (1 to %d bytes), got %d bytes`, what, maxAttemptBytes, len(*r.Attempt))
+	}
+	return txn.WithAttempt(ctx, *r.Attempt), nil
 }
 
 // check returns the writer and epoch, or an ErrInvalid error prefixed with

@@ -1,6 +1,8 @@
 package flightsvc
 
 import (
+	"context"
+
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 
@@ -14,6 +16,8 @@ type putTarget struct {
 	txn    bool
 	writer string
 	epoch  int64
+	// attempt is the CMD descriptor's "attempt", "" when it names none.
+	attempt string
 	// ingest is set for a Flight SQL CommandStatementIngest (sqlingest.go).
 	ingest *pb.CommandStatementIngest
 }
@@ -23,6 +27,7 @@ type cmdDescriptor struct {
 	Endpoint *string `json:"endpoint"`
 	Writer   *string `json:"writer"`
 	Epoch    *int64  `json:"epoch"`
+	Attempt  *string `json:"attempt"`
 }
 
 // parsePutDescriptor reads a DoPut descriptor: PATH ["<endpoint>"] for an
@@ -51,11 +56,19 @@ func parsePutDescriptor(d *flight.FlightDescriptor) (putTarget, error) {
 		if err != nil {
 			return putTarget{}, err
 		}
-		writer, epoch, err := txnRef{c.Writer, c.Epoch}.check(what)
+		ref := txnRef{c.Writer, c.Epoch, c.Attempt}
+		writer, epoch, err := ref.check(what)
 		if err != nil {
 			return putTarget{}, err
 		}
-		return putTarget{endpoint: name, txn: true, writer: writer, epoch: epoch}, nil
+		if _, err := ref.withAttempt(context.Background(), what); err != nil {
+			return putTarget{}, err
+		}
+		t := putTarget{endpoint: name, txn: true, writer: writer, epoch: epoch}
+		if c.Attempt != nil {
+			t.attempt = *c.Attempt
+		}
+		return t, nil
 	default:
 		return putTarget{}, writers.Errorf(writers.ErrInvalid, `doput: descriptor type %s is not supported: use PATH ["<endpoint>"] or CMD {"endpoint","writer","epoch"}`, d.GetType())
 	}

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/quiver-ingest/quiver/internal/membudget"
+	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -273,6 +274,7 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 		ps.release()
 		return err
 	}
+	actx = txn.WithAttempt(withConn(actx), t.attempt)
 	st, err := s.coord.Join(actx, t.writer, t.epoch, ep.Name)
 	if err != nil {
 		ps.release()

@@ -134,8 +134,9 @@ func TestTransactionalPutPrecommitCommit(t *testing.T) {
 func TestBeginThenPut(t *testing.T) {
 	s := startServer(t, serverConfig{})
 	got := s.mustAction("begin", `{"writer":"job-1","epoch":1,"ttl_s":60}`)
-	if want := map[string]any{"writer": "job-1", "epoch": 1.0, "state": "open"}; !reflect.DeepEqual(got, want) {
-		t.Fatalf("begin = %v, want %v", got, want)
+	attempt, _ := got["attempt"].(string)
+	if want := map[string]any{"writer": "job-1", "epoch": 1.0, "state": "open", "attempt": attempt}; !reflect.DeepEqual(got, want) || len(attempt) != 16 {
+		t.Fatalf("begin = %v, want %v with an attempt of 16 hex digits", got, want)
 	}
 	if _, err := s.put(t.Context(), txnDesc("events", "job-1", 1), 3); err != nil {
 		t.Fatal(err)

@@ -56,11 +56,15 @@ func FuzzActionBody(f *testing.F) {
 		var b struct {
 			Writer      *string             `json:"writer"`
 			Epoch       *int64              `json:"epoch"`
+			Attempt     *string             `json:"attempt"`
 			Descriptors map[string][]string `json:"descriptors"`
 		}
 		err := decodeStrict("action commit", body, &b)
 		if err == nil {
-			_, _, err = txnRef{b.Writer, b.Epoch}.check("action commit")
+			_, _, err = txnRef{b.Writer, b.Epoch, b.Attempt}.check("action commit")
+		}
+		if err == nil {
+			_, err = txnRef{b.Writer, b.Epoch, b.Attempt}.withAttempt(t.Context(), "action commit")
 		}
 		if err != nil && !errors.Is(err, writers.ErrInvalid) {
 			t.Fatalf("%q: error %v is not ErrInvalid", body, err)

@@ -44,7 +44,7 @@ type server struct {
 	reg    *prometheus.Registry
 	client flight.Client
 	sinks  map[string]*discard.Writer
-	addr   string // of the gRPC server
+	addr   string // the server's listening address
 }
 
 type serverConfig struct {
@@ -143,21 +143,30 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 		<-served
 	})
 	s.addr = lis.Addr().String()
-	s.client = s.dialOther(t)
+	s.client = s.dial()
 	return s
 }
 
-// dialOther opens another client connection to s, closed by t.Cleanup.
-func (s *server) dialOther(t testing.TB) flight.Client {
-	t.Helper()
+// dial returns a new client of s on a connection of its own, closed by
+// the test.
+func (s *server) dial() flight.Client {
+	s.t.Helper()
 	c, err := flight.NewClientWithMiddleware(s.addr, nil, nil,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallSendMsgSize(64<<20)))
 	if err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = c.Close() })
+	s.t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// reconnected returns a copy of s whose calls go through a new
+// connection: another client of the same server.
+func (s *server) reconnected() *server {
+	c := *s
+	c.client = s.dial()
+	return &c
 }
 
 func testSchema() *arrow.Schema {

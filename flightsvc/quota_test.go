@@ -90,7 +90,7 @@ func TestSilentStreamsDoNotBlockOthers(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(other, time.Second)
 			defer cancel()
-			acks, err := s.putOn(ctx, s.dialOther(t), pathDesc("events"), 5)
+			acks, err := s.putOn(ctx, s.dial(), pathDesc("events"), 5)
 			if err != nil {
 				t.Fatalf("a put of another client while 100 silent streams are open: %v", err)
 			}

@@ -27,6 +27,10 @@ func (c *Coordinator) applyLocked(r *record) {
 	case recBegin:
 		// Also a begin of an aborted epoch (whose streams have all ended):
 		// it starts afresh.
+		if r.Attempt != t.attempt {
+			buryLocked(t)
+		}
+		t.attempt, t.conn = r.Attempt, ""
 		t.state, t.ended, t.poison, t.replayed, t.expired = StateOpen, time.Time{}, "", false, false
 		t.parts = make(map[string]*part)
 		t.decision, t.done, t.versions, t.discard = nil, nil, nil, nil
@@ -59,6 +63,7 @@ func (c *Coordinator) applyLocked(r *record) {
 			c.noteCommittedLocked(r.Writer, ep, r.Epoch)
 		}
 	case recAbort:
+		buryLocked(t)
 		t.state, t.ended, t.expired = StateAborted, r.At, r.Expired
 		t.decision, t.done = nil, nil
 		for s, cut := range t.cuts {

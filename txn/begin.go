@@ -8,20 +8,33 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 )
 
-// Begin opens transaction (writer, epoch), journaled before it returns.
-// Beginning an existing open or precommitted transaction returns it (ttl
-// refreshed); beginning a committed one returns it with Replayed set;
-// beginning an aborted one starts it afresh (the way to replay an epoch
-// after a rollback). A newer epoch fences (aborts and rolls back) older
-// open transactions of the same writer; beginning an epoch older than an
-// open or precommitted epoch of the writer is ErrWrongState. ttl <= 0
-// means the default. Epochs below 0, empty or too long writers and a ttl
-// above MaxTTL are ErrInvalid.
+// Begin starts a new attempt of transaction (writer, epoch), journaled
+// before it returns, bound to ctx's connection (WithConn). An open
+// attempt of the epoch, or a precommitted one whose commit is not
+// decided, is fenced first: aborted, its staged rows discarded (a client
+// replaying an epoch after a crash starts clean, whatever the crashed one
+// left). Beginning a committed epoch returns it with Replayed set. A newer
+// epoch fences (aborts and rolls back) older open transactions of the
+// same writer; beginning an epoch older than an open or precommitted
+// epoch of the writer is ErrWrongState. ttl <= 0 means the default.
+// Epochs below 0, empty or too long writers and a ttl above MaxTTL are
+// ErrInvalid.
 //
 // With an Access in ctx (WithAccess), Begin is ErrPermissionDenied unless
 // the caller may use every endpoint of the transaction and of the writer's
 // open and precommitted transactions, which beginning may fence.
 func (c *Coordinator) Begin(ctx context.Context, writer string, epoch int64, ttl time.Duration) (Status, error) {
+	return c.begin(ctx, writer, epoch, ttl, false)
+}
+
+// Adopt is Begin, except that a precommitted attempt is kept and returned
+// (ttl refreshed) so that it can be committed: what a client resuming
+// after a crash between precommit and commit asks for.
+func (c *Coordinator) Adopt(ctx context.Context, writer string, epoch int64, ttl time.Duration) (Status, error) {
+	return c.begin(ctx, writer, epoch, ttl, true)
+}
+
+func (c *Coordinator) begin(ctx context.Context, writer string, epoch int64, ttl time.Duration, adopt bool) (Status, error) {
 	id, err := checkID(writer, epoch)
 	if err != nil {
 		return Status{}, err
@@ -43,20 +56,27 @@ func (c *Coordinator) Begin(ctx context.Context, writer string, epoch int64, ttl
 			c.mu.Unlock()
 			return Status{}, err
 		}
-		switch t.state {
-		case StateOpen, StatePrecommitted:
+		switch {
+		case t.state == StatePrecommitted && (adopt || t.decision != nil):
+			// A decided commit is finished by Commit, never fenced.
 			t.ttl = ttl
 			c.refreshLocked(t)
 			st := c.statusLocked(t)
 			c.mu.Unlock()
 			return st, nil
-		case StateCommitted:
+		case t.state == StateCommitted:
 			st := c.statusLocked(t)
 			c.mu.Unlock()
 			st.Replayed = true
 			return st, nil
+		case t.live():
+			c.mu.Unlock()
+			if err := c.fence(ctx, t, "begin"); err != nil {
+				return Status{}, err
+			}
+		default:
+			c.mu.Unlock()
 		}
-		c.mu.Unlock()
 	}
 	if err := c.start(ctx, t, created, ttl, ""); err != nil {
 		return Status{}, err
@@ -115,9 +135,10 @@ func (c *Coordinator) olderLiveLocked(id txnID) (*txn, bool) {
 	return oldest, oldest != nil
 }
 
-// start journals the begin of t (op held; created now, or aborted and to
-// be started afresh), with a join of endpoint unless it is "", then fences
-// the writer's older open epochs. A failed start forgets a created t.
+// start journals the begin of a new attempt of t (op held; created now,
+// or aborted and to be started afresh), bound to ctx's connection, with a
+// join of endpoint unless it is "", then fences the writer's older open
+// epochs. A failed start forgets a created t.
 func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.Duration, endpoint string) error {
 	c.mu.Lock()
 	if !created {
@@ -146,11 +167,11 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 	owner := t.owner
 	c.mu.Unlock()
 	now := c.now()
-	recs := []*record{{typ: recBegin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, TTLMillis: ttl.Milliseconds(), Deadline: now.Add(ttl), Owner: owner}}
+	recs := []*record{{typ: recBegin, Writer: t.id.writer, Epoch: t.id.epoch, Attempt: c.newAttempt(), At: now, TTLMillis: ttl.Milliseconds(), Deadline: now.Add(ttl), Owner: owner}}
 	if endpoint != "" {
 		recs = append(recs, &record{typ: recJoin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, Endpoint: endpoint})
 	}
-	if err := c.log(nil, recs...); err != nil {
+	if err := c.log(func() { t.conn = connOf(ctx) }, recs...); err != nil {
 		if created {
 			c.mu.Lock()
 			c.dropLocked(t)

@@ -86,6 +86,11 @@ func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, ha
 	if err := c.mayUseLocked(ctx, "commit", t); err != nil {
 		return refuse(err)
 	}
+	if t.state != StateCommitted {
+		if err := c.attemptsUsableLocked(ctx, "commit", t); err != nil {
+			return refuse(err)
+		}
+	}
 	switch {
 	case t.state == StateCommitted:
 		st := c.statusLocked(t)

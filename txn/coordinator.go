@@ -91,6 +91,13 @@ type txn struct {
 	// cuts cancel the contexts of the streams writing (Stream.Context)
 	// when the transaction is aborted.
 	cuts map[*Stream]context.CancelCauseFunc
+	// attempt is the current attempt's id (attempt.go); "" for one begun
+	// before attempts existed. conn is the connection that began it ("":
+	// none, or recovered after a restart). dead lists the ids of fenced
+	// and rolled-back attempts, newest last.
+	attempt string
+	conn    string
+	dead    []string
 }
 
 func (t *txn) live() bool { return t.state == StateOpen || t.state == StatePrecommitted }
@@ -126,6 +133,7 @@ type Coordinator struct {
 	// Unexported knobs, shortened by tests.
 	segmentBytes  int64
 	commitTimeout time.Duration
+	newAttempt    func() string // attempt ids; tests make them predictable
 
 	// gate is held shared while a record is appended and applied, and
 	// exclusively by compaction, which so sees the journal and the state
@@ -192,6 +200,7 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 		tracer:        newTracer(opts.TracerProvider),
 		segmentBytes:  defaultSegmentBytes,
 		commitTimeout: defaultCommitTimeout,
+		newAttempt:    newAttempt,
 		txns:          make(map[txnID]*txn),
 		liveByWriter:  make(map[string]map[int64]*txn),
 		committed:     make(map[epochKey]int64),
@@ -355,7 +364,7 @@ func (c *Coordinator) refreshLocked(t *txn) { t.deadline = c.now().Add(t.ttl) }
 
 // statusLocked describes t.
 func (c *Coordinator) statusLocked(t *txn) Status {
-	st := Status{Writer: t.id.writer, Epoch: t.id.epoch, State: t.state, Replayed: t.replayed, Owner: t.owner}
+	st := Status{Writer: t.id.writer, Epoch: t.id.epoch, State: t.state, Replayed: t.replayed, Attempt: t.attempt, Owner: t.owner}
 	if t.live() {
 		st.Deadline, st.Since = t.deadline, t.since
 	}

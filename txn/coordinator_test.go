@@ -55,10 +55,10 @@ func TestStateMachineErrors(t *testing.T) {
 			_, err := fx.c.Join(bg, "w", 1, "a")
 			return err
 		}, writers.ErrWrongState, "precommitted"},
-		{"join after rollback", func(fx *fixture) error {
-			fx.write("w", 1, "a", 1)
+		{"join of a rolled-back attempt", func(fx *fixture) error {
+			st, _ := fx.c.Begin(bg, "w", 1, 0)
 			fx.c.Rollback(bg, "w", 1)
-			_, err := fx.c.Join(bg, "w", 1, "a")
+			_, err := fx.c.Join(WithAttempt(bg, st.Attempt), "w", 1, "a")
 			return err
 		}, writers.ErrWrongState, "begin it again"},
 		{"commit after rollback", func(fx *fixture) error {

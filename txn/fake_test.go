@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -201,7 +202,9 @@ type fixture struct {
 	eps   fakeEndpoints
 	clock *clock
 	tune  func(*Coordinator)
-	c     *Coordinator
+	// attempts numbers the attempt ids of the fixture's coordinators.
+	attempts atomic.Int64
+	c        *Coordinator
 }
 
 func newFixture(t *testing.T, endpoints ...string) *fixture {
@@ -224,6 +227,8 @@ func (fx *fixture) open() {
 	if err != nil {
 		fx.t.Fatal(err)
 	}
+	// Predictable attempt ids, so that journals compare byte for byte.
+	c.newAttempt = func() string { return fmt.Sprintf("attempt-%d", fx.attempts.Add(1)) }
 	fx.c = c
 }
 

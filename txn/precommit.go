@@ -52,6 +52,12 @@ func (c *Coordinator) precommit(ctx context.Context, writer string, epoch int64)
 		c.mu.Unlock()
 		return Status{}, err
 	}
+	if t.state != StateCommitted {
+		if err := checkAttemptLocked(ctx, "precommit", t); err != nil {
+			c.mu.Unlock()
+			return Status{}, err
+		}
+	}
 	switch {
 	case t.state == StatePrecommitted || t.state == StateCommitted:
 		if t.state == StatePrecommitted {

@@ -28,6 +28,7 @@ type record struct {
 
 	Writer       string                          `json:"writer"`
 	Epoch        int64                           `json:"epoch"`
+	Attempt      string                          `json:"attempt,omitempty"`
 	At           time.Time                       `json:"at,omitzero"`
 	Endpoint     string                          `json:"endpoint,omitempty"`
 	TTLMillis    int64                           `json:"ttl_ms,omitempty"`

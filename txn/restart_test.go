@@ -210,9 +210,27 @@ func TestGoldenJournal(t *testing.T) {
 	if string(got) != string(want) {
 		t.Fatalf("journal bytes differ from %s (format change? update the golden file and docs/journal-format.md together)\n got %q\nwant %q", golden, got, want)
 	}
-	// The golden journal still opens and says what happened.
+	goldenOpens(t, fx, want)
+}
+
+// TestJournalWithoutAttemptsOpens: a journal written before attempts
+// existed (testdata/golden-v1.journal, no "attempt" in its records) still
+// opens and says what happened; its transactions have no attempt id.
+func TestJournalWithoutAttemptsOpens(t *testing.T) {
+	fx := newFixture(t)
+	old, err := os.ReadFile(filepath.Join("testdata", "golden-v1.journal"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	goldenOpens(t, fx, old)
+}
+
+// goldenOpens checks that the journal of TestGoldenJournal, data, opens and
+// says what happened.
+func goldenOpens(t *testing.T, fx *fixture, data []byte) {
+	t.Helper()
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "00000001.journal"), want, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "00000001.journal"), data, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	c, err := Open(bg, Options{Dir: dir, Now: fx.clock.Now}, fx.eps)

@@ -31,6 +31,13 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	c.mu.Lock()
 	state, decided := t.state, t.decision != nil
 	err = c.mayUseLocked(ctx, "rollback", t)
+	if err == nil && checkAttemptLocked(ctx, "rollback", t) != nil {
+		// Another attempt is current: this one is gone already, and the
+		// current one is not the caller's to roll back.
+		st := c.statusLocked(t)
+		c.mu.Unlock()
+		return st, nil
+	}
 	c.mu.Unlock()
 	if err != nil {
 		return Status{}, err

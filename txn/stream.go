@@ -141,16 +141,23 @@ func (s *Stream) Done(rows int64, err error) error {
 	return aborted
 }
 
-// Join attaches a transactional DoPut stream to (writer, epoch) on endpoint,
-// beginning the transaction if needed (which fences older open epochs). If
-// the epoch is at or below the last epoch the writer committed on endpoint
-// (asked of the sink through CommittedEpoch and remembered), or the
-// transaction is committed, the returned stream is Replayed. A
-// precommitted or aborted transaction, or one a stream of which failed, is
-// ErrWrongState; an unknown endpoint ErrNotFound. ctx bounds the sink and
-// journal calls of Join only; with an Access (WithAccess), joining requires
-// every endpoint of the transaction, and beginning it those Begin requires.
-// The caller must call Done.
+// Join attaches a transactional DoPut stream to (writer, epoch) on endpoint.
+// If the epoch is at or below the last epoch the writer committed on
+// endpoint (asked of the sink through CommittedEpoch and remembered), or
+// the transaction is committed, the returned stream is Replayed. A stream
+// naming an attempt (WithAttempt) joins that attempt only: another one is
+// ErrWrongState, and so is joining it once precommitted or aborted. A
+// stream naming none joins the open attempt begun on its own connection
+// (WithConn); anything else (no transaction, an aborted one, an attempt
+// of another connection or one recovered after a restart, a precommitted
+// one whose commit is not decided) makes it begin a new attempt, fencing
+// the old one: a client replaying an epoch after a crash never joins what
+// the crashed one staged. Joining an attempt a stream of which failed is
+// ErrWrongState; an unknown endpoint ErrNotFound. Beginning fences older
+// open epochs of the writer. ctx bounds the sink and journal calls of
+// Join only; with an Access (WithAccess), joining requires every endpoint
+// of the transaction, and beginning it those Begin requires. The caller
+// must call Done.
 func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endpoint string) (*Stream, error) {
 	id, err := checkID(writer, epoch)
 	if err != nil {
@@ -180,12 +187,29 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 		c.mu.Lock()
 		state, poison, joined := t.state, t.poison, t.parts[endpoint] != nil
 		err := c.mayUseLocked(ctx, "join", t)
+		if err == nil && state != StateCommitted {
+			err = checkAttemptLocked(ctx, "join", t)
+		}
+		// A context without a connection (not a Flight call) is taken for
+		// the one that began the attempt.
+		sameConn := connOf(ctx) == "" || connOf(ctx) == t.conn
+		restart := attemptOf(ctx) == "" && state != StateCommitted && t.decision == nil &&
+			(state == StateAborted || !sameConn)
 		c.mu.Unlock()
 		switch {
 		case err != nil:
 			return nil, err
 		case state == StateCommitted:
 			return &Stream{c: c, endpoint: endpoint, key: key}, nil
+		case restart:
+			if state != StateAborted {
+				if err := c.fence(ctx, t, "a put from another connection"); err != nil {
+					return nil, err
+				}
+			}
+			if err := c.start(ctx, t, false, c.ttl, endpoint); err != nil {
+				return nil, err
+			}
 		case state == StatePrecommitted:
 			return nil, writers.Errorf(writers.ErrWrongState, "txn: %s is precommitted: no stream can join it any more; commit or roll it back, and write new data under a newer epoch", id)
 		case state == StateAborted:

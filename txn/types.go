@@ -92,9 +92,12 @@ type Participant struct {
 
 // Status describes a transaction.
 type Status struct {
-	Writer       string
-	Epoch        int64
-	State        State
+	Writer string
+	Epoch  int64
+	State  State
+	// Attempt is the current attempt's id ("" for a replay answered
+	// without one, or a transaction begun before attempts existed).
+	Attempt      string
 	Participants []Participant
 	// Replayed: the epoch was already committed before this call; the call
 	// changed nothing.

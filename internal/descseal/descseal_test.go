@@ -21,24 +21,39 @@ func testKey(t *testing.T, b byte) Key {
 
 func TestSealOpen(t *testing.T) {
 	k := testKey(t, 1)
-	s := Scope{Endpoint: "events", Writer: "job", Epoch: 7}
+	s := Scope{Endpoint: "events", Writer: "job", Epoch: 7, Attempt: "0123456789abcdef"}
 	raw := []byte("add part-0001.parquet")
 	sealed := k.Seal(s, raw)
-	if sealed[0] != Version || len(sealed) != 1+tagBytes+len(raw) {
+	if sealed[0] != Version || len(sealed) != 2+tagBytes+len(s.Attempt)+len(raw) {
 		t.Fatalf("envelope %x", sealed)
 	}
-	got, err := k.Open(s, sealed)
-	if err != nil || !bytes.Equal(got, raw) {
-		t.Fatalf("Open = %q, %v", got, err)
+	// The verifier need not know the attempt: the envelope says it.
+	got, attempt, err := k.Open(Scope{Endpoint: "events", Writer: "job", Epoch: 7}, sealed)
+	if err != nil || !bytes.Equal(got, raw) || attempt != s.Attempt {
+		t.Fatalf("Open = %q, %q, %v", got, attempt, err)
 	}
-	if got, err := k.Open(s, k.Seal(s, nil)); err != nil || len(got) != 0 {
+	if got, _, err := k.Open(s, k.Seal(s, nil)); err != nil || len(got) != 0 {
 		t.Fatalf("empty descriptor: %q, %v", got, err)
+	}
+}
+
+// TestOpenVersion1: envelopes sealed before attempts existed (version 1:
+// no attempt, the v1 domain) still open, with no attempt.
+func TestOpenVersion1(t *testing.T) {
+	k := testKey(t, 1)
+	s := Scope{Endpoint: "events", Writer: "job", Epoch: 7}
+	raw := []byte("add part-0001.parquet")
+	v1 := k.tag(versionNoAttempt, s, raw).Sum([]byte{versionNoAttempt})
+	v1 = append(v1, raw...)
+	got, attempt, err := k.Open(s, v1)
+	if err != nil || !bytes.Equal(got, raw) || attempt != "" {
+		t.Fatalf("Open(v1) = %q, %q, %v", got, attempt, err)
 	}
 }
 
 func TestOpenRefuses(t *testing.T) {
 	k := testKey(t, 1)
-	s := Scope{Endpoint: "events", Writer: "job", Epoch: 7}
+	s := Scope{Endpoint: "events", Writer: "job", Epoch: 7, Attempt: "a1"}
 	sealed := k.Seal(s, []byte("payload"))
 	edit := func(i int) []byte {
 		b := bytes.Clone(sealed)
@@ -54,19 +69,21 @@ func TestOpenRefuses(t *testing.T) {
 	}{
 		{"edited payload", k, s, edit(len(sealed) - 1), "MAC does not match"},
 		{"edited tag", k, s, edit(5), "MAC does not match"},
-		{"another endpoint", k, Scope{"users", "job", 7}, sealed, "MAC does not match"},
-		{"another writer", k, Scope{"events", "job2", 7}, sealed, "MAC does not match"},
-		{"another epoch", k, Scope{"events", "job", 8}, sealed, "MAC does not match"},
+		{"edited attempt", k, s, edit(1 + tagBytes + 1), "MAC does not match"},
+		{"another endpoint", k, Scope{"users", "job", 7, ""}, sealed, "MAC does not match"},
+		{"another writer", k, Scope{"events", "job2", 7, ""}, sealed, "MAC does not match"},
+		{"another epoch", k, Scope{"events", "job", 8, ""}, sealed, "MAC does not match"},
 		// Length prefixes: moving a byte between endpoint and writer
 		// changes the tag.
-		{"shifted names", k, Scope{"event", "sjob", 7}, sealed, "MAC does not match"},
+		{"shifted names", k, Scope{"event", "sjob", 7, ""}, sealed, "MAC does not match"},
+		{"attempt length past the end", k, s, append(bytes.Clone(sealed[:1+tagBytes]), 200, 'x'), "truncated inside its attempt"},
 		{"another key", testKey(t, 2), s, sealed, "MAC does not match"},
 		{"raw descriptor", k, s, []byte("payload"), "too short"},
-		{"unknown version", k, s, append([]byte{2}, sealed[1:]...), "unknown envelope version 2"},
+		{"unknown version", k, s, append([]byte{3}, sealed[1:]...), "unknown envelope version 3"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tc.key.Open(tc.scope, tc.sealed)
+			_, _, err := tc.key.Open(tc.scope, tc.sealed)
 			if !errors.Is(err, ErrUnverified) || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("Open: %v, want ErrUnverified saying %q", err, tc.msg)
 			}

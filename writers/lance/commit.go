@@ -62,6 +62,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	loop := tablesink.Commit{Sink: "lance", Endpoint: w.env.Endpoint, Key: key, MaxReplans: maxReplans,
 		Commits: w.m.commits, Conflicts: w.m.conflicts, Log: w.log}
 	info, err := loop.Loop(ctx, func(ctx context.Context, replan int) (writers.CommitInfo, tablesink.Result, error) {
+		defer w.pins.Publishing()() // from reading the latest version to publishing the next
 		d, err := w.latest(ctx)
 		if err != nil {
 			return writers.CommitInfo{}, 0, err

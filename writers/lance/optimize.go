@@ -109,8 +109,13 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 				}
 			}
 		}
-		var err error
-		nd, err = lanceformat.Commit(ctx, w.bucket, d, txn)
+		defer w.pins.Publishing()()
+		// Versions after d may be gone (a vacuum): publish on the latest.
+		base, err := lanceformat.Rebase(ctx, w.bucket, d, txn)
+		if err != nil {
+			return err
+		}
+		nd, err = lanceformat.Commit(ctx, w.bucket, base, txn)
 		return err
 	})
 	if err != nil {
@@ -400,7 +405,7 @@ func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags [
 	s := &stage{schema: &d.Manifest.Schema, minor: minor, rollRows: max(perFile, 1), rollBytes: target.bytes}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, w.discard(context.WithoutCancel(ctx), s))
+			err = errors.Join(err, w.discard(context.WithoutCancel(ctx), s, false))
 		}
 	}()
 	mem := w.env.Allocator

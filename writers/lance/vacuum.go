@@ -3,6 +3,7 @@ package lance
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -31,9 +32,18 @@ const (
 // data, deletion and transaction files only removed versions referenced
 // are deleted once older than the retention, and files no version ever
 // referenced (a failed or in-flight transaction's) once older than
-// req.UntrackedMinAge. Index files are never deleted. Manifests go first,
-// oldest first: a crash leaves files no version references, which a later
+// req.UntrackedMinAge (which must exceed the longest a transaction stays
+// in flight). Index files are never deleted. Manifests go first, oldest
+// first: a crash leaves files no version references, which a later
 // vacuum deletes.
+//
+// Commits go on meanwhile. Vacuum plans against the latest version it
+// read first: it never removes that one nor any newer one, nor a file
+// they reference (it reads every version it lists, the newer ones
+// included). It deletes manifests while no commit of this process is
+// between reading the latest version and publishing the next
+// (Pins.Vacuuming), so that no commit publishes a version number a
+// vacuum just freed.
 func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers.VacuumResult, error) {
 	res := writers.VacuumResult{DryRun: req.DryRun, RetentionHours: req.Retention.Hours()}
 	latest, err := w.latest(ctx)
@@ -60,12 +70,16 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 	var drop []uint64
 	for _, v := range versions {
 		d, err := lanceformat.LoadVersion(ctx, w.bucket, v, naming)
+		if errors.Is(err, storage.ErrNotExist) {
+			continue // another vacuum removed it
+		}
 		if err != nil {
 			return res, fmt.Errorf("lance: vacuum %s: %w", w.cfg.DatasetURI, err)
 		}
 		refs := kept
 		pinned := pins[v] && !d.Manifest.Timestamp.Before(untracked)
-		if !keepVersion[v] && !pinned && d.Manifest.Timestamp.Before(cutoff) {
+		// Versions committed since latest was read are kept like it.
+		if v < latest.Version() && !keepVersion[v] && !pinned && d.Manifest.Timestamp.Before(cutoff) {
 			refs = removed
 			drop = append(drop, v)
 		}
@@ -90,13 +104,8 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 		}
 		return nil
 	}
-	for _, o := range objs { // manifests first
-		if dropKeys[o.Key] {
-			if err := deleteObj(o); err != nil {
-				return res, err
-			}
-			res.LogFilesDeleted++
-		}
+	if err := w.dropManifests(objs, dropKeys, deleteObj, &res); err != nil {
+		return res, err
 	}
 	if !req.DryRun {
 		w.hist.forget(drop)
@@ -119,6 +128,22 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 		res.BytesDeleted += o.Size
 	}
 	return res, nil
+}
+
+// dropManifests deletes the manifests among objs that dropKeys names
+// (counting them in res), while no commit of this process is between
+// reading the latest version and publishing the next.
+func (w *Writer) dropManifests(objs []storage.Object, dropKeys map[string]bool, deleteObj func(storage.Object) error, res *writers.VacuumResult) error {
+	defer w.pins.Vacuuming()()
+	for _, o := range objs {
+		if dropKeys[o.Key] {
+			if err := deleteObj(o); err != nil {
+				return err
+			}
+			res.LogFilesDeleted++
+		}
+	}
+	return nil
 }
 
 // referenced adds the keys of the files version d needs to refs: its data

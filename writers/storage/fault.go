@@ -32,3 +32,16 @@ func (b *Bucket) faulty(ctx context.Context, op, key string, do func() error) er
 	}
 	return do()
 }
+
+// Delayed returns a Fault that calls delay before each operation (nil
+// for a nil delay): tests shake the interleaving of concurrent callers
+// with it.
+func Delayed(delay func()) Fault {
+	if delay == nil {
+		return nil
+	}
+	return func(ctx context.Context, op, key string, do func() error) error {
+		delay()
+		return do()
+	}
+}

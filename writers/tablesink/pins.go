@@ -20,7 +20,9 @@ import (
 // or the version after it.
 //
 // One Pins is shared by every writer of the process on one storage
-// location (AcquirePins): two endpoints may write one table.
+// location (AcquirePins): two endpoints may write one table. It also
+// keeps the process's vacuum from deleting a version a commit is about
+// to build on (Publishing, Vacuuming).
 // Transactions precommitted by another process are not seen.
 type Pins[ID comparable] struct {
 	mu sync.Mutex
@@ -30,6 +32,10 @@ type Pins[ID comparable] struct {
 	planning   int  // plans under way
 	committing bool // a Commit waits for plans to end or runs: new plans wait
 	pins       map[writers.TxnKey][]ID
+
+	// versions is held shared by commits (Publishing) and exclusively by
+	// a vacuum deleting versions (Vacuuming).
+	versions sync.RWMutex
 }
 
 func newPins[ID comparable]() *Pins[ID] {
@@ -145,6 +151,25 @@ func (p *Pins[ID]) Commit(ctx context.Context, fn func(pinned map[ID]bool) error
 		return err
 	}
 	return fn(pinned)
+}
+
+// Publishing holds off vacuum's deletion of versions (Vacuuming) until
+// done is called. A commit holds it from reading the table's latest
+// version until it has published the next one: a conditional write of a
+// version number a vacuum freed meanwhile would succeed, acknowledging
+// one number twice and hiding the new version behind newer ones. Calls
+// must not nest (a vacuum waiting in between would deadlock them).
+func (p *Pins[ID]) Publishing() (done func()) {
+	p.versions.RLock()
+	return p.versions.RUnlock
+}
+
+// Vacuuming waits for the commits holding Publishing to publish, and
+// holds new ones off until done is called: a vacuum deletes versions
+// (never the latest it planned against, nor newer ones) in between.
+func (p *Pins[ID]) Vacuuming() (done func()) {
+	p.versions.Lock()
+	return p.versions.Unlock
 }
 
 // pinsKey names one table of the process: the sink and the canonical

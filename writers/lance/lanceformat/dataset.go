@@ -79,20 +79,27 @@ func Versions(ctx context.Context, b *storage.Bucket) ([]uint64, Naming, error) 
 	return listVersions(ctx, b)
 }
 
+// latestRetries bounds how often Latest lists again when the newest
+// version it listed was deleted before it could be read.
+const latestRetries = 5
+
 // Latest loads the newest version of the dataset under b, or ErrNoDataset.
+// A version listed but gone when read (a vacuum, planned on a newer
+// version, deleted it) makes it list again.
 func Latest(ctx context.Context, b *storage.Bucket) (*Dataset, error) {
-	vs, naming, err := listVersions(ctx, b)
-	if err != nil {
-		return nil, err
+	for try := 1; ; try++ {
+		vs, naming, err := listVersions(ctx, b)
+		if err != nil {
+			return nil, err
+		}
+		if len(vs) == 0 {
+			return nil, ErrNoDataset
+		}
+		d, err := LoadVersion(ctx, b, slices.Max(vs), naming)
+		if !errors.Is(err, storage.ErrNotExist) || try == latestRetries {
+			return d, err
+		}
 	}
-	if len(vs) == 0 {
-		return nil, ErrNoDataset
-	}
-	var latest uint64
-	for _, v := range vs {
-		latest = max(latest, v)
-	}
-	return LoadVersion(ctx, b, latest, naming)
 }
 
 // LoadVersion loads version v. A missing manifest wraps
@@ -230,22 +237,27 @@ func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 		if base == nil {
 			return nil, writers.Errorf(writers.ErrConflict, "lance: another writer created the dataset concurrently: retry against the existing dataset")
 		}
-		if base, err = rebase(ctx, b, base, txn); err != nil {
+		if base, err = Rebase(ctx, b, base, txn); err != nil {
 			return nil, err
 		}
 	}
 	return nil, writers.Errorf(writers.ErrConflict, "lance: lost the commit race %d times: retry later", maxRebases)
 }
 
-// rebase returns the latest version if txn may be applied on top of every
-// version committed after base, else ErrConflict.
-func rebase(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transaction) (*Dataset, error) {
+// Rebase returns the latest version if txn may be applied on top of every
+// version committed after base, else ErrConflict (also when one of those
+// versions is gone, deleted by a vacuum since base was read: then
+// nothing tells whether txn is compatible with it).
+func Rebase(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transaction) (*Dataset, error) {
 	latest, err := Latest(ctx, b)
 	if err != nil {
 		return nil, err
 	}
 	for v := base.Version() + 1; v <= latest.Version(); v++ {
 		d, err := LoadVersion(ctx, b, v, latest.Naming)
+		if errors.Is(err, storage.ErrNotExist) {
+			return nil, writers.Errorf(writers.ErrConflict, "lance: version %d, committed after version %d this transaction read, was removed by a vacuum: plan the transaction again", v, base.Version())
+		}
 		if err != nil {
 			return nil, err
 		}

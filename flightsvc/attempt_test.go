@@ -1,0 +1,108 @@
+package flightsvc_test
+
+import (
+	"fmt"
+	"testing"
+
+	"google.golang.org/grpc/codes"
+)
+
+// attemptDesc is a transactional descriptor naming attempt.
+func attemptDesc(endpoint, writer string, epoch int64, attempt string) string {
+	return fmt.Sprintf(`{"endpoint":%q,"writer":%q,"epoch":%d,"attempt":%q}`, endpoint, writer, epoch, attempt)
+}
+
+// TestReplayFromANewConnectionPublishesItsRowsOnce: a client puts a batch
+// under (q, 7) and dies before precommit; its replay from a new
+// connection (the documented put-first flow, no begin) commits the batch
+// once. Before attempts the replay joined the dead client's transaction
+// and the commit published both: 10 rows for 5.
+func TestReplayFromANewConnectionPublishesItsRowsOnce(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	if _, err := s.put(t.Context(), txnDesc("events", "q", 7), 5); err != nil {
+		t.Fatal(err)
+	}
+	replay := s.reconnected()
+	if _, err := replay.put(t.Context(), txnDesc("events", "q", 7), 5); err != nil {
+		t.Fatal(err)
+	}
+	replay.mustAction("precommit", `{"writer":"q","epoch":7}`)
+	replay.mustAction("commit", `{"writer":"q","epoch":7}`)
+	if got := s.sinks["events"].Committed().Rows; got != 5 {
+		t.Fatalf("committed %d rows, want the batch once (5)", got)
+	}
+}
+
+// TestBeginAfterPrecommitStartsClean: a client precommits and dies before
+// commit; the replay's begin fences the precommitted attempt, so the
+// replay's put, precommit and commit go through (before attempts the put
+// was refused and every later try failed: the epoch was stuck). The dead
+// attempt's descriptors are refused by a commit (FailedPrecondition
+// naming it), and its own rollback no longer touches the new attempt.
+func TestBeginAfterPrecommitStartsClean(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	dead := s.mustAction("begin", `{"writer":"q","epoch":7}`)["attempt"].(string)
+	if _, err := s.put(t.Context(), txnDesc("events", "q", 7), 5); err != nil {
+		t.Fatal(err)
+	}
+	pre := s.mustAction("precommit", `{"writer":"q","epoch":7}`)
+	stale := pre["participants"].([]any)[0].(map[string]any)["descriptor"].(string)
+
+	replay := s.reconnected()
+	begun := replay.mustAction("begin", `{"writer":"q","epoch":7}`)
+	attempt := begun["attempt"].(string)
+	if begun["state"] != "open" || attempt == dead {
+		t.Fatalf("begin after precommit = %v, want a new open attempt", begun)
+	}
+	if _, err := s.put(t.Context(), cmdDesc(attemptDesc("events", "q", 7, dead)), 1); err == nil {
+		t.Fatal("a put naming the fenced attempt was accepted")
+	} else {
+		wantCode(t, err, codes.FailedPrecondition, dead, "not the current attempt")
+	}
+	if got := s.mustAction("rollback", fmt.Sprintf(`{"writer":"q","epoch":7,"attempt":%q}`, dead)); got["attempt"] != attempt || got["state"] != "open" {
+		t.Fatalf("rollback of the dead attempt = %v, want the new attempt untouched", got)
+	}
+	if _, err := replay.put(t.Context(), cmdDesc(attemptDesc("events", "q", 7, attempt)), 5); err != nil {
+		t.Fatal(err)
+	}
+	replay.mustAction("precommit", fmt.Sprintf(`{"writer":"q","epoch":7,"attempt":%q}`, attempt))
+	_, err := replay.action(t.Context(), "commit", fmt.Sprintf(`{"writer":"q","epoch":7,"descriptors":{"events":[%q]}}`, stale))
+	wantCode(t, err, codes.FailedPrecondition, dead, "fenced or rolled back")
+	done := replay.mustAction("commit", fmt.Sprintf(`{"writer":"q","epoch":7,"attempt":%q}`, attempt))
+	if done["state"] != "committed" {
+		t.Fatalf("commit = %v", done)
+	}
+	if got := s.sinks["events"].Committed().Rows; got != 5 {
+		t.Fatalf("committed %d rows, want the replay's 5", got)
+	}
+}
+
+// TestBeginResumeAdoptsThePrecommittedAttempt: begin with "resume" keeps a
+// precommitted attempt, so a client resuming between precommit and commit
+// commits what it precommitted.
+func TestBeginResumeAdoptsThePrecommittedAttempt(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	if _, err := s.put(t.Context(), txnDesc("events", "q", 1), 4); err != nil {
+		t.Fatal(err)
+	}
+	pre := s.mustAction("precommit", `{"writer":"q","epoch":1}`)
+	got := s.reconnected().mustAction("begin", `{"writer":"q","epoch":1,"resume":true}`)
+	if got["state"] != "precommitted" || got["attempt"] != pre["attempt"] {
+		t.Fatalf("begin resume = %v, want the precommitted attempt %v", got, pre["attempt"])
+	}
+	s.mustAction("commit", fmt.Sprintf(`{"writer":"q","epoch":1,"attempt":%q}`, got["attempt"]))
+	if rows := s.sinks["events"].Committed().Rows; rows != 4 {
+		t.Fatalf("committed %d rows, want 4", rows)
+	}
+}
+
+// TestAttemptFieldIsChecked: an empty or overlong attempt is
+// InvalidArgument, in a descriptor and in an action body.
+func TestAttemptFieldIsChecked(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	_, err := s.put(t.Context(), cmdDesc(attemptDesc("events", "q", 1, "")), 1)
+	wantCode(t, err, codes.InvalidArgument, `"attempt"`)
+	long := fmt.Sprintf("%065d", 0)
+	_, err = s.action(t.Context(), "precommit", fmt.Sprintf(`{"writer":"q","epoch":1,"attempt":%q}`, long))
+	wantCode(t, err, codes.InvalidArgument, `"attempt"`)
+}

@@ -1,0 +1,176 @@
+package txn
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// putOn joins (writer, epoch) on endpoint from connection conn, naming
+// attempt when not "", writes rows and ends the stream.
+func (fx *fixture) putOn(conn, attempt, writer string, epoch int64, endpoint string, rows int64) error {
+	fx.t.Helper()
+	s, err := fx.c.Join(WithAttempt(WithConn(bg, conn), attempt), writer, epoch, endpoint)
+	if err != nil {
+		return err
+	}
+	return s.Done(rows, nil)
+}
+
+// rowsOf sums the rows of st's participants.
+func rowsOf(st Status) int64 {
+	var n int64
+	for _, p := range st.Participants {
+		n += p.Rows
+	}
+	return n
+}
+
+func wantWrongState(t *testing.T, err error, contains string) {
+	t.Helper()
+	if !errors.Is(err, writers.ErrWrongState) || !strings.Contains(err.Error(), contains) {
+		t.Fatalf("error %v, want wrong state containing %q", err, contains)
+	}
+}
+
+// TestReplayByANewClientFencesTheOldAttempt: a client stages rows and dies
+// before precommit; the replay of the epoch by a new client (another
+// connection), with or without begin, does not join what the dead one
+// staged: the old attempt is rolled back and only the replay's rows are
+// committed. Before attempts the replay's put joined the dead client's
+// transaction and the commit published both (the batch twice).
+func TestReplayByANewClientFencesTheOldAttempt(t *testing.T) {
+	for _, viaBegin := range []bool{false, true} {
+		t.Run(map[bool]string{false: "first put begins", true: "begin"}[viaBegin], func(t *testing.T) {
+			fx := newFixture(t)
+			if err := fx.putOn("dead:1", "", "q", 7, "a", 100); err != nil {
+				t.Fatal(err)
+			}
+			old := fx.status("q", 7).Attempt
+			attempt := ""
+			if viaBegin {
+				st, err := fx.c.Begin(WithConn(bg, "new:2"), "q", 7, 0)
+				if err != nil {
+					t.Fatal(err)
+				}
+				attempt = st.Attempt
+			}
+			if err := fx.putOn("new:2", attempt, "q", 7, "a", 100); err != nil {
+				t.Fatal(err)
+			}
+			st := fx.status("q", 7)
+			if st.Attempt == old || rowsOf(st) != 100 {
+				t.Fatalf("after the replay: attempt %q (old %q), %d rows staged; want a new attempt with the replay's 100 rows", st.Attempt, old, rowsOf(st))
+			}
+			if _, _, rollbacks, _ := fx.eps["a"].counts(); rollbacks == 0 {
+				t.Fatal("the dead client's staged rows were not rolled back")
+			}
+			if _, err := fx.c.Precommit(bg, "q", 7); err != nil {
+				t.Fatal(err)
+			}
+			if st, err := fx.c.Commit(bg, "q", 7, nil); err != nil || rowsOf(st) != 100 {
+				t.Fatalf("commit: %+v, %v; want 100 rows", st, err)
+			}
+		})
+	}
+}
+
+// TestBeginAfterPrecommitFencesOrAdopts: a client precommits and dies
+// before commit. The replay's begin rolls the precommitted attempt back
+// and starts clean (before attempts the replay's put was refused and the
+// epoch stuck); Adopt keeps it so that it can be committed.
+func TestBeginAfterPrecommitFencesOrAdopts(t *testing.T) {
+	fx := newFixture(t)
+	if err := fx.putOn("dead:1", "", "q", 7, "a", 100); err != nil {
+		t.Fatal(err)
+	}
+	pre, err := fx.c.Precommit(bg, "q", 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	adopted, err := fx.c.Adopt(WithConn(bg, "new:2"), "q", 7, 0)
+	if err != nil || adopted.State != StatePrecommitted || adopted.Attempt != pre.Attempt {
+		t.Fatalf("Adopt = %+v, %v; want the precommitted attempt %s", adopted, err, pre.Attempt)
+	}
+	st, err := fx.c.Begin(WithConn(bg, "new:2"), "q", 7, 0)
+	if err != nil || st.State != StateOpen || st.Attempt == pre.Attempt {
+		t.Fatalf("Begin = %+v, %v; want a new open attempt", st, err)
+	}
+	// The fenced attempt can no longer be committed, by this server nor
+	// through its descriptors handed over.
+	_, err = fx.c.Commit(WithAttempt(bg, pre.Attempt), "q", 7, nil)
+	wantWrongState(t, err, "is not the current attempt")
+	if err := fx.putOn("new:2", st.Attempt, "q", 7, "a", 60); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Precommit(WithAttempt(bg, st.Attempt), "q", 7); err != nil {
+		t.Fatal(err)
+	}
+	stale := map[string][]writers.Descriptor{"b": {[]byte("from the fenced attempt")}}
+	_, err = fx.c.Commit(WithHandedAttempts(bg, []string{pre.Attempt}), "q", 7, stale)
+	wantWrongState(t, err, "was fenced or rolled back")
+	done, err := fx.c.Commit(WithAttempt(bg, st.Attempt), "q", 7, nil)
+	if err != nil || done.State != StateCommitted || rowsOf(done) != 60 {
+		t.Fatalf("commit = %+v, %v; want the replay's 60 rows committed", done, err)
+	}
+}
+
+// TestStaleAttemptIsRefused: an attempt superseded by a later begin can
+// neither join nor precommit, and its rollback leaves the current attempt
+// alone (a client's context manager rolls back only its own attempt).
+func TestStaleAttemptIsRefused(t *testing.T) {
+	fx := newFixture(t)
+	first, err := fx.c.Begin(WithConn(bg, "c:1"), "q", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := fx.c.Begin(WithConn(bg, "c:2"), "q", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = fx.putOn("c:1", first.Attempt, "q", 1, "a", 1)
+	wantWrongState(t, err, "is not the current attempt")
+	_, err = fx.c.Precommit(WithAttempt(bg, first.Attempt), "q", 1)
+	wantWrongState(t, err, "is not the current attempt")
+	if err := fx.putOn("c:2", second.Attempt, "q", 1, "a", 5); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := fx.c.Rollback(WithAttempt(bg, first.Attempt), "q", 1); err != nil || st.State != StateOpen || st.Attempt != second.Attempt {
+		t.Fatalf("rollback of the stale attempt = %+v, %v; want the current attempt untouched", st, err)
+	}
+	// A put naming no attempt from the connection that began the current
+	// one joins it.
+	if err := fx.putOn("c:2", "", "q", 1, "b", 3); err != nil {
+		t.Fatal(err)
+	}
+	if st := fx.status("q", 1); st.Attempt != second.Attempt || rowsOf(st) != 8 {
+		t.Fatalf("status = %+v; want attempt %s with 8 rows", st, second.Attempt)
+	}
+}
+
+// TestFirstPutBeginsAfterRestartAndExpiry: an open transaction is aborted
+// when the server restarts, and when its ttl expires; the replay's first
+// put begins a new attempt instead of failing forever with "was aborted".
+func TestFirstPutBeginsAfterRestartAndExpiry(t *testing.T) {
+	fx := newFixture(t)
+	if err := fx.putOn("c:1", "", "q", 3, "a", 10); err != nil {
+		t.Fatal(err)
+	}
+	fx.restart()
+	fx.mustState("q", 3, StateAborted)
+	if err := fx.putOn("c:2", "", "q", 3, "a", 10); err != nil {
+		t.Fatalf("the replay's put after a restart: %v", err)
+	}
+	fx.mustState("q", 3, StateOpen)
+	fx.clock.Advance(2 * fx.c.ttl)
+	fx.c.expireNow(fx.clock.Now())
+	fx.mustState("q", 3, StateAborted)
+	if err := fx.putOn("c:2", "", "q", 3, "a", 10); err != nil {
+		t.Fatalf("the replay's put after expiry: %v", err)
+	}
+	if st := fx.mustState("q", 3, StateOpen); rowsOf(st) != 10 {
+		t.Fatalf("%d rows staged, want the replay's 10", rowsOf(st))
+	}
+}
