@@ -15,6 +15,7 @@ import (
 	"context"
 	"log/slog"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -55,6 +56,14 @@ type Token struct {
 	Actions   []string // action types or "*"
 }
 
+// Caller is the token as the coordinator sees it: the owner of the
+// transactions it begins. A token granted every endpoint and every
+// action ("*" for both) is an admin, which sees and acts on every
+// transaction; any other sees only its own.
+func (t *Token) Caller() txn.Caller {
+	return txn.Caller{Owner: t.Name, Admin: slices.Contains(t.Endpoints, "*") && slices.Contains(t.Actions, "*")}
+}
+
 // Options configure the service.
 type Options struct {
 	// Endpoints served; names must be unique and match
@@ -84,6 +93,15 @@ type Options struct {
 	// StreamIdleTimeout cancels and rolls back a stream that receives no
 	// message for this long once its schema is read; zero means never.
 	StreamIdleTimeout time.Duration
+	// FirstMessageTimeout fails a stream that sends no first message
+	// (its descriptor) for this long; zero means 10 s.
+	FirstMessageTimeout time.Duration
+	// ClientMaxStreams bounds the DoPut streams one client (a token, or a
+	// peer host without auth) has open at once; zero means 128.
+	ClientMaxStreams int
+	// ClientMemoryBytes bounds what one client's streams hold of Memory;
+	// zero means half of it.
+	ClientMemoryBytes int64
 	// Tokens; nil disables auth.
 	Tokens []Token
 	// DescriptorKey seals the descriptors precommit and status return and
@@ -128,16 +146,17 @@ type Service struct {
 	mem    memory.Allocator
 	log    *slog.Logger
 	maxMsg int64
-	// unrouted is the budget's share for a stream's first message, read
-	// before its endpoint is known.
-	unrouted *membudget.Share
-	idle     time.Duration
-	eps      map[string]*endpoint
-	names    []string // endpoint names, sorted
-	tokens   []Token  // nil: auth disabled
-	actions  []action // in ListActions order
-	key      descseal.Key
-	sql      flight.FlightServer // the Flight SQL side (sql.go)
+	idle   time.Duration
+	// first is limits.first_message_timeout.
+	first time.Duration
+	// clients counts each client's streams and bounds its memory.
+	clients *clients
+	eps     map[string]*endpoint
+	names   []string // endpoint names, sorted
+	tokens  []Token  // nil: auth disabled
+	actions []action // in ListActions order
+	key     descseal.Key
+	sql     flight.FlightServer // the Flight SQL side (sql.go)
 	// sqlCatalog and sqlDBSchema are Options.SQLCatalog and SQLDBSchema.
 	sqlCatalog, sqlDBSchema string
 	// connTxns are the Flight SQL transactions open per connection (sqltxn.go).
@@ -173,6 +192,7 @@ func New(opts Options) (*Service, error) {
 		log:    opts.Logger,
 		maxMsg: orDefault(opts.MaxMessageBytes, defaultMaxMessageBytes),
 		idle:   opts.StreamIdleTimeout,
+		first:  cmp.Or(opts.FirstMessageTimeout, defaultFirstMessageTimeout),
 		eps:    make(map[string]*endpoint, len(opts.Endpoints)),
 		key:    opts.DescriptorKey,
 	}
@@ -195,7 +215,13 @@ func New(opts Options) (*Service, error) {
 			return nil, err
 		}
 	}
-	s.unrouted = budget.Share("(a new stream, before its endpoint is known)", 0)
+	s.clients = &clients{budget: budget, maxStreams: opts.ClientMaxStreams, memory: opts.ClientMemoryBytes, m: map[string]*client{}}
+	if s.clients.maxStreams <= 0 {
+		s.clients.maxStreams = defaultClientMaxStreams
+	}
+	if s.clients.memory <= 0 {
+		s.clients.memory = max(budget.Limit()/2, s.recvCap())
+	}
 	share := orDefault(opts.EndpointBufferBytes, defaultEndpointBufferBytes)
 	for _, e := range opts.Endpoints {
 		switch {

@@ -112,13 +112,15 @@ func withConn(ctx context.Context) context.Context {
 
 // withAccess returns ctx carrying the caller's endpoint permissions for
 // the coordinator (txn.WithAccess), which checks them against every
-// endpoint a transaction touches under the transaction's lock. Without
-// auth, ctx is returned as is.
+// endpoint a transaction touches under the transaction's lock, and the
+// caller's identity (txn.WithCaller), which owns the transactions it
+// begins and sees no other's. Without auth, ctx is returned as is.
 func (s *Service) withAccess(ctx context.Context) (context.Context, error) {
 	tok, err := s.caller(ctx)
 	if err != nil || tok == nil {
 		return ctx, err
 	}
+	ctx = txn.WithCaller(ctx, tok.Caller())
 	return txn.WithAccess(ctx, func(endpoint string) bool { return permits(tok.Endpoints, endpoint) }), nil
 }
 

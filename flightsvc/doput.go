@@ -84,6 +84,20 @@ func (s *Service) DoPut(stream flight.FlightService_DoPutServer) error {
 
 func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	ctx := stream.Context()
+	tok, err := s.caller(ctx)
+	if err != nil {
+		return err
+	}
+	c, err := s.clients.open(clientName(tok, ctx))
+	if err != nil {
+		return err
+	}
+	defer s.clients.close(c)
+	if tok != nil {
+		// The file writer slots its writes take count against the token
+		// (limits.client_open_files).
+		ctx = membudget.WithQuota(ctx, c.quota)
+	}
 	// Who may write where is settled from the first message's descriptor
 	// before any IPC byte is decoded: a caller without a grant gets
 	// nothing decoded.
@@ -113,7 +127,7 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 		stream = sqlAckStream{stream}
 	}
 
-	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, reservation: s.recvCap(), dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, share: ep.Memory}
+	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, reservation: s.recvCap(), dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, acct: ep.Memory.Account(c.quota)}
 	rdr, err := ipc.NewReaderFromMessageReader(&guardMessages{guard: guard}, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
 	if err != nil {
 		guard.close()
@@ -144,16 +158,37 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	return s.putAuto(ctx, stream, ps)
 }
 
-// recvFirst reads a stream's first message, which names its endpoint, on
-// a reservation from the budget's unrouted share; the endpoint's share is
-// charged for it once known (recvGuard).
+// recvFirst reads a stream's first message, which names its endpoint,
+// within limits.first_message_timeout. Nothing is reserved for it in
+// advance: a reservation would be held by streams that never send (15
+// silent streams held a 1 GiB budget, blocking every endpoint). gRPC
+// holds at most one message of a stream (MaxRecvMsgSize) as it arrives,
+// limits.client_max_streams bounds the streams, and the guard charges
+// the message at its size once the endpoint is known. A stream still
+// silent at the deadline fails with DeadlineExceeded: its Recv goroutine
+// returns when gRPC cancels the stream, after the handler. It holds
+// nothing of the allocator or the budget, so Close does not wait for it
+// (which could not be ordered before Close's wait anyway: the handler may
+// start while the server stops).
 func (s *Service) recvFirst(ctx context.Context, stream flight.FlightService_DoPutServer) (*flight.FlightData, error) {
-	n := s.recvCap()
-	if err := s.unrouted.Admit(ctx, membudget.Received, n); err != nil {
-		return nil, fmt.Errorf("doput: %w", err)
+	type result struct {
+		fd  *flight.FlightData
+		err error
 	}
-	defer s.unrouted.Release(membudget.Received, n)
-	return stream.Recv()
+	got := make(chan result, 1)
+	go func() {
+		fd, err := stream.Recv()
+		got <- result{fd, err}
+	}()
+	deadline := time.NewTimer(s.first)
+	defer deadline.Stop()
+	select {
+	case r := <-got:
+		return r.fd, r.err
+	case <-deadline.C:
+		s.log.Info("doput: a stream sent no first message in time; closed", "timeout", s.first)
+		return nil, fmt.Errorf("doput: no first message (the descriptor) within %s (limits.first_message_timeout): send the descriptor and schema as soon as the stream opens: %w", s.first, context.DeadlineExceeded)
+	}
 }
 
 // putAuto runs an auto-commit stream; it owns ps.
@@ -248,7 +283,7 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 	replayed := st.Replayed()
 	log.Debug("transactional stream started", "replayed", replayed)
 
-	ps.key, ps.write, ps.busy, ps.turn = st.Key(), !replayed, st.Busy, st.Turn
+	ps.key, ps.write, ps.busy, ps.turn, ps.stage = st.Key(), !replayed, st.Busy, st.Turn, st.Stage
 	ps.guard.busy = st.Busy
 	p, err := s.pump(st.Context(ctx), stream, ps)
 	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64("quiver.rows", p.rows))

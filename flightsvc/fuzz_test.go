@@ -96,7 +96,7 @@ func FuzzDoPutMessages(f *testing.F) {
 			{FlightDescriptor: &flight.FlightDescriptor{Type: flight.DescriptorPATH, Path: []string{"events"}}, DataHeader: schema},
 			{DataHeader: header, DataBody: body},
 		}}
-		g := &recvGuard{stream: src, limit: 1 << 20, dictLimit: 1 << 20, mem: mem, ctx: context.Background(), share: testShare()}
+		g := &recvGuard{stream: src, limit: 1 << 20, dictLimit: 1 << 20, mem: mem, ctx: context.Background(), acct: testShare().Account(nil)}
 		rdr, err := flight.NewRecordReader(g, ipc.WithAllocator(mem))
 		if err != nil {
 			return

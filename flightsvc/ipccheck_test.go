@@ -118,7 +118,7 @@ func readGuarded(msgs []*flight.FlightData, mem memory.Allocator, limit int64) (
 		DataHeader:       msgs[0].DataHeader,
 		DataBody:         msgs[0].DataBody,
 	}
-	g := &recvGuard{stream: &messages{msgs: append([]*flight.FlightData{first}, msgs[1:]...)}, limit: limit, dictLimit: limit, mem: mem, ctx: context.Background(), share: testShare()}
+	g := &recvGuard{stream: &messages{msgs: append([]*flight.FlightData{first}, msgs[1:]...)}, limit: limit, dictLimit: limit, mem: mem, ctx: context.Background(), acct: testShare().Account(nil)}
 	rdr, err := flight.NewRecordReader(g, ipc.WithAllocator(mem))
 	if err != nil {
 		return nil, err

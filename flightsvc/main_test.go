@@ -27,6 +27,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/internal/descseal"
+	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/discard"
@@ -63,6 +64,19 @@ type serverConfig struct {
 	sqlCatalog, sqlDBSchema string
 	// maintenance: endpoint → its table maintenance; none by default.
 	maintenance map[string]flightsvc.Maintenance
+	// firstMessage, clientStreams and clientMemory are
+	// limits.first_message_timeout, client_max_streams and
+	// client_memory_bytes; 0: the defaults.
+	firstMessage  time.Duration
+	clientStreams int
+	clientMemory  int64
+	// memory is the budget; nil: the default.
+	memory *membudget.Budget
+	// shares: endpoint → its share of memory (the one its sink was
+	// given); none by default.
+	shares map[string]*membudget.Share
+	// txn configures the coordinator (Dir is set here).
+	txn txn.Options
 }
 
 // startServer starts a server; everything is stopped in t.Cleanup, and the
@@ -76,12 +90,13 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	}
 	var eps []flightsvc.Endpoint
 	for name, w := range cfg.endpoints {
-		eps = append(eps, flightsvc.Endpoint{Name: name, Sink: "discard", Mode: cfg.modes[name], Writer: w, Maintenance: cfg.maintenance[name]})
+		eps = append(eps, flightsvc.Endpoint{Name: name, Sink: "discard", Mode: cfg.modes[name], Writer: w, Maintenance: cfg.maintenance[name], Memory: cfg.shares[name]})
 		if d, ok := w.(*discard.Writer); ok {
 			s.sinks[name] = d
 		}
 	}
-	coord, err := txn.Open(context.Background(), txn.Options{Dir: t.TempDir()}, flightsvc.EndpointWriters(eps))
+	cfg.txn.Dir = t.TempDir()
+	coord, err := txn.Open(context.Background(), cfg.txn, flightsvc.EndpointWriters(eps))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,6 +113,10 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 		StreamIdleTimeout:   cfg.idle,
 		SQLCatalog:          cfg.sqlCatalog,
 		SQLDBSchema:         cfg.sqlDBSchema,
+		FirstMessageTimeout: cfg.firstMessage,
+		ClientMaxStreams:    cfg.clientStreams,
+		ClientMemoryBytes:   cfg.clientMemory,
+		Memory:              cfg.memory,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -183,16 +202,25 @@ func txnDesc(endpoint, writer string, epoch int64) *flight.FlightDescriptor {
 // put sends a DoPut stream of batches with rows rows each and returns the
 // acks' app_metadata. The records are built and released here.
 func (s *server) put(ctx context.Context, desc *flight.FlightDescriptor, rows ...int) ([]string, error) {
+	return s.putOn(ctx, s.client, desc, rows...)
+}
+
+// putOn is put over the connection c.
+func (s *server) putOn(ctx context.Context, c flight.Client, desc *flight.FlightDescriptor, rows ...int) ([]string, error) {
 	recs := make([]arrow.RecordBatch, len(rows))
 	for i, n := range rows {
 		recs[i] = s.record(n)
 		defer recs[i].Release()
 	}
-	return s.putRecords(ctx, desc, testSchema(), recs...)
+	return s.putRecordsOn(ctx, c, desc, testSchema(), recs...)
 }
 
 func (s *server) putRecords(ctx context.Context, desc *flight.FlightDescriptor, schema *arrow.Schema, recs ...arrow.RecordBatch) ([]string, error) {
-	stream, err := s.client.DoPut(ctx)
+	return s.putRecordsOn(ctx, s.client, desc, schema, recs...)
+}
+
+func (s *server) putRecordsOn(ctx context.Context, c flight.Client, desc *flight.FlightDescriptor, schema *arrow.Schema, recs ...arrow.RecordBatch) ([]string, error) {
+	stream, err := c.DoPut(ctx)
 	if err != nil {
 		return nil, err
 	}

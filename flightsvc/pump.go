@@ -37,6 +37,10 @@ type putStream struct {
 	// of its transaction on the endpoint (txn.Stream.Turn). Auto-commit
 	// streams have their own key and none.
 	turn func(ctx context.Context) (done func(), err error)
+	// stage counts a batch's bytes against its transaction's owner before
+	// it is written (txn.Stream.Stage, limits.client_staged_bytes).
+	// Auto-commit streams have none.
+	stage func(n int64) error
 	// unacked counts the batches received and not yet acknowledged, and
 	// acked is when the last ack was sent (Unix ns): a client waiting for
 	// acks is not idle, and its idle time starts with the last one.
@@ -65,10 +69,10 @@ type queued struct {
 	size int64
 }
 
-func (q queued) release(ep *endpoint) {
+func (q queued) release(ps *putStream) {
 	q.rec.Release()
-	ep.Memory.Release(membudget.Decoded, q.size)
-	ep.m.buffered.Sub(float64(q.size))
+	ps.guard.acct.Release(membudget.Decoded, q.size)
+	ps.ep.m.buffered.Sub(float64(q.size))
 }
 
 // pumped counts what a pump saw.
@@ -131,7 +135,7 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 		// it has stopped taking them.
 		<-writerDone
 		for q := range queue {
-			q.release(ep)
+			q.release(ps)
 		}
 	}()
 
@@ -163,7 +167,7 @@ func receive(ctx context.Context, ps *putStream, queue chan<- queued) (err error
 		size := util.TotalRecordSize(rec)
 		// The messages' bytes become the batch's (a compressed batch's
 		// decompressed size was charged when it arrived, recvGuard.received).
-		ep.Memory.Trade(membudget.Received, ps.guard.takePending(), membudget.Decoded, size)
+		ps.guard.acct.Trade(membudget.Received, ps.guard.takePending(), membudget.Decoded, size)
 		ep.m.buffered.Add(float64(size))
 		rec.Retain() // rdr releases rec on its next Next
 		q := queued{rec: rec, size: size}
@@ -171,7 +175,7 @@ func receive(ctx context.Context, ps *putStream, queue chan<- queued) (err error
 		select {
 		case queue <- q:
 		case <-ctx.Done():
-			q.release(ep)
+			q.release(ps)
 			return ctx.Err()
 		}
 	}
@@ -289,9 +293,14 @@ func (s *Service) drain(ctx context.Context, stream flight.FlightService_DoPutSe
 // whatever happens, a panic included. A panic in Write is its error.
 func (s *Service) write(ctx context.Context, ps *putStream, q queued, n int64) error {
 	ep := ps.ep
-	defer q.release(ep)
+	defer q.release(ps)
 	if !ps.write {
 		return nil
+	}
+	if ps.stage != nil {
+		if err := ps.stage(q.size); err != nil {
+			return fmt.Errorf("doput: endpoint %q: write batch %d: %w", ep.Name, n, err)
+		}
 	}
 	if ps.turn != nil {
 		done, err := ps.turn(ctx)

@@ -32,11 +32,11 @@ const StreamWindowBytes = 64 << 10
 // bound on the dictionaries a stream keeps, and one schema per stream,
 // naming the changed column.
 //
-// It also charges what is received to the endpoint's memory share (see
-// reserve) and, once armed by the pump, cancels a stream idle for longer
-// than limits.stream_idle_timeout. It is used by one goroutine at a time:
-// the handler while the schema is read, then the receiver; close gives
-// back what it holds.
+// It also charges what is received to the endpoint's memory share and the
+// client's quota (see reserve) and, once armed by the pump, cancels a
+// stream idle for longer than limits.stream_idle_timeout. It is used by
+// one goroutine at a time: the handler while the schema is read, then the
+// receiver; close gives back what it holds.
 type recvGuard struct {
 	stream flight.DataStreamReader
 	// reservation is what the stream reserves before each message: the
@@ -60,8 +60,9 @@ type recvGuard struct {
 	schema *arrow.Schema
 
 	// ctx bounds the waits for memory: the stream's, then the pump's.
-	ctx   context.Context
-	share *membudget.Share
+	ctx context.Context
+	// acct charges the endpoint's share and the client's quota.
+	acct membudget.Account
 	// Bytes charged as received: reserved for the message being read,
 	// pending for messages read and not yet part of a decoded batch.
 	reserved, pending int64
@@ -76,25 +77,29 @@ type recvGuard struct {
 }
 
 // reserve charges the next message's bytes before gRPC reads it (gRPC
-// then holds it whole): the largest message gRPC accepts, as nothing
-// tells its size before. A stream holds nothing while it waits, or streams waiting
-// with a few bytes each could starve one another: its pending bytes (a
+// widens the stream's window to the message once the stream reads, then
+// holds it whole): the largest message gRPC accepts, as nothing tells its
+// size before. The stream's first message is not reserved for
+// (recvFirst); later ones are, charged to the client's quota too, so that
+// streams waiting for their client's next message hold at most that
+// quota. A stream holds nothing while it waits, or streams waiting with a
+// few bytes each could starve one another: its pending bytes (a
 // dictionary before its batch, the first message) are given back and
 // then covered by what it waits for. The first reservation admits the
 // stream: it waits at most limits.admission_timeout. The surplus is given
 // back once the message is there (received).
 func (g *recvGuard) reserve() error {
 	n := max(g.reservation, g.pending)
-	g.share.Release(membudget.Received, g.pending)
-	wait := g.share.Acquire
+	g.acct.Release(membudget.Received, g.pending)
+	wait := g.acct.Acquire
 	if !g.admitted {
-		wait = g.share.Admit
+		wait = g.acct.Admit
 	}
 	if g.busy != nil {
 		defer g.busy()()
 	}
 	if err := wait(g.ctx, membudget.Received, n); err != nil {
-		g.share.Charge(membudget.Received, g.pending) // still held
+		g.acct.Charge(membudget.Received, g.pending) // still held
 		if !g.admitted {
 			return fmt.Errorf("doput: %w", err)
 		}
@@ -110,7 +115,7 @@ func (g *recvGuard) reserve() error {
 // so a stream never waits for memory while holding a message.
 func (g *recvGuard) received(fd *flight.FlightData, grow int64) {
 	n := int64(len(fd.GetDataBody())+len(fd.GetDataHeader())+len(fd.GetAppMetadata())) + grow
-	g.share.Trade(membudget.Received, g.reserved, membudget.Received, n)
+	g.acct.Trade(membudget.Received, g.reserved, membudget.Received, n)
 	g.reserved = 0
 	g.pending += n
 }
@@ -128,7 +133,7 @@ func (g *recvGuard) close() {
 	if g.idle != nil {
 		g.idle.Stop()
 	}
-	g.share.Release(membudget.Received, g.reserved+g.pending)
+	g.acct.Release(membudget.Received, g.reserved+g.pending)
 	g.reserved, g.pending = 0, 0
 }
 

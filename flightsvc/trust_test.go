@@ -140,7 +140,9 @@ const (
 )
 
 // A token limited to devnull cannot read, precommit, commit, roll back,
-// join or fence a transaction on events; errors do not name events.
+// join or fence a transaction on events; errors do not name events. Those
+// of root's transactions it names are NotFound (not its own, #33 item 4),
+// fencing and handed descriptors PermissionDenied.
 func TestTransactionActionsRespectGrants(t *testing.T) {
 	s := startServer(t, serverConfig{
 		endpoints: map[string]writers.Writer{"events": discard.New(nil), "devnull": discard.New(nil)},
@@ -162,21 +164,24 @@ func TestTransactionActionsRespectGrants(t *testing.T) {
 	put := func(writer string, epoch int64) func() error {
 		return func() error { _, err := s.put(tenant, txnDesc("devnull", writer, epoch), 1); return err }
 	}
-	for name, call := range map[string]func() error{
-		"status":               action("status", `{"writer":"job","epoch":1}`),
-		"precommit":            action("precommit", `{"writer":"job","epoch":2}`),
-		"commit":               action("commit", `{"writer":"job","epoch":1}`),
-		"rollback":             action("rollback", `{"writer":"job","epoch":1}`),
-		"rollback open":        action("rollback", `{"writer":"job","epoch":2}`),
-		"begin existing":       action("begin", `{"writer":"job","epoch":2}`),
-		"begin fencing":        action("begin", `{"writer":"job","epoch":3}`),
-		"join":                 put("job", 2),
-		"join fencing":         put("job", 3),
-		"commit with own body": action("commit", commitBody("job", 1, map[string][]string{"devnull": {desc}})),
+	for name, c := range map[string]struct {
+		call func() error
+		code codes.Code
+	}{
+		"status":               {action("status", `{"writer":"job","epoch":1}`), codes.NotFound},
+		"precommit":            {action("precommit", `{"writer":"job","epoch":2}`), codes.NotFound},
+		"commit":               {action("commit", `{"writer":"job","epoch":1}`), codes.NotFound},
+		"rollback":             {action("rollback", `{"writer":"job","epoch":1}`), codes.NotFound},
+		"rollback open":        {action("rollback", `{"writer":"job","epoch":2}`), codes.NotFound},
+		"begin existing":       {action("begin", `{"writer":"job","epoch":2}`), codes.NotFound},
+		"begin fencing":        {action("begin", `{"writer":"job","epoch":3}`), codes.PermissionDenied},
+		"join":                 {put("job", 2), codes.NotFound},
+		"join fencing":         {put("job", 3), codes.PermissionDenied},
+		"commit with own body": {action("commit", commitBody("job", 1, map[string][]string{"devnull": {desc}})), codes.PermissionDenied},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := call()
-			wantCode(t, err, codes.PermissionDenied)
+			err := c.call()
+			wantCode(t, err, c.code)
 			if msg := err.Error(); strings.Contains(msg, "events") || strings.Contains(msg, desc) {
 				t.Fatalf("refusal reveals the transaction: %v", err)
 			}

@@ -108,10 +108,11 @@ func TestServersSharingTheKeyFile(t *testing.T) {
 func TestConfigLimitsMatchService(t *testing.T) {
 	ep := "endpoints: [{name: devnull, sink: discard}]\n"
 	for doc, ok := range map[string]bool{
-		fmtLimit(flightsvc.MaxMessageBytesLimit) + ep:                    true,
-		fmtLimit(flightsvc.MaxMessageBytesLimit+1) + ep:                  false,
-		"txn: {ttl: " + txn.MaxTTL.String() + "}\n" + ep:                 true,
-		"txn: {ttl: " + (txn.MaxTTL + time.Second).String() + "}\n" + ep: false,
+		fmtLimit(flightsvc.MaxMessageBytesLimit) + ep:                                                          true,
+		fmtLimit(flightsvc.MaxMessageBytesLimit+1) + ep:                                                        false,
+		"txn: {ttl: " + txn.MaxTTL.String() + ", max_ttl: " + txn.MaxTTL.String() + "}\n" + ep:                 true,
+		"txn: {ttl: 1m, max_ttl: " + (txn.MaxTTL + time.Second).String() + "}\n" + ep:                          false,
+		"txn: {ttl: " + (txn.MaxTTL + time.Second).String() + ", max_ttl: " + txn.MaxTTL.String() + "}\n" + ep: false,
 	} {
 		_, err := config.Parse([]byte(doc), t.TempDir(), Sinks())
 		if (err == nil) != ok {

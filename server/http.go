@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/status"
 	"github.com/quiver-ingest/quiver/writers"
@@ -71,8 +72,8 @@ func (s *Server) servePprof(mux *http.ServeMux, auth status.Auth) {
 			return h
 		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			visible, ok := auth(r)
-			if !ok || !visible("*") {
+			v, ok := auth(r)
+			if !ok || !v.Endpoint("*") {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="quiver"`)
 				http.Error(w, `a bearer token of auth.tokens with endpoints ["*"] is required (http.pprof)`, http.StatusUnauthorized)
 				return
@@ -177,24 +178,29 @@ func (s *Server) newBoard() *status.Board {
 }
 
 // tokenAuth accepts the requests whose bearer token is one of auth.tokens
-// and shows them that token's endpoints; nil without auth.
+// and shows them that token's endpoints and transactions (all of them to
+// an admin token, flightsvc.Token.Caller); nil without auth.
 func tokenAuth(a *config.Auth) status.Auth {
 	if a == nil {
 		return nil
 	}
-	return func(r *http.Request) (func(string) bool, bool) {
+	return func(r *http.Request) (status.View, bool) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok {
-			return nil, false
+			return status.View{}, false
 		}
 		for _, t := range a.Tokens {
 			if subtle.ConstantTimeCompare([]byte(got), []byte(t.Secret)) == 1 {
-				return func(ep string) bool {
-					return slices.Contains(t.Endpoints, "*") || slices.Contains(t.Endpoints, ep)
+				caller := (&flightsvc.Token{Name: t.Name, Endpoints: t.Endpoints, Actions: t.Actions}).Caller()
+				return status.View{
+					Endpoint: func(ep string) bool {
+						return slices.Contains(t.Endpoints, "*") || slices.Contains(t.Endpoints, ep)
+					},
+					Txn: caller.Sees,
 				}, true
 			}
 		}
-		return nil, false
+		return status.View{}, false
 	}
 }
 

@@ -167,6 +167,7 @@ func New(cfg *config.Config, opts Options) (*Server, error) {
 		Limit:            cfg.Limits.MemoryBytes,
 		MaxOpenFiles:     cfg.Limits.MaxOpenFiles,
 		AdmissionTimeout: cfg.Limits.AdmissionTimeout,
+		ClientFiles:      clientFiles(cfg),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("server: limits: %w", err)
@@ -249,11 +250,14 @@ func (s *Server) start(ctx context.Context) (err error) {
 		opened = append(opened, e)
 	}
 	s.coord, err = txn.Open(ctx, txn.Options{
-		Dir:            filepath.Join(s.cfg.DataDir, "journal"),
-		TTL:            s.cfg.Txn.TTL,
-		Logger:         s.logger.With("component", "txn"),
-		Registerer:     s.reg,
-		TracerProvider: s.tp,
+		Dir:               filepath.Join(s.cfg.DataDir, "journal"),
+		TTL:               s.cfg.Txn.TTL,
+		MaxTTLOfBegin:     s.cfg.Txn.MaxTTL,
+		MaxOpenPerOwner:   s.cfg.Limits.ClientMaxTransactions,
+		MaxStagedPerOwner: s.cfg.Limits.ClientStagedBytes,
+		Logger:            s.logger.With("component", "txn"),
+		Registerer:        s.reg,
+		TracerProvider:    s.tp,
 	}, flightsvc.EndpointWriters(s.endpoints))
 	if err != nil {
 		return fmt.Errorf("server: open transaction journal: %w", err)
@@ -263,19 +267,22 @@ func (s *Server) start(ctx context.Context) (err error) {
 		return err
 	}
 	s.svc, err = flightsvc.New(flightsvc.Options{
-		Endpoints:         s.endpoints,
-		Coordinator:       s.coord,
-		Allocator:         s.opts.Allocator,
-		Logger:            s.logger.With("component", "flight"),
-		Registerer:        s.reg,
-		MaxMessageBytes:   s.cfg.Limits.MaxMessageBytes,
-		Memory:            s.budget,
-		StreamIdleTimeout: s.cfg.Limits.StreamIdleTimeout,
-		Tokens:            tokens(s.cfg.Auth),
-		DescriptorKey:     key,
-		Version:           s.opts.Version,
-		SQLCatalog:        s.cfg.FlightSQL.Catalog,
-		SQLDBSchema:       s.cfg.FlightSQL.DBSchema,
+		Endpoints:           s.endpoints,
+		Coordinator:         s.coord,
+		Allocator:           s.opts.Allocator,
+		Logger:              s.logger.With("component", "flight"),
+		Registerer:          s.reg,
+		MaxMessageBytes:     s.cfg.Limits.MaxMessageBytes,
+		Memory:              s.budget,
+		StreamIdleTimeout:   s.cfg.Limits.StreamIdleTimeout,
+		FirstMessageTimeout: s.cfg.Limits.FirstMessageTimeout,
+		ClientMaxStreams:    s.cfg.Limits.ClientMaxStreams,
+		ClientMemoryBytes:   s.cfg.Limits.ClientMemoryBytes,
+		Tokens:              tokens(s.cfg.Auth),
+		DescriptorKey:       key,
+		Version:             s.opts.Version,
+		SQLCatalog:          s.cfg.FlightSQL.Catalog,
+		SQLDBSchema:         s.cfg.FlightSQL.DBSchema,
 	})
 	if err != nil {
 		return fmt.Errorf("server: flight service: %w", err)
@@ -486,4 +493,14 @@ func (s *Server) closeWriters(ctx context.Context, eps []flightsvc.Endpoint) err
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// clientFiles is the file writer slots one token may wait for
+// (limits.client_open_files): 0, no bound, without auth, where there
+// are no tokens to share the slots among.
+func clientFiles(cfg *config.Config) int64 {
+	if cfg.Auth == nil {
+		return 0
+	}
+	return cfg.Limits.ClientFiles()
 }

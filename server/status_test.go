@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	quiver "github.com/quiver-ingest/quiver/clients/go"
 	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/server/status"
 )
@@ -199,5 +201,42 @@ http: {pprof: true}
 				t.Errorf("%s with token %q: %d, want %d", path, token, got, want)
 			}
 		}
+	}
+}
+
+// An empty transaction touches no endpoint, so /api/status used to show
+// the admin's w@3 to every token. A token now sees only its own
+// transactions; an admin token sees all.
+func TestStatusAPIShowsOwnTransactions(t *testing.T) {
+	t.Setenv("QUIVER_TEST_STATUS_LOW", "low-s3cret")
+	t.Setenv("QUIVER_TEST_STATUS_ADMIN", "admin")
+	s := startServer(t, twoEndpoints+`auth:
+  tokens:
+    - {name: low, token_env: QUIVER_TEST_STATUS_LOW, endpoints: [devnull], actions: [begin]}
+    - {name: admin, token_env: QUIVER_TEST_STATUS_ADMIN, endpoints: ["*"], actions: ["*"]}
+`)
+	for tok, writer := range map[string]string{"admin": "w", "low-s3cret": "mine"} {
+		c, err := quiver.Dial(s.FlightAddr(), quiver.WithToken(tok))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Begin(t.Context(), writer, 3, 0); err != nil {
+			t.Fatalf("begin %s@3: %v", writer, err)
+		}
+	}
+	writers := func(st status.Status) []string {
+		var out []string
+		for _, tx := range st.Transactions {
+			out = append(out, tx.Writer)
+		}
+		slices.Sort(out)
+		return out
+	}
+	if _, st := getStatus(t, s, "low-s3cret"); !slices.Equal(writers(st), []string{"mine"}) {
+		t.Errorf("token low sees transactions %v, want only its own [mine]", writers(st))
+	}
+	if _, st := getStatus(t, s, "admin"); !slices.Equal(writers(st), []string{"mine", "w"}) {
+		t.Errorf("the admin sees transactions %v, want [mine w]", writers(st))
 	}
 }

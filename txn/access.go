@@ -62,13 +62,61 @@ func (t *txn) endpointsLocked() []string {
 	return out
 }
 
-// mayUseLocked refuses op on t unless ctx's Access allows every endpoint
-// it touches.
-func mayUseLocked(ctx context.Context, op string, t *txn) error {
+// Caller is who calls the coordinator, for ownership: a transaction
+// belongs to the caller that began it (or whose first stream did).
+type Caller struct {
+	// Owner names the caller (its token); recorded, and journaled, on the
+	// transactions it begins. "" owns nothing and is checked against
+	// nothing (auth off).
+	Owner string
+	// Admin callers see and act on every transaction.
+	Admin bool
+}
+
+type callerKey struct{}
+
+// WithCaller returns a context whose coordinator calls act only on the
+// caller's own transactions (and those without owner, begun before
+// owners were recorded): any other is ErrNotFound, as if it did not
+// exist, unless the caller is an Admin. Transactions it begins are its.
+// A context without a Caller acts on all and begins unowned ones.
+func WithCaller(ctx context.Context, c Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, c)
+}
+
+func callerOf(ctx context.Context) Caller {
+	c, _ := ctx.Value(callerKey{}).(Caller)
+	return c
+}
+
+// Sees reports whether c may see and act on st (a Status of Live, for
+// the status page).
+func (c Caller) Sees(st Status) bool { return c.owns(st.Owner) }
+
+// owns reports whether c may see and act on a transaction of owner.
+func (c Caller) owns(owner string) bool {
+	return c.Owner == "" || c.Admin || owner == "" || owner == c.Owner
+}
+
+// ownsLocked reports whether ctx's caller may see and act on t.
+func ownsLocked(ctx context.Context, t *txn) bool { return callerOf(ctx).owns(t.owner) }
+
+// mayUseLocked refuses op on t unless ctx's caller owns it (else
+// ErrNotFound, as for a transaction that does not exist) and ctx's Access
+// allows every endpoint it touches.
+func (c *Coordinator) mayUseLocked(ctx context.Context, op string, t *txn) error {
+	if !ownsLocked(ctx, t) {
+		return c.notFound(t.id)
+	}
 	if allows(ctx, t.endpointsLocked()) {
 		return nil
 	}
 	return writers.Errorf(writers.ErrPermissionDenied, "txn: %s %s: the transaction touches an endpoint this caller may not use", op, t.id)
+}
+
+// notFound is the error of a transaction unknown to the caller.
+func (c *Coordinator) notFound(id txnID) error {
+	return writers.Errorf(writers.ErrNotFound, "txn: no transaction %s on this server (never begun, or finished more than %s ago)", id, c.retention)
 }
 
 // mayStartLocked refuses op (begin, or a join that begins) on id unless
@@ -77,11 +125,14 @@ func mayUseLocked(ctx context.Context, op string, t *txn) error {
 // transactions, which starting id may fence.
 func (c *Coordinator) mayStartLocked(ctx context.Context, op string, id txnID, t *txn) error {
 	if t != nil {
-		if err := mayUseLocked(ctx, op, t); err != nil {
+		if err := c.mayUseLocked(ctx, op, t); err != nil {
 			return err
 		}
 	}
 	for _, o := range c.liveByWriter[id.writer] {
+		if !ownsLocked(ctx, o) {
+			return writers.Errorf(writers.ErrPermissionDenied, "txn: %s %s: writer %q has transactions of another caller, and beginning an epoch fences them: use a writer name of your own", op, id, id.writer)
+		}
 		if !allows(ctx, o.endpointsLocked()) {
 			return writers.Errorf(writers.ErrPermissionDenied, "txn: %s %s: writer %q has transactions on endpoints this caller may not use, and beginning an epoch fences them: use a writer name of your own", op, id, id.writer)
 		}
@@ -99,4 +150,28 @@ func (c *Coordinator) startCheck(ctx context.Context, op string) func(txnID) err
 		}
 		return c.fencedLocked(id)
 	}
+}
+
+// quotaLocked refuses to start t (open it, or again) when ctx's caller
+// already has Options.MaxOpenPerOwner open or precommitted transactions
+// besides t and those starting t fences (older open epochs of its
+// writer). Admins and callers without owner are not bounded.
+func (c *Coordinator) quotaLocked(ctx context.Context, t *txn) error {
+	caller := callerOf(ctx)
+	if c.maxOpen <= 0 || caller.Owner == "" || caller.Admin {
+		return nil
+	}
+	n := 0
+	for _, m := range c.liveByWriter {
+		for _, o := range m {
+			fenced := o.id.writer == t.id.writer && o.id.epoch < t.id.epoch && o.state == StateOpen
+			if o != t && !fenced && o.owner == caller.Owner {
+				n++
+			}
+		}
+	}
+	if n < c.maxOpen {
+		return nil
+	}
+	return writers.Errorf(writers.ErrExhausted, "txn: begin %s: %q already has %d open or precommitted transactions, its quota (limits.client_max_transactions): commit or roll back some first", t.id, caller.Owner, n)
 }

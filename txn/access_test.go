@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +166,113 @@ func TestHandedDescriptorsToSingleDescriptorSink(t *testing.T) {
 	}
 	if d := fx.eps["a"].commits[0].descs; len(d) != 1 {
 		t.Fatalf("committed %q, want the own descriptor once", d)
+	}
+}
+
+// A transaction belongs to the caller that began it: another caller gets
+// ErrNotFound for it, as for one that does not exist, and cannot fence
+// it; an admin acts on it. Ownership is journaled, so it survives a
+// restart (precommitted transactions survive one).
+func TestOwnersSurviveRestart(t *testing.T) {
+	fx := newFixture(t)
+	fx.c.Close()
+	fx.c = nil
+	fx.tune = func(c *Coordinator) { c.segmentBytes = 4 << 10 } // so that the owner is also restated by a compaction
+	fx.open()
+	alice := WithCaller(bg, Caller{Owner: "alice"})
+	bob := WithCaller(bg, Caller{Owner: "bob"})
+	admin := WithCaller(bg, Caller{Owner: "root", Admin: true})
+	if _, err := fx.c.Begin(alice, "w", 3, 0); err != nil {
+		t.Fatal(err)
+	}
+	s, err := fx.c.Join(alice, "w", 3, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Done(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Precommit(alice, "w", 3); err != nil {
+		t.Fatal(err)
+	}
+	for e := range int64(40) {
+		if _, err := fx.c.Begin(bg, "filler", e, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if segs, _ := filepath.Glob(filepath.Join(fx.dir, "*.journal")); len(segs) != 1 || filepath.Base(segs[0]) == "00000001.journal" {
+		t.Fatalf("segments %v: want one compacted segment", segs)
+	}
+	fx.restart()
+	refused := map[string]func() error{
+		"status":   func() error { _, err := fx.c.Status(bob, "w", 3); return err },
+		"rollback": func() error { _, err := fx.c.Rollback(bob, "w", 3); return err },
+		"commit":   func() error { _, err := fx.c.Commit(bob, "w", 3, nil); return err },
+		"join":     func() error { _, err := fx.c.Join(bob, "w", 3, "a"); return err },
+		"begin":    func() error { _, err := fx.c.Begin(bob, "w", 3, 0); return err },
+	}
+	for name, call := range refused {
+		if err := call(); !errors.Is(err, writers.ErrNotFound) {
+			t.Errorf("bob's %s of alice's transaction: %v, want ErrNotFound", name, err)
+		}
+	}
+	if _, err := fx.c.Begin(bob, "w", 4, 0); !errors.Is(err, writers.ErrPermissionDenied) {
+		t.Errorf("bob's begin fencing alice's writer: %v, want ErrPermissionDenied", err)
+	}
+	if st, err := fx.c.Status(alice, "w", 3); err != nil || st.Owner != "alice" || st.State != StatePrecommitted {
+		t.Fatalf("alice's status after restart: %+v, %v", st, err)
+	}
+	if live := fx.c.Live(); len(live) != 1 || !(Caller{Owner: "alice"}).Sees(live[0]) || (Caller{Owner: "bob"}).Sees(live[0]) {
+		t.Fatalf("Live %+v: alice must see it, bob not", live)
+	}
+	if st, err := fx.c.Rollback(admin, "w", 3); err != nil || st.State != StateAborted {
+		t.Fatalf("admin rollback: %+v, %v", st, err)
+	}
+}
+
+// One owner could open transactions without bound (256 with a week's ttl
+// held every file slot). Options.MaxOpenPerOwner bounds each owner's
+// open and precommitted ones (admins and callers without owner are
+// exempt), and MaxTTLOfBegin refuses a longer ttl, naming txn.max_ttl.
+func TestOwnerQuotaAndMaxTTL(t *testing.T) {
+	eps := newEndpoints("a")
+	c, err := Open(bg, Options{Dir: t.TempDir(), MaxOpenPerOwner: 2, MaxTTLOfBegin: time.Hour}, eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	alice := WithCaller(bg, Caller{Owner: "alice"})
+	for _, w := range []string{"w", "v"} {
+		if _, err := c.Begin(alice, w, 1, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A begin fencing one of hers replaces it: not refused.
+	if _, err := c.Begin(alice, "w", 2, 0); err != nil {
+		t.Fatalf("alice's begin of a newer epoch at her quota: %v", err)
+	}
+	if _, err := c.Begin(alice, "x", 1, 0); !errors.Is(err, writers.ErrExhausted) || !strings.Contains(err.Error(), "limits.client_max_transactions") {
+		t.Fatalf("alice's third transaction: %v, want ErrExhausted naming limits.client_max_transactions", err)
+	}
+	if _, err := c.Join(alice, "x", 1, "a"); !errors.Is(err, writers.ErrExhausted) {
+		t.Fatalf("alice's third transaction by a put: %v, want ErrExhausted", err)
+	}
+	for name, ctx := range map[string]context.Context{
+		"bob":    WithCaller(bg, Caller{Owner: "bob"}),
+		"admin":  WithCaller(bg, Caller{Owner: "root", Admin: true}),
+		"nobody": bg,
+	} {
+		if _, err := c.Begin(ctx, "x-"+name, 1, 0); err != nil {
+			t.Errorf("%s's begin while alice is at her quota: %v", name, err)
+		}
+	}
+	if _, err := c.Rollback(alice, "w", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Begin(alice, "x", 1, 0); err != nil {
+		t.Fatalf("alice's begin after a rollback: %v", err)
+	}
+	if _, err := c.Begin(bg, "long", 1, time.Hour+time.Second); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "txn.max_ttl") {
+		t.Fatalf("ttl above txn.max_ttl: %v, want ErrInvalid naming it", err)
 	}
 }

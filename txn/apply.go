@@ -35,7 +35,7 @@ func (c *Coordinator) applyLocked(r *record) {
 		t.parts = make(map[string]*part)
 		t.decision, t.done, t.versions, t.discard = nil, nil, nil, nil
 		t.ttl, t.deadline = time.Duration(r.TTLMillis)*time.Millisecond, r.Deadline
-		t.since = r.At
+		t.since, t.owner = r.At, r.Owner
 	case recJoin:
 		if t.parts[r.Endpoint] == nil {
 			t.parts[r.Endpoint] = &part{}
@@ -73,6 +73,9 @@ func (c *Coordinator) applyLocked(r *record) {
 	}
 	if t.ttl <= 0 {
 		t.ttl = c.ttl
+	}
+	if !t.live() {
+		c.unstageLocked(t)
 	}
 	c.indexLocked(t)
 }

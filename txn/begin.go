@@ -39,8 +39,8 @@ func (c *Coordinator) begin(ctx context.Context, writer string, epoch int64, ttl
 	if err != nil {
 		return Status{}, err
 	}
-	if ttl > MaxTTL {
-		return Status{}, writers.Errorf(writers.ErrInvalid, "txn: begin %s: ttl %s is above the maximum %s", id, ttl, MaxTTL)
+	if ttl > c.maxTTL {
+		return Status{}, writers.Errorf(writers.ErrInvalid, "txn: begin %s: ttl %s is above the maximum %s (txn.max_ttl): ask for less, or have the operator raise txn.max_ttl", id, ttl, c.maxTTL)
 	}
 	if ttl <= 0 {
 		ttl = c.ttl
@@ -154,9 +154,20 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 			return err
 		}
 	}
+	if created {
+		t.owner = callerOf(ctx).Owner // a begin afresh keeps its owner (mayStartLocked)
+	}
+	if err := c.quotaLocked(ctx, t); err != nil {
+		if created {
+			c.dropLocked(t)
+		}
+		c.mu.Unlock()
+		return err
+	}
+	owner := t.owner
 	c.mu.Unlock()
 	now := c.now()
-	recs := []*record{{typ: recBegin, Writer: t.id.writer, Epoch: t.id.epoch, Attempt: c.newAttempt(), At: now, TTLMillis: ttl.Milliseconds(), Deadline: now.Add(ttl)}}
+	recs := []*record{{typ: recBegin, Writer: t.id.writer, Epoch: t.id.epoch, Attempt: c.newAttempt(), At: now, TTLMillis: ttl.Milliseconds(), Deadline: now.Add(ttl), Owner: owner}}
 	if endpoint != "" {
 		recs = append(recs, &record{typ: recJoin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, Endpoint: endpoint})
 	}

@@ -83,7 +83,7 @@ func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, ha
 		c.mu.Unlock()
 		return Status{}, err
 	}
-	if err := mayUseLocked(ctx, "commit", t); err != nil {
+	if err := c.mayUseLocked(ctx, "commit", t); err != nil {
 		return refuse(err)
 	}
 	if t.state != StateCommitted {

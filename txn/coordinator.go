@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,6 +77,11 @@ type txn struct {
 	done     map[string]writers.CommitInfo // endpoints of the decision already committed
 	versions map[string]int64              // once committed
 	replayed bool
+	// owner is the caller that began it (Caller.Owner); "" none.
+	owner string
+	// staged is the bytes its streams wrote (Stream.Stage), counted in
+	// Coordinator.stagedBy while it is live.
+	staged int64
 	// discard lists the endpoints still to roll back after an abort: kept
 	// while streams are active (Write must not race Rollback) or when a
 	// sink Rollback failed.
@@ -115,6 +121,9 @@ type Coordinator struct {
 	logger    *slog.Logger
 	now       func() time.Time
 	ttl       time.Duration
+	maxTTL    time.Duration // Options.MaxTTLOfBegin
+	maxOpen   int           // Options.MaxOpenPerOwner
+	maxStaged int64         // Options.MaxStagedPerOwner
 	retention time.Duration
 	crash     func(point string)
 	metrics   *metrics
@@ -143,6 +152,9 @@ type Coordinator struct {
 	// writerMax is the highest committed epoch of each writer on any
 	// endpoint.
 	writerMax map[string]int64
+	// stagedBy is the bytes staged in each owner's live transactions
+	// (Stream.Stage).
+	stagedBy map[string]int64
 
 	ctx       context.Context // canceled by Close; bounds background sink calls
 	cancel    context.CancelFunc
@@ -173,11 +185,18 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 	if opts.TTL > MaxTTL {
 		return nil, writers.Errorf(writers.ErrInvalid, "txn: Options.TTL %s is above the maximum %s", opts.TTL, MaxTTL)
 	}
+	if opts.MaxTTLOfBegin > MaxTTL || opts.MaxTTLOfBegin < 0 {
+		return nil, writers.Errorf(writers.ErrInvalid, "txn: Options.MaxTTLOfBegin %s must be from 0 to %s", opts.MaxTTLOfBegin, MaxTTL)
+	}
 	c := &Coordinator{
 		eps:           eps,
 		logger:        opts.Logger,
 		now:           opts.Now,
 		ttl:           opts.TTL,
+		maxTTL:        cmp.Or(opts.MaxTTLOfBegin, MaxTTL),
+		maxOpen:       opts.MaxOpenPerOwner,
+		maxStaged:     opts.MaxStagedPerOwner,
+		stagedBy:      make(map[string]int64),
 		tracer:        newTracer(opts.TracerProvider),
 		segmentBytes:  defaultSegmentBytes,
 		commitTimeout: defaultCommitTimeout,
@@ -345,7 +364,7 @@ func (c *Coordinator) refreshLocked(t *txn) { t.deadline = c.now().Add(t.ttl) }
 
 // statusLocked describes t.
 func (c *Coordinator) statusLocked(t *txn) Status {
-	st := Status{Writer: t.id.writer, Epoch: t.id.epoch, State: t.state, Replayed: t.replayed, Attempt: t.attempt}
+	st := Status{Writer: t.id.writer, Epoch: t.id.epoch, State: t.state, Replayed: t.replayed, Attempt: t.attempt, Owner: t.owner}
 	if t.live() {
 		st.Deadline, st.Since = t.deadline, t.since
 	}
@@ -384,9 +403,9 @@ func (c *Coordinator) Status(ctx context.Context, writer string, epoch int64) (S
 	defer c.mu.Unlock()
 	t := c.txns[id]
 	if t == nil || t.pending {
-		return Status{}, writers.Errorf(writers.ErrNotFound, "txn: no transaction %s on this server (never begun, or finished more than %s ago)", id, c.retention)
+		return Status{}, c.notFound(id)
 	}
-	if err := mayUseLocked(ctx, "status", t); err != nil {
+	if err := c.mayUseLocked(ctx, "status", t); err != nil {
 		return Status{}, err
 	}
 	return c.statusLocked(t), nil

@@ -48,7 +48,7 @@ func (c *Coordinator) precommit(ctx context.Context, writer string, epoch int64)
 	}
 	defer t.op.Unlock()
 	c.mu.Lock()
-	if err := mayUseLocked(ctx, "precommit", t); err != nil {
+	if err := c.mayUseLocked(ctx, "precommit", t); err != nil {
 		c.mu.Unlock()
 		return Status{}, err
 	}

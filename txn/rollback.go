@@ -30,7 +30,7 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	defer t.op.Unlock()
 	c.mu.Lock()
 	state, decided := t.state, t.decision != nil
-	err = mayUseLocked(ctx, "rollback", t)
+	err = c.mayUseLocked(ctx, "rollback", t)
 	if err == nil && checkAttemptLocked(ctx, "rollback", t) != nil {
 		// Another attempt is current: this one is gone already, and the
 		// current one is not the caller's to roll back.

@@ -11,8 +11,11 @@ import (
 // Stream is one transactional DoPut stream joined to a transaction. Its
 // methods are safe for concurrent use.
 type Stream struct {
-	c        *Coordinator
-	t        *txn // nil when replayed
+	c *Coordinator
+	t *txn // nil when replayed
+	// bounded: its Stage counts against the transaction's owner's
+	// Options.MaxStagedPerOwner (the stream's caller is no admin).
+	bounded  bool
 	endpoint string
 	key      writers.TxnKey
 	ended    atomic.Bool
@@ -183,7 +186,7 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 	} else {
 		c.mu.Lock()
 		state, poison, joined := t.state, t.poison, t.parts[endpoint] != nil
-		err := mayUseLocked(ctx, "join", t)
+		err := c.mayUseLocked(ctx, "join", t)
 		if err == nil && state != StateCommitted {
 			err = checkAttemptLocked(ctx, "join", t)
 		}
@@ -224,5 +227,44 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 	t.streams++
 	c.refreshLocked(t)
 	c.mu.Unlock()
-	return &Stream{c: c, t: t, endpoint: endpoint, key: key}, nil
+	caller := callerOf(ctx)
+	return &Stream{c: c, t: t, endpoint: endpoint, key: key, bounded: !caller.Admin}, nil
+}
+
+// Stage counts n more bytes written by the stream into its transaction,
+// before they are written: with Options.MaxStagedPerOwner, bytes beyond
+// what the transaction's owner may have staged in its live transactions
+// are ErrExhausted naming limits.client_staged_bytes. The bytes count
+// until the transaction is committed or aborted.
+func (s *Stream) Stage(n int64) error {
+	if s.t == nil {
+		return nil
+	}
+	c, t := s.c, s.t
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !t.live() {
+		return nil // its writes fail on their own (Context)
+	}
+	if s.bounded && c.maxStaged > 0 && t.owner != "" && c.stagedBy[t.owner]+n > c.maxStaged {
+		return writers.Errorf(writers.ErrExhausted, "txn: %s: %q has %d bytes staged in its open transactions, and %d more would pass its quota of %d (limits.client_staged_bytes): commit or roll back some first", t.id, t.owner, c.stagedBy[t.owner], n, c.maxStaged)
+	}
+	t.staged += n
+	if t.owner != "" {
+		c.stagedBy[t.owner] += n
+	}
+	return nil
+}
+
+// unstageLocked stops counting the bytes of t, which is no longer live.
+func (c *Coordinator) unstageLocked(t *txn) {
+	if t.staged == 0 {
+		return
+	}
+	if t.owner != "" {
+		if c.stagedBy[t.owner] -= t.staged; c.stagedBy[t.owner] <= 0 {
+			delete(c.stagedBy, t.owner)
+		}
+	}
+	t.staged = 0
 }

@@ -47,6 +47,21 @@ type Options struct {
 	// TracerProvider makes the spans of precommit and commit; nil makes
 	// none.
 	TracerProvider trace.TracerProvider
+	// MaxTTLOfBegin caps the ttl a begin may ask for (txn.max_ttl): more
+	// is ErrInvalid naming txn.max_ttl. Zero means MaxTTL; at most MaxTTL.
+	MaxTTLOfBegin time.Duration
+	// MaxOpenPerOwner bounds the open and precommitted transactions of
+	// one owner (Caller.Owner, a token; admins are exempt), so that one
+	// cannot hold every transaction slot: beginning one more is
+	// ErrExhausted naming limits.client_max_transactions. Zero means no
+	// bound.
+	MaxOpenPerOwner int
+	// MaxStagedPerOwner bounds the bytes one owner's open and
+	// precommitted transactions were written (Stream.Stage; admins are
+	// exempt): a batch beyond is ErrExhausted naming
+	// limits.client_staged_bytes. Zero means no bound. The count starts
+	// from zero at a restart.
+	MaxStagedPerOwner int64
 }
 
 // DefaultTTL is the TTL when Options.TTL is zero.
@@ -92,6 +107,8 @@ type Status struct {
 	// Since is when an open transaction was begun, or a precommitted one
 	// precommitted (open/precommitted only).
 	Since time.Time
+	// Owner is the caller that began it (Caller.Owner); "" none.
+	Owner string
 }
 
 // CorruptionError is returned by Open when the journal is corrupt: it

@@ -57,6 +57,13 @@ type Options struct {
 	MaxOpenFiles int64
 	// AdmissionTimeout bounds how long Admit and OpenFile wait; required.
 	AdmissionTimeout time.Duration
+	// ClientFiles bounds the file writers one client's calls take through
+	// OpenFile (Quota, WithQuota); 0 means no bound. It also keeps the
+	// last 2×ClientFiles slots for OpenFile: TryOpenFile, which cannot
+	// tell whose call it serves, leaves them. So whatever one client
+	// holds, the others have at least ClientFiles slots. At most
+	// MaxOpenFiles/2.
+	ClientFiles int64
 }
 
 // Budget is the process's memory budget. Its methods are safe for
@@ -65,9 +72,11 @@ type Budget struct {
 	limit     int64
 	admission time.Duration
 	maxFiles  int64
-	files     *semaphore.Weighted
-	openFiles atomic.Int64
-	kinds     [numKinds]atomic.Int64
+	// clientFiles is Options.ClientFiles.
+	clientFiles int64
+	files       *semaphore.Weighted
+	openFiles   atomic.Int64
+	kinds       [numKinds]atomic.Int64
 
 	mu   sync.Mutex
 	used int64
@@ -82,6 +91,7 @@ type Budget struct {
 // waiter is an Acquire waiting; ready is closed once it holds its bytes.
 type waiter struct {
 	s     *Share
+	q     *Quota // nil: none
 	kind  Kind
 	n     int64
 	ready chan struct{}
@@ -92,7 +102,10 @@ func New(opts Options) (*Budget, error) {
 	if opts.Limit <= 0 || opts.MaxOpenFiles <= 0 || opts.AdmissionTimeout <= 0 {
 		return nil, writers.Errorf(writers.ErrInvalid, "membudget: Limit, MaxOpenFiles and AdmissionTimeout must be positive, got %d, %d, %s", opts.Limit, opts.MaxOpenFiles, opts.AdmissionTimeout)
 	}
-	return &Budget{limit: opts.Limit, admission: opts.AdmissionTimeout, maxFiles: opts.MaxOpenFiles,
+	if opts.ClientFiles < 0 || 2*opts.ClientFiles > opts.MaxOpenFiles {
+		return nil, writers.Errorf(writers.ErrInvalid, "membudget: ClientFiles %d must be from 0 to MaxOpenFiles/2 (%d)", opts.ClientFiles, opts.MaxOpenFiles/2)
+	}
+	return &Budget{limit: opts.Limit, admission: opts.AdmissionTimeout, maxFiles: opts.MaxOpenFiles, clientFiles: opts.ClientFiles,
 		files: semaphore.NewWeighted(opts.MaxOpenFiles)}, nil
 }
 
@@ -138,35 +151,7 @@ func (s *Share) Limit() int64 { return s.limit }
 // share's limit waits for the share to be empty, so it still progresses;
 // callers refuse such sizes before.
 func (s *Share) Acquire(ctx context.Context, k Kind, n int64) error {
-	b := s.b
-	b.mu.Lock()
-	if b.waiters.Len() == 0 && b.fitsLocked(s, n) {
-		b.takeLocked(s, k, n)
-		b.mu.Unlock()
-		return nil
-	}
-	w := &waiter{s: s, kind: k, n: n, ready: make(chan struct{})}
-	e := b.waiters.PushBack(w)
-	s.waiting++
-	b.notifyLocked()
-	b.mu.Unlock()
-	select {
-	case <-w.ready:
-		return nil
-	case <-ctx.Done():
-		b.mu.Lock()
-		select {
-		case <-w.ready: // granted meanwhile: give it back
-			b.mu.Unlock()
-			s.Release(k, n)
-		default:
-			b.waiters.Remove(e)
-			s.waiting--
-			b.notifyLocked()
-			b.mu.Unlock()
-		}
-		return context.Cause(ctx)
-	}
+	return s.Account(nil).Acquire(ctx, k, n)
 }
 
 // ErrFull is the cause of an Admit that timed out.
@@ -175,23 +160,12 @@ var ErrFull = errors.New("memory budget full")
 // Admit is Acquire for a stream's first bytes: it waits at most the
 // admission timeout, then fails with ErrExhausted telling to retry.
 func (s *Share) Admit(ctx context.Context, k Kind, n int64) error {
-	ctx, cancel := context.WithTimeoutCause(ctx, s.b.admission, ErrFull)
-	defer cancel()
-	err := s.Acquire(ctx, k, n)
-	if errors.Is(err, ErrFull) {
-		return writers.Errorf(writers.ErrExhausted, "the memory budget stayed full for %s (limits.admission_timeout; %d of limits.memory_bytes %d bytes, endpoint %q %d of %d in use): retry later, or raise limits.memory_bytes: %w",
-			s.b.admission, s.b.usedNow(), s.b.limit, s.name, s.usedNow(), s.limit, err)
-	}
-	return err
+	return s.Account(nil).Admit(ctx, k, n)
 }
 
 // Charge charges n bytes of kind without waiting: the holder already has
 // them (a message gRPC has read, a batch larger than its estimate).
-func (s *Share) Charge(k Kind, n int64) {
-	s.b.mu.Lock()
-	s.b.takeLocked(s, k, n)
-	s.b.mu.Unlock()
-}
+func (s *Share) Charge(k Kind, n int64) { s.Account(nil).Charge(k, n) }
 
 // Release gives back n bytes of kind and wakes the waiters that now fit.
 func (s *Share) Release(k Kind, n int64) { s.Trade(k, n, k, 0) }
@@ -199,15 +173,7 @@ func (s *Share) Release(k Kind, n int64) { s.Trade(k, n, k, 0) }
 // Trade gives back n bytes of kind from and charges m bytes of kind to in
 // one step (a received message becoming a decoded batch), without waiting.
 func (s *Share) Trade(from Kind, n int64, to Kind, m int64) {
-	if n == 0 && m == 0 {
-		return
-	}
-	b := s.b
-	b.mu.Lock()
-	b.takeLocked(s, from, -n)
-	b.takeLocked(s, to, m)
-	b.notifyLocked()
-	b.mu.Unlock()
+	s.Account(nil).Trade(from, n, to, m)
 }
 
 // Hold implements writers.MemoryCharger.
@@ -238,28 +204,52 @@ func (s *Share) Pressure() bool {
 	return 2*(b.used-b.streams) >= b.limit || 2*(s.used-s.streams) >= s.limit
 }
 
-// OpenFile implements writers.MemoryCharger.
+// OpenFile implements writers.MemoryCharger. With a Quota in ctx
+// (WithQuota) and Options.ClientFiles, the slot counts against the
+// quota's client, which waits while it holds ClientFiles of them.
 func (s *Share) OpenFile(ctx context.Context) (func(), error) {
 	if release, ok := s.TryOpenFile(); ok {
 		return release, nil
 	}
 	wctx, cancel := context.WithTimeoutCause(ctx, s.b.admission, ErrFull)
 	defer cancel()
+	q := quotaOf(ctx)
+	if s.b.clientFiles == 0 {
+		q = nil
+	}
+	if err := q.takeFile(wctx); err != nil {
+		return nil, err
+	}
 	if err := s.b.files.Acquire(wctx, 1); err != nil {
+		q.releaseFile()
 		if cause := context.Cause(wctx); errors.Is(cause, ErrFull) {
 			return nil, writers.Errorf(writers.ErrExhausted, "all %d file writers (limits.max_open_files) stayed busy for %s (limits.admission_timeout): retry later, or raise limits.max_open_files", s.b.maxFiles, s.b.admission)
 		}
 		return nil, fmt.Errorf("membudget: wait for a file writer: %w", context.Cause(ctx))
 	}
-	return s.b.fileTaken(), nil
+	release := s.b.fileTaken()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			release()
+			q.releaseFile()
+		})
+	}, nil
 }
 
-// TryOpenFile implements writers.MemoryCharger.
+// TryOpenFile implements writers.MemoryCharger. With Options.ClientFiles
+// it leaves the last 2×ClientFiles slots to OpenFile, which counts them
+// against their client (checked, then taken: concurrent callers may
+// take a few more).
 func (s *Share) TryOpenFile() (func(), bool) {
-	if !s.b.files.TryAcquire(1) {
+	b := s.b
+	if b.clientFiles > 0 && b.maxFiles-b.openFiles.Load() <= 2*b.clientFiles {
 		return nil, false
 	}
-	return s.b.fileTaken(), true
+	if !b.files.TryAcquire(1) {
+		return nil, false
+	}
+	return b.fileTaken(), true
 }
 
 // fileTaken counts a file slot just acquired and returns its release.
@@ -291,21 +281,24 @@ func (s *Share) usedNow() int64 {
 // what sinks hold otherwise drains only as streams move on (a file is
 // finished when its stream ends), and they flush early under the pressure
 // this creates. Queued batches drain on their own: streams wait for them.
-func (b *Budget) fitsLocked(s *Share, n int64) bool {
-	return b.fitsBudgetLocked(n) && (s.used+n <= s.limit || s.streams == 0 && s.queued == 0)
+func (b *Budget) fitsLocked(s *Share, q *Quota, n int64) bool {
+	return b.fitsBudgetLocked(n) && (s.used+n <= s.limit || s.streams == 0 && s.queued == 0) && q.fitsLocked(n)
 }
 
 func (b *Budget) fitsBudgetLocked(n int64) bool {
 	return b.used+n <= b.limit || b.streams == 0 && b.queued == 0
 }
 
-func (b *Budget) takeLocked(s *Share, k Kind, n int64) {
+func (b *Budget) takeLocked(s *Share, q *Quota, k Kind, n int64) {
 	b.used += n
 	s.used += n
 	switch k {
 	case Received, Decoded:
 		b.streams += n
 		s.streams += n
+		if q != nil {
+			q.used += n
+		}
 	case Queued:
 		b.queued += n
 		s.queued += n
@@ -315,8 +308,9 @@ func (b *Budget) takeLocked(s *Share, k Kind, n int64) {
 
 // notifyLocked grants the waiters that fit, in order. A waiter that does
 // not fit the budget stops the walk (later, smaller ones must not starve
-// it); one that only exceeds its own share is passed over, so a full
-// endpoint does not stop the others.
+// it); one that only exceeds its own share or its client's quota is
+// passed over, so a full endpoint or a greedy client does not stop the
+// others.
 func (b *Budget) notifyLocked() {
 	b.blocked = false
 	for e := b.waiters.Front(); e != nil; {
@@ -326,8 +320,8 @@ func (b *Budget) notifyLocked() {
 		case !b.fitsBudgetLocked(w.n):
 			b.blocked = true
 			return
-		case b.fitsLocked(w.s, w.n):
-			b.takeLocked(w.s, w.kind, w.n)
+		case b.fitsLocked(w.s, w.q, w.n):
+			b.takeLocked(w.s, w.q, w.kind, w.n)
 			w.s.waiting--
 			b.waiters.Remove(e)
 			close(w.ready)

@@ -121,12 +121,43 @@ type Limits struct {
 	// StreamIdleTimeout cancels and rolls back a stream that receives no
 	// message for this long; 0 turns it off.
 	StreamIdleTimeout time.Duration `yaml:"stream_idle_timeout"`
+	// FirstMessageTimeout fails a stream that sends no first message
+	// (its descriptor) for this long (DeadlineExceeded).
+	FirstMessageTimeout time.Duration `yaml:"first_message_timeout"`
+	// ClientMaxStreams bounds the DoPut streams one client (a token; a
+	// peer host without auth) has open at once.
+	ClientMaxStreams int `yaml:"client_max_streams"`
+	// ClientMemoryBytes bounds what one client's streams hold of
+	// MemoryBytes; 0 means half of it.
+	ClientMemoryBytes int64 `yaml:"client_memory_bytes"`
+	// ClientMaxTransactions bounds the open and precommitted transactions
+	// one token began (with auth; admin tokens are exempt).
+	ClientMaxTransactions int `yaml:"client_max_transactions"`
+	// ClientOpenFiles bounds the file writer slots one token's streams
+	// wait for once the free slots run low (with auth); 0 means a quarter
+	// of MaxOpenFiles.
+	ClientOpenFiles int64 `yaml:"client_open_files"`
+	// ClientStagedBytes bounds the bytes (decoded) one token's open and
+	// precommitted transactions were written (with auth; admin tokens are
+	// exempt).
+	ClientStagedBytes int64 `yaml:"client_staged_bytes"`
+}
+
+// ClientFiles is ClientOpenFiles with its default applied.
+func (l Limits) ClientFiles() int64 {
+	if l.ClientOpenFiles == 0 {
+		return l.MaxOpenFiles / 4
+	}
+	return l.ClientOpenFiles
 }
 
 // Txn configures the transaction coordinator.
 type Txn struct {
 	// TTL is how long a transaction may stay idle before it is rolled back.
 	TTL time.Duration `yaml:"ttl"`
+	// MaxTTL caps the ttl a begin may ask for (ttl_s): a begin asking
+	// more is refused (InvalidArgument naming txn.max_ttl).
+	MaxTTL time.Duration `yaml:"max_ttl"`
 	// DescriptorKeyFile holds the key that seals descriptors (hex, at least
 	// 64 digits); servers that hand descriptors to each other share it.
 	// Empty: the server generates data_dir/descriptor.key on first start.
@@ -201,15 +232,19 @@ func Default() *Config {
 		DataDir:    "./data",
 		Log:        Log{Level: "info", Format: "text"},
 		Limits: Limits{
-			MaxMessageBytes:     64 << 20,
-			MaxStreams:          64,
-			MemoryBytes:         1 << 30,
-			EndpointBufferBytes: 512 << 20,
-			MaxOpenFiles:        256,
-			AdmissionTimeout:    30 * time.Second,
-			StreamIdleTimeout:   5 * time.Minute,
+			MaxMessageBytes:       64 << 20,
+			MaxStreams:            64,
+			MemoryBytes:           1 << 30,
+			EndpointBufferBytes:   512 << 20,
+			MaxOpenFiles:          256,
+			AdmissionTimeout:      30 * time.Second,
+			StreamIdleTimeout:     5 * time.Minute,
+			FirstMessageTimeout:   10 * time.Second,
+			ClientMaxStreams:      128,
+			ClientMaxTransactions: 64,
+			ClientStagedBytes:     64 << 30,
 		},
-		Txn:           Txn{TTL: 15 * time.Minute},
+		Txn:           Txn{TTL: 15 * time.Minute, MaxTTL: 24 * time.Hour},
 		EmbeddedKafka: EmbeddedKafka{Listen: "127.0.0.1:19092", Partitions: 3},
 		Tracing:       Tracing{SampleRatio: 1, ServiceName: "quiver"},
 		FlightSQL:     FlightSQL{Catalog: "quiver", DBSchema: "public"},

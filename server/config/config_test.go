@@ -112,8 +112,8 @@ auth:
       endpoints: ["*"]
       actions: ["*"]
 tls: {cert_file: certs/server.pem, key_file: /abs/server.key, client_ca_file: certs/ca.pem}
-limits: {max_message_bytes: 1048576, max_streams: 8, memory_bytes: 4194304, endpoint_buffer_bytes: 2097152, max_open_files: 16, admission_timeout: 2s, stream_idle_timeout: 0s}
-txn: {ttl: 90s}
+limits: {max_message_bytes: 1048576, max_streams: 8, memory_bytes: 4194304, endpoint_buffer_bytes: 2097152, max_open_files: 16, admission_timeout: 2s, stream_idle_timeout: 0s, first_message_timeout: 3s, client_max_streams: 4, client_memory_bytes: 2097152, client_max_transactions: 5, client_open_files: 3, client_staged_bytes: 1048576}
+txn: {ttl: 90s, max_ttl: 2h}
 embedded_kafka: {enabled: false, listen: 127.0.0.1:0, partitions: 6}
 defaults: &base
   sink: fake
@@ -157,10 +157,12 @@ func TestFullConfig(t *testing.T) {
 	if cfg.Log != (Log{Level: "debug", Format: "json"}) || cfg.Log.SlogLevel().String() != "DEBUG" {
 		t.Errorf("log = %+v", cfg.Log)
 	}
-	if cfg.Limits != (Limits{MaxMessageBytes: 1 << 20, MaxStreams: 8, MemoryBytes: 4 << 20, EndpointBufferBytes: 2 << 20, MaxOpenFiles: 16, AdmissionTimeout: 2 * time.Second}) {
+	if cfg.Limits != (Limits{MaxMessageBytes: 1 << 20, MaxStreams: 8, MemoryBytes: 4 << 20, EndpointBufferBytes: 2 << 20, MaxOpenFiles: 16, AdmissionTimeout: 2 * time.Second,
+		FirstMessageTimeout: 3 * time.Second, ClientMaxStreams: 4, ClientMemoryBytes: 2 << 20,
+		ClientMaxTransactions: 5, ClientOpenFiles: 3, ClientStagedBytes: 1 << 20}) {
 		t.Errorf("limits = %+v", cfg.Limits)
 	}
-	if cfg.Txn.TTL != 90*time.Second || cfg.EmbeddedKafka.Partitions != 6 {
+	if cfg.Txn.TTL != 90*time.Second || cfg.Txn.MaxTTL != 2*time.Hour || cfg.EmbeddedKafka.Partitions != 6 {
 		t.Errorf("txn = %v, kafka = %+v", cfg.Txn, cfg.EmbeddedKafka)
 	}
 	wantTLS := TLS{CertFile: "/etc/quiver/certs/server.pem", KeyFile: "/abs/server.key", ClientCAFile: "/etc/quiver/certs/ca.pem"}
@@ -325,6 +327,18 @@ func TestProblems(t *testing.T) {
 			[]string{`line 1: txn.ttl: must be a duration from 1s to 168h0m0s (a week), like 15m, not 0s`}},
 		{"ttl above a week", "txn: {ttl: 169h}\n" + ep,
 			[]string{`line 1: txn.ttl: must be a duration from 1s to 168h0m0s (a week), like 15m, not 169h0m0s`}},
+		{"ttl above max_ttl", "txn: {ttl: 2h, max_ttl: 1h}\n" + ep,
+			[]string{`line 1: txn.ttl: must be at most txn.max_ttl (1h0m0s), not 2h0m0s`}},
+		{"max_ttl above a week", "txn: {max_ttl: 169h}\n" + ep,
+			[]string{`line 1: txn.max_ttl: must be a duration from 1s to 168h0m0s (a week), like 24h, not 169h0m0s`}},
+		{"client quotas", "limits: {max_open_files: 8, client_open_files: 5, client_max_transactions: 0, client_max_streams: 0, first_message_timeout: 0s, client_staged_bytes: 0}\n" + ep,
+			[]string{
+				`line 1: limits.first_message_timeout: must be a duration from 100ms to 24h0m0s, like 10s, not 0s`,
+				`line 1: limits.client_max_streams: must be positive, not 0`,
+				`line 1: limits.client_staged_bytes: must be positive, not 0`,
+				`line 1: limits.client_max_transactions: must be positive, not 0`,
+				`line 1: limits.client_open_files: must be 0 (a quarter of limits.max_open_files) or from 1 to half of limits.max_open_files (4), not 5`,
+			}},
 		{"descriptor key file missing", "txn: {descriptor_key_file: keys/none}\n" + ep,
 			[]string{`line 1: txn.descriptor_key_file: open /etc/quiver/keys/none: no such file or directory (the file holds the descriptor key in hex, at least 64 digits: openssl rand -hex 32)`}},
 		{"embedded kafka", ep + "embedded_kafka:\n  enabled: true\n  partitions: 0\n",

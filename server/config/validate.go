@@ -115,8 +115,14 @@ const (
 )
 
 func (v *validator) txn(c *Config) {
-	if c.Txn.TTL <= 0 || c.Txn.TTL > maxTTL {
+	ttlOK := c.Txn.TTL > 0 && c.Txn.TTL <= maxTTL
+	if !ttlOK {
 		v.fail("txn.ttl", "must be a duration from 1s to %s (a week), like 15m, not %s", maxTTL, c.Txn.TTL)
+	}
+	if c.Txn.MaxTTL < time.Second || c.Txn.MaxTTL > maxTTL {
+		v.fail("txn.max_ttl", "must be a duration from 1s to %s (a week), like 24h, not %s", maxTTL, c.Txn.MaxTTL)
+	} else if ttlOK && c.Txn.TTL > c.Txn.MaxTTL {
+		v.fail("txn.ttl", "must be at most txn.max_ttl (%s), not %s", c.Txn.MaxTTL, c.Txn.TTL)
 	}
 	if c.Txn.DescriptorKeyFile == "" {
 		return
@@ -244,6 +250,24 @@ func (v *validator) limits(l Limits) {
 	}
 	if l.StreamIdleTimeout != 0 && (l.StreamIdleTimeout < minTimeout || l.StreamIdleTimeout > maxTimeout) {
 		v.fail("limits.stream_idle_timeout", "must be 0 (off) or a duration from %s to %s, like 5m, not %s", minTimeout, maxTimeout, l.StreamIdleTimeout)
+	}
+	if l.FirstMessageTimeout < minTimeout || l.FirstMessageTimeout > maxTimeout {
+		v.fail("limits.first_message_timeout", "must be a duration from %s to %s, like 10s, not %s", minTimeout, maxTimeout, l.FirstMessageTimeout)
+	}
+	if l.ClientMaxStreams < 1 {
+		v.fail("limits.client_max_streams", "must be positive, not %d", l.ClientMaxStreams)
+	}
+	if l.ClientMemoryBytes != 0 && (l.ClientMemoryBytes < l.MaxMessageBytes || l.ClientMemoryBytes > l.MemoryBytes) {
+		v.fail("limits.client_memory_bytes", "must be 0 (half of limits.memory_bytes) or from limits.max_message_bytes (%d) to limits.memory_bytes (%d), not %d", l.MaxMessageBytes, l.MemoryBytes, l.ClientMemoryBytes)
+	}
+	if l.ClientStagedBytes < 1 {
+		v.fail("limits.client_staged_bytes", "must be positive, not %d", l.ClientStagedBytes)
+	}
+	if l.ClientMaxTransactions < 1 {
+		v.fail("limits.client_max_transactions", "must be positive, not %d", l.ClientMaxTransactions)
+	}
+	if l.ClientOpenFiles < 0 || 2*l.ClientOpenFiles > l.MaxOpenFiles {
+		v.fail("limits.client_open_files", "must be 0 (a quarter of limits.max_open_files) or from 1 to half of limits.max_open_files (%d), not %d", l.MaxOpenFiles/2, l.ClientOpenFiles)
 	}
 }
 

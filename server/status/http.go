@@ -10,9 +10,9 @@ import (
 //go:embed assets
 var assets embed.FS
 
-// Auth decides who may read the status. It returns which endpoints the
-// request may see, or ok false when it presents no valid credentials.
-type Auth func(r *http.Request) (visible func(endpoint string) bool, ok bool)
+// Auth decides who may read the status. It returns what the request may
+// see, or ok false when it presents no valid credentials.
+type Auth func(r *http.Request) (v View, ok bool)
 
 // Handler serves the status page and its data:
 //
@@ -32,7 +32,7 @@ func (b *Board) Handler(auth Auth) http.Handler {
 	})
 	mux.Handle("GET /assets/", http.StripPrefix("/assets/", http.FileServerFS(static)))
 	mux.HandleFunc("GET /api/status", func(w http.ResponseWriter, r *http.Request) {
-		var visible func(string) bool
+		var view View
 		if auth != nil {
 			v, ok := auth(r)
 			if !ok {
@@ -40,13 +40,13 @@ func (b *Board) Handler(auth Auth) http.Handler {
 				http.Error(w, "status: a bearer token of auth.tokens is required (Authorization: Bearer <token>)", http.StatusUnauthorized)
 				return
 			}
-			visible = v
+			view = v
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Header().Set("Cache-Control", "no-store")
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", " ")
-		_ = enc.Encode(b.Snapshot(visible)) // a failed write is the client gone
+		_ = enc.Encode(b.Snapshot(view)) // a failed write is the client gone
 	})
 	return secureHeaders(mux)
 }

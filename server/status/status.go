@@ -184,9 +184,19 @@ type Transaction struct {
 	Stuck bool `json:"stuck"`
 }
 
-// Snapshot is the status now, showing only the endpoints visible allows
-// (nil: all) and the transactions touching no other.
-func (b *Board) Snapshot(visible func(endpoint string) bool) Status {
+// View is what one reader of the status may see.
+type View struct {
+	// Endpoint allows the endpoints shown, and the transactions touching
+	// no other; nil allows all.
+	Endpoint func(endpoint string) bool
+	// Txn allows the transactions shown (their owner's and admins'
+	// tokens, txn.Caller.Sees); nil allows all.
+	Txn func(txn.Status) bool
+}
+
+// Snapshot is the status now, as v may see it.
+func (b *Board) Snapshot(v View) Status {
+	visible := v.Endpoint
 	if visible == nil {
 		visible = func(string) bool { return true }
 	}
@@ -239,6 +249,9 @@ func (b *Board) Snapshot(visible func(endpoint string) bool) Status {
 	}
 	if b.opts.Transactions != nil {
 		for _, t := range b.opts.Transactions() {
+			if v.Txn != nil && !v.Txn(t) {
+				continue
+			}
 			if tv, ok := b.transaction(t, now, visible); ok {
 				st.Transactions = append(st.Transactions, tv)
 			}

@@ -95,7 +95,7 @@ func TestSnapshot(t *testing.T) {
 		},
 		Journal: func() error { return nil },
 	})
-	st := b.Snapshot(nil)
+	st := b.Snapshot(View{})
 	if st.UptimeSeconds != 3600 || len(st.Endpoints) != 2 || st.Endpoints[0].Rows != 42 || st.Endpoints[0].Streams != 2 ||
 		st.Endpoints[1].State != "degraded" || st.Endpoints[1].Reason != "down" || len(st.Transactions) != 3 {
 		t.Fatalf("snapshot: %+v", st)
@@ -106,7 +106,7 @@ func TestSnapshot(t *testing.T) {
 	if !st.Transactions[0].Stuck || st.Transactions[1].Stuck || st.Transactions[2].Stuck || st.Transactions[0].Rows != 5 {
 		t.Errorf("stuck flags: %+v", st.Transactions)
 	}
-	only := b.Snapshot(func(ep string) bool { return ep == "a" })
+	only := b.Snapshot(View{Endpoint: func(ep string) bool { return ep == "a" }})
 	if len(only.Endpoints) != 1 || len(only.Transactions) != 2 {
 		t.Errorf("visible a only: %+v", only)
 	}
@@ -117,8 +117,8 @@ func TestSnapshot(t *testing.T) {
 // and /api/status asks for a token when auth refuses.
 func TestHandler(t *testing.T) {
 	b := New(Options{Version: "v1"})
-	h := b.Handler(func(r *http.Request) (func(string) bool, bool) {
-		return nil, r.Header.Get("Authorization") == "Bearer ok"
+	h := b.Handler(func(r *http.Request) (View, bool) {
+		return View{}, r.Header.Get("Authorization") == "Bearer ok"
 	})
 	get := func(path, auth string) *http.Response {
 		req := httptest.NewRequest("GET", path, nil)
