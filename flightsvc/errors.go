@@ -63,7 +63,7 @@ func Status(err error) error {
 		return status.Error(st.Code(), redact.Text(st.Message()))
 	}
 	if isContextError(err) {
-		return status.FromContextError(err).Err()
+		return status.Error(status.FromContextError(err).Code(), msg)
 	}
 	return status.Error(codes.Internal, msg)
 }
