@@ -7,7 +7,10 @@
 // (an error from a library) through Text.
 package redact
 
-import "strings"
+import (
+	"errors"
+	"strings"
+)
 
 // Mask replaces each redacted part.
 const Mask = "REDACTED"
@@ -92,4 +95,11 @@ func isSchemeByte(c byte) bool {
 
 func isDelimiter(c byte) bool {
 	return c <= ' ' || strings.IndexByte("\"'`<>", c) >= 0
+}
+
+// Error returns an error saying what err says, redacted (Text), for
+// records that leave the process, such as trace spans. It wraps nothing:
+// it is for showing, not for errors.Is.
+func Error(err error) error {
+	return errors.New(Text(err.Error()))
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/discard"
@@ -91,5 +93,47 @@ func TestDegradedAfterSinkFailures(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), "endpoint: recovered") {
 		t.Errorf("no recovery logged:\n%s", logs.String())
+	}
+}
+
+// failingCommit is a discard writer whose commits fail with err.
+type failingCommit struct {
+	*discard.Writer
+	err error
+}
+
+func (f *failingCommit) Commit(context.Context, writers.TxnKey, []writers.Descriptor) (writers.CommitInfo, error) {
+	return writers.CommitInfo{}, f.err
+}
+
+// TestCommitSpanRedacted: a failed commit's span, which leaves the
+// process, carries the error with its URIs redacted. (Before, the raw
+// error, credentials included.)
+func TestCommitSpanRedacted(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	sink := &failingCommit{discard.New(nil), writers.Errorf(writers.ErrUnavailable, "commit to s3://KEY:SeCrEt@b/t?endpoint=http://KEY:SeCrEt@h: refused")}
+	w := New(sink, Options{Name: "ep", Sink: "failing", TracerProvider: tp})
+	t.Cleanup(func() { w.Close(context.Background()) })
+	if err := w.Open(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(t.Context(), writers.AutoKey("s"), nil); err == nil {
+		t.Fatal("commit succeeded")
+	}
+	spans := exp.GetSpans()
+	if len(spans) != 1 {
+		t.Fatalf("%d spans, want 1", len(spans))
+	}
+	sp := spans[0]
+	texts := []string{sp.Status.Description}
+	for _, e := range sp.Events {
+		for _, a := range e.Attributes {
+			texts = append(texts, a.Value.Emit())
+		}
+	}
+	all := strings.Join(texts, "\n")
+	if strings.Contains(all, "SeCrEt") || !strings.Contains(sp.Status.Description, "s3://REDACTED@b/t?endpoint=REDACTED") {
+		t.Errorf("span status and events:\n%s\nwant the URI redacted", all)
 	}
 }

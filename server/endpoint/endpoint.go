@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/quiver-ingest/quiver/internal/redact"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -341,8 +342,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	start := time.Now()
 	info, err := st.w.Commit(ctx, key, descs)
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		shown := redact.Error(err) // spans leave the process
+		span.RecordError(shown)
+		span.SetStatus(codes.Error, shown.Error())
 		w.failed("commit", err)
 		return info, err
 	}
