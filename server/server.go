@@ -39,6 +39,7 @@ import (
 	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/internal/maintain"
 	"github.com/quiver-ingest/quiver/internal/membudget"
+	"github.com/quiver-ingest/quiver/internal/redact"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/endpoint"
 	"github.com/quiver-ingest/quiver/server/status"
@@ -83,6 +84,8 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Every log line of the server loses the credentials of URIs.
+	o.Logger = slog.New(redact.Handler(o.Logger.Handler()))
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
 	}

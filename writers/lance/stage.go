@@ -163,7 +163,7 @@ func (s *stage) openFile() (*dataFile, bool) {
 	if s.files == nil {
 		return nil, false
 	}
-	return s.files.Open("")
+	return s.files.Open(tablesink.Part{})
 }
 
 // finishFiles completes s's open data file and records its fragment.
