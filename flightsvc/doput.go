@@ -302,7 +302,11 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 		err = s.writeSchemaOnly(tctx, ps)
 	}
 	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64("quiver.rows", p.rows))
-	if derr := st.Done(p.written, err); err == nil {
+	done := p.written
+	if replayed {
+		done = p.rows // compared with what the epoch's commit published
+	}
+	if derr := st.Done(done, err); err == nil {
 		err = derr
 	}
 	if err != nil {

@@ -256,6 +256,7 @@ func (s *Server) start(ctx context.Context) (err error) {
 		Dir:               filepath.Join(s.cfg.DataDir, "journal"),
 		TTL:               s.cfg.Txn.TTL,
 		MaxTTLOfBegin:     s.cfg.Txn.MaxTTL,
+		ReplayCheck:       txn.ReplayCheck(s.cfg.Txn.ReplayCheck),
 		MaxOpenPerOwner:   s.cfg.Limits.ClientMaxTransactions,
 		MaxStagedPerOwner: s.cfg.Limits.ClientStagedBytes,
 		Logger:            s.logger.With("component", "txn"),
