@@ -258,7 +258,7 @@ class Client:
         descriptors: dict[str, list[str]] = {}
         for p in pre["participants"]:
             sealed = base64.b64decode(p["descriptor"], validate=True)
-            assert sealed[0] == 1 and len(sealed) > 33, "a sealed descriptor: version 1, a 32-byte tag, the sink's bytes"
+            assert sealed[0] == 2 and len(sealed) > 34 + sealed[33], "a sealed descriptor: version 2, a 32-byte tag, the attempt, the sink's bytes"
             descriptors.setdefault(p["endpoint"], []).append(p["descriptor"])
         assert sorted(descriptors) == sorted({e for e, _ in puts}), pre
         done = self.action("commit", writer=writer, epoch=epoch, descriptors=descriptors)
