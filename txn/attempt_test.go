@@ -2,6 +2,7 @@ package txn
 
 import (
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -209,5 +210,40 @@ func TestReplayOfOtherDataIsDetected(t *testing.T) {
 				t.Fatalf("replay mismatches counted %v, want 1", n)
 			}
 		})
+	}
+}
+
+// TestAttemptSurvivesRestartAndCompaction: a precommitted attempt keeps
+// its id across a journal compaction and a restart, so that a client
+// naming it commits it. (The compaction's snapshot dropped the id: the
+// restarted server refused the client's own attempt as stale.)
+func TestAttemptSurvivesRestartAndCompaction(t *testing.T) {
+	fx := newFixture(t)
+	fx.c.Close()
+	fx.c = nil
+	fx.tune = func(c *Coordinator) { c.segmentBytes = 4 << 10 } // so that a compaction restates the attempt
+	fx.open()
+	st, err := fx.c.Begin(bg, "w", 3, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.write("w", 3, "a", 2)
+	if _, err := fx.c.Precommit(WithAttempt(bg, st.Attempt), "w", 3); err != nil {
+		t.Fatal(err)
+	}
+	for e := range int64(40) {
+		if _, err := fx.c.Begin(bg, "filler", e, 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if segs, _ := filepath.Glob(filepath.Join(fx.dir, "*.journal")); len(segs) != 1 || filepath.Base(segs[0]) == "00000001.journal" {
+		t.Fatalf("segments %v: want one compacted segment", segs)
+	}
+	fx.restart()
+	if got := fx.mustState("w", 3, StatePrecommitted); got.Attempt != st.Attempt {
+		t.Fatalf("attempt after compaction and restart %q, want %q", got.Attempt, st.Attempt)
+	}
+	if done, err := fx.c.Commit(WithAttempt(bg, st.Attempt), "w", 3, nil); err != nil || done.State != StateCommitted {
+		t.Fatalf("commit of the attempt after restart: %+v, %v", done, err)
 	}
 }

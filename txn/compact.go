@@ -56,7 +56,7 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 	})
 	for _, t := range live {
 		w, e := t.id.writer, t.id.epoch
-		recs = append(recs, &record{typ: recBegin, Writer: w, Epoch: e, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline, Owner: t.owner})
+		recs = append(recs, &record{typ: recBegin, Writer: w, Epoch: e, Attempt: t.attempt, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline, Owner: t.owner})
 		eps := slices.Sorted(maps.Keys(t.parts))
 		if t.state == StateOpen {
 			for _, ep := range eps {
