@@ -43,6 +43,7 @@ import pytest
 
 import quiver
 from helpers import REPO, DeltaRs, Quiver, Spark, assert_rows, log_actions, poll, require_tool
+from quiver.spark import default_writer, foreach_batch_writer, to_arrow
 
 SCHEMA = pa.schema([
     ("id", pa.int64()), ("v", pa.string()), ("n", pa.int32()),
@@ -235,3 +236,95 @@ def test_spark_streaming_exactly_once_across_crashes(
     append, upsert = oracle(last)
     assert_rows(spark.rows(p.tables / "append"), append, "spark: append")
     assert_rows(spark.rows(p.tables / "upsert"), upsert, "spark: upsert")
+
+
+# --- the helper without a streaming query -----------------------------------
+
+
+class Batch:
+    """Stands in for a micro-batch DataFrame: toArrow() and a sparkSession
+    whose local property holds the query id."""
+
+    def __init__(self, table: pa.Table, query_id: str | None = "q-1", active: int = 1) -> None:
+        self.table = table
+        props = {"sql.streaming.queryId": query_id}
+        queries = [type("Query", (), {"id": f"active-{i}"})() for i in range(active)]
+        self.sparkSession = type("Session", (), {
+            "sparkContext": type("Context", (), {"getLocalProperty": staticmethod(props.get)})(),
+            "streams": type("Streams", (), {"active": queries})(),
+        })()
+
+    def toArrow(self) -> pa.Table:
+        return self.table
+
+
+def test_helper_batches_empty_and_refused(serve: Callable[..., Quiver], tmp_path: Path) -> None:
+    """An empty batch still commits its epoch on every endpoint; a batch
+    with a null merge key is refused as a whole (InvalidInputError, nothing
+    of it on either endpoint, the epoch uncommitted) and commits once
+    fixed; a rerun of a committed batch changes nothing."""
+    srv = serve([
+        {"name": "append", "sink": "delta", "delta": {"table_uri": f"file://{tmp_path / 'append'}"}},
+        {"name": "upsert", "sink": "delta", "delta": {"table_uri": f"file://{tmp_path / 'upsert'}",
+                                                      "mode": "upsert", "merge_keys": ["id"]}},
+    ])
+    write = foreach_batch_writer(f"grpc://{srv.flight_addr}", ENDPOINTS)
+    writer = default_writer(Batch(input_file(0)), ENDPOINTS)
+    assert writer == "spark-q-1-append+upsert"
+    with quiver.connect(f"grpc://{srv.flight_addr}") as c:
+        def committed() -> list[int | None]:
+            return [c.committed_epoch(ep, writer) for ep in ENDPOINTS]
+
+        write(Batch(input_file(0)), 0)
+        write(Batch(input_file(6)), 1)  # no rows
+        assert input_file(6).num_rows == 0 and committed() == [1, 1]
+        bad = input_file(2).set_column(0, "id", pa.array([None] + list(range(21, 40)), pa.int64()))
+        with pytest.raises(quiver.InvalidInputError, match="id"):
+            write(Batch(bad), 2)
+        assert committed() == [1, 1]
+        assert_rows(DeltaRs().rows(tmp_path / "append"), input_file(0), "append after the refused batch")
+        write(Batch(input_file(2)), 2)
+        write(Batch(input_file(2)), 2)  # Spark's rerun after a crash past the commit
+        assert committed() == [2, 2]
+    assert_rows(DeltaRs().rows(tmp_path / "append"), pa.concat_tables([input_file(0), input_file(2)]), "append")
+    assert_rows(DeltaRs().rows(tmp_path / "upsert"), pa.concat_tables([input_file(0), input_file(2)]), "upsert")
+
+
+def test_default_writer_without_the_local_property() -> None:
+    """Without Spark's local property the only active query names the
+    writer; with several (or none) the helper asks for writer=."""
+    assert default_writer(Batch(pa.table({}), query_id=None), ["a"]) == "spark-active-0-a"
+    with pytest.raises(RuntimeError, match="pass writer= explicitly"):
+        default_writer(Batch(pa.table({}), query_id=None, active=2), ["a"])
+    long = default_writer(Batch(pa.table({})), [f"endpoint-{i}" for i in range(10)])
+    assert len(long) == len("spark-q-1-") + 16
+
+
+class NoToArrow:
+    """A DataFrame without toArrow (PySpark before 4)."""
+
+    def __init__(self, df: Any) -> None:
+        self._df = df
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "toArrow":
+            raise AttributeError(name)
+        return getattr(self._df, name)
+
+
+def test_to_arrow_through_pandas(spark_session: Any) -> None:
+    """Without toArrow the rows go through pandas and come back with
+    Spark's types: nullable ints as ints, timestamps the same instants
+    (UTC) whatever the session time zone."""
+    before = spark_session.conf.get("spark.sql.session.timeZone")
+    spark_session.conf.set("spark.sql.session.timeZone", "America/New_York")
+    try:
+        rows = [tuple(r.values()) for r in input_file(1).to_pylist()] + [(None,) * 5]
+        df = spark_session.createDataFrame(rows, "id LONG, v STRING, n INT, at TIMESTAMP, file INT")
+        direct, fallback = df.toArrow(), to_arrow(NoToArrow(df))
+    finally:
+        spark_session.conf.set("spark.sql.session.timeZone", before)
+    assert fallback.schema == direct.schema, (fallback.schema, direct.schema)
+    assert fallback.schema.field("n").type == pa.int32() and fallback.schema.field("at").type.tz == "UTC"
+    assert fallback.to_pylist() == direct.to_pylist()
+    assert_rows(fallback.slice(0, 20), input_file(1), "through pandas")

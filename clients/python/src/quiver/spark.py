@@ -119,15 +119,19 @@ def default_writer(batch_df: Any, endpoints: list[str]) -> str:
 
 def to_arrow(df: Any) -> pa.Table:
     """The rows of a Spark DataFrame as a pyarrow Table with the frame's
-    schema: DataFrame.toArrow() (PySpark 4), else through pandas with
-    Arrow conversion, cast back to the Spark schema so that nullable
-    integers stay integers and timestamps stay UTC-aware."""
+    schema: DataFrame.toArrow() (PySpark >= 4), else through pandas
+    (toPandas with Arrow enabled), cast back to the Spark schema: nullable
+    integers stay integers (pandas made them floats), and timestamps,
+    which toPandas gives naive in the session time zone, are localized to
+    it and stored as UTC instants."""
     if hasattr(df, "toArrow"):
         return df.toArrow()
+    import pandas as pd
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    schema = to_arrow_schema(df.schema)
+    schema = to_arrow_schema(df.schema, timezone="UTC")
     session = df.sparkSession
+    tz = session.conf.get("spark.sql.session.timeZone")
     key = "spark.sql.execution.arrow.pyspark.enabled"
     before = session.conf.get(key, "false")
     session.conf.set(key, "true")
@@ -135,6 +139,11 @@ def to_arrow(df: Any) -> pa.Table:
         frame = df.toPandas()
     finally:
         session.conf.set(key, before)
+    for f in schema:
+        col = frame[f.name]
+        if pa.types.is_timestamp(f.type) and f.type.tz is not None and pd.api.types.is_datetime64_dtype(col) \
+                and getattr(col.dt, "tz", None) is None:
+            frame[f.name] = col.dt.tz_localize(tz)
     return pa.Table.from_pandas(frame, schema=schema, preserve_index=False, safe=True)
 
 
