@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 
 	"github.com/quiver-ingest/quiver/internal/descseal"
+	"github.com/quiver-ingest/quiver/internal/redact"
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -450,12 +451,12 @@ func (s *Service) healthAction(ctx context.Context, body []byte) (any, error) {
 	}
 	res := healthResult{Status: "ok", Endpoints: make(map[string]string, len(names)), Journal: "ok"}
 	if err := s.coord.JournalHealth(); err != nil {
-		res.Status, res.Journal = "degraded", err.Error()
+		res.Status, res.Journal = "degraded", redact.Text(err.Error())
 	}
 	for name, err := range s.probe(ctx, names) {
 		if err != nil {
 			res.Status = "degraded"
-			res.Endpoints[name] = err.Error()
+			res.Endpoints[name] = redact.Text(err.Error())
 			continue
 		}
 		res.Endpoints[name] = "ok"

@@ -3,8 +3,12 @@ package flightsvc_test
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
+
+	"github.com/quiver-ingest/quiver/internal/membudget"
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 // attemptDesc is a transactional descriptor naming attempt.
@@ -105,4 +109,33 @@ func TestAttemptFieldIsChecked(t *testing.T) {
 	long := fmt.Sprintf("%065d", 0)
 	_, err = s.action(t.Context(), "precommit", fmt.Sprintf(`{"writer":"q","epoch":1,"attempt":%q}`, long))
 	wantCode(t, err, codes.InvalidArgument, `"attempt"`)
+}
+
+// TestEmptyEpochCommits: an epoch whose stream sends its schema and no
+// batch (a checkpointing engine's empty micro-batch) precommits and
+// commits, creating the Delta table in that schema, and committed-epoch
+// answers it. Before, the commit created no table and committed-epoch
+// stayed null, so the engine's next replay check could not see it.
+func TestEmptyEpochCommits(t *testing.T) {
+	budget, err := membudget.New(membudget.Options{Limit: 256 << 20, MaxOpenFiles: 8, AdmissionTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eps, _ := deltaEndpoints(t, budget, "events")
+	s := startServer(t, serverConfig{endpoints: eps})
+	attempt := s.mustAction("begin", `{"writer":"q","epoch":0}`)["attempt"].(string)
+	if _, err := s.putRecords(t.Context(), cmdDesc(attemptDesc("events", "q", 0, attempt)), testSchema()); err != nil {
+		t.Fatal(err)
+	}
+	pre := s.mustAction("precommit", `{"writer":"q","epoch":0}`)
+	if n := len(pre["participants"].([]any)); n != 1 {
+		t.Fatalf("precommit = %v, want the endpoint as a participant", pre)
+	}
+	s.mustAction("commit", `{"writer":"q","epoch":0}`)
+	if ce := s.mustAction("committed-epoch", `{"endpoint":"events","writer":"q"}`); ce["epoch"] != 0.0 {
+		t.Fatalf("committed-epoch = %v, want 0", ce)
+	}
+	if got, err := writers.SchemaOf(t.Context(), eps["events"]); err != nil || got == nil || !got.Equal(testSchema()) {
+		t.Fatalf("the table's schema = %v, %v; want the stream's", got, err)
+	}
 }

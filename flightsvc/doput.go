@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"go.opentelemetry.io/otel/attribute"
@@ -263,6 +264,16 @@ func (s *Service) abort(ctx context.Context, ep *endpoint, key writers.TxnKey, l
 	ep.m.commits.WithLabelValues(resultAborted).Inc()
 }
 
+// writeSchemaOnly hands the sink one zero-row batch of the schema of a
+// transactional stream that sent no batch: an empty epoch (a checkpointing
+// engine's empty micro-batch) still commits, recording the epoch, and
+// creates the table in that schema when there is none.
+func (s *Service) writeSchemaOnly(ctx context.Context, ps *putStream) error {
+	b := array.NewRecordBuilder(s.mem, ps.rdr.Schema())
+	defer b.Release()
+	return s.write(ctx, ps, queued{rec: b.NewRecordBatch()}, 0)
+}
+
 // putTxn runs a transactional stream; it owns ps. The stream is cut off
 // when its transaction ends meanwhile (expired, rolled back, fenced):
 // rows staged after that would never be committed.
@@ -285,9 +296,17 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 
 	ps.key, ps.write, ps.busy, ps.turn, ps.stage = st.Key(), !replayed, st.Busy, st.Turn, st.Stage
 	ps.guard.busy = st.Busy
-	p, err := s.pump(st.Context(ctx), stream, ps)
+	tctx := st.Context(ctx)
+	p, err := s.pump(tctx, stream, ps)
+	if err == nil && p.batches == 0 && ps.write {
+		err = s.writeSchemaOnly(tctx, ps)
+	}
 	trace.SpanFromContext(ctx).SetAttributes(attribute.Int64("quiver.rows", p.rows))
-	if derr := st.Done(p.written, err); err == nil {
+	done := p.written
+	if replayed {
+		done = p.rows // compared with what the epoch's commit published
+	}
+	if derr := st.Done(done, err); err == nil {
 		err = derr
 	}
 	if err != nil {

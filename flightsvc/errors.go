@@ -8,6 +8,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/quiver-ingest/quiver/internal/redact"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -39,12 +40,13 @@ var classCodes = []struct {
 // message always tells the client to reconcile with committed-epoch); an
 // error that already carries a gRPC status keeps it; context errors become
 // Canceled or DeadlineExceeded; anything else is Internal. The message is
-// err's. Status(nil) is nil.
+// err's, its URIs redacted (package redact). Status(nil) is nil.
 func Status(err error) error {
 	if err == nil {
 		return nil
 	}
-	msg := err.Error()
+	// What a client reads: URIs in it lose their credentials.
+	msg := redact.Text(err.Error())
 	if !errors.Is(err, writers.ErrOutcomeUnknown) && errors.Is(err, context.Canceled) {
 		// Cancelled, whatever the sink made of it: the client left or the
 		// server is stopping, and a hint such as "check that Kafka is up"
@@ -58,10 +60,10 @@ func Status(err error) error {
 		return status.Error(code, msg)
 	}
 	if st, ok := status.FromError(err); ok {
-		return st.Err()
+		return status.Error(st.Code(), redact.Text(st.Message()))
 	}
 	if isContextError(err) {
-		return status.FromContextError(err).Err()
+		return status.Error(status.FromContextError(err).Code(), msg)
 	}
 	return status.Error(codes.Internal, msg)
 }

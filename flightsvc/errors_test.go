@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc/codes"
@@ -51,5 +52,24 @@ func TestStatus(t *testing.T) {
 	}
 	if flightsvc.Status(nil) != nil {
 		t.Fatal("Status(nil) != nil")
+	}
+}
+
+// TestStatusRedactsURIs: whatever path an error takes to its code (a
+// class, a gRPC status, a context error, none), the message a client
+// reads has the URIs' credentials redacted. (Before, the context-error
+// path still passed the raw message; the others did before redaction.)
+func TestStatusRedactsURIs(t *testing.T) {
+	const uri = "s3://KEY:SeCrEt@bucket/t?endpoint=http://KEY:SeCrEt@minio:9000"
+	for _, err := range []error{
+		writers.Errorf(writers.ErrUnavailable, "storage: open %s: refused", uri),
+		status.Error(codes.OutOfRange, "open "+uri),
+		fmt.Errorf("open %s: %w", uri, context.DeadlineExceeded),
+		errors.New("open " + uri),
+	} {
+		st, _ := status.FromError(flightsvc.Status(err))
+		if strings.Contains(st.Message(), "SeCrEt") || !strings.Contains(st.Message(), "s3://REDACTED@bucket/t?endpoint=REDACTED") {
+			t.Errorf("Status(%v) = %q, want the URI redacted", err, st.Message())
+		}
 	}
 }

@@ -50,22 +50,35 @@ func TestCheck(t *testing.T) {
 }
 
 // TestReadyz: a server whose endpoints partly fail their probes stays in
-// rotation (200, "degraded" naming them); one whose every endpoint fails
-// does not (503).
+// rotation (200), one whose every endpoint fails does not (503). Without
+// a token the body is only "ready" or "not ready"; with a token of
+// auth.tokens it says why, for that token's endpoints.
 func TestReadyz(t *testing.T) {
+	t.Setenv("QUIVER_TEST_READYZ_ALL", "all")
+	t.Setenv("QUIVER_TEST_READYZ_DEVNULL", "devnull")
+	const auth = `auth:
+  tokens:
+    - {name: all, token_env: QUIVER_TEST_READYZ_ALL, endpoints: ["*"], actions: []}
+`
+	const devnullToken = "    - {name: devnull, token_env: QUIVER_TEST_READYZ_DEVNULL, endpoints: [devnull], actions: []}\n"
 	for _, tt := range []struct {
 		name, endpoints string
 		code            int
-		body            string
+		body            map[string]string // by token ("": none)
 	}{
-		{"some failing", oneUnreachable, http.StatusOK,
-			"degraded: 1 of 2 endpoint(s) failing\n  remote: unreachable: connection refused\n"},
-		{"all failing", "endpoints:\n  - {name: remote, sink: unreachable}\n", http.StatusServiceUnavailable,
-			"not ready: every endpoint is failing\n  remote: unreachable: connection refused\n"},
+		{"some failing", devnullToken + oneUnreachable, http.StatusOK, map[string]string{
+			"":        "ready\n",
+			"all":     "degraded: 1 of 2 endpoint(s) failing\n  remote: unreachable: connection refused\n",
+			"devnull": "degraded: 1 of 2 endpoint(s) failing\n",
+		}},
+		{"all failing", "endpoints:\n  - {name: remote, sink: unreachable}\n", http.StatusServiceUnavailable, map[string]string{
+			"":    "not ready\n",
+			"all": "not ready: every endpoint is failing\n  remote: unreachable: connection refused\n",
+		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			sinks := withUnreachable()
-			cfg, err := config.Parse([]byte("listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\n"+tt.endpoints), t.TempDir(), sinks)
+			cfg, err := config.Parse([]byte("listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\n"+auth+tt.endpoints), t.TempDir(), sinks)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,8 +94,10 @@ func TestReadyz(t *testing.T) {
 					t.Error(err)
 				}
 			})
-			if code, body := httpGet(t, "http://"+s.HTTPAddr()+"/readyz"); code != tt.code || body != tt.body {
-				t.Errorf("/readyz = %d %q, want %d %q", code, body, tt.code, tt.body)
+			for token, want := range tt.body {
+				if code, body := httpGetToken(t, "http://"+s.HTTPAddr()+"/readyz", token); code != tt.code || body != want {
+					t.Errorf("/readyz with token %q = %d %q, want %d %q", token, code, body, tt.code, want)
+				}
 			}
 			// Liveness does not depend on the sinks.
 			if code, _ := httpGet(t, "http://"+s.HTTPAddr()+"/healthz"); code != http.StatusOK {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,6 +16,7 @@ import (
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
 	"github.com/quiver-ingest/quiver/internal/testpoll"
+	"github.com/quiver-ingest/quiver/server/endpoint"
 )
 
 // TestDegradedDeltaEndpoint: a Delta endpoint whose _delta_log holds a
@@ -56,8 +58,8 @@ func TestDegradedDeltaEndpoint(t *testing.T) {
 		t.Fatalf("health: %+v, %v", h, err)
 	}
 	code, body := httpGet(t, "http://"+s.HTTPAddr()+"/readyz")
-	if code != 200 || !strings.HasPrefix(body, "degraded: 1 of 2 endpoint(s) failing\n  broken: ") {
-		t.Fatalf("/readyz = %d %q, want 200 degraded naming broken", code, body)
+	if code != 200 || body != "ready\n" {
+		t.Fatalf("/readyz = %d %q, want 200 ready (reasons only with a token: TestReadyz)", code, body)
 	}
 	if up := metricValue(t, s.reg, "quiver_endpoint_up", map[string]string{"endpoint": "broken"}); up != 0 {
 		t.Fatalf("quiver_endpoint_up{broken} = %v, want 0", up)
@@ -124,4 +126,130 @@ func corruptDeltaTable(t *testing.T, dir, name string) string {
 		t.Fatal(err)
 	}
 	return commit
+}
+
+// makeReadOnly makes dir refuse new files, returning the function that
+// undoes it (also run when the test ends): chmod for a user, the
+// immutable attribute for root (whom chmod does not stop). It skips the
+// test when neither takes effect (no chattr, a file system without
+// attributes).
+func makeReadOnly(t *testing.T, dir string) (undo func()) {
+	t.Helper()
+	undo = func() { os.Chmod(dir, 0o755) }
+	if os.Geteuid() == 0 {
+		if out, err := exec.Command("chattr", "+i", dir).CombinedOutput(); err != nil {
+			t.Skipf("cannot make %s read-only for root: chattr: %v %s", dir, err, out)
+		}
+		undo = func() { exec.Command("chattr", "-i", dir).Run() }
+	} else if err := os.Chmod(dir, 0o555); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(undo)
+	probe := filepath.Join(dir, "probe")
+	if err := os.WriteFile(probe, nil, 0o644); err == nil {
+		os.Remove(probe)
+		t.Skipf("%s still takes new files", dir)
+	}
+	return undo
+}
+
+// TestDegradedByFailingWrites: a Delta table directory that turns
+// read-only after the endpoint opened fails every write with
+// Unavailable while the sink's probe still passes. After
+// endpoint.DefaultDegradeAfter failed puts health, /readyz (with a token)
+// and quiver_endpoint_degraded say the endpoint is degraded and why;
+// clients' invalid batches never count; once the directory takes files
+// again the next successful commit recovers it. (Before, health said
+// "ok" and /readyz "ready" throughout.)
+func TestDegradedByFailingWrites(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv("QUIVER_TEST_DEGRADED_TOKEN", "ops")
+	s := startServerWith(t, dir, `auth:
+  tokens:
+    - {name: ops, token_env: QUIVER_TEST_DEGRADED_TOKEN, endpoints: ["*"], actions: ["*"]}
+endpoints:
+  - {name: devnull, sink: discard}
+  - name: lake
+    sink: delta
+    delta: {table_uri: "file://tables/lake"}
+`, Options{})
+	c, err := quiver.Dial(s.FlightAddr(), quiver.WithToken("ops"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	ctx := t.Context()
+	if _, err := c.Put(ctx, "lake", idReader(t, 3)); err != nil {
+		t.Fatalf("first put: %v", err)
+	}
+	degraded := func() float64 {
+		return metricValue(t, s.reg, "quiver_endpoint_degraded", map[string]string{"endpoint": "lake"})
+	}
+	wantHealth := func(want string) {
+		t.Helper()
+		h, err := c.Health(ctx)
+		if err != nil || !strings.Contains(h.Endpoints["lake"], want) {
+			t.Fatalf("health: %+v, %v; want lake %q", h, err, want)
+		}
+	}
+
+	makeWritable := makeReadOnly(t, filepath.Join(dir, "tables", "lake"))
+	for i := range 2 * endpoint.DefaultDegradeAfter {
+		// A client's mistake is not the sink's failure.
+		if _, err := c.Put(ctx, "lake", stringIDReader(t)); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("put %d of the wrong type: %v, want InvalidArgument", i, err)
+		}
+	}
+	wantHealth("ok")
+	for i := range endpoint.DefaultDegradeAfter {
+		if degraded() != 0 {
+			t.Fatalf("degraded after %d failed puts", i)
+		}
+		if _, err := c.Put(ctx, "lake", idReader(t, 3)); status.Code(err) != codes.Unavailable {
+			t.Fatalf("put %d into a read-only table: %v, want Unavailable", i, err)
+		}
+	}
+	wantHealth(`endpoint "lake" is degraded: its last 3 sink calls failed`)
+	if degraded() != 1 {
+		t.Errorf("quiver_endpoint_degraded{lake} = %v, want 1", degraded())
+	}
+	base := "http://" + s.HTTPAddr() + "/readyz"
+	if code, body := httpGetToken(t, base, "ops"); code != 200 || !strings.HasPrefix(body, "degraded: 1 of 2 endpoint(s) failing\n  lake: ") {
+		t.Errorf("/readyz with a token = %d %q, want 200 degraded naming lake", code, body)
+	}
+	if code, body := httpGet(t, base); code != 200 || body != "ready\n" {
+		t.Errorf("/readyz without a token = %d %q, want 200 %q", code, body, "ready\n")
+	}
+	if !strings.Contains(s.logs.String(), `msg="endpoint: degraded`) {
+		t.Errorf("no warning logged")
+	}
+
+	makeWritable()
+	if _, err := c.Put(ctx, "lake", idReader(t, 3)); err != nil {
+		t.Fatalf("put once the directory is writable: %v", err)
+	}
+	wantHealth("ok")
+	if degraded() != 0 {
+		t.Errorf("quiver_endpoint_degraded{lake} = %v after a commit, want 0", degraded())
+	}
+}
+
+// stringIDReader is one batch whose id column is a string: a Delta
+// table of int64 ids refuses it (InvalidArgument).
+func stringIDReader(t *testing.T) array.RecordReader {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.BinaryTypes.String}}, nil)
+	b := array.NewStringBuilder(memory.DefaultAllocator)
+	defer b.Release()
+	b.Append("one")
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(schema, []arrow.Array{col}, 1)
+	defer rec.Release()
+	rdr, err := array.NewRecordReader(schema, []arrow.RecordBatch{rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(rdr.Release)
+	return rdr
 }

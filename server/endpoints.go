@@ -71,8 +71,9 @@ func writerBuilder(cfg *config.Config, e config.Endpoint, sinks *writers.Registr
 // servingEndpoints builds every endpoint's writer, unopened, behind an
 // endpoint.Writer that keeps the server up when the sink cannot be opened,
 // observed by the status page's recorder and traced by tp (nil: no
-// traces), and registers quiver_endpoint_up for each. A writer that cannot
-// be built (the sink refuses its settings) is an error.
+// traces), and registers the gauges of its health (registerHealth). A
+// writer that cannot be built (the sink refuses its settings) is an
+// error.
 func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registerer, budget *membudget.Budget, tp trace.TracerProvider) ([]flightsvc.Endpoint, []*endpoint.Writer, []*status.Recorder, []*maintain.Runner, error) {
 	sinks, logger, alloc := opts.Sinks, opts.Logger, opts.Allocator
 	raw, err := buildEndpoints(cfg, sinks, logger, reg, alloc, budget)
@@ -109,23 +110,41 @@ func servingEndpoints(cfg *config.Config, opts Options, reg prometheus.Registere
 			observer.runner, e.Maintenance = r, r
 			runners = append(runners, r)
 		}
-		up := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "quiver_endpoint_up",
-			Help:        "1 while the endpoint's sink is open and serving, 0 while it could not be opened (the server retries).",
-			ConstLabels: prometheus.Labels{"endpoint": e.Name},
-		}, func() float64 {
-			if h.Up() {
-				return 1
-			}
-			return 0
-		})
-		if err := reg.Register(up); err != nil {
-			return nil, nil, nil, nil, fmt.Errorf("server: endpoint %q: register quiver_endpoint_up: %w", e.Name, err)
+		if err := registerHealth(reg, e.Name, h); err != nil {
+			return nil, nil, nil, nil, err
 		}
 		e.Writer = h
 		eps[i], handles[i] = e, h
 	}
 	return eps, handles, recorders, runners, nil
+}
+
+// registerHealth registers the gauges of h's health:
+// quiver_endpoint_up (the sink is open) and quiver_endpoint_degraded (it
+// is open but its calls keep failing, endpoint.Writer.Degraded).
+func registerHealth(reg prometheus.Registerer, name string, h *endpoint.Writer) error {
+	gauges := []struct {
+		name, help string
+		value      func() bool
+	}{
+		{"quiver_endpoint_up", "1 while the endpoint's sink is open and serving, 0 while it could not be opened (the server retries).", h.Up},
+		{"quiver_endpoint_degraded", "1 while the endpoint's sink is open but its last writes or commits failed (until a commit succeeds), 0 otherwise.",
+			func() bool { return h.Degraded() != nil }},
+	}
+	for _, g := range gauges {
+		gauge := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: g.name, Help: g.help, ConstLabels: prometheus.Labels{"endpoint": name},
+		}, func() float64 {
+			if g.value() {
+				return 1
+			}
+			return 0
+		})
+		if err := reg.Register(gauge); err != nil {
+			return fmt.Errorf("server: endpoint %q: register %s: %w", name, g.name, err)
+		}
+	}
+	return nil
 }
 
 // commitCounter is an endpoint's observer: the status page's recorder,

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
+	"github.com/quiver-ingest/quiver/internal/redact"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/status"
 	"github.com/quiver-ingest/quiver/writers"
@@ -105,43 +106,90 @@ func (s *Server) servePprof(mux *http.ServeMux, auth status.Auth) {
 
 // readyz answers 503 when the server cannot take traffic a load balancer
 // should send it: starting or shutting down, the transaction journal
-// cannot write, or no endpoint passes its probe. When only some endpoints
-// fail it answers 200 with a "degraded" body naming them and their
-// reasons: taking the server out of rotation would also stop the
+// cannot write, or no endpoint passes its probe (or is degraded by
+// failing writes, see package endpoint). When only some endpoints fail it
+// answers 200: taking the server out of rotation would also stop the
 // endpoints that serve, and clients of a failing one get its reason
-// (Unavailable or FailedPrecondition) anyway.
+// anyway.
+//
+// The body is "ready" or "not ready" and nothing more, unless the request
+// carries a bearer token of auth.tokens: then it says why, for the
+// endpoints of that token, with URIs redacted. Reasons name tables,
+// paths and hosts, which an unauthenticated probe has no business
+// reading (and without auth there is no token to show them to: the
+// health action and the status page say why).
 func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	if !s.serving.Load() {
+	ready, detail := s.readiness(r)
+	if !ready {
 		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintln(w, "not ready: the server is not serving (starting or shutting down)")
-		return
+	}
+	visible, ok := s.readyzViewer(r)
+	switch {
+	case !ok && ready:
+		fmt.Fprintln(w, "ready")
+	case !ok:
+		fmt.Fprintln(w, "not ready")
+	default:
+		fmt.Fprint(w, redact.Text(detail(visible)))
+	}
+}
+
+// readyzViewer is the endpoints the caller of /readyz may read reasons
+// of; false when it may read none (no auth, or no valid token).
+func (s *Server) readyzViewer(r *http.Request) (func(string) bool, bool) {
+	auth := tokenAuth(s.cfg.Auth)
+	if auth == nil {
+		return nil, false
+	}
+	v, ok := auth(r)
+	if ok && v.Endpoint == nil {
+		return func(string) bool { return true }, true
+	}
+	return v.Endpoint, ok
+}
+
+// readiness probes the server for /readyz: whether it is ready, and the
+// text saying why, for a caller who sees the endpoints visible accepts.
+func (s *Server) readiness(r *http.Request) (bool, func(visible func(string) bool) string) {
+	if !s.serving.Load() {
+		return false, func(func(string) bool) string {
+			return "not ready: the server is not serving (starting or shutting down)\n"
+		}
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
-	var failing []string
+	failing := map[string]error{}
 	for name, err := range s.svc.Health(ctx) {
 		if err != nil {
-			failing = append(failing, fmt.Sprintf("  %s: %v", name, err))
+			failing[name] = err
 		}
 	}
-	slices.Sort(failing)
-	detail := strings.Join(failing, "\n")
-	switch jerr := s.coord.JournalHealth(); {
-	case jerr != nil:
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "not ready: the transaction journal cannot write: %v\n", jerr)
-	case len(failing) > 0 && len(failing) == len(s.endpoints):
-		w.WriteHeader(http.StatusServiceUnavailable)
-		fmt.Fprintf(w, "not ready: every endpoint is failing\n")
-	case len(failing) > 0:
-		fmt.Fprintf(w, "degraded: %d of %d endpoint(s) failing\n", len(failing), len(s.endpoints))
-	default:
-		fmt.Fprintln(w, "ready")
-		return
-	}
-	if detail != "" {
-		fmt.Fprintln(w, detail)
+	jerr := s.coord.JournalHealth()
+	ready := jerr == nil && (len(failing) == 0 || len(failing) < len(s.endpoints))
+	return ready, func(visible func(string) bool) string {
+		var b strings.Builder
+		switch {
+		case jerr != nil:
+			fmt.Fprintf(&b, "not ready: the transaction journal cannot write: %v\n", jerr)
+		case !ready:
+			b.WriteString("not ready: every endpoint is failing\n")
+		case len(failing) > 0:
+			fmt.Fprintf(&b, "degraded: %d of %d endpoint(s) failing\n", len(failing), len(s.endpoints))
+		default:
+			b.WriteString("ready\n")
+		}
+		var lines []string
+		for name, err := range failing {
+			if visible(name) {
+				lines = append(lines, fmt.Sprintf("  %s: %v\n", name, err))
+			}
+		}
+		slices.Sort(lines)
+		for _, l := range lines {
+			b.WriteString(l)
+		}
+		return b.String()
 	}
 }
 
@@ -152,7 +200,7 @@ func (s *Server) newBoard() *status.Board {
 		eps[i] = status.Endpoint{
 			Name: e.Name, Sink: e.Sink, Mode: e.Mode,
 			Target:   writers.TargetOf(s.cfg.Endpoints[i].Settings),
-			Reason:   s.handles[i].Reason,
+			Reason:   s.handles[i].Problem,
 			Recorder: s.recorders[i],
 		}
 	}

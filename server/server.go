@@ -39,6 +39,7 @@ import (
 	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/internal/maintain"
 	"github.com/quiver-ingest/quiver/internal/membudget"
+	"github.com/quiver-ingest/quiver/internal/redact"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/endpoint"
 	"github.com/quiver-ingest/quiver/server/status"
@@ -83,6 +84,8 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Every log line of the server loses the credentials of URIs.
+	o.Logger = slog.New(redact.Handler(o.Logger.Handler()))
 	if o.Allocator == nil {
 		o.Allocator = memory.DefaultAllocator
 	}
@@ -253,6 +256,7 @@ func (s *Server) start(ctx context.Context) (err error) {
 		Dir:               filepath.Join(s.cfg.DataDir, "journal"),
 		TTL:               s.cfg.Txn.TTL,
 		MaxTTLOfBegin:     s.cfg.Txn.MaxTTL,
+		ReplayCheck:       txn.ReplayCheck(s.cfg.Txn.ReplayCheck),
 		MaxOpenPerOwner:   s.cfg.Limits.ClientMaxTransactions,
 		MaxStagedPerOwner: s.cfg.Limits.ClientStagedBytes,
 		Logger:            s.logger.With("component", "txn"),

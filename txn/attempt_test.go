@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -172,5 +174,40 @@ func TestFirstPutBeginsAfterRestartAndExpiry(t *testing.T) {
 	}
 	if st := fx.mustState("q", 3, StateOpen); rowsOf(st) != 10 {
 		t.Fatalf("%d rows staged, want the replay's 10", rowsOf(st))
+	}
+}
+
+// TestReplayOfOtherDataIsDetected: a replay of a committed epoch that
+// sends another number of rows than the commit published (a second
+// pipeline using the same writer name) is counted and logged, and with
+// ReplayRefuse its commit fails naming the counts; a faithful replay
+// answers replayed as before.
+func TestReplayOfOtherDataIsDetected(t *testing.T) {
+	for _, check := range []ReplayCheck{ReplayWarn, ReplayRefuse} {
+		t.Run(string(check), func(t *testing.T) {
+			fx := newFixture(t)
+			fx.c.replayCheck = check
+			fx.write("q", 1, "a", 5)
+			if _, err := fx.c.Precommit(bg, "q", 1); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := fx.c.Commit(bg, "q", 1, nil); err != nil {
+				t.Fatal(err)
+			}
+			fx.write("q", 1, "a", 5) // faithful
+			if st, err := fx.c.Commit(bg, "q", 1, nil); err != nil || !st.Replayed {
+				t.Fatalf("faithful replay: %+v, %v", st, err)
+			}
+			fx.write("q", 1, "a", 7) // another pipeline's epoch 1
+			st, err := fx.c.Commit(bg, "q", 1, nil)
+			if check == ReplayRefuse {
+				wantWrongState(t, err, `endpoint "a": 5 rows committed, 7 replayed`)
+			} else if err != nil || !st.Replayed {
+				t.Fatalf("replay of other data under warn: %+v, %v; want replayed", st, err)
+			}
+			if n := testutil.ToFloat64(fx.c.metrics.replayMismatches); n != 1 {
+				t.Fatalf("replay mismatches counted %v, want 1", n)
+			}
+		})
 	}
 }

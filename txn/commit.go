@@ -93,6 +93,10 @@ func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, ha
 	}
 	switch {
 	case t.state == StateCommitted:
+		if err := c.checkReplayLocked(t); err != nil {
+			c.mu.Unlock()
+			return Status{}, err
+		}
 		st := c.statusLocked(t)
 		c.mu.Unlock()
 		st.Replayed = true

@@ -98,6 +98,9 @@ type txn struct {
 	attempt string
 	conn    string
 	dead    []string
+	// replayRows counts the rows replayed streams of a committed t sent,
+	// by endpoint, until a commit compares them (checkReplayLocked).
+	replayRows map[string]int64
 }
 
 func (t *txn) live() bool { return t.state == StateOpen || t.state == StatePrecommitted }
@@ -134,6 +137,7 @@ type Coordinator struct {
 	segmentBytes  int64
 	commitTimeout time.Duration
 	newAttempt    func() string // attempt ids; tests make them predictable
+	replayCheck   ReplayCheck
 
 	// gate is held shared while a record is appended and applied, and
 	// exclusively by compaction, which so sees the journal and the state
@@ -201,6 +205,7 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 		segmentBytes:  defaultSegmentBytes,
 		commitTimeout: defaultCommitTimeout,
 		newAttempt:    newAttempt,
+		replayCheck:   cmp.Or(opts.ReplayCheck, ReplayWarn),
 		txns:          make(map[txnID]*txn),
 		liveByWriter:  make(map[string]map[int64]*txn),
 		committed:     make(map[epochKey]int64),

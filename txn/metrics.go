@@ -20,6 +20,9 @@ type metrics struct {
 	open  prometheus.GaugeFunc
 	stuck prometheus.GaugeFunc
 	live  liveByState
+	// replayMismatches counts replays that sent other rows than their
+	// epoch's commit published (checkReplayLocked).
+	replayMismatches prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
@@ -39,6 +42,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 		}, func() float64 { return c.oldestPrecommitted().Seconds() }),
 		live: liveByState{c: c, desc: prometheus.NewDesc("quiver_transactions_live",
 			"Transactions open or precommitted, by state.", []string{"state"}, nil)},
+		replayMismatches: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_transactions_replay_mismatches_total",
+			Help: "Replays of a committed epoch that sent other row counts than its commit published (two pipelines sharing a writer name?).",
+		}),
 	}
 	for _, r := range []string{resultCommitted, resultAborted, resultExpired, resultReplayed} {
 		m.total.WithLabelValues(r)
@@ -60,7 +67,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 func (m *metrics) result(r string) { m.total.WithLabelValues(r).Inc() }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.total, m.open, m.stuck, m.live}
+	return []prometheus.Collector{m.total, m.open, m.stuck, m.live, m.replayMismatches}
 }
 
 func (m *metrics) unregister() {

@@ -13,6 +13,10 @@ import (
 type Stream struct {
 	c *Coordinator
 	t *txn // nil when replayed
+	// replayOf is the committed transaction a replayed stream replays,
+	// when the coordinator still holds it: its rows are compared at the
+	// replay's commit (checkReplayLocked).
+	replayOf *txn
 	// bounded: its Stage counts against the transaction's owner's
 	// Options.MaxStagedPerOwner (the stream's caller is no admin).
 	bounded  bool
@@ -99,7 +103,8 @@ func (s *Stream) Turn(ctx context.Context) (done func(), err error) {
 	}
 }
 
-// Done ends the stream. rows is the number of rows written. A non-nil err
+// Done ends the stream. rows is the number of rows written (for a
+// replayed stream, the rows it sent: compared with the commit's). A non-nil err
 // means the stream failed part-way: its rows may be partly staged, so the
 // transaction is poisoned (precommit fails with ErrWrongState telling the
 // client to roll back and replay the epoch). When the transaction was
@@ -108,7 +113,15 @@ func (s *Stream) Turn(ctx context.Context) (done func(), err error) {
 // error returns the abort's (ErrWrongState): the stream must not be
 // acknowledged as staged. Done is idempotent; later calls return nil.
 func (s *Stream) Done(rows int64, err error) error {
-	if s.t == nil || !s.ended.CompareAndSwap(false, true) {
+	if !s.ended.CompareAndSwap(false, true) {
+		return nil
+	}
+	if s.t == nil {
+		if s.replayOf != nil && err == nil {
+			s.c.mu.Lock()
+			s.replayOf.noteReplayLocked(s.endpoint, rows)
+			s.c.mu.Unlock()
+		}
 		return nil
 	}
 	c, t := s.c, s.t
@@ -172,7 +185,13 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 		return nil, err
 	}
 	if epoch <= last {
-		return &Stream{c: c, endpoint: endpoint, key: key}, nil
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		s := &Stream{c: c, endpoint: endpoint, key: key}
+		if t := c.txns[id]; t != nil && t.state == StateCommitted {
+			s.replayOf = t
+		}
+		return s, nil
 	}
 	t, created, err := c.lockOrCreate(id, StateOpen, c.startCheck(ctx, "join"))
 	if err != nil {
@@ -200,7 +219,7 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 		case err != nil:
 			return nil, err
 		case state == StateCommitted:
-			return &Stream{c: c, endpoint: endpoint, key: key}, nil
+			return &Stream{c: c, endpoint: endpoint, key: key, replayOf: t}, nil
 		case restart:
 			if state != StateAborted {
 				if err := c.fence(ctx, t, "a put from another connection"); err != nil {

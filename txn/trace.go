@@ -7,6 +7,8 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/quiver-ingest/quiver/internal/redact"
 )
 
 // tracerName names the coordinator's spans' instrumentation scope.
@@ -33,8 +35,9 @@ func (c *Coordinator) startSpan(ctx context.Context, name, writer string, epoch 
 func endSpan(span trace.Span, st Status, err error) {
 	defer span.End()
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		shown := redact.Error(err) // spans leave the process
+		span.RecordError(shown)
+		span.SetStatus(codes.Error, shown.Error())
 		return
 	}
 	var rows int64

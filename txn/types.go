@@ -47,6 +47,10 @@ type Options struct {
 	// TracerProvider makes the spans of precommit and commit; nil makes
 	// none.
 	TracerProvider trace.TracerProvider
+	// ReplayCheck is what a commit does when replays of a committed epoch
+	// sent other row counts than it published (replaycheck.go); "" means
+	// ReplayWarn.
+	ReplayCheck ReplayCheck
 	// MaxTTLOfBegin caps the ttl a begin may ask for (txn.max_ttl): more
 	// is ErrInvalid naming txn.max_ttl. Zero means MaxTTL; at most MaxTTL.
 	MaxTTLOfBegin time.Duration

@@ -2,13 +2,14 @@ package writers
 
 import (
 	"log/slog"
-	"net/url"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/quiver-ingest/quiver/internal/redact"
 )
 
 // SinkConfig is one sink's decoded settings for one endpoint.
@@ -121,18 +122,12 @@ type Targeter interface {
 }
 
 // TargetOf is c's target with any credentials a URI could carry (user
-// information, query parameters such as presigned keys) removed; "" when c
-// names none.
+// information, query values such as presigned keys) redacted
+// (redact.URI); "" when c names none.
 func TargetOf(c SinkConfig) string {
 	t, ok := c.(Targeter)
 	if !ok {
 		return ""
 	}
-	s := t.Target()
-	u, err := url.Parse(s)
-	if err != nil || u.Scheme == "" {
-		return s
-	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
-	return u.String()
+	return redact.URI(t.Target())
 }

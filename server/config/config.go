@@ -158,6 +158,10 @@ type Txn struct {
 	// MaxTTL caps the ttl a begin may ask for (ttl_s): a begin asking
 	// more is refused (InvalidArgument naming txn.max_ttl).
 	MaxTTL time.Duration `yaml:"max_ttl"`
+	// ReplayCheck is what a commit does when a replay of a committed
+	// epoch sent other row counts than it published: warn, refuse or off
+	// (txn.ReplayCheck).
+	ReplayCheck string `yaml:"replay_check"`
 	// DescriptorKeyFile holds the key that seals descriptors (hex, at least
 	// 64 digits); servers that hand descriptors to each other share it.
 	// Empty: the server generates data_dir/descriptor.key on first start.
@@ -244,7 +248,7 @@ func Default() *Config {
 			ClientMaxTransactions: 64,
 			ClientStagedBytes:     64 << 30,
 		},
-		Txn:           Txn{TTL: 15 * time.Minute, MaxTTL: 24 * time.Hour},
+		Txn:           Txn{TTL: 15 * time.Minute, MaxTTL: 24 * time.Hour, ReplayCheck: "warn"},
 		EmbeddedKafka: EmbeddedKafka{Listen: "127.0.0.1:19092", Partitions: 3},
 		Tracing:       Tracing{SampleRatio: 1, ServiceName: "quiver"},
 		FlightSQL:     FlightSQL{Catalog: "quiver", DBSchema: "public"},

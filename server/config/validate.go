@@ -119,6 +119,9 @@ func (v *validator) txn(c *Config) {
 	if !ttlOK {
 		v.fail("txn.ttl", "must be a duration from 1s to %s (a week), like 15m, not %s", maxTTL, c.Txn.TTL)
 	}
+	if !slices.Contains([]string{"warn", "refuse", "off"}, c.Txn.ReplayCheck) {
+		v.fail("txn.replay_check", "must be warn, refuse or off, not %q", c.Txn.ReplayCheck)
+	}
 	if c.Txn.MaxTTL < time.Second || c.Txn.MaxTTL > maxTTL {
 		v.fail("txn.max_ttl", "must be a duration from 1s to %s (a week), like 24h, not %s", maxTTL, c.Txn.MaxTTL)
 	} else if ttlOK && c.Txn.TTL > c.Txn.MaxTTL {

@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 
+	"github.com/quiver-ingest/quiver/internal/redact"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -54,6 +55,10 @@ type Options struct {
 	Observer Observer
 	// TracerProvider makes a span per sink commit; nil makes none.
 	TracerProvider trace.TracerProvider
+	// DegradeAfter is how many writes, precommits or commits in a row
+	// must fail with the sink's fault before the endpoint is degraded
+	// (Degraded); zero means DefaultDegradeAfter.
+	DegradeAfter int
 }
 
 // state is what a Writer stands for: the open writer, or why there is none.
@@ -77,6 +82,8 @@ type Writer struct {
 
 	state  atomic.Pointer[state]
 	tracer trace.Tracer
+
+	faults faults // consecutive sink failures of the open sink (Degraded)
 
 	rowsMu sync.Mutex
 	rows   map[writers.TxnKey]int64 // rows written per key not yet committed or rolled back
@@ -113,7 +120,11 @@ func New(first writers.Writer, opts Options) *Writer {
 	if opts.TracerProvider == nil {
 		opts.TracerProvider = noop.NewTracerProvider()
 	}
-	w := &Writer{opts: opts, contract: first.Contract(), first: first, tracer: opts.TracerProvider.Tracer(tracerName), rows: make(map[writers.TxnKey]int64)}
+	if opts.DegradeAfter <= 0 {
+		opts.DegradeAfter = DefaultDegradeAfter
+	}
+	w := &Writer{opts: opts, contract: first.Contract(), first: first, tracer: opts.TracerProvider.Tracer(tracerName),
+		faults: faults{after: opts.DegradeAfter}, rows: make(map[writers.TxnKey]int64)}
 	w.state.Store(&state{err: writers.Errorf(writers.ErrUnavailable, "endpoint %q is not open yet", opts.Name)})
 	return w
 }
@@ -331,13 +342,15 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	start := time.Now()
 	info, err := st.w.Commit(ctx, key, descs)
 	if err != nil {
-		span.RecordError(err)
-		span.SetStatus(codes.Error, err.Error())
+		shown := redact.Error(err) // spans leave the process
+		span.RecordError(shown)
+		span.SetStatus(codes.Error, shown.Error())
 		w.failed("commit", err)
 		return info, err
 	}
 	span.SetAttributes(attribute.Int64("quiver.table_version", info.Version), attribute.Bool("quiver.replayed", info.Replayed))
 	w.forget(key)
+	w.committed()
 	w.opts.Observer.Committed(Commit{Key: key, Info: info, Rows: rows, At: start, Took: time.Since(start)})
 	return info, nil
 }
@@ -360,11 +373,13 @@ func (w *Writer) forget(key writers.TxnKey) {
 }
 
 // failed tells the observer of a sink call's failure, unless the caller
-// went away (a cancelled stream is not the sink's fault).
+// went away (a cancelled stream is not the sink's fault), and counts it
+// toward degraded when it is the sink's.
 func (w *Writer) failed(op string, err error) {
 	if !errors.Is(err, context.Canceled) {
 		w.opts.Observer.Failed(op, err)
 	}
+	w.sinkFailed(op, err)
 }
 
 // CommittedEpoch asks the open sink writer.
@@ -380,11 +395,15 @@ func (w *Writer) CommittedEpoch(ctx context.Context, writer string) (int64, bool
 func (w *Writer) Contract() writers.Contract { return w.contract }
 
 // Check probes the open sink writer; while there is none it answers the
-// reason.
+// reason, and while the endpoint is degraded why (Degraded): a probe
+// that passes while every write fails must not report the endpoint ok.
 func (w *Writer) Check(ctx context.Context) error {
 	st := w.state.Load()
 	if st.w == nil {
 		return st.err
+	}
+	if err := w.Degraded(); err != nil {
+		return err
 	}
 	return st.w.Check(ctx)
 }

@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quiver-ingest/quiver/internal/redact"
 	"github.com/quiver-ingest/quiver/server/endpoint"
 )
 
@@ -75,7 +76,7 @@ func (r *Recorder) Committed(c endpoint.Commit) {
 
 // Failed implements endpoint.Observer.
 func (r *Recorder) Failed(op string, err error) {
-	msg := err.Error()
+	msg := redact.Text(err.Error())
 	if len(msg) > maxMessage {
 		msg = msg[:maxMessage] + "..."
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/quiver-ingest/quiver/internal/redact"
 	"github.com/quiver-ingest/quiver/txn"
 )
 
@@ -223,7 +224,7 @@ func (b *Board) Snapshot(v View) Status {
 	}
 	if b.opts.Journal != nil {
 		if err := b.opts.Journal(); err != nil {
-			st.Journal = err.Error()
+			st.Journal = redact.Text(err.Error())
 		}
 	}
 	for _, e := range b.opts.Endpoints {
@@ -239,7 +240,7 @@ func (b *Board) Snapshot(v View) Status {
 		}
 		if e.Reason != nil {
 			if err := e.Reason(); err != nil {
-				es.State, es.Reason = "degraded", err.Error()
+				es.State, es.Reason = "degraded", redact.Text(err.Error())
 			}
 		}
 		if e.Recorder != nil {

@@ -28,9 +28,10 @@ const maxReplans = 5
 // schema of the first descriptor with files); a concurrent first commit
 // that wins makes this one an append on the table it created, or, with
 // other columns, ErrInvalid. An auto-commit key without files commits
-// nothing and answers the current version; so does any key without files
-// before the table exists (there is no table to record the epoch in,
-// NoVersion).
+// nothing and answers the current version. A transaction without files
+// (an empty epoch) commits its txn alone, creating the table first from
+// the schema its stream sent when there is none (a key that never wrote,
+// not even a schema, has no table to record the epoch in: NoVersion).
 //
 // Exactly-once: before every attempt the latest snapshot's txn version for
 // key.Writer is read; when it is already ≥ key.Epoch the call changes
@@ -81,10 +82,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		if err != nil {
 			return stop(err)
 		}
-		if !hasFiles(ds) && (key.Auto || snap == nil) {
+		if !hasFiles(ds) && (key.Auto || snap == nil && !hasSchema(ds)) {
 			// Nothing to publish and no epoch to record (auto-commit), or
-			// no table to record it in: a table is created only by the
-			// commit that publishes its first rows.
+			// no table to record it in and no schema to create one with.
 			if snap == nil {
 				return writers.CommitInfo{Version: writers.NoVersion}, tablesink.Uncounted, nil
 			}
@@ -190,6 +190,12 @@ func hasFiles(ds []*descriptor) bool {
 		}
 	}
 	return false
+}
+
+// hasSchema reports whether a descriptor of ds carries the columns its
+// stream sent.
+func hasSchema(ds []*descriptor) bool {
+	return slices.ContainsFunc(ds, func(d *descriptor) bool { return d.Schema != "" })
 }
 
 // committedAt is the epoch of a writer's last commit through this Writer

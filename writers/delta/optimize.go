@@ -16,6 +16,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
 // maxOptimizeAttempts bounds how often Optimize plans again after losing
@@ -160,26 +161,30 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 // below target and those with deletion vectors; a partition whose only
 // pick is one file without deletions gains nothing and is skipped.
 // partCols are the keys of the files' partitionValues (physical names).
+// A partition is its values, not its directory: null and the string
+// "__HIVE_DEFAULT_PARTITION__" share a directory, and files of the two
+// must never be rewritten into one (tablesink.Part.Key).
 func optimizeGroups(snap *deltalog.Snapshot, partCols []string, target int64, pinned map[string]bool) []optimizeGroup {
-	byDir := map[string]*optimizeGroup{}
-	var dirs []string
+	byKey := map[string]*optimizeGroup{}
+	var keys []string
 	for _, a := range snap.Files() {
 		if (a.Size >= target && a.DeletionVector == nil) || pinned[a.Path] {
 			continue
 		}
 		dir := deltalog.PartitionDir(partCols, a.PartitionValues)
-		g := byDir[dir]
+		key := tablesink.Part{Dir: dir, Values: a.PartitionValues}.Key()
+		g := byKey[key]
 		if g == nil {
 			g = &optimizeGroup{dir: dir}
-			byDir[dir] = g
-			dirs = append(dirs, dir)
+			byKey[key] = g
+			keys = append(keys, key)
 		}
 		g.files = append(g.files, a)
 	}
-	slices.Sort(dirs)
+	slices.Sort(keys)
 	var out []optimizeGroup
-	for _, dir := range dirs {
-		g := byDir[dir]
+	for _, key := range keys {
+		g := byKey[key]
 		if len(g.files) == 1 && g.files[0].DeletionVector == nil {
 			continue
 		}

@@ -172,9 +172,12 @@ func dropFields(s *arrow.Schema, names []string) *arrow.Schema {
 
 // partitionValue serializes row i of a partition column for
 // add.partitionValues, per the protocol's rules
-// (deltalog.FormatPartitionValue). Null and the empty string are both nil:
-// Delta reads "" as null and both live in __HIVE_DEFAULT_PARTITION__, so
-// they must be one partition. Dictionary columns give their value.
+// (deltalog.FormatPartitionValue). Null, the empty string and the string
+// "__HIVE_DEFAULT_PARTITION__" are all nil (null), as Spark and delta-rs
+// write them: all three live in the directory __HIVE_DEFAULT_PARTITION__,
+// from which both writers read their partition value back as null
+// (docs/delta.md, "Partition values"). Dictionary columns give their
+// value.
 func partitionValue(col arrow.Array, i int) (*string, error) {
 	if col.IsNull(i) {
 		return nil, nil
@@ -217,7 +220,7 @@ func partitionValue(col arrow.Array, i int) (*string, error) {
 		return nil, writers.Errorf(writers.ErrInvalid, "delta: partition column type %s is not supported: partition by a string, number, boolean, date, timestamp or decimal column", col.DataType())
 	}
 	s, err := deltalog.FormatPartitionValue(v)
-	if s != nil && *s == "" {
+	if s != nil && (*s == "" || *s == deltalog.HiveDefaultPartition) {
 		return nil, err
 	}
 	return s, err

@@ -40,6 +40,9 @@ func reconcile(table, got *deltalog.Schema, evolve bool) (*deltalog.Schema, erro
 			continue
 		}
 		if !sameType(t.Type, g.Type) {
+			if path, ok := newNestedField(g.Name, t.Type, g.Type); ok {
+				return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q has the field %q, which the table's struct lacks: Quiver adds top-level columns only (schema_evolution: add_columns), not fields inside a struct; add the field to the table first (Spark: ALTER TABLE … ADD COLUMNS (%s %s)) or send it as a top-level column", g.Name, path, path, nestedType(g.Type, path))
+			}
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q has type %s, the table's is %s: cast it (changing a column's type is not supported)", g.Name, typeJSON(g.Type), typeJSON(t.Type))
 		}
 		if g.Nullable && !nullableInput(t) {
@@ -52,6 +55,59 @@ func reconcile(table, got *deltalog.Schema, evolve bool) (*deltalog.Schema, erro
 		}
 	}
 	return merged, nil
+}
+
+// newNestedField finds a field of got, inside struct column name (at any
+// depth of structs), that the table's type lacks while everything else
+// the two share matches: Spark's mergeSchema would add it, Quiver does
+// not. It returns the field's dotted path ("s.inner.c").
+func newNestedField(name string, table, got deltalog.DataType) (string, bool) {
+	if table.Name != "struct" || got.Name != "struct" {
+		return "", false
+	}
+	var added string
+	for _, g := range got.Fields {
+		var t *deltalog.StructField
+		for i := range table.Fields {
+			if table.Fields[i].Name == g.Name {
+				t = &table.Fields[i]
+			}
+		}
+		switch {
+		case t == nil:
+			if added == "" {
+				added = name + "." + g.Name
+			}
+		case sameType(t.Type, g.Type):
+		default:
+			path, ok := newNestedField(name+"."+g.Name, t.Type, g.Type)
+			if !ok {
+				return "", false // a changed type, not only an added field
+			}
+			if added == "" {
+				added = path
+			}
+		}
+	}
+	return added, added != ""
+}
+
+// nestedType is the type of the field at dotted path (newNestedField) of
+// struct type t, as Spark's DDL spells primitives.
+func nestedType(t deltalog.DataType, path string) string {
+	parts := strings.Split(path, ".")
+	for _, p := range parts[1:] {
+		for _, f := range t.Fields {
+			if f.Name == p {
+				t = f.Type
+				break
+			}
+		}
+	}
+	if t.Name == "struct" {
+		return "STRUCT<…>"
+	}
+	return strings.ToUpper(t.String())
 }
 
 // sameType compares two Delta types ignoring field metadata (which the

@@ -70,7 +70,12 @@ func (w *Writer) tableFromDescriptors(ds []*descriptor) (*deltalog.Snapshot, err
 			return w.tableFor(d.Schema)
 		}
 	}
-	return nil, writers.Errorf(writers.ErrInvalid, "delta: the descriptors of a commit creating table %s carry no files", w.cfg.TableURI)
+	for _, d := range ds { // an empty epoch: the schema its stream sent
+		if d.Schema != "" {
+			return w.tableFor(d.Schema)
+		}
+	}
+	return nil, writers.Errorf(writers.ErrInvalid, "delta: the descriptors of a commit creating table %s carry no files and no schema", w.cfg.TableURI)
 }
 
 // commitPlanned writes actions as the version after base (deltalog

@@ -225,3 +225,28 @@ func TestUpsertDVDescriptorHandedOver(t *testing.T) {
 	}
 	sameRows(t, "after the replay", tableRows(t, cfg, cols), want)
 }
+
+// TestEmptyEpochOnAFreshUpsertTable: an upsert endpoint's first epoch
+// with no rows (a stream that sent its schema only) creates the table and
+// records the epoch, so that committed-epoch answers it: Spark calls
+// foreachBatch for empty micro-batches too.
+func TestEmptyEpochOnAFreshUpsertTable(t *testing.T) {
+	mem := checkedMem(t)
+	cfg := testConfig(fileURI(t), func(c *Config) {
+		c.WriteMode, c.MergeKeys, c.DeletionVectors = ModeUpsert, []string{"id"}, true
+	})
+	w := openWriter(t, cfg, mem)
+	key := writers.TxnKey{Writer: "q", Epoch: 0}
+	empty := idBatch(mem)
+	defer empty.Release()
+	commitOne(t, w, key, empty)
+	if epoch, ok, err := w.CommittedEpoch(context.Background(), "q"); err != nil || !ok || epoch != 0 {
+		t.Fatalf("CommittedEpoch = %d, %v, %v; want epoch 0 recorded", epoch, ok, err)
+	}
+	rows := idBatch(mem, idRange(1, 4, "a")...)
+	defer rows.Release()
+	commitOne(t, w, writers.TxnKey{Writer: "q", Epoch: 1}, rows)
+	if got := tableRows(t, cfg, []string{"id", "str"}); len(got) != 3 {
+		t.Fatalf("rows %v, want 3", got)
+	}
+}

@@ -20,10 +20,11 @@ const maxReplans = 5
 // one per commit) makes it an Update that also replaces the fragments the
 // merge deleted rows from and drops those it emptied, provided each is
 // unchanged since the precommit (see mergeDesc.apply). An auto-commit key
-// without fragments commits nothing; so does any key without fragments
-// before the dataset exists (there is no dataset to record the epoch in:
-// a dataset is created only by the commit publishing its first rows, and
-// its schema is the descriptors'). Of two first commits, the loser
+// without fragments commits nothing. A transaction without rows (an empty
+// epoch) commits a version that records its epoch, creating the dataset
+// with no fragments first, in the schema its stream sent, when there is
+// none (a key that sent not even a schema has nowhere to record it). Of
+// two first commits, the loser
 // appends to the dataset the winner created, or, with another schema,
 // fails with ErrInvalid. A key whose epoch the history already records is
 // answered Replayed with the version that recorded it, changing nothing.
@@ -67,10 +68,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		if err != nil {
 			return writers.CommitInfo{}, 0, err
 		}
-		if len(frags) == 0 && (m == nil || len(m.Updated)+len(m.Removed) == 0) && (key.Auto || d == nil) {
+		if len(frags) == 0 && (m == nil || len(m.Updated)+len(m.Removed) == 0) && (key.Auto || d == nil && schema == nil) {
 			// Nothing to publish and no epoch to record (auto-commit), or
-			// no dataset to record it in: a dataset is created only by the
-			// commit that publishes its first rows.
+			// no dataset to record it in and no schema to create one with.
 			if d == nil {
 				return writers.CommitInfo{Version: writers.NoVersion}, tablesink.Uncounted, nil
 			}

@@ -131,3 +131,28 @@ func TestFirstCommitIntoDatasetOfAnotherFormat(t *testing.T) {
 		t.Fatalf("%d rows published, want 8", got)
 	}
 }
+
+// TestEmptyEpochOnAFreshMergeDataset: a merge_insert endpoint's first
+// epoch with no rows (a stream that sent its schema only) records the
+// epoch, so that committed-epoch answers it, and the next epoch merges.
+func TestEmptyEpochOnAFreshMergeDataset(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	cfg := NewConfig()
+	cfg.DatasetURI = "file://" + t.TempDir()
+	cfg.WriteMode, cfg.On = ModeMergeInsert, []string{"id"}
+	w := openWriter(t, cfg, mem)
+	defer w.Close(context.Background())
+	empty := scenarioRows(mem, 0, 0)
+	commitRows(t, w, writers.TxnKey{Writer: "q", Epoch: 0}, empty)
+	empty.Release()
+	if epoch, ok, err := w.CommittedEpoch(context.Background(), "q"); err != nil || !ok || epoch != 0 {
+		t.Fatalf("CommittedEpoch = %d, %v, %v; want epoch 0 recorded", epoch, ok, err)
+	}
+	rows := scenarioRows(mem, 0, 5)
+	commitRows(t, w, writers.TxnKey{Writer: "q", Epoch: 1}, rows)
+	rows.Release()
+	if n := published(t, w); n != 5 {
+		t.Fatalf("%d rows published, want 5", n)
+	}
+}

@@ -132,6 +132,9 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 // rolling it at the file limits, and before rec when its dictionaries
 // would outgrow the file's index types (dataFile.Fits).
 func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) error {
+	if rec.NumRows() == 0 {
+		return nil // its schema is admitted: an empty epoch still commits
+	}
 	if s.files == nil {
 		s.files = w.newStaged(s)
 	}
@@ -163,7 +166,7 @@ func (s *stage) openFile() (*dataFile, bool) {
 	if s.files == nil {
 		return nil, false
 	}
-	return s.files.Open("")
+	return s.files.Open(tablesink.Part{})
 }
 
 // finishFiles completes s's open data file and records its fragment.

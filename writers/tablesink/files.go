@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -52,10 +54,37 @@ type File[R any] interface {
 // Part is rows of one partition of a table (the rows of an unpartitioned
 // one): Dir is its directory under the table root ("" or "k=v/", escaped
 // for storage), Values its partition values (nil without).
+//
+// Dir alone does not identify a partition: Hive-style names spell null
+// and the string "__HIVE_DEFAULT_PARTITION__" alike, so distinct values
+// may share a directory. A file holds the rows of one Dir and one Values.
 type Part struct {
 	Dir    string
 	Values map[string]*string
 	Rec    arrow.RecordBatch
+}
+
+// Key identifies p's partition: its directory and its values, a null
+// value distinct from every string (the empty string included).
+func (p Part) Key() string {
+	cols := make([]string, 0, len(p.Values))
+	for c := range p.Values {
+		cols = append(cols, c)
+	}
+	slices.Sort(cols)
+	var b strings.Builder
+	b.WriteString(p.Dir)
+	for _, c := range cols {
+		// Lengths delimit the names and values, so no two tuples share
+		// a key whatever bytes they hold.
+		fmt.Fprintf(&b, "\x00%d:%s", len(c), c)
+		if v := p.Values[c]; v == nil {
+			b.WriteString("=null")
+		} else {
+			fmt.Fprintf(&b, "=%d:%s", len(*v), *v)
+		}
+	}
+	return b.String()
 }
 
 // Create starts a file for rows of p (their schema; p.Rec is not
@@ -73,7 +102,7 @@ type Files[F File[R], R any] struct {
 	sink   string // names the sink in errors
 	create Create[F]
 	budget writers.MemoryCharger
-	open   map[string]F // by Part.Dir
+	open   map[string]F // by Part.Key
 	// charge holds what open files buffer on the budget (MemoryEncoder);
 	// held is the bytes held.
 	charge bool
@@ -92,12 +121,13 @@ func NewFiles[F File[R], R any](sink string, budget writers.MemoryCharger, creat
 	return &Files[F, R]{sink: sink, create: create, budget: budget, open: make(map[string]F)}
 }
 
-// Write appends p's rows (borrowed) to the open file of p.Dir, starting
-// one when needed, and finishes it once Full.
+// Write appends p's rows (borrowed) to the open file of p's partition
+// (Part.Key), starting one when needed, and finishes it once Full.
 func (s *Files[F, R]) Write(ctx context.Context, p Part) error {
-	f, ok := s.open[p.Dir]
+	key := p.Key()
+	f, ok := s.open[key]
 	if ok && !f.Fits(p.Rec) {
-		if err := s.finish(p.Dir); err != nil {
+		if err := s.finish(key); err != nil {
 			return err
 		}
 		ok = false
@@ -115,20 +145,20 @@ func (s *Files[F, R]) Write(ctx context.Context, p Part) error {
 		if f, err = s.create(ctx, p, slot); err != nil {
 			return err
 		}
-		s.open[p.Dir] = f
+		s.open[key] = f
 	}
 	if err := f.Write(p.Rec); err != nil {
 		return s.encodeError(f, err)
 	}
 	if f.Full() {
-		return s.finish(p.Dir)
+		return s.finish(key)
 	}
 	return nil
 }
 
-// Open returns the open file of dir.
-func (s *Files[F, R]) Open(dir string) (F, bool) {
-	f, ok := s.open[dir]
+// Open returns the open file of p's partition (p.Rec is not used).
+func (s *Files[F, R]) Open(p Part) (F, bool) {
+	f, ok := s.open[p.Key()]
 	return f, ok
 }
 
@@ -164,10 +194,10 @@ func (s *Files[F, R]) takeBase() func() {
 	return func() { s.baseBusy = false }
 }
 
-// finish finishes the open file of dir and records it as finished.
-func (s *Files[F, R]) finish(dir string) error {
-	f := s.open[dir]
-	delete(s.open, dir)
+// finish finishes the open file of key and records it as finished.
+func (s *Files[F, R]) finish(key string) error {
+	f := s.open[key]
+	delete(s.open, key)
 	r, err := f.Finish()
 	if err != nil {
 		return err
@@ -179,8 +209,8 @@ func (s *Files[F, R]) finish(dir string) error {
 // FinishAll finishes every open file.
 func (s *Files[F, R]) FinishAll() error {
 	var errs []error
-	for dir := range s.open {
-		errs = append(errs, s.finish(dir))
+	for key := range s.open {
+		errs = append(errs, s.finish(key))
 	}
 	s.account()
 	return errors.Join(errs...)
@@ -189,9 +219,9 @@ func (s *Files[F, R]) FinishAll() error {
 // Abort abandons every open file and gives back the base slot and what
 // the set held on the budget: the set is done.
 func (s *Files[F, R]) Abort() {
-	for dir, f := range s.open {
+	for key, f := range s.open {
 		f.Abort()
-		delete(s.open, dir)
+		delete(s.open, key)
 	}
 	if s.base != nil {
 		s.base()

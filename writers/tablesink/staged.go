@@ -124,9 +124,9 @@ func NewPool[F File[R], R any](sink string, budget writers.MemoryCharger, pool P
 	return p
 }
 
-// Open returns the open file of dir of an inline Staged.
-func (p *Staged[F, R]) Open(dir string) (F, bool) {
-	return p.inline.Open(dir)
+// Open returns the open file of part's partition of an inline Staged.
+func (p *Staged[F, R]) Open(part Part) (F, bool) {
+	return p.inline.Open(part)
 }
 
 // run encodes e's jobs until its queue is closed. After a failure, or

@@ -90,6 +90,7 @@ func (b *budget) Slots() int {
 // limit rows; it finishes as its directory and row count.
 type file struct {
 	dir      string
+	values   map[string]*string
 	schema   *arrow.Schema
 	limit    int64
 	rows     int64
@@ -132,7 +133,7 @@ type starter struct {
 }
 
 func (s *starter) create(ctx context.Context, p Part, slot func()) (*file, error) {
-	f := &file{dir: p.Dir, schema: p.Rec.Schema(), limit: s.limit, fail: s.fail, slot: slot, aborted: &s.aborted}
+	f := &file{dir: p.Dir, values: p.Values, schema: p.Rec.Schema(), limit: s.limit, fail: s.fail, slot: slot, aborted: &s.aborted}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.started = append(s.started, f)
@@ -188,7 +189,7 @@ func TestFiles(t *testing.T) {
 	if len(fs.Finished) != 2 || fs.Finished[1] != (done{"b/", 4}) {
 		t.Fatalf("finished %v, want b/ with 4 rows rolled by the schema change", fs.Finished)
 	}
-	if f, ok := fs.Open("b/"); !ok || f.rows != 1 {
+	if f, ok := fs.Open(Part{Dir: "b/"}); !ok || f.rows != 1 {
 		t.Fatalf("open b/ = %v %v, want the new file with 1 row", f, ok)
 	}
 	fs.Finished = nil
@@ -460,7 +461,7 @@ func TestStagedInline(t *testing.T) {
 	if err := s.Send(ctx, Part{Rec: rows(t, mem, ints, 4)}); err != nil {
 		t.Fatal(err)
 	}
-	f, ok := s.Open("")
+	f, ok := s.Open(Part{})
 	if !ok || f.rows != 4 {
 		t.Fatalf("open file %v %v, want 4 rows", f, ok)
 	}
@@ -534,7 +535,7 @@ func TestStagedInlineFailureSticks(t *testing.T) {
 	if err := s.Send(ctx, Part{Rec: rows(t, mem, ints, 1)}); !errors.Is(err, boom) {
 		t.Fatalf("send: %v, want %v", err, boom)
 	}
-	f, _ := s.Open("")
+	f, _ := s.Open(Part{})
 	f.fail = nil // the file would take rows now: the key must not
 	if err := s.Send(ctx, Part{Rec: rows(t, mem, ints, 1)}); !errors.Is(err, boom) {
 		t.Fatalf("send after the failure: %v, want %v again", err, boom)

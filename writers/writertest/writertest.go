@@ -80,6 +80,7 @@ func Run(t *testing.T, h Harness) {
 		{"idempotent-commit", (*suite).idempotentCommit},
 		{"rollback", (*suite).rollbackDiscards},
 		{"empty-precommit", (*suite).emptyPrecommit},
+		{"empty-first-epoch", (*suite).emptyFirstEpoch},
 		{"replayed-epoch", (*suite).replayedEpoch},
 		{"aggregated-descriptors", (*suite).aggregatedDescriptors},
 		{"restart", (*suite).restart},
@@ -278,6 +279,25 @@ func (s *suite) emptyPrecommit() {
 	s.rollback(s.w, key)
 	s.commit(s.w, key, s.precommit(s.w, key))
 	s.wantPublished(rows, "after committing an empty descriptor")
+	s.wantEpoch(s.w, key.Writer, 2, true)
+}
+
+// emptyFirstEpoch: an epoch with no rows on a fresh endpoint (a stream
+// that sent its schema and no batch: the server writes one zero-row
+// batch) still commits and records the epoch, as checkpointing engines
+// commit their empty batches; the endpoint then has the stream's schema,
+// and a later epoch with rows commits on it.
+func (s *suite) emptyFirstEpoch() {
+	key := writers.TxnKey{Writer: "job-1", Epoch: 1}
+	s.write(s.w, key, 0)
+	s.commit(s.w, key, s.precommit(s.w, key))
+	s.wantPublished(0, "after an empty first epoch")
+	s.wantEpoch(s.w, key.Writer, 1, true)
+	s.wantSchema(s.w, Schema(), "after an empty first epoch")
+	next := writers.TxnKey{Writer: "job-1", Epoch: 2}
+	rows := s.write(s.w, next, 3)
+	s.commit(s.w, next, s.precommit(s.w, next))
+	s.wantPublished(rows, "after the next epoch")
 	s.wantEpoch(s.w, key.Writer, 2, true)
 }
 

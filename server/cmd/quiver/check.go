@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/quiver-ingest/quiver/internal/redact"
 	"github.com/quiver-ingest/quiver/server"
 )
 
@@ -33,7 +34,7 @@ func runCheck(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for _, r := range results {
 		if r.Err != nil {
 			failed++
-			fmt.Fprintf(stdout, "FAIL %s (%s): %v\n", r.Endpoint, r.Sink, r.Err)
+			fmt.Fprintf(stdout, "FAIL %s (%s): %s\n", r.Endpoint, r.Sink, redact.Text(r.Err.Error()))
 			continue
 		}
 		fmt.Fprintf(stdout, "ok  %s (%s)\n", r.Endpoint, r.Sink)

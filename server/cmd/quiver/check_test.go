@@ -80,3 +80,37 @@ func TestCheckExitStatus(t *testing.T) {
 		t.Errorf("check without --config: exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestCheckRedactsCredentials: table URIs with a credential in their
+// userinfo and in endpoint= fail their probe, and quiver check names
+// them without the credential, on stdout and stderr. (Before, it printed
+// the URIs verbatim.)
+func TestCheckRedactsCredentials(t *testing.T) {
+	const secret = "SeCrEt"
+	t.Setenv("AWS_ACCESS_KEY_ID", "AKIDTEST")
+	t.Setenv("AWS_SECRET_ACCESS_KEY", "not-shown-anywhere")
+	t.Setenv("AWS_EC2_METADATA_DISABLED", "true")
+	t.Setenv("AWS_MAX_ATTEMPTS", "1")
+	doc := `endpoints:
+  - name: userinfo
+    sink: delta
+    delta: {table_uri: "s3://AKIA:` + secret + `1@bucket/t?region=us-east-1"}
+  - name: endpointparam
+    sink: delta
+    delta: {table_uri: "s3://bucket/t?region=us-east-1&use_path_style=true&endpoint=http://AKIA:` + secret + `2@127.0.0.1:1"}
+`
+	var stdout, stderr strings.Builder
+	code := run(t.Context(), []string{"check", "--config", writeConfig(t, doc), "--timeout", "20s"}, &stdout, &stderr)
+	if code != 1 {
+		t.Fatalf("exit status %d, want 1 (both probes fail); stderr:\n%s", code, stderr.String())
+	}
+	out := stdout.String() + stderr.String()
+	if strings.Contains(out, secret) {
+		t.Errorf("quiver check shows the credential:\n%s", out)
+	}
+	for _, want := range []string{"FAIL userinfo (delta): ", "s3://REDACTED@bucket/t?region=REDACTED", "FAIL endpointparam (delta): ", "endpoint=REDACTED"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("quiver check output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/quiver-ingest/quiver/internal/redact"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -67,10 +69,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		var ue usageError
 		if errors.As(err, &ue) {
-			fmt.Fprintf(stderr, "quiver %s: %v\n", args[0], err)
+			fmt.Fprintf(stderr, "quiver %s: %s\n", args[0], redact.Text(err.Error()))
 			return 2
 		}
-		fmt.Fprintf(stderr, "quiver %s: %v\n", args[0], err)
+		fmt.Fprintf(stderr, "quiver %s: %s\n", args[0], redact.Text(err.Error()))
 		return 1
 	}
 	return 0
