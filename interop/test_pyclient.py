@@ -183,6 +183,103 @@ def test_transaction_survives_kill_9(serve: Callable[..., Quiver], tmp_path: Pat
     assert DeltaTable(str(tmp_path / "tables" / "events")).to_pyarrow_table().num_rows == 100
 
 
+def test_transaction_begins_on_entry_and_names_its_attempt(serve: Callable[..., Quiver], tmp_path: Path) -> None:
+    """A replay after a crash at any point publishes the batch once: the
+    block begins a new attempt, fencing what a crashed client left (an
+    attempt that only put, or one that precommitted); puts and actions
+    carry the attempt, so the crashed client's object can no longer act on
+    the replay's attempt, and a block that raises rolls back only its own.
+    With the client before attempts (no begin on entry, no attempt), the
+    replay's put joined the crashed client's transaction when it reused its
+    connection, and the commit published the batch twice."""
+    endpoints = [delta("events", tmp_path / "tables")]
+    srv = serve(endpoints)
+    table = pa.table({"id": pa.array(range(10), pa.int64())})
+    loc = f"grpc://{srv.flight_addr}"
+    with quiver.connect(loc) as c, quiver.connect(loc) as again:
+        # Epoch 1: the crashed client put and stopped; the replay runs on the
+        # SAME connection (a pipeline retrying in-process).
+        crashed = c.transaction("job", 1)
+        assert crashed.begin().state == "open" and len(crashed.attempt or "") == 16
+        assert crashed.put("events", table).staged
+        with c.transaction("job", 1) as tx:
+            assert tx.attempt != crashed.attempt
+            assert tx.put("events", table).staged
+        with pytest.raises(quiver.WrongStateError, match="not the current attempt"):
+            crashed.put("events", table)
+        with pytest.raises(quiver.WrongStateError, match="not the current attempt"):
+            crashed.precommit()
+        res = tx.commit()
+        assert res.state == "committed" and not res.replayed and res.attempt == tx.attempt, res
+
+        # Epoch 2: the crashed client precommitted; the replay from another
+        # connection fences it and commits its own rows once.
+        with again.transaction("job", 2) as dead:
+            dead.put("events", table)
+        with c.transaction("job", 2) as tx:
+            assert tx.put("events", table).staged
+        assert tx.commit().state == "committed"
+        assert again.committed_epoch("events", "job") == 2
+
+        # Epoch 2 again (a crash after the commit): begin answers replayed,
+        # puts and commit change nothing and raise nothing.
+        with c.transaction("job", 2) as tx:
+            assert tx.replayed and tx.put("events", table).replayed
+        assert tx.commit().replayed
+
+        # Epoch 3: a block that raises after another attempt fenced it rolls
+        # back only its own attempt; the newer one commits.
+        with pytest.raises(RuntimeError), c.transaction("job", 3) as old:
+            old.put("events", table)
+            newer = again.transaction("job", 3)
+            newer.begin()
+            newer.put("events", table)
+            raise RuntimeError("pipeline failed")
+        assert old.status().state == "open" and old.status().attempt == newer.attempt
+        newer.precommit()
+        assert newer.commit().state == "committed"
+
+        # A resuming pipeline whose checkpoint recorded the precommit keeps it.
+        with c.transaction("job", 4) as pre:
+            pre.put("events", table)
+        resumed = again.transaction("job", 4)
+        got = resumed.begin(resume=True)
+        assert got.state == "precommitted" and got.attempt == pre.attempt, got
+        assert resumed.commit().state == "committed"
+    rows = DeltaTable(str(tmp_path / "tables" / "events")).to_pyarrow_table()
+    assert rows.num_rows == 40 and sorted(rows.column("id").to_pylist()) == sorted(list(range(10)) * 4)
+
+
+def test_begin_retries_while_a_fenced_attempt_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    """begin is sent again while the server says a fenced attempt is still
+    ending ("retry shortly"); other refusals are raised at once."""
+    client = quiver.Client(None)  # type: ignore[arg-type]
+    calls: list[tuple[str, dict[str, Any]]] = []
+    answers: list[Any] = [
+        quiver.WrongStateError("txn: w@1: 1 stream(s) of the fenced attempt are still ending: retry shortly"),
+        quiver.WrongStateError("txn: w@1 was aborted and is still being rolled back (1 streams ending): retry shortly"),
+        {"writer": "w", "epoch": 1, "state": "open", "attempt": "00112233445566ff"},
+    ]
+
+    def action(name: str, body: dict[str, Any] | None = None) -> Any:
+        calls.append((name, dict(body or {})))
+        a = answers.pop(0)
+        if isinstance(a, Exception):
+            raise a
+        return a
+
+    monkeypatch.setattr(client, "action", action)
+    tx = client.transaction("w", 1)
+    assert tx.begin(ttl_s=5).attempt == "00112233445566ff" == tx.attempt
+    assert calls == [("begin", {"writer": "w", "epoch": 1, "ttl_s": 5})] * 3
+    answers.append({"writer": "w", "epoch": 1, "state": "aborted", "attempt": "00112233445566ff"})
+    tx.rollback()
+    assert calls[-1] == ("rollback", {"writer": "w", "epoch": 1, "attempt": "00112233445566ff"})
+    answers.append(quiver.WrongStateError("txn: w@1 is fenced by epoch 5 of the same writer"))
+    with pytest.raises(quiver.WrongStateError, match="fenced by epoch 5"):
+        client.transaction("w", 1).begin()
+
+
 def test_error_classes(server: Quiver, client: quiver.Client, root: Path) -> None:
     """Each gRPC class is its own exception, carrying the server's message."""
     with pytest.raises(quiver.NotFoundError, match='unknown endpoint "nope"') as e:

@@ -180,9 +180,15 @@ func TestTxn(t *testing.T) {
 	if got := string(f.lastBody); got != `{"writer":"job","epoch":3,"ttl_s":2}` {
 		t.Errorf("begin body = %s, want ttl rounded up to 2 s", got)
 	}
+	if tx.Attempt() != "0000000000000001" {
+		t.Errorf("attempt = %q, want the one begin answered", tx.Attempt())
+	}
 	ack, err := tx.Put(ctx, "sink", testReader(t, 4, 4))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if got := string(f.lastCmd); got != `{"endpoint":"sink","writer":"job","epoch":3,"attempt":"0000000000000001"}` {
+		t.Errorf("put descriptor = %s, want the attempt named", got)
 	}
 	if want := (StagedAck{Staged: true, Rows: 8, Writer: "job", Epoch: 3}); ack != want {
 		t.Errorf("staged ack = %+v, want %+v", ack, want)
@@ -199,7 +205,7 @@ func TestTxn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := string(f.lastBody); got != `{"writer":"job","epoch":3,"descriptors":{"other":["ZDE="]}}` {
+	if got := string(f.lastBody); got != `{"writer":"job","epoch":3,"attempt":"0000000000000001","descriptors":{"other":["ZDE="]}}` {
 		t.Errorf("commit body = %s, want descriptors base64-encoded", got)
 	}
 	if res.State != StateCommitted || res.Replayed || *res.Endpoints["sink"].Version != 7 || res.Endpoints["other"].Version != nil {
@@ -215,16 +221,53 @@ func TestTxn(t *testing.T) {
 	}
 
 	// Replaying the committed epoch: the put says replayed, commit too.
+	// The handle's first put begins a new attempt and names it.
 	replay := c.Txn("job", 3)
 	ack, err = replay.Put(ctx, "sink", testReader(t, 4))
 	if err != nil || !ack.Replayed || ack.Staged {
 		t.Errorf("replayed put = %+v, %v", ack, err)
+	}
+	if got := string(f.lastCmd); replay.Attempt() != "0000000000000002" || got != `{"endpoint":"sink","writer":"job","epoch":3,"attempt":"0000000000000002"}` {
+		t.Errorf("replay's attempt %q, put descriptor %s: want a second attempt, named", replay.Attempt(), got)
 	}
 	if res, err := replay.Commit(ctx, nil); err != nil || !res.Replayed {
 		t.Errorf("replayed commit = %+v, %v", res, err)
 	}
 	if res, err := c.Txn("job", 4).Rollback(ctx); err != nil || res.State != StateAborted {
 		t.Errorf("rollback = %+v, %v", res, err)
+	}
+	if got := string(f.lastBody); got != `{"writer":"job","epoch":4}` {
+		t.Errorf("rollback of a handle that never began = %s, want no attempt", got)
+	}
+}
+
+// TestBeginRetriesWhileAFencedAttemptEnds: begin is sent again while the
+// server says the attempt it fences is still ending; the Txn gets the
+// attempt of the begin that succeeded.
+func TestBeginRetriesWhileAFencedAttemptEnds(t *testing.T) {
+	f, addr := startFake(t, "")
+	c := dialT(t, addr)
+	f.mu.Lock()
+	f.busy = 2
+	f.mu.Unlock()
+	tx, err := c.Begin(context.Background(), "job", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.mu.Lock()
+	busy, begins := f.busy, f.begins
+	f.mu.Unlock()
+	if busy != 0 || begins != 1 || tx.Attempt() != "0000000000000001" {
+		t.Errorf("after two refusals: busy %d, begins %d, attempt %q; want the third begin's attempt", busy, begins, tx.Attempt())
+	}
+	// Other refusals are not retried; a cancelled ctx ends the retries.
+	f.mu.Lock()
+	f.busy = 1000
+	f.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if _, err := c.Begin(ctx, "job", 2, 0); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("begin while busy past ctx: %v, want FailedPrecondition", err)
 	}
 }
 

@@ -8,15 +8,19 @@
 //   - [Client.Put] is an auto-commit stream: every batch of the reader lands
 //     in one sink commit when the stream ends, or nothing does. Retrying a
 //     Put whose outcome is unknown may land the rows twice.
-//   - [Client.Txn] (or [Client.Begin]) names a transaction (writer, epoch).
-//     [Txn.Put] stages rows invisibly, [Txn.Precommit] makes them durable,
-//     [Txn.Commit] publishes them. Replaying an epoch that already committed
-//     succeeds and changes nothing ([TxnStatus.Replayed]), so a pipeline that
-//     replays after a crash gets exactly-once delivery without special cases.
+//   - [Client.Begin] (or a [Client.Txn] handle's first Put) begins a new
+//     attempt of transaction (writer, epoch), fencing whatever an earlier
+//     attempt of the epoch staged or precommitted, and the [Txn] names that
+//     attempt in every call. [Txn.Put] stages rows invisibly, [Txn.Precommit]
+//     makes them durable, [Txn.Commit] publishes them; [Client.Resume] keeps
+//     a precommitted attempt to commit it after a restart. Replaying an epoch
+//     that already committed succeeds and changes nothing
+//     ([TxnStatus.Replayed]), so a pipeline that replays after a crash gets
+//     exactly-once delivery without special cases.
 //
 // The wire protocol is plain Arrow Flight (docs/flight.md and
 // docs/transactions.md): DoPut with a PATH descriptor
-// ["<endpoint>"] or a CMD descriptor {"endpoint","writer","epoch"}, one
+// ["<endpoint>"] or a CMD descriptor {"endpoint","writer","epoch","attempt"}, one
 // PutResult per batch plus a final one, and JSON DoActions. Any Flight
 // client (pyarrow.flight, Java, Rust) can do the same; this package only
 // spares Go callers the JSON.

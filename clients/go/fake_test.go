@@ -31,6 +31,9 @@ type fakeServer struct {
 	lastErr   error            // the last DoPut's error
 	commits   int64
 	lastBody  []byte // the last action body
+	lastCmd   []byte // the last DoPut's CMD descriptor
+	begins    int    // begin actions answered so far (attempt ids)
+	busy      int    // begins to refuse as "still ending: retry shortly"
 }
 
 // startFake runs a fake on 127.0.0.1:0 (stopped in t.Cleanup) and returns
@@ -103,6 +106,9 @@ func (f *fakeServer) doPut(stream flight.FlightService_DoPutServer) error {
 	case flight.DescriptorPATH:
 		cmd.Endpoint = desc.GetPath()[0]
 	case flight.DescriptorCMD:
+		f.mu.Lock()
+		f.lastCmd = desc.GetCmd()
+		f.mu.Unlock()
 		if err := json.Unmarshal(desc.GetCmd(), &cmd); err != nil {
 			return status.Errorf(codes.InvalidArgument, "fake: bad cmd: %v", err)
 		}
@@ -161,7 +167,13 @@ func (f *fakeServer) DoAction(a *flight.Action, stream flight.FlightService_DoAc
 	var res any
 	switch a.Type {
 	case "begin":
-		res = map[string]any{"writer": body.Writer, "epoch": body.Epoch, "state": "open"}
+		if f.busy > 0 {
+			f.busy--
+			f.mu.Unlock()
+			return status.Errorf(codes.FailedPrecondition, "fake: txn %s: 1 stream(s) of the fenced attempt are still ending: retry shortly", key)
+		}
+		f.begins++
+		res = map[string]any{"writer": body.Writer, "epoch": body.Epoch, "state": "open", "attempt": fmt.Sprintf("%016x", f.begins)}
 	case "precommit", "status":
 		res = map[string]any{"writer": body.Writer, "epoch": body.Epoch, "state": "precommitted",
 			"participants": []map[string]any{{"endpoint": "sink", "rows": rows, "descriptor": []byte(key)}}}

@@ -224,3 +224,87 @@ func TestIntegrationAuth(t *testing.T) {
 		t.Errorf("action not permitted: %v, want PermissionDenied", err)
 	}
 }
+
+// TestIntegrationReplayFencesTheCrashedAttempt: a process puts a batch
+// under (job, 1) and dies before precommit; its replay (here on the same
+// connection, a pipeline retrying in-process) begins a new attempt that
+// fences the first, so the commit publishes the batch once. Before
+// attempts the replay's put joined the crashed one's transaction and the
+// commit published 10 rows for 5. The fenced Txn can no longer put, and
+// its Rollback leaves the replay's attempt alone.
+func TestIntegrationReplayFencesTheCrashedAttempt(t *testing.T) {
+	srv := startServerT(t, serverConfig{schemas: map[string]*arrow.Schema{"a": nil}})
+	c := dial(t, srv.Addr)
+	ctx := context.Background()
+
+	crashed, err := c.Begin(ctx, "job", 1, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(crashed.Attempt()) != 16 {
+		t.Fatalf("attempt %q, want 16 hex digits", crashed.Attempt())
+	}
+	if _, err := crashed.Put(ctx, "a", reader(t, 5)); err != nil {
+		t.Fatal(err)
+	}
+	replay := c.Txn("job", 1)
+	if _, err := replay.Put(ctx, "a", reader(t, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if replay.Attempt() == "" || replay.Attempt() == crashed.Attempt() {
+		t.Fatalf("replay attempt %q, crashed %q: want a new one", replay.Attempt(), crashed.Attempt())
+	}
+	if _, err := crashed.Put(ctx, "a", reader(t, 1)); status.Code(err) != codes.FailedPrecondition ||
+		!strings.Contains(err.Error(), "not the current attempt") {
+		t.Errorf("put of the fenced attempt: %v, want FailedPrecondition", err)
+	}
+	if st, err := crashed.Rollback(ctx); err != nil || st.Attempt != replay.Attempt() || st.State != quiver.StateOpen {
+		t.Errorf("rollback of the fenced attempt = %+v, %v; want the replay's attempt, open", st, err)
+	}
+	if _, err := replay.Precommit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := replay.Commit(ctx, nil); err != nil || res.State != quiver.StateCommitted || res.Attempt != replay.Attempt() {
+		t.Fatalf("commit = %+v, %v", res, err)
+	}
+	if got := srv.Sinks["a"].Committed().Rows; got != 5 {
+		t.Errorf("committed %d rows, want the batch once (5)", got)
+	}
+
+	// A crash after precommit: Begin fences it (a replay writes again),
+	// Resume keeps it (a restart whose checkpoint recorded the precommit).
+	pre, err := c.Begin(ctx, "job", 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pre.Put(ctx, "a", reader(t, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pre.Precommit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	resumed, st, err := c.Resume(ctx, "job", 2, 0)
+	if err != nil || st.State != quiver.StatePrecommitted || resumed.Attempt() != pre.Attempt() {
+		t.Fatalf("resume = %+v, %v; want the precommitted attempt %s", st, err, pre.Attempt())
+	}
+	if res, err := resumed.Commit(ctx, nil); err != nil || res.State != quiver.StateCommitted {
+		t.Fatalf("commit of the resumed attempt = %+v, %v", res, err)
+	}
+	if got := srv.Sinks["a"].Committed().Rows; got != 8 {
+		t.Errorf("committed %d rows, want 8", got)
+	}
+	// Beginning the committed epoch again: replayed, and so are its calls.
+	again, err := c.Begin(ctx, "job", 2, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := again.Put(ctx, "a", reader(t, 3)); err != nil || !ack.Replayed {
+		t.Errorf("put after a replayed begin = %+v, %v", ack, err)
+	}
+	if res, err := again.Commit(ctx, nil); err != nil || !res.Replayed {
+		t.Errorf("commit after a replayed begin = %+v, %v", res, err)
+	}
+	if got := srv.Sinks["a"].Committed().Rows; got != 8 {
+		t.Errorf("after the replay %d rows, want still 8", got)
+	}
+}

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from .errors import QuiverError, UnavailableError, translate
+from .errors import QuiverError, UnavailableError, WrongStateError, translate
 
 __all__ = ["Ack", "Client", "Transaction", "TxnResult", "connect", "DEFAULT_MAX_BATCH_BYTES"]
 
@@ -69,13 +69,15 @@ class TxnResult:
     """A transaction's state after begin, precommit, commit, rollback or
     status: `state` is open, precommitted, committed or aborted;
     `replayed` is True when the epoch had committed before (the commit
-    changed nothing). `raw` is the server's JSON (participants with their
-    descriptors, per-endpoint versions)."""
+    changed nothing); `attempt` names the attempt the answer is about (None
+    when the server answered without one). `raw` is the server's JSON
+    (participants with their descriptors, per-endpoint versions)."""
 
     writer: str
     epoch: int
     state: str
     replayed: bool = False
+    attempt: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -85,6 +87,7 @@ class TxnResult:
             epoch=int(raw["epoch"]),
             state=raw["state"],
             replayed=bool(raw.get("replayed", False)),
+            attempt=raw.get("attempt") or None,
             raw=raw,
         )
 
@@ -211,10 +214,13 @@ class Client:
     # --- transactions and actions -----------------------------------------
 
     def transaction(self, writer: str, epoch: int) -> "Transaction":
-        """The transaction (writer, epoch). Used as a context manager, it is
-        precommitted when the block ends without an exception, and rolled
-        back when one escapes; commit() it after that, once the rest of
-        the pipeline's checkpoint is durable."""
+        """The transaction (writer, epoch). Used as a context manager, it
+        begins a new attempt on entry (fencing whatever an earlier attempt
+        of the epoch left: a replay after a crash starts clean), is
+        precommitted when the block ends without an exception, and its
+        attempt is rolled back when one escapes; commit() it after that,
+        once the rest of the pipeline's checkpoint is durable. Without
+        `with`, the first put() begins (or call begin())."""
         return Transaction(self, writer, epoch)
 
     def action(self, name: str, body: dict[str, Any] | None = None) -> Any:
@@ -251,15 +257,37 @@ class Transaction:
     """Exactly-once writes under (writer, epoch): put() stages rows
     invisibly, precommit() makes them durable, commit() publishes them.
     Replaying an epoch that already committed writes nothing and answers
-    `replayed`. Epochs are integers >= 0 that only grow per writer."""
+    `replayed`. Epochs are integers >= 0 that only grow per writer.
+
+    Every begin starts a new attempt of the epoch and fences the previous
+    one (its staged rows are discarded). Once begun, the transaction names
+    its attempt (`attempt`) in every put and in precommit, commit and
+    rollback, so that it never acts on another attempt: a call on a fenced
+    attempt is WrongStateError. One Transaction object is one attempt:
+    share it (it is thread-safe) rather than making two for one epoch."""
+
+    #: How long begin() retries while the server is still ending a fenced
+    #: attempt's streams ("retry shortly"), in seconds.
+    begin_retry_s = 30.0
 
     def __init__(self, client: Client, writer: str, epoch: int) -> None:
         self.client, self.writer, self.epoch = client, writer, epoch
+        #: The attempt begun by begin() (or the first put), None before.
+        self.attempt: str | None = None
+        #: True once begin answered that the epoch had committed before.
+        self.replayed = False
+        self._lock = threading.Lock()
 
     def _key(self) -> dict[str, Any]:
-        return {"writer": self.writer, "epoch": self.epoch}
+        body: dict[str, Any] = {"writer": self.writer, "epoch": self.epoch}
+        if self.attempt is not None:
+            body["attempt"] = self.attempt
+        return body
 
     def __enter__(self) -> "Transaction":
+        with self._lock:
+            if self.attempt is None:
+                self._begin(None, False)
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
@@ -271,17 +299,49 @@ class Transaction:
         except QuiverError:
             pass  # the first error is the one to see; the server's TTL cleans up
 
-    def begin(self, ttl_s: int | None = None) -> TxnResult:
-        """Optional: the first put begins the transaction with the server's TTL."""
-        body = self._key()
+    def begin(self, ttl_s: int | None = None, *, resume: bool = False) -> TxnResult:
+        """Begins a new attempt of the epoch, fencing the current one (an
+        open attempt, or a precommitted one whose commit is not decided:
+        its rows are discarded). With `resume`, a precommitted attempt is
+        kept instead and answered (state "precommitted") so that commit()
+        publishes it: what a pipeline restarting from a checkpoint that
+        recorded the precommit wants. An epoch that had committed answers
+        `replayed` (state "committed"); puts and commit then change
+        nothing. `ttl_s` bounds an idle attempt (None: the server's
+        txn.ttl). Retried for up to begin_retry_s while the server is still
+        ending the fenced attempt's streams."""
+        with self._lock:
+            return self._begin(ttl_s, resume)
+
+    def _begin(self, ttl_s: int | None, resume: bool) -> TxnResult:
+        body: dict[str, Any] = {"writer": self.writer, "epoch": self.epoch}
         if ttl_s is not None:
             body["ttl_s"] = int(ttl_s)
-        return TxnResult._of(self.client.action("begin", body))
+        if resume:
+            body["resume"] = True
+        deadline = time.monotonic() + self.begin_retry_s
+        pause = 0.05
+        while True:
+            try:
+                res = TxnResult._of(self.client.action("begin", body))
+                break
+            except WrongStateError as e:
+                if not _still_ending(e) or time.monotonic() + pause > deadline:
+                    raise
+                time.sleep(pause)
+                pause = min(1.0, pause * 2)
+        self.attempt, self.replayed = res.attempt, res.replayed
+        return res
 
     def put(self, endpoint: str, data: Data, *, on_ack: Callable[[dict[str, Any]], None] | None = None) -> Ack:
-        """Stages rows on endpoint; Ack.staged, or Ack.replayed if the epoch
-        had committed. A put that fails leaves the transaction to be rolled
+        """Stages rows on endpoint in this transaction's attempt (begun
+        here if it was not); Ack.staged, or Ack.replayed if the epoch had
+        committed. A put that fails leaves the transaction to be rolled
         back and replayed: it is not retried here."""
+        if self.attempt is None:
+            with self._lock:
+                if self.attempt is None:
+                    self._begin(None, False)
         cmd = json.dumps({"endpoint": endpoint, **self._key()}).encode()
         return self.client._put(flight.FlightDescriptor.for_command(cmd), data, on_ack)
 
@@ -293,17 +353,27 @@ class Transaction:
     def commit(self, descriptors: dict[str, list[str]] | None = None) -> TxnResult:
         """Publishes the transaction, with `descriptors` ({endpoint: [base64,
         ...]}) that other Quiver servers precommitted. Idempotent: retried on
-        UnavailableError. On OutcomeUnknownError, ask committed_epoch()."""
+        UnavailableError; a replayed epoch answers `replayed`. On
+        OutcomeUnknownError, ask committed_epoch()."""
         body = self._key()
         if descriptors:
             body["descriptors"] = descriptors
         return TxnResult._of(self.client.action("commit", body))
 
     def rollback(self) -> TxnResult:
+        """Rolls back this transaction's attempt (or, if none was begun
+        here, the epoch's current one). If a later attempt has fenced this
+        one, the answer is that attempt's status, untouched."""
         return TxnResult._of(self.client.action("rollback", self._key()))
 
     def status(self) -> TxnResult:
-        return TxnResult._of(self.client.action("status", self._key()))
+        return TxnResult._of(self.client.action("status", {"writer": self.writer, "epoch": self.epoch}))
+
+
+def _still_ending(e: QuiverError) -> bool:
+    """Whether a begin was refused only because a fenced attempt's streams
+    or rollbacks are still ending (the server says to retry shortly)."""
+    return "retry shortly" in e.message or "still being rolled back" in e.message
 
 
 def _abandon(writer: flight.FlightStreamWriter) -> None:
