@@ -36,9 +36,8 @@ type stage struct {
 	// finished files are durable but in no descriptor yet: Rollback may
 	// delete them, as no commit can reference them.
 	finished []addFile
-	// precommitted files are in a descriptor: only Rollback deletes them
-	// (the transaction is then never committed: a commit of its
-	// descriptors handed to another server finds them gone).
+	// precommitted files are in a descriptor: they are never deleted here,
+	// as a commit (this server's or another's) may still publish them.
 	precommitted []addFile
 	// layout is how the key's files are written (statistics, names).
 	layout *fileLayout
@@ -176,19 +175,15 @@ func writePhysical(ctx context.Context, files *tablesink.Files[*dataFile, addFil
 }
 
 // discard abandons the open files and deletes the finished ones that no
-// descriptor names, and with precommitted the precommitted ones too
-// (Rollback). Otherwise precommitted files stay: a commit may publish
-// them (a vacuum reclaims them if none does).
-func (w *Writer) discard(ctx context.Context, s *stage, precommitted bool) error {
+// descriptor names. Precommitted files stay: a commit may publish them
+// (a vacuum reclaims them if none does).
+func (w *Writer) discard(ctx context.Context, s *stage) error {
 	if s.upsert != nil {
 		s.upsert.release()
 	}
 	if s.pool != nil {
 		s.finished = append(s.finished, s.pool.Abort()...)
 		s.pool = nil
-	}
-	if precommitted {
-		s.finished, s.precommitted = append(s.finished, s.precommitted...), nil
 	}
 	var errs []error
 	for _, a := range s.finished {

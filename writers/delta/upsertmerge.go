@@ -183,7 +183,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 // deleteFiles deletes files written for a plan that is abandoned.
 func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 	s := &stage{finished: files}
-	return w.discard(ctx, s, false)
+	return w.discard(ctx, s)
 }
 
 // writeLive writes the live rows (metadata columns stripped) as new files,

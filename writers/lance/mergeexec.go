@@ -126,7 +126,7 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 		return err
 	}))
 	if err := g.Wait(); err != nil {
-		errs := []error{err, w.discard(context.WithoutCancel(ctx), s, false)}
+		errs := []error{err, w.discard(context.WithoutCancel(ctx), s)}
 		for _, k := range deletions {
 			if derr := w.bucket.Delete(context.WithoutCancel(ctx), k); derr != nil {
 				errs = append(errs, fmt.Errorf("lance: remove deletion file %s of the failed merge: %w", k, derr))

@@ -405,7 +405,7 @@ func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags [
 	s := &stage{schema: &d.Manifest.Schema, minor: minor, rollRows: max(perFile, 1), rollBytes: target.bytes}
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, w.discard(context.WithoutCancel(ctx), s, false))
+			err = errors.Join(err, w.discard(context.WithoutCancel(ctx), s))
 		}
 	}()
 	mem := w.env.Allocator

@@ -28,7 +28,7 @@ type stage struct {
 	admitted     *arrow.Schema       // last Arrow schema checked
 	files        *staged             // the open data file; nil until rows come and after finishFiles
 	finished     []fragment          // durable, in no descriptor yet: Rollback deletes them
-	precommitted []fragment          // in a descriptor: deleted only by Rollback
+	precommitted []fragment          // in a descriptor: never deleted here
 	// rollRows and rollBytes end a data file (0: maxFileRows and
 	// maxFileBytes; optimize sets its target).
 	rollRows, rollBytes uint64
@@ -275,9 +275,8 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 	return d.encode()
 }
 
-// Rollback discards what key staged: the open file is abandoned and its
-// data files are deleted, precommitted ones included (a rolled-back
-// transaction never publishes them). Idempotent.
+// Rollback discards what key staged: the open file is abandoned and
+// finished files no descriptor names are deleted. Idempotent.
 func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
 	if w.pins != nil {
 		w.pins.Unpin(key)
@@ -285,14 +284,11 @@ func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
 	return w.stages.Rollback(ctx, key)
 }
 
-func (w *Writer) discard(ctx context.Context, s *stage, precommitted bool) error {
+func (w *Writer) discard(ctx context.Context, s *stage) error {
 	releaseSource(s)
 	if s.files != nil {
 		s.finished = append(s.finished, s.files.Abort()...)
 		s.files = nil
-	}
-	if precommitted {
-		s.finished, s.precommitted = append(s.finished, s.precommitted...), nil
 	}
 	var errs []error
 	for _, f := range s.finished {

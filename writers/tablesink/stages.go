@@ -15,7 +15,7 @@ import (
 // Stages is safe for concurrent use.
 type Stages[S any] struct {
 	sink    string // names the sink in errors
-	discard func(ctx context.Context, s *S, precommitted bool) error
+	discard func(ctx context.Context, s *S) error
 
 	mu     sync.Mutex
 	m      map[writers.TxnKey]*S
@@ -23,9 +23,8 @@ type Stages[S any] struct {
 }
 
 // NewStages returns an empty registry for sink; discard drops what a
-// stage holds that no descriptor names (Forget, Close), and with
-// precommitted also the files its descriptors name (Rollback).
-func NewStages[S any](sink string, discard func(ctx context.Context, s *S, precommitted bool) error) *Stages[S] {
+// stage holds that no descriptor names (Rollback, Forget, Close).
+func NewStages[S any](sink string, discard func(ctx context.Context, s *S) error) *Stages[S] {
 	return &Stages[S]{sink: sink, discard: discard, m: make(map[writers.TxnKey]*S)}
 }
 
@@ -54,15 +53,11 @@ func (r *Stages[S]) take(key writers.TxnKey) *S {
 	return s
 }
 
-// Rollback forgets key and discards what it staged, precommitted files
-// included: a rolled-back (or fenced) transaction is never committed, and
-// its descriptors handed to another server's commit must find their files
-// gone rather than publish them. Unknown keys are a no-op (a key
-// precommitted before a restart leaves its files to vacuum), so it is
-// idempotent.
+// Rollback forgets key and discards what it staged. Unknown keys are a
+// no-op, so it is idempotent.
 func (r *Stages[S]) Rollback(ctx context.Context, key writers.TxnKey) error {
 	if s := r.take(key); s != nil {
-		return r.discard(ctx, s, true)
+		return r.discard(ctx, s)
 	}
 	return nil
 }
@@ -74,7 +69,7 @@ func (r *Stages[S]) Rollback(ctx context.Context, key writers.TxnKey) error {
 func (r *Stages[S]) Forget(ctx context.Context, key writers.TxnKey, log *slog.Logger) *S {
 	s := r.take(key)
 	if s != nil {
-		if err := r.discard(ctx, s, false); err != nil {
+		if err := r.discard(ctx, s); err != nil {
 			log.Warn(r.sink+": discarding data staged after precommit failed", "key", key.String(), "err", err)
 		}
 	}
@@ -112,7 +107,7 @@ func (r *Stages[S]) CloseWriter(ctx context.Context, bucket *storage.Bucket, sto
 	release()
 	var errs []error
 	for _, s := range stages {
-		errs = append(errs, r.discard(ctx, s, false))
+		errs = append(errs, r.discard(ctx, s))
 	}
 	return errors.Join(append(errs, bucket.Close())...)
 }

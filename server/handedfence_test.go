@@ -1,0 +1,106 @@
+package server
+
+import (
+	"bytes"
+	"encoding/hex"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	quiver "github.com/quiver-ingest/quiver/clients/go"
+)
+
+// A descriptor handed over and published by another server's commit must
+// survive the fence of the attempt that precommitted it: a job replays
+// the epoch after a crash that came after the commit with a plain begin,
+// on the server whose share was published elsewhere. That server still
+// holds its attempt precommitted (nothing told it the commit happened),
+// so the begin fences it, or the attempt merely expires (txn.ttl); either
+// way a rollback must leave precommitted files alone, or the committed
+// table version references deleted files. (A rollback that deleted them,
+// to stop stale descriptors, lost committed data exactly so.)
+func TestFenceAfterHandedCommitKeepsPublishedFiles(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "descriptor.key")
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(bytes.Repeat([]byte{9}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	table := filepath.Join(t.TempDir(), "events")
+	cfg := "endpoints:\n  - {name: events, sink: delta, delta: {table_uri: \"file://" + table + "\"}}\n" +
+		"txn: {descriptor_key_file: " + keyFile + "}\n"
+	first, second := startServer(t, cfg), startServer(t, cfg)
+	put := func(c *quiver.Client, rows int) []byte {
+		tx := c.Txn("job", 1)
+		if _, err := tx.Put(t.Context(), "events", idReader(t, rows)); err != nil {
+			t.Fatal(err)
+		}
+		st, err := tx.Precommit(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Participants[0].Descriptor
+	}
+	fromSecond := put(dialClient(t, second), 7)
+	put(dialClient(t, first), 5)
+	if st, err := dialClient(t, first).Txn("job", 1).Commit(t.Context(), map[string][][]byte{"events": {fromSecond}}); err != nil || st.State != quiver.StateCommitted {
+		t.Fatalf("commit with the second server's descriptor: %+v %v", st, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(table, "*.parquet"))
+	if len(files) != 2 {
+		t.Fatalf("data files after the commit %v, want 2", files)
+	}
+	// The job crashed after the commit, before committing (replaying) the
+	// second server's share; it replays the epoch with a plain begin.
+	if _, err := dialClient(t, second).Begin(t.Context(), "job", 1, 0); err != nil {
+		t.Logf("begin on the second server: %v", err)
+	}
+	after, _ := filepath.Glob(filepath.Join(table, "*.parquet"))
+	if len(after) != 2 {
+		t.Fatalf("data files of the committed version after a begin on the server whose share was handed over: %v, want both of %v: a committed row was deleted", after, files)
+	}
+}
+
+// The same without any client action: the second server's precommitted
+// attempt, whose descriptor the first server published, expires at its
+// ttl (15 minutes by default; 2 s here) and the expiry's rollback deletes
+// the published data file.
+func TestExpiryAfterHandedCommitKeepsPublishedFiles(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "descriptor.key")
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(bytes.Repeat([]byte{9}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	table := filepath.Join(t.TempDir(), "events")
+	cfg := "endpoints:\n  - {name: events, sink: delta, delta: {table_uri: \"file://" + table + "\"}}\n" +
+		"txn: {descriptor_key_file: " + keyFile + "}\n"
+	first, second := startServer(t, cfg), startServer(t, cfg)
+	tx, err := dialClient(t, second).Begin(t.Context(), "job", 1, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Put(t.Context(), "events", idReader(t, 7)); err != nil {
+		t.Fatal(err)
+	}
+	pre, err := tx.Precommit(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := dialClient(t, first).Txn("job", 1)
+	if _, err := own.Put(t.Context(), "events", idReader(t, 5)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := own.Precommit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := own.Commit(t.Context(), map[string][][]byte{"events": {pre.Participants[0].Descriptor}}); err != nil || st.State != quiver.StateCommitted {
+		t.Fatalf("commit with the second server's descriptor: %+v %v", st, err)
+	}
+	files, _ := filepath.Glob(filepath.Join(table, "*.parquet"))
+	if len(files) != 2 {
+		t.Fatalf("data files after the commit %v, want 2", files)
+	}
+	time.Sleep(4 * time.Second) // the second server's attempt expires
+	after, _ := filepath.Glob(filepath.Join(table, "*.parquet"))
+	if len(after) != 2 {
+		t.Fatalf("data files of the committed version after the second server's precommitted attempt expired: %v, want both of %v", after, files)
+	}
+}
