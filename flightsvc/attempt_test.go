@@ -139,3 +139,28 @@ func TestEmptyEpochCommits(t *testing.T) {
 		t.Fatalf("the table's schema = %v, %v; want the stream's", got, err)
 	}
 }
+
+// TestPutsOnOneConnectionJoinOneAttempt: puts naming no attempt on the
+// connection that began the attempt join it (the connection id of
+// ConnTagger reaches every call of a connection), while a put from
+// another connection begins a new attempt.
+func TestPutsOnOneConnectionJoinOneAttempt(t *testing.T) {
+	s := startServer(t, serverConfig{})
+	begun := s.mustAction("begin", `{"writer":"q","epoch":1}`)["attempt"]
+	for _, n := range []int{3, 2} {
+		if _, err := s.put(t.Context(), txnDesc("events", "q", 1), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := s.mustAction("status", `{"writer":"q","epoch":1}`)
+	if st["attempt"] != begun || st["participants"].([]any)[0].(map[string]any)["rows"] != 5.0 {
+		t.Fatalf("status = %v, want attempt %v with 5 rows", st, begun)
+	}
+	other := s.reconnected()
+	if _, err := other.put(t.Context(), txnDesc("events", "q", 1), 4); err != nil {
+		t.Fatal(err)
+	}
+	if st := other.mustAction("status", `{"writer":"q","epoch":1}`); st["attempt"] == begun {
+		t.Fatalf("status = %v: a put from another connection joined the attempt", st)
+	}
+}

@@ -13,7 +13,6 @@ import (
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/peer"
 
 	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
@@ -98,16 +97,6 @@ func (s *Service) allowEndpoint(ctx context.Context, name string) error {
 		return err
 	}
 	return writers.Errorf(writers.ErrPermissionDenied, "auth: token %q may not use endpoint %q (it may use: %s)", tok.Name, name, listOrNone(tok.Endpoints))
-}
-
-// withConn returns ctx naming the caller's connection for the
-// coordinator (txn.WithConn): the peer address of the gRPC connection,
-// distinct for every connection open at the same time.
-func withConn(ctx context.Context) context.Context {
-	if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
-		return txn.WithConn(ctx, p.Addr.String())
-	}
-	return ctx
 }
 
 // withAccess returns ctx carrying the caller's endpoint permissions for

@@ -125,6 +125,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	gs := grpc.NewServer(
 		grpc.MaxRecvMsgSize(s.svc.MaxRecvMsgSize()),
 		grpc.ForceServerCodecV2(flightsvc.NewCodec()),
+		grpc.StatsHandler(flightsvc.ConnTagger()),
 		grpc.ChainUnaryInterceptor(auth.UnaryServerInterceptor(s.svc.Authenticate)),
 		grpc.ChainStreamInterceptor(append([]grpc.StreamServerInterceptor{auth.StreamServerInterceptor(s.svc.Authenticate)}, cfg.streamInterceptors...)...),
 	)

@@ -76,6 +76,7 @@ func newGRPCServer(maxRecv int, maxStreams uint32, tc *tls.Config, authFn auth.A
 		return status.Error(codes.Internal, "quiver: internal error (the server logged the details)")
 	})
 	opts = append(opts,
+		grpc.StatsHandler(flightsvc.ConnTagger()),
 		grpc.ChainUnaryInterceptor(
 			metrics.UnaryServerInterceptor(),
 			logging.UnaryServerInterceptor(callLog, logOpts...),

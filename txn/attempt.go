@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"log/slog"
 	"slices"
 	"time"
 
@@ -138,7 +139,20 @@ func orNone(attempt string) string {
 // by the abort. It returns ErrWrongState if they do not end in drainWait
 // or ctx.
 func (c *Coordinator) fence(ctx context.Context, t *txn, by string) error {
-	c.logger.Info("txn: fencing the current attempt of an epoch", "txn", t.id.String(), "attempt", t.attempt, "by", by)
+	c.mu.Lock()
+	var rows int64
+	for _, p := range t.parts {
+		rows += p.rows
+	}
+	c.mu.Unlock()
+	// Rows staged by the fenced attempt are dropped: expected for a
+	// crashed client's, a loss for a client that reconnected mid-way
+	// without naming its attempt, so say it loudly.
+	level := slog.LevelInfo
+	if rows > 0 {
+		level = slog.LevelWarn
+	}
+	c.logger.Log(context.Background(), level, "txn: fencing the current attempt of an epoch; its staged rows are discarded", "txn", t.id.String(), "attempt", t.attempt, "by", by, "rows", rows)
 	if err := c.abort(ctx, t, false); err != nil && c.isLive(t) {
 		return err
 	}
