@@ -30,14 +30,13 @@ func URI(s string) string {
 	head, rest := s[:i+3], s[i+3:]
 	rest, _, _ = strings.Cut(rest, "#")
 	rest, query, hasQuery := strings.Cut(rest, "?")
-	authority, path := rest, ""
-	if j := strings.IndexByte(rest, '/'); j >= 0 {
-		authority, path = rest[:j], rest[j:]
+	// Everything before the last "@" goes: a secret pasted raw may hold
+	// "/" (AWS secret keys often do), which would end the authority
+	// early. A path holding "@" is masked too: over-redacting is safe.
+	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+		rest = Mask + rest[at:]
 	}
-	if at := strings.LastIndexByte(authority, '@'); at >= 0 {
-		authority = Mask + authority[at:]
-	}
-	out := head + authority + path
+	out := head + rest
 	if hasQuery {
 		out += "?" + redactQuery(query)
 	}
