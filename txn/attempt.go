@@ -162,9 +162,9 @@ func (c *Coordinator) fence(ctx context.Context, t *txn, by string) error {
 	defer tick.Stop()
 	for {
 		c.mu.Lock()
-		n, pending := t.streams, len(t.discard)
+		n, pending, rolling := t.streams, len(t.discard), t.rollingBack
 		c.mu.Unlock()
-		if n == 0 {
+		if n == 0 && rolling == 0 {
 			if pending > 0 { // a sink rollback failed: try once more
 				return c.discardParts(ctx, t)
 			}

@@ -144,7 +144,7 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 	if !created {
 		// The key is the same for every incarnation of the epoch: the old
 		// one's streams and rollbacks must be over before new data comes.
-		if t.streams > 0 || len(t.discard) > 0 {
+		if t.streams > 0 || len(t.discard) > 0 || t.rollingBack > 0 {
 			n := t.streams
 			c.mu.Unlock()
 			return writers.Errorf(writers.ErrWrongState, "txn: %s was aborted and is still being rolled back (%d streams ending): retry shortly", t.id, n)

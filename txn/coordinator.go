@@ -86,6 +86,10 @@ type txn struct {
 	// while streams are active (Write must not race Rollback) or when a
 	// sink Rollback failed.
 	discard []string
+	// rollingBack counts the discardParts calls whose sink rollbacks are
+	// still running: the key is every attempt's, so no new attempt may
+	// start before they end.
+	rollingBack int
 	// expired: the abort was the ttl's.
 	expired bool
 	// cuts cancel the contexts of the streams writing (Stream.Context)

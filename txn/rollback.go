@@ -97,10 +97,18 @@ func (c *Coordinator) discardParts(ctx context.Context, t *txn) error {
 	}
 	eps := t.discard
 	t.discard = nil
+	if len(eps) > 0 {
+		t.rollingBack++
+	}
 	c.mu.Unlock()
 	if len(eps) == 0 {
 		return nil
 	}
+	defer func() {
+		c.mu.Lock()
+		t.rollingBack--
+		c.mu.Unlock()
+	}()
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
 	defer cancel()
 	var failed []string
