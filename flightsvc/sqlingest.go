@@ -110,6 +110,9 @@ func (s *Service) checkIngest(ctx context.Context, ep *endpoint, t *putTarget) e
 	if st.State != txn.StateOpen {
 		return writers.Errorf(writers.ErrWrongState, "flight sql: transaction %s has ended (%s): begin another", t.writer, st.State)
 	}
+	// The transaction id names this transaction alone: its ingests join
+	// its attempt whatever connection they come on.
+	t.attempt = st.Attempt
 	return nil
 }
 
