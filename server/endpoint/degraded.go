@@ -4,12 +4,20 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
 
 // DefaultDegradeAfter is Options.DegradeAfter's default.
 const DefaultDegradeAfter = 3
+
+// degradedHold is how long a degraded endpoint stays degraded without a
+// new sink failure: a server whose only endpoint is degraded is out of a
+// load balancer's rotation (/readyz), so no commit may come to clear it;
+// after the hold its health passes again and the next sink failure makes
+// it degraded at once (a circuit breaker's half-open state).
+const degradedHold = 5 * time.Second
 
 // sinkClasses are the failures that are the sink's (storage or broker
 // unreachable or refusing, a commit whose outcome is unknown), as opposed
@@ -20,7 +28,9 @@ var sinkClasses = []error{writers.ErrUnavailable, writers.ErrOutcomeUnknown,
 
 // sinkFault reports whether err is the sink's failure.
 func sinkFault(err error) bool {
-	if errors.Is(err, context.Canceled) {
+	// A call cut off by its caller (cancelled, or past the client's
+	// deadline) says nothing of the sink.
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return false
 	}
 	for _, c := range sinkClasses {
@@ -40,9 +50,10 @@ type faults struct {
 	after int // failures in a row that make the endpoint degraded
 
 	mu   sync.Mutex
-	n    int    // consecutive sink failures
-	op   string // the last one's operation
-	last error  // the last one
+	n    int       // consecutive sink failures
+	op   string    // the last one's operation
+	last error     // the last one
+	at   time.Time // when the last one failed
 }
 
 // fail records a sink failure of op; it reports whether the endpoint just
@@ -51,7 +62,7 @@ func (f *faults) fail(op string, err error) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.n++
-	f.op, f.last = op, err
+	f.op, f.last, f.at = op, err, time.Now()
 	return f.n == f.after
 }
 
@@ -69,18 +80,19 @@ func (f *faults) succeed() bool {
 func (f *faults) reason(name string) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.n < f.after {
+	if f.n < f.after || time.Since(f.at) > degradedHold {
 		return nil
 	}
 	return writers.Errorf(writers.ErrUnavailable,
-		"endpoint %q is degraded: its last %d sink calls failed, the last (%s) with: %v; it recovers at the next successful commit",
-		name, f.n, f.op, f.last)
+		"endpoint %q is degraded: its last %d sink calls failed, the last (%s) with: %v; it recovers at the next successful commit, or is tried again %s after the last failure",
+		name, f.n, f.op, f.last, degradedHold)
 }
 
 // Degraded is why the open sink's endpoint is degraded: its last
 // Options.DegradeAfter writes, precommits or commits in a row failed with
 // the sink's fault (sinkClasses); nil while it is not. A successful
-// commit clears it. Calls still go to the sink: only health (Check, the
+// commit clears it; without one it lapses degradedHold after the last
+// failure, until the next. Calls still go to the sink: only health (Check, the
 // status page, quiver_endpoint_degraded) reports it.
 func (w *Writer) Degraded() error {
 	return w.faults.reason(w.opts.Name)
