@@ -18,16 +18,20 @@ func attemptDesc(endpoint, writer string, epoch int64, attempt string) string {
 
 // TestReplayFromANewConnectionPublishesItsRowsOnce: a client puts a batch
 // under (q, 7) and dies before precommit; its replay from a new
-// connection (the documented put-first flow, no begin) commits the batch
-// once. Before attempts the replay joined the dead client's transaction
-// and the commit published both: 10 rows for 5.
+// connection is told to begin (a put naming no attempt neither joins nor
+// drops the dead attempt's acknowledged rows), and after the begin the
+// batch commits once. Before attempts the replay joined the dead
+// client's transaction and the commit published both: 10 rows for 5.
 func TestReplayFromANewConnectionPublishesItsRowsOnce(t *testing.T) {
 	s := startServer(t, serverConfig{})
 	if _, err := s.put(t.Context(), txnDesc("events", "q", 7), 5); err != nil {
 		t.Fatal(err)
 	}
 	replay := s.reconnected()
-	if _, err := replay.put(t.Context(), txnDesc("events", "q", 7), 5); err != nil {
+	_, err := replay.put(t.Context(), txnDesc("events", "q", 7), 5)
+	wantCode(t, err, codes.FailedPrecondition, "begin the epoch again")
+	attempt := replay.mustAction("begin", `{"writer":"q","epoch":7}`)["attempt"].(string)
+	if _, err := replay.put(t.Context(), cmdDesc(attemptDesc("events", "q", 7, attempt)), 5); err != nil {
 		t.Fatal(err)
 	}
 	replay.mustAction("precommit", `{"writer":"q","epoch":7}`)
@@ -142,8 +146,8 @@ func TestEmptyEpochCommits(t *testing.T) {
 
 // TestPutsOnOneConnectionJoinOneAttempt: puts naming no attempt on the
 // connection that began the attempt join it (the connection id of
-// ConnTagger reaches every call of a connection), while a put from
-// another connection begins a new attempt.
+// ConnTagger reaches every call of a connection), while a put naming no
+// attempt from another connection is refused: it would drop their rows.
 func TestPutsOnOneConnectionJoinOneAttempt(t *testing.T) {
 	s := startServer(t, serverConfig{})
 	begun := s.mustAction("begin", `{"writer":"q","epoch":1}`)["attempt"]
@@ -157,10 +161,9 @@ func TestPutsOnOneConnectionJoinOneAttempt(t *testing.T) {
 		t.Fatalf("status = %v, want attempt %v with 5 rows", st, begun)
 	}
 	other := s.reconnected()
-	if _, err := other.put(t.Context(), txnDesc("events", "q", 1), 4); err != nil {
-		t.Fatal(err)
-	}
-	if st := other.mustAction("status", `{"writer":"q","epoch":1}`); st["attempt"] == begun {
-		t.Fatalf("status = %v: a put from another connection joined the attempt", st)
+	_, err := other.put(t.Context(), txnDesc("events", "q", 1), 4)
+	wantCode(t, err, codes.FailedPrecondition, "begin the epoch again")
+	if st := other.mustAction("status", `{"writer":"q","epoch":1}`); st["attempt"] != begun {
+		t.Fatalf("status = %v: a put from another connection changed the attempt", st)
 	}
 }

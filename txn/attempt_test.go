@@ -40,43 +40,59 @@ func wantWrongState(t *testing.T, err error, contains string) {
 
 // TestReplayByANewClientFencesTheOldAttempt: a client stages rows and dies
 // before precommit; the replay of the epoch by a new client (another
-// connection), with or without begin, does not join what the dead one
-// staged: the old attempt is rolled back and only the replay's rows are
-// committed. Before attempts the replay's put joined the dead client's
+// connection) does not join what the dead one staged: its begin fences
+// the old attempt and only the replay's rows are committed. A replay's
+// put naming no attempt is refused while the dead attempt holds
+// acknowledged rows (neither joined nor silently dropped), and begins a
+// new attempt when the dead client's stream was cut before any row was
+// acknowledged. Before attempts the replay's put joined the dead client's
 // transaction and the commit published both (the batch twice).
 func TestReplayByANewClientFencesTheOldAttempt(t *testing.T) {
-	for _, viaBegin := range []bool{false, true} {
-		t.Run(map[bool]string{false: "first put begins", true: "begin"}[viaBegin], func(t *testing.T) {
-			fx := newFixture(t)
-			if err := fx.putOn("dead:1", "", "q", 7, "a", 100); err != nil {
-				t.Fatal(err)
-			}
-			old := fx.status("q", 7).Attempt
-			attempt := ""
-			if viaBegin {
-				st, err := fx.c.Begin(WithConn(bg, "new:2"), "q", 7, 0)
-				if err != nil {
-					t.Fatal(err)
-				}
-				attempt = st.Attempt
-			}
-			if err := fx.putOn("new:2", attempt, "q", 7, "a", 100); err != nil {
-				t.Fatal(err)
-			}
-			st := fx.status("q", 7)
-			if st.Attempt == old || rowsOf(st) != 100 {
-				t.Fatalf("after the replay: attempt %q (old %q), %d rows staged; want a new attempt with the replay's 100 rows", st.Attempt, old, rowsOf(st))
-			}
-			if _, _, rollbacks, _ := fx.eps["a"].counts(); rollbacks == 0 {
-				t.Fatal("the dead client's staged rows were not rolled back")
-			}
-			if _, err := fx.c.Precommit(bg, "q", 7); err != nil {
-				t.Fatal(err)
-			}
-			if st, err := fx.c.Commit(bg, "q", 7, nil); err != nil || rowsOf(st) != 100 {
-				t.Fatalf("commit: %+v, %v; want 100 rows", st, err)
-			}
-		})
+	fx := newFixture(t)
+	if err := fx.putOn("dead:1", "", "q", 7, "a", 100); err != nil {
+		t.Fatal(err)
+	}
+	old := fx.status("q", 7).Attempt
+	wantWrongState(t, fx.putOn("new:2", "", "q", 7, "a", 100), "begin the epoch again")
+	st, err := fx.c.Begin(WithConn(bg, "new:2"), "q", 7, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := fx.putOn("new:2", st.Attempt, "q", 7, "a", 100); err != nil {
+		t.Fatal(err)
+	}
+	st = fx.status("q", 7)
+	if st.Attempt == old || rowsOf(st) != 100 {
+		t.Fatalf("after the replay: attempt %q (old %q), %d rows staged; want a new attempt with the replay's 100 rows", st.Attempt, old, rowsOf(st))
+	}
+	if _, _, rollbacks, _ := fx.eps["a"].counts(); rollbacks == 0 {
+		t.Fatal("the dead client's staged rows were not rolled back")
+	}
+	if _, err := fx.c.Precommit(bg, "q", 7); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := fx.c.Commit(bg, "q", 7, nil); err != nil || rowsOf(st) != 100 {
+		t.Fatalf("commit: %+v, %v; want 100 rows", st, err)
+	}
+
+	// A client cut off mid-stream acknowledged nothing: the replay's put
+	// begins a new attempt and the cut stream ends with the abort.
+	cut, err := fx.c.Join(WithConn(bg, "dead:3"), "q", 8, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := cut.Context(bg)
+	ended := make(chan error, 1)
+	go func() { // its handler ends once its context is cut off
+		<-ctx.Done()
+		ended <- cut.Done(0, nil)
+	}()
+	if err := fx.putOn("new:4", "", "q", 8, "a", 10); err != nil {
+		t.Fatalf("the replay's put after a cut stream: %v", err)
+	}
+	wantWrongState(t, <-ended, "aborted")
+	if st := fx.mustState("q", 8, StateOpen); rowsOf(st) != 10 {
+		t.Fatalf("%d rows staged, want the replay's 10", rowsOf(st))
 	}
 }
 

@@ -161,11 +161,13 @@ func (s *Stream) Done(rows int64, err error) error {
 // naming an attempt (WithAttempt) joins that attempt only: another one is
 // ErrWrongState, and so is joining it once precommitted or aborted. A
 // stream naming none joins the open attempt begun on its own connection
-// (WithConn); anything else (no transaction, an aborted one, an attempt
-// of another connection or one recovered after a restart, a precommitted
-// one whose commit is not decided) makes it begin a new attempt, fencing
-// the old one: a client replaying an epoch after a crash never joins what
-// the crashed one staged. Joining an attempt a stream of which failed is
+// (WithConn). With no transaction, an aborted one, or an open attempt of
+// another connection (or recovered after a restart) that staged no row,
+// it begins a new attempt, fencing the old one: a client replaying an
+// epoch after a crash never joins what the crashed one staged. An attempt
+// of another connection holding acknowledged rows (open, or precommitted
+// with its commit not decided) is neither joined nor dropped: ErrWrongState
+// asks the client to begin (which fences) or to name the attempt. Joining an attempt a stream of which failed is
 // ErrWrongState; an unknown endpoint ErrNotFound. Beginning fences older
 // open epochs of the writer. ctx bounds the sink and journal calls of
 // Join only; with an Access (WithAccess), joining requires every endpoint
@@ -212,14 +214,25 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 		// A context without a connection (not a Flight call) is taken for
 		// the one that began the attempt.
 		sameConn := connOf(ctx) == "" || connOf(ctx) == t.conn
-		restart := attemptOf(ctx) == "" && state != StateCommitted && t.decision == nil &&
-			(state == StateAborted || !sameConn)
+		var staged int64
+		for _, p := range t.parts {
+			staged += p.rows
+		}
+		anonymous := attemptOf(ctx) == "" && state != StateCommitted && t.decision == nil
+		// A put naming no attempt from another connection begins anew
+		// only where that drops no acknowledged row: a crashed client's
+		// stream cut mid-way, or an attempt that staged nothing. Else the
+		// client must say which it means: begin (fencing), or the attempt.
+		restart := anonymous && (state == StateAborted || !sameConn && state == StateOpen && staged == 0)
+		ambiguous := anonymous && !sameConn && !restart && state != StateAborted
 		c.mu.Unlock()
 		switch {
 		case err != nil:
 			return nil, err
 		case state == StateCommitted:
 			return &Stream{c: c, endpoint: endpoint, key: key, replayOf: t}, nil
+		case ambiguous:
+			return nil, writers.Errorf(writers.ErrWrongState, "txn: %s: its attempt %s was begun on another connection and is %s with %d acknowledged rows: a put naming no attempt neither joins nor drops them; begin the epoch again to replay it (fencing that attempt), or name the attempt in the descriptor", id, orNone(t.attempt), state, staged)
 		case restart:
 			if state != StateAborted {
 				if err := c.fence(ctx, t, "a put from another connection"); err != nil {
