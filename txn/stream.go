@@ -225,6 +225,7 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 		// client must say which it means: begin (fencing), or the attempt.
 		restart := anonymous && (state == StateAborted || !sameConn && state == StateOpen && staged == 0)
 		ambiguous := anonymous && !sameConn && !restart && state != StateAborted
+		ttl := t.ttl // a new attempt keeps the ttl the epoch was begun with
 		c.mu.Unlock()
 		switch {
 		case err != nil:
@@ -239,7 +240,7 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 					return nil, err
 				}
 			}
-			if err := c.start(ctx, t, false, c.ttl, endpoint); err != nil {
+			if err := c.start(ctx, t, false, ttl, endpoint); err != nil {
 				return nil, err
 			}
 		case state == StatePrecommitted:
