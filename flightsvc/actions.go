@@ -306,9 +306,9 @@ func (s *Service) commit(ctx context.Context, body []byte) (any, error) {
 // must have been sealed, with this server's descriptor key, for its
 // endpoint and this transaction: any other is PermissionDenied naming the
 // endpoint and index, before the coordinator sees any.
-func (s *Service) unseal(ctx context.Context, what, writer string, epoch int64, encoded map[string][]string) (map[string][]writers.Descriptor, []string, error) {
+func (s *Service) unseal(ctx context.Context, what, writer string, epoch int64, encoded map[string][]string) (map[string][]writers.Descriptor, map[string][]string, error) {
 	handed := make(map[string][]writers.Descriptor, len(encoded))
-	var attempts []string
+	attempts := make(map[string][]string, len(encoded))
 	for _, name := range slices.Sorted(maps.Keys(encoded)) {
 		if _, err := s.endpoint(ctx, name); err != nil {
 			return nil, nil, fmt.Errorf("%s: descriptors: %w", what, err)
@@ -324,7 +324,7 @@ func (s *Service) unseal(ctx context.Context, what, writer string, epoch int64, 
 				return nil, nil, writers.Errorf(writers.ErrPermissionDenied, "%s %s@%d: descriptors[%q][%d] (endpoint %q) is refused: %w (pass descriptors exactly as precommit answered them, from servers sharing txn.descriptor_key_file)", what, writer, epoch, name, i, name, err)
 			}
 			handed[name] = append(handed[name], d)
-			attempts = append(attempts, attempt)
+			attempts[name] = append(attempts[name], attempt)
 		}
 	}
 	return handed, attempts, nil

@@ -5,8 +5,12 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
 )
@@ -102,5 +106,42 @@ func TestExpiryAfterHandedCommitKeepsPublishedFiles(t *testing.T) {
 	after, _ := filepath.Glob(filepath.Join(table, "*.parquet"))
 	if len(after) != 2 {
 		t.Fatalf("data files of the committed version after the second server's precommitted attempt expired: %v, want both of %v", after, files)
+	}
+}
+
+// TestHandedDescriptorOfARolledBackAttemptIsRefused: two servers share a
+// descriptor key and a table; the second precommits (job, 1) and rolls it
+// back; the first server's commit of (job, 1) with the second's stale
+// descriptor is refused (FailedPrecondition naming the attempt) and
+// publishes nothing: the rollback marked the attempt fenced in the table.
+// Before, the first server answered committed and published the
+// rolled-back rows.
+func TestHandedDescriptorOfARolledBackAttemptIsRefused(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "descriptor.key")
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(bytes.Repeat([]byte{9}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	table := filepath.Join(t.TempDir(), "events")
+	cfg := "endpoints:\n  - {name: events, sink: delta, delta: {table_uri: \"file://" + table + "\"}}\n" +
+		"txn: {descriptor_key_file: " + keyFile + "}\n"
+	first, second := startServer(t, cfg), startServer(t, cfg)
+	b := dialClient(t, second).Txn("job", 1)
+	if _, err := b.Put(t.Context(), "events", idReader(t, 7)); err != nil {
+		t.Fatal(err)
+	}
+	pre, err := b.Precommit(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	stale := map[string][][]byte{"events": {pre.Participants[0].Descriptor}}
+	_, err = dialClient(t, first).Txn("job", 1).Commit(t.Context(), stale)
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), pre.Attempt) {
+		t.Fatalf("commit of a rolled-back attempt's descriptor on another server: %v, want FailedPrecondition naming attempt %s", err, pre.Attempt)
+	}
+	if logs, _ := filepath.Glob(filepath.Join(table, "_delta_log", "*.json")); len(logs) != 0 {
+		t.Fatalf("commits %v: the rolled-back rows were published", logs)
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -63,10 +65,18 @@ type handedKey struct{}
 
 // WithHandedAttempts returns a context whose Commit refuses, with
 // ErrWrongState, handed descriptors sealed for an attempt of the
-// transaction that was fenced or rolled back on this server: attempts
-// lists the attempts the handed descriptors were sealed for.
-func WithHandedAttempts(ctx context.Context, attempts []string) context.Context {
+// transaction that was fenced or rolled back, on this server or (through
+// a writers.AttemptFencer's mark in the table) on the one that
+// precommitted them: attempts maps each endpoint to the attempts its
+// handed descriptors were sealed for.
+func WithHandedAttempts(ctx context.Context, attempts map[string][]string) context.Context {
 	return context.WithValue(ctx, handedKey{}, attempts)
+}
+
+// handedAttempts is ctx's WithHandedAttempts map, nil without one.
+func handedAttempts(ctx context.Context) map[string][]string {
+	m, _ := ctx.Value(handedKey{}).(map[string][]string)
+	return m
 }
 
 // attemptsUsableLocked checks ctx's attempt (WithAttempt) and the handed
@@ -75,13 +85,63 @@ func (c *Coordinator) attemptsUsableLocked(ctx context.Context, op string, t *tx
 	if err := checkAttemptLocked(ctx, op, t); err != nil {
 		return err
 	}
-	handed, _ := ctx.Value(handedKey{}).([]string)
-	for _, a := range handed {
-		if err := deadAttemptLocked(t, a); err != nil {
-			return err
+	for _, attempts := range handedAttempts(ctx) {
+		for _, a := range attempts {
+			if err := deadAttemptLocked(t, a); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// checkFencedElsewhere refuses, with ErrWrongState, descriptors handed
+// for endpoint whose attempt the server that precommitted them fenced or
+// rolled back (a writers.AttemptFencer's mark in the table).
+func (c *Coordinator) checkFencedElsewhere(ctx context.Context, t *txn, endpoint string, w writers.Writer) error {
+	af, ok := writers.Find[writers.AttemptFencer](w)
+	if !ok {
+		return nil
+	}
+	for _, a := range handedAttempts(ctx)[endpoint] {
+		if a == "" {
+			continue
+		}
+		fenced, err := af.Fenced(ctx, t.key(), a)
+		if err != nil {
+			return fmt.Errorf("txn: commit %s: reading whether attempt %s was fenced on endpoint %q: %w (nothing was decided or published)", t.id, a, endpoint, err)
+		}
+		if fenced {
+			return writers.Errorf(writers.ErrWrongState, "txn: commit %s: the descriptors handed for endpoint %q are of attempt %s, which the server that precommitted them fenced or rolled back: its rows are never published; begin the epoch again and replay it", t.id, endpoint, a)
+		}
+	}
+	return nil
+}
+
+// markFenced records in the tables of t's participants (writers that are
+// AttemptFencers) that t's precommitted attempt is fenced or rolled back,
+// before the abort is journaled, so that a server handed its descriptors
+// refuses them. Failures are logged: the abort goes on (a commit
+// elsewhere racing it could publish them anyway).
+func (c *Coordinator) markFenced(ctx context.Context, t *txn) {
+	c.mu.Lock()
+	precommitted, attempt := t.state == StatePrecommitted && t.decision == nil, t.attempt
+	eps := slices.Sorted(maps.Keys(t.parts))
+	c.mu.Unlock()
+	if !precommitted || attempt == "" {
+		return
+	}
+	for _, ep := range eps {
+		w, ok := c.eps.Writer(ep)
+		if !ok {
+			continue
+		}
+		if af, ok := writers.Find[writers.AttemptFencer](w); ok {
+			if err := af.FenceAttempt(ctx, t.key(), attempt); err != nil {
+				c.logger.Warn("txn: marking a fenced precommitted attempt in its table failed; a server handed its descriptors could still publish them", "txn", t.id.String(), "attempt", attempt, "endpoint", ep, "err", err)
+			}
+		}
+	}
 }
 
 // newAttempt returns a fresh attempt id: 16 hex digits.

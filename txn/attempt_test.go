@@ -128,7 +128,7 @@ func TestBeginAfterPrecommitFencesOrAdopts(t *testing.T) {
 		t.Fatal(err)
 	}
 	stale := map[string][]writers.Descriptor{"b": {[]byte("from the fenced attempt")}}
-	_, err = fx.c.Commit(WithHandedAttempts(bg, []string{pre.Attempt}), "q", 7, stale)
+	_, err = fx.c.Commit(WithHandedAttempts(bg, map[string][]string{"b": {pre.Attempt}}), "q", 7, stale)
 	wantWrongState(t, err, "was fenced or rolled back")
 	done, err := fx.c.Commit(WithAttempt(bg, st.Attempt), "q", 7, nil)
 	if err != nil || done.State != StateCommitted || rowsOf(done) != 60 {

@@ -162,6 +162,9 @@ func (c *Coordinator) checkHanded(ctx context.Context, t *txn, handed map[string
 		if err != nil {
 			return err
 		}
+		if err := c.checkFencedElsewhere(ctx, t, ep, w); err != nil {
+			return err
+		}
 		dc, ok := writers.Find[writers.DescriptorChecker](w)
 		if !ok {
 			continue

@@ -72,6 +72,7 @@ func (c *Coordinator) isLive(t *txn) bool {
 // decided) and rolls its participants back, now or when its last stream
 // ends.
 func (c *Coordinator) abort(ctx context.Context, t *txn, expired bool) error {
+	c.markFenced(ctx, t)
 	rec := &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now(), Expired: expired}
 	err := c.log(func() { t.discard = slices.Sorted(maps.Keys(t.parts)) }, rec)
 	if err != nil {

@@ -146,6 +146,18 @@ type DescriptorChecker interface {
 	CheckDescriptors(ctx context.Context, key TxnKey, descs []Descriptor) error
 }
 
+// AttemptFencer is implemented by writers whose storage several servers
+// share (Delta, Lance). FenceAttempt records there that attempt of key,
+// which precommitted on this server, was fenced or rolled back; Fenced
+// tells whether such a record exists, so that a server handed that
+// attempt's descriptors refuses to commit them: its precommitted files
+// stay (another server may already have published them), only the mark
+// says they must not be published now.
+type AttemptFencer interface {
+	FenceAttempt(ctx context.Context, key TxnKey, attempt string) error
+	Fenced(ctx context.Context, key TxnKey, attempt string) (bool, error)
+}
+
 // PrecommitKeeper is implemented by writers that protect what a
 // precommitted transaction will publish from their own maintenance (Delta:
 // the files an upsert read, which optimize must not rewrite under it). The

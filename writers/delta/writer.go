@@ -20,7 +20,11 @@ var _ tablesink.Sink = (*Writer)(nil)
 // Writer is the Delta sink of one endpoint. All methods are safe for
 // concurrent use within the writers.Writer contract (calls for one key are
 // never concurrent).
+var _ writers.AttemptFencer = (*Writer)(nil)
+
 type Writer struct {
+	// Fences marks attempts fenced in the table (writers.AttemptFencer).
+	tablesink.Fences
 	cfg        *Config
 	env        writers.Env
 	log        *slog.Logger
@@ -88,6 +92,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		lastCommit: make(map[string]committedAt),
 	}
 	w.stages = tablesink.NewStages("delta", w.discard)
+	w.Fences = tablesink.Fences{Bucket: &w.bucket}
 	if cfg.WriteMode == ModeUpsert && cfg.KeyIndexMaxBytes > 0 {
 		w.keys = newKeyCache(cfg.KeyIndexMaxBytes, w.m.keyIndexBytes)
 	}

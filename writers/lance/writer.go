@@ -19,7 +19,11 @@ import (
 // Writer is the Lance sink of one endpoint. All methods are safe for
 // concurrent use within the writers.Writer contract (calls for one key are
 // never concurrent).
+var _ writers.AttemptFencer = (*Writer)(nil)
+
 type Writer struct {
+	// Fences marks attempts fenced in the dataset (writers.AttemptFencer).
+	tablesink.Fences
 	cfg    *Config
 	env    writers.Env
 	log    *slog.Logger
@@ -69,6 +73,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	w := &Writer{cfg: cfg, env: env, log: env.Logger, budget: writers.MemoryOf(env), hist: history{epochs: make(map[string]committedAt)}, m: newMetrics(),
 		root: tablesink.Root{Sink: "lance", Option: "dataset_uri", URI: cfg.DatasetURI, BaseDir: env.ConfigDir}}
 	w.stages = tablesink.NewStages("lance", w.discard)
+	w.Fences = tablesink.Fences{Bucket: &w.bucket}
 	w.background, w.stopBack = context.WithCancel(context.Background())
 	reg, err := w.m.register(env.Registerer)
 	if err != nil {
