@@ -11,7 +11,9 @@ a batch, as is `quiver serve`:
          batch (batch 3: the rerun is a replay)
   run 4: Quiver dies with batch 4's transaction open (then the driver)
   run 5: Quiver dies with batch 5 precommitted (then the driver)
-  run 6: the query finishes (batch 6 is empty: its epoch still commits)
+  run 6: Quiver dies in batch 5's commit, once decided (QUIVER_TEST_CRASH);
+         its restart finishes the commit
+  run 7: the query finishes (batch 6 is empty: its epoch still commits)
 
 Each run restarts the query from its checkpoint (and Quiver on its
 journal). After each one, both tables hold every row of the committed
@@ -103,8 +105,11 @@ class Pipeline:
         self.srv = serve(self.endpoints, workdir=self.workdir)
         self.runs = 0
 
-    def restart_quiver(self) -> None:
-        self.srv = self.serve(self.endpoints, workdir=self.workdir)
+    def restart_quiver(self, crash: str | None = None) -> None:
+        """Starts Quiver again on its workdir; crash names a point where it
+        exits as if killed (QUIVER_TEST_CRASH, package txn)."""
+        env = {"QUIVER_TEST_CRASH": crash} if crash else None
+        self.srv = self.serve(self.endpoints, env=env, workdir=self.workdir)
 
     def driver(self, pause: str | None) -> tuple[subprocess.Popen[bytes], Path]:
         """Starts the driver (in its own process group, with its JVM),
@@ -226,6 +231,17 @@ def test_spark_streaming_exactly_once_across_crashes(
     kill(driver)
     p.restart_quiver()
     p.check(4)
+    # Quiver dies in the middle of a commit, once it is decided: the
+    # restarted server finishes it, and the rerun replays nothing twice.
+    p.srv.stop()
+    p.restart_quiver(crash="after-commit-decision")
+    driver, _ = p.driver(None)
+    try:
+        poll("Quiver to exit in the commit", DRIVER_TIMEOUT_S, lambda: p.srv.proc.poll() is not None, p.log_text)
+    finally:
+        kill(driver)
+    p.restart_quiver()
+    p.check(5)
 
     p.run_to_end()
     last = len(SIZES) - 1
