@@ -13,7 +13,9 @@ a batch, as is `quiver serve`:
   run 5: Quiver dies with batch 5 precommitted (then the driver)
   run 6: Quiver dies in batch 5's commit, once decided (QUIVER_TEST_CRASH);
          its restart finishes the commit
-  run 7: the query finishes (batch 6 is empty: its epoch still commits)
+  run 7: the driver dies after batch 6's puts and its transaction expires
+         (txn.ttl 5s) before the rerun
+  run 8: the query finishes (batch 6 is empty: its epoch still commits)
 
 Each run restarts the query from its checkpoint (and Quiver on its
 journal). After each one, both tables hold every row of the committed
@@ -105,11 +107,12 @@ class Pipeline:
         self.srv = serve(self.endpoints, workdir=self.workdir)
         self.runs = 0
 
-    def restart_quiver(self, crash: str | None = None) -> None:
+    def restart_quiver(self, crash: str | None = None, extra: dict[str, Any] | None = None) -> None:
         """Starts Quiver again on its workdir; crash names a point where it
-        exits as if killed (QUIVER_TEST_CRASH, package txn)."""
+        exits as if killed (QUIVER_TEST_CRASH, package txn); extra adds
+        config keys."""
         env = {"QUIVER_TEST_CRASH": crash} if crash else None
-        self.srv = self.serve(self.endpoints, env=env, workdir=self.workdir)
+        self.srv = self.serve(self.endpoints, extra=extra, env=env, workdir=self.workdir)
 
     def driver(self, pause: str | None) -> tuple[subprocess.Popen[bytes], Path]:
         """Starts the driver (in its own process group, with its JVM),
@@ -242,6 +245,16 @@ def test_spark_streaming_exactly_once_across_crashes(
         kill(driver)
     p.restart_quiver()
     p.check(5)
+    # The driver dies after its puts and the transaction expires (txn.ttl)
+    # before the rerun, which begins the epoch again.
+    p.srv.stop()
+    p.restart_quiver(extra={"txn": {"ttl": "5s"}})
+    kill(p.run_until("put:6"))
+    client = p.srv.client()
+    poll("batch 6's transaction to expire", 60,
+         lambda: client.action("status", writer=p.writer(), epoch=6)["state"] == "aborted")
+    p.srv.stop()
+    p.restart_quiver()
 
     p.run_to_end()
     last = len(SIZES) - 1
