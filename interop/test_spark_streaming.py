@@ -34,10 +34,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -194,6 +196,41 @@ class Pipeline:
             for ep in ENDPOINTS:
                 assert c.committed_epoch(ep, writer) == upto, ep
 
+
+def test_spark_streaming_random_kills(
+    serve: Callable[..., Quiver], tmp_path: Path, request: pytest.FixtureRequest,
+) -> None:
+    """The driver, and once Quiver too, killed -9 at random times (seeded:
+    QUIVER_TEST_SEED, else 38): after each kill, whatever committed is in
+    both tables exactly once and committed-epoch says how far; the last run
+    finishes the query with every batch once."""
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        require_tool("java", "Spark needs Java 17 (apt-get install openjdk-17-jre-headless)")
+    rng = random.Random(int(os.environ.get("QUIVER_TEST_SEED", "38")))
+    p = Pipeline(serve, tmp_path)
+    for round_ in range(3):
+        driver, _ = p.driver(None)
+        try:
+            time.sleep(rng.uniform(8, 25))  # a kill at a random point of the run
+        finally:
+            if round_ == 1:
+                p.srv.kill()
+            kill(driver)
+        if round_ == 1:
+            p.restart_quiver()
+        if not (p.root / "checkpoint" / "metadata").exists():
+            continue  # killed before the query started
+        with quiver.connect(f"grpc://{p.srv.flight_addr}") as c:
+            # A commit decided before the kill may still be finishing on
+            # one endpoint: wait until both say the same.
+            def settled() -> list[int | None] | None:
+                epochs = [c.committed_epoch(ep, p.writer()) for ep in ENDPOINTS]
+                return epochs if len(set(epochs)) == 1 else None
+            upto = poll("both endpoints to agree on the committed epoch", 30, settled)[0]
+        if upto is not None:
+            p.check(upto)
+    p.run_to_end()
+    p.check(len(SIZES) - 1)
 
 def kill(proc: subprocess.Popen[bytes]) -> None:
     """kill -9 of the driver's process group (Python and its JVM)."""
