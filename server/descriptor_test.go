@@ -125,31 +125,43 @@ func fmtLimit(n int64) string {
 	return "limits: {max_message_bytes: " + strconv.FormatInt(n, 10) + ", endpoint_buffer_bytes: " + strconv.FormatInt(2*n, 10) + "}\n"
 }
 
+// twoServersOneTable starts two servers sharing a descriptor key, each
+// with an endpoint "events" on the same Delta table, and returns them and
+// the table's folder.
+func twoServersOneTable(t *testing.T) (first, second *testServer, table string) {
+	t.Helper()
+	keyFile := filepath.Join(t.TempDir(), "descriptor.key")
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(bytes.Repeat([]byte{9}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	table = filepath.Join(t.TempDir(), "events")
+	cfg := "endpoints:\n  - {name: events, sink: delta, delta: {table_uri: \"file://" + table + "\"}}\n" +
+		"txn: {descriptor_key_file: " + keyFile + "}\n"
+	return startServer(t, cfg), startServer(t, cfg), table
+}
+
+// precommitJob puts rows into (job, 1) on "events" through c, precommits
+// it and returns the endpoint's sealed descriptor.
+func precommitJob(t *testing.T, c *quiver.Client, rows int) []byte {
+	t.Helper()
+	tx := c.Txn("job", 1)
+	if _, err := tx.Put(t.Context(), "events", idReader(t, rows)); err != nil {
+		t.Fatal(err)
+	}
+	st, err := tx.Precommit(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Participants[0].Descriptor
+}
+
 // A descriptor handed over whose files are gone is refused before the
 // commit is decided, through the server's endpoint wrapper (the sink's
 // writers.DescriptorChecker): the transaction stays precommitted and
 // commits without it.
 func TestHandedDescriptorCheckedBeforeDecision(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "descriptor.key")
-	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(bytes.Repeat([]byte{9}, 32))+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	table := filepath.Join(t.TempDir(), "events")
-	cfg := "endpoints:\n  - {name: events, sink: delta, delta: {table_uri: \"file://" + table + "\"}}\n" +
-		"txn: {descriptor_key_file: " + keyFile + "}\n"
-	first, second := startServer(t, cfg), startServer(t, cfg)
-	put := func(c *quiver.Client, rows int) []byte {
-		tx := c.Txn("job", 1)
-		if _, err := tx.Put(t.Context(), "events", idReader(t, rows)); err != nil {
-			t.Fatal(err)
-		}
-		st, err := tx.Precommit(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.Participants[0].Descriptor
-	}
-	fromSecond := put(dialClient(t, second), 7)
+	first, second, table := twoServersOneTable(t)
+	fromSecond := precommitJob(t, dialClient(t, second), 7)
 	files, err := filepath.Glob(filepath.Join(table, "*.parquet"))
 	if err != nil || len(files) != 1 {
 		t.Fatalf("data files %v, %v: want the second server's one", files, err)
@@ -157,7 +169,7 @@ func TestHandedDescriptorCheckedBeforeDecision(t *testing.T) {
 	if err := os.Remove(files[0]); err != nil { // lost, say by a mistaken cleanup
 		t.Fatal(err)
 	}
-	put(dialClient(t, first), 5)
+	precommitJob(t, dialClient(t, first), 5)
 	tx := dialClient(t, first).Txn("job", 1)
 	_, err = tx.Commit(t.Context(), map[string][][]byte{"events": {fromSecond}})
 	if status.Code(err) != codes.InvalidArgument || !strings.Contains(err.Error(), "nothing was decided") {

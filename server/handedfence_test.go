@@ -1,9 +1,6 @@
 package server
 
 import (
-	"bytes"
-	"encoding/hex"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -25,27 +22,9 @@ import (
 // table version references deleted files. (A rollback that deleted them,
 // to stop stale descriptors, lost committed data exactly so.)
 func TestFenceAfterHandedCommitKeepsPublishedFiles(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "descriptor.key")
-	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(bytes.Repeat([]byte{9}, 32))+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	table := filepath.Join(t.TempDir(), "events")
-	cfg := "endpoints:\n  - {name: events, sink: delta, delta: {table_uri: \"file://" + table + "\"}}\n" +
-		"txn: {descriptor_key_file: " + keyFile + "}\n"
-	first, second := startServer(t, cfg), startServer(t, cfg)
-	put := func(c *quiver.Client, rows int) []byte {
-		tx := c.Txn("job", 1)
-		if _, err := tx.Put(t.Context(), "events", idReader(t, rows)); err != nil {
-			t.Fatal(err)
-		}
-		st, err := tx.Precommit(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.Participants[0].Descriptor
-	}
-	fromSecond := put(dialClient(t, second), 7)
-	put(dialClient(t, first), 5)
+	first, second, table := twoServersOneTable(t)
+	fromSecond := precommitJob(t, dialClient(t, second), 7)
+	precommitJob(t, dialClient(t, first), 5)
 	if st, err := dialClient(t, first).Txn("job", 1).Commit(t.Context(), map[string][][]byte{"events": {fromSecond}}); err != nil || st.State != quiver.StateCommitted {
 		t.Fatalf("commit with the second server's descriptor: %+v %v", st, err)
 	}
@@ -69,14 +48,7 @@ func TestFenceAfterHandedCommitKeepsPublishedFiles(t *testing.T) {
 // ttl (15 minutes by default; 2 s here) and the expiry's rollback deletes
 // the published data file.
 func TestExpiryAfterHandedCommitKeepsPublishedFiles(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "descriptor.key")
-	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(bytes.Repeat([]byte{9}, 32))+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	table := filepath.Join(t.TempDir(), "events")
-	cfg := "endpoints:\n  - {name: events, sink: delta, delta: {table_uri: \"file://" + table + "\"}}\n" +
-		"txn: {descriptor_key_file: " + keyFile + "}\n"
-	first, second := startServer(t, cfg), startServer(t, cfg)
+	first, second, table := twoServersOneTable(t)
 	tx, err := dialClient(t, second).Begin(t.Context(), "job", 1, 2*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -117,14 +89,7 @@ func TestExpiryAfterHandedCommitKeepsPublishedFiles(t *testing.T) {
 // Before, the first server answered committed and published the
 // rolled-back rows.
 func TestHandedDescriptorOfARolledBackAttemptIsRefused(t *testing.T) {
-	keyFile := filepath.Join(t.TempDir(), "descriptor.key")
-	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(bytes.Repeat([]byte{9}, 32))+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	table := filepath.Join(t.TempDir(), "events")
-	cfg := "endpoints:\n  - {name: events, sink: delta, delta: {table_uri: \"file://" + table + "\"}}\n" +
-		"txn: {descriptor_key_file: " + keyFile + "}\n"
-	first, second := startServer(t, cfg), startServer(t, cfg)
+	first, second, table := twoServersOneTable(t)
 	b := dialClient(t, second).Txn("job", 1)
 	if _, err := b.Put(t.Context(), "events", idReader(t, 7)); err != nil {
 		t.Fatal(err)

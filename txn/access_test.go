@@ -3,7 +3,6 @@ package txn
 import (
 	"context"
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -195,14 +194,7 @@ func TestOwnersSurviveRestart(t *testing.T) {
 	if _, err := fx.c.Precommit(alice, "w", 3); err != nil {
 		t.Fatal(err)
 	}
-	for e := range int64(40) {
-		if _, err := fx.c.Begin(bg, "filler", e, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if segs, _ := filepath.Glob(filepath.Join(fx.dir, "*.journal")); len(segs) != 1 || filepath.Base(segs[0]) == "00000001.journal" {
-		t.Fatalf("segments %v: want one compacted segment", segs)
-	}
+	fx.fillUntilCompacted()
 	fx.restart()
 	refused := map[string]func() error{
 		"status":   func() error { _, err := fx.c.Status(bob, "w", 3); return err },

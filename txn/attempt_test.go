@@ -2,7 +2,6 @@ package txn
 
 import (
 	"errors"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -247,14 +246,7 @@ func TestAttemptSurvivesRestartAndCompaction(t *testing.T) {
 	if _, err := fx.c.Precommit(WithAttempt(bg, st.Attempt), "w", 3); err != nil {
 		t.Fatal(err)
 	}
-	for e := range int64(40) {
-		if _, err := fx.c.Begin(bg, "filler", e, 0); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if segs, _ := filepath.Glob(filepath.Join(fx.dir, "*.journal")); len(segs) != 1 || filepath.Base(segs[0]) == "00000001.journal" {
-		t.Fatalf("segments %v: want one compacted segment", segs)
-	}
+	fx.fillUntilCompacted()
 	fx.restart()
 	if got := fx.mustState("w", 3, StatePrecommitted); got.Attempt != st.Attempt {
 		t.Fatalf("attempt after compaction and restart %q, want %q", got.Attempt, st.Attempt)

@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -240,6 +241,21 @@ func (fx *fixture) restart() {
 	}
 	fx.c = nil
 	fx.open()
+}
+
+// fillUntilCompacted begins transactions of a filler writer until the
+// journal (opened with a small segmentBytes) has been compacted into one
+// new segment, which restates every live transaction.
+func (fx *fixture) fillUntilCompacted() {
+	fx.t.Helper()
+	for e := range int64(40) {
+		if _, err := fx.c.Begin(context.Background(), "filler", e, 0); err != nil {
+			fx.t.Fatal(err)
+		}
+	}
+	if segs, _ := filepath.Glob(filepath.Join(fx.dir, "*.journal")); len(segs) != 1 || filepath.Base(segs[0]) == "00000001.journal" {
+		fx.t.Fatalf("segments %v: want one compacted segment", segs)
+	}
 }
 
 // write joins a stream for (writer, epoch) on endpoint and ends it.
