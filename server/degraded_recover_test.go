@@ -3,12 +3,12 @@ package server
 import (
 	"path/filepath"
 	"testing"
-	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/server/endpoint"
 )
 
@@ -45,15 +45,10 @@ func TestDegradedOnlyEndpointRecoversWithoutTraffic(t *testing.T) {
 		t.Fatalf("/readyz = %d while the only endpoint is degraded, want 503", code)
 	}
 	makeWritable() // the outage ends; no client reaches a server out of rotation
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		code, body := httpGet(t, base)
-		if code == 200 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz = %d %q 10 s after the storage came back: out of rotation until a client commits, which a probe-gated balancer never lets happen", code, body)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	// Out of rotation until a client commits would be for good: a
+	// probe-gated balancer never lets one through.
+	testpoll.Until(t, "/readyz to answer 200 once the storage is back, without a client commit", func() bool {
+		code, _ := httpGet(t, base)
+		return code == 200
+	})
 }

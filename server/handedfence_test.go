@@ -10,6 +10,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 )
 
 // A descriptor handed over and published by another server's commit must
@@ -74,7 +75,10 @@ func TestExpiryAfterHandedCommitKeepsPublishedFiles(t *testing.T) {
 	if len(files) != 2 {
 		t.Fatalf("data files after the commit %v, want 2", files)
 	}
-	time.Sleep(4 * time.Second) // the second server's attempt expires
+	testpoll.Until(t, "the second server's precommitted attempt to expire", func() bool {
+		st, err := tx.Status(t.Context())
+		return err == nil && st.State == quiver.StateAborted
+	})
 	after, _ := filepath.Glob(filepath.Join(table, "*.parquet"))
 	if len(after) != 2 {
 		t.Fatalf("data files of the committed version after the second server's precommitted attempt expired: %v, want both of %v", after, files)

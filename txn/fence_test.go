@@ -2,7 +2,8 @@ package txn
 
 import (
 	"testing"
-	"time"
+
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 )
 
 // TestFenceWaitsForTheFencedAttemptsRollback: a begin fences an attempt
@@ -15,7 +16,8 @@ import (
 // then the old attempt's Rollback of b, for the same TxnKey (keys carry
 // no attempt), discards the new attempt's staged rows: in a real sink,
 // Stages.Rollback takes the new stage and deletes its files, racing its
-// Write. The new attempt's rows on b are lost without an error.
+// Write. The new attempt's rows on b are lost without an error. Now the
+// begin returns only once the fenced attempt's rollbacks have ended.
 func TestFenceWaitsForTheFencedAttemptsRollback(t *testing.T) {
 	fx := newFixture(t, "a", "b")
 	old := WithConn(bg, "old:1")
@@ -29,6 +31,12 @@ func TestFenceWaitsForTheFencedAttemptsRollback(t *testing.T) {
 	}
 	a, b := fx.eps["a"], fx.eps["b"]
 	a.mu.Lock() // a's Rollback is slow
+	locked := true
+	defer func() {
+		if locked {
+			a.mu.Unlock()
+		}
+	}()
 	begun := make(chan Status, 1)
 	go func() {
 		st, err := fx.c.Begin(WithConn(bg, "new:2"), "q", 7, 0)
@@ -37,39 +45,41 @@ func TestFenceWaitsForTheFencedAttemptsRollback(t *testing.T) {
 		}
 		begun <- st
 	}()
-	time.Sleep(50 * time.Millisecond) // the begin fences and waits for the streams
+	// The begin has fenced (aborted) the old attempt and waits for its
+	// streams; the last of them rolls a back (blocked), then b.
+	testpoll.Until(t, "the begin to fence the old attempt", func() bool { return fx.status("q", 7).State == StateAborted })
 	s1.Done(1, nil)
-	go s2.Done(1, nil) // the last stream: rolls a back (blocked), then b
-	var st Status
-	locked := true
+	go s2.Done(1, nil)
+	t7 := fx.c.txns[txnID{"q", 7}]
+	testpoll.Until(t, "the old attempt's rollback to run", func() bool {
+		fx.c.mu.Lock()
+		defer fx.c.mu.Unlock()
+		return t7.rollingBack > 0
+	})
 	select {
-	case st = <-begun:
-	case <-time.After(time.Second):
-		// The begin waits for the fenced attempt's rollbacks: as it must.
-		a.mu.Unlock()
-		locked = false
-		st = <-begun
+	case st := <-begun:
+		t.Fatalf("the begin returned (attempt %s) while the fenced attempt's rollback still ran", st.Attempt)
+	default:
 	}
-	// The new attempt writes to b while the old one's rollback of a runs.
+	a.mu.Unlock()
+	locked = false
+	st := <-begun
+	b.mu.Lock()
+	before := len(b.rollbacks)
+	b.mu.Unlock()
+	// The new attempt writes to b: no rollback of the old one may follow.
 	s3, err := fx.c.Join(WithAttempt(WithConn(bg, "new:2"), st.Attempt), "q", 7, "b")
 	if err != nil {
-		if locked {
-			a.mu.Unlock()
-		}
 		t.Fatal(err)
 	}
 	s3.Done(7, nil)
 	b.mu.Lock()
-	before := len(b.rollbacks)
-	b.mu.Unlock()
-	if locked {
-		a.mu.Unlock()
-	}
-	time.Sleep(100 * time.Millisecond)
-	b.mu.Lock()
 	after := len(b.rollbacks)
 	b.mu.Unlock()
-	if after > before {
-		t.Fatalf("endpoint b was rolled back for q@7 after the new attempt %s staged 7 rows there: the fenced attempt's late rollback discards them", st.Attempt)
+	if after != before {
+		t.Fatalf("endpoint b was rolled back for q@7 after the new attempt %s began: the fenced attempt's late rollback discards its rows", st.Attempt)
+	}
+	if rows := rowsOf(fx.status("q", 7)); rows != 7 {
+		t.Fatalf("%d rows staged, want the new attempt's 7", rows)
 	}
 }
