@@ -296,6 +296,7 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 
 	ps.key, ps.write, ps.busy, ps.turn, ps.stage = st.Key(), !replayed, st.Busy, st.Turn, st.Stage
 	ps.guard.busy = st.Busy
+	ps.digest = s.coord.DigestsRows()
 	tctx := st.Context(ctx)
 	p, err := s.pump(tctx, stream, ps)
 	if err == nil && p.batches == 0 && ps.write {
@@ -305,6 +306,9 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 	done := p.written
 	if replayed {
 		done = p.rows // compared with what the epoch's commit published
+	}
+	if err == nil && ps.digest {
+		st.SetDigest(ps.rowsDigest)
 	}
 	if derr := st.Done(done, err); err == nil {
 		err = derr

@@ -15,9 +15,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/quiver-ingest/quiver/internal/descseal"
 	"github.com/quiver-ingest/quiver/internal/testpoll"
+	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/discard"
 )
@@ -453,5 +455,41 @@ func TestIdleTimeoutSparesClientsWaitingForAcks(t *testing.T) {
 	}
 	if last := acks[len(acks)-1]; !strings.Contains(last, `"rows":4`) {
 		t.Fatalf("final ack %s, want 4 rows committed", last)
+	}
+}
+
+// A replay of a committed epoch is compared with it by the rows' digest:
+// the same rows in other batches and another order replay as usual; as
+// many rows with other values are refused under txn.replay_check: refuse
+// (two pipelines sharing a writer name), and nothing more is published.
+func TestReplayWithOtherRowsIsRefused(t *testing.T) {
+	s := startServer(t, serverConfig{txn: txn.Options{ReplayCheck: txn.ReplayRefuse}})
+	if _, err := s.put(t.Context(), txnDesc("events", "q", 1), 4); err != nil {
+		t.Fatal(err)
+	}
+	s.mustAction("precommit", `{"writer":"q","epoch":1}`)
+	s.mustAction("commit", `{"writer":"q","epoch":1}`)
+
+	rec := s.record(4)
+	defer rec.Release()
+	tail, head := rec.NewSlice(2, 4), rec.NewSlice(0, 2)
+	defer tail.Release()
+	defer head.Release()
+	if _, err := s.putRecords(t.Context(), txnDesc("events", "q", 1), testSchema(), tail, head); err != nil {
+		t.Fatal(err)
+	}
+	if com := s.mustAction("commit", `{"writer":"q","epoch":1}`); com["replayed"] != true {
+		t.Fatalf("commit of a faithful replay = %v, want replayed", com)
+	}
+
+	if _, err := s.put(t.Context(), txnDesc("events", "q", 1), 2, 2); err != nil { // ids 0, 1, 0, 1
+		t.Fatal(err)
+	}
+	_, err := s.action(t.Context(), "commit", `{"writer":"q","epoch":1}`)
+	if status.Code(err) != codes.FailedPrecondition || !strings.Contains(err.Error(), "4 rows committed and replayed, but other rows") {
+		t.Fatalf("commit of a replay with other rows: %v, want FailedPrecondition naming the digests", err)
+	}
+	if got := s.sinks["events"].Committed().Rows; got != 4 {
+		t.Fatalf("committed %d rows, want still 4", got)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/util"
 
 	"github.com/quiver-ingest/quiver/internal/membudget"
+	"github.com/quiver-ingest/quiver/internal/rowdigest"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -41,6 +42,12 @@ type putStream struct {
 	// it is written (txn.Stream.Stage, limits.client_staged_bytes).
 	// Auto-commit streams have none.
 	stage func(n int64) error
+	// digest, set for a transactional stream whose replays are compared
+	// (txn.Coordinator.DigestsRows), makes the receiver sum the digests
+	// of the batches it receives into rowsDigest (read once pump
+	// succeeded).
+	digest     bool
+	rowsDigest uint64
 	// unacked counts the batches received and not yet acknowledged, and
 	// acked is when the last ack was sent (Unix ns): a client waiting for
 	// acks is not idle, and its idle time starts with the last one.
@@ -163,6 +170,9 @@ func receive(ctx context.Context, ps *putStream, queue chan<- queued) (err error
 		rec := rdr.RecordBatch()
 		if err := validate(rec); err != nil {
 			return writers.Errorf(writers.ErrInvalid, "doput: endpoint %q: batch %d: %w", ep.Name, n, err)
+		}
+		if ps.digest {
+			ps.rowsDigest += rowdigest.Of(rec)
 		}
 		size := util.TotalRecordSize(rec)
 		// The messages' bytes become the batch's (a compressed batch's

@@ -44,7 +44,7 @@ func (c *Coordinator) applyLocked(r *record) {
 		t.state = StatePrecommitted
 		t.parts = make(map[string]*part, len(r.Participants))
 		for _, p := range r.Participants {
-			t.parts[p.Endpoint] = &part{rows: p.Rows, desc: p.Descriptor}
+			t.parts[p.Endpoint] = &part{tally: p.tally(), desc: p.Descriptor}
 		}
 		t.ttl, t.deadline = time.Duration(r.TTLMillis)*time.Millisecond, r.Deadline
 		t.since = r.At

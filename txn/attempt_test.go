@@ -228,6 +228,53 @@ func TestReplayOfOtherDataIsDetected(t *testing.T) {
 	}
 }
 
+// writeDigested is fx.write with the rows' digest given.
+func (fx *fixture) writeDigested(writer string, epoch int64, endpoint string, rows int64, digest uint64) {
+	fx.t.Helper()
+	s, err := fx.c.Join(bg, writer, epoch, endpoint)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	s.SetDigest(digest)
+	if err := s.Done(rows, nil); err != nil {
+		fx.t.Fatal(err)
+	}
+}
+
+// TestReplayOfOtherRowsIsDetectedByDigest: a replay that sends as many
+// rows as the epoch committed, but other ones, is told apart by the rows'
+// digest (the sum of the streams' digests, so two streams splitting the
+// rows differently digest the same), after a restart too (the journal
+// keeps it). A stream that gives no digest is compared by count only.
+func TestReplayOfOtherRowsIsDetectedByDigest(t *testing.T) {
+	fx := newFixture(t)
+	fx.c.replayCheck = ReplayRefuse
+	fx.writeDigested("q", 1, "a", 3, 100)
+	fx.writeDigested("q", 1, "a", 2, 23)
+	if _, err := fx.c.Precommit(bg, "q", 1); err != nil {
+		t.Fatal(err)
+	}
+	fx.restart() // the precommit record carries the digest
+	fx.c.replayCheck = ReplayRefuse
+	if _, err := fx.c.Commit(bg, "q", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	fx.writeDigested("q", 1, "a", 5, 123) // the same rows in one stream
+	if st, err := fx.c.Commit(bg, "q", 1, nil); err != nil || !st.Replayed {
+		t.Fatalf("faithful replay: %+v, %v", st, err)
+	}
+	fx.writeDigested("q", 1, "a", 5, 124) // as many rows, other ones
+	_, err := fx.c.Commit(bg, "q", 1, nil)
+	wantWrongState(t, err, `endpoint "a": 5 rows committed and replayed, but other rows (digest 000000000000007b committed, 000000000000007c replayed)`)
+	fx.write("q", 1, "a", 5) // no digest: counts only
+	if st, err := fx.c.Commit(bg, "q", 1, nil); err != nil || !st.Replayed {
+		t.Fatalf("replay without a digest: %+v, %v", st, err)
+	}
+	if n := testutil.ToFloat64(fx.c.metrics.replayMismatches); n != 1 {
+		t.Fatalf("replay mismatches counted %v, want 1", n)
+	}
+}
+
 // TestAttemptSurvivesRestartAndCompaction: a precommitted attempt keeps
 // its id across a journal compaction and a restart, so that a client
 // naming it commits it. (The compaction's snapshot dropped the id: the

@@ -66,7 +66,7 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 		}
 		pre := &record{typ: recPrecommit, Writer: w, Epoch: e, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline}
 		for _, ep := range eps {
-			pre.Participants = append(pre.Participants, recordPart{Endpoint: ep, Rows: t.parts[ep].rows, Descriptor: t.parts[ep].desc})
+			pre.Participants = append(pre.Participants, newRecordPart(ep, t.parts[ep]))
 		}
 		recs = append(recs, pre)
 		if t.decision != nil {

@@ -35,7 +35,7 @@ func (id txnID) String() string { return fmt.Sprintf("%s@%d", id.writer, id.epoc
 
 // part is one participant endpoint's staged work.
 type part struct {
-	rows int64
+	tally
 	desc writers.Descriptor
 	// turn is held by the stream writing a batch to the endpoint
 	// (Stream.Turn); made by the first one.
@@ -102,9 +102,9 @@ type txn struct {
 	attempt string
 	conn    string
 	dead    []string
-	// replayRows counts the rows replayed streams of a committed t sent,
-	// by endpoint, until a commit compares them (checkReplayLocked).
-	replayRows map[string]int64
+	// replays tallies what replayed streams of a committed t sent, by
+	// endpoint, until a commit compares it (checkReplayLocked).
+	replays map[string]*tally
 }
 
 func (t *txn) live() bool { return t.state == StateOpen || t.state == StatePrecommitted }

@@ -83,7 +83,7 @@ func (c *Coordinator) precommit(ctx context.Context, writer string, epoch int64)
 	eps := slices.Sorted(maps.Keys(t.parts))
 	parts := make([]recordPart, len(eps))
 	for i, ep := range eps {
-		parts[i] = recordPart{Endpoint: ep, Rows: t.parts[ep].rows}
+		parts[i] = newRecordPart(ep, t.parts[ep])
 	}
 	ttl := t.ttl
 	c.mu.Unlock()

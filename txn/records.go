@@ -3,6 +3,7 @@ package txn
 import (
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/quiver-ingest/quiver/txn/journal"
@@ -45,9 +46,27 @@ type record struct {
 
 // recordPart is a participant in a precommit record.
 type recordPart struct {
-	Endpoint   string             `json:"endpoint"`
-	Rows       int64              `json:"rows"`
+	Endpoint string `json:"endpoint"`
+	Rows     int64  `json:"rows"`
+	// Digest is the digest of the rows (rowdigest, 16 hex digits);
+	// absent when a stream gave none, and in older journals.
+	Digest     string             `json:"digest,omitempty"`
 	Descriptor writers.Descriptor `json:"descriptor"`
+}
+
+func newRecordPart(endpoint string, p *part) recordPart {
+	r := recordPart{Endpoint: endpoint, Rows: p.rows, Descriptor: p.desc}
+	if !p.undigested {
+		r.Digest = fmt.Sprintf("%016x", p.digest)
+	}
+	return r
+}
+
+// tally is what the record says was sent; a digest it cannot read is
+// unknown.
+func (r recordPart) tally() tally {
+	d, err := strconv.ParseUint(r.Digest, 16, 64)
+	return tally{rows: r.Rows, digest: d, undigested: err != nil}
 }
 
 func (r *record) id() txnID { return txnID{r.Writer, r.Epoch} }

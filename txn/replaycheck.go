@@ -10,12 +10,14 @@ import (
 )
 
 // ReplayCheck is what a commit does when a replay of an epoch that
-// already committed sent another number of rows to an endpoint than the
-// epoch's commit published there: two pipelines sharing a writer name,
-// or a replay that is not deterministic (Options.ReplayCheck,
-// txn.replay_check). Replays are compared only while the coordinator
-// still holds the committed transaction (its retention, at least an
-// hour), with the rows of the replayed streams that ended before the
+// already committed sent other rows to an endpoint than the epoch's
+// commit published there: two pipelines sharing a writer name, or a
+// replay that is not deterministic (Options.ReplayCheck,
+// txn.replay_check). The rows are compared by count and by digest
+// (rowdigest: the same rows in any order and batching digest the same),
+// only while the coordinator still holds the committed transaction (its
+// retention, at least an hour; the journal keeps the digest across
+// restarts), with the rows of the replayed streams that ended before the
 // commit.
 type ReplayCheck string
 
@@ -25,39 +27,73 @@ const (
 	// replayed as usual. The default.
 	ReplayWarn ReplayCheck = "warn"
 	// ReplayRefuse also fails the replay's commit with ErrWrongState
-	// naming the counts.
+	// naming the difference.
 	ReplayRefuse ReplayCheck = "refuse"
 	// ReplayOff compares nothing.
 	ReplayOff ReplayCheck = "off"
 )
 
-// noteReplayLocked adds rows, sent by a replayed stream to endpoint, to
-// what the replays of committed t sent.
-func (t *txn) noteReplayLocked(endpoint string, rows int64) {
-	if t.replayRows == nil {
-		t.replayRows = make(map[string]int64)
-	}
-	t.replayRows[endpoint] += rows
+// tally is what streams sent to one endpoint of a transaction: rows,
+// and the digest of those rows (rowdigest) unless a stream gave none.
+type tally struct {
+	rows       int64
+	digest     uint64
+	undigested bool
 }
 
-// checkReplayLocked compares the rows the replays of committed t sent
-// with what t published on each endpoint they wrote to, and forgets
-// them: a mismatch is logged and counted, and with ReplayRefuse it is an
+// add adds o's rows to t's (digests of rows add up).
+func (t *tally) add(o tally) {
+	t.rows += o.rows
+	t.digest += o.digest
+	t.undigested = t.undigested || o.undigested
+}
+
+// differs says how sent differs from published t; "" when it does not
+// (digests are compared only when both are known).
+func (t tally) differs(sent tally) string {
+	switch {
+	case sent.rows != t.rows:
+		return fmt.Sprintf("%d rows committed, %d replayed", t.rows, sent.rows)
+	case !t.undigested && !sent.undigested && sent.digest != t.digest:
+		return fmt.Sprintf("%d rows committed and replayed, but other rows (digest %016x committed, %016x replayed)", t.rows, t.digest, sent.digest)
+	}
+	return ""
+}
+
+// DigestsRows reports whether replays are compared: whether streams
+// should give their rows' digest (Stream.SetDigest).
+func (c *Coordinator) DigestsRows() bool { return c.replayCheck != ReplayOff }
+
+// noteReplayLocked adds what a replayed stream sent to endpoint to what
+// the replays of committed t sent.
+func (t *txn) noteReplayLocked(endpoint string, sent tally) {
+	if t.replays == nil {
+		t.replays = make(map[string]*tally)
+	}
+	if t.replays[endpoint] == nil {
+		t.replays[endpoint] = &tally{}
+	}
+	t.replays[endpoint].add(sent)
+}
+
+// checkReplayLocked compares what the replays of committed t sent with
+// what t published on each endpoint they wrote to, and forgets them: a
+// mismatch is logged and counted, and with ReplayRefuse it is an
 // ErrWrongState error.
 func (c *Coordinator) checkReplayLocked(t *txn) error {
-	sent := t.replayRows
-	t.replayRows = nil
+	sent := t.replays
+	t.replays = nil
 	if c.replayCheck == ReplayOff || len(sent) == 0 {
 		return nil
 	}
 	var diffs []string
 	for _, ep := range slices.Sorted(maps.Keys(sent)) {
-		var published int64
+		var published tally
 		if p := t.parts[ep]; p != nil {
-			published = p.rows
+			published = p.tally
 		}
-		if sent[ep] != published {
-			diffs = append(diffs, fmt.Sprintf("endpoint %q: %d rows committed, %d replayed", ep, published, sent[ep]))
+		if d := published.differs(*sent[ep]); d != "" {
+			diffs = append(diffs, fmt.Sprintf("endpoint %q: %s", ep, d))
 		}
 	}
 	if len(diffs) == 0 {

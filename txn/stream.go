@@ -19,7 +19,11 @@ type Stream struct {
 	replayOf *txn
 	// bounded: its Stage counts against the transaction's owner's
 	// Options.MaxStagedPerOwner (the stream's caller is no admin).
-	bounded  bool
+	bounded bool
+	// digest is the digest of the rows the stream sent (SetDigest);
+	// digested, that it was set.
+	digest   uint64
+	digested bool
 	endpoint string
 	key      writers.TxnKey
 	ended    atomic.Bool
@@ -103,6 +107,12 @@ func (s *Stream) Turn(ctx context.Context) (done func(), err error) {
 	}
 }
 
+// SetDigest records the digest of the rows the stream sent (the sum of
+// rowdigest.Of over its batches), compared with what the epoch committed
+// when the epoch is replayed (txn.replay_check). Call it before Done. A
+// stream that gives none is compared by its row count only.
+func (s *Stream) SetDigest(d uint64) { s.digest, s.digested = d, true }
+
 // Done ends the stream. rows is the number of rows written (for a
 // replayed stream, the rows it sent: compared with the commit's). A non-nil err
 // means the stream failed part-way: its rows may be partly staged, so the
@@ -116,10 +126,11 @@ func (s *Stream) Done(rows int64, err error) error {
 	if !s.ended.CompareAndSwap(false, true) {
 		return nil
 	}
+	sent := tally{rows: rows, digest: s.digest, undigested: !s.digested}
 	if s.t == nil {
 		if s.replayOf != nil && err == nil {
 			s.c.mu.Lock()
-			s.replayOf.noteReplayLocked(s.endpoint, rows)
+			s.replayOf.noteReplayLocked(s.endpoint, sent)
 			s.c.mu.Unlock()
 		}
 		return nil
@@ -136,7 +147,7 @@ func (s *Stream) Done(rows int64, err error) error {
 	}
 	t.streams--
 	if p := t.parts[s.endpoint]; p != nil {
-		p.rows += rows
+		p.add(sent)
 	}
 	if err != nil && t.poison == "" {
 		t.poison = fmt.Sprintf("endpoint %q: %v", s.endpoint, err)

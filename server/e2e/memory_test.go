@@ -78,7 +78,13 @@ func TestMemoryBudgetBoundsPeakRSS(t *testing.T) {
 		deadline = 4 * time.Minute
 	)
 	dir := t.TempDir()
-	cfg := writeConfigWith(t, dir, fmt.Sprintf("limits: {memory_bytes: %d, endpoint_buffer_bytes: %d, max_message_bytes: %d, admission_timeout: 4m}\n", budget, budget, budget),
+	// first_message_timeout is raised with admission_timeout: this
+	// client (race-instrumented, holding 24 encoded 60 MB messages while
+	// the server reads one at a time) was seen in CI to send a stream's
+	// first message more than 10 s after opening it, with the rest of the
+	// race-detector suite running beside. The deadline itself is tested
+	// by TestSilentStreamsDoNotBlockOthers.
+	cfg := writeConfigWith(t, dir, fmt.Sprintf("limits: {memory_bytes: %d, endpoint_buffer_bytes: %d, max_message_bytes: %d, admission_timeout: 4m, first_message_timeout: 4m}\n", budget, budget, budget),
 		devnullEndpoint, deltaAppend(filepath.Join(dir, "table")))
 	p := startQuiverBin(t, bin, cfg)
 	pid := p.cmd.Process.Pid
