@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/flightsvc/ipccheck"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -29,7 +30,7 @@ func TestGuardBoundsCompressedDictionaries(t *testing.T) {
 			msgs = append(msgs, m)
 			continue
 		}
-		if pm, err := parseMessage(m.DataHeader); err == nil && pm.kind == headerDictionaryBatch {
+		if pm, err := ipccheck.ParseMessage(m.DataHeader); err == nil && pm.IsDictionary() {
 			msgs = append(msgs, m)
 			body += len(m.DataBody)
 		}

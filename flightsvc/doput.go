@@ -62,7 +62,7 @@ type (
 // Hostile input fails its stream, never the process. The descriptor and
 // the caller's permission are checked before any IPC data is decoded;
 // every IPC header is checked, bounded, against the bytes present and the
-// stream's schema before arrow-go decodes it (ipccheck.go); every batch is
+// stream's schema before arrow-go decodes it (package ipccheck); every batch is
 // validated in full (offsets, lengths, null counts, children, dictionary
 // indices) before it reaches the writer. A refused message is
 // InvalidArgument naming the batch (and column), and the stream is rolled

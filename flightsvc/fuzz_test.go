@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/flightsvc/ipccheck"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -105,7 +106,7 @@ func FuzzDoPutMessages(f *testing.F) {
 		g.schema = rdr.Schema()
 		for rdr.Next() {
 			rec := rdr.RecordBatch()
-			if validate(rec) != nil {
+			if ipccheck.Validate(rec) != nil {
 				return
 			}
 			for _, col := range rec.Columns() {

@@ -13,7 +13,7 @@ import (
 )
 
 // Hostile IPC messages, built from valid ones by patching one value with
-// the flatbuffers primitives (independently of fbread.go, which they
+// the flatbuffers primitives (independently of ipccheck/flatbuf.go, which they
 // test). They are exported to the external tests, and seeds of
 // FuzzDoPutMessages.
 

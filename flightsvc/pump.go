@@ -8,12 +8,11 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/apache/arrow-go/v18/arrow/util"
 
+	"github.com/quiver-ingest/quiver/flightsvc/ipccheck"
 	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/internal/rowdigest"
 	"github.com/quiver-ingest/quiver/writers"
@@ -168,7 +167,7 @@ func receive(ctx context.Context, ps *putStream, queue chan<- queued) (err error
 	// this stream, never a dropped batch).
 	for n := 0; rdr.Next(); n++ {
 		rec := rdr.RecordBatch()
-		if err := validate(rec); err != nil {
+		if err := ipccheck.Validate(rec); err != nil {
 			return writers.Errorf(writers.ErrInvalid, "doput: endpoint %q: batch %d: %w", ep.Name, n, err)
 		}
 		if ps.digest {
@@ -193,71 +192,6 @@ func receive(ctx context.Context, ps *putStream, queue chan<- queued) (err error
 		return streamError(err)
 	}
 	return nil
-}
-
-// validate checks every column of rec in full (offsets within bounds and
-// non-decreasing, lengths, null counts, children, dictionary indices): the
-// IPC reader checks only what it needs to build the arrays, and sinks
-// trust them (a negative string offset panics a Parquet encoder, or lands
-// in a Lance file no reader can open).
-func validate(rec arrow.RecordBatch) error {
-	for i, col := range rec.Columns() {
-		if int64(col.Len()) != rec.NumRows() {
-			return fmt.Errorf("column %q has %d rows, the batch %d", rec.ColumnName(i), col.Len(), rec.NumRows())
-		}
-		if err := validateColumn(col); err != nil {
-			return fmt.Errorf("column %q: %w", rec.ColumnName(i), err)
-		}
-	}
-	return nil
-}
-
-// validateColumn validates col in full. arrow-go's validator itself panics
-// on some malformed arrays (an offsets buffer shorter than it checked):
-// such a panic means the column is malformed.
-func validateColumn(col arrow.Array) (err error) {
-	defer func() {
-		if v := recover(); v != nil {
-			err = fmt.Errorf("malformed array (validating it panicked: %v)", v)
-		}
-	}()
-	if ok, err := validateStrings(col); ok {
-		return err
-	}
-	data := withNullBuffers(col.Data())
-	defer data.Release()
-	arr := array.MakeFromData(data)
-	defer arr.Release()
-	return array.ValidateFull(arr)
-}
-
-// withNullBuffers returns d (retained) with the one nil buffer arrow-go's
-// validator expects of null-typed arrays, which its IPC reader leaves out,
-// added at every level.
-func withNullBuffers(d arrow.ArrayData) arrow.ArrayData {
-	kids := make([]arrow.ArrayData, len(d.Children()))
-	changed := false
-	for i, k := range d.Children() {
-		kids[i] = withNullBuffers(k)
-		changed = changed || kids[i] != k
-	}
-	defer func() {
-		for _, k := range kids {
-			k.Release()
-		}
-	}()
-	bufs := d.Buffers()
-	if d.DataType().ID() == arrow.NULL && len(bufs) == 0 {
-		bufs, changed = []*memory.Buffer{nil}, true
-	}
-	if !changed {
-		d.Retain()
-		return d
-	}
-	if d.DataType().ID() == arrow.DICTIONARY {
-		return array.NewDataWithDictionary(d.DataType(), d.Len(), bufs, d.NullN(), d.Offset(), d.Dictionary().(*array.Data))
-	}
-	return array.NewData(d.DataType(), d.Len(), bufs, kids, d.NullN(), d.Offset())
 }
 
 // drain writes queued batches and acknowledges each one.

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/flightsvc/ipccheck"
 	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -28,7 +29,7 @@ const StreamWindowBytes = 64 << 10
 // what arrow-go's Flight reader does not: the body size limit
 // (ipc.WithBodySizeLimit applies only to readers over an io.Reader; gRPC's
 // receive limit, set from MaxRecvMsgSize, is only the hard cap behind it),
-// bounded IPC headers that match the stream's schema (ipccheck.go), a
+// bounded IPC headers that match the stream's schema (package ipccheck), a
 // bound on the dictionaries a stream keeps, and one schema per stream,
 // naming the changed column.
 //
@@ -52,10 +53,10 @@ type recvGuard struct {
 	dictLimit int64
 	mem       memory.Allocator
 
-	messages int             // messages received
-	layout   *streamLayout   // what batches must carry; nil before the schema
-	batches  int             // record batches passed
-	dicts    map[int64]int64 // dictionary id → bytes the reader keeps
+	messages int              // messages received
+	layout   *ipccheck.Layout // what batches must carry; nil before the schema
+	batches  int              // record batches passed
+	dicts    map[int64]int64  // dictionary id → bytes the reader keeps
 	// schema is the stream's schema once read; nil before.
 	schema *arrow.Schema
 
@@ -111,7 +112,7 @@ func (g *recvGuard) reserve() error {
 
 // received charges fd, now in memory, against the reservation.
 // A compressed batch is charged its decompressed size (grow more): the
-// reservation covers it (checkBatch refuses more than max_message_bytes),
+// reservation covers it (ipccheck.CheckBatch refuses more than max_message_bytes),
 // so a stream never waits for memory while holding a message.
 func (g *recvGuard) received(fd *flight.FlightData, grow int64) {
 	n := int64(len(fd.GetDataBody())+len(fd.GetDataHeader())+len(fd.GetAppMetadata())) + grow
@@ -209,33 +210,33 @@ func (g *recvGuard) check(fd *flight.FlightData) (grow int64, err error) {
 		}
 		return 0, writers.Errorf(writers.ErrInvalid, "doput: message %d carries no IPC header: after the descriptor, every message must be a schema, dictionary or record batch", g.messages)
 	}
-	m, err := parseMessage(header)
+	m, err := ipccheck.ParseMessage(header)
 	if err != nil {
 		return 0, writers.Errorf(writers.ErrInvalid, "doput: message %d: malformed IPC header: %w", g.messages, err)
 	}
 	switch {
-	case m.kind == headerSchema:
+	case m.IsSchema():
 		return 0, g.checkSchema(m, header)
 	case g.layout == nil:
 		return 0, writers.Errorf(writers.ErrInvalid, "doput: message %d is not a schema: send the schema first", g.messages)
 	}
-	d, err := checkBatch(m, g.layout, batchCheck{body: body, unpacked: g.limit})
+	d, err := ipccheck.CheckBatch(m, g.layout, ipccheck.Batch{Body: body, Unpacked: g.limit})
 	switch {
-	case err != nil && d.is:
-		return 0, writers.Errorf(writers.ErrInvalid, "doput: dictionary batch (id %d) before batch %d: %w", d.id, g.batches, err)
+	case err != nil && d.Is:
+		return 0, writers.Errorf(writers.ErrInvalid, "doput: dictionary batch (id %d) before batch %d: %w", d.ID, g.batches, err)
 	case err != nil:
 		return 0, writers.Errorf(writers.ErrInvalid, "doput: batch %d: %w", g.batches, err)
-	case d.is:
-		return max(d.size-int64(len(body)), 0), g.keepDict(d)
+	case d.Is:
+		return max(d.Size-int64(len(body)), 0), g.keepDict(d)
 	}
 	g.batches++
-	return max(d.size-int64(len(body)), 0), nil
+	return max(d.Size-int64(len(body)), 0), nil
 }
 
 // checkSchema checks a schema message: the stream's first, or a later one
 // that must not differ (and is refused anyway).
-func (g *recvGuard) checkSchema(m ipcMessage, header []byte) error {
-	l, err := checkSchema(m, len(header))
+func (g *recvGuard) checkSchema(m ipccheck.Message, header []byte) error {
+	l, err := ipccheck.CheckSchema(m, len(header))
 	if err != nil {
 		return writers.Errorf(writers.ErrInvalid, "doput: schema: %w", err)
 	}
@@ -256,15 +257,15 @@ func (g *recvGuard) checkSchema(m ipcMessage, header []byte) error {
 // keepDict counts what the reader keeps of dictionary batch d (d.size,
 // decompressed): a delta adds to its dictionary, anything else replaces
 // it.
-func (g *recvGuard) keepDict(d dictBatch) error {
-	size := d.size
+func (g *recvGuard) keepDict(d ipccheck.Dictionary) error {
+	size := d.Size
 	if g.dicts == nil {
 		g.dicts = map[int64]int64{}
 	}
-	if d.delta {
-		g.dicts[d.id] += size
+	if d.Delta {
+		g.dicts[d.ID] += size
 	} else {
-		g.dicts[d.id] = size
+		g.dicts[d.ID] = size
 	}
 	var total int64
 	for _, n := range g.dicts {

@@ -1,4 +1,4 @@
-package flightsvc
+package ipccheck
 
 import (
 	"encoding/binary"
@@ -80,21 +80,27 @@ const (
 	typeLast = typeLargeListView
 )
 
-// ipcMessage is a checked IPC Message table.
-type ipcMessage struct {
+// Message is a checked IPC Message table.
+type Message struct {
 	version int64
 	kind    int64 // headerSchema, ...
 	header  fbTable
 }
 
-// parseMessage checks the Message table of header and its custom metadata.
-func parseMessage(header []byte) (ipcMessage, error) {
+// IsSchema reports whether m is a Schema message.
+func (m Message) IsSchema() bool { return m.kind == headerSchema }
+
+// IsDictionary reports whether m is a DictionaryBatch message.
+func (m Message) IsDictionary() bool { return m.kind == headerDictionaryBatch }
+
+// ParseMessage checks the Message table of header and its custom metadata.
+func ParseMessage(header []byte) (Message, error) {
 	b := fbuf(header)
 	msg, err := b.root()
 	if err != nil {
-		return ipcMessage{}, err
+		return Message{}, err
 	}
-	var m ipcMessage
+	var m Message
 	if m.version, err = msg.scalar(0, 2, 0); err != nil {
 		return m, err
 	}
@@ -133,8 +139,8 @@ type column struct {
 	children []*column
 }
 
-// streamLayout is what a stream's schema asks of its batches.
-type streamLayout struct {
+// Layout is what a stream's schema asks of its batches.
+type Layout struct {
 	cols  []*column
 	dicts map[int64]*column // dictionary id → the values' column
 }
@@ -184,9 +190,9 @@ func (c *counter) metadata(t fbTable, slot int) error {
 	return nil
 }
 
-// checkSchema checks a Schema header and returns what its batches must
+// CheckSchema checks a Schema header and returns what its batches must
 // carry.
-func checkSchema(m ipcMessage, headerLen int) (*streamLayout, error) {
+func CheckSchema(m Message, headerLen int) (*Layout, error) {
 	if m.kind != headerSchema {
 		return nil, fmt.Errorf("expected a schema message, got message type %d", m.kind)
 	}
@@ -205,7 +211,7 @@ func checkSchema(m ipcMessage, headerLen int) (*streamLayout, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &streamLayout{dicts: map[int64]*column{}}
+	l := &Layout{dicts: map[int64]*column{}}
 	for i := range fields.n {
 		f, err := fields.table(i)
 		if err != nil {
@@ -221,7 +227,7 @@ func checkSchema(m ipcMessage, headerLen int) (*streamLayout, error) {
 }
 
 // field checks a Field table at nesting depth.
-func (c *counter) field(f fbTable, depth int, l *streamLayout) (*column, error) {
+func (c *counter) field(f fbTable, depth int, l *Layout) (*column, error) {
 	if c.fields++; c.fields > maxFields {
 		return nil, fmt.Errorf("more than %d fields in all", maxFields)
 	}
@@ -416,50 +422,50 @@ func (n *need) add(col *column, version int64) {
 	}
 }
 
-// batchCheck is what checkBatch needs besides the message.
-type batchCheck struct {
-	body []byte
-	// unpacked bounds the decompressed size of the message's buffers.
-	unpacked int64
+// Batch is what CheckBatch needs besides the message.
+type Batch struct {
+	Body []byte
+	// Unpacked bounds the decompressed size of the message's buffers.
+	Unpacked int64
 }
 
-// checkBatch checks a RecordBatch (cols) or DictionaryBatch (one column)
+// CheckBatch checks a RecordBatch (cols) or DictionaryBatch (one column)
 // header against what the schema needs and against body. It describes a
 // dictionary batch: its id and whether it is a delta.
-func checkBatch(m ipcMessage, l *streamLayout, bc batchCheck) (dict dictBatch, err error) {
+func CheckBatch(m Message, l *Layout, bc Batch) (dict Dictionary, err error) {
 	rb := m.header
 	cols := l.cols
 	switch m.kind {
 	case headerRecordBatch:
 	case headerDictionaryBatch:
-		dict.is = true
-		if dict.id, err = rb.scalar(0, 8, 0); err != nil {
+		dict.Is = true
+		if dict.ID, err = rb.scalar(0, 8, 0); err != nil {
 			return dict, err
 		}
 		var delta int64
 		if delta, err = rb.scalar(2, 1, 0); err != nil {
 			return dict, err
 		}
-		dict.delta = delta != 0
-		values, ok := l.dicts[dict.id]
+		dict.Delta = delta != 0
+		values, ok := l.dicts[dict.ID]
 		if !ok {
-			return dict, fmt.Errorf("dictionary id %d is not in the stream's schema", dict.id)
+			return dict, fmt.Errorf("dictionary id %d is not in the stream's schema", dict.ID)
 		}
 		cols = []*column{values}
 		if rb, ok, err = rb.sub(1); err != nil || !ok {
-			return dict, errOr(err, "dictionary batch %d has no data", dict.id)
+			return dict, errOr(err, "dictionary batch %d has no data", dict.ID)
 		}
 	default:
 		return dict, fmt.Errorf("message type %d is not a record or dictionary batch", m.kind)
 	}
 
-	maxRows := 8*int64(len(bc.body)) + rowsSlack
+	maxRows := 8*int64(len(bc.Body)) + rowsSlack
 	rows, err := rb.scalar(0, 8, 0)
 	if err != nil {
 		return dict, err
 	}
 	if rows < 0 || rows > maxRows {
-		return dict, fmt.Errorf("the batch claims %d rows (at most %d for a body of %d bytes)", rows, maxRows, len(bc.body))
+		return dict, fmt.Errorf("the batch claims %d rows (at most %d for a body of %d bytes)", rows, maxRows, len(bc.Body))
 	}
 
 	var n need
@@ -484,7 +490,7 @@ func checkBatch(m ipcMessage, l *streamLayout, bc batchCheck) (dict dictBatch, e
 	for i := range nodes.n {
 		length, nulls := nodes.word(i, 0), nodes.word(i, 1)
 		if length < 0 || length > maxRows {
-			return dict, fmt.Errorf("field node %d has length %d (at most %d for a body of %d bytes)", i, length, maxRows, len(bc.body))
+			return dict, fmt.Errorf("field node %d has length %d (at most %d for a body of %d bytes)", i, length, maxRows, len(bc.Body))
 		}
 		if nulls < 0 || nulls > length {
 			return dict, fmt.Errorf("field node %d has %d nulls for length %d", i, nulls, length)
@@ -537,8 +543,8 @@ func checkBatch(m ipcMessage, l *streamLayout, bc batchCheck) (dict dictBatch, e
 	var unpacked int64
 	for i := range buffers.n {
 		off, length := buffers.word(i, 0), buffers.word(i, 1)
-		if off < 0 || length < 0 || off > int64(len(bc.body)) || length > int64(len(bc.body))-off {
-			return dict, fmt.Errorf("buffer %d (offset %d, length %d) lies outside the %d-byte body", i, off, length, len(bc.body))
+		if off < 0 || length < 0 || off > int64(len(bc.Body)) || length > int64(len(bc.Body))-off {
+			return dict, fmt.Errorf("buffer %d (offset %d, length %d) lies outside the %d-byte body", i, off, length, len(bc.Body))
 		}
 		if !compressed || length == 0 {
 			continue
@@ -546,31 +552,31 @@ func checkBatch(m ipcMessage, l *streamLayout, bc batchCheck) (dict dictBatch, e
 		if length < 8 {
 			return dict, fmt.Errorf("compressed buffer %d has %d bytes, fewer than its 8-byte length prefix", i, length)
 		}
-		size := int64(binary.LittleEndian.Uint64(bc.body[off:]))
+		size := int64(binary.LittleEndian.Uint64(bc.Body[off:]))
 		if size == -1 { // stored uncompressed
 			size = length - 8
 		}
-		if size < 0 || size > bc.unpacked-unpacked {
-			return dict, fmt.Errorf("compressed buffers decompress to more than %d bytes (limits.max_message_bytes)", bc.unpacked)
+		if size < 0 || size > bc.Unpacked-unpacked {
+			return dict, fmt.Errorf("compressed buffers decompress to more than %d bytes (limits.max_message_bytes)", bc.Unpacked)
 		}
 		unpacked += size
 	}
 	// What the reader keeps of a dictionary: the body as received, or
 	// its buffers decompressed.
-	dict.size = int64(len(bc.body))
+	dict.Size = int64(len(bc.Body))
 	if compressed {
-		dict.size = unpacked
+		dict.Size = unpacked
 	}
 	return dict, nil
 }
 
-// dictBatch describes a dictionary batch; is is false for record batches.
-type dictBatch struct {
-	is    bool
-	id    int64
-	delta bool
-	// size is what arrow-go keeps of it: its body, or its buffers
+// Dictionary describes a dictionary batch; Is is false for record batches.
+type Dictionary struct {
+	Is    bool
+	ID    int64
+	Delta bool
+	// Size is what arrow-go keeps of it: its body, or its buffers
 	// decompressed when compressed (a few bytes of ZSTD can stand for a
 	// whole message of values).
-	size int64
+	Size int64
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	flatbuffers "github.com/google/flatbuffers/go"
 
+	"github.com/quiver-ingest/quiver/flightsvc/ipccheck"
 	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -128,7 +129,7 @@ func readGuarded(msgs []*flight.FlightData, mem memory.Allocator, limit int64) (
 	var out []arrow.RecordBatch
 	for n := 0; rdr.Next(); n++ {
 		rec := rdr.RecordBatch()
-		if err := validate(rec); err != nil {
+		if err := ipccheck.Validate(rec); err != nil {
 			return out, err
 		}
 		rec.Retain()
@@ -332,6 +333,14 @@ func deepSchema(depth int) *arrow.Schema {
 	return arrow.NewSchema([]arrow.Field{{Name: "top", Type: dt}}, nil)
 }
 
+// Values of the Arrow IPC flatbuffers (format/Message.fbs, Schema.fbs)
+// for hand-built hostile headers.
+const (
+	metadataV5 = 4
+	typeInt    = 2
+	typeStruct = 13
+)
+
 // schemaMessage builds a schema message around the fields vector that
 // fields builds, with the flatbuffers builder, which can share tables.
 func schemaMessage(fields func(b *flatbuffers.Builder) flatbuffers.UOffsetT) []byte {
@@ -341,9 +350,9 @@ func schemaMessage(fields func(b *flatbuffers.Builder) flatbuffers.UOffsetT) []b
 	b.PrependUOffsetTSlot(1, vec, 0) // Schema.fields
 	schema := b.EndObject()
 	b.StartObject(5)
-	b.PrependInt16Slot(0, metadataV5, 0)  // Message.version
-	b.PrependByteSlot(1, headerSchema, 0) // Message.header_type
-	b.PrependUOffsetTSlot(2, schema, 0)   // Message.header
+	b.PrependInt16Slot(0, metadataV5, 0) // Message.version
+	b.PrependByteSlot(1, 1, 0)           // Message.header_type: Schema
+	b.PrependUOffsetTSlot(2, schema, 0)  // Message.header
 	b.Finish(b.EndObject())
 	return b.FinishedBytes()
 }

@@ -1,4 +1,4 @@
-package flightsvc
+package ipccheck
 
 import (
 	"encoding/binary"
@@ -13,7 +13,7 @@ import (
 // TestValidateStringsAgreesWithArrow: on string columns with random values
 // (ASCII and multi-byte characters, nulls, slices) and random damage
 // (bytes that are not UTF-8, offsets moved inside a character, decreasing,
-// negative or out of range, a wrong null count), validateColumn's fast
+// negative or out of range, a wrong null count), ValidateColumn's fast
 // path accepts exactly what array.ValidateFull accepts.
 func TestValidateStringsAgreesWithArrow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
@@ -53,10 +53,10 @@ func TestValidateStringsAgreesWithArrow(t *testing.T) {
 			col.Release()
 			col = s
 		}
-		got := validateColumn(col)
+		got := ValidateColumn(col)
 		want := arrowValidateFull(col)
 		if (got == nil) != (want == nil) {
-			t.Fatalf("iteration %d (%s damage, large %v): validateColumn says %v, array.ValidateFull %v", iter, damage, large, got, want)
+			t.Fatalf("iteration %d (%s damage, large %v): ValidateColumn says %v, array.ValidateFull %v", iter, damage, large, got, want)
 		}
 		if got == nil {
 			accepted++

@@ -1,4 +1,4 @@
-package flightsvc
+package ipccheck
 
 import (
 	"encoding/binary"
@@ -9,7 +9,7 @@ import (
 // checked against the bytes present: reading hostile bytes returns an
 // error, never panics or allocates more than the bytes hold. arrow-go's
 // generated accessors check nothing (and are internal), so the IPC headers
-// are walked with this before arrow-go decodes them (ipccheck.go).
+// are walked with this before arrow-go decodes them (message.go).
 type fbuf []byte
 
 // fbTable is a checked flatbuffer table. Its fields are checked against

@@ -1,4 +1,4 @@
-package flightsvc
+package ipccheck
 
 import (
 	"fmt"
