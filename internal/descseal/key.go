@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/quiver-ingest/quiver/internal/fsync"
 )
 
 // MinKeyBytes is the shortest key accepted: 256 bits, the HMAC-SHA256
@@ -109,17 +111,8 @@ func LoadOrCreateKeyFile(path string) (Key, error) {
 	} else if err != nil {
 		return Key{}, fmt.Errorf("create the descriptor key %s: %w", path, err)
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsync.Dir(dir); err != nil {
 		return Key{}, fmt.Errorf("create the descriptor key %s: %w", path, err)
 	}
 	return k, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

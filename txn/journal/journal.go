@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/quiver-ingest/quiver/internal/fsync"
 )
 
 // slowSync is the fdatasync duration above which a warning is logged.
@@ -279,7 +281,7 @@ func (j *Journal) Compact(snapshot []Record) error {
 		j.logger.Warn("journal: could not remove compacted segments; they are removed on the next start", "err", err)
 		return nil
 	}
-	if err := syncDir(j.dir); err != nil {
+	if err := fsync.Dir(j.dir); err != nil {
 		j.logger.Warn("journal: sync directory after compaction", "err", err)
 	}
 	return nil

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/quiver-ingest/quiver/internal/fsync"
 )
 
 // Segment header: magic, version, flags, reserved (docs/journal-format.md).
@@ -107,14 +109,5 @@ func createSegment(dir string, seq uint64, recs []Record) (int64, error) {
 	if err := os.Rename(tmp, final); err != nil {
 		return 0, errors.Join(err, os.Remove(tmp))
 	}
-	return int64(len(buf)), syncDir(dir)
-}
-
-// syncDir makes renames and removals in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	return errors.Join(d.Sync(), d.Close())
+	return int64(len(buf)), fsync.Dir(dir)
 }

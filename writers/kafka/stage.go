@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/quiver-ingest/quiver/internal/fsync"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -129,7 +130,7 @@ func (s *stageWriter) finish(final string, durable bool) error {
 		err = os.Rename(s.f.Name(), final)
 	}
 	if err == nil && durable {
-		err = syncDir(filepath.Dir(final))
+		err = fsync.Dir(filepath.Dir(final))
 	}
 	if err != nil {
 		return writers.Errorf(writers.ErrUnavailable, "kafka: make staging file %s durable: %w (check data_dir)", final, err)
@@ -141,15 +142,6 @@ func (s *stageWriter) finish(final string, durable bool) error {
 func (s *stageWriter) discard() error {
 	s.f.Close()
 	return removeIfExists(s.f.Name())
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }
 
 func removeIfExists(path string) error {

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/quiver-ingest/quiver/internal/fsync"
 )
 
 // tempMarker marks the temporary files of file:// writes; see tempPath.
@@ -80,7 +82,7 @@ func publishReplace(tmp, path string) error {
 		_ = os.Remove(tmp)
 		return err
 	}
-	return syncDir(filepath.Dir(path))
+	return fsync.Dir(filepath.Dir(path))
 }
 
 // publishNew links tmp to path, failing with an error wrapping
@@ -96,21 +98,7 @@ func publishNew(tmp, path string) error {
 	if err != nil {
 		return err
 	}
-	return syncDir(filepath.Dir(path))
-}
-
-// syncDir fsyncs a directory so that entries created or renamed in it are
-// durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return fsync.Dir(filepath.Dir(path))
 }
 
 // mkdirAllSync is os.MkdirAll that also syncs the parent of every directory
@@ -134,7 +122,7 @@ func mkdirAllSync(dir string) error {
 		}
 		return err
 	}
-	return syncDir(parent)
+	return fsync.Dir(parent)
 }
 
 // fileWriter is NewWriter for file://: a temporary file renamed over the
