@@ -62,7 +62,6 @@ func (m *minMax) observeInts(vals []parquet.Value) {
 }
 
 func (m *minMax) observeFloats(kind parquet.Kind, vals []parquet.Value) {
-	lo, hi, has, nan := m.flo, m.fhi, m.has, m.nan
 	for _, v := range vals {
 		if v.IsNull() {
 			continue
@@ -71,16 +70,21 @@ func (m *minMax) observeFloats(kind parquet.Kind, vals []parquet.Value) {
 		if kind == parquet.Float {
 			x = float64(v.Float())
 		}
-		if x != x { // NaN
-			nan = true
-			continue
-		}
-		if !has {
-			lo, hi, has = x, x, true
-		}
-		lo, hi = min(lo, x), max(hi, x)
+		m.addFloat(x)
 	}
-	m.flo, m.fhi, m.has, m.nan = lo, hi, has, nan
+}
+
+// addFloat adds x. A NaN is noted (see bounds), never a bound: a reader
+// skipping data by min/max cannot compare against it.
+func (m *minMax) addFloat(x float64) {
+	switch {
+	case x != x:
+		m.nan = true
+	case !m.has:
+		m.flo, m.fhi, m.has = x, x, true
+	default:
+		m.flo, m.fhi = min(m.flo, x), max(m.fhi, x)
+	}
 }
 
 // observeInts and observeFloats add Arrow values without nulls (the
@@ -118,18 +122,9 @@ func observeBools(m *minMax, allTrue, anyTrue bool, n int) {
 }
 
 func observeFloats(m *minMax, src []float64) {
-	lo, hi, has, nan := m.flo, m.fhi, m.has, m.nan
 	for _, x := range src {
-		if x != x { // NaN
-			nan = true
-			continue
-		}
-		if !has {
-			lo, hi, has = x, x, true
-		}
-		lo, hi = min(lo, x), max(hi, x)
+		m.addFloat(x)
 	}
-	m.flo, m.fhi, m.has, m.nan = lo, hi, has, nan
 }
 
 // observeBytes adds b, copying a bound only when it changes.
