@@ -90,29 +90,17 @@ func hashValues(a arrow.Array, out []uint64) {
 			}
 		}
 	case *array.String:
-		for i := range out {
-			out[i] = xxhash.Sum64String(a.Value(i))
-		}
+		hashStrings(a, out)
 	case *array.LargeString:
-		for i := range out {
-			out[i] = xxhash.Sum64String(a.Value(i))
-		}
+		hashStrings(a, out)
 	case *array.StringView:
-		for i := range out {
-			out[i] = xxhash.Sum64String(a.Value(i))
-		}
+		hashStrings(a, out)
 	case *array.Binary:
-		for i := range out {
-			out[i] = xxhash.Sum64(a.Value(i))
-		}
+		hashBytes(a, out)
 	case *array.LargeBinary:
-		for i := range out {
-			out[i] = xxhash.Sum64(a.Value(i))
-		}
+		hashBytes(a, out)
 	case *array.BinaryView:
-		for i := range out {
-			out[i] = xxhash.Sum64(a.Value(i))
-		}
+		hashBytes(a, out)
 	case *array.Dictionary:
 		hashDictionary(a, out)
 	case *array.Struct:
@@ -129,6 +117,18 @@ func hashValues(a arrow.Array, out []uint64) {
 				out[i] = xxhash.Sum64String(a.ValueStr(i))
 			}
 		}
+	}
+}
+
+func hashStrings[A interface{ Value(int) string }](a A, out []uint64) {
+	for i := range out {
+		out[i] = xxhash.Sum64String(a.Value(i))
+	}
+}
+
+func hashBytes[A interface{ Value(int) []byte }](a A, out []uint64) {
+	for i := range out {
+		out[i] = xxhash.Sum64(a.Value(i))
 	}
 }
 
