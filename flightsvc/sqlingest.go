@@ -26,11 +26,6 @@ import (
 // table (the Delta sink's), the only one a REPLACE ingest may use.
 const overwriteMode = "overwrite"
 
-type (
-	tableExists   = pb.CommandStatementIngest_TableDefinitionOptions_TableExistsOption
-	tableNotExist = pb.CommandStatementIngest_TableDefinitionOptions_TableNotExistOption
-)
-
 // ingestTarget reads the DoPut target of a Flight SQL command, which must
 // be a CommandStatementIngest. Errors are InvalidArgument or
 // Unimplemented and name the field.

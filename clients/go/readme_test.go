@@ -6,7 +6,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -45,7 +44,7 @@ func TestREADMEGoProgram(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(runtime.GOROOT(), "bin", "go"), "run", "./"+main)
+	cmd := exec.CommandContext(ctx, "go", "run", "./"+main)
 	cmd.Env = append(os.Environ(), "QUIVER_TOKEN=")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

@@ -139,7 +139,7 @@ func TestFullConfig(t *testing.T) {
 	_, err := parse(t, fullConfig)
 	wantProblems(t, err, `line 20: unknown key "defaults" (known keys: auth, data_dir, embedded_kafka, endpoints, flight_sql, http, http_listen, limits, listen, log, tls, tracing, txn)`)
 
-	cfg, err := parse(t, strings.Replace(fullConfig, "defaults: &base\n  sink: fake\n", "", 1)+"\n")
+	_, err = parse(t, strings.Replace(fullConfig, "defaults: &base\n  sink: fake\n", "", 1)+"\n")
 	if err == nil {
 		t.Fatal("merge key without its anchor parsed")
 	}
@@ -147,7 +147,7 @@ func TestFullConfig(t *testing.T) {
 	doc := strings.Replace(fullConfig, "defaults: &base\n  sink: fake\nendpoints:\n  - name: devnull\n    sink: discard\n",
 		"endpoints:\n  - &base\n    name: devnull\n    sink: discard\n", 1)
 	doc = strings.Replace(doc, "  - <<: *base\n", "  - <<: *base\n    sink: fake\n", 1)
-	cfg, err = parse(t, doc)
+	cfg, err := parse(t, doc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -34,7 +33,7 @@ import (
 // memory would swamp the figures).
 var plainQuiver = sync.OnceValues(func() (string, error) {
 	bin := filepath.Join(filepath.Dir(quiverBin), "quiver-plain")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/quiver-ingest/quiver/server/cmd/quiver")
+	build := exec.Command("go", "build", "-o", bin, "github.com/quiver-ingest/quiver/server/cmd/quiver")
 	out, err := build.CombinedOutput()
 	if err != nil {
 		return "", fmt.Errorf("building quiver: %w\n%s", err, out)

@@ -9,7 +9,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -30,7 +29,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	quiverBin = filepath.Join(dir, "quiver")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-race", "-o", quiverBin, "github.com/quiver-ingest/quiver/server/cmd/quiver")
+	// "go" is the toolchain running the tests: go test puts its bin first
+	// on the PATH of test processes.
+	build := exec.Command("go", "build", "-race", "-o", quiverBin, "github.com/quiver-ingest/quiver/server/cmd/quiver")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: building quiver:", err)

@@ -129,7 +129,7 @@ func TestCommitSpanRedacted(t *testing.T) {
 	texts := []string{sp.Status.Description}
 	for _, e := range sp.Events {
 		for _, a := range e.Attributes {
-			texts = append(texts, a.Value.Emit())
+			texts = append(texts, a.Value.String())
 		}
 	}
 	all := strings.Join(texts, "\n")

@@ -58,6 +58,24 @@ func (w *Writer) newAdmin() (*admin, error) {
 // close closes the admin and its client.
 func (a *admin) close() { a.adm.Close() }
 
+// describe returns the configuration of one resource (a topic, a broker),
+// its own error included.
+func (a *admin) describe(res sarama.ConfigResource) ([]sarama.ConfigEntry, error) {
+	results, err := a.adm.DescribeConfigs([]*sarama.ConfigResource{&res}, sarama.DescribeConfigsOptions{})
+	switch {
+	case err != nil:
+		return nil, err
+	case len(results) != 1:
+		return nil, fmt.Errorf("kafka: describe configs of %q: %d results for one resource", res.Name, len(results))
+	case !errors.Is(results[0].ErrorCode, sarama.ErrNoError):
+		if results[0].ErrorMsg != "" {
+			return nil, fmt.Errorf("kafka: describe configs of %q: %w: %s", res.Name, results[0].ErrorCode, results[0].ErrorMsg)
+		}
+		return nil, fmt.Errorf("kafka: describe configs of %q: %w", res.Name, results[0].ErrorCode)
+	}
+	return results[0].Configs, nil
+}
+
 // topicInfo describes an existing topic.
 type topicInfo struct {
 	partitions int
@@ -81,7 +99,7 @@ func (w *Writer) describeTopic(a *admin, topic string) (info topicInfo, ok bool,
 	}
 	info.partitions = len(mds[i].Partitions)
 	info.maxBytes = defaultMaxMessageBytes
-	entries, err := a.adm.DescribeConfig(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
+	entries, err := a.describe(sarama.ConfigResource{Type: sarama.TopicResource, Name: topic})
 	if err != nil {
 		return info, false, w.brokerError(err)
 	}

@@ -165,7 +165,7 @@ func (a *admin) autoTimeout() time.Duration {
 	if len(bs) == 0 {
 		return time.Minute
 	}
-	entries, err := a.adm.DescribeConfig(sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(bs[0].ID()))})
+	entries, err := a.describe(sarama.ConfigResource{Type: sarama.BrokerResource, Name: strconv.Itoa(int(bs[0].ID()))})
 	if err != nil {
 		return time.Minute
 	}

@@ -93,7 +93,7 @@ func BenchmarkRawParquetGo(b *testing.B) {
 			b.ReportAllocs()
 			vals := make([]parquet.Value, workload.DefaultBatchRows)
 			for b.Loop() {
-				w := parquet.NewWriter(io.Discard, schema, parquet.Compression(c))
+				w := parquet.NewGenericWriter[any](io.Discard, schema, parquet.Compression(c))
 				rows := 0
 				for _, rec := range recs {
 					n := int(rec.NumRows())

@@ -29,7 +29,7 @@ type Writer struct {
 	slots  []slot // top-level positions of nested columns, reused
 
 	// pw is created at the first chunk: the dictionary choice needs data.
-	pw          *parquet.Writer
+	pw          *parquet.GenericWriter[any]
 	rows        int64 // rows written, all row groups
 	rowsInGroup int64
 	err         error // sticky: the file is broken
@@ -207,7 +207,7 @@ func (w *Writer) open() {
 			parquet.DefaultEncodingFor(parquet.Int32, &parquet.DeltaBinaryPacked),
 			parquet.DefaultEncodingFor(parquet.Int64, &parquet.DeltaBinaryPacked))
 	}
-	w.pw = parquet.NewWriter(w.out, opts...)
+	w.pw = parquet.NewGenericWriter[any](w.out, opts...)
 }
 
 // BytesWritten estimates the file size so far: bytes written to the

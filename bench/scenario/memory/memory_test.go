@@ -6,7 +6,6 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -25,7 +24,7 @@ func TestRunSmall(t *testing.T) {
 		t.Skip("builds the quiver binary and runs a benchmark: skipped with -short")
 	}
 	bin := filepath.Join(t.TempDir(), "quiver")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/quiver-ingest/quiver/server/cmd/quiver")
+	build := exec.Command("go", "build", "-o", bin, "github.com/quiver-ingest/quiver/server/cmd/quiver")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build quiver: %v\n%s", err, out)
 	}

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
@@ -29,7 +28,7 @@ func TestRunSmall(t *testing.T) {
 		reftool.Missing(t, "the project's .venv (make venv)", err)
 	}
 	bin := filepath.Join(t.TempDir(), "quiver")
-	build := exec.Command(filepath.Join(runtime.GOROOT(), "bin", "go"), "build", "-o", bin, "github.com/quiver-ingest/quiver/server/cmd/quiver")
+	build := exec.Command("go", "build", "-o", bin, "github.com/quiver-ingest/quiver/server/cmd/quiver")
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build quiver: %v\n%s", err, out)
 	}
