@@ -86,7 +86,8 @@ func (c Config) validate() error {
 // Main is the command line of quiverbench and `quiver bench`: --scenario
 // picks one of scenarios (the first is the default), whose own flags
 // configure it; it runs it, the report going to stdout and progress to
-// stderr. -h prints the scenarios and the picked one's flags, and returns
+// stderr, and with --record DIR also to a new file in DIR (record). -h
+// prints the scenarios and the picked one's flags, and returns
 // flag.ErrHelp.
 func Main(ctx context.Context, args []string, stdout, stderr io.Writer, scenarios ...Scenario) error {
 	if len(scenarios) == 0 {
@@ -107,6 +108,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, scenario
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.String("scenario", sc.Name, "benchmark to run: "+scenarioNames(scenarios))
+	recordDir := fs.String("record", "", "also write the report, with the command line, build and machine load, to a new file in this folder (bench/results)")
 	run := sc.Flags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: quiverbench [--scenario NAME] [flags]")
@@ -122,7 +124,18 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, scenario
 	if fs.NArg() > 0 {
 		return fmt.Errorf("bench: unexpected argument %q (all settings are flags)", fs.Arg(0))
 	}
-	return run(ctx, stdout, stderr)
+	if *recordDir == "" {
+		return run(ctx, stdout, stderr)
+	}
+	rec := newRecord(*recordDir, sc.Name, args)
+	if err := run(ctx, rec.tee(stdout), stderr); err != nil {
+		return err
+	}
+	path, err := rec.write()
+	if err == nil {
+		fmt.Fprintf(stderr, "bench: recorded in %s\n", path)
+	}
+	return err
 }
 
 // IntsVar defines a flag of comma-separated ints (like --streams) in p.

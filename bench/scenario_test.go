@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -80,5 +82,42 @@ func TestMainHelp(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("help lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestMainRecord checks that --record writes the report, the command line
+// and the machine to one new file per run, and nothing for a failed run.
+func TestMainRecord(t *testing.T) {
+	dir := t.TempDir()
+	ok := NewScenario[sizeOptions]("tiny", "prints a table", func(_ context.Context, o sizeOptions, stdout, _ io.Writer) error {
+		_, err := io.WriteString(stdout, "| size |\n| "+o.size+" |\n")
+		return err
+	})
+	failing := NewScenario[sizeOptions]("broken", "fails", func(context.Context, sizeOptions, io.Writer, io.Writer) error {
+		return errors.New("no broker")
+	})
+	var out strings.Builder
+	args := []string{"--scenario", "tiny", "--size", "7", "--record", dir}
+	if err := Main(t.Context(), args, &out, io.Discard, ok, failing); err != nil {
+		t.Fatal(err)
+	}
+	if err := Main(t.Context(), []string{"--scenario", "broken", "--record", dir}, io.Discard, io.Discard, ok, failing); err == nil {
+		t.Fatal("a failing scenario succeeded")
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil || len(files) != 1 || !strings.HasSuffix(files[0].Name(), "-tiny.md") {
+		t.Fatalf("recorded %v (%v), want one file ending in -tiny.md", files, err)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, files[0].Name()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"# tiny, ", "- command: `quiverbench --scenario tiny --size 7 --record " + dir + "`", "- machine: ", "| size |\n| 7 |\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("record lacks %q:\n%s", want, b)
+		}
+	}
+	if out.String() != "| size |\n| 7 |\n" {
+		t.Errorf("stdout %q, want the report", out.String())
 	}
 }
