@@ -253,15 +253,18 @@ func (s *Server) start(ctx context.Context) (err error) {
 		opened = append(opened, e)
 	}
 	s.coord, err = txn.Open(ctx, txn.Options{
-		Dir:               filepath.Join(s.cfg.DataDir, "journal"),
-		TTL:               s.cfg.Txn.TTL,
-		MaxTTLOfBegin:     s.cfg.Txn.MaxTTL,
-		ReplayCheck:       txn.ReplayCheck(s.cfg.Txn.ReplayCheck),
-		MaxOpenPerOwner:   s.cfg.Limits.ClientMaxTransactions,
-		MaxStagedPerOwner: s.cfg.Limits.ClientStagedBytes,
-		Logger:            s.logger.With("component", "txn"),
-		Registerer:        s.reg,
-		TracerProvider:    s.tp,
+		Dir:           filepath.Join(s.cfg.DataDir, "journal"),
+		TTL:           s.cfg.Txn.TTL,
+		MaxTTLOfBegin: s.cfg.Txn.MaxTTL,
+		ReplayCheck:   txn.ReplayCheck(s.cfg.Txn.ReplayCheck),
+		// A key generated into data_dir is this server's alone: no other
+		// server can commit its descriptors.
+		DiscardPrecommitted: s.cfg.Txn.DescriptorKeyFile == "",
+		MaxOpenPerOwner:     s.cfg.Limits.ClientMaxTransactions,
+		MaxStagedPerOwner:   s.cfg.Limits.ClientStagedBytes,
+		Logger:              s.logger.With("component", "txn"),
+		Registerer:          s.reg,
+		TracerProvider:      s.tp,
 	}, flightsvc.EndpointWriters(s.endpoints))
 	if err != nil {
 		return fmt.Errorf("server: open transaction journal: %w", err)

@@ -2,8 +2,10 @@ package txn
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
@@ -300,5 +302,70 @@ func TestAttemptSurvivesRestartAndCompaction(t *testing.T) {
 	}
 	if done, err := fx.c.Commit(WithAttempt(bg, st.Attempt), "w", 3, nil); err != nil || done.State != StateCommitted {
 		t.Fatalf("commit of the attempt after restart: %+v, %v", done, err)
+	}
+}
+
+// discardedOf returns the descriptors whose precommitted files endpoint's
+// sink was told to delete.
+func (fx *fixture) discardedOf(endpoint string) []string {
+	f := fx.eps[endpoint]
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, d := range f.discarded {
+		out = append(out, string(d))
+	}
+	return out
+}
+
+// TestAbortedPrecommitsDeleteTheirFiles: when no other server can hold
+// this server's descriptors (Options.DiscardPrecommitted), a precommitted
+// attempt that is rolled back, fenced by a new begin, expired, or rolled
+// back after a restart has its precommit's files deleted by the sink; an
+// open one only rolls back, and with a shared key nothing is deleted.
+func TestAbortedPrecommitsDeleteTheirFiles(t *testing.T) {
+	precommit := func(fx *fixture, writer string) {
+		t.Helper()
+		fx.write(writer, 1, "a", 3)
+		if _, err := fx.c.Precommit(bg, writer, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fx := newFixture(t)
+	fx.c.discardPrecommits = true
+	fx.tune = func(c *Coordinator) { c.discardPrecommits = true }
+
+	precommit(fx, "rolled")
+	if _, err := fx.c.Rollback(bg, "rolled", 1); err != nil {
+		t.Fatal(err)
+	}
+	precommit(fx, "fenced")
+	if _, err := fx.c.Begin(bg, "fenced", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	precommit(fx, "expired")
+	fx.clock.Advance(2 * time.Minute)
+	fx.c.expireNow(fx.clock.Now())
+	precommit(fx, "restarted")
+	fx.restart()
+	if _, err := fx.c.Rollback(bg, "restarted", 1); err != nil {
+		t.Fatal(err)
+	}
+	fx.write("open", 1, "a", 3)
+	if _, err := fx.c.Rollback(bg, "open", 1); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"a/rolled@1", "a/fenced@1", "a/expired@1", "a/restarted@1"}
+	if got := fx.discardedOf("a"); !slices.Equal(got, want) {
+		t.Fatalf("discarded %q, want %q", got, want)
+	}
+
+	shared := newFixture(t)
+	precommit(shared, "w")
+	if _, err := shared.c.Rollback(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := shared.discardedOf("a"); len(got) != 0 {
+		t.Fatalf("with a shared key, discarded %q, want nothing (vacuum's)", got)
 	}
 }

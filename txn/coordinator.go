@@ -142,6 +142,8 @@ type Coordinator struct {
 	commitTimeout time.Duration
 	newAttempt    func() string // attempt ids; tests make them predictable
 	replayCheck   ReplayCheck
+	// discardPrecommits is Options.DiscardPrecommitted.
+	discardPrecommits bool
 
 	// gate is held shared while a record is appended and applied, and
 	// exclusively by compaction, which so sees the journal and the state
@@ -197,25 +199,26 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 		return nil, writers.Errorf(writers.ErrInvalid, "txn: Options.MaxTTLOfBegin %s must be from 0 to %s", opts.MaxTTLOfBegin, MaxTTL)
 	}
 	c := &Coordinator{
-		eps:           eps,
-		logger:        opts.Logger,
-		now:           opts.Now,
-		ttl:           opts.TTL,
-		maxTTL:        cmp.Or(opts.MaxTTLOfBegin, MaxTTL),
-		maxOpen:       opts.MaxOpenPerOwner,
-		maxStaged:     opts.MaxStagedPerOwner,
-		stagedBy:      make(map[string]int64),
-		tracer:        newTracer(opts.TracerProvider),
-		segmentBytes:  defaultSegmentBytes,
-		commitTimeout: defaultCommitTimeout,
-		newAttempt:    newAttempt,
-		replayCheck:   cmp.Or(opts.ReplayCheck, ReplayWarn),
-		txns:          make(map[txnID]*txn),
-		liveByWriter:  make(map[string]map[int64]*txn),
-		committed:     make(map[epochKey]int64),
-		writerMax:     make(map[string]int64),
-		stopc:         make(chan struct{}),
-		donec:         make(chan struct{}),
+		eps:               eps,
+		logger:            opts.Logger,
+		now:               opts.Now,
+		ttl:               opts.TTL,
+		maxTTL:            cmp.Or(opts.MaxTTLOfBegin, MaxTTL),
+		maxOpen:           opts.MaxOpenPerOwner,
+		maxStaged:         opts.MaxStagedPerOwner,
+		stagedBy:          make(map[string]int64),
+		tracer:            newTracer(opts.TracerProvider),
+		segmentBytes:      defaultSegmentBytes,
+		commitTimeout:     defaultCommitTimeout,
+		newAttempt:        newAttempt,
+		replayCheck:       cmp.Or(opts.ReplayCheck, ReplayWarn),
+		discardPrecommits: opts.DiscardPrecommitted,
+		txns:              make(map[txnID]*txn),
+		liveByWriter:      make(map[string]map[int64]*txn),
+		committed:         make(map[epochKey]int64),
+		writerMax:         make(map[string]int64),
+		stopc:             make(chan struct{}),
+		donec:             make(chan struct{}),
 	}
 	if c.logger == nil {
 		c.logger = slog.New(slog.DiscardHandler)

@@ -30,6 +30,7 @@ type fakeWriter struct {
 	commits    []fakeCommit
 	keeps      []fakeCommit // KeepPrecommitted calls
 	rollbacks  []writers.TxnKey
+	discarded  []writers.Descriptor // DiscardPrecommitted calls
 	epochCalls int
 	// Injected failures, returned until reset.
 	failPrecommit, failCommit, failRollback error
@@ -48,9 +49,10 @@ type fakeCommit struct {
 }
 
 var (
-	_ writers.Writer            = (*fakeWriter)(nil)
-	_ writers.DescriptorChecker = (*fakeWriter)(nil)
-	_ writers.PrecommitKeeper   = (*fakeWriter)(nil)
+	_ writers.Writer             = (*fakeWriter)(nil)
+	_ writers.DescriptorChecker  = (*fakeWriter)(nil)
+	_ writers.PrecommitKeeper    = (*fakeWriter)(nil)
+	_ writers.PrecommitDiscarder = (*fakeWriter)(nil)
 )
 
 func newFake(name string) *fakeWriter {
@@ -119,6 +121,13 @@ func (f *fakeWriter) Rollback(_ context.Context, key writers.TxnKey) error {
 		return f.failRollback
 	}
 	f.rollbacks = append(f.rollbacks, key)
+	return nil
+}
+
+func (f *fakeWriter) DiscardPrecommitted(_ context.Context, desc writers.Descriptor) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.discarded = append(f.discarded, desc)
 	return nil
 }
 

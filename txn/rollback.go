@@ -73,6 +73,7 @@ func (c *Coordinator) isLive(t *txn) bool {
 // ends.
 func (c *Coordinator) abort(ctx context.Context, t *txn, expired bool) error {
 	c.markFenced(ctx, t)
+	precommitted := c.ownPrecommits(t)
 	rec := &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now(), Expired: expired}
 	err := c.log(func() { t.discard = slices.Sorted(maps.Keys(t.parts)) }, rec)
 	if err != nil {
@@ -83,7 +84,52 @@ func (c *Coordinator) abort(ctx context.Context, t *txn, expired bool) error {
 	} else {
 		c.metrics.result(resultAborted)
 	}
-	return c.discardParts(ctx, t)
+	err = c.discardParts(ctx, t)
+	c.discardPrecommitted(ctx, t, precommitted)
+	return err
+}
+
+// ownPrecommits returns the descriptors of precommitted t (commit not
+// decided) by endpoint, when the coordinator deletes the files of
+// aborted precommits (Options.DiscardPrecommitted); nil otherwise.
+func (c *Coordinator) ownPrecommits(t *txn) map[string]writers.Descriptor {
+	if !c.discardPrecommits {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t.state != StatePrecommitted || t.decision != nil {
+		return nil
+	}
+	descs := make(map[string]writers.Descriptor, len(t.parts))
+	for ep, p := range t.parts {
+		if p.desc != nil {
+			descs[ep] = p.desc
+		}
+	}
+	return descs
+}
+
+// discardPrecommitted deletes the files of an aborted precommit (descs,
+// from ownPrecommits). A failure is logged: the files stay, unreferenced,
+// for vacuum.
+func (c *Coordinator) discardPrecommitted(ctx context.Context, t *txn, descs map[string]writers.Descriptor) {
+	if len(descs) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
+	defer cancel()
+	for _, ep := range slices.Sorted(maps.Keys(descs)) {
+		w, ok := c.eps.Writer(ep)
+		if !ok {
+			continue
+		}
+		if d, ok := writers.Find[writers.PrecommitDiscarder](w); ok {
+			if err := d.DiscardPrecommitted(ctx, descs[ep]); err != nil {
+				c.logger.Warn("txn: deleting the files of a rolled-back precommit failed; they stay unreferenced until vacuum", "txn", t.id.String(), "endpoint", ep, "err", err)
+			}
+		}
+	}
 }
 
 // discardParts rolls back the endpoints listed in t.discard, unless

@@ -47,6 +47,12 @@ type Options struct {
 	// TracerProvider makes the spans of precommit and commit; nil makes
 	// none.
 	TracerProvider trace.TracerProvider
+	// DiscardPrecommitted says that no other server can commit this
+	// server's descriptors (its descriptor key is its own, not shared by
+	// txn.descriptor_key_file): rolling back, fencing or expiring a
+	// precommitted attempt then deletes the files its precommit wrote
+	// (writers.PrecommitDiscarder). Otherwise they are left to vacuum.
+	DiscardPrecommitted bool
 	// ReplayCheck is what a commit does when replays of a committed epoch
 	// sent other row counts than it published (replaycheck.go); "" means
 	// ReplayWarn.

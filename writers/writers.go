@@ -158,6 +158,18 @@ type AttemptFencer interface {
 	Fenced(ctx context.Context, key TxnKey, attempt string) (bool, error)
 }
 
+// PrecommitDiscarder is implemented by writers whose precommit writes
+// files (Delta, Lance). DiscardPrecommitted deletes the files that desc's
+// precommit wrote — never a file it only references, like the existing
+// files an upsert rewrites — for a precommitted attempt that was rolled
+// back, fenced or expired. The coordinator calls it only when no other
+// server can hold desc (the descriptor key is the server's own):
+// otherwise another server may have published the files, and vacuum
+// reclaims them. Missing files are not an error: it is idempotent.
+type PrecommitDiscarder interface {
+	DiscardPrecommitted(ctx context.Context, desc Descriptor) error
+}
+
 // PrecommitKeeper is implemented by writers that protect what a
 // precommitted transaction will publish from their own maintenance (Delta:
 // the files an upsert read, which optimize must not rewrite under it). The
