@@ -370,8 +370,9 @@ func (w *FileWriter) Close() (uint64, error) {
 }
 
 // directEncoding is lance.file.v2.Encoding{direct: a google.protobuf.Any
-// of typeURL holding msg}.
-func directEncoding(typeURL string, msg []byte) (*file2pb.Encoding, error) {
+// of typeURL holding msg}. A variable so that a test can make it fail:
+// with the constant type URLs it cannot.
+var directEncoding = func(typeURL string, msg []byte) (*file2pb.Encoding, error) {
 	a, err := marshal(&anypb.Any{TypeUrl: typeURL, Value: msg})
 	if err != nil {
 		return nil, err
@@ -395,20 +396,19 @@ func columnMetadata(pages []pageRef) ([]byte, error) {
 		return nil, err
 	}
 	for _, p := range pages {
-		var pe *file2pb.Encoding
+		var typeURL string
+		var enc []byte
 		if p.layout != nil {
-			enc, err := marshal(p.layout)
-			if err != nil {
-				return nil, err
-			}
-			pe, err = directEncoding(typePageLayout, enc)
+			typeURL = typePageLayout
+			enc, err = marshal(p.layout)
 		} else {
-			enc, err := p.enc.encode()
-			if err != nil {
-				return nil, err
-			}
-			pe, err = directEncoding(typeArrayEncoding, enc)
+			typeURL = typeArrayEncoding
+			enc, err = p.enc.encode()
 		}
+		if err != nil {
+			return nil, err
+		}
+		pe, err := directEncoding(typeURL, enc)
 		if err != nil {
 			return nil, err
 		}
