@@ -7,6 +7,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 )
 
 // Reading a column as several chunks. In format 2.1+ every page of a
@@ -23,7 +25,7 @@ import (
 // for a dictionary type, whose pages hold its values, the chunks of
 // dictChunks. The pages are released.
 func joinPages(mem memory.Allocator, dt arrow.DataType, pages []arrow.Array) ([]arrow.Array, error) {
-	defer ReleaseAll(pages)
+	defer lanceenc.ReleaseAll(pages)
 	t, dict := dt.(*arrow.DictionaryType)
 	vt := dt
 	if dict {
@@ -52,7 +54,7 @@ func joinPages(mem memory.Allocator, dt arrow.DataType, pages []arrow.Array) ([]
 // dictChunks dictionary-encodes values as type t: one array, or one per
 // run of rows whose distinct values the index type addresses.
 func dictChunks(mem memory.Allocator, t *arrow.DictionaryType, values arrow.Array) ([]arrow.Array, error) {
-	limit, cuts := addressable(t.IndexType), []int{0}
+	limit, cuts := lanceenc.Addressable(t.IndexType), []int{0}
 	if t.IndexType.(arrow.FixedWidthDataType).BitWidth() <= 16 {
 		seen := map[string]struct{}{}
 		for i := range values.Len() {
@@ -72,9 +74,9 @@ func dictChunks(mem memory.Allocator, t *arrow.DictionaryType, values arrow.Arra
 	cuts = append(cuts, values.Len())
 	var out []arrow.Array
 	for j := range len(cuts) - 1 {
-		d, err := dictEncode(mem, t, array.NewSlice(values, int64(cuts[j]), int64(cuts[j+1])))
+		d, err := lanceenc.DictEncode(mem, t, array.NewSlice(values, int64(cuts[j]), int64(cuts[j+1])))
 		if err != nil {
-			ReleaseAll(out)
+			lanceenc.ReleaseAll(out)
 			return nil, err
 		}
 		out = append(out, array.MakeFromData(d))
@@ -108,7 +110,7 @@ func valueKey(a arrow.Array, j int) string {
 func Records(s *arrow.Schema, cols [][]arrow.Array, rows int64) ([]arrow.RecordBatch, error) {
 	defer func() {
 		for _, c := range cols {
-			ReleaseAll(c)
+			lanceenc.ReleaseAll(c)
 		}
 	}()
 	var ends []int64
@@ -141,7 +143,7 @@ func Records(s *arrow.Schema, cols [][]arrow.Array, rows int64) ([]arrow.RecordB
 			part[i] = array.NewSlice(c[next[i]], from-start[i], to-start[i])
 		}
 		out = append(out, array.NewRecordBatch(s, part, to-from))
-		ReleaseAll(part)
+		lanceenc.ReleaseAll(part)
 		from = to
 	}
 	return out, nil

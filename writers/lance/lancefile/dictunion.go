@@ -5,6 +5,8 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 )
 
 // Lance's readers (pylance 14) join the pages of a data file that a batch
@@ -74,7 +76,7 @@ func (w *FileWriter) fileDicts(rec arrow.RecordBatch, each func(u *fileDict, d a
 		}
 		u := w.dicts[i]
 		if u == nil {
-			u = &fileDict{seen: map[string]struct{}{}, limit: addressable(idx)}
+			u = &fileDict{seen: map[string]struct{}{}, limit: lanceenc.Addressable(idx)}
 			w.dicts[i] = u
 		}
 		each(u, d.Dictionary())

@@ -2,9 +2,11 @@
 // formats 2.0, 2.1 and 2.2 (LanceDB npm 0.31 / lance 8 and pylance 14
 // compatible) without any Lance code, and maps Arrow schemas to Lance
 // schemas: the file layout (pages, column metadata, footer), 2.0 array
-// encodings, and the 2.1/2.2 structural layouts (v21*.go: mini-block and
-// full-zip, FastLanes bit-packing, FSST, dictionaries, run lengths,
-// byte-stream split, LZ4/zstd, maps).
+// encodings, and for 2.1 and 2.2 the mapping of fields to leaf columns,
+// blob pages and packed structs (v21*.go). The pages of 2.1 and 2.2
+// (mini-block and full-zip, FastLanes bit-packing, FSST, dictionaries,
+// run lengths, byte-stream split, LZ4/zstd, maps) are encoded and decoded
+// by lanceenc.
 //
 // The byte layouts follow the Lance file format specification (the file
 // format page of the Lance documentation and the .proto files of the lance
@@ -18,7 +20,7 @@
 // structs, blobs), and Arrow types Quiver does not write in a format
 // (CheckFormatTypes).
 //
-// Imports: the generated lancepb messages; never the table side
+// Imports: lanceenc and the generated lancepb messages; never the table side
 // (lancetable: manifests, fragments, deletion files), writers/lance,
 // flightsvc or server.
 //

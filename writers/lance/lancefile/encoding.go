@@ -5,6 +5,7 @@ import (
 
 	"google.golang.org/protobuf/encoding/protowire"
 
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodingspb"
 )
 
@@ -30,10 +31,6 @@ const (
 	someNulls
 	allNulls
 )
-
-// maxEncodingDepth bounds the nesting of a decoded encoding tree, so that
-// hostile input cannot recurse without end.
-const maxEncodingDepth = 64
 
 // aenc is a decoded (or to be encoded) lance.encodings.ArrayEncoding.
 // Which fields are used depends on kind.
@@ -121,8 +118,8 @@ func encOf(e *encodingspb.ArrayEncoding, depth int) (*aenc, error) {
 	if e == nil {
 		return nil, nil
 	}
-	if depth > maxEncodingDepth {
-		return nil, fmt.Errorf("encoding nested deeper than %d levels", maxEncodingDepth)
+	if depth > lanceenc.MaxEncodingDepth {
+		return nil, fmt.Errorf("encoding nested deeper than %d levels", lanceenc.MaxEncodingDepth)
 	}
 	sub := func(c *encodingspb.ArrayEncoding) (*aenc, error) { return encOf(c, depth+1) }
 	a := &aenc{}

@@ -4,93 +4,19 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"math/bits"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 )
-
-// maxUnbackedBytes bounds the Arrow memory one read decodes that the
-// file's bytes do not hold: all-null pages (no buffers at all, whatever
-// their row count) and dictionary pages (every row copies its item). A
-// hostile file would otherwise turn a few metadata bytes into gigabytes.
-const maxUnbackedBytes = 256 << 20
-
-// budget is what one read may still spend: page buffer bytes (at most the
-// file's size in all, so that pages sharing one region cannot multiply
-// it) and unbacked bytes.
-type budget struct {
-	buffers, unbacked uint64
-	decoded           uint64 // bytes decompression may still produce
-}
-
-// decodedPerFileByte bounds what decompression may produce per byte of
-// the file (bit-packing 64-bit zeros at width 0 is the extreme; FastLanes
-// blocks and FSST stay far below it for real data).
-const decodedPerFileByte = 64
-
-func newBudget(fileSize uint64) *budget {
-	d, _ := mulSat(fileSize, decodedPerFileByte)
-	return &budget{buffers: fileSize, unbacked: maxUnbackedBytes, decoded: d + maxUnbackedBytes}
-}
-
-func (b *budget) spendDecoded(n uint64) error {
-	if n > b.decoded {
-		return fmt.Errorf("compressed data decodes to more than the reader's limit (%d bytes per byte of the file)", decodedPerFileByte)
-	}
-	b.decoded -= n
-	return nil
-}
-
-func (b *budget) spendBuffers(n uint64) error {
-	if n > b.buffers {
-		return fmt.Errorf("page buffers add up to more than the file's size (pages overlap)")
-	}
-	b.buffers -= n
-	return nil
-}
-
-func (b *budget) spendUnbacked(n uint64, what string) error {
-	if n > b.unbacked {
-		return fmt.Errorf("%s decodes to more than the reader's limit of %d bytes not held in the file", what, uint64(maxUnbackedBytes))
-	}
-	b.unbacked -= n
-	return nil
-}
-
-// nullBytes is (at least) the Arrow memory of n null values of dt,
-// saturating at math.MaxUint64.
-func nullBytes(dt arrow.DataType, n uint64) uint64 {
-	switch dt := dt.(type) {
-	case *arrow.FixedSizeListType:
-		items, ok := mulSat(n, uint64(max(dt.Len(), 0)))
-		if !ok {
-			return math.MaxUint64
-		}
-		return nullBytes(dt.Elem(), items)
-	case arrow.FixedWidthDataType:
-		v, _ := mulSat(n, uint64(max(dt.BitWidth(), 1)))
-		return v / 8
-	}
-	v, _ := mulSat(n, 8) // offsets
-	return v
-}
-
-// mulSat returns a*b, or math.MaxUint64 and false when it overflows.
-func mulSat(a, b uint64) (uint64, bool) {
-	hi, lo := bits.Mul64(a, b)
-	if hi != 0 {
-		return math.MaxUint64, false
-	}
-	return lo, true
-}
 
 // readColumn decodes column col (and, for lists and structs, the columns
 // of its children that follow) as one array of type dt allocated from
 // mem. It returns the next column index.
-func (f *FileReader) readColumn(mem memory.Allocator, bud *budget, dt arrow.DataType, col int) (arrow.Array, int, error) {
+func (f *FileReader) readColumn(mem memory.Allocator, bud *lanceenc.Budget, dt arrow.DataType, col int) (arrow.Array, int, error) {
 	if col >= len(f.columns) {
 		return nil, 0, fmt.Errorf("file has %d columns, the schema needs more", len(f.columns))
 	}
@@ -101,7 +27,7 @@ func (f *FileReader) readColumn(mem memory.Allocator, bud *budget, dt arrow.Data
 		return f.readStruct(mem, bud, dt, col)
 	}
 	var parts []arrow.Array
-	defer func() { ReleaseAll(parts) }()
+	defer func() { lanceenc.ReleaseAll(parts) }()
 	for _, p := range f.columns[col] {
 		bufs, err := f.buffers(bud, p)
 		if err != nil {
@@ -121,7 +47,7 @@ func (f *FileReader) readColumn(mem memory.Allocator, bud *budget, dt arrow.Data
 	return out, col + 1, err
 }
 
-func (f *FileReader) readStruct(mem memory.Allocator, bud *budget, dt *arrow.StructType, col int) (arrow.Array, int, error) {
+func (f *FileReader) readStruct(mem memory.Allocator, bud *lanceenc.Budget, dt *arrow.StructType, col int) (arrow.Array, int, error) {
 	var n uint64
 	for _, p := range f.columns[col] {
 		if p.enc.kind != aeStruct {
@@ -155,7 +81,7 @@ func (f *FileReader) readStruct(mem memory.Allocator, bud *budget, dt *arrow.Str
 	return array.MakeFromData(d), next, nil
 }
 
-func (f *FileReader) readList(mem memory.Allocator, bud *budget, dt *arrow.ListType, col int) (arrow.Array, int, error) {
+func (f *FileReader) readList(mem memory.Allocator, bud *lanceenc.Budget, dt *arrow.ListType, col int) (arrow.Array, int, error) {
 	items, next, err := f.readColumn(mem, bud, dt.Elem(), col+1)
 	if err != nil {
 		return nil, 0, err
@@ -163,7 +89,7 @@ func (f *FileReader) readList(mem memory.Allocator, bud *budget, dt *arrow.ListT
 	defer items.Release()
 	var (
 		offsets  = []int32{0}
-		valid    bitWriter
+		valid    lanceenc.BitWriter
 		nullsN   int
 		pageBase uint64
 	)
@@ -198,7 +124,7 @@ func (f *FileReader) readList(mem memory.Allocator, bud *budget, dt *arrow.ListT
 			}
 			prev = end
 			offsets = append(offsets, int32(pageBase+end))
-			valid.appendBits([]byte{boolByte(!isNull)}, 0, 1)
+			valid.AppendBits([]byte{boolByte(!isNull)}, 0, 1)
 			if isNull {
 				nullsN++
 			}
@@ -211,7 +137,7 @@ func (f *FileReader) readList(mem memory.Allocator, bud *budget, dt *arrow.ListT
 	n := len(offsets) - 1
 	var vb *memory.Buffer
 	if nullsN > 0 {
-		vb = memory.NewBufferBytes(valid.b)
+		vb = memory.NewBufferBytes(valid.Bytes())
 	}
 	ob := memory.NewBufferBytes(arrow.Int32Traits.CastToBytes(offsets))
 	d := array.NewData(dt, n, []*memory.Buffer{vb, ob}, []arrow.ArrayData{items.Data()}, nullsN, 0)
@@ -276,12 +202,12 @@ func decodeUints(a *aenc, bufs [][]byte, n int) ([]uint64, error) {
 
 // decodeLeaf decodes one page of a non-nested column (fixed width,
 // binary, dictionary, fixed-size list) into Go memory.
-func decodeLeaf(bud *budget, dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.ArrayData, error) {
+func decodeLeaf(bud *lanceenc.Budget, dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.ArrayData, error) {
 	switch a.kind {
 	case aeNullable:
 		switch a.null {
 		case allNulls:
-			if err := bud.spendUnbacked(nullBytes(dt, uint64(n)), "an all-null page"); err != nil {
+			if err := bud.SpendUnbacked(lanceenc.NullBytes(dt, uint64(n)), "an all-null page"); err != nil {
 				return nil, err
 			}
 			arr := array.MakeArrayOfNull(memory.DefaultAllocator, dt, n)
@@ -368,7 +294,7 @@ func isLarge(dt arrow.DataType) bool {
 // binaryData builds a binary-like array from per-row values (nil = null).
 func binaryData(dt arrow.DataType, n int, value func(i int) ([]byte, bool)) arrow.ArrayData {
 	var (
-		valid bitWriter
+		valid lanceenc.BitWriter
 		data  []byte
 		o32   = []int32{0}
 		o64   = []int64{0}
@@ -380,7 +306,7 @@ func binaryData(dt arrow.DataType, n int, value func(i int) ([]byte, bool)) arro
 			nullN++
 		}
 		data = append(data, v...)
-		valid.appendBits([]byte{boolByte(ok)}, 0, 1)
+		valid.AppendBits([]byte{boolByte(ok)}, 0, 1)
 		o32 = append(o32, int32(len(data)))
 		o64 = append(o64, int64(len(data)))
 	}
@@ -390,7 +316,7 @@ func binaryData(dt arrow.DataType, n int, value func(i int) ([]byte, bool)) arro
 	}
 	var vb *memory.Buffer
 	if nullN > 0 {
-		vb = memory.NewBufferBytes(valid.b)
+		vb = memory.NewBufferBytes(valid.Bytes())
 	}
 	return array.NewData(dt, n, []*memory.Buffer{vb, memory.NewBufferBytes(offs), memory.NewBufferBytes(data)}, nil, nullN, 0)
 }
@@ -443,12 +369,12 @@ func decodeBinary(dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.Array
 
 // decodeDictionary materializes a dictionary page (LanceDB writes them
 // for low-cardinality strings): index 0 is null, k is item k-1.
-func decodeDictionary(bud *budget, dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.ArrayData, error) {
+func decodeDictionary(bud *lanceenc.Budget, dt arrow.DataType, a *aenc, bufs [][]byte, n int) (arrow.ArrayData, error) {
 	if err := checkBinaryType(dt); err != nil {
 		return nil, err
 	}
-	if a.numItems > maxPageRows {
-		return nil, fmt.Errorf("dictionary of %d items exceeds the reader's limit of %d", a.numItems, maxPageRows)
+	if a.numItems > lanceenc.MaxPageRows {
+		return nil, fmt.Errorf("dictionary of %d items exceeds the reader's limit of %d", a.numItems, lanceenc.MaxPageRows)
 	}
 	idx, err := decodeUints(a.values, bufs, n)
 	if err != nil {
@@ -470,7 +396,7 @@ func decodeDictionary(bud *budget, dt arrow.DataType, a *aenc, bufs [][]byte, n 
 			expanded += uint64(ia.ValueLen(int(k - 1)))
 		}
 	}
-	if err := bud.spendUnbacked(expanded, "a dictionary page"); err != nil {
+	if err := bud.SpendUnbacked(expanded, "a dictionary page"); err != nil {
 		return nil, err
 	}
 	var bad error

@@ -5,9 +5,9 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/bitutil"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
 
@@ -19,127 +19,36 @@ type page struct {
 	layout *encodings21pb.PageLayout // formats 2.1 and 2.2
 }
 
-// bitWriter appends bits LSB-first, Arrow style.
-type bitWriter struct {
-	b []byte
-	n int
-}
-
-// appendBits appends n bits of src starting at bit off; with a nil src
-// every bit is set (a column without a validity bitmap).
-func (w *bitWriter) appendBits(src []byte, off, n int) {
-	if need := (w.n + n + 7) / 8; need > len(w.b) {
-		w.b = append(w.b, make([]byte, need-len(w.b))...)
-	}
-	if src != nil && w.n%8 == 0 && off%8 == 0 {
-		copy(w.b[w.n/8:], src[off/8:(off+n+7)/8])
-		w.n += n
-		// Clear the bits past the end that the byte copy brought along.
-		if r := w.n % 8; r != 0 {
-			w.b[w.n/8] &= byte(1<<r) - 1
-		}
-		return
-	}
-	for i := range n {
-		if src == nil || bitutil.BitIsSet(src, off+i) {
-			bitutil.SetBit(w.b, w.n)
-		}
-		w.n++
-	}
-}
-
-// validityOf appends a's validity (all set when it has no bitmap).
-func (w *bitWriter) validityOf(a arrow.Array) {
-	if a.NullN() == 0 {
-		w.appendBits(nil, 0, a.Len())
-		return
-	}
-	w.appendBits(a.NullBitmapBytes(), a.Data().Offset(), a.Len())
-}
-
-// nulls counts nulls and rows over chunks.
-func nulls(chunks []arrow.Array) (nulls, rows int) {
-	for _, c := range chunks {
-		nulls += c.NullN()
-		rows += c.Len()
-	}
-	return nulls, rows
-}
-
 // nullable wraps values (whose buffers start at index first+1 when there
 // is a validity buffer) in the Nullable encoding matching the chunks'
 // nulls, prepending the validity buffer when some rows are null.
 func nullable(chunks []arrow.Array, p *page, values func(first int) *aenc) {
-	nn, n := nulls(chunks)
+	nn, n := lanceenc.Nulls(chunks)
 	switch {
 	case n > 0 && nn == n:
 		p.enc = nullableEnc(allNulls, nil, nil)
 	case nn == 0:
 		p.enc = nullableEnc(noNulls, nil, values(0))
 	default:
-		var v bitWriter
+		var v lanceenc.BitWriter
 		for _, c := range chunks {
-			v.validityOf(c)
+			v.ValidityOf(c)
 		}
-		p.bufs = append(p.bufs, v.b)
+		p.bufs = append(p.bufs, v.Bytes())
 		p.enc = nullableEnc(someNulls, flatEnc(1, 0), values(1))
 	}
 	p.length = uint64(n)
-}
-
-// fixedValues returns the value bytes of fixed-width chunks (bools
-// bit-packed), honouring array offsets.
-func fixedValues(dt arrow.DataType, chunks []arrow.Array) ([]byte, uint64) {
-	if dt.ID() == arrow.BOOL {
-		var w bitWriter
-		for _, c := range chunks {
-			w.appendBits(bufBytes(c.Data(), 1), c.Data().Offset(), c.Len())
-		}
-		return w.b, 1
-	}
-	width := dt.(arrow.FixedWidthDataType).BitWidth() / 8
-	n := 0
-	for _, c := range chunks {
-		n += c.Len()
-	}
-	out := make([]byte, 0, n*width)
-	for _, c := range chunks {
-		d := c.Data()
-		off := d.Offset() * width
-		out = append(out, bufBytes(d, 1)[off:off+d.Len()*width]...)
-	}
-	return out, uint64(width * 8)
 }
 
 // encodeFixed encodes numbers, bools, dates and timestamps.
 func encodeFixed(dt arrow.DataType, chunks []arrow.Array) page {
 	var p page
 	nullable(chunks, &p, func(first int) *aenc {
-		vals, bits := fixedValues(dt, chunks)
+		vals, bits := lanceenc.FixedValues(dt, chunks)
 		p.bufs = append(p.bufs, vals)
 		return flatEnc(bits, first)
 	})
 	return p
-}
-
-// binaryChunk returns a binary-like array's offsets (one more than rows)
-// and its value bytes.
-func binaryChunk(a arrow.Array) (offsets func(i int) int64, data []byte) {
-	switch a := a.(type) {
-	case *array.String:
-		o := a.ValueOffsets()
-		return func(i int) int64 { return int64(o[i]) }, bufBytes(a.Data(), 2)
-	case *array.Binary:
-		o := a.ValueOffsets()
-		return func(i int) int64 { return int64(o[i]) }, bufBytes(a.Data(), 2)
-	case *array.LargeString:
-		o := a.ValueOffsets()
-		return func(i int) int64 { return o[i] }, bufBytes(a.Data(), 2)
-	case *array.LargeBinary:
-		o := a.ValueOffsets()
-		return func(i int) int64 { return o[i] }, bufBytes(a.Data(), 2)
-	}
-	panic("lance: binaryChunk of " + a.DataType().String())
 }
 
 // encodeBinary encodes utf8/binary: u64 end offsets (no leading 0, nulls
@@ -150,7 +59,7 @@ func encodeBinary(chunks []arrow.Array) page {
 	var total int64
 	var n int
 	for _, c := range chunks {
-		off, _ := binaryChunk(c)
+		off, _ := lanceenc.BinaryChunk(c)
 		n += c.Len()
 		if c.NullN() == 0 {
 			total += off(c.Len()) - off(0)
@@ -167,7 +76,7 @@ func encodeBinary(chunks []arrow.Array) page {
 	bytes := make([]byte, 0, total)
 	row := 0
 	for _, c := range chunks {
-		off, data := binaryChunk(c)
+		off, data := lanceenc.BinaryChunk(c)
 		if c.NullN() == 0 {
 			base, first := uint64(len(bytes)), off(0)
 			bytes = append(bytes, data[first:off(c.Len())]...)
@@ -196,26 +105,13 @@ func encodeBinary(chunks []arrow.Array) page {
 	}
 }
 
-// fslItems returns the item arrays of fixed-size-list chunks, sliced to
-// the chunks' rows. The caller releases them.
-func fslItems(chunks []arrow.Array) []arrow.Array {
-	items := make([]arrow.Array, len(chunks))
-	for i, c := range chunks {
-		l := c.(*array.FixedSizeList)
-		dim := int64(l.DataType().(*arrow.FixedSizeListType).Len())
-		off := int64(l.Data().Offset())
-		items[i] = array.NewSlice(l.ListValues(), off*dim, (off+int64(l.Len()))*dim)
-	}
-	return items
-}
-
 // encodeFSL encodes fixed_size_list<fixed width>: [row validity?, item
 // validity?, item values].
 func encodeFSL(dt *arrow.FixedSizeListType, chunks []arrow.Array) page {
 	var p page
 	nullable(chunks, &p, func(first int) *aenc {
-		items := fslItems(chunks)
-		defer ReleaseAll(items)
+		items := lanceenc.FSLItems(chunks)
+		defer lanceenc.ReleaseAll(items)
 		ip := encodeFixed(dt.Elem(), items)
 		// Re-base the item encoding's buffer indices after the row validity.
 		shiftBuffers(ip.enc, first)
@@ -235,12 +131,6 @@ func shiftBuffers(a *aenc, by int) {
 	shiftBuffers(a.validity, by)
 	shiftBuffers(a.values, by)
 	shiftBuffers(a.bytes, by)
-}
-
-func ReleaseAll(as []arrow.Array) {
-	for _, a := range as {
-		a.Release()
-	}
 }
 
 // encodeList encodes a list column page (u64 end offsets counting items,
@@ -289,14 +179,6 @@ func listOffsets(l *array.List) []int32 {
 	return l.Offsets()[off : off+l.Len()+1]
 }
 
-// bufBytes returns buffer i of d, nil when absent (empty arrays).
-func bufBytes(d arrow.ArrayData, i int) []byte {
-	if b := d.Buffers()[i]; b != nil {
-		return b.Bytes()
-	}
-	return nil
-}
-
 // encodeColumns encodes chunks of one field of type dt (and, for lists
 // and structs, its children) as one page per column, in pre-order, calling
 // emit for each column index. Empty chunks are skipped (their buffers may
@@ -315,13 +197,13 @@ func encodeColumns(dt arrow.DataType, all []arrow.Array, col int, emit func(col 
 		return col + 1, emit(col, encodeFSL(dt.(*arrow.FixedSizeListType), chunks))
 	case arrow.LIST:
 		p, items := encodeList(chunks)
-		defer ReleaseAll(items)
+		defer lanceenc.ReleaseAll(items)
 		if err := emit(col, p); err != nil {
 			return 0, err
 		}
 		return encodeColumns(dt.(*arrow.ListType).Elem(), items, col+1, emit)
 	case arrow.STRUCT:
-		nn, n := nulls(chunks)
+		nn, n := lanceenc.Nulls(chunks)
 		if nn > 0 {
 			return 0, writers.Errorf(writers.ErrInvalid, "lance: struct column has %d null rows; Lance file format 2.0 cannot store null structs: make the struct non-null (null its fields instead)", nn)
 		}

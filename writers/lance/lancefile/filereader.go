@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/file2pb"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/filepb"
 )
@@ -18,11 +19,6 @@ import (
 // maxMetadataBytes bounds the metadata tail a reader loads, so that a
 // corrupt footer cannot make it allocate without limit.
 const maxMetadataBytes = 256 << 20
-
-// maxPageRows bounds the rows of one page, so that a page without buffers
-// (all nulls) cannot make the reader allocate without limit. LanceDB cuts
-// pages at about 8 MiB, far below it.
-const maxPageRows = 1 << 26
 
 // FileReader reads a Lance data file of format 2.0, 2.1 or 2.2.
 type FileReader struct {
@@ -140,8 +136,8 @@ func decodeColumnMetadata(b []byte) ([]pageRef, error) {
 				return nil, err
 			}
 		}
-		if p.length > maxPageRows {
-			return nil, fmt.Errorf("page of %d rows exceeds the reader's limit of %d", p.length, maxPageRows)
+		if p.length > lanceenc.MaxPageRows {
+			return nil, fmt.Errorf("page of %d rows exceeds the reader's limit of %d", p.length, lanceenc.MaxPageRows)
 		}
 		if len(p.offsets) != len(p.sizes) || (p.enc == nil && p.layout == nil) {
 			return nil, fmt.Errorf("page without encoding or with %d offsets for %d sizes", len(p.offsets), len(p.sizes))
@@ -156,14 +152,14 @@ func decodeColumnMetadata(b []byte) ([]pageRef, error) {
 func Within(pos, n, end uint64) bool { return n <= end && pos <= end-n }
 
 // buffers reads a page's buffers, charging them to bud.
-func (f *FileReader) buffers(bud *budget, p pageRef) ([][]byte, error) {
+func (f *FileReader) buffers(bud *lanceenc.Budget, p pageRef) ([][]byte, error) {
 	out := make([][]byte, len(p.offsets))
 	for i, off := range p.offsets {
 		n := p.sizes[i]
 		if !Within(off, n, f.size) {
 			return nil, fmt.Errorf("lance: page buffer at %d (%d bytes) is outside the file", off, n)
 		}
-		if err := bud.spendBuffers(n); err != nil {
+		if err := bud.SpendBuffers(n); err != nil {
 			return nil, fmt.Errorf("lance: page buffer at %d (%d bytes): %w", off, n, err)
 		}
 		out[i] = make([]byte, n)
@@ -202,12 +198,12 @@ func (f *FileReader) ReadFields(mem memory.Allocator, s *Schema, columnOf map[in
 		}
 	}
 	top := s.TopLevel()
-	bud := newBudget(f.size)
+	bud := lanceenc.NewBudget(f.size)
 	if f.minor > 0 {
 		return f.readFields21(mem, bud, s, as, columnOf)
 	}
 	cols := make([]arrow.Array, 0, len(top))
-	defer func() { ReleaseAll(cols) }()
+	defer func() { lanceenc.ReleaseAll(cols) }()
 	for i, fl := range top {
 		c, ok := columnOf[fl.ID]
 		if !ok {

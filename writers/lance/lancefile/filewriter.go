@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -13,6 +12,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodingspb"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/file2pb"
@@ -141,25 +141,12 @@ func checkDictionaries(rec arrow.RecordBatch) error {
 			continue
 		}
 		idx := d.DataType().(*arrow.DictionaryType).IndexType
-		if n := d.Dictionary().Len(); n > addressable(idx) {
+		if n := d.Dictionary().Len(); n > lanceenc.Addressable(idx) {
 			return writers.Errorf(writers.ErrInvalid, "lance: column %q has a dictionary of %d entries, more than its %s indices address (%d): send it with wider indices (int16 or int32)",
-				rec.ColumnName(i), n, idx, addressable(idx))
+				rec.ColumnName(i), n, idx, lanceenc.Addressable(idx))
 		}
 	}
 	return nil
-}
-
-// addressable is the number of dictionary entries indices of type idx
-// address.
-func addressable(idx arrow.DataType) int {
-	bits := idx.(arrow.FixedWidthDataType).BitWidth()
-	if bits >= 32 {
-		return math.MaxInt32
-	}
-	if arrow.IsUnsignedInteger(idx.ID()) {
-		return 1 << bits
-	}
-	return 1 << (bits - 1)
 }
 
 // newDictBytes is the Arrow bytes of rec's dictionaries that are the
@@ -268,7 +255,7 @@ func (w *FileWriter) flush() error {
 		}
 		var err error
 		if w.minor > 0 {
-			col, err = encodeField21(f.Type, chunks, col, w.minor, w.writePage)
+			col, err = lanceenc.EncodeField(f.Type, chunks, leafCount(f.Type), col, w.minor, w.writePage21)
 		} else {
 			col, err = encodeColumns(f.Type, chunks, col, w.writePage)
 		}
@@ -277,6 +264,11 @@ func (w *FileWriter) flush() error {
 		}
 	}
 	return nil
+}
+
+// writePage21 writes a page of format 2.1 or 2.2 into column col.
+func (w *FileWriter) writePage21(col int, p lanceenc.Page) error {
+	return w.writePage(col, page{bufs: p.Bufs, length: p.Length, layout: p.Layout})
 }
 
 func (w *FileWriter) writePage(col int, p page) error {

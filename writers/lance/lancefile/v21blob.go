@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
 
@@ -23,19 +24,19 @@ import (
 
 // readBlobPage reads the n values of blob page l as type dt (binary or
 // large binary).
-func (f *FileReader) readBlobPage(mem memory.Allocator, bud *budget, dt arrow.DataType, l *encodings21pb.BlobLayout, bufs [][]byte, n uint64) (arrow.Array, error) {
+func (f *FileReader) readBlobPage(mem memory.Allocator, bud *lanceenc.Budget, dt arrow.DataType, l *encodings21pb.BlobLayout, bufs [][]byte, n uint64) (arrow.Array, error) {
 	if len(l.GetLayers()) != 1 || l.Layers[0] != encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM && l.Layers[0] != encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM {
 		return nil, writers.Errorf(writers.ErrInvalid, "lance: blob page of levels %v: blobs inside lists or structs are not supported", l.GetLayers())
 	}
 	if dt.ID() != arrow.BINARY && dt.ID() != arrow.LARGE_BINARY {
 		return nil, fmt.Errorf("blob page of a %s column", dt)
 	}
-	inner, err := decodePage(bud, l.GetInnerLayout(), bufs, n)
+	inner, err := lanceenc.DecodePage(bud, l.GetInnerLayout(), bufs, n)
 	if err != nil {
 		return nil, fmt.Errorf("blob descriptions: %w", err)
 	}
 	descType := &arrow.FixedSizeBinaryType{ByteWidth: 16}
-	descs, err := assemble(mem, bud, descType, inner, n)
+	descs, err := lanceenc.Assemble(mem, bud, descType, inner, n)
 	if err != nil {
 		return nil, fmt.Errorf("blob descriptions: %w", err)
 	}
@@ -59,7 +60,7 @@ func (f *FileReader) readBlobPage(mem memory.Allocator, bud *budget, dt arrow.Da
 	}
 	// Descriptions may point at the same bytes: what they read is charged
 	// as decoded data (bounded per byte of the file).
-	if err := bud.spendDecoded(total); err != nil {
+	if err := bud.SpendDecoded(total); err != nil {
 		return nil, err
 	}
 	data, offs := make([]byte, total), make([]int64, d.Len()+1)
@@ -80,7 +81,7 @@ func (f *FileReader) readBlobPage(mem memory.Allocator, bud *budget, dt arrow.Da
 		}
 		bitutil.SetBit(valid, i)
 	}
-	out := array.NewData(dt, d.Len(), []*memory.Buffer{bufOrNil(valid, nulls), offsetsBuffer(dt, offs), memory.NewBufferBytes(data)}, nil, nulls, 0)
+	out := array.NewData(dt, d.Len(), []*memory.Buffer{lanceenc.BufOrNil(valid, nulls), lanceenc.OffsetsBuffer(dt, offs), memory.NewBufferBytes(data)}, nil, nulls, 0)
 	defer out.Release()
 	return array.MakeFromData(out), nil
 }

@@ -1,7 +1,6 @@
 package lancefile
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -11,29 +10,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
-
-// TestFullZipHostileHeaders: page header fields another process wrote are
-// checked before they size anything or drive the item loop — a visible
-// item count beyond the items (which sized a 34 GB allocation, an
-// unrecoverable out-of-memory) and values of zero bits (an out-of-range
-// read) are errors.
-func TestFullZipHostileHeaders(t *testing.T) {
-	data := [][]byte{{1, 2}}
-	for name, z := range map[string]*encodings21pb.FullZipLayout{
-		"visible beyond items": {NumItems: 1, NumVisibleItems: 0xFFFFFFF0,
-			Details: &encodings21pb.FullZipLayout_BitsPerOffset{BitsPerOffset: 32}},
-		"zero-bit values": {NumItems: 2, NumVisibleItems: 2,
-			Details: &encodings21pb.FullZipLayout_BitsPerValue{BitsPerValue: 0}},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if _, err := decodeFullZip(newBudget(1<<20), z, data); err == nil {
-				t.Fatal("accepted")
-			}
-		})
-	}
-}
 
 // TestEmptyStructRefused: a struct without fields has no leaf column in
 // 2.1 and later; writing one is refused naming it (its reader panicked).
@@ -68,16 +47,6 @@ func TestDictionaryBelowTopRefused(t *testing.T) {
 	}
 }
 
-// TestInlineWidthTopBitSet: a 64-bit inline bit-packed chunk whose width
-// word has its top bit set is an error (as an int it was negative, passed
-// the width check and panicked slicing).
-func TestInlineWidthTopBitSet(t *testing.T) {
-	buf := append(bytes.Repeat([]byte{0xff}, 8), make([]byte, 64)...)
-	if _, err := inlineUnpack(newBudget(1<<20), 64, buf, 1); err == nil {
-		t.Fatal("accepted")
-	}
-}
-
 // TestReadRefusalsInvalid: what the 2.1+ reader does not read is refused
 // as invalid input, without panicking: a variable packed struct inside a
 // struct, a struct without fields inside a struct or list (mergeLeaves
@@ -109,7 +78,7 @@ func TestReadRefusalsInvalid(t *testing.T) {
 		{encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM, encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM},
 	} {
 		l := &encodings21pb.BlobLayout{Layers: layers}
-		if _, err := f.readBlobPage(nil, newBudget(1<<20), arrow.BinaryTypes.LargeBinary, l, nil, 0); !errors.Is(err, writers.ErrInvalid) {
+		if _, err := f.readBlobPage(nil, lanceenc.NewBudget(1<<20), arrow.BinaryTypes.LargeBinary, l, nil, 0); !errors.Is(err, writers.ErrInvalid) {
 			t.Errorf("blob page of levels %v: %v, want ErrInvalid", layers, err)
 		}
 	}
@@ -126,7 +95,7 @@ func TestNestedDictionaryTooWide(t *testing.T) {
 		vs[i] = fmt.Sprint("v", i)
 	}
 	plain := strs(mem, vs...)
-	if _, err := dictEncode(mem, dictPageType, plain); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "200") {
+	if _, err := lanceenc.DictEncode(mem, dictPageType, plain); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "200") {
 		t.Fatalf("200 distinct values under int8 indices: %v", err)
 	}
 }

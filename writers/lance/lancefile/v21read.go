@@ -9,6 +9,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/file2pb"
 )
@@ -57,7 +58,7 @@ type leafPath struct {
 
 // leaves lists the leaves of field fl (type dt) in pre-order.
 func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
-	if st, ok := dt.(*arrow.StructType); ok && isPacked(fl.Metadata) && hasVariableField(st) {
+	if st, ok := dt.(*arrow.StructType); ok && isPacked(fl.Metadata) && lanceenc.HasVariableField(st) {
 		return []leafPath{{id: fl.ID, dt: arrow.BinaryTypes.LargeBinary, varPacked: st}}, nil
 	}
 	if st, ok := dt.(*arrow.StructType); ok && isPacked(fl.Metadata) {
@@ -109,7 +110,7 @@ func (s *Schema) leaves(fl Field, dt arrow.DataType) ([]leafPath, error) {
 	return []leafPath{{id: fl.ID, dt: dt}}, nil
 }
 
-func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, as *arrow.Schema, columnOf map[int32]int) ([]arrow.RecordBatch, error) {
+func (f *FileReader) readFields21(mem memory.Allocator, bud *lanceenc.Budget, s *Schema, as *arrow.Schema, columnOf map[int32]int) ([]arrow.RecordBatch, error) {
 	column := func(id int32) (int, error) {
 		c, ok := columnOf[id]
 		if !ok {
@@ -120,7 +121,7 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 	var cols [][]arrow.Array
 	defer func() {
 		for _, c := range cols {
-			ReleaseAll(c)
+			lanceenc.ReleaseAll(c)
 		}
 	}()
 	for i, fl := range s.TopLevel() {
@@ -136,13 +137,13 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 		for _, l := range leaves {
 			c, err := column(l.id)
 			if err != nil {
-				ReleaseAll(parts)
+				lanceenc.ReleaseAll(parts)
 				return nil, err
 			}
 			chunks, err := f.readLeaf21(mem, bud, l.dt, c)
 			if err == nil && l.varPacked != nil { // top-level, its only leaf
 				var st arrow.Array
-				st, err = unpackVarStruct(bud, l.varPacked, chunks[0].(*array.LargeBinary))
+				st, err = lanceenc.UnpackVarStruct(bud, l.varPacked, chunks[0].(*array.LargeBinary))
 				chunks[0].Release()
 				chunks[0] = st
 			}
@@ -155,7 +156,7 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 				chunks[0].Release()
 			}
 			if err != nil {
-				ReleaseAll(parts)
+				lanceenc.ReleaseAll(parts)
 				return nil, fmt.Errorf("lance: column %q: %w", fl.Name, err)
 			}
 			parts = append(parts, chunks[0])
@@ -164,7 +165,7 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *budget, s *Schema, 
 			continue
 		}
 		d := mergeLeaves(dt, dataOf(parts))
-		ReleaseAll(parts)
+		lanceenc.ReleaseAll(parts)
 		arr := array.MakeFromData(d)
 		d.Release()
 		// The leaves' nested offsets and lengths must agree with the
@@ -192,7 +193,7 @@ func dataOf(as []arrow.Array) []arrow.ArrayData {
 // field's type reduced to the path to this leaf): one array, or several
 // for a dictionary whose distinct values its index type cannot address
 // in one (joinPages).
-func (f *FileReader) readLeaf21(mem memory.Allocator, bud *budget, dt arrow.DataType, col int) ([]arrow.Array, error) {
+func (f *FileReader) readLeaf21(mem memory.Allocator, bud *lanceenc.Budget, dt arrow.DataType, col int) ([]arrow.Array, error) {
 	if col < 0 || col >= len(f.columns) {
 		return nil, fmt.Errorf("file has %d columns, the schema needs column %d", len(f.columns), col)
 	}
@@ -203,12 +204,12 @@ func (f *FileReader) readLeaf21(mem memory.Allocator, bud *budget, dt arrow.Data
 	var parts []arrow.Array
 	for i, p := range f.columns[col] {
 		if p.layout == nil {
-			ReleaseAll(parts)
+			lanceenc.ReleaseAll(parts)
 			return nil, fmt.Errorf("page %d has no 2.1 page layout", i)
 		}
 		a, err := f.readPage21(mem, bud, vt, p)
 		if err != nil {
-			ReleaseAll(parts)
+			lanceenc.ReleaseAll(parts)
 			return nil, fmt.Errorf("page %d: %w", i, err)
 		}
 		parts = append(parts, a)
@@ -217,7 +218,7 @@ func (f *FileReader) readLeaf21(mem memory.Allocator, bud *budget, dt arrow.Data
 }
 
 // readPage21 decodes one page of a leaf column as type dt.
-func (f *FileReader) readPage21(mem memory.Allocator, bud *budget, dt arrow.DataType, p pageRef) (arrow.Array, error) {
+func (f *FileReader) readPage21(mem memory.Allocator, bud *lanceenc.Budget, dt arrow.DataType, p pageRef) (arrow.Array, error) {
 	bufs, err := f.buffers(bud, p)
 	if err != nil {
 		return nil, err
@@ -225,11 +226,11 @@ func (f *FileReader) readPage21(mem memory.Allocator, bud *budget, dt arrow.Data
 	if b, ok := p.layout.GetLayout().(*encodings21pb.PageLayout_BlobLayout); ok {
 		return f.readBlobPage(mem, bud, dt, b.BlobLayout, bufs, p.length)
 	}
-	lp, err := decodePage(bud, p.layout, bufs, p.length)
+	lp, err := lanceenc.DecodePage(bud, p.layout, bufs, p.length)
 	if err != nil {
 		return nil, err
 	}
-	return assemble(mem, bud, dt, lp, p.length)
+	return lanceenc.Assemble(mem, bud, dt, lp, p.length)
 }
 
 // leafFields returns the ids of s's leaf fields (no children) in

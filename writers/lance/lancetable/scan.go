@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -71,7 +72,7 @@ func (d *Dataset) ReadColumns(ctx context.Context, b *storage.Bucket, f *Fragmen
 	cols := make([][]arrow.Array, len(top))
 	defer func() {
 		for _, c := range cols {
-			lancefile.ReleaseAll(c)
+			lanceenc.ReleaseAll(c)
 		}
 	}()
 	for _, df := range f.Files {
@@ -99,7 +100,7 @@ func (d *Dataset) ReadColumns(ctx context.Context, b *storage.Bucket, f *Fragmen
 			return nil, err
 		}
 		for j, i := range idx {
-			lancefile.ReleaseAll(cols[i])
+			lanceenc.ReleaseAll(cols[i])
 			cols[i] = nil
 			for _, rec := range recs {
 				c := rec.Column(j)
@@ -190,13 +191,13 @@ func dropRows(rec arrow.RecordBatch, at int64, deleted []uint32, mem memory.Allo
 		} else {
 			cols[c], err = array.Concatenate(parts, mem)
 		}
-		lancefile.ReleaseAll(parts)
+		lanceenc.ReleaseAll(parts)
 		if err != nil {
-			lancefile.ReleaseAll(cols[:c])
+			lanceenc.ReleaseAll(cols[:c])
 			return nil, err
 		}
 		rows = int64(cols[c].Len())
 	}
-	defer lancefile.ReleaseAll(cols)
+	defer lanceenc.ReleaseAll(cols)
 	return array.NewRecordBatch(rec.Schema(), cols, rows), nil
 }

@@ -1,4 +1,4 @@
-package lancefile
+package lanceenc
 
 import (
 	"encoding/binary"
@@ -52,7 +52,7 @@ func BenchmarkInlineUnpack(b *testing.B) {
 	}
 	b.SetBytes(n * 8)
 	for b.Loop() {
-		if _, err := inlineUnpack(newBudget(1<<30), 64, buf, n); err != nil {
+		if _, err := inlineUnpack(NewBudget(1<<30), 64, buf, n); err != nil {
 			b.Fatal(err)
 		}
 	}

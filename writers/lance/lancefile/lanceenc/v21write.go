@@ -1,4 +1,4 @@
-package lancefile
+package lanceenc
 
 import (
 	"encoding/binary"
@@ -69,9 +69,18 @@ func splitLeaves(dt arrow.DataType, a, top arrow.Array, parents []arrow.Array, p
 	return []leafCol{{vals: a, parents: parents}}
 }
 
-// encodeField21 encodes chunks of one top-level field of type dt as one
-// mini-block page per leaf column, calling emit for each.
-func encodeField21(dt arrow.DataType, chunks []arrow.Array, col int, minor uint16, emit func(col int, p page) error) (int, error) {
+// Page is one encoded page of format 2.1 or 2.2: its buffers, row count
+// and layout.
+type Page struct {
+	Bufs   [][]byte
+	Length uint64
+	Layout *encodings21pb.PageLayout
+}
+
+// EncodeField encodes chunks of one top-level field of type dt, which
+// has leaves leaf columns, as one mini-block page per leaf column, calling
+// emit for each.
+func EncodeField(dt arrow.DataType, chunks []arrow.Array, leaves, col int, minor uint16, emit func(col int, p Page) error) (int, error) {
 	if _, ok := dt.(*arrow.DictionaryType); ok && len(chunks) > 0 {
 		return col + 1, encodeDictionary(chunks, col, minor, emit)
 	}
@@ -86,7 +95,7 @@ func encodeField21(dt arrow.DataType, chunks []arrow.Array, col int, minor uint1
 		}
 	}
 	if perLeaf == nil { // no rows: one empty page per leaf
-		perLeaf = make([][]leafCol, leafCount(dt))
+		perLeaf = make([][]leafCol, leaves)
 	}
 	for _, leaf := range perLeaf {
 		p, err := encodeLeaf21(leaf, minor, nil)
@@ -163,7 +172,7 @@ type chunker interface {
 // encodeLeaf21 encodes one leaf's chunks as a mini-block page. Format
 // 2.2 requires its "large chunk" grammar: 32-bit chunk metadata words and
 // value buffer sizes, flagged by MiniBlockLayout field 10.
-func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (page, error) {
+func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (Page, error) {
 	var (
 		layers   []encodings21pb.RepDefLayer
 		rep, def []uint16
@@ -200,7 +209,7 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (page, error) {
 	}
 	pv, err := newChunker(dt, vals, rows)
 	if err != nil {
-		return page{}, err
+		return Page{}, err
 	}
 	if pv.zip != nil {
 		return encodeFullZip(pv.zip, layers, rep, def, maxRep, topRows), nil
@@ -233,7 +242,7 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (page, error) {
 	layout := &encodings21pb.PageLayout{Layout: &encodings21pb.PageLayout_MiniBlockLayout{MiniBlockLayout: m}}
 	if rows == 0 {
 		if rep == nil && def == nil {
-			return page{bufs: [][]byte{{}, {}}, layout: layout}, nil
+			return Page{Bufs: [][]byte{{}, {}}, Layout: layout}, nil
 		}
 		// Only empty and null lists: the levels alone, unpacked. The item
 		// layer is nullable (an all-valid one would read as a constant
@@ -251,7 +260,7 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (page, error) {
 			}
 			return b
 		}
-		return page{length: uint64(topRows), bufs: [][]byte{raw(rep), raw(def)}, layout: &encodings21pb.PageLayout{
+		return Page{Length: uint64(topRows), Bufs: [][]byte{raw(rep), raw(def)}, Layout: &encodings21pb.PageLayout{
 			Layout: &encodings21pb.PageLayout_AllNullLayout{AllNullLayout: &encodings21pb.AllNullLayout{Layers: layers}}}}, nil
 	}
 	cw := &chunkWriter{c: c, rep: rep, def: def, repBits: bits.Len16(maxRep), defBits: bits.Len16(maxDefLevel(layers)), large: large,
@@ -281,7 +290,7 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (page, error) {
 			if n <= 2 {
 				z, err := zipValues(dt, vals, rows)
 				if err != nil {
-					return page{}, err
+					return Page{}, err
 				}
 				return encodeFullZip(z, layers, rep, def, maxRep, topRows), nil
 			}
@@ -315,7 +324,7 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (page, error) {
 		}
 		bufs = append(bufs, b)
 	}
-	return page{length: uint64(topRows), bufs: bufs, layout: layout}, nil
+	return Page{Length: uint64(topRows), Bufs: bufs, Layout: layout}, nil
 }
 
 // valueEnds returns, per value of a page with levels, the index just
@@ -496,7 +505,7 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, er
 	case *arrow.NullType:
 		return pageValues{enc: flatEncoding(8)}, nil
 	case *arrow.BooleanType:
-		b, _ := fixedValues(dt, vals)
+		b, _ := FixedValues(dt, vals)
 		return pageValues{c: &flatChunker{data: b, bits: 1, rows: rows}, enc: flatEncoding(1)}, nil
 	case *arrow.FixedSizeListType:
 		b, ew, err := vectorValues(t, vals)
@@ -522,7 +531,7 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, er
 		c, enc, err := newVarChunker(offs, data)
 		return pageValues{c: c, enc: enc}, err
 	case arrow.FixedWidthDataType:
-		b, _ := fixedValues(dt, vals)
+		b, _ := FixedValues(dt, vals)
 		if isInteger(dt) {
 			return intValues(b, t.BitWidth(), rows), nil
 		}
@@ -562,14 +571,14 @@ func vectorValues(t *arrow.FixedSizeListType, vals []arrow.Array) ([]byte, arrow
 	if !ok || t.Elem().ID() == arrow.BOOL {
 		return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: type %s is not written in Lance file formats 2.1 and 2.2 by Quiver", t)
 	}
-	items := fslItems(vals)
+	items := FSLItems(vals)
 	defer ReleaseAll(items)
 	for k, it := range items {
 		if nullItems(vals[k], it, int(t.Len())) {
 			return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: a fixed_size_list value has null items, which Quiver does not write in Lance file formats 2.1 and 2.2: null the whole vector instead, or write the dataset with data_storage_version \"2.0\"")
 		}
 	}
-	b, _ := fixedValues(t.Elem(), items)
+	b, _ := FixedValues(t.Elem(), items)
 	return b, ew, nil
 }
 
@@ -635,8 +644,8 @@ func (c *flatChunker) sizeHint() int { return len(c.data) + c.rows/64*16 }
 
 func (c *flatChunker) encode(first, n int) []byte {
 	if c.bits == 1 {
-		var w bitWriter
-		w.appendBits(c.data, first, n)
+		var w BitWriter
+		w.AppendBits(c.data, first, n)
 		return w.b
 	}
 	return c.data[first*c.bits/8 : (first+n)*c.bits/8]
@@ -682,13 +691,13 @@ type varChunker struct {
 func varValues(vals []arrow.Array, rows int) ([]uint64, []byte, int64) {
 	total := 0
 	for _, a := range vals {
-		off, _ := binaryChunk(a)
+		off, _ := BinaryChunk(a)
 		total += int(off(a.Len()) - off(0))
 	}
 	offs, data := make([]uint64, 1, rows+1), make([]byte, 0, total)
 	var widest int64
 	for _, a := range vals {
-		off, raw := binaryChunk(a)
+		off, raw := BinaryChunk(a)
 		if a.NullN() == 0 { // contiguous: one copy, offsets rebased
 			base, end := off(0), off(a.Len())
 			at := uint64(len(data)) - uint64(base)

@@ -1,4 +1,4 @@
-package lancefile
+package lanceenc
 
 import (
 	"fmt"
@@ -32,7 +32,7 @@ type unraveler struct {
 	positionsN int // positions at the current layer
 }
 
-func newUnraveler(p *leafPage) (*unraveler, error) {
+func newUnraveler(p *LeafPage) (*unraveler, error) {
 	u := &unraveler{layers: p.layers, rep: p.rep, def: p.def, toRep: []uint16{0}}
 	var depth uint16
 	for _, l := range p.layers {
@@ -164,7 +164,7 @@ func (u *unraveler) offsets(children int) ([]int64, []byte, int, error) {
 	}
 	var (
 		offs     = make([]int64, 0, len(u.rep)+1)
-		bits     bitWriter
+		bits     BitWriter
 		nulls    int
 		cur      int64
 		w        int
@@ -172,9 +172,9 @@ func (u *unraveler) offsets(children int) ([]int64, []byte, int, error) {
 		zero     = []byte{0}
 		appendOK = func(ok bool) {
 			if ok {
-				bits.appendBits(one, 0, 1)
+				bits.AppendBits(one, 0, 1)
 			} else {
-				bits.appendBits(zero, 0, 1)
+				bits.AppendBits(zero, 0, 1)
 				nulls++
 			}
 		}
@@ -218,9 +218,9 @@ func (u *unraveler) offsets(children int) ([]int64, []byte, int, error) {
 	return offs, bits.b, nulls, nil
 }
 
-// assemble builds the Arrow array of type dt (the column's type reduced
+// Assemble builds the Arrow array of type dt (the column's type reduced
 // to the leaf's path) from a decoded page.
-func assemble(mem memory.Allocator, bud *budget, dt arrow.DataType, p *leafPage, rows uint64) (arrow.Array, error) {
+func Assemble(mem memory.Allocator, bud *Budget, dt arrow.DataType, p *LeafPage, rows uint64) (arrow.Array, error) {
 	u, err := newUnraveler(p)
 	if err != nil {
 		return nil, err
@@ -279,19 +279,19 @@ func assemble(mem memory.Allocator, bud *budget, dt arrow.DataType, p *leafPage,
 				d.Release()
 				return nil, err
 			}
-			next = array.NewData(t, d.Len(), []*memory.Buffer{bufOrNil(v, nulls)}, []arrow.ArrayData{d}, nulls, 0)
+			next = array.NewData(t, d.Len(), []*memory.Buffer{BufOrNil(v, nulls)}, []arrow.ArrayData{d}, nulls, 0)
 		default:
 			offs, v, nulls, err := u.offsets(d.Len())
 			if err != nil {
 				d.Release()
 				return nil, err
 			}
-			ob := offsetsBuffer(t, offs)
+			ob := OffsetsBuffer(t, offs)
 			if ob == nil {
 				d.Release()
 				return nil, fmt.Errorf("list of %d items does not fit 32-bit offsets", d.Len())
 			}
-			next = array.NewData(t, len(offs)-1, []*memory.Buffer{bufOrNil(v, nulls), ob}, []arrow.ArrayData{d}, nulls, 0)
+			next = array.NewData(t, len(offs)-1, []*memory.Buffer{BufOrNil(v, nulls), ob}, []arrow.ArrayData{d}, nulls, 0)
 		}
 		d.Release()
 		d = next
@@ -306,14 +306,17 @@ func assemble(mem memory.Allocator, bud *budget, dt arrow.DataType, p *leafPage,
 	return array.MakeFromData(d), nil
 }
 
-func bufOrNil(v []byte, nulls int) *memory.Buffer {
+// BufOrNil is v as a validity buffer, nil when nothing is null.
+func BufOrNil(v []byte, nulls int) *memory.Buffer {
 	if nulls == 0 || v == nil {
 		return nil
 	}
 	return memory.NewBufferBytes(v)
 }
 
-func offsetsBuffer(t arrow.DataType, offs []int64) *memory.Buffer {
+// OffsetsBuffer is offs as the offsets buffer of type t (64-bit for the
+// large types), nil when they do not fit 32 bits.
+func OffsetsBuffer(t arrow.DataType, offs []int64) *memory.Buffer {
 	if t.ID() == arrow.LARGE_LIST || t.ID() == arrow.LARGE_STRING || t.ID() == arrow.LARGE_BINARY {
 		return memory.NewBufferBytes(arrow.Int64Traits.CastToBytes(offs))
 	}
@@ -328,12 +331,12 @@ func offsetsBuffer(t arrow.DataType, offs []int64) *memory.Buffer {
 }
 
 // repeat expands a constant page's single value to n values.
-func repeat(bud *budget, v block, n int) (block, error) {
+func repeat(bud *Budget, v block, n int) (block, error) {
 	if v.n != 1 {
 		return block{}, fmt.Errorf("constant page with %d values", v.n)
 	}
 	size := uint64(len(v.data)) * uint64(n)
-	if err := bud.spendUnbacked(size+uint64(n)*8, "a constant page"); err != nil {
+	if err := bud.SpendUnbacked(size+uint64(n)*8, "a constant page"); err != nil {
 		return block{}, err
 	}
 	out := block{n: n, bits: v.bits}
@@ -351,8 +354,8 @@ func repeat(bud *budget, v block, n int) (block, error) {
 }
 
 // nullValues is n zeroed values of type dt, the slots of null items.
-func nullValues(bud *budget, dt arrow.DataType, n int) (block, error) {
-	if err := bud.spendUnbacked(nullBytes(dt, uint64(n)), "an all-null page"); err != nil {
+func nullValues(bud *Budget, dt arrow.DataType, n int) (block, error) {
+	if err := bud.SpendUnbacked(NullBytes(dt, uint64(n)), "an all-null page"); err != nil {
 		return block{}, err
 	}
 	if t, ok := dt.(*arrow.DictionaryType); ok { // a dictionary inside a struct or list
@@ -373,8 +376,8 @@ func nullValues(bud *budget, dt arrow.DataType, n int) (block, error) {
 }
 
 // leafData builds the leaf array of type dt from decoded values.
-func leafData(mem memory.Allocator, bud *budget, dt arrow.DataType, v block, valid []byte, nulls int) (arrow.ArrayData, error) {
-	vb := bufOrNil(valid, nulls)
+func leafData(mem memory.Allocator, bud *Budget, dt arrow.DataType, v block, valid []byte, nulls int) (arrow.ArrayData, error) {
+	vb := BufOrNil(valid, nulls)
 	switch t := dt.(type) {
 	case *arrow.DictionaryType:
 		// A dictionary inside a struct or list (readLeaf21 reads a
@@ -384,7 +387,7 @@ func leafData(mem memory.Allocator, bud *budget, dt arrow.DataType, v block, val
 			return nil, err
 		}
 		defer plain.Release()
-		return dictEncode(mem, t, array.MakeFromData(plain))
+		return DictEncode(mem, t, array.MakeFromData(plain))
 	case *arrow.BooleanType:
 		if v.offs != nil || (v.bits != 1 && v.bits != 8) {
 			return nil, fmt.Errorf("bool column with %d-bit values", v.bits)
@@ -420,7 +423,7 @@ func leafData(mem memory.Allocator, bud *budget, dt arrow.DataType, v block, val
 		for i, o := range v.offs {
 			offs[i] = int64(o)
 		}
-		ob := offsetsBuffer(dt, offs)
+		ob := OffsetsBuffer(dt, offs)
 		if ob == nil {
 			return nil, fmt.Errorf("%s page of %d bytes does not fit 32-bit offsets", dt, len(v.data))
 		}
@@ -429,8 +432,8 @@ func leafData(mem memory.Allocator, bud *budget, dt arrow.DataType, v block, val
 	return nil, fmt.Errorf("type %s is not supported by the 2.1 reader", dt)
 }
 
-// dictEncode turns plain values into a dictionary array of type t.
-func dictEncode(mem memory.Allocator, t *arrow.DictionaryType, plain arrow.Array) (arrow.ArrayData, error) {
+// DictEncode turns plain values into a dictionary array of type t.
+func DictEncode(mem memory.Allocator, t *arrow.DictionaryType, plain arrow.Array) (arrow.ArrayData, error) {
 	defer plain.Release()
 	b := array.NewDictionaryBuilder(mem, t)
 	defer b.Release()
@@ -441,7 +444,7 @@ func dictEncode(mem memory.Allocator, t *arrow.DictionaryType, plain arrow.Array
 	defer a.Release()
 	// The builder wraps indices past the index type: a nested dictionary
 	// (a top-level one is cut by dictChunks) of more values is refused.
-	if n := a.(*array.Dictionary).Dictionary().Len(); n > addressable(t.IndexType) {
+	if n := a.(*array.Dictionary).Dictionary().Len(); n > Addressable(t.IndexType) {
 		return nil, writers.Errorf(writers.ErrInvalid, "lance: a dictionary page of %d distinct values, more than its %s indices address", n, t.IndexType)
 	}
 	d := a.Data()

@@ -1,4 +1,4 @@
-package lancefile
+package lanceenc
 
 import (
 	"encoding/binary"
@@ -47,7 +47,7 @@ func zipValues(dt arrow.DataType, vals []arrow.Array, rows int) (*zipped, error)
 		return zipVariable(dt, offs, data)
 	case arrow.FixedWidthDataType:
 		if dt.ID() != arrow.BOOL {
-			b, _ := fixedValues(dt, vals)
+			b, _ := FixedValues(dt, vals)
 			return &zipped{n: rows, width: t.BitWidth() / 8, data: b, enc: flatEncoding(t.BitWidth())}, nil
 		}
 	}
@@ -89,7 +89,7 @@ func zipVariable(dt arrow.DataType, offs []uint64, data []byte) (*zipped, error)
 
 // encodeFullZip zips a leaf's levels and values into one page of topRows
 // rows.
-func encodeFullZip(z *zipped, layers []encodings21pb.RepDefLayer, rep, def []uint16, maxRep uint16, topRows int) page {
+func encodeFullZip(z *zipped, layers []encodings21pb.RepDefLayer, rep, def []uint16, maxRep uint16, topRows int) Page {
 	bitsRep, bitsDef := 0, 0
 	if rep != nil {
 		bitsRep = bits.Len16(maxRep)
@@ -166,7 +166,7 @@ func encodeFullZip(z *zipped, layers []encodings21pb.RepDefLayer, rep, def []uin
 		starts = append(starts, uint64(len(out)))
 		bufs = append(bufs, bytePack(starts, uint64(len(out))))
 	}
-	return page{length: uint64(topRows), bufs: bufs, layout: &encodings21pb.PageLayout{
+	return Page{Length: uint64(topRows), Bufs: bufs, Layout: &encodings21pb.PageLayout{
 		Layout: &encodings21pb.PageLayout_FullZipLayout{FullZipLayout: fz}}}
 }
 

@@ -1,4 +1,4 @@
-package lancefile
+package lanceenc
 
 import (
 	"encoding/binary"
@@ -29,7 +29,7 @@ type pageDict struct {
 
 // encodeDictionary emits the chunks as one dictionary page into column
 // col, or one page per chunk when their union outgrows the index type.
-func encodeDictionary(chunks []arrow.Array, col int, minor uint16, emit func(col int, p page) error) error {
+func encodeDictionary(chunks []arrow.Array, col int, minor uint16, emit func(col int, p Page) error) error {
 	dict, transpose, err := pageDictionary(chunks)
 	if err != nil {
 		return err
@@ -101,7 +101,7 @@ func pageDictionary(chunks []arrow.Array) (arrow.Array, [][]int32, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if dict.Len() > addressable(dt.IndexType) {
+	if dict.Len() > Addressable(dt.IndexType) {
 		dict.Release()
 		return nil, nil, nil // too many entries for the index type
 	}
@@ -167,7 +167,7 @@ func alignedValues(data arrow.ArrayData) *memory.Buffer {
 func dictionaryOf(values arrow.Array) *pageDict {
 	n := values.Len()
 	if _, ok := values.DataType().(arrow.BinaryDataType); !ok {
-		b, bits := fixedValues(values.DataType(), []arrow.Array{values})
+		b, bits := FixedValues(values.DataType(), []arrow.Array{values})
 		return &pageDict{n: n, buf: b, enc: flatEncoding(int(bits))}
 	}
 	offs, data, _ := varValues([]arrow.Array{values}, n)

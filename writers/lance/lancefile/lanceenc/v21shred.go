@@ -1,4 +1,4 @@
-package lancefile
+package lanceenc
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"

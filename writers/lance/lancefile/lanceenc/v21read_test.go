@@ -1,4 +1,4 @@
-package lancefile
+package lanceenc
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ func TestFullZipZstdDecoderShared(t *testing.T) {
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	before := ms.TotalAlloc
-	got, err := perValue(newBudget(1<<30), general(), block{n: n, data: data, offs: offs}, 0)
+	got, err := perValue(NewBudget(1<<30), general(), block{n: n, data: data, offs: offs}, 0)
 	runtime.ReadMemStats(&ms)
 	if err != nil {
 		t.Fatal(err)
@@ -50,7 +50,7 @@ func TestFullZipZstdDecoderShared(t *testing.T) {
 	}
 	// A value stating fewer bytes than its frame holds is refused.
 	short := enc.EncodeAll([]byte("twelve bytes"), binary.LittleEndian.AppendUint64(nil, 5))
-	if _, err := perValue(newBudget(1<<30), general(), block{n: 2, data: append(bytes.Clone(data[:offs[1]]), short...),
+	if _, err := perValue(NewBudget(1<<30), general(), block{n: 2, data: append(bytes.Clone(data[:offs[1]]), short...),
 		offs: []uint64{0, offs[1], offs[1] + uint64(len(short))}}, 0); err == nil {
 		t.Error("a value decoding past its stated size was accepted")
 	}

@@ -1,4 +1,4 @@
-package lancefile
+package lanceenc
 
 import (
 	"encoding/binary"
@@ -49,8 +49,8 @@ func checkVariablePacked(v *encodings21pb.VariablePackedStruct, depth int) error
 	return nil
 }
 
-// hasVariableField reports whether st has a field that is not fixed-width.
-func hasVariableField(st *arrow.StructType) bool {
+// HasVariableField reports whether st has a field that is not fixed-width.
+func HasVariableField(st *arrow.StructType) bool {
 	for _, f := range st.Fields() {
 		if _, ok := f.Type.(arrow.FixedWidthDataType); !ok {
 			return true
@@ -195,7 +195,7 @@ func (f *packedField) array(valid *memory.Buffer, nulls int) (arrow.ArrayData, e
 	if f.offs == nil {
 		return array.NewData(f.dt, f.rows, []*memory.Buffer{valid, memory.NewBufferBytes(f.data)}, nil, nulls, 0), nil
 	}
-	ob := offsetsBuffer(f.dt, f.offs)
+	ob := OffsetsBuffer(f.dt, f.offs)
 	if ob == nil {
 		return nil, fmt.Errorf("packed struct %s field of %d bytes does not fit 32-bit offsets", f.dt, len(f.data))
 	}
@@ -216,10 +216,10 @@ func (f *packedField) emptyBytes() uint64 {
 	return n
 }
 
-// unpackVarStruct splits rows (large binary, one packed row each, null
+// UnpackVarStruct splits rows (large binary, one packed row each, null
 // where the struct is) into a struct array of type t. The values of null
 // and empty rows, which the file does not hold, are charged to bud.
-func unpackVarStruct(bud *budget, t *arrow.StructType, rows *array.LargeBinary) (arrow.Array, error) {
+func UnpackVarStruct(bud *Budget, t *arrow.StructType, rows *array.LargeBinary) (arrow.Array, error) {
 	f, err := newPackedField(t)
 	if err != nil {
 		return nil, err
@@ -230,7 +230,7 @@ func unpackVarStruct(bud *budget, t *arrow.StructType, rows *array.LargeBinary) 
 			empty++
 		}
 	}
-	if z, ok := mulSat(empty, f.emptyBytes()); !ok || bud.spendUnbacked(z, "a packed struct page") != nil {
+	if z, ok := mulSat(empty, f.emptyBytes()); !ok || bud.SpendUnbacked(z, "a packed struct page") != nil {
 		return nil, fmt.Errorf("packed struct page of %d null or empty rows of %d bytes each exceeds the reader's limit", empty, f.emptyBytes())
 	}
 	for i := range rows.Len() {

@@ -1,4 +1,4 @@
-package lancefile
+package lanceenc
 
 import (
 	"bytes"
@@ -35,14 +35,14 @@ func (b block) fixedBytes() int { return (b.n*b.bits + 7) / 8 }
 
 // checkDepth refuses encodings nested deeper than maxEncodingDepth.
 func checkDepth(depth int) error {
-	if depth > maxEncodingDepth {
-		return fmt.Errorf("encoding nested deeper than %d", maxEncodingDepth)
+	if depth > MaxEncodingDepth {
+		return fmt.Errorf("encoding nested deeper than %d", MaxEncodingDepth)
 	}
 	return nil
 }
 
 // decodeMini decodes one mini-block chunk of n values from its buffers.
-func decodeMini(bud *budget, enc *encodings21pb.CompressiveEncoding, bufs [][]byte, n, depth int) (block, error) {
+func decodeMini(bud *Budget, enc *encodings21pb.CompressiveEncoding, bufs [][]byte, n, depth int) (block, error) {
 	if err := checkDepth(depth); err != nil {
 		return block{}, err
 	}
@@ -99,7 +99,7 @@ func decodeMini(bud *budget, enc *encodings21pb.CompressiveEncoding, bufs [][]by
 
 // decodeBlock decodes a buffer of n values compressed as one block
 // (definition and repetition levels, dictionaries).
-func decodeBlock(bud *budget, enc *encodings21pb.CompressiveEncoding, buf []byte, n, depth int) (block, error) {
+func decodeBlock(bud *Budget, enc *encodings21pb.CompressiveEncoding, buf []byte, n, depth int) (block, error) {
 	if err := checkDepth(depth); err != nil {
 		return block{}, err
 	}
@@ -141,7 +141,7 @@ func decodeBlock(bud *budget, enc *encodings21pb.CompressiveEncoding, buf []byte
 
 // runLengths expands n values stored as runs: each distinct value (flat,
 // 8 to 64 bits) with its count (one byte); the last run may reach past n.
-func runLengths(bud *budget, r *encodings21pb.Rle, vals, lens []byte, n int) (block, error) {
+func runLengths(bud *Budget, r *encodings21pb.Rle, vals, lens []byte, n int) (block, error) {
 	bits := r.GetValues().GetFlat().GetBitsPerValue()
 	if (bits != 8 && bits != 16 && bits != 32 && bits != 64) || r.GetRunLengths().GetFlat().GetBitsPerValue() != 8 {
 		return block{}, fmt.Errorf("run-length encoding of %v with lengths %v is not supported", r.GetValues(), r.GetRunLengths())
@@ -150,7 +150,7 @@ func runLengths(bud *budget, r *encodings21pb.Rle, vals, lens []byte, n int) (bl
 	if len(vals)%w != 0 || len(vals)/w != len(lens) {
 		return block{}, fmt.Errorf("run-length buffers of %d values and %d lengths", len(vals)/w, len(lens))
 	}
-	if err := bud.spendDecoded(uint64(n) * uint64(w)); err != nil {
+	if err := bud.SpendDecoded(uint64(n) * uint64(w)); err != nil {
 		return block{}, err
 	}
 	out := make([]byte, 0, n*w)
@@ -169,7 +169,7 @@ func runLengths(bud *budget, r *encodings21pb.Rle, vals, lens []byte, n int) (bl
 // unsplitBytes joins n values stored byte-stream split (the first byte
 // of every value, then the second, ...), which pylance writes for float
 // columns whose metadata asks for it (lance-encoding:bss).
-func unsplitBytes(bud *budget, b *encodings21pb.ByteStreamSplit, buf []byte, n int) (block, error) {
+func unsplitBytes(bud *Budget, b *encodings21pb.ByteStreamSplit, buf []byte, n int) (block, error) {
 	bits := b.GetValues().GetFlat().GetBitsPerValue()
 	if bits != 32 && bits != 64 {
 		return block{}, fmt.Errorf("byte-stream-split encoding of %v is not supported", b.GetValues())
@@ -178,7 +178,7 @@ func unsplitBytes(bud *budget, b *encodings21pb.ByteStreamSplit, buf []byte, n i
 	if n < 0 || len(buf)/w < n {
 		return block{}, fmt.Errorf("byte-stream-split buffer of %d bytes holds fewer than %d values", len(buf), n)
 	}
-	if err := bud.spendDecoded(uint64(n * w)); err != nil {
+	if err := bud.SpendDecoded(uint64(n * w)); err != nil {
 		return block{}, err
 	}
 	out := make([]byte, n*w)
@@ -224,12 +224,12 @@ func flatBlock(f *encodings21pb.Flat, buf []byte, n int) (block, error) {
 
 // inlineUnpack decodes chunks of FastLanes blocks, each led by its bit
 // width as one t-bit word (Lance's InlineBitpacking).
-func inlineUnpack(bud *budget, t int, buf []byte, n int) (block, error) {
+func inlineUnpack(bud *Budget, t int, buf []byte, n int) (block, error) {
 	if t != 8 && t != 16 && t != 32 && t != 64 {
 		return block{}, fmt.Errorf("inline bit-packing of %d-bit values", t)
 	}
 	blocks := (n + flBlock - 1) / flBlock
-	if err := bud.spendDecoded(uint64(blocks) * flBlock * uint64(t) / 8); err != nil {
+	if err := bud.SpendDecoded(uint64(blocks) * flBlock * uint64(t) / 8); err != nil {
 		return block{}, err
 	}
 	out := make([]byte, n*t/8)
@@ -263,14 +263,14 @@ func inlineUnpack(bud *budget, t int, buf []byte, n int) (block, error) {
 // outOfLineUnpack decodes blocks of 1024 values packed at a fixed width
 // (the flat bits of its values); a tail shorter than a block is stored
 // either packed (padded) or raw, which the buffer's length tells.
-func outOfLineUnpack(bud *budget, o *encodings21pb.OutOfLineBitpacking, buf []byte, n int) (block, error) {
+func outOfLineUnpack(bud *Budget, o *encodings21pb.OutOfLineBitpacking, buf []byte, n int) (block, error) {
 	t := int(o.UncompressedBitsPerValue)
 	f := o.GetValues().GetFlat()
 	if (t != 8 && t != 16 && t != 32 && t != 64) || f == nil || f.BitsPerValue > uint64(t) {
 		return block{}, fmt.Errorf("out-of-line bit-packing of %d-bit values is not supported with %v", t, o.GetValues())
 	}
 	w := int(f.BitsPerValue)
-	if err := bud.spendDecoded(uint64(n+flBlock) * uint64(t) / 8); err != nil {
+	if err := bud.SpendDecoded(uint64(n+flBlock) * uint64(t) / 8); err != nil {
 		return block{}, err
 	}
 	words := flWords(t, w)
@@ -376,7 +376,7 @@ func fslBlock(f *encodings21pb.FixedSizeList, n int, inner func(items int) (bloc
 		return block{}, fmt.Errorf("fixed-size list of %d items (validity %v) is not supported", dim, f.HasValidity)
 	}
 	items, ok := mulSat(uint64(n), dim)
-	if !ok || items > maxPageRows*64 {
+	if !ok || items > MaxPageRows*64 {
 		return block{}, fmt.Errorf("fixed-size list of %d x %d items", n, dim)
 	}
 	b, err := inner(int(items))
@@ -391,20 +391,20 @@ func fslBlock(f *encodings21pb.FixedSizeList, n int, inner func(items int) (bloc
 
 // decompress undoes general compression: LZ4 blocks led by their
 // uncompressed size (u32), zstd frames or zstd led by its size (u64).
-func decompress(bud *budget, scheme encodings21pb.CompressionScheme, src []byte) ([]byte, error) {
+func decompress(bud *Budget, scheme encodings21pb.CompressionScheme, src []byte) ([]byte, error) {
 	return decompressWith(bud, scheme, src, nil)
 }
 
 // decompressWith is decompress with zstd frames read by z (nil: a
 // decoder of its own), which many small buffers share.
-func decompressWith(bud *budget, scheme encodings21pb.CompressionScheme, src []byte, z *zstdReader) ([]byte, error) {
+func decompressWith(bud *Budget, scheme encodings21pb.CompressionScheme, src []byte, z *zstdReader) ([]byte, error) {
 	switch scheme {
 	case encodings21pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4:
 		if len(src) < 4 {
 			return nil, fmt.Errorf("lz4 buffer of %d bytes", len(src))
 		}
 		n := uint64(binary.LittleEndian.Uint32(src))
-		if err := bud.spendDecoded(n); err != nil {
+		if err := bud.SpendDecoded(n); err != nil {
 			return nil, err
 		}
 		out := make([]byte, n)
@@ -449,7 +449,7 @@ func (z *zstdReader) close() {
 
 // zstdDecode decompresses a zstd buffer (Lance's, its size stated in
 // front, or a bare frame) with z, or a decoder of its own when z is nil.
-func zstdDecode(bud *budget, src []byte, z *zstdReader) ([]byte, error) {
+func zstdDecode(bud *Budget, src []byte, z *zstdReader) ([]byte, error) {
 	if len(src) == 0 {
 		return nil, nil
 	}
@@ -488,7 +488,7 @@ func zstdDecode(bud *budget, src []byte, z *zstdReader) ([]byte, error) {
 	} else if out, err = readLimited(d, src, limit); err != nil {
 		return nil, err
 	}
-	if err := bud.spendDecoded(uint64(len(out))); err != nil {
+	if err := bud.SpendDecoded(uint64(len(out))); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -516,7 +516,7 @@ func readLimited(d *zstd.Decoder, src []byte, limit uint64) ([]byte, error) {
 // a header (symbol count in its low byte, "FSST" magic in its high
 // bytes), the symbols (8 bytes each) and their lengths; code 255 escapes
 // a literal byte.
-func fsstDecode(bud *budget, table []byte, in block) (block, error) {
+func fsstDecode(bud *Budget, table []byte, in block) (block, error) {
 	if in.offs == nil {
 		return block{}, fmt.Errorf("FSST over fixed-width values")
 	}
@@ -534,7 +534,7 @@ func fsstDecode(bud *budget, table []byte, in block) (block, error) {
 	syms := table[8 : 8+8*ns]
 	lens := table[8+8*ns : 8+9*ns]
 	// Every code expands to at most 8 bytes.
-	if err := bud.spendDecoded(uint64(len(in.data)) * 8); err != nil {
+	if err := bud.SpendDecoded(uint64(len(in.data)) * 8); err != nil {
 		return block{}, err
 	}
 	out := make([]byte, 0, len(in.data)*3)

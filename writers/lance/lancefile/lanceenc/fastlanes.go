@@ -1,4 +1,4 @@
-package lancefile
+package lanceenc
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package lancefile
+package lanceenc
 
 import (
 	"encoding/binary"
@@ -13,8 +13,8 @@ import (
 // one leaf column into its repetition and definition levels and its
 // values (one per visible item), which levels.go assembles into Arrow.
 
-// leafPage is one decoded page of a leaf column.
-type leafPage struct {
+// LeafPage is one decoded page of a leaf column.
+type LeafPage struct {
 	layers   []encodings21pb.RepDefLayer // innermost first
 	rep, def []uint16                    // one per level; nil when absent
 	vals     block                       // one value per visible item
@@ -52,8 +52,8 @@ func largeChunks(m *encodings21pb.MiniBlockLayout) bool {
 
 func pad8(n int) int { return (n + 7) &^ 7 }
 
-// decodePage decodes page p's buffers into levels and values.
-func decodePage(bud *budget, pl *encodings21pb.PageLayout, bufs [][]byte, rows uint64) (*leafPage, error) {
+// DecodePage decodes page p's buffers into levels and values.
+func DecodePage(bud *Budget, pl *encodings21pb.PageLayout, bufs [][]byte, rows uint64) (*LeafPage, error) {
 	switch l := pl.GetLayout().(type) {
 	case *encodings21pb.PageLayout_MiniBlockLayout:
 		return decodeMiniBlock(bud, l.MiniBlockLayout, bufs)
@@ -65,11 +65,11 @@ func decodePage(bud *budget, pl *encodings21pb.PageLayout, bufs [][]byte, rows u
 	return nil, fmt.Errorf("page layout %T is not supported by this reader", pl.GetLayout())
 }
 
-func decodeMiniBlock(bud *budget, m *encodings21pb.MiniBlockLayout, bufs [][]byte) (*leafPage, error) {
+func decodeMiniBlock(bud *Budget, m *encodings21pb.MiniBlockLayout, bufs [][]byte) (*LeafPage, error) {
 	if len(bufs) < 2 || m.NumBuffers == 0 || m.NumBuffers > 16 {
 		return nil, fmt.Errorf("mini-block page with %d buffers (%d per chunk)", len(bufs), m.NumBuffers)
 	}
-	if m.NumItems > maxPageRows {
+	if m.NumItems > MaxPageRows {
 		return nil, fmt.Errorf("mini-block page of %d items exceeds the reader's limit", m.NumItems)
 	}
 	meta, data := bufs[0], bufs[1]
@@ -77,7 +77,7 @@ func decodeMiniBlock(bud *budget, m *encodings21pb.MiniBlockLayout, bufs [][]byt
 	if largeChunks(m) {
 		word = 4
 	}
-	p := &leafPage{layers: m.Layers}
+	p := &LeafPage{layers: m.Layers}
 	hasRep, hasDef := m.RepCompression != nil, m.DefCompression != nil
 	var vals []block
 	pos, seen := 0, 0
@@ -124,7 +124,7 @@ func decodeMiniBlock(bud *budget, m *encodings21pb.MiniBlockLayout, bufs [][]byt
 // and def buffers (16 bits each), the sizes of its value buffers (16 bits,
 // or 32 in 2.2's large chunks: word), padding to 8 bytes, then each
 // buffer padded to 8 bytes. The levels are appended to p.
-func decodeChunk(bud *budget, m *encodings21pb.MiniBlockLayout, chunk []byte, n, word int, hasRep, hasDef bool, p *leafPage) (block, error) {
+func decodeChunk(bud *Budget, m *encodings21pb.MiniBlockLayout, chunk []byte, n, word int, hasRep, hasDef bool, p *LeafPage) (block, error) {
 	nl := 0
 	if hasRep {
 		nl++
@@ -180,7 +180,7 @@ func decodeChunk(bud *budget, m *encodings21pb.MiniBlockLayout, chunk []byte, n,
 	return decodeMini(bud, m.ValueCompression, bufs, n, 0)
 }
 
-func decodeLevels(bud *budget, enc *encodings21pb.CompressiveEncoding, buf []byte, n int) ([]uint16, error) {
+func decodeLevels(bud *Budget, enc *encodings21pb.CompressiveEncoding, buf []byte, n int) ([]uint16, error) {
 	b, err := decodeBlock(bud, enc, buf, n, 0)
 	if err != nil {
 		return nil, err
@@ -221,7 +221,7 @@ func concatBlocks(bs []block) (block, error) {
 	if out.bits != 1 || variable {
 		out.data = make([]byte, 0, size)
 	}
-	var bw bitWriter
+	var bw BitWriter
 	for _, b := range bs {
 		if (b.offs != nil) != variable || b.bits != out.bits {
 			return block{}, fmt.Errorf("chunks of one page decode to different kinds of values")
@@ -234,7 +234,7 @@ func concatBlocks(bs []block) (block, error) {
 				out.offs = append(out.offs, base+o)
 			}
 		case b.bits == 1:
-			bw.appendBits(b.data, 0, b.n)
+			bw.AppendBits(b.data, 0, b.n)
 		default:
 			out.data = append(out.data, b.data...)
 		}
@@ -247,8 +247,8 @@ func concatBlocks(bs []block) (block, error) {
 }
 
 // dictionaryLookup replaces indices by the dictionary's values.
-func dictionaryLookup(bud *budget, m *encodings21pb.MiniBlockLayout, rest [][]byte, idx block) (block, error) {
-	if len(rest) == 0 || m.NumDictionaryItems > maxPageRows {
+func dictionaryLookup(bud *Budget, m *encodings21pb.MiniBlockLayout, rest [][]byte, idx block) (block, error) {
+	if len(rest) == 0 || m.NumDictionaryItems > MaxPageRows {
 		return block{}, fmt.Errorf("dictionary page without its dictionary buffer")
 	}
 	dict, err := decodeBlock(bud, m.Dictionary, rest[0], int(m.NumDictionaryItems), 0)
@@ -277,7 +277,7 @@ func dictionaryLookup(bud *budget, m *encodings21pb.MiniBlockLayout, rest [][]by
 			v, _ := at(i)
 			total += dict.offs[v+1] - dict.offs[v]
 		}
-		if err := bud.spendUnbacked(total, "a dictionary page"); err != nil {
+		if err := bud.SpendUnbacked(total, "a dictionary page"); err != nil {
 			return block{}, err
 		}
 		out.data = make([]byte, 0, total)
@@ -292,7 +292,7 @@ func dictionaryLookup(bud *budget, m *encodings21pb.MiniBlockLayout, rest [][]by
 		return block{}, fmt.Errorf("dictionary of %d-bit values", dict.bits)
 	}
 	bw := dict.bits / 8
-	if err := bud.spendUnbacked(uint64(idx.n)*uint64(bw), "a dictionary page"); err != nil {
+	if err := bud.SpendUnbacked(uint64(idx.n)*uint64(bw), "a dictionary page"); err != nil {
 		return block{}, err
 	}
 	out.data = make([]byte, idx.n*bw)
@@ -309,12 +309,12 @@ func dictionaryLookup(bud *budget, m *encodings21pb.MiniBlockLayout, rest [][]by
 // decodeFullZip reads a page whose items are each a control word
 // (repetition and definition bits), then, for a visible item, its value:
 // fixed-width bytes, or a length and bytes (valid items only).
-func decodeFullZip(bud *budget, z *encodings21pb.FullZipLayout, bufs [][]byte) (*leafPage, error) {
-	if len(bufs) < 1 || z.NumItems > maxPageRows || z.NumVisibleItems > z.NumItems {
+func decodeFullZip(bud *Budget, z *encodings21pb.FullZipLayout, bufs [][]byte) (*LeafPage, error) {
+	if len(bufs) < 1 || z.NumItems > MaxPageRows || z.NumVisibleItems > z.NumItems {
 		return nil, fmt.Errorf("full-zip page with %d buffers, %d items and %d visible", len(bufs), z.NumItems, z.NumVisibleItems)
 	}
 	data := bufs[0]
-	p := &leafPage{layers: z.Layers}
+	p := &LeafPage{layers: z.Layers}
 	if z.BitsRep+z.BitsDef > 32 {
 		return nil, fmt.Errorf("full-zip control words of %d bits", z.BitsRep+z.BitsDef)
 	}
@@ -395,7 +395,7 @@ func decodeFullZip(bud *budget, z *encodings21pb.FullZipLayout, bufs [][]byte) (
 
 // perValue undoes a full-zip page's value compression, which applies to
 // each value on its own.
-func perValue(bud *budget, enc *encodings21pb.CompressiveEncoding, b block, depth int) (block, error) {
+func perValue(bud *Budget, enc *encodings21pb.CompressiveEncoding, b block, depth int) (block, error) {
 	if err := checkDepth(depth); err != nil {
 		return block{}, err
 	}
@@ -484,8 +484,8 @@ func visibleDef(layers []encodings21pb.RepDefLayer) uint16 {
 // decodeAllNull reads an all-null page: no buffers (every row null), or
 // raw 16-bit repetition and definition levels. Format 2.2 also stores
 // constant pages in this layout: the value, then the levels, if any.
-func decodeAllNull(bud *budget, layers []encodings21pb.RepDefLayer, bufs [][]byte, rows uint64) (*leafPage, error) {
-	p := &leafPage{layers: layers, allNull: true}
+func decodeAllNull(bud *Budget, layers []encodings21pb.RepDefLayer, bufs [][]byte, rows uint64) (*LeafPage, error) {
+	p := &LeafPage{layers: layers, allNull: true}
 	// All-null pages have no buffers or the two of their levels; constant
 	// pages add the value in front.
 	if len(bufs)%2 == 1 {
@@ -501,7 +501,7 @@ func decodeAllNull(bud *budget, layers []encodings21pb.RepDefLayer, bufs [][]byt
 		bufs = bufs[1:]
 	}
 	levels := func(b []byte) ([]uint16, error) {
-		if len(b)%2 != 0 || uint64(len(b)/2) > maxPageRows {
+		if len(b)%2 != 0 || uint64(len(b)/2) > MaxPageRows {
 			return nil, fmt.Errorf("all-null page levels of %d bytes", len(b))
 		}
 		out := make([]uint16, len(b)/2)
@@ -528,7 +528,7 @@ func decodeAllNull(bud *budget, layers []encodings21pb.RepDefLayer, bufs [][]byt
 		return nil, err
 	}
 	if p.rep == nil && p.def == nil {
-		if rows > maxPageRows {
+		if rows > MaxPageRows {
 			return nil, fmt.Errorf("all-null page of %d rows", rows)
 		}
 		p.def = make([]uint16, rows)
