@@ -77,9 +77,11 @@ type Page struct {
 	Layout *encodings21pb.PageLayout
 }
 
-// EncodeField encodes chunks of one top-level field of type dt, which
-// has leaves leaf columns, as one mini-block page per leaf column, calling
-// emit for each.
+// EncodeField encodes chunks of one top-level field of type dt as one
+// mini-block page per leaf column, starting at column col, calling emit
+// for each; it returns the next column. leaves is dt's number of leaf
+// columns (a packed struct is one), the empty pages written when there
+// are no chunks.
 func EncodeField(dt arrow.DataType, chunks []arrow.Array, leaves, col int, minor uint16, emit func(col int, p Page) error) (int, error) {
 	if _, ok := dt.(*arrow.DictionaryType); ok && len(chunks) > 0 {
 		return col + 1, encodeDictionary(chunks, col, minor, emit)
