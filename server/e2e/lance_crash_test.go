@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -33,11 +33,11 @@ type lanceDataset struct {
 	props   map[string]string // transaction properties of the latest version
 }
 
-// readLance reads the latest version of the dataset with lanceformat.
+// readLance reads the latest version of the dataset with lancetable.
 func readLance(t *testing.T, datasetDir string) lanceDataset {
 	t.Helper()
 	var out lanceDataset
-	eachFragment(t, datasetDir, func(d *lanceformat.Dataset, b *storage.Bucket) {
+	eachFragment(t, datasetDir, func(d *lancetable.Dataset, b *storage.Bucket) {
 		txn, err := d.Transaction(context.Background(), b)
 		if err != nil || txn == nil {
 			t.Fatalf("transaction of version %d: %v, %v", d.Version(), txn, err)
@@ -52,7 +52,7 @@ func readLance(t *testing.T, datasetDir string) lanceDataset {
 
 // eachFragment loads the latest version of the dataset, calls loaded with
 // it and then fn with every fragment read in full.
-func eachFragment(t *testing.T, datasetDir string, loaded func(d *lanceformat.Dataset, b *storage.Bucket), fn func(rec arrow.RecordBatch)) {
+func eachFragment(t *testing.T, datasetDir string, loaded func(d *lancetable.Dataset, b *storage.Bucket), fn func(rec arrow.RecordBatch)) {
 	t.Helper()
 	ctx := context.Background()
 	b, err := storage.Open(ctx, rootURI(datasetDir), storage.Options{})
@@ -60,7 +60,7 @@ func eachFragment(t *testing.T, datasetDir string, loaded func(d *lanceformat.Da
 		t.Fatal(err)
 	}
 	defer b.Close()
-	d, err := lanceformat.Latest(ctx, b)
+	d, err := lancetable.Latest(ctx, b)
 	if err != nil {
 		t.Fatalf("load dataset: %v", err)
 	}

@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -30,7 +30,7 @@ func readLanceRows(t *testing.T, datasetDir string) (uint64, map[int64]string) {
 	t.Helper()
 	var version uint64
 	out := map[int64]string{}
-	eachFragment(t, datasetDir, func(d *lanceformat.Dataset, _ *storage.Bucket) {
+	eachFragment(t, datasetDir, func(d *lancetable.Dataset, _ *storage.Bucket) {
 		version = d.Version()
 	}, func(rec arrow.RecordBatch) {
 		for r := range int(rec.NumRows()) {

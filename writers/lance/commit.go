@@ -5,12 +5,13 @@ import (
 	"strconv"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
 // maxReplans bounds how often Commit plans again after a conflict
-// lanceformat could not rebase (a concurrent create, schema change or
+// lancetable could not rebase (a concurrent create, schema change or
 // overwrite).
 const maxReplans = 5
 
@@ -41,8 +42,8 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 	if err != nil {
 		return writers.CommitInfo{}, err
 	}
-	var frags []lanceformat.Fragment
-	var schema *lanceformat.Schema
+	var frags []lancetable.Fragment
+	var schema *lancefile.Schema
 	seen := make(map[string]bool)
 	for _, d := range ds {
 		if schema == nil {
@@ -90,7 +91,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 				return writers.CommitInfo{}, 0, err
 			}
 		}
-		txn := &lanceformat.Transaction{Op: lanceformat.OpAppend, Fragments: frags}
+		txn := &lancetable.Transaction{Op: lancetable.OpAppend, Fragments: frags}
 		if m != nil {
 			if err := m.apply(d, txn); err != nil {
 				return writers.CommitInfo{}, 0, tablesink.Final(err)
@@ -100,7 +101,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			txn.Properties = map[string]string{propWriter: key.Writer, propEpoch: strconv.FormatInt(key.Epoch, 10)}
 		}
 		if d == nil {
-			txn.Op, txn.Schema = lanceformat.OpOverwrite, schema
+			txn.Op, txn.Schema = lancetable.OpOverwrite, schema
 		} else if schema != nil && len(frags) > 0 && !schema.Equal(&d.Manifest.Schema) {
 			return writers.CommitInfo{}, 0, writers.Errorf(writers.ErrInvalid, "lance: the descriptors' data files were written for another schema than the dataset's (%s), which %s: replay the transaction with the dataset's columns", fieldList(&d.Manifest.Schema), changedBy(lostCreate))
 		}
@@ -109,13 +110,13 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 				return writers.CommitInfo{}, 0, err
 			}
 		}
-		nd, err := lanceformat.Commit(ctx, w.bucket, d, txn)
+		nd, err := lancetable.Commit(ctx, w.bucket, d, txn)
 		if err != nil {
 			lostCreate = d == nil
 			return writers.CommitInfo{}, 0, err
 		}
 		if d != nil && nd.Version() > d.Version()+1 {
-			w.m.rebases.Inc() // lost the race; lanceformat rebased it
+			w.m.rebases.Inc() // lost the race; lancetable rebased it
 		}
 		w.m.version.Set(float64(nd.Version()))
 		if m != nil {
@@ -137,7 +138,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 // dataset's (written for the format configured for a new dataset while
 // another writer created it in another one): Lance datasets never mix
 // file formats. A replay writes them again, in the dataset's format.
-func sameFormat(d *lanceformat.Dataset, frags []lanceformat.Fragment, lostCreate bool) error {
+func sameFormat(d *lancetable.Dataset, frags []lancetable.Fragment, lostCreate bool) error {
 	minor, err := d.FileMinor()
 	if err != nil {
 		return err
@@ -162,7 +163,7 @@ func changedBy(lostCreate bool) string {
 }
 
 // fieldList formats a Lance schema's columns for messages.
-func fieldList(s *lanceformat.Schema) string {
+func fieldList(s *lancefile.Schema) string {
 	as, err := s.ToArrow()
 	if err != nil {
 		return "unreadable"
@@ -178,7 +179,7 @@ func fieldList(s *lanceformat.Schema) string {
 // work overlaps with the next transaction's data arriving), and the next
 // merge's planning, which takes idxMu, finds the index current. Close
 // cancels a build and waits.
-func (w *Writer) patchIndex(p *indexPatch, nd *lanceformat.Dataset) {
+func (w *Writer) patchIndex(p *indexPatch, nd *lancetable.Dataset) {
 	if w.cfg.KeyIndexMaxBytes <= 0 {
 		return // no index: merges scan, and the commit need not wait for idxMu
 	}
@@ -206,7 +207,7 @@ func (w *Writer) patchIndex(p *indexPatch, nd *lanceformat.Dataset) {
 
 // buildIndex syncs the key index to nd on the background goroutine, with
 // a panic (an unreadable fragment) its error.
-func (w *Writer) buildIndex(nd *lanceformat.Dataset) (err error) {
+func (w *Writer) buildIndex(nd *lancetable.Dataset) (err error) {
 	defer func() {
 		if err != nil && w.idx != nil {
 			*w.idx = *newKeyIndex()
@@ -219,7 +220,7 @@ func (w *Writer) buildIndex(nd *lanceformat.Dataset) (err error) {
 // applyPatch applies p to the index on the patch goroutine, which gRPC's
 // recovery does not cover: a panic empties the index (the next sync
 // rebuilds it) and is returned instead of ending the process.
-func (w *Writer) applyPatch(p *indexPatch, nd *lanceformat.Dataset) (applied bool, err error) {
+func (w *Writer) applyPatch(p *indexPatch, nd *lancetable.Dataset) (applied bool, err error) {
 	defer func() {
 		if err != nil && w.idx != nil {
 			*w.idx = *newKeyIndex()

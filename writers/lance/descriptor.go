@@ -8,7 +8,8 @@ import (
 	"strings"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
@@ -24,11 +25,11 @@ const (
 // It is self-contained, so a restarted or another server can commit it.
 // A merge_insert descriptor also carries Merge.
 type descriptor struct {
-	Kind      string              `json:"kind"`
-	Version   int                 `json:"version"`
-	Schema    *lanceformat.Schema `json:"schema,omitempty"`
-	Fragments []fragment          `json:"fragments"`
-	Merge     *mergeDesc          `json:"merge,omitempty"`
+	Kind      string            `json:"kind"`
+	Version   int               `json:"version"`
+	Schema    *lancefile.Schema `json:"schema,omitempty"`
+	Fragments []fragment        `json:"fragments"`
+	Merge     *mergeDesc        `json:"merge,omitempty"`
 }
 
 // mergeDesc is the part of a merge_insert descriptor that changes existing
@@ -44,17 +45,17 @@ type mergeDesc struct {
 // Commit refuses to publish when it changed since (another deletion file,
 // other data files, or gone).
 type touchedFragment struct {
-	ID       uint64                    `json:"id"`
-	Files    []string                  `json:"files"`
-	Deletion *lanceformat.DeletionFile `json:"deletion,omitempty"`
+	ID       uint64                   `json:"id"`
+	Files    []string                 `json:"files"`
+	Deletion *lancetable.DeletionFile `json:"deletion,omitempty"`
 }
 
 // updatedFragment is a touched fragment and its new deletion file (the old
 // deleted offsets and the merge's) with its exact size.
 type updatedFragment struct {
 	touchedFragment
-	NewDeletion     lanceformat.DeletionFile `json:"new_deletion"`
-	NewDeletionSize int64                    `json:"new_deletion_size"`
+	NewDeletion     lancetable.DeletionFile `json:"new_deletion"`
+	NewDeletionSize int64                   `json:"new_deletion_size"`
 }
 
 // fragment is one new fragment: one data file under data/.
@@ -69,9 +70,9 @@ type fragment struct {
 	Minor uint16 `json:"minor,omitempty"`
 }
 
-func (f fragment) lance() lanceformat.Fragment {
-	return lanceformat.Fragment{
-		Files: []lanceformat.DataFile{{Path: f.Path, Fields: f.Fields, ColumnIndices: f.Columns,
+func (f fragment) lance() lancetable.Fragment {
+	return lancetable.Fragment{
+		Files: []lancetable.DataFile{{Path: f.Path, Fields: f.Fields, ColumnIndices: f.Columns,
 			Major: 2, Minor: uint32(f.Minor), SizeBytes: f.Size}},
 		PhysicalRows: f.Rows,
 	}
@@ -117,7 +118,7 @@ func decodeDescriptor(b writers.Descriptor) (*descriptor, error) {
 		return nil, writers.Errorf(writers.ErrInvalid, "lance: merge descriptor changes fragments of a dataset it says did not exist")
 	}
 	for _, f := range d.Fragments {
-		if strings.Contains(f.Path, "/") || storage.CheckKey(lanceformat.DataKey(f.Path)) != nil || len(f.Fields) != len(f.Columns) {
+		if strings.Contains(f.Path, "/") || storage.CheckKey(lancetable.DataKey(f.Path)) != nil || len(f.Fields) != len(f.Columns) {
 			return nil, writers.Errorf(writers.ErrInvalid, "lance: descriptor data file %q is not a plain file name under data/", f.Path)
 		}
 	}
@@ -149,7 +150,7 @@ func (w *Writer) verifyFiles(ctx context.Context, ds []*descriptor) error {
 	for i, d := range ds {
 		label := fmt.Sprintf("lance: endpoint %q: descriptor %d", w.env.Endpoint, i)
 		for _, f := range d.Fragments {
-			want = append(want, storage.Expected{Key: lanceformat.DataKey(f.Path), Size: int64(f.Size), Label: label})
+			want = append(want, storage.Expected{Key: lancetable.DataKey(f.Path), Size: int64(f.Size), Label: label})
 		}
 		if d.Merge == nil {
 			continue

@@ -12,7 +12,7 @@
 // first rows, never by a write) whose transaction properties record quiver.writer and
 // quiver.epoch. Commit reads those properties back through the version
 // history, so a replayed epoch changes nothing. Lost commit races are
-// rebased by lanceformat when Lance's conflict rules allow it.
+// rebased by lancetable when Lance's conflict rules allow it.
 //
 // In mode merge_insert, Write buffers the transaction's source (hashing
 // its keys as it arrives) and Precommit runs the merge against the latest

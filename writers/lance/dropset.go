@@ -3,7 +3,7 @@ package lance
 import (
 	"context"
 
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -25,9 +25,9 @@ type droppedFragment struct {
 }
 
 // deletedOffsets returns the offsets fragment f's deletion file deletes.
-func deletedOffsets(ctx context.Context, b *storage.Bucket, f *lanceformat.Fragment) (droppedFragment, error) {
+func deletedOffsets(ctx context.Context, b *storage.Bucket, f *lancetable.Fragment) (droppedFragment, error) {
 	var gone droppedFragment
-	offs, err := lanceformat.ReadDeletions(ctx, b, f)
+	offs, err := lancetable.ReadDeletions(ctx, b, f)
 	for _, o := range offs {
 		gone.addOffset(o)
 	}

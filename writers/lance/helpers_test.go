@@ -9,7 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 )
 
 // newWriter opens a writer on dir (the dataset folder).
@@ -67,7 +67,7 @@ func indexIdle(w *Writer) {
 
 // warmIndex builds w's key index for d when it is cold, as the background
 // work after a merge's commit does.
-func warmIndex(t *testing.T, w *Writer, d *lanceformat.Dataset, mem memory.Allocator) {
+func warmIndex(t *testing.T, w *Writer, d *lancetable.Dataset, mem memory.Allocator) {
 	t.Helper()
 	w.idxMu.Lock()
 	defer w.idxMu.Unlock()

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -39,7 +39,7 @@ type history struct {
 // a vacuum removed (see Vacuum: only writers idle for longer than a
 // transaction may stay open and than the retention) is unknown
 // afterwards.
-func (h *history) lookup(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, writer string) (committedAt, bool, error) {
+func (h *history) lookup(ctx context.Context, b *storage.Bucket, d *lancetable.Dataset, writer string) (committedAt, bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if d == nil || d.Version() <= h.scanned {
@@ -48,7 +48,7 @@ func (h *history) lookup(ctx context.Context, b *storage.Bucket, d *lanceformat.
 	}
 	versions := []uint64{d.Version()}
 	if d.Version() > h.scanned+1 {
-		all, _, err := lanceformat.Versions(ctx, b)
+		all, _, err := lancetable.Versions(ctx, b)
 		if err != nil {
 			return committedAt{}, false, err
 		}
@@ -74,11 +74,11 @@ func (h *history) lookup(ctx context.Context, b *storage.Bucket, d *lanceformat.
 // read records the epoch version v's transaction commits, if any; d is
 // the latest version, v at most d's. A version removed since it was
 // listed is skipped.
-func (h *history) read(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, v uint64) error {
+func (h *history) read(ctx context.Context, b *storage.Bucket, d *lancetable.Dataset, v uint64) error {
 	dv := d
 	if v != d.Version() {
 		var err error
-		if dv, err = lanceformat.LoadVersion(ctx, b, v, d.Naming); errors.Is(err, storage.ErrNotExist) {
+		if dv, err = lancetable.LoadVersion(ctx, b, v, d.Naming); errors.Is(err, storage.ErrNotExist) {
 			return nil
 		} else if err != nil {
 			return err

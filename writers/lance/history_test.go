@@ -8,7 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 )
 
 // TestHistoryReadsOnlyExistingVersions: a fresh writer finds an epoch
@@ -25,12 +25,12 @@ func TestHistoryReadsOnlyExistingVersions(t *testing.T) {
 	r := scenarioRows(mem, 0, 5)
 	commitRows(t, w, writers.TxnKey{Writer: "job", Epoch: 1}, r) // version 1
 	r.Release()
-	base, err := lanceformat.Latest(ctx, w.bucket)
+	base, err := lancetable.Latest(ctx, w.bucket)
 	if err != nil {
 		t.Fatal(err)
 	}
 	base.Manifest.Version = 1 << 40 // the next version is 2^40+1
-	if _, err := lanceformat.Commit(ctx, w.bucket, base, &lanceformat.Transaction{Op: lanceformat.OpAppend}); err != nil {
+	if _, err := lancetable.Commit(ctx, w.bucket, base, &lancetable.Transaction{Op: lancetable.OpAppend}); err != nil {
 		t.Fatal(err)
 	}
 

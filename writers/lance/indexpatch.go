@@ -2,7 +2,7 @@ package lance
 
 import (
 	"github.com/quiver-ingest/quiver/merge"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 )
 
 // indexPatch is what one merge changes in the key index, kept from its
@@ -40,7 +40,7 @@ func newIndexPatch(readVersion uint64, src *source, t *targets, plan *mergePlan,
 }
 
 // matches reports whether m is the merge p was recorded for.
-func (p *indexPatch) matches(m *mergeDesc, frags []lanceformat.Fragment) bool {
+func (p *indexPatch) matches(m *mergeDesc, frags []lancetable.Fragment) bool {
 	if m.ReadVersion != p.readVersion || len(frags) != len(p.files) {
 		return false
 	}
@@ -60,12 +60,12 @@ func (p *indexPatch) matches(m *mergeDesc, frags []lanceformat.Fragment) bool {
 // and the next sync catches up by comparing fragments. A patched index
 // larger than maxBytes (0: no bound) is emptied, so that the next sync
 // rebuilds it and applies the bound.
-func (x *keyIndex) apply(p *indexPatch, nd *lanceformat.Dataset, maxBytes int) bool {
+func (x *keyIndex) apply(p *indexPatch, nd *lancetable.Dataset, maxBytes int) bool {
 	if x.schema == nil || x.keys != p.indexed || x.version != p.readVersion || nd.Version() != p.readVersion+1 || !x.schema.Equal(&nd.Manifest.Schema) {
 		return false
 	}
-	byPath := make(map[string]*lanceformat.Fragment, len(p.files))
-	byID := make(map[uint64]*lanceformat.Fragment, len(nd.Manifest.Fragments))
+	byPath := make(map[string]*lancetable.Fragment, len(p.files))
+	byID := make(map[uint64]*lancetable.Fragment, len(nd.Manifest.Fragments))
 	for i := range nd.Manifest.Fragments {
 		f := &nd.Manifest.Fragments[i]
 		byID[f.ID] = f

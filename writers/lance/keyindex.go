@@ -12,7 +12,8 @@ import (
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -49,7 +50,7 @@ type keyIndex struct {
 	// frags is each indexed fragment as the index saw it, with its count
 	// of indexed addresses.
 	frags  map[uint64]indexedFragment
-	schema *lanceformat.Schema
+	schema *lancefile.Schema
 	enc    *merge.KeyEncoder
 	// version is the dataset version the index reflects (0: none).
 	version uint64
@@ -111,7 +112,7 @@ func (x *keyIndex) MemoryBytes() int {
 // cold reports whether syncing the index to d would build it from
 // scratch: it reflects no version (new, or emptied after a failure) or
 // another key schema.
-func (x *keyIndex) cold(d *lanceformat.Dataset) bool {
+func (x *keyIndex) cold(d *lancetable.Dataset) bool {
 	return d != nil && (x.version == 0 || x.schema == nil || !x.schema.Equal(&d.Manifest.Schema))
 }
 
@@ -122,7 +123,7 @@ func (x *keyIndex) cold(d *lanceformat.Dataset) bool {
 // rebuilds from scratch when the key schema changed. It returns an error
 // wrapping errNoIndex past maxBytes (0: no bound); on any error the index
 // is left empty (the next sync rebuilds it).
-func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, on []string, maxBytes int, mem memory.Allocator) (syncStats, error) {
+func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lancetable.Dataset, on []string, maxBytes int, mem memory.Allocator) (syncStats, error) {
 	var st syncStats
 	if d == nil {
 		*x = *newKeyIndex()
@@ -141,10 +142,10 @@ func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lanceformat.D
 		x.schema, x.enc = &d.Manifest.Schema, enc
 		st.rebuilt = true
 	}
-	current := make(map[uint64]*lanceformat.Fragment, len(d.Manifest.Fragments))
-	var read []*lanceformat.Fragment // new or rewritten: read whole
-	var purged, deleted []uint64     // fragments losing all / some addresses
-	var drop dropSet                 // the addresses they lose
+	current := make(map[uint64]*lancetable.Fragment, len(d.Manifest.Fragments))
+	var read []*lancetable.Fragment // new or rewritten: read whole
+	var purged, deleted []uint64    // fragments losing all / some addresses
+	var drop dropSet                // the addresses they lose
 	for i := range d.Manifest.Fragments {
 		f := &d.Manifest.Fragments[i]
 		if f.ID > maxIndexedFragment {
@@ -157,7 +158,7 @@ func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lanceformat.D
 			read = append(read, f)
 		case unchanged(f, old.seen):
 		case sameFiles(f, old.seen):
-			offs, err := lanceformat.ReadDeletions(ctx, b, f)
+			offs, err := lancetable.ReadDeletions(ctx, b, f)
 			if err != nil {
 				return st, x.fail(err)
 			}
@@ -237,12 +238,12 @@ func (x *keyIndex) fail(err error) error {
 }
 
 // sameFiles reports whether f still has the data files t recorded.
-func sameFiles(f *lanceformat.Fragment, t touchedFragment) bool {
+func sameFiles(f *lancetable.Fragment, t touchedFragment) bool {
 	return unchanged(f, touchedFragment{ID: t.ID, Files: t.Files, Deletion: f.Deletion})
 }
 
 // seenAs records f's data files and deletion file.
-func seenAs(f *lanceformat.Fragment) touchedFragment {
+func seenAs(f *lancetable.Fragment) touchedFragment {
 	t := touchedFragment{ID: f.ID}
 	for _, df := range f.Files {
 		t.Files = append(t.Files, df.Path)
@@ -255,7 +256,7 @@ func seenAs(f *lanceformat.Fragment) touchedFragment {
 }
 
 // readFragment indexes the live rows of f (only its key columns are read).
-func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, f *lanceformat.Fragment, on []string, mem memory.Allocator) error {
+func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lancetable.Dataset, f *lancetable.Fragment, on []string, mem memory.Allocator) error {
 	gone, err := deletedOffsets(ctx, b, f)
 	if err != nil {
 		return err

@@ -20,7 +20,7 @@ import (
 	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
 )
 
 // liveRows returns every live row of the latest version (duplicate keys
@@ -350,7 +350,7 @@ func TestRecordKeysRowErrorAtFragmentOffset(t *testing.T) {
 		return array.NewRecordBatch(s, []arrow.Array{a}, int64(len(vs)))
 	}
 	recs := []arrow.RecordBatch{rec([]int64{1, 2, 3}, nil), rec([]int64{4, 0}, []bool{true, false})}
-	defer lanceformat.ReleaseRecords(recs)
+	defer lancefile.ReleaseRecords(recs)
 	enc, err := merge.NewKeyEncoder(s, []string{"k"})
 	if err != nil {
 		t.Fatal(err)
@@ -394,7 +394,7 @@ func TestRecordKeysChunks(t *testing.T) {
 		t.Fatal(err)
 	}
 	check := func(recs []arrow.RecordBatch) (int, error) {
-		defer lanceformat.ReleaseRecords(recs)
+		defer lancefile.ReleaseRecords(recs)
 		var next uint32
 		err := recordKeys(recs, enc, func(off uint32, k []byte) {
 			if want := binary.BigEndian.AppendUint64(nil, uint64(off)^1<<63); off != next || !bytes.Equal(k, want) {

@@ -14,7 +14,7 @@ import (
 	"github.com/quiver-ingest/quiver/internal/emulator"
 	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 )
 
 // scenarioSchema is the schema of `probe.mjs scenario`.
@@ -168,7 +168,7 @@ func TestQuiverAppendsToLanceDBDataset(t *testing.T) {
 	out := probetest.Run(t, "verify", db, "t")
 	wantLines(t, out, "== latest: version=5 rows=12", `{"id":"20","name":"n20","score":20.5,"tags":null}`,
 		`{"id":"2","name":"bob","score":20.5,"tags":["upd"]}`, "v4 rows=9", "v5 rows=12")
-	d, err := lanceformat.Latest(context.Background(), w.bucket)
+	d, err := lancetable.Latest(context.Background(), w.bucket)
 	if err != nil || d.Manifest.FormatVersion != "2.0" {
 		t.Fatalf("latest: %v, format %q", err, d.Manifest.FormatVersion)
 	}
@@ -270,9 +270,9 @@ func TestLanceDBReadsQuiverPageKinds(t *testing.T) {
 		}
 	}
 	// A 2.1 dataset: 300 rows of three categories make dictionary pages,
-	// the docs of 10 KB and more full-zip pages (lanceformat's
+	// the docs of 10 KB and more full-zip pages (lancefile's
 	// TestStringDictionaryPages and TestFullZipRoundTrip check the kinds).
-	d, err := lanceformat.Latest(context.Background(), w.bucket)
+	d, err := lancetable.Latest(context.Background(), w.bucket)
 	if err != nil || d.Manifest.FormatVersion != "2.1" {
 		t.Fatalf("latest: %v, format %q", err, d.Manifest.FormatVersion)
 	}

@@ -4,7 +4,7 @@ import (
 	"slices"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 )
 
 // mergeOf returns the merge part of descs, nil when none has one. A merge
@@ -33,7 +33,7 @@ func mergeOf(ds []*descriptor) (*mergeDesc, error) {
 // transaction must be replayed, which plans the merge again). A merge
 // planned on an empty target cannot commit on a dataset created since
 // (its inserts may now match), nor the other way round.
-func (m *mergeDesc) apply(d *lanceformat.Dataset, txn *lanceformat.Transaction) error {
+func (m *mergeDesc) apply(d *lancetable.Dataset, txn *lancetable.Transaction) error {
 	switch {
 	case d == nil && m.ReadVersion == 0:
 		return nil // the Overwrite that creates the dataset
@@ -42,12 +42,12 @@ func (m *mergeDesc) apply(d *lanceformat.Dataset, txn *lanceformat.Transaction) 
 	case m.ReadVersion == 0:
 		return writers.Errorf(writers.ErrConflict, "lance: the dataset was created by another writer after the merge was planned on an empty target: replay the transaction")
 	}
-	txn.Op = lanceformat.OpUpdate
-	byID := make(map[uint64]*lanceformat.Fragment, len(d.Manifest.Fragments))
+	txn.Op = lancetable.OpUpdate
+	byID := make(map[uint64]*lancetable.Fragment, len(d.Manifest.Fragments))
 	for i := range d.Manifest.Fragments {
 		byID[d.Manifest.Fragments[i].ID] = &d.Manifest.Fragments[i]
 	}
-	check := func(t touchedFragment) (*lanceformat.Fragment, error) {
+	check := func(t touchedFragment) (*lancetable.Fragment, error) {
 		f := byID[t.ID]
 		if f == nil || !unchanged(f, t) {
 			return nil, writers.Errorf(writers.ErrConflict, "lance: fragment %d changed after the merge was planned on version %d (a concurrent delete, update or compaction): replay the transaction", t.ID, m.ReadVersion)
@@ -75,7 +75,7 @@ func (m *mergeDesc) apply(d *lanceformat.Dataset, txn *lanceformat.Transaction) 
 
 // unchanged reports whether f still has the data files and deletion file
 // t recorded.
-func unchanged(f *lanceformat.Fragment, t touchedFragment) bool {
+func unchanged(f *lancetable.Fragment, t touchedFragment) bool {
 	paths := make([]string, len(f.Files))
 	for i, df := range f.Files {
 		paths[i] = df.Path

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 )
 
 // writeDeletions writes the new deletion file of every fragment of d
@@ -13,7 +13,7 @@ import (
 // in, and records it in m as updated, or as removed when no row is left.
 // It returns the keys of the files written, also on error (the caller
 // removes them).
-func (w *Writer) writeDeletions(ctx context.Context, d *lanceformat.Dataset, plan *mergePlan, m *mergeDesc) ([]string, error) {
+func (w *Writer) writeDeletions(ctx context.Context, d *lancetable.Dataset, plan *mergePlan, m *mergeDesc) ([]string, error) {
 	if d == nil {
 		return nil, nil
 	}
@@ -28,12 +28,12 @@ func (w *Writer) writeDeletions(ctx context.Context, d *lanceformat.Dataset, pla
 		for _, df := range f.Files {
 			tf.Files = append(tf.Files, df.Path)
 		}
-		old, err := lanceformat.ReadDeletions(ctx, w.bucket, f)
+		old, err := lancetable.ReadDeletions(ctx, w.bucket, f)
 		if err != nil {
 			return written, err
 		}
 		all := unionSorted(old, offs)
-		nd, raw, err := lanceformat.NewDeletionFile(d.Version(), all)
+		nd, raw, err := lancetable.NewDeletionFile(d.Version(), all)
 		if err != nil {
 			return written, err
 		}

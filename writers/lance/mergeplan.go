@@ -12,7 +12,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -87,7 +87,7 @@ func (t *targets) of(ord int32) []uint64 {
 // the source lacks go to plan.deletes. Fragments are scanned on every core
 // (what a merge without an index costs is this scan), and their matches
 // added in fragment order, as one pass would.
-func scanTargets(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, src *source, cfg *Config, plan *mergePlan, mem memory.Allocator) (*targets, error) {
+func scanTargets(ctx context.Context, b *storage.Bucket, d *lancetable.Dataset, src *source, cfg *Config, plan *mergePlan, mem memory.Allocator) (*targets, error) {
 	t := newTargets(src.keys.Len())
 	if d == nil {
 		return t, nil
@@ -143,7 +143,7 @@ type scanMatch struct {
 
 // scan reads fragment f's key columns (as is the dataset's Arrow schema)
 // with an encoder of its own and matches its live rows against keys.
-func (sc *fragmentScan) scan(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, f *lanceformat.Fragment, as *arrow.Schema, keys *merge.KeyMatcher, on []string, bySource bool, mem memory.Allocator) error {
+func (sc *fragmentScan) scan(ctx context.Context, b *storage.Bucket, d *lancetable.Dataset, f *lancetable.Fragment, as *arrow.Schema, keys *merge.KeyMatcher, on []string, bySource bool, mem memory.Allocator) error {
 	enc, err := merge.NewKeyEncoder(as, on)
 	if err != nil {
 		return err

@@ -9,7 +9,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/merge"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -23,7 +24,7 @@ import (
 // the scan. With key_index_max_bytes 0, or once the index outgrew it (or
 // a fragment id does not fit its addresses), every merge scans. Merges of
 // one endpoint plan one at a time while the index is in use.
-func (w *Writer) findTargets(ctx context.Context, d *lanceformat.Dataset, src *source, plan *mergePlan, mem memory.Allocator) (*targets, error) {
+func (w *Writer) findTargets(ctx context.Context, d *lancetable.Dataset, src *source, plan *mergePlan, mem memory.Allocator) (*targets, error) {
 	bySource := w.cfg.WhenNotMatchedBySource == "delete"
 	w.idxMu.Lock()
 	defer w.idxMu.Unlock()
@@ -42,7 +43,7 @@ func (w *Writer) findTargets(ctx context.Context, d *lanceformat.Dataset, src *s
 // syncIndex brings the key index to d (keyIndex.sync), under idxMu. An
 // index that cannot hold the dataset is dropped (w.idx nil: merges scan
 // from then on); any other failure leaves it empty and is returned.
-func (w *Writer) syncIndex(ctx context.Context, d *lanceformat.Dataset, mem memory.Allocator) error {
+func (w *Writer) syncIndex(ctx context.Context, d *lancetable.Dataset, mem memory.Allocator) error {
 	st, err := w.idx.sync(ctx, w.bucket, d, w.cfg.On, int(w.cfg.KeyIndexMaxBytes), mem)
 	w.m.indexKeys.Set(float64(w.idx.Len()))
 	w.m.indexBytes.Set(float64(w.idx.MemoryBytes()))
@@ -75,12 +76,12 @@ func (w *Writer) allocator() memory.Allocator {
 // fragmentKeys encodes the key columns on of every physical row of
 // fragment f (deleted rows included) with enc and calls key with each
 // row's offset and key (valid during the call only).
-func fragmentKeys(ctx context.Context, b *storage.Bucket, d *lanceformat.Dataset, f *lanceformat.Fragment, on []string, enc *merge.KeyEncoder, mem memory.Allocator, key func(off uint32, k []byte)) error {
+func fragmentKeys(ctx context.Context, b *storage.Bucket, d *lancetable.Dataset, f *lancetable.Fragment, on []string, enc *merge.KeyEncoder, mem memory.Allocator, key func(off uint32, k []byte)) error {
 	recs, err := d.ReadColumns(ctx, b, f, on, mem)
 	if err != nil {
 		return err
 	}
-	defer lanceformat.ReleaseRecords(recs)
+	defer lancefile.ReleaseRecords(recs)
 	return recordKeys(recs, enc, key)
 }
 

@@ -14,7 +14,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 )
 
 var _ writers.Maintainer = (*Writer)(nil)
@@ -98,7 +99,7 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	if len(txn.Groups) == 0 {
 		return res, nil // no group shrinks
 	}
-	var nd *lanceformat.Dataset
+	var nd *lancetable.Dataset
 	err = w.pins.Commit(ctx, func(pinned map[uint64]bool) error {
 		for _, g := range txn.Groups {
 			for _, f := range g.Old {
@@ -111,11 +112,11 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 		}
 		defer w.pins.Publishing()()
 		// Versions after d may be gone (a vacuum): publish on the latest.
-		base, err := lanceformat.Rebase(ctx, w.bucket, d, txn)
+		base, err := lancetable.Rebase(ctx, w.bucket, d, txn)
 		if err != nil {
 			return err
 		}
-		nd, err = lanceformat.Commit(ctx, w.bucket, base, txn)
+		nd, err = lancetable.Commit(ctx, w.bucket, base, txn)
 		return err
 	})
 	if err != nil {
@@ -155,10 +156,10 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 // reports (indexed or pinned) ends a run and is never rewritten, and a
 // bin is split into groups of about target. A group of one small
 // fragment without enough deletions gains nothing and is dropped.
-func planCompaction(frags []lanceformat.Fragment, target compactTarget, skip func(id uint64) bool) [][]lanceformat.Fragment {
+func planCompaction(frags []lancetable.Fragment, target compactTarget, skip func(id uint64) bool) [][]lancetable.Fragment {
 	var (
-		out  [][]lanceformat.Fragment
-		bin  []lanceformat.Fragment
+		out  [][]lancetable.Fragment
+		bin  []lancetable.Fragment
 		self []bool // bin[i] is rewritten even alone
 	)
 	flush := func() {
@@ -194,7 +195,7 @@ type barrenGroups struct {
 }
 
 // groupKey identifies a group: its fragments' ids, rows and data files.
-func groupKey(g []lanceformat.Fragment) string {
+func groupKey(g []lancetable.Fragment) string {
 	var b strings.Builder
 	for _, f := range g {
 		fmt.Fprintf(&b, "%d/%d/%d", f.ID, f.PhysicalRows, f.LiveRows())
@@ -208,10 +209,10 @@ func groupKey(g []lanceformat.Fragment) string {
 
 // filter returns the groups of plan not known to be barren, and the keys
 // of those that are.
-func (b *barrenGroups) filter(plan [][]lanceformat.Fragment) ([][]lanceformat.Fragment, map[string]bool) {
+func (b *barrenGroups) filter(plan [][]lancetable.Fragment) ([][]lancetable.Fragment, map[string]bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	var todo [][]lanceformat.Fragment
+	var todo [][]lancetable.Fragment
 	known := map[string]bool{}
 	for _, g := range plan {
 		if k := groupKey(g); b.keys[k] {
@@ -234,8 +235,8 @@ func (b *barrenGroups) set(keys map[string]bool) {
 // splitAt returns how many fragments of bin form its first group: at
 // least target in live rows or bytes, unless what would remain after it
 // is less than that, which then joins it (as Lance's split_for_size).
-func splitAt(bin []lanceformat.Fragment, target compactTarget) int {
-	reached := func(fs []lanceformat.Fragment) bool {
+func splitAt(bin []lancetable.Fragment, target compactTarget) int {
+	reached := func(fs []lancetable.Fragment) bool {
 		var rows, size uint64
 		for i := range fs {
 			rows += fs[i].LiveRows()
@@ -256,7 +257,7 @@ func splitAt(bin []lanceformat.Fragment, target compactTarget) int {
 
 // dataBytes is the size of f's data files as the manifest records them
 // (0 for files of writers that record none).
-func dataBytes(f *lanceformat.Fragment) uint64 {
+func dataBytes(f *lancetable.Fragment) uint64 {
 	var n uint64
 	for _, df := range f.Files {
 		n += df.SizeBytes
@@ -265,7 +266,7 @@ func dataBytes(f *lanceformat.Fragment) uint64 {
 }
 
 // liveBytes estimates the bytes f's live rows take.
-func liveBytes(f *lanceformat.Fragment) uint64 {
+func liveBytes(f *lancetable.Fragment) uint64 {
 	if f.PhysicalRows == 0 {
 		return 0
 	}
@@ -280,7 +281,7 @@ const minFileRows = 1024
 // rowsPerFile is how many rows of frags make a data file of target: its
 // rows, or fewer (down to minFileRows) when the fragments' data files say
 // their rows are wide.
-func rowsPerFile(frags []lanceformat.Fragment, target compactTarget) uint64 {
+func rowsPerFile(frags []lancetable.Fragment, target compactTarget) uint64 {
 	var size, rows uint64
 	for i := range frags {
 		size += dataBytes(&frags[i])
@@ -302,7 +303,7 @@ const maxCompactors = 4
 // files written for it are deleted). A group of several output files is
 // written as several runs at once (fileRuns), so that one large group
 // uses every core too. On error it deletes what it wrote.
-func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]lanceformat.Fragment, minor uint16, target compactTarget) (*lanceformat.Transaction, []fragment, error) {
+func (w *Writer) rewrite(ctx context.Context, d *lancetable.Dataset, plan [][]lancetable.Fragment, minor uint16, target compactTarget) (*lancetable.Transaction, []fragment, error) {
 	runs := make([][][]fragment, len(plan)) // per group, per run: its files
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(min(runtime.GOMAXPROCS(0), maxCompactors))
@@ -331,14 +332,14 @@ func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]l
 	if err != nil {
 		return nil, nil, errors.Join(err, w.deleteWritten(ctx, written))
 	}
-	txn := &lanceformat.Transaction{Op: lanceformat.OpRewrite}
+	txn := &lancetable.Transaction{Op: lancetable.OpRewrite}
 	var kept, useless []fragment
 	for i, old := range plan {
 		if !shrinks(old, files[i]) {
 			useless = append(useless, files[i]...)
 			continue
 		}
-		g := lanceformat.RewriteGroup{Old: old}
+		g := lancetable.RewriteGroup{Old: old}
 		for _, f := range files[i] {
 			g.New = append(g.New, f.lance())
 		}
@@ -355,8 +356,8 @@ func (w *Writer) rewrite(ctx context.Context, d *lanceformat.Dataset, plan [][]l
 // perFile live rows, one data file each, when that makes no more files
 // than writing the group as one (rolling every perFile rows); else the
 // group is one run.
-func fileRuns(frags []lanceformat.Fragment, perFile uint64) [][]lanceformat.Fragment {
-	var runs [][]lanceformat.Fragment
+func fileRuns(frags []lancetable.Fragment, perFile uint64) [][]lancetable.Fragment {
+	var runs [][]lancetable.Fragment
 	var total, rows uint64
 	start := 0
 	for i := range frags {
@@ -370,7 +371,7 @@ func fileRuns(frags []lanceformat.Fragment, perFile uint64) [][]lanceformat.Frag
 	}
 	runs = append(runs, frags[start:])
 	if perFile == 0 || uint64(len(runs)) > max(1, (total+perFile-1)/perFile) {
-		return [][]lanceformat.Fragment{frags}
+		return [][]lancetable.Fragment{frags}
 	}
 	return runs
 }
@@ -378,7 +379,7 @@ func fileRuns(frags []lanceformat.Fragment, perFile uint64) [][]lanceformat.Frag
 // shrinks reports whether rewriting old as files gains anything: fewer
 // files, or deleted rows dropped. It does not when the files had to roll
 // early, e.g. before dictionaries that together outgrow their index type.
-func shrinks(old []lanceformat.Fragment, files []fragment) bool {
+func shrinks(old []lancetable.Fragment, files []fragment) bool {
 	if len(files) < len(old) {
 		return true
 	}
@@ -401,7 +402,7 @@ func shrinks(old []lanceformat.Fragment, files []fragment) bool {
 // (or one record of one) in between, so memory stays at three fragments'
 // rows (being encoded, in between, being read) plus the open file's
 // pages, held on the memory budget.
-func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags []lanceformat.Fragment, minor uint16, perFile uint64, target compactTarget) (_ []fragment, err error) {
+func (w *Writer) writeGroup(ctx context.Context, d *lancetable.Dataset, frags []lancetable.Fragment, minor uint16, perFile uint64, target compactTarget) (_ []fragment, err error) {
 	s := &stage{schema: &d.Manifest.Schema, minor: minor, rollRows: max(perFile, 1), rollBytes: target.bytes}
 	defer func() {
 		if err != nil {
@@ -426,8 +427,8 @@ func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags [
 				if err != nil {
 					return fmt.Errorf("read fragment %d: %w", f.ID, err)
 				}
-				if got := uint64(lanceformat.Rows(frag)); got != f.LiveRows() {
-					lanceformat.ReleaseRecords(frag)
+				if got := uint64(lancefile.Rows(frag)); got != f.LiveRows() {
+					lancefile.ReleaseRecords(frag)
 					return writers.Errorf(writers.ErrInvalid, "fragment %d: read %d live rows, its manifest entry says %d (%d physical, %d deleted): refusing to rewrite it",
 						f.ID, got, f.LiveRows(), f.PhysicalRows, f.PhysicalRows-f.LiveRows())
 				}
@@ -437,7 +438,7 @@ func (w *Writer) writeGroup(ctx context.Context, d *lanceformat.Dataset, frags [
 					case recs <- rec:
 					case <-ctx.Done():
 						w.release(rec)
-						lanceformat.ReleaseRecords(frag[i+1:])
+						lancefile.ReleaseRecords(frag[i+1:])
 						return ctx.Err()
 					}
 				}
@@ -500,7 +501,7 @@ func (w *Writer) appendRows(ctx context.Context, s *stage, rec arrow.RecordBatch
 func (w *Writer) deleteWritten(ctx context.Context, frags []fragment) error {
 	var errs []error
 	for _, f := range frags {
-		if err := w.bucket.Delete(context.WithoutCancel(ctx), lanceformat.DataKey(f.Path)); err != nil {
+		if err := w.bucket.Delete(context.WithoutCancel(ctx), lancetable.DataKey(f.Path)); err != nil {
 			errs = append(errs, fmt.Errorf("lance: delete data file %s of the failed optimize: %w", f.Path, err))
 		}
 	}
@@ -509,11 +510,11 @@ func (w *Writer) deleteWritten(ctx context.Context, frags []fragment) error {
 
 // dataFileSize is df's size: the manifest's, else its object's (0 when
 // that cannot be read: the figure is only reported).
-func (w *Writer) dataFileSize(ctx context.Context, df lanceformat.DataFile) uint64 {
+func (w *Writer) dataFileSize(ctx context.Context, df lancetable.DataFile) uint64 {
 	if df.SizeBytes > 0 {
 		return df.SizeBytes
 	}
-	o, err := w.bucket.Stat(ctx, lanceformat.DataKey(df.Path))
+	o, err := w.bucket.Stat(ctx, lancetable.DataKey(df.Path))
 	if err != nil {
 		return 0
 	}

@@ -13,19 +13,19 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage/storagetest"
 )
 
 // orphans lists the data files in dir that no fragment of ds references
 // (temporary names left aside).
-func orphans(t *testing.T, dir string, ds ...*lanceformat.Dataset) []string {
+func orphans(t *testing.T, dir string, ds ...*lancetable.Dataset) []string {
 	t.Helper()
 	known := map[string]bool{}
 	for _, d := range ds {
 		for _, f := range d.Manifest.Fragments {
 			for _, df := range f.Files {
-				known[filepath.Join(dir, lanceformat.DataKey(df.Path))] = true
+				known[filepath.Join(dir, lancetable.DataKey(df.Path))] = true
 			}
 		}
 	}
@@ -39,7 +39,7 @@ func orphans(t *testing.T, dir string, ds ...*lanceformat.Dataset) []string {
 }
 
 // latestOf is w's newest version.
-func latestOf(t *testing.T, w *Writer) *lanceformat.Dataset {
+func latestOf(t *testing.T, w *Writer) *lancetable.Dataset {
 	t.Helper()
 	d, err := w.latest(context.Background())
 	if err != nil || d == nil {
@@ -204,7 +204,7 @@ func TestOptimizeWrongDeletionCount(t *testing.T) {
 	del := *f.Deletion
 	del.NumDeletedRows = 60 // the file holds 20
 	f.Deletion = &del
-	if _, err := lanceformat.Commit(ctx, w.bucket, d, &lanceformat.Transaction{Op: lanceformat.OpUpdate, Updated: []lanceformat.Fragment{f}}); err != nil {
+	if _, err := lancetable.Commit(ctx, w.bucket, d, &lancetable.Transaction{Op: lancetable.OpUpdate, Updated: []lancetable.Fragment{f}}); err != nil {
 		t.Fatal(err)
 	}
 	before := latestOf(t, w)

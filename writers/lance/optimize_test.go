@@ -13,7 +13,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 )
 
 // TestPlanCompaction: Lance's plan_compaction rules — runs of adjacent
@@ -21,28 +22,28 @@ import (
 // large, skipped (indexed or pinned) fragment ends a run, a lone small
 // fragment is left, bins split at the target.
 func TestPlanCompaction(t *testing.T) {
-	frag := func(id, rows, deleted, size uint64) lanceformat.Fragment {
-		f := lanceformat.Fragment{ID: id, PhysicalRows: rows, Files: []lanceformat.DataFile{{SizeBytes: size}}}
+	frag := func(id, rows, deleted, size uint64) lancetable.Fragment {
+		f := lancetable.Fragment{ID: id, PhysicalRows: rows, Files: []lancetable.DataFile{{SizeBytes: size}}}
 		if deleted > 0 {
-			f.Deletion = &lanceformat.DeletionFile{NumDeletedRows: deleted}
+			f.Deletion = &lancetable.DeletionFile{NumDeletedRows: deleted}
 		}
 		return f
 	}
 	target := compactTarget{rows: 100, bytes: 1000}
 	for _, c := range []struct {
 		name  string
-		frags []lanceformat.Fragment
+		frags []lancetable.Fragment
 		skip  []uint64
 		want  [][]uint64
 	}{
-		{"small run", []lanceformat.Fragment{frag(0, 10, 0, 10), frag(1, 10, 0, 10), frag(2, 10, 0, 10)}, nil, [][]uint64{{0, 1, 2}}},
-		{"lone small", []lanceformat.Fragment{frag(0, 10, 0, 10), frag(1, 100, 0, 10), frag(2, 10, 0, 10)}, nil, nil},
-		{"large by bytes ends a run", []lanceformat.Fragment{frag(0, 10, 0, 10), frag(1, 10, 0, 10), frag(2, 10, 0, 1000), frag(3, 10, 0, 10), frag(4, 10, 0, 10)}, nil, [][]uint64{{0, 1}, {3, 4}}},
-		{"deleted alone", []lanceformat.Fragment{frag(0, 100, 11, 10), frag(1, 100, 10, 10)}, nil, [][]uint64{{0}}},
-		{"small with few deletions joins", []lanceformat.Fragment{frag(0, 10, 1, 10), frag(1, 10, 0, 10)}, nil, [][]uint64{{0, 1}}},
-		{"skipped ends a run", []lanceformat.Fragment{frag(0, 10, 0, 10), frag(1, 10, 0, 10), frag(2, 10, 5, 10), frag(3, 10, 0, 10)}, []uint64{2}, [][]uint64{{0, 1}}},
-		{"split at the target", []lanceformat.Fragment{frag(0, 60, 0, 10), frag(1, 60, 0, 10), frag(2, 60, 0, 10), frag(3, 60, 0, 10), frag(4, 10, 0, 10)}, nil, [][]uint64{{0, 1}, {2, 3, 4}}},
-		{"split by bytes", []lanceformat.Fragment{frag(0, 1, 0, 600), frag(1, 1, 0, 600), frag(2, 1, 0, 600), frag(3, 1, 0, 600)}, nil, [][]uint64{{0, 1}, {2, 3}}},
+		{"small run", []lancetable.Fragment{frag(0, 10, 0, 10), frag(1, 10, 0, 10), frag(2, 10, 0, 10)}, nil, [][]uint64{{0, 1, 2}}},
+		{"lone small", []lancetable.Fragment{frag(0, 10, 0, 10), frag(1, 100, 0, 10), frag(2, 10, 0, 10)}, nil, nil},
+		{"large by bytes ends a run", []lancetable.Fragment{frag(0, 10, 0, 10), frag(1, 10, 0, 10), frag(2, 10, 0, 1000), frag(3, 10, 0, 10), frag(4, 10, 0, 10)}, nil, [][]uint64{{0, 1}, {3, 4}}},
+		{"deleted alone", []lancetable.Fragment{frag(0, 100, 11, 10), frag(1, 100, 10, 10)}, nil, [][]uint64{{0}}},
+		{"small with few deletions joins", []lancetable.Fragment{frag(0, 10, 1, 10), frag(1, 10, 0, 10)}, nil, [][]uint64{{0, 1}}},
+		{"skipped ends a run", []lancetable.Fragment{frag(0, 10, 0, 10), frag(1, 10, 0, 10), frag(2, 10, 5, 10), frag(3, 10, 0, 10)}, []uint64{2}, [][]uint64{{0, 1}}},
+		{"split at the target", []lancetable.Fragment{frag(0, 60, 0, 10), frag(1, 60, 0, 10), frag(2, 60, 0, 10), frag(3, 60, 0, 10), frag(4, 10, 0, 10)}, nil, [][]uint64{{0, 1}, {2, 3, 4}}},
+		{"split by bytes", []lancetable.Fragment{frag(0, 1, 0, 600), frag(1, 1, 0, 600), frag(2, 1, 0, 600), frag(3, 1, 0, 600)}, nil, [][]uint64{{0, 1}, {2, 3}}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var got [][]uint64
@@ -118,7 +119,7 @@ func TestOptimizeFormats(t *testing.T) {
 			if len(d.Manifest.Fragments) != 1 || d.Manifest.Fragments[0].Deletion != nil || d.Manifest.Fragments[0].Files[0].Minor != uint32(minorOf(t, format)) || d.Manifest.FormatVersion != before.Manifest.FormatVersion {
 				t.Fatalf("after optimize: fragments %+v, format %s", d.Manifest.Fragments, d.Manifest.FormatVersion)
 			}
-			if txn, err := d.Transaction(ctx, w.bucket); err != nil || txn.Op != lanceformat.OpRewrite {
+			if txn, err := d.Transaction(ctx, w.bucket); err != nil || txn.Op != lancetable.OpRewrite {
 				t.Fatalf("optimize's transaction = %+v, %v; want a Rewrite", txn, err)
 			}
 			if got := diffState(t, w, mem); !maps.Equal(got, want) {
@@ -140,7 +141,7 @@ func TestOptimizeFormats(t *testing.T) {
 }
 
 func minorOf(t *testing.T, format string) uint16 {
-	m, err := lanceformat.ParseFormatVersion(format)
+	m, err := lancefile.ParseFormatVersion(format)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,7 +238,7 @@ func otherProcess(t *testing.T, dir string) string {
 // TestRowsPerFile: a file holds the target's rows, fewer when the rows
 // are wide, never fewer than minFileRows.
 func TestRowsPerFile(t *testing.T) {
-	wide := []lanceformat.Fragment{{PhysicalRows: 10, Files: []lanceformat.DataFile{{SizeBytes: 1000}}}}
+	wide := []lancetable.Fragment{{PhysicalRows: 10, Files: []lancetable.DataFile{{SizeBytes: 1000}}}}
 	for _, c := range []struct{ rows, bytes, want uint64 }{
 		{1 << 20, 300_000, 3000}, // 100-byte rows
 		{2000, 300_000, 2000},    // the row target first
@@ -253,14 +254,14 @@ func TestRowsPerFile(t *testing.T) {
 // perFile live rows, one file each, only when that makes no more files
 // than rolling every perFile rows would.
 func TestFileRuns(t *testing.T) {
-	frags := func(live ...uint64) []lanceformat.Fragment {
-		fs := make([]lanceformat.Fragment, len(live))
+	frags := func(live ...uint64) []lancetable.Fragment {
+		fs := make([]lancetable.Fragment, len(live))
 		for i, n := range live {
-			fs[i] = lanceformat.Fragment{ID: uint64(i), PhysicalRows: n}
+			fs[i] = lancetable.Fragment{ID: uint64(i), PhysicalRows: n}
 		}
 		return fs
 	}
-	sizes := func(runs [][]lanceformat.Fragment) []int {
+	sizes := func(runs [][]lancetable.Fragment) []int {
 		var n []int
 		for _, r := range runs {
 			n = append(n, len(r))

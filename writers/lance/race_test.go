@@ -13,7 +13,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/internal/lanceprobe/probetest"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 )
 
 // appendHelperEnv names the dataset folder the test binary, run as
@@ -188,9 +188,9 @@ func TestQuiverRebasesOverLanceDBCommits(t *testing.T) {
 	wantLines(t, probetest.Run(t, "append", db, "items", "--from", "1000", "--count", "2"), "version=2 rows=8")
 	wantLines(t, probetest.Run(t, "verify", db, "items", "--mutate"), "== after mutate: version=4 rows=8")
 
-	txn := &lanceformat.Transaction{Op: lanceformat.OpAppend, Fragments: []lanceformat.Fragment{desc.Fragments[0].lance()},
+	txn := &lancetable.Transaction{Op: lancetable.OpAppend, Fragments: []lancetable.Fragment{desc.Fragments[0].lance()},
 		Properties: map[string]string{propWriter: key.Writer, propEpoch: "1"}}
-	nd, err := lanceformat.Commit(ctx, w.bucket, base, txn)
+	nd, err := lancetable.Commit(ctx, w.bucket, base, txn)
 	if err != nil {
 		t.Fatalf("commit from stale version 1: %v", err)
 	}

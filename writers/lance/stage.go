@@ -9,7 +9,8 @@ import (
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
@@ -23,12 +24,12 @@ const (
 // stage is what one key wrote on this server. Only the key's own calls
 // use it, never concurrently, so it has no lock.
 type stage struct {
-	schema       *lanceformat.Schema // Lance schema of the files; nil until the first batch
-	minor        uint16              // file format 2.minor of the files
-	admitted     *arrow.Schema       // last Arrow schema checked
-	files        *staged             // the open data file; nil until rows come and after finishFiles
-	finished     []fragment          // durable, in no descriptor yet: Rollback deletes them
-	precommitted []fragment          // in a descriptor: never deleted here
+	schema       *lancefile.Schema // Lance schema of the files; nil until the first batch
+	minor        uint16            // file format 2.minor of the files
+	admitted     *arrow.Schema     // last Arrow schema checked
+	files        *staged           // the open data file; nil until rows come and after finishFiles
+	finished     []fragment        // durable, in no descriptor yet: Rollback deletes them
+	precommitted []fragment        // in a descriptor: never deleted here
 	// rollRows and rollBytes end a data file (0: maxFileRows and
 	// maxFileBytes; optimize sets its target).
 	rollRows, rollBytes uint64
@@ -52,9 +53,9 @@ type dataFile struct {
 	m          *metrics
 	name       string
 	up         *tablesink.Upload
-	fw         *lanceformat.FileWriter
+	fw         *lancefile.FileWriter
 	arrow      *arrow.Schema
-	schema     *lanceformat.Schema // the dataset's
+	schema     *lancefile.Schema // the dataset's
 	minor      uint16
 	rows, size uint64 // the file is finished at these (stage.limits)
 }
@@ -147,12 +148,12 @@ func (w *Writer) newStaged(s *stage) *staged {
 	rows, size := s.limits()
 	ls, minor := s.schema, s.minor
 	return tablesink.NewInline[*dataFile, fragment]("lance", w.budget, func(ctx context.Context, p tablesink.Part, slot func()) (*dataFile, error) {
-		name := lanceformat.NewDataFileName()
-		up, err := tablesink.StartUpload(ctx, w.bucket, "lance", lanceformat.DataKey(name), name, slot)
+		name := lancetable.NewDataFileName()
+		up, err := tablesink.StartUpload(ctx, w.bucket, "lance", lancetable.DataKey(name), name, slot)
 		if err != nil {
 			return nil, err
 		}
-		fw, err := lanceformat.NewFileWriter(up.Writer(), p.Rec.Schema(), ls, 0, minor)
+		fw, err := lancefile.NewFileWriter(up.Writer(), p.Rec.Schema(), ls, 0, minor)
 		if err != nil {
 			up.Abort(nil)
 			return nil, err
@@ -200,7 +201,7 @@ func (s *stage) limits() (rows, size uint64) {
 // mode the changelog columns are ignored and the key columns must exist.
 // It has no side effects: a dataset is created by the commit that
 // publishes its first rows.
-func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Schema, uint16, error) {
+func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lancefile.Schema, uint16, error) {
 	if w.cfg.WriteMode == ModeMergeInsert {
 		if _, err := merge.NewKeyEncoder(got, w.cfg.On); err != nil {
 			return nil, 0, fmt.Errorf("lance: merge_insert keys (on): %w", err)
@@ -220,13 +221,13 @@ func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Sch
 		return nil, 0, err
 	}
 	if d == nil {
-		minor := uint16(lanceformat.DefaultFormat)
+		minor := uint16(lancefile.DefaultFormat)
 		if v := w.cfg.DataStorageVersion; v != "" {
-			minor, _ = lanceformat.ParseFormatVersion(v)
+			minor, _ = lancefile.ParseFormatVersion(v)
 		}
-		ls, err := lanceformat.FromArrow(got)
+		ls, err := lancefile.FromArrow(got)
 		if err == nil {
-			err = lanceformat.CheckFormatTypes(got, minor)
+			err = lancefile.CheckFormatTypes(got, minor)
 		}
 		if err == nil {
 			err = ls.CheckLayouts()
@@ -247,7 +248,7 @@ func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lanceformat.Sch
 	if err := d.Manifest.Schema.CheckLayouts(); err != nil {
 		return nil, 0, err
 	}
-	return &d.Manifest.Schema, minor, lanceformat.CheckFormatTypes(got, minor)
+	return &d.Manifest.Schema, minor, lancefile.CheckFormatTypes(got, minor)
 }
 
 // Precommit finishes key's data files and returns the descriptor of their
@@ -292,7 +293,7 @@ func (w *Writer) discard(ctx context.Context, s *stage) error {
 	}
 	var errs []error
 	for _, f := range s.finished {
-		if err := w.bucket.Delete(ctx, lanceformat.DataKey(f.Path)); err != nil {
+		if err := w.bucket.Delete(ctx, lancetable.DataKey(f.Path)); err != nil {
 			errs = append(errs, fmt.Errorf("lance: delete staged file %s: %w", f.Path, err))
 		}
 	}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -59,7 +59,7 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 	if err := w.taggedVersions(ctx, keepVersion); err != nil {
 		return res, err
 	}
-	versions, naming, err := lanceformat.Versions(ctx, w.bucket)
+	versions, naming, err := lancetable.Versions(ctx, w.bucket)
 	if err != nil {
 		return res, err
 	}
@@ -69,7 +69,7 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 	kept, removed := map[string]bool{}, map[string]bool{}
 	var drop []uint64
 	for _, v := range versions {
-		d, err := lanceformat.LoadVersion(ctx, w.bucket, v, naming)
+		d, err := lancetable.LoadVersion(ctx, w.bucket, v, naming)
 		if errors.Is(err, storage.ErrNotExist) {
 			continue // another vacuum removed it
 		}
@@ -94,7 +94,7 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 	}
 	dropKeys := map[string]bool{}
 	for _, v := range drop {
-		dropKeys[lanceformat.ManifestKey(v, naming)] = true
+		dropKeys[lancetable.ManifestKey(v, naming)] = true
 	}
 	deleteObj := func(o storage.Object) error {
 		if !req.DryRun {
@@ -148,10 +148,10 @@ func (w *Writer) dropManifests(objs []storage.Object, dropKeys map[string]bool, 
 
 // referenced adds the keys of the files version d needs to refs: its data
 // files, deletion files and transaction file.
-func referenced(d *lanceformat.Dataset, refs map[string]bool) {
+func referenced(d *lancetable.Dataset, refs map[string]bool) {
 	for _, f := range d.Manifest.Fragments {
 		for _, df := range f.Files {
-			refs[lanceformat.DataKey(df.Path)] = true
+			refs[lancetable.DataKey(df.Path)] = true
 		}
 		if f.Deletion != nil {
 			refs[f.Deletion.Path(f.ID)] = true

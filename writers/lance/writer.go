@@ -11,7 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/lance/lanceformat"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
@@ -96,9 +96,9 @@ func (w *Writer) Open(ctx context.Context) error {
 
 // latest returns the newest version, nil when there is no dataset, or an
 // error when it cannot be read or Quiver cannot write it.
-func (w *Writer) latest(ctx context.Context) (*lanceformat.Dataset, error) {
-	d, err := lanceformat.Latest(ctx, w.bucket)
-	if errors.Is(err, lanceformat.ErrNoDataset) {
+func (w *Writer) latest(ctx context.Context) (*lancetable.Dataset, error) {
+	d, err := lancetable.Latest(ctx, w.bucket)
+	if errors.Is(err, lancetable.ErrNoDataset) {
 		return nil, nil
 	}
 	if err != nil {
@@ -157,8 +157,8 @@ func (w *Writer) CheckSchema(ctx context.Context, s *arrow.Schema) error {
 // Open.
 func (w *Writer) Check(ctx context.Context) error {
 	return w.root.Probe(ctx, w.bucket, func(b *storage.Bucket) error {
-		d, err := lanceformat.Latest(ctx, b)
-		if errors.Is(err, lanceformat.ErrNoDataset) {
+		d, err := lancetable.Latest(ctx, b)
+		if errors.Is(err, lancetable.ErrNoDataset) {
 			return nil
 		}
 		if err != nil {

@@ -7,7 +7,7 @@
 // committed) and the commit loop (Commit.Loop: plan again on conflict up
 // to a bound, a lost write's unknown outcome wrapped as
 // writers.OutcomeUnknownError, every outcome counted). A table sink is a
-// format package (deltalog, lanceformat) plus an adapter: its data File,
+// format package (deltalog, lancetable) plus an adapter: its data File,
 // its admission and partition split, and one commit attempt;
 // docs/design.md lists what a new one implements.
 //

@@ -1,0 +1,260 @@
+package lanceenc
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
+)
+
+// Dictionary columns (pandas categoricals) in format 2.1+, as pylance
+// writes them: mini-block pages of the indices (at the index type's
+// width, so that readers rebuild the Arrow dictionary type) whose layout
+// carries the dictionary, block-encoded in a buffer of its own. A page
+// holds the chunks of one flush, as other columns' pages do, with one
+// dictionary: the chunks' own when they share it (a Flight stream sends
+// one for all its batches), else their union with the indices remapped.
+
+// pageDict is a mini-block page's dictionary.
+type pageDict struct {
+	n   int
+	buf []byte
+	enc *encodings21pb.CompressiveEncoding
+}
+
+// encodeDictionary emits the chunks as one dictionary page into column
+// col, or one page per chunk when their union outgrows the index type.
+func encodeDictionary(chunks []arrow.Array, col int, minor uint16, emit func(col int, p Page) error) error {
+	dict, transpose, err := pageDictionary(chunks)
+	if err != nil {
+		return err
+	}
+	if dict == nil { // the union needs a wider index type
+		for _, c := range chunks {
+			if err := encodeDictionary([]arrow.Array{c}, col, minor, emit); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	defer dict.Release()
+	leaf := make([]leafCol, len(chunks))
+	for i, c := range chunks {
+		var tr []int32
+		if transpose != nil {
+			tr = transpose[i]
+		}
+		leaf[i] = leafCol{vals: dictIndices(c.(*array.Dictionary), tr)}
+	}
+	p, err := encodeLeaf21(leaf, minor, dictionaryOf(dict))
+	for _, l := range leaf {
+		l.vals.Release()
+	}
+	if err != nil {
+		return err
+	}
+	return emit(col, p)
+}
+
+// pageDictionary returns the dictionary of a page of chunks (retained)
+// and, when it is their union rather than the one they share, each
+// chunk's index mapping into it; nil when the union has more entries than
+// the index type can address.
+func pageDictionary(chunks []arrow.Array) (arrow.Array, [][]int32, error) {
+	first := chunks[0].(*array.Dictionary).Dictionary()
+	shared := true
+	for _, c := range chunks[1:] {
+		d := c.(*array.Dictionary).Dictionary()
+		if d.Data() != first.Data() && !array.Equal(d, first) {
+			shared = false
+			break
+		}
+	}
+	if shared {
+		first.Retain()
+		return first, nil, nil
+	}
+	dt := chunks[0].DataType().(*arrow.DictionaryType)
+	mem := memory.DefaultAllocator
+	u, err := array.NewDictionaryUnifier(mem, dt.ValueType)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer u.Release()
+	transpose := make([][]int32, len(chunks))
+	for i, c := range chunks {
+		buf, err := u.UnifyAndTranspose(c.(*array.Dictionary).Dictionary())
+		if err != nil {
+			return nil, nil, err
+		}
+		transpose[i] = slices.Clone(arrow.Int32Traits.CastFromBytes(buf.Bytes()))
+		buf.Release()
+	}
+	// Not GetResultWithIndexType: it takes 127 entries for int8 indices,
+	// which address 128.
+	_, dict, err := u.GetResult()
+	if err != nil {
+		return nil, nil, err
+	}
+	if dict.Len() > Addressable(dt.IndexType) {
+		dict.Release()
+		return nil, nil, nil // too many entries for the index type
+	}
+	return dict, transpose, nil
+}
+
+// dictIndices returns d's indices, mapped through transpose unless it is
+// nil, null where the index or the value it points to is null (Lance
+// keeps nulls in the indices only).
+func dictIndices(d *array.Dictionary, transpose []int32) arrow.Array {
+	idx := d.Indices()
+	if d.Dictionary().NullN() == 0 && transpose == nil {
+		idx.Retain()
+		return idx
+	}
+	data := idx.Data()
+	values := alignedValues(data)
+	if transpose != nil {
+		values = transposed(data, d, transpose)
+	}
+	valid := make([]byte, bitutil.BytesForBits(int64(idx.Len())))
+	nulls := 0
+	for i := range idx.Len() {
+		if idx.IsValid(i) && d.Dictionary().IsValid(d.GetValueIndex(i)) {
+			bitutil.SetBit(valid, i)
+		} else {
+			nulls++
+		}
+	}
+	out := array.NewData(data.DataType(), data.Len(), []*memory.Buffer{memory.NewBufferBytes(valid), values}, nil, nulls, 0)
+	defer out.Release()
+	return array.MakeFromData(out)
+}
+
+// transposed returns the value buffer of d's indices mapped through
+// transpose, at the index type's width (null indices become 0).
+func transposed(data arrow.ArrayData, d *array.Dictionary, transpose []int32) *memory.Buffer {
+	w := data.DataType().(arrow.FixedWidthDataType).BitWidth() / 8
+	out := make([]byte, w*data.Len())
+	var tmp [8]byte
+	for i := range data.Len() {
+		if d.IsNull(i) {
+			continue
+		}
+		// Little-endian and below the index type's maximum (the union
+		// fits it), so the low w bytes hold the value whatever its sign.
+		binary.LittleEndian.PutUint64(tmp[:], uint64(transpose[d.GetValueIndex(i)]))
+		copy(out[i*w:], tmp[:w])
+	}
+	return memory.NewBufferBytes(out)
+}
+
+// alignedValues returns the value buffer of fixed-width data starting at
+// its first row.
+func alignedValues(data arrow.ArrayData) *memory.Buffer {
+	w := data.DataType().(arrow.FixedWidthDataType).BitWidth() / 8
+	b := data.Buffers()[1].Bytes()
+	return memory.NewBufferBytes(b[data.Offset()*w : (data.Offset()+data.Len())*w])
+}
+
+// dictionaryOf block-encodes a dictionary's values: variable-width ones
+// as Lance's binary block, fixed-width ones flat.
+func dictionaryOf(values arrow.Array) *pageDict {
+	n := values.Len()
+	if _, ok := values.DataType().(arrow.BinaryDataType); !ok {
+		b, bits := FixedValues(values.DataType(), []arrow.Array{values})
+		return &pageDict{n: n, buf: b, enc: flatEncoding(int(bits))}
+	}
+	offs, data, _ := varValues([]arrow.Array{values}, n)
+	return binaryDictionary(values.DataType(), offs, data)
+}
+
+// binaryDictionary is Lance's binary block of n = len(offs)-1 values: bits
+// per offset and the bytes' start (both 32 or both 64 bits), the
+// offsets, the bytes.
+func binaryDictionary(dt arrow.DataType, offs []uint64, data []byte) *pageDict {
+	n := len(offs) - 1
+	large := dt.ID() == arrow.LARGE_STRING || dt.ID() == arrow.LARGE_BINARY
+	w := 4
+	if large {
+		w = 8
+	}
+	hdr := 2*w + w*(n+1)
+	out := make([]byte, 0, hdr+len(data))
+	put := func(v uint64) {
+		if large {
+			out = binary.LittleEndian.AppendUint64(out, v)
+		} else {
+			out = binary.LittleEndian.AppendUint32(out, uint32(v))
+		}
+	}
+	put(uint64(8 * w))
+	put(uint64(hdr))
+	for _, o := range offs {
+		put(o)
+	}
+	return &pageDict{n: n, buf: append(out, data...), enc: variableEncoding(8 * w)}
+}
+
+// dictionaryEncode returns the 32-bit indices of a page's variable-width
+// values into a dictionary of their distinct values when that is smaller
+// by Lance's estimate (at least 100 values; the dictionary's bytes and
+// offsets plus 4 bytes per index under 80% of the values' bytes and
+// offsets, as pylance decides), or nil. The indices are bit-packed later, so the
+// estimate is conservative. Null values (empty here) index whatever
+// entry holds the empty value: their definition levels make them null.
+func dictionaryEncode(dt arrow.DataType, offs []uint64, data []byte) ([]byte, *pageDict) {
+	rows := len(offs) - 1
+	if rows < 100 || len(data) == 0 {
+		return nil, nil
+	}
+	// Lance counts the values' offsets in their size (4 bytes each).
+	size := len(data) + 4*rows
+	avg := size / rows
+	// The most distinct values for which the dictionary pays.
+	limit := (size*8/10 - 4*rows) / (avg + 4)
+	if limit <= 0 {
+		return nil, nil
+	}
+	// A sample of many distinct values ends it early (names, ids).
+	if sample := min(rows, 1024); distinct(offs[:sample+1], data, limit*sample/rows+8) {
+		return nil, nil
+	}
+	at := make(map[string]uint32, min(limit, 4096))
+	idx := make([]byte, 4*rows)
+	var dOffs = []uint64{0}
+	var dData []byte
+	for i := range rows {
+		v := data[offs[i]:offs[i+1]]
+		k, ok := at[string(v)]
+		if !ok {
+			if len(at) == limit {
+				return nil, nil
+			}
+			k = uint32(len(at))
+			at[string(v)] = k
+			dData = append(dData, v...)
+			dOffs = append(dOffs, uint64(len(dData)))
+		}
+		binary.LittleEndian.PutUint32(idx[4*i:], k)
+	}
+	return idx, binaryDictionary(dt, dOffs, dData)
+}
+
+// distinct reports whether the values of offs hold more than n distinct
+// ones.
+func distinct(offs []uint64, data []byte, n int) bool {
+	seen := make(map[string]struct{}, n+1)
+	for i := range len(offs) - 1 {
+		seen[string(data[offs[i]:offs[i+1]])] = struct{}{}
+		if len(seen) > n {
+			return true
+		}
+	}
+	return false
+}

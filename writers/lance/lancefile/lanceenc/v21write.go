@@ -1,0 +1,777 @@
+package lanceenc
+
+import (
+	"encoding/binary"
+	"math/bits"
+	"slices"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/klauspost/compress/zstd"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
+)
+
+// Writing pages of format 2.1 and 2.2: one column per leaf, pages in the
+// mini-block layout unless their values are too wide for it or their
+// lists too sparse (then full-zip, v21fullzip.go). Integers (dates, times,
+// timestamps, durations included) are FastLanes bit-packed per chunk of
+// 1024 values, strings and binaries zstd-compressed per chunk when that is
+// smaller, floats, bools, decimals and vectors stored flat. Nulls of
+// leaves and structs are definition levels, bit-packed. Chunks stay within
+// format 2.1's limits (16-bit sizes, 32 KiB), which 2.2 readers accept
+// too: a chunk takes fewer values when its levels would not fit.
+
+// chunkAim is the raw size a chunk aims at (Lance aims at 4 KiB too).
+const chunkAim = 4096
+
+// maxMiniValue is the widest value a mini-block chunk takes; a page with
+// a wider one is full-zipped (v21fullzip.go).
+const maxMiniValue = 8 << 10
+
+// leafCol is one leaf of a top-level field: without a list on its path,
+// its values and the struct arrays around it (innermost first), all of
+// the same rows; with one, the top-level chunk and the path to the leaf.
+type leafCol struct {
+	vals    arrow.Array
+	parents []arrow.Array
+	top     arrow.Array
+	path    []step
+}
+
+// splitLeaves returns the leaves of a chunk of type dt in pre-order. a is
+// nil below a list (its rows are not the chunk's).
+func splitLeaves(dt arrow.DataType, a, top arrow.Array, parents []arrow.Array, path []step) []leafCol {
+	switch t := dt.(type) {
+	case *arrow.StructType:
+		var out []leafCol
+		for k := range t.NumFields() {
+			var child arrow.Array
+			if a != nil {
+				child = a.(*array.Struct).Field(k)
+			}
+			ps := append([]arrow.Array{a}, parents...)
+			out = append(out, splitLeaves(t.Field(k).Type, child, top, ps, append(slices.Clone(path), step{child: k}))...)
+		}
+		return out
+	case *arrow.ListType:
+		return splitLeaves(t.Elem(), nil, top, nil, append(slices.Clone(path), step{list: true}))
+	case *arrow.LargeListType:
+		return splitLeaves(t.Elem(), nil, top, nil, append(slices.Clone(path), step{list: true}))
+	case *arrow.MapType: // a list of its entries, as Lance stores it
+		return splitLeaves(t.Elem(), nil, top, nil, append(slices.Clone(path), step{list: true}))
+	}
+	if a == nil {
+		return []leafCol{{top: top, path: path}}
+	}
+	return []leafCol{{vals: a, parents: parents}}
+}
+
+// Page is one encoded page of format 2.1 or 2.2: its buffers, row count
+// and layout.
+type Page struct {
+	Bufs   [][]byte
+	Length uint64
+	Layout *encodings21pb.PageLayout
+}
+
+// EncodeField encodes chunks of one top-level field of type dt as one
+// mini-block page per leaf column, starting at column col, calling emit
+// for each; it returns the next column. leaves is dt's number of leaf
+// columns (a packed struct is one), the empty pages written when there
+// are no chunks.
+func EncodeField(dt arrow.DataType, chunks []arrow.Array, leaves, col int, minor uint16, emit func(col int, p Page) error) (int, error) {
+	if _, ok := dt.(*arrow.DictionaryType); ok && len(chunks) > 0 {
+		return col + 1, encodeDictionary(chunks, col, minor, emit)
+	}
+	var perLeaf [][]leafCol
+	for _, c := range chunks {
+		ls := splitLeaves(dt, c, c, nil, nil)
+		if perLeaf == nil {
+			perLeaf = make([][]leafCol, len(ls))
+		}
+		for i, l := range ls {
+			perLeaf[i] = append(perLeaf[i], l)
+		}
+	}
+	if perLeaf == nil { // no rows: one empty page per leaf
+		perLeaf = make([][]leafCol, leaves)
+	}
+	for _, leaf := range perLeaf {
+		p, err := encodeLeaf21(leaf, minor, nil)
+		if err != nil {
+			return 0, err
+		}
+		if err := emit(col, p); err != nil {
+			return 0, err
+		}
+		col++
+	}
+	return col, nil
+}
+
+// leafLevels returns the rep/def layers of a leaf and its definition
+// levels (nil when nothing is null).
+func leafLevels(leaf []leafCol) ([]encodings21pb.RepDefLayer, []uint16) {
+	if len(leaf) == 0 {
+		return []encodings21pb.RepDefLayer{encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM}, nil
+	}
+	depth := 1 + len(leaf[0].parents)
+	nullable := make([]bool, depth)
+	rows := 0
+	for _, l := range leaf {
+		rows += l.vals.Len()
+		nullable[0] = nullable[0] || l.vals.NullN() > 0
+		for i, p := range l.parents {
+			nullable[i+1] = nullable[i+1] || p.NullN() > 0
+		}
+	}
+	layers := make([]encodings21pb.RepDefLayer, depth)
+	level := make([]uint16, depth) // definition level of a null at each layer
+	var next uint16
+	any := false
+	for i, n := range nullable {
+		layers[i] = encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM
+		if n {
+			layers[i] = encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM
+			next++
+			level[i] = next
+			any = true
+		}
+	}
+	if !any {
+		return layers, nil
+	}
+	def := make([]uint16, 0, rows)
+	for _, l := range leaf {
+		arrays := append([]arrow.Array{l.vals}, l.parents...)
+		for j := range l.vals.Len() {
+			var d uint16
+			for i, a := range arrays {
+				if nullable[i] && a.IsNull(j) {
+					d = level[i] // the outermost null wins
+				}
+			}
+			def = append(def, d)
+		}
+	}
+	return layers, def
+}
+
+// chunker yields a page's values chunk by chunk.
+type chunker interface {
+	// next returns how many of the values from first the next chunk
+	// takes (a power of two unless it takes all the rest).
+	next(first int) int
+	// encode returns the chunk's value buffer.
+	encode(first, n int) []byte
+	// sizeHint is about the bytes of every chunk's buffer.
+	sizeHint() int
+}
+
+// encodeLeaf21 encodes one leaf's chunks as a mini-block page. Format
+// 2.2 requires its "large chunk" grammar: 32-bit chunk metadata words and
+// value buffer sizes, flagged by MiniBlockLayout field 10.
+func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (Page, error) {
+	var (
+		layers   []encodings21pb.RepDefLayer
+		rep, def []uint16
+		vals     []arrow.Array
+		maxRep   uint16
+		rows     int
+	)
+	if len(leaf) > 0 && leaf[0].top != nil {
+		sh := shredLists(leaf)
+		defer ReleaseAll(sh.vals)
+		layers, rep, def, vals, maxRep = sh.layers, sh.rep, sh.def, sh.vals, sh.maxRep
+		for _, v := range vals {
+			rows += v.Len()
+		}
+	} else {
+		layers, def = leafLevels(leaf)
+		vals = make([]arrow.Array, len(leaf))
+		for i, l := range leaf {
+			vals[i] = l.vals
+			rows += l.vals.Len()
+		}
+	}
+	topRows := 0
+	for _, l := range leaf {
+		if l.top != nil {
+			topRows += l.top.Len()
+		} else {
+			topRows += l.vals.Len()
+		}
+	}
+	var dt arrow.DataType = arrow.Null
+	if len(vals) > 0 {
+		dt = vals[0].DataType()
+	}
+	pv, err := newChunker(dt, vals, rows)
+	if err != nil {
+		return Page{}, err
+	}
+	if pv.zip != nil {
+		return encodeFullZip(pv.zip, layers, rep, def, maxRep, topRows), nil
+	}
+	c, enc := pv.c, pv.enc
+	if pv.dict != nil {
+		dict = pv.dict
+	}
+	m := &encodings21pb.MiniBlockLayout{
+		ValueCompression: enc,
+		Layers:           layers,
+		NumBuffers:       1,
+		NumItems:         uint64(rows),
+	}
+	large := minor >= 2
+	if large {
+		m.ProtoReflect().SetUnknown(protowire.AppendVarint(protowire.AppendTag(nil, miniBlockLarge, protowire.VarintType), 1))
+	}
+	levelBits := func(max uint16) *encodings21pb.CompressiveEncoding {
+		return &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_OutOfLineBitpacking{
+			OutOfLineBitpacking: &encodings21pb.OutOfLineBitpacking{UncompressedBitsPerValue: 16, Values: flatEncoding(bits.Len16(max))}}}
+	}
+	if def != nil {
+		m.DefCompression = levelBits(maxDefLevel(layers))
+	}
+	if rep != nil {
+		m.RepCompression = levelBits(maxRep)
+		m.RepetitionIndexDepth = 1
+	}
+	layout := &encodings21pb.PageLayout{Layout: &encodings21pb.PageLayout_MiniBlockLayout{MiniBlockLayout: m}}
+	if rows == 0 {
+		if rep == nil && def == nil {
+			return Page{Bufs: [][]byte{{}, {}}, Layout: layout}, nil
+		}
+		// Only empty and null lists: the levels alone, unpacked. The item
+		// layer is nullable (an all-valid one would read as a constant
+		// page), which shifts the other definition levels up by one.
+		if layers[0] == encodings21pb.RepDefLayer_REPDEF_ALL_VALID_ITEM {
+			layers[0] = encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM
+			for i := range def {
+				def[i]++
+			}
+		}
+		raw := func(l []uint16) []byte {
+			var b []byte
+			for _, v := range l {
+				b = binary.LittleEndian.AppendUint16(b, v)
+			}
+			return b
+		}
+		return Page{Length: uint64(topRows), Bufs: [][]byte{raw(rep), raw(def)}, Layout: &encodings21pb.PageLayout{
+			Layout: &encodings21pb.PageLayout_AllNullLayout{AllNullLayout: &encodings21pb.AllNullLayout{Layers: layers}}}}, nil
+	}
+	cw := &chunkWriter{c: c, rep: rep, def: def, repBits: bits.Len16(maxRep), defBits: bits.Len16(maxDefLevel(layers)), large: large,
+		data: make([]byte, 0, c.sizeHint()+len(rep)/2+len(def)/2+64)}
+	var (
+		meta     []byte
+		repIndex []uint64 // per chunk: rows finishing in it, leftover levels
+		lc       int      // levels consumed
+		levels   = max(len(rep), len(def))
+		ends     = valueEnds(rep, def, visibleDef(layers), rows)
+	)
+	for first := 0; first < rows; {
+		// A chunk takes what the chunker offers, halved until its levels
+		// fit too (many empty or null lists around its values); a page
+		// whose levels overflow even a chunk of two values is full-zipped.
+		n := c.next(first)
+		var end, size int
+		for {
+			end = levels
+			if first+n < rows && levels > 0 {
+				end = ends[first+n-1]
+			}
+			var ok bool
+			if size, ok = cw.chunk(first, n, lc, end); ok {
+				break
+			}
+			if n <= 2 {
+				z, err := zipValues(dt, vals, rows)
+				if err != nil {
+					return Page{}, err
+				}
+				return encodeFullZip(z, layers, rep, def, maxRep, topRows), nil
+			}
+			n = 1 << (bits.Len(uint(n-1)) - 1) // the power of two below n
+		}
+		last := first+n == rows
+		if rep != nil {
+			repIndex = appendRepIndex(repIndex, rep[lc:end], maxRep, len(meta) == 0, last)
+		}
+		log := 0
+		if !last {
+			log = bits.TrailingZeros(uint(n))
+		}
+		if word := uint32((size/8-1)<<4 | log); large {
+			meta = binary.LittleEndian.AppendUint32(meta, word)
+		} else {
+			meta = binary.LittleEndian.AppendUint16(meta, uint16(word))
+		}
+		first += n
+		lc = end
+	}
+	bufs := [][]byte{meta, cw.data}
+	if dict != nil {
+		m.Dictionary, m.NumDictionaryItems = dict.enc, uint64(dict.n)
+		bufs = append(bufs, dict.buf)
+	}
+	if rep != nil {
+		var b []byte
+		for _, v := range repIndex {
+			b = binary.LittleEndian.AppendUint64(b, v)
+		}
+		bufs = append(bufs, b)
+	}
+	return Page{Length: uint64(topRows), Bufs: bufs, Layout: layout}, nil
+}
+
+// valueEnds returns, per value of a page with levels, the index just
+// after its level (nil without levels): a chunk ending with value i takes
+// the levels before ends[i] (any empty or null lists after it go with the
+// next chunk).
+func valueEnds(rep, def []uint16, maxVisible uint16, rows int) []int {
+	levels := max(len(rep), len(def))
+	if levels == 0 {
+		return nil
+	}
+	ends := make([]int, 0, rows)
+	for i := range levels {
+		if def == nil || def[i] <= maxVisible {
+			ends = append(ends, i+1)
+		}
+	}
+	return ends
+}
+
+// maxChunk is the largest mini-block chunk (format 2.1's 12-bit count of
+// 8-byte words; 2.2 readers take it too).
+const maxChunk = 32 << 10
+
+// chunkWriter appends mini-block chunks to data.
+type chunkWriter struct {
+	c                chunker
+	rep, def         []uint16
+	repBits, defBits int
+	large            bool
+	data             []byte
+}
+
+// chunk appends the chunk of values [first, first+n) and levels [lc, end):
+// the level count and the sizes of its rep and def buffers (16 bits each)
+// and of its value buffer (16 bits, 32 in 2.2's large chunks), padding to
+// 8 bytes, then each buffer padded to 8 bytes. It returns the chunk's
+// size, or false (appending nothing) when the chunk exceeds a limit.
+func (w *chunkWriter) chunk(first, n, lc, end int) (int, bool) {
+	if end-lc > 0xffff {
+		return 0, false
+	}
+	var repBuf, defBuf []byte
+	if w.rep != nil {
+		if repBuf = packLevels(w.rep[lc:end], w.repBits); len(repBuf) > 0xffff {
+			return 0, false
+		}
+	}
+	if w.def != nil {
+		if defBuf = packLevels(w.def[lc:end], w.defBits); len(defBuf) > 0xffff {
+			return 0, false
+		}
+	}
+	vb := w.c.encode(first, n)
+	if !w.large && len(vb) > 0xffff {
+		return 0, false
+	}
+	start := len(w.data)
+	data := binary.LittleEndian.AppendUint16(w.data, uint16(end-lc))
+	if w.rep != nil {
+		data = binary.LittleEndian.AppendUint16(data, uint16(len(repBuf)))
+	}
+	if w.def != nil {
+		data = binary.LittleEndian.AppendUint16(data, uint16(len(defBuf)))
+	}
+	if w.large {
+		data = binary.LittleEndian.AppendUint32(data, uint32(len(vb)))
+	} else {
+		data = binary.LittleEndian.AppendUint16(data, uint16(len(vb)))
+	}
+	data = padTo8(data)
+	if w.rep != nil {
+		data = padTo8(append(data, repBuf...))
+	}
+	if w.def != nil {
+		data = padTo8(append(data, defBuf...))
+	}
+	data = padTo8(append(data, vb...))
+	if size := len(data) - start; size > maxChunk {
+		w.data = data[:start]
+		return 0, false
+	}
+	w.data = data
+	return len(data) - start, true
+}
+
+// maxDefLevel is the highest definition level of a page's layers.
+func maxDefLevel(layers []encodings21pb.RepDefLayer) uint16 {
+	var n uint16
+	for _, l := range layers {
+		switch l {
+		case encodings21pb.RepDefLayer_REPDEF_NULLABLE_ITEM, encodings21pb.RepDefLayer_REPDEF_NULLABLE_LIST, encodings21pb.RepDefLayer_REPDEF_EMPTYABLE_LIST:
+			n++
+		case encodings21pb.RepDefLayer_REPDEF_NULL_AND_EMPTY_LIST:
+			n += 2
+		}
+	}
+	return n
+}
+
+// appendRepIndex appends a chunk's repetition index entry (Lance's
+// depth-1 index): the rows that finish in it and the levels left over
+// after its last row start (0 for the last chunk, which finishes its last
+// row). A chunk starting a row finishes the previous chunk's leftover
+// row.
+func appendRepIndex(idx []uint64, rep []uint16, maxRep uint16, first, last bool) []uint64 {
+	var rows, left uint64
+	for i := 1; i < len(rep); i++ {
+		if rep[i] == maxRep {
+			rows++
+		}
+	}
+	if !last {
+		left = uint64(len(rep))
+		for i := len(rep) - 1; i >= 0; i-- {
+			if rep[i] == maxRep {
+				left = uint64(len(rep) - i)
+				break
+			}
+		}
+	} else {
+		rows++
+	}
+	if !first && len(rep) > 0 && rep[0] == maxRep && idx[len(idx)-1] != 0 {
+		idx[len(idx)-2]++
+		idx[len(idx)-1] = 0
+	}
+	return append(idx, rows, left)
+}
+
+func padTo8(b []byte) []byte {
+	for len(b)%8 != 0 {
+		b = append(b, 0)
+	}
+	return b
+}
+
+// packLevels bit-packs 16-bit levels out of line at w bits: whole blocks
+// of 1024, the tail packed (padded) only when that is smaller than raw.
+func packLevels(levels []uint16, w int) []byte {
+	words := flWords(16, w)
+	var out []byte
+	vals := make([]uint64, flBlock)
+	for i := 0; i < len(levels); i += flBlock {
+		n := min(flBlock, len(levels)-i)
+		if n < flBlock && words >= n {
+			for _, l := range levels[i:] {
+				out = binary.LittleEndian.AppendUint16(out, l)
+			}
+			break
+		}
+		clear(vals)
+		for j := range n {
+			vals[j] = uint64(levels[i+j])
+		}
+		blk := make([]byte, words*2)
+		flPack(16, w, vals, blk)
+		out = append(out, blk...)
+	}
+	return out
+}
+
+// pageValues is how a page stores its values: in mini-block chunks (c,
+// their encoding enc, and the dictionary the chunks index into, if any),
+// or zipped.
+type pageValues struct {
+	c    chunker
+	enc  *encodings21pb.CompressiveEncoding
+	dict *pageDict
+	zip  *zipped
+}
+
+// newChunker picks the compressive encoding of a page of values: zipped
+// when they are too wide for mini-block chunks, dictionary indices when
+// few distinct strings repeat.
+func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, error) {
+	switch t := dt.(type) {
+	case *arrow.NullType:
+		return pageValues{enc: flatEncoding(8)}, nil
+	case *arrow.BooleanType:
+		b, _ := FixedValues(dt, vals)
+		return pageValues{c: &flatChunker{data: b, bits: 1, rows: rows}, enc: flatEncoding(1)}, nil
+	case *arrow.FixedSizeListType:
+		b, ew, err := vectorValues(t, vals)
+		if err != nil {
+			return pageValues{}, err
+		}
+		bits := ew.BitWidth() * int(t.Len())
+		if bits/8 > maxMiniValue {
+			return pageValues{zip: &zipped{n: rows, width: bits / 8, data: b, enc: fslEncoding(t, ew)}}, nil
+		}
+		return pageValues{c: &flatChunker{data: b, bits: bits, rows: rows}, enc: fslEncoding(t, ew)}, nil
+	case arrow.BinaryDataType:
+		offs, data, widest := varValues(vals, rows)
+		if widest > maxMiniValue {
+			z, err := zipVariable(dt, offs, data)
+			return pageValues{zip: z}, err
+		}
+		if idx, dict := dictionaryEncode(dt, offs, data); dict != nil {
+			pv := intValues(idx, 32, rows)
+			pv.dict = dict
+			return pv, nil
+		}
+		c, enc, err := newVarChunker(offs, data)
+		return pageValues{c: c, enc: enc}, err
+	case arrow.FixedWidthDataType:
+		b, _ := FixedValues(dt, vals)
+		if isInteger(dt) {
+			return intValues(b, t.BitWidth(), rows), nil
+		}
+		return pageValues{c: &flatChunker{data: b, bits: t.BitWidth(), rows: rows}, enc: flatEncoding(t.BitWidth())}, nil
+	}
+	return pageValues{}, writers.Errorf(writers.ErrInvalid, "lance: type %s is not written in Lance file formats 2.1 and 2.2 by Quiver", dt)
+}
+
+// intValues stores rows w-bit integers bit-packed, or flat when packing
+// does not make them smaller.
+func intValues(b []byte, w, rows int) pageValues {
+	if packs(b, w, rows) {
+		return pageValues{c: &packChunker{data: b, t: w, rows: rows}, enc: &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_InlineBitpacking{
+			InlineBitpacking: &encodings21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(w)}}}}
+	}
+	return pageValues{c: &flatChunker{data: b, bits: w, rows: rows}, enc: flatEncoding(w)}
+}
+
+func flatEncoding(bits int) *encodings21pb.CompressiveEncoding {
+	return &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Flat{Flat: &encodings21pb.Flat{BitsPerValue: uint64(bits)}}}
+}
+
+func variableEncoding(offsetBits int) *encodings21pb.CompressiveEncoding {
+	return &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Variable{Variable: &encodings21pb.Variable{
+		Offsets: flatEncoding(offsetBits)}}}
+}
+
+func fslEncoding(t *arrow.FixedSizeListType, ew arrow.FixedWidthDataType) *encodings21pb.CompressiveEncoding {
+	return &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_FixedSizeList{
+		FixedSizeList: &encodings21pb.FixedSizeList{ItemsPerValue: uint64(t.Len()), Values: flatEncoding(ew.BitWidth())}}}
+}
+
+// vectorValues returns the item bytes of fixed-size lists of a
+// fixed-width type, which must have no null items in a valid list.
+func vectorValues(t *arrow.FixedSizeListType, vals []arrow.Array) ([]byte, arrow.FixedWidthDataType, error) {
+	ew, ok := t.Elem().(arrow.FixedWidthDataType)
+	if !ok || t.Elem().ID() == arrow.BOOL {
+		return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: type %s is not written in Lance file formats 2.1 and 2.2 by Quiver", t)
+	}
+	items := FSLItems(vals)
+	defer ReleaseAll(items)
+	for k, it := range items {
+		if nullItems(vals[k], it, int(t.Len())) {
+			return nil, nil, writers.Errorf(writers.ErrInvalid, "lance: a fixed_size_list value has null items, which Quiver does not write in Lance file formats 2.1 and 2.2: null the whole vector instead, or write the dataset with data_storage_version \"2.0\"")
+		}
+	}
+	b, _ := FixedValues(t.Elem(), items)
+	return b, ew, nil
+}
+
+// nullItems reports whether a valid row of fixed-size list l has a null
+// item (a null row's items do not matter).
+func nullItems(l, items arrow.Array, dim int) bool {
+	if items.NullN() == 0 {
+		return false
+	}
+	for i := range l.Len() {
+		if l.IsValid(i) {
+			for j := i * dim; j < (i+1)*dim; j++ {
+				if items.IsNull(j) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// packs reports whether bit-packing rows t-bit values in FastLanes blocks
+// (padded to 1024 values) is smaller than storing them flat.
+func packs(data []byte, t, rows int) bool {
+	packed := 0
+	for first := 0; first < rows; first += flBlock {
+		var or uint64
+		for j := first; j < min(rows, first+flBlock); j++ {
+			or |= readWord(data, t, j)
+		}
+		packed += t/8 + flWords(t, bits.Len64(or))*t/8
+	}
+	return packed < rows*t/8
+}
+
+// isInteger reports types whose values are integers of 8 to 64 bits.
+func isInteger(dt arrow.DataType) bool {
+	switch dt.ID() {
+	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
+		arrow.DATE32, arrow.DATE64, arrow.TIMESTAMP, arrow.TIME32, arrow.TIME64, arrow.DURATION:
+		return true
+	}
+	return false
+}
+
+// flatChunker stores fixed-width values as they are, about chunkAim
+// bytes per chunk.
+type flatChunker struct {
+	data []byte
+	bits int
+	rows int
+}
+
+func (c *flatChunker) next(first int) int {
+	n := 4096
+	for n > 2 && n*c.bits/8 > chunkAim {
+		n /= 2
+	}
+	return min(n, c.rows-first)
+}
+
+func (c *flatChunker) sizeHint() int { return len(c.data) + c.rows/64*16 }
+
+func (c *flatChunker) encode(first, n int) []byte {
+	if c.bits == 1 {
+		var w BitWriter
+		w.AppendBits(c.data, first, n)
+		return w.b
+	}
+	return c.data[first*c.bits/8 : (first+n)*c.bits/8]
+}
+
+// packChunker bit-packs t-bit integers in FastLanes blocks of 1024, each
+// led by its bit width (the chunk's widest value).
+type packChunker struct {
+	data []byte
+	t    int
+	rows int
+}
+
+func (c *packChunker) next(first int) int { return min(flBlock, c.rows-first) }
+
+func (c *packChunker) sizeHint() int { return len(c.data) }
+
+func (c *packChunker) encode(first, n int) []byte {
+	vals := make([]uint64, flBlock)
+	var or uint64
+	for j := range n {
+		v := readWord(c.data, c.t, first+j)
+		vals[j] = v
+		or |= v
+	}
+	w := bits.Len64(or)
+	out := make([]byte, c.t/8+flWords(c.t, w)*c.t/8)
+	putWord(out, c.t, 0, uint64(w))
+	flPack(c.t, w, vals, out[c.t/8:])
+	return out
+}
+
+// varChunker stores variable-width values as chunk-relative 32-bit
+// offsets and bytes, zstd-compressed when that pays for the page.
+type varChunker struct {
+	offs []uint64 // page-relative, len rows+1
+	data []byte
+	zstd *zstd.Encoder
+}
+
+// varValues gathers variable-width values: page-relative offsets (rows+1),
+// the bytes (null values empty) and the widest value's length.
+func varValues(vals []arrow.Array, rows int) ([]uint64, []byte, int64) {
+	total := 0
+	for _, a := range vals {
+		off, _ := BinaryChunk(a)
+		total += int(off(a.Len()) - off(0))
+	}
+	offs, data := make([]uint64, 1, rows+1), make([]byte, 0, total)
+	var widest int64
+	for _, a := range vals {
+		off, raw := BinaryChunk(a)
+		if a.NullN() == 0 { // contiguous: one copy, offsets rebased
+			base, end := off(0), off(a.Len())
+			at := uint64(len(data)) - uint64(base)
+			data = append(data, raw[base:end]...)
+			for i := 1; i <= a.Len(); i++ {
+				widest = max(widest, off(i)-off(i-1))
+				offs = append(offs, uint64(off(i))+at)
+			}
+			continue
+		}
+		for i := range a.Len() {
+			if a.IsValid(i) {
+				widest = max(widest, off(i+1)-off(i))
+				data = append(data, raw[off(i):off(i+1)]...)
+			}
+			offs = append(offs, uint64(len(data)))
+		}
+	}
+	return offs, data, widest
+}
+
+func newVarChunker(offs []uint64, data []byte) (chunker, *encodings21pb.CompressiveEncoding, error) {
+	c := &varChunker{offs: offs, data: data}
+	variable := variableEncoding(32)
+	// Compress when the values shrink by an eighth or more (names,
+	// categories and text do; random bytes do not).
+	if len(c.data) >= 64 {
+		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
+		if err != nil {
+			return nil, nil, err
+		}
+		sample := enc.EncodeAll(c.data[:min(len(c.data), 64<<10)], nil)
+		if len(sample)*8 < min(len(c.data), 64<<10)*7 {
+			c.zstd = enc
+			return c, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_General{General: &encodings21pb.General{
+				Compression: &encodings21pb.BufferCompression{Scheme: encodings21pb.CompressionScheme_COMPRESSION_ALGORITHM_ZSTD},
+				Values:      variable}}}, nil
+		}
+	}
+	return c, variable, nil
+}
+
+func (c *varChunker) next(first int) int {
+	rows := len(c.offs) - 1
+	size := func(n int) uint64 { return c.offs[first+n] - c.offs[first] + uint64(4*(n+1)) }
+	if size(rows-first) <= 2*chunkAim && rows-first <= 4096 {
+		return rows - first
+	}
+	n := 2
+	for n*2 <= 4096 && first+n*2 <= rows && size(n*2) <= chunkAim {
+		n *= 2
+	}
+	return min(n, rows-first)
+}
+
+func (c *varChunker) sizeHint() int { return len(c.data) + 4*len(c.offs) }
+
+func (c *varChunker) encode(first, n int) []byte {
+	base := c.offs[first]
+	hdr := uint64(4 * (n + 1))
+	out := make([]byte, 0, hdr+c.offs[first+n]-base)
+	for i := range n + 1 {
+		out = binary.LittleEndian.AppendUint32(out, uint32(hdr+c.offs[first+i]-base))
+	}
+	out = append(out, c.data[base:c.offs[first+n]]...)
+	// Readers view the chunk as 32-bit words: pad it to a multiple of 4.
+	for len(out)%4 != 0 {
+		out = append(out, 0)
+	}
+	if c.zstd == nil {
+		return out
+	}
+	z := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(out)), uint64(len(out)))
+	return c.zstd.EncodeAll(out, z)
+}
