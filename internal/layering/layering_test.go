@@ -26,8 +26,8 @@ type rule struct {
 var (
 	sinks        = []string{"writers/delta", "writers/lance", "writers/kafka", "writers/discard"}
 	aboveSinks   = []string{"server/...", "flightsvc/...", "txn/...", "bench/...", "clients/..."}
-	testSupport  = []string{"internal/testpoll", "internal/reftool", "internal/emulator", "internal/duckcheck", "internal/alloccheck", "internal/lanceprobe/probetest", "writers/writertest/...", "writers/storage/storagetest"}
-	formatLibs   = []string{"writers/delta/deltalog/...", "writers/delta/deltaexpr", "writers/parquetio", "writers/kafka/kafkaenc/...", "writers/lance/lanceformat/...", "writers/lance/lancepb/...", "writers/storage", "merge/..."}
+	testSupport  = []string{"internal/testpoll", "internal/reftool", "internal/emulator", "internal/duckcheck", "internal/alloccheck", "internal/lanceprobe/probetest", "writers/writertest/...", "writers/storage/storagetest", "writers/lance/internal/lancetest"}
+	formatLibs   = []string{"writers/delta/deltalog/...", "writers/delta/deltaexpr", "writers/parquetio", "writers/kafka/kafkaenc/...", "writers/lance/lancefile/...", "writers/lance/lancetable", "writers/lance/lancepb/...", "writers/storage", "merge/..."}
 	belowService = []string{"txn/...", "writers/...", "merge/...", "internal/membudget", "internal/descseal", "internal/fsync", "internal/rowdigest", "internal/redact"}
 )
 
@@ -41,6 +41,8 @@ var rules = []rule{
 	{from: []string{"writers/kafka/..."}, to: []string{"writers/delta/...", "writers/lance/...", "writers/tablesink"}, why: "one sink never depends on another"},
 	{from: []string{"server/cmd/quiver", "writers/...", "merge/...", "txn/...", "flightsvc/..."}, except: testSupport, to: testSupport,
 		why: "the binary and the libraries link no test support"},
+	{from: []string{"writers/lance/lancefile/..."}, to: []string{"writers/lance/lancetable"},
+		why: "the Lance file codec knows nothing of the table format"},
 	{from: belowService, to: []string{"google.golang.org/grpc/..."}, direct: true,
 		why: "nothing below flightsvc knows gRPC"},
 	{from: []string{"flightsvc/ipccheck", "internal/rowdigest", "internal/fsync"}, to: []string{"writers/...", "flightsvc", "server/...", "txn/..."},
