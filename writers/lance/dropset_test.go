@@ -27,8 +27,8 @@ func TestDropSet(t *testing.T) {
 		{"last offset", 1<<32 | 1000, true},
 		{"offset between", 1<<32 | 65, false},
 		{"past the bitset", 1<<32 | 5000, false},
-		{"fragment without entry", 2<<32 | 0, false},
-		{"fragment past the slice", 9<<32 | 0, false},
+		{"fragment without entry", 2 << 32, false},
+		{"fragment past the slice", 9 << 32, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := s.has(c.addr); got != c.want {

@@ -8,9 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lancefile/lanceenc"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/file2pb"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/filepb"
@@ -105,22 +103,6 @@ func (f *FileReader) decodeDescriptor(b []byte) error {
 	*f.Schema = SchemaOf(fd.GetSchema().GetFields(), fd.GetSchema().GetMetadata())
 	f.Rows = fd.Length
 	return nil
-}
-
-// unwrapDirect returns the payload of a direct lance.file.v2.Encoding
-// holding a google.protobuf.Any, checking its type URL.
-func unwrapDirect(e *file2pb.Encoding, wantType string) ([]byte, error) {
-	if _, ok := e.GetLocation().(*file2pb.Encoding_Indirect); ok {
-		return nil, fmt.Errorf("indirect encodings are not supported")
-	}
-	a := &anypb.Any{}
-	if err := Unmarshal(e.GetDirect().GetEncoding(), a); err != nil {
-		return nil, err
-	}
-	if a.TypeUrl != wantType {
-		return nil, writers.Errorf(writers.ErrInvalid, "lance: page encoding %q is not %q: the file is not Lance format 2.0", a.TypeUrl, wantType)
-	}
-	return a.Value, nil
 }
 
 func decodeColumnMetadata(b []byte) ([]pageRef, error) {

@@ -46,6 +46,7 @@ func (f *Field) toPB() *filepb.Field {
 	m := CloneOr(f.pb)
 	m.Name, m.Id, m.ParentId = f.Name, f.ID, f.ParentID
 	m.LogicalType, m.Nullable = f.LogicalType, f.Nullable
+	//lint:ignore SA1019 manifests still carry the V1 encoding hint: pylance writes and reads it
 	m.Encoding = filepb.Encoding(f.Encoding)
 	m.Metadata = f.Metadata
 	return m
@@ -53,6 +54,7 @@ func (f *Field) toPB() *filepb.Field {
 
 func fieldOf(m *filepb.Field) Field {
 	return Field{Name: m.Name, ID: m.Id, ParentID: m.ParentId, LogicalType: m.LogicalType, Nullable: m.Nullable,
+		//lint:ignore SA1019 manifests still carry the V1 encoding hint: pylance writes and reads it
 		Encoding: uint64(m.Encoding), Metadata: m.Metadata, pb: m}
 }
 
@@ -151,6 +153,7 @@ func FromArrow(s *arrow.Schema) (*Schema, error) {
 			f.Encoding = encodingVarBinary
 		case arrow.DICTIONARY: // as pylance records it: the hint and an empty dictionary
 			f.Encoding = encodingDictionary
+			//lint:ignore SA1019 pylance records a dictionary column this way in manifests
 			f.pb = &filepb.Field{Dictionary: &filepb.Dictionary{}}
 		}
 		next++

@@ -9,16 +9,14 @@ import (
 // block of 1024 values of a T-bit type is packed at W bits per value into
 // 1024*W/T words of T bits. Value rows are interleaved over 1024/T lanes
 // in FastLanes' "unified transposed" order, so that each lane packs and
-// unpacks independently (SIMD-friendly); flIndex maps (row, lane) to the
-// value's position in the block.
+// unpacks independently (SIMD-friendly): row r of lane l sits at
+// flOrder[r/8]*16 + (r%8)*128 + l in the block.
 
 // flBlock is the number of values of one FastLanes block.
 const flBlock = 1024
 
 // flOrder is FastLanes' transposition order of 8-row groups.
 var flOrder = [8]int{0, 4, 2, 6, 1, 5, 3, 7}
-
-func flIndex(row, lane int) int { return flOrder[row/8]*16 + (row%8)*128 + lane }
 
 // flWords is the number of T-bit words a block packed at w bits takes.
 func flWords(t, w int) int { return flBlock * w / t }

@@ -23,13 +23,12 @@ import (
 
 // unraveler walks a page's levels from the innermost layer out.
 type unraveler struct {
-	layers     []encodings21pb.RepDefLayer
-	rep, def   []uint16
-	toRep      []uint16 // definition level -> list depth at which it is visible
-	layer      int
-	defCmp     uint16
-	depth      uint16
-	positionsN int // positions at the current layer
+	layers   []encodings21pb.RepDefLayer
+	rep, def []uint16
+	toRep    []uint16 // definition level -> list depth at which it is visible
+	layer    int
+	defCmp   uint16
+	depth    uint16
 }
 
 func newUnraveler(p *LeafPage) (*unraveler, error) {
