@@ -148,16 +148,32 @@ func (w *Writer) checkModes(ds []*descriptor) error {
 func (w *Writer) verifyFiles(ctx context.Context, ds []*descriptor) error {
 	var want []storage.Expected
 	for i, d := range ds {
-		label := fmt.Sprintf("lance: endpoint %q: descriptor %d", w.env.Endpoint, i)
-		for _, f := range d.Fragments {
-			want = append(want, storage.Expected{Key: lancetable.DataKey(f.Path), Size: int64(f.Size), Label: label})
-		}
-		if d.Merge == nil {
-			continue
-		}
-		for _, u := range d.Merge.Updated {
-			want = append(want, storage.Expected{Key: u.NewDeletion.Path(u.ID), Size: u.NewDeletionSize, Label: label})
-		}
+		want = append(want, d.written(fmt.Sprintf("lance: endpoint %q: descriptor %d", w.env.Endpoint, i))...)
 	}
 	return w.bucket.CheckObjects(ctx, want)
+}
+
+// written lists the objects d's precommit wrote: the new fragments' data
+// files and a merge's new deletion files (never the existing fragments'
+// files it rewrites or drops).
+func (d *descriptor) written(label string) []storage.Expected {
+	var out []storage.Expected
+	for _, f := range d.Fragments {
+		out = append(out, storage.Expected{Key: lancetable.DataKey(f.Path), Size: int64(f.Size), Label: label})
+	}
+	if d.Merge != nil {
+		for _, u := range d.Merge.Updated {
+			out = append(out, storage.Expected{Key: u.NewDeletion.Path(u.ID), Size: u.NewDeletionSize, Label: label})
+		}
+	}
+	return out
+}
+
+// writtenFiles is written of an encoded descriptor (tablesink.Discards).
+func writtenFiles(b writers.Descriptor) ([]storage.Expected, error) {
+	d, err := decodeDescriptor(b)
+	if err != nil {
+		return nil, err
+	}
+	return d.written("lance: discarded precommit"), nil
 }

@@ -19,11 +19,17 @@ import (
 // Writer is the Lance sink of one endpoint. All methods are safe for
 // concurrent use within the writers.Writer contract (calls for one key are
 // never concurrent).
-var _ writers.AttemptFencer = (*Writer)(nil)
+var (
+	_ writers.AttemptFencer      = (*Writer)(nil)
+	_ writers.PrecommitDiscarder = (*Writer)(nil)
+)
 
 type Writer struct {
 	// Fences marks attempts fenced in the dataset (writers.AttemptFencer).
 	tablesink.Fences
+	// Discards deletes the files of precommits rolled back on this server
+	// alone (writers.PrecommitDiscarder).
+	tablesink.Discards
 	cfg    *Config
 	env    writers.Env
 	log    *slog.Logger
@@ -74,6 +80,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		root: tablesink.Root{Sink: "lance", Option: "dataset_uri", URI: cfg.DatasetURI, BaseDir: env.ConfigDir}}
 	w.stages = tablesink.NewStages("lance", w.discard)
 	w.Fences = tablesink.Fences{Bucket: &w.bucket}
+	w.Discards = tablesink.Discards{Bucket: &w.bucket, Written: writtenFiles}
 	w.background, w.stopBack = context.WithCancel(context.Background())
 	reg, err := w.m.register(env.Registerer)
 	if err != nil {

@@ -48,3 +48,27 @@ func (f Fences) Fenced(ctx context.Context, key writers.TxnKey, attempt string) 
 	}
 	return false, err
 }
+
+// Discards implements writers.PrecommitDiscarder on the table under
+// *Bucket: Written names the objects a descriptor's precommit wrote (the
+// sink decodes its own descriptors), which DiscardPrecommitted deletes.
+type Discards struct {
+	Bucket  **storage.Bucket
+	Written func(writers.Descriptor) ([]storage.Expected, error)
+}
+
+// DiscardPrecommitted deletes the objects desc's precommit wrote; missing
+// ones are fine.
+func (d Discards) DiscardPrecommitted(ctx context.Context, desc writers.Descriptor) error {
+	objs, err := d.Written(desc)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, o := range objs {
+		if err := (*d.Bucket).Delete(ctx, o.Key); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -96,6 +96,10 @@ func Run(t *testing.T, h Harness) {
 			run  func(*suite)
 		}{"concurrent-first-commits-of-two-schemas", (*suite).concurrentFirstCommitsOfTwoSchemas})
 	}
+	subtests = append(subtests, struct {
+		name string
+		run  func(*suite)
+	}{"discard-precommitted", (*suite).discardPrecommitted})
 	for _, st := range subtests {
 		t.Run(st.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -264,6 +268,37 @@ func (s *suite) rollbackDiscards() {
 	s.wantPublished(0, "after Rollback")
 	s.wantEpoch(s.w, staged.Writer, 0, false)
 	s.wantEpoch(s.w, precommitted.Writer, 0, false)
+}
+
+// discardPrecommitted: a writers.PrecommitDiscarder deletes what a
+// rolled-back precommit wrote, and nothing of what is published: the
+// table reads as before, and the descriptor no longer commits anywhere
+// (a peer refuses it with ErrInvalid, its files are gone). Idempotent.
+func (s *suite) discardPrecommitted() {
+	d, ok := writers.Find[writers.PrecommitDiscarder](s.w)
+	if !ok {
+		s.t.Skip("the sink's precommits write no files of their own")
+	}
+	first := writers.TxnKey{Writer: "job-1", Epoch: 1}
+	s.write(s.w, first, 5)
+	s.commit(s.w, first, s.precommit(s.w, first))
+	s.wantPublished(5, "after the first commit")
+
+	rolled := writers.TxnKey{Writer: "job-2", Epoch: 1}
+	s.write(s.w, rolled, 5) // the same ids: an upsert endpoint updates them
+	desc := s.precommit(s.w, rolled)
+	s.rollback(s.w, rolled)
+	for range 2 {
+		if err := d.DiscardPrecommitted(s.ctx, desc); err != nil {
+			s.t.Fatalf("DiscardPrecommitted: %v", err)
+		}
+	}
+	s.wantPublished(5, "after discarding a rolled-back precommit")
+	peer := s.open(s.h.Peer(s.t, s.w))
+	if _, err := peer.Commit(s.ctx, rolled, []writers.Descriptor{desc}); !errors.Is(err, writers.ErrInvalid) {
+		s.t.Fatalf("commit of a discarded precommit's descriptor: %v, want ErrInvalid (its files are gone)", err)
+	}
+	s.wantPublished(5, "after the refused commit")
 }
 
 func (s *suite) emptyPrecommit() {
