@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -101,7 +102,7 @@ func (d deltaTable) eachBatch(t testing.TB, columns []string, fn func(path strin
 		if err != nil {
 			t.Fatal(err)
 		}
-		gone, err := deltalog.ReadDeletionVector(ctx, b, a.DeletionVector)
+		gone, err := dv.ReadDeletionVector(ctx, b, a.DeletionVector)
 		if err != nil {
 			t.Fatal(err)
 		}

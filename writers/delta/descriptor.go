@@ -8,6 +8,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -224,15 +225,15 @@ func (u *upsertPlan) checkUpdates() error {
 		return writers.Errorf(writers.ErrInvalid, "delta: upsert descriptor does not state the size of its deletion-vector file %q (precommitted by an earlier Quiver build?): roll back and replay the transaction", u.DVFile)
 	}
 	for _, up := range u.Updates {
-		dv := up.DeletionVector
-		if dv == nil {
+		d := up.DeletionVector
+		if d == nil {
 			return writers.Errorf(writers.ErrInvalid, "delta: descriptor update of %q has no deletion vector", up.Path)
 		}
-		key, ok, err := deltalog.DeletionVectorKey(dv)
-		if err != nil || !ok || key != u.DVFile || dv.Cardinality <= 0 || dv.Cardinality >= up.Rows {
+		key, ok, err := dv.DeletionVectorKey(d)
+		if err != nil || !ok || key != u.DVFile || d.Cardinality <= 0 || d.Cardinality >= up.Rows {
 			return writers.Errorf(writers.ErrInvalid, "delta: descriptor update of %q has a deletion vector outside the plan's file %q", up.Path, u.DVFile)
 		}
-		if dv.Offset == nil || *dv.Offset < 1 || dv.SizeInBytes <= 0 || int64(*dv.Offset)+8+int64(dv.SizeInBytes) > u.DVFileSize {
+		if d.Offset == nil || *d.Offset < 1 || d.SizeInBytes <= 0 || int64(*d.Offset)+8+int64(d.SizeInBytes) > u.DVFileSize {
 			return writers.Errorf(writers.ErrInvalid, "delta: descriptor update of %q has a deletion vector outside the %d bytes of %q", up.Path, u.DVFileSize, u.DVFile)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -166,7 +167,7 @@ func openLiveFile(t *testing.T, b *storage.Bucket, a *deltalog.Add) (key string,
 	if err != nil {
 		t.Fatal(err)
 	}
-	if gone, err = deltalog.ReadDeletionVector(ctx, b, a.DeletionVector); err != nil {
+	if gone, err = dv.ReadDeletionVector(ctx, b, a.DeletionVector); err != nil {
 		t.Fatalf("deletion vector of %s: %v", key, err)
 	}
 	if r, size, err = b.OpenReader(ctx, key); err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
@@ -280,7 +281,7 @@ func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arro
 	if err != nil {
 		return fmt.Errorf("file %s: %w", a.Path, err)
 	}
-	gone, err := deltalog.ReadDeletionVector(ctx, w.bucket, a.DeletionVector)
+	gone, err := dv.ReadDeletionVector(ctx, w.bucket, a.DeletionVector)
 	if err != nil {
 		return fmt.Errorf("file %s: %w", a.Path, err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/quiver-ingest/quiver/internal/duckcheck"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
 )
 
 // nullText renders a null value in row strings.
@@ -110,7 +111,7 @@ func duckSkip(t *testing.T, cfg *Config, a *deltalog.Add) string {
 	t.Helper()
 	ctx := context.Background()
 	b := tableBucket(t, cfg)
-	gone, err := deltalog.ReadDeletionVector(ctx, b, a.DeletionVector)
+	gone, err := dv.ReadDeletionVector(ctx, b, a.DeletionVector)
 	if err != nil {
 		t.Fatalf("deletion vector of %s: %v", a.Path, err)
 	}

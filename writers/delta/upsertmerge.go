@@ -18,6 +18,7 @@ import (
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
@@ -29,7 +30,7 @@ type mergeOutcome struct {
 	adds      []addFile  // rewritten files and live rows
 	removes   []string   // paths of the rewritten (or wholly deleted) files
 	updates   []dvUpdate // files marked by a new deletion vector instead
-	dvs       *deltalog.DeletionVectorFile
+	dvs       *dv.DeletionVectorFile
 	dvFile    string            // storage key of dvs once written
 	dvSize    int64             // its size
 	readFiles []string          // paths of the candidate files whose keys were read
@@ -65,11 +66,11 @@ func (o *mergeOutcome) empty(path string) {
 func (o *mergeOutcome) mark(path string, rows int64, gone []int64) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	dv, err := o.dvs.Add(gone)
+	d, err := o.dvs.Add(gone)
 	if err != nil {
 		return fmt.Errorf("delta: upsert: deletion vector of %s: %w", path, err)
 	}
-	o.updates = append(o.updates, dvUpdate{Path: path, DeletionVector: dv, Rows: rows})
+	o.updates = append(o.updates, dvUpdate{Path: path, DeletionVector: d, Rows: rows})
 	return nil
 }
 
@@ -120,7 +121,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	out := &mergeOutcome{liveRows: res.LiveRows, deletedKeys: res.DeletedRows, readDVs: map[string]string{}, identity: ident}
 	useDVs := deletionVectorsEnabled(snap)
 	if useDVs {
-		out.dvs = deltalog.NewDeletionVectorFile()
+		out.dvs = dv.NewDeletionVectorFile()
 	}
 	var candidates []*deltalog.Add
 	for _, a := range snap.Files() {
@@ -301,7 +302,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	if err != nil {
 		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
 	}
-	deleted, err := deltalog.ReadDeletionVector(ctx, w.bucket, a.DeletionVector)
+	deleted, err := dv.ReadDeletionVector(ctx, w.bucket, a.DeletionVector)
 	if err != nil {
 		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
 	}
@@ -348,7 +349,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 			return err
 		}
 	}
-	gone := deltalog.MergeRows(deleted, fm.pos)
+	gone := dv.MergeRows(deleted, fm.pos)
 	switch {
 	case int64(len(gone)) == rows:
 		out.empty(a.Path)

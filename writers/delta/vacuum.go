@@ -8,11 +8,12 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 // Vacuum deletes the files of the table no version inside the retention
-// references (deltalog.Vacuumable: data and deletion-vector files), then
+// references (vacuumable: data and deletion-vector files), then
 // cleans the log up (CleanLog). A table that sets
 // delta.deletedFileRetentionDuration keeps removed files at least that
 // long, whatever req.Retention asks. Files no version references at all
@@ -29,7 +30,7 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 	}
 	res.RetentionHours = retention.Hours()
 	now := time.Now()
-	files, err := deltalog.Vacuumable(ctx, w.bucket, snap, now, retention, req.UntrackedMinAge)
+	files, err := vacuumable(ctx, w.bucket, snap, now, retention, req.UntrackedMinAge)
 	if err != nil {
 		return res, fmt.Errorf("delta: vacuum %s: %w", w.cfg.TableURI, err)
 	}
@@ -39,6 +40,101 @@ func (w *Writer) Vacuum(ctx context.Context, req writers.VacuumRequest) (writers
 	n, err := w.cleanLog(ctx, snap, now, req.DryRun)
 	res.LogFilesDeleted = n
 	return res, err
+}
+
+// vacuumable lists the objects under the table root a vacuum of snapshot s
+// may delete at now, as Spark's VACUUM decides, and more cautiously:
+//
+//   - files a live add or a tombstone younger than retention references
+//     (data files and their deletion-vector files) are kept;
+//   - files of tombstones older than retention are deleted once their own
+//     modification time is older than retention too;
+//   - files no action of s references (written by a transaction that
+//     failed, or is still in flight and may publish them) are deleted only
+//     once older than untrackedMinAge;
+//   - _delta_log and every hidden path (a segment starting with "_" or
+//     ".", Spark's rule; partition directories "k=v" never do) are never
+//     touched.
+//
+// Tombstones are the ones s knows: a checkpoint keeps them for the table's
+// delta.deletedFileRetentionDuration (a week by default), so a retention
+// above that treats older removed files as unreferenced (Spark does too).
+func vacuumable(ctx context.Context, store deltalog.Store, s *deltalog.Snapshot, now time.Time, retention, untrackedMinAge time.Duration) ([]storage.Object, error) {
+	cutoff := now.Add(-retention)
+	keep := map[string]bool{}
+	refer := func(path string, d *deltalog.DeletionVector) error {
+		key, err := deltalog.DecodePath(path)
+		if err != nil {
+			return fmt.Errorf("delta: vacuum: file %q: %w", path, err)
+		}
+		keep[key] = true
+		if d != nil && d.StorageType == dv.Absolute {
+			// It may lie under the table root, where vacuum cannot tell
+			// it from an unreferenced file: refuse, as for absolute adds.
+			return fmt.Errorf("delta: vacuum: file %q has a deletion vector at an absolute path (%q): vacuum does not run on such tables: %w", path, d.PathOrInlineDv, writers.ErrInvalid)
+		}
+		if k, ok, err := dv.DeletionVectorKey(d); err != nil {
+			return err
+		} else if ok {
+			keep[k] = true
+		}
+		return nil
+	}
+	for _, a := range s.Files() {
+		if err := refer(a.Path, a.DeletionVector); err != nil {
+			return nil, err
+		}
+	}
+	removed := map[string]bool{} // expired tombstones' keys
+	for _, r := range s.Tombstones() {
+		if r.DeletionTimestamp == nil || *r.DeletionTimestamp >= cutoff.UnixMilli() {
+			if err := refer(r.Path, r.DeletionVector); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if key, err := deltalog.DecodePath(r.Path); err == nil {
+			removed[key] = true
+		}
+		if k, ok, _ := dv.DeletionVectorKey(r.DeletionVector); ok {
+			removed[k] = true
+		}
+	}
+	untrackedCutoff := now.Add(-max(untrackedMinAge, retention))
+	var out []storage.Object
+	for obj, err := range store.List(ctx, "", "") {
+		if err != nil {
+			return nil, deltalog.StorageError("list", "", err)
+		}
+		if keep[obj.Key] || hidden(obj.Key) {
+			continue
+		}
+		before := untrackedCutoff
+		if removed[obj.Key] {
+			before = cutoff
+		}
+		if obj.ModTime.Before(before) {
+			out = append(out, obj)
+		}
+	}
+	return out, nil
+}
+
+// hidden reports whether a key is under a path segment starting with "_"
+// or "." (the log, Spark's _spark_metadata, temporary files), except
+// partition directories ("_col=v" is data).
+func hidden(key string) bool {
+	segs := strings.Split(key, "/")
+	for i, seg := range segs {
+		if !strings.HasPrefix(seg, "_") && !strings.HasPrefix(seg, ".") {
+			continue
+		}
+		if i < len(segs)-1 && strings.Contains(seg, "=") {
+			continue
+		}
+		return true
+	}
+	return false
 }
 
 // minLogRetention floors the log retention: a precommitted upsert commits

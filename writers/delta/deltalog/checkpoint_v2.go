@@ -268,7 +268,7 @@ func writeV2Checkpoint(ctx context.Context, store Store, s *Snapshot, now time.T
 	}
 	key := fmt.Sprintf("%s%020d.checkpoint.%s.json", LogDir, s.Version, uuid.NewString())
 	if err := store.Put(ctx, key, buf.Bytes()); err != nil {
-		return "", 0, 0, storageErr("write", key, err)
+		return "", 0, 0, StorageError("write", key, err)
 	}
 	return key, int64(buf.Len()), int64(len(actions) + 1), nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/quiver-ingest/quiver/internal/deltagolden"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -18,7 +19,7 @@ import (
 func logOnly(t *testing.T, name string, drop func(key string) bool) Store {
 	t.Helper()
 	ctx := t.Context()
-	src := openGolden(t, name)
+	src := deltagolden.Open(t, name)
 	dst, err := storage.Open(ctx, memURI(), storage.Options{})
 	if err != nil {
 		t.Fatal(err)

@@ -47,7 +47,7 @@ func WriteCheckpoint(ctx context.Context, store Store, s *Snapshot, now time.Tim
 		return fmt.Errorf("delta: _last_checkpoint: %w", err)
 	}
 	if err := store.Put(ctx, lastCheckpointKey, hint); err != nil {
-		return storageErr("write", lastCheckpointKey, err)
+		return StorageError("write", lastCheckpointKey, err)
 	}
 	return nil
 }
@@ -73,7 +73,7 @@ func writeClassicCheckpoint(ctx context.Context, store Store, s *Snapshot, now t
 	}
 	key := CheckpointKey(s.Version)
 	if err := store.Put(ctx, key, buf.Bytes()); err != nil {
-		return 0, 0, storageErr("write", key, err)
+		return 0, 0, StorageError("write", key, err)
 	}
 	return int64(buf.Len()), int64(len(rows)), nil
 }

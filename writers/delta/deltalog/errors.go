@@ -64,10 +64,10 @@ func (e *ConflictError) Error() string {
 // Unwrap returns writers.ErrConflict.
 func (e *ConflictError) Unwrap() error { return writers.ErrConflict }
 
-// storageErr classifies a storage failure: a missing object stays
+// StorageError classifies a storage failure: a missing object stays
 // recognisable through storage.ErrNotExist, everything else is
 // writers.ErrUnavailable (retrying later may succeed).
-func storageErr(op, key string, err error) error {
+func StorageError(op, key string, err error) error {
 	if errors.Is(err, storage.ErrNotExist) {
 		return fmt.Errorf("delta: %s %s: %w", op, key, err)
 	}

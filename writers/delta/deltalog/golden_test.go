@@ -1,7 +1,6 @@
 package deltalog
 
 import (
-	"context"
 	"errors"
 	"maps"
 	"os"
@@ -10,32 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/quiver-ingest/quiver/internal/deltagolden"
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
-// goldenDir holds the reference tables written by
-// testdata/delta-golden/generate.py (Spark + delta-spark, and delta-rs);
-// its README documents each table and the facts asserted here.
-const goldenDir = "../../../testdata/delta-golden"
-
-// openGolden opens a golden table read-only (tests never write into it).
-func openGolden(t *testing.T, name string) *storage.Bucket {
-	t.Helper()
-	dir, err := filepath.Abs(filepath.Join(goldenDir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "_delta_log")); err != nil {
-		t.Fatalf("golden table %s is missing (make golden writes testdata/delta-golden): %v", name, err)
-	}
-	b, err := storage.Open(context.Background(), "file://"+dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
-}
+// goldenDir holds the reference tables (deltagolden); its README
+// documents each table and the facts asserted here.
+var goldenDir = deltagolden.Dir()
 
 type goldenCase struct {
 	version     int64
@@ -128,7 +108,7 @@ func TestGoldenTables(t *testing.T) {
 		want := goldenTables[name]
 		t.Run(name, func(t *testing.T) {
 			ctx := t.Context()
-			s, err := Load(ctx, openGolden(t, name))
+			s, err := Load(ctx, deltagolden.Open(t, name))
 			if want.loadErr != "" {
 				if err == nil || !strings.Contains(err.Error(), want.loadErr) || !errors.Is(err, ErrCorrupt) {
 					t.Fatalf("Load = %v, want an ErrCorrupt naming %q", err, want.loadErr)
@@ -207,7 +187,7 @@ func TestGoldenDetails(t *testing.T) {
 	ctx := t.Context()
 	load := func(t *testing.T, name string, version int64) *Snapshot {
 		t.Helper()
-		s, err := LoadVersion(ctx, openGolden(t, name), version)
+		s, err := LoadVersion(ctx, deltagolden.Open(t, name), version)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -248,13 +228,13 @@ func TestGoldenDetails(t *testing.T) {
 		}
 	})
 	t.Run("time travel ignores .tmp", func(t *testing.T) {
-		_, err := LoadVersion(ctx, openGolden(t, "basic-append-overwrite"), 4)
+		_, err := LoadVersion(ctx, deltagolden.Open(t, "basic-append-overwrite"), 4)
 		if !errors.Is(err, writers.ErrNotFound) {
 			t.Fatalf("version 4 (only in .tmp/) = %v, want ErrNotFound", err)
 		}
 	})
 	t.Run("incremental update across a checkpoint", func(t *testing.T) {
-		b := openGolden(t, "checkpoint-classic")
+		b := deltagolden.Open(t, "checkpoint-classic")
 		v0 := load(t, "checkpoint-classic", 0)
 		latest := load(t, "checkpoint-classic", -1)
 		updated, err := v0.Update(ctx, b)

@@ -129,7 +129,7 @@ func ReadCommit(ctx context.Context, store Store, v int64) ([]Action, error) {
 	key := CommitKey(v)
 	data, err := store.Get(ctx, key)
 	if err != nil {
-		return nil, storageErr("read", key, err)
+		return nil, StorageError("read", key, err)
 	}
 	actions, err := DecodeCommit(data)
 	if err != nil {
@@ -185,7 +185,7 @@ func readCheckpoint(ctx context.Context, store Store, v int64, keys []string) ([
 func readCheckpointFile(ctx context.Context, store Store, key string) (checkpointFile, error) {
 	data, err := store.Get(ctx, key)
 	if err != nil {
-		return checkpointFile{}, storageErr("read", key, err)
+		return checkpointFile{}, StorageError("read", key, err)
 	}
 	if strings.HasSuffix(key, ".json") {
 		return readJSONCheckpoint(key, data)

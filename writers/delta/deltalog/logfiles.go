@@ -75,7 +75,7 @@ func listLogOnce(ctx context.Context, store Store, startAfter string) (*logListi
 	multi := map[string]*checkpointSet{} // "version/total" → set
 	for obj, err := range store.List(ctx, LogDir, startAfter) {
 		if err != nil {
-			return nil, storageErr("list", LogDir, err)
+			return nil, StorageError("list", LogDir, err)
 		}
 		l.add(obj.Key, multi)
 	}

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -28,101 +27,6 @@ func LogRetention(s *Snapshot, def time.Duration) time.Duration {
 	return def
 }
 
-// Vacuumable lists the objects under the table root a vacuum of snapshot s
-// may delete at now, as Spark's VACUUM decides, and more cautiously:
-//
-//   - files a live add or a tombstone younger than retention references
-//     (data files and their deletion-vector files) are kept;
-//   - files of tombstones older than retention are deleted once their own
-//     modification time is older than retention too;
-//   - files no action of s references (written by a transaction that
-//     failed, or is still in flight and may publish them) are deleted only
-//     once older than untrackedMinAge;
-//   - _delta_log and every hidden path (a segment starting with "_" or
-//     ".", Spark's rule; partition directories "k=v" never do) are never
-//     touched.
-//
-// Tombstones are the ones s knows: a checkpoint keeps them for the table's
-// delta.deletedFileRetentionDuration (a week by default), so a retention
-// above that treats older removed files as unreferenced (Spark does too).
-func Vacuumable(ctx context.Context, store Store, s *Snapshot, now time.Time, retention, untrackedMinAge time.Duration) ([]storage.Object, error) {
-	cutoff := now.Add(-retention)
-	keep := map[string]bool{}
-	refer := func(path string, dv *DeletionVector) error {
-		key, err := DecodePath(path)
-		if err != nil {
-			return fmt.Errorf("delta: vacuum: file %q: %w", path, err)
-		}
-		keep[key] = true
-		if dv != nil && dv.StorageType == dvAbsolute {
-			// It may lie under the table root, where vacuum cannot tell
-			// it from an unreferenced file: refuse, as for absolute adds.
-			return fmt.Errorf("delta: vacuum: file %q has a deletion vector at an absolute path (%q): vacuum does not run on such tables: %w", path, dv.PathOrInlineDv, writers.ErrInvalid)
-		}
-		if k, ok, err := DeletionVectorKey(dv); err != nil {
-			return err
-		} else if ok {
-			keep[k] = true
-		}
-		return nil
-	}
-	for _, a := range s.files {
-		if err := refer(a.Path, a.DeletionVector); err != nil {
-			return nil, err
-		}
-	}
-	removed := map[string]bool{} // expired tombstones' keys
-	for _, r := range s.tombstones {
-		if r.DeletionTimestamp == nil || *r.DeletionTimestamp >= cutoff.UnixMilli() {
-			if err := refer(r.Path, r.DeletionVector); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		if key, err := DecodePath(r.Path); err == nil {
-			removed[key] = true
-		}
-		if k, ok, _ := DeletionVectorKey(r.DeletionVector); ok {
-			removed[k] = true
-		}
-	}
-	untrackedCutoff := now.Add(-max(untrackedMinAge, retention))
-	var out []storage.Object
-	for obj, err := range store.List(ctx, "", "") {
-		if err != nil {
-			return nil, storageErr("list", "", err)
-		}
-		if keep[obj.Key] || hidden(obj.Key) {
-			continue
-		}
-		before := untrackedCutoff
-		if removed[obj.Key] {
-			before = cutoff
-		}
-		if obj.ModTime.Before(before) {
-			out = append(out, obj)
-		}
-	}
-	return out, nil
-}
-
-// hidden reports whether a key is under a path segment starting with "_"
-// or "." (the log, Spark's _spark_metadata, temporary files), except
-// partition directories ("_col=v" is data).
-func hidden(key string) bool {
-	segs := strings.Split(key, "/")
-	for i, seg := range segs {
-		if !strings.HasPrefix(seg, "_") && !strings.HasPrefix(seg, ".") {
-			continue
-		}
-		if i < len(segs)-1 && strings.Contains(seg, "=") {
-			continue
-		}
-		return true
-	}
-	return false
-}
-
 // ExpiredLogFiles lists the log files Spark's metadata cleanup deletes at
 // now: every commit and checkpoint file of a version below the newest
 // complete checkpoint written before now-retention, itself older than
@@ -135,7 +39,7 @@ func ExpiredLogFiles(ctx context.Context, store Store, now time.Time, retention 
 	var objs []storage.Object
 	for obj, err := range store.List(ctx, LogDir, "") {
 		if err != nil {
-			return nil, storageErr("list", LogDir, err)
+			return nil, StorageError("list", LogDir, err)
 		}
 		objs = append(objs, obj)
 	}

@@ -1,13 +1,9 @@
 package deltalog
 
 import (
-	"context"
-	"errors"
 	"math"
 	"testing"
 	"time"
-
-	"github.com/quiver-ingest/quiver/writers"
 )
 
 // TestParseInterval: Delta's duration properties as Spark reads them; a
@@ -35,17 +31,5 @@ func TestParseInterval(t *testing.T) {
 		if got, ok := parseInterval(in); ok {
 			t.Errorf("parseInterval(%q) = %v, ok; want refused", in, got)
 		}
-	}
-}
-
-// TestVacuumRefusesAbsoluteDeletionVectors: a live file whose deletion
-// vector lies at an absolute path may keep it under the table root, where
-// vacuum would take it for an unreferenced file: vacuum refuses the table.
-func TestVacuumRefusesAbsoluteDeletionVectors(t *testing.T) {
-	s := &Snapshot{files: map[string]*Add{"a": {Path: "part-0.parquet",
-		DeletionVector: &DeletionVector{StorageType: dvAbsolute, PathOrInlineDv: "file:///t/deletion_vector_x.bin"}}}}
-	_, err := Vacuumable(context.Background(), nil, s, time.Now(), time.Hour, time.Hour)
-	if !errors.Is(err, writers.ErrInvalid) {
-		t.Fatalf("vacuum of a table with an absolute deletion vector: %v, want ErrInvalid", err)
 	}
 }

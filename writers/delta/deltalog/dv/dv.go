@@ -1,4 +1,4 @@
-package deltalog
+package dv
 
 import (
 	"bytes"
@@ -13,6 +13,8 @@ import (
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
 	"github.com/google/uuid"
+
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
 // Deletion-vector storage, as checked byte by byte on the Spark-written
@@ -44,9 +46,9 @@ const (
 
 // Deletion-vector storage types (DeletionVector.StorageType).
 const (
-	dvRelative = "u"
-	dvInline   = "i"
-	dvAbsolute = "p"
+	Relative = "u"
+	Inline   = "i"
+	Absolute = "p"
 )
 
 // ReadDeletionVector returns the row positions d marks deleted: 0-based
@@ -63,7 +65,7 @@ const (
 // than 2^28 rows is refused (ErrUnsupported) before it is materialised. Storage failures
 // wrap storage.ErrNotExist or writers.ErrUnavailable. ctx bounds the read.
 // Safe for concurrent use.
-func ReadDeletionVector(ctx context.Context, store Store, d *DeletionVector) ([]int64, error) {
+func ReadDeletionVector(ctx context.Context, store deltalog.Store, d *deltalog.DeletionVector) ([]int64, error) {
 	if d == nil {
 		return nil, nil
 	}
@@ -73,26 +75,26 @@ func ReadDeletionVector(ctx context.Context, store Store, d *DeletionVector) ([]
 		err    error
 	)
 	switch d.StorageType {
-	case dvRelative:
+	case Relative:
 		if name, err = relativeKey(d.PathOrInlineDv); err != nil {
 			return nil, err
 		}
 		bitmap, err = readStoredBitmap(ctx, store, name, d)
-	case dvInline:
+	case Inline:
 		name = "inline " + d.PathOrInlineDv
 		bitmap, err = inlineBitmap(d)
-	case dvAbsolute:
+	case Absolute:
 		return nil, fmt.Errorf("delta: deletion vector %q: absolute paths (storageType p) cannot be read through the table store: %w",
-			d.PathOrInlineDv, ErrUnsupported)
+			d.PathOrInlineDv, deltalog.ErrUnsupported)
 	default:
-		return nil, fmt.Errorf("delta: deletion vector %q: unknown storageType %q: %w", d.PathOrInlineDv, d.StorageType, ErrCorrupt)
+		return nil, fmt.Errorf("delta: deletion vector %q: unknown storageType %q: %w", d.PathOrInlineDv, d.StorageType, deltalog.ErrCorrupt)
 	}
 	if err != nil {
 		return nil, err
 	}
 	bm, err := decodeBitmap(bitmap)
 	if err != nil {
-		return nil, fmt.Errorf("delta: deletion vector %s: %w: %w", name, ErrCorrupt, err)
+		return nil, fmt.Errorf("delta: deletion vector %s: %w: %w", name, deltalog.ErrCorrupt, err)
 	}
 	rows, err := deletedRows(bm, d.Cardinality)
 	if err != nil {
@@ -112,13 +114,13 @@ const maxDeletionVectorRows = 1 << 28
 func deletedRows(bm *roaring64.Bitmap, cardinality int64) ([]int64, error) {
 	got := bm.GetCardinality()
 	if got != uint64(cardinality) {
-		return nil, fmt.Errorf("%d rows in the bitmap, the log says cardinality %d: %w", got, cardinality, ErrCorrupt)
+		return nil, fmt.Errorf("%d rows in the bitmap, the log says cardinality %d: %w", got, cardinality, deltalog.ErrCorrupt)
 	}
 	if got > maxDeletionVectorRows {
-		return nil, fmt.Errorf("%d deleted rows, over Quiver's limit of %d per data file: %w", got, maxDeletionVectorRows, ErrUnsupported)
+		return nil, fmt.Errorf("%d deleted rows, over Quiver's limit of %d per data file: %w", got, maxDeletionVectorRows, deltalog.ErrUnsupported)
 	}
 	if !bm.IsEmpty() && bm.Maximum() > math.MaxInt64 {
-		return nil, fmt.Errorf("row %d does not fit int64: %w", bm.Maximum(), ErrCorrupt)
+		return nil, fmt.Errorf("row %d does not fit int64: %w", bm.Maximum(), deltalog.ErrCorrupt)
 	}
 	rows := make([]int64, 0, got)
 	for it := bm.Iterator(); it.HasNext(); {
@@ -131,35 +133,35 @@ func deletedRows(bm *roaring64.Bitmap, cardinality int64) ([]int64, error) {
 // the file holding a storageType "u" deletion vector; ok is false for a nil,
 // inline or absolute one. A malformed "u" descriptor or an unknown storage
 // type is an error wrapping ErrCorrupt.
-func DeletionVectorKey(d *DeletionVector) (key string, ok bool, err error) {
+func DeletionVectorKey(d *deltalog.DeletionVector) (key string, ok bool, err error) {
 	if d == nil {
 		return "", false, nil
 	}
 	switch d.StorageType {
-	case dvRelative:
+	case Relative:
 		key, err := relativeKey(d.PathOrInlineDv)
 		return key, err == nil, err
-	case dvInline, dvAbsolute:
+	case Inline, Absolute:
 		return "", false, nil
 	}
-	return "", false, fmt.Errorf("delta: deletion vector %q: unknown storageType %q: %w", d.PathOrInlineDv, d.StorageType, ErrCorrupt)
+	return "", false, fmt.Errorf("delta: deletion vector %q: unknown storageType %q: %w", d.PathOrInlineDv, d.StorageType, deltalog.ErrCorrupt)
 }
 
 // relativeKey maps "<prefix><20-char Z85 UUID>" to
 // "<prefix>/deletion_vector_<uuid>.bin" (no "/" without a prefix).
 func relativeKey(p string) (string, error) {
 	if len(p) < dvUUIDChars {
-		return "", fmt.Errorf("delta: deletion vector %q: a relative path needs a %d-character Z85 UUID: %w", p, dvUUIDChars, ErrCorrupt)
+		return "", fmt.Errorf("delta: deletion vector %q: a relative path needs a %d-character Z85 UUID: %w", p, dvUUIDChars, deltalog.ErrCorrupt)
 	}
 	prefix := p[:len(p)-dvUUIDChars]
 	raw, err := z85Decode(p[len(p)-dvUUIDChars:])
 	if err != nil {
-		return "", fmt.Errorf("delta: deletion vector %q: %w: %w", p, ErrCorrupt, err)
+		return "", fmt.Errorf("delta: deletion vector %q: %w: %w", p, deltalog.ErrCorrupt, err)
 	}
 	// Spark's prefixes are short random alphanumerics; anything that could
 	// step out of the table root is refused.
 	if strings.ContainsAny(prefix, `/\`) || prefix == "." || prefix == ".." {
-		return "", fmt.Errorf("delta: deletion vector %q: invalid random prefix %q: %w", p, prefix, ErrCorrupt)
+		return "", fmt.Errorf("delta: deletion vector %q: invalid random prefix %q: %w", p, prefix, deltalog.ErrCorrupt)
 	}
 	name := "deletion_vector_" + uuid.UUID(raw).String() + ".bin"
 	if prefix == "" {
@@ -170,9 +172,9 @@ func relativeKey(p string) (string, error) {
 
 // readStoredBitmap reads the entry of d in the file key and returns its
 // bitmap bytes (magic included) once version, size and CRC check out.
-func readStoredBitmap(ctx context.Context, store Store, key string, d *DeletionVector) ([]byte, error) {
+func readStoredBitmap(ctx context.Context, store deltalog.Store, key string, d *deltalog.DeletionVector) ([]byte, error) {
 	corrupt := func(format string, args ...any) error {
-		return fmt.Errorf("delta: deletion vector %s: %s: %w", key, fmt.Sprintf(format, args...), ErrCorrupt)
+		return fmt.Errorf("delta: deletion vector %s: %s: %w", key, fmt.Sprintf(format, args...), deltalog.ErrCorrupt)
 	}
 	off := int64(1) // absent offset: the only entry, right after the version byte
 	if d.Offset != nil {
@@ -183,7 +185,7 @@ func readStoredBitmap(ctx context.Context, store Store, key string, d *DeletionV
 	}
 	r, fileSize, err := store.OpenReader(ctx, key)
 	if err != nil {
-		return nil, storageErr("read deletion vector", key, err)
+		return nil, deltalog.StorageError("read deletion vector", key, err)
 	}
 	defer r.Close()
 	end := off + 4 + int64(d.SizeInBytes) + 4
@@ -196,13 +198,13 @@ func readStoredBitmap(ctx context.Context, store Store, key string, d *DeletionV
 	}
 	buf := make([]byte, end-start)
 	if err := readFull(r, buf, start); err != nil {
-		return nil, storageErr("read deletion vector", key, err)
+		return nil, deltalog.StorageError("read deletion vector", key, err)
 	}
 	version := buf[0]
 	if start != 0 {
 		v := make([]byte, 1)
 		if err := readFull(r, v, 0); err != nil {
-			return nil, storageErr("read deletion vector", key, err)
+			return nil, deltalog.StorageError("read deletion vector", key, err)
 		}
 		version = v[0]
 	}
@@ -234,14 +236,14 @@ func readFull(r io.ReaderAt, buf []byte, off int64) error {
 }
 
 // inlineBitmap decodes an inline descriptor, dropping the Z85 zero padding.
-func inlineBitmap(d *DeletionVector) ([]byte, error) {
+func inlineBitmap(d *deltalog.DeletionVector) ([]byte, error) {
 	data, err := z85Decode(d.PathOrInlineDv)
 	if err != nil {
-		return nil, fmt.Errorf("delta: deletion vector inline %s: %w: %w", d.PathOrInlineDv, ErrCorrupt, err)
+		return nil, fmt.Errorf("delta: deletion vector inline %s: %w: %w", d.PathOrInlineDv, deltalog.ErrCorrupt, err)
 	}
 	if n := int(d.SizeInBytes); n < 0 || n > len(data) || len(data)-n >= 4 {
 		return nil, fmt.Errorf("delta: deletion vector inline %s: sizeInBytes %d does not match %d decoded bytes: %w",
-			d.PathOrInlineDv, d.SizeInBytes, len(data), ErrCorrupt)
+			d.PathOrInlineDv, d.SizeInBytes, len(data), deltalog.ErrCorrupt)
 	}
 	return data[:d.SizeInBytes], nil
 }

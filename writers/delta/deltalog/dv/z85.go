@@ -1,4 +1,4 @@
-package deltalog
+package dv
 
 import (
 	"errors"

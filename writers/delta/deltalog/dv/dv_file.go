@@ -1,4 +1,4 @@
-package deltalog
+package dv
 
 import (
 	"encoding/binary"
@@ -9,6 +9,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
 // DeletionVectorFile collects the deletion vectors written by one commit
@@ -39,7 +40,7 @@ func NewDeletionVectorFile() *DeletionVectorFile {
 // reader decodes. Empty or unordered rows, or a file that would outgrow the
 // int32 offsets of the protocol (2 GiB), give an error wrapping
 // writers.ErrInvalid and leave the file unchanged.
-func (f *DeletionVectorFile) Add(rows []int64) (*DeletionVector, error) {
+func (f *DeletionVectorFile) Add(rows []int64) (*deltalog.DeletionVector, error) {
 	if len(rows) == 0 {
 		return nil, writers.Errorf(writers.ErrInvalid, "delta: deletion vector %s: no rows; a data file without deleted rows needs no deletion vector", f.Key())
 	}
@@ -66,8 +67,8 @@ func (f *DeletionVectorFile) Add(rows []int64) (*DeletionVector, error) {
 	f.data = binary.BigEndian.AppendUint32(f.data, crc32.ChecksumIEEE(bitmap))
 	f.n++
 	off := int32(offset)
-	return &DeletionVector{
-		StorageType:    dvRelative,
+	return &deltalog.DeletionVector{
+		StorageType:    Relative,
 		PathOrInlineDv: f.encoded,
 		Offset:         &off,
 		SizeInBytes:    int32(len(bitmap)),

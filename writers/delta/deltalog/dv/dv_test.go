@@ -1,15 +1,17 @@
-package deltalog
+package dv
 
 import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/RoaringBitmap/roaring/v2/roaring64"
@@ -17,7 +19,9 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/internal/alloccheck"
+	"github.com/quiver-ingest/quiver/internal/deltagolden"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -41,9 +45,9 @@ func bitmapRows(bm *roaring64.Bitmap) []int64 {
 
 // goldenDVFiles returns every deletion-vector file of the golden tables.
 func goldenDVFiles(tb testing.TB) []string {
-	files, err := filepath.Glob(filepath.Join(goldenDir, "*", "deletion_vector_*.bin"))
+	files, err := filepath.Glob(filepath.Join(deltagolden.Dir(), "*", "deletion_vector_*.bin"))
 	if err != nil || len(files) == 0 {
-		tb.Fatalf("no golden deletion-vector files under %s (make golden writes them): %v", goldenDir, err)
+		tb.Fatalf("no golden deletion-vector files under %s (make golden writes them): %v", deltagolden.Dir(), err)
 	}
 	return files
 }
@@ -126,8 +130,8 @@ func TestReadDeletionVectorGolden(t *testing.T) {
 	} {
 		t.Run(tc.table, func(t *testing.T) {
 			ctx := t.Context()
-			b := openGolden(t, tc.table)
-			s, err := Load(ctx, b)
+			b := deltagolden.Open(t, tc.table)
+			s, err := deltalog.Load(ctx, b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -176,43 +180,46 @@ func TestDeletionVectorFileRoundTrip(t *testing.T) {
 		{"dense range", span(5, 200_005, 1)},
 		{"beyond 2^32", []int64{1, 1 << 32, 1<<32 + 5, 1 << 40}},
 	}
-	stores(t, func(t *testing.T, store Store) {
-		ctx := t.Context()
-		f := NewDeletionVectorFile()
-		var ds []*DeletionVector
-		for _, c := range cases {
-			d, err := f.Add(c.rows)
-			if err != nil {
-				t.Fatalf("%s: %v", c.name, err)
+	for _, scheme := range []string{"mem", "file"} {
+		t.Run(scheme, func(t *testing.T) {
+			store := openStore(t, scheme)
+			ctx := t.Context()
+			f := NewDeletionVectorFile()
+			var ds []*deltalog.DeletionVector
+			for _, c := range cases {
+				d, err := f.Add(c.rows)
+				if err != nil {
+					t.Fatalf("%s: %v", c.name, err)
+				}
+				if key, ok, err := DeletionVectorKey(d); err != nil || !ok || key != f.Key() {
+					t.Fatalf("%s: key %q, %v, %v; file key %q", c.name, key, ok, err, f.Key())
+				}
+				if d.StorageType != "u" || len(d.PathOrInlineDv) != dvUUIDChars || d.Cardinality != int64(len(c.rows)) || d.MaxRowIndex != nil {
+					t.Fatalf("%s: descriptor %+v", c.name, d)
+				}
+				ds = append(ds, d)
 			}
-			if key, ok, err := DeletionVectorKey(d); err != nil || !ok || key != f.Key() {
-				t.Fatalf("%s: key %q, %v, %v; file key %q", c.name, key, ok, err, f.Key())
+			if *ds[0].Offset != 1 || *ds[len(ds)-1].Offset <= dvCombinedRead || f.Len() != len(cases) {
+				t.Fatalf("offsets %d..%d, %d entries", *ds[0].Offset, *ds[len(ds)-1].Offset, f.Len())
 			}
-			if d.StorageType != "u" || len(d.PathOrInlineDv) != dvUUIDChars || d.Cardinality != int64(len(c.rows)) || d.MaxRowIndex != nil {
-				t.Fatalf("%s: descriptor %+v", c.name, d)
+			last := ds[len(ds)-1]
+			if end := int(*last.Offset) + 4 + int(last.SizeInBytes) + 4; end != len(f.Bytes()) {
+				t.Fatalf("last entry ends at %d, file is %d bytes", end, len(f.Bytes()))
 			}
-			ds = append(ds, d)
-		}
-		if *ds[0].Offset != 1 || *ds[len(ds)-1].Offset <= dvCombinedRead || f.Len() != len(cases) {
-			t.Fatalf("offsets %d..%d, %d entries", *ds[0].Offset, *ds[len(ds)-1].Offset, f.Len())
-		}
-		last := ds[len(ds)-1]
-		if end := int(*last.Offset) + 4 + int(last.SizeInBytes) + 4; end != len(f.Bytes()) {
-			t.Fatalf("last entry ends at %d, file is %d bytes", end, len(f.Bytes()))
-		}
-		if !strings.HasPrefix(f.Key(), "deletion_vector_") || !strings.HasSuffix(f.Key(), ".bin") || strings.Contains(f.Key(), "/") {
-			t.Fatalf("key %q", f.Key())
-		}
-		if err := store.Put(ctx, f.Key(), f.Bytes()); err != nil {
-			t.Fatal(err)
-		}
-		for i, c := range cases {
-			got, err := ReadDeletionVector(ctx, store, ds[i])
-			if err != nil || !slices.Equal(got, c.rows) {
-				t.Fatalf("%s: read %d rows, %v; want %d", c.name, len(got), err, len(c.rows))
+			if !strings.HasPrefix(f.Key(), "deletion_vector_") || !strings.HasSuffix(f.Key(), ".bin") || strings.Contains(f.Key(), "/") {
+				t.Fatalf("key %q", f.Key())
 			}
-		}
-	})
+			if err := store.Put(ctx, f.Key(), f.Bytes()); err != nil {
+				t.Fatal(err)
+			}
+			for i, c := range cases {
+				got, err := ReadDeletionVector(ctx, store, ds[i])
+				if err != nil || !slices.Equal(got, c.rows) {
+					t.Fatalf("%s: read %d rows, %v; want %d", c.name, len(got), err, len(c.rows))
+				}
+			}
+		})
+	}
 }
 
 func TestDeletionVectorFileNamesDiffer(t *testing.T) {
@@ -239,7 +246,7 @@ func TestDeletionVectorFileAddRejects(t *testing.T) {
 				t.Fatalf("Add = %+v, %v; want an ErrInvalid naming the file", d, err)
 			}
 			if f.Len() != 0 || !bytes.Equal(f.Bytes(), []byte{dvFormatVersion}) {
-				t.Fatalf("a refused Add changed the file: %d entries, %x", f.Len(), f.Bytes())
+				t.Fatalf("a refused deltalog.Add changed the file: %d entries, %x", f.Len(), f.Bytes())
 			}
 		})
 	}
@@ -263,29 +270,29 @@ func TestReadDeletionVectorCorrupt(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
-		damage func(b []byte, d *DeletionVector) []byte
+		damage func(b []byte, d *deltalog.DeletionVector) []byte
 		want   string
 	}{
-		{"crc", func(b []byte, _ *DeletionVector) []byte { b[bitmap+size] ^= 1; return b }, "CRC-32"},
-		{"bitmap bit flip", func(b []byte, _ *DeletionVector) []byte { b[len(b)-5] ^= 0x10; return b }, "CRC-32"},
-		{"magic", func(b []byte, _ *DeletionVector) []byte { b[bitmap] ^= 1; reCRC(b, size); return b }, "magic number"},
-		{"native magic", func(b []byte, _ *DeletionVector) []byte {
+		{"crc", func(b []byte, _ *deltalog.DeletionVector) []byte { b[bitmap+size] ^= 1; return b }, "CRC-32"},
+		{"bitmap bit flip", func(b []byte, _ *deltalog.DeletionVector) []byte { b[len(b)-5] ^= 0x10; return b }, "CRC-32"},
+		{"magic", func(b []byte, _ *deltalog.DeletionVector) []byte { b[bitmap] ^= 1; reCRC(b, size); return b }, "magic number"},
+		{"native magic", func(b []byte, _ *deltalog.DeletionVector) []byte {
 			binary.LittleEndian.PutUint32(b[bitmap:], dvMagic-1)
 			reCRC(b, size)
 			return b
 		}, "magic number 1681511376"},
-		{"size field", func(b []byte, _ *DeletionVector) []byte { b[off+3]--; return b }, "size field"},
-		{"log size", func(b []byte, d *DeletionVector) []byte { d.SizeInBytes -= 2; return b }, "size field"},
-		{"version", func(b []byte, _ *DeletionVector) []byte { b[0] = 2; return b }, "format version 2"},
-		{"cardinality", func(b []byte, d *DeletionVector) []byte { d.Cardinality++; return b }, "cardinality 3"},
-		{"truncated", func(b []byte, _ *DeletionVector) []byte { return b[:len(b)-1] }, "runs past the end"},
-		{"offset", func(b []byte, d *DeletionVector) []byte { *d.Offset = 0; return b }, "offset 0"},
-		{"bucket count", func(b []byte, _ *DeletionVector) []byte {
+		{"size field", func(b []byte, _ *deltalog.DeletionVector) []byte { b[off+3]--; return b }, "size field"},
+		{"log size", func(b []byte, d *deltalog.DeletionVector) []byte { d.SizeInBytes -= 2; return b }, "size field"},
+		{"version", func(b []byte, _ *deltalog.DeletionVector) []byte { b[0] = 2; return b }, "format version 2"},
+		{"cardinality", func(b []byte, d *deltalog.DeletionVector) []byte { d.Cardinality++; return b }, "cardinality 3"},
+		{"truncated", func(b []byte, _ *deltalog.DeletionVector) []byte { return b[:len(b)-1] }, "runs past the end"},
+		{"offset", func(b []byte, d *deltalog.DeletionVector) []byte { *d.Offset = 0; return b }, "offset 0"},
+		{"bucket count", func(b []byte, _ *deltalog.DeletionVector) []byte {
 			binary.LittleEndian.PutUint64(b[bitmap+4:], 1<<40)
 			reCRC(b, size)
 			return b
 		}, "buckets cannot fit"},
-		{"trailing bytes", func(b []byte, d *DeletionVector) []byte {
+		{"trailing bytes", func(b []byte, d *deltalog.DeletionVector) []byte {
 			b = append(b[:bitmap+size], 0, 0, 0, 0, 0, 0)
 			binary.BigEndian.PutUint32(b[off:], uint32(size+2))
 			d.SizeInBytes += 2
@@ -303,8 +310,8 @@ func TestReadDeletionVectorCorrupt(t *testing.T) {
 				t.Fatal(err)
 			}
 			rows, err := ReadDeletionVector(t.Context(), store, &d)
-			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), f.Key()) || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("read = %v, %v; want an ErrCorrupt naming %s and saying %q", rows, err, f.Key(), tc.want)
+			if !errors.Is(err, deltalog.ErrCorrupt) || !strings.Contains(err.Error(), f.Key()) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("read = %v, %v; want an deltalog.ErrCorrupt naming %s and saying %q", rows, err, f.Key(), tc.want)
 			}
 		})
 	}
@@ -323,15 +330,15 @@ func TestReadDeletionVectorDescriptors(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name  string
-		d     DeletionVector
+		d     deltalog.DeletionVector
 		class error
 		want  string
 	}{
-		{"absolute", DeletionVector{StorageType: "p", PathOrInlineDv: "s3://b/t/dv.bin", SizeInBytes: 34, Cardinality: 1}, ErrUnsupported, "s3://b/t/dv.bin"},
-		{"unknown type", DeletionVector{StorageType: "x", PathOrInlineDv: "vBn[lx{q8@P<9BNH/isA"}, ErrCorrupt, `storageType "x"`},
-		{"short relative", DeletionVector{StorageType: "u", PathOrInlineDv: "vBn[lx"}, ErrCorrupt, "vBn[lx"},
-		{"bad Z85 uuid", DeletionVector{StorageType: "u", PathOrInlineDv: "vBn[lx{q8@P<9BNH/is "}, ErrCorrupt, "Z85"},
-		{"bad inline", DeletionVector{StorageType: "i", PathOrInlineDv: "abc", SizeInBytes: 2}, ErrCorrupt, "inline abc"},
+		{"absolute", deltalog.DeletionVector{StorageType: "p", PathOrInlineDv: "s3://b/t/dv.bin", SizeInBytes: 34, Cardinality: 1}, deltalog.ErrUnsupported, "s3://b/t/dv.bin"},
+		{"unknown type", deltalog.DeletionVector{StorageType: "x", PathOrInlineDv: "vBn[lx{q8@P<9BNH/isA"}, deltalog.ErrCorrupt, `storageType "x"`},
+		{"short relative", deltalog.DeletionVector{StorageType: "u", PathOrInlineDv: "vBn[lx"}, deltalog.ErrCorrupt, "vBn[lx"},
+		{"bad Z85 uuid", deltalog.DeletionVector{StorageType: "u", PathOrInlineDv: "vBn[lx{q8@P<9BNH/is "}, deltalog.ErrCorrupt, "Z85"},
+		{"bad inline", deltalog.DeletionVector{StorageType: "i", PathOrInlineDv: "abc", SizeInBytes: 2}, deltalog.ErrCorrupt, "inline abc"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rows, err := ReadDeletionVector(t.Context(), store, &tc.d)
@@ -358,7 +365,7 @@ func TestReadInlineDeletionVector(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &DeletionVector{StorageType: "i", PathOrInlineDv: enc, SizeInBytes: int32(len(bitmap)), Cardinality: 3}
+	d := &deltalog.DeletionVector{StorageType: "i", PathOrInlineDv: enc, SizeInBytes: int32(len(bitmap)), Cardinality: 3}
 	rows, err := ReadDeletionVector(t.Context(), openMem(t), d)
 	if err != nil || !slices.Equal(rows, []int64{2, 5, 7}) {
 		t.Fatalf("read = %v, %v", rows, err)
@@ -367,8 +374,8 @@ func TestReadInlineDeletionVector(t *testing.T) {
 		t.Fatalf("DeletionVectorKey(inline) = %q, %v, %v", key, ok, err)
 	}
 	d.SizeInBytes = int32(len(padded)) + 4
-	if _, err := ReadDeletionVector(t.Context(), openMem(t), d); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "sizeInBytes") {
-		t.Fatalf("oversized inline read = %v, want ErrCorrupt about sizeInBytes", err)
+	if _, err := ReadDeletionVector(t.Context(), openMem(t), d); !errors.Is(err, deltalog.ErrCorrupt) || !strings.Contains(err.Error(), "sizeInBytes") {
+		t.Fatalf("oversized inline read = %v, want deltalog.ErrCorrupt about sizeInBytes", err)
 	}
 }
 
@@ -376,23 +383,23 @@ func TestDeletionVectorKey(t *testing.T) {
 	const id, name = "vBn[lx{q8@P<9BNH/isA", "deletion_vector_61d16c75-6994-46b7-a15b-8b538852e50e.bin"
 	for _, tc := range []struct {
 		name    string
-		d       *DeletionVector
+		d       *deltalog.DeletionVector
 		key     string
 		ok      bool
 		corrupt bool
 	}{
 		{"nil", nil, "", false, false},
-		{"relative", &DeletionVector{StorageType: "u", PathOrInlineDv: id}, name, true, false},
-		{"random prefix", &DeletionVector{StorageType: "u", PathOrInlineDv: "ab" + id}, "ab/" + name, true, false},
-		{"inline", &DeletionVector{StorageType: "i", PathOrInlineDv: "HelloWorld"}, "", false, false},
-		{"absolute", &DeletionVector{StorageType: "p", PathOrInlineDv: "file:/tmp/x.bin"}, "", false, false},
-		{"prefix escapes", &DeletionVector{StorageType: "u", PathOrInlineDv: "../" + id}, "", false, true},
-		{"dot-dot prefix", &DeletionVector{StorageType: "u", PathOrInlineDv: ".." + id}, "", false, true},
-		{"unknown type", &DeletionVector{StorageType: "q", PathOrInlineDv: id}, "", false, true},
+		{"relative", &deltalog.DeletionVector{StorageType: "u", PathOrInlineDv: id}, name, true, false},
+		{"random prefix", &deltalog.DeletionVector{StorageType: "u", PathOrInlineDv: "ab" + id}, "ab/" + name, true, false},
+		{"inline", &deltalog.DeletionVector{StorageType: "i", PathOrInlineDv: "HelloWorld"}, "", false, false},
+		{"absolute", &deltalog.DeletionVector{StorageType: "p", PathOrInlineDv: "file:/tmp/x.bin"}, "", false, false},
+		{"prefix escapes", &deltalog.DeletionVector{StorageType: "u", PathOrInlineDv: "../" + id}, "", false, true},
+		{"dot-dot prefix", &deltalog.DeletionVector{StorageType: "u", PathOrInlineDv: ".." + id}, "", false, true},
+		{"unknown type", &deltalog.DeletionVector{StorageType: "q", PathOrInlineDv: id}, "", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			key, ok, err := DeletionVectorKey(tc.d)
-			if key != tc.key || ok != tc.ok || errors.Is(err, ErrCorrupt) != tc.corrupt || (err != nil) != tc.corrupt {
+			if key != tc.key || ok != tc.ok || errors.Is(err, deltalog.ErrCorrupt) != tc.corrupt || (err != nil) != tc.corrupt {
 				t.Fatalf("= %q, %v, %v; want %q, %v, corrupt %v", key, ok, err, tc.key, tc.ok, tc.corrupt)
 			}
 		})
@@ -511,7 +518,7 @@ func TestDeletionVectorAllocationBounded(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		d := &DeletionVector{StorageType: "i", PathOrInlineDv: enc, SizeInBytes: int32(len(b)), Cardinality: 1 << 32}
+		d := &deltalog.DeletionVector{StorageType: "i", PathOrInlineDv: enc, SizeInBytes: int32(len(b)), Cardinality: 1 << 32}
 		alloccheck.Below(t, name, func() { _, err = ReadDeletionVector(t.Context(), nil, d) })
 		if !errors.Is(err, writers.ErrInvalid) {
 			t.Errorf("%s: %v, want an error wrapping ErrInvalid", name, err)
@@ -522,10 +529,10 @@ func TestDeletionVectorAllocationBounded(t *testing.T) {
 // survivingValues reads the integer column of the data file at path (an
 // add path) and returns its values at the positions not in deleted, which
 // must all lie inside the file.
-func survivingValues(t *testing.T, store Store, path, column string, deleted []int64) []int64 {
+func survivingValues(t *testing.T, store deltalog.Store, path, column string, deleted []int64) []int64 {
 	t.Helper()
 	ctx := t.Context()
-	key, err := DecodePath(path)
+	key, err := deltalog.DecodePath(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -570,12 +577,22 @@ func survivingValues(t *testing.T, store Store, path, column string, deleted []i
 	return kept
 }
 
-func openMem(t *testing.T) *storage.Bucket {
+var memTables atomic.Int64
+
+// openStore opens a fresh table in memory ("mem") or in a temporary
+// directory ("file").
+func openStore(t *testing.T, scheme string) *storage.Bucket {
 	t.Helper()
-	b, err := storage.Open(t.Context(), memURI(), storage.Options{})
+	uri := fmt.Sprintf("mem://dv-test/t%d", memTables.Add(1))
+	if scheme == "file" {
+		uri = "file://" + t.TempDir()
+	}
+	b, err := storage.Open(t.Context(), uri, storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { b.Close() })
 	return b
 }
+
+func openMem(t *testing.T) *storage.Bucket { return openStore(t, "mem") }

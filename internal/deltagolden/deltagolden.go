@@ -1,0 +1,36 @@
+// Package deltagolden opens the reference Delta tables of
+// testdata/delta-golden (written by its generate.py: Spark + delta-spark,
+// and delta-rs; its README documents each table) for the tests of the
+// Delta packages, wherever they sit in the tree. It is for tests only.
+package deltagolden
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// Dir returns the absolute path of testdata/delta-golden.
+func Dir() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "testdata", "delta-golden")
+}
+
+// Open opens the golden table name read-only (tests never write into it).
+func Open(t *testing.T, name string) *storage.Bucket {
+	t.Helper()
+	dir := filepath.Join(Dir(), name)
+	if _, err := os.Stat(filepath.Join(dir, "_delta_log")); err != nil {
+		t.Fatalf("golden table %s is missing (make golden writes testdata/delta-golden): %v", name, err)
+	}
+	b, err := storage.Open(context.Background(), "file://"+dir, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
