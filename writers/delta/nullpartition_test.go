@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/writertest"
 )
 
@@ -54,7 +54,7 @@ func partitionRows(t *testing.T, cfg *Config) map[string]int64 {
 // literal string, or the string as null.)
 func TestPartitionSpelledLikeNull(t *testing.T) {
 	str := func(s string) *string { return &s }
-	literal, empty := str(deltalog.HiveDefaultPartition), str("")
+	literal, empty := str(deltalayout.HiveDefaultPartition), str("")
 	for _, order := range [][]*string{
 		{literal, nil, empty, str("x"), nil, literal},
 		{nil, literal, empty},
@@ -66,7 +66,7 @@ func TestPartitionSpelledLikeNull(t *testing.T) {
 		want := map[string]int64{}
 		for i, v := range order {
 			recs = append(recs, c.nameRow(int64(i), v))
-			if v == nil || *v == "" || *v == deltalog.HiveDefaultPartition {
+			if v == nil || *v == "" || *v == deltalayout.HiveDefaultPartition {
 				want["<null>"]++
 			} else {
 				want[*v]++
@@ -119,12 +119,12 @@ func TestOptimizeKeepsPartitionValuesApart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b = []byte(strings.ReplaceAll(string(b), `"partitionValues":{"name":"x"}`, `"partitionValues":{"name":"`+deltalog.HiveDefaultPartition+`"}`))
+		b = []byte(strings.ReplaceAll(string(b), `"partitionValues":{"name":"x"}`, `"partitionValues":{"name":"`+deltalayout.HiveDefaultPartition+`"}`))
 		if err := os.WriteFile(f, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	want := map[string]int64{deltalog.HiveDefaultPartition: 2, "<null>": 2}
+	want := map[string]int64{deltalayout.HiveDefaultPartition: 2, "<null>": 2}
 	if got := partitionRows(t, c.cfg); fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Fatalf("setup: rows per partition value %v, want %v", got, want)
 	}

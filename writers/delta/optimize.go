@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
@@ -172,7 +173,7 @@ func optimizeGroups(snap *deltalog.Snapshot, partCols []string, target int64, pi
 		if (a.Size >= target && a.DeletionVector == nil) || pinned[a.Path] {
 			continue
 		}
-		dir := deltalog.PartitionDir(partCols, a.PartitionValues)
+		dir := deltalayout.PartitionDir(partCols, a.PartitionValues)
 		key := tablesink.Part{Dir: dir, Values: a.PartitionValues}.Key()
 		g := byKey[key]
 		if g == nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 )
 
 // part is the rows of one batch that belong to one partition.
@@ -111,7 +111,7 @@ func groupRows(keyCols []arrow.Array, names, keys []string, n int) ([]part, erro
 			for i, k := range keys {
 				values[k] = vals[i]
 			}
-			parts = append(parts, part{dir: deltalog.PartitionDir(keys, values), values: values})
+			parts = append(parts, part{dir: deltalayout.PartitionDir(keys, values), values: values})
 		}
 		parts[g].rows = append(parts[g].rows, int32(row))
 	}
@@ -172,7 +172,7 @@ func dropFields(s *arrow.Schema, names []string) *arrow.Schema {
 
 // partitionValue serializes row i of a partition column for
 // add.partitionValues, per the protocol's rules
-// (deltalog.FormatPartitionValue). Null, the empty string and the string
+// (deltalayout.FormatPartitionValue). Null, the empty string and the string
 // "__HIVE_DEFAULT_PARTITION__" are all nil (null), as Spark and delta-rs
 // write them: all three live in the directory __HIVE_DEFAULT_PARTITION__,
 // from which both writers read their partition value back as null
@@ -205,22 +205,22 @@ func partitionValue(col arrow.Array, i int) (*string, error) {
 	case *array.Boolean:
 		v = a.Value(i)
 	case *array.Date32:
-		v = deltalog.Date(a.Value(i).ToTime())
+		v = deltalayout.Date(a.Value(i).ToTime())
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType)
 		t := a.Value(i).ToTime(unit.Unit)
 		if unit.TimeZone == "" {
-			v = deltalog.TimestampNTZ(t)
+			v = deltalayout.TimestampNTZ(t)
 		} else {
 			v = t
 		}
 	case *array.Decimal128:
-		v = deltalog.Decimal(a.Value(i).ToString(a.DataType().(*arrow.Decimal128Type).Scale))
+		v = deltalayout.Decimal(a.Value(i).ToString(a.DataType().(*arrow.Decimal128Type).Scale))
 	default:
 		return nil, writers.Errorf(writers.ErrInvalid, "delta: partition column type %s is not supported: partition by a string, number, boolean, date, timestamp or decimal column", col.DataType())
 	}
-	s, err := deltalog.FormatPartitionValue(v)
-	if s != nil && (*s == "" || *s == deltalog.HiveDefaultPartition) {
+	s, err := deltalayout.FormatPartitionValue(v)
+	if s != nil && (*s == "" || *s == deltalayout.HiveDefaultPartition) {
 		return nil, err
 	}
 	return s, err

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
 	"github.com/quiver-ingest/quiver/writers/writertest"
@@ -209,7 +210,7 @@ func TestPartitioned(t *testing.T) {
 			t.Fatal(err)
 		}
 		v := a.PartitionValues["name"]
-		want := deltalog.PartitionDir([]string{"name"}, a.PartitionValues)
+		want := deltalayout.PartitionDir([]string{"name"}, a.PartitionValues)
 		if !strings.HasPrefix(key, want) {
 			t.Errorf("file %s is not in its partition directory %s", key, want)
 		}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
 
@@ -16,19 +16,19 @@ import (
 // of each column decides the Delta form of its bounds: date32 is a date,
 // a timestamp without zone a timestamp_ntz, a decimal exact text.
 func fileStatsJSON(st parquetio.FileStats, schema *arrow.Schema, layout *fileLayout) (string, error) {
-	cols := make([]deltalog.ColumnStat, 0, len(st.Columns))
+	cols := make([]deltalayout.ColumnStat, 0, len(st.Columns))
 	for _, c := range st.Columns {
 		if logical := layout.cols.logicalPath(c.Path); logical == nil || !layout.stats.Has(logical) {
 			continue
 		}
-		cs := deltalog.ColumnStat{Path: c.Path, NullCount: c.NullCount}
+		cs := deltalayout.ColumnStat{Path: c.Path, NullCount: c.NullCount}
 		if c.HasMinMax {
 			t := leafType(schema, c.Path)
 			cs.Min, cs.Max = statValue(t, c.Min), statValue(t, c.Max)
 		}
 		cols = append(cols, cs)
 	}
-	return deltalog.BuildStats(st.Rows, cols)
+	return deltalayout.BuildStats(st.Rows, cols)
 }
 
 // statValue converts one parquetio bound to the type BuildStats expects.
@@ -39,15 +39,15 @@ func statValue(t arrow.DataType, v any) any {
 	switch t := t.(type) {
 	case *arrow.Date32Type:
 		if tm, ok := v.(time.Time); ok {
-			return deltalog.Date(tm)
+			return deltalayout.Date(tm)
 		}
 	case *arrow.TimestampType:
 		if tm, ok := v.(time.Time); ok && t.TimeZone == "" {
-			return deltalog.TimestampNTZ(tm)
+			return deltalayout.TimestampNTZ(tm)
 		}
 	case *arrow.Decimal128Type:
 		if s, ok := v.(interface{ String() string }); ok {
-			return deltalog.Decimal(s.String())
+			return deltalayout.Decimal(s.String())
 		}
 	}
 	return v

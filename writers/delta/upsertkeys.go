@@ -12,6 +12,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
@@ -187,14 +188,14 @@ func canonicalPartition(v *string, t deltalog.DataType) *string {
 	if v == nil || *v == "" {
 		return nil
 	}
-	parsed, err := deltalog.ParsePartitionValue(v, t)
+	parsed, err := deltalayout.ParsePartitionValue(v, t)
 	if err != nil {
 		return v
 	}
 	if f, ok := parsed.(float64); ok && t.Name == "float" {
 		parsed = float32(f) // spelled as Float.toString, like a float32 column's
 	}
-	canon, err := deltalog.FormatPartitionValue(parsed)
+	canon, err := deltalayout.FormatPartitionValue(parsed)
 	if err != nil || canon == nil {
 		return v
 	}

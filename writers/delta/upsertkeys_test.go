@@ -8,6 +8,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
@@ -16,12 +17,12 @@ import (
 // spelled, an upsert missed the key and inserted it a second time.
 func TestCanonicalPartition(t *testing.T) {
 	ts := deltalog.DataType{Name: "timestamp"}
-	want, err := deltalog.FormatPartitionValue(time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC))
+	want, err := deltalayout.FormatPartitionValue(time.Date(2024, 1, 1, 10, 0, 0, 0, time.UTC))
 	if err != nil {
 		t.Fatal(err)
 	}
-	inf, _ := deltalog.FormatPartitionValue(math.Inf(1))
-	tenth, _ := deltalog.FormatPartitionValue(float32(0.1))
+	inf, _ := deltalayout.FormatPartitionValue(math.Inf(1))
+	tenth, _ := deltalayout.FormatPartitionValue(float32(0.1))
 	tests := []struct {
 		v    string
 		typ  deltalog.DataType

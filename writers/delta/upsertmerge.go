@@ -17,6 +17,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
@@ -360,7 +361,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	if err := open(); err != nil {
 		return err
 	}
-	dir := deltalog.PartitionDir(layout.cols.physicalNames(snap.Metadata.PartitionColumns), a.PartitionValues)
+	dir := deltalayout.PartitionDir(layout.cols.physicalNames(snap.Metadata.PartitionColumns), a.PartitionValues)
 	adds, err := w.rewrite(ctx, r, size, a, dir, gone, rowTrackingOf(snap), layout)
 	if err != nil {
 		out.record("", adds)

@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
@@ -155,7 +156,7 @@ func (w *Writer) refreshMapping(ctx context.Context, s *stage) error {
 // table's column mapping (nil without) and the constraints their rows
 // must satisfy (constraints.go).
 type fileLayout struct {
-	stats *deltalog.StatsColumns
+	stats *deltalayout.StatsColumns
 	cols  *columnMap
 	cons  []deltalog.Constraint
 	// checks binds cons once per Arrow schema of the rows checked.
@@ -168,7 +169,7 @@ type fileLayout struct {
 // delta.dataSkippingStatsColumns or delta.dataSkippingNumIndexedCols, as
 // Spark reads them, and its column mapping.
 func layoutOf(snap *deltalog.Snapshot, merged *deltalog.Schema) (*fileLayout, error) {
-	stats, err := deltalog.StatsColumnsOf(merged, snap.Metadata.PartitionColumns, snap.Metadata.Configuration)
+	stats, err := deltalayout.StatsColumnsOf(merged, snap.Metadata.PartitionColumns, snap.Metadata.Configuration)
 	if err != nil {
 		return nil, err
 	}

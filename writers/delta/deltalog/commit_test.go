@@ -58,8 +58,8 @@ func create(t *testing.T, store Store, conf map[string]string) *Snapshot {
 
 func addAction(name, day string) Action {
 	pv := map[string]*string{"day": &day}
-	key := PartitionDir([]string{"day"}, pv) + name + ".parquet"
-	stats, _ := BuildStats(10, []ColumnStat{{Path: []string{"id"}, Min: int64(0), Max: int64(9), NullCount: 0}})
+	key := "day=" + day + "/" + name + ".parquet" // day needs no escaping
+	stats := `{"numRecords":10,"minValues":{"id":0},"maxValues":{"id":9},"nullCount":{"id":0}}`
 	return Action{Add: &Add{Path: EncodePath(key), PartitionValues: pv, Size: 100, ModificationTime: 1, DataChange: true, Stats: stats}}
 }
 

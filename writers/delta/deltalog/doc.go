@@ -1,13 +1,19 @@
 // Package deltalog is the Delta Lake transaction-log protocol as a library:
 // actions and their NDJSON commit encoding, log replay into a Snapshot
-// (JSON commits, classic and multi-part Parquet checkpoints,
-// _last_checkpoint as a hint), table-feature gating (CheckReadable,
-// CheckWritable), table creation, optimistic-concurrency commits with the
-// conflict rules of Delta's optimistic concurrency, Parquet checkpoints,
-// Arrow ⇄ Delta type mapping, per-file statistics JSON, partition-value /
-// path encoding, and deletion vectors (reading every stored form, writing
-// deletion-vector files; Z85 and portable roaring64, byte-compatible with
-// Spark's).
+// (JSON commits, classic and multi-part Parquet checkpoints, V2
+// checkpoints and their sidecars, _last_checkpoint as a hint), table-feature
+// gating (CheckReadable, CheckWritable), table creation, optimistic-concurrency
+// commits with the conflict rules of Delta's optimistic concurrency,
+// checkpoints, log cleanup (ExpiredLogFiles), the table schema and its Arrow ⇄
+// Delta type mapping, column mapping, identity columns, constraints and row
+// tracking as the log states them, reading per-file statistics and add.path
+// encoding.
+//
+// What it leaves to others: deletion-vector files are package dv
+// (deltalog/dv), which imports this one; how a writer lays rows out as data
+// files (partition values and directories, statistics JSON and which
+// columns carry it) is package deltalayout. This package must not import
+// either, nor writers/delta, flightsvc, server or txn.
 //
 // Storage is reached through the small Store interface, which
 // *storage.Bucket satisfies. Nothing in this package keeps state between

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -166,15 +165,6 @@ func checkRefusal(t *testing.T, what string, err error, feature string) {
 	}
 }
 
-func isASCII(s string) bool {
-	for i := range len(s) {
-		if s[i] >= 0x80 {
-			return false
-		}
-	}
-	return true
-}
-
 func filePaths(s *Snapshot) []string {
 	var out []string
 	for _, a := range s.Files() {
@@ -246,123 +236,6 @@ func TestGoldenDetails(t *testing.T) {
 		}
 		if v0.Version != 0 {
 			t.Fatalf("Update modified its receiver")
-		}
-	})
-	t.Run("null partition", func(t *testing.T) {
-		s := load(t, "partition-null", -1)
-		got := map[string]string{}
-		for _, a := range s.Files() {
-			v := a.PartitionValues["k"]
-			k := "<null>"
-			if v != nil {
-				k = *v
-			}
-			got[k] = a.Path
-			key, err := DecodePath(a.Path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if want := PartitionDir([]string{"k"}, a.PartitionValues); !strings.HasPrefix(key, want) {
-				t.Errorf("key %q does not start with %q", key, want)
-			}
-		}
-		if len(got) != 2 || !strings.HasPrefix(got["A"], "k=A/part-") || !strings.HasPrefix(got["<null>"], "k=__HIVE_DEFAULT_PARTITION__/part-") {
-			t.Fatalf("files by partition %v", got)
-		}
-	})
-	t.Run("escaped partition paths round trip", func(t *testing.T) {
-		for _, name := range []string{"partition-escaped", "special-chars-path", "deltars-partitioned-checkpoint"} {
-			s := load(t, name, -1)
-			var adds []*Add
-			for _, a := range s.Files() {
-				adds = append(adds, a)
-			}
-			for _, r := range s.Tombstones() {
-				adds = append(adds, &Add{Path: r.Path, PartitionValues: r.PartitionValues})
-			}
-			for _, a := range adds {
-				key, err := DecodePath(a.Path)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := os.Stat(filepath.Join(goldenDir, name, key)); err != nil {
-					t.Errorf("%s: decoded key %q: %v", name, key, err)
-				}
-				col := s.Metadata.PartitionColumns[0]
-				if v := a.PartitionValues[col]; v == nil || strings.Contains(*v, " ") {
-					continue // Spark escapes spaces too; our escape set is conservative
-				}
-				dir := PartitionDir([]string{col}, a.PartitionValues)
-				if !strings.HasPrefix(key, dir) {
-					t.Errorf("%s: key %q, our dir %q", name, key, dir)
-				}
-				// Spark leaves non-ASCII characters raw in add.path (we
-				// percent-encode them; both decode to the same key).
-				if isASCII(key) && !strings.HasPrefix(a.Path, EncodePath(dir)) {
-					t.Errorf("%s: path %q, our dir %q", name, a.Path, EncodePath(dir))
-				}
-			}
-		}
-	})
-	t.Run("timestamp partitions", func(t *testing.T) {
-		for _, tc := range []struct {
-			table, column string
-			micros        []int64
-		}{
-			// Legacy "2024-01-01 10:00:00" in the session time zone (UTC).
-			{"partition-timestamp-legacy", "ts", []int64{1704103200000000, 1704198600000000}},
-			// ISO 8601 UTC, delta-spark 4.0's default; one row is null.
-			{"partition-types", "p_timestamp", []int64{1704103200123456, 1704189600123456}},
-			// Both forms in one table: Spark wrote 2020-01-01 08:09:10.001
-			// in the legacy form, the others in ISO 8601.
-			{"types-timestamp-int96", "part", []int64{-31536000000000, 1577866150001000, 1633075760000000}},
-		} {
-			s := load(t, tc.table, -1)
-			schema, err := s.Schema()
-			if err != nil {
-				t.Fatal(err)
-			}
-			f, _ := schema.Field(tc.column)
-			var micros []int64
-			for _, a := range s.Files() {
-				v := a.PartitionValues[tc.column]
-				if v == nil {
-					continue
-				}
-				got, err := ParsePartitionValue(v, f.Type)
-				if err != nil {
-					t.Fatal(err)
-				}
-				micros = append(micros, got.(interface{ UnixMicro() int64 }).UnixMicro())
-			}
-			slices.Sort(micros)
-			if !slices.Equal(micros, tc.micros) {
-				t.Fatalf("%s: timestamps %v, want %v", tc.table, micros, tc.micros)
-			}
-		}
-	})
-	t.Run("typed partition values parse", func(t *testing.T) {
-		s := load(t, "partition-types", -1)
-		schema, err := s.Schema()
-		if err != nil {
-			t.Fatal(err)
-		}
-		nulls := 0
-		for _, a := range s.Files() {
-			for _, col := range s.Metadata.PartitionColumns {
-				f, _ := schema.Field(col)
-				v := a.PartitionValues[col]
-				if v == nil {
-					nulls++
-					continue
-				}
-				if _, err := ParsePartitionValue(v, f.Type); err != nil {
-					t.Errorf("%s = %q (%s): %v", col, *v, f.Type.Name, err)
-				}
-			}
-		}
-		if want := len(s.Metadata.PartitionColumns); nulls != want {
-			t.Errorf("%d null partition values, want %d (one all-null row)", nulls, want)
 		}
 	})
 	t.Run("deletion vector key", func(t *testing.T) {

@@ -1,9 +1,11 @@
-package deltalog
+package deltalayout
 
 import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
 // defaultIndexedCols is delta.dataSkippingNumIndexedCols' default.
@@ -35,8 +37,8 @@ func (c *StatsColumns) Has(path []string) bool {
 // struct counts, and an array or map counts as one. Partition columns
 // never count: they are not in data files. A malformed property is an
 // error wrapping ErrCorrupt.
-func StatsColumnsOf(schema *Schema, partitionColumns []string, conf map[string]string) (*StatsColumns, error) {
-	data := make([]StructField, 0, len(schema.Fields))
+func StatsColumnsOf(schema *deltalog.Schema, partitionColumns []string, conf map[string]string) (*StatsColumns, error) {
+	data := make([]deltalog.StructField, 0, len(schema.Fields))
 	for _, f := range schema.Fields {
 		if !containsFold(partitionColumns, f.Name) {
 			data = append(data, f)
@@ -46,7 +48,7 @@ func StatsColumnsOf(schema *Schema, partitionColumns []string, conf map[string]s
 	if list := strings.TrimSpace(conf["delta.dataSkippingStatsColumns"]); list != "" {
 		names, err := parseColumnList(list)
 		if err != nil {
-			return nil, fmt.Errorf("delta: delta.dataSkippingStatsColumns %q: %w: %w", list, err, ErrCorrupt)
+			return nil, fmt.Errorf("delta: delta.dataSkippingStatsColumns %q: %w: %w", list, err, deltalog.ErrCorrupt)
 		}
 		for _, name := range names {
 			if f, path, ok := resolveField(data, name); ok {
@@ -59,7 +61,7 @@ func StatsColumnsOf(schema *Schema, partitionColumns []string, conf map[string]s
 	if v, ok := conf["delta.dataSkippingNumIndexedCols"]; ok {
 		var err error
 		if n, err = strconv.Atoi(strings.TrimSpace(v)); err != nil || n < -1 {
-			return nil, fmt.Errorf("delta: delta.dataSkippingNumIndexedCols %q: want an integer ≥ -1: %w", v, ErrCorrupt)
+			return nil, fmt.Errorf("delta: delta.dataSkippingNumIndexedCols %q: want an integer ≥ -1: %w", v, deltalog.ErrCorrupt)
 		}
 	}
 	for _, f := range data {
@@ -76,7 +78,7 @@ func StatsColumnsOf(schema *Schema, partitionColumns []string, conf map[string]s
 
 // addLeaves adds the leaves of the column at path of type t, at most limit
 // of them (< 0: all), and returns how many it added.
-func (c *StatsColumns) addLeaves(path []string, t DataType, limit int) int {
+func (c *StatsColumns) addLeaves(path []string, t deltalog.DataType, limit int) int {
 	if t.Name != "struct" {
 		if limit == 0 {
 			return 0
@@ -97,7 +99,7 @@ func (c *StatsColumns) addLeaves(path []string, t DataType, limit int) int {
 // resolveField finds the field at the multi-part name (case-insensitively
 // at every level, through structs) and returns it with its path as the
 // schema spells it.
-func resolveField(fields []StructField, name []string) (StructField, []string, bool) {
+func resolveField(fields []deltalog.StructField, name []string) (deltalog.StructField, []string, bool) {
 	var path []string
 	for i, part := range name {
 		j := -1
@@ -108,7 +110,7 @@ func resolveField(fields []StructField, name []string) (StructField, []string, b
 			}
 		}
 		if j < 0 {
-			return StructField{}, nil, false
+			return deltalog.StructField{}, nil, false
 		}
 		f := fields[j]
 		path = append(path, f.Name)
@@ -117,7 +119,7 @@ func resolveField(fields []StructField, name []string) (StructField, []string, b
 		}
 		fields = f.Type.Fields
 	}
-	return StructField{}, nil, false
+	return deltalog.StructField{}, nil, false
 }
 
 // parseColumnList splits Spark's column list syntax: names separated by

@@ -1,4 +1,4 @@
-package deltalog
+package deltalayout
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
 // Data files carry statistics for the columns Spark would collect them
@@ -16,7 +18,7 @@ import (
 // columns not counted.
 func TestStatsColumns(t *testing.T) {
 	i64 := arrow.PrimitiveTypes.Int64
-	schema, err := FromArrow(arrow.NewSchema([]arrow.Field{
+	schema, err := deltalog.FromArrow(arrow.NewSchema([]arrow.Field{
 		{Name: "p", Type: arrow.BinaryTypes.String, Nullable: true},
 		{Name: "a", Type: i64},
 		{Name: "s", Type: arrow.StructOf(
@@ -88,8 +90,8 @@ func TestStatsColumns(t *testing.T) {
 		{"delta.dataSkippingStatsColumns": "`a`b"},
 		{"delta.dataSkippingStatsColumns": "a.`b"},
 	} {
-		if _, err := StatsColumnsOf(schema, nil, conf); !errors.Is(err, ErrCorrupt) {
-			t.Errorf("%v: %v, want ErrCorrupt", conf, err)
+		if _, err := StatsColumnsOf(schema, nil, conf); !errors.Is(err, deltalog.ErrCorrupt) {
+			t.Errorf("%v: %v, want deltalog.ErrCorrupt", conf, err)
 		}
 	}
 	// The default counts 32 leaves.
@@ -97,7 +99,7 @@ func TestStatsColumns(t *testing.T) {
 	for i := range 40 {
 		fields = append(fields, arrow.Field{Name: fmt.Sprint("c", i), Type: i64})
 	}
-	wide, _ := FromArrow(arrow.NewSchema(fields, nil))
+	wide, _ := deltalog.FromArrow(arrow.NewSchema(fields, nil))
 	cols, err := StatsColumnsOf(wide, nil, nil)
 	if err != nil || !cols.Has([]string{"c31"}) || cols.Has([]string{"c32"}) {
 		t.Errorf("default: c31 %v, c32 %v (%v), want the first 32 columns", cols.Has([]string{"c31"}), cols.Has([]string{"c32"}), err)

@@ -1,14 +1,15 @@
-package deltalog
+package deltalayout
 
 import (
 	"fmt"
 	"math"
-	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/quiver-ingest/quiver/writers"
+
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
 // HiveDefaultPartition is the directory name of a null partition value.
@@ -68,7 +69,7 @@ func FormatPartitionValue(v any) (*string, error) {
 // TimestampNTZ, Date, Decimal, bool, string). nil and "" (except for
 // strings) are null. Both Go and Java float syntaxes parse; timestamps are
 // accepted as ISO 8601 or "YYYY-MM-DD HH:MM:SS[.ffffff]" (taken as UTC).
-func ParsePartitionValue(v *string, t DataType) (any, error) {
+func ParsePartitionValue(v *string, t deltalog.DataType) (any, error) {
 	if v == nil || (*v == "" && t.Name != "string") {
 		return nil, nil
 	}
@@ -104,10 +105,10 @@ func ParsePartitionValue(v *string, t DataType) (any, error) {
 	case "binary":
 		out = []byte(s)
 	default:
-		return nil, fmt.Errorf("delta: partition value of type %s: %w", t, ErrUnsupported)
+		return nil, fmt.Errorf("delta: partition value of type %s: %w", t, deltalog.ErrUnsupported)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("delta: partition value %q is not a valid %s: %w", s, t, ErrCorrupt)
+		return nil, fmt.Errorf("delta: partition value %q is not a valid %s: %w", s, t, deltalog.ErrCorrupt)
 	}
 	return out, nil
 }
@@ -218,30 +219,4 @@ func escapePartition(s string) string {
 		b.WriteByte(c)
 	}
 	return b.String()
-}
-
-// EncodePath turns a storage key relative to the table root into add.path:
-// each '/'-separated segment is URL-path-escaped (so the Hive escapes of
-// PartitionDir stack: "%2F" becomes "%252F").
-func EncodePath(key string) string {
-	segs := strings.Split(key, "/")
-	for i, s := range segs {
-		segs[i] = url.PathEscape(s)
-	}
-	return strings.Join(segs, "/")
-}
-
-// DecodePath turns add.path into the storage key relative to the table
-// root, decoding percent-escapes exactly once. Absolute URIs (with a
-// scheme) are refused with ErrUnsupported: Quiver reads only files under the
-// table root.
-func DecodePath(path string) (string, error) {
-	if u, err := url.Parse(path); err == nil && u.Scheme != "" {
-		return "", fmt.Errorf("delta: absolute file path %q: %w", path, ErrUnsupported)
-	}
-	key, err := url.PathUnescape(path)
-	if err != nil {
-		return "", fmt.Errorf("delta: file path %q: %w: %w", path, ErrCorrupt, err)
-	}
-	return key, nil
 }
