@@ -20,7 +20,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
 
-// columnMap translates between the columns of a table's data files and
+// ColumnMap translates between the columns of a table's data files and
 // the table's columns. With column mapping (name or id mode) it maps the
 // logical column names to the physical names data files, statistics and
 // partitionValues use: rows inside the sink always carry logical names;
@@ -28,8 +28,8 @@ import (
 // renamed and dropped columns are resolved by physical name, never by
 // display name. With type widening (delta.typeChanges on a column) it
 // upcasts what it reads of files written before the change. A nil
-// *columnMap is a table with neither: every method is then the identity.
-type columnMap struct {
+// *ColumnMap is a table with neither: every method is then the identity.
+type ColumnMap struct {
 	fields []deltalog.StructField // the table's top-level fields, with metadata
 	ids    bool                   // write Parquet field ids (column mapping)
 	byID   bool                   // read columns by Parquet field id (mode id)
@@ -48,12 +48,12 @@ var hiddenColumnProperties = []string{
 	"delta.rowTracking.materializedRowCommitVersionColumnName",
 }
 
-// newColumnMap returns the map of a table with configuration conf whose
+// NewColumnMap returns the map of a table with configuration conf whose
 // files follow schema (the table's, plus any columns a stream adds, with
 // their mapping assigned), nil without column mapping and type changes.
-func newColumnMap(conf map[string]string, schema *deltalog.Schema) *columnMap {
+func NewColumnMap(conf map[string]string, schema *deltalog.Schema) *ColumnMap {
 	mode := deltalog.ColumnMappingMode(conf)
-	m := &columnMap{fields: schema.Fields, ids: mode != "none", byID: mode == "id"}
+	m := &ColumnMap{fields: schema.Fields, ids: mode != "none", byID: mode == "id"}
 	for _, p := range hiddenColumnProperties {
 		if name := conf[p]; name != "" {
 			m.hidden = append(m.hidden, name)
@@ -76,19 +76,19 @@ func newColumnMap(conf map[string]string, schema *deltalog.Schema) *columnMap {
 	return m
 }
 
-// snapColumnMap returns the column mapping of snap's table (nil without,
+// ColumnMapOf returns the column mapping of snap's table (nil without,
 // or when its schema does not parse: CheckWritable refuses such tables).
-func snapColumnMap(snap *deltalog.Snapshot) *columnMap {
+func ColumnMapOf(snap *deltalog.Snapshot) *ColumnMap {
 	schema, err := snap.Schema()
 	if err != nil {
 		return nil
 	}
-	return newColumnMap(snap.Metadata.Configuration, schema)
+	return NewColumnMap(snap.Metadata.Configuration, schema)
 }
 
 // physical returns the physical name of top-level column name (name
 // itself when it is not a table column).
-func (m *columnMap) physical(name string) string {
+func (m *ColumnMap) physical(name string) string {
 	if m == nil {
 		return name
 	}
@@ -104,7 +104,7 @@ func (m *columnMap) physical(name string) string {
 // are read from: their physical names and column ids ("" without column
 // mapping, where a column's name is its physical name for good). Indexes
 // of a file's keys are valid only under the layout they were read with.
-func (m *columnMap) keyLayout(keys []string) string {
+func (m *ColumnMap) KeyLayout(keys []string) string {
 	if m == nil {
 		return ""
 	}
@@ -121,7 +121,7 @@ func (m *columnMap) keyLayout(keys []string) string {
 }
 
 // physicalNames maps top-level column names to their physical names.
-func (m *columnMap) physicalNames(names []string) []string {
+func (m *ColumnMap) PhysicalNames(names []string) []string {
 	if m == nil || names == nil {
 		return names
 	}
@@ -134,7 +134,7 @@ func (m *columnMap) physicalNames(names []string) []string {
 
 // logicalPath maps the physical path of a (possibly nested) column in a
 // file back to its logical path; nil when it is no table column.
-func (m *columnMap) logicalPath(path []string) []string {
+func (m *ColumnMap) logicalPath(path []string) []string {
 	if m == nil {
 		return path
 	}
@@ -155,7 +155,7 @@ func (m *columnMap) logicalPath(path []string) []string {
 // column ids as Parquet field ids, at every depth. The caller releases the
 // result. A column the table lacks is ErrInvalid (the schema check admits
 // only table columns, so this is a bug guard).
-func (m *columnMap) toPhysical(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+func (m *ColumnMap) ToPhysical(rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	return m.rename(rec, false)
 }
 
@@ -163,7 +163,7 @@ func (m *columnMap) toPhysical(rec arrow.RecordBatch) (arrow.RecordBatch, error)
 // logical names, columns written before a type change upcast to the
 // table's type; columns and struct fields no table column maps to
 // (dropped ones) are left out. The caller releases the result.
-func (m *columnMap) toLogical(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+func (m *ColumnMap) toLogical(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	named, err := m.rename(rec, true)
 	if err != nil || m == nil || m.widened == nil {
 		return named, err
@@ -177,7 +177,7 @@ func (m *columnMap) toLogical(ctx context.Context, mem memory.Allocator, rec arr
 // casts Delta allows (integers and floats to wider ones, date to
 // timestamp_ntz, decimals to a higher precision) are exact. Other Arrow
 // forms of the same Delta type are left alone.
-func (m *columnMap) upcast(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+func (m *ColumnMap) upcast(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	fields := slices.Clone(rec.Schema().Fields())
 	cols := slices.Clone(rec.Columns())
 	var casts []arrow.Array
@@ -209,7 +209,7 @@ func sameDeltaType(a, b arrow.DataType) bool {
 	return errA == nil && errB == nil && sameType(da.Fields[0].Type, db.Fields[0].Type)
 }
 
-func (m *columnMap) rename(rec arrow.RecordBatch, fromPhysical bool) (arrow.RecordBatch, error) {
+func (m *ColumnMap) rename(rec arrow.RecordBatch, fromPhysical bool) (arrow.RecordBatch, error) {
 	if m == nil {
 		rec.Retain()
 		return rec, nil
@@ -257,7 +257,7 @@ func fieldBy(fields []deltalog.StructField, name string, physical bool) (deltalo
 // caller releases it). ok is false for a physical field no Delta field
 // maps to (a dropped column: left out); a logical field the table lacks
 // is ErrInvalid (the schema check admits only table columns).
-func (m *columnMap) renameField(af arrow.Field, d arrow.ArrayData, fields []deltalog.StructField, fromPhysical bool) (arrow.Field, arrow.ArrayData, bool, error) {
+func (m *ColumnMap) renameField(af arrow.Field, d arrow.ArrayData, fields []deltalog.StructField, fromPhysical bool) (arrow.Field, arrow.ArrayData, bool, error) {
 	df, ok := fieldBy(fields, af.Name, fromPhysical)
 	if !ok {
 		if fromPhysical {
@@ -281,7 +281,7 @@ func (m *columnMap) renameField(af arrow.Field, d arrow.ArrayData, fields []delt
 // renameData returns d (of Delta type dt) with the struct fields inside
 // it renamed: buffers are shared, nothing is copied. The caller releases
 // the result.
-func (m *columnMap) renameData(d arrow.ArrayData, dt deltalog.DataType, fromPhysical bool) (arrow.ArrayData, error) {
+func (m *ColumnMap) renameData(d arrow.ArrayData, dt deltalog.DataType, fromPhysical bool) (arrow.ArrayData, error) {
 	var (
 		t    arrow.DataType
 		kids []arrow.ArrayData
@@ -356,7 +356,7 @@ func (m *columnMap) renameData(d arrow.ArrayData, dt deltalog.DataType, fromPhys
 // names: the file's columns are found by physical name (in mode id by
 // Parquet field id, as Delta readers do), so renamed columns are read and
 // dropped ones left out.
-func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem memory.Allocator, opts parquetio.ReadOptions) (array.RecordReader, error) {
+func (m *ColumnMap) ReadFile(ctx context.Context, r io.ReaderAt, size int64, mem memory.Allocator, opts parquetio.ReadOptions) (array.RecordReader, error) {
 	if m == nil {
 		return parquetio.ReadFile(ctx, r, size, mem, opts)
 	}
@@ -367,7 +367,7 @@ func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem
 		opts.Columns = append(opts.Columns, m.hidden...)
 		opts.SkipMissing = true
 	} else {
-		opts.Columns = m.physicalNames(opts.Columns)
+		opts.Columns = m.PhysicalNames(opts.Columns)
 	}
 	if m.byID {
 		opts.FieldIDs = m.fieldIDs(opts.Columns)
@@ -397,7 +397,7 @@ func (m *columnMap) readFile(ctx context.Context, r io.ReaderAt, size int64, mem
 
 // fieldIDs returns the column ids of the top-level columns of physical
 // names names (-1 for a name that is no table column's: read by name).
-func (m *columnMap) fieldIDs(names []string) []int32 {
+func (m *ColumnMap) fieldIDs(names []string) []int32 {
 	ids := make([]int32, len(names))
 	for i, n := range names {
 		ids[i] = -1
@@ -411,12 +411,12 @@ func (m *columnMap) fieldIDs(names []string) []int32 {
 }
 
 // logicalReader turns the batches of a data file's reader into the
-// table's columns (columnMap.toLogical).
+// table's columns (ColumnMap.toLogical).
 type logicalReader struct {
 	ctx    context.Context
 	mem    memory.Allocator
 	in     array.RecordReader
-	m      *columnMap
+	m      *ColumnMap
 	schema *arrow.Schema
 	cur    arrow.RecordBatch
 	err    error
@@ -523,7 +523,7 @@ func (n *newColumns) assign(s *stage, merged *deltalog.Schema, maxID int64) erro
 	return nil
 }
 
-// checkMappedColumns checks the column mapping of files (the schema of a
+// CheckMappedColumns checks the column mapping of files (the schema of a
 // descriptor's files, whose added columns were mapped after the table's
 // maxColumnId was mappedAfter) against a column-mapped table: a column of
 // the table must have the table's physical name at every depth, and a
@@ -533,11 +533,11 @@ func (n *newColumns) assign(s *stage, merged *deltalog.Schema, maxID int64) erro
 // (or dropped and added it again) since the files were written, or
 // another writer added a column the files add or took its id; a replay
 // writes the rows afresh under the table's mapping then.
-func checkMappedColumns(table *deltalog.Schema, maxID int64, files *deltalog.Schema, mappedAfter *int64) error {
+func CheckMappedColumns(table *deltalog.Schema, maxID int64, files *deltalog.Schema, mappedAfter *int64) error {
 	return mappedCheck{maxID, mappedAfter}.fields(table.Fields, files.Fields, "")
 }
 
-// mappedCheck is checkMappedColumns' view of the table: its maxColumnId
+// mappedCheck is CheckMappedColumns' view of the table: its maxColumnId
 // and the one the files' added columns were mapped after.
 type mappedCheck struct {
 	maxID       int64

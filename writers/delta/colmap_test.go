@@ -203,7 +203,7 @@ func checkPhysicalFiles(t *testing.T, cfg *Config) {
 		t.Fatal(err)
 	}
 	var hidden []string
-	if rt := rowTrackingOf(snap); rt != nil {
+	if rt := RowTrackingOf(snap); rt != nil {
 		hidden = []string{rt.idCol, rt.versionCol}
 	}
 	logical := map[string]bool{}
@@ -391,7 +391,7 @@ func TestColumnMapRename(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m := newColumnMap(map[string]string{deltalog.ColumnMappingModeKey: "name", "delta.rowTracking.materializedRowIdColumnName": "_row-id-col-x"}, schema)
+	m := NewColumnMap(map[string]string{deltalog.ColumnMappingModeKey: "name", "delta.rowTracking.materializedRowIdColumnName": "_row-id-col-x"}, schema)
 	build := func(names ...string) arrow.RecordBatch {
 		var fields []arrow.Field
 		for _, n := range names {
@@ -414,7 +414,7 @@ func TestColumnMapRename(t *testing.T) {
 	}
 	in := build("id", "_row-id-col-x")
 	defer in.Release()
-	phys, err := m.toPhysical(in)
+	phys, err := m.ToPhysical(in)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestColumnMapRename(t *testing.T) {
 	}
 	unknown := build("nope")
 	defer unknown.Release()
-	if _, err := m.toPhysical(unknown); !errors.Is(err, writers.ErrInvalid) {
+	if _, err := m.ToPhysical(unknown); !errors.Is(err, writers.ErrInvalid) {
 		t.Errorf("toPhysical of an unknown column: %v, want ErrInvalid", err)
 	}
 }
@@ -482,14 +482,14 @@ func TestCheckMappedColumnsNested(t *testing.T) {
 		}
 		return s
 	}
-	if err := checkMappedColumns(schema("col-x"), 4, schema("col-x"), nil); err != nil {
+	if err := CheckMappedColumns(schema("col-x"), 4, schema("col-x"), nil); err != nil {
 		t.Fatalf("same mapping: %v", err)
 	}
 	for i, path := range []string{"arr.element.x", "mk.key.x", "mv.value.x"} {
 		files := schema("col-x")
 		table := schema("col-x")
 		table.Fields[i] = schema("col-x-new").Fields[i]
-		err := checkMappedColumns(table, 4, files, nil)
+		err := CheckMappedColumns(table, 4, files, nil)
 		if !errors.Is(err, writers.ErrConflict) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s renamed physically: %v, want ErrConflict naming it", path, err)
 		}

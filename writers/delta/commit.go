@@ -139,7 +139,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		w.rememberCommit(key, version)
 		w.ids.recordCommitted(snap, actions, ds)
 		if upsert != nil {
-			w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...), snapColumnMap(snap), rowTrackingOf(snap))
+			w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...), ColumnMapOf(snap), RowTrackingOf(snap))
 		}
 		return writers.CommitInfo{Version: version}, tablesink.Committed, nil
 	})
@@ -151,7 +151,7 @@ func tableColumns(snap *deltalog.Snapshot) string {
 	if err != nil {
 		return "(unreadable)"
 	}
-	return columnNames(table)
+	return ColumnNames(table)
 }
 
 // addsOf returns the files every descriptor of ds adds.
@@ -332,15 +332,15 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 		if err != nil {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: %w", i, err)
 		}
-		if err := checkNames(files, meta.Configuration); err != nil {
+		if err := CheckNames(files, meta.Configuration); err != nil {
 			return nil, fmt.Errorf("%w (descriptor %d)", err, i)
 		}
 		if mapped {
-			if err := checkMappedColumns(evolved, maxID, files, d.MappedAfter); err != nil {
+			if err := CheckMappedColumns(evolved, maxID, files, d.MappedAfter); err != nil {
 				return nil, fmt.Errorf("%w (descriptor %d)", err, i)
 			}
 		}
-		if evolved, err = reconcile(evolved, files, w.cfg.SchemaEvolution == EvolveAddColumns); err != nil {
+		if evolved, err = Reconcile(evolved, files, w.cfg.SchemaEvolution == EvolveAddColumns); err != nil {
 			return nil, fmt.Errorf("%w (descriptor %d; the table may have changed since precommit: replay the transaction)", err, i)
 		}
 		for _, a := range d.Adds {

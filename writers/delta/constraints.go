@@ -35,13 +35,13 @@ type checks struct {
 // constraints that a row of rec violates (FALSE or NULL, as Delta), its
 // expression and the row's values in the columns it reads. rec has the
 // table's logical column names.
-func (l *fileLayout) checkRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) error {
+func (l *Layout) CheckRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) error {
 	if rec.NumRows() == 0 || len(l.cons) == 0 {
 		return nil
 	}
 	if plain := decodedSchema(rec.Schema()); plain != nil {
 		// The expressions read values: dictionary columns are decoded.
-		decoded, err := conform(ctx, mem, rec, plain)
+		decoded, err := Conform(ctx, mem, rec, plain)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func decodedSchema(schema *arrow.Schema) *arrow.Schema {
 }
 
 // bind returns the layout's constraints bound to schema.
-func (l *fileLayout) bind(schema *arrow.Schema) ([]*deltaexpr.Bound, error) {
+func (l *Layout) bind(schema *arrow.Schema) ([]*deltaexpr.Bound, error) {
 	l.checks.mu.Lock()
 	defer l.checks.mu.Unlock()
 	if l.checks.schema != nil && l.checks.schema.Equal(schema) {
@@ -98,12 +98,12 @@ func (l *fileLayout) bind(schema *arrow.Schema) ([]*deltaexpr.Bound, error) {
 	return bound, nil
 }
 
-// tableConstraints returns the constraints of the table of snap. The
+// TableConstraints returns the constraints of the table of snap. The
 // writer checks every snapshot it reads (latest: CheckWritable), so one
 // outside the subset, added after the endpoint opened, is refused there;
 // should one reach here it is refused the same way, an unsupported table
 // (deltalog.ErrUnsupported), not the client's input.
-func tableConstraints(snap *deltalog.Snapshot) ([]deltalog.Constraint, error) {
+func TableConstraints(snap *deltalog.Snapshot) ([]deltalog.Constraint, error) {
 	cons, err := deltalog.Constraints(&snap.Metadata)
 	if err != nil {
 		if werr := deltalog.CheckWritable(snap); werr != nil {
@@ -114,9 +114,9 @@ func tableConstraints(snap *deltalog.Snapshot) ([]deltalog.Constraint, error) {
 	return cons, nil
 }
 
-// checkedConstraints is what a descriptor records of cons: expression by
+// CheckedConstraints is what a descriptor records of cons: expression by
 // name (nil without).
-func checkedConstraints(cons []deltalog.Constraint) map[string]string {
+func CheckedConstraints(cons []deltalog.Constraint) map[string]string {
 	if len(cons) == 0 {
 		return nil
 	}
@@ -136,7 +136,7 @@ func checkConstraints(meta *deltalog.Metadata, ds []*descriptor) error {
 	if err != nil { // the commit checked the table (CheckWritable)
 		return writers.Errorf(writers.ErrInvalid, "delta: %v", err)
 	}
-	want := checkedConstraints(cons)
+	want := CheckedConstraints(cons)
 	for i, d := range ds {
 		if len(d.Adds) == 0 || maps.Equal(d.Constraints, want) {
 			continue

@@ -361,11 +361,11 @@ func TestConstraintsBoundPerSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := &fileLayout{cons: []deltalog.Constraint{{Name: "pos", Text: "v >= 0", Expr: e}}}
+	l := &Layout{cons: []deltalog.Constraint{{Name: "pos", Text: "v >= 0", Expr: e}}}
 	var first []*deltaexpr.Bound
 	for i, withID := range []bool{true, true, false} {
 		rec := kvBatch(mem, withID, kv{1, "a", 1})
-		if err := l.checkRows(context.Background(), mem, rec); err != nil {
+		if err := l.CheckRows(context.Background(), mem, rec); err != nil {
 			t.Fatal(err)
 		}
 		rec.Release()

@@ -78,7 +78,7 @@ func TestFirstStreamCreatesTableAtCommit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := columnNames(s); got != "key, score" {
+			if got := ColumnNames(s); got != "key, score" {
 				t.Fatalf("table columns %s, want key, score", got)
 			}
 			if v, ok := snap.TxnVersion("second"); !ok || v != 1 {

@@ -132,9 +132,9 @@ func eachTrackedBatch(t *testing.T, cfg *Config, mem memory.Allocator, track boo
 	if err != nil {
 		t.Fatalf("load table %s: %v", cfg.TableURI, err)
 	}
-	var rt *rowTracking
+	var rt *RowTracking
 	if track {
-		rt = rowTrackingOf(snap)
+		rt = RowTrackingOf(snap)
 	}
 	for _, a := range snap.Files() {
 		key, r, size, gone := openLiveFile(t, b, a)
@@ -142,7 +142,7 @@ func eachTrackedBatch(t *testing.T, cfg *Config, mem memory.Allocator, track boo
 			t.Errorf("file %s: size %d, add.size %d", key, size, a.Size)
 		}
 		var rows int64
-		err = readKept(ctx, mem, snapColumnMap(snap), r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
+		err = readKept(ctx, mem, ColumnMapOf(snap), r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			rows += rec.NumRows()
 			fn(a, rec)

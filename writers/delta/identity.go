@@ -17,7 +17,7 @@ import (
 // Identity columns (GENERATED ALWAYS / BY DEFAULT AS IDENTITY): rows that
 // do not carry a value (the column missing, or null) get the next values
 // after the column's high-water mark, assigned as the rows are written.
-// The values a key used travel in its descriptor (identityRange); its
+// The values a key used travel in its descriptor (IdentityRange); its
 // commit checks that no other writer handed them out: they lie beyond the
 // table's high-water mark at that version, or every advance of the mark
 // since the one they were taken after was made by commits of values of
@@ -33,21 +33,21 @@ import (
 // commit must carry values of one allocator (one server): two servers
 // filling from the same mark would collide on every replay.
 
-// identityRange is the values one key generated for an identity column,
+// IdentityRange is the values one key generated for an identity column,
 // First to Last in the column's step direction, after the table's
 // high-water mark Base, by the allocator Nonce.
-type identityRange struct {
+type IdentityRange struct {
 	First int64  `json:"first"`
 	Last  int64  `json:"last"`
 	Base  int64  `json:"base"`
 	Nonce string `json:"nonce"`
 }
 
-// identityAllocator hands out identity values per column, continuing from
+// IdentityAllocator hands out identity values per column, continuing from
 // the table's high-water mark or the last value this writer handed out,
 // whichever is further, so that concurrent keys of one server never share
 // a value.
-type identityAllocator struct {
+type IdentityAllocator struct {
 	mu    sync.Mutex
 	nonce string // random, set on first use: tells this allocator's values
 	last  map[string]int64
@@ -65,7 +65,7 @@ type advanceBy struct {
 }
 
 // id returns the allocator's nonce; a.mu is held.
-func (a *identityAllocator) id() string {
+func (a *IdentityAllocator) id() string {
 	if a.nonce == "" {
 		a.nonce = uuid.NewString()
 	}
@@ -75,9 +75,9 @@ func (a *identityAllocator) id() string {
 // maxAdvances bounds the chain ownsSince walks.
 const maxAdvances = 1 << 16
 
-// record notes that a commit of this writer advanced col's mark from to
+// Record notes that a commit of this writer advanced col's mark from to
 // with values of the allocator nonce.
-func (a *identityAllocator) record(col string, from, to int64, nonce string) {
+func (a *IdentityAllocator) Record(col string, from, to int64, nonce string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.advanced == nil {
@@ -89,10 +89,10 @@ func (a *identityAllocator) record(col string, from, to int64, nonce string) {
 	a.advanced[col][to] = advanceBy{from, nonce}
 }
 
-// ownsSince reports whether r's values are this allocator's and every
+// OwnsSince reports whether r's values are this allocator's and every
 // advance of col's mark from r.Base to h was made by commits of this
 // allocator's values: then no other allocator handed out r's values.
-func (a *identityAllocator) ownsSince(col string, r identityRange, h int64) bool {
+func (a *IdentityAllocator) OwnsSince(col string, r IdentityRange, h int64) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if r.Nonce != a.id() {
@@ -113,7 +113,7 @@ func (a *identityAllocator) ownsSince(col string, r identityRange, h int64) bool
 
 // recordCommitted notes the high-water marks the committed actions (of
 // descriptors ds) set over those of snap's table.
-func (a *identityAllocator) recordCommitted(snap *deltalog.Snapshot, actions []deltalog.Action, ds []*descriptor) {
+func (a *IdentityAllocator) recordCommitted(snap *deltalog.Snapshot, actions []deltalog.Action, ds []*descriptor) {
 	mi := slices.IndexFunc(actions, func(x deltalog.Action) bool { return x.MetaData != nil })
 	if mi < 0 {
 		return
@@ -130,14 +130,14 @@ func (a *identityAllocator) recordCommitted(snap *deltalog.Snapshot, actions []d
 			continue
 		}
 		if prev, ok, _ := old.Identity(); ok && now.Assigned && now.HighWaterMark != prev.Last() {
-			a.record(f.Name, prev.Last(), now.HighWaterMark, commitNonce(ds))
+			a.Record(f.Name, prev.Last(), now.HighWaterMark, commitNonce(ds))
 		}
 	}
 }
 
 // take returns the first of n values of col after id's high-water mark and
 // what this allocator handed out; the last is first+(n-1)*step.
-func (a *identityAllocator) take(col string, id deltalog.Identity, n int) (int64, error) {
+func (a *IdentityAllocator) take(col string, id deltalog.Identity, n int) (int64, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.id()
@@ -157,7 +157,7 @@ func (a *identityAllocator) take(col string, id deltalog.Identity, n int) (int64
 }
 
 // nonceOf returns the allocator's nonce.
-func (a *identityAllocator) nonceOf() string {
+func (a *IdentityAllocator) nonceOf() string {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	return a.id()
@@ -185,18 +185,18 @@ func advance(last, step, n int64) (first, end int64, ok bool) {
 	return last + step, e.Int64(), true
 }
 
-// identityFill fills the identity columns of the rows one key writes and
+// IdentityFill fills the identity columns of the rows one key writes and
 // records the values it used.
-type identityFill struct {
+type IdentityFill struct {
 	cols   []deltalog.StructField // the table's identity columns
 	ids    []deltalog.Identity
-	ranges map[string]identityRange
+	ranges map[string]IdentityRange
 }
 
-// newIdentityFill returns the filler for table's identity columns, nil
+// NewIdentityFill returns the filler for table's identity columns, nil
 // when it has none.
-func newIdentityFill(table *deltalog.Schema) (*identityFill, error) {
-	var f *identityFill
+func NewIdentityFill(table *deltalog.Schema) (*IdentityFill, error) {
+	var f *IdentityFill
 	for _, c := range table.Fields {
 		id, ok, err := c.Identity()
 		if err != nil {
@@ -206,7 +206,7 @@ func newIdentityFill(table *deltalog.Schema) (*identityFill, error) {
 			continue
 		}
 		if f == nil {
-			f = &identityFill{ranges: map[string]identityRange{}}
+			f = &IdentityFill{ranges: map[string]IdentityRange{}}
 		}
 		f.cols, f.ids = append(f.cols, c), append(f.ids, id)
 	}
@@ -221,9 +221,9 @@ func nullableInput(t deltalog.StructField) bool {
 	return t.Nullable || ok
 }
 
-// checkIdentityInput refuses a stream carrying a GENERATED ALWAYS identity
+// CheckIdentityInput refuses a stream carrying a GENERATED ALWAYS identity
 // column of table: its values are the table's to assign.
-func checkIdentityInput(table *deltalog.Schema, in *arrow.Schema) error {
+func CheckIdentityInput(table *deltalog.Schema, in *arrow.Schema) error {
 	for _, f := range table.Fields {
 		id, ok, err := f.Identity()
 		if err != nil {
@@ -236,10 +236,10 @@ func checkIdentityInput(table *deltalog.Schema, in *arrow.Schema) error {
 	return nil
 }
 
-// fill returns rec (every identity column present, as nulls where rows
+// Fill returns rec (every identity column present, as nulls where rows
 // carry no value) with the nulls of its identity columns replaced by
 // fresh values from alloc. The caller releases the result.
-func (f *identityFill) fill(alloc *identityAllocator, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
+func (f *IdentityFill) Fill(alloc *IdentityAllocator, mem memory.Allocator, rec arrow.RecordBatch) (arrow.RecordBatch, error) {
 	if f == nil {
 		rec.Retain()
 		return rec, nil
@@ -288,7 +288,7 @@ func (f *identityFill) fill(alloc *identityAllocator, mem memory.Allocator, rec 
 		if r, ok := f.ranges[c.Name]; ok {
 			first, base = r.First, r.Base
 		}
-		f.ranges[c.Name] = identityRange{First: first, Last: last, Base: base, Nonce: alloc.nonceOf()}
+		f.ranges[c.Name] = IdentityRange{First: first, Last: last, Base: base, Nonce: alloc.nonceOf()}
 	}
 	fields := slices.Clone(rec.Schema().Fields())
 	for _, c := range f.cols {
@@ -306,7 +306,7 @@ func (f *identityFill) fill(alloc *identityAllocator, mem memory.Allocator, rec 
 // advanced since the values were taken) are a conflict (the transaction
 // is replayed with fresh values); ranges of columns that are no identity
 // columns, or that run against the column's step, are ErrInvalid.
-func identityHighWaterMarks(evolved *deltalog.Schema, ds []*descriptor, alloc *identityAllocator) (*deltalog.Schema, bool, error) {
+func identityHighWaterMarks(evolved *deltalog.Schema, ds []*descriptor, alloc *IdentityAllocator) (*deltalog.Schema, bool, error) {
 	out := &deltalog.Schema{Fields: slices.Clone(evolved.Fields)}
 	changed := false
 	nonce := commitNonce(ds)
@@ -328,7 +328,7 @@ func identityHighWaterMarks(evolved *deltalog.Schema, ds []*descriptor, alloc *i
 			if id.Step > 0 && (r.Last < r.First || r.First <= r.Base) || id.Step < 0 && (r.Last > r.First || r.First >= r.Base) {
 				return nil, false, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: identity values %d to %d after %d of %q run against its step %d", i, r.First, r.Last, r.Base, col, id.Step)
 			}
-			if !id.Beyond(r.First) && !alloc.ownsSince(col, r, id.Last()) {
+			if !id.Beyond(r.First) && !alloc.OwnsSince(col, r, id.Last()) {
 				return nil, false, writers.Errorf(writers.ErrConflict, "delta: identity column %q: another writer assigned values after %d since descriptor %d took %d to %d (the table's high-water mark is %d): roll back and replay the transaction", col, r.Base, i, r.First, r.Last, id.Last())
 			}
 			if now, _, _ := out.Fields[fi].Identity(); now.Beyond(r.Last) {

@@ -197,7 +197,7 @@ func TestIdentityByDefault(t *testing.T) {
 // TestIdentityOverflow: values past the range of a long are refused, not
 // wrapped.
 func TestIdentityOverflow(t *testing.T) {
-	var a identityAllocator
+	var a IdentityAllocator
 	id := deltalog.Identity{Start: 1, Step: 1 << 62, HighWaterMark: math.MaxInt64 - 10, Assigned: true}
 	if _, err := a.take("id", id, 1); !errors.Is(err, writers.ErrInvalid) {
 		t.Fatalf("take past MaxInt64: %v, want ErrInvalid", err)
@@ -227,18 +227,18 @@ func TestIdentityHostileDescriptor(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		r    map[string]identityRange
+		r    map[string]IdentityRange
 		want error
 	}{
-		{"no identity column", map[string]identityRange{"v": {11, 12, 10, ""}}, writers.ErrInvalid},
-		{"no column", map[string]identityRange{"nope": {11, 12, 10, ""}}, writers.ErrInvalid},
-		{"reversed", map[string]identityRange{"id": {12, 11, 10, ""}}, writers.ErrInvalid},
-		{"first not after base", map[string]identityRange{"id": {10, 11, 10, ""}}, writers.ErrInvalid},
-		{"taken by another writer", map[string]identityRange{"id": {6, 8, 5, ""}}, writers.ErrConflict},
-		{"fine", map[string]identityRange{"id": {11, 12, 10, ""}}, nil},
+		{"no identity column", map[string]IdentityRange{"v": {11, 12, 10, ""}}, writers.ErrInvalid},
+		{"no column", map[string]IdentityRange{"nope": {11, 12, 10, ""}}, writers.ErrInvalid},
+		{"reversed", map[string]IdentityRange{"id": {12, 11, 10, ""}}, writers.ErrInvalid},
+		{"first not after base", map[string]IdentityRange{"id": {10, 11, 10, ""}}, writers.ErrInvalid},
+		{"taken by another writer", map[string]IdentityRange{"id": {6, 8, 5, ""}}, writers.ErrConflict},
+		{"fine", map[string]IdentityRange{"id": {11, 12, 10, ""}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, changed, err := identityHighWaterMarks(schema, []*descriptor{{Identity: tc.r}}, &identityAllocator{})
+			out, changed, err := identityHighWaterMarks(schema, []*descriptor{{Identity: tc.r}}, &IdentityAllocator{})
 			if !errors.Is(err, tc.want) || (tc.want == nil) != changed {
 				t.Fatalf("identityHighWaterMarks: %v (changed %v), want %v", err, changed, tc.want)
 			}

@@ -21,7 +21,7 @@ import (
 // longer live (retain). What the key columns of a file are can change,
 // though: with column mapping, a rename or a drop and add (ALTER TABLE)
 // gives a key column's name another physical column. An entry therefore
-// records the key layout it was read under (columnMap.keyLayout), and a
+// records the key layout it was read under (ColumnMap.KeyLayout), and a
 // lookup under another layout misses. Safe for concurrent use.
 type keyCache struct {
 	maxBytes int
@@ -39,7 +39,7 @@ type keyCache struct {
 // as the key match needs them (upsertmatch.go).
 type fileKeys struct {
 	path   string
-	layout string            // the physical key columns read (columnMap.keyLayout)
+	layout string            // the physical key columns read (ColumnMap.KeyLayout)
 	enc    *merge.KeyEncoder // the file's encoder, for SameEncoding with a source; nil: no key column (index empty)
 	index  *merge.KeyIndex
 	rows   int64 // rows in the file, marked deleted or not

@@ -194,7 +194,7 @@ func TestCachedMatchesIDColumn(t *testing.T) {
 	grp := &keyGroup{set: set}
 	w := &Writer{keys: newKeyCache(1<<20, prometheus.NewGauge(prometheus.GaugeOpts{Name: "used"}))}
 	a := &deltalog.Add{Path: "f"}
-	rt := &rowTracking{idCol: "_row-id-a"}
+	rt := &RowTracking{idCol: "_row-id-a"}
 	w.keys.put(&fileKeys{path: "f", index: idx, rows: 1, idCol: "_row-id-b", ids: []int64{42}})
 	if _, _, ok := w.cachedMatches(a, "", grp, nil, rt); ok {
 		t.Fatal("an entry under another id column answered the match")
@@ -251,7 +251,7 @@ func TestKeyLookupEitherSide(t *testing.T) {
 	}
 	w := &Writer{keys: newKeyCache(1<<20, prometheus.NewGauge(prometheus.GaugeOpts{Name: "used"}))}
 	w.keys.put(file(10))
-	if _, _, ok := w.cachedMatches(&deltalog.Add{Path: "f"}, "", &keyGroup{set: source(1000)}, nil, &rowTracking{idCol: "_row-id"}); !ok {
+	if _, _, ok := w.cachedMatches(&deltalog.Add{Path: "f"}, "", &keyGroup{set: source(1000)}, nil, &RowTracking{idCol: "_row-id"}); !ok {
 		t.Fatal("a changelog of 100 times the file's keys was not answered from the cache")
 	}
 }

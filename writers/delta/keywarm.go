@@ -16,7 +16,7 @@ import (
 // cols is the table's column mapping (nil without), rt its materialized
 // row tracking columns (nil when it does not track rows), whose row ids
 // are indexed too.
-func (w *Writer) warmKeys(files []addFile, cols *columnMap, rt *rowTracking) {
+func (w *Writer) warmKeys(files []addFile, cols *ColumnMap, rt *RowTracking) {
 	if w.keys == nil || len(files) == 0 {
 		return
 	}
@@ -53,7 +53,7 @@ func (w *Writer) warmKeys(files []addFile, cols *columnMap, rt *rowTracking) {
 // warmGuarded is warmFile on the warm-up goroutine, with a panic (an
 // unreadable file) its error: the warm-up is best effort and must not end
 // the process.
-func (w *Writer) warmGuarded(a addFile, cols *columnMap, rt *rowTracking) (err error) {
+func (w *Writer) warmGuarded(a addFile, cols *ColumnMap, rt *RowTracking) (err error) {
 	defer writers.Recover(&err)
 	return w.warmFile(w.warmCtx, a, cols, rt)
 }
@@ -61,8 +61,8 @@ func (w *Writer) warmGuarded(a addFile, cols *columnMap, rt *rowTracking) (err e
 // warmFile indexes the keys (and with rt, the materialized row ids) of
 // file a unless the cache has them, or their index would not fit in it
 // (about keyIndexBytesPerRow per row, plus rowIDBytesPerRow with rt).
-func (w *Writer) warmFile(ctx context.Context, a addFile, cols *columnMap, rt *rowTracking) error {
-	fk := w.keys.get(a.Path, cols.keyLayout(w.keyColumns().data))
+func (w *Writer) warmFile(ctx context.Context, a addFile, cols *ColumnMap, rt *RowTracking) error {
+	fk := w.keys.get(a.Path, cols.KeyLayout(w.keyColumns().data))
 	perRow := int64(keyIndexBytesPerRow)
 	if rt != nil {
 		perRow += rowIDBytesPerRow

@@ -29,11 +29,11 @@ import (
 // a table without column mapping: Parquet's schema syntax uses them.
 const invalidNameChars = " ,;{}()\n\t="
 
-// checkNames refuses a schema with a column name Spark refuses
+// CheckNames refuses a schema with a column name Spark refuses
 // (invalidNameChars), with ErrInvalid naming the column by its dotted path
 // (array elements and map keys and values as Spark names them: element,
 // key, value). A table with column mapping (conf) accepts any name.
-func checkNames(s *deltalog.Schema, conf map[string]string) error {
+func CheckNames(s *deltalog.Schema, conf map[string]string) error {
 	if deltalog.ColumnMappingMode(conf) != "none" {
 		return nil
 	}

@@ -68,11 +68,11 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	if err != nil {
 		return res, fmt.Errorf("delta: optimize: table schema: %w", err)
 	}
-	layout, err := layoutOf(snap, table)
+	layout, err := LayoutOf(snap, table)
 	if err != nil {
 		return res, err
 	}
-	groups := optimizeGroups(snap, layout.cols.physicalNames(snap.Metadata.PartitionColumns), req.TargetFileBytes, w.pins.Pinned())
+	groups := optimizeGroups(snap, layout.cols.PhysicalNames(snap.Metadata.PartitionColumns), req.TargetFileBytes, w.pins.Pinned())
 	if len(groups) == 0 {
 		return res, nil
 	}
@@ -80,11 +80,11 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	if err != nil {
 		return res, fmt.Errorf("delta: optimize: table schema: %w", err)
 	}
-	fileSchema := dropFields(arrowTable, snap.Metadata.PartitionColumns)
-	rt := rowTrackingOf(snap)
+	fileSchema := DropFields(arrowTable, snap.Metadata.PartitionColumns)
+	rt := RowTrackingOf(snap)
 	if rt != nil {
 		// Compacted rows keep their ids and commit versions.
-		fileSchema = arrow.NewSchema(append(slices.Clone(fileSchema.Fields()), rt.fields(true)...), nil)
+		fileSchema = arrow.NewSchema(append(slices.Clone(fileSchema.Fields()), rt.Fields(true)...), nil)
 	}
 
 	var (
@@ -206,7 +206,7 @@ const compactReaders = 2
 // reader plus the open row group. Rows keep their row ids and commit
 // versions when rt is set. It returns the finished files, also on failure
 // (for deletion).
-func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow.Schema, rt *rowTracking, layout *fileLayout, target int64) ([]addFile, error) {
+func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow.Schema, rt *RowTracking, layout *Layout, target int64) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fs := w.newFileSet(layout, target)
@@ -277,7 +277,7 @@ func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow
 // in batches of fileSchema, their row ids and commit versions materialized
 // when rt is set; send owns each batch. cols is the table's column mapping
 // (nil without).
-func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arrow.Schema, cols *columnMap, rt *rowTracking, send func(arrow.RecordBatch) error) error {
+func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arrow.Schema, cols *ColumnMap, rt *RowTracking, send func(arrow.RecordBatch) error) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
 		return fmt.Errorf("file %s: %w", a.Path, err)
@@ -293,7 +293,7 @@ func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arro
 	defer r.Close()
 	return readKept(ctx, w.mem, cols, r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
 		defer rec.Release()
-		fit, err := conform(ctx, w.mem, rec, fileSchema)
+		fit, err := Conform(ctx, w.mem, rec, fileSchema)
 		if err != nil {
 			return fmt.Errorf("file %s: %w", a.Path, err)
 		}
@@ -301,11 +301,11 @@ func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arro
 	})
 }
 
-// conform returns rec with the columns of schema, in its order: columns
+// Conform returns rec with the columns of schema, in its order: columns
 // rec lacks (files written before a column was added) as nulls, columns of
 // another Arrow type (a dictionary, another string width) cast. The
 // caller releases the result.
-func conform(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, schema *arrow.Schema) (arrow.RecordBatch, error) {
+func Conform(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, schema *arrow.Schema) (arrow.RecordBatch, error) {
 	n := rec.NumRows()
 	cols := make([]arrow.Array, 0, schema.NumFields())
 	defer func() {

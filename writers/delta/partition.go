@@ -15,26 +15,26 @@ import (
 	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 )
 
-// part is the rows of one batch that belong to one partition.
-type part struct {
+// Part is the rows of one batch that belong to one partition.
+type Part struct {
 	dir    string             // Hive-style directory with a trailing '/', escaped for storage ("" unpartitioned)
 	values map[string]*string // add.partitionValues
 	rows   []int32            // row indexes in the batch
 }
 
-// partitioner splits batches by the values of the partition columns.
-type partitioner struct {
+// Partitioner splits batches by the values of the partition columns.
+type Partitioner struct {
 	cols []string // partition columns, table order
 }
 
-// split groups rec's rows by partition. It returns the record to write per
+// Split groups rec's rows by partition. It returns the record to write per
 // partition (partition columns removed), owned by the caller, who releases
 // each; partition values and directories use the physical names of cols
 // (the table's column mapping, nil without). Rows are grouped column-wise: the partition key of every row is
 // computed first, then each partition's columns are gathered with one
 // compute.Take per column. An unpartitioned table, or a batch whose rows
 // all share one partition, costs no copy.
-func (p *partitioner) split(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, cols *columnMap) ([]part, []arrow.RecordBatch, error) {
+func (p *Partitioner) Split(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, cols *ColumnMap) ([]Part, []arrow.RecordBatch, error) {
 	schema := rec.Schema()
 	keyCols := make([]arrow.Array, len(p.cols))
 	for i, name := range p.cols {
@@ -48,10 +48,10 @@ func (p *partitioner) split(ctx context.Context, mem memory.Allocator, rec arrow
 	defer data.Release()
 	if len(p.cols) == 0 {
 		data.Retain()
-		return []part{{}}, []arrow.RecordBatch{data}, nil
+		return []Part{{}}, []arrow.RecordBatch{data}, nil
 	}
 
-	parts, err := groupRows(keyCols, p.cols, cols.physicalNames(p.cols), int(rec.NumRows()))
+	parts, err := groupRows(keyCols, p.cols, cols.PhysicalNames(p.cols), int(rec.NumRows()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -67,7 +67,7 @@ func (p *partitioner) split(ctx context.Context, mem memory.Allocator, rec arrow
 	}
 	cctx := compute.WithAllocator(ctx, mem)
 	for _, pt := range parts {
-		r, err := take(cctx, mem, data, pt.rows)
+		r, err := Take(cctx, mem, data, pt.rows)
 		if err != nil {
 			release()
 			return nil, nil, err
@@ -80,9 +80,9 @@ func (p *partitioner) split(ctx context.Context, mem memory.Allocator, rec arrow
 // groupRows computes every row's partition and returns the partitions in
 // order of first appearance, with values keyed by keys (the physical
 // names of the columns called names).
-func groupRows(keyCols []arrow.Array, names, keys []string, n int) ([]part, error) {
+func groupRows(keyCols []arrow.Array, names, keys []string, n int) ([]Part, error) {
 	var (
-		parts []part
+		parts []Part
 		index = make(map[string]int)
 		vals  = make([]*string, len(keyCols))
 		key   strings.Builder
@@ -90,7 +90,7 @@ func groupRows(keyCols []arrow.Array, names, keys []string, n int) ([]part, erro
 	for row := range n {
 		key.Reset()
 		for i, col := range keyCols {
-			v, err := partitionValue(col, row)
+			v, err := PartitionValue(col, row)
 			if err != nil {
 				return nil, fmt.Errorf("delta: partition column %q: %w", names[i], err)
 			}
@@ -111,15 +111,15 @@ func groupRows(keyCols []arrow.Array, names, keys []string, n int) ([]part, erro
 			for i, k := range keys {
 				values[k] = vals[i]
 			}
-			parts = append(parts, part{dir: deltalayout.PartitionDir(keys, values), values: values})
+			parts = append(parts, Part{dir: deltalayout.PartitionDir(keys, values), values: values})
 		}
 		parts[g].rows = append(parts[g].rows, int32(row))
 	}
 	return parts, nil
 }
 
-// take gathers rows of rec into a new record.
-func take(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, rows []int32) (arrow.RecordBatch, error) {
+// Take gathers rows of rec into a new record.
+func Take(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, rows []int32) (arrow.RecordBatch, error) {
 	ib := array.NewInt32Builder(mem)
 	ib.AppendValues(rows, nil)
 	idx := ib.NewInt32Array()
@@ -155,11 +155,11 @@ func dropColumns(rec arrow.RecordBatch, names []string) arrow.RecordBatch {
 			cols = append(cols, rec.Column(i))
 		}
 	}
-	return array.NewRecordBatch(dropFields(rec.Schema(), names), cols, rec.NumRows())
+	return array.NewRecordBatch(DropFields(rec.Schema(), names), cols, rec.NumRows())
 }
 
-// dropFields returns s without the named fields.
-func dropFields(s *arrow.Schema, names []string) *arrow.Schema {
+// DropFields returns s without the named fields.
+func DropFields(s *arrow.Schema, names []string) *arrow.Schema {
 	var fields []arrow.Field
 	for _, f := range s.Fields() {
 		if !slices.Contains(names, f.Name) {
@@ -170,7 +170,7 @@ func dropFields(s *arrow.Schema, names []string) *arrow.Schema {
 	return arrow.NewSchema(fields, &md)
 }
 
-// partitionValue serializes row i of a partition column for
+// PartitionValue serializes row i of a partition column for
 // add.partitionValues, per the protocol's rules
 // (deltalayout.FormatPartitionValue). Null, the empty string and the string
 // "__HIVE_DEFAULT_PARTITION__" are all nil (null), as Spark and delta-rs
@@ -178,14 +178,14 @@ func dropFields(s *arrow.Schema, names []string) *arrow.Schema {
 // from which both writers read their partition value back as null
 // (docs/delta.md, "Partition values"). Dictionary columns give their
 // value.
-func partitionValue(col arrow.Array, i int) (*string, error) {
+func PartitionValue(col arrow.Array, i int) (*string, error) {
 	if col.IsNull(i) {
 		return nil, nil
 	}
 	var v any
 	switch a := col.(type) {
 	case *array.Dictionary:
-		return partitionValue(a.Dictionary(), a.GetValueIndex(i))
+		return PartitionValue(a.Dictionary(), a.GetValueIndex(i))
 	case *array.String:
 		v = a.Value(i)
 	case *array.LargeString:

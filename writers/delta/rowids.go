@@ -21,27 +21,27 @@ import (
 // columns the changelog lacks, upsertkeep.go) and takes the commit's version
 // (a null commit version column); an inserted row gets a fresh id.
 
-// rowTracking names the materialized row-tracking columns of a table.
-type rowTracking struct {
+// RowTracking names the materialized row-tracking columns of a table.
+type RowTracking struct {
 	idCol, versionCol string
 }
 
-// rowTrackingOf returns the materialized columns of snap's table, nil when
+// RowTrackingOf returns the materialized columns of snap's table, nil when
 // it does not track rows or has not named them (row tracking supported but
 // never enabled: row ids are then not promised stable, and Spark does not
 // materialize them either).
-func rowTrackingOf(snap *deltalog.Snapshot) *rowTracking {
+func RowTrackingOf(snap *deltalog.Snapshot) *RowTracking {
 	conf := snap.Metadata.Configuration
-	rt := &rowTracking{idCol: conf[deltalog.MaterializedRowIDProperty], versionCol: conf[deltalog.MaterializedRowCommitVersionProperty]}
+	rt := &RowTracking{idCol: conf[deltalog.MaterializedRowIDProperty], versionCol: conf[deltalog.MaterializedRowCommitVersionProperty]}
 	if !deltalog.RowTrackingOn(snap) || rt.idCol == "" || rt.versionCol == "" {
 		return nil
 	}
 	return rt
 }
 
-// fields returns the Arrow fields of the materialized columns: the id's
+// Fields returns the Arrow Fields of the materialized columns: the id's
 // alone, or the commit version's too.
-func (rt *rowTracking) fields(version bool) []arrow.Field {
+func (rt *RowTracking) Fields(version bool) []arrow.Field {
 	f := []arrow.Field{{Name: rt.idCol, Type: arrow.PrimitiveTypes.Int64, Nullable: true}}
 	if version {
 		f = append(f, arrow.Field{Name: rt.versionCol, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
@@ -49,12 +49,12 @@ func (rt *rowTracking) fields(version bool) []arrow.Field {
 	return f
 }
 
-// materialize returns rec, rows of data file a, with its materialized row
+// Materialize returns rec, rows of data file a, with its materialized row
 // id and commit version columns filled in: the value rec holds where not
 // null, else the file's default. Row i of rec is at file position
 // first+i. A file without baseRowId (it predates row tracking) leaves the
 // id null: the row gets a fresh one. The caller releases the result.
-func (rt *rowTracking) materialize(mem memory.Allocator, rec arrow.RecordBatch, a *deltalog.Add, first int64) (arrow.RecordBatch, error) {
+func (rt *RowTracking) Materialize(mem memory.Allocator, rec arrow.RecordBatch, a *deltalog.Add, first int64) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
 	fields := slices.Clone(rec.Schema().Fields())
 	cols := slices.Clone(rec.Columns())
@@ -79,7 +79,7 @@ func (rt *rowTracking) materialize(mem memory.Allocator, rec arrow.RecordBatch, 
 			return *a.DefaultRowCommitVersion, true
 		},
 	}
-	for j, f := range rt.fields(true) {
+	for j, f := range rt.Fields(true) {
 		var have *array.Int64
 		idx := rec.Schema().FieldIndices(f.Name)
 		if len(idx) > 0 {

@@ -63,7 +63,7 @@ type rowIdentity struct{ id, version int64 }
 func rowIdentities(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]rowIdentity {
 	t.Helper()
 	snap := snapshot(t, cfg)
-	rt := rowTrackingOf(snap)
+	rt := RowTrackingOf(snap)
 	if rt == nil {
 		t.Fatal("the table does not track rows")
 	}
@@ -297,7 +297,7 @@ func storedRowIDs(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]int
 	t.Helper()
 	ctx := context.Background()
 	snap := snapshot(t, cfg)
-	rt := rowTrackingOf(snap)
+	rt := RowTrackingOf(snap)
 	b := tableBucket(t, cfg)
 	out := map[int32]int64{}
 	for _, a := range snap.Files() {
@@ -453,7 +453,7 @@ func TestRowIDsCarriedFromMatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			snap = snapshot(t, cfg)
-			rt, layout := rowTrackingOf(snap), snapColumnMap(snap).keyLayout(cold.keyColumns().data)
+			rt, layout := RowTrackingOf(snap), ColumnMapOf(snap).KeyLayout(cold.keyColumns().data)
 			withIDs := 0
 			for _, a := range snap.Files() {
 				fk := cold.keys.get(a.Path, layout)
@@ -480,7 +480,7 @@ func TestRowIDsCarriedFromMatch(t *testing.T) {
 // materialized row id other than a's baseRowId + their position.
 func materializedElsewhere(t *testing.T, cfg *Config, mem memory.Allocator, a *deltalog.Add) int {
 	t.Helper()
-	rt := rowTrackingOf(snapshot(t, cfg))
+	rt := RowTrackingOf(snapshot(t, cfg))
 	_, r, size, _ := openLiveFile(t, tableBucket(t, cfg), a)
 	defer r.Close()
 	rr, err := parquetio.ReadFile(context.Background(), r, size, mem, parquetio.ReadOptions{Columns: []string{rt.idCol}})

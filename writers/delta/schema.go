@@ -8,7 +8,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
-// reconcile checks the Delta schema of incoming rows (got) against the
+// Reconcile checks the Delta schema of incoming rows (got) against the
 // table's (table) and returns the schema the rows' files follow: the
 // table's columns, then the new ones when evolve allows them. Columns match
 // by exact name; types must be equal (column metadata aside); a column the
@@ -17,7 +17,7 @@ import (
 // lack nullable table columns, as Delta's schema enforcement allows (a
 // client that does not know a column another one added): their values
 // are null. Every mismatch is ErrInvalid naming the column.
-func reconcile(table, got *deltalog.Schema, evolve bool) (*deltalog.Schema, error) {
+func Reconcile(table, got *deltalog.Schema, evolve bool) (*deltalog.Schema, error) {
 	merged := &deltalog.Schema{Fields: append([]deltalog.StructField(nil), table.Fields...)}
 	lower := make(map[string]string, len(table.Fields))
 	for _, f := range table.Fields {
@@ -51,7 +51,7 @@ func reconcile(table, got *deltalog.Schema, evolve bool) (*deltalog.Schema, erro
 	}
 	for _, t := range table.Fields {
 		if _, ok := got.Field(t.Name); !ok && !nullableInput(t) {
-			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q (%s) of the table is missing and not nullable: send it (the table's columns: %s)", t.Name, t.Type, columnNames(table))
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: column %q (%s) of the table is missing and not nullable: send it (the table's columns: %s)", t.Name, t.Type, ColumnNames(table))
 		}
 	}
 	return merged, nil
@@ -140,7 +140,7 @@ func stripMetadata(t deltalog.DataType) deltalog.DataType {
 	return t
 }
 
-func columnNames(s *deltalog.Schema) string {
+func ColumnNames(s *deltalog.Schema) string {
 	names := make([]string, len(s.Fields))
 	for i, f := range s.Fields {
 		names[i] = f.Name

@@ -40,15 +40,15 @@ type stage struct {
 	// as a commit (this server's or another's) may still publish them.
 	precommitted []addFile
 	// layout is how the key's files are written (statistics, names).
-	layout *fileLayout
+	layout *Layout
 	// checked is the constraints the key's rows were checked against
-	// (checkedConstraints), set by the admit of its first rows: a
+	// (CheckedConstraints), set by the admit of its first rows: a
 	// re-admit under other constraints is a conflict (admitStage).
 	checked map[string]string
 	// upsert holds an upsert key's changelog (mode upsert only).
 	upsert *upsertStage
 	// identity fills the table's identity columns (nil without).
-	identity *identityFill
+	identity *IdentityFill
 	// mappedAfter is descriptor.MappedAfter.
 	mappedAfter *int64
 }
@@ -57,12 +57,12 @@ type stage struct {
 // rewrites write outside a key's pool (tablesink.Files).
 type fileSet struct {
 	*tablesink.Files[*dataFile, addFile]
-	layout *fileLayout
+	layout *Layout
 }
 
 // newFileSet returns an empty set of files with layout, rolled at target
 // bytes (0: target_file_bytes; optimize's target otherwise).
-func (w *Writer) newFileSet(layout *fileLayout, target int64) fileSet {
+func (w *Writer) newFileSet(layout *Layout, target int64) fileSet {
 	return fileSet{tablesink.NewFiles[*dataFile, addFile]("delta", w.budget, w.fileStarter(layout, target)), layout}
 }
 
@@ -73,7 +73,7 @@ type dataFile struct {
 	path      string             // add.path (URI-encoded)
 	partition map[string]*string // add.partitionValues
 	schema    *arrow.Schema      // the file's Arrow schema (physical names, partition columns removed)
-	layout    *fileLayout
+	layout    *Layout
 	target    int64 // the file is finished at this many bytes
 	up        *tablesink.Upload
 	pw        *parquetio.Writer
@@ -83,7 +83,7 @@ type dataFile struct {
 // partition (p.Dir "" or "k=v/", already escaped for storage; p.Values
 // add.partitionValues) with the statistics and names of layout, rolled at
 // target bytes (0: target_file_bytes).
-func (w *Writer) fileStarter(layout *fileLayout, target int64) tablesink.Create[*dataFile] {
+func (w *Writer) fileStarter(layout *Layout, target int64) tablesink.Create[*dataFile] {
 	if target <= 0 {
 		target = w.cfg.TargetFileBytes
 	}
@@ -132,7 +132,7 @@ func (f *dataFile) Finish() (addFile, error) {
 		if st, err = f.pw.Close(); err != nil {
 			return err
 		}
-		stats, err = fileStatsJSON(st, f.schema, f.layout)
+		stats, err = FileStatsJSON(st, f.schema, f.layout)
 		return err
 	}); err != nil {
 		return addFile{}, err
@@ -163,9 +163,9 @@ func (w *Writer) write(ctx context.Context, s *fileSet, dir string, partition ma
 }
 
 // writePhysical writes p (borrowed) into files with the physical column
-// names of cols (columnMap).
-func writePhysical(ctx context.Context, files *tablesink.Files[*dataFile, addFile], cols *columnMap, p tablesink.Part) error {
-	rec, err := cols.toPhysical(p.Rec)
+// names of cols (ColumnMap).
+func writePhysical(ctx context.Context, files *tablesink.Files[*dataFile, addFile], cols *ColumnMap, p tablesink.Part) error {
+	rec, err := cols.ToPhysical(p.Rec)
 	if err != nil {
 		return err
 	}

@@ -9,13 +9,13 @@ import (
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
 
-// fileStatsJSON turns the statistics parquetio computed while encoding a
+// FileStatsJSON turns the statistics parquetio computed while encoding a
 // file of Arrow schema schema into the add.stats JSON, for the columns of
 // layout.stats (the table's delta.dataSkipping* properties, which name
 // logical columns) only, keyed by the file's (physical) names. The Arrow type
 // of each column decides the Delta form of its bounds: date32 is a date,
 // a timestamp without zone a timestamp_ntz, a decimal exact text.
-func fileStatsJSON(st parquetio.FileStats, schema *arrow.Schema, layout *fileLayout) (string, error) {
+func FileStatsJSON(st parquetio.FileStats, schema *arrow.Schema, layout *Layout) (string, error) {
 	cols := make([]deltalayout.ColumnStat, 0, len(st.Columns))
 	for _, c := range st.Columns {
 		if logical := layout.cols.logicalPath(c.Path); logical == nil || !layout.stats.Has(logical) {
@@ -24,15 +24,15 @@ func fileStatsJSON(st parquetio.FileStats, schema *arrow.Schema, layout *fileLay
 		cs := deltalayout.ColumnStat{Path: c.Path, NullCount: c.NullCount}
 		if c.HasMinMax {
 			t := leafType(schema, c.Path)
-			cs.Min, cs.Max = statValue(t, c.Min), statValue(t, c.Max)
+			cs.Min, cs.Max = statBound(t, c.Min), statBound(t, c.Max)
 		}
 		cols = append(cols, cs)
 	}
 	return deltalayout.BuildStats(st.Rows, cols)
 }
 
-// statValue converts one parquetio bound to the type BuildStats expects.
-func statValue(t arrow.DataType, v any) any {
+// statBound converts one parquetio bound to the type BuildStats expects.
+func statBound(t arrow.DataType, v any) any {
 	if d, ok := t.(*arrow.DictionaryType); ok {
 		t = d.ValueType
 	}

@@ -28,7 +28,7 @@ func (w *Writer) newTable(in *arrow.Schema, got *deltalog.Schema) (*deltalog.Sna
 		f, ok := got.Field(col)
 		switch {
 		case !ok:
-			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition_by column %q is not in the stream that creates the table (columns: %s): send it or change partition_by", col, columnNames(got))
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition_by column %q is not in the stream that creates the table (columns: %s): send it or change partition_by", col, ColumnNames(got))
 		case f.Type.Fields != nil || f.Type.Element != nil || f.Type.Key != nil || f.Type.Name == "binary":
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition_by column %q has type %s: partition by a string, number, boolean, date, timestamp or decimal column", col, f.Type)
 		}
@@ -51,7 +51,7 @@ func (w *Writer) tableFor(schema string) (*deltalog.Snapshot, error) {
 	if err != nil {
 		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor schema: %w", err)
 	}
-	if err := checkNames(got, nil); err != nil {
+	if err := CheckNames(got, nil); err != nil {
 		return nil, err
 	}
 	in, err := got.ToArrow()
@@ -221,7 +221,7 @@ func (w *Writer) Schema(ctx context.Context) (*arrow.Schema, error) {
 
 // CheckSchema admits a stream's schema without side effects, with the
 // rule Write applies (fit): its types must map to Delta and Parquet, its
-// column names must be ones Spark accepts (checkNames), and it must
+// column names must be ones Spark accepts (CheckNames), and it must
 // reconcile with the table's schema under schema_evolution (other Arrow
 // encodings of a column's Delta type, such as dictionary or large strings
 // and any timestamp unit, are accepted) or, before the table exists, be

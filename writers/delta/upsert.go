@@ -105,7 +105,7 @@ func (w *Writer) checkMergeKeys(snap *deltalog.Snapshot) error {
 	}
 	for _, k := range w.cfg.MergeKeys {
 		if _, ok := table.Field(k); !ok {
-			return writers.Errorf(writers.ErrInvalid, "delta: merge key %q is not a column of table %s (columns: %s): fix merge_keys", k, w.cfg.TableURI, columnNames(table))
+			return writers.Errorf(writers.ErrInvalid, "delta: merge key %q is not a column of table %s (columns: %s): fix merge_keys", k, w.cfg.TableURI, ColumnNames(table))
 		}
 	}
 	return nil
@@ -179,7 +179,7 @@ func (w *Writer) precommitUpsert(ctx context.Context, key writers.TxnKey, s *sta
 	if err != nil {
 		return nil, err
 	}
-	layout, err := layoutOf(snap, merged)
+	layout, err := LayoutOf(snap, merged)
 	if err != nil {
 		return nil, err
 	}
@@ -188,7 +188,7 @@ func (w *Writer) precommitUpsert(ctx context.Context, key writers.TxnKey, s *sta
 		return nil, err
 	}
 	d.Schema, d.Adds, d.MappedAfter = s.schema, out.adds, s.mappedAfter
-	d.Constraints = checkedConstraints(layout.cons)
+	d.Constraints = CheckedConstraints(layout.cons)
 	if out.identity != nil && len(out.identity.ranges) > 0 {
 		d.Identity = out.identity.ranges
 	}

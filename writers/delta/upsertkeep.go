@@ -34,8 +34,8 @@ type keptColumns struct {
 	groups *keyGroups
 	data   []arrow.Field // missing data columns, with the table's types
 	part   []string      // missing partition columns
-	rt     *rowTracking  // set when the row ids are kept
-	cols   *columnMap    // the table's column mapping (nil without)
+	rt     *RowTracking  // set when the row ids are kept
+	cols   *ColumnMap    // the table's column mapping (nil without)
 
 	mu sync.Mutex
 	// rows maps a group's key ordinals to their rows among the gathered
@@ -57,7 +57,7 @@ type keptColumns struct {
 // that the changelog res lacks, and the row ids when snap tracks rows; nil
 // when there is nothing to keep or no live row to fill. cols is the
 // table's column mapping (nil without).
-func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroups, cols *columnMap) (*keptColumns, error) {
+func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroups, cols *ColumnMap) (*keptColumns, error) {
 	if res.LiveRows == 0 {
 		return nil, nil
 	}
@@ -65,7 +65,7 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 	if err != nil {
 		return nil, fmt.Errorf("delta: table schema: %w", err)
 	}
-	k := &keptColumns{groups: groups, rows: map[*keyGroup][]int32{}, rt: rowTrackingOf(snap), cols: cols}
+	k := &keptColumns{groups: groups, rows: map[*keyGroup][]int32{}, rt: RowTrackingOf(snap), cols: cols}
 	var data deltalog.Schema
 	for _, f := range table.Fields {
 		switch {
@@ -92,7 +92,7 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 
 // rowIDs returns the table's materialized row tracking columns when the
 // matched rows' ids are kept, nil otherwise (k nil too).
-func (k *keptColumns) rowIDs() *rowTracking {
+func (k *keptColumns) rowIDs() *RowTracking {
 	if k == nil {
 		return nil
 	}
@@ -116,7 +116,7 @@ func (k *keptColumns) release() {
 // at the matched rows alone, from the file reader opens.
 func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader func() (io.ReaderAt, int64, error), a *deltalog.Add, grp *keyGroup, fm *fileMatches) error {
 	parts := make([]*string, len(k.part))
-	for i, c := range k.cols.physicalNames(k.part) {
+	for i, c := range k.cols.PhysicalNames(k.part) {
 		parts[i] = a.PartitionValues[c]
 	}
 	if len(k.data) == 0 {
@@ -133,7 +133,7 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader f
 	for _, f := range k.data {
 		names = append(names, f.Name)
 	}
-	rr, err := k.cols.readFile(ctx, r, size, mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
+	rr, err := k.cols.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
 	if err != nil {
 		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
 	}
@@ -151,7 +151,7 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader f
 		if len(rows) == 0 {
 			continue
 		}
-		taken, err := take(cctx, mem, rec, rows)
+		taken, err := Take(cctx, mem, rec, rows)
 		if err != nil {
 			return err
 		}
@@ -214,7 +214,7 @@ func (k *keptColumns) add(grp *keyGroup, ords []int32, ids []int64, rec arrow.Re
 // fill returns live rows rec, batch i of the changelog's, with the
 // missing columns appended: the values gathered for each row's key, null
 // for keys no target row held. Partition columns are appended as strings
-// holding the partition values as logged, which the partitioner takes as
+// holding the partition values as logged, which the Partitioner takes as
 // they are (the data files do not hold partition columns). The caller
 // releases the result. fill runs once every gather has returned.
 func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, i int) (arrow.RecordBatch, error) {
@@ -279,7 +279,7 @@ func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.
 				b.UnsafeAppendBoolToBitmap(false)
 			}
 		}
-		add(k.rt.fields(false)[0], b.NewInt64Array())
+		add(k.rt.Fields(false)[0], b.NewInt64Array())
 		b.Release()
 	}
 	for j, name := range k.part {

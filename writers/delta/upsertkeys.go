@@ -75,9 +75,9 @@ type liveKeys struct {
 // newKeyGroups indexes the keys of res: the key columns of its live rows
 // and its deleted keys. Every target row with one of them is replaced or
 // deleted. cols is the table's column mapping (nil without).
-func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema, cols *columnMap) (*keyGroups, error) {
+func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema, cols *ColumnMap) (*keyGroups, error) {
 	g := &keyGroups{keys: keys, groups: make(map[string]*keyGroup), sizeHint: int(res.LiveRows + res.DeletedRows),
-		partKeys: cols.physicalNames(keys.part), statKeys: cols.physicalNames(keys.data)}
+		partKeys: cols.PhysicalNames(keys.part), statKeys: cols.PhysicalNames(keys.data)}
 	for _, c := range keys.part {
 		f, ok := table.Field(c)
 		if !ok {
@@ -133,7 +133,7 @@ func (g *keyGroups) add(rec arrow.RecordBatch, locate bool) (liveKeys, error) {
 	vals := make([]*string, len(partCols))
 	for row := range n {
 		for i, col := range partCols {
-			v, err := partitionValue(col, row)
+			v, err := PartitionValue(col, row)
 			if err != nil {
 				return at, err
 			}
@@ -179,7 +179,7 @@ func (g *keyGroups) forFile(a *deltalog.Add) *keyGroup {
 }
 
 // canonicalPartition spells a file's partition value v of type t as
-// partitionValue spells the source's: other writers (and older Quiver)
+// PartitionValue spells the source's: other writers (and older Quiver)
 // spell some values otherwise — Spark's "2024-01-01 10:00:00" timestamps,
 // Go's "+Inf" — and a key compared as spelled would be missed and
 // inserted twice. "" is null, as Delta reads it; a value that does not

@@ -93,7 +93,7 @@ func rowID(mat int64, base *int64, pos int64) int64 {
 // encoding (and, when rt is set, the materialized row ids of its column).
 // A lookup in the cache costs fewer probes than reading the file would,
 // whatever the sizes: it probes from the smaller side (fileKeys.lookup).
-func (w *Writer) cachedMatches(a *deltalog.Add, layout string, grp *keyGroup, src *merge.KeyEncoder, rt *rowTracking) (fm fileMatches, rows int64, ok bool) {
+func (w *Writer) cachedMatches(a *deltalog.Add, layout string, grp *keyGroup, src *merge.KeyEncoder, rt *RowTracking) (fm fileMatches, rows int64, ok bool) {
 	if w.keys == nil {
 		return fm, 0, false
 	}
@@ -111,14 +111,14 @@ func (w *Writer) cachedMatches(a *deltalog.Add, layout string, grp *keyGroup, sr
 // the indexing to the background after its commit.
 type fileMatcher struct {
 	w    *Writer
-	cols *columnMap // the table's column mapping (nil without)
+	cols *ColumnMap // the table's column mapping (nil without)
 	grp  *keyGroup
 	keys []string          // data key columns
 	src  *merge.KeyEncoder // the source's encoder, for SameEncoding
 	file string
 	// rt, when set, has the row ids found too: matched rows' ids, or the
 	// materialized ones for the index. base is the file's baseRowId.
-	rt   *rowTracking
+	rt   *RowTracking
 	base *int64
 	enc  *merge.KeyEncoder
 	rows []int32 // of the current batch: the matched rows
@@ -145,7 +145,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 		// Files written before the column was named lack it.
 		names = append(slices.Clone(m.keys), m.rt.idCol)
 	}
-	rr, err := m.cols.readFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
+	rr, err := m.cols.ReadFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
 	if err != nil {
 		return fm, 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
 	}
@@ -219,7 +219,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 // cacheEntry returns the key cache's entry for the file, of rows rows,
 // with no key yet.
 func (m *fileMatcher) cacheEntry(rows int64) *fileKeys {
-	fk := &fileKeys{path: m.file, layout: m.cols.keyLayout(m.keys), index: m.index, rows: rows}
+	fk := &fileKeys{path: m.file, layout: m.cols.KeyLayout(m.keys), index: m.index, rows: rows}
 	if m.rt != nil {
 		fk.idCol = m.rt.idCol
 	}

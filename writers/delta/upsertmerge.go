@@ -41,7 +41,7 @@ type mergeOutcome struct {
 	// deletedKeys counts the changelog's deleted keys (matched or not).
 	deletedKeys int64
 	// identity filled the live rows' identity columns (nil without).
-	identity *identityFill
+	identity *IdentityFill
 }
 
 func (o *mergeOutcome) record(removed string, adds []addFile) {
@@ -99,7 +99,7 @@ func (o *mergeOutcome) mark(path string, rows int64, gone []int64) error {
 // batch by batch, and only the source keys and the matched row positions
 // (with their key ordinals and, when rows are tracked, ids) are kept. On failure every file written is deleted and nothing is
 // returned.
-func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result, layout *fileLayout) (*mergeOutcome, error) {
+func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result, layout *Layout) (*mergeOutcome, error) {
 	table, err := snap.Schema()
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
@@ -115,7 +115,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	if kept != nil {
 		defer kept.release()
 	}
-	ident, err := newIdentityFill(table)
+	ident, err := NewIdentityFill(table)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 // core. Without, they are written alongside the candidate workers, on
 // this goroutine. Filling (kept values, identity values, which must be
 // taken in order) stays on this goroutine either way.
-func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *identityFill, layout *fileLayout) ([]addFile, error) {
+func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *IdentityFill, layout *Layout) ([]addFile, error) {
 	out := w.liveOutput(layout, kept != nil)
 	err := func() error {
 		for i, rec := range live {
@@ -211,17 +211,17 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *
 				}
 				rec = filled
 			}
-			filled, err := ident.fill(&w.ids, w.mem, rec)
+			filled, err := ident.Fill(&w.ids, w.mem, rec)
 			rec.Release()
 			if err != nil {
 				return err
 			}
 			rec = filled
-			if err := layout.checkRows(ctx, w.mem, rec); err != nil {
+			if err := layout.CheckRows(ctx, w.mem, rec); err != nil {
 				rec.Release()
 				return err
 			}
-			parts, recs, err := w.parts.split(ctx, w.mem, rec, layout.cols)
+			parts, recs, err := w.parts.Split(ctx, w.mem, rec, layout.cols)
 			rec.Release() // split's records hold what they need
 			if err != nil {
 				return err
@@ -250,7 +250,7 @@ type liveOutput struct {
 }
 
 // liveOutput returns writeLive's output, pooled or not.
-func (w *Writer) liveOutput(layout *fileLayout, pooled bool) *liveOutput {
+func (w *Writer) liveOutput(layout *Layout, pooled bool) *liveOutput {
 	if !pooled {
 		return &liveOutput{fs: w.newFileSet(layout, 0)}
 	}
@@ -298,7 +298,7 @@ func (o *liveOutput) finish(err error) ([]addFile, error) {
 // changelog lacks are read at the matched rows alone. A file whose every
 // row matched is removed without a rewrite, and in a table with deletion
 // vectors no file is read again unless the changelog lacks columns.
-func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, layout *fileLayout, out *mergeOutcome) error {
+func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, layout *Layout, out *mergeOutcome) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
 		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
@@ -327,7 +327,7 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	}()
 	grp := groups.forFile(a)
 	rt := kept.rowIDs()
-	fm, rows, cached := w.cachedMatches(a, layout.cols.keyLayout(groups.keys.data), grp, groups.enc, rt)
+	fm, rows, cached := w.cachedMatches(a, layout.cols.KeyLayout(groups.keys.data), grp, groups.enc, rt)
 	if !cached {
 		if err := open(); err != nil {
 			return err
@@ -361,8 +361,8 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	if err := open(); err != nil {
 		return err
 	}
-	dir := deltalayout.PartitionDir(layout.cols.physicalNames(snap.Metadata.PartitionColumns), a.PartitionValues)
-	adds, err := w.rewrite(ctx, r, size, a, dir, gone, rowTrackingOf(snap), layout)
+	dir := deltalayout.PartitionDir(layout.cols.PhysicalNames(snap.Metadata.PartitionColumns), a.PartitionValues)
+	adds, err := w.rewrite(ctx, r, size, a, dir, gone, RowTrackingOf(snap), layout)
 	if err != nil {
 		out.record("", adds)
 		return err
@@ -386,7 +386,7 @@ func numRecords(a *deltalog.Add) int {
 // Parquet encoding are pipelined: this goroutine decodes and gathers, one
 // more encodes, with one batch in between. It returns the finished files,
 // also on failure (for deletion).
-func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64, rt *rowTracking, layout *fileLayout) ([]addFile, error) {
+func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64, rt *RowTracking, layout *Layout) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fs := w.newFileSet(layout, 0)
@@ -440,8 +440,8 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 // send each batch without the gone rows (positions in the file,
 // ascending), with their row ids and commit versions materialized when rt
 // is set; send owns the batch it is given.
-func readKept(ctx context.Context, mem memory.Allocator, cols *columnMap, r io.ReaderAt, size int64, a *deltalog.Add, gone []int64, rt *rowTracking, send func(arrow.RecordBatch) error) error {
-	rr, err := cols.readFile(ctx, r, size, mem, parquetio.ReadOptions{})
+func readKept(ctx context.Context, mem memory.Allocator, cols *ColumnMap, r io.ReaderAt, size int64, a *deltalog.Add, gone []int64, rt *RowTracking, send func(arrow.RecordBatch) error) error {
+	rr, err := cols.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{})
 	if err != nil {
 		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
 	}
@@ -458,7 +458,7 @@ func readKept(ctx context.Context, mem memory.Allocator, cols *columnMap, r io.R
 			continue
 		}
 		if rt != nil {
-			if rec, err = rt.materialize(mem, rec, a, first); err != nil {
+			if rec, err = rt.Materialize(mem, rec, a, first); err != nil {
 				return err
 			}
 		} else {
@@ -467,7 +467,7 @@ func readKept(ctx context.Context, mem memory.Allocator, cols *columnMap, r io.R
 		first += n
 		out := rec
 		if len(rows) > 0 {
-			out, err = take(cctx, mem, rec, complement(rows, int(n)))
+			out, err = Take(cctx, mem, rec, complement(rows, int(n)))
 			rec.Release()
 			if err != nil {
 				return err

@@ -46,17 +46,17 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		defer rec.Release()
 	}
 	if s.identity != nil {
-		filled, err := s.identity.fill(&w.ids, w.mem, rec)
+		filled, err := s.identity.Fill(&w.ids, w.mem, rec)
 		if err != nil {
 			return err
 		}
 		defer filled.Release()
 		rec = filled
 	}
-	if err := s.layout.checkRows(ctx, w.mem, rec); err != nil {
+	if err := s.layout.CheckRows(ctx, w.mem, rec); err != nil {
 		return err
 	}
-	parts, recs, err := w.parts.split(ctx, w.mem, rec, s.layout.cols)
+	parts, recs, err := w.parts.Split(ctx, w.mem, rec, s.layout.cols)
 	if err != nil {
 		return err
 	}
@@ -80,7 +80,7 @@ const maxEncoders = 4
 
 // newPool starts the encoders of a key's rows of layout
 // (tablesink.NewPool): Parquet encoding, not receiving, bounds a stream.
-func (w *Writer) newPool(layout *fileLayout) *tablesink.Staged[*dataFile, addFile] {
+func (w *Writer) newPool(layout *Layout) *tablesink.Staged[*dataFile, addFile] {
 	return tablesink.NewPool("delta", w.budget, tablesink.Pool{Max: maxEncoders, Busy: &w.encodingKeys}, w.fileStarter(layout, 0),
 		func(ctx context.Context, files *tablesink.Files[*dataFile, addFile], p tablesink.Part) error {
 			return writePhysical(ctx, files, layout.cols, p)
@@ -112,7 +112,7 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	if err != nil {
 		return nil, err
 	}
-	layout, err := layoutOf(snap, merged)
+	layout, err := LayoutOf(snap, merged)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +122,11 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	}
 	if s.identity == nil && w.cfg.WriteMode != ModeUpsert {
 		// Kept across admits: it records the values the key used.
-		if s.identity, err = newIdentityFill(merged); err != nil {
+		if s.identity, err = NewIdentityFill(merged); err != nil {
 			return nil, err
 		}
 	}
-	checked := checkedConstraints(layout.cons)
+	checked := CheckedConstraints(layout.cons)
 	if s.pool != nil || len(s.finished) > 0 || len(s.precommitted) > 0 {
 		if !maps.Equal(checked, s.checked) {
 			return nil, writers.Errorf(writers.ErrConflict, "delta: the table's constraints changed after rows of %s were checked: roll back the transaction and replay it", key)
@@ -151,24 +151,24 @@ func (w *Writer) refreshMapping(ctx context.Context, s *stage) error {
 	return err
 }
 
-// fileLayout is how the data files of rows of one Delta schema are
+// Layout is how the data files of rows of one Delta schema are
 // written into a table: the columns whose statistics they carry, the
 // table's column mapping (nil without) and the constraints their rows
 // must satisfy (constraints.go).
-type fileLayout struct {
+type Layout struct {
 	stats *deltalayout.StatsColumns
-	cols  *columnMap
+	cols  *ColumnMap
 	cons  []deltalog.Constraint
 	// checks binds cons once per Arrow schema of the rows checked.
 	checks checks
 }
 
-// layoutOf returns the layout of files of rows of Delta schema merged
+// LayoutOf returns the layout of files of rows of Delta schema merged
 // (the table's columns, then those the rows add, column mapping assigned)
 // in the table of snap: statistics for the columns of its
 // delta.dataSkippingStatsColumns or delta.dataSkippingNumIndexedCols, as
 // Spark reads them, and its column mapping.
-func layoutOf(snap *deltalog.Snapshot, merged *deltalog.Schema) (*fileLayout, error) {
+func LayoutOf(snap *deltalog.Snapshot, merged *deltalog.Schema) (*Layout, error) {
 	stats, err := deltalayout.StatsColumnsOf(merged, snap.Metadata.PartitionColumns, snap.Metadata.Configuration)
 	if err != nil {
 		return nil, err
@@ -184,11 +184,11 @@ func layoutOf(snap *deltalog.Snapshot, merged *deltalog.Schema) (*fileLayout, er
 			}
 		}
 	}
-	cons, err := tableConstraints(snap)
+	cons, err := TableConstraints(snap)
 	if err != nil {
 		return nil, err
 	}
-	return &fileLayout{stats: stats, cols: newColumnMap(snap.Metadata.Configuration, names), cons: cons}, nil
+	return &Layout{stats: stats, cols: NewColumnMap(snap.Metadata.Configuration, names), cons: cons}, nil
 }
 
 // missingColumns returns the columns of table that in lacks, as Arrow
@@ -233,7 +233,7 @@ func (w *Writer) deltaSchema(in *arrow.Schema) (*deltalog.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := parquetio.CheckSchema(dropFields(in, w.cfg.PartitionBy)); err != nil {
+	if err := parquetio.CheckSchema(DropFields(in, w.cfg.PartitionBy)); err != nil {
 		return nil, err
 	}
 	return got, nil
@@ -262,11 +262,11 @@ func (w *Writer) fit(ctx context.Context, in *arrow.Schema) (*deltalog.Snapshot,
 			return nil, nil, err
 		}
 	}
-	if err := checkNames(got, snap.Metadata.Configuration); err != nil {
+	if err := CheckNames(got, snap.Metadata.Configuration); err != nil {
 		return nil, nil, err
 	}
 	if table, err := snap.Schema(); err == nil {
-		if err := checkIdentityInput(table, in); err != nil {
+		if err := CheckIdentityInput(table, in); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -296,7 +296,7 @@ func (w *Writer) reconcileWith(snap *deltalog.Snapshot, got *deltalog.Schema) (*
 	if err != nil {
 		return nil, fmt.Errorf("delta: table schema: %w", err)
 	}
-	return reconcile(table, got, w.cfg.SchemaEvolution == EvolveAddColumns)
+	return Reconcile(table, got, w.cfg.SchemaEvolution == EvolveAddColumns)
 }
 
 // Precommit finishes the key's open files (uploaded, not in the log) and

@@ -32,7 +32,7 @@ type Writer struct {
 	budget     writers.MemoryCharger // the server's memory budget
 	m          *metrics
 	registered *writers.Metrics // m on env.Registerer, until Close
-	parts      partitioner
+	parts      Partitioner
 	root       tablesink.Root
 	bucket     *storage.Bucket // set by Open, read-only afterwards
 	stages     *tablesink.Stages[stage]
@@ -53,7 +53,7 @@ type Writer struct {
 	pins        *tablesink.Pins[string]
 	releasePins func()
 	// ids hands out identity column values (identity.go).
-	ids identityAllocator
+	ids IdentityAllocator
 	// newCols shares the column mapping of added columns (colmap.go).
 	newCols newColumns
 
@@ -87,7 +87,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		mem:        env.Allocator,
 		budget:     writers.MemoryOf(env),
 		m:          newMetrics(),
-		parts:      partitioner{cols: cfg.PartitionBy},
+		parts:      Partitioner{cols: cfg.PartitionBy},
 		root:       tablesink.Root{Sink: "delta", Option: "table_uri", URI: cfg.TableURI, BaseDir: env.ConfigDir},
 		lastCommit: make(map[string]committedAt),
 	}
