@@ -18,6 +18,7 @@ import (
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
@@ -203,8 +204,8 @@ func checkPhysicalFiles(t *testing.T, cfg *Config) {
 		t.Fatal(err)
 	}
 	var hidden []string
-	if rt := RowTrackingOf(snap); rt != nil {
-		hidden = []string{rt.idCol, rt.versionCol}
+	if rt := deltalayout.RowTrackingOf(snap); rt != nil {
+		hidden = []string{rt.IDCol, rt.VersionCol}
 	}
 	logical := map[string]bool{}
 	for _, f := range schema.Fields {
@@ -245,7 +246,7 @@ func checkPhysicalFiles(t *testing.T, cfg *Config) {
 func checkFieldIDs(t *testing.T, file string, got []parquet.Field, want []deltalog.StructField) {
 	t.Helper()
 	for _, pf := range got {
-		df, ok := fieldBy(want, pf.Name(), true)
+		df, ok := deltalayout.FieldBy(want, pf.Name(), true)
 		if !ok {
 			t.Errorf("file %s: Parquet column %q is no physical name of the table", file, pf.Name())
 			continue
@@ -380,65 +381,6 @@ func TestColumnMappingOverwrite(t *testing.T) {
 	checkPhysicalFiles(t, cfg)
 }
 
-// TestColumnMapRename: logical names become physical ones with field ids
-// and back; row tracking's materialized columns pass unchanged; a column
-// no table column maps to is left out when reading and refused when
-// writing.
-func TestColumnMapRename(t *testing.T) {
-	mem := checkedMem(t)
-	schema, err := deltalog.ParseSchema(`{"type":"struct","fields":[
-		{"name":"id","type":"long","nullable":true,"metadata":{"delta.columnMapping.id":1,"delta.columnMapping.physicalName":"col-id"}}]}`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := NewColumnMap(map[string]string{deltalog.ColumnMappingModeKey: "name", "delta.rowTracking.materializedRowIdColumnName": "_row-id-col-x"}, schema)
-	build := func(names ...string) arrow.RecordBatch {
-		var fields []arrow.Field
-		for _, n := range names {
-			fields = append(fields, arrow.Field{Name: n, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
-		}
-		b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
-		defer b.Release()
-		for i := range names {
-			b.Field(i).(*array.Int64Builder).Append(int64(i))
-		}
-		return b.NewRecordBatch()
-	}
-	names := func(rec arrow.RecordBatch) string {
-		var out []string
-		for _, f := range rec.Schema().Fields() {
-			id, _ := f.Metadata.GetValue("PARQUET:field_id")
-			out = append(out, f.Name+"#"+id)
-		}
-		return strings.Join(out, ",")
-	}
-	in := build("id", "_row-id-col-x")
-	defer in.Release()
-	phys, err := m.ToPhysical(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer phys.Release()
-	if got := names(phys); got != "col-id#1,_row-id-col-x#" {
-		t.Errorf("physical: %s", got)
-	}
-	file := build("col-id", "col-dropped", "_row-id-col-x")
-	defer file.Release()
-	logical, err := m.toLogical(context.Background(), mem, file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer logical.Release()
-	if got := names(logical); got != "id#,_row-id-col-x#" {
-		t.Errorf("logical: %s", got)
-	}
-	unknown := build("nope")
-	defer unknown.Release()
-	if _, err := m.ToPhysical(unknown); !errors.Is(err, writers.ErrInvalid) {
-		t.Errorf("toPhysical of an unknown column: %v, want ErrInvalid", err)
-	}
-}
-
 // TestColumnMappingSharedNewColumn: two keys of one Writer adding the same
 // column give it one physical name and id, so both commit, in either
 // order.
@@ -482,14 +424,14 @@ func TestCheckMappedColumnsNested(t *testing.T) {
 		}
 		return s
 	}
-	if err := CheckMappedColumns(schema("col-x"), 4, schema("col-x"), nil); err != nil {
+	if err := deltalayout.CheckMappedColumns(schema("col-x"), 4, schema("col-x"), nil); err != nil {
 		t.Fatalf("same mapping: %v", err)
 	}
 	for i, path := range []string{"arr.element.x", "mk.key.x", "mv.value.x"} {
 		files := schema("col-x")
 		table := schema("col-x")
 		table.Fields[i] = schema("col-x-new").Fields[i]
-		err := CheckMappedColumns(table, 4, files, nil)
+		err := deltalayout.CheckMappedColumns(table, 4, files, nil)
 		if !errors.Is(err, writers.ErrConflict) || !strings.Contains(err.Error(), path) {
 			t.Errorf("%s renamed physically: %v, want ErrConflict naming it", path, err)
 		}

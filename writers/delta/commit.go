@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
@@ -137,9 +138,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 			w.m.conflicts.Inc() // lost a race; deltalog rebased it
 		}
 		w.rememberCommit(key, version)
-		w.ids.recordCommitted(snap, actions, ds)
+		recordCommitted(&w.ids, snap, actions, ds)
 		if upsert != nil {
-			w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...), ColumnMapOf(snap), RowTrackingOf(snap))
+			w.warmKeys(append(addsOf(ds), readFilesOf(snap, upsert)...), deltalayout.ColumnMapOf(snap), deltalayout.RowTrackingOf(snap))
 		}
 		return writers.CommitInfo{Version: version}, tablesink.Committed, nil
 	})
@@ -151,7 +152,7 @@ func tableColumns(snap *deltalog.Snapshot) string {
 	if err != nil {
 		return "(unreadable)"
 	}
-	return ColumnNames(table)
+	return deltalayout.ColumnNames(table)
 }
 
 // addsOf returns the files every descriptor of ds adds.
@@ -332,15 +333,15 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 		if err != nil {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: %w", i, err)
 		}
-		if err := CheckNames(files, meta.Configuration); err != nil {
+		if err := deltalayout.CheckNames(files, meta.Configuration); err != nil {
 			return nil, fmt.Errorf("%w (descriptor %d)", err, i)
 		}
 		if mapped {
-			if err := CheckMappedColumns(evolved, maxID, files, d.MappedAfter); err != nil {
+			if err := deltalayout.CheckMappedColumns(evolved, maxID, files, d.MappedAfter); err != nil {
 				return nil, fmt.Errorf("%w (descriptor %d)", err, i)
 			}
 		}
-		if evolved, err = Reconcile(evolved, files, w.cfg.SchemaEvolution == EvolveAddColumns); err != nil {
+		if evolved, err = deltalayout.Reconcile(evolved, files, w.cfg.SchemaEvolution == EvolveAddColumns); err != nil {
 			return nil, fmt.Errorf("%w (descriptor %d; the table may have changed since precommit: replay the transaction)", err, i)
 		}
 		for _, a := range d.Adds {

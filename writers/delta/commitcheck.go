@@ -3,8 +3,10 @@ package delta
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
@@ -61,6 +63,30 @@ func (w *Writer) checkReadSet(base *deltalog.Snapshot, plan *upsertPlan) error {
 		if dv, ok := live[p]; !ok || dv != plan.ReadDVs[p] {
 			return writers.Errorf(writers.ErrInvalid, "delta: endpoint %q: descriptor %d: file %q was not live at version %d with the deletion vector the upsert plan states (a forged plan, or the table was recreated): roll back the transaction and replay it", w.env.Endpoint, plan.index, p, plan.ReadVersion)
 		}
+	}
+	return nil
+}
+
+// checkConstraints refuses descriptors whose rows were checked against
+// other constraints than the table of meta has now: a constraint added
+// (or changed) after the rows were checked would let rows violating it
+// in. ErrConflict: a replay checks them against the table as it is.
+func checkConstraints(meta *deltalog.Metadata, ds []*descriptor) error {
+	cons, err := deltalog.Constraints(meta)
+	if err != nil { // the commit checked the table (CheckWritable)
+		return writers.Errorf(writers.ErrInvalid, "delta: %v", err)
+	}
+	want := deltalayout.CheckedConstraints(cons)
+	for i, d := range ds {
+		if len(d.Adds) == 0 || maps.Equal(d.Constraints, want) {
+			continue
+		}
+		for _, c := range cons {
+			if text, ok := d.Constraints[c.Name]; !ok || text != c.Text {
+				return writers.Errorf(writers.ErrConflict, "delta: descriptor %d: the table's %s was added or changed after the rows were checked: roll back the transaction and replay it", i, c)
+			}
+		}
+		// A constraint dropped since: the rows were checked more strictly.
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/delta/deltaexpr"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -351,33 +350,6 @@ func TestConstraintsReadmitBypass(t *testing.T) {
 		t.Fatalf("re-admitted key: %v, want ErrConflict", err)
 	}
 	sameRows(t, "rows", tableRows(t, cfg, []string{"id", "k", "v"}), []string{"1|a|0"})
-}
-
-// TestConstraintsBoundPerSchema: a layout binds its constraints once per
-// Arrow schema of the rows it checks, not per batch.
-func TestConstraintsBoundPerSchema(t *testing.T) {
-	mem := checkedMem(t)
-	e, err := deltaexpr.Parse("v >= 0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &Layout{cons: []deltalog.Constraint{{Name: "pos", Text: "v >= 0", Expr: e}}}
-	var first []*deltaexpr.Bound
-	for i, withID := range []bool{true, true, false} {
-		rec := kvBatch(mem, withID, kv{1, "a", 1})
-		if err := l.CheckRows(context.Background(), mem, rec); err != nil {
-			t.Fatal(err)
-		}
-		rec.Release()
-		switch got := l.checks.bound[0]; {
-		case i == 0:
-			first = l.checks.bound
-		case i == 1 && got != first[0]:
-			t.Errorf("batch of the same schema bound again")
-		case i == 2 && got == first[0]:
-			t.Errorf("batch of another schema not bound to it")
-		}
-	}
 }
 
 // TestConstraintsDictionary: a stream sending a column dictionary-encoded

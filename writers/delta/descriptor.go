@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
 	"github.com/quiver-ingest/quiver/writers/storage"
@@ -60,7 +61,7 @@ type descriptor struct {
 	Upsert           *upsertPlan `json:"upsert,omitempty"`
 	// Identity is the identity column values the files hold that the
 	// sink generated, by column (identity.go).
-	Identity map[string]IdentityRange `json:"identity,omitempty"`
+	Identity map[string]deltalayout.IdentityRange `json:"identity,omitempty"`
 	// MappedAfter is the table's maxColumnId when the columns the files
 	// add were given column mapping (colmap.go; nil without).
 	MappedAfter *int64 `json:"mappedAfter,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/writertest"
 )
@@ -78,7 +79,7 @@ func TestFirstStreamCreatesTableAtCommit(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := ColumnNames(s); got != "key, score" {
+			if got := deltalayout.ColumnNames(s); got != "key, score" {
 				t.Fatalf("table columns %s, want key, score", got)
 			}
 			if v, ok := snap.TxnVersion("second"); !ok || v != 1 {

@@ -14,6 +14,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
 	"github.com/quiver-ingest/quiver/writers/storage"
@@ -132,9 +133,9 @@ func eachTrackedBatch(t *testing.T, cfg *Config, mem memory.Allocator, track boo
 	if err != nil {
 		t.Fatalf("load table %s: %v", cfg.TableURI, err)
 	}
-	var rt *RowTracking
+	var rt *deltalayout.RowTracking
 	if track {
-		rt = RowTrackingOf(snap)
+		rt = deltalayout.RowTrackingOf(snap)
 	}
 	for _, a := range snap.Files() {
 		key, r, size, gone := openLiveFile(t, b, a)
@@ -142,7 +143,7 @@ func eachTrackedBatch(t *testing.T, cfg *Config, mem memory.Allocator, track boo
 			t.Errorf("file %s: size %d, add.size %d", key, size, a.Size)
 		}
 		var rows int64
-		err = readKept(ctx, mem, ColumnMapOf(snap), r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
+		err = readKept(ctx, mem, deltalayout.ColumnMapOf(snap), r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
 			defer rec.Release()
 			rows += rec.NumRows()
 			fn(a, rec)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
@@ -194,27 +194,6 @@ func TestIdentityByDefault(t *testing.T) {
 	}
 }
 
-// TestIdentityOverflow: values past the range of a long are refused, not
-// wrapped.
-func TestIdentityOverflow(t *testing.T) {
-	var a IdentityAllocator
-	id := deltalog.Identity{Start: 1, Step: 1 << 62, HighWaterMark: math.MaxInt64 - 10, Assigned: true}
-	if _, err := a.take("id", id, 1); !errors.Is(err, writers.ErrInvalid) {
-		t.Fatalf("take past MaxInt64: %v, want ErrInvalid", err)
-	}
-	id = deltalog.Identity{Start: 1, Step: -3, HighWaterMark: math.MinInt64 + 5, Assigned: true}
-	if _, err := a.take("id", id, 2); !errors.Is(err, writers.ErrInvalid) {
-		t.Fatalf("take past MinInt64: %v, want ErrInvalid", err)
-	}
-	id = deltalog.Identity{Start: 1, Step: 2}
-	if first, err := a.take("ok", id, 3); err != nil || first != 1 {
-		t.Fatalf("take: %d, %v", first, err)
-	}
-	if first, err := a.take("ok", id, 1); err != nil || first != 7 {
-		t.Fatalf("take after 1, 3, 5: %d, %v, want 7", first, err)
-	}
-}
-
 // TestIdentityHostileDescriptor: identity ranges of a descriptor (client
 // input) for a column that is no identity column, or against the step,
 // are ErrInvalid; values below the mark another writer set, ErrConflict.
@@ -227,18 +206,18 @@ func TestIdentityHostileDescriptor(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name string
-		r    map[string]IdentityRange
+		r    map[string]deltalayout.IdentityRange
 		want error
 	}{
-		{"no identity column", map[string]IdentityRange{"v": {11, 12, 10, ""}}, writers.ErrInvalid},
-		{"no column", map[string]IdentityRange{"nope": {11, 12, 10, ""}}, writers.ErrInvalid},
-		{"reversed", map[string]IdentityRange{"id": {12, 11, 10, ""}}, writers.ErrInvalid},
-		{"first not after base", map[string]IdentityRange{"id": {10, 11, 10, ""}}, writers.ErrInvalid},
-		{"taken by another writer", map[string]IdentityRange{"id": {6, 8, 5, ""}}, writers.ErrConflict},
-		{"fine", map[string]IdentityRange{"id": {11, 12, 10, ""}}, nil},
+		{"no identity column", map[string]deltalayout.IdentityRange{"v": {First: 11, Last: 12, Base: 10}}, writers.ErrInvalid},
+		{"no column", map[string]deltalayout.IdentityRange{"nope": {First: 11, Last: 12, Base: 10}}, writers.ErrInvalid},
+		{"reversed", map[string]deltalayout.IdentityRange{"id": {First: 12, Last: 11, Base: 10}}, writers.ErrInvalid},
+		{"first not after base", map[string]deltalayout.IdentityRange{"id": {First: 10, Last: 11, Base: 10}}, writers.ErrInvalid},
+		{"taken by another writer", map[string]deltalayout.IdentityRange{"id": {First: 6, Last: 8, Base: 5}}, writers.ErrConflict},
+		{"fine", map[string]deltalayout.IdentityRange{"id": {First: 11, Last: 12, Base: 10}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, changed, err := identityHighWaterMarks(schema, []*descriptor{{Identity: tc.r}}, &IdentityAllocator{})
+			out, changed, err := identityHighWaterMarks(schema, []*descriptor{{Identity: tc.r}}, &deltalayout.IdentityAllocator{})
 			if !errors.Is(err, tc.want) || (tc.want == nil) != changed {
 				t.Fatalf("identityHighWaterMarks: %v (changed %v), want %v", err, changed, tc.want)
 			}

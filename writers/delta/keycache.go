@@ -39,7 +39,7 @@ type keyCache struct {
 // as the key match needs them (upsertmatch.go).
 type fileKeys struct {
 	path   string
-	layout string            // the physical key columns read (ColumnMap.KeyLayout)
+	layout string            // the physical key columns read (deltalayout.ColumnMap.KeyLayout)
 	enc    *merge.KeyEncoder // the file's encoder, for SameEncoding with a source; nil: no key column (index empty)
 	index  *merge.KeyIndex
 	rows   int64 // rows in the file, marked deleted or not

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
@@ -16,7 +17,7 @@ import (
 // cols is the table's column mapping (nil without), rt its materialized
 // row tracking columns (nil when it does not track rows), whose row ids
 // are indexed too.
-func (w *Writer) warmKeys(files []addFile, cols *ColumnMap, rt *RowTracking) {
+func (w *Writer) warmKeys(files []addFile, cols *deltalayout.ColumnMap, rt *deltalayout.RowTracking) {
 	if w.keys == nil || len(files) == 0 {
 		return
 	}
@@ -53,7 +54,7 @@ func (w *Writer) warmKeys(files []addFile, cols *ColumnMap, rt *RowTracking) {
 // warmGuarded is warmFile on the warm-up goroutine, with a panic (an
 // unreadable file) its error: the warm-up is best effort and must not end
 // the process.
-func (w *Writer) warmGuarded(a addFile, cols *ColumnMap, rt *RowTracking) (err error) {
+func (w *Writer) warmGuarded(a addFile, cols *deltalayout.ColumnMap, rt *deltalayout.RowTracking) (err error) {
 	defer writers.Recover(&err)
 	return w.warmFile(w.warmCtx, a, cols, rt)
 }
@@ -61,13 +62,13 @@ func (w *Writer) warmGuarded(a addFile, cols *ColumnMap, rt *RowTracking) (err e
 // warmFile indexes the keys (and with rt, the materialized row ids) of
 // file a unless the cache has them, or their index would not fit in it
 // (about keyIndexBytesPerRow per row, plus rowIDBytesPerRow with rt).
-func (w *Writer) warmFile(ctx context.Context, a addFile, cols *ColumnMap, rt *RowTracking) error {
+func (w *Writer) warmFile(ctx context.Context, a addFile, cols *deltalayout.ColumnMap, rt *deltalayout.RowTracking) error {
 	fk := w.keys.get(a.Path, cols.KeyLayout(w.keyColumns().data))
 	perRow := int64(keyIndexBytesPerRow)
 	if rt != nil {
 		perRow += rowIDBytesPerRow
 	}
-	if fk != nil && (rt == nil || fk.idCol == rt.idCol) || a.Rows*perRow > int64(w.keys.maxBytes) {
+	if fk != nil && (rt == nil || fk.idCol == rt.IDCol) || a.Rows*perRow > int64(w.keys.maxBytes) {
 		return nil
 	}
 	key, err := deltalog.DecodePath(a.Path)

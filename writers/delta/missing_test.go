@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/writertest"
 )
@@ -160,7 +161,7 @@ func TestUpsertMissingColumns(t *testing.T) {
 					cfg.WriteMode, cfg.MergeKeys, cfg.PartitionBy, cfg.DeletionVectors, cfg.SchemaEvolution = ModeUpsert, []string{"id"}, []string{"day"}, dv, EvolveAddColumns
 				})
 				first := c.fullRecord(0, 2)
-				c.put(writers.AutoKey("first"), dropColumns(first, []string{"extra"}))
+				c.put(writers.AutoKey("first"), deltalayout.DropColumns(first, []string{"extra"}))
 				first.Release()
 				c.put(writers.AutoKey("new"), c.fullRecord(5, 1))
 				c.put(writers.AutoKey("old"), c.namesRecord([]int64{1, 5, 7}, "old"))
@@ -174,7 +175,7 @@ func TestUpsertMissingColumns(t *testing.T) {
 				})
 				c.put(writers.AutoKey("first"), c.namesRecord([]int64{0, 1}, "first"))
 				wide := c.fullRecord(5, 1)
-				noDay := dropColumns(wide, []string{"day"})
+				noDay := deltalayout.DropColumns(wide, []string{"day"})
 				wide.Release()
 				c.put(writers.AutoKey("new"), noDay)
 				c.put(writers.AutoKey("old"), c.namesRecord([]int64{1, 5, 7}, "old"))

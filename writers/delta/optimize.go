@@ -9,9 +9,6 @@ import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/compute"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -68,11 +65,11 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	if err != nil {
 		return res, fmt.Errorf("delta: optimize: table schema: %w", err)
 	}
-	layout, err := LayoutOf(snap, table)
+	layout, err := deltalayout.LayoutOf(snap, table)
 	if err != nil {
 		return res, err
 	}
-	groups := optimizeGroups(snap, layout.cols.PhysicalNames(snap.Metadata.PartitionColumns), req.TargetFileBytes, w.pins.Pinned())
+	groups := optimizeGroups(snap, layout.Cols.PhysicalNames(snap.Metadata.PartitionColumns), req.TargetFileBytes, w.pins.Pinned())
 	if len(groups) == 0 {
 		return res, nil
 	}
@@ -80,8 +77,8 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 	if err != nil {
 		return res, fmt.Errorf("delta: optimize: table schema: %w", err)
 	}
-	fileSchema := DropFields(arrowTable, snap.Metadata.PartitionColumns)
-	rt := RowTrackingOf(snap)
+	fileSchema := deltalayout.DropFields(arrowTable, snap.Metadata.PartitionColumns)
+	rt := deltalayout.RowTrackingOf(snap)
 	if rt != nil {
 		// Compacted rows keep their ids and commit versions.
 		fileSchema = arrow.NewSchema(append(slices.Clone(fileSchema.Fields()), rt.Fields(true)...), nil)
@@ -206,7 +203,7 @@ const compactReaders = 2
 // reader plus the open row group. Rows keep their row ids and commit
 // versions when rt is set. It returns the finished files, also on failure
 // (for deletion).
-func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow.Schema, rt *RowTracking, layout *Layout, target int64) ([]addFile, error) {
+func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow.Schema, rt *deltalayout.RowTracking, layout *deltalayout.Layout, target int64) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fs := w.newFileSet(layout, target)
@@ -227,7 +224,7 @@ func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow
 			}()
 			for ; next < len(files); next += compactReaders {
 				out := files[next]
-				err := w.readLive(rctx, g.files[next], fileSchema, layout.cols, rt, func(rec arrow.RecordBatch) error {
+				err := w.readLive(rctx, g.files[next], fileSchema, layout.Cols, rt, func(rec arrow.RecordBatch) error {
 					select {
 					case out <- rec:
 						return nil
@@ -277,7 +274,7 @@ func (w *Writer) compact(ctx context.Context, g optimizeGroup, fileSchema *arrow
 // in batches of fileSchema, their row ids and commit versions materialized
 // when rt is set; send owns each batch. cols is the table's column mapping
 // (nil without).
-func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arrow.Schema, cols *ColumnMap, rt *RowTracking, send func(arrow.RecordBatch) error) error {
+func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arrow.Schema, cols *deltalayout.ColumnMap, rt *deltalayout.RowTracking, send func(arrow.RecordBatch) error) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
 		return fmt.Errorf("file %s: %w", a.Path, err)
@@ -293,45 +290,12 @@ func (w *Writer) readLive(ctx context.Context, a *deltalog.Add, fileSchema *arro
 	defer r.Close()
 	return readKept(ctx, w.mem, cols, r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
 		defer rec.Release()
-		fit, err := Conform(ctx, w.mem, rec, fileSchema)
+		fit, err := deltalayout.Conform(ctx, w.mem, rec, fileSchema)
 		if err != nil {
 			return fmt.Errorf("file %s: %w", a.Path, err)
 		}
 		return send(fit)
 	})
-}
-
-// Conform returns rec with the columns of schema, in its order: columns
-// rec lacks (files written before a column was added) as nulls, columns of
-// another Arrow type (a dictionary, another string width) cast. The
-// caller releases the result.
-func Conform(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, schema *arrow.Schema) (arrow.RecordBatch, error) {
-	n := rec.NumRows()
-	cols := make([]arrow.Array, 0, schema.NumFields())
-	defer func() {
-		for _, c := range cols {
-			c.Release()
-		}
-	}()
-	for _, f := range schema.Fields() {
-		idx := rec.Schema().FieldIndices(f.Name)
-		if len(idx) == 0 {
-			cols = append(cols, array.MakeArrayOfNull(mem, f.Type, int(n)))
-			continue
-		}
-		col := rec.Column(idx[0])
-		if arrow.TypeEqual(col.DataType(), f.Type) {
-			col.Retain()
-			cols = append(cols, col)
-			continue
-		}
-		cast, err := compute.CastArray(compute.WithAllocator(ctx, mem), col, compute.SafeCastOptions(f.Type))
-		if err != nil {
-			return nil, fmt.Errorf("column %q: %s to %s: %w", f.Name, col.DataType(), f.Type, err)
-		}
-		cols = append(cols, cast)
-	}
-	return array.NewRecordBatch(schema, cols, n), nil
 }
 
 // optimizeMetrics is the operationMetrics of Spark's OPTIMIZE commit

@@ -15,6 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
@@ -63,7 +64,7 @@ type rowIdentity struct{ id, version int64 }
 func rowIdentities(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]rowIdentity {
 	t.Helper()
 	snap := snapshot(t, cfg)
-	rt := RowTrackingOf(snap)
+	rt := deltalayout.RowTrackingOf(snap)
 	if rt == nil {
 		t.Fatal("the table does not track rows")
 	}
@@ -72,7 +73,7 @@ func rowIdentities(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]ro
 	eachTrackedBatch(t, cfg, mem, true, func(a *deltalog.Add, rec arrow.RecordBatch) {
 		col := func(name string) arrow.Array { return rec.Column(rec.Schema().FieldIndices(name)[0]) }
 		keys := col("id").(*array.Int32)
-		rid, ver := col(rt.idCol).(*array.Int64), col(rt.versionCol).(*array.Int64)
+		rid, ver := col(rt.IDCol).(*array.Int64), col(rt.VersionCol).(*array.Int64)
 		for i := range keys.Len() {
 			if rid.IsNull(i) || ver.IsNull(i) {
 				t.Fatalf("file %s: row %d without row id or commit version", a.Path, i)
@@ -297,7 +298,7 @@ func storedRowIDs(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]int
 	t.Helper()
 	ctx := context.Background()
 	snap := snapshot(t, cfg)
-	rt := RowTrackingOf(snap)
+	rt := deltalayout.RowTrackingOf(snap)
 	b := tableBucket(t, cfg)
 	out := map[int32]int64{}
 	for _, a := range snap.Files() {
@@ -315,7 +316,7 @@ func storedRowIDs(t *testing.T, cfg *Config, mem memory.Allocator) map[int32]int
 			rec := rr.RecordBatch()
 			keys := rec.Column(rec.Schema().FieldIndices("id")[0]).(*array.Int32)
 			var ids *array.Int64
-			if i := rec.Schema().FieldIndices(rt.idCol); len(i) == 1 {
+			if i := rec.Schema().FieldIndices(rt.IDCol); len(i) == 1 {
 				ids = rec.Column(i[0]).(*array.Int64)
 			}
 			for i := range keys.Len() {
@@ -453,11 +454,11 @@ func TestRowIDsCarriedFromMatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			snap = snapshot(t, cfg)
-			rt, layout := RowTrackingOf(snap), ColumnMapOf(snap).KeyLayout(cold.keyColumns().data)
+			rt, layout := deltalayout.RowTrackingOf(snap), deltalayout.ColumnMapOf(snap).KeyLayout(cold.keyColumns().data)
 			withIDs := 0
 			for _, a := range snap.Files() {
 				fk := cold.keys.get(a.Path, layout)
-				if fk == nil || fk.idCol != rt.idCol {
+				if fk == nil || fk.idCol != rt.IDCol {
 					t.Fatalf("file %s: not cached with its row ids (%+v)", a.Path, fk)
 				}
 				if fk.ids != nil {
@@ -480,10 +481,10 @@ func TestRowIDsCarriedFromMatch(t *testing.T) {
 // materialized row id other than a's baseRowId + their position.
 func materializedElsewhere(t *testing.T, cfg *Config, mem memory.Allocator, a *deltalog.Add) int {
 	t.Helper()
-	rt := RowTrackingOf(snapshot(t, cfg))
+	rt := deltalayout.RowTrackingOf(snapshot(t, cfg))
 	_, r, size, _ := openLiveFile(t, tableBucket(t, cfg), a)
 	defer r.Close()
-	rr, err := parquetio.ReadFile(context.Background(), r, size, mem, parquetio.ReadOptions{Columns: []string{rt.idCol}})
+	rr, err := parquetio.ReadFile(context.Background(), r, size, mem, parquetio.ReadOptions{Columns: []string{rt.IDCol}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
@@ -42,7 +43,7 @@ func TestReconcileNestedField(t *testing.T) {
 		{"type changed too", sCast, []string{"cast it (changing a column's type is not supported)"}},
 	} {
 		for _, evolve := range []bool{false, true} {
-			_, err := Reconcile(table, parseSchema(t, id+","+tt.got), evolve)
+			_, err := deltalayout.Reconcile(table, parseSchema(t, id+","+tt.got), evolve)
 			if !errors.Is(err, writers.ErrInvalid) {
 				t.Errorf("%s (evolve %v): %v, want ErrInvalid", tt.name, evolve, err)
 				continue
@@ -54,7 +55,7 @@ func TestReconcileNestedField(t *testing.T) {
 			}
 		}
 	}
-	if _, err := Reconcile(table, parseSchema(t, id+","+s), true); err != nil {
+	if _, err := deltalayout.Reconcile(table, parseSchema(t, id+","+s), true); err != nil {
 		t.Errorf("the table's own schema: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
@@ -40,7 +41,7 @@ type stage struct {
 	// as a commit (this server's or another's) may still publish them.
 	precommitted []addFile
 	// layout is how the key's files are written (statistics, names).
-	layout *Layout
+	layout *deltalayout.Layout
 	// checked is the constraints the key's rows were checked against
 	// (CheckedConstraints), set by the admit of its first rows: a
 	// re-admit under other constraints is a conflict (admitStage).
@@ -48,7 +49,7 @@ type stage struct {
 	// upsert holds an upsert key's changelog (mode upsert only).
 	upsert *upsertStage
 	// identity fills the table's identity columns (nil without).
-	identity *IdentityFill
+	identity *deltalayout.IdentityFill
 	// mappedAfter is descriptor.MappedAfter.
 	mappedAfter *int64
 }
@@ -57,12 +58,12 @@ type stage struct {
 // rewrites write outside a key's pool (tablesink.Files).
 type fileSet struct {
 	*tablesink.Files[*dataFile, addFile]
-	layout *Layout
+	layout *deltalayout.Layout
 }
 
 // newFileSet returns an empty set of files with layout, rolled at target
 // bytes (0: target_file_bytes; optimize's target otherwise).
-func (w *Writer) newFileSet(layout *Layout, target int64) fileSet {
+func (w *Writer) newFileSet(layout *deltalayout.Layout, target int64) fileSet {
 	return fileSet{tablesink.NewFiles[*dataFile, addFile]("delta", w.budget, w.fileStarter(layout, target)), layout}
 }
 
@@ -73,7 +74,7 @@ type dataFile struct {
 	path      string             // add.path (URI-encoded)
 	partition map[string]*string // add.partitionValues
 	schema    *arrow.Schema      // the file's Arrow schema (physical names, partition columns removed)
-	layout    *Layout
+	layout    *deltalayout.Layout
 	target    int64 // the file is finished at this many bytes
 	up        *tablesink.Upload
 	pw        *parquetio.Writer
@@ -83,7 +84,7 @@ type dataFile struct {
 // partition (p.Dir "" or "k=v/", already escaped for storage; p.Values
 // add.partitionValues) with the statistics and names of layout, rolled at
 // target bytes (0: target_file_bytes).
-func (w *Writer) fileStarter(layout *Layout, target int64) tablesink.Create[*dataFile] {
+func (w *Writer) fileStarter(layout *deltalayout.Layout, target int64) tablesink.Create[*dataFile] {
 	if target <= 0 {
 		target = w.cfg.TargetFileBytes
 	}
@@ -132,7 +133,7 @@ func (f *dataFile) Finish() (addFile, error) {
 		if st, err = f.pw.Close(); err != nil {
 			return err
 		}
-		stats, err = FileStatsJSON(st, f.schema, f.layout)
+		stats, err = deltalayout.FileStatsJSON(st, f.schema, f.layout)
 		return err
 	}); err != nil {
 		return addFile{}, err
@@ -159,12 +160,12 @@ func (f *dataFile) Abort() {
 // logical column names) to s's file for dir (tablesink.Files.Write).
 // partition is add.partitionValues (physical names).
 func (w *Writer) write(ctx context.Context, s *fileSet, dir string, partition map[string]*string, part arrow.RecordBatch) error {
-	return writePhysical(ctx, s.Files, s.layout.cols, tablesink.Part{Dir: dir, Values: partition, Rec: part})
+	return writePhysical(ctx, s.Files, s.layout.Cols, tablesink.Part{Dir: dir, Values: partition, Rec: part})
 }
 
 // writePhysical writes p (borrowed) into files with the physical column
 // names of cols (ColumnMap).
-func writePhysical(ctx context.Context, files *tablesink.Files[*dataFile, addFile], cols *ColumnMap, p tablesink.Part) error {
+func writePhysical(ctx context.Context, files *tablesink.Files[*dataFile, addFile], cols *deltalayout.ColumnMap, p tablesink.Part) error {
 	rec, err := cols.ToPhysical(p.Rec)
 	if err != nil {
 		return err

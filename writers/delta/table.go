@@ -12,6 +12,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -28,7 +29,7 @@ func (w *Writer) newTable(in *arrow.Schema, got *deltalog.Schema) (*deltalog.Sna
 		f, ok := got.Field(col)
 		switch {
 		case !ok:
-			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition_by column %q is not in the stream that creates the table (columns: %s): send it or change partition_by", col, ColumnNames(got))
+			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition_by column %q is not in the stream that creates the table (columns: %s): send it or change partition_by", col, deltalayout.ColumnNames(got))
 		case f.Type.Fields != nil || f.Type.Element != nil || f.Type.Key != nil || f.Type.Name == "binary":
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: partition_by column %q has type %s: partition by a string, number, boolean, date, timestamp or decimal column", col, f.Type)
 		}
@@ -51,7 +52,7 @@ func (w *Writer) tableFor(schema string) (*deltalog.Snapshot, error) {
 	if err != nil {
 		return nil, writers.Errorf(writers.ErrInvalid, "delta: descriptor schema: %w", err)
 	}
-	if err := CheckNames(got, nil); err != nil {
+	if err := deltalayout.CheckNames(got, nil); err != nil {
 		return nil, err
 	}
 	in, err := got.ToArrow()

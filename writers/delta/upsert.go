@@ -12,6 +12,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
@@ -105,7 +106,7 @@ func (w *Writer) checkMergeKeys(snap *deltalog.Snapshot) error {
 	}
 	for _, k := range w.cfg.MergeKeys {
 		if _, ok := table.Field(k); !ok {
-			return writers.Errorf(writers.ErrInvalid, "delta: merge key %q is not a column of table %s (columns: %s): fix merge_keys", k, w.cfg.TableURI, ColumnNames(table))
+			return writers.Errorf(writers.ErrInvalid, "delta: merge key %q is not a column of table %s (columns: %s): fix merge_keys", k, w.cfg.TableURI, deltalayout.ColumnNames(table))
 		}
 	}
 	return nil
@@ -179,7 +180,7 @@ func (w *Writer) precommitUpsert(ctx context.Context, key writers.TxnKey, s *sta
 	if err != nil {
 		return nil, err
 	}
-	layout, err := LayoutOf(snap, merged)
+	layout, err := deltalayout.LayoutOf(snap, merged)
 	if err != nil {
 		return nil, err
 	}
@@ -188,9 +189,9 @@ func (w *Writer) precommitUpsert(ctx context.Context, key writers.TxnKey, s *sta
 		return nil, err
 	}
 	d.Schema, d.Adds, d.MappedAfter = s.schema, out.adds, s.mappedAfter
-	d.Constraints = CheckedConstraints(layout.cons)
-	if out.identity != nil && len(out.identity.ranges) > 0 {
-		d.Identity = out.identity.ranges
+	d.Constraints = deltalayout.CheckedConstraints(layout.Cons)
+	if out.identity != nil && len(out.identity.Ranges) > 0 {
+		d.Identity = out.identity.Ranges
 	}
 	d.Upsert = &upsertPlan{ReadVersion: snap.Version, ReadFiles: out.readFiles, Removes: out.removes,
 		Updates: out.updates, DVFile: out.dvFile, DVFileSize: out.dvSize}

@@ -13,6 +13,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
@@ -32,10 +33,10 @@ import (
 // table that tracks rows those rows' ids.
 type keptColumns struct {
 	groups *keyGroups
-	data   []arrow.Field // missing data columns, with the table's types
-	part   []string      // missing partition columns
-	rt     *RowTracking  // set when the row ids are kept
-	cols   *ColumnMap    // the table's column mapping (nil without)
+	data   []arrow.Field            // missing data columns, with the table's types
+	part   []string                 // missing partition columns
+	rt     *deltalayout.RowTracking // set when the row ids are kept
+	cols   *deltalayout.ColumnMap   // the table's column mapping (nil without)
 
 	mu sync.Mutex
 	// rows maps a group's key ordinals to their rows among the gathered
@@ -57,7 +58,7 @@ type keptColumns struct {
 // that the changelog res lacks, and the row ids when snap tracks rows; nil
 // when there is nothing to keep or no live row to fill. cols is the
 // table's column mapping (nil without).
-func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroups, cols *ColumnMap) (*keptColumns, error) {
+func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroups, cols *deltalayout.ColumnMap) (*keptColumns, error) {
 	if res.LiveRows == 0 {
 		return nil, nil
 	}
@@ -65,7 +66,7 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 	if err != nil {
 		return nil, fmt.Errorf("delta: table schema: %w", err)
 	}
-	k := &keptColumns{groups: groups, rows: map[*keyGroup][]int32{}, rt: RowTrackingOf(snap), cols: cols}
+	k := &keptColumns{groups: groups, rows: map[*keyGroup][]int32{}, rt: deltalayout.RowTrackingOf(snap), cols: cols}
 	var data deltalog.Schema
 	for _, f := range table.Fields {
 		switch {
@@ -92,7 +93,7 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 
 // rowIDs returns the table's materialized row tracking columns when the
 // matched rows' ids are kept, nil otherwise (k nil too).
-func (k *keptColumns) rowIDs() *RowTracking {
+func (k *keptColumns) rowIDs() *deltalayout.RowTracking {
 	if k == nil {
 		return nil
 	}
@@ -151,7 +152,7 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader f
 		if len(rows) == 0 {
 			continue
 		}
-		taken, err := Take(cctx, mem, rec, rows)
+		taken, err := deltalayout.Take(cctx, mem, rec, rows)
 		if err != nil {
 			return err
 		}

@@ -75,7 +75,7 @@ type liveKeys struct {
 // newKeyGroups indexes the keys of res: the key columns of its live rows
 // and its deleted keys. Every target row with one of them is replaced or
 // deleted. cols is the table's column mapping (nil without).
-func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema, cols *ColumnMap) (*keyGroups, error) {
+func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema, cols *deltalayout.ColumnMap) (*keyGroups, error) {
 	g := &keyGroups{keys: keys, groups: make(map[string]*keyGroup), sizeHint: int(res.LiveRows + res.DeletedRows),
 		partKeys: cols.PhysicalNames(keys.part), statKeys: cols.PhysicalNames(keys.data)}
 	for _, c := range keys.part {
@@ -133,7 +133,7 @@ func (g *keyGroups) add(rec arrow.RecordBatch, locate bool) (liveKeys, error) {
 	vals := make([]*string, len(partCols))
 	for row := range n {
 		for i, col := range partCols {
-			v, err := PartitionValue(col, row)
+			v, err := deltalayout.PartitionValue(col, row)
 			if err != nil {
 				return at, err
 			}

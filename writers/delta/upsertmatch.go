@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/compute"
 
 	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
@@ -93,12 +94,12 @@ func rowID(mat int64, base *int64, pos int64) int64 {
 // encoding (and, when rt is set, the materialized row ids of its column).
 // A lookup in the cache costs fewer probes than reading the file would,
 // whatever the sizes: it probes from the smaller side (fileKeys.lookup).
-func (w *Writer) cachedMatches(a *deltalog.Add, layout string, grp *keyGroup, src *merge.KeyEncoder, rt *RowTracking) (fm fileMatches, rows int64, ok bool) {
+func (w *Writer) cachedMatches(a *deltalog.Add, layout string, grp *keyGroup, src *merge.KeyEncoder, rt *deltalayout.RowTracking) (fm fileMatches, rows int64, ok bool) {
 	if w.keys == nil {
 		return fm, 0, false
 	}
 	fk := w.keys.get(a.Path, layout)
-	if fk == nil || fk.enc != nil && src.SameEncoding(fk.enc) != nil || rt != nil && fk.idCol != rt.idCol {
+	if fk == nil || fk.enc != nil && src.SameEncoding(fk.enc) != nil || rt != nil && fk.idCol != rt.IDCol {
 		return fm, 0, false
 	}
 	return fk.lookup(grp.set, a.BaseRowID, rt != nil), fk.rows, true
@@ -111,14 +112,14 @@ func (w *Writer) cachedMatches(a *deltalog.Add, layout string, grp *keyGroup, sr
 // the indexing to the background after its commit.
 type fileMatcher struct {
 	w    *Writer
-	cols *ColumnMap // the table's column mapping (nil without)
+	cols *deltalayout.ColumnMap // the table's column mapping (nil without)
 	grp  *keyGroup
 	keys []string          // data key columns
 	src  *merge.KeyEncoder // the source's encoder, for SameEncoding
 	file string
 	// rt, when set, has the row ids found too: matched rows' ids, or the
 	// materialized ones for the index. base is the file's baseRowId.
-	rt   *RowTracking
+	rt   *deltalayout.RowTracking
 	base *int64
 	enc  *merge.KeyEncoder
 	rows []int32 // of the current batch: the matched rows
@@ -143,7 +144,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 	names := m.keys
 	if m.rt != nil {
 		// Files written before the column was named lack it.
-		names = append(slices.Clone(m.keys), m.rt.idCol)
+		names = append(slices.Clone(m.keys), m.rt.IDCol)
 	}
 	rr, err := m.cols.ReadFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
 	if err != nil {
@@ -162,7 +163,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 	}
 	if m.grp == nil && m.w.keys != nil {
 		m.index = merge.NewKeyIndex(m.rowsHint)
-		if m.rt != nil && len(rr.Schema().FieldIndices(m.rt.idCol)) > 0 {
+		if m.rt != nil && len(rr.Schema().FieldIndices(m.rt.IDCol)) > 0 {
 			m.matIDs = make([]int64, 0, m.rowsHint)
 		}
 	}
@@ -221,7 +222,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 func (m *fileMatcher) cacheEntry(rows int64) *fileKeys {
 	fk := &fileKeys{path: m.file, layout: m.cols.KeyLayout(m.keys), index: m.index, rows: rows}
 	if m.rt != nil {
-		fk.idCol = m.rt.idCol
+		fk.idCol = m.rt.IDCol
 	}
 	return fk
 }
@@ -249,13 +250,13 @@ func (m *fileMatcher) idColumn(rec arrow.RecordBatch) (*array.Int64, error) {
 	if m.rt == nil {
 		return nil, nil
 	}
-	idx := rec.Schema().FieldIndices(m.rt.idCol)
+	idx := rec.Schema().FieldIndices(m.rt.IDCol)
 	if len(idx) == 0 {
 		return nil, nil
 	}
 	ids, ok := rec.Column(idx[0]).(*array.Int64)
 	if !ok {
-		return nil, fmt.Errorf("delta: data file %s: row tracking column %q is %s, not long", m.file, m.rt.idCol, rec.Column(idx[0]).DataType())
+		return nil, fmt.Errorf("delta: data file %s: row tracking column %q is %s, not long", m.file, m.rt.IDCol, rec.Column(idx[0]).DataType())
 	}
 	return ids, nil
 }

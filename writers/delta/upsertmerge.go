@@ -41,7 +41,7 @@ type mergeOutcome struct {
 	// deletedKeys counts the changelog's deleted keys (matched or not).
 	deletedKeys int64
 	// identity filled the live rows' identity columns (nil without).
-	identity *IdentityFill
+	identity *deltalayout.IdentityFill
 }
 
 func (o *mergeOutcome) record(removed string, adds []addFile) {
@@ -99,23 +99,23 @@ func (o *mergeOutcome) mark(path string, rows int64, gone []int64) error {
 // batch by batch, and only the source keys and the matched row positions
 // (with their key ordinals and, when rows are tracked, ids) are kept. On failure every file written is deleted and nothing is
 // returned.
-func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result, layout *Layout) (*mergeOutcome, error) {
+func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *merge.Result, layout *deltalayout.Layout) (*mergeOutcome, error) {
 	table, err := snap.Schema()
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
 	}
-	groups, err := newKeyGroups(res, w.keyColumns(), table, layout.cols)
+	groups, err := newKeyGroups(res, w.keyColumns(), table, layout.Cols)
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
 	}
-	kept, err := newKeptColumns(snap, res, groups, layout.cols)
+	kept, err := newKeptColumns(snap, res, groups, layout.Cols)
 	if err != nil {
 		return nil, err
 	}
 	if kept != nil {
 		defer kept.release()
 	}
-	ident, err := NewIdentityFill(table)
+	ident, err := deltalayout.NewIdentityFill(table)
 	if err != nil {
 		return nil, err
 	}
@@ -198,7 +198,7 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 // core. Without, they are written alongside the candidate workers, on
 // this goroutine. Filling (kept values, identity values, which must be
 // taken in order) stays on this goroutine either way.
-func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *IdentityFill, layout *Layout) ([]addFile, error) {
+func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *deltalayout.IdentityFill, layout *deltalayout.Layout) ([]addFile, error) {
 	out := w.liveOutput(layout, kept != nil)
 	err := func() error {
 		for i, rec := range live {
@@ -221,14 +221,14 @@ func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *
 				rec.Release()
 				return err
 			}
-			parts, recs, err := w.parts.Split(ctx, w.mem, rec, layout.cols)
+			parts, recs, err := w.parts.Split(ctx, w.mem, rec, layout.Cols)
 			rec.Release() // split's records hold what they need
 			if err != nil {
 				return err
 			}
 			for i, p := range parts {
 				if err == nil {
-					err = out.send(ctx, tablesink.Part{Dir: p.dir, Values: p.values, Rec: recs[i]})
+					err = out.send(ctx, tablesink.Part{Dir: p.Dir, Values: p.Values, Rec: recs[i]})
 				} else {
 					recs[i].Release()
 				}
@@ -250,7 +250,7 @@ type liveOutput struct {
 }
 
 // liveOutput returns writeLive's output, pooled or not.
-func (w *Writer) liveOutput(layout *Layout, pooled bool) *liveOutput {
+func (w *Writer) liveOutput(layout *deltalayout.Layout, pooled bool) *liveOutput {
 	if !pooled {
 		return &liveOutput{fs: w.newFileSet(layout, 0)}
 	}
@@ -263,7 +263,7 @@ func (o *liveOutput) send(ctx context.Context, p tablesink.Part) error {
 		return o.pool.Send(ctx, p)
 	}
 	defer p.Rec.Release()
-	return writePhysical(ctx, o.fs.Files, o.fs.layout.cols, p)
+	return writePhysical(ctx, o.fs.Files, o.fs.layout.Cols, p)
 }
 
 // finish finishes the files after a successful writeLive (err nil), or
@@ -298,7 +298,7 @@ func (o *liveOutput) finish(err error) ([]addFile, error) {
 // changelog lacks are read at the matched rows alone. A file whose every
 // row matched is removed without a rewrite, and in a table with deletion
 // vectors no file is read again unless the changelog lacks columns.
-func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, layout *Layout, out *mergeOutcome) error {
+func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, layout *deltalayout.Layout, out *mergeOutcome) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
 		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
@@ -327,12 +327,12 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	}()
 	grp := groups.forFile(a)
 	rt := kept.rowIDs()
-	fm, rows, cached := w.cachedMatches(a, layout.cols.KeyLayout(groups.keys.data), grp, groups.enc, rt)
+	fm, rows, cached := w.cachedMatches(a, layout.Cols.KeyLayout(groups.keys.data), grp, groups.enc, rt)
 	if !cached {
 		if err := open(); err != nil {
 			return err
 		}
-		m := fileMatcher{w: w, cols: layout.cols, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path, rt: rt, base: a.BaseRowID, rowsHint: numRecords(a)}
+		m := fileMatcher{w: w, cols: layout.Cols, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path, rt: rt, base: a.BaseRowID, rowsHint: numRecords(a)}
 		if fm, rows, err = m.matchedRows(ctx, r, size); err != nil {
 			return err
 		}
@@ -361,8 +361,8 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	if err := open(); err != nil {
 		return err
 	}
-	dir := deltalayout.PartitionDir(layout.cols.PhysicalNames(snap.Metadata.PartitionColumns), a.PartitionValues)
-	adds, err := w.rewrite(ctx, r, size, a, dir, gone, RowTrackingOf(snap), layout)
+	dir := deltalayout.PartitionDir(layout.Cols.PhysicalNames(snap.Metadata.PartitionColumns), a.PartitionValues)
+	adds, err := w.rewrite(ctx, r, size, a, dir, gone, deltalayout.RowTrackingOf(snap), layout)
 	if err != nil {
 		out.record("", adds)
 		return err
@@ -386,7 +386,7 @@ func numRecords(a *deltalog.Add) int {
 // Parquet encoding are pipelined: this goroutine decodes and gathers, one
 // more encodes, with one batch in between. It returns the finished files,
 // also on failure (for deletion).
-func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64, rt *RowTracking, layout *Layout) ([]addFile, error) {
+func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *deltalog.Add, dir string, gone []int64, rt *deltalayout.RowTracking, layout *deltalayout.Layout) ([]addFile, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	fs := w.newFileSet(layout, 0)
@@ -417,7 +417,7 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 			encErr = finish()
 		}
 	}()
-	readErr := readKept(ctx, w.mem, layout.cols, r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
+	readErr := readKept(ctx, w.mem, layout.Cols, r, size, a, gone, rt, func(rec arrow.RecordBatch) error {
 		select {
 		case kept <- rec:
 			return nil
@@ -440,7 +440,7 @@ func (w *Writer) rewrite(ctx context.Context, r io.ReaderAt, size int64, a *delt
 // send each batch without the gone rows (positions in the file,
 // ascending), with their row ids and commit versions materialized when rt
 // is set; send owns the batch it is given.
-func readKept(ctx context.Context, mem memory.Allocator, cols *ColumnMap, r io.ReaderAt, size int64, a *deltalog.Add, gone []int64, rt *RowTracking, send func(arrow.RecordBatch) error) error {
+func readKept(ctx context.Context, mem memory.Allocator, cols *deltalayout.ColumnMap, r io.ReaderAt, size int64, a *deltalog.Add, gone []int64, rt *deltalayout.RowTracking, send func(arrow.RecordBatch) error) error {
 	rr, err := cols.ReadFile(ctx, r, size, mem, parquetio.ReadOptions{})
 	if err != nil {
 		return fmt.Errorf("delta: upsert: read data file %s: %w", a.Path, err)
@@ -467,7 +467,7 @@ func readKept(ctx context.Context, mem memory.Allocator, cols *ColumnMap, r io.R
 		first += n
 		out := rec
 		if len(rows) > 0 {
-			out, err = Take(cctx, mem, rec, complement(rows, int(n)))
+			out, err = deltalayout.Take(cctx, mem, rec, complement(rows, int(n)))
 			rec.Release()
 			if err != nil {
 				return err

@@ -56,7 +56,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 	if err := s.layout.CheckRows(ctx, w.mem, rec); err != nil {
 		return err
 	}
-	parts, recs, err := w.parts.Split(ctx, w.mem, rec, s.layout.cols)
+	parts, recs, err := w.parts.Split(ctx, w.mem, rec, s.layout.Cols)
 	if err != nil {
 		return err
 	}
@@ -65,7 +65,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 	}
 	for i, p := range parts {
 		// Send owns recs[i] from here on, whatever it returns.
-		if err := s.pool.Send(ctx, tablesink.Part{Dir: p.dir, Values: p.values, Rec: recs[i]}); err != nil {
+		if err := s.pool.Send(ctx, tablesink.Part{Dir: p.Dir, Values: p.Values, Rec: recs[i]}); err != nil {
 			for _, r := range recs[i+1:] {
 				r.Release()
 			}
@@ -80,10 +80,10 @@ const maxEncoders = 4
 
 // newPool starts the encoders of a key's rows of layout
 // (tablesink.NewPool): Parquet encoding, not receiving, bounds a stream.
-func (w *Writer) newPool(layout *Layout) *tablesink.Staged[*dataFile, addFile] {
+func (w *Writer) newPool(layout *deltalayout.Layout) *tablesink.Staged[*dataFile, addFile] {
 	return tablesink.NewPool("delta", w.budget, tablesink.Pool{Max: maxEncoders, Busy: &w.encodingKeys}, w.fileStarter(layout, 0),
 		func(ctx context.Context, files *tablesink.Files[*dataFile, addFile], p tablesink.Part) error {
-			return writePhysical(ctx, files, layout.cols, p)
+			return writePhysical(ctx, files, layout.Cols, p)
 		})
 }
 
@@ -112,7 +112,7 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	if err != nil {
 		return nil, err
 	}
-	layout, err := LayoutOf(snap, merged)
+	layout, err := deltalayout.LayoutOf(snap, merged)
 	if err != nil {
 		return nil, err
 	}
@@ -122,11 +122,11 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 	}
 	if s.identity == nil && w.cfg.WriteMode != ModeUpsert {
 		// Kept across admits: it records the values the key used.
-		if s.identity, err = NewIdentityFill(merged); err != nil {
+		if s.identity, err = deltalayout.NewIdentityFill(merged); err != nil {
 			return nil, err
 		}
 	}
-	checked := CheckedConstraints(layout.cons)
+	checked := deltalayout.CheckedConstraints(layout.Cons)
 	if s.pool != nil || len(s.finished) > 0 || len(s.precommitted) > 0 {
 		if !maps.Equal(checked, s.checked) {
 			return nil, writers.Errorf(writers.ErrConflict, "delta: the table's constraints changed after rows of %s were checked: roll back the transaction and replay it", key)
@@ -149,46 +149,6 @@ func (w *Writer) refreshMapping(ctx context.Context, s *stage) error {
 	}
 	_, err := w.latest(ctx)
 	return err
-}
-
-// Layout is how the data files of rows of one Delta schema are
-// written into a table: the columns whose statistics they carry, the
-// table's column mapping (nil without) and the constraints their rows
-// must satisfy (constraints.go).
-type Layout struct {
-	stats *deltalayout.StatsColumns
-	cols  *ColumnMap
-	cons  []deltalog.Constraint
-	// checks binds cons once per Arrow schema of the rows checked.
-	checks checks
-}
-
-// LayoutOf returns the layout of files of rows of Delta schema merged
-// (the table's columns, then those the rows add, column mapping assigned)
-// in the table of snap: statistics for the columns of its
-// delta.dataSkippingStatsColumns or delta.dataSkippingNumIndexedCols, as
-// Spark reads them, and its column mapping.
-func LayoutOf(snap *deltalog.Snapshot, merged *deltalog.Schema) (*Layout, error) {
-	stats, err := deltalayout.StatsColumnsOf(merged, snap.Metadata.PartitionColumns, snap.Metadata.Configuration)
-	if err != nil {
-		return nil, err
-	}
-	names := merged
-	if table, err := snap.Schema(); err == nil {
-		// An upsert planned on a later version than its rows were
-		// admitted at fills in the columns added since (keptColumns).
-		names = &deltalog.Schema{Fields: slices.Clone(merged.Fields)}
-		for _, f := range table.Fields {
-			if _, ok := merged.Field(f.Name); !ok {
-				names.Fields = append(names.Fields, f)
-			}
-		}
-	}
-	cons, err := TableConstraints(snap)
-	if err != nil {
-		return nil, err
-	}
-	return &Layout{stats: stats, cols: NewColumnMap(snap.Metadata.Configuration, names), cons: cons}, nil
 }
 
 // missingColumns returns the columns of table that in lacks, as Arrow
@@ -233,7 +193,7 @@ func (w *Writer) deltaSchema(in *arrow.Schema) (*deltalog.Schema, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := parquetio.CheckSchema(DropFields(in, w.cfg.PartitionBy)); err != nil {
+	if err := parquetio.CheckSchema(deltalayout.DropFields(in, w.cfg.PartitionBy)); err != nil {
 		return nil, err
 	}
 	return got, nil
@@ -262,11 +222,11 @@ func (w *Writer) fit(ctx context.Context, in *arrow.Schema) (*deltalog.Snapshot,
 			return nil, nil, err
 		}
 	}
-	if err := CheckNames(got, snap.Metadata.Configuration); err != nil {
+	if err := deltalayout.CheckNames(got, snap.Metadata.Configuration); err != nil {
 		return nil, nil, err
 	}
 	if table, err := snap.Schema(); err == nil {
-		if err := CheckIdentityInput(table, in); err != nil {
+		if err := deltalayout.CheckIdentityInput(table, in); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -296,7 +256,7 @@ func (w *Writer) reconcileWith(snap *deltalog.Snapshot, got *deltalog.Schema) (*
 	if err != nil {
 		return nil, fmt.Errorf("delta: table schema: %w", err)
 	}
-	return Reconcile(table, got, w.cfg.SchemaEvolution == EvolveAddColumns)
+	return deltalayout.Reconcile(table, got, w.cfg.SchemaEvolution == EvolveAddColumns)
 }
 
 // Precommit finishes the key's open files (uploaded, not in the log) and
@@ -337,8 +297,8 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 		s.finished = nil
 		d.Schema, d.Adds, d.MappedAfter = s.schema, s.precommitted, s.mappedAfter
 		d.Constraints = s.checked
-		if s.identity != nil && len(s.identity.ranges) > 0 {
-			d.Identity = s.identity.ranges
+		if s.identity != nil && len(s.identity.Ranges) > 0 {
+			d.Identity = s.identity.Ranges
 		}
 	}
 	return d.encode()

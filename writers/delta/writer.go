@@ -10,6 +10,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
@@ -32,7 +33,7 @@ type Writer struct {
 	budget     writers.MemoryCharger // the server's memory budget
 	m          *metrics
 	registered *writers.Metrics // m on env.Registerer, until Close
-	parts      Partitioner
+	parts      deltalayout.Partitioner
 	root       tablesink.Root
 	bucket     *storage.Bucket // set by Open, read-only afterwards
 	stages     *tablesink.Stages[stage]
@@ -53,7 +54,7 @@ type Writer struct {
 	pins        *tablesink.Pins[string]
 	releasePins func()
 	// ids hands out identity column values (identity.go).
-	ids IdentityAllocator
+	ids deltalayout.IdentityAllocator
 	// newCols shares the column mapping of added columns (colmap.go).
 	newCols newColumns
 
@@ -87,7 +88,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		mem:        env.Allocator,
 		budget:     writers.MemoryOf(env),
 		m:          newMetrics(),
-		parts:      Partitioner{cols: cfg.PartitionBy},
+		parts:      deltalayout.Partitioner{Cols: cfg.PartitionBy},
 		root:       tablesink.Root{Sink: "delta", Option: "table_uri", URI: cfg.TableURI, BaseDir: env.ConfigDir},
 		lastCommit: make(map[string]committedAt),
 	}

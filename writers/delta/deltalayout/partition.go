@@ -1,4 +1,4 @@
-package delta
+package deltalayout
 
 import (
 	"context"
@@ -12,19 +12,18 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/writers"
-	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 )
 
 // Part is the rows of one batch that belong to one partition.
 type Part struct {
-	dir    string             // Hive-style directory with a trailing '/', escaped for storage ("" unpartitioned)
-	values map[string]*string // add.partitionValues
+	Dir    string             // Hive-style directory with a trailing '/', escaped for storage ("" unpartitioned)
+	Values map[string]*string // add.partitionValues
 	rows   []int32            // row indexes in the batch
 }
 
 // Partitioner splits batches by the values of the partition columns.
 type Partitioner struct {
-	cols []string // partition columns, table order
+	Cols []string // partition columns, table order
 }
 
 // Split groups rec's rows by partition. It returns the record to write per
@@ -36,22 +35,22 @@ type Partitioner struct {
 // all share one partition, costs no copy.
 func (p *Partitioner) Split(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, cols *ColumnMap) ([]Part, []arrow.RecordBatch, error) {
 	schema := rec.Schema()
-	keyCols := make([]arrow.Array, len(p.cols))
-	for i, name := range p.cols {
+	keyCols := make([]arrow.Array, len(p.Cols))
+	for i, name := range p.Cols {
 		idx := schema.FieldIndices(name)
 		if len(idx) != 1 {
 			return nil, nil, writers.Errorf(writers.ErrInvalid, "delta: partition column %q is missing from the batch: send it", name)
 		}
 		keyCols[i] = rec.Column(idx[0])
 	}
-	data := dropColumns(rec, p.cols)
+	data := DropColumns(rec, p.Cols)
 	defer data.Release()
-	if len(p.cols) == 0 {
+	if len(p.Cols) == 0 {
 		data.Retain()
 		return []Part{{}}, []arrow.RecordBatch{data}, nil
 	}
 
-	parts, err := groupRows(keyCols, p.cols, cols.PhysicalNames(p.cols), int(rec.NumRows()))
+	parts, err := groupRows(keyCols, p.Cols, cols.PhysicalNames(p.Cols), int(rec.NumRows()))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -111,7 +110,7 @@ func groupRows(keyCols []arrow.Array, names, keys []string, n int) ([]Part, erro
 			for i, k := range keys {
 				values[k] = vals[i]
 			}
-			parts = append(parts, Part{dir: deltalayout.PartitionDir(keys, values), values: values})
+			parts = append(parts, Part{Dir: PartitionDir(keys, values), Values: values})
 		}
 		parts[g].rows = append(parts[g].rows, int32(row))
 	}
@@ -143,8 +142,8 @@ func Take(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, rows
 	return array.NewRecordBatch(rec.Schema(), cols, int64(len(rows))), nil
 }
 
-// dropColumns returns rec without the named columns (no copy).
-func dropColumns(rec arrow.RecordBatch, names []string) arrow.RecordBatch {
+// DropColumns returns rec without the named columns (no copy).
+func DropColumns(rec arrow.RecordBatch, names []string) arrow.RecordBatch {
 	if len(names) == 0 {
 		rec.Retain()
 		return rec
@@ -172,7 +171,7 @@ func DropFields(s *arrow.Schema, names []string) *arrow.Schema {
 
 // PartitionValue serializes row i of a partition column for
 // add.partitionValues, per the protocol's rules
-// (deltalayout.FormatPartitionValue). Null, the empty string and the string
+// (FormatPartitionValue). Null, the empty string and the string
 // "__HIVE_DEFAULT_PARTITION__" are all nil (null), as Spark and delta-rs
 // write them: all three live in the directory __HIVE_DEFAULT_PARTITION__,
 // from which both writers read their partition value back as null
@@ -205,22 +204,22 @@ func PartitionValue(col arrow.Array, i int) (*string, error) {
 	case *array.Boolean:
 		v = a.Value(i)
 	case *array.Date32:
-		v = deltalayout.Date(a.Value(i).ToTime())
+		v = Date(a.Value(i).ToTime())
 	case *array.Timestamp:
 		unit := a.DataType().(*arrow.TimestampType)
 		t := a.Value(i).ToTime(unit.Unit)
 		if unit.TimeZone == "" {
-			v = deltalayout.TimestampNTZ(t)
+			v = TimestampNTZ(t)
 		} else {
 			v = t
 		}
 	case *array.Decimal128:
-		v = deltalayout.Decimal(a.Value(i).ToString(a.DataType().(*arrow.Decimal128Type).Scale))
+		v = Decimal(a.Value(i).ToString(a.DataType().(*arrow.Decimal128Type).Scale))
 	default:
 		return nil, writers.Errorf(writers.ErrInvalid, "delta: partition column type %s is not supported: partition by a string, number, boolean, date, timestamp or decimal column", col.DataType())
 	}
-	s, err := deltalayout.FormatPartitionValue(v)
-	if s != nil && (*s == "" || *s == deltalayout.HiveDefaultPartition) {
+	s, err := FormatPartitionValue(v)
+	if s != nil && (*s == "" || *s == HiveDefaultPartition) {
 		return nil, err
 	}
 	return s, err

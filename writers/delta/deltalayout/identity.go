@@ -1,4 +1,4 @@
-package delta
+package deltalayout
 
 import (
 	"math/big"
@@ -111,30 +111,6 @@ func (a *IdentityAllocator) OwnsSince(col string, r IdentityRange, h int64) bool
 	return false
 }
 
-// recordCommitted notes the high-water marks the committed actions (of
-// descriptors ds) set over those of snap's table.
-func (a *IdentityAllocator) recordCommitted(snap *deltalog.Snapshot, actions []deltalog.Action, ds []*descriptor) {
-	mi := slices.IndexFunc(actions, func(x deltalog.Action) bool { return x.MetaData != nil })
-	if mi < 0 {
-		return
-	}
-	before, err1 := snap.Schema()
-	after, err2 := actions[mi].MetaData.Schema()
-	if err1 != nil || err2 != nil {
-		return
-	}
-	for _, f := range after.Fields {
-		now, ok, _ := f.Identity()
-		old, had := before.Field(f.Name)
-		if !ok || !had {
-			continue
-		}
-		if prev, ok, _ := old.Identity(); ok && now.Assigned && now.HighWaterMark != prev.Last() {
-			a.Record(f.Name, prev.Last(), now.HighWaterMark, commitNonce(ds))
-		}
-	}
-}
-
 // take returns the first of n values of col after id's high-water mark and
 // what this allocator handed out; the last is first+(n-1)*step.
 func (a *IdentityAllocator) take(col string, id deltalog.Identity, n int) (int64, error) {
@@ -163,17 +139,6 @@ func (a *IdentityAllocator) nonceOf() string {
 	return a.id()
 }
 
-// commitNonce returns the nonce of the identity values ds carry ("" when
-// none; identityHighWaterMarks ensures there is only one).
-func commitNonce(ds []*descriptor) string {
-	for _, d := range ds {
-		for _, r := range d.Identity {
-			return r.Nonce
-		}
-	}
-	return ""
-}
-
 // advance returns last+step and last+n*step, false when they overflow a
 // long.
 func advance(last, step, n int64) (first, end int64, ok bool) {
@@ -190,7 +155,7 @@ func advance(last, step, n int64) (first, end int64, ok bool) {
 type IdentityFill struct {
 	cols   []deltalog.StructField // the table's identity columns
 	ids    []deltalog.Identity
-	ranges map[string]IdentityRange
+	Ranges map[string]IdentityRange
 }
 
 // NewIdentityFill returns the filler for table's identity columns, nil
@@ -206,7 +171,7 @@ func NewIdentityFill(table *deltalog.Schema) (*IdentityFill, error) {
 			continue
 		}
 		if f == nil {
-			f = &IdentityFill{ranges: map[string]IdentityRange{}}
+			f = &IdentityFill{Ranges: map[string]IdentityRange{}}
 		}
 		f.cols, f.ids = append(f.cols, c), append(f.ids, id)
 	}
@@ -285,10 +250,10 @@ func (f *IdentityFill) Fill(alloc *IdentityAllocator, mem memory.Allocator, rec 
 		cols[idx[0]] = filled
 		last := next - f.ids[i].Step
 		base := f.ids[i].Last()
-		if r, ok := f.ranges[c.Name]; ok {
+		if r, ok := f.Ranges[c.Name]; ok {
 			first, base = r.First, r.Base
 		}
-		f.ranges[c.Name] = IdentityRange{First: first, Last: last, Base: base, Nonce: alloc.nonceOf()}
+		f.Ranges[c.Name] = IdentityRange{First: first, Last: last, Base: base, Nonce: alloc.nonceOf()}
 	}
 	fields := slices.Clone(rec.Schema().Fields())
 	for _, c := range f.cols {
@@ -296,49 +261,4 @@ func (f *IdentityFill) Fill(alloc *IdentityAllocator, mem memory.Allocator, rec 
 	}
 	md := rec.Schema().Metadata()
 	return array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, rec.NumRows()), nil
-}
-
-// identityHighWaterMarks checks the identity values the descriptors ds
-// used against the table (evolved: its schema as the commit writes it)
-// and returns it with each identity column's high-water mark advanced
-// past them; changed reports whether any was. Values another writer may
-// have handed out (not beyond the mark, which another writer than alloc's
-// advanced since the values were taken) are a conflict (the transaction
-// is replayed with fresh values); ranges of columns that are no identity
-// columns, or that run against the column's step, are ErrInvalid.
-func identityHighWaterMarks(evolved *deltalog.Schema, ds []*descriptor, alloc *IdentityAllocator) (*deltalog.Schema, bool, error) {
-	out := &deltalog.Schema{Fields: slices.Clone(evolved.Fields)}
-	changed := false
-	nonce := commitNonce(ds)
-	for i, d := range ds {
-		for col, r := range d.Identity {
-			if r.Nonce != nonce {
-				return nil, false, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: identity values of %q generated on another server than those of the other descriptors: a transaction that writes identity columns must be precommitted on one server", i, col)
-			}
-			fi := slices.IndexFunc(out.Fields, func(f deltalog.StructField) bool { return f.Name == col })
-			if fi < 0 {
-				return nil, false, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: identity values for %q, which is no table column", i, col)
-			}
-			// Checked against the table's mark (the descriptors of one
-			// allocator hold disjoint values), advanced to the furthest.
-			id, ok, err := evolved.Fields[fi].Identity()
-			if err != nil || !ok {
-				return nil, false, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: identity values for %q, which is no identity column", i, col)
-			}
-			if id.Step > 0 && (r.Last < r.First || r.First <= r.Base) || id.Step < 0 && (r.Last > r.First || r.First >= r.Base) {
-				return nil, false, writers.Errorf(writers.ErrInvalid, "delta: descriptor %d: identity values %d to %d after %d of %q run against its step %d", i, r.First, r.Last, r.Base, col, id.Step)
-			}
-			if !id.Beyond(r.First) && !alloc.OwnsSince(col, r, id.Last()) {
-				return nil, false, writers.Errorf(writers.ErrConflict, "delta: identity column %q: another writer assigned values after %d since descriptor %d took %d to %d (the table's high-water mark is %d): roll back and replay the transaction", col, r.Base, i, r.First, r.Last, id.Last())
-			}
-			if now, _, _ := out.Fields[fi].Identity(); now.Beyond(r.Last) {
-				out.Fields[fi] = out.Fields[fi].WithHighWaterMark(r.Last)
-				changed = true
-			}
-		}
-	}
-	if !changed {
-		return evolved, false, nil
-	}
-	return out, true, nil
 }

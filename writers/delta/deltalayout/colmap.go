@@ -1,4 +1,4 @@
-package delta
+package deltalayout
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -110,7 +109,7 @@ func (m *ColumnMap) KeyLayout(keys []string) string {
 	}
 	var b strings.Builder
 	for _, k := range keys {
-		f, ok := fieldBy(m.fields, k, false)
+		f, ok := FieldBy(m.fields, k, false)
 		if !ok {
 			continue // not a table column: never read (checkMergeKeys)
 		}
@@ -141,7 +140,7 @@ func (m *ColumnMap) logicalPath(path []string) []string {
 	out := make([]string, 0, len(path))
 	fields := m.fields
 	for _, p := range path {
-		f, ok := fieldBy(fields, p, true)
+		f, ok := FieldBy(fields, p, true)
 		if !ok {
 			return nil
 		}
@@ -242,8 +241,8 @@ func (m *ColumnMap) rename(rec arrow.RecordBatch, fromPhysical bool) (arrow.Reco
 	return array.NewRecordBatch(arrow.NewSchema(fields, &md), cols, rec.NumRows()), nil
 }
 
-// fieldBy finds the field of fields called name, logically or physically.
-func fieldBy(fields []deltalog.StructField, name string, physical bool) (deltalog.StructField, bool) {
+// FieldBy finds the field of fields called name, logically or physically.
+func FieldBy(fields []deltalog.StructField, name string, physical bool) (deltalog.StructField, bool) {
 	for _, f := range fields {
 		if physical && f.PhysicalName() == name || !physical && f.Name == name {
 			return f, true
@@ -258,7 +257,7 @@ func fieldBy(fields []deltalog.StructField, name string, physical bool) (deltalo
 // maps to (a dropped column: left out); a logical field the table lacks
 // is ErrInvalid (the schema check admits only table columns).
 func (m *ColumnMap) renameField(af arrow.Field, d arrow.ArrayData, fields []deltalog.StructField, fromPhysical bool) (arrow.Field, arrow.ArrayData, bool, error) {
-	df, ok := fieldBy(fields, af.Name, fromPhysical)
+	df, ok := FieldBy(fields, af.Name, fromPhysical)
 	if !ok {
 		if fromPhysical {
 			return arrow.Field{}, nil, false, nil
@@ -401,7 +400,7 @@ func (m *ColumnMap) fieldIDs(names []string) []int32 {
 	ids := make([]int32, len(names))
 	for i, n := range names {
 		ids[i] = -1
-		if f, ok := fieldBy(m.fields, n, true); ok {
+		if f, ok := FieldBy(m.fields, n, true); ok {
 			if id, ok := f.ColumnID(); ok {
 				ids[i] = int32(id)
 			}
@@ -462,67 +461,6 @@ func (r *logicalReader) Err() error {
 	return r.in.Err()
 }
 
-// newColumns shares, within one Writer, the column mapping its stages
-// give the columns they add, by logical name: two keys adding the same
-// column give it one physical name and id (so both commit), two adding
-// different ones give them different ids. Writers on other servers
-// assign their own: of two servers adding the same column, the second to
-// commit fails with a conflict and its replay takes the first's mapping.
-type newColumns struct {
-	mu     sync.Mutex
-	byName map[string]deltalog.StructField
-}
-
-// maxNewColumns bounds newColumns (forgetting only loses sharing).
-const maxNewColumns = 1024
-
-// assign gives the columns of merged (s's rows against a table whose
-// maxColumnId is maxID) that have no column mapping yet their mapping:
-// the one s's earlier batches chose, else the one another stage of this
-// Writer chose while its ids are still above maxID (not yet committed or
-// taken by another writer), else new ids above both.
-func (n *newColumns) assign(s *stage, merged *deltalog.Schema, maxID int64) error {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	known := &deltalog.Schema{}
-	if s.schema != "" {
-		if prev, err := deltalog.ParseSchema(s.schema); err == nil {
-			known.Fields = prev.Fields
-		}
-	}
-	top := maxID
-	for name, f := range n.byName {
-		if id, _ := f.ColumnID(); id <= maxID {
-			delete(n.byName, name) // committed, or its id taken meanwhile
-			continue
-		}
-		known.Fields = append(known.Fields, f)
-		top = max(top, deltalog.HighestColumnID(&deltalog.Schema{Fields: []deltalog.StructField{f}}))
-	}
-	var added []string
-	for _, f := range merged.Fields {
-		if _, ok := f.ColumnID(); !ok {
-			added = append(added, f.Name)
-		}
-	}
-	if len(added) == 0 {
-		return nil
-	}
-	if _, err := deltalog.AssignColumnMapping(merged, known, top); err != nil {
-		return err
-	}
-	if n.byName == nil || len(n.byName) >= maxNewColumns {
-		n.byName = map[string]deltalog.StructField{}
-	}
-	for _, name := range added {
-		n.byName[name], _ = merged.Field(name)
-	}
-	if s.mappedAfter == nil {
-		s.mappedAfter = &maxID
-	}
-	return nil
-}
-
 // CheckMappedColumns checks the column mapping of files (the schema of a
 // descriptor's files, whose added columns were mapped after the table's
 // maxColumnId was mappedAfter) against a column-mapped table: a column of
@@ -551,7 +489,7 @@ func (c mappedCheck) fields(table, files []deltalog.StructField, path string) er
 		name := path + f.Name
 		id, hasID := f.ColumnID()
 		added := c.mappedAfter != nil && hasID && id > *c.mappedAfter
-		t, ok := fieldBy(table, f.Name, false)
+		t, ok := FieldBy(table, f.Name, false)
 		if !ok {
 			switch {
 			case !hasID || added && id <= c.maxID:

@@ -1,9 +1,8 @@
-package delta
+package deltalayout
 
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 
@@ -36,7 +35,7 @@ type checks struct {
 // expression and the row's values in the columns it reads. rec has the
 // table's logical column names.
 func (l *Layout) CheckRows(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch) error {
-	if rec.NumRows() == 0 || len(l.cons) == 0 {
+	if rec.NumRows() == 0 || len(l.Cons) == 0 {
 		return nil
 	}
 	if plain := decodedSchema(rec.Schema()); plain != nil {
@@ -54,7 +53,7 @@ func (l *Layout) CheckRows(ctx context.Context, mem memory.Allocator, rec arrow.
 	}
 	for i, b := range bound {
 		if row, bad := b.FirstViolation(rec); bad {
-			return writers.Errorf(writers.ErrInvalid, "delta: %s is violated by a row with %s (a row passes only when the expression is true, not false or null): nothing of these rows is published; fix them and replay", l.cons[i], b.RowValues(rec, row))
+			return writers.Errorf(writers.ErrInvalid, "delta: %s is violated by a row with %s (a row passes only when the expression is true, not false or null): nothing of these rows is published; fix them and replay", l.Cons[i], b.RowValues(rec, row))
 		}
 	}
 	return nil
@@ -86,8 +85,8 @@ func (l *Layout) bind(schema *arrow.Schema) ([]*deltaexpr.Bound, error) {
 	if l.checks.schema != nil && l.checks.schema.Equal(schema) {
 		return l.checks.bound, nil
 	}
-	bound := make([]*deltaexpr.Bound, len(l.cons))
-	for i, c := range l.cons {
+	bound := make([]*deltaexpr.Bound, len(l.Cons))
+	for i, c := range l.Cons {
 		b, err := c.Expr.Bind(schema)
 		if err != nil {
 			return nil, writers.Errorf(writers.ErrInvalid, "delta: %s cannot be checked on these rows: %v", c, err)
@@ -125,28 +124,4 @@ func CheckedConstraints(cons []deltalog.Constraint) map[string]string {
 		m[c.Name] = c.Text
 	}
 	return m
-}
-
-// checkConstraints refuses descriptors whose rows were checked against
-// other constraints than the table of meta has now: a constraint added
-// (or changed) after the rows were checked would let rows violating it
-// in. ErrConflict: a replay checks them against the table as it is.
-func checkConstraints(meta *deltalog.Metadata, ds []*descriptor) error {
-	cons, err := deltalog.Constraints(meta)
-	if err != nil { // the commit checked the table (CheckWritable)
-		return writers.Errorf(writers.ErrInvalid, "delta: %v", err)
-	}
-	want := CheckedConstraints(cons)
-	for i, d := range ds {
-		if len(d.Adds) == 0 || maps.Equal(d.Constraints, want) {
-			continue
-		}
-		for _, c := range cons {
-			if text, ok := d.Constraints[c.Name]; !ok || text != c.Text {
-				return writers.Errorf(writers.ErrConflict, "delta: descriptor %d: the table's %s was added or changed after the rows were checked: roll back the transaction and replay it", i, c)
-			}
-		}
-		// A constraint dropped since: the rows were checked more strictly.
-	}
-	return nil
 }

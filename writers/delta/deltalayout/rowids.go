@@ -1,4 +1,4 @@
-package delta
+package deltalayout
 
 import (
 	"fmt"
@@ -23,7 +23,7 @@ import (
 
 // RowTracking names the materialized row-tracking columns of a table.
 type RowTracking struct {
-	idCol, versionCol string
+	IDCol, VersionCol string
 }
 
 // RowTrackingOf returns the materialized columns of snap's table, nil when
@@ -32,8 +32,8 @@ type RowTracking struct {
 // materialize them either).
 func RowTrackingOf(snap *deltalog.Snapshot) *RowTracking {
 	conf := snap.Metadata.Configuration
-	rt := &RowTracking{idCol: conf[deltalog.MaterializedRowIDProperty], versionCol: conf[deltalog.MaterializedRowCommitVersionProperty]}
-	if !deltalog.RowTrackingOn(snap) || rt.idCol == "" || rt.versionCol == "" {
+	rt := &RowTracking{IDCol: conf[deltalog.MaterializedRowIDProperty], VersionCol: conf[deltalog.MaterializedRowCommitVersionProperty]}
+	if !deltalog.RowTrackingOn(snap) || rt.IDCol == "" || rt.VersionCol == "" {
 		return nil
 	}
 	return rt
@@ -42,9 +42,9 @@ func RowTrackingOf(snap *deltalog.Snapshot) *RowTracking {
 // Fields returns the Arrow Fields of the materialized columns: the id's
 // alone, or the commit version's too.
 func (rt *RowTracking) Fields(version bool) []arrow.Field {
-	f := []arrow.Field{{Name: rt.idCol, Type: arrow.PrimitiveTypes.Int64, Nullable: true}}
+	f := []arrow.Field{{Name: rt.IDCol, Type: arrow.PrimitiveTypes.Int64, Nullable: true}}
 	if version {
-		f = append(f, arrow.Field{Name: rt.versionCol, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
+		f = append(f, arrow.Field{Name: rt.VersionCol, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
 	}
 	return f
 }

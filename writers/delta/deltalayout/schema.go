@@ -1,4 +1,4 @@
-package delta
+package deltalayout
 
 import (
 	"encoding/json"

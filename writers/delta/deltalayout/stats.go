@@ -1,11 +1,10 @@
-package delta
+package deltalayout
 
 import (
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
-	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
 
@@ -16,19 +15,19 @@ import (
 // of each column decides the Delta form of its bounds: date32 is a date,
 // a timestamp without zone a timestamp_ntz, a decimal exact text.
 func FileStatsJSON(st parquetio.FileStats, schema *arrow.Schema, layout *Layout) (string, error) {
-	cols := make([]deltalayout.ColumnStat, 0, len(st.Columns))
+	cols := make([]ColumnStat, 0, len(st.Columns))
 	for _, c := range st.Columns {
-		if logical := layout.cols.logicalPath(c.Path); logical == nil || !layout.stats.Has(logical) {
+		if logical := layout.Cols.logicalPath(c.Path); logical == nil || !layout.stats.Has(logical) {
 			continue
 		}
-		cs := deltalayout.ColumnStat{Path: c.Path, NullCount: c.NullCount}
+		cs := ColumnStat{Path: c.Path, NullCount: c.NullCount}
 		if c.HasMinMax {
 			t := leafType(schema, c.Path)
 			cs.Min, cs.Max = statBound(t, c.Min), statBound(t, c.Max)
 		}
 		cols = append(cols, cs)
 	}
-	return deltalayout.BuildStats(st.Rows, cols)
+	return BuildStats(st.Rows, cols)
 }
 
 // statBound converts one parquetio bound to the type BuildStats expects.
@@ -39,15 +38,15 @@ func statBound(t arrow.DataType, v any) any {
 	switch t := t.(type) {
 	case *arrow.Date32Type:
 		if tm, ok := v.(time.Time); ok {
-			return deltalayout.Date(tm)
+			return Date(tm)
 		}
 	case *arrow.TimestampType:
 		if tm, ok := v.(time.Time); ok && t.TimeZone == "" {
-			return deltalayout.TimestampNTZ(tm)
+			return TimestampNTZ(tm)
 		}
 	case *arrow.Decimal128Type:
 		if s, ok := v.(interface{ String() string }); ok {
-			return deltalayout.Decimal(s.String())
+			return Decimal(s.String())
 		}
 	}
 	return v
