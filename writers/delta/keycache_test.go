@@ -197,11 +197,11 @@ func TestCachedMatchesIDColumn(t *testing.T) {
 	a := &deltalog.Add{Path: "f"}
 	rt := &deltalayout.RowTracking{IDCol: "_row-id-a"}
 	w.keys.put(&fileKeys{path: "f", index: idx, rows: 1, idCol: "_row-id-b", ids: []int64{42}})
-	if _, _, ok := w.cachedMatches(a, "", grp, nil, rt); ok {
+	if _, _, ok := w.keys.matches(a, "", grp, nil, rt); ok {
 		t.Fatal("an entry under another id column answered the match")
 	}
 	w.keys.put(&fileKeys{path: "f", index: idx, rows: 1, idCol: rt.IDCol, ids: []int64{42}})
-	fm, _, ok := w.cachedMatches(a, "", grp, nil, rt)
+	fm, _, ok := w.keys.matches(a, "", grp, nil, rt)
 	if !ok || fm.len() != 1 || fm.ids[0] != 42 {
 		t.Fatalf("entry under the table's id column: ok %v, matches %+v; want row 0 with id 42", ok, fm)
 	}
@@ -252,7 +252,7 @@ func TestKeyLookupEitherSide(t *testing.T) {
 	}
 	w := &Writer{keys: newKeyCache(1<<20, prometheus.NewGauge(prometheus.GaugeOpts{Name: "used"}))}
 	w.keys.put(file(10))
-	if _, _, ok := w.cachedMatches(&deltalog.Add{Path: "f"}, "", &keyGroup{set: source(1000)}, nil, &deltalayout.RowTracking{IDCol: "_row-id"}); !ok {
+	if _, _, ok := w.keys.matches(&deltalog.Add{Path: "f"}, "", &keyGroup{set: source(1000)}, nil, &deltalayout.RowTracking{IDCol: "_row-id"}); !ok {
 		t.Fatal("a changelog of 100 times the file's keys was not answered from the cache")
 	}
 }

@@ -63,7 +63,7 @@ func (w *Writer) warmGuarded(a addFile, cols *deltalayout.ColumnMap, rt *deltala
 // file a unless the cache has them, or their index would not fit in it
 // (about keyIndexBytesPerRow per row, plus rowIDBytesPerRow with rt).
 func (w *Writer) warmFile(ctx context.Context, a addFile, cols *deltalayout.ColumnMap, rt *deltalayout.RowTracking) error {
-	fk := w.keys.get(a.Path, cols.KeyLayout(w.keyColumns().data))
+	fk := w.keys.get(a.Path, cols.KeyLayout(newKeyColumns(w.cfg.MergeKeys, w.cfg.PartitionBy).data))
 	perRow := int64(keyIndexBytesPerRow)
 	if rt != nil {
 		perRow += rowIDBytesPerRow
@@ -80,7 +80,7 @@ func (w *Writer) warmFile(ctx context.Context, a addFile, cols *deltalayout.Colu
 		return fmt.Errorf("open data file %s: %w", key, err)
 	}
 	defer r.Close()
-	m := fileMatcher{w: w, cols: cols, keys: w.keyColumns().data, file: a.Path, rt: rt, rowsHint: int(a.Rows)}
+	m := fileMatcher{cache: w.keys, mem: w.mem, cols: cols, keys: newKeyColumns(w.cfg.MergeKeys, w.cfg.PartitionBy).data, file: a.Path, rt: rt, rowsHint: int(a.Rows)}
 	_, _, err = m.matchedRows(ctx, r, size)
 	return err
 }

@@ -454,7 +454,7 @@ func TestRowIDsCarriedFromMatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			snap = snapshot(t, cfg)
-			rt, layout := deltalayout.RowTrackingOf(snap), deltalayout.ColumnMapOf(snap).KeyLayout(cold.keyColumns().data)
+			rt, layout := deltalayout.RowTrackingOf(snap), deltalayout.ColumnMapOf(snap).KeyLayout(newKeyColumns(cold.cfg.MergeKeys, cold.cfg.PartitionBy).data)
 			withIDs := 0
 			for _, a := range snap.Files() {
 				fk := cold.keys.get(a.Path, layout)

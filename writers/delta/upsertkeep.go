@@ -344,3 +344,15 @@ func (k *keptColumns) column(ctx context.Context, mem memory.Allocator, i int, i
 	defer all.Release()
 	return compute.TakeArray(ctx, all, indices)
 }
+
+// takeRows moves the file positions of pos (sorted) that fall in the batch
+// of n rows starting at file position first into rows (reused), as batch
+// offsets, and returns what is left of pos.
+func takeRows(pos []int64, first, n int64, rows []int32) ([]int64, []int32) {
+	rows = rows[:0]
+	for len(pos) > 0 && pos[0] < first+n {
+		rows = append(rows, int32(pos[0]-first))
+		pos = pos[1:]
+	}
+	return pos, rows
+}

@@ -24,10 +24,12 @@ type keyColumns struct {
 	data []string // the other merge keys, merge_keys order (never empty)
 }
 
-func (w *Writer) keyColumns() keyColumns {
+// newKeyColumns splits mergeKeys by the table's partition columns
+// partitionBy.
+func newKeyColumns(mergeKeys, partitionBy []string) keyColumns {
 	var k keyColumns
-	for _, c := range w.cfg.MergeKeys {
-		if slices.Contains(w.cfg.PartitionBy, c) {
+	for _, c := range mergeKeys {
+		if slices.Contains(partitionBy, c) {
 			k.part = append(k.part, c)
 		} else {
 			k.data = append(k.data, c)

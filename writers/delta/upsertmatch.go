@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/compute"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
@@ -89,16 +90,16 @@ func rowID(mat int64, base *int64, pos int64) int64 {
 	return noRowID
 }
 
-// cachedMatches answers matchedRows for file a from the key cache when it
+// matches answers matchedRows for file a from the key cache when it
 // holds a's keys, read under the table's key layout, in the source's
 // encoding (and, when rt is set, the materialized row ids of its column).
 // A lookup in the cache costs fewer probes than reading the file would,
 // whatever the sizes: it probes from the smaller side (fileKeys.lookup).
-func (w *Writer) cachedMatches(a *deltalog.Add, layout string, grp *keyGroup, src *merge.KeyEncoder, rt *deltalayout.RowTracking) (fm fileMatches, rows int64, ok bool) {
-	if w.keys == nil {
+func (c *keyCache) matches(a *deltalog.Add, layout string, grp *keyGroup, src *merge.KeyEncoder, rt *deltalayout.RowTracking) (fm fileMatches, rows int64, ok bool) {
+	if c == nil {
 		return fm, 0, false
 	}
-	fk := w.keys.get(a.Path, layout)
+	fk := c.get(a.Path, layout)
 	if fk == nil || fk.enc != nil && src.SameEncoding(fk.enc) != nil || rt != nil && fk.idCol != rt.IDCol {
 		return fm, 0, false
 	}
@@ -111,12 +112,13 @@ func (w *Writer) cachedMatches(a *deltalog.Add, layout string, grp *keyGroup, sr
 // index costs more than matching, so a precommit only matches and leaves
 // the indexing to the background after its commit.
 type fileMatcher struct {
-	w    *Writer
-	cols *deltalayout.ColumnMap // the table's column mapping (nil without)
-	grp  *keyGroup
-	keys []string          // data key columns
-	src  *merge.KeyEncoder // the source's encoder, for SameEncoding
-	file string
+	cache *keyCache              // indexes the file's keys into it (without a group); nil: none
+	mem   memory.Allocator       // for what it reads and builds
+	cols  *deltalayout.ColumnMap // the table's column mapping (nil without)
+	grp   *keyGroup
+	keys  []string          // data key columns
+	src   *merge.KeyEncoder // the source's encoder, for SameEncoding
+	file  string
 	// rt, when set, has the row ids found too: matched rows' ids, or the
 	// materialized ones for the index. base is the file's baseRowId.
 	rt   *deltalayout.RowTracking
@@ -146,7 +148,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 		// Files written before the column was named lack it.
 		names = append(slices.Clone(m.keys), m.rt.IDCol)
 	}
-	rr, err := m.cols.ReadFile(ctx, r, size, m.w.mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
+	rr, err := m.cols.ReadFile(ctx, r, size, m.mem, parquetio.ReadOptions{Columns: names, SkipMissing: true})
 	if err != nil {
 		return fm, 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
 	}
@@ -161,7 +163,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 	if err != nil {
 		return fm, 0, fmt.Errorf("delta: upsert: data file %s: %w", m.file, err)
 	}
-	if m.grp == nil && m.w.keys != nil {
+	if m.grp == nil && m.cache != nil {
 		m.index = merge.NewKeyIndex(m.rowsHint)
 		if m.rt != nil && len(rr.Schema().FieldIndices(m.rt.IDCol)) > 0 {
 			m.matIDs = make([]int64, 0, m.rowsHint)
@@ -212,7 +214,7 @@ func (m *fileMatcher) matchedRows(ctx context.Context, r io.ReaderAt, size int64
 		if slices.ContainsFunc(m.matIDs, func(id int64) bool { return id != noRowID }) {
 			fk.ids = slices.Clip(m.matIDs) // put charges len, so drop append's spare capacity
 		}
-		m.w.keys.put(fk)
+		m.cache.put(fk)
 	}
 	return fm, rows, nil
 }
@@ -237,9 +239,9 @@ func (m *fileMatcher) nullKeys(rr array.RecordReader) (rows int64, err error) {
 	if err := rr.Err(); err != nil {
 		return 0, fmt.Errorf("delta: upsert: read data file %s: %w", m.file, err)
 	}
-	if m.grp == nil && m.w.keys != nil {
+	if m.grp == nil && m.cache != nil {
 		m.index = merge.NewKeyIndex(0)
-		m.w.keys.put(m.cacheEntry(rows))
+		m.cache.put(m.cacheEntry(rows))
 	}
 	return rows, nil
 }
@@ -306,7 +308,7 @@ func (m *fileMatcher) match(ctx context.Context, rec arrow.RecordBatch) error {
 		}
 		return nil
 	}
-	idx := array.NewInt32Builder(m.w.mem)
+	idx := array.NewInt32Builder(m.mem)
 	idx.AppendValues(valid, nil)
 	indices := idx.NewInt32Array()
 	idx.Release()
@@ -319,7 +321,7 @@ func (m *fileMatcher) match(ctx context.Context, rec arrow.RecordBatch) error {
 			}
 		}
 	}()
-	cctx := compute.WithAllocator(ctx, m.w.mem)
+	cctx := compute.WithAllocator(ctx, m.mem)
 	for i, c := range cols {
 		var err error
 		if taken[i], err = compute.TakeArray(cctx, c, indices); err != nil {

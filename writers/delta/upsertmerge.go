@@ -104,7 +104,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
 	}
-	groups, err := newKeyGroups(res, w.keyColumns(), table, layout.Cols)
+	groups, err := newKeyGroups(res, newKeyColumns(w.cfg.MergeKeys, w.cfg.PartitionBy), table, layout.Cols)
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
 	}
@@ -327,12 +327,12 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 	}()
 	grp := groups.forFile(a)
 	rt := kept.rowIDs()
-	fm, rows, cached := w.cachedMatches(a, layout.Cols.KeyLayout(groups.keys.data), grp, groups.enc, rt)
+	fm, rows, cached := w.keys.matches(a, layout.Cols.KeyLayout(groups.keys.data), grp, groups.enc, rt)
 	if !cached {
 		if err := open(); err != nil {
 			return err
 		}
-		m := fileMatcher{w: w, cols: layout.Cols, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path, rt: rt, base: a.BaseRowID, rowsHint: numRecords(a)}
+		m := fileMatcher{cache: w.keys, mem: w.mem, cols: layout.Cols, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path, rt: rt, base: a.BaseRowID, rowsHint: numRecords(a)}
 		if fm, rows, err = m.matchedRows(ctx, r, size); err != nil {
 			return err
 		}
@@ -495,16 +495,4 @@ func complement(sorted []int32, n int) []int32 {
 		out = append(out, row)
 	}
 	return out
-}
-
-// takeRows moves the file positions of pos (sorted) that fall in the batch
-// of n rows starting at file position first into rows (reused), as batch
-// offsets, and returns what is left of pos.
-func takeRows(pos []int64, first, n int64, rows []int32) ([]int64, []int32) {
-	rows = rows[:0]
-	for len(pos) > 0 && pos[0] < first+n {
-		rows = append(rows, int32(pos[0]-first))
-		pos = pos[1:]
-	}
-	return pos, rows
 }
