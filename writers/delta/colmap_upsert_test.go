@@ -111,7 +111,7 @@ func TestKeyCacheColumnRename(t *testing.T) {
 	again := kvBatch(mem, true, kv{3, "c", 30})
 	defer again.Release()
 	commitOne(t, w, writers.TxnKey{Writer: "up", Epoch: 2}, again)
-	if w.keys.usedBytes() == 0 {
+	if w.keys.UsedBytes() == 0 {
 		t.Fatal("no file's keys are indexed")
 	}
 

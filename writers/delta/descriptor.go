@@ -60,13 +60,14 @@ type descriptor struct {
 	Adds             []addFile   `json:"adds"`
 	Upsert           *upsertPlan `json:"upsert,omitempty"`
 	// Identity is the identity column values the files hold that the
-	// sink generated, by column (identity.go).
+	// sink generated, by column (deltalayout.IdentityFill).
 	Identity map[string]deltalayout.IdentityRange `json:"identity,omitempty"`
 	// MappedAfter is the table's maxColumnId when the columns the files
-	// add were given column mapping (colmap.go; nil without).
+	// add were given column mapping (newcolumns.go; nil without).
 	MappedAfter *int64 `json:"mappedAfter,omitempty"`
 	// Constraints is the table's CHECK constraints and invariants the
-	// rows were checked against, expression by name (constraints.go).
+	// rows were checked against, expression by name
+	// (deltalayout.Layout.CheckRows).
 	Constraints map[string]string `json:"constraints,omitempty"`
 }
 

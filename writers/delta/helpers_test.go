@@ -121,7 +121,7 @@ func eachLiveBatch(t *testing.T, cfg *Config, mem memory.Allocator, fn func(a *d
 
 // eachTrackedBatch is eachLiveBatch with, when track is set, the row ids
 // and commit versions of a table that tracks rows materialized
-// (rowTracking.materialize).
+// (deltalayout.RowTracking.Materialize).
 func eachTrackedBatch(t *testing.T, cfg *Config, mem memory.Allocator, track bool, fn func(a *deltalog.Add, rec arrow.RecordBatch)) {
 	t.Helper()
 	ctx := context.Background()

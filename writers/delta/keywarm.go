@@ -7,6 +7,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltaupsert"
 )
 
 // warmKeys indexes, in the background, the keys of files an upsert commit
@@ -63,12 +64,12 @@ func (w *Writer) warmGuarded(a addFile, cols *deltalayout.ColumnMap, rt *deltala
 // file a unless the cache has them, or their index would not fit in it
 // (about keyIndexBytesPerRow per row, plus rowIDBytesPerRow with rt).
 func (w *Writer) warmFile(ctx context.Context, a addFile, cols *deltalayout.ColumnMap, rt *deltalayout.RowTracking) error {
-	fk := w.keys.get(a.Path, cols.KeyLayout(newKeyColumns(w.cfg.MergeKeys, w.cfg.PartitionBy).data))
+	fk := w.keys.Get(a.Path, cols.KeyLayout(deltaupsert.NewKeyColumns(w.cfg.MergeKeys, w.cfg.PartitionBy).Data))
 	perRow := int64(keyIndexBytesPerRow)
 	if rt != nil {
 		perRow += rowIDBytesPerRow
 	}
-	if fk != nil && (rt == nil || fk.idCol == rt.IDCol) || a.Rows*perRow > int64(w.keys.maxBytes) {
+	if fk != nil && (rt == nil || fk.IDCol == rt.IDCol) || a.Rows*perRow > int64(w.keys.MaxBytes()) {
 		return nil
 	}
 	key, err := deltalog.DecodePath(a.Path)
@@ -80,8 +81,8 @@ func (w *Writer) warmFile(ctx context.Context, a addFile, cols *deltalayout.Colu
 		return fmt.Errorf("open data file %s: %w", key, err)
 	}
 	defer r.Close()
-	m := fileMatcher{cache: w.keys, mem: w.mem, cols: cols, keys: newKeyColumns(w.cfg.MergeKeys, w.cfg.PartitionBy).data, file: a.Path, rt: rt, rowsHint: int(a.Rows)}
-	_, _, err = m.matchedRows(ctx, r, size)
+	m := deltaupsert.FileMatcher{Cache: w.keys, Mem: w.mem, Cols: cols, Keys: deltaupsert.NewKeyColumns(w.cfg.MergeKeys, w.cfg.PartitionBy).Data, File: a.Path, RT: rt, RowsHint: int(a.Rows)}
+	_, _, err = m.MatchedRows(ctx, r, size)
 	return err
 }
 

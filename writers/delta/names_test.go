@@ -13,7 +13,7 @@ import (
 )
 
 // TestColumnNames lists the column-name rules of Delta Lake on Spark (see
-// names.go), each with Spark's own error as a comment: a stream breaking
+// deltalayout/names.go), each with Spark's own error as a comment: a stream breaking
 // one is refused with ErrInvalid naming the column and the rule, by
 // CheckSchema and by Write on an endpoint without a table (which its
 // first commit would create), before anything is staged; names Spark

@@ -17,6 +17,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltaupsert"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -395,7 +396,7 @@ func TestRowIDsAcrossBatches(t *testing.T) {
 }
 
 // TestRowIDsCarriedFromMatch: the row ids an upsert carries from its key
-// match (upsertmatch.go) are the stored ones, in files whose rows hold
+// match (deltaupsert/upsertmatch.go) are the stored ones, in files whose rows hold
 // materialized ids other than baseRowId + position, as Spark's OPTIMIZE
 // and UPDATE write them (here Quiver's optimize): found by reading the
 // key columns (a writer with a cold key cache) and from the key cache
@@ -454,14 +455,14 @@ func TestRowIDsCarriedFromMatch(t *testing.T) {
 				t.Fatal(err)
 			}
 			snap = snapshot(t, cfg)
-			rt, layout := deltalayout.RowTrackingOf(snap), deltalayout.ColumnMapOf(snap).KeyLayout(newKeyColumns(cold.cfg.MergeKeys, cold.cfg.PartitionBy).data)
+			rt, layout := deltalayout.RowTrackingOf(snap), deltalayout.ColumnMapOf(snap).KeyLayout(deltaupsert.NewKeyColumns(cold.cfg.MergeKeys, cold.cfg.PartitionBy).Data)
 			withIDs := 0
 			for _, a := range snap.Files() {
-				fk := cold.keys.get(a.Path, layout)
-				if fk == nil || fk.idCol != rt.IDCol {
+				fk := cold.keys.Get(a.Path, layout)
+				if fk == nil || fk.IDCol != rt.IDCol {
 					t.Fatalf("file %s: not cached with its row ids (%+v)", a.Path, fk)
 				}
-				if fk.ids != nil {
+				if fk.IDs != nil {
 					withIDs++
 				}
 			}

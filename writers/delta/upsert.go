@@ -14,6 +14,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltaupsert"
 )
 
 // Upsert (mode: upsert) is a MERGE by merge_keys, one per transaction (or
@@ -66,7 +67,7 @@ func (u *upsertStage) release() {
 
 // writeUpsert admits rec (its metadata columns aside) against the table
 // and folds it into the key's collapse, timestamp keys in the unit the
-// files store (storedKeys). A bad row (unknown _op, null key or
+// files store (StoredKeys). A bad row (unknown _op, null key or
 // weight) is ErrInvalid naming it, and nothing of rec is kept.
 func (w *Writer) writeUpsert(ctx context.Context, key writers.TxnKey, s *stage, rec arrow.RecordBatch) error {
 	if s.upsert == nil {
@@ -76,7 +77,7 @@ func (w *Writer) writeUpsert(ctx context.Context, key writers.TxnKey, s *stage, 
 	if u.c == nil && (u.res != nil || u.desc != nil) {
 		return writers.Errorf(writers.ErrWrongState, "delta: %s is precommitted: an upsert takes no rows after its precommit; commit it, or roll back and replay", key)
 	}
-	rec = storedKeys(w.mem, rec, w.cfg.MergeKeys)
+	rec = deltaupsert.StoredKeys(w.mem, rec, w.cfg.MergeKeys)
 	defer rec.Release()
 	// Admitted first: a stage holds a collapse only once it has an
 	// admitted schema, which its precommit re-admits (readmit).
@@ -174,7 +175,7 @@ func (w *Writer) precommitUpsert(ctx context.Context, key writers.TxnKey, s *sta
 		for _, a := range snap.Files() {
 			live[a.Path] = true
 		}
-		w.keys.retain(func(path string) bool { return live[path] })
+		w.keys.Retain(func(path string) bool { return live[path] })
 	}
 	merged, err := deltalog.ParseSchema(s.schema)
 	if err != nil {

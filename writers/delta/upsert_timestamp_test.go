@@ -32,7 +32,7 @@ func tsBatch(mem memory.Allocator, unit arrow.TimeUnit, secs []int64, str string
 // TestUpsertTimestampKeyUnits: a timestamp merge key sent in milliseconds
 // to a table whose files hold microseconds (CheckSchema accepts any
 // timestamp unit) updates the rows of the same instants instead of
-// inserting duplicates (storedKeys).
+// inserting duplicates (StoredKeys).
 func TestUpsertTimestampKeyUnits(t *testing.T) {
 	for _, dvs := range []bool{false, true} {
 		t.Run(map[bool]string{false: "copy-on-write", true: "dv"}[dvs], func(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog/dv"
+	"github.com/quiver-ingest/quiver/writers/delta/deltaupsert"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
@@ -92,7 +93,7 @@ func (o *mergeOutcome) mark(path string, rows int64, gone []int64) error {
 // Rows an existing deletion vector marks are never matched nor copied.
 // Files written carry statistics for stats. Table columns res lacks keep
 // their values in updated rows and are null in inserted ones
-// (keptColumns): the live rows are then written after 2 and 3.
+// (KeptColumns): the live rows are then written after 2 and 3.
 //
 // Memory stays bounded whatever the table's size: candidates are streamed
 // one at a time per worker (at most min(GOMAXPROCS, maxEncoders) at once),
@@ -104,16 +105,16 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
 	}
-	groups, err := newKeyGroups(res, newKeyColumns(w.cfg.MergeKeys, w.cfg.PartitionBy), table, layout.Cols)
+	groups, err := deltaupsert.NewKeyGroups(res, deltaupsert.NewKeyColumns(w.cfg.MergeKeys, w.cfg.PartitionBy), table, layout.Cols)
 	if err != nil {
 		return nil, fmt.Errorf("delta: upsert: %w", err)
 	}
-	kept, err := newKeptColumns(snap, res, groups, layout.Cols)
+	kept, err := deltaupsert.NewKeptColumns(snap, res, groups, layout.Cols)
 	if err != nil {
 		return nil, err
 	}
 	if kept != nil {
-		defer kept.release()
+		defer kept.Release()
 	}
 	ident, err := deltalayout.NewIdentityFill(table)
 	if err != nil {
@@ -126,7 +127,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 	}
 	var candidates []*deltalog.Add
 	for _, a := range snap.Files() {
-		grp := groups.forFile(a)
+		grp := groups.ForFile(a)
 		if grp == nil {
 			continue
 		}
@@ -134,7 +135,7 @@ func (w *Writer) mergeInto(ctx context.Context, snap *deltalog.Snapshot, res *me
 		if err != nil {
 			st = nil // unreadable stats never prune
 		}
-		if grp.mayHold(st, groups.statKeys) {
+		if grp.MayHold(st, groups.StatKeys) {
 			candidates = append(candidates, a)
 		}
 	}
@@ -198,13 +199,13 @@ func (w *Writer) deleteFiles(ctx context.Context, files []addFile) error {
 // core. Without, they are written alongside the candidate workers, on
 // this goroutine. Filling (kept values, identity values, which must be
 // taken in order) stays on this goroutine either way.
-func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *keptColumns, ident *deltalayout.IdentityFill, layout *deltalayout.Layout) ([]addFile, error) {
+func (w *Writer) writeLive(ctx context.Context, live []arrow.RecordBatch, kept *deltaupsert.KeptColumns, ident *deltalayout.IdentityFill, layout *deltalayout.Layout) ([]addFile, error) {
 	out := w.liveOutput(layout, kept != nil)
 	err := func() error {
 		for i, rec := range live {
 			rec.Retain()
 			if kept != nil {
-				filled, err := kept.fill(ctx, w.mem, rec, i)
+				filled, err := kept.Fill(ctx, w.mem, rec, i)
 				rec.Release()
 				if err != nil {
 					return err
@@ -290,7 +291,7 @@ func (o *liveOutput) finish(err error) ([]addFile, error) {
 // deletion.
 //
 // The key columns alone (and in a table that tracks rows, the
-// materialized row id column: upsertmatch.go) are read first (most
+// materialized row id column: deltaupsert.FileMatcher) are read first (most
 // candidates of a selective changelog hold no match and are never read
 // whole); the matched rows found there are kept (their positions, key
 // ordinals and row ids, bounded by the changelog) so that a rewrite, of
@@ -298,7 +299,7 @@ func (o *liveOutput) finish(err error) ([]addFile, error) {
 // changelog lacks are read at the matched rows alone. A file whose every
 // row matched is removed without a rewrite, and in a table with deletion
 // vectors no file is read again unless the changelog lacks columns.
-func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *keyGroups, kept *keptColumns, layout *deltalayout.Layout, out *mergeOutcome) error {
+func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *deltalog.Add, groups *deltaupsert.KeyGroups, kept *deltaupsert.KeptColumns, layout *deltalayout.Layout, out *mergeOutcome) error {
 	key, err := deltalog.DecodePath(a.Path)
 	if err != nil {
 		return fmt.Errorf("delta: upsert: file %s: %w", a.Path, err)
@@ -325,20 +326,20 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 			r.Close()
 		}
 	}()
-	grp := groups.forFile(a)
-	rt := kept.rowIDs()
-	fm, rows, cached := w.keys.matches(a, layout.Cols.KeyLayout(groups.keys.data), grp, groups.enc, rt)
+	grp := groups.ForFile(a)
+	rt := kept.RowIDs()
+	fm, rows, cached := w.keys.Matches(a, layout.Cols.KeyLayout(groups.Keys.Data), grp, groups.Enc, rt)
 	if !cached {
 		if err := open(); err != nil {
 			return err
 		}
-		m := fileMatcher{cache: w.keys, mem: w.mem, cols: layout.Cols, grp: grp, keys: groups.keys.data, src: groups.enc, file: a.Path, rt: rt, base: a.BaseRowID, rowsHint: numRecords(a)}
-		if fm, rows, err = m.matchedRows(ctx, r, size); err != nil {
+		m := deltaupsert.FileMatcher{Cache: w.keys, Mem: w.mem, Cols: layout.Cols, Grp: grp, Keys: groups.Keys.Data, Src: groups.Enc, File: a.Path, RT: rt, Base: a.BaseRowID, RowsHint: numRecords(a)}
+		if fm, rows, err = m.MatchedRows(ctx, r, size); err != nil {
 			return err
 		}
 	}
-	fm.without(deleted)
-	if fm.len() == 0 {
+	fm.Without(deleted)
+	if fm.Len() == 0 {
 		return nil
 	}
 	if kept != nil {
@@ -346,11 +347,11 @@ func (w *Writer) mergeFile(ctx context.Context, snap *deltalog.Snapshot, a *delt
 			err := open()
 			return r, size, err
 		}
-		if err := kept.gather(ctx, w.mem, reader, a, grp, &fm); err != nil {
+		if err := kept.Gather(ctx, w.mem, reader, a, grp, &fm); err != nil {
 			return err
 		}
 	}
-	gone := dv.MergeRows(deleted, fm.pos)
+	gone := dv.MergeRows(deleted, fm.Pos)
 	switch {
 	case int64(len(gone)) == rows:
 		out.empty(a.Path)
@@ -452,7 +453,7 @@ func readKept(ctx context.Context, mem memory.Allocator, cols *deltalayout.Colum
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		n := rec.NumRows()
-		gone, rows = takeRows(gone, first, n, rows)
+		gone, rows = deltaupsert.TakeRows(gone, first, n, rows)
 		if len(rows) == int(n) {
 			first += n
 			continue

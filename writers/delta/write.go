@@ -103,7 +103,8 @@ func (w *Writer) admitStage(ctx context.Context, key writers.TxnKey, s *stage, i
 		return nil, err
 	}
 	if deltalog.ColumnMappingMode(snap.Metadata.Configuration) != "none" {
-		// Columns the stream adds get ids and physical names (colmap.go).
+		// Columns the stream adds get ids and physical names
+		// (newcolumns.go).
 		if err := w.newCols.assign(s, merged, deltalog.MaxColumnID(snap.Metadata.Configuration)); err != nil {
 			return nil, err
 		}

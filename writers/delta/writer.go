@@ -12,6 +12,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalayout"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/delta/deltaupsert"
 	"github.com/quiver-ingest/quiver/writers/storage"
 	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
@@ -37,7 +38,7 @@ type Writer struct {
 	root       tablesink.Root
 	bucket     *storage.Bucket // set by Open, read-only afterwards
 	stages     *tablesink.Stages[stage]
-	keys       *keyCache // upsert's per-file key indexes; nil when disabled
+	keys       *deltaupsert.KeyCache // upsert's per-file key indexes; nil when disabled
 	// encodingKeys counts the keys whose encoders run (newPool to
 	// their stop): a key started while others encode takes fewer.
 	encodingKeys atomic.Int32
@@ -53,9 +54,9 @@ type Writer struct {
 	// released by Close (pins.go).
 	pins        *tablesink.Pins[string]
 	releasePins func()
-	// ids hands out identity column values (identity.go).
+	// ids hands out identity column values (deltalayout.IdentityAllocator).
 	ids deltalayout.IdentityAllocator
-	// newCols shares the column mapping of added columns (colmap.go).
+	// newCols shares the column mapping of added columns (newcolumns.go).
 	newCols newColumns
 
 	mu   sync.Mutex // guards the following fields
@@ -95,7 +96,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	w.stages = tablesink.NewStages("delta", w.discard)
 	w.Fences = tablesink.Fences{Bucket: &w.bucket}
 	if cfg.WriteMode == ModeUpsert && cfg.KeyIndexMaxBytes > 0 {
-		w.keys = newKeyCache(cfg.KeyIndexMaxBytes, w.m.keyIndexBytes)
+		w.keys = deltaupsert.NewKeyCache(cfg.KeyIndexMaxBytes, w.m.keyIndexBytes)
 	}
 	w.warmCtx, w.stopWarm = context.WithCancel(context.Background())
 	w.m.version.Set(-1)

@@ -31,7 +31,7 @@ func LayoutOf(snap *deltalog.Snapshot, merged *deltalog.Schema) (*Layout, error)
 	names := merged
 	if table, err := snap.Schema(); err == nil {
 		// An upsert planned on a later version than its rows were
-		// admitted at fills in the columns added since (keptColumns).
+		// admitted at fills in the columns added since (deltaupsert.KeptColumns).
 		names = &deltalog.Schema{Fields: slices.Clone(merged.Fields)}
 		for _, f := range table.Fields {
 			if _, ok := merged.Field(f.Name); !ok {

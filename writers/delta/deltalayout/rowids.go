@@ -17,9 +17,10 @@ import (
 // file's baseRowId + its position and the file's defaultRowCommitVersion
 // (the Delta protocol, "Row Tracking"). A copied row carries both values
 // into its new file's materialized columns; a row an upsert updates keeps
-// its id (found by the key match, upsertmatch.go, and kept with the
-// columns the changelog lacks, upsertkeep.go) and takes the commit's version
-// (a null commit version column); an inserted row gets a fresh id.
+// its id (found by the key match, deltaupsert.FileMatcher, and kept
+// with the columns the changelog lacks, deltaupsert.KeptColumns) and
+// takes the commit's version (a null commit version column); an inserted
+// row gets a fresh id.
 
 // RowTracking names the materialized row-tracking columns of a table.
 type RowTracking struct {

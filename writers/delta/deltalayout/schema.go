@@ -140,6 +140,7 @@ func stripMetadata(t deltalog.DataType) deltalog.DataType {
 	return t
 }
 
+// ColumnNames lists the top-level column names of s, for messages.
 func ColumnNames(s *deltalog.Schema) string {
 	names := make([]string, len(s.Fields))
 	for i, f := range s.Fields {

@@ -1,4 +1,4 @@
-package delta
+package deltaupsert
 
 import (
 	"encoding/json"
@@ -16,53 +16,53 @@ import (
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 )
 
-// keyColumns splits merge_keys: partition columns live in add
+// KeyColumns splits merge_keys: partition columns live in add
 // partitionValues, not in the data files, so they select files; data
 // columns are read from the files and matched row by row.
-type keyColumns struct {
+type KeyColumns struct {
 	part []string // merge keys that are partition columns, merge_keys order
-	data []string // the other merge keys, merge_keys order (never empty)
+	Data []string // the other merge keys, merge_keys order (never empty)
 }
 
-// newKeyColumns splits mergeKeys by the table's partition columns
+// NewKeyColumns splits mergeKeys by the table's partition columns
 // partitionBy.
-func newKeyColumns(mergeKeys, partitionBy []string) keyColumns {
-	var k keyColumns
+func NewKeyColumns(mergeKeys, partitionBy []string) KeyColumns {
+	var k KeyColumns
 	for _, c := range mergeKeys {
 		if slices.Contains(partitionBy, c) {
 			k.part = append(k.part, c)
 		} else {
-			k.data = append(k.data, c)
+			k.Data = append(k.Data, c)
 		}
 	}
 	return k
 }
 
-// keyGroup is the source keys (live or deleted) of one combination of
+// KeyGroup is the source keys (live or deleted) of one combination of
 // partition key values: the encoded data keys, and their bounds per data
 // key column for pruning by file statistics. Once built it is read-only
 // and safe for concurrent use.
-type keyGroup struct {
+type KeyGroup struct {
 	set    *merge.KeySet
 	match  *merge.KeyMatcher // over set, once every key is in
 	bounds []keyBounds       // per data key column
 }
 
-// keyGroups indexes the source keys of a collapse by partition key values
+// KeyGroups indexes the source keys of a collapse by partition key values
 // (partTuple); enc encodes the data keys.
-type keyGroups struct {
-	keys keyColumns
+type KeyGroups struct {
+	Keys KeyColumns
 	// partTypes are the table's types of keys.part, to read a file's
 	// partition values as the source's are spelled (canonicalPartition).
 	partTypes []deltalog.DataType
-	// partKeys and statKeys are the physical names of keys.part and
+	// partKeys and StatKeys are the physical names of keys.part and
 	// keys.data (column mapping): partitionValues and stats use them.
-	partKeys, statKeys []string
-	enc                *merge.KeyEncoder // over the source's data key columns
-	groups             map[string]*keyGroup
+	partKeys, StatKeys []string
+	Enc                *merge.KeyEncoder // over the source's data key columns
+	groups             map[string]*KeyGroup
 	sizeHint           int // source keys: one group's size when the keys have no partition column
 	// live locates the key of each live row (res.Live's batches, in
-	// order) in the groups, for keptColumns.fill.
+	// order) in the groups, for KeptColumns.fill.
 	live []liveKeys
 }
 
@@ -71,15 +71,15 @@ type keyGroups struct {
 // the keys have no partition column).
 type liveKeys struct {
 	ords []int32
-	grps []*keyGroup
+	grps []*KeyGroup
 }
 
-// newKeyGroups indexes the keys of res: the key columns of its live rows
+// NewKeyGroups indexes the keys of res: the key columns of its live rows
 // and its deleted keys. Every target row with one of them is replaced or
 // deleted. cols is the table's column mapping (nil without).
-func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema, cols *deltalayout.ColumnMap) (*keyGroups, error) {
-	g := &keyGroups{keys: keys, groups: make(map[string]*keyGroup), sizeHint: int(res.LiveRows + res.DeletedRows),
-		partKeys: cols.PhysicalNames(keys.part), statKeys: cols.PhysicalNames(keys.data)}
+func NewKeyGroups(res *merge.Result, keys KeyColumns, table *deltalog.Schema, cols *deltalayout.ColumnMap) (*KeyGroups, error) {
+	g := &KeyGroups{Keys: keys, groups: make(map[string]*KeyGroup), sizeHint: int(res.LiveRows + res.DeletedRows),
+		partKeys: cols.PhysicalNames(keys.part), StatKeys: cols.PhysicalNames(keys.Data)}
 	for _, c := range keys.part {
 		f, ok := table.Field(c)
 		if !ok {
@@ -102,9 +102,9 @@ func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema, co
 	for _, grp := range g.groups {
 		grp.match = merge.NewKeyMatcher(grp.set)
 	}
-	if g.enc == nil {
+	if g.Enc == nil {
 		var err error
-		if g.enc, err = merge.NewKeyEncoder(res.KeySchema, keys.data); err != nil {
+		if g.Enc, err = merge.NewKeyEncoder(res.KeySchema, keys.Data); err != nil {
 			return nil, err
 		}
 	}
@@ -113,23 +113,23 @@ func newKeyGroups(res *merge.Result, keys keyColumns, table *deltalog.Schema, co
 
 // add indexes the keys of rec, which holds every key column, and returns
 // where they are when located.
-func (g *keyGroups) add(rec arrow.RecordBatch, locate bool) (liveKeys, error) {
+func (g *KeyGroups) add(rec arrow.RecordBatch, locate bool) (liveKeys, error) {
 	var at liveKeys
-	enc, err := merge.NewKeyEncoder(rec.Schema(), g.keys.data)
+	enc, err := merge.NewKeyEncoder(rec.Schema(), g.Keys.Data)
 	if err != nil {
 		return at, err
 	}
-	g.enc = enc
+	g.Enc = enc
 	n := int(rec.NumRows())
-	dataCols := namedColumns(rec, g.keys.data)
+	dataCols := namedColumns(rec, g.Keys.Data)
 	if err := enc.EncodeColumns(dataCols, n); err != nil {
 		return at, err
 	}
-	partCols := namedColumns(rec, g.keys.part)
+	partCols := namedColumns(rec, g.Keys.part)
 	if locate {
 		at.ords = make([]int32, 0, n)
 		if len(partCols) > 0 {
-			at.grps = make([]*keyGroup, 0, n)
+			at.grps = make([]*KeyGroup, 0, n)
 		}
 	}
 	vals := make([]*string, len(partCols))
@@ -148,12 +148,12 @@ func (g *keyGroups) add(rec arrow.RecordBatch, locate bool) (liveKeys, error) {
 			if len(partCols) > 0 {
 				hint = 0 // the rows spread over partitions
 			}
-			grp = &keyGroup{set: merge.NewKeySet(hint), bounds: make([]keyBounds, len(dataCols))}
+			grp = &KeyGroup{set: merge.NewKeySet(hint), bounds: make([]keyBounds, len(dataCols))}
 			g.groups[tuple] = grp
 		}
 		ord, _ := grp.set.Add(enc.Key(row))
 		if ord > math.MaxInt32 {
-			// Matches keep ordinals as int32 (fileMatches, keptColumns);
+			// Matches keep ordinals as int32 (FileMatches, KeptColumns);
 			// a KeySet holds up to 2^32-2.
 			return at, writers.Errorf(writers.ErrExhausted, "delta: upsert: more than %d distinct keys in one partition; commit smaller transactions", math.MaxInt32)
 		}
@@ -172,8 +172,8 @@ func (g *keyGroups) add(rec arrow.RecordBatch, locate bool) (liveKeys, error) {
 
 // forFile returns the group of a's partition key values, nil when the
 // source has no key there.
-func (g *keyGroups) forFile(a *deltalog.Add) *keyGroup {
-	vals := make([]*string, len(g.keys.part))
+func (g *KeyGroups) ForFile(a *deltalog.Add) *KeyGroup {
+	vals := make([]*string, len(g.Keys.part))
 	for i, c := range g.partKeys {
 		vals[i] = canonicalPartition(a.PartitionValues[c], g.partTypes[i])
 	}
@@ -207,7 +207,7 @@ func canonicalPartition(v *string, t deltalog.DataType) *string {
 // mayHold reports whether a file with stats st may hold a key of g: false
 // only when, for some data key column, the file's min/max range and the
 // group's are disjoint. Missing or unparsable stats never prune.
-func (grp *keyGroup) mayHold(st *deltalog.Stats, data []string) bool {
+func (grp *KeyGroup) MayHold(st *deltalog.Stats, data []string) bool {
 	if st == nil {
 		return true
 	}

@@ -1,4 +1,4 @@
-package delta
+package deltaupsert
 
 import (
 	"context"
@@ -23,16 +23,16 @@ import (
 // (UPDATE SET *, INSERT *) keeps such a column's value in the rows it
 // updates and writes null in the rows it inserts, and so does an upsert:
 // mergeInto gathers the values the matched target rows hold
-// (keptColumns.gather) and fills them into the live rows before writing
-// them (keptColumns.fill). In a table that tracks rows, the matched rows'
+// (KeptColumns.gather) and fills them into the live rows before writing
+// them (KeptColumns.fill). In a table that tracks rows, the matched rows'
 // ids the key match found (upsertmatch.go) are kept the same way, as the
-// materialized row id column (rowids.go).
+// materialized row id column (deltalayout.RowTracking).
 
-// keptColumns holds, for the table columns a changelog lacks, the values
+// KeptColumns holds, for the table columns a changelog lacks, the values
 // of the target rows its keys match, by key group and ordinal, and in a
 // table that tracks rows those rows' ids.
-type keptColumns struct {
-	groups *keyGroups
+type KeptColumns struct {
+	groups *KeyGroups
 	data   []arrow.Field            // missing data columns, with the table's types
 	part   []string                 // missing partition columns
 	rt     *deltalayout.RowTracking // set when the row ids are kept
@@ -41,7 +41,7 @@ type keptColumns struct {
 	mu sync.Mutex
 	// rows maps a group's key ordinals to their rows among the gathered
 	// ones (-1: none).
-	rows map[*keyGroup][]int32
+	rows map[*KeyGroup][]int32
 	// chunks holds, per data column, the gathered values of each file
 	// (nil where the file lacks the column: nulls), lens their lengths.
 	chunks [][]arrow.Array
@@ -54,11 +54,11 @@ type keptColumns struct {
 	ids      []int64
 }
 
-// newKeptColumns returns the collector for the table columns of snap
+// NewKeptColumns returns the collector for the table columns of snap
 // that the changelog res lacks, and the row ids when snap tracks rows; nil
 // when there is nothing to keep or no live row to fill. cols is the
 // table's column mapping (nil without).
-func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroups, cols *deltalayout.ColumnMap) (*keptColumns, error) {
+func NewKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *KeyGroups, cols *deltalayout.ColumnMap) (*KeptColumns, error) {
 	if res.LiveRows == 0 {
 		return nil, nil
 	}
@@ -66,7 +66,7 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 	if err != nil {
 		return nil, fmt.Errorf("delta: table schema: %w", err)
 	}
-	k := &keptColumns{groups: groups, rows: map[*keyGroup][]int32{}, rt: deltalayout.RowTrackingOf(snap), cols: cols}
+	k := &KeptColumns{groups: groups, rows: map[*KeyGroup][]int32{}, rt: deltalayout.RowTrackingOf(snap), cols: cols}
 	var data deltalog.Schema
 	for _, f := range table.Fields {
 		switch {
@@ -93,15 +93,15 @@ func newKeptColumns(snap *deltalog.Snapshot, res *merge.Result, groups *keyGroup
 
 // rowIDs returns the table's materialized row tracking columns when the
 // matched rows' ids are kept, nil otherwise (k nil too).
-func (k *keptColumns) rowIDs() *deltalayout.RowTracking {
+func (k *KeptColumns) RowIDs() *deltalayout.RowTracking {
 	if k == nil {
 		return nil
 	}
 	return k.rt
 }
 
-// release frees the gathered values.
-func (k *keptColumns) release() {
+// Release frees the gathered values.
+func (k *KeptColumns) Release() {
 	for _, chunks := range k.chunks {
 		for _, c := range chunks {
 			if c != nil {
@@ -115,7 +115,7 @@ func (k *keptColumns) release() {
 // grp), a's values of the missing partition columns, their row ids (found
 // by the match) and the missing data columns, which only then are read,
 // at the matched rows alone, from the file reader opens.
-func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader func() (io.ReaderAt, int64, error), a *deltalog.Add, grp *keyGroup, fm *fileMatches) error {
+func (k *KeptColumns) Gather(ctx context.Context, mem memory.Allocator, reader func() (io.ReaderAt, int64, error), a *deltalog.Add, grp *KeyGroup, fm *FileMatches) error {
 	parts := make([]*string, len(k.part))
 	for i, c := range k.cols.PhysicalNames(k.part) {
 		parts[i] = a.PartitionValues[c]
@@ -130,7 +130,7 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader f
 	}
 	// A key column too, so that the batches hold the file's rows even
 	// when it lacks every missing column (written before they were added).
-	names := []string{k.groups.keys.data[0]}
+	names := []string{k.groups.Keys.Data[0]}
 	for _, f := range k.data {
 		names = append(names, f.Name)
 	}
@@ -140,14 +140,14 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader f
 	}
 	defer rr.Release()
 	cctx := compute.WithAllocator(ctx, mem)
-	pos := fm.pos
+	pos := fm.Pos
 	var first int64 // file position of the batch's first row
 	var rows []int32
 	for rr.Next() {
 		rec := rr.RecordBatch()
 		n := rec.NumRows()
-		from := fm.len() - len(pos)
-		pos, rows = takeRows(pos, first, n, rows)
+		from := fm.Len() - len(pos)
+		pos, rows = TakeRows(pos, first, n, rows)
 		first += n
 		if len(rows) == 0 {
 			continue
@@ -173,7 +173,7 @@ func (k *keptColumns) gather(ctx context.Context, mem memory.Allocator, reader f
 // add records rows of group grp, of key ordinals ords: their ids (when
 // kept), their values of rec's columns (nil: none read) and the file's
 // partition values parts.
-func (k *keptColumns) add(grp *keyGroup, ords []int32, ids []int64, rec arrow.RecordBatch, parts []*string) {
+func (k *KeptColumns) add(grp *KeyGroup, ords []int32, ids []int64, rec arrow.RecordBatch, parts []*string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	rows := k.rows[grp]
@@ -212,13 +212,13 @@ func (k *keptColumns) add(grp *keyGroup, ords []int32, ids []int64, rec arrow.Re
 	k.lens = append(k.lens, len(ords))
 }
 
-// fill returns live rows rec, batch i of the changelog's, with the
+// Fill returns live rows rec, batch i of the changelog's, with the
 // missing columns appended: the values gathered for each row's key, null
 // for keys no target row held. Partition columns are appended as strings
 // holding the partition values as logged, which the Partitioner takes as
 // they are (the data files do not hold partition columns). The caller
-// releases the result. fill runs once every gather has returned.
-func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, i int) (arrow.RecordBatch, error) {
+// releases the result. Fill runs once every gather has returned.
+func (k *KeptColumns) Fill(ctx context.Context, mem memory.Allocator, rec arrow.RecordBatch, i int) (arrow.RecordBatch, error) {
 	n := int(rec.NumRows())
 	live := k.groups.live[i]
 	grp := k.groups.groups[partTuple(nil)] // the one group when grps is nil
@@ -307,7 +307,7 @@ func (k *keptColumns) fill(ctx context.Context, mem memory.Allocator, rec arrow.
 // indices give nulls), in the type of the first file that held it (the
 // table's when none did): files written by other engines may read back
 // in another Arrow type of the same Delta type, and are cast to it.
-func (k *keptColumns) column(ctx context.Context, mem memory.Allocator, i int, indices *array.Int64) (arrow.Array, error) {
+func (k *KeptColumns) column(ctx context.Context, mem memory.Allocator, i int, indices *array.Int64) (arrow.Array, error) {
 	typ := k.data[i].Type
 	if j := slices.IndexFunc(k.chunks[i], func(c arrow.Array) bool { return c != nil }); j >= 0 {
 		typ = k.chunks[i][j].DataType()
@@ -345,10 +345,10 @@ func (k *keptColumns) column(ctx context.Context, mem memory.Allocator, i int, i
 	return compute.TakeArray(ctx, all, indices)
 }
 
-// takeRows moves the file positions of pos (sorted) that fall in the batch
+// TakeRows moves the file positions of pos (sorted) that fall in the batch
 // of n rows starting at file position first into rows (reused), as batch
 // offsets, and returns what is left of pos.
-func takeRows(pos []int64, first, n int64, rows []int32) ([]int64, []int32) {
+func TakeRows(pos []int64, first, n int64, rows []int32) ([]int64, []int32) {
 	rows = rows[:0]
 	for len(pos) > 0 && pos[0] < first+n {
 		rows = append(rows, int32(pos[0]-first))

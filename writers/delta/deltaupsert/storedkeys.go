@@ -1,4 +1,4 @@
-package delta
+package deltaupsert
 
 import (
 	"github.com/apache/arrow-go/v18/arrow"
@@ -8,14 +8,14 @@ import (
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 )
 
-// storedKeys returns rec with its timestamp merge-key columns in
+// StoredKeys returns rec with its timestamp merge-key columns in
 // microseconds, the unit data files store (parquetio scales seconds and
 // milliseconds and floors nanoseconds), so that an upsert collapses and
 // matches keys as they are stored: the same instant sent in milliseconds
 // must replace the row a microsecond file holds, and two nanosecond keys
 // within one microsecond are one stored key. It returns rec itself,
 // retained, when no key column needs it; the caller releases the result.
-func storedKeys(mem memory.Allocator, rec arrow.RecordBatch, keys []string) arrow.RecordBatch {
+func StoredKeys(mem memory.Allocator, rec arrow.RecordBatch, keys []string) arrow.RecordBatch {
 	var (
 		fields []arrow.Field
 		cols   []arrow.Array

@@ -1,4 +1,4 @@
-package delta
+package deltaupsert
 
 import (
 	"cmp"
@@ -11,76 +11,78 @@ import (
 	"github.com/quiver-ingest/quiver/merge"
 )
 
-// keyCache keeps, for data files an upsert scanned, the index of their
+// KeyCache keeps, for data files an upsert scanned, the index of their
 // merge-key values to row positions, so that later upserts look their
 // source keys up instead of reading and probing every key of the file.
 // Data files never change once written (a deletion vector is applied on
 // top, by position) and Delta writers never reuse a path (file names carry
 // a random UUID), so an entry is keyed by the file's path and dropped to
 // stay within maxBytes, least recently used first, or once its file is no
-// longer live (retain). What the key columns of a file are can change,
+// longer live (Retain). What the key columns of a file are can change,
 // though: with column mapping, a rename or a drop and add (ALTER TABLE)
 // gives a key column's name another physical column. An entry therefore
 // records the key layout it was read under (ColumnMap.KeyLayout), and a
 // lookup under another layout misses. Safe for concurrent use.
-type keyCache struct {
+type KeyCache struct {
 	maxBytes int
 	gauge    prometheus.Gauge // the bytes used, for operators
 
 	mu    sync.Mutex
 	used  int
-	files map[string]*list.Element // of *fileKeys
+	files map[string]*list.Element // of *FileKeys
 	lru   list.List                // front: most recently used
 }
 
-// fileKeys is one data file's key index: encoded key → row position.
+// FileKeys is one data file's key index: encoded key → row position.
 // Files holding a key twice are never cached (one position per key). In a
 // table that tracks rows it also holds the file's materialized row ids,
 // as the key match needs them (upsertmatch.go).
-type fileKeys struct {
+type FileKeys struct {
 	path   string
 	layout string            // the physical key columns read (deltalayout.ColumnMap.KeyLayout)
 	enc    *merge.KeyEncoder // the file's encoder, for SameEncoding with a source; nil: no key column (index empty)
 	index  *merge.KeyIndex
 	rows   int64 // rows in the file, marked deleted or not
-	// idCol names the materialized row id column read with the keys (""
-	// when none was); ids are its values by position (noRowID: null), nil
+	// IDCol names the materialized row id column read with the keys (""
+	// when none was); IDs are its values by position (noRowID: null), nil
 	// when the file lacks the column or it is all null.
-	idCol string
-	ids   []int64
+	IDCol string
+	IDs   []int64
 	bytes int
 }
 
-func newKeyCache(maxBytes int64, gauge prometheus.Gauge) *keyCache {
-	return &keyCache{maxBytes: int(maxBytes), gauge: gauge, files: map[string]*list.Element{}}
+// NewKeyCache returns an empty cache of maxBytes, reporting the bytes it
+// uses to gauge.
+func NewKeyCache(maxBytes int64, gauge prometheus.Gauge) *KeyCache {
+	return &KeyCache{maxBytes: int(maxBytes), gauge: gauge, files: map[string]*list.Element{}}
 }
 
-// get returns the keys of the file at path read under key layout
+// Get returns the keys of the file at path read under key layout
 // layout, nil when not cached (or under another layout).
-func (c *keyCache) get(path, layout string) *fileKeys {
+func (c *KeyCache) Get(path, layout string) *FileKeys {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e := c.files[path]
-	if e == nil || e.Value.(*fileKeys).layout != layout {
+	if e == nil || e.Value.(*FileKeys).layout != layout {
 		return nil
 	}
 	c.lru.MoveToFront(e)
-	return e.Value.(*fileKeys)
+	return e.Value.(*FileKeys)
 }
 
-// put caches fk, in place of the file's keys under another layout or
+// Put caches fk, in place of the file's keys under another layout or
 // read without its row ids, evicting the least recently used files to
 // make room; a file larger than the whole cache is not kept.
-func (c *keyCache) put(fk *fileKeys) {
-	fk.bytes = fk.index.MemoryBytes() + len(fk.path) + len(fk.layout) + 8*cap(fk.ids)
+func (c *KeyCache) Put(fk *FileKeys) {
+	fk.bytes = fk.index.MemoryBytes() + len(fk.path) + len(fk.layout) + 8*cap(fk.IDs)
 	if fk.bytes > c.maxBytes {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if e := c.files[fk.path]; e != nil {
-		old := e.Value.(*fileKeys)
-		if old.layout == fk.layout && (old.idCol == fk.idCol || fk.idCol == "") {
+		old := e.Value.(*FileKeys)
+		if old.layout == fk.layout && (old.IDCol == fk.IDCol || fk.IDCol == "") {
 			return // cached concurrently, or with more: the same file's keys
 		}
 		c.lru.Remove(e)
@@ -89,7 +91,7 @@ func (c *keyCache) put(fk *fileKeys) {
 	}
 	for c.used+fk.bytes > c.maxBytes {
 		last := c.lru.Back()
-		old := c.lru.Remove(last).(*fileKeys)
+		old := c.lru.Remove(last).(*FileKeys)
 		delete(c.files, old.path)
 		c.used -= old.bytes
 	}
@@ -98,23 +100,26 @@ func (c *keyCache) put(fk *fileKeys) {
 	c.gauge.Set(float64(c.used))
 }
 
-// retain drops the files for which live is false: files a commit removed
+// Retain drops the files for which live is false: files a commit removed
 // are never read again, so their indexes would only hold memory until
 // evicted.
-func (c *keyCache) retain(live func(path string) bool) {
+func (c *KeyCache) Retain(live func(path string) bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for path, e := range c.files {
 		if !live(path) {
-			c.used -= c.lru.Remove(e).(*fileKeys).bytes
+			c.used -= c.lru.Remove(e).(*FileKeys).bytes
 			delete(c.files, path)
 		}
 	}
 	c.gauge.Set(float64(c.used))
 }
 
-// usedBytes returns the memory the cached indexes hold.
-func (c *keyCache) usedBytes() int {
+// MaxBytes is the cache's size: no file's keys larger than it are kept.
+func (c *KeyCache) MaxBytes() int { return c.maxBytes }
+
+// UsedBytes returns the memory the cached indexes hold.
+func (c *KeyCache) UsedBytes() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.used
@@ -124,7 +129,7 @@ func (c *keyCache) usedBytes() int {
 // positions), with their ids (withIDs) for a file of baseRowId base. It
 // probes from the smaller side: the set's keys in the file's index, or
 // the file's keys in the set (a small file against a large changelog).
-func (fk *fileKeys) lookup(set *merge.KeySet, base *int64, withIDs bool) fileMatches {
+func (fk *FileKeys) lookup(set *merge.KeySet, base *int64, withIDs bool) FileMatches {
 	type hit struct {
 		pos int64
 		ord int32
@@ -144,11 +149,11 @@ func (fk *fileKeys) lookup(set *merge.KeySet, base *int64, withIDs bool) fileMat
 		}
 	}
 	slices.SortFunc(hits, func(a, b hit) int { return cmp.Compare(a.pos, b.pos) })
-	fm := fileMatches{pos: make([]int64, 0, len(hits)), ord: make([]int32, 0, len(hits))}
+	fm := FileMatches{Pos: make([]int64, 0, len(hits)), ord: make([]int32, 0, len(hits))}
 	for _, h := range hits {
 		mat := int64(noRowID)
-		if fk.ids != nil {
-			mat = fk.ids[h.pos]
+		if fk.IDs != nil {
+			mat = fk.IDs[h.pos]
 		}
 		fm.add(h.pos, h.ord, rowID(mat, base, h.pos), withIDs)
 	}
