@@ -26,8 +26,8 @@ type rule struct {
 var (
 	sinks        = []string{"writers/delta", "writers/lance", "writers/kafka", "writers/discard"}
 	aboveSinks   = []string{"server/...", "flightsvc/...", "txn/...", "bench/...", "clients/..."}
-	testSupport  = []string{"internal/testpoll", "internal/reftool", "internal/emulator", "internal/duckcheck", "internal/alloccheck", "internal/lanceprobe/probetest", "writers/writertest/...", "writers/storage/storagetest", "writers/lance/internal/lancetest"}
-	formatLibs   = []string{"writers/delta/deltalog/...", "writers/delta/deltaexpr", "writers/parquetio", "writers/kafka/kafkaenc/...", "writers/lance/lancefile/...", "writers/lance/lancetable", "writers/lance/lancepb/...", "writers/storage", "merge/..."}
+	testSupport  = []string{"internal/testpoll", "internal/reftool", "internal/deltagolden", "internal/emulator", "internal/duckcheck", "internal/alloccheck", "internal/lanceprobe/probetest", "writers/writertest/...", "writers/storage/storagetest", "writers/lance/internal/lancetest"}
+	formatLibs   = []string{"writers/delta/deltalog/...", "writers/delta/deltalayout", "writers/delta/deltaupsert", "writers/delta/deltaexpr", "writers/parquetio", "writers/kafka/kafkaenc/...", "writers/lance/lancefile/...", "writers/lance/lancetable", "writers/lance/lancepb/...", "writers/storage", "merge/..."}
 	belowService = []string{"txn/...", "writers/...", "merge/...", "internal/membudget", "internal/descseal", "internal/fsync", "internal/rowdigest", "internal/redact"}
 )
 
@@ -43,6 +43,12 @@ var rules = []rule{
 		why: "the binary and the libraries link no test support"},
 	{from: []string{"writers/lance/lancefile/..."}, to: []string{"writers/lance/lancetable"},
 		why: "the Lance file codec knows nothing of the table format"},
+	{from: []string{"writers/delta/deltalog/...", "writers/delta/deltaexpr"}, to: []string{"writers/delta/deltalayout", "writers/delta/deltaupsert"},
+		why: "the Delta protocol knows nothing of how a writer lays out or matches rows"},
+	{from: []string{"writers/delta/deltalog"}, to: []string{"writers/delta/deltalog/dv"},
+		why: "deletion-vector files build on the log, never the other way"},
+	{from: []string{"writers/delta/deltalayout"}, to: []string{"writers/delta/deltaupsert"},
+		why: "the data file layout knows nothing of upserts"},
 	{from: belowService, to: []string{"google.golang.org/grpc/..."}, direct: true,
 		why: "nothing below flightsvc knows gRPC"},
 	{from: []string{"flightsvc/ipccheck", "internal/rowdigest", "internal/fsync"}, to: []string{"writers/...", "flightsvc", "server/...", "txn/..."},
