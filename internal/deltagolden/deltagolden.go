@@ -5,13 +5,13 @@
 package deltagolden
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
 	"github.com/quiver-ingest/quiver/writers/storage"
+	"github.com/quiver-ingest/quiver/writers/storage/storagetest"
 )
 
 // Dir returns the absolute path of testdata/delta-golden.
@@ -27,10 +27,5 @@ func Open(t *testing.T, name string) *storage.Bucket {
 	if _, err := os.Stat(filepath.Join(dir, "_delta_log")); err != nil {
 		t.Fatalf("golden table %s is missing (make golden writes testdata/delta-golden): %v", name, err)
 	}
-	b, err := storage.Open(context.Background(), "file://"+dir, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
+	return storagetest.Open(t, "file://"+dir)
 }

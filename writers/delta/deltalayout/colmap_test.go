@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
@@ -26,18 +25,6 @@ func TestColumnMapRename(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := NewColumnMap(map[string]string{deltalog.ColumnMappingModeKey: "name", "delta.rowTracking.materializedRowIdColumnName": "_row-id-col-x"}, schema)
-	build := func(names ...string) arrow.RecordBatch {
-		var fields []arrow.Field
-		for _, n := range names {
-			fields = append(fields, arrow.Field{Name: n, Type: arrow.PrimitiveTypes.Int64, Nullable: true})
-		}
-		b := array.NewRecordBuilder(mem, arrow.NewSchema(fields, nil))
-		defer b.Release()
-		for i := range names {
-			b.Field(i).(*array.Int64Builder).Append(int64(i))
-		}
-		return b.NewRecordBatch()
-	}
 	names := func(rec arrow.RecordBatch) string {
 		var out []string
 		for _, f := range rec.Schema().Fields() {
@@ -46,7 +33,7 @@ func TestColumnMapRename(t *testing.T) {
 		}
 		return strings.Join(out, ",")
 	}
-	in := build("id", "_row-id-col-x")
+	in := int64Batch(mem, "id", "_row-id-col-x")
 	defer in.Release()
 	phys, err := m.ToPhysical(in)
 	if err != nil {
@@ -56,7 +43,7 @@ func TestColumnMapRename(t *testing.T) {
 	if got := names(phys); got != "col-id#1,_row-id-col-x#" {
 		t.Errorf("physical: %s", got)
 	}
-	file := build("col-id", "col-dropped", "_row-id-col-x")
+	file := int64Batch(mem, "col-id", "col-dropped", "_row-id-col-x")
 	defer file.Release()
 	logical, err := m.toLogical(context.Background(), mem, file)
 	if err != nil {
@@ -66,7 +53,7 @@ func TestColumnMapRename(t *testing.T) {
 	if got := names(logical); got != "id#,_row-id-col-x#" {
 		t.Errorf("logical: %s", got)
 	}
-	unknown := build("nope")
+	unknown := int64Batch(mem, "nope")
 	defer unknown.Release()
 	if _, err := m.ToPhysical(unknown); !errors.Is(err, writers.ErrInvalid) {
 		t.Errorf("toPhysical of an unknown column: %v, want ErrInvalid", err)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/storage"
+	"github.com/quiver-ingest/quiver/writers/storage/storagetest"
 )
 
 var testSchema = arrow.NewSchema([]arrow.Field{
@@ -32,12 +33,7 @@ func stores(t *testing.T, fn func(t *testing.T, store Store)) {
 			if scheme == "file" {
 				uri = "file://" + t.TempDir()
 			}
-			b, err := storage.Open(t.Context(), uri, storage.Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { b.Close() })
-			fn(t, b)
+			fn(t, storagetest.Open(t, uri))
 		})
 	}
 }
@@ -274,11 +270,7 @@ func TestCommitConflicts(t *testing.T) {
 // copyTable copies the commits 0..last of store into a fresh mem:// table.
 func copyTable(t *testing.T, store Store, last int64) Store {
 	t.Helper()
-	b, err := storage.Open(t.Context(), memURI(), storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
+	b := storagetest.Open(t, memURI())
 	for v := int64(0); v <= last; v++ {
 		data, err := store.Get(t.Context(), CommitKey(v))
 		if err != nil {

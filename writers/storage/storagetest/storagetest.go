@@ -1,14 +1,28 @@
-// Package storagetest injects the failures of a remote store into a
-// storage.Bucket, for the tests of the sinks above it.
+// Package storagetest is test support for the code above storage: it
+// opens a bucket for the length of a test (Open) and injects the failures
+// of a remote store into a storage.Bucket (LoseAnswer).
 package storagetest
 
 import (
 	"context"
 	"errors"
 	"sync"
+	"testing"
 
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
+
+// Open opens the bucket at uri for the rest of the test, failing the test
+// when it cannot.
+func Open(t testing.TB, uri string) *storage.Bucket {
+	t.Helper()
+	b, err := storage.Open(context.Background(), uri, storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { b.Close() })
+	return b
+}
 
 // LoseAnswer makes the first put-if-absent on b of a key match accepts
 // fail with an error that does not say whether it landed (it does when

@@ -24,6 +24,7 @@ import (
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/parquetio"
 	"github.com/quiver-ingest/quiver/writers/storage"
+	"github.com/quiver-ingest/quiver/writers/storage/storagetest"
 )
 
 // span returns lo, lo+step, ... below hi.
@@ -582,17 +583,10 @@ var memTables atomic.Int64
 // openStore opens a fresh table in memory ("mem") or in a temporary
 // directory ("file").
 func openStore(t *testing.T, scheme string) *storage.Bucket {
-	t.Helper()
-	uri := fmt.Sprintf("mem://dv-test/t%d", memTables.Add(1))
 	if scheme == "file" {
-		uri = "file://" + t.TempDir()
+		return storagetest.Open(t, "file://"+t.TempDir())
 	}
-	b, err := storage.Open(t.Context(), uri, storage.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { b.Close() })
-	return b
+	return storagetest.Open(t, fmt.Sprintf("mem://dv-test/t%d", memTables.Add(1)))
 }
 
 func openMem(t *testing.T) *storage.Bucket { return openStore(t, "mem") }
