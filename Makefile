@@ -28,7 +28,7 @@ run: build
 
 # venv first: the Go tests run moto (the S3 emulator) and the reference
 # readers of the scale-out test (delta-rs, pylance, LanceDB) from .venv.
-test: venv test-go test-interop
+test: venv lint test-go test-interop
 
 # Go only: vet, then every Go test with the race detector. withkafka starts
 # one real Apache Kafka broker (internal/realkafka: jars from Maven Central
@@ -116,9 +116,12 @@ bench-python: build venv
 generate:
 	$(GO) run ./internal/protogen
 
+# gofmt, go vet and staticcheck (a go.mod tool, pinned there); part of make
+# test. The import rules are a test: internal/layering.
 lint:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	$(GO) vet $(PKGS)
+	$(GO) tool staticcheck $(PKGS)
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')

@@ -523,7 +523,7 @@ func seededTracked(t *testing.T, dv bool, n int32) (*Config, memory.Allocator, *
 // row id column is not long fails an upsert only when one of its rows
 // matches (its ids are needed); as a mere candidate it is left alone.
 func TestRowIDColumnOfAnotherType(t *testing.T) {
-	cfg, mem, w := seededTracked(t, false, 10)
+	cfg, mem, _ := seededTracked(t, false, 10)
 
 	schema := arrow.NewSchema([]arrow.Field{
 		{Name: "col-1-id", Type: arrow.PrimitiveTypes.Int32, Nullable: true},
@@ -563,7 +563,7 @@ func TestRowIDColumnOfAnotherType(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	w = openWriter(t, cfg, mem) // nothing cached
+	w := openWriter(t, cfg, mem) // nothing cached
 	up := idBatch(mem, idChange{5, "five", "U"})
 	defer up.Release()
 	commitOne(t, w, writers.TxnKey{Writer: "rt", Epoch: 1}, up) // the foreign file is a candidate without a match

@@ -340,7 +340,7 @@ func (m *ColumnMap) renameData(d arrow.ArrayData, dt deltalog.DataType, fromPhys
 		mt := arrow.MapOfFields(kf, vf)
 		mt.KeysSorted = old.KeysSorted
 		t = mt
-		kids = []arrow.ArrayData{array.NewData(mt.ValueType(), entries.Len(), entries.Buffers(),
+		kids = []arrow.ArrayData{array.NewData(mt.Elem(), entries.Len(), entries.Buffers(),
 			[]arrow.ArrayData{k, v}, entries.NullN(), entries.Offset())}
 	default:
 		d.Retain()

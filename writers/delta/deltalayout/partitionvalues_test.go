@@ -176,10 +176,7 @@ func TestGoldenPartitionValues(t *testing.T) {
 	t.Run("escaped partition paths round trip", func(t *testing.T) {
 		for _, name := range []string{"partition-escaped", "special-chars-path", "deltars-partitioned-checkpoint"} {
 			s := load(t, name, -1)
-			var adds []*deltalog.Add
-			for _, a := range s.Files() {
-				adds = append(adds, a)
-			}
+			adds := append([]*deltalog.Add(nil), s.Files()...)
 			for _, r := range s.Tombstones() {
 				adds = append(adds, &deltalog.Add{Path: r.Path, PartitionValues: r.PartitionValues})
 			}

@@ -180,7 +180,7 @@ func (t *DataType) UnmarshalJSON(b []byte) error {
 				return fmt.Errorf("duplicate column name %q (names are case-insensitive)", f.Name)
 			}
 			seen[lower] = true
-			t.Fields[i] = StructField{Name: f.Name, Type: f.Type, Nullable: f.Nullable, Metadata: f.Metadata}
+			t.Fields[i] = StructField(f)
 		}
 	case "array":
 		if c.ElementType == nil {
