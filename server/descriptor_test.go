@@ -190,3 +190,44 @@ func TestHandedDescriptorCheckedBeforeDecision(t *testing.T) {
 		t.Fatalf("table rows %d, want the first server's 5", rows)
 	}
 }
+
+// dataFiles lists the Parquet files under a Delta table's folder.
+func dataFiles(t *testing.T, table string) []string {
+	t.Helper()
+	files, err := filepath.Glob(filepath.Join(table, "*.parquet"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
+// A rolled-back precommit's data files are deleted when the server's
+// descriptor key is its own (no other server can commit them), and left
+// for vacuum when the key is shared (another server may have published
+// them).
+func TestRollbackDeletesPrecommittedFilesOfAnOwnKey(t *testing.T) {
+	keyFile := filepath.Join(t.TempDir(), "descriptor.key")
+	if err := os.WriteFile(keyFile, []byte(hex.EncodeToString(bytes.Repeat([]byte{5}, 32))+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, txn string
+		kept      bool
+	}{{"own key", "", false}, {"shared key", "txn: {descriptor_key_file: " + keyFile + "}\n", true}} {
+		t.Run(c.name, func(t *testing.T) {
+			table := filepath.Join(t.TempDir(), "events")
+			s := startServer(t, "endpoints:\n  - {name: events, sink: delta, delta: {table_uri: \"file://"+table+"\"}}\n"+c.txn)
+			client := dialClient(t, s)
+			precommitJob(t, client, 7)
+			if len(dataFiles(t, table)) == 0 {
+				t.Fatal("the precommit wrote no data file")
+			}
+			if _, err := client.Txn("job", 1).Rollback(t.Context()); err != nil {
+				t.Fatal(err)
+			}
+			if left := dataFiles(t, table); (len(left) > 0) != c.kept {
+				t.Fatalf("data files after the rollback: %v, want kept = %v", left, c.kept)
+			}
+		})
+	}
+}

@@ -33,19 +33,40 @@ func (w *Writer) checkModes(ds []*descriptor) error {
 func (w *Writer) verifyFiles(ctx context.Context, ds []*descriptor) error {
 	var want []storage.Expected
 	for i, d := range ds {
-		label := fmt.Sprintf("delta: endpoint %q: descriptor %d", w.env.Endpoint, i)
-		for _, a := range d.Adds {
-			key, err := deltalog.DecodePath(a.Path)
-			if err != nil { // decodeDescriptor refuses such paths
-				return writers.Errorf(writers.ErrInvalid, "%s: %w", label, err)
-			}
-			want = append(want, storage.Expected{Key: key, Size: a.Size, Label: label})
+		written, err := d.written(fmt.Sprintf("delta: endpoint %q: descriptor %d", w.env.Endpoint, i))
+		if err != nil {
+			return err
 		}
-		if u := d.Upsert; u != nil && len(u.Updates) > 0 {
-			want = append(want, storage.Expected{Key: u.DVFile, Size: u.DVFileSize, Label: label})
-		}
+		want = append(want, written...)
 	}
 	return w.bucket.CheckObjects(ctx, want)
+}
+
+// written lists the objects d's precommit wrote: the added data files and
+// an upsert's deletion-vector file (never the files it read, rewrote or
+// marked, which the table already holds).
+func (d *descriptor) written(label string) ([]storage.Expected, error) {
+	var out []storage.Expected
+	for _, a := range d.Adds {
+		key, err := deltalog.DecodePath(a.Path)
+		if err != nil { // decodeDescriptor refuses such paths
+			return nil, writers.Errorf(writers.ErrInvalid, "%s: %w", label, err)
+		}
+		out = append(out, storage.Expected{Key: key, Size: a.Size, Label: label})
+	}
+	if u := d.Upsert; u != nil && len(u.Updates) > 0 {
+		out = append(out, storage.Expected{Key: u.DVFile, Size: u.DVFileSize, Label: label})
+	}
+	return out, nil
+}
+
+// writtenFiles is written of an encoded descriptor (tablesink.Discards).
+func writtenFiles(b writers.Descriptor) ([]storage.Expected, error) {
+	d, err := decodeDescriptor(b)
+	if err != nil {
+		return nil, err
+	}
+	return d.written("delta: discarded precommit")
 }
 
 // checkReadSet checks what plan claims it read: every file of its read set

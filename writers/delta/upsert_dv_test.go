@@ -17,6 +17,7 @@ import (
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
 func upsertDVConfig(uri string) *Config {
@@ -350,5 +351,47 @@ func TestDeletionVectorsConfig(t *testing.T) {
 	defer dv.Close(ctx)
 	if err := dv.Open(ctx); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), enableDVProperty) {
 		t.Fatalf("Open with deletion_vectors on a table without them: %v, want ErrInvalid naming %s", err, enableDVProperty)
+	}
+}
+
+// TestDiscardedUpsertKeepsTheTable: discarding a rolled-back upsert's
+// precommit (deletion vectors: new files, a DV file, files it marks)
+// deletes only what the precommit wrote: the files it read and would
+// have marked or removed stay, the table reads as before, and its
+// descriptor no longer commits.
+func TestDiscardedUpsertKeepsTheTable(t *testing.T) {
+	mem := checkedMem(t)
+	cfg := upsertDVConfig(fileURI(t))
+	w := openWriter(t, cfg, mem)
+	seedIDs(t, w, mem, [2]int32{0, 100})
+	cols := []string{"id", "str"}
+	before := tableRows(t, cfg, cols)
+
+	key := writers.TxnKey{Writer: "dv", Epoch: 1}
+	rec := idBatch(mem, idChange{10, "ten", "U"}, idChange{30, "", "D"}, idChange{200, "new", "I"})
+	desc := precommitOne(t, w, key, rec)
+	rec.Release()
+	written, err := writtenFiles(desc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(written) < 2 {
+		t.Fatalf("the upsert's precommit wrote %v: want its new data file and its DV file", written)
+	}
+	if err := w.Rollback(t.Context(), key); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.DiscardPrecommitted(t.Context(), desc); err != nil {
+		t.Fatal(err)
+	}
+	b := tableBucket(t, cfg)
+	for _, o := range written {
+		if _, err := b.Stat(t.Context(), o.Key); !errors.Is(err, storage.ErrNotExist) {
+			t.Errorf("%s after the discard: %v, want gone", o.Key, err)
+		}
+	}
+	sameRows(t, "after the discard", tableRows(t, cfg, cols), before)
+	if _, err := w.Commit(t.Context(), key, []writers.Descriptor{desc}); !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("commit of the discarded descriptor: %v, want ErrInvalid", err)
 	}
 }

@@ -17,16 +17,21 @@ import (
 	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
-var _ tablesink.Sink = (*Writer)(nil)
+var (
+	_ tablesink.Sink             = (*Writer)(nil)
+	_ writers.AttemptFencer      = (*Writer)(nil)
+	_ writers.PrecommitDiscarder = (*Writer)(nil)
+)
 
 // Writer is the Delta sink of one endpoint. All methods are safe for
 // concurrent use within the writers.Writer contract (calls for one key are
 // never concurrent).
-var _ writers.AttemptFencer = (*Writer)(nil)
-
 type Writer struct {
 	// Fences marks attempts fenced in the table (writers.AttemptFencer).
 	tablesink.Fences
+	// Discards deletes the files of precommits rolled back on this server
+	// alone (writers.PrecommitDiscarder).
+	tablesink.Discards
 	cfg        *Config
 	env        writers.Env
 	log        *slog.Logger
@@ -95,6 +100,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 	}
 	w.stages = tablesink.NewStages("delta", w.discard)
 	w.Fences = tablesink.Fences{Bucket: &w.bucket}
+	w.Discards = tablesink.Discards{Bucket: &w.bucket, Written: writtenFiles}
 	if cfg.WriteMode == ModeUpsert && cfg.KeyIndexMaxBytes > 0 {
 		w.keys = deltaupsert.NewKeyCache(cfg.KeyIndexMaxBytes, w.m.keyIndexBytes)
 	}

@@ -16,14 +16,14 @@ import (
 	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
-// Writer is the Lance sink of one endpoint. All methods are safe for
-// concurrent use within the writers.Writer contract (calls for one key are
-// never concurrent).
 var (
 	_ writers.AttemptFencer      = (*Writer)(nil)
 	_ writers.PrecommitDiscarder = (*Writer)(nil)
 )
 
+// Writer is the Lance sink of one endpoint. All methods are safe for
+// concurrent use within the writers.Writer contract (calls for one key are
+// never concurrent).
 type Writer struct {
 	// Fences marks attempts fenced in the dataset (writers.AttemptFencer).
 	tablesink.Fences
