@@ -18,7 +18,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-optimize bench-lance-merge bench-python lance-probe k8s-schemas generate lint fmt docker clean golden lance-fixtures
+.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-optimize bench-lance-merge bench-lance-append bench-python lance-probe k8s-schemas generate lint fmt docker clean golden lance-fixtures
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -102,6 +102,13 @@ bench-optimize: build venv
 # (bench/lance_merge_vs_pylance.py; docs/lance.md). Not part of make test.
 bench-lance-merge: build venv
 	.venv/bin/python bench/lance_merge_vs_pylance.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
+
+# Lance append from a Python user's seat: pyarrow.flight -> Quiver's lance
+# append endpoints against pylance's write_dataset in process, 1 and 4
+# writers, same run, with bytes on disk and the server's CPU per million rows
+# (bench/lance_append_vs_pylance.py; docs/lance.md). Not part of make test.
+bench-lance-append: build venv
+	.venv/bin/python bench/lance_append_vs_pylance.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
 
 # Python clients (pyarrow.flight, ADBC's Flight SQL driver, the quiver
 # package) into Quiver's discard endpoint against pyarrow.flight into the bare

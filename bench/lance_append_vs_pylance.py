@@ -1,0 +1,163 @@
+"""Quiver's Lance append against pylance's write_dataset, from a Python
+user's seat: the same Arrow table written by pylance in process, or sent
+through pyarrow.flight to `quiver serve`. Same run, same machine.
+
+    make bench-lance-append                               # builds bin/quiver, ensures .venv, runs this
+    .venv/bin/python bench/lance_append_vs_pylance.py --runs 5 --streams 1,4 --storage 2.2
+
+A table of ROWS rows (default 2,000,000) of the standard workload's schema
+(the columns of bench/delta_vs_reference.py: int64 id, timestamp, int64,
+two float64, a random and a 16-value string, bool) in 65,536-row batches,
+generated before timing, is written STREAMS ways at once:
+  - Quiver: STREAMS concurrent auto-commit puts (one connection each, the
+    table's batches dealt round-robin) into STREAMS lance append endpoints
+    of one `quiver serve` (bin/quiver), each a new dataset, timed until every
+    commit's ack;
+  - pylance: `lance.write_dataset` of the same parts into STREAMS new
+    datasets from STREAMS threads, in process.
+Engines alternate their order from run to run. Every dataset is read back
+by pylance (count, distinct ids, sum(amount)) and must hold its rows. The
+report gives medians over RUNS runs: rows/s, Quiver / pylance, bytes on disk
+(Quiver / pylance, same file format) and the quiver process's CPU seconds
+per million rows (user+system, from /proc) against the whole benchmark
+process's for pylance.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
+from delta_vs_reference import batched, proc_cpu, rows  # noqa: E402
+from helpers import REPO, Quiver  # noqa: E402
+
+
+def check(path: Path, want: pa.Table) -> None:
+    import lance
+
+    t = lance.dataset(str(path)).to_table(columns=["id", "amount"])
+    got = (t.num_rows, pc.count_distinct(t["id"]).as_py(), round(pc.sum(t["amount"]).as_py(), 3))
+    exp = (want.num_rows, pc.count_distinct(want["id"]).as_py(), round(pc.sum(want["amount"]).as_py(), 3))
+    assert got == exp, f"{path}: {got}, want {exp}"
+
+
+def size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def own_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def parts(table: pa.Table, n: int) -> list[pa.Table]:
+    """table's batches dealt round-robin into n tables."""
+    batches = table.to_batches()
+    return [pa.Table.from_batches(batches[i::n], table.schema) for i in range(n)]
+
+
+def concurrently(fns: list) -> float:
+    """Runs fns on threads at once; returns the wall time until all ended."""
+    errors: list[BaseException] = []
+
+    def run(fn) -> None:
+        try:
+            fn()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(fn,)) for fn in fns]
+    start = time.perf_counter()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return time.perf_counter() - start
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quiver", default=str(REPO / "bin" / "quiver"), help="the quiver binary")
+    ap.add_argument("--rows", type=int, default=2_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--streams", default="1,4", help="comma list of concurrent writers")
+    ap.add_argument("--storage", default="2.2", help="the Lance data storage version (2.1 or 2.2)")
+    args = ap.parse_args()
+    import lance
+
+    streams = [int(s) for s in args.streams.split(",")]
+    work = Path(tempfile.mkdtemp(prefix="quiver-lance-append-bench-"))
+    table = batched(rows(pa.array(range(args.rows), pa.int64()), seed=1))
+    names = [f"la{s}_r{r}_{i}" for s in streams for r in range(args.runs) for i in range(s)]
+    endpoints = [{"name": n, "sink": "lance", "lance": {
+        "dataset_uri": f"file://{work}/quiver/{n}.lance", "mode": "append",
+        "data_storage_version": args.storage}} for n in names]
+    server = Quiver(Path(args.quiver), work / "server", endpoints)
+    loads = [os.getloadavg()[0]]
+    report = []
+    try:
+        clients = [server.client() for _ in range(max(streams))]
+        for s in streams:
+            split = parts(table, s)
+            secs: dict[str, list[float]] = {"quiver": [], "pylance": []}
+            cpu: dict[str, list[float]] = {"quiver": [], "pylance": []}
+            disk: dict[str, list[int]] = {"quiver": [], "pylance": []}
+            for r in range(args.runs):
+                order = ["quiver", "pylance"] if r % 2 == 0 else ["pylance", "quiver"]
+                for e in order:
+                    dirs = [work / e / f"la{s}_r{r}_{i}.lance" for i in range(s)]
+                    if e == "quiver":
+                        before = proc_cpu(server.proc.pid)
+                        wall = concurrently([
+                            (lambda c=clients[i], ep=f"la{s}_r{r}_{i}", t=split[i]: c.put(ep, t))
+                            for i in range(s)])
+                        used = proc_cpu(server.proc.pid) - before
+                    else:
+                        before = own_cpu()
+                        wall = concurrently([
+                            (lambda d=dirs[i], t=split[i]: lance.write_dataset(t, str(d), data_storage_version=args.storage))
+                            for i in range(s)])
+                        used = own_cpu() - before
+                    secs[e].append(wall)
+                    cpu[e].append(used)
+                    for d, t in zip(dirs, split):
+                        check(d, t)
+                    disk[e].append(sum(size(d) for d in dirs))
+                    print(f"streams {s} run {r} {e}: {args.rows / wall / 1e6:.2f} M rows/s, "
+                          f"{used / args.rows * 1e6:.2f} CPU s per M rows", flush=True)
+                loads.append(os.getloadavg()[0])
+            med = {e: statistics.median(v) for e, v in secs.items()}
+            report.append((s, med, {e: statistics.median(v) for e, v in cpu.items()},
+                           {e: statistics.median(v) for e, v in disk.items()}))
+    finally:
+        server.stop()
+        shutil.rmtree(work, ignore_errors=True)
+
+    print(f"\nLance append of {args.rows:,} rows (storage {args.storage}), medians of {args.runs} runs, "
+          f"load {min(loads):.1f}-{max(loads):.1f}")
+    print(f"{'streams':>7} {'quiver rows/s':>14} {'pylance rows/s':>15} {'ratio':>6} "
+          f"{'bytes ratio':>11} {'quiver CPU s/M':>15} {'pylance CPU s/M':>16}")
+    for s, med, cpu, disk in report:
+        m = args.rows / 1e6
+        print(f"{s:>7} {args.rows / med['quiver']:>14,.0f} {args.rows / med['pylance']:>15,.0f} "
+              f"{med['pylance'] / med['quiver']:>5.2f}x {disk['quiver'] / disk['pylance']:>10.3f}x "
+              f"{cpu['quiver'] / m:>15.2f} {cpu['pylance'] / m:>16.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
