@@ -127,7 +127,7 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer, scenario
 	if *recordDir == "" {
 		return run(ctx, stdout, stderr)
 	}
-	rec := newRecord(*recordDir, sc.Name, args)
+	rec := newRecord(*recordDir, sc.Name, fs)
 	if err := run(ctx, rec.tee(stdout), stderr); err != nil {
 		return err
 	}

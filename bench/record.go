@@ -2,14 +2,18 @@ package bench
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/quiver-ingest/quiver/internal/redact"
 )
 
 // record is what --record keeps of a run: one Markdown file per run in a
@@ -25,9 +29,23 @@ type record struct {
 	report        bytes.Buffer
 }
 
-func newRecord(dir, scenario string, args []string) *record {
+// newRecord starts the record of a run of scenario with the flags set on
+// fs, as --name=value: the values of secret flags (a token, a password, a
+// key) masked and URIs redacted, as the file is meant to be committed.
+func newRecord(dir, scenario string, fs *flag.FlagSet) *record {
+	var args []string
+	fs.Visit(func(f *flag.Flag) {
+		v := redact.URI(f.Value.String())
+		if secretFlag.MatchString(f.Name) {
+			v = redact.Mask
+		}
+		args = append(args, "--"+f.Name+"="+v)
+	})
 	return &record{dir: dir, scenario: scenario, args: args, start: time.Now().UTC(), loadBefore: loadAverage()}
 }
+
+// secretFlag names flags whose values are secrets.
+var secretFlag = regexp.MustCompile(`(?i)token|secret|password|key`)
 
 // tee returns stdout that also writes into the record.
 func (r *record) tee(stdout io.Writer) io.Writer { return io.MultiWriter(stdout, &r.report) }
@@ -37,7 +55,8 @@ func (r *record) write() (string, error) {
 	if err := os.MkdirAll(r.dir, 0o755); err != nil {
 		return "", fmt.Errorf("bench: --record: %w", err)
 	}
-	path := filepath.Join(r.dir, r.start.Format("2006-01-02-150405")+"-"+r.scenario+".md")
+	// Milliseconds: two runs started within a second keep their files.
+	path := filepath.Join(r.dir, r.start.Format("2006-01-02-150405.000")+"-"+r.scenario+".md")
 	var b strings.Builder
 	fmt.Fprintf(&b, "# %s, %s\n\n", r.scenario, r.start.Format("2006-01-02 15:04 UTC"))
 	fmt.Fprintf(&b, "- command: `quiverbench %s`\n", strings.Join(r.args, " "))

@@ -85,11 +85,23 @@ func TestMainHelp(t *testing.T) {
 	}
 }
 
+// secretOptions add --token to --size.
+type secretOptions struct {
+	sizeOptions
+	token string
+}
+
+func (o *secretOptions) Register(fs *flag.FlagSet) {
+	o.sizeOptions.Register(fs)
+	fs.StringVar(&o.token, "token", "", "a secret")
+}
+
 // TestMainRecord checks that --record writes the report, the command line
-// and the machine to one new file per run, and nothing for a failed run.
+// (a secret flag's value masked) and the machine to one new file per run,
+// and nothing for a failed run.
 func TestMainRecord(t *testing.T) {
 	dir := t.TempDir()
-	ok := NewScenario[sizeOptions]("tiny", "prints a table", func(_ context.Context, o sizeOptions, stdout, _ io.Writer) error {
+	ok := NewScenario[secretOptions]("tiny", "prints a table", func(_ context.Context, o secretOptions, stdout, _ io.Writer) error {
 		_, err := io.WriteString(stdout, "| size |\n| "+o.size+" |\n")
 		return err
 	})
@@ -97,10 +109,11 @@ func TestMainRecord(t *testing.T) {
 		return errors.New("no broker")
 	})
 	var out strings.Builder
-	args := []string{"--scenario", "tiny", "--size", "7", "--record", dir}
+	args := []string{"--scenario", "tiny", "--size", "7", "--record", dir, "--token", "s3cr3t"}
 	if err := Main(t.Context(), args, &out, io.Discard, ok, failing); err != nil {
 		t.Fatal(err)
 	}
+
 	if err := Main(t.Context(), []string{"--scenario", "broken", "--record", dir}, io.Discard, io.Discard, ok, failing); err == nil {
 		t.Fatal("a failing scenario succeeded")
 	}
@@ -112,7 +125,10 @@ func TestMainRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"# tiny, ", "- command: `quiverbench --scenario tiny --size 7 --record " + dir + "`", "- machine: ", "| size |\n| 7 |\n"} {
+	if strings.Contains(string(b), "s3cr3t") {
+		t.Fatalf("the record shows the token:\n%s", b)
+	}
+	for _, want := range []string{"# tiny, ", "- command: `quiverbench --record=" + dir + " --scenario=tiny --size=7 --token=REDACTED`", "- machine: ", "| size |\n| 7 |\n"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("record lacks %q:\n%s", want, b)
 		}

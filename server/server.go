@@ -257,9 +257,10 @@ func (s *Server) start(ctx context.Context) (err error) {
 		TTL:           s.cfg.Txn.TTL,
 		MaxTTLOfBegin: s.cfg.Txn.MaxTTL,
 		ReplayCheck:   txn.ReplayCheck(s.cfg.Txn.ReplayCheck),
-		// A key generated into data_dir is this server's alone: no other
-		// server can commit its descriptors.
-		DiscardPrecommitted: s.cfg.Txn.DescriptorKeyFile == "",
+		// A key generated into data_dir (descriptorKey: no configured
+		// key) is this server's alone: no other server can commit its
+		// descriptors.
+		DiscardPrecommitted: s.cfg.Txn.DescriptorKey.IsZero(),
 		MaxOpenPerOwner:     s.cfg.Limits.ClientMaxTransactions,
 		MaxStagedPerOwner:   s.cfg.Limits.ClientStagedBytes,
 		Logger:              s.logger.With("component", "txn"),

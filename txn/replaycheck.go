@@ -16,9 +16,9 @@ import (
 // txn.replay_check). The rows are compared by count and by digest
 // (rowdigest: the same rows in any order and batching digest the same),
 // only while the coordinator still holds the committed transaction (its
-// retention, at least an hour; the journal keeps the digest across
-// restarts), with the rows of the replayed streams that ended before the
-// commit.
+// retention, at least an hour; after a restart, what the journal still
+// holds: a compaction drops committed transactions), with the rows of the
+// replayed streams that ended before the commit.
 type ReplayCheck string
 
 const (

@@ -5,6 +5,7 @@
 package doclinks
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -18,6 +19,7 @@ var (
 	heading = regexp.MustCompile(`(?m)^#+ (.*)$`)
 	link    = regexp.MustCompile(`\]\(([A-Za-z0-9_./\-]*\.md)?(?:#([A-Za-z0-9\-_]+))?\)`)
 	notWord = regexp.MustCompile(`[^\p{L}\p{N}_\- ]`)
+	fence   = regexp.MustCompile("(?ms)^```.*?^```")
 )
 
 // anchors returns the GitHub anchors of a Markdown file's headings.
@@ -27,10 +29,19 @@ func anchors(t *testing.T, path string) map[string]bool {
 	if err != nil {
 		t.Fatal(err)
 	}
+	text := fence.ReplaceAllString(string(b), "") // a "# comment" in a code block is no heading
 	out := map[string]bool{}
-	for _, m := range heading.FindAllStringSubmatch(string(b), -1) {
+	seen := map[string]int{}
+	for _, m := range heading.FindAllStringSubmatch(text, -1) {
 		a := notWord.ReplaceAllString(strings.ToLower(strings.TrimSpace(m[1])), "")
-		out[strings.ReplaceAll(a, " ", "-")] = true
+		a = strings.ReplaceAll(a, " ", "-")
+		if n := seen[a]; n > 0 { // GitHub numbers repeated headings: a, a-1, a-2
+			seen[a]++
+			a = fmt.Sprintf("%s-%d", a, n)
+		} else {
+			seen[a] = 1
+		}
+		out[a] = true
 	}
 	return out
 }

@@ -71,7 +71,8 @@ func matches(pkg string, patterns []string) bool {
 }
 
 // graph returns every package of the module with its imports (direct) or
-// dependencies (transitive), module paths made relative.
+// dependencies (transitive), module paths made relative: what the default
+// build links (tests, and files behind build tags, are not covered).
 func graph(t *testing.T, field string) map[string][]string {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}}{{range ."+field+"}} {{.}}{{end}}", module+"...").Output()

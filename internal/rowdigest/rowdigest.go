@@ -6,16 +6,20 @@
 // coordinator compares a replayed epoch's digest with the one its commit
 // published (txn.replay_check).
 //
-// It is not a cryptographic hash: it detects other data (two pipelines
-// sharing a writer name, a replay that is not deterministic), not an
-// adversary. A row's hash covers its values column by column, in column
-// order, nulls included; not the schema's names or types.
+// A row's hash covers its values by column name, as the table sinks match
+// columns: the columns' order does not matter, and a null value counts as
+// an absent column (a stream may leave a nullable column out). Values are
+// hashed as what they mean rather than how they were encoded, where
+// clients commonly differ: integers by value whatever their width,
+// floats as float64, timestamps as nanoseconds whatever their unit,
+// strings whether large, view or dictionary-encoded. It is not a
+// cryptographic hash: it detects other data (two pipelines sharing a
+// writer name, a replay that is not deterministic), not an adversary.
 //
 // It imports only arrow-go and xxhash.
 package rowdigest
 
 import (
-	"encoding/binary"
 	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -31,11 +35,9 @@ func Of(rec arrow.RecordBatch) uint64 {
 	}
 	rows := make([]uint64, n)
 	col := make([]uint64, n)
-	for _, c := range rec.Columns() {
+	for i, c := range rec.Columns() {
 		hashArray(c, col)
-		for i, h := range col {
-			rows[i] = rows[i]*prime + h
-		}
+		addNamed(rows, col, rec.ColumnName(i))
 	}
 	var sum uint64
 	for _, h := range rows {
@@ -44,12 +46,26 @@ func Of(rec arrow.RecordBatch) uint64 {
 	return sum
 }
 
+// addNamed adds the hashes of a named column's values to acc, skipping
+// nulls (0): a sum, so that the order of columns does not matter.
+func addNamed(acc, vals []uint64, name string) {
+	seed := xxhash.Sum64String(name)
+	for i, h := range vals {
+		if h != 0 {
+			acc[i] += mix(h ^ seed)
+		}
+	}
+}
+
+// Tags set apart values of different kinds that share their bits.
 const (
-	prime = 0x9e3779b97f4a7c15
-	// Hashes of nulls and of the start of a list's elements, apart from
-	// any value's.
-	nullHash  = 0x6a09e667f3bcc908
-	listStart = 0xbb67ae8584caa73b
+	prime     = 0x9e3779b97f4a7c15
+	tagInt    = 0x6a09e667f3bcc908
+	tagUint   = 0xbb67ae8584caa73b
+	tagFloat  = 0x3c6ef372fe94f82b
+	tagTime   = 0xa54ff53a5f1d36f1
+	tagBool   = 0x510e527fade682d1
+	listStart = 0x9b05688c2b3e6c1f
 )
 
 // mix is MurmurHash3's 64-bit finalizer: every input bit flips about half
@@ -63,13 +79,17 @@ func mix(h uint64) uint64 {
 	return h
 }
 
-// hashArray writes the hash of each slot of a to out (len(out) = a.Len()).
+// valid makes a value's hash non-zero: 0 stands for null.
+func valid(h uint64) uint64 { return h | 1 }
+
+// hashArray writes the hash of each slot of a to out (len(out) = a.Len()):
+// 0 for a null, never 0 for a value.
 func hashArray(a arrow.Array, out []uint64) {
 	hashValues(a, out)
 	if a.NullN() > 0 {
 		for i := range out {
 			if a.IsNull(i) {
-				out[i] = nullHash
+				out[i] = 0
 			}
 		}
 	}
@@ -80,15 +100,37 @@ func hashArray(a arrow.Array, out []uint64) {
 func hashValues(a arrow.Array, out []uint64) {
 	switch a := a.(type) {
 	case *array.Null:
-		// every slot is null
+		clear(out)
 	case *array.Boolean:
 		for i := range out {
 			if a.Value(i) {
-				out[i] = mix(1)
+				out[i] = valid(mix(tagBool + 1))
 			} else {
-				out[i] = mix(2)
+				out[i] = valid(mix(tagBool))
 			}
 		}
+	case *array.Int8:
+		hashInts(a.Int8Values(), out)
+	case *array.Int16:
+		hashInts(a.Int16Values(), out)
+	case *array.Int32:
+		hashInts(a.Int32Values(), out)
+	case *array.Int64:
+		hashInts(a.Int64Values(), out)
+	case *array.Uint8:
+		hashUints(a.Uint8Values(), out)
+	case *array.Uint16:
+		hashUints(a.Uint16Values(), out)
+	case *array.Uint32:
+		hashUints(a.Uint32Values(), out)
+	case *array.Uint64:
+		hashUints(a.Uint64Values(), out)
+	case *array.Float32:
+		hashFloats(a.Float32Values(), out)
+	case *array.Float64:
+		hashFloats(a.Float64Values(), out)
+	case *array.Timestamp:
+		hashTimestamps(a, out)
 	case *array.String:
 		hashStrings(a, out)
 	case *array.LargeString:
@@ -114,27 +156,62 @@ func hashValues(a arrow.Array, out []uint64) {
 			// Unions and run-end encoded arrays: rare in ingest, hashed
 			// through their text form.
 			for i := range out {
-				out[i] = xxhash.Sum64String(a.ValueStr(i))
+				out[i] = valid(xxhash.Sum64String(a.ValueStr(i)))
 			}
 		}
 	}
 }
 
+func hashInts[T int8 | int16 | int32 | int64](vals []T, out []uint64) {
+	for i, v := range vals {
+		out[i] = valid(mix(uint64(int64(v)) ^ tagInt))
+	}
+}
+
+func hashUints[T uint8 | uint16 | uint32 | uint64](vals []T, out []uint64) {
+	for i, v := range vals {
+		out[i] = valid(mix(uint64(v) ^ tagUint))
+	}
+}
+
+func hashFloats[T float32 | float64](vals []T, out []uint64) {
+	for i, v := range vals {
+		out[i] = valid(mix(math.Float64bits(float64(v)) ^ tagFloat))
+	}
+}
+
+// hashTimestamps hashes instants as nanoseconds since the epoch, so that
+// one instant hashes the same in every unit (the time zone is metadata).
+func hashTimestamps(a *array.Timestamp, out []uint64) {
+	scale := int64(1)
+	switch a.DataType().(*arrow.TimestampType).Unit {
+	case arrow.Second:
+		scale = 1e9
+	case arrow.Millisecond:
+		scale = 1e6
+	case arrow.Microsecond:
+		scale = 1e3
+	}
+	for i, v := range a.TimestampValues() {
+		out[i] = valid(mix(uint64(int64(v)*scale) ^ tagTime))
+	}
+}
+
 func hashStrings[A interface{ Value(int) string }](a A, out []uint64) {
 	for i := range out {
-		out[i] = xxhash.Sum64String(a.Value(i))
+		out[i] = valid(xxhash.Sum64String(a.Value(i)))
 	}
 }
 
 func hashBytes[A interface{ Value(int) []byte }](a A, out []uint64) {
 	for i := range out {
-		out[i] = xxhash.Sum64(a.Value(i))
+		out[i] = valid(xxhash.Sum64(a.Value(i)))
 	}
 }
 
-// hashFixedWidth hashes the values of a fixed-width type whose values are
-// whole bytes in buffer 1 (integers, floats, temporal types, decimals,
-// intervals, fixed-size binary) and reports whether a is one.
+// hashFixedWidth hashes the bytes of the other fixed-width types whose
+// values are whole bytes in buffer 1 (dates, times, durations, decimals,
+// intervals, fixed-size binary, float16) and reports whether a is one.
 func hashFixedWidth(a arrow.Array, out []uint64) bool {
 	fw, ok := a.DataType().(arrow.FixedWidthDataType)
 	if !ok || fw.BitWidth()%8 != 0 || fw.BitWidth() == 0 {
@@ -146,27 +223,8 @@ func hashFixedWidth(a arrow.Array, out []uint64) bool {
 	}
 	w := fw.BitWidth() / 8
 	vals := d.Buffers()[1].Bytes()[d.Offset()*w:]
-	switch w {
-	case 1:
-		for i := range out {
-			out[i] = mix(uint64(vals[i]) ^ 1<<56)
-		}
-	case 2:
-		for i := range out {
-			out[i] = mix(uint64(binary.LittleEndian.Uint16(vals[2*i:])) ^ 2<<56)
-		}
-	case 4:
-		for i := range out {
-			out[i] = mix(uint64(binary.LittleEndian.Uint32(vals[4*i:])) ^ 4<<56)
-		}
-	case 8:
-		for i := range out {
-			out[i] = mix(binary.LittleEndian.Uint64(vals[8*i:]) ^ math.MaxUint64)
-		}
-	default:
-		for i := range out {
-			out[i] = xxhash.Sum64(vals[w*i : w*(i+1)])
-		}
+	for i := range out {
+		out[i] = valid(xxhash.Sum64(vals[w*i : w*(i+1)]))
 	}
 	return true
 }
@@ -184,14 +242,17 @@ func hashDictionary(a *array.Dictionary, out []uint64) {
 	}
 }
 
+// hashStruct combines the fields by name, as Of combines columns.
 func hashStruct(a *array.Struct, out []uint64) {
 	clear(out)
 	field := make([]uint64, len(out))
+	st := a.DataType().(*arrow.StructType)
 	for f := range a.NumField() {
 		hashArray(a.Field(f), field)
-		for i, h := range field {
-			out[i] = out[i]*prime + h
-		}
+		addNamed(out, field, st.Field(f).Name)
+	}
+	for i, h := range out {
+		out[i] = valid(mix(h))
 	}
 }
 
@@ -209,6 +270,6 @@ func hashList(a array.ListLike, out []uint64) {
 		for _, e := range elems[start:end] {
 			h = h*prime + e
 		}
-		out[i] = mix(h)
+		out[i] = valid(mix(h))
 	}
 }

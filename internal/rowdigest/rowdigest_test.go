@@ -180,3 +180,36 @@ func BenchmarkOf(b *testing.B) {
 		Of(narrow)
 	}
 }
+
+// The same rows encoded as clients commonly differ digest the same: the
+// columns in another order, a nullable column left out instead of sent
+// as nulls (or as a null-typed column), timestamps in another unit,
+// integers of another width, large strings.
+func TestEncodingsOfTheSameRowsDigestTheSame(t *testing.T) {
+	base := arrow.NewSchema([]arrow.Field{
+		{Name: "id", Type: arrow.PrimitiveTypes.Int64},
+		{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Microsecond, TimeZone: "UTC"}},
+		{Name: "s", Type: arrow.BinaryTypes.String},
+		{Name: "n", Type: arrow.PrimitiveTypes.Int64, Nullable: true},
+	}, nil)
+	want := Of(fromJSON(t, base, `[{"id":1,"ts":"2026-12-06T10:00:00.000001Z","s":"a","n":null},{"id":2,"ts":"2026-12-06T10:00:01Z","s":"b","n":null}]`))
+	for name, schema := range map[string]*arrow.Schema{
+		"reordered":               arrow.NewSchema([]arrow.Field{base.Field(2), base.Field(0), base.Field(3), base.Field(1)}, nil),
+		"without the null column": arrow.NewSchema(base.Fields()[:3], nil),
+		"null-typed column":       arrow.NewSchema(append(base.Fields()[:3:3], arrow.Field{Name: "n", Type: arrow.Null, Nullable: true}), nil),
+		"nanoseconds and int32": arrow.NewSchema([]arrow.Field{
+			{Name: "id", Type: arrow.PrimitiveTypes.Int32},
+			{Name: "ts", Type: &arrow.TimestampType{Unit: arrow.Nanosecond, TimeZone: "UTC"}},
+			{Name: "s", Type: arrow.BinaryTypes.LargeString},
+		}, nil),
+	} {
+		got := Of(fromJSON(t, schema, `[{"id":1,"ts":"2026-12-06T10:00:00.000001Z","s":"a"},{"id":2,"ts":"2026-12-06T10:00:01Z","s":"b"}]`))
+		if got != want {
+			t.Errorf("%s: digest %x, want %x", name, got, want)
+		}
+	}
+	renamed := arrow.NewSchema([]arrow.Field{{Name: "key", Type: arrow.PrimitiveTypes.Int64}, base.Field(1), base.Field(2)}, nil)
+	if Of(fromJSON(t, renamed, `[{"key":1,"ts":"2026-12-06T10:00:00.000001Z","s":"a"},{"key":2,"ts":"2026-12-06T10:00:01Z","s":"b"}]`)) == want {
+		t.Error("a renamed column digests the same")
+	}
+}
