@@ -5,10 +5,12 @@ through pyarrow.flight to `quiver serve`. Same run, same machine.
     make bench-lance-append                               # builds bin/quiver, ensures .venv, runs this
     .venv/bin/python bench/lance_append_vs_pylance.py --runs 5 --streams 1,4 --storage 2.2
 
-A table of ROWS rows (default 2,000,000) of the standard workload's schema
-(the columns of bench/delta_vs_reference.py: int64 id, timestamp, int64,
-two float64, a random and a 16-value string, bool) in 65,536-row batches,
-generated before timing, is written STREAMS ways at once:
+A table of ROWS rows (default 2,000,000) in 65,536-row batches, generated
+before timing, is written STREAMS ways at once. --data picks its columns:
+`cardinality` (the default): int64 id, timestamp[us, UTC], a string of 16
+values, a string of 20,000 values, float64, int32, bool; `standard`: the
+standard workload of bench/delta_vs_reference.py (int64 id, timestamp,
+int64, two float64, a random and a 16-value string, bool).
   - Quiver: STREAMS concurrent auto-commit puts (one connection each, the
     table's batches dealt round-robin) into STREAMS lance append endpoints
     of one `quiver serve` (bin/quiver), each a new dataset, timed until every
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import random
 import resource
 import shutil
 import statistics
@@ -42,6 +45,32 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
 from delta_vs_reference import batched, proc_cpu, rows  # noqa: E402
 from helpers import REPO, Quiver  # noqa: E402
+
+
+def cardinality(n: int, seed: int) -> pa.Table:
+    """n rows: ids, timestamps, strings of low and medium cardinality,
+    float64, int32 and bool, random from seed."""
+    rnd = random.Random(seed)
+
+    def uniform() -> pa.Array:
+        return pc.random(n, initializer=rnd.getrandbits(63))
+
+    def pick(values: list[str]) -> pa.Array:
+        idx = pc.cast(pc.floor(pc.multiply(uniform(), len(values))), pa.int32())
+        return pc.take(pa.array(values, pa.string()), idx)
+
+    ids = pa.array(range(n), pa.int64())
+    low = [f"category-{i}" for i in range(16)]
+    medium = [f"user-{rnd.getrandbits(40):010x}" for _ in range(20_000)]
+    return pa.table({
+        "id": ids,
+        "ts": pc.cast(pc.add(pc.multiply(ids, 1000), 1_764_700_000_000_000), pa.int64()).cast(pa.timestamp("us", tz="UTC")),
+        "category": pick(low),
+        "user": pick(medium),
+        "amount": pc.multiply(uniform(), 1000.0),
+        "quantity": pc.cast(pc.floor(pc.multiply(uniform(), 1000)), pa.int32()),
+        "active": pc.less(uniform(), 0.5),
+    })
 
 
 def check(path: Path, want: pa.Table) -> None:
@@ -96,12 +125,17 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--streams", default="1,4", help="comma list of concurrent writers")
     ap.add_argument("--storage", default="2.2", help="the Lance data storage version (2.1 or 2.2)")
+    ap.add_argument("--data", default="cardinality", choices=["cardinality", "standard"], help="the table's columns")
     args = ap.parse_args()
     import lance
 
     streams = [int(s) for s in args.streams.split(",")]
     work = Path(tempfile.mkdtemp(prefix="quiver-lance-append-bench-"))
-    table = batched(rows(pa.array(range(args.rows), pa.int64()), seed=1))
+    if args.data == "standard":
+        table = batched(rows(pa.array(range(args.rows), pa.int64()), seed=1))
+    else:
+        t = cardinality(args.rows, seed=1).combine_chunks()
+        table = pa.Table.from_batches(t.to_batches(max_chunksize=65_536), t.schema)
     names = [f"la{s}_r{r}_{i}" for s in streams for r in range(args.runs) for i in range(s)]
     endpoints = [{"name": n, "sink": "lance", "lance": {
         "dataset_uri": f"file://{work}/quiver/{n}.lance", "mode": "append",
@@ -147,7 +181,7 @@ def main() -> int:
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
-    print(f"\nLance append of {args.rows:,} rows (storage {args.storage}), medians of {args.runs} runs, "
+    print(f"\nLance append of {args.rows:,} rows ({args.data}, storage {args.storage}), medians of {args.runs} runs, "
           f"load {min(loads):.1f}-{max(loads):.1f}")
     print(f"{'streams':>7} {'quiver rows/s':>14} {'pylance rows/s':>15} {'ratio':>6} "
           f"{'bytes ratio':>11} {'quiver CPU s/M':>15} {'pylance CPU s/M':>16}")

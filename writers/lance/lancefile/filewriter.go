@@ -4,10 +4,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"runtime"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/util"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/types/known/anypb"
 	"google.golang.org/protobuf/types/known/emptypb"
 
@@ -247,21 +249,65 @@ func (w *FileWriter) flush() error {
 		}
 		w.pending, w.pendingBytes, w.pendingDicts, w.pendingDictBytes = nil, 0, nil, 0
 	}()
+	if w.minor > 0 {
+		return w.flush21()
+	}
 	col := 0
 	for i, f := range w.arrow.Fields() {
-		chunks := make([]arrow.Array, len(w.pending))
-		for j, r := range w.pending {
-			chunks[j] = r.Column(i)
-		}
 		var err error
-		if w.minor > 0 {
-			col, err = lanceenc.EncodeField(f.Type, chunks, leafCount(f.Type), col, w.minor, w.writePage21)
-		} else {
-			col, err = encodeColumns(f.Type, chunks, col, w.writePage)
-		}
-		if err != nil {
+		if col, err = encodeColumns(f.Type, w.chunks(i), col, w.writePage); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// chunks returns field i of the pending records.
+func (w *FileWriter) chunks(i int) []arrow.Array {
+	chunks := make([]arrow.Array, len(w.pending))
+	for j, r := range w.pending {
+		chunks[j] = r.Column(i)
+	}
+	return chunks
+}
+
+// flush21 encodes the pending records' fields (2.1, 2.2) on up to
+// GOMAXPROCS goroutines, as Lance's writer encodes columns in parallel: a
+// stream writes one file at a time, in its rows' order, so its columns
+// are what can share the cores. Each field's pages are held until the
+// fields before it are written, so the file is laid out as if encoded one
+// field after the other.
+func (w *FileWriter) flush21() error {
+	type page struct {
+		col int // relative to the field's first column
+		p   lanceenc.Page
+	}
+	fields := w.arrow.Fields()
+	pages := make([][]page, len(fields))
+	cols := make([]int, len(fields))
+	var g errgroup.Group
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, f := range fields {
+		g.Go(func() error {
+			n, err := lanceenc.EncodeField(f.Type, w.chunks(i), leafCount(f.Type), 0, w.minor, func(col int, p lanceenc.Page) error {
+				pages[i] = append(pages[i], page{col, p})
+				return nil
+			})
+			cols[i] = n
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	base := 0
+	for i := range fields {
+		for _, p := range pages[i] {
+			if err := w.writePage21(base+p.col, p.p); err != nil {
+				return err
+			}
+		}
+		base += cols[i]
 	}
 	return nil
 }
