@@ -2,14 +2,13 @@ package lanceenc
 
 import (
 	"encoding/binary"
+	"math"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/axiomhq/hyperloglog"
-	"github.com/cespare/xxhash/v2"
 
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
@@ -224,9 +223,9 @@ func dictionaryEncode(dt arrow.DataType, offs []uint64, data []byte) ([]byte, *p
 		return nil, nil
 	}
 	// Many distinct values in a sample end it early (names, ids), unless
-	// an estimate over the whole page finds few enough: a sample holds
-	// as many distinct values for 20,000 user names as for unique ids.
-	if sample := min(rows, 1024); distinct(offs[:sample+1], data, limit*sample/rows+8) && estimateDistinct(offs, data) > uint64(limit) {
+	// a larger sample's estimate finds few enough: 1,024 values hold as
+	// many distinct ones of 20,000 user names as of unique ids.
+	if sample := min(rows, 1024); distinct(offs[:sample+1], data, limit*sample/rows+8) && estimateDistinct(offs, data) > limit {
 		return nil, nil
 	}
 	at := make(map[string]uint32, min(limit, 4096))
@@ -250,15 +249,35 @@ func dictionaryEncode(dt arrow.DataType, offs []uint64, data []byte) ([]byte, *p
 	return idx, binaryDictionary(dt, dOffs, dData)
 }
 
-// estimateDistinct estimates the distinct values of offs (HyperLogLog,
-// about 1 % off at this precision), as Lance estimates a page's
-// cardinality to choose its dictionary.
-func estimateDistinct(offs []uint64, data []byte) uint64 {
-	sk := hyperloglog.New14()
-	for i := range len(offs) - 1 {
-		sk.InsertHash(xxhash.Sum64(data[offs[i]:offs[i+1]]))
+// estimateDistinct estimates the distinct values of offs from a stride
+// sample of up to 4,096 of them: d distinct values among s sampled ones
+// are about D(1 - e^(-s/D)) of D distinct values repeating at random,
+// solved for D (a sample without a repeat: as many as there are values).
+// Clustered values repeat more in the sample and read fewer, which only
+// makes dictionaryEncode try a dictionary that its own bound then stops.
+func estimateDistinct(offs []uint64, data []byte) int {
+	rows := len(offs) - 1
+	s := min(rows, 4096)
+	stride := rows / s
+	seen := make(map[string]struct{}, s)
+	for i := range s {
+		j := i * stride
+		seen[string(data[offs[j]:offs[j+1]])] = struct{}{}
 	}
-	return sk.Estimate()
+	d := float64(len(seen))
+	expect := func(D float64) float64 { return D * (1 - math.Exp(-float64(s)/D)) }
+	if d >= float64(s) || expect(float64(rows)) <= d {
+		return rows
+	}
+	lo, hi := d, float64(rows)
+	for range 40 {
+		if mid := (lo + hi) / 2; expect(mid) < d {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return int(hi)
 }
 
 // distinct reports whether the values of offs hold more than n distinct
