@@ -301,6 +301,29 @@ def test_dictionary_stream_bytes(serve: Callable[..., Quiver], tables: Path) -> 
     assert got.column("c").combine_chunks().dictionary_decode().equals(t.column("c").combine_chunks().dictionary_decode())
 
 
+@pytest.mark.parametrize("version", ["2.1", "2.2"])
+def test_medium_cardinality_strings(serve: Callable[..., Quiver], tables: Path, version: str) -> None:
+    """A plain string column of 20,000 distinct user names over 300,000
+    rows (a sample of 1,024 rows looks unique) is stored as dictionary
+    pages: pylance and lancedb read every value back, and the files are
+    no larger than pylance's own (which stores it with FSST)."""
+    n, k = 300_000, 20_000
+    rng = np.random.default_rng(7)
+    names = pa.array([f"user-{v:010x}" for v in rng.integers(0, 1 << 40, k)])
+    t = pa.table({"id": pa.array(range(n), pa.int64()), "user": names.take(pa.array(rng.integers(0, k, n)))})
+    t = pa.Table.from_batches(t.to_batches(max_chunksize=65_536))
+    name = f"medium-{version}"
+    path, ref = tables / f"{name}.lance", tables / f"{name}-pylance.lance"
+    q = serve([lance_endpoint("m", path, data_storage_version=version)])
+    q.client().put("m", t)
+    assert_same(lance.dataset(str(path)).to_table(), t, "pylance")
+    assert_same(lancedb.connect(str(tables)).open_table(name).to_arrow(), t, "lancedb")
+    lance.write_dataset(t, str(ref), data_storage_version=version)
+    ratio = dir_bytes(path) / dir_bytes(ref)
+    print(f"{name}: Quiver {dir_bytes(path)} bytes, pylance {dir_bytes(ref)} bytes, ratio {ratio:.2f}")
+    assert ratio <= 1.0, f"Quiver's data files are {ratio:.2f}x pylance's"
+
+
 @pytest.mark.parametrize("version", ["2.0", "2.2"])
 def test_dictionary_in_vector_refused(serve: Callable[..., Quiver], tables: Path, version: str) -> None:
     """A fixed-size list of dictionary items (whose dictionary Quiver wrote
