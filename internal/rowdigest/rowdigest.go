@@ -24,6 +24,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/cespare/xxhash/v2"
 )
 
@@ -86,11 +87,14 @@ func valid(h uint64) uint64 { return h | 1 }
 // 0 for a null, never 0 for a value.
 func hashArray(a arrow.Array, out []uint64) {
 	hashValues(a, out)
-	if a.NullN() > 0 {
-		for i := range out {
-			if a.IsNull(i) {
-				out[i] = 0
-			}
+	bits := a.NullBitmapBytes()
+	if a.NullN() == 0 || bits == nil {
+		return // a null-typed array has no bitmap: hashValues cleared it
+	}
+	off := a.Data().Offset()
+	for i := range out {
+		if !bitutil.BitIsSet(bits, off+i) {
+			out[i] = 0
 		}
 	}
 }
