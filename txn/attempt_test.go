@@ -369,3 +369,35 @@ func TestAbortedPrecommitsDeleteTheirFiles(t *testing.T) {
 		t.Fatalf("with a shared key, discarded %q, want nothing (vacuum's)", got)
 	}
 }
+
+// A precommit's files a sink failed to delete are deleted by the next
+// Rollback of the aborted transaction.
+func TestFailedDiscardIsRetriedByRollback(t *testing.T) {
+	fx := newFixture(t)
+	fx.c.discardPrecommits = true
+	fx.write("w", 1, "a", 3)
+	if _, err := fx.c.Precommit(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	a := fx.eps["a"]
+	a.mu.Lock()
+	a.failDiscard = errors.New("bucket unreachable")
+	a.mu.Unlock()
+	if _, err := fx.c.Rollback(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := fx.discardedOf("a"); len(got) != 0 {
+		t.Fatalf("discarded %q while the sink fails", got)
+	}
+	a.mu.Lock()
+	a.failDiscard = nil
+	a.mu.Unlock()
+	for range 2 { // the second finds nothing left to retry
+		if _, err := fx.c.Rollback(bg, "w", 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := fx.discardedOf("a"); !slices.Equal(got, []string{"a/w@1"}) {
+		t.Fatalf("discarded %q after the retry, want [a/w@1]", got)
+	}
+}

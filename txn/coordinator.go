@@ -86,6 +86,10 @@ type txn struct {
 	// while streams are active (Write must not race Rollback) or when a
 	// sink Rollback failed.
 	discard []string
+	// undiscarded holds the descriptors of an aborted precommit whose
+	// files a sink failed to delete (discardPrecommitted), by endpoint,
+	// for the next Rollback to retry.
+	undiscarded map[string]writers.Descriptor
 	// rollingBack counts the discardParts calls whose sink rollbacks are
 	// still running: the key is every attempt's, so no new attempt may
 	// start before they end.

@@ -22,16 +22,17 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type fakeWriter struct {
 	name string
 
-	mu         sync.Mutex
-	committed  map[string]int64 // writer → last committed epoch
-	versionOf  map[writers.TxnKey]int64
-	version    int64
-	precommits []writers.TxnKey
-	commits    []fakeCommit
-	keeps      []fakeCommit // KeepPrecommitted calls
-	rollbacks  []writers.TxnKey
-	discarded  []writers.Descriptor // DiscardPrecommitted calls
-	epochCalls int
+	mu          sync.Mutex
+	committed   map[string]int64 // writer → last committed epoch
+	versionOf   map[writers.TxnKey]int64
+	version     int64
+	precommits  []writers.TxnKey
+	commits     []fakeCommit
+	keeps       []fakeCommit // KeepPrecommitted calls
+	rollbacks   []writers.TxnKey
+	discarded   []writers.Descriptor // DiscardPrecommitted calls that succeeded
+	failDiscard error                // returned by DiscardPrecommitted, until reset
+	epochCalls  int
 	// Injected failures, returned until reset.
 	failPrecommit, failCommit, failRollback error
 	// failCheck is returned by CheckDescriptors, until reset.
@@ -127,6 +128,9 @@ func (f *fakeWriter) Rollback(_ context.Context, key writers.TxnKey) error {
 func (f *fakeWriter) DiscardPrecommitted(_ context.Context, desc writers.Descriptor) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.failDiscard != nil {
+		return f.failDiscard
+	}
 	f.discarded = append(f.discarded, desc)
 	return nil
 }

@@ -12,7 +12,8 @@ import (
 
 // Rollback aborts an open or precommitted transaction and discards its
 // staged data (once its streams have ended). Idempotent: rolling back an
-// aborted transaction retries the sink rollbacks that failed. Rolling back
+// aborted transaction retries the sink rollbacks that failed, and the
+// deletions of an aborted precommit's files (discardPrecommitted). Rolling back
 // a committed transaction, or one whose commit is decided, is
 // ErrWrongState; an unknown transaction answers aborted. When a sink
 // rollback fails the transaction is aborted anyway and the error is
@@ -49,6 +50,11 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: the commit of %s is decided: it can no longer be rolled back; retry commit to finish it", id)
 	case state == StateAborted:
 		err = c.discardParts(ctx, t)
+		c.mu.Lock()
+		retry := t.undiscarded
+		t.undiscarded = nil
+		c.mu.Unlock()
+		c.discardPrecommitted(ctx, t, retry)
 	default:
 		// abort fails before changing the state only when the journal
 		// does; afterwards the error is a sink rollback's.
@@ -111,8 +117,9 @@ func (c *Coordinator) ownPrecommits(t *txn) map[string]writers.Descriptor {
 }
 
 // discardPrecommitted deletes the files of an aborted precommit (descs,
-// from ownPrecommits). A failure is logged: the files stay, unreferenced,
-// for vacuum.
+// from ownPrecommits). A failure is logged and kept for the next Rollback
+// to retry (until a restart: then the files stay, unreferenced, for
+// vacuum).
 func (c *Coordinator) discardPrecommitted(ctx context.Context, t *txn, descs map[string]writers.Descriptor) {
 	if len(descs) == 0 {
 		return
@@ -126,7 +133,13 @@ func (c *Coordinator) discardPrecommitted(ctx context.Context, t *txn, descs map
 		}
 		if d, ok := writers.Find[writers.PrecommitDiscarder](w); ok {
 			if err := d.DiscardPrecommitted(ctx, descs[ep]); err != nil {
-				c.logger.Warn("txn: deleting the files of a rolled-back precommit failed; they stay unreferenced until vacuum", "txn", t.id.String(), "endpoint", ep, "err", err)
+				c.logger.Warn("txn: deleting the files of a rolled-back precommit failed; rolling it back again retries, else vacuum reclaims them", "txn", t.id.String(), "endpoint", ep, "err", err)
+				c.mu.Lock()
+				if t.undiscarded == nil {
+					t.undiscarded = make(map[string]writers.Descriptor)
+				}
+				t.undiscarded[ep] = descs[ep]
+				c.mu.Unlock()
 			}
 		}
 	}
