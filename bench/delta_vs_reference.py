@@ -11,6 +11,8 @@ and category, bool active) in batches of 65,536 rows, generated before timing,
     dealt round-robin, one connection and one auto-commit each);
   - delta-rs `write_deltalake` of the same pyarrow batches in process
     (mode append, ZSTD level 3, and level 1: the size Quiver's zstd makes);
+  - pyarrow.parquet.write_table of the table as one file (Arrow C++'s
+    Parquet writer, zstd at its default level, no Delta log);
   - for reference, the same Flight stream into a discard endpoint (what the
     pyarrow client and gRPC cost alone, on the same two cores), and
     `quiver bench` (the arrow-go client of bench/, its own standard-workload
@@ -378,9 +380,15 @@ def quiver_bench_go(binary: Path, addr: str, endpoint: str, rows: int) -> float:
     return rows / res["rows_per_s"]
 
 
+def pyarrow_write(folder: Path, data: pa.Table) -> None:
+    """data as one Parquet file of Arrow C++'s writer (zstd, its default level)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(data, folder / "part.parquet", compression="zstd")
+
+
 def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs: int) -> dict[str, Any]:
-    secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": [], "deltars_l1": [], "discard_1": [],
-                                    "quiver_go_1": [], "quiver_all_1": [], "quiver_dbp_1": []}
+    secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": [], "deltars_l1": [], "pyarrow": [],
+                                    "discard_1": [], "quiver_go_1": [], "quiver_all_1": [], "quiver_dbp_1": []}
     loads = []
     sizes: dict[str, int] = {}
     cpu: dict[str, list[float]] = {name: [] for name in secs}  # this process's + the server's CPU seconds
@@ -390,6 +398,8 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
             ("quiver_4", lambda: quiver_put_streams(server.flight_addr, f"append_s4_r{r}", data, 4)),
             ("deltars", lambda: deltars_write(work / f"deltars/append_r{r}", data)),
             ("deltars_l1", lambda: deltars_write(work / f"deltars/append_l1_r{r}", data, ZSTD_LEVEL_FAST)),
+            # Arrow C++'s Parquet writer alone (no Delta log), its default zstd level.
+            ("pyarrow", lambda: pyarrow_write(work / f"pyarrow/r{r}", data)),
             ("discard_1", lambda: quiver_put_streams(server.flight_addr, "devnull", data, 1)),
             ("quiver_go_1", None),
             ("quiver_all_1", lambda: quiver_put_streams(server.flight_addr, f"append_all_r{r}", data, 1)),
@@ -411,10 +421,14 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
                            ("quiver_4", server.table_path(f"append_s4_r{r}")),
                            ("deltars", work / f"deltars/append_r{r}"),
                            ("deltars_l1", work / f"deltars/append_l1_r{r}"),
+                           ("pyarrow", work / f"pyarrow/r{r}"),
                            ("quiver_go_1", server.table_path(f"append_go_r{r}")),
                            ("quiver_all_1", server.table_path(f"append_all_r{r}")),
                            ("quiver_dbp_1", server.table_path(f"append_dbp_r{r}"))):
-            n, ids, _ = table_digest(path)
+            if name == "pyarrow":
+                n = ids = pq.read_metadata(path / "part.parquet").num_rows
+            else:
+                n, ids, _ = table_digest(path)
             if name == "quiver_go_1":  # its own batches, and one warm-up batch before timing
                 assert n >= data.num_rows, f"append {name} run {r}: {n} rows"
             else:
@@ -422,6 +436,7 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
             sizes[name] = sum(f.stat().st_size for f in path.rglob("*.parquet"))
         shutil.rmtree(work / "quiver_append", ignore_errors=True)  # keep the disk small
         shutil.rmtree(work / "deltars", ignore_errors=True)
+        shutil.rmtree(work / "pyarrow", ignore_errors=True)
     out = {name: summary(data.num_rows, s) for name, s in secs.items()}
     for name, size in sizes.items():
         out[name]["parquet_bytes"] = size
@@ -510,6 +525,7 @@ def report(res: dict[str, Any]) -> None:
         for name, label in (("quiver_1", "Quiver Flight, 1 stream"), ("quiver_4", "Quiver Flight, 4 streams"),
                             ("deltars", f"delta-rs write_deltalake, zstd {ZSTD_LEVEL}"),
                             ("deltars_l1", f"delta-rs write_deltalake, zstd {ZSTD_LEVEL_FAST}"),
+                            ("pyarrow", "pyarrow.parquet.write_table, zstd"),
                             ("discard_1", "(Flight to discard, 1 stream)"),
                             ("quiver_go_1", "(quiver bench, Go client, 1 stream)"),
                             ("quiver_all_1", "Quiver, all-features table, 1 str."),
