@@ -53,7 +53,8 @@ type Harness struct {
 	// TableSchema declares that the sink storage holds one schema, which
 	// the first commit defines (a table, a dataset): of two first commits
 	// of different schemas racing, one creates it and the other is refused
-	// with ErrInvalid and publishes nothing.
+	// with ErrInvalid and publishes nothing. Such a sink's precommits write
+	// files, which it must delete on request (writers.PrecommitDiscarder).
 	TableSchema bool
 }
 
@@ -91,15 +92,14 @@ func Run(t *testing.T, h Harness) {
 		{"concurrent-keys", (*suite).concurrentKeys},
 	}
 	if h.TableSchema {
-		subtests = append(subtests, struct {
+		subtests = append(subtests, []struct {
 			name string
 			run  func(*suite)
-		}{"concurrent-first-commits-of-two-schemas", (*suite).concurrentFirstCommitsOfTwoSchemas})
+		}{
+			{"concurrent-first-commits-of-two-schemas", (*suite).concurrentFirstCommitsOfTwoSchemas},
+			{"discard-precommitted", (*suite).discardPrecommitted},
+		}...)
 	}
-	subtests = append(subtests, struct {
-		name string
-		run  func(*suite)
-	}{"discard-precommitted", (*suite).discardPrecommitted})
 	for _, st := range subtests {
 		t.Run(st.name, func(t *testing.T) {
 			mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -270,14 +270,15 @@ func (s *suite) rollbackDiscards() {
 	s.wantEpoch(s.w, precommitted.Writer, 0, false)
 }
 
-// discardPrecommitted: a writers.PrecommitDiscarder deletes what a
-// rolled-back precommit wrote, and nothing of what is published: the
-// table reads as before, and the descriptor no longer commits anywhere
-// (a peer refuses it with ErrInvalid, its files are gone). Idempotent.
+// discardPrecommitted: a table sink's precommit writes files, so it is a
+// writers.PrecommitDiscarder, which deletes what a rolled-back precommit
+// wrote and nothing of what is published: the table reads as before, and
+// the descriptor no longer commits anywhere (a peer refuses it with
+// ErrInvalid, its files are gone). Idempotent.
 func (s *suite) discardPrecommitted() {
 	d, ok := writers.Find[writers.PrecommitDiscarder](s.w)
 	if !ok {
-		s.t.Skip("the sink's precommits write no files of their own")
+		s.t.Fatal("a table sink must implement writers.PrecommitDiscarder: the files of its rolled-back precommits would stay until vacuum")
 	}
 	first := writers.TxnKey{Writer: "job-1", Epoch: 1}
 	s.write(s.w, first, 5)
