@@ -222,13 +222,13 @@ func dictionaryEncode(dt arrow.DataType, offs []uint64, data []byte) ([]byte, *p
 	if limit <= 0 {
 		return nil, nil
 	}
-	// Many distinct values in a sample end it early (names, ids), unless
-	// a larger sample's estimate finds few enough: 1,024 values hold as
-	// many distinct ones of 20,000 user names as of unique ids.
-	if sample := min(rows, 1024); distinct(offs[:sample+1], data, limit*sample/rows+8) && estimateDistinct(offs, data) > limit {
+	// Too many distinct values end it before any map is built (names,
+	// ids); the estimate also sizes the map.
+	est := estimateDistinct(offs, data)
+	if est > limit {
 		return nil, nil
 	}
-	at := make(map[string]uint32, min(limit, 4096))
+	at := make(map[string]uint32, est)
 	idx := make([]byte, 4*rows)
 	var dOffs = []uint64{0}
 	var dData []byte
@@ -254,7 +254,8 @@ func dictionaryEncode(dt arrow.DataType, offs []uint64, data []byte) ([]byte, *p
 // are about D(1 - e^(-s/D)) of D distinct values repeating at random,
 // solved for D (a sample without a repeat: as many as there are values).
 // Clustered values repeat more in the sample and read fewer, which only
-// makes dictionaryEncode try a dictionary that its own bound then stops.
+// makes dictionaryEncode try a dictionary that its own bound (limit)
+// then stops.
 func estimateDistinct(offs []uint64, data []byte) int {
 	rows := len(offs) - 1
 	s := min(rows, 4096)
@@ -278,17 +279,4 @@ func estimateDistinct(offs []uint64, data []byte) int {
 		}
 	}
 	return int(hi)
-}
-
-// distinct reports whether the values of offs hold more than n distinct
-// ones.
-func distinct(offs []uint64, data []byte, n int) bool {
-	seen := make(map[string]struct{}, n+1)
-	for i := range len(offs) - 1 {
-		seen[string(data[offs[i]:offs[i+1]])] = struct{}{}
-		if len(seen) > n {
-			return true
-		}
-	}
-	return false
 }
