@@ -13,6 +13,7 @@ package flightsvc
 import (
 	"cmp"
 	"context"
+	"errors"
 	"log/slog"
 	"regexp"
 	"slices"
@@ -27,6 +28,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 
+	"github.com/quiver-ingest/quiver/flightsvc/groupcommit"
 	"github.com/quiver-ingest/quiver/internal/descseal"
 	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/txn"
@@ -46,6 +48,9 @@ type Endpoint struct {
 	// sink was given (writers.Env.Memory); nil means a share of
 	// Options.Memory capped at Options.EndpointBufferBytes.
 	Memory *membudget.Share
+	// Stream is the group commit cadence of the endpoint's continuous
+	// streams; nil when its sink takes none (writers.Sink.Streams).
+	Stream *writers.GroupCommit
 }
 
 // Token is one bearer token and what it may do.
@@ -171,6 +176,9 @@ type Service struct {
 type endpoint struct {
 	Endpoint
 	m endpointMetrics
+	// group runs the group commits of its continuous streams; nil when it
+	// takes none.
+	group *groupcommit.Committer
 }
 
 // New validates opts and builds the service. Validation errors wrap
@@ -209,6 +217,10 @@ func New(opts Options) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
+	gm, err := groupcommit.NewMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
 	budget := opts.Memory
 	if budget == nil {
 		if budget, err = membudget.New(membudget.Options{Limit: defaultMemoryBytes, MaxOpenFiles: defaultMaxOpenFiles, AdmissionTimeout: defaultAdmissionTimeout}); err != nil {
@@ -238,7 +250,14 @@ func New(opts Options) (*Service, error) {
 		if e.Memory.Limit() < s.maxMsg {
 			return nil, writers.Errorf(writers.ErrInvalid, "flightsvc: endpoint %q: its memory share of %d bytes is below MaxMessageBytes %d: one message could never be read", e.Name, e.Memory.Limit(), s.maxMsg)
 		}
-		s.eps[e.Name] = &endpoint{Endpoint: e, m: m.forEndpoint(e.Name)}
+		ep := &endpoint{Endpoint: e, m: m.forEndpoint(e.Name)}
+		if e.Stream != nil {
+			if ep.group, err = groupcommit.New(groupcommit.Options{Endpoint: e.Name, Writer: e.Writer, Config: *e.Stream, Metrics: gm, Log: s.log}); err != nil {
+				s.StopStreams(context.Background())
+				return nil, err
+			}
+		}
+		s.eps[e.Name] = ep
 		s.names = append(s.names, e.Name)
 	}
 	sort.Strings(s.names)
@@ -296,12 +315,34 @@ func (s *Service) MaxRecvMsgSize() int { return int(s.recvCap()) }
 
 func (s *Service) recvCap() int64 { return s.maxMsg + recvSlack }
 
-// Close waits for the DoPut receive goroutines that outlived their
+// Close stops the continuous streams (StopStreams, if not done before)
+// and waits for the DoPut receive goroutines that outlived their
 // handlers. A stream that fails while its receiver is blocked in Recv ends
 // its handler at once; gRPC then cancels the stream and the receiver
 // returns, releasing what it holds. Call Close after the gRPC server has
 // stopped, before checking or freeing the allocator. Close is idempotent.
-func (s *Service) Close() { s.receivers.Wait() }
+func (s *Service) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), finishTimeout)
+	defer cancel()
+	s.StopStreams(ctx)
+	s.receivers.Wait()
+}
+
+// StopStreams ends every continuous stream with Unavailable (their
+// clients resume elsewhere or after the restart) and publishes what they
+// wrote in one last group commit per endpoint, within ctx. Call it before
+// stopping the gRPC server gracefully: continuous streams do not end on
+// their own. It returns the endpoints whose last commit did not end in
+// time. It is idempotent.
+func (s *Service) StopStreams(ctx context.Context) error {
+	var errs []error
+	for _, ep := range s.eps {
+		if ep.group != nil {
+			errs = append(errs, ep.group.Close(ctx))
+		}
+	}
+	return errors.Join(errs...)
+}
 
 // endpoint returns the endpoint called name if the caller may use it. The
 // permission is checked first: a token limited to some endpoints gets

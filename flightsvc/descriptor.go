@@ -20,6 +20,9 @@ type putTarget struct {
 	attempt string
 	// ingest is set for a Flight SQL CommandStatementIngest (sqlingest.go).
 	ingest *pb.CommandStatementIngest
+	// stream is true for a continuous stream's CMD descriptor
+	// {"endpoint","writer","stream":true} (stream.go).
+	stream bool
 }
 
 // cmdDescriptor is the JSON of a transactional DoPut's CMD descriptor.
@@ -28,11 +31,12 @@ type cmdDescriptor struct {
 	Writer   *string `json:"writer"`
 	Epoch    *int64  `json:"epoch"`
 	Attempt  *string `json:"attempt"`
+	Stream   *bool   `json:"stream"`
 }
 
 // parsePutDescriptor reads a DoPut descriptor: PATH ["<endpoint>"] for an
 // auto-commit stream, CMD {"endpoint","writer","epoch"} for a transactional
-// one. Errors are ErrInvalid and name the problem.
+// one, CMD {"endpoint","writer","stream":true} for a continuous one. Errors are ErrInvalid and name the problem.
 func parsePutDescriptor(d *flight.FlightDescriptor) (putTarget, error) {
 	if d == nil {
 		return putTarget{}, writers.Errorf(writers.ErrInvalid, `doput: the first message carries no flight descriptor: use PATH ["<endpoint>"] or CMD {"endpoint","writer","epoch"}`)
@@ -56,6 +60,9 @@ func parsePutDescriptor(d *flight.FlightDescriptor) (putTarget, error) {
 		if err != nil {
 			return putTarget{}, err
 		}
+		if c.Stream != nil && *c.Stream {
+			return streamTarget(what, name, c)
+		}
 		ref := txnRef{c.Writer, c.Epoch, c.Attempt}
 		writer, epoch, err := ref.check(what)
 		if err != nil {
@@ -72,6 +79,22 @@ func parsePutDescriptor(d *flight.FlightDescriptor) (putTarget, error) {
 	default:
 		return putTarget{}, writers.Errorf(writers.ErrInvalid, `doput: descriptor type %s is not supported: use PATH ["<endpoint>"] or CMD {"endpoint","writer","epoch"}`, d.GetType())
 	}
+}
+
+// streamTarget is the target of a continuous stream's CMD descriptor
+// {"endpoint","writer","stream":true}, which names no epoch or attempt.
+func streamTarget(what, endpoint string, c cmdDescriptor) (putTarget, error) {
+	if c.Epoch != nil || c.Attempt != nil {
+		return putTarget{}, writers.Errorf(writers.ErrInvalid, `%s: a continuous stream ("stream":true) names no "epoch" or "attempt": its batches carry seqs`, what)
+	}
+	writer, err := requireString(what, "writer", c.Writer)
+	if err != nil {
+		return putTarget{}, err
+	}
+	if err := checkWriter(what, writer); err != nil {
+		return putTarget{}, err
+	}
+	return putTarget{endpoint: endpoint, stream: true, writer: writer}, nil
 }
 
 // parsePathDescriptor returns the endpoint named by a PATH descriptor

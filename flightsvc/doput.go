@@ -153,7 +153,10 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	ep.m.streams.Inc()
 	defer ep.m.streams.Dec()
 	owned = false
-	if t.txn {
+	switch {
+	case t.stream:
+		return s.putContinuous(ctx, stream, ps, t)
+	case t.txn:
 		return s.putTxn(ctx, stream, ps, t)
 	}
 	return s.putAuto(ctx, stream, ps)

@@ -12,6 +12,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/util"
 
+	"github.com/quiver-ingest/quiver/flightsvc/groupcommit"
 	"github.com/quiver-ingest/quiver/flightsvc/ipccheck"
 	"github.com/quiver-ingest/quiver/internal/membudget"
 	"github.com/quiver-ingest/quiver/internal/rowdigest"
@@ -47,6 +48,12 @@ type putStream struct {
 	// succeeded).
 	digest     bool
 	rowsDigest uint64
+	// seqs, set for a continuous stream, makes the receiver read each
+	// batch's seq from its app_metadata (queued.seq).
+	seqs bool
+	// drain takes the queued batches instead of Service.drain (a
+	// continuous stream's, stream.go).
+	drain func(ctx context.Context, queue <-chan queued) (pumped, error)
 	// unacked counts the batches received and not yet acknowledged, and
 	// acked is when the last ack was sent (Unix ns): a client waiting for
 	// acks is not idle, and its idle time starts with the last one.
@@ -73,6 +80,9 @@ func (ps *putStream) release() {
 type queued struct {
 	rec  arrow.RecordBatch
 	size int64
+	// seq is a continuous stream's batch's seq, groupcommit.NoSeq when it
+	// has none (and in other streams).
+	seq int64
 }
 
 func (q queued) release(ps *putStream) {
@@ -145,7 +155,11 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 		}
 	}()
 
-	p, err := s.drain(ctx, stream, ps, queue)
+	drain := ps.drain
+	if drain == nil {
+		drain = func(ctx context.Context, queue <-chan queued) (pumped, error) { return s.drain(ctx, stream, ps, queue) }
+	}
+	p, err := drain(ctx, queue)
 	if err != nil {
 		cancel(err)
 	}
@@ -173,13 +187,19 @@ func receive(ctx context.Context, ps *putStream, queue chan<- queued) (err error
 		if ps.digest {
 			ps.rowsDigest += rowdigest.Of(rec)
 		}
+		seq := groupcommit.NoSeq
+		if ps.seqs {
+			if seq, err = batchSeq(ps.guard.meta); err != nil {
+				return fmt.Errorf("doput: endpoint %q: batch %d: %w", ep.Name, n, err)
+			}
+		}
 		size := util.TotalRecordSize(rec)
 		// The messages' bytes become the batch's (a compressed batch's
 		// decompressed size was charged when it arrived, recvGuard.received).
 		ps.guard.acct.Trade(membudget.Received, ps.guard.takePending(), membudget.Decoded, size)
 		ep.m.buffered.Add(float64(size))
 		rec.Retain() // rdr releases rec on its next Next
-		q := queued{rec: rec, size: size}
+		q := queued{rec: rec, size: size, seq: seq}
 		ps.unacked.Add(1)
 		select {
 		case queue <- q:

@@ -59,6 +59,9 @@ type recvGuard struct {
 	dicts    map[int64]int64  // dictionary id → bytes the reader keeps
 	// schema is the stream's schema once read; nil before.
 	schema *arrow.Schema
+	// meta is the app_metadata of the last message received: after the
+	// reader's Next, its batch's (a continuous stream's seq).
+	meta []byte
 
 	// ctx bounds the waits for memory: the stream's, then the pump's.
 	ctx context.Context
@@ -188,6 +191,7 @@ func (g *recvGuard) Recv() (*flight.FlightData, error) {
 		g.busy()()
 	}
 	g.messages++
+	g.meta = fd.GetAppMetadata()
 	grow, err := g.check(fd)
 	if err != nil {
 		return nil, err // the reservation is given back by close

@@ -39,7 +39,11 @@ func buildEndpoints(cfg *config.Config, sinks *writers.Registry, logger *slog.Lo
 		if err != nil {
 			return nil, fmt.Errorf("server: endpoint %q (sink %s): %w", e.Name, e.Sink, err)
 		}
-		eps = append(eps, flightsvc.Endpoint{Name: e.Name, Sink: e.Sink, Mode: e.Settings.Mode(), Writer: w, Memory: share})
+		ep := flightsvc.Endpoint{Name: e.Name, Sink: e.Sink, Mode: e.Settings.Mode(), Writer: w, Memory: share}
+		if sink, _ := sinks.Lookup(e.Sink); sink.Streams {
+			ep.Stream = &e.Stream
+		}
+		eps = append(eps, ep)
 	}
 	return eps, nil
 }

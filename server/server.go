@@ -437,12 +437,17 @@ func (s *Server) shutdown(ctx context.Context) error {
 	s.serving.Store(false)
 	s.health.Shutdown()
 
+	// Continuous streams do not end on their own: they end with
+	// Unavailable once their last rows are committed.
+	var errs []error
+	if err := s.svc.StopStreams(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("server: shutdown: %w", err))
+	}
 	stopped := make(chan struct{})
 	go func() {
 		s.grpc.GracefulStop()
 		close(stopped)
 	}()
-	var errs []error
 	select {
 	case <-stopped:
 	case <-ctx.Done():

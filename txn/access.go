@@ -145,6 +145,9 @@ func (c *Coordinator) mayStartLocked(ctx context.Context, op string, id txnID, t
 // fencing.
 func (c *Coordinator) startCheck(ctx context.Context, op string) func(txnID) error {
 	return func(id txnID) error {
+		if err := c.streamWriterLocked(op, id.writer); err != nil {
+			return err
+		}
 		if err := c.mayStartLocked(ctx, op, id, nil); err != nil {
 			return err
 		}

@@ -169,6 +169,9 @@ type Coordinator struct {
 	// stagedBy is the bytes staged in each owner's live transactions
 	// (Stream.Stage).
 	stagedBy map[string]int64
+	// streamWriters are the writers of continuous streams
+	// (ClaimStreamWriter), which transactions refuse.
+	streamWriters map[string]bool
 
 	ctx       context.Context // canceled by Close; bounds background sink calls
 	cancel    context.CancelFunc
@@ -221,6 +224,7 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 		liveByWriter:      make(map[string]map[int64]*txn),
 		committed:         make(map[epochKey]int64),
 		writerMax:         make(map[string]int64),
+		streamWriters:     make(map[string]bool),
 		stopc:             make(chan struct{}),
 		donec:             make(chan struct{}),
 	}

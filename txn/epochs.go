@@ -55,6 +55,12 @@ func (c *Coordinator) CommittedEpoch(ctx context.Context, endpoint, writer strin
 		return 0, false, fmt.Errorf("txn: read the committed epoch of writer %q from endpoint %q: %w", writer, endpoint, err)
 	}
 	c.mu.Lock()
+	if c.streamWriters[writer] {
+		// A stream writer's durable seq moves on without the coordinator:
+		// remembering it would answer a stale one.
+		c.mu.Unlock()
+		return e, ok, nil
+	}
 	if ok {
 		c.noteCommittedLocked(writer, endpoint, e)
 	} else {

@@ -192,6 +192,9 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 	if _, err := c.writerOf(endpoint); err != nil {
 		return nil, err
 	}
+	if err := c.refuseStreamWriter("join", writer); err != nil {
+		return nil, err
+	}
 	key := writers.TxnKey{Writer: writer, Epoch: epoch}
 	last, err := c.lastCommitted(ctx, writer, endpoint)
 	if err != nil {

@@ -58,6 +58,9 @@ type Sink struct {
 	NewConfig func() SinkConfig
 	// New builds an unopened Writer from a validated config.
 	New func(cfg SinkConfig, env Env) (Writer, error)
+	// Streams is true when the sink's writers take continuous streams
+	// (they implement SeqCommitter).
+	Streams bool
 	// Maintains lists the maintenance operations the sink supports; when
 	// any, its writers are Maintainers and an endpoint may have a
 	// maintenance section.

@@ -28,7 +28,7 @@ var (
 	aboveSinks   = []string{"server/...", "flightsvc/...", "txn/...", "bench/...", "clients/..."}
 	testSupport  = []string{"internal/testpoll", "internal/reftool", "internal/deltagolden", "internal/emulator", "internal/duckcheck", "internal/alloccheck", "internal/lanceprobe/probetest", "writers/writertest/...", "writers/storage/storagetest", "writers/lance/internal/lancetest"}
 	formatLibs   = []string{"writers/delta/deltalog/...", "writers/delta/deltalayout", "writers/delta/deltaupsert", "writers/delta/deltaexpr", "writers/parquetio", "writers/kafka/kafkaenc/...", "writers/lance/lancefile/...", "writers/lance/lancetable", "writers/lance/lancepb/...", "writers/storage", "merge/..."}
-	belowService = []string{"txn/...", "writers/...", "merge/...", "internal/membudget", "internal/descseal", "internal/fsync", "internal/rowdigest", "internal/redact"}
+	belowService = []string{"flightsvc/groupcommit", "txn/...", "writers/...", "merge/...", "internal/membudget", "internal/descseal", "internal/fsync", "internal/rowdigest", "internal/redact"}
 )
 
 var rules = []rule{
@@ -53,6 +53,8 @@ var rules = []rule{
 		why: "nothing below flightsvc knows gRPC"},
 	{from: []string{"flightsvc/ipccheck", "internal/rowdigest", "internal/fsync"}, to: []string{"writers/...", "flightsvc", "server/...", "txn/..."},
 		why: "leaf libraries import no Quiver layer"},
+	{from: []string{"flightsvc/groupcommit"}, to: append([]string{"flightsvc", "txn/...", "writers/tablesink"}, sinks...),
+		why: "group commits know the writers contract only"},
 }
 
 // matches reports whether pkg (relative to the module, or a foreign

@@ -225,6 +225,9 @@ type Endpoint struct {
 	// Maintenance is the endpoint's maintenance section (its defaults when
 	// it has none).
 	Maintenance writers.Maintenance
+	// Stream is the endpoint's stream section, the group commit cadence
+	// of its continuous streams (its defaults when it has none).
+	Stream writers.GroupCommit
 }
 
 // Default returns a config holding every default. It is the one place the

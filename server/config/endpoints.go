@@ -35,7 +35,8 @@ func (v *validator) endpoints(raws []rawEndpoint, reg *writers.Registry) []Endpo
 			names[raw.Name] = i
 		}
 		maint := v.maintenance(p, raw, reg)
-		out = append(out, Endpoint{Name: raw.Name, Sink: raw.Sink, Settings: v.sinkSettings(p, raw, reg), Maintenance: maint})
+		stream := v.stream(p, raw, reg)
+		out = append(out, Endpoint{Name: raw.Name, Sink: raw.Sink, Settings: v.sinkSettings(p, raw, reg), Maintenance: maint, Stream: stream})
 	}
 	return out
 }
@@ -73,6 +74,39 @@ func (v *validator) maintenance(p string, raw rawEndpoint, reg *writers.Registry
 	return m
 }
 
+// streamKey is the endpoint section of continuous streams' group commits,
+// beside the sink's own.
+const streamKey = "stream"
+
+// stream decodes and validates an endpoint's stream section (its defaults
+// when there is none) and takes it out of raw.Sections. Only sinks that
+// take continuous streams accept one.
+func (v *validator) stream(p string, raw rawEndpoint, reg *writers.Registry) writers.GroupCommit {
+	c := writers.NewGroupCommit()
+	node, ok := raw.Sections[streamKey]
+	if !ok {
+		return c
+	}
+	delete(raw.Sections, streamKey)
+	path := p + "." + streamKey
+	if sink, err := reg.Lookup(raw.Sink); err == nil && !sink.Streams {
+		v.fail(path, "sink %q takes no continuous streams: remove this section", raw.Sink)
+		return c
+	}
+	before := len(v.problems)
+	v.decode(&node, reflect.ValueOf(&c), path)
+	if len(v.problems) > before {
+		return c
+	}
+	if err := c.Validate(); err != nil {
+		for _, msg := range strings.Split(err.Error(), "\n") {
+			key, rest, _ := strings.Cut(msg, ": ")
+			v.fail(path+"."+key, "%s", rest)
+		}
+	}
+	return c
+}
+
 // sinkSettings checks an endpoint's sink and sections and returns its
 // decoded, validated settings (nil when the sink is unknown).
 func (v *validator) sinkSettings(p string, raw rawEndpoint, reg *writers.Registry) writers.SinkConfig {
@@ -96,7 +130,7 @@ func (v *validator) sinkSettings(p string, raw rawEndpoint, reg *writers.Registr
 		case !known && key == raw.Sink:
 			// The sink error above already covers its section.
 		default:
-			v.problem(v.line(p+"."+key), p, "%s", unknownKey(key, append([]string{"name", "sink", maintenanceKey}, sections...)))
+			v.problem(v.line(p+"."+key), p, "%s", unknownKey(key, append([]string{"name", "sink", maintenanceKey, streamKey}, sections...)))
 		}
 	}
 	if !known {

@@ -323,9 +323,30 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 // Commit commits in the open sink writer, in a span of its own, and tells
 // the observer.
 func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
+	return w.commit(ctx, key, descs, nil)
+}
+
+// CommitSeqs is Commit of a continuous streams' group commit
+// (writers.SeqCommitter); a sink that takes no streams refuses it with
+// ErrWrongState.
+func (w *Writer) CommitSeqs(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor, seqs []writers.WriterSeq) (writers.CommitInfo, error) {
+	return w.commit(ctx, key, descs, seqs)
+}
+
+func (w *Writer) commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor, seqs []writers.WriterSeq) (writers.CommitInfo, error) {
 	st := w.state.Load()
 	if st.w == nil {
 		return writers.CommitInfo{}, st.err
+	}
+	commit := st.w.Commit
+	if seqs != nil {
+		sc, ok := st.w.(writers.SeqCommitter)
+		if !ok {
+			return writers.CommitInfo{}, writers.Errorf(writers.ErrWrongState, "endpoint %q: sink %q takes no continuous streams", w.opts.Name, w.opts.Sink)
+		}
+		commit = func(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
+			return sc.CommitSeqs(ctx, key, descs, seqs)
+		}
 	}
 	w.rowsMu.Lock()
 	rows := w.rows[key]
@@ -339,8 +360,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		attribute.Int64("quiver.rows", rows),
 	))
 	defer span.End()
+	span.SetAttributes(attribute.Int("quiver.stream_writers", len(seqs)))
 	start := time.Now()
-	info, err := st.w.Commit(ctx, key, descs)
+	info, err := commit(ctx, key, descs)
 	if err != nil {
 		shown := redact.Error(err) // spans leave the process
 		span.RecordError(shown)

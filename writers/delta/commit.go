@@ -46,7 +46,21 @@ const maxReplans = 5
 // states, or whose upsert plan misstates what it read, is ErrInvalid and
 // nothing is committed (descriptor.go, commitcheck.go). A failure to write the commit file whose result is unknown is
 // a writers.OutcomeUnknownError.
-func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (_ writers.CommitInfo, err error) {
+func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
+	return w.commit(ctx, key, descs, nil)
+}
+
+// CommitSeqs is Commit of a group commit's auto-commit key that also
+// records one txn{appId: writer, version: last seq} per continuous-stream
+// writer of seqs, as kafka-delta-ingest records its partitions' offsets
+// (writers.SeqCommitter). Every attempt checks seqs against the latest
+// snapshot's txn versions (writers.SeqsState): all recorded is a replay,
+// some recorded is ErrConflict and publishes nothing.
+func (w *Writer) CommitSeqs(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor, seqs []writers.WriterSeq) (writers.CommitInfo, error) {
+	return w.commit(ctx, key, descs, seqs)
+}
+
+func (w *Writer) commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor, seqs []writers.WriterSeq) (_ writers.CommitInfo, err error) {
 	defer func() {
 		if err == nil {
 			w.pins.Unpin(key) // a failed commit is retried or rolled back
@@ -83,7 +97,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		if err != nil {
 			return stop(err)
 		}
-		if !hasFiles(ds) && (key.Auto || snap == nil && !hasSchema(ds)) {
+		if !hasFiles(ds) && (key.Auto && len(seqs) == 0 || snap == nil && !hasSchema(ds)) {
 			// Nothing to publish and no epoch to record (auto-commit), or
 			// no table to record it in and no schema to create one with.
 			if snap == nil {
@@ -102,6 +116,12 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		if info, done := w.replayed(ctx, key, snap); done {
 			return info, tablesink.Replayed, nil
 		}
+		if done, err := writers.SeqsState(seqs, snap.TxnVersion); err != nil {
+			return stop(err)
+		} else if done {
+			last := seqs[len(seqs)-1]
+			return writers.CommitInfo{Version: w.findTxn(ctx, last.Writer, last.Last, snap.Version), Replayed: true}, tablesink.Replayed, nil
+		}
 		if err := verify(); err != nil {
 			return stop(err)
 		}
@@ -111,7 +131,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 				return stop(err)
 			}
 		}
-		actions, err := w.plan(snap, key, ds, upsert)
+		actions, err := w.plan(snap, key, seqs, ds, upsert)
 		if err != nil {
 			if lostCreate {
 				err = fmt.Errorf("%w (another writer's first commit created the table meanwhile, with columns %s)", err, tableColumns(snap))
@@ -270,22 +290,23 @@ func (w *Writer) replayed(ctx context.Context, key writers.TxnKey, snap *deltalo
 	w.mu.Unlock()
 	version := last.version
 	if !known || last.epoch != key.Epoch {
-		version = w.findTxn(ctx, key, snap.Version)
+		version = w.findTxn(ctx, key.Writer, key.Epoch, snap.Version)
 	}
 	return writers.CommitInfo{Version: version, Replayed: true}, true
 }
 
 // findTxn returns the version, at or below latest, of the commit holding
-// key's txn action, reading back at most replayLookback commits; latest
-// when it is not found (older, in a checkpoint, or unreadable).
-func (w *Writer) findTxn(ctx context.Context, key writers.TxnKey, latest int64) int64 {
+// the txn action {appID, version}, reading back at most replayLookback
+// commits; latest when it is not found (older, in a checkpoint, or
+// unreadable).
+func (w *Writer) findTxn(ctx context.Context, appID string, version, latest int64) int64 {
 	for v := latest; v >= 0 && v > latest-replayLookback; v-- {
 		actions, err := deltalog.ReadCommit(ctx, w.bucket, v)
 		if err != nil {
 			break
 		}
 		for _, a := range actions {
-			if a.Txn != nil && a.Txn.AppID == key.Writer && a.Txn.Version == key.Epoch {
+			if a.Txn != nil && a.Txn.AppID == appID && a.Txn.Version == version {
 				return v
 			}
 		}
@@ -295,8 +316,8 @@ func (w *Writer) findTxn(ctx context.Context, key writers.TxnKey, latest int64) 
 
 // plan builds the actions of one commit attempt on top of snap (deltalog
 // adds commitInfo); upsert, when set, adds the removes of its rewritten
-// files.
-func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descriptor, upsert *upsertPlan) ([]deltalog.Action, error) {
+// files, and each of seqs a txn action.
+func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, seqs []writers.WriterSeq, ds []*descriptor, upsert *upsertPlan) ([]deltalog.Action, error) {
 	now := time.Now().UnixMilli()
 	meta := &snap.Metadata
 	table, err := meta.Schema()
@@ -377,6 +398,9 @@ func (w *Writer) plan(snap *deltalog.Snapshot, key writers.TxnKey, ds []*descrip
 	}
 	if !key.Auto {
 		actions = append(actions, deltalog.Action{Txn: &deltalog.Txn{AppID: key.Writer, Version: key.Epoch, LastUpdated: &now}})
+	}
+	for _, s := range seqs {
+		actions = append(actions, deltalog.Action{Txn: &deltalog.Txn{AppID: s.Writer, Version: s.Last, LastUpdated: &now}})
 	}
 	if upsert != nil {
 		files, err := upsertActions(snap, upsert, now)

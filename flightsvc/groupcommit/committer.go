@@ -1,0 +1,377 @@
+package groupcommit
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// Options configure a Committer.
+type Options struct {
+	// Endpoint names the endpoint in errors, logs and metrics.
+	Endpoint string
+	// Writer is the endpoint's writer; writers.Find must find a
+	// writers.SeqCommitter behind it.
+	Writer writers.Writer
+	Config writers.GroupCommit
+	// Metrics; nil records nothing.
+	Metrics *Metrics
+	// Log; nil discards.
+	Log *slog.Logger
+	// CommitTimeout bounds one group's precommit and commit; zero means
+	// 2 minutes.
+	CommitTimeout time.Duration
+}
+
+// Unknown outcomes of a group's commit are retried this often, with the
+// group's seqs telling a retry whether the first try landed.
+const (
+	unknownRetries = 3
+	unknownBackoff = 200 * time.Millisecond
+)
+
+// Committer runs the group commits of one endpoint. It is safe for
+// concurrent use.
+type Committer struct {
+	endpoint string
+	w        writers.Writer
+	sc       writers.SeqCommitter
+	cfg      writers.GroupCommit
+	m        endpointMetrics
+	log      *slog.Logger
+	timeout  time.Duration
+
+	// writeMu is held by a sink Write into the current group and by the
+	// swap of groups: a group's key sees no Write once it is swapped out,
+	// and Writes of one key never run concurrently (the Writer contract).
+	writeMu sync.Mutex
+
+	mu  sync.Mutex // guards the fields below and those of groups and streams
+	cur *group
+	// committing is true while a swapped-out group is being published.
+	committing bool
+	// room is closed, and replaced, when a group is swapped out and when
+	// a commit ends: Writes waiting for the current group to have room
+	// look again.
+	room    chan struct{}
+	streams map[string]*Stream // the open stream of each writer
+	writers map[string]*writerState
+	closed  bool
+
+	kick   chan struct{} // commit now: the current group is full
+	ctx    context.Context
+	cancel context.CancelFunc
+	stopc  chan struct{}
+	donec  chan struct{}
+	once   sync.Once
+}
+
+// writerState is what the committer knows of one stream writer.
+type writerState struct {
+	// durable is the writer's last committed seq (-1: none); known is
+	// false until read from the sink, and again after a failed commit
+	// whose outcome may be unknown.
+	durable int64
+	known   bool
+	// last is the newest group holding rows of the writer, until it ends.
+	last *group
+}
+
+// group is the rows of one interval, staged under one auto-commit key.
+type group struct {
+	key     writers.TxnKey
+	seqs    []writers.WriterSeq // in the order writers first wrote
+	seqAt   map[string]int      // writer → index in seqs
+	members map[*Stream]int64   // stream → its rows in the group
+	rows    int64
+	bytes   int64
+	written []time.Time // when each batch was written, for the ack latency
+	// poisoned is set when the group must not be published: a sink Write
+	// failed part way through a batch, or an earlier group holding rows of
+	// the same writers failed (publishing this one would skip theirs).
+	poisoned error
+	// done is closed when the group's commit has ended, err and version
+	// set.
+	done    chan struct{}
+	err     error
+	version int64
+}
+
+func newGroup() *group {
+	return &group{
+		key:     writers.AutoKey("group-" + rand.Text()),
+		seqAt:   map[string]int{},
+		members: map[*Stream]int64{},
+		done:    make(chan struct{}),
+		version: writers.NoVersion,
+	}
+}
+
+// New starts the committer's loop; Close stops it. It is ErrWrongState
+// when the endpoint's sink does not take continuous streams.
+func New(opts Options) (*Committer, error) {
+	sc, ok := writers.Find[writers.SeqCommitter](opts.Writer)
+	if !ok {
+		return nil, writers.Errorf(writers.ErrWrongState, "endpoint %q: its sink does not take continuous streams", opts.Endpoint)
+	}
+	if err := opts.Config.Validate(); err != nil {
+		return nil, writers.Errorf(writers.ErrInvalid, "endpoint %q: stream: %v", opts.Endpoint, err)
+	}
+	if opts.Metrics == nil {
+		opts.Metrics, _ = NewMetrics(nil)
+	}
+	c := &Committer{
+		endpoint: opts.Endpoint,
+		w:        opts.Writer,
+		sc:       sc,
+		cfg:      opts.Config,
+		m:        opts.Metrics.forEndpoint(opts.Endpoint),
+		log:      cmp.Or(opts.Log, slog.New(slog.DiscardHandler)).With("endpoint", opts.Endpoint),
+		timeout:  cmp.Or(opts.CommitTimeout, 2*time.Minute),
+		cur:      newGroup(),
+		room:     make(chan struct{}),
+		streams:  map[string]*Stream{},
+		writers:  map[string]*writerState{},
+		kick:     make(chan struct{}, 1),
+		stopc:    make(chan struct{}),
+		donec:    make(chan struct{}),
+	}
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	go c.run()
+	return c, nil
+}
+
+// Close fails the open streams (Unavailable: the server is stopping, a
+// client resumes elsewhere or later), publishes what they wrote in a last
+// group commit and stops the loop. ctx bounds the wait for that commit.
+// Close is idempotent.
+func (c *Committer) Close(ctx context.Context) error {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		for _, s := range c.streams {
+			s.failLocked(writers.Errorf(writers.ErrUnavailable, "endpoint %q: the server is stopping: reconnect and resume from the durable seq", c.endpoint))
+		}
+		c.mu.Unlock()
+		close(c.stopc)
+	})
+	select {
+	case <-c.donec:
+		c.cancel()
+		return nil
+	case <-ctx.Done():
+		c.cancel() // the last commit's sink calls end
+		<-c.donec
+		return fmt.Errorf("groupcommit: endpoint %q: the last group commit did not end in time: %w", c.endpoint, ctx.Err())
+	}
+}
+
+// run commits every interval, and at once when a group is full, until
+// Close; then it commits what is left.
+func (c *Committer) run() {
+	defer close(c.donec)
+	tick := time.NewTicker(c.cfg.CommitInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-c.stopc:
+			c.commitNext()
+			return
+		case <-tick.C:
+		case <-c.kick:
+		}
+		c.commitNext()
+	}
+}
+
+// kickNow asks the loop for a commit now.
+func (c *Committer) kickNow() {
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// wakeLocked lets Writes waiting for room look again.
+func (c *Committer) wakeLocked() {
+	close(c.room)
+	c.room = make(chan struct{})
+}
+
+// commitNext swaps the current group for a fresh one and publishes it,
+// unless nothing was written to it.
+func (c *Committer) commitNext() {
+	c.writeMu.Lock()
+	c.mu.Lock()
+	g := c.cur
+	if len(g.members) == 0 {
+		c.mu.Unlock()
+		c.writeMu.Unlock()
+		return
+	}
+	c.cur = newGroup()
+	c.committing = true
+	c.wakeLocked()
+	c.mu.Unlock()
+	c.writeMu.Unlock()
+
+	start := time.Now()
+	info, err := c.publish(g)
+	c.m.seconds.Observe(time.Since(start).Seconds())
+	c.finish(g, info, err)
+}
+
+// publish precommits and commits g. A commit whose outcome is unknown is
+// tried again (the seqs make a retry of a commit that landed a replay);
+// any other failure rolls g back.
+func (c *Committer) publish(g *group) (info writers.CommitInfo, err error) {
+	ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
+	defer cancel()
+	defer writers.Recover(&err)
+	rollback := func(cause error) (writers.CommitInfo, error) {
+		if rerr := c.w.Rollback(ctx, g.key); rerr != nil {
+			c.log.Warn("rollback of a failed group commit failed; the sink may keep its staged files until vacuum", "err", rerr)
+		}
+		return writers.CommitInfo{}, cause
+	}
+	if g.poisoned != nil {
+		return rollback(g.poisoned)
+	}
+	desc, err := c.w.Precommit(ctx, g.key)
+	if err != nil {
+		return rollback(fmt.Errorf("precommit: %w", err))
+	}
+	for try := 0; ; try++ {
+		info, err = c.sc.CommitSeqs(ctx, g.key, []writers.Descriptor{desc}, g.seqs)
+		switch {
+		case err == nil:
+			return info, nil
+		case !errors.Is(err, writers.ErrOutcomeUnknown):
+			return rollback(fmt.Errorf("commit: %w", err))
+		case try == unknownRetries:
+			// It may have landed: nothing is rolled back, and each
+			// writer's durable seq is read from the sink again.
+			return writers.CommitInfo{}, fmt.Errorf("commit: %w", err)
+		}
+		c.log.Warn("group commit outcome unknown; trying again", "try", try+1, "err", err)
+		select {
+		case <-time.After(unknownBackoff << try):
+		case <-ctx.Done():
+			return writers.CommitInfo{}, fmt.Errorf("commit: %w", err)
+		}
+	}
+}
+
+// finish records how g's commit ended: the writers' durable seqs and the
+// acks of its streams, or, when it failed, the failure of its streams.
+func (c *Committer) finish(g *group, info writers.CommitInfo, err error) {
+	now := time.Now()
+	c.mu.Lock()
+	g.err, g.version = err, info.Version
+	for _, s := range g.seqs {
+		ws := c.writers[s.Writer]
+		if err == nil {
+			ws.durable, ws.known = s.Last, true
+		} else {
+			ws.known = false
+		}
+	}
+	for _, ws := range c.writers {
+		if ws.last == g {
+			ws.last = nil
+		}
+	}
+	if err != nil {
+		c.failGroupLocked(g, err)
+	} else {
+		for s, rows := range g.members {
+			s.durableLocked(g, rows, c.writers[s.writer])
+		}
+	}
+	c.committing = false
+	c.wakeLocked()
+	full := c.cur.bytes >= c.cfg.CommitBytes
+	c.mu.Unlock()
+	close(g.done)
+
+	result := "committed"
+	switch {
+	case err != nil:
+		result = "failed"
+		c.log.Warn("group commit failed; its streams are failed and resume from their durable seqs", "rows", g.rows, "streams", len(g.members), "err", err)
+	case info.Replayed:
+		result = "replayed"
+	}
+	c.m.commits.WithLabelValues(result).Inc()
+	if err == nil {
+		c.m.rows.Observe(float64(g.rows))
+		c.m.bytes.Observe(float64(g.bytes))
+		c.m.streams.Observe(float64(len(g.members)))
+		for _, t := range g.written {
+			c.m.ack.Observe(now.Sub(t).Seconds())
+		}
+	}
+	if full {
+		c.kickNow()
+	}
+}
+
+// failGroupLocked fails the streams of g, which will not be published,
+// and poisons the current group when it holds rows of g's writers:
+// publishing those would make a seq durable while earlier ones were lost.
+func (c *Committer) failGroupLocked(g *group, err error) {
+	cause := writers.Errorf(writers.ErrUnavailable, "endpoint %q: the group commit holding this stream's rows failed (%v): reconnect and resume from the durable seq", c.endpoint, err)
+	affected := map[string]bool{}
+	for s := range g.members {
+		affected[s.writer] = true
+		s.failLocked(cause)
+	}
+	for s := range c.cur.members {
+		if affected[s.writer] && c.cur.poisoned == nil {
+			c.cur.poisoned = fmt.Errorf("an earlier group commit holding rows of writer %q failed: %w", s.writer, err)
+		}
+	}
+}
+
+// writerLocked returns writer's state, made on first use.
+func (c *Committer) writerLocked(writer string) *writerState {
+	ws := c.writers[writer]
+	if ws == nil {
+		ws = &writerState{durable: -1}
+		c.writers[writer] = ws
+	}
+	return ws
+}
+
+// durable returns writer's durable seq (-1: none), reading it from the
+// sink when the committer does not know it.
+func (c *Committer) durable(ctx context.Context, writer string) (int64, error) {
+	c.mu.Lock()
+	ws := c.writerLocked(writer)
+	if ws.known {
+		d := ws.durable
+		c.mu.Unlock()
+		return d, nil
+	}
+	c.mu.Unlock()
+	seq, ok, err := c.w.CommittedEpoch(ctx, writer)
+	if err != nil {
+		return 0, fmt.Errorf("endpoint %q: read the durable seq of writer %q: %w", c.endpoint, writer, err)
+	}
+	if !ok {
+		seq = -1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !ws.known {
+		ws.durable, ws.known = seq, true
+	}
+	return ws.durable, nil
+}

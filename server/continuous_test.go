@@ -1,0 +1,328 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/storage"
+)
+
+// streamAnswer is any answer of a continuous stream.
+type streamAnswer struct {
+	Writer     string `json:"writer"`
+	DurableSeq *int64 `json:"durable_seq"`
+	Version    *int64 `json:"version"`
+	Rows       int64  `json:"rows"`
+	Closed     bool   `json:"closed"`
+}
+
+// rawStream is a continuous stream spoken in plain Flight, as the wire
+// contract says (docs/flight.md, "Continuous streams").
+type rawStream struct {
+	stream  flight.FlightService_DoPutClient
+	w       *flight.Writer
+	schema  *arrow.Schema
+	answers chan streamAnswer
+	done    chan error // the call's end: nil for OK
+	next    int64      // the id of the next row sent
+}
+
+// openRawStream opens a continuous stream of writer to endpoint and
+// returns it with its opening answer.
+func openRawStream(t *testing.T, ctx context.Context, conn *grpc.ClientConn, endpoint, writer string) (*rawStream, streamAnswer) {
+	t.Helper()
+	stream, err := flight.NewClientFromConn(conn, nil).DoPut(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	w := flight.NewRecordWriter(stream, ipc.WithSchema(schema))
+	cmd := fmt.Sprintf(`{"endpoint":%q,"writer":%q,"stream":true}`, endpoint, writer)
+	w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: []byte(cmd)})
+	r := &rawStream{stream: stream, w: w, schema: schema, answers: make(chan streamAnswer, 1000), done: make(chan error, 1)}
+	go func() {
+		for {
+			res, err := stream.Recv()
+			if err != nil {
+				if status.Code(err) == codes.OK || err.Error() == "EOF" {
+					err = nil
+				}
+				close(r.answers)
+				r.done <- err
+				return
+			}
+			var a streamAnswer
+			if err := json.Unmarshal(res.GetAppMetadata(), &a); err != nil {
+				t.Errorf("answer %q: %v", res.GetAppMetadata(), err)
+			}
+			r.answers <- a
+		}
+	}()
+	// The schema goes first, alone: the server answers where to resume.
+	if err := w.Write(emptyBatch(schema)); err != nil {
+		t.Fatal(err)
+	}
+	return r, r.answer(t)
+}
+
+func emptyBatch(schema *arrow.Schema) arrow.RecordBatch {
+	b := array.NewRecordBuilder(memory.DefaultAllocator, schema)
+	defer b.Release()
+	return b.NewRecordBatch()
+}
+
+// answer waits for the stream's next answer.
+func (r *rawStream) answer(t *testing.T) streamAnswer {
+	t.Helper()
+	select {
+	case a, ok := <-r.answers:
+		if !ok {
+			t.Fatalf("the stream ended without an answer: %v", <-r.done)
+		}
+		return a
+	case <-time.After(30 * time.Second):
+		t.Fatal("no answer within 30s")
+	}
+	return streamAnswer{}
+}
+
+// send sends one batch of rows ids with seq (-1: none).
+func (r *rawStream) send(t *testing.T, rows int, seq int64) error {
+	t.Helper()
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for range rows {
+		b.Append(r.next)
+		r.next++
+	}
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(r.schema, []arrow.Array{col}, int64(rows))
+	defer rec.Release()
+	var meta []byte
+	if seq >= 0 {
+		meta = fmt.Appendf(nil, `{"seq":%d}`, seq)
+	}
+	return r.w.WriteWithAppMetadata(rec, meta)
+}
+
+// deltaRows reads how many rows the Delta table under dir/tables/name
+// has, and the txn version of appID (-1: none).
+func deltaRows(t *testing.T, dir, name, appID string) (rows, txn int64) {
+	t.Helper()
+	b, err := storage.Open(t.Context(), "file://"+filepath.Join(dir, "tables", name), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	snap, err := deltalog.Load(t.Context(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, complete := snap.NumRecords()
+	if !complete {
+		t.Fatal("incomplete stats")
+	}
+	v, ok := snap.TxnVersion(appID)
+	if !ok {
+		v = -1
+	}
+	return int64(n), v
+}
+
+const continuousDelta = `endpoints:
+  - name: events
+    sink: delta
+    delta: {table_uri: "file://tables/events"}
+    stream: {commit_interval: 50ms}
+  - name: devnull
+    sink: discard
+`
+
+// TestContinuousStream: the wire contract end to end on a Delta
+// endpoint: the opening answer, durable answers while the stream stays
+// open (rows visible before it ends), a txn per writer, the closed answer,
+// and a resumed writer whose replayed seqs are dropped.
+func TestContinuousStream(t *testing.T) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir, continuousDelta)
+	conn := dial(t, s.FlightAddr())
+	ctx := t.Context()
+
+	r, open := openRawStream(t, ctx, conn, "events", "collector-7")
+	if open.Writer != "collector-7" || open.DurableSeq != nil {
+		t.Fatalf("opening answer %+v, want writer collector-7 and durable_seq null", open)
+	}
+	for seq := range int64(3) {
+		if err := r.send(t, 100, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Durable while the stream is open.
+	var durable int64 = -1
+	for durable < 2 {
+		a := r.answer(t)
+		if a.DurableSeq == nil || a.Version == nil {
+			t.Fatalf("durable answer %+v lacks durable_seq or version", a)
+		}
+		durable = *a.DurableSeq
+	}
+	if rows, txn := deltaRows(t, dir, "events", "collector-7"); rows != 300 || txn != 2 {
+		t.Fatalf("table: %d rows, txn %d; want 300 rows and txn 2 while the stream is open", rows, txn)
+	}
+	if err := r.send(t, 50, 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.stream.CloseSend(); err != nil {
+		t.Fatal(err)
+	}
+	var last streamAnswer
+	for a := range r.answers {
+		last = a
+	}
+	if err := <-r.done; err != nil {
+		t.Fatalf("the stream ended with %v", err)
+	}
+	if !last.Closed || last.DurableSeq == nil || *last.DurableSeq != 3 {
+		t.Fatalf("last answer %+v, want closed with durable_seq 3", last)
+	}
+
+	// A resumed writer learns its durable seq; resent seqs are dropped.
+	r2, open := openRawStream(t, ctx, conn, "events", "collector-7")
+	if open.DurableSeq == nil || *open.DurableSeq != 3 {
+		t.Fatalf("reopened: %+v, want durable_seq 3", open)
+	}
+	for _, seq := range []int64{2, 3, 4} {
+		if err := r2.send(t, 10, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r2.w.Close()
+	r2.stream.CloseSend()
+	for a := range r2.answers {
+		last = a
+	}
+	if err := <-r2.done; err != nil {
+		t.Fatal(err)
+	}
+	if !last.Closed || *last.DurableSeq != 4 {
+		t.Fatalf("last answer %+v, want closed with durable_seq 4", last)
+	}
+	if rows, txn := deltaRows(t, dir, "events", "collector-7"); rows != 360 || txn != 4 {
+		t.Fatalf("table: %d rows, txn %d; want 360 rows (the replayed seqs dropped) and txn 4", rows, txn)
+	}
+	// committed-epoch answers a stream writer's durable seq.
+	if e, ok, err := dialClient(t, s).CommittedEpoch(ctx, "events", "collector-7"); err != nil || !ok || e != 4 {
+		t.Fatalf("committed-epoch: %d %v %v, want 4", e, ok, err)
+	}
+}
+
+// TestContinuousStreamsShareCommits: many writers' streams land in few
+// commits, each recording every advanced writer.
+func TestContinuousStreamsShareCommits(t *testing.T) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir, continuousDelta)
+	conn := dial(t, s.FlightAddr())
+	ctx := t.Context()
+	const writers, batches, rows = 8, 20, 100
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			r, _ := openRawStream(t, ctx, conn, "events", fmt.Sprintf("w%d", i))
+			for seq := range int64(batches) {
+				if err := r.send(t, rows, seq); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+			r.w.Close()
+			r.stream.CloseSend()
+			for range r.answers {
+			}
+			if err := <-r.done; err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	total, _ := deltaRows(t, dir, "events", "")
+	if total != writers*batches*rows {
+		t.Fatalf("table has %d rows, want %d", total, writers*batches*rows)
+	}
+	for i := range writers {
+		if _, txn := deltaRows(t, dir, "events", fmt.Sprintf("w%d", i)); txn != batches-1 {
+			t.Errorf("writer w%d: txn %d, want %d", i, txn, batches-1)
+		}
+	}
+}
+
+// TestContinuousStreamRefusals: a second stream fences the first
+// (Aborted); a stream writer is refused for transactions and the other
+// way round; a sink without streams refuses them.
+func TestContinuousStreamRefusals(t *testing.T) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir, continuousDelta)
+	conn := dial(t, s.FlightAddr())
+	c := dialClient(t, s)
+	ctx := t.Context()
+
+	first, _ := openRawStream(t, ctx, conn, "events", "w")
+	if err := first.send(t, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	second, open := openRawStream(t, ctx, conn, "events", "w")
+	if open.DurableSeq == nil || *open.DurableSeq != 0 {
+		t.Fatalf("the second stream opened at %+v, want durable_seq 0 (the first's rows committed first)", open)
+	}
+	for range first.answers {
+	}
+	if err := <-first.done; status.Code(err) != codes.Aborted {
+		t.Fatalf("the fenced stream ended with %v, want Aborted", err)
+	}
+	second.w.Close()
+	second.stream.CloseSend()
+	for range second.answers {
+	}
+	if err := <-second.done; err != nil {
+		t.Fatal(err)
+	}
+
+	if _, err := c.Begin(ctx, "w", 1, 0); status.Code(err) != codes.FailedPrecondition {
+		t.Fatalf("begin of a stream writer: %v, want FailedPrecondition", err)
+	}
+	if _, err := c.Begin(ctx, "job", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []struct{ endpoint, writer string }{{"events", "job"}, {"devnull", "other"}} {
+		r, err := flight.NewClientFromConn(conn, nil).DoPut(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+		w := flight.NewRecordWriter(r, ipc.WithSchema(schema))
+		w.SetFlightDescriptor(&flight.FlightDescriptor{Type: flight.DescriptorCMD, Cmd: fmt.Appendf(nil, `{"endpoint":%q,"writer":%q,"stream":true}`, target.endpoint, target.writer)})
+		w.Write(emptyBatch(schema))
+		_, err = r.Recv()
+		if status.Code(err) != codes.FailedPrecondition {
+			t.Errorf("stream to %s as %s: %v, want FailedPrecondition", target.endpoint, target.writer, err)
+		}
+	}
+}
