@@ -1,0 +1,348 @@
+package groupcommit
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+	"go.uber.org/goleak"
+
+	"github.com/quiver-ingest/quiver/internal/testpoll"
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// fakeSink is a SeqCommitter that keeps rows per key in memory and
+// publishes them with the seqs, failing as told.
+type fakeSink struct {
+	mu        sync.Mutex
+	staged    map[writers.TxnKey]int64
+	published int64
+	commits   int
+	seqs      map[string]int64
+	// failWrite fails the next Write with it; failCommit the next
+	// CommitSeqs calls, one error each.
+	failWrite  error
+	failCommit []error
+	// slow blocks every CommitSeqs until it is closed (nil: never blocks).
+	slow chan struct{}
+}
+
+func newFakeSink() *fakeSink {
+	return &fakeSink{staged: map[writers.TxnKey]int64{}, seqs: map[string]int64{}}
+}
+
+func (f *fakeSink) Open(context.Context) error  { return nil }
+func (f *fakeSink) Close(context.Context) error { return nil }
+func (f *fakeSink) Write(_ context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.failWrite; err != nil {
+		f.failWrite = nil
+		return err
+	}
+	f.staged[key] += rec.NumRows()
+	return nil
+}
+func (f *fakeSink) Precommit(_ context.Context, key writers.TxnKey) (writers.Descriptor, error) {
+	return writers.Descriptor(key.Writer), nil
+}
+func (f *fakeSink) Commit(context.Context, writers.TxnKey, []writers.Descriptor) (writers.CommitInfo, error) {
+	return writers.CommitInfo{}, errors.New("fake: only CommitSeqs")
+}
+func (f *fakeSink) CommitSeqs(ctx context.Context, key writers.TxnKey, _ []writers.Descriptor, seqs []writers.WriterSeq) (writers.CommitInfo, error) {
+	if f.slow != nil {
+		select {
+		case <-f.slow:
+		case <-ctx.Done():
+			return writers.CommitInfo{}, ctx.Err()
+		}
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	replayed, err := writers.SeqsState(seqs, func(w string) (int64, bool) { v, ok := f.seqs[w]; return v, ok })
+	if err != nil || replayed {
+		return writers.CommitInfo{Version: int64(f.commits), Replayed: replayed}, err
+	}
+	var fail error
+	if len(f.failCommit) > 0 {
+		fail, f.failCommit = f.failCommit[0], f.failCommit[1:]
+	}
+	if fail != nil && !errors.Is(fail, writers.ErrOutcomeUnknown) {
+		return writers.CommitInfo{}, fail
+	}
+	// An unknown outcome here is a commit that landed but whose answer
+	// was lost.
+	f.published += f.staged[key]
+	delete(f.staged, key)
+	for _, s := range seqs {
+		f.seqs[s.Writer] = s.Last
+	}
+	f.commits++
+	return writers.CommitInfo{Version: int64(f.commits)}, fail
+}
+func (f *fakeSink) Rollback(_ context.Context, key writers.TxnKey) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.staged, key)
+	return nil
+}
+func (f *fakeSink) CommittedEpoch(_ context.Context, writer string) (int64, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	v, ok := f.seqs[writer]
+	return v, ok, nil
+}
+func (f *fakeSink) Contract() writers.Contract      { return writers.Contract{} }
+func (f *fakeSink) Check(context.Context) error     { return nil }
+func (f *fakeSink) state() (published int64, n int) { f.mu.Lock(); defer f.mu.Unlock(); return f.published, f.commits }
+
+func newCommitter(t *testing.T, sink *fakeSink, interval time.Duration, bytes int64) *Committer {
+	t.Helper()
+	c, err := New(Options{Endpoint: "e", Writer: sink, Config: writers.GroupCommit{CommitInterval: interval, CommitBytes: bytes}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close(context.Background()) })
+	return c
+}
+
+func batch(rows int) arrow.RecordBatch {
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	defer b.Release()
+	for i := range rows {
+		b.Append(int64(i))
+	}
+	col := b.NewArray()
+	defer col.Release()
+	return array.NewRecordBatch(schema, []arrow.Array{col}, int64(rows))
+}
+
+func write(t *testing.T, s *Stream, rows int, seq int64) (dropped bool, err error) {
+	t.Helper()
+	rec := batch(rows)
+	defer rec.Release()
+	return s.Write(t.Context(), rec, seq, int64(rows)*8)
+}
+
+// awaitAck waits for s's next ack.
+func awaitAck(t *testing.T, s *Stream) (Ack, error) {
+	t.Helper()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case <-s.Ready():
+			ack, ok, err := s.Take()
+			if err != nil || ok {
+				return ack, err
+			}
+		case <-deadline:
+			t.Fatal("no ack within 10s")
+		}
+	}
+}
+
+func TestGroupCommitPublishesAndDeduplicates(t *testing.T) {
+	sink := newFakeSink()
+	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+	s, d, err := c.Open(t.Context(), "w")
+	if err != nil || d != NoSeq {
+		t.Fatalf("open: %d %v", d, err)
+	}
+	for seq := range int64(3) {
+		if _, err := write(t, s, 10, seq); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var ack Ack
+	for ack.DurableSeq < 2 {
+		if ack, err = awaitAck(t, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := write(t, s, 10, 1); err == nil || !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("a seq going back: %v, want ErrInvalid", err)
+	}
+	if last, err := s.Close(t.Context()); err != nil || last.DurableSeq != 2 {
+		t.Fatalf("close: %+v %v", last, err)
+	}
+	// Reopened, the writer resumes at 2: resent seqs are dropped.
+	s, d, err = c.Open(t.Context(), "w")
+	if err != nil || d != 2 {
+		t.Fatalf("reopen: %d %v", d, err)
+	}
+	if dropped, err := write(t, s, 10, 2); !dropped || err != nil {
+		t.Fatalf("replayed seq: dropped %v, %v", dropped, err)
+	}
+	if _, err := write(t, s, 10, 3); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := s.Close(t.Context()); err != nil || last.DurableSeq != 3 {
+		t.Fatalf("close: %+v %v", last, err)
+	}
+	if published, _ := sink.state(); published != 40 {
+		t.Fatalf("published %d rows, want 40", published)
+	}
+}
+
+// TestGroupCommitFailureFailsItsStreams: a failed commit fails the
+// streams whose rows it held; the next group, holding later rows of the
+// same writer, is not published (that would skip the lost seqs); a
+// reopened stream resumes from the durable seq.
+func TestGroupCommitFailureFailsItsStreams(t *testing.T) {
+	sink := newFakeSink()
+	sink.slow = make(chan struct{})
+	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+	s, _, err := c.Open(t.Context(), "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write(t, s, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until group 1 is committing, then write seq 1 into group 2.
+	testpoll.Until(t, "a group commit under way", committing(c))
+	if _, err := write(t, s, 10, 1); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	sink.failCommit = []error{writers.Errorf(writers.ErrConflict, "boom")}
+	sink.mu.Unlock()
+	close(sink.slow)
+	if _, err := awaitAck(t, s); !errors.Is(err, writers.ErrUnavailable) {
+		t.Fatalf("the stream of a failed group: %v, want ErrUnavailable", err)
+	}
+	s.Abandon()
+	s, d, err := c.Open(t.Context(), "w")
+	if err != nil || d != NoSeq {
+		t.Fatalf("reopened at %d (%v), want no durable seq: neither group may publish", d, err)
+	}
+	if published, _ := sink.state(); published != 0 {
+		t.Fatalf("published %d rows, want 0", published)
+	}
+	if _, err := write(t, s, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := s.Close(t.Context()); err != nil || last.DurableSeq != 0 {
+		t.Fatalf("close: %+v %v", last, err)
+	}
+}
+
+// TestGroupCommitOpenWaitsForPendingRows: a stream that replaces one whose
+// rows wait in a group opens once they are durable, at their seq.
+func TestGroupCommitOpenWaitsForPendingRows(t *testing.T) {
+	sink := newFakeSink()
+	c := newCommitter(t, sink, 100*time.Millisecond, writers.MinCommitBytes)
+	first, _, _ := c.Open(t.Context(), "w")
+	if _, err := write(t, first, 10, 7); err != nil {
+		t.Fatal(err)
+	}
+	second, d, err := c.Open(t.Context(), "w")
+	if err != nil || d != 7 {
+		t.Fatalf("the second stream opened at %d (%v), want 7: the first's rows are committed first", d, err)
+	}
+	if _, _, err := first.Take(); !errors.Is(err, writers.ErrConflict) {
+		t.Fatalf("fenced stream: %v, want ErrConflict", err)
+	}
+	if last, err := second.Close(t.Context()); err != nil || last.DurableSeq != 7 {
+		t.Fatalf("close: %+v %v", last, err)
+	}
+}
+
+// TestGroupCommitUnknownOutcomeIsRetried: a commit that landed but whose
+// answer was lost is tried again, finds its seqs recorded and does not
+// publish twice.
+func TestGroupCommitUnknownOutcomeIsRetried(t *testing.T) {
+	sink := newFakeSink()
+	sink.failCommit = []error{writers.Errorf(writers.ErrOutcomeUnknown, "lost answer")}
+	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+	s, _, err := c.Open(t.Context(), "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write(t, s, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := s.Close(t.Context()); err != nil || last.DurableSeq != 0 {
+		t.Fatalf("close: %+v %v", last, err)
+	}
+	if published, commits := sink.state(); published != 10 || commits != 1 {
+		t.Fatalf("published %d rows in %d commits, want 10 in 1", published, commits)
+	}
+}
+
+// TestGroupCommitBadBatchFailsOnlyItsStream: a Write refused as invalid
+// (nothing staged) fails that stream only.
+func TestGroupCommitBadBatchFailsOnlyItsStream(t *testing.T) {
+	sink := newFakeSink()
+	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+	good, _, _ := c.Open(t.Context(), "good")
+	bad, _, _ := c.Open(t.Context(), "bad")
+	if _, err := write(t, good, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	sink.failWrite = writers.Errorf(writers.ErrInvalid, "a null in a NOT NULL column")
+	sink.mu.Unlock()
+	if _, err := write(t, bad, 10, 0); !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("bad batch: %v", err)
+	}
+	bad.Abandon()
+	if last, err := good.Close(t.Context()); err != nil || last.DurableSeq != 0 || last.Rows != 10 {
+		t.Fatalf("good stream: %+v %v", last, err)
+	}
+}
+
+// TestGroupCommitFencesAndBackpressure: a second stream of a writer fences
+// the first; a full group blocks Write while the previous one commits.
+func TestGroupCommitFencesAndBackpressure(t *testing.T) {
+	sink := newFakeSink()
+	c := newCommitter(t, sink, 200*time.Millisecond, writers.MinCommitBytes)
+	first, _, _ := c.Open(t.Context(), "w")
+	second, _, err := c.Open(t.Context(), "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write(t, first, 1, 0); !errors.Is(err, writers.ErrConflict) {
+		t.Fatalf("fenced stream: %v, want ErrConflict", err)
+	}
+	sink.slow = make(chan struct{})
+	big := writers.MinCommitBytes / 8 // rows of 8 bytes: one full group
+	if _, err := write(t, second, int(big), 0); err != nil {
+		t.Fatal(err)
+	}
+	// Group 1 is full and committing (slowly); group 2 fills up.
+	testpoll.Until(t, "a group commit under way", committing(c))
+	if _, err := write(t, second, int(big), 1); err != nil {
+		t.Fatal(err)
+	}
+	blocked := make(chan error, 1)
+	go func() {
+		_, err := write(t, second, 1, 2)
+		blocked <- err
+	}()
+	select {
+	case err := <-blocked:
+		t.Fatalf("a write into a full group returned (%v) while the previous one committed", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(sink.slow)
+	if err := <-blocked; err != nil {
+		t.Fatal(err)
+	}
+	if last, err := second.Close(t.Context()); err != nil || last.DurableSeq != 2 {
+		t.Fatalf("close: %+v %v", last, err)
+	}
+}
+
+// committing reports whether c is publishing a group.
+func committing(c *Committer) func() bool {
+	return func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.committing }
+}
