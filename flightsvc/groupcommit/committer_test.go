@@ -99,9 +99,13 @@ func (f *fakeSink) CommittedEpoch(_ context.Context, writer string) (int64, bool
 	v, ok := f.seqs[writer]
 	return v, ok, nil
 }
-func (f *fakeSink) Contract() writers.Contract      { return writers.Contract{} }
-func (f *fakeSink) Check(context.Context) error     { return nil }
-func (f *fakeSink) state() (published int64, n int) { f.mu.Lock(); defer f.mu.Unlock(); return f.published, f.commits }
+func (f *fakeSink) Contract() writers.Contract  { return writers.Contract{} }
+func (f *fakeSink) Check(context.Context) error { return nil }
+func (f *fakeSink) state() (published int64, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.published, f.commits
+}
 
 func newCommitter(t *testing.T, sink *fakeSink, interval time.Duration, bytes int64) *Committer {
 	t.Helper()
