@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
+	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
 
@@ -121,28 +123,43 @@ func (r *rawStream) send(t *testing.T, rows int, seq int64) error {
 	return r.w.WriteWithAppMetadata(rec, meta)
 }
 
-// deltaRows reads how many rows the Delta table under dir/tables/name
-// has, and the txn version of appID (-1: none).
-func deltaRows(t *testing.T, dir, name, appID string) (rows, txn int64) {
+// tableRows reads how many rows the table dir/tables/name has, with the
+// client's committed-epoch for appID (-1: none), which reads the txn
+// (Delta) or the quiver.seqs property (Lance).
+func tableRows(t *testing.T, s *testServer, dir, name, appID string) (rows, seq int64) {
 	t.Helper()
 	b, err := storage.Open(t.Context(), "file://"+filepath.Join(dir, "tables", name), storage.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer b.Close()
-	snap, err := deltalog.Load(t.Context(), b)
+	if strings.HasPrefix(name, "lance") {
+		d, err := lancetable.Latest(t.Context(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range d.Manifest.Fragments {
+			rows += int64(f.LiveRows())
+		}
+	} else {
+		snap, err := deltalog.Load(t.Context(), b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, complete := snap.NumRecords()
+		if !complete {
+			t.Fatal("incomplete stats")
+		}
+		rows = int64(n)
+	}
+	seq, ok, err := dialClient(t, s).CommittedEpoch(t.Context(), name, appID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, complete := snap.NumRecords()
-	if !complete {
-		t.Fatal("incomplete stats")
-	}
-	v, ok := snap.TxnVersion(appID)
 	if !ok {
-		v = -1
+		seq = -1
 	}
-	return int64(n), v
+	return rows, seq
 }
 
 const continuousDelta = `endpoints:
@@ -150,21 +167,32 @@ const continuousDelta = `endpoints:
     sink: delta
     delta: {table_uri: "file://tables/events"}
     stream: {commit_interval: 50ms}
+  - name: lance-events
+    sink: lance
+    lance: {dataset_uri: "file://tables/lance-events"}
+    stream: {commit_interval: 50ms}
   - name: devnull
     sink: discard
 `
 
-// TestContinuousStream: the wire contract end to end on a Delta
-// endpoint: the opening answer, durable answers while the stream stays
-// open (rows visible before it ends), a txn per writer, the closed answer,
-// and a resumed writer whose replayed seqs are dropped.
+// TestContinuousStream: the wire contract end to end on a Delta and a
+// Lance endpoint: the opening answer, durable answers while the stream
+// stays open (rows visible before it ends), the writer's seq recorded by
+// the sink, the closed answer, and a resumed writer whose replayed seqs
+// are dropped.
 func TestContinuousStream(t *testing.T) {
+	for _, name := range []string{"events", "lance-events"} {
+		t.Run(name, func(t *testing.T) { testContinuousStream(t, name) })
+	}
+}
+
+func testContinuousStream(t *testing.T, name string) {
 	dir := t.TempDir()
 	s := startServerIn(t, dir, continuousDelta)
 	conn := dial(t, s.FlightAddr())
 	ctx := t.Context()
 
-	r, open := openRawStream(t, ctx, conn, "events", "collector-7")
+	r, open := openRawStream(t, ctx, conn, name, "collector-7")
 	if open.Writer != "collector-7" || open.DurableSeq != nil {
 		t.Fatalf("opening answer %+v, want writer collector-7 and durable_seq null", open)
 	}
@@ -182,7 +210,7 @@ func TestContinuousStream(t *testing.T) {
 		}
 		durable = *a.DurableSeq
 	}
-	if rows, txn := deltaRows(t, dir, "events", "collector-7"); rows != 300 || txn != 2 {
+	if rows, txn := tableRows(t, s, dir, name, "collector-7"); rows != 300 || txn != 2 {
 		t.Fatalf("table: %d rows, txn %d; want 300 rows and txn 2 while the stream is open", rows, txn)
 	}
 	if err := r.send(t, 50, 3); err != nil {
@@ -206,7 +234,7 @@ func TestContinuousStream(t *testing.T) {
 	}
 
 	// A resumed writer learns its durable seq; resent seqs are dropped.
-	r2, open := openRawStream(t, ctx, conn, "events", "collector-7")
+	r2, open := openRawStream(t, ctx, conn, name, "collector-7")
 	if open.DurableSeq == nil || *open.DurableSeq != 3 {
 		t.Fatalf("reopened: %+v, want durable_seq 3", open)
 	}
@@ -226,12 +254,8 @@ func TestContinuousStream(t *testing.T) {
 	if !last.Closed || *last.DurableSeq != 4 {
 		t.Fatalf("last answer %+v, want closed with durable_seq 4", last)
 	}
-	if rows, txn := deltaRows(t, dir, "events", "collector-7"); rows != 360 || txn != 4 {
+	if rows, txn := tableRows(t, s, dir, name, "collector-7"); rows != 360 || txn != 4 {
 		t.Fatalf("table: %d rows, txn %d; want 360 rows (the replayed seqs dropped) and txn 4", rows, txn)
-	}
-	// committed-epoch answers a stream writer's durable seq.
-	if e, ok, err := dialClient(t, s).CommittedEpoch(ctx, "events", "collector-7"); err != nil || !ok || e != 4 {
-		t.Fatalf("committed-epoch: %d %v %v, want 4", e, ok, err)
 	}
 }
 
@@ -263,12 +287,12 @@ func TestContinuousStreamsShareCommits(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	total, _ := deltaRows(t, dir, "events", "")
+	total, _ := tableRows(t, s, dir, "events", "none")
 	if total != writers*batches*rows {
 		t.Fatalf("table has %d rows, want %d", total, writers*batches*rows)
 	}
 	for i := range writers {
-		if _, txn := deltaRows(t, dir, "events", fmt.Sprintf("w%d", i)); txn != batches-1 {
+		if _, txn := tableRows(t, s, dir, "events", fmt.Sprintf("w%d", i)); txn != batches-1 {
 			t.Errorf("writer w%d: txn %d, want %d", i, txn, batches-1)
 		}
 	}

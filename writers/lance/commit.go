@@ -38,6 +38,20 @@ const maxReplans = 5
 // is unknown. Every call that commits, replays or fails counts in
 // quiver_lance_commits_total.
 func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
+	return w.commit(ctx, key, descs, nil)
+}
+
+// CommitSeqs is Commit of a group commit's auto-commit key whose version
+// also records each continuous-stream writer's last seq, in the
+// transaction property quiver.seqs (writers.SeqCommitter), which
+// CommittedEpoch reads like an epoch. Every attempt checks seqs against
+// the history first (writers.SeqsState): all recorded is a replay, some
+// recorded is ErrConflict and publishes nothing.
+func (w *Writer) CommitSeqs(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor, seqs []writers.WriterSeq) (writers.CommitInfo, error) {
+	return w.commit(ctx, key, descs, seqs)
+}
+
+func (w *Writer) commit(ctx context.Context, key writers.TxnKey, descs []writers.Descriptor, seqs []writers.WriterSeq) (writers.CommitInfo, error) {
 	ds, m, err := w.decodeDescriptors(descs)
 	if err != nil {
 		return writers.CommitInfo{}, err
@@ -69,7 +83,7 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		if err != nil {
 			return writers.CommitInfo{}, 0, err
 		}
-		if len(frags) == 0 && (m == nil || len(m.Updated)+len(m.Removed) == 0) && (key.Auto || d == nil && schema == nil) {
+		if len(frags) == 0 && (m == nil || len(m.Updated)+len(m.Removed) == 0) && (key.Auto && len(seqs) == 0 || d == nil && schema == nil) {
 			// Nothing to publish and no epoch to record (auto-commit), or
 			// no dataset to record it in and no schema to create one with.
 			if d == nil {
@@ -86,6 +100,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 				return writers.CommitInfo{Version: c.version, Replayed: true}, tablesink.Replayed, nil
 			}
 		}
+		if info, done, err := w.seqsReplayed(ctx, d, seqs); err != nil || done {
+			return info, tablesink.Replayed, err
+		}
 		if replan == 0 { // once, after the replay check: a replay publishes nothing
 			if err := w.verifyFiles(ctx, ds); err != nil {
 				return writers.CommitInfo{}, 0, err
@@ -99,6 +116,9 @@ func (w *Writer) Commit(ctx context.Context, key writers.TxnKey, descs []writers
 		}
 		if !key.Auto {
 			txn.Properties = map[string]string{propWriter: key.Writer, propEpoch: strconv.FormatInt(key.Epoch, 10)}
+		}
+		if len(seqs) > 0 {
+			txn.Properties = map[string]string{propSeqs: seqsProperty(seqs)}
 		}
 		if d == nil {
 			txn.Op, txn.Schema = lancetable.OpOverwrite, schema

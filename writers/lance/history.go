@@ -2,20 +2,26 @@ package lance
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"maps"
 	"slices"
 	"strconv"
 	"sync"
 
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
+	"github.com/quiver-ingest/quiver/writers/tablesink"
 )
 
-// Transaction properties recording a transactional commit.
+// Transaction properties recording a transactional commit, and the
+// continuous-stream writers' last seqs a group commit publishes (a JSON
+// object, writer → seq).
 const (
 	propWriter = "quiver.writer"
 	propEpoch  = "quiver.epoch"
+	propSeqs   = "quiver.seqs"
 )
 
 // committedAt is a writer's highest committed epoch and the version that
@@ -88,18 +94,75 @@ func (h *history) read(ctx context.Context, b *storage.Bucket, d *lancetable.Dat
 	if err != nil && !errors.Is(err, storage.ErrNotExist) {
 		return err
 	}
-	if txn == nil || txn.Properties[propWriter] == "" {
+	if txn == nil {
+		return nil
+	}
+	if seqs := txn.Properties[propSeqs]; seqs != "" {
+		var m map[string]int64
+		if json.Unmarshal([]byte(seqs), &m) != nil {
+			return nil // not a Quiver commit
+		}
+		for w, seq := range m {
+			h.note(w, seq, v)
+		}
+		return nil
+	}
+	if txn.Properties[propWriter] == "" {
 		return nil
 	}
 	epoch, err := strconv.ParseInt(txn.Properties[propEpoch], 10, 64)
 	if err != nil {
 		return nil // not a Quiver commit
 	}
-	w := txn.Properties[propWriter]
-	if c, ok := h.epochs[w]; !ok || epoch > c.epoch {
-		h.epochs[w] = committedAt{epoch: epoch, version: int64(v)}
-	}
+	h.note(txn.Properties[propWriter], epoch, v)
 	return nil
+}
+
+// note records that version v committed epoch of writer.
+func (h *history) note(writer string, epoch int64, v uint64) {
+	if c, ok := h.epochs[writer]; !ok || epoch > c.epoch {
+		h.epochs[writer] = committedAt{epoch: epoch, version: int64(v)}
+	}
+}
+
+// seqsProperty is the quiver.seqs property of a group commit.
+func seqsProperty(seqs []writers.WriterSeq) string {
+	m := make(map[string]int64, len(seqs))
+	for _, s := range seqs {
+		m[s.Writer] = s.Last
+	}
+	b, _ := json.Marshal(m) // a map of strings to ints always encodes
+	return string(b)
+}
+
+// seqsReplayed checks a group commit's seqs against the history as of d
+// (writers.SeqsState): done, with the version that recorded them, when
+// every writer is recorded at its last seq or later.
+func (w *Writer) seqsReplayed(ctx context.Context, d *lancetable.Dataset, seqs []writers.WriterSeq) (writers.CommitInfo, bool, error) {
+	if len(seqs) == 0 || d == nil {
+		return writers.CommitInfo{}, false, nil
+	}
+	recorded := make(map[string]committedAt, len(seqs))
+	for _, s := range seqs {
+		c, ok, err := w.hist.lookup(ctx, w.bucket, d, s.Writer)
+		if err != nil {
+			return writers.CommitInfo{}, false, err
+		}
+		if ok {
+			recorded[s.Writer] = c
+		}
+	}
+	done, err := writers.SeqsState(seqs, func(writer string) (int64, bool) {
+		c, ok := recorded[writer]
+		return c.epoch, ok
+	})
+	if err != nil {
+		return writers.CommitInfo{}, false, tablesink.Final(err)
+	}
+	if !done {
+		return writers.CommitInfo{}, false, nil
+	}
+	return writers.CommitInfo{Version: recorded[seqs[len(seqs)-1].Writer].version, Replayed: true}, true, nil
 }
 
 // records returns the versions that hold some writer's newest committed

@@ -21,5 +21,6 @@ func Sink() writers.Sink {
 			return New(c, env)
 		},
 		Maintains: writers.MaintenanceOps{Optimize: true, Vacuum: true},
+		Streams:   true,
 	}
 }
