@@ -6,6 +6,7 @@ transactions that survive a kill -9 of the server, and every error class."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import socket
 from pathlib import Path
 from typing import Any, Callable
@@ -13,6 +14,7 @@ from typing import Any, Callable
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.flight as flight
 import pytest
 from deltalake import DeltaTable
 
@@ -328,3 +330,84 @@ def test_auth_errors(serve: Callable[..., Quiver]) -> None:
     with quiver.connect(f"grpc://{srv.flight_addr}", token="wrong") as c:
         with pytest.raises(quiver.UnauthenticatedError):
             c.health()
+
+
+# --- continuous streams (issue #34) -----------------------------------------------
+
+
+class FakeStreamServer(flight.FlightServerBase):
+    """The stream side of the wire contract (docs/flight.md), in process:
+    opening answer, a commit every `commit_every` batches, the closed
+    answer; the call fails with Unavailable after `fail_at` batches (its
+    uncommitted batches are lost, as in a server that stops), once per
+    entry of the list. Every batch received is kept in `received`."""
+
+    def __init__(self, commit_every: int = 2, fail_at: list[int] | None = None) -> None:
+        super().__init__("grpc://127.0.0.1:0")
+        self.commit_every, self.fail_at = commit_every, list(fail_at or [])
+        self.durable: dict[str, int | None] = {}
+        self.rows: list[Any] = []
+        self.received: list[int] = []
+        self.calls = 0
+
+    def do_put(self, context: Any, descriptor: flight.FlightDescriptor, reader: Any, writer: Any) -> None:
+        cmd = json.loads(descriptor.command)
+        assert cmd["stream"] is True and cmd["endpoint"] == "events"
+        self.calls += 1
+        name = cmd["writer"]
+        opened = self.durable.get(name)
+        writer.write(pa.py_buffer(json.dumps({"writer": name, "durable_seq": opened}).encode()))
+        pending: list[tuple[int, pa.RecordBatch]] = []
+        last = -1
+
+        def commit(closed: bool) -> None:
+            if pending or closed:
+                if pending:
+                    self.durable[name] = pending[-1][0]
+                    self.rows.extend(r for _, b in pending for r in b.column(0).to_pylist())
+                answer = {"durable_seq": self.durable.get(name), "rows": sum(b.num_rows for _, b in pending)}
+                if closed:
+                    answer["closed"] = True
+                pending.clear()
+                writer.write(pa.py_buffer(json.dumps(answer).encode()))
+
+        for chunk in reader:
+            seq = json.loads(chunk.app_metadata.to_pybytes())["seq"]
+            self.received.append(seq)
+            if self.fail_at and len(self.received) == self.fail_at[0]:
+                self.fail_at.pop(0)
+                raise flight.FlightUnavailableError("server stopping")
+            if opened is not None and seq <= opened:
+                continue  # a replay
+            if seq <= last:
+                raise flight.FlightServerError(f"seq {seq} after {last}")
+            last = seq
+            pending.append((seq, chunk.data))
+            if len(pending) >= self.commit_every:
+                commit(False)
+        commit(True)
+
+
+def test_stream_resends_after_unavailable() -> None:
+    """Client level, against FakeStreamServer: the call fails twice with
+    Unavailable; the stream reconnects, drops what the opening answer says
+    is durable, resends the rest in order, and every row lands once."""
+    srv = FakeStreamServer(commit_every=2, fail_at=[6, 9])
+    durable: list[int] = []
+    try:
+        with quiver.connect(f"grpc://127.0.0.1:{srv.port}") as c:
+            c_stream = c.stream("events", "w", on_durable=durable.append)
+            c_stream.backoff_s = (0.01, 0.05)
+            with c_stream as s:
+                seqs = [s.write(pa.table({"id": pa.array([i], pa.int64())})) for i in range(10)]
+                assert seqs == list(range(10))
+                assert s.flush(timeout=10) == 9
+            assert s.durable == 9
+            with c.stream("events", "w", schema=pa.schema([("id", pa.int64())])) as again:
+                assert again.durable == 9
+                assert again.write(pa.table({"id": pa.array([10, 11], pa.int64())})) == 10
+    finally:
+        srv.shutdown()
+    assert sorted(srv.rows) == list(range(12)), srv.rows
+    assert srv.calls >= 4 and srv.received[:6] == [0, 1, 2, 3, 4, 5], srv.received
+    assert durable == sorted(set(durable)) and durable[-1] == 9, durable
