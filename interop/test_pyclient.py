@@ -8,6 +8,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 import socket
+import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
@@ -337,14 +339,17 @@ def test_auth_errors(serve: Callable[..., Quiver]) -> None:
 
 class FakeStreamServer(flight.FlightServerBase):
     """The stream side of the wire contract (docs/flight.md), in process:
-    opening answer, a commit every `commit_every` batches, the closed
-    answer; the call fails with Unavailable after `fail_at` batches (its
-    uncommitted batches are lost, as in a server that stops), once per
-    entry of the list. Every batch received is kept in `received`."""
+    opening answer, a commit every `commit_every` batches received and
+    every 20 ms while `hold` is clear, the closed answer. The call fails
+    with Unavailable on the batches numbered in `fail_at` (1-based, counted
+    over all calls; its uncommitted batches are lost, as in a server that
+    stops), and with InvalidArgument on a seq in `refuse`. Every seq
+    received is kept in `received`."""
 
-    def __init__(self, commit_every: int = 2, fail_at: list[int] | None = None) -> None:
+    def __init__(self, commit_every: int = 2, fail_at: list[int] | None = None, refuse: set[int] | None = None) -> None:
         super().__init__("grpc://127.0.0.1:0")
-        self.commit_every, self.fail_at = commit_every, list(fail_at or [])
+        self.commit_every, self.fail_at, self.refuse = commit_every, list(fail_at or []), refuse or set()
+        self.hold = threading.Event()
         self.durable: dict[str, int | None] = {}
         self.rows: list[Any] = []
         self.received: list[int] = []
@@ -358,33 +363,51 @@ class FakeStreamServer(flight.FlightServerBase):
         opened = self.durable.get(name)
         writer.write(pa.py_buffer(json.dumps({"writer": name, "durable_seq": opened}).encode()))
         pending: list[tuple[int, pa.RecordBatch]] = []
-        last = -1
+        lock = threading.Lock()
+        ended = threading.Event()
 
         def commit(closed: bool) -> None:
-            if pending or closed:
-                if pending:
-                    self.durable[name] = pending[-1][0]
-                    self.rows.extend(r for _, b in pending for r in b.column(0).to_pylist())
-                answer = {"durable_seq": self.durable.get(name), "rows": sum(b.num_rows for _, b in pending)}
-                if closed:
-                    answer["closed"] = True
-                pending.clear()
-                writer.write(pa.py_buffer(json.dumps(answer).encode()))
+            with lock:
+                if pending or closed:
+                    if pending:
+                        self.durable[name] = pending[-1][0]
+                        self.rows.extend(r for _, b in pending for r in b.column(0).to_pylist())
+                    answer = {"durable_seq": self.durable.get(name), "rows": sum(b.num_rows for _, b in pending)}
+                    if closed:
+                        answer["closed"] = True
+                    pending.clear()
+                    writer.write(pa.py_buffer(json.dumps(answer).encode()))
 
-        for chunk in reader:
-            seq = json.loads(chunk.app_metadata.to_pybytes())["seq"]
-            self.received.append(seq)
-            if self.fail_at and len(self.received) == self.fail_at[0]:
-                self.fail_at.pop(0)
-                raise flight.FlightUnavailableError("server stopping")
-            if opened is not None and seq <= opened:
-                continue  # a replay
-            if seq <= last:
-                raise flight.FlightServerError(f"seq {seq} after {last}")
-            last = seq
-            pending.append((seq, chunk.data))
-            if len(pending) >= self.commit_every:
-                commit(False)
+        def ticker() -> None:
+            while not ended.wait(0.02):
+                if not self.hold.is_set():
+                    commit(False)
+
+        tick = threading.Thread(target=ticker, daemon=True)
+        tick.start()
+        try:
+            last = -1
+            for chunk in reader:
+                seq = json.loads(chunk.app_metadata.to_pybytes())["seq"]
+                self.received.append(seq)
+                if self.fail_at and len(self.received) == self.fail_at[0]:
+                    self.fail_at.pop(0)
+                    raise flight.FlightUnavailableError("server stopping")
+                if seq in self.refuse:
+                    raise pa.ArrowInvalid(f"seq {seq} refused")
+                if opened is not None and seq <= opened:
+                    continue  # a replay
+                if seq <= last:
+                    raise pa.ArrowInvalid(f"seq {seq} after {last}")
+                last = seq
+                with lock:
+                    pending.append((seq, chunk.data))
+                    full = len(pending) >= self.commit_every
+                if full:
+                    commit(False)
+        finally:
+            ended.set()
+            tick.join()
         commit(True)
 
 
@@ -393,6 +416,7 @@ def test_stream_resends_after_unavailable() -> None:
     Unavailable; the stream reconnects, drops what the opening answer says
     is durable, resends the rest in order, and every row lands once."""
     srv = FakeStreamServer(commit_every=2, fail_at=[6, 9])
+    srv.hold.set()  # commits every 2 batches only: batch 5 is lost with the call
     durable: list[int] = []
     try:
         with quiver.connect(f"grpc://127.0.0.1:{srv.port}") as c:
@@ -411,3 +435,43 @@ def test_stream_resends_after_unavailable() -> None:
     assert sorted(srv.rows) == list(range(12)), srv.rows
     assert srv.calls >= 4 and srv.received[:6] == [0, 1, 2, 3, 4, 5], srv.received
     assert durable == sorted(set(durable)) and durable[-1] == 9, durable
+
+
+def test_stream_backpressure_flush_timeout_and_final_errors() -> None:
+    """Client level: write blocks while the bytes not yet durable exceed
+    max_inflight_bytes; flush raises quiver.TimeoutError while nothing
+    commits, and returns the last seq once it does. An InvalidArgument
+    ends the stream for good: no reconnect, raised by close."""
+    srv = FakeStreamServer(commit_every=1000, refuse={7})
+    srv.hold.set()
+    batch = pa.table({"id": pa.array([1], pa.int64())})
+    try:
+        with quiver.connect(f"grpc://127.0.0.1:{srv.port}") as c:
+            with c.stream("events", "w", max_inflight_bytes=1) as s:
+                assert s.durable is None and s.write(batch) == 0
+                second = threading.Thread(target=s.write, args=(batch,))
+                second.start()
+                time.sleep(0.3)
+                assert second.is_alive(), "write did not block above max_inflight_bytes"
+                with pytest.raises(quiver.TimeoutError, match="seq 0 not durable after 0.2s"):
+                    s.flush(timeout=0.2)
+                srv.hold.clear()
+                second.join(10)
+                assert not second.is_alive()
+                assert s.flush(timeout=10) == 1 == s.durable
+
+            s = c.stream("events", "refused")
+            s.backoff_s = (0.01, 0.05)
+            for i in range(9):
+                s.write(batch)
+            with pytest.raises(quiver.InvalidInputError, match="seq 7 refused"):
+                s.flush(timeout=10)
+            with pytest.raises(quiver.InvalidInputError, match="seq 7 refused"):
+                s.write(batch)
+            with pytest.raises(quiver.InvalidInputError, match="seq 7 refused"):
+                s.close()
+            with pytest.raises(ValueError, match="is closed"):
+                s.write(batch)
+    finally:
+        srv.shutdown()
+    assert srv.calls == 2

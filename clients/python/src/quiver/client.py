@@ -693,7 +693,7 @@ class Stream:
                 err = err or e
         with self._cond:
             conn.ended = True
-            conn.error = None if err is None else translate(err)
+            conn.error = None if err is None else _call_error(err)
             self._cond.notify_all()
 
     def _answer(self, conn: _Conn, answer: dict[str, Any]) -> None:
@@ -733,6 +733,20 @@ class Stream:
                 self._error = err
             self._done = True
             self._cond.notify_all()
+
+
+def _call_error(err: BaseException) -> BaseException:
+    """The QuiverError of the status a call ended with. translate() leaves
+    Arrow's own classes alone (raised without a Flight message they come
+    from the caller's data), but a call's status is the server's: a server
+    built on pyarrow (Arrow status details) raises ArrowInvalid for
+    InvalidArgument."""
+    e = translate(err)
+    if isinstance(e, QuiverError) or not isinstance(e, pa.ArrowException):
+        return e
+    if isinstance(e, pa.ArrowInvalid):
+        return InvalidInputError(str(e))
+    return QuiverError(str(e))
 
 
 def _still_ending(e: QuiverError) -> bool:
