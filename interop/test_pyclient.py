@@ -475,3 +475,136 @@ def test_stream_backpressure_flush_timeout_and_final_errors() -> None:
     finally:
         srv.shutdown()
     assert srv.calls == 2
+
+
+def streaming(name: str, root: Path) -> dict[str, Any]:
+    """A delta endpoint whose streams commit every 100 ms."""
+    return {**delta(name, root), "stream": {"commit_interval": "100ms"}}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ids(first: int, n: int) -> pa.Table:
+    return pa.table({"id": pa.array(range(first, first + n), pa.int64())})
+
+
+@pytest.fixture(scope="module")
+def stream_server(serve: Callable[..., Quiver], root: Path) -> Quiver:
+    return serve([streaming("stream_events", root), streaming("stream_fenced", root), streaming("stream_txn", root)])
+
+
+def test_stream_rows_land_once(stream_server: Quiver, root: Path) -> None:
+    """Rows written through stream() land once; seqs start at 0 and go on
+    from the durable seq in the next stream of the writer; flush returns
+    the last seq; on_durable sees increasing seqs; an exception in the
+    block still ends the stream cleanly and keeps what was written;
+    committed-epoch answers the durable seq."""
+    durable: list[int] = []
+    with quiver.connect(f"grpc://{stream_server.flight_addr}") as c:
+        with c.stream("stream_events", "collector-1", on_durable=durable.append) as s:
+            assert [s.write(ids(i * 100, 100)) for i in range(5)] == [0, 1, 2, 3, 4]
+            assert s.flush(timeout=30) == 4 == s.durable
+            three = pa.Table.from_batches(ids(500, 300).to_batches(max_chunksize=100))
+            assert s.write(three) == 7
+        assert s.durable == 7
+        assert durable == sorted(set(durable)) and durable[-1] == 7, durable
+
+        with pytest.raises(RuntimeError, match="source failed"), c.stream("stream_events", "collector-1") as s:
+            assert s.write(ids(800, 100)) == 8
+            raise RuntimeError("source failed")
+        assert s.durable == 8
+
+        # With schema= the stream opens at once: durable says where the source resumes.
+        with c.stream("stream_events", "collector-1", schema=ids(0, 0).schema) as s:
+            assert s.durable == 8
+            assert s.write(ids(900, 100)) == 9
+            assert s.flush(timeout=30) == 9
+        assert c.committed_epoch("stream_events", "collector-1") == 9
+    got = sorted(read(root, "stream_events").column("id").to_pylist())
+    assert got == list(range(1000)), f"{len(got)} rows, {len(set(got))} distinct"
+
+
+def test_stream_fenced_by_a_second_stream(stream_server: Quiver, root: Path) -> None:
+    """A second stream of the same writer fences the first: its next
+    flush, write and close raise ConflictError (Aborted), and it does not
+    reconnect; the second stream goes on from the durable seq."""
+    with quiver.connect(f"grpc://{stream_server.flight_addr}") as c:
+        first = c.stream("stream_fenced", "w")
+        assert first.write(ids(0, 10)) == 0 and first.flush(timeout=30) == 0
+        second = c.stream("stream_fenced", "w", schema=ids(0, 0).schema)
+        assert second.durable == 0
+        with pytest.raises(quiver.ConflictError):
+            first.write(ids(10, 10))
+            first.flush(timeout=30)
+        with pytest.raises(quiver.ConflictError):
+            first.close()
+        with second:
+            assert second.write(ids(100, 10)) >= 1
+    got = read(root, "stream_fenced").column("id").to_pylist()
+    assert len(got) == len(set(got)), "a row landed twice"
+    assert set(range(10)) | set(range(100, 110)) <= set(got) <= set(range(20)) | set(range(100, 110)), sorted(got)
+
+
+def test_stream_refused_for_a_transaction_writer(stream_server: Quiver) -> None:
+    """A writer used for epoch transactions cannot stream: WrongStateError
+    (FailedPrecondition), final."""
+    with quiver.connect(f"grpc://{stream_server.flight_addr}") as c:
+        with c.transaction("txn-writer", 1) as tx:
+            tx.put("stream_txn", ids(0, 1))
+        tx.commit()
+        s = c.stream("stream_txn", "txn-writer")
+        with pytest.raises(quiver.WrongStateError):
+            s.write(ids(1, 1))
+            s.flush(timeout=30)
+        with pytest.raises(quiver.WrongStateError):
+            s.close()
+
+
+def test_stream_resumes_across_server_restarts(serve: Callable[..., Quiver], tmp_path: Path) -> None:
+    """A writer thread streams while the server is stopped (SIGTERM) and
+    started again on the same port and state, then killed -9 and started
+    again: the stream reconnects each time, resends what was not durable,
+    and every row lands exactly once."""
+    endpoints = [streaming("events", tmp_path / "tables")]
+    workdir, extra = tmp_path / "quiver", {"listen": f"127.0.0.1:{free_port()}"}
+    srv = serve(endpoints, extra, workdir=workdir)
+    n, rows = 400, 50
+    errors: list[BaseException] = []
+    durable: list[int] = []
+    with quiver.connect(f"grpc://{srv.flight_addr}") as c:
+        s = c.stream("events", "collector", on_durable=durable.append, reconnect_s=120)
+
+        def produce() -> None:
+            try:
+                for i in range(n):
+                    s.write(ids(i * rows, rows))
+                    time.sleep(0.01)
+            except BaseException as e:  # noqa: BLE001
+                errors.append(e)
+
+        producer = threading.Thread(target=produce)
+        producer.start()
+        for restart in (srv.stop, srv.kill):
+            mark = (s.durable or 0) + 20
+            poll_until(lambda: (s.durable or 0) >= mark or errors, 60)
+            restart()
+            time.sleep(0.3)  # the producer keeps writing into the stream's buffer
+            srv = serve(endpoints, extra, workdir=workdir)
+        producer.join(120)
+        assert not errors, errors
+        assert s.flush(timeout=60) == n - 1
+        s.close()
+    assert durable == sorted(set(durable)) and durable[-1] == n - 1
+    got = sorted(DeltaTable(str(tmp_path / "tables" / "events")).to_pyarrow_table().column("id").to_pylist())
+    assert got == list(range(n * rows)), f"{len(got)} rows, {len(set(got))} distinct, {n * rows} sent"
+
+
+def poll_until(cond: Callable[[], Any], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
