@@ -442,6 +442,11 @@ class Stream:
     is used for transactions or the sink takes no streams,
     InvalidInputError (InvalidArgument) for a refused batch or schema.
 
+    `on_durable(seq)` is called on the answers' thread each time a commit
+    advances the durable seq (not for the seq the first opening answer
+    states: read `durable`); an exception it raises fails the stream. Keep
+    it short: answers wait for it.
+
     A context manager: close() on exit, also when an exception escapes the
     block (what was written is kept; the exception is the one raised).
     write() may be called from several threads; they are sent one at a
@@ -699,15 +704,22 @@ class Stream:
     def _answer(self, conn: _Conn, answer: dict[str, Any]) -> None:
         """An answer of the server: the opening one, or a commit's."""
         seq = answer.get("durable_seq")
+        first = False
         with self._cond:
             if not conn.opened:
                 if self._next_seq is None:
+                    first = True
                     self._next_seq = 0 if seq is None else int(seq) + 1
                 elif seq is not None and int(seq) >= self._next_seq:
                     raise ConflictError(
                         f"stream {self.writer}@{self.endpoint}: the writer's durable seq is {seq}, beyond this "
                         f"stream's last seq {self._next_seq - 1}: another stream of the writer wrote meanwhile",
                         "ABORTED",
+                    )
+                elif self._durable is not None and (seq is None or int(seq) < self._durable):
+                    raise QuiverError(
+                        f"stream {self.writer}@{self.endpoint}: the server reopened at durable seq {seq}, behind "
+                        f"seq {self._durable} it answered durable before: rows may be lost"
                     )
                 conn.opened = True
             if answer.get("closed"):
@@ -718,7 +730,9 @@ class Stream:
                 while self._pending and self._pending[0][0] <= self._durable:
                     self._inflight -= self._pending.popleft()[2]
             self._cond.notify_all()
-        if advanced and self._on_durable is not None:
+        # The first opening answer states where the writer was (durable);
+        # on_durable reports what this stream's batches made durable.
+        if advanced and not first and self._on_durable is not None:
             try:
                 self._on_durable(int(seq))
             except Exception as e:  # noqa: BLE001 - a failing callback fails the stream
