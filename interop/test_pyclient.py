@@ -433,7 +433,7 @@ def test_stream_resends_after_unavailable() -> None:
     finally:
         srv.shutdown()
     assert sorted(srv.rows) == list(range(12)), srv.rows
-    assert srv.calls >= 4 and srv.received[:6] == [0, 1, 2, 3, 4, 5], srv.received
+    assert s.reconnects == 2 and srv.calls == 4 and srv.received[:6] == [0, 1, 2, 3, 4, 5], srv.received
     assert durable == sorted(set(durable)) and durable[-1] == 9, durable
 
 
@@ -588,16 +588,17 @@ def test_stream_resumes_across_server_restarts(serve: Callable[..., Quiver], tmp
 
         producer = threading.Thread(target=produce)
         producer.start()
-        for restart in (srv.stop, srv.kill):
+        for restart in ("stop", "kill"):
             mark = (s.durable or 0) + 20
             poll_until(lambda: (s.durable or 0) >= mark or errors, 60)
-            restart()
+            getattr(srv, restart)()
             time.sleep(0.3)  # the producer keeps writing into the stream's buffer
             srv = serve(endpoints, extra, workdir=workdir)
         producer.join(120)
         assert not errors, errors
         assert s.flush(timeout=60) == n - 1
         s.close()
+        assert s.reconnects >= 2, s.reconnects
     assert durable == sorted(set(durable)) and durable[-1] == n - 1
     got = sorted(DeltaTable(str(tmp_path / "tables" / "events")).to_pyarrow_table().column("id").to_pylist())
     assert got == list(range(n * rows)), f"{len(got)} rows, {len(set(got))} distinct, {n * rows} sent"

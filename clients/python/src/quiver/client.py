@@ -488,6 +488,8 @@ class Stream:
         self._done = False  # the stream ended: closed, or failed with _error
         self._error: BaseException | None = None
         self._reconnected = False  # the current call opened (the backoff starts over)
+        #: How many times the stream reopened after its first call ended.
+        self.reconnects = 0
         if schema is not None:
             self._open(_portable_schema(schema))
 
@@ -662,6 +664,8 @@ class Stream:
             with self._cond:
                 if not conn.opened:
                     raise conn.error or QuiverError(f"stream {self.writer}@{self.endpoint}: the call ended without an opening answer")
+                if self._conn is not None:
+                    self.reconnects += 1
                 self._conn = conn
                 batches = [(seq, batch) for seq, batch, _ in self._pending]
                 closing = self._closing
