@@ -502,7 +502,8 @@ def test_stream_rows_land_once(stream_server: Quiver, root: Path) -> None:
     from the durable seq in the next stream of the writer; flush returns
     the last seq; on_durable sees increasing seqs; an exception in the
     block still ends the stream cleanly and keeps what was written;
-    committed-epoch answers the durable seq."""
+    committed-epoch answers the durable seq; a write without rows gets a
+    seq too."""
     durable: list[int] = []
     with quiver.connect(f"grpc://{stream_server.flight_addr}") as c:
         with c.stream("stream_events", "collector-1", on_durable=durable.append) as s:
@@ -522,8 +523,9 @@ def test_stream_rows_land_once(stream_server: Quiver, root: Path) -> None:
         with c.stream("stream_events", "collector-1", schema=ids(0, 0).schema) as s:
             assert s.durable == 8
             assert s.write(ids(900, 100)) == 9
-            assert s.flush(timeout=30) == 9
-        assert c.committed_epoch("stream_events", "collector-1") == 9
+            assert s.write(ids(0, 0)) == 10  # no rows: one empty batch, so that it has a seq
+            assert s.flush(timeout=30) == 10
+        assert c.committed_epoch("stream_events", "collector-1") == 10
     got = sorted(read(root, "stream_events").column("id").to_pylist())
     assert got == list(range(1000)), f"{len(got)} rows, {len(set(got))} distinct"
 
