@@ -16,7 +16,8 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from .errors import ConflictError, InvalidInputError, QuiverError, TimeoutError, UnavailableError, WrongStateError, translate
+from .errors import ConflictError, InvalidInputError, QuiverError, UnavailableError, WrongStateError, translate
+from .errors import TimeoutError as DeadlineError  # the gRPC class; the builtin stays the builtin
 
 __all__ = ["Ack", "Client", "Stream", "Transaction", "TxnResult", "connect", "DEFAULT_MAX_BATCH_BYTES"]
 
@@ -545,7 +546,7 @@ class Stream:
                     raise QuiverError(f"stream {self.writer}@{self.endpoint} ended with seqs not durable")
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
-                    raise TimeoutError(
+                    raise DeadlineError(
                         f"stream {self.writer}@{self.endpoint}: seq {self._pending[-1][0]} not durable after "
                         f"{timeout}s (durable seq: {self._durable}, {len(self._pending)} batches waiting)",
                         "DEADLINE_EXCEEDED",
