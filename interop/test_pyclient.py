@@ -6,13 +6,17 @@ transactions that survive a kill -9 of the server, and every error class."""
 from __future__ import annotations
 
 import datetime as dt
+import json
 import socket
+import threading
+import time
 from pathlib import Path
 from typing import Any, Callable
 
 import pandas as pd
 import polars as pl
 import pyarrow as pa
+import pyarrow.flight as flight
 import pytest
 from deltalake import DeltaTable
 
@@ -328,3 +332,282 @@ def test_auth_errors(serve: Callable[..., Quiver]) -> None:
     with quiver.connect(f"grpc://{srv.flight_addr}", token="wrong") as c:
         with pytest.raises(quiver.UnauthenticatedError):
             c.health()
+
+
+# --- continuous streams (issue #34) -----------------------------------------------
+
+
+class FakeStreamServer(flight.FlightServerBase):
+    """The stream side of the wire contract (docs/flight.md), in process:
+    opening answer, a commit every `commit_every` batches received and
+    every 20 ms while `hold` is clear, the closed answer. The call fails
+    with Unavailable on the batches numbered in `fail_at` (1-based, counted
+    over all calls; its uncommitted batches are lost, as in a server that
+    stops), and with InvalidArgument on a seq in `refuse`. Every seq
+    received is kept in `received`."""
+
+    def __init__(self, commit_every: int = 2, fail_at: list[int] | None = None, refuse: set[int] | None = None) -> None:
+        super().__init__("grpc://127.0.0.1:0")
+        self.commit_every, self.fail_at, self.refuse = commit_every, list(fail_at or []), refuse or set()
+        self.hold = threading.Event()
+        self.durable: dict[str, int | None] = {}
+        self.rows: list[Any] = []
+        self.received: list[int] = []
+        self.calls = 0
+
+    def do_put(self, context: Any, descriptor: flight.FlightDescriptor, reader: Any, writer: Any) -> None:
+        cmd = json.loads(descriptor.command)
+        assert cmd["stream"] is True and cmd["endpoint"] == "events"
+        self.calls += 1
+        name = cmd["writer"]
+        opened = self.durable.get(name)
+        writer.write(pa.py_buffer(json.dumps({"writer": name, "durable_seq": opened}).encode()))
+        pending: list[tuple[int, pa.RecordBatch]] = []
+        lock = threading.Lock()
+        ended = threading.Event()
+
+        def commit(closed: bool) -> None:
+            with lock:
+                if pending or closed:
+                    if pending:
+                        self.durable[name] = pending[-1][0]
+                        self.rows.extend(r for _, b in pending for r in b.column(0).to_pylist())
+                    answer = {"durable_seq": self.durable.get(name), "rows": sum(b.num_rows for _, b in pending)}
+                    if closed:
+                        answer["closed"] = True
+                    pending.clear()
+                    writer.write(pa.py_buffer(json.dumps(answer).encode()))
+
+        def ticker() -> None:
+            while not ended.wait(0.02):
+                if not self.hold.is_set():
+                    commit(False)
+
+        tick = threading.Thread(target=ticker, daemon=True)
+        tick.start()
+        try:
+            last = -1
+            for chunk in reader:
+                seq = json.loads(chunk.app_metadata.to_pybytes())["seq"]
+                self.received.append(seq)
+                if self.fail_at and len(self.received) == self.fail_at[0]:
+                    self.fail_at.pop(0)
+                    raise flight.FlightUnavailableError("server stopping")
+                if seq in self.refuse:
+                    raise pa.ArrowInvalid(f"seq {seq} refused")
+                if opened is not None and seq <= opened:
+                    continue  # a replay
+                if seq <= last:
+                    raise pa.ArrowInvalid(f"seq {seq} after {last}")
+                last = seq
+                with lock:
+                    pending.append((seq, chunk.data))
+                    full = len(pending) >= self.commit_every
+                if full:
+                    commit(False)
+        finally:
+            ended.set()
+            tick.join()
+        commit(True)
+
+
+def test_stream_resends_after_unavailable() -> None:
+    """Client level, against FakeStreamServer: the call fails twice with
+    Unavailable; the stream reconnects, drops what the opening answer says
+    is durable, resends the rest in order, and every row lands once."""
+    srv = FakeStreamServer(commit_every=2, fail_at=[6, 9])
+    srv.hold.set()  # commits every 2 batches only: batch 5 is lost with the call
+    durable: list[int] = []
+    try:
+        with quiver.connect(f"grpc://127.0.0.1:{srv.port}") as c:
+            c_stream = c.stream("events", "w", on_durable=durable.append)
+            c_stream.backoff_s = (0.01, 0.05)
+            with c_stream as s:
+                seqs = [s.write(pa.table({"id": pa.array([i], pa.int64())})) for i in range(10)]
+                assert seqs == list(range(10))
+                assert s.flush(timeout=10) == 9
+            assert s.durable == 9
+            with c.stream("events", "w", schema=pa.schema([("id", pa.int64())])) as again:
+                assert again.durable == 9
+                assert again.write(pa.table({"id": pa.array([10, 11], pa.int64())})) == 10
+    finally:
+        srv.shutdown()
+    assert sorted(srv.rows) == list(range(12)), srv.rows
+    assert s.reconnects == 2 and srv.calls == 4 and srv.received[:6] == [0, 1, 2, 3, 4, 5], srv.received
+    assert durable == sorted(set(durable)) and durable[-1] == 9, durable
+
+
+def test_stream_backpressure_flush_timeout_and_final_errors() -> None:
+    """Client level: write blocks while the bytes not yet durable exceed
+    max_inflight_bytes; flush raises quiver.TimeoutError while nothing
+    commits, and returns the last seq once it does. An InvalidArgument
+    ends the stream for good: no reconnect, raised by close."""
+    srv = FakeStreamServer(commit_every=1000, refuse={7})
+    srv.hold.set()
+    batch = pa.table({"id": pa.array([1], pa.int64())})
+    try:
+        with quiver.connect(f"grpc://127.0.0.1:{srv.port}") as c:
+            with c.stream("events", "w", max_inflight_bytes=1) as s:
+                assert s.durable is None and s.write(batch) == 0
+                second = threading.Thread(target=s.write, args=(batch,))
+                second.start()
+                time.sleep(0.3)
+                assert second.is_alive(), "write did not block above max_inflight_bytes"
+                with pytest.raises(quiver.TimeoutError, match="seq 0 not durable after 0.2s"):
+                    s.flush(timeout=0.2)
+                srv.hold.clear()
+                second.join(10)
+                assert not second.is_alive()
+                assert s.flush(timeout=10) == 1 == s.durable
+
+            s = c.stream("events", "refused")
+            s.backoff_s = (0.01, 0.05)
+            for i in range(9):
+                s.write(batch)
+            with pytest.raises(quiver.InvalidInputError, match="seq 7 refused"):
+                s.flush(timeout=10)
+            with pytest.raises(quiver.InvalidInputError, match="seq 7 refused"):
+                s.write(batch)
+            with pytest.raises(quiver.InvalidInputError, match="seq 7 refused"):
+                s.close()
+            with pytest.raises(ValueError, match="is closed"):
+                s.write(batch)
+    finally:
+        srv.shutdown()
+    assert srv.calls == 2
+
+
+def streaming(name: str, root: Path) -> dict[str, Any]:
+    """A delta endpoint whose streams commit every 100 ms."""
+    return {**delta(name, root), "stream": {"commit_interval": "100ms"}}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ids(first: int, n: int) -> pa.Table:
+    return pa.table({"id": pa.array(range(first, first + n), pa.int64())})
+
+
+@pytest.fixture(scope="module")
+def stream_server(serve: Callable[..., Quiver], root: Path) -> Quiver:
+    return serve([streaming("stream_events", root), streaming("stream_fenced", root), streaming("stream_txn", root)])
+
+
+def test_stream_rows_land_once(stream_server: Quiver, root: Path) -> None:
+    """Rows written through stream() land once; seqs start at 0 and go on
+    from the durable seq in the next stream of the writer; flush returns
+    the last seq; on_durable sees increasing seqs; an exception in the
+    block still ends the stream cleanly and keeps what was written;
+    committed-epoch answers the durable seq; a write without rows gets a
+    seq too."""
+    durable: list[int] = []
+    with quiver.connect(f"grpc://{stream_server.flight_addr}") as c:
+        with c.stream("stream_events", "collector-1", on_durable=durable.append) as s:
+            assert [s.write(ids(i * 100, 100)) for i in range(5)] == [0, 1, 2, 3, 4]
+            assert s.flush(timeout=30) == 4 == s.durable
+            three = pa.Table.from_batches(ids(500, 300).to_batches(max_chunksize=100))
+            assert s.write(three) == 7
+        assert s.durable == 7
+        assert durable == sorted(set(durable)) and durable[-1] == 7, durable
+
+        with pytest.raises(RuntimeError, match="source failed"), c.stream("stream_events", "collector-1") as s:
+            assert s.write(ids(800, 100)) == 8
+            raise RuntimeError("source failed")
+        assert s.durable == 8
+
+        # With schema= the stream opens at once: durable says where the source resumes.
+        with c.stream("stream_events", "collector-1", schema=ids(0, 0).schema) as s:
+            assert s.durable == 8
+            assert s.write(ids(900, 100)) == 9
+            assert s.write(ids(0, 0)) == 10  # no rows: one empty batch, so that it has a seq
+            assert s.flush(timeout=30) == 10
+        assert c.committed_epoch("stream_events", "collector-1") == 10
+    got = sorted(read(root, "stream_events").column("id").to_pylist())
+    assert got == list(range(1000)), f"{len(got)} rows, {len(set(got))} distinct"
+
+
+def test_stream_fenced_by_a_second_stream(stream_server: Quiver, root: Path) -> None:
+    """A second stream of the same writer fences the first: its next
+    flush, write and close raise ConflictError (Aborted), and it does not
+    reconnect; the second stream goes on from the durable seq."""
+    with quiver.connect(f"grpc://{stream_server.flight_addr}") as c:
+        first = c.stream("stream_fenced", "w")
+        assert first.write(ids(0, 10)) == 0 and first.flush(timeout=30) == 0
+        second = c.stream("stream_fenced", "w", schema=ids(0, 0).schema)
+        assert second.durable == 0
+        with pytest.raises(quiver.ConflictError):
+            first.write(ids(10, 10))
+            first.flush(timeout=30)
+        with pytest.raises(quiver.ConflictError):
+            first.close()
+        with second:
+            assert second.write(ids(100, 10)) >= 1
+    got = read(root, "stream_fenced").column("id").to_pylist()
+    assert len(got) == len(set(got)), "a row landed twice"
+    assert set(range(10)) | set(range(100, 110)) <= set(got) <= set(range(20)) | set(range(100, 110)), sorted(got)
+
+
+def test_stream_refused_for_a_transaction_writer(stream_server: Quiver) -> None:
+    """A writer used for epoch transactions cannot stream: WrongStateError
+    (FailedPrecondition), final."""
+    with quiver.connect(f"grpc://{stream_server.flight_addr}") as c:
+        with c.transaction("txn-writer", 1) as tx:
+            tx.put("stream_txn", ids(0, 1))
+        tx.commit()
+        s = c.stream("stream_txn", "txn-writer")
+        with pytest.raises(quiver.WrongStateError):
+            s.write(ids(1, 1))
+            s.flush(timeout=30)
+        with pytest.raises(quiver.WrongStateError):
+            s.close()
+
+
+def test_stream_resumes_across_server_restarts(serve: Callable[..., Quiver], tmp_path: Path) -> None:
+    """A writer thread streams while the server is stopped (SIGTERM) and
+    started again on the same port and state, then killed -9 and started
+    again: the stream reconnects each time, resends what was not durable,
+    and every row lands exactly once."""
+    endpoints = [streaming("events", tmp_path / "tables")]
+    workdir, extra = tmp_path / "quiver", {"listen": f"127.0.0.1:{free_port()}"}
+    srv = serve(endpoints, extra, workdir=workdir)
+    n, rows = 400, 50
+    errors: list[BaseException] = []
+    durable: list[int] = []
+    with quiver.connect(f"grpc://{srv.flight_addr}") as c:
+        s = c.stream("events", "collector", on_durable=durable.append, reconnect_s=120)
+
+        def produce() -> None:
+            try:
+                for i in range(n):
+                    s.write(ids(i * rows, rows))
+                    time.sleep(0.01)
+            except BaseException as e:  # noqa: BLE001
+                errors.append(e)
+
+        producer = threading.Thread(target=produce)
+        producer.start()
+        for restart in ("stop", "kill"):
+            mark = (s.durable or 0) + 20
+            poll_until(lambda: (s.durable or 0) >= mark or errors, 60)
+            getattr(srv, restart)()
+            time.sleep(0.3)  # the producer keeps writing into the stream's buffer
+            srv = serve(endpoints, extra, workdir=workdir)
+        producer.join(120)
+        assert not errors, errors
+        assert s.flush(timeout=60) == n - 1
+        s.close()
+        assert s.reconnects >= 2, s.reconnects
+    assert durable == sorted(set(durable)) and durable[-1] == n - 1
+    got = sorted(DeltaTable(str(tmp_path / "tables" / "events")).to_pyarrow_table().column("id").to_pylist())
+    assert got == list(range(n * rows)), f"{len(got)} rows, {len(set(got))} distinct, {n * rows} sent"
+
+
+def poll_until(cond: Callable[[], Any], timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)

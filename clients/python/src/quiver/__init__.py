@@ -7,12 +7,14 @@
     with client.transaction("job-1", 7) as tx:   # exactly-once under (writer, epoch)
         tx.put("events", table)
     tx.commit()                                  # precommitted on exit; publish
+    with client.stream("events", "collector-7") as s:  # continuous, exactly-once by seq
+        s.write(batch)
 
 Errors are :class:`quiver.QuiverError` subclasses, one per gRPC class
 (quiver.errors). The API is documented in docs/clients.md.
 """
 
-from .client import DEFAULT_MAX_BATCH_BYTES, Ack, Client, Transaction, TxnResult, connect
+from .client import DEFAULT_MAX_BATCH_BYTES, Ack, Client, Stream, Transaction, TxnResult, connect
 from .errors import (
     AlreadyExistsError,
     CancelledError,
@@ -47,6 +49,7 @@ __all__ = [
     "PermissionDeniedError",
     "QuiverError",
     "ResourceExhaustedError",
+    "Stream",
     "TimeoutError",
     "Transaction",
     "TxnResult",

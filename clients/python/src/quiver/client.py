@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import json
@@ -15,9 +16,10 @@ from typing import Any, Callable, Iterable, Mapping, TypeVar
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from .errors import QuiverError, UnavailableError, WrongStateError, translate
+from .errors import ConflictError, InvalidInputError, QuiverError, UnavailableError, WrongStateError, translate
+from .errors import TimeoutError as DeadlineError  # the gRPC class; the builtin stays the builtin
 
-__all__ = ["Ack", "Client", "Transaction", "TxnResult", "connect", "DEFAULT_MAX_BATCH_BYTES"]
+__all__ = ["Ack", "Client", "Stream", "Transaction", "TxnResult", "connect", "DEFAULT_MAX_BATCH_BYTES"]
 
 #: Batches larger than this are split before they are sent: a quarter of the
 #: server's default limits.max_message_bytes (64 MiB), so that a batch never
@@ -211,6 +213,30 @@ class Client:
             raise QuiverError("the stream ended without a final ack: the outcome is unknown")
         return got["final"]
 
+    # --- continuous streams ---------------------------------------------------
+
+    def stream(
+        self,
+        endpoint: str,
+        writer: str,
+        *,
+        max_inflight_bytes: int = 64 << 20,
+        on_durable: Callable[[int], None] | None = None,
+        schema: pa.Schema | None = None,
+        reconnect_s: float = 60.0,
+    ) -> "Stream":
+        """A continuous stream of `writer` to `endpoint` (docs/flight.md):
+        one long DoPut whose batches the server commits every
+        stream.commit_interval, each numbered by a seq that makes a resend
+        after a reconnect exactly-once. See :class:`Stream`. With `schema`
+        the stream opens here and waits for the server's opening answer,
+        so that `durable` tells where the source resumes before the first
+        write; without it the first write opens it."""
+        return Stream(
+            self, endpoint, writer, max_inflight_bytes=max_inflight_bytes, on_durable=on_durable,
+            schema=schema, reconnect_s=reconnect_s,
+        )
+
     # --- transactions and actions -----------------------------------------
 
     def transaction(self, writer: str, epoch: int) -> "Transaction":
@@ -368,6 +394,378 @@ class Transaction:
 
     def status(self) -> TxnResult:
         return TxnResult._of(self.client.action("status", {"writer": self.writer, "epoch": self.epoch}))
+
+
+class _Conn:
+    """One DoPut call of a :class:`Stream`: its writer and what its answers
+    said. The Stream's locks guard it."""
+
+    def __init__(self, writer: flight.FlightStreamWriter, metadata: flight.FlightMetadataReader) -> None:
+        self.writer, self.metadata = writer, metadata
+        self.opened = False  # the opening answer arrived
+        self.closed = False  # the answer with "closed": true arrived
+        self.ended = False  # the call ended; error is its status (None: OK)
+        self.error: BaseException | None = None
+        self._finished = False
+
+    def send(self, seq: int, batch: pa.RecordBatch) -> None:
+        """Sends batch with its seq. A call the server has ended fails the
+        write: ignored here, the call's reader reports its status."""
+        try:
+            self.writer.write_with_metadata(batch, json.dumps({"seq": seq}).encode())
+        except (flight.FlightError, pa.ArrowException):
+            pass
+
+    def finish(self) -> None:
+        """Ends the client's side (CloseSend), once."""
+        if not self._finished:
+            self._finished = True
+            with contextlib.suppress(flight.FlightError, pa.ArrowException):
+                self.writer.done_writing()
+
+
+class Stream:
+    """A continuous stream of one writer to one endpoint; build it with
+    :meth:`Client.stream`. Every batch written gets the next sequence
+    number (seq) of the writer: the first is the server's durable seq + 1
+    (0 for a writer that never committed). The server commits the batches
+    of all streams of an endpoint every stream.commit_interval and answers
+    the durable seq; the stream keeps every batch until it is durable.
+
+    When the connection is lost or the server stops (UnavailableError) the
+    stream reconnects on its own thread, with backoff from 0.1 s capped at
+    2 s, for up to `reconnect_s` seconds without a successful opening;
+    the server's opening answer says which seq is durable, and the stream
+    resends the batches after it, in order: each row lands exactly once.
+    Other errors are final and raised by the next write(), flush() or
+    close(): ConflictError (Aborted) when another stream of the same writer
+    fenced this one, WrongStateError (FailedPrecondition) when the writer
+    is used for transactions or the sink takes no streams,
+    InvalidInputError (InvalidArgument) for a refused batch or schema.
+
+    `on_durable(seq)` is called on the answers' thread each time a commit
+    advances the durable seq (not for the seq the first opening answer
+    states: read `durable`); an exception it raises fails the stream. Keep
+    it short: answers wait for it.
+
+    A context manager: close() on exit, also when an exception escapes the
+    block (what was written is kept; the exception is the one raised).
+    write() may be called from several threads; they are sent one at a
+    time."""
+
+    #: The first pause between reconnects and its cap, in seconds.
+    backoff_s = (0.1, 2.0)
+
+    def __init__(
+        self,
+        client: Client,
+        endpoint: str,
+        writer: str,
+        *,
+        max_inflight_bytes: int = 64 << 20,
+        on_durable: Callable[[int], None] | None = None,
+        schema: pa.Schema | None = None,
+        reconnect_s: float = 60.0,
+    ) -> None:
+        if max_inflight_bytes < 1:
+            raise ValueError("max_inflight_bytes must be positive")
+        self.client, self.endpoint, self.writer = client, endpoint, writer
+        cmd = json.dumps({"endpoint": endpoint, "writer": writer, "stream": True}).encode()
+        self._descriptor = flight.FlightDescriptor.for_command(cmd)
+        self._max_inflight = max_inflight_bytes
+        self._on_durable = on_durable
+        self._reconnect_s = reconnect_s
+        self._cond = threading.Condition()  # guards the state below
+        self._write_lock = threading.Lock()  # one write() or close() at a time
+        self._send_lock = threading.Lock()  # one sender on the call at a time
+        self._schema: pa.Schema | None = None
+        self._pending: collections.deque[tuple[int, pa.RecordBatch, int]] = collections.deque()
+        self._inflight = 0  # the bytes of _pending
+        self._next_seq: int | None = None  # set by the first opening answer
+        self._durable: int | None = None
+        self._conn: _Conn | None = None  # the call batches go to
+        self._thread: threading.Thread | None = None
+        self._closing = False
+        self._done = False  # the stream ended: closed, or failed with _error
+        self._error: BaseException | None = None
+        self._reconnected = False  # the current call opened (the backoff starts over)
+        #: How many times the stream reopened after its first call ended.
+        self.reconnects = 0
+        if schema is not None:
+            self._open(_portable_schema(schema))
+
+    # --- the caller's side ---------------------------------------------------
+
+    @property
+    def durable(self) -> int | None:
+        """The writer's last durable seq, None while none is (or before the
+        stream opened)."""
+        with self._cond:
+            return self._durable
+
+    @property
+    def schema(self) -> pa.Schema | None:
+        """The stream's schema, None before it opened."""
+        return self._schema
+
+    def write(self, data: Data) -> int:
+        """Sends `data` (what put() accepts), each batch with the next seq,
+        and returns the last seq assigned; data without rows is sent as one
+        empty batch, so that every write has a seq. The first write opens
+        the stream with its data's schema (waiting for the server's opening
+        answer); later data must have the same schema. Blocks while the
+        bytes written and not yet durable exceed max_inflight_bytes.
+        Returning means sent, not durable: see flush() and on_durable."""
+        reader = _reader(data)
+        with self._write_lock:
+            if self._closing:
+                raise ValueError(f"stream {self.writer}@{self.endpoint} is closed")
+            if self._schema is None:
+                self._open(reader.schema)
+            elif not reader.schema.equals(self._schema):
+                raise InvalidInputError(
+                    f"stream {self.writer}@{self.endpoint}: the data's schema differs from the stream's:\n"
+                    f"{reader.schema}\nthe stream's:\n{self._schema}"
+                )
+            seq: int | None = None
+            for batch in _split(reader, self.client._max_batch_bytes):
+                seq = self._send(batch)
+            if seq is None:
+                seq = self._send(pa.RecordBatch.from_pylist([], schema=self._schema))
+            return seq
+
+    def flush(self, timeout: float | None = None) -> int | None:
+        """Waits until every batch written is durable and returns the durable
+        seq (None only if nothing was ever durable for the writer). Raises
+        quiver.TimeoutError after `timeout` seconds, or the stream's error."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while self._pending:
+                self._raise_error()
+                if self._done:
+                    raise QuiverError(f"stream {self.writer}@{self.endpoint} ended with seqs not durable")
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise DeadlineError(
+                        f"stream {self.writer}@{self.endpoint}: seq {self._pending[-1][0]} not durable after "
+                        f"{timeout}s (durable seq: {self._durable}, {len(self._pending)} batches waiting)",
+                        "DEADLINE_EXCEEDED",
+                    )
+                self._cond.wait(remaining)
+            self._raise_error()
+            return self._durable
+
+    def close(self) -> None:
+        """Ends the stream: the server commits what it holds, answers
+        "closed" and ends the call. Returns once every batch written is
+        durable; raises the stream's error, if any. Idempotent."""
+        with self._write_lock:
+            with self._cond:
+                self._closing = True
+                conn, started = self._conn, self._thread is not None
+            if started:
+                with self._send_lock:
+                    if conn is not None and conn is self._conn:
+                        conn.finish()
+                with self._cond:
+                    while not self._done:
+                        self._cond.wait()
+        with self._cond:
+            self._raise_error()
+
+    def __enter__(self) -> "Stream":
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        if et is None:
+            self.close()
+            return
+        try:
+            self.close()
+        except QuiverError:
+            pass  # the block's exception is the one to see
+
+    # --- internals ------------------------------------------------------------
+
+    def _raise_error(self) -> None:
+        """Raises the stream's error; called with _cond held."""
+        if self._error is not None:
+            raise self._error
+
+    def _open(self, schema: pa.Schema) -> None:
+        """Starts the stream's thread and waits for the first opening answer."""
+        self._schema = schema
+        self._thread = threading.Thread(target=self._run, name=f"quiver-stream-{self.writer}", daemon=True)
+        self._thread.start()
+        with self._cond:
+            while self._next_seq is None and not self._done:
+                self._cond.wait()
+            self._raise_error()
+            if self._next_seq is None:
+                raise QuiverError(f"stream {self.writer}@{self.endpoint} ended before it opened")
+
+    def _send(self, batch: pa.RecordBatch) -> int:
+        """Gives batch the next seq, keeps it until durable and sends it on
+        the current call (during a reconnect, the reconnect sends it)."""
+        size = batch.nbytes
+        with self._cond:
+            while self._inflight > self._max_inflight and self._error is None and not self._done:
+                self._cond.wait()
+            self._raise_error()
+            if self._done:
+                raise QuiverError(f"stream {self.writer}@{self.endpoint} has ended")
+            assert self._next_seq is not None
+            seq = self._next_seq
+            self._next_seq += 1
+            self._pending.append((seq, batch, size))
+            self._inflight += size
+            conn = self._conn
+        with self._send_lock:
+            # A reconnect since then has resent the batch (it swaps _conn
+            # and takes the batches to resend under _send_lock).
+            if conn is not None and conn is self._conn:
+                conn.send(seq, batch)
+        return seq
+
+    def _run(self) -> None:
+        """The stream's thread: opens a call, resends what is not durable,
+        waits for its end and reconnects while it ends with
+        UnavailableError."""
+        pause, cap = self.backoff_s
+        deadline: float | None = None
+        while True:
+            try:
+                self._serve_one()
+                self._finish(None)
+                return
+            except BaseException as e:  # noqa: BLE001 - every error ends or restarts the stream
+                err = translate(e)
+                if not isinstance(err, UnavailableError):
+                    self._finish(err)
+                    return
+                now = time.monotonic()
+                if deadline is None or self._reconnected:
+                    deadline, pause = now + self._reconnect_s, self.backoff_s[0]
+                if now + pause > deadline:
+                    self._finish(err)
+                    return
+                time.sleep(pause * (0.5 + random.random() / 2))
+                pause = min(cap, pause * 2)
+
+    def _serve_one(self) -> None:
+        """One call: open, resend, wait for its end; returns once closed."""
+        self._reconnected = False
+        writer, metadata = self.client.flight.do_put(self._descriptor, self._schema, options=self.client._put_options)
+        conn = _Conn(writer, metadata)
+        threading.Thread(target=self._read, args=(conn,), name=f"quiver-stream-acks-{self.writer}", daemon=True).start()
+        with self._cond:
+            while not conn.opened and not conn.ended:
+                self._cond.wait()
+        with self._send_lock:
+            with self._cond:
+                if not conn.opened:
+                    raise conn.error or QuiverError(f"stream {self.writer}@{self.endpoint}: the call ended without an opening answer")
+                if self._conn is not None:
+                    self.reconnects += 1
+                self._conn = conn
+                batches = [(seq, batch) for seq, batch, _ in self._pending]
+                closing = self._closing
+                self._reconnected = True
+            for seq, batch in batches:
+                conn.send(seq, batch)
+            if closing:
+                conn.finish()
+        with self._cond:
+            while not conn.ended:
+                self._cond.wait()
+            if conn.error is not None:
+                raise conn.error
+            if not conn.closed:
+                raise QuiverError(f"stream {self.writer}@{self.endpoint}: the server ended the call without a closed answer")
+            if self._pending:
+                raise QuiverError(
+                    f"stream {self.writer}@{self.endpoint} closed at durable seq {self._durable}, "
+                    f"but seqs {self._pending[0][0]}..{self._pending[-1][0]} were sent"
+                )
+
+    def _read(self, conn: _Conn) -> None:
+        """Reads a call's answers (on its own thread), then its status."""
+        err: BaseException | None = None
+        try:
+            while (buf := conn.metadata.read()) is not None:
+                self._answer(conn, json.loads(buf.to_pybytes()))
+        except BaseException as e:  # noqa: BLE001 - the call's status, or a bad answer
+            err = e
+        with self._send_lock:
+            try:
+                conn.writer.close()  # raises the call's status
+            except BaseException as e:  # noqa: BLE001
+                err = err or e
+        with self._cond:
+            conn.ended = True
+            conn.error = None if err is None else _call_error(err)
+            self._cond.notify_all()
+
+    def _answer(self, conn: _Conn, answer: dict[str, Any]) -> None:
+        """An answer of the server: the opening one, or a commit's."""
+        seq = answer.get("durable_seq")
+        first = False
+        with self._cond:
+            if not conn.opened:
+                if self._next_seq is None:
+                    first = True
+                    self._next_seq = 0 if seq is None else int(seq) + 1
+                elif seq is not None and int(seq) >= self._next_seq:
+                    raise ConflictError(
+                        f"stream {self.writer}@{self.endpoint}: the writer's durable seq is {seq}, beyond this "
+                        f"stream's last seq {self._next_seq - 1}: another stream of the writer wrote meanwhile",
+                        "ABORTED",
+                    )
+                elif self._durable is not None and (seq is None or int(seq) < self._durable):
+                    raise QuiverError(
+                        f"stream {self.writer}@{self.endpoint}: the server reopened at durable seq {seq}, behind "
+                        f"seq {self._durable} it answered durable before: rows may be lost"
+                    )
+                conn.opened = True
+            if answer.get("closed"):
+                conn.closed = True
+            advanced = seq is not None and (self._durable is None or int(seq) > self._durable)
+            if advanced:
+                self._durable = int(seq)
+                while self._pending and self._pending[0][0] <= self._durable:
+                    self._inflight -= self._pending.popleft()[2]
+            self._cond.notify_all()
+        # The first opening answer states where the writer was (durable);
+        # on_durable reports what this stream's batches made durable.
+        if advanced and not first and self._on_durable is not None:
+            try:
+                self._on_durable(int(seq))
+            except Exception as e:  # noqa: BLE001 - a failing callback fails the stream
+                with self._cond:
+                    if self._error is None:
+                        self._error = e
+                    self._cond.notify_all()
+
+    def _finish(self, err: BaseException | None) -> None:
+        with self._cond:
+            if err is not None and self._error is None:
+                self._error = err
+            self._done = True
+            self._cond.notify_all()
+
+
+def _call_error(err: BaseException) -> BaseException:
+    """The QuiverError of the status a call ended with. translate() leaves
+    Arrow's own classes alone (raised without a Flight message they come
+    from the caller's data), but a call's status is the server's: a server
+    built on pyarrow (Arrow status details) raises ArrowInvalid for
+    InvalidArgument."""
+    e = translate(err)
+    if isinstance(e, QuiverError) or not isinstance(e, pa.ArrowException):
+        return e
+    if isinstance(e, pa.ArrowInvalid):
+        return InvalidInputError(str(e))
+    return QuiverError(str(e))
 
 
 def _still_ending(e: QuiverError) -> bool:
