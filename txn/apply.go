@@ -11,8 +11,12 @@ import (
 // records describe. Records are trusted: decodeRecord rejected unknown
 // types.
 func (c *Coordinator) applyLocked(r *record) {
-	if r.typ == recEpoch {
+	switch r.typ {
+	case recEpoch:
 		c.noteCommittedLocked(r.Writer, r.Endpoint, r.Epoch)
+		return
+	case recStreamWriter:
+		c.streamWriters[r.Writer] = true
 		return
 	}
 	t := c.txns[r.id()]

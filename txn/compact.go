@@ -45,6 +45,9 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 			recs = append(recs, &record{typ: recEpoch, Writer: k.writer, Endpoint: k.endpoint, Epoch: e})
 		}
 	}
+	for _, w := range slices.Sorted(maps.Keys(c.streamWriters)) {
+		recs = append(recs, &record{typ: recStreamWriter, Writer: w})
+	}
 	var live []*txn
 	for _, t := range c.txns {
 		if t.live() && !t.pending {

@@ -20,6 +20,9 @@ const (
 	recCommitted byte = 5
 	recAbort     byte = 6
 	recEpoch     byte = 7
+	// recStreamWriter claims a writer name for continuous streams
+	// (ClaimStreamWriter).
+	recStreamWriter byte = 8
 )
 
 // record is every journal record; which fields a type uses is listed in
@@ -80,7 +83,7 @@ func (r *record) encode() (journal.Record, error) {
 }
 
 func decodeRecord(jr journal.Record) (*record, error) {
-	if jr.Type < recBegin || jr.Type > recEpoch {
+	if jr.Type < recBegin || jr.Type > recStreamWriter {
 		return nil, fmt.Errorf("txn: journal record of unknown type %d: was the journal written by a newer quiver?", jr.Type)
 	}
 	r := &record{typ: jr.Type}

@@ -1,18 +1,23 @@
 package txn
 
-import "github.com/quiver-ingest/quiver/writers"
+import (
+	"fmt"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
 
 // ClaimStreamWriter marks writer as a continuous-stream writer (package
-// flightsvc/groupcommit) for the life of the coordinator: from then on
-// Begin, Adopt and Join refuse it. It is ErrWrongState when writer has
-// epoch transactions the coordinator knows (open, precommitted, or ended
-// within the retention): a writer's name means one kind of delivery, so
-// that its committed epoch and its durable seq are never the same number
-// read two ways.
+// flightsvc/groupcommit) for good: the claim is journaled, so that after
+// a restart too Begin, Adopt and Join refuse it. It is ErrWrongState when
+// writer has epoch transactions the coordinator knows (open,
+// precommitted, or ended within the retention): a writer's name means
+// one kind of delivery, so that its committed epoch and its durable seq
+// are never the same number read two ways. The claim is this server's:
+// servers do not share journals.
 func (c *Coordinator) ClaimStreamWriter(writer string) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.streamWriters[writer] {
+		c.mu.Unlock()
 		return nil
 	}
 	known := len(c.liveByWriter[writer]) > 0
@@ -23,9 +28,19 @@ func (c *Coordinator) ClaimStreamWriter(writer string) error {
 		}
 	}
 	if known {
+		c.mu.Unlock()
 		return writers.Errorf(writers.ErrWrongState, "txn: writer %q has epoch transactions: a continuous stream needs a writer name of its own", writer)
 	}
+	// Refuse transactions of writer from now on; undone if the claim
+	// cannot be journaled.
 	c.streamWriters[writer] = true
+	c.mu.Unlock()
+	if err := c.log(nil, &record{typ: recStreamWriter, Writer: writer}); err != nil {
+		c.mu.Lock()
+		delete(c.streamWriters, writer)
+		c.mu.Unlock()
+		return fmt.Errorf("txn: claim writer %q for continuous streams: %w", writer, err)
+	}
 	return nil
 }
 

@@ -188,6 +188,9 @@ func TestGroupCommitPublishesAndDeduplicates(t *testing.T) {
 	if _, err := write(t, s, 10, 3); err != nil {
 		t.Fatal(err)
 	}
+	if _, err := write(t, s, 10, 1); !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("a replayed seq after a new one: %v, want ErrInvalid", err)
+	}
 	if last, err := s.Close(t.Context()); err != nil || last.DurableSeq != 3 {
 		t.Fatalf("close: %+v %v", last, err)
 	}

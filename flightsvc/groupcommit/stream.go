@@ -110,8 +110,8 @@ func (c *Committer) Open(ctx context.Context, writer string) (*Stream, int64, er
 // Write stages rec, the stream's next batch, in the current group. seq is
 // the batch's seq or NoSeq. A batch whose seq is at or below the durable
 // seq the stream opened with is a replay: it is dropped (dropped is true)
-// and nothing is written. A seq not above the stream's previous one is
-// ErrInvalid. Write blocks while the current group holds commit_bytes and
+// and nothing is written, while the stream has sent no newer seq; after
+// one, a seq not above the stream's previous one is ErrInvalid. Write blocks while the current group holds commit_bytes and
 // the previous one is still being committed (backpressure); size is rec's
 // size counted for that. A sink Write failing with ErrInvalid fails this
 // batch only; any other failure fails the group, and so every stream that
@@ -122,11 +122,11 @@ func (s *Stream) Write(ctx context.Context, rec arrow.RecordBatch, seq, size int
 		if seq < 0 {
 			return false, writers.Errorf(writers.ErrInvalid, "seq %d: a seq is an integer >= 0", seq)
 		}
-		if seq <= s.open {
-			return true, nil
-		}
-		if seq <= s.last {
+		if seq <= s.last && s.last > s.open {
 			return false, writers.Errorf(writers.ErrInvalid, "seq %d follows seq %d: a writer's seqs must increase", seq, s.last)
+		}
+		if seq <= s.open {
+			return true, nil // a replay, before any new seq of the stream
 		}
 	}
 	if err := s.waitRoom(ctx); err != nil {

@@ -35,6 +35,7 @@ import (
 	"syscall"
 
 	"github.com/quiver-ingest/quiver/bench"
+	"github.com/quiver-ingest/quiver/bench/scenario/collector"
 	"github.com/quiver-ingest/quiver/bench/scenario/deltaappend"
 	"github.com/quiver-ingest/quiver/bench/scenario/ingest"
 	"github.com/quiver-ingest/quiver/bench/scenario/kafka"
@@ -65,7 +66,7 @@ func main() {
 // scenarios are quiverbench's scenarios, the default first.
 func scenarios() []bench.Scenario {
 	return []bench.Scenario{ingest.Scenario(), deltaappend.Scenario(), upsert.Scenario(),
-		mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario(), scaleout.Scenario(), memory.Scenario(), optimize.Scenario()}
+		mergeinsert.Scenario(), kafka.Scenario(), lanceappend.Scenario(), scaleout.Scenario(), memory.Scenario(), optimize.Scenario(), collector.Scenario()}
 }
 
 // profiled runs run, writing a CPU profile to path unless it is empty.

@@ -1,0 +1,47 @@
+package txn
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/quiver-ingest/quiver/writers"
+)
+
+// TestStreamWriterClaim: a writer claimed for continuous streams is
+// refused by Begin and Join, before and after a restart and a
+// compaction; a writer with epoch transactions cannot be claimed.
+func TestStreamWriterClaim(t *testing.T) {
+	fx := newFixture(t)
+	fx.c.Close()
+	fx.c = nil
+	fx.tune = func(c *Coordinator) { c.segmentBytes = 4 << 10 }
+	fx.open()
+	fx.write("job", 1, "a", 1)
+	if err := fx.c.ClaimStreamWriter("job"); !errors.Is(err, writers.ErrWrongState) {
+		t.Fatalf("claim of a writer with transactions: %v, want ErrWrongState", err)
+	}
+	if err := fx.c.ClaimStreamWriter("collector"); err != nil {
+		t.Fatal(err)
+	}
+	refused := func(when string) {
+		t.Helper()
+		if _, err := fx.c.Begin(bg, "collector", 3, 0); !errors.Is(err, writers.ErrWrongState) {
+			t.Errorf("%s: begin of a stream writer: %v, want ErrWrongState", when, err)
+		}
+		if _, err := fx.c.Join(bg, "collector", 3, "a"); !errors.Is(err, writers.ErrWrongState) {
+			t.Errorf("%s: join of a stream writer: %v, want ErrWrongState", when, err)
+		}
+	}
+	refused("claimed")
+	fx.restart()
+	refused("after a restart")
+	for e := range int64(60) { // past the segment size: a compaction
+		fx.c.Begin(bg, "filler", e, 0)
+	}
+	if segs, _ := filepath.Glob(filepath.Join(fx.dir, "*.journal")); len(segs) != 1 || filepath.Base(segs[0]) == "00000001.journal" {
+		t.Fatalf("segments %v: want one compacted segment", segs)
+	}
+	fx.restart()
+	refused("after a compaction and a restart")
+}
