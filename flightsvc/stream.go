@@ -148,6 +148,21 @@ func (s *Service) drainContinuous(ctx context.Context, stream flight.FlightServi
 	}
 }
 
+// TakesStreams reports whether endpoint takes continuous streams.
+func (s *Service) TakesStreams(endpoint string) bool {
+	ep := s.eps[endpoint]
+	return ep != nil && ep.group != nil
+}
+
+// ContinuousStreams describes endpoint's open continuous streams (none
+// when it takes none), for the status page.
+func (s *Service) ContinuousStreams(endpoint string) []groupcommit.StreamStatus {
+	if !s.TakesStreams(endpoint) {
+		return nil
+	}
+	return s.eps[endpoint].group.Streams()
+}
+
 // batchSeq reads a continuous stream's batch's seq from its app_metadata:
 // {"seq":N} with N an integer >= 0, or groupcommit.NoSeq when the
 // metadata is empty or names no seq. Other keys are ignored.

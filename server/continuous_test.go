@@ -213,6 +213,11 @@ func testContinuousStream(t *testing.T, name string) {
 	if rows, txn := tableRows(t, s, dir, name, "collector-7"); rows != 300 || txn != 2 {
 		t.Fatalf("table: %d rows, txn %d; want 300 rows and txn 2 while the stream is open", rows, txn)
 	}
+	// The status page lists the open stream with its seqs.
+	_, st := getStatus(t, s, "")
+	if cs := endpointOf(t, st, name).Continuous; len(cs) != 1 || cs[0].Writer != "collector-7" || cs[0].DurableSeq == nil || *cs[0].DurableSeq != 2 || cs[0].LastSeq == nil || *cs[0].LastSeq != 2 {
+		t.Fatalf("status: continuous streams %+v, want collector-7 at durable and last seq 2", cs)
+	}
 	if err := r.send(t, 50, 3); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
+	"github.com/quiver-ingest/quiver/flightsvc/groupcommit"
 	"github.com/quiver-ingest/quiver/internal/redact"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/server/status"
@@ -194,6 +195,21 @@ func (s *Server) readiness(r *http.Request) (bool, func(visible func(string) boo
 }
 
 // newBoard builds the status page's board from the server's parts.
+// continuousStreams is the status page's view of an endpoint's streams.
+func continuousStreams(ss []groupcommit.StreamStatus) []status.ContinuousStream {
+	seq := func(v int64) *int64 {
+		if v == groupcommit.NoSeq {
+			return nil
+		}
+		return &v
+	}
+	out := make([]status.ContinuousStream, len(ss))
+	for i, st := range ss {
+		out[i] = status.ContinuousStream{Writer: st.Writer, DurableSeq: seq(st.DurableSeq), LastSeq: seq(st.LastSeq), LagSeconds: st.Lag.Seconds()}
+	}
+	return out
+}
+
 func (s *Server) newBoard() *status.Board {
 	eps := make([]status.Endpoint, len(s.endpoints))
 	for i, e := range s.endpoints {
@@ -202,6 +218,9 @@ func (s *Server) newBoard() *status.Board {
 			Target:   writers.TargetOf(s.cfg.Endpoints[i].Settings),
 			Reason:   s.handles[i].Problem,
 			Recorder: s.recorders[i],
+		}
+		if s.svc.TakesStreams(e.Name) {
+			eps[i].Continuous = func() []status.ContinuousStream { return continuousStreams(s.svc.ContinuousStreams(e.Name)) }
 		}
 	}
 	security := "plaintext"

@@ -40,6 +40,22 @@ type Endpoint struct {
 	Reason func() error
 	// Recorder is the endpoint writer's observer.
 	Recorder *Recorder
+	// Continuous lists the endpoint's open continuous streams; nil when
+	// it takes none.
+	Continuous func() []ContinuousStream
+}
+
+// ContinuousStream is one open continuous stream (docs/flight.md,
+// "Continuous streams").
+type ContinuousStream struct {
+	Writer string `json:"writer"`
+	// DurableSeq is the writer's durable seq, LastSeq the seq of the
+	// stream's last batch (nil: none).
+	DurableSeq *int64 `json:"durable_seq"`
+	LastSeq    *int64 `json:"last_seq"`
+	// LagSeconds is how long its oldest rows not yet durable have waited
+	// (0: all are).
+	LagSeconds float64 `json:"lag_seconds"`
 }
 
 // Options configure a Board. Zero values are documented per field.
@@ -162,6 +178,9 @@ type EndpointSt struct {
 	Commits       []CommitView `json:"commits"`    // newest first
 	Errors        []ErrorView  `json:"errors"`     // of the last hour, newest first
 	ErrorsHour    int          `json:"errors_last_hour"`
+	// Continuous are the open continuous streams, by writer (omitted for
+	// endpoints that take none).
+	Continuous []ContinuousStream `json:"continuous_streams,omitempty"`
 }
 
 // Point is the throughput over one sample interval ending at At.
@@ -245,6 +264,9 @@ func (b *Board) Snapshot(v View) Status {
 		}
 		if e.Recorder != nil {
 			es.Commits, es.Errors, es.ErrorsHour = e.Recorder.view(now)
+		}
+		if e.Continuous != nil {
+			es.Continuous = e.Continuous()
 		}
 		st.Endpoints = append(st.Endpoints, es)
 	}

@@ -96,6 +96,14 @@ function renderEndpoint(e) {
   }
   ct.append(body);
   box.append(commits.length ? ct : el("div", { class: "muted", "data-testid": "no-commits" }, "no commit since start"));
+  if (e.continuous_streams && e.continuous_streams.length) {
+    const seq = v => v === null ? "—" : v;
+    box.append(el("table", { "data-testid": "continuous-streams" },
+      el("thead", {}, el("tr", {}, ...["stream writer", "durable seq", "last seq", "lag"].map(h => el("th", {}, h)))),
+      el("tbody", {}, ...e.continuous_streams.map(c => el("tr", { "data-writer": c.writer },
+        el("td", {}, c.writer), el("td", { "data-testid": "durable-seq" }, seq(c.durable_seq)), el("td", {}, seq(c.last_seq)),
+        el("td", { class: c.lag_seconds > 5 ? "bad" : "" }, c.lag_seconds < 60 ? c.lag_seconds.toFixed(1) + " s" : fmtDuration(c.lag_seconds)))))));
+  }
   if ((e.errors || []).length) {
     box.append(el("details", {}, el("summary", { class: "bad" }, e.errors.length + " recent error(s)"),
       el("ul", { class: "errors" }, ...e.errors.map(x => el("li", {}, new Date(x.at).toLocaleTimeString() + " " + x.op + ": " + x.message)))));
