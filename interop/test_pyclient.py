@@ -21,7 +21,7 @@ import pytest
 from deltalake import DeltaTable
 
 import quiver
-from helpers import Quiver
+from helpers import Quiver, require_tool
 
 # Small enough that a few MB exceed it, large enough for everything else.
 MAX_MESSAGE = 1 << 20
@@ -494,7 +494,53 @@ def ids(first: int, n: int) -> pa.Table:
 
 @pytest.fixture(scope="module")
 def stream_server(serve: Callable[..., Quiver], root: Path) -> Quiver:
-    return serve([streaming("stream_events", root), streaming("stream_fenced", root), streaming("stream_txn", root)])
+    return serve([
+        streaming("stream_events", root), streaming("stream_fenced", root), streaming("stream_txn", root),
+        {**delta("stream_upsert", root, mode="upsert", merge_keys=["id"]), "stream": {"commit_interval": "100ms"}},
+        {"name": "stream_lance", "sink": "lance", "lance": {"dataset_uri": f"file://{root / 'stream_lance'}"}, "stream": {"commit_interval": "100ms"}},
+        {"name": "stream_merge", "sink": "lance", "lance": {"dataset_uri": f"file://{root / 'stream_merge'}", "mode": "merge_insert", "on": ["id"]},
+         "stream": {"commit_interval": "100ms"}},
+    ])
+
+
+def test_stream_lance_read_by_pylance(stream_server: Quiver, root: Path) -> None:
+    """Streams of several writers into a Lance append endpoint: pylance
+    reads every row once, and each version's quiver.seqs property records
+    the writers it advanced; into merge_insert and Delta upsert endpoints,
+    the changelogs of one writer apply in seq order (the last value of a
+    key wins), read back by pylance and delta-rs."""
+    try:
+        import lance
+    except ImportError:
+        require_tool("pylance", "pylance is not installed in .venv (requirements-test.txt)")
+    with quiver.connect(f"grpc://{stream_server.flight_addr}") as c:
+        streams = [c.stream("stream_lance", f"w{i}") for i in range(3)]
+        for n in range(4):
+            for i, s in enumerate(streams):
+                s.write(ids(i * 1000 + n * 10, 10))
+        for s in streams:
+            s.close()
+        assert [c.committed_epoch("stream_lance", f"w{i}") for i in range(3)] == [3, 3, 3]
+
+        for endpoint in ("stream_merge", "stream_upsert"):
+            with c.stream(endpoint, "changes") as s:
+                for round in range(3):
+                    s.write(pa.table({"id": pa.array(range(5), pa.int64()), "v": pa.array([round] * 5, pa.int64())}))
+    ds = lance.dataset(str(root / "stream_lance"))
+    got = sorted(ds.to_table().column("id").to_pylist())
+    want = sorted(i * 1000 + n * 10 + k for i in range(3) for n in range(4) for k in range(10))
+    assert got == want, f"{len(got)} rows, {len(set(got))} distinct"
+    seqs: dict[str, int] = {}
+    for v in ds.versions():
+        t = ds.read_transaction(v["version"])
+        if t is not None and "quiver.seqs" in (t.transaction_properties or {}):
+            seqs.update(json.loads(t.transaction_properties["quiver.seqs"]))
+    assert seqs == {"w0": 3, "w1": 3, "w2": 3}, seqs
+
+    merged = lance.dataset(str(root / "stream_merge")).to_table().sort_by("id")
+    assert merged.column("id").to_pylist() == list(range(5)) and merged.column("v").to_pylist() == [2] * 5, merged
+    upserted = read(root, "stream_upsert").sort_by("id")
+    assert upserted.column("id").to_pylist() == list(range(5)) and upserted.column("v").to_pylist() == [2] * 5, upserted
 
 
 def test_stream_rows_land_once(stream_server: Quiver, root: Path) -> None:
@@ -528,6 +574,9 @@ def test_stream_rows_land_once(stream_server: Quiver, root: Path) -> None:
         assert c.committed_epoch("stream_events", "collector-1") == 10
     got = sorted(read(root, "stream_events").column("id").to_pylist())
     assert got == list(range(1000)), f"{len(got)} rows, {len(set(got))} distinct"
+    # delta-rs reads the writer's durable seq from the txn action, as
+    # kafka-delta-ingest's readers do.
+    assert DeltaTable(str(root / "stream_events")).transaction_version("collector-1") == 10
 
 
 def test_stream_fenced_by_a_second_stream(stream_server: Quiver, root: Path) -> None:
