@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/quiver-ingest/quiver/internal/devbroker"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
@@ -263,6 +264,55 @@ func testContinuousStream(t *testing.T, name string) {
 		t.Fatalf("table: %d rows, txn %d; want 360 rows (the replayed seqs dropped) and txn 4", rows, txn)
 	}
 }
+
+// TestContinuousStreamKafka: continuous streams into a Kafka endpoint:
+// the records of a group commit and the writers' seq markers land in one
+// Kafka transaction; a reopened stream resumes at the durable seq and its
+// resent seqs are dropped.
+func TestContinuousStreamKafka(t *testing.T) {
+	broker, err := devbroker.Start(devbroker.Options{Listen: "127.0.0.1:0", Partitions: 1, Topics: []string{"clicks", "_quiver_commits"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(broker.Close)
+	s := startServerIn(t, t.TempDir(), fmt.Sprintf(`endpoints:
+  - name: clicks
+    sink: kafka
+    kafka: {brokers: [%q], topic: clicks, format: json}
+    stream: {commit_interval: 50ms}
+`, broker.Addrs()[0]))
+	conn := dial(t, s.FlightAddr())
+	ctx := t.Context()
+	for round, seqs := range [][]int64{{0, 1, 2}, {1, 2, 3}} {
+		r, open := openRawStream(t, ctx, conn, "clicks", "k1")
+		if want := []*int64{nil, ptr(int64(2))}[round]; (open.DurableSeq == nil) != (want == nil) || want != nil && *open.DurableSeq != *want {
+			t.Fatalf("round %d opened at %+v", round, open)
+		}
+		for _, seq := range seqs {
+			if err := r.send(t, 5, seq); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.w.Close()
+		r.stream.CloseSend()
+		var last streamAnswer
+		for a := range r.answers {
+			last = a
+		}
+		if err := <-r.done; err != nil || !last.Closed || *last.DurableSeq != seqs[len(seqs)-1] {
+			t.Fatalf("round %d ended with %v, last answer %+v", round, err, last)
+		}
+	}
+	recs, err := devbroker.ReadCommitted(ctx, broker.Addrs(), "clicks")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 20 {
+		t.Fatalf("the topic holds %d records, want 20 (4 seqs of 5 rows; the resent seqs dropped)", len(recs))
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // TestContinuousStreamsShareCommits: many writers' streams land in few
 // commits, each recording every advanced writer.

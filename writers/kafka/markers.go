@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -28,32 +29,43 @@ func (w *Writer) CommittedEpoch(ctx context.Context, writer string) (int64, bool
 
 // readMarkers reads writer's markers of this endpoint (see CommittedEpoch).
 func (w *Writer) readMarkers(ctx context.Context, writer string) (int64, bool, error) {
+	var epoch int64
+	found := false
+	err := w.scanMarkers(ctx, func(m marker) {
+		if m.Writer == writer && (!found || m.Epoch > epoch) {
+			epoch, found = m.Epoch, true
+		}
+	})
+	return epoch, found, err
+}
+
+// scanMarkers reads every committed marker of this endpoint (read_committed,
+// up to the last stable offset of each partition) and hands it to seen.
+func (w *Writer) scanMarkers(ctx context.Context, seen func(marker)) error {
 	w.m.markerReads.Inc()
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
 	topic := w.cfg.MarkerTopic
 	parts, err := w.adm.cl.Partitions(topic)
 	if err != nil {
-		return 0, false, w.markerError(ctx, err)
+		return w.markerError(ctx, err)
 	}
-	var epoch int64
-	found := false
-	key := w.markerKey(writer)
+	prefix := w.markerKey("")
 	for _, p := range parts {
 		err := w.adm.readCommitted(ctx, topic, p, func(k, v []byte) {
-			if string(k) != key || v == nil {
+			if !strings.HasPrefix(string(k), prefix) || v == nil {
 				return
 			}
 			var m marker
-			if json.Unmarshal(v, &m) == nil && m.Endpoint == w.env.Endpoint && m.Writer == writer && (!found || m.Epoch > epoch) {
-				epoch, found = m.Epoch, true
+			if json.Unmarshal(v, &m) == nil && m.Endpoint == w.env.Endpoint && string(k) == w.markerKey(m.Writer) {
+				seen(m)
 			}
 		})
 		if err != nil {
-			return 0, false, w.markerError(ctx, fmt.Errorf("partition %d: %w", p, err))
+			return w.markerError(ctx, fmt.Errorf("partition %d: %w", p, err))
 		}
 	}
-	return epoch, found, nil
+	return nil
 }
 
 // markerError classifies a failed read of the marker topic: the caller's

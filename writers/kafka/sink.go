@@ -20,5 +20,6 @@ func Sink() writers.Sink {
 			}
 			return New(c, env)
 		},
+		Streams: true,
 	}
 }
