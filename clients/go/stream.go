@@ -71,8 +71,8 @@ func WithReconnectBackoff(first, limit time.Duration) StreamOption {
 	return func(c *streamConfig) { c.backoffFirst, c.backoffCap = first, limit }
 }
 
-// Stream is one writer's continuous stream to an endpoint (docs/flight.md,
-// "Continuous streams"): a long-lived DoPut whose batches the server
+// Stream is one writer's continuous stream to an endpoint
+// (docs/clients.md, "Go: continuous streams"): a long-lived DoPut whose batches the server
 // commits every commit interval, together with the endpoint's other
 // streams, and acknowledges as durable.
 //
