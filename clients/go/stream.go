@@ -59,7 +59,9 @@ func WithMaxInflightBytes(n int64) StreamOption {
 
 // WithOnDurable calls fn with the stream's durable seq each time a commit
 // makes more of its batches durable, in increasing order, one call at a
-// time from the Stream's own goroutines: fn must return quickly.
+// time from the Stream's own goroutines: fn must return quickly, and must
+// not call Write, Flush or Close (they may wait for the goroutine running
+// fn).
 func WithOnDurable(fn func(seq int64)) StreamOption {
 	return func(c *streamConfig) { c.onDurable = fn }
 }
@@ -72,9 +74,9 @@ func WithReconnectBackoff(first, limit time.Duration) StreamOption {
 }
 
 // Stream is one writer's continuous stream to an endpoint
-// (docs/clients.md, "Go: continuous streams"): a long-lived DoPut whose batches the server
-// commits every commit interval, together with the endpoint's other
-// streams, and acknowledges as durable.
+// (docs/clients.md, "Go: continuous streams"): a long-lived DoPut whose
+// batches the server commits every commit interval, together with the
+// endpoint's other streams, and acknowledges as durable.
 //
 // Every batch gets a seq, consecutive from the writer's durable seq + 1
 // (0 for a writer that never committed). The Stream retains each batch

@@ -3,6 +3,7 @@ package quiver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -370,5 +371,49 @@ func TestStreamOptionErrors(t *testing.T) {
 	}
 	if err := s.Close(context.Background()); err != nil {
 		t.Errorf("close of a stream never opened: %v", err)
+	}
+}
+
+// TestStreamDictionariesAcrossReconnect: a dictionary column's
+// dictionaries go with its batches, and again on a new connection, whose
+// server has never seen them.
+func TestStreamDictionariesAcrossReconnect(t *testing.T) {
+	f, addr := startFake(t, "")
+	c := dialT(t, addr)
+	f.mu.Lock()
+	f.streams.commitEvery, f.streams.failAfter = 2, 2
+	f.mu.Unlock()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "level", Type: &arrow.DictionaryType{
+		IndexType: arrow.PrimitiveTypes.Int32, ValueType: arrow.BinaryTypes.String}}}, nil)
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	defer mem.AssertSize(t, 0)
+	b := array.NewRecordBuilder(mem, schema)
+	defer b.Release()
+	s, err := c.Stream(context.Background(), "sink", "w", fastRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		db := b.Field(0).(*array.BinaryDictionaryBuilder)
+		for _, v := range []string{"info", "warn", "info"} {
+			if err := db.AppendString(fmt.Sprint(v, i)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rec := b.NewRecordBatch()
+		_, err := s.Write(context.Background(), rec)
+		rec.Release()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if committed, _ := f.writerState("w"); !slices.Equal(committed, seqs(0, 3)) {
+		t.Errorf("committed %v, want 0..3", committed)
+	}
+	if conns := f.streamConns(); len(conns) != 2 || !slices.Equal(conns[1], seqs(2, 3)) {
+		t.Errorf("connections received %v, want a reconnection resending 2 and 3", conns)
 	}
 }
