@@ -417,3 +417,33 @@ func TestStreamDictionariesAcrossReconnect(t *testing.T) {
 		t.Errorf("connections received %v, want a reconnection resending 2 and 3", conns)
 	}
 }
+
+// TestStreamReconnectsAfterACut: a connection cut under the stream (a
+// transport error, Unavailable) makes it reconnect and resend what was
+// not durable.
+func TestStreamReconnectsAfterACut(t *testing.T) {
+	f, addr := startFake(t, "")
+	p := StartCutProxy(t, addr)
+	c := dialT(t, p.Addr)
+	recs := testBatches(t, 6, 5)
+	s, err := c.Stream(context.Background(), "sink", "w", fastRetry)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeAll(t, s, 0, recs[:3])
+	testpoll.Until(t, "the fake to receive 3 batches", func() bool {
+		conns := f.streamConns()
+		return len(conns) == 1 && len(conns[0]) == 3
+	})
+	p.Cut()
+	writeAll(t, s, 3, recs[3:])
+	if err := s.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if committed, _ := f.writerState("w"); !slices.Equal(committed, seqs(0, 5)) {
+		t.Errorf("committed %v, want 0..5", committed)
+	}
+	if conns := f.streamConns(); len(conns) != 2 || !slices.Equal(conns[1], seqs(0, 5)) {
+		t.Errorf("connections received %v, want a second one with everything (nothing was durable)", conns)
+	}
+}
