@@ -12,12 +12,13 @@ import (
 // through the proxy, which keeps accepting.
 type CutProxy struct {
 	Addr string
-	to   string
 	lis  net.Listener
 
-	mu    sync.Mutex
-	conns []net.Conn
-	wg    sync.WaitGroup
+	mu       sync.Mutex
+	to       string
+	conns    []net.Conn
+	accepted int
+	wg       sync.WaitGroup
 }
 
 // StartCutProxy proxies 127.0.0.1:0 to addr until the test ends. It is
@@ -46,13 +47,17 @@ func (p *CutProxy) accept() {
 		if err != nil {
 			return
 		}
-		out, err := net.Dial("tcp", p.to)
+		p.mu.Lock()
+		to := p.to
+		p.mu.Unlock()
+		out, err := net.Dial("tcp", to)
 		if err != nil {
 			_ = in.Close()
 			continue
 		}
 		p.mu.Lock()
 		p.conns = append(p.conns, in, out)
+		p.accepted++
 		p.mu.Unlock()
 		p.wg.Add(2)
 		go p.pipe(in, out)
@@ -66,6 +71,20 @@ func (p *CutProxy) pipe(dst, src net.Conn) {
 	_, _ = io.Copy(dst, src)
 	_ = dst.Close()
 	_ = src.Close()
+}
+
+// SetTarget sends the next connections to addr (a restarted server).
+func (p *CutProxy) SetTarget(addr string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.to = addr
+}
+
+// Accepted returns how many connections reached the server.
+func (p *CutProxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
 }
 
 // Cut closes every connection made so far.
