@@ -37,6 +37,7 @@ type streamConfig struct {
 	schema       *arrow.Schema
 	maxInflight  int64
 	onDurable    func(seq int64)
+	onReconnect  func(err error, pause time.Duration)
 	backoffFirst time.Duration
 	backoffCap   time.Duration
 }
@@ -64,6 +65,14 @@ func WithMaxInflightBytes(n int64) StreamOption {
 // fn).
 func WithOnDurable(fn func(seq int64)) StreamOption {
 	return func(c *streamConfig) { c.onDurable = fn }
+}
+
+// WithOnReconnect calls fn each time a connection of the stream failed
+// with Unavailable, with its error and the pause before the next one (to
+// log it: a stream reconnects without telling its caller otherwise), on
+// the Stream's own goroutine: fn must return quickly.
+func WithOnReconnect(fn func(err error, pause time.Duration)) StreamOption {
+	return func(c *streamConfig) { c.onReconnect = fn }
 }
 
 // WithReconnectBackoff sets the pause before reconnecting: first, doubling
@@ -376,7 +385,11 @@ func (s *Stream) run() {
 		s.mu.Unlock()
 		// Jitter spreads the reconnections of many clients of a
 		// restarting server.
-		t := time.NewTimer(pause/2 + rand.N(pause/2+1))
+		wait := pause/2 + rand.N(pause/2+1)
+		if s.cfg.onReconnect != nil {
+			s.cfg.onReconnect(err, wait)
+		}
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-s.ctx.Done():

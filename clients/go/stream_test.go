@@ -95,8 +95,10 @@ func TestStreamResumesAfterUnavailable(t *testing.T) {
 			recs := testBatches(t, 10, 5)
 			var mu sync.Mutex
 			var hooked []int64
+			var reconnects []error
 			s, err := c.Stream(context.Background(), "sink", "collector", fastRetry,
-				WithOnDurable(func(seq int64) { mu.Lock(); hooked = append(hooked, seq); mu.Unlock() }))
+				WithOnDurable(func(seq int64) { mu.Lock(); hooked = append(hooked, seq); mu.Unlock() }),
+				WithOnReconnect(func(err error, _ time.Duration) { reconnects = append(reconnects, err) }))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -111,6 +113,9 @@ func TestStreamResumesAfterUnavailable(t *testing.T) {
 			conns := f.streamConns()
 			if len(conns) != 2 || !slices.Equal(conns[1], seqs(tt.resentFrom, 9)) {
 				t.Errorf("connections received %v, want two, the second from seq %d on", conns, tt.resentFrom)
+			}
+			if len(reconnects) != tt.refuseOpens+1 || status.Code(reconnects[0]) != codes.Unavailable {
+				t.Errorf("OnReconnect saw %v, want %d Unavailable errors", reconnects, tt.refuseOpens+1)
 			}
 			if !slices.IsSorted(hooked) || len(hooked) == 0 || hooked[len(hooked)-1] != 9 {
 				t.Errorf("OnDurable saw %v, want increasing seqs up to 9", hooked)

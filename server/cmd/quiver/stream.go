@@ -15,6 +15,7 @@ import (
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
 	"github.com/quiver-ingest/quiver/clients/go/quiverflag"
+	"github.com/quiver-ingest/quiver/internal/redact"
 )
 
 // stdin is where quiver stream reads; tests replace it.
@@ -74,7 +75,10 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	defer c.Close()
 	// Opening with the schema tells the writer's durable seq even for an
 	// input without batches.
-	s, err := c.Stream(ctx, *endpoint, *writer, quiver.WithStreamSchema(rdr.Schema()))
+	reconnecting := quiver.WithOnReconnect(func(err error, pause time.Duration) {
+		fmt.Fprintf(stderr, "quiver stream: %s; reconnecting in %s\n", redact.Text(err.Error()), pause.Round(time.Millisecond))
+	})
+	s, err := c.Stream(ctx, *endpoint, *writer, quiver.WithStreamSchema(rdr.Schema()), reconnecting)
 	if err != nil {
 		return err
 	}
