@@ -266,9 +266,11 @@ func (s *Stream) Version() (version int64, ok bool) {
 // Close ends the stream: it sends what is not sent yet, ends its side and
 // waits for the server's closed answer, which comes once the server has
 // committed the rest, so a nil error means every written batch is
-// durable. If ctx ends first, Close aborts the stream (the batches not
-// durable are not committed) and returns ctx's error. Either way every
-// retained batch is released. Calling Close again returns the same result.
+// durable. If ctx ends first, Close cancels the stream and returns ctx's
+// error: the server still commits the batches it received, and a new
+// Stream of the writer learns from its opening how far ([Stream.Durable]).
+// Either way every retained batch is released. Calling Close again returns
+// the same result.
 func (s *Stream) Close(ctx context.Context) error {
 	s.mu.Lock()
 	if s.schema == nil {

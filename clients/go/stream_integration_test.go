@@ -6,7 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	quiver "github.com/quiver-ingest/quiver/clients/go"
 	"github.com/quiver-ingest/quiver/server"
@@ -163,4 +167,73 @@ func TestIntegrationStream(t *testing.T) {
 	if epoch, ok, err := c.CommittedEpoch(ctx, "events", "collector-7"); err != nil || !ok || epoch != 11 {
 		t.Errorf("CommittedEpoch = %d, %v, %v; want 11", epoch, ok, err)
 	}
+}
+
+// TestIntegrationStreamFinalErrors: the real server's fencing and
+// writer-name rules end a Stream with their status, without reconnecting.
+func TestIntegrationStreamFinalErrors(t *testing.T) {
+	dir := t.TempDir()
+	srv := startQuiverIn(t, dir)
+	c := dial(t, srv.FlightAddr())
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+
+	// A second stream of the writer fences the first, whose rows the
+	// server received are still committed: the second one's opening
+	// answer says how far, 2 or 3 (the last Write may not have been sent
+	// yet).
+	first, err := c.Stream(ctx, "events", "collector-7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeBatches(t, first, 0, 3)
+	if err := first.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeBatches(t, first, 3, 1)
+	second, err := c.Stream(ctx, "events", "collector-7", quiver.WithStreamSchema(ordersSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opened := second.Durable()
+	if err := first.Flush(ctx); status.Code(err) != codes.Aborted {
+		t.Errorf("flush of the fenced stream: %v, want Aborted", err)
+	}
+	if _, err := first.Write(ctx, emptyOrders(t)); status.Code(err) != codes.Aborted {
+		t.Errorf("write to the fenced stream: %v, want Aborted", err)
+	}
+	if err := first.Close(ctx); status.Code(err) != codes.Aborted {
+		t.Errorf("close of the fenced stream: %v, want Aborted", err)
+	}
+	if opened != 2 && opened != 3 {
+		t.Fatalf("the second stream opened at durable seq %d, want 2 or 3", opened)
+	}
+	writeBatches(t, second, opened+1, 1)
+	if err := second.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if rows, txn := deltaTable(t, dir, "events", "collector-7"); rows != 100*(opened+2) || txn != opened+1 {
+		t.Errorf("table: %d rows, txn %d; want %d and %d", rows, txn, 100*(opened+2), opened+1)
+	}
+
+	// A writer of epoch transactions cannot stream, and the other way round.
+	if _, err := c.Begin(ctx, "job", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Stream(ctx, "events", "job", quiver.WithStreamSchema(ordersSchema)); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("stream of a transaction writer: %v, want FailedPrecondition", err)
+	}
+	if _, err := c.Begin(ctx, "collector-7", 1, 0); status.Code(err) != codes.FailedPrecondition {
+		t.Errorf("begin of a stream writer: %v, want FailedPrecondition", err)
+	}
+}
+
+// emptyOrders is a batch of ordersSchema without rows.
+func emptyOrders(t *testing.T) arrow.RecordBatch {
+	t.Helper()
+	b := array.NewRecordBuilder(memory.DefaultAllocator, ordersSchema)
+	defer b.Release()
+	rec := b.NewRecordBatch()
+	t.Cleanup(rec.Release)
+	return rec
 }
