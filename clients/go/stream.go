@@ -83,7 +83,7 @@ func WithReconnectBackoff(first, limit time.Duration) StreamOption {
 }
 
 // Stream is one writer's continuous stream to an endpoint
-// (docs/clients.md, "Go: continuous streams"): a long-lived DoPut whose
+// (docs/clients.md, "Continuous streams"): a long-lived DoPut whose
 // batches the server commits every commit interval, together with the
 // endpoint's other streams, and acknowledges as durable.
 //
