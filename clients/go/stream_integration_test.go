@@ -28,24 +28,25 @@ const streamEndpoints = `endpoints:
     stream: {commit_interval: 100ms}
 `
 
-// startQuiverIn runs the whole server (config, sinks, Flight service) on
-// 127.0.0.1:0 with its files under dir, shut down at cleanup (or before)
-// with a checked allocator left empty.
-func startQuiverIn(t *testing.T, dir string) *server.Server {
-	t.Helper()
+// startStreamServer runs the whole server (config, sinks, Flight
+// service) on 127.0.0.1:0 with its files under dir; it panics on failure
+// (examples have no *testing.T). Shut it down with Shutdown.
+func startStreamServer(dir string, mem memory.Allocator) *server.Server {
 	doc := "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: data\n" + streamEndpoints
 	cfg, err := config.Parse([]byte(doc), dir, server.Sinks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	must(err)
 	srv, err := server.New(cfg, server.Options{Allocator: mem})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Start(t.Context()); err != nil {
-		t.Fatal(err)
-	}
+	must(err)
+	must(srv.Start(context.Background()))
+	return srv
+}
+
+// startQuiverIn is startStreamServer for t, shut down at cleanup (or
+// before) with a checked allocator left empty.
+func startQuiverIn(t *testing.T, dir string) *server.Server {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	srv := startStreamServer(dir, mem)
 	t.Cleanup(func() {
 		shutdown(t, srv)
 		mem.AssertSize(t, 0)
