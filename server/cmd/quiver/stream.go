@@ -73,11 +73,11 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	defer c.Close()
-	// Opening with the schema tells the writer's durable seq even for an
-	// input without batches.
 	reconnecting := quiver.WithOnReconnect(func(err error, pause time.Duration) {
 		fmt.Fprintf(stderr, "quiver stream: %s; reconnecting in %s\n", redact.Text(err.Error()), pause.Round(time.Millisecond))
 	})
+	// Opening with the schema tells the writer's durable seq even for an
+	// input without batches.
 	s, err := c.Stream(ctx, *endpoint, *writer, quiver.WithStreamSchema(rdr.Schema()), reconnecting)
 	if err != nil {
 		return err
