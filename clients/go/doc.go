@@ -3,7 +3,7 @@
 //
 // A [Client] holds one gRPC connection; it is safe for concurrent use, and
 // several Puts may stream over it at once (more connections do not make
-// loopback ingestion faster). Two ways to write:
+// loopback ingestion faster). Three ways to write:
 //
 //   - [Client.Put] is an auto-commit stream: every batch of the reader lands
 //     in one sink commit when the stream ends, or nothing does. Retrying a
@@ -17,11 +17,20 @@
 //     that already committed succeeds and changes nothing
 //     ([TxnStatus.Replayed]), so a pipeline that replays after a crash gets
 //     exactly-once delivery without special cases.
+//   - [Client.Stream] is a continuous stream for a producer that never
+//     ends (a collector, a log shipper): [Stream.Write] batches one at a
+//     time, the server commits them every commit interval, together with
+//     the endpoint's other streams, and the Stream retains each batch until
+//     it is durable. It reconnects by itself when the server or the network
+//     fails and resends only what is not durable, so each batch lands
+//     exactly once; [Stream.Durable] tells where the writer stands.
 //
 // The wire protocol is plain Arrow Flight (docs/flight.md and
 // docs/transactions.md): DoPut with a PATH descriptor
 // ["<endpoint>"] or a CMD descriptor {"endpoint","writer","epoch","attempt"}, one
-// PutResult per batch plus a final one, and JSON DoActions. Any Flight
+// PutResult per batch plus a final one, a CMD descriptor
+// {"endpoint","writer","stream":true} for continuous streams (batches carry
+// {"seq":N}, answers say which seq is durable), and JSON DoActions. Any Flight
 // client (pyarrow.flight, Java, Rust) can do the same; this package only
 // spares Go callers the JSON.
 //

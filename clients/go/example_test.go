@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log"
+	"os"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -128,4 +129,53 @@ func ExampleClient_CommittedEpoch() {
 	}
 	fmt.Println(epoch, ok)
 	// Output: 0 false
+}
+
+// A collector writes batches as they come through a continuous stream:
+// the server commits them every commit interval, and after a reconnection
+// the Stream resends only what was not durable, so each lands once.
+func ExampleClient_Stream() {
+	dir, err := os.MkdirTemp("", "quiver-example-")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	srv := startStreamServer(dir, memory.DefaultAllocator) // a Delta endpoint "events" taking streams
+	defer srv.Shutdown(context.Background())
+	ctx := context.Background()
+	c, err := quiver.Dial(srv.FlightAddr())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+
+	r := orders(100)
+	defer r.Release()
+	// With the schema the stream opens at once: Durable tells where the
+	// writer stands (-1: nothing yet), so a restarted collector knows
+	// where its source resumes.
+	s, err := c.Stream(ctx, "events", "collector-7", quiver.WithStreamSchema(r.Schema()))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("durable before:", s.Durable())
+	for r.Next() {
+		for range 3 {
+			seq, err := s.Write(ctx, r.RecordBatch()) // queued; the Stream keeps it until durable
+			if err != nil {
+				log.Fatal(err) // final: Aborted (fenced), InvalidArgument, FailedPrecondition
+			}
+			fmt.Println("wrote seq", seq)
+		}
+	}
+	if err := s.Close(ctx); err != nil { // waits until every batch is durable
+		log.Fatal(err)
+	}
+	fmt.Println("durable after:", s.Durable())
+	// Output:
+	// durable before: -1
+	// wrote seq 0
+	// wrote seq 1
+	// wrote seq 2
+	// durable after: 2
 }

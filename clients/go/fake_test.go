@@ -34,6 +34,9 @@ type fakeServer struct {
 	lastCmd   []byte // the last DoPut's CMD descriptor
 	begins    int    // begin actions answered so far (attempt ids)
 	busy      int    // begins to refuse as "still ending: retry shortly"
+	streams   fakeStreams
+
+	wg sync.WaitGroup // continuous streams' reading goroutines
 }
 
 // startFake runs a fake on 127.0.0.1:0 (stopped in t.Cleanup) and returns
@@ -43,6 +46,7 @@ func startFake(t *testing.T, token string) (*fakeServer, string) {
 	f := &fakeServer{
 		mem: memory.NewCheckedAllocator(memory.DefaultAllocator), token: token,
 		staged: map[string]int64{}, committed: map[string]int64{},
+		streams: fakeStreams{writers: map[string]*fakeWriter{}, failAfter: -1, commit: make(chan struct{})},
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -67,6 +71,7 @@ func startFake(t *testing.T, token string) (*fakeServer, string) {
 	t.Cleanup(func() {
 		gs.Stop()
 		<-done
+		f.wg.Wait()
 		f.mem.(*memory.CheckedAllocator).AssertSize(t, 0)
 	})
 	return f, lis.Addr().String()
@@ -96,11 +101,11 @@ func (f *fakeServer) doPut(stream flight.FlightService_DoPutServer) error {
 	if err != nil {
 		return err
 	}
-	defer rdr.Release()
 	desc := rdr.LatestFlightDescriptor()
 	var cmd struct {
 		Endpoint, Writer string
 		Epoch            int64
+		Stream           bool
 	}
 	switch desc.GetType() {
 	case flight.DescriptorPATH:
@@ -110,9 +115,14 @@ func (f *fakeServer) doPut(stream flight.FlightService_DoPutServer) error {
 		f.lastCmd = desc.GetCmd()
 		f.mu.Unlock()
 		if err := json.Unmarshal(desc.GetCmd(), &cmd); err != nil {
+			rdr.Release()
 			return status.Errorf(codes.InvalidArgument, "fake: bad cmd: %v", err)
 		}
 	}
+	if cmd.Stream {
+		return f.doStream(stream, rdr, cmd.Endpoint, cmd.Writer)
+	}
+	defer rdr.Release()
 	var batches, rows int64
 	for rdr.Next() {
 		if cmd.Endpoint == "reject" && batches == 1 {

@@ -30,8 +30,15 @@ func startQuiver(t *testing.T) string {
 // startQuiverServer is startQuiver returning the server.
 func startQuiverServer(t *testing.T) *server.Server {
 	t.Helper()
+	return startQuiverWith(t, "endpoints:\n  - name: devnull\n    sink: discard\n")
+}
+
+// startQuiverWith is startQuiverServer with the config's endpoints
+// section, whose files go under a temporary folder.
+func startQuiverWith(t *testing.T, endpoints string) *server.Server {
+	t.Helper()
 	dir := t.TempDir()
-	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nendpoints:\n  - name: devnull\n    sink: discard\n", dir)
+	yaml := fmt.Sprintf("listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\n%s", dir, endpoints)
 	cfg, err := config.Parse([]byte(yaml), dir, server.Sinks())
 	if err != nil {
 		t.Fatal(err)

@@ -1,7 +1,7 @@
 // Command quiver is the Quiver server and its command-line client.
 //
-// Commands (docs/cli.md): serve, check, endpoints, put, action, status,
-// bench, version. Results go to stdout (JSON where it is data), errors to stderr
+// Commands (docs/cli.md): serve, check, endpoints, put, stream, action,
+// status, bench, version. Results go to stdout (JSON where it is data), errors to stderr
 // with a non-zero exit status.
 package main
 
@@ -33,6 +33,7 @@ func commands() map[string]command {
 		"check":     {"validate the config and probe every endpoint's sink", runCheck},
 		"endpoints": {"list the server's endpoints", runEndpoints},
 		"put":       {"send Arrow IPC or Parquet files to an endpoint", runPut},
+		"stream":    {"send an Arrow IPC stream from stdin through a continuous stream", runStream},
 		"action":    {"run a DoAction and print its JSON result", runAction},
 		"status":    {"show the server's status page in the terminal", runStatus},
 		"bench":     {"run the benchmark harness (same flags as quiverbench)", runBench},
@@ -84,7 +85,7 @@ type usageError struct{ error }
 func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "usage: quiver <command> [flags]")
 	fmt.Fprintln(w)
-	for _, name := range []string{"serve", "check", "endpoints", "put", "action", "status", "bench", "version"} {
+	for _, name := range []string{"serve", "check", "endpoints", "put", "stream", "action", "status", "bench", "version"} {
 		fmt.Fprintf(w, "  %-10s %s\n", name, cmds[name].summary)
 	}
 	fmt.Fprintln(w, "\nRun 'quiver <command> -h' for a command's flags.")
