@@ -134,6 +134,12 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 	ps.guard.armIdle(s.idle, func() bool {
 		return ps.unacked.Load() > 0 || time.Since(time.Unix(0, ps.acked.Load())) < s.idle
 	}, func() {
+		if ps.seqs {
+			// A quiet collector is not a failure: what it sent is
+			// committed, and its client reconnects when it has more.
+			cancel(writers.Errorf(writers.ErrUnavailable, "doput: endpoint %q: no message for %s (limits.stream_idle_timeout): the continuous stream was ended, what it sent is committed; reconnect to send more", ep.Name, s.idle))
+			return
+		}
 		cancel(fmt.Errorf("doput: endpoint %q: no message for %s (limits.stream_idle_timeout): the stream was cancelled and rolled back: %w", ep.Name, s.idle, context.DeadlineExceeded))
 	})
 	s.receivers.Add(1)

@@ -314,6 +314,27 @@ func TestContinuousStreamKafka(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
+// TestContinuousStreamIdle: a continuous stream quiet for
+// limits.stream_idle_timeout ends with Unavailable (its client
+// reconnects), and what it sent is committed.
+func TestContinuousStreamIdle(t *testing.T) {
+	dir := t.TempDir()
+	s := startServerIn(t, dir, "limits: {stream_idle_timeout: 300ms}\n"+continuousDelta)
+	conn := dial(t, s.FlightAddr())
+	r, _ := openRawStream(t, t.Context(), conn, "events", "quiet")
+	if err := r.send(t, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	for range r.answers {
+	}
+	if err := <-r.done; status.Code(err) != codes.Unavailable || !strings.Contains(err.Error(), "what it sent is committed") {
+		t.Fatalf("an idle continuous stream ended with %v, want Unavailable saying its rows are committed", err)
+	}
+	if rows, seq := tableRows(t, s, dir, "events", "quiet"); rows != 10 || seq != 0 {
+		t.Fatalf("table: %d rows, seq %d; want 10 rows at seq 0", rows, seq)
+	}
+}
+
 // TestContinuousStreamsShareCommits: many writers' streams land in few
 // commits, each recording every advanced writer.
 func TestContinuousStreamsShareCommits(t *testing.T) {
