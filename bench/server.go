@@ -22,8 +22,14 @@ const stopTimeout = time.Minute
 // "  - "). dir is the folder the configuration is read relative to. The
 // caller stops the server with Stop.
 func Start(ctx context.Context, dir, dataDir, endpoints string) (*server.Server, error) {
+	return StartWith(ctx, dir, dataDir, "", endpoints)
+}
+
+// StartWith is Start with more top-level YAML (whole lines, such as
+// "limits: {max_message_bytes: 4MiB}\n").
+func StartWith(ctx context.Context, dir, dataDir, top, endpoints string) (*server.Server, error) {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nlog: {level: warn}\nendpoints:\n", dataDir)
+	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nhttp_listen: 127.0.0.1:0\ndata_dir: %s\nlog: {level: warn}\n%sendpoints:\n", dataDir, top)
 	b.WriteString(endpoints)
 	reg := server.Sinks()
 	cfg, err := config.Parse([]byte(b.String()), dir, reg)

@@ -58,6 +58,7 @@ type Options struct {
 	every          time.Duration
 	duration       time.Duration
 	commitInterval time.Duration
+	maxMessage     int64
 	kinds          string
 	dir            string
 	keep           bool
@@ -70,6 +71,7 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.every, "every", 100*time.Millisecond, "each client sends one batch this often")
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "how long the clients send")
 	fs.DurationVar(&o.commitInterval, "commit-interval", time.Second, "stream.commit_interval of the continuous streams' endpoint")
+	fs.Int64Var(&o.maxMessage, "max-message-bytes", 4<<20, "limits.max_message_bytes: every open stream reserves this (plus 1 MiB) of its endpoint's memory share while it waits for its next message, so many streams need it small")
 	fs.StringVar(&o.kinds, "kinds", "stream,auto", "which puts to measure: stream (continuous streams), auto (one auto-commit put per batch)")
 	fs.StringVar(&o.dir, "dir", "", "folder for the tables and the journal (default: a temporary folder)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary folder")
@@ -105,7 +107,7 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 	}
 	endpoints := fmt.Sprintf("  - name: stream\n    sink: delta\n    delta: {table_uri: %q}\n    stream: {commit_interval: %s}\n  - name: auto\n    sink: delta\n    delta: {table_uri: %q}\n",
 		"file://"+filepath.Join(dir, "stream"), o.commitInterval, "file://"+filepath.Join(dir, "auto"))
-	srv, err := bench.Start(ctx, dir, filepath.Join(dir, "data"), endpoints)
+	srv, err := bench.StartWith(ctx, dir, filepath.Join(dir, "data"), fmt.Sprintf("limits: {max_message_bytes: %d}\n", o.maxMessage), endpoints)
 	if err != nil {
 		return err
 	}
@@ -192,21 +194,25 @@ func paced(ctx context.Context, start time.Time, o Options, send func(seq int64)
 	return nil
 }
 
-// runStreams runs o.streams continuous streams, in plain Flight.
+// runStreams runs o.streams continuous streams, in plain Flight, each on
+// a connection of its own like a fleet of collectors.
 func runStreams(ctx context.Context, addr string, batch arrow.RecordBatch, o Options, log io.Writer) (result, error) {
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return result{}, err
-	}
-	defer conn.Close()
 	load := &clientLoad{first: time.Now()}
 	errs := make([]error, o.streams)
 	var wg sync.WaitGroup
 	for i := range o.streams {
-		wg.Go(func() { errs[i] = oneStream(ctx, conn, fmt.Sprintf("collector-%d", i), batch, o, load) })
+		wg.Go(func() {
+			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer conn.Close()
+			errs[i] = oneStream(ctx, conn, fmt.Sprintf("collector-%d", i), batch, o, load)
+		})
 	}
 	wg.Wait()
-	fmt.Fprintf(log, "collector: %d continuous streams done\n", o.streams)
+	fmt.Fprintf(log, "collector: %d continuous streams done: %d rows durable, the last %s after the first send\n", o.streams, load.rows, load.last.Sub(load.first).Round(time.Millisecond))
 	return load.result("stream", o), errors.Join(errs...)
 }
 
