@@ -18,7 +18,7 @@ PKGS      := ./...
 TESTFLAGS ?= -race -timeout 15m
 GOLDEN_VENV ?= .venv-golden
 
-.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-optimize bench-lance-merge bench-lance-append bench-python lance-probe k8s-schemas generate lint fmt docker clean golden lance-fixtures
+.PHONY: build run test test-go test-short test-interop venv bench bench-delta bench-optimize bench-lance-merge bench-lance-append bench-collector bench-python lance-probe k8s-schemas generate lint fmt docker clean golden lance-fixtures
 
 build:
 	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN) ./server/cmd/quiver
@@ -109,6 +109,15 @@ bench-lance-merge: build venv
 # (bench/lance_append_vs_pylance.py; docs/lance.md). Not part of make test.
 bench-lance-append: build venv
 	.venv/bin/python bench/lance_append_vs_pylance.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
+
+# Continuous streams from a fleet of collectors (100 streams x 1,000-row batches
+# every 100 ms) into a Delta table while delta-rs polls it, then the same load as
+# one auto-commit put per batch (bench/collector_reader.py; docs/benchmarks.md).
+# Not part of make test. quiverbench's options with BENCH_ARGS, e.g.
+# BENCH_ARGS='--commit-interval 200ms' or BENCH_ARGS='--store s3 --servers 3'.
+bench-collector: build venv
+	$(GO) build -o bin/quiverbench ./bench/cmd/quiverbench
+	.venv/bin/python bench/collector_reader.py --quiverbench $(CURDIR)/bin/quiverbench -- $(BENCH_ARGS)
 
 # Python clients (pyarrow.flight, ADBC's Flight SQL driver, the quiver
 # package) into Quiver's discard endpoint against pyarrow.flight into the bare

@@ -41,11 +41,14 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/quiver-ingest/quiver/bench"
 	"github.com/quiver-ingest/quiver/bench/workload"
 	quiver "github.com/quiver-ingest/quiver/clients/go"
+	"github.com/quiver-ingest/quiver/internal/emulator"
 	"github.com/quiver-ingest/quiver/server/config"
 	"github.com/quiver-ingest/quiver/writers/delta/deltalog"
 	"github.com/quiver-ingest/quiver/writers/storage"
@@ -60,6 +63,8 @@ type Options struct {
 	commitInterval time.Duration
 	maxMessage     int64
 	kinds          string
+	store          string
+	servers        int
 	dir            string
 	keep           bool
 }
@@ -72,6 +77,8 @@ func (o *Options) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&o.duration, "duration", 20*time.Second, "how long the clients send")
 	fs.DurationVar(&o.commitInterval, "commit-interval", time.Second, "stream.commit_interval of the continuous streams' endpoint")
 	fs.Int64Var(&o.maxMessage, "max-message-bytes", 4<<20, "limits.max_message_bytes: every open stream reserves this (plus 1 MiB) of its endpoint's memory share while it waits for its next message, so many streams need it small")
+	fs.StringVar(&o.store, "store", "file", "where the tables live: file (a local folder) or s3 (moto, from .venv: make venv)")
+	fs.IntVar(&o.servers, "servers", 1, "Quiver servers serving the same tables, each committing its own streams once per interval; clients spread over them")
 	fs.StringVar(&o.kinds, "kinds", "stream,auto", "which puts to measure: stream (continuous streams), auto (one auto-commit put per batch)")
 	fs.StringVar(&o.dir, "dir", "", "folder for the tables and the journal (default: a temporary folder)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the temporary folder")
@@ -85,6 +92,7 @@ func Scenario() bench.Scenario {
 // result is one kind of put's measurement.
 type result struct {
 	kind               string
+	durable            int64   // rows the clients were answered durable
 	offered, sustained float64 // rows/s
 	p50, p99           time.Duration
 	versions           int64
@@ -94,8 +102,8 @@ type result struct {
 }
 
 func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
-	if o.streams < 1 || o.batchRows < 1 || o.every <= 0 || o.duration <= 0 {
-		return errors.New("collector: --streams, --batch-rows, --every and --duration must be positive")
+	if o.streams < 1 || o.batchRows < 1 || o.every <= 0 || o.duration <= 0 || o.servers < 1 {
+		return errors.New("collector: --streams, --batch-rows, --every, --duration and --servers must be positive")
 	}
 	dir := o.dir
 	if dir == "" {
@@ -105,13 +113,22 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 		}
 		defer remove()
 	}
-	endpoints := fmt.Sprintf("  - name: stream\n    sink: delta\n    delta: {table_uri: %q}\n    stream: {commit_interval: %s}\n  - name: auto\n    sink: delta\n    delta: {table_uri: %q}\n",
-		"file://"+filepath.Join(dir, "stream"), o.commitInterval, "file://"+filepath.Join(dir, "auto"))
-	srv, err := bench.StartWith(ctx, dir, filepath.Join(dir, "data"), fmt.Sprintf("limits: {max_message_bytes: %d}\n", o.maxMessage), endpoints)
+	uri, stop, err := tables(ctx, o.store, dir)
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, bench.Stop(ctx, srv)) }()
+	defer stop()
+	endpoints := fmt.Sprintf("  - name: stream\n    sink: delta\n    delta: {table_uri: %q}\n    stream: {commit_interval: %s}\n  - name: auto\n    sink: delta\n    delta: {table_uri: %q}\n",
+		uri("stream"), o.commitInterval, uri("auto"))
+	addrs := make([]string, o.servers)
+	for i := range o.servers {
+		srv, err := bench.StartWith(ctx, dir, filepath.Join(dir, fmt.Sprint("data", i)), fmt.Sprintf("limits: {max_message_bytes: %d}\n", o.maxMessage), endpoints)
+		if err != nil {
+			return err
+		}
+		defer func() { err = errors.Join(err, bench.Stop(ctx, srv)) }()
+		addrs[i] = srv.FlightAddr()
+	}
 
 	batches, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, int64(o.batchRows), o.batchRows)
 	if err != nil {
@@ -126,9 +143,9 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 		var r result
 		switch kind {
 		case "stream":
-			r, err = runStreams(ctx, srv.FlightAddr(), batch, o, log)
+			r, err = runStreams(ctx, addrs, batch, o, log)
 		case "auto":
-			r, err = runPuts(ctx, srv.FlightAddr(), batch, o, log)
+			r, err = runPuts(ctx, addrs, batch, o, log)
 		default:
 			return fmt.Errorf("collector: --kinds: unknown kind %q (stream, auto)", kind)
 		}
@@ -136,12 +153,44 @@ func run(ctx context.Context, o Options, out, log io.Writer) (err error) {
 			return fmt.Errorf("collector: %s: %w", kind, err)
 		}
 		r.peakRSS = bench.PeakRSS()
-		if r.versions, r.files, r.rows, err = tableStats(ctx, filepath.Join(dir, kind)); err != nil {
+		if r.versions, r.files, r.rows, err = tableStats(ctx, uri(kind)); err != nil {
 			return err
+		}
+		if r.rows != r.durable {
+			return fmt.Errorf("collector: %s: the table holds %d rows, the clients were answered %d durable: rows lost or doubled", kind, r.rows, r.durable)
 		}
 		results = append(results, r)
 	}
 	return report(out, o, results)
+}
+
+// tables returns where the table of each kind of put lives: under dir, or
+// in a fresh bucket of moto started here (stopped by stop).
+func tables(ctx context.Context, store, dir string) (uri func(kind string) string, stop func(), err error) {
+	switch store {
+	case "file":
+		return func(kind string) string { return "file://" + filepath.Join(dir, kind) }, func() {}, nil
+	case "s3":
+		s3, err := emulator.StartS3()
+		if err != nil {
+			return nil, nil, fmt.Errorf("collector: start moto: %w", err)
+		}
+		// gocloud reads the credentials from the environment.
+		for _, kv := range s3.Env() {
+			k, v, _ := strings.Cut(kv, "=")
+			if err := os.Setenv(k, v); err != nil {
+				s3.Stop()
+				return nil, nil, err
+			}
+		}
+		bucket, err := s3.NewBucket(ctx)
+		if err != nil {
+			s3.Stop()
+			return nil, nil, err
+		}
+		return func(kind string) string { return s3.URI(bucket, kind) }, func() { s3.Stop() }, nil
+	}
+	return nil, nil, fmt.Errorf("collector: --store %q: use file or s3", store)
 }
 
 // clientLoad is what every client of a kind does: send the batch every
@@ -167,7 +216,7 @@ func (l *clientLoad) durable(sent time.Time, rows int64) {
 }
 
 func (l *clientLoad) result(kind string, o Options) result {
-	r := result{kind: kind, offered: float64(o.streams*o.batchRows) / o.every.Seconds()}
+	r := result{kind: kind, offered: float64(o.streams*o.batchRows) / o.every.Seconds(), durable: l.rows}
 	r.seconds = l.last.Sub(l.first).Seconds()
 	if r.seconds > 0 {
 		r.sustained = float64(l.rows) / r.seconds
@@ -196,13 +245,13 @@ func paced(ctx context.Context, start time.Time, o Options, send func(seq int64)
 
 // runStreams runs o.streams continuous streams, in plain Flight, each on
 // a connection of its own like a fleet of collectors.
-func runStreams(ctx context.Context, addr string, batch arrow.RecordBatch, o Options, log io.Writer) (result, error) {
+func runStreams(ctx context.Context, addrs []string, batch arrow.RecordBatch, o Options, log io.Writer) (result, error) {
 	load := &clientLoad{first: time.Now()}
 	errs := make([]error, o.streams)
 	var wg sync.WaitGroup
 	for i := range o.streams {
 		wg.Go(func() {
-			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+			conn, err := grpc.NewClient(addrs[i%len(addrs)], grpc.WithTransportCredentials(insecure.NewCredentials()))
 			if err != nil {
 				errs[i] = err
 				return
@@ -283,30 +332,37 @@ func oneStream(ctx context.Context, conn *grpc.ClientConn, writer string, batch 
 	return <-answered
 }
 
-// runPuts runs o.streams clients each doing one auto-commit put per batch.
-func runPuts(ctx context.Context, addr string, batch arrow.RecordBatch, o Options, log io.Writer) (result, error) {
-	c, err := quiver.Dial(addr)
-	if err != nil {
-		return result{}, err
+// runPuts runs o.streams clients each doing one auto-commit put per batch,
+// on one connection per server.
+func runPuts(ctx context.Context, addrs []string, batch arrow.RecordBatch, o Options, log io.Writer) (result, error) {
+	clients := make([]*quiver.Client, len(addrs))
+	for i, addr := range addrs {
+		c, err := quiver.Dial(addr)
+		if err != nil {
+			return result{}, err
+		}
+		defer c.Close()
+		clients[i] = c
 	}
-	defer c.Close()
 	load := &clientLoad{first: time.Now()}
 	errs := make([]error, o.streams)
 	var wg sync.WaitGroup
 	for i := range o.streams {
+		c := clients[i%len(clients)]
 		wg.Go(func() {
 			errs[i] = paced(ctx, load.first, o, func(int64) error {
 				sent := time.Now()
-				rdr, err := array.NewRecordReader(batch.Schema(), []arrow.RecordBatch{batch})
-				if err != nil {
-					return err
+				for {
+					err := putOnce(ctx, c, batch)
+					if status.Code(err) == codes.Aborted { // lost the commit race: nothing published, send again
+						continue
+					}
+					if err != nil {
+						return err
+					}
+					load.durable(sent, batch.NumRows())
+					return nil
 				}
-				defer rdr.Release()
-				if _, err := c.Put(ctx, "auto", rdr); err != nil {
-					return err
-				}
-				load.durable(sent, batch.NumRows())
-				return nil
 			})
 		})
 	}
@@ -315,13 +371,21 @@ func runPuts(ctx context.Context, addr string, batch arrow.RecordBatch, o Option
 	return load.result("auto", o), errors.Join(errs...)
 }
 
-// tableStats reads the Delta table at root: its versions, data files and
-// rows.
-func tableStats(ctx context.Context, root string) (versions, files, rows int64, err error) {
-	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
-		return 0, 0, 0, nil
+// putOnce sends batch as one auto-commit put.
+func putOnce(ctx context.Context, c *quiver.Client, batch arrow.RecordBatch) error {
+	rdr, err := array.NewRecordReader(batch.Schema(), []arrow.RecordBatch{batch})
+	if err != nil {
+		return err
 	}
-	b, err := storage.Open(ctx, "file://"+root, storage.Options{})
+	defer rdr.Release()
+	_, err = c.Put(ctx, "auto", rdr)
+	return err
+}
+
+// tableStats reads the Delta table at uri: its versions, data files and
+// rows.
+func tableStats(ctx context.Context, uri string) (versions, files, rows int64, err error) {
+	b, err := storage.Open(ctx, uri, storage.Options{})
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -336,10 +400,10 @@ func tableStats(ctx context.Context, root string) (versions, files, rows int64, 
 
 // report prints one line per kind of put.
 func report(w io.Writer, o Options, rs []result) error {
-	fmt.Fprintf(w, "%d clients x %d-row batches every %s for %s (offered %.0f rows/s); continuous streams' commit_interval %s\n",
-		o.streams, o.batchRows, o.every, o.duration, float64(o.streams*o.batchRows)/o.every.Seconds(), o.commitInterval)
+	fmt.Fprintf(w, "%d clients x %d-row batches every %s for %s (offered %.0f rows/s) to %d server(s) on %s; continuous streams' commit_interval %s\n",
+		o.streams, o.batchRows, o.every, o.duration, float64(o.streams*o.batchRows)/o.every.Seconds(), o.servers, o.store, o.commitInterval)
 	tw := bench.NewTable(w)
-	fmt.Fprintln(tw, "put\tsustained rows/s\tvs offered\tdurable P50\tP99\tversions/s\tversions/interval\trows/file\tpeak RSS MiB\t")
+	fmt.Fprintln(tw, "put\tsustained rows/s\tvs offered\tdurable P50\tP99\tversions/s\tversions/interval/server\trows/file\tpeak RSS MiB\t")
 	for _, r := range rs {
 		perSec := float64(r.versions) / r.seconds
 		perFile := 0.0
@@ -347,7 +411,7 @@ func report(w io.Writer, o Options, rs []result) error {
 			perFile = float64(r.rows) / float64(r.files)
 		}
 		fmt.Fprintf(tw, "%s\t%.0f\t%.2f\t%s\t%s\t%.1f\t%.2f\t%.0f\t%d\t\n", r.kind, r.sustained, r.sustained/r.offered,
-			r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), perSec, perSec*o.commitInterval.Seconds(), perFile, r.peakRSS>>20)
+			r.p50.Round(time.Millisecond), r.p99.Round(time.Millisecond), perSec, perSec*o.commitInterval.Seconds()/float64(o.servers), perFile, r.peakRSS>>20)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
