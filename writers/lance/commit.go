@@ -120,6 +120,7 @@ func (w *Writer) commit(ctx context.Context, key writers.TxnKey, descs []writers
 		if len(seqs) > 0 {
 			txn.Properties = map[string]string{propSeqs: seqsProperty(seqs)}
 		}
+		txn.Concurrent = concurrentRecords(key, seqs)
 		if d == nil {
 			txn.Op, txn.Schema = lancetable.OpOverwrite, schema
 		} else if schema != nil && len(frags) > 0 && !schema.Equal(&d.Manifest.Schema) {

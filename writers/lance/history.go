@@ -97,25 +97,56 @@ func (h *history) read(ctx context.Context, b *storage.Bucket, d *lancetable.Dat
 	if txn == nil {
 		return nil
 	}
-	if seqs := txn.Properties[propSeqs]; seqs != "" {
+	for w, epoch := range recordedEpochs(txn.Properties) {
+		h.note(w, epoch, v)
+	}
+	return nil
+}
+
+// recordedEpochs returns the epochs (and continuous streams' seqs) a
+// version's transaction properties record, by writer; none for a version
+// Quiver did not commit.
+func recordedEpochs(props map[string]string) map[string]int64 {
+	if seqs := props[propSeqs]; seqs != "" {
 		var m map[string]int64
 		if json.Unmarshal([]byte(seqs), &m) != nil {
-			return nil // not a Quiver commit
+			return nil
 		}
-		for w, seq := range m {
-			h.note(w, seq, v)
-		}
+		return m
+	}
+	if props[propWriter] == "" {
 		return nil
 	}
-	if txn.Properties[propWriter] == "" {
-		return nil
-	}
-	epoch, err := strconv.ParseInt(txn.Properties[propEpoch], 10, 64)
+	epoch, err := strconv.ParseInt(props[propEpoch], 10, 64)
 	if err != nil {
-		return nil // not a Quiver commit
+		return nil
 	}
-	h.note(txn.Properties[propWriter], epoch, v)
-	return nil
+	return map[string]int64{props[propWriter]: epoch}
+}
+
+// concurrentRecords is the lancetable.Transaction.Concurrent rule of a
+// commit recording key's epoch (unless key.Auto) or seqs: a version
+// committed concurrently that records one of the same writers at that
+// epoch, or at one of those seqs, or later, is a conflict, so that the
+// commit plans again and its replay check sees that version (two servers
+// committing the same epoch, or the same stream writer's seqs, publish
+// once).
+func concurrentRecords(key writers.TxnKey, seqs []writers.WriterSeq) func(*lancetable.Transaction) error {
+	if key.Auto && len(seqs) == 0 {
+		return nil
+	}
+	return func(other *lancetable.Transaction) error {
+		recorded := recordedEpochs(other.Properties)
+		if e, ok := recorded[key.Writer]; ok && !key.Auto && e >= key.Epoch {
+			return writers.Errorf(writers.ErrConflict, "it committed epoch %d of writer %q", e, key.Writer)
+		}
+		for _, s := range seqs {
+			if e, ok := recorded[s.Writer]; ok && e >= s.First {
+				return writers.Errorf(writers.ErrConflict, "it committed seq %d of stream writer %q", e, s.Writer)
+			}
+		}
+		return nil
+	}
 }
 
 // note records that version v committed epoch of writer.

@@ -272,6 +272,11 @@ func Rebase(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 		if !compatible(txn, other) {
 			return nil, writers.Errorf(writers.ErrConflict, "lance: concurrent version %d (operation %s) is incompatible with this %s: retry the transaction", v, opName(other.Op), opName(txn.Op))
 		}
+		if txn.Concurrent != nil {
+			if err := txn.Concurrent(other); err != nil {
+				return nil, fmt.Errorf("lance: concurrent version %d: %w", v, err)
+			}
+		}
 	}
 	if !latest.Manifest.Schema.Equal(&base.Manifest.Schema) {
 		return nil, writers.Errorf(writers.ErrConflict, "lance: the dataset schema changed concurrently (version %d): retry the transaction", latest.Version())

@@ -140,3 +140,33 @@ func TestCommitRebase(t *testing.T) {
 		t.Fatalf("second create = %v, want ErrConflict", err)
 	}
 }
+
+// TestCommitRebaseAsksConcurrent: a stale append asks its Concurrent rule
+// about the version it would rebase over; a refusal ends the commit and
+// publishes nothing.
+func TestCommitRebaseAsksConcurrent(t *testing.T) {
+	ctx := context.Background()
+	b := openDir(t, t.TempDir())
+	ls, _ := lancefile.FromArrow(lancetest.AllTypesSchema())
+	v1, err := Commit(ctx, b, nil, &Transaction{Op: OpOverwrite, Schema: ls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Commit(ctx, b, v1, &Transaction{Op: OpAppend, Properties: map[string]string{"k": "theirs"}}); err != nil {
+		t.Fatal(err)
+	}
+	var asked []string
+	refuse := func(other *Transaction) error {
+		asked = append(asked, other.Properties["k"])
+		return writers.Errorf(writers.ErrConflict, "same key")
+	}
+	if _, err := Commit(ctx, b, v1, &Transaction{Op: OpAppend, Concurrent: refuse}); !errors.Is(err, writers.ErrConflict) {
+		t.Fatalf("stale append refused by its rule = %v, want ErrConflict", err)
+	}
+	if len(asked) != 1 || asked[0] != "theirs" {
+		t.Fatalf("the rule was asked about %q, want the concurrent version's transaction", asked)
+	}
+	if latest, err := Latest(ctx, b); err != nil || latest.Version() != 2 {
+		t.Fatalf("latest version %v (%v), want 2: nothing published", latest, err)
+	}
+}

@@ -266,7 +266,14 @@ type Transaction struct {
 	Schema *lancefile.Schema
 	// Groups are a Rewrite's groups of old and new fragments.
 	Groups []RewriteGroup
-	pb     *tablepb.Transaction // decoded from: re-encoded as it was
+	// Concurrent, when set, is asked about every version a commit of
+	// this transaction rebases over (never encoded): an error, typically
+	// writers.ErrConflict, ends the commit, and the caller plans again
+	// against the new latest version. It carries the caller's rules on
+	// what the transactions' properties record, which Lance's own
+	// conflict rules ignore.
+	Concurrent func(other *Transaction) error
+	pb         *tablepb.Transaction // decoded from: re-encoded as it was
 }
 
 // Encode returns the protobuf bytes (a .txn file's content).
