@@ -283,16 +283,17 @@ func (c *Committer) finish(g *group, info writers.CommitInfo, err error) {
 			ws.known = false
 		}
 	}
-	for _, ws := range c.writers {
-		if ws.last == g {
-			ws.last = nil
-		}
-	}
 	if err != nil {
 		c.failGroupLocked(g, err)
 	} else {
 		for s, rows := range g.members {
 			s.durableLocked(g, rows, c.writers[s.writer])
+		}
+	}
+	for writer, ws := range c.writers {
+		if ws.last == g {
+			ws.last = nil
+			c.forgetLocked(writer)
 		}
 	}
 	c.committing = false
@@ -337,6 +338,15 @@ func (c *Committer) failGroupLocked(g *group, err error) {
 		if affected[s.writer] && c.cur.poisoned == nil {
 			c.cur.poisoned = fmt.Errorf("an earlier group commit holding rows of writer %q failed: %w", s.writer, err)
 		}
+	}
+}
+
+// forgetLocked drops writer's state once it has no open stream and no
+// rows waiting: writer names come and go with clients, and a later stream
+// of the writer reads its durable seq from the sink again.
+func (c *Committer) forgetLocked(writer string) {
+	if ws := c.writers[writer]; ws != nil && ws.last == nil && c.streams[writer] == nil {
+		delete(c.writers, writer)
 	}
 }
 

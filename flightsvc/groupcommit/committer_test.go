@@ -197,6 +197,17 @@ func TestGroupCommitPublishesAndDeduplicates(t *testing.T) {
 	if published, _ := sink.state(); published != 40 {
 		t.Fatalf("published %d rows, want 40", published)
 	}
+	// Writers without streams or waiting rows are forgotten; the next
+	// stream reads the durable seq from the sink.
+	c.mu.Lock()
+	known := len(c.writers)
+	c.mu.Unlock()
+	if known != 0 {
+		t.Fatalf("%d writers remembered after their streams closed, want 0", known)
+	}
+	if _, d, err := c.Open(t.Context(), "w"); err != nil || d != 3 {
+		t.Fatalf("reopen after forgetting: %d %v, want 3", d, err)
+	}
 }
 
 // TestGroupCommitFailureFailsItsStreams: a failed commit fails the

@@ -272,6 +272,7 @@ func (s *Stream) goneLocked() {
 	s.gone = true
 	if s.c.streams[s.writer] == s {
 		delete(s.c.streams, s.writer)
+		s.c.forgetLocked(s.writer)
 	}
 	s.c.m.open.Dec()
 }
