@@ -137,7 +137,7 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 		if ps.seqs {
 			// A quiet collector is not a failure: what it sent is
 			// committed, and its client reconnects when it has more.
-			cancel(writers.Errorf(writers.ErrUnavailable, "doput: endpoint %q: no message for %s (limits.stream_idle_timeout): the continuous stream was ended, what it sent is committed; reconnect to send more", ep.Name, s.idle))
+			cancel(writers.Errorf(writers.ErrUnavailable, "doput: endpoint %q: no message for %s (limits.stream_idle_timeout): the continuous stream was ended, what it sent is committed with its group; reconnect to send more", ep.Name, s.idle))
 			return
 		}
 		cancel(fmt.Errorf("doput: endpoint %q: no message for %s (limits.stream_idle_timeout): the stream was cancelled and rolled back: %w", ep.Name, s.idle, context.DeadlineExceeded))

@@ -165,25 +165,25 @@ func (s *Service) ContinuousStreams(endpoint string) []groupcommit.StreamStatus 
 
 // batchSeq reads a continuous stream's batch's seq from its app_metadata:
 // {"seq":N} with N an integer >= 0, or groupcommit.NoSeq when the
-// metadata is empty or names no seq. Other keys are ignored.
+// metadata is empty or an object without "seq". Other keys are ignored;
+// anything else (a seq that is not an integer >= 0, null included, or
+// bytes after the object) is ErrInvalid.
 func batchSeq(meta []byte) (int64, error) {
 	if len(bytes.TrimSpace(meta)) == 0 {
 		return groupcommit.NoSeq, nil
 	}
-	var m struct {
-		Seq *json.Number `json:"seq"`
-	}
+	var m map[string]json.RawMessage
 	d := json.NewDecoder(bytes.NewReader(meta))
-	d.UseNumber()
-	if err := d.Decode(&m); err != nil {
-		return 0, writers.Errorf(writers.ErrInvalid, `app_metadata is not a JSON object {"seq":N}: %v`, err)
+	if err := d.Decode(&m); err != nil || m == nil || d.More() {
+		return 0, writers.Errorf(writers.ErrInvalid, `app_metadata is not one JSON object {"seq":N}`)
 	}
-	if m.Seq == nil {
+	raw, ok := m["seq"]
+	if !ok {
 		return groupcommit.NoSeq, nil
 	}
-	seq, err := strconv.ParseInt(m.Seq.String(), 10, 64)
+	seq, err := strconv.ParseInt(string(raw), 10, 64)
 	if err != nil || seq < 0 {
-		return 0, writers.Errorf(writers.ErrInvalid, `app_metadata "seq" must be an integer >= 0, got %s`, m.Seq)
+		return 0, writers.Errorf(writers.ErrInvalid, `app_metadata "seq" must be an integer >= 0, got %.40s`, raw)
 	}
 	return seq, nil
 }

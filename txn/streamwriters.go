@@ -10,7 +10,8 @@ import (
 // flightsvc/groupcommit) for good: the claim is journaled, so that after
 // a restart too Begin, Adopt and Join refuse it. It is ErrWrongState when
 // writer has epoch transactions the coordinator knows (open,
-// precommitted, or ended within the retention): a writer's name means
+// precommitted, ended within the retention, or a committed epoch it
+// remembers): a writer's name means
 // one kind of delivery, so that its committed epoch and its durable seq
 // are never the same number read two ways. The claim is this server's:
 // servers do not share journals.
@@ -20,7 +21,8 @@ func (c *Coordinator) ClaimStreamWriter(writer string) error {
 		c.mu.Unlock()
 		return nil
 	}
-	known := len(c.liveByWriter[writer]) > 0
+	_, committed := c.writerMax[writer] // kept across compactions
+	known := committed || len(c.liveByWriter[writer]) > 0
 	for id := range c.txns {
 		if id.writer == writer {
 			known = true

@@ -44,4 +44,22 @@ func TestStreamWriterClaim(t *testing.T) {
 	}
 	fx.restart()
 	refused("after a compaction and a restart")
+
+	// A writer whose committed epoch the coordinator remembers (past the
+	// retention of its transactions) cannot be claimed either.
+	fx.write("etl", 5, "a", 1)
+	fx.c.Precommit(bg, "etl", 5)
+	if _, err := fx.c.Commit(bg, "etl", 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	fx.c.mu.Lock()
+	for id, tx := range fx.c.txns {
+		if id.writer == "etl" {
+			fx.c.dropLocked(tx) // as the retention does
+		}
+	}
+	fx.c.mu.Unlock()
+	if err := fx.c.ClaimStreamWriter("etl"); !errors.Is(err, writers.ErrWrongState) {
+		t.Fatalf("claim of a writer with a remembered committed epoch: %v, want ErrWrongState", err)
+	}
 }

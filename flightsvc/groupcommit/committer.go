@@ -63,7 +63,9 @@ type Committer struct {
 	room    chan struct{}
 	streams map[string]*Stream // the open stream of each writer
 	writers map[string]*writerState
-	closed  bool
+	// closed refuses new streams (Close); stopped refuses Writes: the
+	// last group commit has begun.
+	closed, stopped bool
 
 	kick   chan struct{} // commit now: the current group is full
 	ctx    context.Context
@@ -75,11 +77,10 @@ type Committer struct {
 
 // writerState is what the committer knows of one stream writer.
 type writerState struct {
-	// durable is the writer's last committed seq (-1: none); known is
-	// false until read from the sink, and again after a failed commit
-	// whose outcome may be unknown.
+	// durable is the writer's last committed seq (-1: none), as read
+	// from the sink when its stream opened and advanced by this server's
+	// commits since.
 	durable int64
-	known   bool
 	// last is the newest group holding rows of the writer, until it ends.
 	last *group
 }
@@ -90,6 +91,7 @@ type group struct {
 	seqs    []writers.WriterSeq // in the order writers first wrote
 	seqAt   map[string]int      // writer → index in seqs
 	members map[*Stream]int64   // stream → its rows in the group
+	unseq   map[*Stream]int64   // stream → its rows in the group sent without seq
 	rows    int64
 	bytes   int64
 	written []time.Time // when each batch was written, for the ack latency
@@ -109,6 +111,7 @@ func newGroup() *group {
 		key:     writers.AutoKey("group-" + rand.Text()),
 		seqAt:   map[string]int{},
 		members: map[*Stream]int64{},
+		unseq:   map[*Stream]int64{},
 		done:    make(chan struct{}),
 		version: writers.NoVersion,
 	}
@@ -148,29 +151,42 @@ func New(opts Options) (*Committer, error) {
 	return c, nil
 }
 
-// Close fails the open streams (Unavailable: the server is stopping, a
-// client resumes elsewhere or later), publishes what they wrote in a last
-// group commit and stops the loop. ctx bounds the wait for that commit.
-// Close is idempotent.
+// Close refuses new streams, publishes what the open ones wrote in a last
+// group commit (their clients get its durable answers), then ends them
+// with Unavailable (the server is stopping: a client resumes elsewhere or
+// later) and stops the loop. Writes after the last group was swapped out
+// fail with Unavailable too. ctx bounds the wait for that commit. Close
+// is idempotent.
 func (c *Committer) Close(ctx context.Context) error {
 	c.once.Do(func() {
 		c.mu.Lock()
 		c.closed = true
-		for _, s := range c.streams {
-			s.failLocked(writers.Errorf(writers.ErrUnavailable, "endpoint %q: the server is stopping: reconnect and resume from the durable seq", c.endpoint))
-		}
 		c.mu.Unlock()
 		close(c.stopc)
 	})
+	var err error
 	select {
 	case <-c.donec:
-		c.cancel()
-		return nil
 	case <-ctx.Done():
 		c.cancel() // the last commit's sink calls end
 		<-c.donec
-		return fmt.Errorf("groupcommit: endpoint %q: the last group commit did not end in time: %w", c.endpoint, ctx.Err())
+		err = fmt.Errorf("groupcommit: endpoint %q: the last group commit did not end in time: %w", c.endpoint, ctx.Err())
 	}
+	c.cancel()
+	c.mu.Lock()
+	for _, s := range c.streams {
+		s.failLocked(c.stoppingErr())
+	}
+	c.mu.Unlock()
+	return err
+}
+
+// errStopping marks the error streams end with once the server stops.
+var errStopping = errors.New("the server is stopping")
+
+// stoppingErr is what streams end with once the server stops.
+func (c *Committer) stoppingErr() error {
+	return fmt.Errorf("endpoint %q: %w (what this stream sent before was committed): reconnect and resume from the durable seq: %w", c.endpoint, errStopping, writers.ErrUnavailable)
 }
 
 // run commits every interval, and at once when a group is full, until
@@ -182,12 +198,12 @@ func (c *Committer) run() {
 	for {
 		select {
 		case <-c.stopc:
-			c.commitNext()
+			c.commitNext(true)
 			return
 		case <-tick.C:
 		case <-c.kick:
 		}
-		c.commitNext()
+		c.commitNext(false)
 	}
 }
 
@@ -206,11 +222,13 @@ func (c *Committer) wakeLocked() {
 }
 
 // commitNext swaps the current group for a fresh one and publishes it,
-// unless nothing was written to it.
-func (c *Committer) commitNext() {
+// unless nothing was written to it. The last one (Close) leaves the
+// committer stopped: later Writes fail.
+func (c *Committer) commitNext(last bool) {
 	c.writeMu.Lock()
 	c.mu.Lock()
 	g := c.cur
+	c.stopped = last
 	if len(g.members) == 0 {
 		c.mu.Unlock()
 		c.writeMu.Unlock()
@@ -256,9 +274,7 @@ func (c *Committer) publish(g *group) (info writers.CommitInfo, err error) {
 		case !errors.Is(err, writers.ErrOutcomeUnknown):
 			return rollback(fmt.Errorf("commit: %w", err))
 		case try == unknownRetries:
-			// It may have landed: nothing is rolled back, and each
-			// writer's durable seq is read from the sink again.
-			return writers.CommitInfo{}, fmt.Errorf("commit: %w", err)
+			return c.settleUnknown(ctx, g, err)
 		}
 		c.log.Warn("group commit outcome unknown; trying again", "try", try+1, "err", err)
 		select {
@@ -267,6 +283,32 @@ func (c *Committer) publish(g *group) (info writers.CommitInfo, err error) {
 			return writers.CommitInfo{}, fmt.Errorf("commit: %w", err)
 		}
 	}
+}
+
+// settleUnknown decides a group commit whose outcome stayed unknown
+// after every retry: when the group has seqs, the sink tells whether it
+// landed (its first writer recorded at its last seq: published; below:
+// not, and the group is rolled back); without, nothing tells, and the
+// group is neither rolled back (it may have been published) nor
+// acknowledged.
+func (c *Committer) settleUnknown(ctx context.Context, g *group, cause error) (writers.CommitInfo, error) {
+	cause = fmt.Errorf("commit: %w", cause)
+	if len(g.seqs) == 0 {
+		return writers.CommitInfo{}, cause
+	}
+	first := g.seqs[0]
+	seq, ok, err := c.w.CommittedEpoch(ctx, first.Writer)
+	switch {
+	case err != nil:
+		return writers.CommitInfo{}, cause
+	case ok && seq >= first.Last:
+		c.log.Info("group commit outcome was unknown; the sink records its seqs: it landed", "writer", first.Writer, "seq", seq)
+		return writers.CommitInfo{Version: writers.NoVersion, Replayed: true}, nil
+	}
+	if rerr := c.w.Rollback(ctx, g.key); rerr != nil {
+		c.log.Warn("rollback of a group commit that did not land failed", "err", rerr)
+	}
+	return writers.CommitInfo{}, cause
 }
 
 // finish records how g's commit ended: the writers' durable seqs and the
@@ -278,15 +320,20 @@ func (c *Committer) finish(g *group, info writers.CommitInfo, err error) {
 	for _, s := range g.seqs {
 		ws := c.writers[s.Writer]
 		if err == nil {
-			ws.durable, ws.known = s.Last, true
-		} else {
-			ws.known = false
+			ws.durable = s.Last
 		}
 	}
 	if err != nil {
 		c.failGroupLocked(g, err)
 	} else {
 		for s, rows := range g.members {
+			if info.Replayed && g.unseq[s] > 0 {
+				// A replay publishes nothing: the seqs were recorded by
+				// an earlier attempt, or by another server, whose commit
+				// holds none of these rows without seq.
+				s.failLocked(writers.Errorf(writers.ErrUnavailable, "endpoint %q: %d rows this stream sent without seq may not have been published (their group commit found its seqs already recorded): send them again", c.endpoint, g.unseq[s]))
+				continue
+			}
 			s.durableLocked(g, rows, c.writers[s.writer])
 		}
 	}
@@ -360,28 +407,20 @@ func (c *Committer) writerLocked(writer string) *writerState {
 	return ws
 }
 
-// durable returns writer's durable seq (-1: none), reading it from the
-// sink when the committer does not know it.
+// durable reads writer's durable seq from the sink (-1: none): at every
+// open, since another server may have committed seqs of the writer since
+// this one last did.
 func (c *Committer) durable(ctx context.Context, writer string) (int64, error) {
-	c.mu.Lock()
-	ws := c.writerLocked(writer)
-	if ws.known {
-		d := ws.durable
-		c.mu.Unlock()
-		return d, nil
-	}
-	c.mu.Unlock()
 	seq, ok, err := c.w.CommittedEpoch(ctx, writer)
 	if err != nil {
 		return 0, fmt.Errorf("endpoint %q: read the durable seq of writer %q: %w", c.endpoint, writer, err)
 	}
 	if !ok {
-		seq = -1
+		seq = NoSeq
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !ws.known {
-		ws.durable, ws.known = seq, true
-	}
-	return ws.durable, nil
+	ws := c.writerLocked(writer)
+	ws.durable = seq
+	return seq, nil
 }

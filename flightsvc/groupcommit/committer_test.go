@@ -26,12 +26,16 @@ type fakeSink struct {
 	published int64
 	commits   int
 	seqs      map[string]int64
-	// failWrite fails the next Write with it; failCommit the next
-	// CommitSeqs calls, one error each.
+	// failWrite fails the next failWrites Writes with it; failCommit the
+	// next CommitSeqs calls, one error each.
 	failWrite  error
+	failWrites int
 	failCommit []error
 	// slow blocks every CommitSeqs until it is closed (nil: never blocks).
 	slow chan struct{}
+	// unknown makes every CommitSeqs end with an unknown outcome, after
+	// publishing (lands) or not.
+	unknown, lands bool
 }
 
 func newFakeSink() *fakeSink {
@@ -43,9 +47,9 @@ func (f *fakeSink) Close(context.Context) error { return nil }
 func (f *fakeSink) Write(_ context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if err := f.failWrite; err != nil {
-		f.failWrite = nil
-		return err
+	if f.failWrites > 0 {
+		f.failWrites--
+		return f.failWrite
 	}
 	f.staged[key] += rec.NumRows()
 	return nil
@@ -66,6 +70,17 @@ func (f *fakeSink) CommitSeqs(ctx context.Context, key writers.TxnKey, _ []write
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.unknown {
+		if f.lands && f.staged[key] > 0 {
+			f.published += f.staged[key]
+			delete(f.staged, key)
+			for _, s := range seqs {
+				f.seqs[s.Writer] = s.Last
+			}
+			f.commits++
+		}
+		return writers.CommitInfo{}, writers.Errorf(writers.ErrOutcomeUnknown, "the answer was lost")
+	}
 	replayed, err := writers.SeqsState(seqs, func(w string) (int64, bool) { v, ok := f.seqs[w]; return v, ok })
 	if err != nil || replayed {
 		return writers.CommitInfo{Version: int64(f.commits), Replayed: replayed}, err
@@ -266,6 +281,10 @@ func TestGroupCommitOpenWaitsForPendingRows(t *testing.T) {
 	if err != nil || d != 7 {
 		t.Fatalf("the second stream opened at %d (%v), want 7: the first's rows are committed first", d, err)
 	}
+	// The fenced stream is answered its rows' durable ack, then its end.
+	if ack, ok, err := first.Take(); err != nil || !ok || ack.DurableSeq != 7 {
+		t.Fatalf("fenced stream's last ack: %+v %v %v, want durable seq 7", ack, ok, err)
+	}
 	if _, _, err := first.Take(); !errors.Is(err, writers.ErrConflict) {
 		t.Fatalf("fenced stream: %v, want ErrConflict", err)
 	}
@@ -297,24 +316,45 @@ func TestGroupCommitUnknownOutcomeIsRetried(t *testing.T) {
 }
 
 // TestGroupCommitBadBatchFailsOnlyItsStream: a Write refused as invalid
-// (nothing staged) fails that stream only.
+// (nothing staged) in a group other streams share is tried again alone in
+// a fresh group: refused again, it fails that stream only; accepted (the
+// refusal was the group's: another stream's schema admitted first), the
+// stream goes on.
 func TestGroupCommitBadBatchFailsOnlyItsStream(t *testing.T) {
 	sink := newFakeSink()
-	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
 	good, _, _ := c.Open(t.Context(), "good")
 	bad, _, _ := c.Open(t.Context(), "bad")
+	mixed, _, _ := c.Open(t.Context(), "mixed")
 	if _, err := write(t, good, 10, 0); err != nil {
 		t.Fatal(err)
 	}
 	sink.mu.Lock()
-	sink.failWrite = writers.Errorf(writers.ErrInvalid, "a null in a NOT NULL column")
+	sink.failWrite, sink.failWrites = writers.Errorf(writers.ErrInvalid, "a null in a NOT NULL column"), 2
 	sink.mu.Unlock()
 	if _, err := write(t, bad, 10, 0); !errors.Is(err, writers.ErrInvalid) {
 		t.Fatalf("bad batch: %v", err)
 	}
 	bad.Abandon()
-	if last, err := good.Close(t.Context()); err != nil || last.DurableSeq != 0 || last.Rows != 10 {
+	if _, err := write(t, good, 10, 1); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	sink.failWrite, sink.failWrites = writers.Errorf(writers.ErrInvalid, "the streams of the key send different schemas"), 1
+	sink.mu.Unlock()
+	if _, err := write(t, mixed, 10, 0); err != nil {
+		t.Fatalf("a batch refused by the group, then accepted alone: %v", err)
+	}
+	c.kickNow()
+	if last, err := good.Close(t.Context()); err != nil || last.DurableSeq != 1 || last.Rows != 20 {
 		t.Fatalf("good stream: %+v %v", last, err)
+	}
+	c.kickNow()
+	if last, err := mixed.Close(t.Context()); err != nil || last.DurableSeq != 0 || last.Rows != 10 {
+		t.Fatalf("mixed stream: %+v %v", last, err)
+	}
+	if published, _ := sink.state(); published != 30 {
+		t.Fatalf("published %d rows, want 30", published)
 	}
 }
 
@@ -363,4 +403,126 @@ func TestGroupCommitFencesAndBackpressure(t *testing.T) {
 // committing reports whether c is publishing a group.
 func committing(c *Committer) func() bool {
 	return func() bool { c.mu.Lock(); defer c.mu.Unlock(); return c.committing }
+}
+
+// TestGroupCommitCloseCommitsFirst: stopping publishes what the streams
+// wrote and answers it before it ends them with Unavailable; a Write
+// after the last group fails.
+func TestGroupCommitCloseCommitsFirst(t *testing.T) {
+	sink := newFakeSink()
+	sink.slow = make(chan struct{})
+	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
+	s, _, _ := c.Open(t.Context(), "w")
+	if _, err := write(t, s, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close(t.Context()) }()
+	testpoll.Until(t, "the last group commit under way", committing(c))
+	c.mu.Lock()
+	early := s.err
+	c.mu.Unlock()
+	if early != nil {
+		t.Fatalf("the stream ended (%v) before its rows were committed", early)
+	}
+	if _, err := write(t, s, 10, 1); !errors.Is(err, writers.ErrUnavailable) {
+		t.Fatalf("a write after the last group: %v, want ErrUnavailable", err)
+	}
+	close(sink.slow)
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := awaitAck(t, s); err != nil || ack.DurableSeq != 0 {
+		t.Fatalf("the last answer: %+v %v, want durable seq 0", ack, err)
+	}
+	if _, _, err := s.Take(); !errors.Is(err, writers.ErrUnavailable) {
+		t.Fatalf("then: %v, want ErrUnavailable", err)
+	}
+	if last, err := s.Close(t.Context()); err != nil || last.DurableSeq != 0 {
+		t.Fatalf("a client ending its stream as the server stops: %+v %v, want its last ack", last, err)
+	}
+}
+
+// TestGroupCommitReplayedFailsRowsWithoutSeq: a group whose seqs another
+// server already recorded publishes nothing: its streams' seqs are
+// durable, but rows sent without seq are not, and their streams fail so
+// that their clients resend them.
+func TestGroupCommitReplayedFailsRowsWithoutSeq(t *testing.T) {
+	sink := newFakeSink()
+	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
+	a, _, _ := c.Open(t.Context(), "a")
+	b, _, _ := c.Open(t.Context(), "b")
+	if _, err := write(t, a, 10, 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write(t, b, 5, NoSeq); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	sink.seqs["a"] = 2 // another server committed a's seq 2
+	sink.mu.Unlock()
+	c.kickNow()
+	if ack, err := awaitAck(t, a); err != nil || ack.DurableSeq != 2 {
+		t.Fatalf("stream a: %+v %v, want durable seq 2", ack, err)
+	}
+	if _, err := awaitAck(t, b); !errors.Is(err, writers.ErrUnavailable) {
+		t.Fatalf("stream b, rows without seq not published: %v, want ErrUnavailable", err)
+	}
+	if published, _ := sink.state(); published != 0 {
+		t.Fatalf("published %d rows, want 0", published)
+	}
+}
+
+// TestGroupCommitOpenReadsTheSink: a stream opens at the durable seq the
+// sink records, also when another server advanced it since this one last
+// committed for the writer.
+func TestGroupCommitOpenReadsTheSink(t *testing.T) {
+	sink := newFakeSink()
+	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+	s, _, _ := c.Open(t.Context(), "w")
+	if _, err := write(t, s, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	s2, d, err := c.Open(t.Context(), "w") // fences s once its rows are durable
+	if err != nil || d != 0 {
+		t.Fatalf("reopen: %d %v", d, err)
+	}
+	sink.mu.Lock()
+	sink.seqs["w"] = 9 // the writer went on on another server
+	sink.mu.Unlock()
+	s2.Abandon()
+	if _, d, err := c.Open(t.Context(), "w"); err != nil || d != 9 {
+		t.Fatalf("reopen after another server committed: %d %v, want 9", d, err)
+	}
+}
+
+// TestGroupCommitSettlesAnUnknownOutcome: a commit whose outcome stays
+// unknown through every retry is settled by the seqs the sink records:
+// recorded, its streams are answered durable; not, it is rolled back and
+// they fail (Unavailable) to resend.
+func TestGroupCommitSettlesAnUnknownOutcome(t *testing.T) {
+	for _, lands := range []bool{true, false} {
+		t.Run(map[bool]string{true: "landed", false: "lost"}[lands], func(t *testing.T) {
+			sink := newFakeSink()
+			sink.unknown, sink.lands = true, lands
+			c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+			s, _, _ := c.Open(t.Context(), "w")
+			if _, err := write(t, s, 10, 0); err != nil {
+				t.Fatal(err)
+			}
+			ack, err := awaitAck(t, s)
+			switch {
+			case lands && (err != nil || ack.DurableSeq != 0):
+				t.Fatalf("landed: %+v %v, want durable seq 0", ack, err)
+			case !lands && !errors.Is(err, writers.ErrUnavailable):
+				t.Fatalf("lost: %v, want ErrUnavailable", err)
+			}
+			sink.mu.Lock()
+			staged := len(sink.staged)
+			sink.mu.Unlock()
+			if staged != 0 {
+				t.Fatalf("%d keys still staged: the lost group was not rolled back", staged)
+			}
+		})
+	}
 }

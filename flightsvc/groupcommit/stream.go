@@ -111,13 +111,17 @@ func (c *Committer) Open(ctx context.Context, writer string) (*Stream, int64, er
 // the batch's seq or NoSeq. A batch whose seq is at or below the durable
 // seq the stream opened with is a replay: it is dropped (dropped is true)
 // and nothing is written, while the stream has sent no newer seq; after
-// one, a seq not above the stream's previous one is ErrInvalid. Write blocks while the current group holds commit_bytes and
-// the previous one is still being committed (backpressure); size is rec's
-// size counted for that. A sink Write failing with ErrInvalid fails this
-// batch only; any other failure fails the group, and so every stream that
-// wrote to it.
+// one, a seq not above the stream's previous one is ErrInvalid. Write
+// blocks while the current group holds commit_bytes and the previous one
+// is still being committed (backpressure); size is rec's size counted for
+// that.
+//
+// A sink Write failing with ErrInvalid staged nothing: when other streams
+// wrote to the group, the refusal may be the group's (another stream's
+// schema admitted first), so the batch is tried once more alone in a
+// fresh group; refused again, it fails this stream only. Any other
+// failure fails the group, and so every stream that wrote to it.
 func (s *Stream) Write(ctx context.Context, rec arrow.RecordBatch, seq, size int64) (dropped bool, err error) {
-	c := s.c
 	if seq != NoSeq {
 		if seq < 0 {
 			return false, writers.Errorf(writers.ErrInvalid, "seq %d: a seq is an integer >= 0", seq)
@@ -132,15 +136,36 @@ func (s *Stream) Write(ctx context.Context, rec arrow.RecordBatch, seq, size int
 	if err := s.waitRoom(ctx); err != nil {
 		return false, err
 	}
+	g, shared, err := s.stage(rec, seq, size)
+	if err != nil && shared && errors.Is(err, writers.ErrInvalid) {
+		if err := s.waitSwap(ctx, g); err != nil {
+			return false, err
+		}
+		_, _, err = s.stage(rec, seq, size)
+	}
+	return false, err
+}
+
+// stage writes rec into the current group g and records it there. shared
+// is whether other streams had written to g.
+func (s *Stream) stage(rec arrow.RecordBatch, seq, size int64) (g *group, shared bool, err error) {
+	c := s.c
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
 	c.mu.Lock()
-	if s.err != nil {
-		c.mu.Unlock()
-		return false, s.err
+	switch {
+	case s.err != nil:
+		err = s.err
+	case c.stopped:
+		err = c.stoppingErr()
 	}
-	g := c.cur
+	g = c.cur
+	_, mine := g.members[s]
+	shared = len(g.members) > 1 || len(g.members) == 1 && !mine
 	c.mu.Unlock()
+	if err != nil {
+		return g, shared, err
+	}
 
 	// Not the stream's context: a client leaving in the middle of a Write
 	// must not leave half a batch staged in a group other streams share.
@@ -156,13 +181,16 @@ func (s *Stream) Write(ctx context.Context, rec arrow.RecordBatch, seq, size int
 			g.poisoned = fmt.Errorf("a sink write of writer %q failed: %w", s.writer, werr)
 			g.members[s] += 0 // its stream fails with the group
 		}
-		return false, werr
+		return g, shared, werr
 	}
-	g.members[s] += rec.NumRows()
-	g.rows += rec.NumRows()
+	rows := rec.NumRows()
+	g.members[s] += rows
+	g.rows += rows
 	g.bytes += size
 	g.written = append(g.written, now)
-	if seq != NoSeq {
+	if seq == NoSeq {
+		g.unseq[s] += rows
+	} else {
 		if i, ok := g.seqAt[s.writer]; ok {
 			g.seqs[i].Last = seq
 		} else {
@@ -179,7 +207,32 @@ func (s *Stream) Write(ctx context.Context, rec arrow.RecordBatch, seq, size int
 	if g.bytes >= c.cfg.CommitBytes {
 		c.kickNow()
 	}
-	return false, nil
+	return g, shared, nil
+}
+
+// waitSwap asks for g to be committed and returns once it is swapped out
+// for a fresh group (or the stream failed, or ctx ended).
+func (s *Stream) waitSwap(ctx context.Context, g *group) error {
+	c := s.c
+	for {
+		c.mu.Lock()
+		if s.err != nil {
+			c.mu.Unlock()
+			return s.err
+		}
+		if c.cur != g {
+			c.mu.Unlock()
+			return nil
+		}
+		room := c.room
+		c.mu.Unlock()
+		c.kickNow()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
 }
 
 // waitRoom returns once the current group has room, the stream has
@@ -213,11 +266,20 @@ func (s *Stream) waitRoom(ctx context.Context) error {
 func (s *Stream) Ready() <-chan struct{} { return s.ready }
 
 // Take returns the ack accumulated since the last Take (ok false: none),
-// or the error that ended the stream.
+// then the error that ended the stream.
 func (s *Stream) Take() (ack Ack, ok bool, err error) {
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if s.pending {
+		// Acks first: rows made durable are answered even when the
+		// stream ended meanwhile (the server stopping after its last
+		// commit); the error is signalled again for the next Take.
+		if s.err != nil {
+			s.signalLocked()
+		}
+		return s.takeLocked()
+	}
 	if s.err != nil {
 		return Ack{}, false, s.err
 	}
@@ -249,7 +311,9 @@ func (s *Stream) Close(ctx context.Context) (Ack, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s.goneLocked()
-	if s.err != nil {
+	// A server stopping after its last commit published the stream's rows
+	// has not failed them.
+	if s.err != nil && !(errors.Is(s.err, errStopping) && (g == nil || g.err == nil)) {
 		return Ack{}, s.err
 	}
 	ack, _, _ := s.takeLocked()
