@@ -24,11 +24,8 @@ func runAction(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stderr, "NAME: begin, precommit, commit, rollback, status, committed-epoch, endpoints, health, optimize, vacuum")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() < 1 || fs.NArg() > 2 {
 		return usageError{errors.New("give the action NAME and at most one JSON body")}

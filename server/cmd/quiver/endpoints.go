@@ -21,11 +21,8 @@ func runEndpoints(ctx context.Context, args []string, stdout, stderr io.Writer) 
 	fs.SetOutput(stderr)
 	conn := quiverflag.Register(fs, quiverflag.DefaultAddr)
 	asJSON := fs.Bool("json", false, "print the endpoints action's JSON result instead of a table")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{errors.New("unexpected arguments: " + fs.Arg(0))}

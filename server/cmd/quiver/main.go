@@ -82,6 +82,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // usageError marks a bad command line (exit status 2).
 type usageError struct{ error }
 
+// parseFlags parses a command's args into fs: -h is flag.ErrHelp, any
+// other problem a usageError.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	return nil
+}
+
 func usage(w io.Writer, cmds map[string]command) {
 	fmt.Fprintln(w, "usage: quiver <command> [flags]")
 	fmt.Fprintln(w)

@@ -38,11 +38,8 @@ func runPut(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		fmt.Fprintln(stderr, "FILEs are Arrow IPC files or streams, or Parquet, told apart by their magic bytes; they must share one schema.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	switch {
 	case *endpoint == "":

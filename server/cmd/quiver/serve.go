@@ -38,11 +38,8 @@ func runServe(ctx context.Context, args []string, _, stderr io.Writer) error {
 
 // loadConfig parses the flags of serve and check and loads --config.
 func loadConfig(fs *flag.FlagSet, args []string, path *string) (*config.Config, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
-		return nil, usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, usageError{errors.New("unexpected arguments: " + fs.Arg(0))}

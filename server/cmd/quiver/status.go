@@ -30,11 +30,8 @@ func runStatus(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	asJSON := fs.Bool("json", false, "print /api/status's JSON instead of a table")
 	watch := fs.Bool("watch", false, "redraw every --interval until interrupted")
 	every := fs.Duration("interval", 2*time.Second, "refresh interval of --watch")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	if fs.NArg() > 0 {
 		return usageError{errors.New("unexpected arguments: " + fs.Arg(0))}

@@ -50,11 +50,8 @@ func runStream(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprintln(stderr, "Reads an Arrow IPC stream from stdin and writes each batch through a continuous stream until EOF.")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return usageError{err}
+	if err := parseFlags(fs, args); err != nil {
+		return err
 	}
 	switch {
 	case *endpoint == "" || *writer == "":
