@@ -58,7 +58,7 @@ func testRegistry() *writers.Registry {
 		writers.Sink{Name: "discard", NewConfig: func() writers.SinkConfig { return noSettings{} }},
 		writers.Sink{Name: "fake", Section: "fake", NewConfig: func() writers.SinkConfig {
 			return &fakeConfig{WriteMode: "append", Parquet: fakeParquet{Compression: "zstd", RowGroup: 100}}
-		}, Maintains: writers.MaintenanceOps{Optimize: true, Vacuum: true}},
+		}, Maintains: writers.MaintenanceOps{Optimize: true, Vacuum: true}, Streams: true},
 	)
 }
 
@@ -265,6 +265,17 @@ func TestProblems(t *testing.T) {
 			[]string{`line 4: endpoints[0].fake.uri: required`, `line 4: endpoints[0].fake.merge_keys: required with mode upsert`}},
 		{"maintenance of a sink without tables", "endpoints:\n  - name: a\n    sink: discard\n    maintenance: {optimize_every: 10}\n",
 			[]string{`line 4: endpoints[0].maintenance: sink "discard" has no table maintenance: remove this section`}},
+		{"stream section of a sink without streams", "endpoints:\n  - name: a\n    sink: discard\n    stream: {commit_interval: 1s}\n",
+			[]string{`line 4: endpoints[0].stream: sink "discard" takes no continuous streams: remove this section`}},
+		{"stream problems", "endpoints:\n  - name: a\n    sink: fake\n    fake: {uri: x}\n    stream:\n      commit_interval: 1ms\n      commit_bytes: 1000\n      commit_every: 3\n",
+			[]string{
+				`line 8: endpoints[0].stream: unknown key "commit_every" (did you mean "commit_bytes"?)`,
+			}},
+		{"stream values", "endpoints:\n  - name: a\n    sink: fake\n    fake: {uri: x}\n    stream:\n      commit_interval: 1ms\n      commit_bytes: 1000\n",
+			[]string{
+				`line 6: endpoints[0].stream.commit_interval: 1ms is out of range: use 10ms to 1h0m0s`,
+				`line 7: endpoints[0].stream.commit_bytes: 1000 is below the minimum of 1048576 (1MiB)`,
+			}},
 		{"maintenance problems", "endpoints:\n  - name: a\n    sink: fake\n    fake: {uri: x}\n    maintenance:\n      target_file_bytes: 0\n      vacuum_retention: 1h\n      log_retention: 0s\n",
 			[]string{
 				`line 6: endpoints[0].maintenance.target_file_bytes: 0: must be positive (default 134217728)`,

@@ -41,70 +41,69 @@ func (v *validator) endpoints(raws []rawEndpoint, reg *writers.Registry) []Endpo
 	return out
 }
 
-// maintenanceKey is the endpoint section of table maintenance, beside the
-// sink's own.
-const maintenanceKey = "maintenance"
+// Endpoint sections beside the sink's own: table maintenance, and the
+// group commits of continuous streams.
+const (
+	maintenanceKey = "maintenance"
+	streamKey      = "stream"
+)
 
 // maintenance decodes and validates an endpoint's maintenance section
-// (its defaults when there is none) and takes it out of raw.Sections. Only
-// sinks that maintain their tables accept one.
+// (its defaults when there is none). Only sinks that maintain their
+// tables accept one.
 func (v *validator) maintenance(p string, raw rawEndpoint, reg *writers.Registry) writers.Maintenance {
 	m := writers.NewMaintenance()
-	node, ok := raw.Sections[maintenanceKey]
-	if !ok {
-		return m
-	}
-	delete(raw.Sections, maintenanceKey)
-	path := p + "." + maintenanceKey
-	if sink, err := reg.Lookup(raw.Sink); err == nil && !sink.Maintains.Any() {
-		v.fail(path, "sink %q has no table maintenance: remove this section", raw.Sink)
-		return m
-	}
-	before := len(v.problems)
-	v.decode(&node, reflect.ValueOf(&m), path)
-	if len(v.problems) > before {
-		return m
-	}
-	if err := m.Validate(); err != nil {
-		for _, msg := range strings.Split(err.Error(), "\n") {
-			key, rest, _ := strings.Cut(msg, ": ")
-			v.fail(path+"."+key, "%s", rest)
+	v.section(p, raw, reg, maintenanceKey, &m, func(s writers.Sink) string {
+		if !s.Maintains.Any() {
+			return "has no table maintenance"
 		}
-	}
+		return ""
+	})
 	return m
 }
 
-// streamKey is the endpoint section of continuous streams' group commits,
-// beside the sink's own.
-const streamKey = "stream"
-
 // stream decodes and validates an endpoint's stream section (its defaults
-// when there is none) and takes it out of raw.Sections. Only sinks that
-// take continuous streams accept one.
+// when there is none). Only sinks that take continuous streams accept
+// one.
 func (v *validator) stream(p string, raw rawEndpoint, reg *writers.Registry) writers.GroupCommit {
 	c := writers.NewGroupCommit()
-	node, ok := raw.Sections[streamKey]
+	v.section(p, raw, reg, streamKey, &c, func(s writers.Sink) string {
+		if !s.Streams {
+			return "takes no continuous streams"
+		}
+		return ""
+	})
+	return c
+}
+
+// section decodes the endpoint section key, when raw has one, into out
+// (holding its defaults), validates it, and takes it out of raw.Sections.
+// refuses says why the endpoint's sink takes no such section ("" when it
+// does).
+func (v *validator) section(p string, raw rawEndpoint, reg *writers.Registry, key string, out interface{ Validate() error }, refuses func(writers.Sink) string) {
+	node, ok := raw.Sections[key]
 	if !ok {
-		return c
+		return
 	}
-	delete(raw.Sections, streamKey)
-	path := p + "." + streamKey
-	if sink, err := reg.Lookup(raw.Sink); err == nil && !sink.Streams {
-		v.fail(path, "sink %q takes no continuous streams: remove this section", raw.Sink)
-		return c
+	delete(raw.Sections, key)
+	path := p + "." + key
+	if sink, err := reg.Lookup(raw.Sink); err == nil {
+		if why := refuses(sink); why != "" {
+			v.fail(path, "sink %q %s: remove this section", raw.Sink, why)
+			return
+		}
 	}
 	before := len(v.problems)
-	v.decode(&node, reflect.ValueOf(&c), path)
+	v.decode(&node, reflect.ValueOf(out), path)
 	if len(v.problems) > before {
-		return c
+		return
 	}
-	if err := c.Validate(); err != nil {
+	if err := out.Validate(); err != nil {
 		for _, msg := range strings.Split(err.Error(), "\n") {
 			key, rest, _ := strings.Cut(msg, ": ")
 			v.fail(path+"."+key, "%s", rest)
 		}
 	}
-	return c
 }
 
 // sinkSettings checks an endpoint's sink and sections and returns its
