@@ -38,3 +38,31 @@ func TestMediumCardinalityIsADictionary(t *testing.T) {
 		}
 	}
 }
+
+// TestDictTable: values get indexes in order of first appearance, equal
+// values the same index, through the table's growth; the limit ends it.
+func TestDictTable(t *testing.T) {
+	tab := newDictTable(1)
+	var want []string
+	for round := range 3 {
+		for i := range 5000 {
+			v := fmt.Sprintf("value-%d", i*7%5000)
+			k, ok := tab.index([]byte(v), 5000)
+			if !ok {
+				t.Fatalf("round %d: %q refused under the limit", round, v)
+			}
+			if round == 0 && int(k) == len(want) {
+				want = append(want, v)
+			}
+			if got := string(tab.data[tab.offs[k]:tab.offs[k+1]]); got != v || want[k] != v {
+				t.Fatalf("round %d: %q has index %d holding %q", round, v, k, got)
+			}
+		}
+	}
+	if len(want) != 5000 || len(tab.offs) != 5001 {
+		t.Fatalf("%d distinct values recorded, %d in the table, want 5000", len(want), len(tab.offs)-1)
+	}
+	if _, ok := tab.index([]byte("one too many"), 5000); ok {
+		t.Fatal("a value past the limit was taken")
+	}
+}
