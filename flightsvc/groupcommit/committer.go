@@ -287,28 +287,29 @@ func (c *Committer) publish(g *group) (info writers.CommitInfo, err error) {
 
 // settleUnknown decides a group commit whose outcome stayed unknown
 // after every retry: when the group has seqs, the sink tells whether it
-// landed (its first writer recorded at its last seq: published; below:
-// not, and the group is rolled back); without, nothing tells, and the
-// group is neither rolled back (it may have been published) nor
-// acknowledged.
+// landed (one commit records them all: every writer recorded at its last
+// seq or later means published; any below means not, and the group is
+// rolled back); without, nothing tells, and the group is neither rolled
+// back (it may have been published) nor acknowledged.
 func (c *Committer) settleUnknown(ctx context.Context, g *group, cause error) (writers.CommitInfo, error) {
 	cause = fmt.Errorf("commit: %w", cause)
 	if len(g.seqs) == 0 {
 		return writers.CommitInfo{}, cause
 	}
-	first := g.seqs[0]
-	seq, ok, err := c.w.CommittedEpoch(ctx, first.Writer)
-	switch {
-	case err != nil:
-		return writers.CommitInfo{}, cause
-	case ok && seq >= first.Last:
-		c.log.Info("group commit outcome was unknown; the sink records its seqs: it landed", "writer", first.Writer, "seq", seq)
-		return writers.CommitInfo{Version: writers.NoVersion, Replayed: true}, nil
+	for _, s := range g.seqs {
+		seq, ok, err := c.w.CommittedEpoch(ctx, s.Writer)
+		if err != nil {
+			return writers.CommitInfo{}, cause
+		}
+		if !ok || seq < s.Last {
+			if rerr := c.w.Rollback(ctx, g.key); rerr != nil {
+				c.log.Warn("rollback of a group commit that did not land failed", "err", rerr)
+			}
+			return writers.CommitInfo{}, cause
+		}
 	}
-	if rerr := c.w.Rollback(ctx, g.key); rerr != nil {
-		c.log.Warn("rollback of a group commit that did not land failed", "err", rerr)
-	}
-	return writers.CommitInfo{}, cause
+	c.log.Info("group commit outcome was unknown; the sink records all its seqs: it landed", "writers", len(g.seqs))
+	return writers.CommitInfo{Version: writers.NoVersion, Replayed: true}, nil
 }
 
 // finish records how g's commit ended: the writers' durable seqs and the
