@@ -526,3 +526,28 @@ func TestGroupCommitSettlesAnUnknownOutcome(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupCommitUnknownOutcomeNeedsEverySeq: an unknown outcome whose
+// group's first writer another server advanced, but not the others, did
+// not land: its streams fail (Unavailable) rather than being answered
+// durable.
+func TestGroupCommitUnknownOutcomeNeedsEverySeq(t *testing.T) {
+	sink := newFakeSink()
+	sink.unknown = true
+	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
+	a, _, _ := c.Open(t.Context(), "a")
+	b, _, _ := c.Open(t.Context(), "b")
+	if _, err := write(t, a, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write(t, b, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	sink.seqs["a"] = 0 // another server committed a's seq 0
+	sink.mu.Unlock()
+	c.kickNow()
+	if _, err := awaitAck(t, b); !errors.Is(err, writers.ErrUnavailable) {
+		t.Fatalf("stream b of a group that did not land: %v, want ErrUnavailable", err)
+	}
+}
