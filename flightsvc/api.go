@@ -335,6 +335,11 @@ func (s *Service) Close() {
 // their own. It returns the endpoints whose last commit did not end in
 // time. It is idempotent.
 func (s *Service) StopStreams(ctx context.Context) error {
+	for _, ep := range s.eps {
+		if ep.group != nil {
+			ep.group.Stop() // every endpoint's last commit at once
+		}
+	}
 	var errs []error
 	for _, ep := range s.eps {
 		if ep.group != nil {

@@ -131,6 +131,11 @@ func (s *Service) drainContinuous(ctx context.Context, stream flight.FlightServi
 			dropped, err := gs.Write(ctx, q.rec, q.seq, q.size)
 			ep.m.write.Observe(time.Since(start).Seconds())
 			q.release(ps)
+			if groupcommit.Stopping(err) {
+				// The server stops: the last group's answer comes before
+				// the stream's end.
+				return p, finalAnswers(ctx, stream, gs)
+			}
 			if err != nil {
 				return p, fmt.Errorf("doput: endpoint %q: write batch %d: %w", ep.Name, p.batches, err)
 			}
@@ -144,6 +149,27 @@ func (s *Service) drainContinuous(ctx context.Context, stream flight.FlightServi
 			ps.unacked.Add(-1)
 			p.rows += rows
 			p.batches++
+		}
+	}
+}
+
+// finalAnswers sends the answers gs still has, until it ends with the
+// error it returns.
+func finalAnswers(ctx context.Context, stream flight.FlightService_DoPutServer, gs *groupcommit.Stream) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-gs.Ready():
+			ack, ok, err := gs.Take()
+			if err != nil {
+				return err
+			}
+			if ok {
+				if err := sendJSON(stream, durableAck(ack, false)); err != nil {
+					return err
+				}
+			}
 		}
 	}
 }

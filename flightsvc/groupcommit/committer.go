@@ -66,6 +66,10 @@ type Committer struct {
 	// closed refuses new streams (Close); stopped refuses Writes: the
 	// last group commit has begun.
 	closed, stopped bool
+	// alone, when set, is a stream whose batch the sink refused in a
+	// shared group: the next group is its own until it wrote the batch
+	// again, and other streams' Writes wait.
+	alone *Stream
 
 	kick   chan struct{} // commit now: the current group is full
 	ctx    context.Context
@@ -151,6 +155,18 @@ func New(opts Options) (*Committer, error) {
 	return c, nil
 }
 
+// Stop begins Close without waiting: new streams are refused and the
+// last group commit starts. Stopping every endpoint first lets their last
+// commits run at once. Stop is idempotent.
+func (c *Committer) Stop() {
+	c.once.Do(func() {
+		c.mu.Lock()
+		c.closed = true
+		c.mu.Unlock()
+		close(c.stopc)
+	})
+}
+
 // Close refuses new streams, publishes what the open ones wrote in a last
 // group commit (their clients get its durable answers), then ends them
 // with Unavailable (the server is stopping: a client resumes elsewhere or
@@ -158,12 +174,7 @@ func New(opts Options) (*Committer, error) {
 // fail with Unavailable too. ctx bounds the wait for that commit. Close
 // is idempotent.
 func (c *Committer) Close(ctx context.Context) error {
-	c.once.Do(func() {
-		c.mu.Lock()
-		c.closed = true
-		c.mu.Unlock()
-		close(c.stopc)
-	})
+	c.Stop()
 	var err error
 	select {
 	case <-c.donec:
@@ -181,12 +192,24 @@ func (c *Committer) Close(ctx context.Context) error {
 	return err
 }
 
-// errStopping marks the error streams end with once the server stops.
+// errStopping marks the errors of a stopping server.
 var errStopping = errors.New("the server is stopping")
 
-// stoppingErr is what streams end with once the server stops.
+// Stopping reports whether err comes from the committer stopping: the
+// stream's last rows may still be answered (Take) before its end.
+func Stopping(err error) bool { return errors.Is(err, errStopping) }
+
+// stoppingErr is what streams end with once the server stopped, their
+// rows committed (a stream whose last group failed ends with that
+// failure instead).
 func (c *Committer) stoppingErr() error {
 	return fmt.Errorf("endpoint %q: %w (what this stream sent before was committed): reconnect and resume from the durable seq: %w", c.endpoint, errStopping, writers.ErrUnavailable)
+}
+
+// refusedErr is what a Write after the last group was swapped out fails
+// with: its batch was not taken.
+func (c *Committer) refusedErr() error {
+	return fmt.Errorf("endpoint %q: %w: this batch was not taken: reconnect and resume from the durable seq: %w", c.endpoint, errStopping, writers.ErrUnavailable)
 }
 
 // run commits every interval, and at once when a group is full, until
@@ -408,20 +431,22 @@ func (c *Committer) writerLocked(writer string) *writerState {
 	return ws
 }
 
-// durable reads writer's durable seq from the sink (-1: none): at every
-// open, since another server may have committed seqs of the writer since
-// this one last did.
-func (c *Committer) durable(ctx context.Context, writer string) (int64, error) {
-	seq, ok, err := c.w.CommittedEpoch(ctx, writer)
+// durable reads the durable seq of s's writer from the sink (-1: none):
+// at every open, since another server may have committed seqs of the
+// writer since this one last did. A stream fenced meanwhile records
+// nothing: the newer stream's state is newer.
+func (c *Committer) durable(ctx context.Context, s *Stream) (int64, error) {
+	seq, ok, err := c.w.CommittedEpoch(ctx, s.writer)
 	if err != nil {
-		return 0, fmt.Errorf("endpoint %q: read the durable seq of writer %q: %w", c.endpoint, writer, err)
+		return 0, fmt.Errorf("endpoint %q: read the durable seq of writer %q: %w", c.endpoint, s.writer, err)
 	}
 	if !ok {
 		seq = NoSeq
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	ws := c.writerLocked(writer)
-	ws.durable = seq
+	if !s.gone {
+		c.writerLocked(s.writer).durable = seq
+	}
 	return seq, nil
 }

@@ -3,6 +3,8 @@ package groupcommit
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,10 +38,16 @@ type fakeSink struct {
 	// unknown makes every CommitSeqs end with an unknown outcome, after
 	// publishing (lands) or not.
 	unknown, lands bool
+	// picky sets two kinds of batches apart: of this many rows, and the
+	// others; a key takes one kind only (ErrInvalid for the other), as
+	// Delta refuses a schema other than the key's.
+	picky   int64
+	kinds   map[writers.TxnKey]bool
+	refused int // batches refused as of another kind
 }
 
 func newFakeSink() *fakeSink {
-	return &fakeSink{staged: map[writers.TxnKey]int64{}, seqs: map[string]int64{}}
+	return &fakeSink{staged: map[writers.TxnKey]int64{}, seqs: map[string]int64{}, kinds: map[writers.TxnKey]bool{}}
 }
 
 func (f *fakeSink) Open(context.Context) error  { return nil }
@@ -50,6 +58,14 @@ func (f *fakeSink) Write(_ context.Context, key writers.TxnKey, rec arrow.Record
 	if f.failWrites > 0 {
 		f.failWrites--
 		return f.failWrite
+	}
+	if f.picky > 0 {
+		kind := rec.NumRows() == f.picky
+		if k, ok := f.kinds[key]; ok && k != kind {
+			f.refused++
+			return writers.Errorf(writers.ErrInvalid, "the streams of the key send different schemas")
+		}
+		f.kinds[key] = kind
 	}
 	f.staged[key] += rec.NumRows()
 	return nil
@@ -425,8 +441,8 @@ func TestGroupCommitCloseCommitsFirst(t *testing.T) {
 	if early != nil {
 		t.Fatalf("the stream ended (%v) before its rows were committed", early)
 	}
-	if _, err := write(t, s, 10, 1); !errors.Is(err, writers.ErrUnavailable) {
-		t.Fatalf("a write after the last group: %v, want ErrUnavailable", err)
+	if _, err := write(t, s, 10, 1); !errors.Is(err, writers.ErrUnavailable) || !Stopping(err) || strings.Contains(err.Error(), "was committed") {
+		t.Fatalf("a write after the last group: %v, want ErrUnavailable saying the batch was not taken", err)
 	}
 	close(sink.slow)
 	if err := <-closed; err != nil {
@@ -549,5 +565,54 @@ func TestGroupCommitUnknownOutcomeNeedsEverySeq(t *testing.T) {
 	c.kickNow()
 	if _, err := awaitAck(t, b); !errors.Is(err, writers.ErrUnavailable) {
 		t.Fatalf("stream b of a group that did not land: %v, want ErrUnavailable", err)
+	}
+}
+
+// TestGroupCommitRetryIsAlone: two streams whose batches the sink never
+// takes in one key (two schemas) keep writing at once: each batch refused
+// in a shared group is written again in a group of its own, never refused
+// twice.
+func TestGroupCommitRetryIsAlone(t *testing.T) {
+	sink := newFakeSink()
+	sink.picky = 7
+	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+	x, _, _ := c.Open(t.Context(), "x")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]error, 4)
+	for i := range errs {
+		y, _, _ := c.Open(t.Context(), fmt.Sprint("y", i))
+		wg.Go(func() {
+			for seq := int64(0); ; seq++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := write(t, y, 10, seq); err != nil {
+					errs[i] = err
+					return
+				}
+			}
+		})
+	}
+	var failed error
+	for seq := range int64(50) {
+		if _, err := write(t, x, 7, seq); err != nil {
+			failed = fmt.Errorf("batch %d of x, valid alone: %w", seq, err)
+			break
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if err := errors.Join(append(errs, failed)...); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	refused := sink.refused
+	sink.mu.Unlock()
+	t.Logf("%d batches refused in a shared group and written again alone", refused)
+	if refused == 0 {
+		t.Fatal("no batch was refused: the test did not mix the kinds")
 	}
 }

@@ -86,7 +86,10 @@ func (c *Committer) Open(ctx context.Context, writer string) (*Stream, int64, er
 	//lint:ignore SA2001 a barrier, not a critical section
 	c.writeMu.Unlock()
 	c.mu.Lock()
-	last := c.writerLocked(writer).last
+	var last *group
+	if ws := c.writers[writer]; ws != nil {
+		last = ws.last
+	}
 	c.mu.Unlock()
 	if last != nil {
 		select {
@@ -96,7 +99,7 @@ func (c *Committer) Open(ctx context.Context, writer string) (*Stream, int64, er
 			return nil, NoSeq, context.Cause(ctx)
 		}
 	}
-	d, err := c.durable(ctx, writer)
+	d, err := c.durable(ctx, s)
 	if err != nil {
 		s.Abandon()
 		return nil, NoSeq, err
@@ -136,28 +139,52 @@ func (s *Stream) Write(ctx context.Context, rec arrow.RecordBatch, seq, size int
 	if err := s.waitRoom(ctx); err != nil {
 		return false, err
 	}
-	g, shared, err := s.stage(rec, seq, size)
+	g, shared, err := s.stage(ctx, rec, seq, size)
 	if err != nil && shared && errors.Is(err, writers.ErrInvalid) {
+		defer s.leaveAlone()
 		if err := s.waitSwap(ctx, g); err != nil {
 			return false, err
 		}
-		_, _, err = s.stage(rec, seq, size)
+		_, _, err = s.stage(ctx, rec, seq, size)
 	}
 	return false, err
 }
 
-// stage writes rec into the current group g and records it there. shared
-// is whether other streams had written to g.
-func (s *Stream) stage(rec arrow.RecordBatch, seq, size int64) (g *group, shared bool, err error) {
+// leaveAlone gives the group s had to itself back to every stream.
+func (s *Stream) leaveAlone() {
 	c := s.c
-	c.writeMu.Lock()
-	defer c.writeMu.Unlock()
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.alone == s {
+		c.alone = nil
+		c.wakeLocked()
+	}
+}
+
+// stage writes rec into the current group g and records it there, once
+// no other stream has the group to itself. shared is whether other
+// streams had written to g.
+func (s *Stream) stage(ctx context.Context, rec arrow.RecordBatch, seq, size int64) (g *group, shared bool, err error) {
+	c := s.c
+	for {
+		if err := s.waitOthersAlone(ctx); err != nil {
+			return nil, false, err
+		}
+		c.writeMu.Lock()
+		c.mu.Lock()
+		if c.alone == nil || c.alone == s || s.err != nil || c.stopped {
+			break
+		}
+		// Taken between the wait and the locks: wait again.
+		c.mu.Unlock()
+		c.writeMu.Unlock()
+	}
+	defer c.writeMu.Unlock()
 	switch {
 	case s.err != nil:
 		err = s.err
 	case c.stopped:
-		err = c.stoppingErr()
+		err = c.refusedErr()
 	}
 	g = c.cur
 	_, mine := g.members[s]
@@ -210,23 +237,70 @@ func (s *Stream) stage(rec arrow.RecordBatch, seq, size int64) (g *group, shared
 	return g, shared, nil
 }
 
-// waitSwap asks for g to be committed and returns once it is swapped out
-// for a fresh group (or the stream failed, or ctx ended).
-func (s *Stream) waitSwap(ctx context.Context, g *group) error {
+// waitOthersAlone returns once no other stream has the group to itself
+// (or s failed, or the committer stopped, or ctx ended).
+func (s *Stream) waitOthersAlone(ctx context.Context) error {
 	c := s.c
 	for {
 		c.mu.Lock()
-		if s.err != nil {
-			c.mu.Unlock()
-			return s.err
-		}
-		if c.cur != g {
+		if c.alone == nil || c.alone == s || s.err != nil || c.stopped {
 			c.mu.Unlock()
 			return nil
 		}
 		room := c.room
 		c.mu.Unlock()
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
+// waitSwap takes the next group for s alone: once no other stream has
+// one, it holds every other stream's Writes back and waits until the
+// current group (g, or one other streams wrote to since) is swapped out
+// for a fresh one, which stays empty for s (or the stream failed, or ctx
+// ended). The caller gives the group back (leaveAlone).
+func (s *Stream) waitSwap(ctx context.Context, g *group) error {
+	c := s.c
+	var target *group
+	for target == nil {
+		if err := s.waitOthersAlone(ctx); err != nil {
+			return err
+		}
+		c.mu.Lock()
+		switch {
+		case s.err != nil:
+			c.mu.Unlock()
+			return s.err
+		case c.stopped:
+			c.mu.Unlock()
+			return nil // stage refuses the batch
+		case c.alone == nil || c.alone == s:
+			c.alone, target = s, c.cur
+		}
+		c.mu.Unlock()
+	}
+	c.mu.Lock()
+	empty := len(target.members) == 0
+	c.mu.Unlock()
+	if empty {
+		return nil // already a fresh group, which only s may write to now
+	}
+	for {
 		c.kickNow()
+		c.mu.Lock()
+		if s.err != nil {
+			c.mu.Unlock()
+			return s.err
+		}
+		if c.cur != target || c.stopped {
+			c.mu.Unlock()
+			return nil
+		}
+		room := c.room
+		c.mu.Unlock()
 		select {
 		case <-room:
 		case <-ctx.Done():
