@@ -579,7 +579,7 @@ func TestGroupCommitRetryIsAlone(t *testing.T) {
 	x, _, _ := c.Open(t.Context(), "x")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	errs := make([]error, 4)
+	errs := make([]error, 3)
 	for i := range errs {
 		y, _, _ := c.Open(t.Context(), fmt.Sprint("y", i))
 		wg.Go(func() {
@@ -597,7 +597,13 @@ func TestGroupCommitRetryIsAlone(t *testing.T) {
 		})
 	}
 	var failed error
+	y, _, _ := c.Open(t.Context(), "y")
 	for seq := range int64(50) {
+		// A batch of the other kind first: x's is refused in that group.
+		if _, err := write(t, y, 10, seq); err != nil {
+			failed = err
+			break
+		}
 		if _, err := write(t, x, 7, seq); err != nil {
 			failed = fmt.Errorf("batch %d of x, valid alone: %w", seq, err)
 			break
