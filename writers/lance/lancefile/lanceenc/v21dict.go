@@ -211,13 +211,13 @@ func binaryDictionary(dt arrow.DataType, offs []uint64, data []byte) *pageDict {
 // offsets, as pylance decides), or nil. The indices are bit-packed later, so the
 // estimate is conservative. Null values (empty here) index whatever
 // entry holds the empty value: their definition levels make them null.
-func dictionaryEncode(dt arrow.DataType, offs []uint64, data []byte) ([]byte, *pageDict) {
-	rows := len(offs) - 1
-	if rows < 100 || len(data) == 0 {
+func dictionaryEncode(dt arrow.DataType, p *pageStrings) ([]byte, *pageDict) {
+	rows := p.rows
+	if rows < 100 || p.bytes == 0 {
 		return nil, nil
 	}
 	// Lance counts the values' offsets in their size (4 bytes each).
-	size := len(data) + 4*rows
+	size := p.bytes + 4*rows
 	avg := size / rows
 	// The most distinct values for which the dictionary pays.
 	limit := (size*8/10 - 4*rows) / (avg + 4)
@@ -226,18 +226,14 @@ func dictionaryEncode(dt arrow.DataType, offs []uint64, data []byte) ([]byte, *p
 	}
 	// Too many distinct values end it before any map is built (names,
 	// ids); the estimate also sizes the map.
-	est := estimateDistinct(offs, data)
+	est := estimateDistinct(p)
 	if est > limit {
 		return nil, nil
 	}
 	t := newDictTable(est)
 	idx := make([]byte, 4*rows)
-	for i := range rows {
-		k, ok := t.index(data[offs[i]:offs[i+1]], limit)
-		if !ok {
-			return nil, nil
-		}
-		binary.LittleEndian.PutUint32(idx[4*i:], k)
+	if !p.index(t, limit, idx) {
+		return nil, nil
 	}
 	return idx, binaryDictionary(dt, t.offs, t.data)
 }
@@ -314,14 +310,13 @@ func (t *dictTable) grow() {
 // Clustered values repeat more in the sample and read fewer, which only
 // makes dictionaryEncode try a dictionary that its own bound (limit)
 // then stops.
-func estimateDistinct(offs []uint64, data []byte) int {
-	rows := len(offs) - 1
+func estimateDistinct(p *pageStrings) int {
+	rows := p.rows
 	s := min(rows, 4096)
 	stride := rows / s
 	seen := make(map[string]struct{}, s)
 	for i := range s {
-		j := i * stride
-		seen[string(data[offs[j]:offs[j+1]])] = struct{}{}
+		seen[string(p.at(i*stride))] = struct{}{}
 	}
 	d := float64(len(seen))
 	expect := func(D float64) float64 { return D * (1 - math.Exp(-float64(s)/D)) }

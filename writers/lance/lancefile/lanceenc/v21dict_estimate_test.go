@@ -1,11 +1,14 @@
 package lanceenc
 
 import (
+	"bytes"
 	"fmt"
 	"math/rand/v2"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // page returns rows values drawn at random from n distinct strings.
@@ -29,11 +32,11 @@ func TestMediumCardinalityIsADictionary(t *testing.T) {
 		dict     bool
 	}{{16, true}, {20_000, true}, {rows * 100, false}} {
 		offs, data := page(rows, c.distinct)
-		est := estimateDistinct(offs, data)
+		est := estimateDistinct(pageStringsOfBytes(offs, data))
 		if c.distinct <= rows && (float64(est) < 0.8*float64(c.distinct) || float64(est) > 1.25*float64(c.distinct)) {
 			t.Errorf("%d distinct values estimated at %d", c.distinct, est)
 		}
-		if _, dict := dictionaryEncode(arrow.BinaryTypes.String, offs, data); (dict != nil) != c.dict {
+		if _, dict := dictionaryEncode(arrow.BinaryTypes.String, pageStringsOfBytes(offs, data)); (dict != nil) != c.dict {
 			t.Errorf("%d distinct values of %d: dictionary %v, want %v", c.distinct, rows, dict != nil, c.dict)
 		}
 	}
@@ -64,5 +67,44 @@ func TestDictTable(t *testing.T) {
 	}
 	if _, ok := tab.index([]byte("one too many"), 5000); ok {
 		t.Fatal("a value past the limit was taken")
+	}
+}
+
+// TestPageStringsInPlace: a page's dictionary built from its chunks in
+// place (several chunks, sliced, with nulls, string and large string) is
+// the one built from the values gathered into one buffer.
+func TestPageStringsInPlace(t *testing.T) {
+	for _, dt := range []arrow.DataType{arrow.BinaryTypes.String, arrow.BinaryTypes.LargeString} {
+		var vals []arrow.Array
+		rows := 0
+		for c := range 3 {
+			b := array.NewBuilder(memory.DefaultAllocator, dt)
+			for i := range 300 {
+				switch {
+				case i%17 == 0:
+					b.AppendNull()
+				case dt.ID() == arrow.STRING:
+					b.(*array.StringBuilder).Append(fmt.Sprintf("v%d", (i*c)%40))
+				default:
+					b.(*array.LargeStringBuilder).Append(fmt.Sprintf("v%d", (i*c)%40))
+				}
+			}
+			a := b.NewArray()
+			b.Release()
+			s := array.NewSlice(a, 10, 290) // offsets that do not start at 0
+			a.Release()
+			defer s.Release()
+			vals = append(vals, s)
+			rows += s.Len()
+		}
+		offs, data, _ := varValues(vals, rows)
+		wantIdx, wantDict := dictionaryEncode(dt, pageStringsOfBytes(offs, data))
+		gotIdx, gotDict := dictionaryEncode(dt, pageStringsOf(vals, rows))
+		if wantDict == nil || gotDict == nil {
+			t.Fatalf("%s: no dictionary (gathered %v, in place %v)", dt, wantDict != nil, gotDict != nil)
+		}
+		if !bytes.Equal(wantIdx, gotIdx) || !bytes.Equal(wantDict.buf, gotDict.buf) || wantDict.n != gotDict.n {
+			t.Fatalf("%s: the dictionary built in place differs from the gathered one", dt)
+		}
 	}
 }

@@ -520,15 +520,19 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, er
 		}
 		return pageValues{c: &flatChunker{data: b, bits: bits, rows: rows}, enc: fslEncoding(t, ew)}, nil
 	case arrow.BinaryDataType:
+		// A dictionary is decided, and built, from the chunks' own bytes:
+		// the page's values are gathered only when it is not one.
+		if ps := pageStringsOf(vals, rows); ps.widest <= maxMiniValue {
+			if idx, dict := dictionaryEncode(dt, ps); dict != nil {
+				pv := intValues(idx, 32, rows)
+				pv.dict = dict
+				return pv, nil
+			}
+		}
 		offs, data, widest := varValues(vals, rows)
 		if widest > maxMiniValue {
 			z, err := zipVariable(dt, offs, data)
 			return pageValues{zip: z}, err
-		}
-		if idx, dict := dictionaryEncode(dt, offs, data); dict != nil {
-			pv := intValues(idx, 32, rows)
-			pv.dict = dict
-			return pv, nil
 		}
 		c, enc, err := newVarChunker(offs, data)
 		return pageValues{c: c, enc: enc}, err
