@@ -144,9 +144,9 @@ func (p *pageStrings) index(t *dictTable, limit int, idx []byte) bool {
 
 func indexChunk[T int32 | int64 | uint64](t *dictTable, limit int, o []T, raw []byte, nulls arrow.Array, idx []byte) bool {
 	for i := 0; i+1 < len(o); i++ {
-		v := raw[o[i]:o[i+1]]
-		if nulls != nil && nulls.IsNull(i) {
-			v = nil
+		var v []byte // a null: the empty value, whatever its offsets say
+		if nulls == nil || nulls.IsValid(i) {
+			v = raw[o[i]:o[i+1]]
 		}
 		k, ok := t.index(v, limit)
 		if !ok {
