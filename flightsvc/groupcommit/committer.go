@@ -238,6 +238,25 @@ func (c *Committer) kickNow() {
 	}
 }
 
+// waitUntil calls done under c.mu, again each time the groups change
+// (wakeLocked), until it answers true (with its error) or ctx ends.
+func (c *Committer) waitUntil(ctx context.Context, done func() (bool, error)) error {
+	for {
+		c.mu.Lock()
+		ok, err := done()
+		room := c.room
+		c.mu.Unlock()
+		if ok {
+			return err
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+}
+
 // wakeLocked lets Writes waiting for room look again.
 func (c *Committer) wakeLocked() {
 	close(c.room)

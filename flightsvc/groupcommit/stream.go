@@ -241,20 +241,9 @@ func (s *Stream) stage(ctx context.Context, rec arrow.RecordBatch, seq, size int
 // (or s failed, or the committer stopped, or ctx ended).
 func (s *Stream) waitOthersAlone(ctx context.Context) error {
 	c := s.c
-	for {
-		c.mu.Lock()
-		if c.alone == nil || c.alone == s || s.err != nil || c.stopped {
-			c.mu.Unlock()
-			return nil
-		}
-		room := c.room
-		c.mu.Unlock()
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
+	return c.waitUntil(ctx, func() (bool, error) {
+		return c.alone == nil || c.alone == s || s.err != nil || c.stopped, nil
+	})
 }
 
 // waitSwap takes the next group for s alone: once no other stream has
@@ -265,48 +254,34 @@ func (s *Stream) waitOthersAlone(ctx context.Context) error {
 func (s *Stream) waitSwap(ctx context.Context, g *group) error {
 	c := s.c
 	var target *group
-	for target == nil {
-		if err := s.waitOthersAlone(ctx); err != nil {
-			return err
-		}
-		c.mu.Lock()
+	err := c.waitUntil(ctx, func() (bool, error) {
 		switch {
 		case s.err != nil:
-			c.mu.Unlock()
-			return s.err
+			return true, s.err
 		case c.stopped:
-			c.mu.Unlock()
-			return nil // stage refuses the batch
+			return true, nil // stage refuses the batch
 		case c.alone == nil || c.alone == s:
-			c.alone, target = s, c.cur
+			c.alone = s
+			if len(c.cur.members) > 0 {
+				target = c.cur
+			}
+			return true, nil
 		}
-		c.mu.Unlock()
+		return false, nil
+	})
+	if err != nil || target == nil {
+		return err // or the current group is fresh already, and s's now
 	}
-	c.mu.Lock()
-	empty := len(target.members) == 0
-	c.mu.Unlock()
-	if empty {
-		return nil // already a fresh group, which only s may write to now
-	}
-	for {
+	return c.waitUntil(ctx, func() (bool, error) {
 		c.kickNow()
-		c.mu.Lock()
-		if s.err != nil {
-			c.mu.Unlock()
-			return s.err
+		switch {
+		case s.err != nil:
+			return true, s.err
+		case c.cur != target || c.stopped:
+			return true, nil
 		}
-		if c.cur != target || c.stopped {
-			c.mu.Unlock()
-			return nil
-		}
-		room := c.room
-		c.mu.Unlock()
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
+		return false, nil
+	})
 }
 
 // waitRoom returns once the current group has room, the stream has
@@ -314,26 +289,17 @@ func (s *Stream) waitSwap(ctx context.Context, g *group) error {
 // at once.
 func (s *Stream) waitRoom(ctx context.Context) error {
 	c := s.c
-	for {
-		c.mu.Lock()
+	return c.waitUntil(ctx, func() (bool, error) {
 		switch {
 		case s.err != nil:
-			c.mu.Unlock()
-			return s.err
+			return true, s.err
 		case c.cur.bytes < c.cfg.CommitBytes:
-			c.mu.Unlock()
-			return nil
+			return true, nil
 		case !c.committing:
 			c.kickNow()
 		}
-		room := c.room
-		c.mu.Unlock()
-		select {
-		case <-room:
-		case <-ctx.Done():
-			return context.Cause(ctx)
-		}
-	}
+		return false, nil
+	})
 }
 
 // Ready signals that Take has an ack or an error to return.

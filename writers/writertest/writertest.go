@@ -54,7 +54,9 @@ type Harness struct {
 	// the first commit defines (a table, a dataset): of two first commits
 	// of different schemas racing, one creates it and the other is refused
 	// with ErrInvalid and publishes nothing. Such a sink's precommits write
-	// files, which it must delete on request (writers.PrecommitDiscarder).
+	// files, which it must delete on request (writers.PrecommitDiscarder),
+	// and it takes continuous streams (writers.SeqCommitter) safely across
+	// servers: two group commits racing with the same seqs publish once.
 	TableSchema bool
 }
 
@@ -98,6 +100,7 @@ func Run(t *testing.T, h Harness) {
 		}{
 			{"concurrent-first-commits-of-two-schemas", (*suite).concurrentFirstCommitsOfTwoSchemas},
 			{"discard-precommitted", (*suite).discardPrecommitted},
+			{"seqs-across-servers", (*suite).seqsAcrossServers},
 		}...)
 	}
 	for _, st := range subtests {
@@ -596,6 +599,62 @@ func (s *suite) concurrentFirstCommitsOfTwoSchemas() {
 		}
 		s.wantEpoch(ws[1-winner], keys[1-winner].Writer, 0, false)
 	}
+}
+
+// seqsAcrossServers: a group commit of continuous streams records each
+// writer's last seq (CommittedEpoch reads it on every server); the same
+// seqs again are a replay and a part of them a conflict, both publishing
+// nothing; and two servers racing with the same writer's seq, round after
+// round, publish it once (Harness.TableSchema).
+func (s *suite) seqsAcrossServers() {
+	peer := s.open(s.h.Peer(s.t, s.w))
+	group := func(w writers.Writer, name string, rows int, seqs ...writers.WriterSeq) (writers.CommitInfo, error) {
+		sc, ok := writers.Find[writers.SeqCommitter](w)
+		if !ok {
+			s.t.Fatal("a table sink must take continuous streams (writers.SeqCommitter)")
+		}
+		key := writers.AutoKey(name)
+		s.write(w, key, rows)
+		info, err := sc.CommitSeqs(s.ctx, key, []writers.Descriptor{s.precommit(w, key)}, seqs)
+		if err != nil || info.Replayed {
+			s.rollback(w, key)
+		}
+		return info, err
+	}
+	if _, err := group(s.w, "g1", 5, writers.WriterSeq{Writer: "c1", First: 0, Last: 2}, writers.WriterSeq{Writer: "c2", First: 0, Last: 0}); err != nil {
+		s.t.Fatalf("group commit: %v", err)
+	}
+	s.wantPublished(5, "after a group commit")
+	for _, w := range []writers.Writer{s.w, peer} {
+		s.wantEpoch(w, "c1", 2, true)
+		s.wantEpoch(w, "c2", 0, true)
+	}
+	if info, err := group(peer, "g2", 4, writers.WriterSeq{Writer: "c1", First: 0, Last: 2}, writers.WriterSeq{Writer: "c2", First: 0, Last: 0}); err != nil || !info.Replayed {
+		s.t.Fatalf("the same seqs again: %+v %v, want Replayed", info, err)
+	}
+	if _, err := group(peer, "g3", 4, writers.WriterSeq{Writer: "c1", First: 2, Last: 4}); !errors.Is(err, writers.ErrConflict) {
+		s.t.Fatalf("seqs partly recorded: %v, want ErrConflict", err)
+	}
+	s.wantPublished(5, "after a replayed and a conflicting group")
+
+	const rounds = 10
+	for i := range rounds {
+		errs := make([]error, 2)
+		var wg sync.WaitGroup
+		for j, w := range []writers.Writer{s.w, peer} {
+			wg.Go(func() {
+				_, err := group(w, fmt.Sprintf("race-%d-%d", i, j), 1, writers.WriterSeq{Writer: fmt.Sprint("s", i), First: 0, Last: 0})
+				if !errors.Is(err, writers.ErrConflict) {
+					errs[j] = err
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			s.t.Fatalf("round %d: %v", i, err)
+		}
+	}
+	s.wantPublished(5+rounds, "after two servers raced with the same seqs: each must land once")
 }
 
 func (s *suite) neverCommitted() {

@@ -16,13 +16,11 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("go.opencensus.io/stats/view.(*worker).start"))
 }
 
-// TestScenario runs the scenario small on local disk and checks that both
-// kinds of put have their line; the run itself checks that each table
-// holds exactly the rows the clients were answered durable.
+// TestScenario runs the scenario small on local disk (about 3 s) and
+// checks that both kinds of put have their line; the run itself checks
+// that each table holds exactly the rows the clients were answered
+// durable.
 func TestScenario(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a benchmark run: skipped with -short")
-	}
 	var out bytes.Buffer
 	args := []string{"--streams", "4", "--batch-rows", "100", "--every", "50ms", "--duration", "1s", "--commit-interval", "200ms"}
 	if err := bench.Main(context.Background(), args, &out, io.Discard, Scenario()); err != nil {
