@@ -112,14 +112,8 @@ func (s *Service) drainContinuous(ctx context.Context, stream flight.FlightServi
 		case <-ctx.Done():
 			return p, context.Cause(ctx)
 		case <-gs.Ready():
-			ack, ok, err := gs.Take()
-			if err != nil {
+			if err := answer(stream, gs); err != nil {
 				return p, fmt.Errorf("doput: endpoint %q: %w", ep.Name, err)
-			}
-			if ok {
-				if err := sendJSON(stream, durableAck(ack, false)); err != nil {
-					return p, err
-				}
 			}
 		case q, ok := <-queue:
 			if !ok {
@@ -161,17 +155,21 @@ func finalAnswers(ctx context.Context, stream flight.FlightService_DoPutServer, 
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		case <-gs.Ready():
-			ack, ok, err := gs.Take()
-			if err != nil {
+			if err := answer(stream, gs); err != nil {
 				return err
-			}
-			if ok {
-				if err := sendJSON(stream, durableAck(ack, false)); err != nil {
-					return err
-				}
 			}
 		}
 	}
+}
+
+// answer sends the durable answer gs has ready, if any; an error is the
+// stream's end, or a failed send.
+func answer(stream flight.FlightService_DoPutServer, gs *groupcommit.Stream) error {
+	ack, ok, err := gs.Take()
+	if err != nil || !ok {
+		return err
+	}
+	return sendJSON(stream, durableAck(ack, false))
 }
 
 // TakesStreams reports whether endpoint takes continuous streams.
