@@ -22,15 +22,16 @@ func page(rows, n int) ([]uint64, []byte) {
 	return offs, data
 }
 
-// The estimate from a sample tells medium-cardinality columns from
-// unique ones, which a sample of 1,024 cannot: 20,000 user names become a
-// dictionary page, unique values do not.
-func TestMediumCardinalityIsADictionary(t *testing.T) {
+// The estimate from a sample tells cardinalities apart (within a quarter),
+// and a page is a dictionary where pylance 14 makes one: 16 or 1,000
+// categories of 200,000 values are, 20,000 user names (FSST in pylance's
+// file) and unique values are not.
+func TestDictionaryAsPylanceDecides(t *testing.T) {
 	const rows = 200_000
 	for _, c := range []struct {
 		distinct int
 		dict     bool
-	}{{16, true}, {20_000, true}, {rows * 100, false}} {
+	}{{16, true}, {1000, true}, {20_000, false}, {rows * 100, false}} {
 		offs, data := page(rows, c.distinct)
 		est := estimateDistinct(pageStringsOfBytes(offs, data))
 		if c.distinct <= rows && (float64(est) < 0.8*float64(c.distinct) || float64(est) > 1.25*float64(c.distinct)) {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/klauspost/compress/zstd"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -17,10 +16,11 @@ import (
 // Writing pages of format 2.1 and 2.2: one column per leaf, pages in the
 // mini-block layout unless their values are too wide for it or their
 // lists too sparse (then full-zip, v21fullzip.go). Integers (dates, times,
-// timestamps, durations included) are FastLanes bit-packed per chunk of
-// 1024 values, strings and binaries zstd-compressed per chunk when that is
-// smaller, floats, bools, decimals and vectors stored flat. Nulls of
-// leaves and structs are definition levels, bit-packed. Chunks stay within
+// timestamps, durations included) and floats are FastLanes bit-packed per
+// chunk of 1024 values when that is smaller, strings and binaries stored
+// as a dictionary of few distinct values (v21dict.go) or FSST-compressed
+// (fsst.go), bools, decimals and vectors flat. Nulls of leaves and structs
+// are definition levels, bit-packed. Chunks stay within
 // format 2.1's limits (16-bit sizes, 32 KiB), which 2.2 readers accept
 // too: a chunk takes fewer values when its levels would not fit.
 
@@ -316,6 +316,9 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (Page, error) {
 	}
 	bufs := [][]byte{meta, cw.data}
 	if dict != nil {
+		if large {
+			dict = dict.lz4()
+		}
 		m.Dictionary, m.NumDictionaryItems = dict.enc, uint64(dict.n)
 		bufs = append(bufs, dict.buf)
 	}
@@ -534,11 +537,11 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, er
 			z, err := zipVariable(dt, offs, data)
 			return pageValues{zip: z}, err
 		}
-		c, enc, err := newVarChunker(offs, data)
-		return pageValues{c: c, enc: enc}, err
+		c, enc := newVarChunker(offs, data, widest)
+		return pageValues{c: c, enc: enc}, nil
 	case arrow.FixedWidthDataType:
 		b, _ := FixedValues(dt, vals)
-		if isInteger(dt) {
+		if bitPackable(dt) {
 			return intValues(b, t.BitWidth(), rows), nil
 		}
 		return pageValues{c: &flatChunker{data: b, bits: t.BitWidth(), rows: rows}, enc: flatEncoding(t.BitWidth())}, nil
@@ -620,11 +623,14 @@ func packs(data []byte, t, rows int) bool {
 	return packed < rows*t/8
 }
 
-// isInteger reports types whose values are integers of 8 to 64 bits.
-func isInteger(dt arrow.DataType) bool {
+// bitPackable reports types of 8 to 64 bits that are bit-packed when
+// that is smaller: integers, and floats by their bits, as pylance does
+// (positive floats below 2 lose their sign bit and more).
+func bitPackable(dt arrow.DataType) bool {
 	switch dt.ID() {
 	case arrow.INT8, arrow.INT16, arrow.INT32, arrow.INT64, arrow.UINT8, arrow.UINT16, arrow.UINT32, arrow.UINT64,
-		arrow.DATE32, arrow.DATE64, arrow.TIMESTAMP, arrow.TIME32, arrow.TIME64, arrow.DURATION:
+		arrow.DATE32, arrow.DATE64, arrow.TIMESTAMP, arrow.TIME32, arrow.TIME64, arrow.DURATION,
+		arrow.FLOAT16, arrow.FLOAT32, arrow.FLOAT64:
 		return true
 	}
 	return false
@@ -685,11 +691,10 @@ func (c *packChunker) encode(first, n int) []byte {
 }
 
 // varChunker stores variable-width values as chunk-relative 32-bit
-// offsets and bytes, zstd-compressed when that pays for the page.
+// offsets and bytes.
 type varChunker struct {
 	offs []uint64 // page-relative, len rows+1
 	data []byte
-	zstd *zstd.Encoder
 }
 
 // varValues gathers variable-width values: page-relative offsets (rows+1),
@@ -756,25 +761,17 @@ func rebased[T int32 | int64](offs []uint64, o []T, at uint64) ([]uint64, int64)
 	return offs, int64(widest)
 }
 
-func newVarChunker(offs []uint64, data []byte) (chunker, *encodings21pb.CompressiveEncoding, error) {
-	c := &varChunker{offs: offs, data: data}
-	variable := variableEncoding(32)
-	// Compress when the values shrink by an eighth or more (names,
-	// categories and text do; random bytes do not).
-	if len(c.data) >= 64 {
-		enc, err := zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-		if err != nil {
-			return nil, nil, err
-		}
-		sample := enc.EncodeAll(c.data[:min(len(c.data), 64<<10)], nil)
-		if len(sample)*8 < min(len(c.data), 64<<10)*7 {
-			c.zstd = enc
-			return c, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_General{General: &encodings21pb.General{
-				Compression: &encodings21pb.BufferCompression{Scheme: encodings21pb.CompressionScheme_COMPRESSION_ALGORITHM_ZSTD},
-				Values:      variable}}}, nil
+// newVarChunker stores variable-width values as pylance does: FSST-
+// compressed when the page holds 32 KiB or more and a value of 5 bytes or
+// more (unless that does not shrink them: random bytes), else as they are.
+func newVarChunker(offs []uint64, data []byte, widest int64) (chunker, *encodings21pb.CompressiveEncoding) {
+	if len(data) >= fsstMinBytes && widest >= fsstMinWidest {
+		if cOffs, codes, table, ok := fsstCompress(offs, data); ok {
+			return &varChunker{offs: cOffs, data: codes}, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Fsst{
+				Fsst: &encodings21pb.Fsst{Values: variableEncoding(32), SymbolTable: table}}}
 		}
 	}
-	return c, variable, nil
+	return &varChunker{offs: offs, data: data}, variableEncoding(32)
 }
 
 func (c *varChunker) next(first int) int {
@@ -804,9 +801,5 @@ func (c *varChunker) encode(first, n int) []byte {
 	for len(out)%4 != 0 {
 		out = append(out, 0)
 	}
-	if c.zstd == nil {
-		return out
-	}
-	z := binary.LittleEndian.AppendUint64(make([]byte, 0, 8+len(out)), uint64(len(out)))
-	return c.zstd.EncodeAll(out, z)
+	return out
 }

@@ -1,0 +1,371 @@
+package lanceenc
+
+import (
+	"cmp"
+	"encoding/binary"
+	"slices"
+)
+
+// FSST (Boncz, Neumann, Leis: "FSST: Fast Random Access String
+// Compression", VLDB 2020) replaces the substrings of a page's values that
+// recur most with one-byte codes of a table of at most 255 symbols of 1 to
+// 8 bytes; code 255 escapes a literal byte. Lance compresses a mini-block
+// page of strings this way when its longest value has 5 bytes or more and
+// its values 32 KiB or more, and stores the table in the page's encoding.
+
+const (
+	fsstEscape      = 255
+	fsstMaxSymbols  = 255
+	fsstTableBytes  = 8 + 256*8 + 256 // Lance's readers want exactly this size
+	fsstMagic       = 0x46535354 << 32
+	fsstSampleBytes = 16 << 10
+	fsstHashBits    = 10
+	// fsstMinBytes and fsstMinWidest are when Lance compresses a page's
+	// values with FSST.
+	fsstMinBytes  = 32 << 10
+	fsstMinWidest = 5
+)
+
+// fsstSymbol is up to 8 bytes, little-endian in val.
+type fsstSymbol struct {
+	val uint64
+	n   uint8
+}
+
+// fsstTable finds, at each position of a value, the longest symbol that
+// starts there: symbols of 3 to 8 bytes by a hash of their first three
+// bytes (one per hash slot), of 1 or 2 bytes by their bytes.
+type fsstTable struct {
+	syms []fsstSymbol // by code
+	long [1 << fsstHashBits]struct {
+		val, mask uint64 // a free slot matches nothing: mask 0, val 1
+		n, code   uint8
+	}
+	short [1 << 16]uint16 // two bytes: 2<<8 | their symbol's code, or 0
+	one   [256]uint16     // a byte: 1<<8 | its symbol's code, or 0 (escape)
+	// fast is short with every free entry taking its first byte's symbol
+	// or, without one, fsstEscaped (made by fill, for compress).
+	fast []uint16
+}
+
+// fsstEscaped is a fast entry that escapes one byte: the escape code, the
+// byte taken and a second byte written.
+const fsstEscaped = 1<<12 | 1<<8 | fsstEscape
+
+func fsstHash(w uint64) int {
+	return int((w & 0xFFFFFF) * 0x9E3779B97F4A7C15 >> (64 - fsstHashBits))
+}
+
+func lowBytes(n uint8) uint64 {
+	if n >= 8 {
+		return ^uint64(0)
+	}
+	return 1<<(8*n) - 1
+}
+
+// set makes syms (in code order) the table's symbols; a symbol of 3 bytes
+// or more whose hash slot is taken is left out, as FSST does.
+func (t *fsstTable) set(syms []fsstSymbol) {
+	for _, s := range t.syms { // clear what the last symbols set
+		switch {
+		case s.n >= 3:
+			slot := &t.long[fsstHash(s.val)]
+			slot.val, slot.mask, slot.n = 1, 0, 0
+		case s.n == 2:
+			t.short[s.val&0xFFFF] = 0
+		default:
+			t.one[s.val&0xFF] = 0
+		}
+	}
+	t.syms = t.syms[:0]
+	for _, s := range syms {
+		if len(t.syms) == fsstMaxSymbols {
+			break
+		}
+		code := uint8(len(t.syms))
+		switch {
+		case s.n >= 3:
+			slot := &t.long[fsstHash(s.val)]
+			if slot.mask != 0 {
+				continue
+			}
+			slot.val, slot.mask, slot.n, slot.code = s.val, lowBytes(s.n), s.n, code
+		case s.n == 2:
+			t.short[s.val&0xFFFF] = 2<<8 | uint16(code)
+		default:
+			t.one[s.val&0xFF] = 1<<8 | uint16(code)
+		}
+		t.syms = append(t.syms, s)
+	}
+}
+
+// load reads 8 bytes of data at p, zeros past its end.
+func load(data []byte, p int) uint64 {
+	if p+8 <= len(data) {
+		return binary.LittleEndian.Uint64(data[p:])
+	}
+	var b [8]byte
+	copy(b[:], data[p:])
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// match returns the code and length of the longest symbol at the start of
+// w, of which left bytes belong to the value (length 0: escape).
+func (t *fsstTable) match(w uint64, left int) (code uint8, n int) {
+	if s := &t.long[fsstHash(w)]; int(s.n) <= left && w&s.mask == s.val {
+		return s.code, int(s.n)
+	}
+	var c uint16
+	if left >= 2 {
+		c = t.short[w&0xFFFF]
+	}
+	if c == 0 {
+		c = t.one[w&0xFF]
+	}
+	return uint8(c), int(c >> 8)
+}
+
+// fill makes the fast table.
+func (t *fsstTable) fill() {
+	t.fast = make([]uint16, len(t.short))
+	for i, c := range t.short {
+		switch {
+		case c != 0:
+			t.fast[i] = c
+		case t.one[i&0xFF] != 0:
+			t.fast[i] = t.one[i&0xFF]
+		default:
+			t.fast[i] = fsstEscaped
+		}
+	}
+}
+
+// compress writes the codes of data[from:to] at out[o:] (room for two
+// bytes per byte, and one more) and returns where they end. While 8 bytes
+// of the value are left every symbol fits and the lookup needs no bounds
+// (the byte after a code is written whether escaped or not). A lookup
+// without branches (conditional moves) was slower: each code then waits
+// for its table load before the next can start.
+func (t *fsstTable) compress(out, data []byte, o, from, to int) int {
+	p := from
+	for ; p+8 <= to; p++ {
+		w := binary.LittleEndian.Uint64(data[p:])
+		c := t.fast[w&0xFFFF]
+		if s := &t.long[fsstHash(w)]; w&s.mask == s.val {
+			c = uint16(s.n)<<8 | uint16(s.code)
+		}
+		out[o], out[o+1] = uint8(c), uint8(w)
+		o += 1 + int(c>>12)
+		p += int(c>>8&15) - 1
+	}
+	for p < to {
+		code, n := t.match(load(data, p), to-p)
+		if n == 0 {
+			out[o], out[o+1] = fsstEscape, data[p]
+			o, p = o+2, p+1
+			continue
+		}
+		out[o] = code
+		o, p = o+1, p+n
+	}
+	return o
+}
+
+// fsstCompress compresses each value of data (offs, rows+1 page-relative
+// offsets) with a symbol table built from a sample of them, returning the
+// codes, their offsets and the table as Lance stores it; ok is false when
+// that would not shrink the values.
+func fsstCompress(offs []uint64, data []byte) (cOffs []uint64, codes, table []byte, ok bool) {
+	t := buildFSST(fsstSample(offs, data))
+	t.fill()
+	// Room for a value that escapes every byte past the page's size.
+	widest := 0
+	for i := 1; i < len(offs); i++ {
+		widest = max(widest, int(offs[i]-offs[i-1]))
+	}
+	codes = make([]byte, len(data)+2*widest+1)
+	cOffs = make([]uint64, len(offs))
+	o := 0
+	for i := 1; i < len(offs); i++ {
+		if o = t.compress(codes, data, o, int(offs[i-1]), int(offs[i])); o >= len(data) {
+			return nil, nil, nil, false
+		}
+		cOffs[i] = uint64(o)
+	}
+	return cOffs, codes[:o], t.export(), true
+}
+
+// export is the table as Lance reads it: a header (symbol count, the
+// "compressed" flag at bit 24, the magic), the symbols, their lengths.
+func (t *fsstTable) export() []byte {
+	out := make([]byte, fsstTableBytes)
+	binary.LittleEndian.PutUint64(out, fsstMagic|1<<24|uint64(len(t.syms)))
+	for i, s := range t.syms {
+		binary.LittleEndian.PutUint64(out[8+8*i:], s.val)
+		out[8+8*len(t.syms)+i] = s.n
+	}
+	return out
+}
+
+// fsstSample picks whole values, spread evenly over the page, until about
+// 16 KiB: the same page always builds the same table.
+func fsstSample(offs []uint64, data []byte) [][]byte {
+	rows := len(offs) - 1
+	if len(data) <= fsstSampleBytes {
+		out := make([][]byte, 0, rows)
+		for i := range rows {
+			out = append(out, data[offs[i]:offs[i+1]])
+		}
+		return out
+	}
+	var out [][]byte
+	// A stride coprime with rows visits every value before repeating.
+	stride := rows/max(1, rows*fsstSampleBytes/len(data)) | 1
+	for rows%stride == 0 && stride > 1 {
+		stride += 2
+	}
+	for i, size := 0, 0; size < fsstSampleBytes; i = (i + stride) % rows {
+		v := data[offs[i]:offs[i+1]]
+		out = append(out, v)
+		size += len(v) + 1
+	}
+	return out
+}
+
+// buildFSST builds a symbol table for sample in rounds: compress the
+// sample with the table so far, counting how often each symbol and each
+// pair of adjacent symbols occurs, then keep the 255 symbols (old ones and
+// pairs joined) that save the most bytes. The table that compressed the
+// sample best wins.
+func buildFSST(sample [][]byte) *fsstTable {
+	t := &fsstTable{}
+	for i := range t.long {
+		t.long[i].val = 1
+	}
+	var best []fsstSymbol
+	bestGain := -1 << 62
+	// Counters by code: 0-255 a byte escaped, 256+ the table's symbols.
+	count1 := make([]uint32, 512)
+	count2 := make([]uint32, 512*512)
+	for _, frac := range []int{8, 38, 68, 98, 108, 128} {
+		for c1, n := range count1 {
+			if n != 0 {
+				clear(count2[c1*512 : c1*512+512])
+			}
+		}
+		clear(count1)
+		gain := t.count(sample, count1, count2, frac < 128)
+		if gain >= bestGain {
+			best, bestGain = slices.Clone(t.syms), gain
+		}
+		t.set(t.candidates(count1, count2, frac))
+	}
+	t.set(best)
+	return t
+}
+
+// symbolOf is the symbol a counter code stands for.
+func (t *fsstTable) symbolOf(code int) fsstSymbol {
+	if code < 256 {
+		return fsstSymbol{val: uint64(code), n: 1}
+	}
+	return t.syms[code-256]
+}
+
+// count compresses the sample, counting symbols (and, with pairs, adjacent
+// symbols and a symbol followed by the next one's first byte), and returns
+// the bytes saved.
+func (t *fsstTable) count(sample [][]byte, count1, count2 []uint32, pairs bool) int {
+	gain := 0
+	next := func(v []byte, p int) (int, int) {
+		code, n := t.match(load(v, p), len(v)-p)
+		if n == 0 {
+			gain--
+			return int(v[p]), 1
+		}
+		gain += n - 1
+		return 256 + int(code), n
+	}
+	for _, v := range sample {
+		if len(v) == 0 {
+			continue
+		}
+		prev, n := next(v, 0)
+		for p := n; p < len(v); {
+			count1[prev]++
+			cur, n := next(v, p)
+			if cur >= 256 && n > 1 {
+				count1[v[p]]++
+			}
+			if pairs {
+				count2[prev*512+cur]++
+				if n > 1 {
+					count2[prev*512+int(v[p])]++
+				}
+			}
+			p += n
+			prev = cur
+		}
+		count1[prev]++
+	}
+	return gain
+}
+
+// candidates ranks the symbols and joined pairs of the counts by the bytes
+// they would save (single bytes promoted: fewer escapes), best first.
+func (t *fsstTable) candidates(count1, count2 []uint32, frac int) []fsstSymbol {
+	type cand struct {
+		s    fsstSymbol
+		gain uint64
+	}
+	codes := 256 + len(t.syms)
+	at := make(map[fsstSymbol]int)
+	var cands []cand
+	add := func(s fsstSymbol, count uint64) {
+		if count < uint64(5*frac/128) {
+			return
+		}
+		if i, ok := at[s]; ok {
+			cands[i].gain += count * uint64(s.n)
+			return
+		}
+		at[s] = len(cands)
+		cands = append(cands, cand{s, count * uint64(s.n)})
+	}
+	for c1 := range codes {
+		n1 := count1[c1]
+		if n1 == 0 {
+			continue
+		}
+		s1 := t.symbolOf(c1)
+		if s1.n == 1 {
+			add(s1, 8*uint64(n1))
+		} else {
+			add(s1, uint64(n1))
+		}
+		if frac >= 128 || s1.n == 8 {
+			continue
+		}
+		for c2, n2 := range count2[c1*512 : c1*512+codes] {
+			if n2 != 0 {
+				s2 := t.symbolOf(c2)
+				n := min(8, s1.n+s2.n)
+				add(fsstSymbol{val: (s1.val | s2.val<<(8*s1.n)) & lowBytes(n), n: n}, uint64(n2))
+			}
+		}
+	}
+	slices.SortFunc(cands, func(a, b cand) int {
+		if c := cmp.Compare(b.gain, a.gain); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.s.n, b.s.n); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.s.val, b.s.val)
+	})
+	out := make([]fsstSymbol, 0, min(len(cands), fsstMaxSymbols+fsstMaxSymbols/4)) // room for hash-slot losers
+	for _, c := range cands[:cap(out)] {
+		out = append(out, c.s)
+	}
+	return out
+}
