@@ -1,7 +1,6 @@
 package lanceenc
 
 import (
-	"cmp"
 	"encoding/binary"
 	"slices"
 )
@@ -314,23 +313,29 @@ func (t *fsstTable) count(sample [][]byte, count1, count2 []uint32, pairs bool) 
 // candidates ranks the symbols and joined pairs of the counts by the bytes
 // they would save (single bytes promoted: fewer escapes), best first.
 func (t *fsstTable) candidates(count1, count2 []uint32, frac int) []fsstSymbol {
-	type cand struct {
-		s    fsstSymbol
-		gain uint64
-	}
 	codes := 256 + len(t.syms)
-	at := make(map[fsstSymbol]int)
-	var cands []cand
+	// A symbol's key: its bytes and a 1 above them (8-byte symbols in a
+	// map of their own), to sum the gains of one symbol found twice (as
+	// itself and joined from a pair).
+	at := make(map[uint64]int, 4096)
+	at8 := make(map[uint64]int)
+	var syms []fsstSymbol
+	var gains []uint64
 	add := func(s fsstSymbol, count uint64) {
 		if count < uint64(5*frac/128) {
 			return
 		}
-		if i, ok := at[s]; ok {
-			cands[i].gain += count * uint64(s.n)
+		m, k := at, s.val|1<<(8*s.n)
+		if s.n == 8 {
+			m, k = at8, s.val
+		}
+		if i, ok := m[k]; ok {
+			gains[i] += count * uint64(s.n)
 			return
 		}
-		at[s] = len(cands)
-		cands = append(cands, cand{s, count * uint64(s.n)})
+		m[k] = len(syms)
+		syms = append(syms, s)
+		gains = append(gains, count*uint64(s.n))
 	}
 	for c1 := range codes {
 		n1 := count1[c1]
@@ -354,18 +359,19 @@ func (t *fsstTable) candidates(count1, count2 []uint32, frac int) []fsstSymbol {
 			}
 		}
 	}
-	slices.SortFunc(cands, func(a, b cand) int {
-		if c := cmp.Compare(b.gain, a.gain); c != 0 {
-			return c
+	// Best gain first, the first found first among equals: sorted as
+	// gain<<32 | ^index, plain integers.
+	rank := make([]uint64, len(syms))
+	for i, g := range gains {
+		rank[i] = min(g, 1<<31)<<32 | uint64(^uint32(i))
+	}
+	slices.Sort(rank)
+	out := make([]fsstSymbol, 0, min(len(rank), fsstMaxSymbols+fsstMaxSymbols/4)) // room for hash-slot losers
+	for _, r := range slices.Backward(rank) {
+		if len(out) == cap(out) {
+			break
 		}
-		if c := cmp.Compare(a.s.n, b.s.n); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.s.val, b.s.val)
-	})
-	out := make([]fsstSymbol, 0, min(len(cands), fsstMaxSymbols+fsstMaxSymbols/4)) // room for hash-slot losers
-	for _, c := range cands[:cap(out)] {
-		out = append(out, c.s)
+		out = append(out, syms[^uint32(r)])
 	}
 	return out
 }
