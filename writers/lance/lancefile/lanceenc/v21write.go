@@ -552,8 +552,13 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, er
 // intValues stores rows w-bit integers bit-packed, or flat when packing
 // does not make them smaller.
 func intValues(b []byte, w, rows int) pageValues {
-	if packs(b, w, rows) {
-		return pageValues{c: &packChunker{data: b, t: w, rows: rows}, enc: &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_InlineBitpacking{
+	widths := blockWidths(b, w, rows)
+	packed := 0
+	for _, bw := range widths {
+		packed += w/8 + flWords(w, int(bw))*w/8
+	}
+	if packed < rows*w/8 {
+		return pageValues{c: &packChunker{data: b, t: w, rows: rows, widths: widths}, enc: &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_InlineBitpacking{
 			InlineBitpacking: &encodings21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(w)}}}}
 	}
 	return pageValues{c: &flatChunker{data: b, bits: w, rows: rows}, enc: flatEncoding(w)}
@@ -609,18 +614,34 @@ func nullItems(l, items arrow.Array, dim int) bool {
 	return false
 }
 
-// packs reports whether bit-packing rows t-bit values in FastLanes blocks
-// (padded to 1024 values) is smaller than storing them flat.
-func packs(data []byte, t, rows int) bool {
-	packed := 0
-	for first := 0; first < rows; first += flBlock {
+// blockWidths returns, per block of 1024 of the rows t-bit values of
+// data, the bits of its widest value: one pass, a loop per word size.
+func blockWidths(data []byte, t, rows int) []uint8 {
+	out := make([]uint8, (rows+flBlock-1)/flBlock)
+	for k := range out {
+		b := data[k*flBlock*t/8 : min(rows, (k+1)*flBlock)*t/8]
 		var or uint64
-		for j := first; j < min(rows, first+flBlock); j++ {
-			or |= readWord(data, t, j)
+		switch t {
+		case 8:
+			for _, v := range b {
+				or |= uint64(v)
+			}
+		case 16:
+			for i := 0; i+2 <= len(b); i += 2 {
+				or |= uint64(binary.LittleEndian.Uint16(b[i:]))
+			}
+		case 32:
+			for i := 0; i+4 <= len(b); i += 4 {
+				or |= uint64(binary.LittleEndian.Uint32(b[i:]))
+			}
+		default:
+			for i := 0; i+8 <= len(b); i += 8 {
+				or |= binary.LittleEndian.Uint64(b[i:])
+			}
 		}
-		packed += t/8 + flWords(t, bits.Len64(or))*t/8
+		out[k] = uint8(bits.Len64(or))
 	}
-	return packed < rows*t/8
+	return out
 }
 
 // bitPackable reports types of 8 to 64 bits that are bit-packed when
@@ -666,9 +687,11 @@ func (c *flatChunker) encode(first, n int) []byte {
 // packChunker bit-packs t-bit integers in FastLanes blocks of 1024, each
 // led by its bit width (the chunk's widest value).
 type packChunker struct {
-	data []byte
-	t    int
-	rows int
+	data   []byte
+	t      int
+	rows   int
+	widths []uint8  // per block of 1024 values (blockWidths)
+	vals   []uint64 // one block's values, reused
 }
 
 func (c *packChunker) next(first int) int { return min(flBlock, c.rows-first) }
@@ -676,17 +699,24 @@ func (c *packChunker) next(first int) int { return min(flBlock, c.rows-first) }
 func (c *packChunker) sizeHint() int { return len(c.data) }
 
 func (c *packChunker) encode(first, n int) []byte {
-	vals := make([]uint64, flBlock)
-	var or uint64
-	for j := range n {
-		v := readWord(c.data, c.t, first+j)
-		vals[j] = v
-		or |= v
+	if c.vals == nil {
+		c.vals = make([]uint64, flBlock)
 	}
-	w := bits.Len64(or)
+	readWords(c.vals[:n], c.data[first*c.t/8:], c.t)
+	clear(c.vals[n:])
+	var w int
+	if first%flBlock == 0 && (n == flBlock || first+n == c.rows) {
+		w = int(c.widths[first/flBlock])
+	} else { // a chunk cut short for its levels
+		var or uint64
+		for _, v := range c.vals[:n] {
+			or |= v
+		}
+		w = bits.Len64(or)
+	}
 	out := make([]byte, c.t/8+flWords(c.t, w)*c.t/8)
 	putWord(out, c.t, 0, uint64(w))
-	flPack(c.t, w, vals, out[c.t/8:])
+	flPack(c.t, w, c.vals, out[c.t/8:])
 	return out
 }
 
