@@ -3,6 +3,7 @@ package lanceenc
 import (
 	"encoding/binary"
 	"slices"
+	"sync"
 )
 
 // FSST (Boncz, Neumann, Leis: "FSST: Fast Random Access String
@@ -98,10 +99,11 @@ func (t *fsstTable) set(syms []fsstSymbol) {
 	}
 }
 
-// load reads 8 bytes of data at p, zeros past its end.
+// load reads 8 bytes of data at p: past its length, what its capacity
+// holds (lookups check what belongs to the value), zeros past that.
 func load(data []byte, p int) uint64 {
-	if p+8 <= len(data) {
-		return binary.LittleEndian.Uint64(data[p:])
+	if p+8 <= cap(data) {
+		return binary.LittleEndian.Uint64(data[p : p+8])
 	}
 	var b [8]byte
 	copy(b[:], data[p:])
@@ -126,7 +128,9 @@ func (t *fsstTable) match(w uint64, left int) (code uint8, n int) {
 
 // fill makes the fast table.
 func (t *fsstTable) fill() {
-	t.fast = make([]uint16, len(t.short))
+	if t.fast == nil {
+		t.fast = make([]uint16, len(t.short))
+	}
 	for i, c := range t.short {
 		switch {
 		case c != 0:
@@ -176,6 +180,7 @@ func (t *fsstTable) compress(out, data []byte, o, from, to int) int {
 // that would not shrink the values.
 func fsstCompress(offs []uint64, data []byte) (cOffs []uint64, codes, table []byte, ok bool) {
 	t := buildFSST(fsstSample(offs, data))
+	defer fsstTables.Put(t)
 	t.fill()
 	// Room for a value that escapes every byte past the page's size.
 	widest := 0
@@ -223,41 +228,73 @@ func fsstSample(offs []uint64, data []byte) [][]byte {
 	for rows%stride == 0 && stride > 1 {
 		stride += 2
 	}
+	// One buffer (never grown) holds the values: each one's capacity
+	// reaches past it, so lookups load 8 bytes at once.
+	buf := make([]byte, 0, fsstSampleBytes+maxMiniValue+8)
 	for i, size := 0, 0; size < fsstSampleBytes; i = (i + stride) % rows {
-		v := data[offs[i]:offs[i+1]]
-		out = append(out, v)
-		size += len(v) + 1
+		start := len(buf)
+		buf = append(buf, data[offs[i]:offs[i+1]]...)
+		out = append(out, buf[start:])
+		size += len(buf) - start + 1
 	}
 	return out
 }
+
+// fsstCounts are a table build's counters by code (0-255 a byte escaped,
+// 256+ the table's symbols): of symbols, and of pairs with the entries in
+// use listed, so that neither clearing nor ranking walks all 512x512.
+type fsstCounts struct {
+	one   [512]uint32
+	two   [512 * 512]uint32
+	pairs []int32 // entries of two in use, in the order first counted
+}
+
+func (c *fsstCounts) pair(i int) {
+	if c.two[i] == 0 {
+		c.pairs = append(c.pairs, int32(i))
+	}
+	c.two[i]++
+}
+
+func (c *fsstCounts) reset() {
+	for _, i := range c.pairs {
+		c.two[i] = 0
+	}
+	c.pairs = c.pairs[:0]
+	clear(c.one[:])
+}
+
+// Tables and counters are a few hundred KiB: pages reuse them.
+var (
+	fsstTables = sync.Pool{New: func() any {
+		t := &fsstTable{}
+		for i := range t.long {
+			t.long[i].val = 1
+		}
+		return t
+	}}
+	fsstCounters = sync.Pool{New: func() any { return new(fsstCounts) }}
+)
 
 // buildFSST builds a symbol table for sample in rounds: compress the
 // sample with the table so far, counting how often each symbol and each
 // pair of adjacent symbols occurs, then keep the 255 symbols (old ones and
 // pairs joined) that save the most bytes. The table that compressed the
-// sample best wins.
+// sample best wins. Put it back in fsstTables when done with it.
 func buildFSST(sample [][]byte) *fsstTable {
-	t := &fsstTable{}
-	for i := range t.long {
-		t.long[i].val = 1
-	}
+	t := fsstTables.Get().(*fsstTable)
+	t.set(nil)
+	c := fsstCounters.Get().(*fsstCounts)
+	defer fsstCounters.Put(c)
 	var best []fsstSymbol
 	bestGain := -1 << 62
-	// Counters by code: 0-255 a byte escaped, 256+ the table's symbols.
-	count1 := make([]uint32, 512)
-	count2 := make([]uint32, 512*512)
 	for _, frac := range []int{8, 38, 68, 98, 108, 128} {
-		for c1, n := range count1 {
-			if n != 0 {
-				clear(count2[c1*512 : c1*512+512])
-			}
-		}
-		clear(count1)
-		gain := t.count(sample, count1, count2, frac < 128)
+		c.reset()
+		gain := t.count(sample, c, frac < 128)
 		if gain >= bestGain {
 			best, bestGain = slices.Clone(t.syms), gain
 		}
-		t.set(t.candidates(count1, count2, frac))
+		t.set(t.candidates(c, frac))
 	}
 	t.set(best)
 	return t
@@ -274,7 +311,7 @@ func (t *fsstTable) symbolOf(code int) fsstSymbol {
 // count compresses the sample, counting symbols (and, with pairs, adjacent
 // symbols and a symbol followed by the next one's first byte), and returns
 // the bytes saved.
-func (t *fsstTable) count(sample [][]byte, count1, count2 []uint32, pairs bool) int {
+func (t *fsstTable) count(sample [][]byte, c *fsstCounts, pairs bool) int {
 	gain := 0
 	next := func(v []byte, p int) (int, int) {
 		code, n := t.match(load(v, p), len(v)-p)
@@ -291,28 +328,28 @@ func (t *fsstTable) count(sample [][]byte, count1, count2 []uint32, pairs bool) 
 		}
 		prev, n := next(v, 0)
 		for p := n; p < len(v); {
-			count1[prev]++
+			c.one[prev]++
 			cur, n := next(v, p)
 			if cur >= 256 && n > 1 {
-				count1[v[p]]++
+				c.one[v[p]]++
 			}
 			if pairs {
-				count2[prev*512+cur]++
+				c.pair(prev*512 + cur)
 				if n > 1 {
-					count2[prev*512+int(v[p])]++
+					c.pair(prev*512 + int(v[p]))
 				}
 			}
 			p += n
 			prev = cur
 		}
-		count1[prev]++
+		c.one[prev]++
 	}
 	return gain
 }
 
 // candidates ranks the symbols and joined pairs of the counts by the bytes
 // they would save (single bytes promoted: fewer escapes), best first.
-func (t *fsstTable) candidates(count1, count2 []uint32, frac int) []fsstSymbol {
+func (t *fsstTable) candidates(c *fsstCounts, frac int) []fsstSymbol {
 	codes := 256 + len(t.syms)
 	// A symbol's key: its bytes and a 1 above them (8-byte symbols in a
 	// map of their own), to sum the gains of one symbol found twice (as
@@ -337,27 +374,23 @@ func (t *fsstTable) candidates(count1, count2 []uint32, frac int) []fsstSymbol {
 		syms = append(syms, s)
 		gains = append(gains, count*uint64(s.n))
 	}
-	for c1 := range codes {
-		n1 := count1[c1]
-		if n1 == 0 {
+	for code, n := range c.one[:codes] {
+		if n == 0 {
 			continue
 		}
-		s1 := t.symbolOf(c1)
-		if s1.n == 1 {
-			add(s1, 8*uint64(n1))
+		if s := t.symbolOf(code); s.n == 1 {
+			add(s, 8*uint64(n))
 		} else {
-			add(s1, uint64(n1))
+			add(s, uint64(n))
 		}
-		if frac >= 128 || s1.n == 8 {
+	}
+	for _, i := range c.pairs {
+		s1, s2 := t.symbolOf(int(i/512)), t.symbolOf(int(i%512))
+		if s1.n == 8 {
 			continue
 		}
-		for c2, n2 := range count2[c1*512 : c1*512+codes] {
-			if n2 != 0 {
-				s2 := t.symbolOf(c2)
-				n := min(8, s1.n+s2.n)
-				add(fsstSymbol{val: (s1.val | s2.val<<(8*s1.n)) & lowBytes(n), n: n}, uint64(n2))
-			}
-		}
+		n := min(8, s1.n+s2.n)
+		add(fsstSymbol{val: (s1.val | s2.val<<(8*s1.n)) & lowBytes(n), n: n}, uint64(c.two[i]))
 	}
 	// Best gain first, the first found first among equals: sorted as
 	// gain<<32 | ^index, plain integers.

@@ -147,3 +147,32 @@ func BenchmarkFSST(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkFSSTTable: the symbol table of a page built from its sample.
+func BenchmarkFSSTTable(b *testing.B) {
+	offs, data := page(190_000, 20_000)
+	sample := fsstSample(offs, data)
+	for b.Loop() {
+		buildFSST(sample)
+	}
+}
+
+// BenchmarkFSSTRandomNames: 200,000 names of 8 to 24 random letters and
+// digits (the merge benchmark's), which compress little.
+func BenchmarkFSSTRandomNames(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	values := make([]string, 200_000)
+	for i := range values {
+		n := 8 + r.IntN(17)
+		v := make([]byte, n)
+		for j := range v {
+			v[j] = "abcdefghijklmnopqrstuvwxyz0123456789"[r.IntN(36)]
+		}
+		values[i] = string(v)
+	}
+	offs, data := fsstPage(values)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		fsstCompress(offs, data)
+	}
+}
