@@ -182,21 +182,56 @@ func fsstCompress(offs []uint64, data []byte) (cOffs []uint64, codes, table []by
 	t := buildFSST(fsstSample(offs, data))
 	defer fsstTables.Put(t)
 	t.fill()
-	// Room for a value that escapes every byte past the page's size.
-	widest := 0
-	for i := 1; i < len(offs); i++ {
-		widest = max(widest, int(offs[i]-offs[i-1]))
-	}
-	codes = make([]byte, len(data)+2*widest+1)
 	cOffs = make([]uint64, len(offs))
-	o := 0
-	for i := 1; i < len(offs); i++ {
-		if o = t.compress(codes, data, o, int(offs[i-1]), int(offs[i])); o >= len(data) {
-			return nil, nil, nil, false
-		}
-		cOffs[i] = uint64(o)
+	rows := len(offs) - 1
+	if len(data) < fsstSplitBytes {
+		codes, ok = t.compressRows(cOffs, offs, data, 0, rows)
+		return cOffs, codes, t.export(), ok
 	}
-	return cOffs, codes[:o], t.export(), true
+	// A large page is compressed in two halves at once (its column is
+	// often the last one of a flush to be encoded), then joined.
+	mid := rows / 2
+	var second []byte
+	var ok2 bool
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		second, ok2 = t.compressRows(cOffs, offs, data, mid, rows)
+	}()
+	codes, ok = t.compressRows(cOffs, offs, data, 0, mid)
+	<-done
+	if !ok || !ok2 || len(codes)+len(second) >= len(data) {
+		return nil, nil, nil, false
+	}
+	at := uint64(len(codes))
+	for i := mid + 1; i <= rows; i++ {
+		cOffs[i] += at
+	}
+	return cOffs, append(codes, second...), t.export(), true
+}
+
+// fsstSplitBytes is the page size from which compression runs in two
+// halves at once.
+const fsstSplitBytes = 1 << 20
+
+// compressRows compresses values [from, to) of the page, writing their
+// end offsets (relative to the first's start) to cOffs[from+1 : to+1];
+// ok is false when the codes grow as large as the values.
+func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to int) ([]byte, bool) {
+	size, widest := int(offs[to]-offs[from]), 0
+	for i := from; i < to; i++ {
+		widest = max(widest, int(offs[i+1]-offs[i]))
+	}
+	// Room for a value that escapes every byte past the values' size.
+	codes := make([]byte, size+2*widest+1)
+	o := 0
+	for i := from; i < to; i++ {
+		if o = t.compress(codes, data, o, int(offs[i]), int(offs[i+1])); o >= size && size > 0 {
+			return nil, false
+		}
+		cOffs[i+1] = uint64(o)
+	}
+	return codes[:o], true
 }
 
 // export is the table as Lance reads it: a header (symbol count, the
