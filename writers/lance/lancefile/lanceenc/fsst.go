@@ -144,22 +144,28 @@ func (t *fsstTable) fill() {
 }
 
 // compress writes the codes of data[from:to] at out[o:] (room for two
-// bytes per byte, and one more) and returns where they end. While 8 bytes
-// of the value are left every symbol fits and the lookup needs no bounds
-// (the byte after a code is written whether escaped or not). A lookup
-// without branches (conditional moves) was slower: each code then waits
-// for its table load before the next can start.
+// bytes per byte, and one more) and returns where they end. A lookup
+// reads the 8 bytes at p, past the value's end too (the page's next
+// values): a symbol found that overruns the value is looked up again,
+// exactly. The byte after a code is written whether escaped or not.
 func (t *fsstTable) compress(out, data []byte, o, from, to int) int {
 	p := from
-	for ; p+8 <= to; p++ {
-		w := binary.LittleEndian.Uint64(data[p:])
+	for p < to && p+8 <= cap(data) {
+		w := binary.LittleEndian.Uint64(data[p : p+8])
 		c := t.fast[w&0xFFFF]
 		if s := &t.long[fsstHash(w)]; w&s.mask == s.val {
 			c = uint16(s.n)<<8 | uint16(s.code)
 		}
+		if n := int(c >> 8 & 15); n > to-p {
+			code, n := t.match(w, to-p)
+			c = uint16(n)<<8 | uint16(code)
+			if n == 0 {
+				c = fsstEscaped
+			}
+		}
 		out[o], out[o+1] = uint8(c), uint8(w)
 		o += 1 + int(c>>12)
-		p += int(c>>8&15) - 1
+		p += int(c >> 8 & 15)
 	}
 	for p < to {
 		code, n := t.match(load(data, p), to-p)
