@@ -11,6 +11,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+	"github.com/cespare/xxhash/v2"
 	"github.com/pierrec/lz4/v4"
 
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
@@ -246,7 +247,7 @@ func dictionaryEncode(dt arrow.DataType, p *pageStrings) ([]byte, *pageDict) {
 	}
 	// Too many distinct values end it before any map is built (names,
 	// ids); the estimate also sizes the map.
-	est := estimateDistinct(p)
+	est := estimateDistinct(p, limit)
 	if est > limit {
 		return nil, nil
 	}
@@ -339,13 +340,20 @@ func (t *dictTable) grow() {
 // Clustered values repeat more in the sample and read fewer, which only
 // makes dictionaryEncode try a dictionary that its own bound (limit)
 // then stops.
-func estimateDistinct(p *pageStrings) int {
+//
+// A sample that alone holds more than limit distinct values ends it early,
+// estimating rows. Values are told apart by their xxhash (no key copies,
+// the same estimate for the same page; a collision only lowers it by one).
+func estimateDistinct(p *pageStrings, limit int) int {
 	rows := p.rows
 	s := min(rows, 4096)
 	stride := rows / s
-	seen := make(map[string]struct{}, s)
+	seen := make(map[uint64]struct{}, min(s, limit+1))
 	for i := range s {
-		seen[string(p.at(i*stride))] = struct{}{}
+		seen[xxhash.Sum64(p.at(i*stride))] = struct{}{}
+		if len(seen) > limit {
+			return rows
+		}
 	}
 	d := float64(len(seen))
 	expect := func(D float64) float64 { return D * (1 - math.Exp(-float64(s)/D)) }

@@ -33,7 +33,7 @@ func TestDictionaryAsPylanceDecides(t *testing.T) {
 		dict     bool
 	}{{16, true}, {1000, true}, {20_000, false}, {rows * 100, false}} {
 		offs, data := page(rows, c.distinct)
-		est := estimateDistinct(pageStringsOfBytes(offs, data))
+		est := estimateDistinct(pageStringsOfBytes(offs, data), rows)
 		if c.distinct <= rows && (float64(est) < 0.8*float64(c.distinct) || float64(est) > 1.25*float64(c.distinct)) {
 			t.Errorf("%d distinct values estimated at %d", c.distinct, est)
 		}
