@@ -165,7 +165,8 @@ type chunker interface {
 	// next returns how many of the values from first the next chunk
 	// takes (a power of two unless it takes all the rest).
 	next(first int) int
-	// encode returns the chunk's value buffer.
+	// encode returns the chunk's value buffer, which the next call may
+	// reuse.
 	encode(first, n int) []byte
 	// sizeHint is about the bytes of every chunk's buffer.
 	sizeHint() int
@@ -692,6 +693,7 @@ type packChunker struct {
 	rows   int
 	widths []uint8  // per block of 1024 values (blockWidths)
 	vals   []uint64 // one block's values, reused
+	out    []byte   // the last chunk, reused
 }
 
 func (c *packChunker) next(first int) int { return min(flBlock, c.rows-first) }
@@ -714,7 +716,11 @@ func (c *packChunker) encode(first, n int) []byte {
 		}
 		w = bits.Len64(or)
 	}
-	out := make([]byte, c.t/8+flWords(c.t, w)*c.t/8)
+	size := c.t/8 + flWords(c.t, w)*c.t/8
+	if cap(c.out) < size {
+		c.out = make([]byte, c.t/8+flWords(c.t, c.t)*c.t/8)
+	}
+	out := c.out[:size] // every byte is written below
 	putWord(out, c.t, 0, uint64(w))
 	flPack(c.t, w, c.vals, out[c.t/8:])
 	return out
@@ -725,6 +731,7 @@ func (c *packChunker) encode(first, n int) []byte {
 type varChunker struct {
 	offs []uint64 // page-relative, len rows+1
 	data []byte
+	out  []byte // the last chunk, reused
 }
 
 // varValues gathers variable-width values: page-relative offsets (rows+1),
@@ -822,7 +829,7 @@ func (c *varChunker) sizeHint() int { return len(c.data) + 4*len(c.offs) }
 func (c *varChunker) encode(first, n int) []byte {
 	base := c.offs[first]
 	hdr := uint64(4 * (n + 1))
-	out := make([]byte, 0, hdr+c.offs[first+n]-base)
+	out := c.out[:0]
 	for i := range n + 1 {
 		out = binary.LittleEndian.AppendUint32(out, uint32(hdr+c.offs[first+i]-base))
 	}
@@ -831,5 +838,6 @@ func (c *varChunker) encode(first, n int) []byte {
 	for len(out)%4 != 0 {
 		out = append(out, 0)
 	}
+	c.out = out
 	return out
 }
