@@ -190,30 +190,38 @@ func fsstCompress(offs []uint64, data []byte) (cOffs []uint64, codes, table []by
 	t.fill()
 	cOffs = make([]uint64, len(offs))
 	rows := len(offs) - 1
+	var widest int
 	if len(data) < fsstSplitBytes {
-		codes, ok = t.compressRows(cOffs, offs, data, 0, rows)
-		return cOffs, codes, t.export(), ok
+		codes, widest, ok = t.compressRows(cOffs, offs, data, 0, rows, len(data))
+	} else {
+		// A large page is compressed in two halves at once (its column
+		// is often the last one of a flush to be encoded), then joined.
+		mid := rows / 2
+		var second []byte
+		var widest2 int
+		var ok2 bool
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			second, widest2, ok2 = t.compressRows(cOffs, offs, data, mid, rows, len(data))
+		}()
+		codes, widest, ok = t.compressRows(cOffs, offs, data, 0, mid, len(data))
+		<-done
+		ok = ok && ok2 && len(codes)+len(second) < len(data)
+		if ok {
+			at := uint64(len(codes))
+			for i := mid + 1; i <= rows; i++ {
+				cOffs[i] += at
+			}
+			codes, widest = append(codes, second...), max(widest, widest2)
+		}
 	}
-	// A large page is compressed in two halves at once (its column is
-	// often the last one of a flush to be encoded), then joined.
-	mid := rows / 2
-	var second []byte
-	var ok2 bool
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		second, ok2 = t.compressRows(cOffs, offs, data, mid, rows)
-	}()
-	codes, ok = t.compressRows(cOffs, offs, data, 0, mid)
-	<-done
-	if !ok || !ok2 || len(codes)+len(second) >= len(data) {
+	// A value FSST made wider than a mini-block value may be (escapes
+	// take two bytes) would push the page out of mini-blocks: plain then.
+	if !ok || widest > maxMiniValue {
 		return nil, nil, nil, false
 	}
-	at := uint64(len(codes))
-	for i := mid + 1; i <= rows; i++ {
-		cOffs[i] += at
-	}
-	return cOffs, append(codes, second...), t.export(), true
+	return cOffs, codes, t.export(), true
 }
 
 // fsstSplitBytes is the page size from which compression runs in two
@@ -221,23 +229,27 @@ func fsstCompress(offs []uint64, data []byte) (cOffs []uint64, codes, table []by
 const fsstSplitBytes = 1 << 20
 
 // compressRows compresses values [from, to) of the page, writing their
-// end offsets (relative to the first's start) to cOffs[from+1 : to+1];
-// ok is false when the codes grow as large as the values.
-func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to int) ([]byte, bool) {
-	size, widest := int(offs[to]-offs[from]), 0
-	for i := from; i < to; i++ {
-		widest = max(widest, int(offs[i+1]-offs[i]))
-	}
-	// Room for a value that escapes every byte past the values' size.
-	codes := make([]byte, size+2*widest+1)
+// end offsets (relative to the first's start) to cOffs[from+1 : to+1],
+// and returns the codes and the widest value's; ok is false once the codes
+// reach limit bytes (the page's values: FSST would not shrink them).
+func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to, limit int) (codes []byte, widest int, ok bool) {
+	codes = make([]byte, int(offs[to]-offs[from])+64)
 	o := 0
 	for i := from; i < to; i++ {
-		if o = t.compress(codes, data, o, int(offs[i]), int(offs[i+1])); o >= size && size > 0 {
-			return nil, false
+		a, b := int(offs[i]), int(offs[i+1])
+		if need := o + 2*(b-a) + 1; need > len(codes) { // every byte escaped
+			bigger := make([]byte, 2*need)
+			copy(bigger, codes[:o])
+			codes = bigger
 		}
+		start := o
+		if o = t.compress(codes, data, o, a, b); o >= limit {
+			return nil, 0, false
+		}
+		widest = max(widest, o-start)
 		cOffs[i+1] = uint64(o)
 	}
-	return codes[:o], true
+	return codes[:o], widest, true
 }
 
 // export is the table as Lance reads it: a header (symbol count, the
@@ -265,9 +277,9 @@ func fsstSample(offs []uint64, data []byte) [][]byte {
 	}
 	var out [][]byte
 	// A stride coprime with rows visits every value before repeating.
-	stride := rows/max(1, rows*fsstSampleBytes/len(data)) | 1
-	for rows%stride == 0 && stride > 1 {
-		stride += 2
+	stride := max(1, rows/max(1, rows*fsstSampleBytes/len(data)))
+	for gcd(stride, rows) != 1 {
+		stride++
 	}
 	// One buffer (never grown) holds the values: each one's capacity
 	// reaches past it, so lookups load 8 bytes at once.
@@ -279,6 +291,13 @@ func fsstSample(offs []uint64, data []byte) [][]byte {
 		size += len(buf) - start + 1
 	}
 	return out
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // fsstCounts are a table build's counters by code (0-255 a byte escaped,

@@ -5,7 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // fsstPage lays values out as a page's offsets and bytes.
@@ -72,7 +77,7 @@ func TestFSSTRoundTrip(t *testing.T) {
 		"escapes": func(i int) string { return string([]byte{255, 0, byte(i), 255, 'a', 'b', 'c', 255}) + hex(3) },
 		"one long": func(i int) string {
 			if i == 7 {
-				return hex(60_000)
+				return hex(maxMiniValue)
 			}
 			return "x" + hex(6)
 		},
@@ -177,5 +182,80 @@ func BenchmarkFSSTRandomNames(b *testing.B) {
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		fsstCompress(offs, data)
+	}
+}
+
+// A page of 1 MiB or more (compressed in two halves) whose second half
+// FSST cannot shrink still compresses as a whole, as one pass would.
+func TestFSSTSplitHalvesJudgedTogether(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(7, 8))
+	values := make([]string, 2000)
+	for i := range values {
+		if i < 1000 {
+			values[i] = strings.Repeat("lorem ipsum ", 84)[:1000]
+			continue
+		}
+		b := make([]byte, 100)
+		for j := range b {
+			b[j] = byte(rnd.Uint32())
+		}
+		values[i] = string(b)
+	}
+	_, data := fsstPage(values)
+	if len(data) < fsstSplitBytes {
+		t.Fatalf("page of %d bytes is not split", len(data))
+	}
+	if got := fsstRoundTrip(t, values); got == 0 || got > len(data)/2 {
+		t.Fatalf("%d bytes compressed to %d", len(data), got)
+	}
+}
+
+// Values FSST would widen past what a mini-block value may be (two
+// adjacent 8 KiB values of bytes it escapes) leave the page plain, not
+// full-zipped, and the page stays in mini-blocks.
+func TestFSSTWideningStaysMiniBlock(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(12, 12))
+	b := array.NewBinaryBuilder(memory.DefaultAllocator, arrow.BinaryTypes.Binary)
+	defer b.Release()
+	words := []string{"lorem ", "ipsum ", "dolor ", "sit ", "amet "}
+	for i := range 4000 {
+		if i == 2000 || i == 2001 {
+			v := make([]byte, maxMiniValue)
+			for j := range v {
+				v[j] = byte(128 + rnd.IntN(127))
+			}
+			b.Append(v)
+			continue
+		}
+		var s strings.Builder
+		for range 10 {
+			s.WriteString(words[rnd.IntN(len(words))])
+		}
+		b.Append([]byte(s.String()))
+	}
+	a := b.NewArray()
+	defer a.Release()
+	pv, err := newChunker(a.DataType(), []arrow.Array{a}, a.Len())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.zip != nil || pv.enc.GetFsst() != nil || pv.enc.GetVariable() == nil {
+		t.Fatalf("page encoded as %v (zipped %v), want plain variable mini-blocks", pv.enc, pv.zip != nil)
+	}
+}
+
+// A dictionary LZ4 cannot shrink is stored as it is.
+func TestLZ4DictionaryOnlyWhenSmaller(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(1, 1))
+	buf := make([]byte, 4096)
+	for i := range buf {
+		buf[i] = byte(rnd.Uint32())
+	}
+	if d := (&pageDict{n: 1, buf: buf, enc: variableEncoding(32)}); d.lz4() != d {
+		t.Fatal("an incompressible dictionary was LZ4-wrapped")
+	}
+	text := []byte(strings.Repeat("category-1category-2", 200))
+	if d := (&pageDict{n: 2, buf: text, enc: variableEncoding(32)}); d.lz4().enc.GetGeneral() == nil {
+		t.Fatal("a compressible dictionary was not LZ4-compressed")
 	}
 }

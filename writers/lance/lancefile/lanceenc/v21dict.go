@@ -43,7 +43,7 @@ func (d *pageDict) lz4() *pageDict {
 	binary.LittleEndian.PutUint32(out, uint32(len(d.buf)))
 	var c lz4.Compressor
 	n, err := c.CompressBlock(d.buf, out[4:])
-	if err != nil || n == 0 {
+	if err != nil || n == 0 || 4+n >= len(d.buf) {
 		return d
 	}
 	return &pageDict{n: d.n, buf: out[:4+n], enc: &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_General{General: &encodings21pb.General{
