@@ -11,6 +11,8 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
+
+	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
 )
 
 // fsstPage lays values out as a page's offsets and bytes.
@@ -244,18 +246,23 @@ func TestFSSTWideningStaysMiniBlock(t *testing.T) {
 	}
 }
 
-// A dictionary LZ4 cannot shrink is stored as it is.
-func TestLZ4DictionaryOnlyWhenSmaller(t *testing.T) {
+// A 2.2 dictionary is LZ4-compressed as pylance stores it, also when LZ4
+// cannot shrink it, and reads back.
+func TestLZ4Dictionary(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(1, 1))
-	buf := make([]byte, 4096)
-	for i := range buf {
-		buf[i] = byte(rnd.Uint32())
+	random := make([]byte, 4096)
+	for i := range random {
+		random[i] = byte(rnd.Uint32())
 	}
-	if d := (&pageDict{n: 1, buf: buf, enc: variableEncoding(32)}); d.lz4() != d {
-		t.Fatal("an incompressible dictionary was LZ4-wrapped")
-	}
-	text := []byte(strings.Repeat("category-1category-2", 200))
-	if d := (&pageDict{n: 2, buf: text, enc: variableEncoding(32)}); d.lz4().enc.GetGeneral() == nil {
-		t.Fatal("a compressible dictionary was not LZ4-compressed")
+	for _, buf := range [][]byte{random, []byte(strings.Repeat("category-1category-2", 200))} {
+		d := (&pageDict{n: 1, buf: buf, enc: variableEncoding(32)}).lz4()
+		g := d.enc.GetGeneral()
+		if g == nil || g.GetCompression().GetScheme() != encodings21pb.CompressionScheme_COMPRESSION_ALGORITHM_LZ4 {
+			t.Fatalf("dictionary of %d bytes stored as %v", len(buf), d.enc)
+		}
+		got, err := decompress(NewBudget(1<<30), g.GetCompression().GetScheme(), d.buf)
+		if err != nil || !bytes.Equal(got, buf) {
+			t.Fatalf("dictionary of %d bytes read back as %d bytes: %v", len(buf), len(got), err)
+		}
 	}
 }

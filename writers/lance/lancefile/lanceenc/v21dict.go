@@ -33,8 +33,9 @@ type pageDict struct {
 }
 
 // lz4 is the dictionary as pylance stores variable-width dictionaries in
-// format 2.2: its binary block LZ4-compressed, led by its size. One that
-// LZ4 cannot shrink stays as it is.
+// format 2.2: its binary block LZ4-compressed, led by its size, even when
+// that does not shrink it (a dictionary of 16 short values grows by a few
+// bytes; pylance wraps it all the same).
 func (d *pageDict) lz4() *pageDict {
 	if _, ok := d.enc.Compression.(*encodings21pb.CompressiveEncoding_Variable); !ok {
 		return d
@@ -43,7 +44,7 @@ func (d *pageDict) lz4() *pageDict {
 	binary.LittleEndian.PutUint32(out, uint32(len(d.buf)))
 	var c lz4.Compressor
 	n, err := c.CompressBlock(d.buf, out[4:])
-	if err != nil || n == 0 || 4+n >= len(d.buf) {
+	if err != nil || n == 0 {
 		return d
 	}
 	return &pageDict{n: d.n, buf: out[:4+n], enc: &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_General{General: &encodings21pb.General{
