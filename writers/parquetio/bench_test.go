@@ -8,7 +8,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/parquet-go/parquet-go"
 
 	"github.com/quiver-ingest/quiver/bench/workload"
 )
@@ -68,57 +67,6 @@ func nullableCopies(recs []arrow.RecordBatch) []arrow.RecordBatch {
 		out[i] = array.NewRecordBatch(schema, r.Columns(), r.NumRows())
 	}
 	return out
-}
-
-// BenchmarkRawParquetGo is the baseline: the same batches through
-// parquet-go's column writers with the least possible conversion (no
-// statistics, no nulls, no dictionary choice; category dictionary
-// encoded), to show what this package's layer costs.
-func BenchmarkRawParquetGo(b *testing.B) {
-	recs, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, benchRows, workload.DefaultBatchRows)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer releaseAll(recs)
-	roots, leaves, err := buildTree(workload.Schema())
-	if err != nil {
-		b.Fatal(err)
-	}
-	dictionary := make([]bool, len(leaves))
-	dictionary[6] = true // category
-	schema := parquetSchema(roots, dictionary)
-	for _, codec := range []string{CompressionSnappy, CompressionZstd} {
-		b.Run(codec, func(b *testing.B) {
-			c, _ := codecOf(codec)
-			b.ReportAllocs()
-			vals := make([]parquet.Value, workload.DefaultBatchRows)
-			for b.Loop() {
-				w := parquet.NewGenericWriter[any](io.Discard, schema, parquet.Compression(c))
-				rows := 0
-				for _, rec := range recs {
-					n := int(rec.NumRows())
-					for i, col := range rec.Columns() {
-						if !fillTyped(vals[:n], col, 0, newLevels(0, 0, i), &minMax{}) {
-							b.Fatalf("column %d has no dense path", i)
-						}
-						if _, err := w.ColumnWriters()[i].WriteRowValues(vals[:n]); err != nil {
-							b.Fatal(err)
-						}
-					}
-					if rows += n; rows >= DefaultRowGroupRows {
-						rows = 0
-						if err := w.Flush(); err != nil {
-							b.Fatal(err)
-						}
-					}
-				}
-				if err := w.Close(); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(benchRows)*float64(b.N)/b.Elapsed().Seconds(), "rows/s")
-		})
-	}
 }
 
 func writeDiscard(b *testing.B, recs []arrow.RecordBatch, opts Options) int64 {

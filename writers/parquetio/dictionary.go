@@ -1,6 +1,7 @@
 package parquetio
 
 import (
+	"encoding/binary"
 	"math"
 
 	"github.com/parquet-go/parquet-go"
@@ -8,36 +9,31 @@ import (
 
 // Dictionary choice. Trying a dictionary on every column is what makes
 // general-purpose encoders 2-4x slower than needed (as measured when this
-// package was written), so a
-// column is dictionary encoded only when a sample of its first values has
-// few distinct ones. parquet-go falls back to PLAIN for the rest of a row
-// group if a dictionary outgrows dictionaryMaxBytes, which bounds the cost
-// of a wrong guess.
+// package was written), so a column is dictionary encoded only when a
+// sample of its first values has few distinct ones. A dictionary that
+// outgrows dictionaryMaxBytes falls back to PLAIN for the rest of its row
+// group, which bounds the cost of a wrong guess.
 const (
-	dictionarySample   = 4096    // values sampled from the first chunk
+	dictionarySample   = 4096    // values sampled from the first piece
 	dictionaryRatio    = 8       // at most sample/ratio distinct values
-	dictionaryMaxBytes = 1 << 20 // per column chunk
+	dictionaryMaxBytes = 1 << 20 // per column chunk, PLAIN encoded
 )
 
-// wantsDictionary decides from the leaf's first chunk of values.
-// Dictionary input was already judged worth it by its producer.
+// wantsDictionary decides from the leaf's first piece of values.
+// Dictionary input was already judged worth it by its producer; booleans
+// are never worth it (PLAIN booleans are a bit each).
 func (l *leaf) wantsDictionary() bool {
+	if l.kind == parquet.Boolean {
+		return false
+	}
 	if l.dictInput {
 		return true
 	}
-	if l.kind == parquet.Boolean {
-		return false // RLE/bit-packed booleans are already tiny
-	}
-	sampled := 0
+	v := &l.vals
+	sampled := min(v.n, dictionarySample)
 	distinct := make(map[string]struct{})
-	for _, v := range l.vals {
-		if v.IsNull() {
-			continue
-		}
-		if sampled++; sampled > dictionarySample {
-			break
-		}
-		distinct[string(keyOf(v))] = struct{}{}
+	for i := range sampled {
+		distinct[string(v.key(l.kind, i))] = struct{}{}
 		if len(distinct) > dictionarySample/dictionaryRatio {
 			return false
 		}
@@ -45,23 +41,114 @@ func (l *leaf) wantsDictionary() bool {
 	return sampled > 0 && len(distinct)*dictionaryRatio <= sampled
 }
 
-// keyOf returns bytes that identify v among values of one column.
-func keyOf(v parquet.Value) []byte {
-	switch v.Kind() {
+// key returns bytes that identify value i among values of kind.
+func (v *values) key(kind parquet.Kind, i int) []byte {
+	var x uint64
+	switch kind {
 	case parquet.ByteArray, parquet.FixedLenByteArray:
-		return v.ByteArray()
+		return v.bytesAt(i)
+	case parquet.Int32:
+		x = uint64(uint32(v.i32[i]))
+	case parquet.Int64:
+		x = uint64(v.i64[i])
 	case parquet.Float:
-		return u64Key(uint64(math.Float32bits(v.Float())))
+		x = uint64(math.Float32bits(v.f32[i]))
 	case parquet.Double:
-		return u64Key(math.Float64bits(v.Double()))
+		x = math.Float64bits(v.f64[i])
 	}
-	return u64Key(uint64(v.Int64()))
+	return binary.LittleEndian.AppendUint64(nil, x)
 }
 
-func u64Key(x uint64) []byte {
-	var b [8]byte
-	for i := range b {
-		b[i] = byte(x >> (8 * i))
+// dictionary maps a column chunk's distinct values to their indexes and
+// keeps them PLAIN encoded for the dictionary page. Floats are keyed by
+// their bits: -0 and +0, and NaNs of different payloads, stay distinct,
+// as they must to read back the same bits.
+type dictionary struct {
+	kind  parquet.Kind
+	words map[uint64]int32 // fixed-width values by their bits
+	bytes map[string]int32 // byte arrays
+	plain []byte
+	n     int32
+}
+
+// add appends the index of each of v's values to idx, adding new values.
+func (d *dictionary) add(v *values, idx []int32) []int32 {
+	switch d.kind {
+	case parquet.Int32:
+		return addWords(d, idx, v.i32, func(x int32) uint64 { return uint64(uint32(x)) })
+	case parquet.Int64:
+		return addWords(d, idx, v.i64, func(x int64) uint64 { return uint64(x) })
+	case parquet.Float:
+		return addWords(d, idx, v.f32, func(x float32) uint64 { return uint64(math.Float32bits(x)) })
+	case parquet.Double:
+		return addWords(d, idx, v.f64, math.Float64bits)
 	}
-	return b[:]
+	if d.bytes == nil {
+		d.bytes = make(map[string]int32)
+	}
+	var last []byte
+	lastID := int32(-1)
+	for i := range v.n {
+		b := v.bytesAt(i)
+		if lastID >= 0 && string(b) == string(last) {
+			idx = append(idx, lastID)
+			continue
+		}
+		id, ok := d.bytes[string(b)]
+		if !ok {
+			id = d.n
+			d.n++
+			d.bytes[string(b)] = id
+			if d.kind == parquet.ByteArray {
+				d.plain = binary.LittleEndian.AppendUint32(d.plain, uint32(len(b)))
+			}
+			d.plain = append(d.plain, b...)
+		}
+		idx = append(idx, id)
+		last, lastID = b, id
+	}
+	return idx
+}
+
+// addWords adds fixed-width values keyed by bits; a run of one value is
+// looked up once.
+func addWords[T int32 | int64 | float32 | float64](d *dictionary, idx []int32, src []T, bits func(T) uint64) []int32 {
+	if d.words == nil {
+		d.words = make(map[uint64]int32)
+	}
+	var lastKey uint64
+	lastID := int32(-1)
+	for _, x := range src {
+		k := bits(x)
+		if lastID >= 0 && k == lastKey {
+			idx = append(idx, lastID)
+			continue
+		}
+		id, ok := d.words[k]
+		if !ok {
+			id = d.n
+			d.n++
+			d.words[k] = id
+			d.plain = appendWord(d.plain, d.kind, k)
+		}
+		idx = append(idx, id)
+		lastKey, lastID = k, id
+	}
+	return idx
+}
+
+// appendWord appends a fixed-width value, given by its bits, PLAIN encoded.
+func appendWord(dst []byte, kind parquet.Kind, bits uint64) []byte {
+	if kind == parquet.Int32 || kind == parquet.Float {
+		return binary.LittleEndian.AppendUint32(dst, uint32(bits))
+	}
+	return binary.LittleEndian.AppendUint64(dst, bits)
+}
+
+// reset empties the dictionary for the next column chunk.
+func (d *dictionary) reset() {
+	clear(d.words)
+	clear(d.bytes)
+	d.plain = d.plain[:0]
+	d.n = 0
 }

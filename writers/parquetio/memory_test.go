@@ -39,8 +39,9 @@ func TestZstdCompressesStringsWithoutMatches(t *testing.T) {
 	}
 }
 
-// TestValueBuffersBounded: the shredding buffers a writer keeps between
-// calls (memory outside the server's budget) stay at shredRows entries
+// TestValueBuffersBounded: the scratch a writer keeps between calls
+// (memory outside the server's budget) stays at pieceRows entries and
+// page buffers at maxPageBuffer bytes
 // whatever the size of the batches written or of their lists.
 func TestValueBuffersBounded(t *testing.T) {
 	recs, err := workload.Generate(memory.DefaultAllocator, workload.DefaultSeed, 100_000, 50_000)
@@ -82,11 +83,17 @@ func checkScratchBounded(t *testing.T, recs []arrow.RecordBatch) {
 	}
 	var walk func(n *node)
 	walk = func(n *node) {
-		if cap(n.slots) > shredRows || cap(n.elems) > shredRows {
-			t.Errorf("node %v keeps %d slots and %d elements, want <= %d", n.path, cap(n.slots), cap(n.elems), shredRows)
+		if cap(n.slots) > pieceRows || cap(n.elems) > pieceRows {
+			t.Errorf("node %v keeps %d slots and %d elements, want <= %d", n.path, cap(n.slots), cap(n.elems), pieceRows)
 		}
-		if l := n.leaf; l != nil && cap(l.vals) > shredRows {
-			t.Errorf("leaf %v keeps %d values, want <= %d", l.path, cap(l.vals), shredRows)
+		if l := n.leaf; l != nil {
+			v := &l.vals
+			if c := max(cap(l.sel), cap(v.ownI32), cap(v.ownI64), cap(v.ownF64), cap(v.ownStart), cap(v.dictionary)); c > pieceRows {
+				t.Errorf("leaf %v keeps %d values, want <= %d", l.path, c, pieceRows)
+			}
+			if c := max(cap(l.plain), cap(l.body), cap(l.enc)); c > maxPageBuffer {
+				t.Errorf("leaf %v keeps a page buffer of %d bytes, want <= %d", l.path, c, maxPageBuffer)
+			}
 		}
 		for _, c := range n.children {
 			walk(c)

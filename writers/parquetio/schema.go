@@ -2,11 +2,13 @@ package parquetio
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -64,13 +66,14 @@ func buildTree(schema *arrow.Schema) ([]*node, []*leaf, error) {
 		roots[i] = n
 	}
 	if len(leaves) > maxColumns {
-		return nil, nil, writers.Errorf(writers.ErrInvalid, "parquetio: schema has %d leaf columns, more than the %d a Parquet file written by parquet-go can hold: split the table", len(leaves), maxColumns)
+		return nil, nil, writers.Errorf(writers.ErrInvalid, "parquetio: schema has %d leaf columns, more than the %d a file may have (parquet-go, which reads them back, numbers columns in 16 bits): split the table", len(leaves), maxColumns)
 	}
 	return roots, leaves, nil
 }
 
-// maxColumns is the most leaf columns parquet-go can write: its values
-// carry the column index in 16 bits, one value reserved.
+// maxColumns is the most leaf columns a file may have: parquet-go, which
+// opens the files to check and read them, carries a column index in 16
+// bits, one value reserved.
 const maxColumns = parquet.MaxColumnIndex + 1
 
 func newNode(f arrow.Field, parent []string, def, rep uint8, leaves *[]*leaf) (*node, error) {
@@ -133,22 +136,18 @@ func newNode(f arrow.Field, parent []string, def, rep uint8, leaves *[]*leaf) (*
 	return n, nil
 }
 
-// parquetNode returns n's Parquet schema node; dictionary[i] says whether
-// leaf column i is dictionary encoded.
-func (n *node) parquetNode(dictionary []bool) parquet.Node {
+// parquetNode returns n's Parquet schema node.
+func (n *node) parquetNode() parquet.Node {
 	var pn parquet.Node
 	switch n.kind {
 	case leafNode:
 		pn = n.leaf.node
-		if dictionary[n.leaf.column] {
-			pn = parquet.Encoded(pn, &parquet.RLEDictionary)
-		}
 	case structNode:
-		pn = groupOf(n.children, dictionary)
+		pn = groupOf(n.children)
 	case listNode:
-		pn = parquet.List(n.children[0].parquetNode(dictionary))
+		pn = parquet.List(n.children[0].parquetNode())
 	case mapNode:
-		pn = parquet.Map(n.children[0].parquetNode(dictionary), n.children[1].parquetNode(dictionary))
+		pn = parquet.Map(n.children[0].parquetNode(), n.children[1].parquetNode())
 	}
 	if n.id != 0 {
 		pn = parquet.FieldID(pn, n.id)
@@ -160,17 +159,83 @@ func (n *node) parquetNode(dictionary []bool) parquet.Node {
 }
 
 // groupOf returns the ordered group of nodes.
-func groupOf(nodes []*node, dictionary []bool) group {
+func groupOf(nodes []*node) group {
 	g := make(group, len(nodes))
 	for i, c := range nodes {
-		g[i] = namedNode{Node: c.parquetNode(dictionary), name: c.name, index: i}
+		g[i] = namedNode{Node: c.parquetNode(), name: c.name, index: i}
 	}
 	return g
 }
 
-// parquetSchema returns the file schema for roots.
-func parquetSchema(roots []*node, dictionary []bool) *parquet.Schema {
-	return parquet.NewSchema("schema", groupOf(roots, dictionary))
+// schemaElements flattens the file schema of roots into the footer's
+// schema elements, root first and depth first, as parquet-go's writer
+// does: parquet-go's nodes give each element its types (List and Map the
+// three-level groups Spark and Arrow write). It also returns each leaf's
+// path in the Parquet schema (["xs", "list", "element"] for a list xs).
+func schemaElements(roots []*node) ([]format.SchemaElement, [][]string) {
+	var out []format.SchemaElement
+	var paths [][]string
+	var path []string
+	var walk func(name string, n parquet.Node, root bool)
+	walk = func(name string, n parquet.Node, root bool) {
+		if !root {
+			path = append(path, name)
+			defer func() { path = path[:len(path)-1] }()
+		}
+		t := n.Type()
+		e := format.SchemaElement{Name: name, FieldID: int32(n.ID())}
+		if !root {
+			switch {
+			case n.Repeated():
+				e.RepetitionType.Set(format.Repeated)
+			case n.Optional():
+				e.RepetitionType.Set(format.Optional)
+			default:
+				e.RepetitionType.Set(format.Required)
+			}
+		}
+		if lt := t.LogicalType(); lt != nil {
+			e.LogicalType = *lt
+			if d, ok := lt.Value.(*format.DecimalType); ok {
+				e.Scale.Set(d.Scale)
+				e.Precision.Set(d.Precision)
+			}
+		}
+		if n.Leaf() {
+			if l := t.Length(); l > 0 {
+				e.TypeLength.Set(int32(l))
+			}
+			if p := t.PhysicalType(); p != nil {
+				e.Type.Set(*p)
+			}
+		} else {
+			e.NumChildren.Set(int32(len(n.Fields())))
+		}
+		if c := t.ConvertedType(); c != nil {
+			e.ConvertedType.Set(*c)
+		}
+		out = append(out, e)
+		if n.Leaf() {
+			paths = append(paths, slices.Clone(path))
+			return
+		}
+		for _, f := range n.Fields() {
+			walk(f.Name(), f, false)
+		}
+	}
+	walk("schema", groupOf(roots), true)
+	return out, paths
+}
+
+// columnOrders returns the sort order of each leaf's statistics.
+func columnOrders(leaves []*leaf) []format.ColumnOrder {
+	out := make([]format.ColumnOrder, len(leaves))
+	for i, l := range leaves {
+		if o := l.node.Type().ColumnOrder(); o != nil {
+			out[i] = *o
+		}
+	}
+	return out
 }
 
 func checkSchema(schema *arrow.Schema) error {

@@ -1,14 +1,10 @@
 package parquetio
 
 import (
-	"encoding/binary"
-	"math/bits"
-	"slices"
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/parquet-go/parquet-go"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -22,16 +18,15 @@ type slot struct {
 	def uint8
 }
 
-// shred fills the value buffers of n's leaves with rows [lo, hi) of arr,
-// n's column of a record. Top-level primitive columns, the hot path, are
-// converted in one loop; nested columns go through slots.
+// shred adds rows [lo, hi) of arr, n's column of a record, to n's
+// leaves. Top-level primitive columns, the hot path, go straight to their
+// leaf; nested columns go through slots.
 func (n *node) shred(arr arrow.Array, lo, hi int, roots []slot) ([]slot, error) {
 	if err := n.checkNulls(arr); err != nil {
 		return roots, err
 	}
 	if n.kind == leafNode {
-		n.leaf.shredRange(arr, lo, hi)
-		return roots, nil
+		return roots, n.leaf.writeFlat(arr, lo, hi)
 	}
 	roots = roots[:0]
 	for i := lo; i < hi; i++ {
@@ -79,7 +74,7 @@ func (n *node) descend(arr arrow.Array, in []slot) error {
 	}
 	switch n.kind {
 	case leafNode:
-		n.leaf.shredSlots(arr, present)
+		return n.leaf.addSlots(arr, present)
 	case structNode:
 		st := arr.(*array.Struct)
 		for k, c := range n.children {
@@ -141,171 +136,12 @@ func (n *node) keepScratch(limit int) {
 		n.elems = nil
 	}
 	if l := n.leaf; l != nil {
-		if cap(l.vals) > limit {
-			l.vals = nil
-		}
-		if cap(l.scratch) > limit*16 {
-			l.scratch = nil
+		l.vals.keep(limit)
+		if cap(l.sel) > limit {
+			l.sel = nil
 		}
 	}
 	for _, c := range n.children {
 		c.keepScratch(limit)
 	}
-}
-
-// shredRange converts rows [lo, hi) of a top-level column. The common
-// types take a typed loop (fillTyped), with or without nulls: the nulls
-// are then set from the validity bitmap (setNulls). Required columns need
-// no levels: parquet-go's zero levels are right. It counts the range's
-// nulls for the column's statistics.
-func (l *leaf) shredRange(arr arrow.Array, lo, hi int) {
-	vals := slices.Grow(l.vals[:0], hi-lo)[:hi-lo]
-	l.vals = vals
-	l.rangeNulls = 0
-	l.observed = false // a chunk with nulls leaves its bounds to writeChunk
-	lv := newLevels(0, l.maxDef, l.column)
-	hasNulls := arr.NullN() > 0
-	if hasNulls {
-		// The typed loops read the slots under nulls too, so Write
-		// requires fully valid arrays; on the Flight path flightsvc's
-		// validate checked every offset (validateStrings for strings,
-		// array.ValidateFull for the rest). The other types convert
-		// the valid slots one by one. Null slots get their null last.
-		if !fillTyped(vals, arr, lo, lv, nil) {
-			value := l.values(arr)
-			for i := range vals {
-				if arr.IsValid(lo + i) {
-					vals[i] = value(lo + i)
-				}
-			}
-			lv.setAll(vals)
-		}
-		l.rangeNulls = setNulls(vals, arr, lo, l.column)
-		return
-	}
-	l.observed = fillTyped(vals, arr, lo, lv, &l.stats)
-	if !l.observed {
-		value := l.values(arr)
-		for i := range vals {
-			vals[i] = value(lo + i)
-		}
-		lv.setAll(vals)
-	}
-}
-
-// fillTyped converts elements [lo, lo+len(vals)) of arr with levels lv
-// and, when m is not nil, adds them to m (arr has no nulls then), straight
-// from the Arrow values: no indirect call per value and bounds computed on
-// the typed slices. It handles the types of typical ingestion data and
-// reports false for others.
-func fillTyped(vals []parquet.Value, arr arrow.Array, lo int, lv levels, m *minMax) bool {
-	hi := lo + len(vals)
-	switch a := arr.(type) {
-	case *array.Int64:
-		src := a.Int64Values()[lo:hi]
-		for i, x := range src {
-			vals[i] = parquet.Int64Value(x)
-		}
-		if m != nil {
-			observeInts(m, src)
-		}
-	case *array.Int32:
-		src := a.Int32Values()[lo:hi]
-		for i, x := range src {
-			vals[i] = parquet.Int32Value(x)
-		}
-		if m != nil {
-			observeInts(m, src)
-		}
-	case *array.Float64:
-		src := a.Float64Values()[lo:hi]
-		for i, x := range src {
-			vals[i] = parquet.DoubleValue(x)
-		}
-		if m != nil {
-			observeFloats(m, src)
-		}
-	case *array.Timestamp:
-		if a.DataType().(*arrow.TimestampType).Unit != arrow.Microsecond {
-			return false
-		}
-		src := a.TimestampValues()[lo:hi]
-		for i, x := range src {
-			vals[i] = parquet.Int64Value(int64(x))
-		}
-		if m != nil {
-			observeInts(m, src)
-		}
-	case *array.String:
-		offs, data := a.ValueOffsets()[lo:hi+1], dataBuffer(a)
-		for i := range vals {
-			vals[i] = parquet.ByteArrayValue(data[offs[i]:offs[i+1]])
-		}
-		if m != nil {
-			m.observeStrings(data, offs)
-		}
-	case *array.Boolean:
-		fillBools(vals, a, lo, m)
-	default:
-		return false
-	}
-	lv.setAll(vals)
-	return true
-}
-
-// fillBools reads the value bits straight from the bitmap and folds
-// them into the bounds without branches.
-func fillBools(vals []parquet.Value, a *array.Boolean, lo int, m *minMax) {
-	bits, off := a.Data().Buffers()[1].Bytes(), a.Data().Offset()+lo
-	all, any := byte(1), byte(0)
-	for i := range vals {
-		j := off + i
-		x := bits[j>>3] >> (j & 7) & 1
-		vals[i] = parquet.BooleanValue(x != 0)
-		all, any = all&x, any|x
-	}
-	if m != nil {
-		observeBools(m, all != 0, any != 0, len(vals))
-	}
-}
-
-// setNulls makes the elements of vals that are null in arr (vals holds
-// elements [lo, lo+len(vals))) nulls at definition level 0, walking the
-// validity bitmap 64 bits at a time, and returns their number.
-func setNulls(vals []parquet.Value, arr arrow.Array, lo, column int) int {
-	null := parquet.Value{}.Level(0, 0, column)
-	bitmap, off := arr.NullBitmapBytes(), arr.Data().Offset()+lo
-	n := 0
-	for i := 0; i < len(vals); {
-		j := off + i
-		if j&7 == 0 && i+64 <= len(vals) {
-			for w := ^binary.LittleEndian.Uint64(bitmap[j>>3:]); w != 0; w &= w - 1 {
-				vals[i+bits.TrailingZeros64(w)] = null
-				n++
-			}
-			i += 64
-			continue
-		}
-		if bitmap[j>>3]>>(j&7)&1 == 0 {
-			vals[i] = null
-			n++
-		}
-		i++
-	}
-	return n
-}
-
-// shredSlots converts the positions of a nested leaf.
-func (l *leaf) shredSlots(arr arrow.Array, slots []slot) {
-	l.rangeNulls = -1
-	value := l.values(arr)
-	vals := l.vals[:0]
-	for _, s := range slots {
-		if s.idx < 0 {
-			vals = append(vals, parquet.Value{}.Level(int(s.rep), int(s.def), l.column))
-		} else {
-			vals = append(vals, value(s.idx).Level(int(s.rep), int(s.def), l.column))
-		}
-	}
-	l.vals = vals
 }

@@ -2,8 +2,10 @@ package parquetio
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -19,59 +21,6 @@ type minMax struct {
 	lo, hi   int64   // INT32, INT64 and BOOLEAN (0/1)
 	flo, fhi float64 // FLOAT, DOUBLE
 	blo, bhi []byte  // BYTE_ARRAY, FIXED_LEN_BYTE_ARRAY (owned copies)
-}
-
-// observe adds the non-null values of vals.
-func (m *minMax) observe(kind parquet.Kind, vals []parquet.Value) {
-	switch kind {
-	case parquet.Int32, parquet.Int64, parquet.Boolean:
-		m.observeInts(vals)
-	case parquet.Float, parquet.Double:
-		m.observeFloats(kind, vals)
-	case parquet.ByteArray:
-		for _, v := range vals {
-			if !v.IsNull() {
-				m.observeBytes(v.ByteArray(), bytes.Compare)
-			}
-		}
-	case parquet.FixedLenByteArray:
-		for _, v := range vals {
-			if !v.IsNull() {
-				m.observeBytes(v.ByteArray(), compareSignedBigEndian)
-			}
-		}
-	}
-}
-
-// observeInts reads every kind through Value.Int64: parquet-go keeps
-// INT32 values sign-extended and booleans as 0/1 in the same 64-bit
-// payload (the stats tests pin this down).
-func (m *minMax) observeInts(vals []parquet.Value) {
-	lo, hi, has := m.lo, m.hi, m.has
-	for _, v := range vals {
-		if v.IsNull() {
-			continue
-		}
-		x := v.Int64()
-		if !has {
-			lo, hi, has = x, x, true
-		}
-		lo, hi = min(lo, x), max(hi, x)
-	}
-	m.lo, m.hi, m.has = lo, hi, has
-}
-
-func (m *minMax) observeFloats(kind parquet.Kind, vals []parquet.Value) {
-	for _, v := range vals {
-		if v.IsNull() {
-			continue
-		}
-		x := v.Double()
-		if kind == parquet.Float {
-			x = float64(v.Float())
-		}
-		m.addFloat(x)
-	}
 }
 
 // addFloat adds x. A NaN is noted (see bounds), never a bound: a reader
@@ -121,9 +70,9 @@ func observeBools(m *minMax, allTrue, anyTrue bool, n int) {
 	m.lo, m.hi = min(m.lo, l), max(m.hi, h)
 }
 
-func observeFloats(m *minMax, src []float64) {
+func observeFloats[T float32 | float64](m *minMax, src []T) {
 	for _, x := range src {
-		m.addFloat(x)
+		m.addFloat(float64(x))
 	}
 }
 
@@ -139,18 +88,112 @@ func (m *minMax) observeBytes(b []byte, cmp func(a, b []byte) int) {
 	}
 }
 
-// observeStrings adds the strings of offs (Arrow offsets into data, no
-// nulls). A string whose first byte lies strictly between the first bytes
-// of the bounds is neither bound: with varied strings (names, ids) that
-// skips the two comparisons for almost every value.
-func (m *minMax) observeStrings(data []byte, offs []int32) {
-	for i := range len(offs) - 1 {
-		b := data[offs[i]:offs[i+1]]
+// observeByteArrays adds the byte arrays of v. A value whose first byte
+// lies strictly between the first bytes of the bounds is neither bound:
+// with varied strings (names, ids) that skips the two comparisons for
+// almost every value.
+func (m *minMax) observeByteArrays(v *values, cmp func(a, b []byte) int) {
+	for i := range v.n {
+		b := v.bytesAt(i)
 		if len(b) > 0 && len(m.blo) > 0 && len(m.bhi) > 0 && b[0] > m.blo[0] && b[0] < m.bhi[0] {
 			continue
 		}
-		m.observeBytes(b, bytes.Compare)
+		m.observeBytes(b, cmp)
 	}
+}
+
+// merge adds o's bounds to m.
+func (m *minMax) merge(o *minMax, kind parquet.Kind) {
+	m.nan = m.nan || o.nan
+	if !o.has {
+		return
+	}
+	switch kind {
+	case parquet.Float, parquet.Double:
+		m.addFloat(o.flo)
+		m.addFloat(o.fhi)
+	case parquet.ByteArray, parquet.FixedLenByteArray:
+		order := compareBounds(kind)
+		m.observeBytes(o.blo, order)
+		m.observeBytes(o.bhi, order)
+	default:
+		if !m.has {
+			m.lo, m.hi, m.has = o.lo, o.hi, true
+		}
+		m.lo, m.hi = min(m.lo, o.lo), max(m.hi, o.hi)
+	}
+}
+
+// reset forgets the bounds, keeping the byte buffers.
+func (m *minMax) reset() {
+	*m = minMax{blo: m.blo[:0], bhi: m.bhi[:0]}
+}
+
+// plainBounds returns the bounds PLAIN encoded, as the page index and the
+// footer store them (byte arrays without their length). NaN is never a
+// bound (addFloat); a zero minimum is written -0 and a zero maximum +0,
+// as the Parquet format asks, so readers comparing either zero are right.
+func (m *minMax) plainBounds(kind parquet.Kind, lo, hi []byte) ([]byte, []byte, bool) {
+	if !m.has {
+		return lo, hi, false
+	}
+	lo, hi = lo[:0], hi[:0]
+	switch kind {
+	case parquet.Boolean:
+		return append(lo, byte(m.lo)), append(hi, byte(m.hi)), true
+	case parquet.Int32:
+		return binary.LittleEndian.AppendUint32(lo, uint32(m.lo)), binary.LittleEndian.AppendUint32(hi, uint32(m.hi)), true
+	case parquet.Int64:
+		return binary.LittleEndian.AppendUint64(lo, uint64(m.lo)), binary.LittleEndian.AppendUint64(hi, uint64(m.hi)), true
+	case parquet.Float:
+		l, h := float32(m.flo), float32(m.fhi)
+		if l == 0 {
+			l = float32(math.Copysign(0, -1))
+		}
+		if h == 0 {
+			h = 0
+		}
+		return binary.LittleEndian.AppendUint32(lo, math.Float32bits(l)), binary.LittleEndian.AppendUint32(hi, math.Float32bits(h)), true
+	case parquet.Double:
+		l, h := m.flo, m.fhi
+		if l == 0 {
+			l = math.Copysign(0, -1)
+		}
+		if h == 0 {
+			h = 0
+		}
+		return binary.LittleEndian.AppendUint64(lo, math.Float64bits(l)), binary.LittleEndian.AppendUint64(hi, math.Float64bits(h)), true
+	}
+	return append(lo, m.blo...), append(hi, m.bhi...), true
+}
+
+// compareBounds orders PLAIN-encoded bounds of kind as Parquet's type
+// defined order does: signed integers and floats by value, byte arrays
+// bytewise unsigned, FIXED_LEN_BYTE_ARRAY (decimals) as signed big-endian.
+func compareBounds(kind parquet.Kind) func(a, b []byte) int {
+	switch kind {
+	case parquet.Boolean:
+		return bytes.Compare
+	case parquet.Int32:
+		return func(a, b []byte) int {
+			return cmp.Compare(int32(binary.LittleEndian.Uint32(a)), int32(binary.LittleEndian.Uint32(b)))
+		}
+	case parquet.Int64:
+		return func(a, b []byte) int {
+			return cmp.Compare(int64(binary.LittleEndian.Uint64(a)), int64(binary.LittleEndian.Uint64(b)))
+		}
+	case parquet.Float:
+		return func(a, b []byte) int {
+			return cmp.Compare(math.Float32frombits(binary.LittleEndian.Uint32(a)), math.Float32frombits(binary.LittleEndian.Uint32(b)))
+		}
+	case parquet.Double:
+		return func(a, b []byte) int {
+			return cmp.Compare(math.Float64frombits(binary.LittleEndian.Uint64(a)), math.Float64frombits(binary.LittleEndian.Uint64(b)))
+		}
+	case parquet.FixedLenByteArray:
+		return compareSignedBigEndian
+	}
+	return bytes.Compare
 }
 
 // compareSignedBigEndian orders equal-width two's complement big-endian
@@ -245,19 +288,20 @@ func firstLeaf(n *node) *leaf {
 	return n.leaf
 }
 
-// observe counts the rows of the current chunk in which the node is null:
+// observe counts the rows of the current piece in which the node is null:
 // at the row's first value (repetition level 0) the definition level
 // stops below the node's.
 func (s *statNode) observe() {
 	if s.node.defPresent == 0 {
 		return // required all the way down from the top
 	}
-	if l := s.node.leaf; l != nil && l.rangeNulls >= 0 {
-		s.nulls += int64(l.rangeNulls) // a top-level column: shredRange counted
+	if l := s.node.leaf; l != nil && l.pieceNulls >= 0 {
+		s.nulls += int64(l.pieceNulls) // a top-level column: counted by its leaf
 		return
 	}
-	for _, v := range s.first.vals {
-		if v.RepetitionLevel() == 0 && v.DefinitionLevel() < int(s.node.defPresent) {
+	reps, defs := s.first.pieceLevels()
+	for i, d := range defs {
+		if (len(reps) == 0 || reps[i] == 0) && d < s.node.defPresent {
 			s.nulls++
 		}
 	}

@@ -1,35 +1,37 @@
 package parquetio
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress"
 
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/parquetio/internal/pqfile"
 )
 
 // Writer encodes Arrow record batches into one Parquet file.
+//
+// Values go from the Arrow buffers straight into pages (column.go): PLAIN,
+// dictionary or DELTA_BINARY_PACKED values, levels from the validity
+// bitmaps and list offsets, statistics in the same pass; pqfile frames
+// and compresses the pages and writes the footer.
 //
 // A Writer is not safe for concurrent use. Close must be called once to
 // finish the file. An error from Write leaves the file unusable: later
 // calls return the same error (Close too, which still frees the buffers).
 type Writer struct {
-	out    *countingWriter
+	file   *pqfile.File
 	schema *arrow.Schema
 	opts   Options
-	codec  compress.Codec
 
 	roots  []*node
 	leaves []*leaf
+	chunks []*pqfile.Chunk
 	stats  []*statNode
 	slots  []slot // top-level positions of nested columns, reused
 
-	// pw is created at the first chunk: the dictionary choice needs data.
-	pw          *parquet.GenericWriter[any]
 	rows        int64 // rows written, all row groups
 	rowsInGroup int64
 	err         error // sticky: the file is broken
@@ -56,20 +58,30 @@ func NewWriter(w io.Writer, schema *arrow.Schema, opts Options) (*Writer, error)
 	if err != nil {
 		return nil, err
 	}
+	elements, paths := schemaElements(roots)
+	chunks := make([]*pqfile.Chunk, len(leaves))
+	for i, l := range leaves {
+		l.open(paths[i], codec, opts)
+		chunks[i] = l.chunk
+	}
 	return &Writer{
-		out:    &countingWriter{w: w},
+		file:   pqfile.NewFile(w, elements, columnOrders(leaves), createdBy),
 		schema: schema,
 		opts:   opts,
-		codec:  codec,
 		roots:  roots,
 		leaves: leaves,
+		chunks: chunks,
 		stats:  statNodes(roots),
 	}, nil
 }
 
+// createdBy names the writer in the footer (unchanged since parquet-go
+// wrote the pages: readers key workarounds on it).
+const createdBy = "quiver version parquetio(build parquet-go)"
+
 // codecOf maps Options.Compression to a shared codec, safe for concurrent
 // use: parquet-go's, or this package's zstd (zstd.go).
-func codecOf(name string) (compress.Codec, error) {
+func codecOf(name string) (pqfile.Codec, error) {
 	switch name {
 	case "", CompressionSnappy:
 		return &parquet.Snappy, nil
@@ -81,18 +93,14 @@ func codecOf(name string) (compress.Codec, error) {
 	return nil, writers.Errorf(writers.ErrInvalid, "parquetio: compression %q: use %q, %q or %q", name, CompressionSnappy, CompressionZstd, CompressionNone)
 }
 
-// shredRows bounds the rows converted at once: every leaf keeps a buffer
-// of parquet.Value (24 bytes each, with a pointer the collector scans)
-// between calls, memory the server's budget does not see, so it must not
-// grow with the batches a client sends (65,536 rows × 8 columns would be
-// 12 MiB per open file). A file's first chunk is no exception: converting
-// it whole cost each new file 12 MiB of such garbage, which made Delta
-// appends collect more often (docs/benchmarks.md); the dictionary choice
-// samples the first 4,096 non-null values of the first chunk
-// (wantsDictionary), so only a column more than half null in a file's
-// first 8,192 rows is judged on fewer. Buffers that outgrow it (long lists)
-// are dropped after their chunk (keepScratch).
-const shredRows = 8192
+// pieceRows bounds the rows a leaf converts at once: its scratch (value
+// positions, converted values, nested slots) is memory the server's budget
+// does not see, so it must not grow with the batches a client sends. The
+// dictionary choice samples the first 4,096 non-null values of a file's
+// first piece (wantsDictionary), so only a column more than half null in
+// a file's first 8,192 rows is judged on fewer. Buffers that outgrow it
+// (long lists) are dropped after their piece (keepScratch).
+const pieceRows = 8192
 
 // Write appends rec's rows. rec is borrowed for the call; its fields must
 // match the writer's schema in name, type and nullability (else
@@ -116,7 +124,7 @@ func (w *Writer) Write(rec arrow.RecordBatch) error {
 	}
 	n := int(rec.NumRows())
 	for lo := 0; lo < n; {
-		hi := lo + int(min(int64(n-lo), w.opts.RowGroupRows-w.rowsInGroup, shredRows))
+		hi := lo + int(min(int64(n-lo), w.opts.RowGroupRows-w.rowsInGroup, pieceRows))
 		if err := w.writeChunk(rec, lo, hi); err != nil {
 			w.err = err
 			return err
@@ -148,86 +156,61 @@ func (w *Writer) writeChunk(rec arrow.RecordBatch, lo, hi int) error {
 			return err
 		}
 	}
-	if w.pw == nil {
-		w.open()
-	}
 	for _, s := range w.stats {
 		s.observe()
-		if l := s.node.leaf; l != nil && !l.observed {
-			l.stats.observe(l.kind, l.vals)
-		}
 	}
-	columns := w.pw.ColumnWriters()
 	for _, l := range w.leaves {
-		if _, err := columns[l.column].WriteRowValues(l.vals); err != nil {
-			return fmt.Errorf("parquetio: write column %q: %w", l.path, err)
+		if l.pieceNulls < 0 { // nested: pages are cut between pieces
+			if err := l.flushIfFull(); err != nil {
+				return err
+			}
 		}
-		if l.kind == parquet.ByteArray || l.kind == parquet.FixedLenByteArray {
-			// Drop the pointers into the record's buffers so the
-			// buffer does not keep them alive.
-			clear(l.vals)
-		}
+		l.vals.release()
 	}
 	for _, r := range w.roots {
-		r.keepScratch(shredRows)
+		r.keepScratch(pieceRows)
 	}
 	w.rows += int64(hi - lo)
 	w.rowsInGroup += int64(hi - lo)
 	if w.rowsInGroup == w.opts.RowGroupRows {
-		w.rowsInGroup = 0
-		if err := w.pw.Flush(); err != nil {
-			return fmt.Errorf("parquetio: flush row group: %w", err)
-		}
+		return w.flushRowGroup()
 	}
 	return nil
 }
 
-// open creates the parquet-go writer once the first chunk's values are
-// shredded, choosing each leaf's dictionary encoding from them.
-func (w *Writer) open() {
-	dictionary := make([]bool, len(w.leaves))
-	for i, l := range w.leaves {
-		dictionary[i] = !w.opts.NoDictionary && l.wantsDictionary()
+// flushRowGroup writes the buffered row group out.
+func (w *Writer) flushRowGroup() error {
+	for _, l := range w.leaves {
+		if err := l.finishChunk(); err != nil {
+			return err
+		}
 	}
-	opts := []parquet.WriterOption{
-		parquetSchema(w.roots, dictionary),
-		parquet.Compression(w.codec),
-		parquet.DictionaryMaxBytes(dictionaryMaxBytes),
-		// parquet-go's default for BYTE_ARRAY is DELTA_LENGTH_BYTE_ARRAY,
-		// which Spark's vectorized reader refuses (3.3 and older) or
-		// garbles (SPARK-52240): PLAIN, as Spark and arrow-rs write.
-		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain),
-		// Version 1 data pages are what Spark, pyarrow and delta-rs
-		// write by default and what every reader handles.
-		parquet.DataPageVersion(1),
-		parquet.CreatedBy("quiver", "parquetio", "parquet-go"),
+	if err := w.file.WriteRowGroup(w.chunks, w.rowsInGroup); err != nil {
+		return fmt.Errorf("parquetio: write row group: %w", err)
 	}
-	if w.opts.DeltaIntegers {
-		opts = append(opts,
-			parquet.DefaultEncodingFor(parquet.Int32, &parquet.DeltaBinaryPacked),
-			parquet.DefaultEncodingFor(parquet.Int64, &parquet.DeltaBinaryPacked))
+	for _, l := range w.leaves {
+		l.startChunk()
 	}
-	w.pw = parquet.NewGenericWriter[any](w.out, opts...)
+	w.rowsInGroup = 0
+	return nil
 }
 
 // BytesWritten estimates the file size so far: bytes written to the
-// underlying writer plus the uncompressed size of buffered rows (so it
-// overestimates until the row group is flushed). Use it to roll to a new
-// file at a target size.
+// underlying writer plus the buffered row group (compressed pages, and
+// the page being filled uncompressed, so it overestimates a little). Use
+// it to roll to a new file at a target size.
 func (w *Writer) BytesWritten() int64 {
-	if w.pw == nil {
-		return w.out.n
-	}
-	return w.pw.Size()
+	return w.file.Size() + w.Buffered()
 }
 
 // Buffered estimates the bytes the writer holds in memory: the rows of
-// the row group not flushed yet, uncompressed.
+// the row group not flushed yet.
 func (w *Writer) Buffered() int64 {
-	if w.pw == nil {
-		return 0
+	var n int64
+	for _, l := range w.leaves {
+		n += l.buffered()
 	}
-	return max(0, w.pw.Size()-w.out.n)
+	return n
 }
 
 // FlushRowGroup ends the current row group early (under memory pressure)
@@ -236,17 +219,16 @@ func (w *Writer) FlushRowGroup() error {
 	if w.err != nil || w.closed || w.rowsInGroup == 0 {
 		return w.err
 	}
-	w.rowsInGroup = 0
-	if err := w.pw.Flush(); err != nil {
-		w.err = fmt.Errorf("parquetio: flush row group: %w", err)
-		return w.err
+	if err := w.flushRowGroup(); err != nil {
+		w.err = err
 	}
-	return nil
+	return w.err
 }
 
-// Close flushes buffered rows, writes the footer and returns the file's
-// statistics. It does not close the underlying io.Writer. A second Close
-// returns an error wrapping writers.ErrWrongState.
+// Close flushes buffered rows, writes the page indexes and the footer and
+// returns the file's statistics. It does not close the underlying
+// io.Writer. A second Close returns an error wrapping
+// writers.ErrWrongState.
 func (w *Writer) Close() (FileStats, error) {
 	if w.closed {
 		return FileStats{}, writers.Errorf(writers.ErrWrongState, "parquetio: file already closed")
@@ -255,47 +237,17 @@ func (w *Writer) Close() (FileStats, error) {
 	if w.err != nil {
 		return FileStats{}, w.err
 	}
-	if w.pw == nil {
-		w.open() // an empty file still has a schema and a footer
+	if w.rowsInGroup > 0 {
+		if err := w.flushRowGroup(); err != nil {
+			return FileStats{}, err
+		}
 	}
-	if err := w.pw.Flush(); err != nil {
+	if err := w.file.Close(); err != nil {
 		return FileStats{}, fmt.Errorf("parquetio: finish file: %w", err)
 	}
-	// Everything Close writes now is the tail: page indexes and footer.
-	var tail bytes.Buffer
-	w.out.capture = &tail
-	err := w.pw.Close()
-	w.out.capture = nil
-	if err != nil {
-		return FileStats{}, fmt.Errorf("parquetio: finish file: %w", err)
-	}
-	footer, err := boundFooterStats(tail.Bytes())
-	if err != nil {
-		return FileStats{}, err
-	}
-	if _, err := w.out.Write(footer); err != nil {
-		return FileStats{}, fmt.Errorf("parquetio: finish file: %w", err)
-	}
-	fs := FileStats{Rows: w.rows, Bytes: w.out.n, Columns: make([]ColumnStats, len(w.stats))}
+	fs := FileStats{Rows: w.rows, Bytes: w.file.Size(), Columns: make([]ColumnStats, len(w.stats))}
 	for i, s := range w.stats {
 		fs.Columns[i] = s.columnStats()
 	}
 	return fs, nil
-}
-
-// countingWriter counts the bytes that reach the file; while capture is
-// set, writes go there instead.
-type countingWriter struct {
-	w       io.Writer
-	n       int64
-	capture *bytes.Buffer
-}
-
-func (c *countingWriter) Write(p []byte) (int, error) {
-	if c.capture != nil {
-		return c.capture.Write(p)
-	}
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
