@@ -2,6 +2,7 @@ package parquetio
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -100,9 +101,9 @@ func appendRandom(t testing.TB, b array.Builder, dt arrow.DataType, nullable boo
 		// Wide, but sums of a few thousand fit in int64 (DuckDB sums).
 		b.Append(rng.Int64N(2e15) - 1e15)
 	case *array.Float32Builder:
-		b.Append(float32(rng.NormFloat64() * 1e3))
+		b.Append(float32(randomFloat(rng, 1e3)))
 	case *array.Float64Builder:
-		b.Append(rng.NormFloat64() * 1e6)
+		b.Append(randomFloat(rng, 1e6))
 	case *array.BooleanBuilder:
 		b.Append(rng.IntN(2) == 1)
 	case *array.StringBuilder:
@@ -161,6 +162,20 @@ func appendRandom(t testing.TB, b array.Builder, dt arrow.DataType, nullable boo
 	default:
 		t.Fatalf("appendRandom: no generator for %s", dt)
 	}
+}
+
+// floatSpecials is the chance that a random float is NaN, -0, +0, +Inf or
+// -Inf. It is 0 except while a test that compares floats by their bits
+// runs (the others compare with ==, and sum with DuckDB).
+var floatSpecials float64
+
+// randomFloat returns a normally distributed float of the given scale, or
+// a special value (floatSpecials).
+func randomFloat(rng *rand.Rand, scale float64) float64 {
+	if floatSpecials > 0 && rng.Float64() < floatSpecials {
+		return []float64{math.NaN(), math.Copysign(0, -1), 0, math.Inf(1), math.Inf(-1)}[rng.IntN(5)]
+	}
+	return rng.NormFloat64() * scale
 }
 
 // unitScale is the number of ticks per second of unit.
