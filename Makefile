@@ -88,7 +88,8 @@ lance-probe:
 # see docs/benchmarks.md). Not part of make test. Options with BENCH_ARGS, e.g.
 # BENCH_ARGS='--runs 5 --json delta.json' or BENCH_ARGS=--no-spark.
 bench-delta: build venv
-	.venv/bin/python bench/delta_vs_reference.py --quiver $(CURDIR)/$(BIN) $(BENCH_ARGS)
+	$(GO) build -o bin/parquetencode ./bench/cmd/parquetencode
+	.venv/bin/python bench/delta_vs_reference.py --quiver $(CURDIR)/$(BIN) --parquetencode $(CURDIR)/bin/parquetencode $(BENCH_ARGS)
 
 # 1,000 small files x 2,000 rows compacted by Quiver's optimize action, delta-rs
 # optimize.compact() and Spark OPTIMIZE on local[2], on copies of one table, and

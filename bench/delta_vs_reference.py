@@ -7,8 +7,8 @@ Append: ROWS rows (default 2,000,000) of the standard workload's schema (int64
 id, timestamp[us, UTC] ts, int64 user_id, float64 amount and score, utf8 name
 and category, bool active) in batches of 65,536 rows, generated before timing,
   - through Flight into `quiver serve` (bin/quiver, a separate process, delta
-    append endpoint, zstd), 1 stream and 4 concurrent streams (the batches
-    dealt round-robin, one connection and one auto-commit each);
+    append endpoint, zstd), 1 stream, 4 and 16 concurrent streams (the
+    batches dealt round-robin, one connection and one auto-commit each);
   - delta-rs `write_deltalake` of the same pyarrow batches in process
     (mode append, ZSTD level 3, and level 1: the size Quiver's zstd makes);
   - pyarrow.parquet.write_table of the table as one file (Arrow C++'s
@@ -23,7 +23,13 @@ and category, bool active) in batches of 65,536 rows, generated before timing,
 Each run writes a new table; the timing ends when the commit is acknowledged.
 The report also gives the median CPU seconds (user+system) that this process and
 the quiver process spent during each write (delta-rs: this process alone; the
-Go client's figure includes its own process's work neither).
+Go client's figure includes its own process's work neither), and the quiver
+process's CPU seconds per million rows at 1, 4 and 16 streams next to the raw
+encoder's (bin/parquetencode: writers/parquetio alone encoding the same
+batches, read from an Arrow IPC file before timing, zstd, one stream): on two
+cores shared by the clients and the server, wall time at many streams
+measures the clients as much as the server; CPU per row says whether the
+server scales.
 
 Upsert: a 2,000,000-row table, then two changelogs of 200,000 rows (100,000
 existing ids spread evenly over the table with new values, 100,000 new ids),
@@ -78,6 +84,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
 from helpers import REPO, Client, Quiver, log_actions, start_spark  # noqa: E402
 
 BATCH = 65_536
+STREAMS = (1, 4, 16)
 SCHEMA = pa.schema([
     ("id", pa.int64()),
     ("ts", pa.timestamp("us", tz="UTC")),
@@ -303,6 +310,8 @@ def spark_merge(spark: Any, path: Path, source_parquet: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quiver", default=str(REPO / "bin" / "quiver"), help="the quiver binary")
+    ap.add_argument("--parquetencode", default=str(REPO / "bin" / "parquetencode"),
+                    help="the raw encoder (go build -o bin/parquetencode ./bench/cmd/parquetencode)")
     ap.add_argument("--rows", type=int, default=2_000_000, help="append rows, and upsert table rows")
     ap.add_argument("--changelog-rows", type=int, default=200_000)
     ap.add_argument("--runs", type=int, default=3)
@@ -326,7 +335,7 @@ def main() -> int:
     parts = ["append", "upsert"] if args.only is None else [args.only]
     endpoints: list[dict[str, Any]] = []
     for r in range(runs):
-        for s in (1, 4):
+        for s in STREAMS:
             endpoints.append({"name": f"append_s{s}_r{r}", "sink": "delta", "delta": {
                 "table_uri": f"file://{work}/quiver_append/append_s{s}_r{r}", "mode": "append",
                 "parquet": {"compression": "zstd"}}})
@@ -351,6 +360,7 @@ def main() -> int:
     try:
         if "append" in parts:
             results["append"] = bench_append(server, Path(args.quiver), data, work, runs)
+            results["append"]["raw_encoder"] = raw_encoder(Path(args.parquetencode), data, work, runs)
         if "upsert" in parts:
             if not args.no_spark:
                 t = time.perf_counter()
@@ -380,6 +390,19 @@ def quiver_bench_go(binary: Path, addr: str, endpoint: str, rows: int) -> float:
     return rows / res["rows_per_s"]
 
 
+def raw_encoder(binary: Path, data: pa.Table, work: Path, runs: int) -> dict[str, Any]:
+    """bin/parquetencode over data (an Arrow IPC file written first), 1
+    stream, zstd: the median CPU and wall seconds of runs runs."""
+    path = work / "data.arrows"
+    with pa.OSFile(str(path), "wb") as f, pa.ipc.new_stream(f, data.schema) as w:
+        w.write_table(data)
+    res = [json.loads(subprocess.run([str(binary), "--codec", "zstd", "--streams", "1", str(path)],
+                                     check=True, capture_output=True, text=True).stdout) for _ in range(runs)]
+    path.unlink()
+    return {"rows": data.num_rows, "median_cpu_seconds": statistics.median(r["cpu_seconds"] for r in res),
+            "median_wall_seconds": statistics.median(r["wall_seconds"] for r in res)}
+
+
 def pyarrow_write(folder: Path, data: pa.Table) -> None:
     """data as one Parquet file of Arrow C++'s writer (zstd, its default level)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -387,15 +410,18 @@ def pyarrow_write(folder: Path, data: pa.Table) -> None:
 
 
 def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs: int) -> dict[str, Any]:
-    secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "deltars": [], "deltars_l1": [], "pyarrow": [],
-                                    "discard_1": [], "quiver_go_1": [], "quiver_all_1": [], "quiver_dbp_1": []}
+    secs: dict[str, list[float]] = {"quiver_1": [], "quiver_4": [], "quiver_16": [], "deltars": [], "deltars_l1": [],
+                                    "pyarrow": [], "discard_1": [], "quiver_go_1": [], "quiver_all_1": [],
+                                    "quiver_dbp_1": []}
     loads = []
     sizes: dict[str, int] = {}
     cpu: dict[str, list[float]] = {name: [] for name in secs}  # this process's + the server's CPU seconds
+    server_cpu: dict[str, list[float]] = {name: [] for name in secs}  # the server's alone
     for r in range(runs):
         jobs: list[tuple[str, Callable[[], None] | None]] = [
             ("quiver_1", lambda: quiver_put_streams(server.flight_addr, f"append_s1_r{r}", data, 1)),
             ("quiver_4", lambda: quiver_put_streams(server.flight_addr, f"append_s4_r{r}", data, 4)),
+            ("quiver_16", lambda: quiver_put_streams(server.flight_addr, f"append_s16_r{r}", data, 16)),
             ("deltars", lambda: deltars_write(work / f"deltars/append_r{r}", data)),
             ("deltars_l1", lambda: deltars_write(work / f"deltars/append_l1_r{r}", data, ZSTD_LEVEL_FAST)),
             # Arrow C++'s Parquet writer alone (no Delta log), its default zstd level.
@@ -409,16 +435,20 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
         k = r % len(jobs)
         for name, fn in jobs[k:] + jobs[:k]:
             loads.append(load())
-            c0 = time.process_time() + proc_cpu(server.proc.pid)
+            s0 = proc_cpu(server.proc.pid)
+            c0 = time.process_time() + s0
             if fn is None:  # its CPU seconds include generating its batches and a warm-up batch
                 secs[name].append(quiver_bench_go(binary, server.flight_addr, f"append_go_r{r}", data.num_rows))
             else:
                 secs[name].append(timed(fn))
-            cpu[name].append(time.process_time() + proc_cpu(server.proc.pid) - c0)
+            s1 = proc_cpu(server.proc.pid)
+            cpu[name].append(time.process_time() + s1 - c0)
+            server_cpu[name].append(s1 - s0)
             print(f"append run {r} {name}: {data.num_rows / secs[name][-1] / 1e6:.2f} M rows/s "
                   f"({secs[name][-1]:.2f}s, load {loads[-1]:.1f})", flush=True)
         for name, path in (("quiver_1", server.table_path(f"append_s1_r{r}")),
                            ("quiver_4", server.table_path(f"append_s4_r{r}")),
+                           ("quiver_16", server.table_path(f"append_s16_r{r}")),
                            ("deltars", work / f"deltars/append_r{r}"),
                            ("deltars_l1", work / f"deltars/append_l1_r{r}"),
                            ("pyarrow", work / f"pyarrow/r{r}"),
@@ -442,6 +472,7 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
         out[name]["parquet_bytes"] = size
     for name, c in cpu.items():
         out[name]["median_cpu_seconds"] = statistics.median(c)
+        out[name]["median_server_cpu_seconds"] = statistics.median(server_cpu[name])
     out["load"] = [min(loads), max(loads)]
     return out
 
@@ -519,10 +550,12 @@ def report(res: dict[str, Any]) -> None:
     print(f"\nload average at start {res['load_start']}, at end {res['load_end']}; {res['cpus']} CPUs; "
           f"medians of {res['runs']} alternating runs")
     if a := res.get("append"):
-        d = a["deltars"]["median_rows_per_s"]
+        d, p = a["deltars"]["median_rows_per_s"], a["pyarrow"]["median_rows_per_s"]
         print(f"\nAppend, {res['rows']:,} rows, zstd (load {a['load'][0]:.1f}-{a['load'][1]:.1f})")
-        print(f"{'target':<34}{'median rows/s':>15}  {'runs':<46}{'vs delta-rs zstd ' + str(ZSTD_LEVEL):>8}")
+        print(f"{'target':<34}{'median rows/s':>15}  {'runs':<46}{'vs delta-rs zstd ' + str(ZSTD_LEVEL):>8}"
+              f"{'vs pyarrow':>11}")
         for name, label in (("quiver_1", "Quiver Flight, 1 stream"), ("quiver_4", "Quiver Flight, 4 streams"),
+                            ("quiver_16", "Quiver Flight, 16 streams"),
                             ("deltars", f"delta-rs write_deltalake, zstd {ZSTD_LEVEL}"),
                             ("deltars_l1", f"delta-rs write_deltalake, zstd {ZSTD_LEVEL_FAST}"),
                             ("pyarrow", "pyarrow.parquet.write_table, zstd"),
@@ -533,8 +566,18 @@ def report(res: dict[str, Any]) -> None:
             m = a[name]["median_rows_per_s"]
             runs = ", ".join(fmt_rate(x) for x in a[name]["rows_per_s"])
             size = f"  {a[name]['parquet_bytes'] / 2**20:5.1f} MiB" if "parquet_bytes" in a[name] else " " * 11
-            print(f"{label:<34}{fmt_rate(m):>15}  {runs:<46}{m / d:>7.2f}x{size}"
+            print(f"{label:<34}{fmt_rate(m):>15}  {runs:<46}{m / d:>7.2f}x{m / p:>10.2f}x{size}"
                   f"  {a[name]['median_cpu_seconds']:.2f} CPU s")
+        sizes = {k: a[k]["parquet_bytes"] for k in ("quiver_1", "deltars", "deltars_l1")}
+        print(f"data files: Quiver {sizes['quiver_1'] / sizes['deltars']:.3f}x delta-rs zstd {ZSTD_LEVEL}'s bytes, "
+              f"{sizes['quiver_1'] / sizes['deltars_l1']:.3f}x zstd {ZSTD_LEVEL_FAST}'s (goal within 5%)")
+        if raw := a.get("raw_encoder"):
+            per_m = 1e6 / res["rows"]
+            enc = raw["median_cpu_seconds"] * per_m
+            print(f"\nServer CPU seconds per million rows (raw encoder, 1 stream: {enc:.3f}; goal <= 1.1x at 4 and 16)")
+            for s in STREAMS:
+                c = a[f"quiver_{s}"]["median_server_cpu_seconds"] * per_m
+                print(f"  {s:>2} stream{'s' if s > 1 else ' '}  {c:.3f}  {c / enc:.2f}x the raw encoder")
     if u := res.get("upsert"):
         d = [u["deltars"][k]["median_rows_per_s"] for k in ("first", "second")]
         print(f"\nUpsert, {res['changelog_rows']:,} changelog rows into {res['rows']:,} "
