@@ -106,3 +106,25 @@ func checkScratchBounded(t *testing.T, recs []arrow.RecordBatch) {
 		t.Fatal(err)
 	}
 }
+
+// TestZstdRawFrames: raw frames of every size around the 128 KiB block
+// limit decode to their input with parquet-go's zstd; the differential
+// test against pyarrow reads them with libzstd (random floats do not
+// compress, so their chunks store raw frames).
+func TestZstdRawFrames(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for _, n := range []int{0, 1, 100, 128<<10 - 1, 128 << 10, 128<<10 + 1, 256 << 10, 300_001} {
+		src := make([]byte, n)
+		for i := range src {
+			src[i] = byte(rng.UintN(256))
+		}
+		frame := fastZstd.EncodeRaw([]byte("prefix"), src)
+		if string(frame[:6]) != "prefix" {
+			t.Fatalf("%d bytes: the frame does not append to dst", n)
+		}
+		back, err := parquet.Zstd.Decode(nil, frame[6:])
+		if err != nil || !bytes.Equal(back, src) {
+			t.Fatalf("%d bytes: decode: %v, equal %v", n, err, bytes.Equal(back, src))
+		}
+	}
+}

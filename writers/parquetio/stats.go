@@ -70,9 +70,30 @@ func observeBools(m *minMax, allTrue, anyTrue bool, n int) {
 	m.lo, m.hi = min(m.lo, l), max(m.hi, h)
 }
 
+// observeFloats adds floats in one pass without a branch per value for
+// NaN: a comparison with NaN is false, so NaN never becomes a bound, and
+// NaNs are counted on the side.
 func observeFloats[T float32 | float64](m *minMax, src []T) {
+	if len(src) == 0 {
+		return
+	}
+	lo, hi := T(math.Inf(1)), T(math.Inf(-1))
+	nans := 0
 	for _, x := range src {
-		m.addFloat(float64(x))
+		if x < lo {
+			lo = x
+		}
+		if x > hi {
+			hi = x
+		}
+		if x != x {
+			nans++
+		}
+	}
+	m.nan = m.nan || nans > 0
+	if nans < len(src) { // some value is not NaN: lo and hi are bounds
+		m.addFloat(float64(lo))
+		m.addFloat(float64(hi))
 	}
 }
 

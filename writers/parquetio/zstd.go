@@ -1,6 +1,7 @@
 package parquetio
 
 import (
+	"encoding/binary"
 	"runtime"
 	"sync"
 
@@ -64,6 +65,31 @@ func (c *zstdCodec) Encode(dst, src []byte) ([]byte, error) {
 		return nil, c.err
 	}
 	return c.enc.EncodeAll(src, dst[:0]), nil
+}
+
+// EncodeRaw frames src as a zstd frame of raw (stored) blocks, which
+// every zstd decoder reads, at the cost of a copy: pqfile stores so the
+// pages that zstd does not shrink (RFC 8878: a single-segment frame with a
+// 4-byte content size and no checksum; blocks of at most 128 KiB, the last
+// one flagged).
+func (*zstdCodec) EncodeRaw(dst, src []byte) []byte {
+	const maxBlock = 128 << 10
+	dst = binary.LittleEndian.AppendUint32(dst, 0xFD2FB528) // magic
+	dst = append(dst, 2<<6|1<<5)                            // 4-byte content size, single segment
+	dst = binary.LittleEndian.AppendUint32(dst, uint32(len(src)))
+	for {
+		n := min(len(src), maxBlock)
+		last := uint32(0)
+		if n == len(src) {
+			last = 1
+		}
+		h := uint32(n)<<3 | last // block type 0: raw
+		dst = append(dst, byte(h), byte(h>>8), byte(h>>16))
+		dst = append(dst, src[:n]...)
+		if src = src[n:]; last == 1 {
+			return dst
+		}
+	}
 }
 
 func (*zstdCodec) Decode(dst, src []byte) ([]byte, error) {

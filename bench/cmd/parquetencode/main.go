@@ -6,7 +6,7 @@
 // (bench/delta_vs_reference.py) puts the server's CPU per million rows
 // next to it.
 //
-//	go run ./bench/cmd/parquetencode --codec zstd --streams 1 data.arrows
+//	go run ./bench/cmd/parquetencode --codec zstd --streams 1 [--cpuprofile cpu.out] data.arrows
 //
 // With --streams N the batches are dealt round-robin to N files encoded
 // concurrently, as N Flight streams would write them.
@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/pprof"
 	"sync"
 	"syscall"
 	"time"
@@ -36,21 +37,33 @@ const rowGroupRows = 128 << 10
 func main() {
 	codec := flag.String("codec", parquetio.CompressionZstd, "zstd, snappy or none")
 	streams := flag.Int("streams", 1, "files encoded concurrently")
+	profile := flag.String("cpuprofile", "", "write a CPU profile of the encoding to this file (go tool pprof)")
 	flag.Parse()
 	if flag.NArg() != 1 || *streams < 1 {
 		fmt.Fprintln(os.Stderr, "usage: parquetencode [--codec zstd] [--streams N] FILE.arrows")
 		os.Exit(2)
 	}
-	if err := run(flag.Arg(0), *codec, *streams); err != nil {
+	if err := run(flag.Arg(0), *codec, *streams, *profile); err != nil {
 		fmt.Fprintln(os.Stderr, "parquetencode:", err)
 		os.Exit(1)
 	}
 }
 
-func run(path, codec string, streams int) error {
+func run(path, codec string, streams int, profile string) error {
 	batches, err := readStream(path)
 	if err != nil {
 		return err
+	}
+	if profile != "" {
+		f, err := os.Create(profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var rows int64
 	for _, b := range batches {

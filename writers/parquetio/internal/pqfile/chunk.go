@@ -24,6 +24,23 @@ type Codec interface {
 	CompressionCodec() format.CompressionCodec
 }
 
+// RawFramer is a Codec that can also frame data it does not compress
+// (zstd's raw blocks): a chunk whose pages stop shrinking stores the next
+// ones so, skipping the codec's work (see Chunk.compress).
+type RawFramer interface {
+	EncodeRaw(dst, src []byte) []byte
+}
+
+// Incompressible pages: a page the codec shrinks by less than
+// 1/rawThreshold is not worth its CPU, and the chunk's next rawPages
+// pages are framed raw before the codec is tried again. Random floats,
+// hashes and small dictionary indexes do not compress; the codec (zstd's
+// entropy coding of literals) still costs its full price on them.
+const (
+	rawThreshold = 32 // less than ~3% saved
+	rawPages     = 15
+)
+
 // Column describes one leaf column of the file.
 type Column struct {
 	Path []string
@@ -85,6 +102,7 @@ type Chunk struct {
 	pages   []byte // headers and compressed bodies of the data pages
 	scratch []byte // a compressed body
 	header  format.PageHeader
+	raw     int // data pages still to frame raw (RawFramer)
 
 	meta      format.ColumnMetaData
 	locations []format.PageLocation
@@ -106,7 +124,7 @@ func (c *Chunk) AddPage(p DataPage) error {
 	if len(p.Body) > math.MaxInt32 {
 		return fmt.Errorf("pqfile: column %v: a page of %d bytes is more than a Parquet page holds", c.col.Path, len(p.Body))
 	}
-	body, err := c.compress(p.Body)
+	body, err := c.compressPage(p.Body)
 	if err != nil {
 		return err
 	}
@@ -170,6 +188,22 @@ func (c *Chunk) Pages() int { return len(c.locations) }
 
 // Buffered is the memory the chunk holds: the compressed pages.
 func (c *Chunk) Buffered() int64 { return int64(len(c.pages)) }
+
+// compressPage compresses a data page, or frames it raw when the
+// column's recent pages did not compress (RawFramer).
+func (c *Chunk) compressPage(src []byte) ([]byte, error) {
+	rf, ok := c.codec.(RawFramer)
+	if ok && c.raw > 0 {
+		c.raw--
+		c.scratch = rf.EncodeRaw(c.scratch[:0], src)
+		return c.scratch, nil
+	}
+	out, err := c.compress(src)
+	if ok && err == nil && (len(src)-len(out))*rawThreshold < len(src) {
+		c.raw = rawPages
+	}
+	return out, err
+}
 
 func (c *Chunk) compress(src []byte) ([]byte, error) {
 	if c.codec.CompressionCodec() == format.Uncompressed {

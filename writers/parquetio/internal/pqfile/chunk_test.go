@@ -136,3 +136,38 @@ func TestEncodingsAndStats(t *testing.T) {
 		t.Errorf("a %d-byte bound: statistics %q..%q, err %v; want both left out", len(big), cc.MetaData.Statistics.MinValue, cc.MetaData.Statistics.MaxValue, err)
 	}
 }
+
+// countingCodec compresses nothing (its output is its input), counts its
+// calls and frames raw pages with a one-byte marker.
+type countingCodec struct{ encodes, raws int }
+
+func (c *countingCodec) Encode(dst, src []byte) ([]byte, error) {
+	c.encodes++
+	return append(dst[:0], src...), nil
+}
+func (c *countingCodec) EncodeRaw(dst, src []byte) []byte {
+	c.raws++
+	return append(append(dst, 'R'), src...)
+}
+func (*countingCodec) CompressionCodec() format.CompressionCodec { return format.Zstd }
+
+// TestIncompressiblePagesFramedRaw: once a page does not shrink, the
+// chunk's next rawPages pages skip the codec; then it tries again. The
+// dictionary page is always compressed.
+func TestIncompressiblePagesFramedRaw(t *testing.T) {
+	codec := &countingCodec{}
+	c := NewChunk(&Column{Path: []string{"f"}, Type: format.Double, Compare: bytes.Compare}, codec)
+	c.SetDictionary([]byte("dictionary"), 1)
+	for range 1 + rawPages + 1 {
+		if err := c.AddPage(DataPage{Body: []byte("random floats"), NumValues: 1, NumRows: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if codec.encodes != 2 || codec.raws != rawPages {
+		t.Errorf("%d pages compressed and %d framed raw, want 2 and %d", codec.encodes, codec.raws, rawPages)
+	}
+	var out bytes.Buffer
+	if _, _, _, err := c.write(&countingWriter{w: &out, n: 4}); err != nil || codec.encodes != 3 {
+		t.Errorf("dictionary page: err %v, %d compressions, want 3", err, codec.encodes)
+	}
+}
