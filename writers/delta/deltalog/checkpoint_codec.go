@@ -2,8 +2,9 @@ package deltalog
 
 import "fmt"
 
-// Conversions between checkpoint rows and actions. A row whose action
-// lacks a required field (add/remove path, txn appId) is corrupt.
+// Conversion of checkpoint rows to actions (writing goes through Arrow:
+// checkpoint_arrow.go). A row whose action lacks a required field
+// (add/remove path, txn appId) is corrupt.
 
 func (r *cpRow) action() (Action, error) {
 	var a Action
@@ -84,97 +85,12 @@ func (d *cpDeletionVector) action() *DeletionVector {
 	}
 }
 
-// checkpointRow converts a reconciled action to its checkpoint row
-// (remove carries no stats/tags in checkpoints).
-func checkpointRow(a Action) cpRow {
-	switch {
-	case a.Add != nil:
-		c := a.Add
-		return cpRow{Add: &cpAdd{
-			Path:                    &c.Path,
-			PartitionValues:         nonNilMap(c.PartitionValues),
-			Size:                    &c.Size,
-			ModificationTime:        &c.ModificationTime,
-			DataChange:              &c.DataChange,
-			Tags:                    ptrMap(c.Tags),
-			DeletionVector:          cpDV(c.DeletionVector),
-			BaseRowID:               c.BaseRowID,
-			DefaultRowCommitVersion: c.DefaultRowCommitVersion,
-			Stats:                   nilIfEmpty(c.Stats),
-		}}
-	case a.Remove != nil:
-		c := a.Remove
-		pv := c.PartitionValues
-		if c.ExtendedFileMetadata {
-			pv = nonNilMap(pv) // present, as extendedFileMetadata says
-		}
-		return cpRow{Remove: &cpRemove{
-			Path:                    &c.Path,
-			DeletionTimestamp:       c.DeletionTimestamp,
-			DataChange:              &c.DataChange,
-			ExtendedFileMetadata:    &c.ExtendedFileMetadata,
-			PartitionValues:         pv,
-			Size:                    c.Size,
-			DeletionVector:          cpDV(c.DeletionVector),
-			BaseRowID:               c.BaseRowID,
-			DefaultRowCommitVersion: c.DefaultRowCommitVersion,
-		}}
-	case a.Txn != nil:
-		return cpRow{Txn: &cpTxn{AppID: &a.Txn.AppID, Version: &a.Txn.Version, LastUpdated: a.Txn.LastUpdated}}
-	case a.MetaData != nil:
-		c := a.MetaData
-		return cpRow{MetaData: &cpMetadata{
-			ID:               &c.ID,
-			Name:             c.Name,
-			Description:      c.Description,
-			Format:           &cpFormat{Provider: &c.Format.Provider, Options: ptrMap(nonNilMap(c.Format.Options))},
-			SchemaString:     &c.SchemaString,
-			PartitionColumns: nonNilSlice(c.PartitionColumns),
-			Configuration:    ptrMap(nonNilMap(c.Configuration)),
-			CreatedTime:      c.CreatedTime,
-		}}
-	case a.Protocol != nil:
-		c := a.Protocol
-		return cpRow{Protocol: &cpProtocol{
-			MinReaderVersion: &c.MinReaderVersion,
-			MinWriterVersion: &c.MinWriterVersion,
-			ReaderFeatures:   c.ReaderFeatures,
-			WriterFeatures:   c.WriterFeatures,
-		}}
-	case a.DomainMetadata != nil:
-		c := a.DomainMetadata
-		return cpRow{DomainMetadata: &cpDomainMetadata{Domain: &c.Domain, Configuration: &c.Configuration, Removed: &c.Removed}}
-	}
-	return cpRow{}
-}
-
-func cpDV(d *DeletionVector) *cpDeletionVector {
-	if d == nil {
-		return nil
-	}
-	return &cpDeletionVector{
-		StorageType:    &d.StorageType,
-		PathOrInlineDv: &d.PathOrInlineDv,
-		Offset:         d.Offset,
-		SizeInBytes:    &d.SizeInBytes,
-		Cardinality:    &d.Cardinality,
-		MaxRowIndex:    d.MaxRowIndex,
-	}
-}
-
 func deref[T any](p *T) T {
 	var zero T
 	if p == nil {
 		return zero
 	}
 	return *p
-}
-
-func nilIfEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
 }
 
 func nonNilMap[V any](m map[string]V) map[string]V {
@@ -201,17 +117,6 @@ func stringMap(m map[string]*string) map[string]string {
 		if v != nil {
 			out[k] = *v
 		}
-	}
-	return out
-}
-
-func ptrMap(m map[string]string) map[string]*string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]*string, len(m))
-	for k, v := range m {
-		out[k] = &v
 	}
 	return out
 }

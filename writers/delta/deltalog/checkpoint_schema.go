@@ -2,11 +2,11 @@ package deltalog
 
 // Row types of a classic (V1) checkpoint, Spark 3.x layout
 // (the Delta protocol, "Checkpoint Schema"): every field optional, one action per row, maps as
-// key_value groups, lists 3-level. parquet-go matches columns by name when
-// reading, so checkpoints missing some columns (or carrying extra ones such
-// as stats_parsed and partitionValues_parsed) read fine. Partition values,
-// repeated on every file's row, are dictionary encoded; the other strings
-// are PLAIN (WriteCheckpoint).
+// key_value groups, lists 3-level. parquet-go reads checkpoints into them,
+// matching columns by name, so checkpoints missing some columns (or
+// carrying extra ones such as stats_parsed and partitionValues_parsed)
+// read fine. Quiver writes checkpoints from Arrow (cpSchema in
+// checkpoint_arrow.go, which mirrors these types).
 
 type cpRow struct {
 	Txn            *cpTxn            `parquet:"txn,optional"`
@@ -34,7 +34,7 @@ type cpDeletionVector struct {
 
 type cpAdd struct {
 	Path                    *string            `parquet:"path,optional"`
-	PartitionValues         map[string]*string `parquet:"partitionValues,optional" parquet-key:",dict" parquet-value:",dict,optional"`
+	PartitionValues         map[string]*string `parquet:"partitionValues,optional"`
 	Size                    *int64             `parquet:"size,optional"`
 	ModificationTime        *int64             `parquet:"modificationTime,optional"`
 	DataChange              *bool              `parquet:"dataChange,optional"`
@@ -50,7 +50,7 @@ type cpRemove struct {
 	DeletionTimestamp       *int64             `parquet:"deletionTimestamp,optional"`
 	DataChange              *bool              `parquet:"dataChange,optional"`
 	ExtendedFileMetadata    *bool              `parquet:"extendedFileMetadata,optional"`
-	PartitionValues         map[string]*string `parquet:"partitionValues,optional" parquet-key:",dict" parquet-value:",dict,optional"`
+	PartitionValues         map[string]*string `parquet:"partitionValues,optional"`
 	Size                    *int64             `parquet:"size,optional"`
 	DeletionVector          *cpDeletionVector  `parquet:"deletionVector,optional"`
 	BaseRowID               *int64             `parquet:"baseRowId,optional"`

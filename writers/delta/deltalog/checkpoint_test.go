@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/parquet-go/parquet-go"
 	"github.com/parquet-go/parquet-go/format"
 )
@@ -84,9 +86,11 @@ func TestCheckpointEncodings(t *testing.T) {
 // (Quiver's before it always wrote {}).
 func TestCheckpointRemovePartitionValues(t *testing.T) {
 	for _, extended := range []bool{false, true} {
-		row := checkpointRow(Action{Remove: &Remove{Path: "x.parquet", ExtendedFileMetadata: extended}})
-		if got := row.Remove.PartitionValues != nil; got != extended {
+		rec := checkpointRecord(memory.DefaultAllocator, []Action{{Remove: &Remove{Path: "x.parquet", ExtendedFileMetadata: extended}}})
+		pv := rec.Column(cpRemoveCol).(*array.Struct).Field(4) // remove.partitionValues
+		if got := pv.IsValid(0); got != extended {
 			t.Errorf("extendedFileMetadata %v: partitionValues present = %v", extended, got)
 		}
+		rec.Release()
 	}
 }

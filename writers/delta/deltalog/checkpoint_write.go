@@ -1,7 +1,6 @@
 package deltalog
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,8 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/parquet-go/parquet-go"
-	"github.com/parquet-go/parquet-go/compress/snappy"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // defaultDeletedFileRetention is delta.deletedFileRetentionDuration's
@@ -56,26 +54,15 @@ func WriteCheckpoint(ctx context.Context, store Store, s *Snapshot, now time.Tim
 // returns its size and action count.
 func writeClassicCheckpoint(ctx context.Context, store Store, s *Snapshot, now time.Time) (int64, int64, error) {
 	actions := checkpointActions(s, now)
-	rows := make([]cpRow, len(actions))
-	for i, a := range actions {
-		rows[i] = checkpointRow(a)
-	}
-	var buf bytes.Buffer
-	w := parquet.NewGenericWriter[cpRow](&buf, parquet.Compression(&snappy.Codec{}),
-		// Not parquet-go's DELTA_LENGTH_BYTE_ARRAY default, which Spark's
-		// vectorized reader refuses or garbles (SPARK-52240).
-		parquet.DefaultEncodingFor(parquet.ByteArray, &parquet.Plain))
-	if _, err := w.Write(rows); err != nil {
-		return 0, 0, fmt.Errorf("delta: checkpoint %d: encode: %w", s.Version, err)
-	}
-	if err := w.Close(); err != nil {
+	data, err := encodeClassicCheckpoint(memory.DefaultAllocator, actions)
+	if err != nil {
 		return 0, 0, fmt.Errorf("delta: checkpoint %d: encode: %w", s.Version, err)
 	}
 	key := CheckpointKey(s.Version)
-	if err := store.Put(ctx, key, buf.Bytes()); err != nil {
+	if err := store.Put(ctx, key, data); err != nil {
 		return 0, 0, StorageError("write", key, err)
 	}
-	return int64(buf.Len()), int64(len(rows)), nil
+	return int64(len(data)), int64(len(actions)), nil
 }
 
 // checkpointActions lists the actions a checkpoint of s holds.
