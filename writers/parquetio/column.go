@@ -13,6 +13,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding/rle"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/quiver-ingest/quiver/writers/parquetio/internal/bufpool"
 	"github.com/quiver-ingest/quiver/writers/parquetio/internal/pqfile"
 )
 
@@ -68,6 +69,7 @@ type columnState struct {
 func (l *leaf) open(path []string, codec pqfile.Codec, opts Options) {
 	l.opts = opts
 	l.chunk = pqfile.NewChunk(l.pqColumn(path), codec)
+	l.plain, l.body, l.enc = bufpool.Get(), bufpool.Get(), bufpool.Get()
 	l.repLevels.BitWidth = bits.Len8(l.maxRep)
 	l.defLevel.BitWidth = bits.Len8(l.maxDef)
 	l.dict.kind = l.kind
@@ -451,6 +453,16 @@ func (l *leaf) startChunk() {
 	l.dict.reset()
 	l.dictUsed = false
 	l.encoding = l.first
+}
+
+// release recycles the leaf's buffers once its file is finished or
+// abandoned.
+func (l *leaf) release() {
+	for _, b := range [][]byte{l.plain, l.body, l.enc} {
+		bufpool.Put(b)
+	}
+	l.plain, l.body, l.enc = nil, nil, nil
+	l.chunk.Release()
 }
 
 // buffered is the memory the leaf holds: compressed pages of the row

@@ -2,6 +2,7 @@ package parquetio
 
 import (
 	"encoding/binary"
+	"hash/maphash"
 	"math"
 
 	"github.com/parquet-go/parquet-go"
@@ -31,9 +32,11 @@ func (l *leaf) wantsDictionary() bool {
 	}
 	v := &l.vals
 	sampled := min(v.n, dictionarySample)
-	distinct := make(map[string]struct{})
+	// Hashes stand in for values: a collision only makes the estimate
+	// lower, and nothing is copied or allocated per value.
+	distinct := make(map[uint64]struct{}, dictionarySample/dictionaryRatio+1)
 	for i := range sampled {
-		distinct[string(v.key(l.kind, i))] = struct{}{}
+		distinct[v.hash(l.kind, i)] = struct{}{}
 		if len(distinct) > dictionarySample/dictionaryRatio {
 			return false
 		}
@@ -41,22 +44,25 @@ func (l *leaf) wantsDictionary() bool {
 	return sampled > 0 && len(distinct)*dictionaryRatio <= sampled
 }
 
-// key returns bytes that identify value i among values of kind.
-func (v *values) key(kind parquet.Kind, i int) []byte {
-	var x uint64
+// sampleSeed seeds the hashes of byte arrays in wantsDictionary.
+var sampleSeed = maphash.MakeSeed()
+
+// hash identifies value i among values of kind: a fixed-width value's
+// bits, a byte array's hash.
+func (v *values) hash(kind parquet.Kind, i int) uint64 {
 	switch kind {
 	case parquet.ByteArray, parquet.FixedLenByteArray:
-		return v.bytesAt(i)
+		return maphash.Bytes(sampleSeed, v.bytesAt(i))
 	case parquet.Int32:
-		x = uint64(uint32(v.i32[i]))
+		return uint64(uint32(v.i32[i]))
 	case parquet.Int64:
-		x = uint64(v.i64[i])
+		return uint64(v.i64[i])
 	case parquet.Float:
-		x = uint64(math.Float32bits(v.f32[i]))
+		return uint64(math.Float32bits(v.f32[i]))
 	case parquet.Double:
-		x = math.Float64bits(v.f64[i])
+		return math.Float64bits(v.f64[i])
 	}
-	return binary.LittleEndian.AppendUint64(nil, x)
+	return 0
 }
 
 // dictionary maps a column chunk's distinct values to their indexes and

@@ -234,6 +234,11 @@ func (w *Writer) Close() (FileStats, error) {
 		return FileStats{}, writers.Errorf(writers.ErrWrongState, "parquetio: file already closed")
 	}
 	w.closed = true
+	defer func() {
+		for _, l := range w.leaves {
+			l.release()
+		}
+	}()
 	if w.err != nil {
 		return FileStats{}, w.err
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/parquet-go/parquet-go/encoding/thrift"
 	"github.com/parquet-go/parquet-go/format"
+
+	"github.com/quiver-ingest/quiver/writers/parquetio/internal/bufpool"
 )
 
 // Codec compresses page bodies; parquet-go's compress.Codec is one.
@@ -142,6 +144,9 @@ func (c *Chunk) AddPage(p DataPage) error {
 		// Bounds live in the column index; the null count costs nothing.
 		Statistics: format.Statistics{NullCount: p.NumNulls},
 	})
+	if c.pages == nil {
+		c.pages = bufpool.Get()
+	}
 	start := int64(len(c.pages))
 	if c.pages, err = appendHeader(c.pages, &c.header); err != nil {
 		return err
@@ -185,6 +190,14 @@ func (c *Chunk) SetDictionary(values []byte, count int) {
 
 // Pages reports whether the chunk holds data pages.
 func (c *Chunk) Pages() int { return len(c.locations) }
+
+// Release recycles the chunk's buffers (bufpool) once its file is
+// finished or abandoned; the chunk must not be used again.
+func (c *Chunk) Release() {
+	bufpool.Put(c.pages)
+	bufpool.Put(c.scratch)
+	c.pages, c.scratch = nil, nil
+}
 
 // Buffered is the memory the chunk holds: the compressed pages.
 func (c *Chunk) Buffered() int64 { return int64(len(c.pages)) }
