@@ -1,9 +1,12 @@
 // Package parquetio writes Arrow record batches to Parquet files and reads
 // them back.
 //
-// The write path ([NewWriter]) encodes with github.com/parquet-go/parquet-go
-// one column at a time straight from the Arrow buffers: no row structs, no
-// per-row allocation. It maps Arrow types to the Parquet types Spark,
+// The write path ([NewWriter]) encodes pages straight from the Arrow
+// buffers, one column at a time (values.go gathers, column.go encodes,
+// internal/pqfile frames pages and writes the footer): no row structs, no
+// value per cell, no per-row allocation; parquet-go provides the file
+// format's Thrift types and the encoders that take slices. It maps Arrow
+// types to the Parquet types Spark,
 // delta-rs and DuckDB expect (the type table of docs/delta.md, "Types",
 // after the Delta protocol's "Primitive Types") and computes per-column
 // statistics ([FileStats]) from the Arrow data as batches go by, so the Delta
