@@ -575,9 +575,11 @@ def report(res: dict[str, Any]) -> None:
             per_m = 1e6 / res["rows"]
             enc = raw["median_cpu_seconds"] * per_m
             print(f"\nServer CPU seconds per million rows (raw encoder, 1 stream: {enc:.3f}; goal <= 1.1x at 4 and 16)")
+            one = a["quiver_1"]["median_server_cpu_seconds"] * per_m
             for s in STREAMS:
                 c = a[f"quiver_{s}"]["median_server_cpu_seconds"] * per_m
-                print(f"  {s:>2} stream{'s' if s > 1 else ' '}  {c:.3f}  {c / enc:.2f}x the raw encoder")
+                print(f"  {s:>2} stream{'s' if s > 1 else ' '}  {c:.3f}  {c / enc:.2f}x the raw encoder, "
+                      f"{c / one:.2f}x the server at 1 stream")
     if u := res.get("upsert"):
         d = [u["deltars"][k]["median_rows_per_s"] for k in ("first", "second")]
         print(f"\nUpsert, {res['changelog_rows']:,} changelog rows into {res['rows']:,} "
