@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"sort"
+	"strings"
 	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -13,6 +14,7 @@ import (
 	"github.com/parquet-go/parquet-go/encoding/rle"
 	"github.com/parquet-go/parquet-go/format"
 
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/parquetio/internal/bufpool"
 	"github.com/quiver-ingest/quiver/writers/parquetio/internal/pqfile"
 )
@@ -69,7 +71,7 @@ type columnState struct {
 func (l *leaf) open(path []string, codec pqfile.Codec, opts Options) {
 	l.opts = opts
 	l.chunk = pqfile.NewChunk(l.pqColumn(path), codec)
-	l.plain, l.body, l.enc = bufpool.Get(), bufpool.Get(), bufpool.Get()
+	l.plain, l.body, l.enc = bufpool.Pages.Get(), bufpool.Pages.Get(), bufpool.Pages.Get()
 	l.repLevels.BitWidth = bits.Len8(l.maxRep)
 	l.defLevel.BitWidth = bits.Len8(l.maxDef)
 	l.dict.kind = l.kind
@@ -123,6 +125,26 @@ func (l *leaf) pageRun(arr arrow.Array, lo, hi int) int {
 		return runEnd(a.ValueOffsets(), lo, hi, room)
 	case *array.LargeBinary:
 		return runEnd(a.ValueOffsets(), lo, hi, room)
+	case *array.Dictionary:
+		// Written PLAIN, a few large dictionary values repeated by
+		// small indexes expand without bound: cut by their sizes too.
+		if values, ok := a.Dictionary().(array.BinaryLike); ok {
+			return dictionaryRunEnd(a, values, lo, hi, room)
+		}
+	}
+	return hi
+}
+
+// dictionaryRunEnd is runEnd for a dictionary array of byte arrays.
+func dictionaryRunEnd(a *array.Dictionary, values array.BinaryLike, lo, hi int, room int64) int {
+	size := int64(0)
+	for i := lo; i < hi; i++ {
+		if a.IsValid(i) {
+			size += int64(values.ValueLen(a.GetValueIndex(i))) + 4
+		}
+		if size > room && i > lo {
+			return i
+		}
 	}
 	return hi
 }
@@ -173,8 +195,7 @@ func (l *leaf) addRange(arr arrow.Array, lo, hi int) error {
 	if err := l.vals.gather(l, arr, lo, hi, sel); err != nil {
 		return err
 	}
-	l.addValues()
-	return nil
+	return l.addValues()
 }
 
 // noPositions selects no value (a nil selection means a whole range).
@@ -236,8 +257,7 @@ func (l *leaf) addSlots(arr arrow.Array, slots []slot) error {
 	if err := l.vals.gather(l, arr, 0, 0, sel); err != nil {
 		return err
 	}
-	l.addValues()
-	return nil
+	return l.addValues()
 }
 
 // pieceLevels returns the levels of the piece addSlots added last.
@@ -251,12 +271,21 @@ func (l *leaf) pieceLevels() (reps, defs []uint8) {
 	return reps, defs
 }
 
-// addValues encodes the piece's values (l.vals) into the page.
-func (l *leaf) addValues() {
+// addValues encodes the piece's values (l.vals) into the page. A page of
+// byte arrays that would outgrow maxPageBytes (what the package's own
+// reader accepts) is refused before it is built: a piece of a nested or
+// dictionary column is not cut, and a batch of small dictionary indexes
+// or lists can stand for gigabytes of values.
+func (l *leaf) addValues() error {
 	if !l.decided {
 		l.decide()
 	}
 	v := &l.vals
+	if l.encoding == encPlain && l.kind == parquet.ByteArray {
+		if n := v.plainBytes(); len(l.plain)+n > maxPageBytes {
+			return writers.Errorf(writers.ErrInvalid, "parquetio: column %q: %d values of %d bytes in one page, more than the %d a page may hold: send smaller batches or values", strings.Join(l.path, "."), v.n, n, maxPageBytes)
+		}
+	}
 	v.observe(l.kind, &l.bounds)
 	switch l.encoding {
 	case encDictionary:
@@ -268,6 +297,16 @@ func (l *leaf) addValues() {
 	default:
 		l.plain = appendPlain(l.plain, l.kind, v)
 	}
+	return nil
+}
+
+// plainBytes is the size of the byte arrays PLAIN encoded.
+func (v *values) plainBytes() int {
+	n := 4 * v.n
+	for i := range v.n {
+		n += int(v.end[i] - v.start[i])
+	}
+	return n
 }
 
 // appendPlain appends v PLAIN encoded; booleans one byte each (packed when
@@ -459,7 +498,7 @@ func (l *leaf) startChunk() {
 // abandoned.
 func (l *leaf) release() {
 	for _, b := range [][]byte{l.plain, l.body, l.enc} {
-		bufpool.Put(b)
+		bufpool.Pages.Put(b)
 	}
 	l.plain, l.body, l.enc = nil, nil, nil
 	l.chunk.Release()

@@ -91,10 +91,31 @@ func observeFloats[T float32 | float64](m *minMax, src []T) {
 		}
 	}
 	m.nan = m.nan || nans > 0
+	if lo == 0 || hi == 0 {
+		// -0 and +0 compare equal: whichever came first is the bound.
+		// Order them as Go's min and max do (-0 below +0), so that a
+		// file holding +0 never claims a maximum of -0.
+		lo, hi = orderZeros(src, lo, hi)
+	}
 	if nans < len(src) { // some value is not NaN: lo and hi are bounds
 		m.addFloat(float64(lo))
 		m.addFloat(float64(hi))
 	}
+}
+
+// orderZeros makes a zero minimum -0 when src holds a -0, and a zero
+// maximum +0 when it holds a +0.
+func orderZeros[T float32 | float64](src []T, lo, hi T) (T, T) {
+	for _, x := range src {
+		if x == 0 {
+			if math.Signbit(float64(x)) {
+				lo = min(lo, x)
+			} else {
+				hi = max(hi, x)
+			}
+		}
+	}
+	return lo, hi
 }
 
 // observeBytes adds b, copying a bound only when it changes.

@@ -52,6 +52,12 @@ func (v *values) gather(l *leaf, arr arrow.Array, lo, hi int, sel []int32) error
 	if sel != nil {
 		v.n = len(sel)
 	}
+	if v.n == 0 {
+		// Nothing to read: an empty child may come without an offsets
+		// buffer (ipccheck allows it), which ValueOffsets would slice.
+		v.release()
+		return nil
+	}
 	switch a := arr.(type) {
 	case *array.Int32:
 		v.i32 = take(&v.ownI32, a.Int32Values(), lo, hi, sel)

@@ -108,18 +108,26 @@ const (
 	cpColumns
 )
 
+// checkpointBatchRows bounds the actions of one Arrow record: a string
+// column's 32-bit offsets must not overflow (a million files with 2 KB of
+// stats each are 2 GB of add.stats), and a table's actions need not be
+// copied into Arrow buffers all at once.
+const checkpointBatchRows = 16384
+
 // encodeClassicCheckpoint encodes actions, one row each (a remove without
 // its stats and tags), as a snappy-compressed classic checkpoint; the
 // Arrow data is allocated from mem and released before it returns.
 func encodeClassicCheckpoint(mem memory.Allocator, actions []Action) ([]byte, error) {
-	rec := checkpointRecord(mem, actions)
-	defer rec.Release()
 	var buf bytes.Buffer
 	w, err := parquetio.NewWriter(&buf, cpSchema, parquetio.Options{Compression: parquetio.CompressionSnappy})
 	if err != nil {
 		return nil, err
 	}
-	err = w.Write(rec)
+	for lo := 0; lo < len(actions) && err == nil; lo += checkpointBatchRows {
+		rec := checkpointRecord(mem, actions[lo:min(lo+checkpointBatchRows, len(actions))])
+		err = w.Write(rec)
+		rec.Release()
+	}
 	if _, cerr := w.Close(); err == nil { // after a Write error, Close repeats it
 		err = cerr
 	}

@@ -3,6 +3,7 @@ package deltalog
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -214,4 +215,38 @@ print(json.dumps({
 		t.Fatalf("pyarrow answered %q: %v", out, err)
 	}
 	return r
+}
+
+// TestCheckpointManyBatches: a checkpoint of more actions than one Arrow
+// record holds (checkpointBatchRows) is written batch by batch and reads
+// back whole and in order.
+func TestCheckpointManyBatches(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.DefaultAllocator)
+	actions := []Action{{Protocol: &Protocol{MinReaderVersion: 1, MinWriterVersion: 2}}}
+	n := 2*checkpointBatchRows + 7
+	for i := range n {
+		actions = append(actions, Action{Add: &Add{Path: fmt.Sprintf("part-%06d.parquet", i), Size: int64(i), DataChange: true,
+			Stats: fmt.Sprintf(`{"numRecords":%d}`, i), PartitionValues: map[string]*string{}}})
+	}
+	data, err := encodeClassicCheckpoint(mem, actions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mem.AssertSize(t, 0)
+	store := storagetest.Open(t, "file://"+t.TempDir())
+	if err := store.Put(t.Context(), "cp.checkpoint.parquet", data); err != nil {
+		t.Fatal(err)
+	}
+	cf, err := readCheckpointFile(t.Context(), store, "cp.checkpoint.parquet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cf.actions) != len(actions) {
+		t.Fatalf("read %d actions, wrote %d", len(cf.actions), len(actions))
+	}
+	for i, a := range cf.actions[1:] {
+		if a.Add == nil || a.Add.Path != actions[i+1].Add.Path || a.Add.Stats != actions[i+1].Add.Stats {
+			t.Fatalf("action %d: %+v, want add %s", i+1, a, actions[i+1].Add.Path)
+		}
+	}
 }

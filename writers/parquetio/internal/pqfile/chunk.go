@@ -145,7 +145,7 @@ func (c *Chunk) AddPage(p DataPage) error {
 		Statistics: format.Statistics{NullCount: p.NumNulls},
 	})
 	if c.pages == nil {
-		c.pages = bufpool.Get()
+		c.pages = bufpool.Chunks.Get()
 	}
 	start := int64(len(c.pages))
 	if c.pages, err = appendHeader(c.pages, &c.header); err != nil {
@@ -194,8 +194,8 @@ func (c *Chunk) Pages() int { return len(c.locations) }
 // Release recycles the chunk's buffers (bufpool) once its file is
 // finished or abandoned; the chunk must not be used again.
 func (c *Chunk) Release() {
-	bufpool.Put(c.pages)
-	bufpool.Put(c.scratch)
+	bufpool.Chunks.Put(c.pages)
+	bufpool.Chunks.Put(c.scratch)
 	c.pages, c.scratch = nil, nil
 }
 
