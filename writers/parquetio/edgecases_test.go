@@ -23,7 +23,7 @@ import (
 func TestFloatZeroBounds(t *testing.T) {
 	negZero := math.Copysign(0, -1)
 	for _, tc := range []struct {
-		values               []float64
+		values                 []float64
 		minNegZero, maxNegZero bool
 	}{
 		{[]float64{negZero, 0}, true, false},
