@@ -22,7 +22,6 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -181,25 +180,6 @@ func All() []struct {
 		Name  string
 		Start func(testing.TB) *Store
 	}{{"s3", S3}, {"gs", GCS}, {"azblob", Azure}}
-}
-
-// repoRoot returns the folder holding go.mod, above the working directory
-// of the test.
-func repoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the working directory")
-		}
-		dir = parent
-	}
 }
 
 // RunTests is TestMain for a package whose tests use the emulators: it

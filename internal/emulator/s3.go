@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/quiver-ingest/quiver/internal/reftool"
 )
 
 // S3 returns the moto server of this test binary, starting it on first
@@ -45,7 +47,7 @@ func S3WithAuth(t testing.TB) *Store {
 // store signs with keyID and secret, or with the key the script prints
 // when they are empty (--auth).
 func runMoto(args []string, keyID, secret string) (*Store, error) {
-	root, err := repoRoot()
+	root, err := reftool.RepoRoot()
 	if err != nil {
 		return nil, err
 	}

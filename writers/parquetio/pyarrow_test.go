@@ -3,7 +3,6 @@ package parquetio
 import (
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -26,10 +25,7 @@ import (
 // file with page checksums verified and must find exactly the values
 // written (testdata/pyarrow_diff.py compares them).
 func TestPyarrowReadsRandomFiles(t *testing.T) {
-	python, err := projectPython()
-	if err != nil {
-		reftool.Missing(t, "pyarrow (the project's .venv: make venv)", err)
-	}
+	python := reftool.Python(t, "pyarrow.parquet")
 	floatSpecials = 0.05
 	defer func() { floatSpecials = 0 }()
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
@@ -68,28 +64,6 @@ func TestPyarrowReadsRandomFiles(t *testing.T) {
 		t.Fatalf("pyarrow: %v\n%s", err, out)
 	}
 	t.Logf("%s", out)
-}
-
-// projectPython returns the Python of the project's .venv (make venv).
-func projectPython() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			python := filepath.Join(dir, ".venv", "bin", "python")
-			if _, err := os.Stat(python); err != nil {
-				return "", err
-			}
-			return python, exec.Command(python, "-c", "import pyarrow.parquet").Run()
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", errors.New("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
 }
 
 // randomSchema picks 1 to 8 columns of allTypesSchema, wrapping some in a

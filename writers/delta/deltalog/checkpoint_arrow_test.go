@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
@@ -189,10 +188,7 @@ type pyarrowRead struct {
 // project's .venv (make venv), verifying page checksums.
 func readWithPyarrow(t *testing.T, path string) pyarrowRead {
 	t.Helper()
-	python := filepath.Join("..", "..", "..", ".venv", "bin", "python")
-	if _, err := os.Stat(python); err != nil {
-		reftool.Missing(t, "pyarrow (in the project .venv: make venv)", err)
-	}
+	python := reftool.Python(t, "pyarrow.parquet")
 	const script = `
 import json, sys
 import pyarrow.parquet as pq

@@ -79,41 +79,22 @@ func (f *File) Close() error {
 	if err := f.start(); err != nil {
 		return err
 	}
-	enc := func(v any) ([]byte, error) {
-		b, err := thrift.Marshal(new(thrift.CompactProtocol), v)
-		if err != nil {
-			return nil, fmt.Errorf("pqfile: encode the page index: %w", err)
+	// Column indexes first, then offset indexes, as parquet-mr and
+	// parquet-go lay them out.
+	if err := f.writeIndexes(func(i, j int) (any, *int64, *int32) {
+		cc := &f.rowGroups[i].Columns[j]
+		if f.indexes[i][j] == nil {
+			return nil, nil, nil
 		}
-		return b, nil
+		return f.indexes[i][j], &cc.ColumnIndexOffset, &cc.ColumnIndexLength
+	}); err != nil {
+		return err
 	}
-	for i := range f.rowGroups {
-		for j, index := range f.indexes[i] {
-			if index == nil {
-				continue
-			}
-			b, err := enc(index)
-			if err != nil {
-				return err
-			}
-			cc := &f.rowGroups[i].Columns[j]
-			cc.ColumnIndexOffset, cc.ColumnIndexLength = f.out.n, int32(len(b))
-			if err := f.out.write(b); err != nil {
-				return err
-			}
-		}
-	}
-	for i := range f.rowGroups {
-		for j := range f.offsets[i] {
-			b, err := enc(&f.offsets[i][j])
-			if err != nil {
-				return err
-			}
-			cc := &f.rowGroups[i].Columns[j]
-			cc.OffsetIndexOffset, cc.OffsetIndexLength = f.out.n, int32(len(b))
-			if err := f.out.write(b); err != nil {
-				return err
-			}
-		}
+	if err := f.writeIndexes(func(i, j int) (any, *int64, *int32) {
+		cc := &f.rowGroups[i].Columns[j]
+		return &f.offsets[i][j], &cc.OffsetIndexOffset, &cc.OffsetIndexLength
+	}); err != nil {
+		return err
 	}
 	meta := format.FileMetaData{
 		Version:      formatVersion,
@@ -128,4 +109,27 @@ func (f *File) Close() error {
 		return fmt.Errorf("pqfile: encode the footer: %w", err)
 	}
 	return f.out.write(b, le32(nil, len(b)), []byte(magic))
+}
+
+// writeIndexes writes one page index per column chunk, as index(i, j)
+// gives it for row group i, column j (nil: none), and records where it
+// went in the chunk's offset and length fields index also returns.
+func (f *File) writeIndexes(index func(i, j int) (any, *int64, *int32)) error {
+	for i := range f.rowGroups {
+		for j := range f.rowGroups[i].Columns {
+			v, offset, length := index(i, j)
+			if v == nil {
+				continue
+			}
+			b, err := thrift.Marshal(new(thrift.CompactProtocol), v)
+			if err != nil {
+				return fmt.Errorf("pqfile: encode the page index: %w", err)
+			}
+			*offset, *length = f.out.n, int32(len(b))
+			if err := f.out.write(b); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
