@@ -2,7 +2,9 @@ package merge
 
 import (
 	"bytes"
+	"encoding/binary"
 	"hash/maphash"
+	"math"
 )
 
 // KeySet interns encoded keys (from a [KeyEncoder]) and numbers the distinct
@@ -15,6 +17,14 @@ import (
 // factor between 3/8 and 3/4 (about 14 bytes on average): an int64 key
 // costs about 22 bytes. Adding allocates only when the arena or the table
 // grows.
+//
+// A set of 8-byte keys (one int64 or timestamp column, which KeyEncoder
+// writes as order-preserving big-endian numbers) whose values span at most
+// denseSlotsPerKey values per key — ids, sequence numbers — numbers them
+// through a direct table instead: one 4-byte slot per value of the span,
+// no hashing, and building or probing touches memory in key order (ids
+// arrive sorted or clustered). The set moves to the hash table, for good,
+// at the first key that breaks that.
 //
 // The zero KeySet is not usable; call NewKeySet. Find, Key and Len may run
 // concurrently with each other, not with Add.
@@ -33,9 +43,22 @@ type KeySet struct {
 	slots []uint64
 	mask  uint64
 	// hint is the size hint, for sizing the arena once the first key
-	// tells the key width.
+	// tells the key width, and the hash table once it is needed.
 	hint int
+	// direct, while the set is dense: direct[v-lo] is the ordinal+1 of
+	// the key whose big-endian value is v (0: none). slots is unused then.
+	direct []uint32
+	lo     uint64
+	hashed bool // the hash table is in use (no longer dense)
 }
+
+// Dense sets: a direct table of at most denseSlotsPerKey 4-byte slots per
+// key (the hash table spends about 14 bytes a key), and never less than
+// minDenseSlots, so that small sets do not leave it for a small gap.
+const (
+	denseSlotsPerKey = 4
+	minDenseSlots    = 1 << 16
+)
 
 // maxArenaReserve bounds the arena NewKeySet's size hint reserves.
 const maxArenaReserve = 64 << 20
@@ -45,21 +68,7 @@ const maxKeys = 1<<32 - 2
 
 // NewKeySet returns an empty set sized for about sizeHint keys (0 is fine).
 func NewKeySet(sizeHint int) *KeySet {
-	s := &KeySet{seed: maphash.MakeSeed(), width: -2, hint: sizeHint}
-	s.reserve(sizeHint)
-	return s
-}
-
-// reserve grows the slot table to hold n keys without growing again.
-func (s *KeySet) reserve(n int) {
-	size := 16
-	for size*3/4 < n {
-		size *= 2
-	}
-	if size <= len(s.slots) {
-		return
-	}
-	s.rehash(size)
+	return &KeySet{seed: maphash.MakeSeed(), width: -2, hint: sizeHint}
 }
 
 // rehash rebuilds the slot table with size slots.
@@ -90,11 +99,21 @@ func (s *KeySet) Key(ord int) []byte {
 
 // MemoryBytes returns the bytes held by the set's buffers (capacity).
 func (s *KeySet) MemoryBytes() int {
-	return cap(s.arena) + 8*cap(s.offs) + 8*cap(s.slots)
+	return cap(s.arena) + 8*cap(s.offs) + 8*cap(s.slots) + 4*cap(s.direct)
 }
 
 // Find returns the ordinal of key and true, or -1 and false.
 func (s *KeySet) Find(key []byte) (int, bool) {
+	if !s.hashed {
+		if s.n == 0 || len(key) != 8 {
+			return -1, false
+		}
+		i := binary.BigEndian.Uint64(key) - s.lo
+		if i >= uint64(len(s.direct)) || s.direct[i] == 0 {
+			return -1, false
+		}
+		return int(s.direct[i]) - 1, true
+	}
 	return s.findHashed(key, s.hash(key))
 }
 
@@ -104,6 +123,9 @@ func (s *KeySet) hash(key []byte) uint64 { return maphash.Bytes(s.seed, key) }
 
 // findHashed is Find given h = s.hash(key).
 func (s *KeySet) findHashed(key []byte, h uint64) (int, bool) {
+	if !s.hashed {
+		return s.Find(key) // a dense set: no hash needed
+	}
 	tag := h >> 32
 	for i := h & s.mask; ; i = (i + 1) & s.mask {
 		sl := s.slots[i]
@@ -122,6 +144,12 @@ func (s *KeySet) findHashed(key []byte, h uint64) (int, bool) {
 // whether it was added. key is borrowed. Add panics past 2^32-2 keys
 // (about 100 GiB of table): bound the input before that.
 func (s *KeySet) Add(key []byte) (int, bool) {
+	if !s.hashed {
+		if ord, added, ok := s.addDirect(key); ok {
+			return ord, added
+		}
+		s.toHashed()
+	}
 	h := maphash.Bytes(s.seed, key)
 	tag := h >> 32
 	i := h & s.mask
@@ -146,6 +174,68 @@ func (s *KeySet) Add(key []byte) (int, bool) {
 		s.rehash(2 * len(s.slots))
 	}
 	return ord, true
+}
+
+// addDirect adds key to the direct table, growing it; ok is false when
+// the key does not fit a dense set (the set must move to the hash table).
+func (s *KeySet) addDirect(key []byte) (ord int, added, ok bool) {
+	if len(key) != 8 {
+		return 0, false, false
+	}
+	v := binary.BigEndian.Uint64(key)
+	if s.n == 0 && len(s.direct) == 0 {
+		s.lo = v
+	}
+	if v-s.lo >= uint64(len(s.direct)) && !s.growDirect(v) {
+		return 0, false, false
+	}
+	slot := &s.direct[v-s.lo]
+	if *slot != 0 {
+		return int(*slot) - 1, false, true
+	}
+	ord = s.n
+	s.appendKey(key)
+	*slot = uint32(ord + 1)
+	return ord, true, true
+}
+
+// growDirect widens the direct table to cover v (and as much again on
+// that side, for the keys that follow), unless the span would pass the
+// dense bound. Bounds are inclusive: the span may reach either end of
+// uint64.
+func (s *KeySet) growDirect(v uint64) bool {
+	lo, last := v, v
+	if len(s.direct) > 0 {
+		lo, last = min(s.lo, v), max(s.lo+uint64(len(s.direct)-1), v)
+	}
+	limit := uint64(max(minDenseSlots, denseSlotsPerKey*max(s.n+1, s.hint)))
+	if last-lo >= limit || s.n >= maxKeys {
+		return false
+	}
+	size := last - lo + 1
+	extra := min(max(size, uint64(len(s.direct))), limit-size)
+	if v < s.lo {
+		lo -= min(extra, lo)
+	} else {
+		last += min(extra, math.MaxUint64-last)
+	}
+	direct := make([]uint32, last-lo+1)
+	if len(s.direct) > 0 {
+		copy(direct[s.lo-lo:], s.direct)
+	}
+	s.direct, s.lo = direct, lo
+	return true
+}
+
+// toHashed moves the set from the direct table to the hash table.
+func (s *KeySet) toHashed() {
+	s.hashed = true
+	s.direct = nil
+	size := 16
+	for size*3/4 < max(s.n+1, s.hint) {
+		size *= 2
+	}
+	s.rehash(size)
 }
 
 // appendKey stores a copy of key as ordinal s.n.

@@ -1,0 +1,138 @@
+package merge
+
+import (
+	"encoding/binary"
+	"math/rand/v2"
+	"testing"
+)
+
+func key8(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// TestKeySetDense: sets of 8-byte keys that span few values per key
+// (ids) number them through the direct table; a key far outside the span,
+// or of another width, moves the set to the hash table. In every case the
+// ordinals, Find, Key and Len equal a map's, before and after the move.
+func TestKeySetDense(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	base := uint64(1) << 63 // KeyEncoder's 0 for an int64
+	cases := map[string]struct {
+		keys   func() [][]byte
+		hashed bool // the set must end in the hash table
+	}{
+		"ascending ids": {func() (ks [][]byte) {
+			for i := range 200_000 {
+				ks = append(ks, key8(base+uint64(i)))
+			}
+			return
+		}, false},
+		"shuffled ids, duplicates, descending start": {func() (ks [][]byte) {
+			for range 300_000 {
+				ks = append(ks, key8(base-uint64(rng.IntN(100_000))))
+			}
+			return
+		}, false},
+		"ids every 3": {func() (ks [][]byte) {
+			for i := range 100_000 {
+				ks = append(ks, key8(base+3*uint64(i)))
+			}
+			return
+		}, false},
+		"ids every 1000 (timestamps)": {func() (ks [][]byte) {
+			for i := range 100_000 {
+				ks = append(ks, key8(base+1000*uint64(i)))
+			}
+			return
+		}, true},
+		"ids then one far key then ids": {func() (ks [][]byte) {
+			for i := range 50_000 {
+				ks = append(ks, key8(base+uint64(i)))
+			}
+			ks = append(ks, key8(1))
+			for i := range 50_000 {
+				ks = append(ks, key8(base+uint64(i)*2))
+			}
+			return
+		}, true},
+		"ids then a 4-byte key": {func() (ks [][]byte) {
+			for i := range 1000 {
+				ks = append(ks, key8(base+uint64(i)))
+			}
+			return append(ks, []byte("abcd"), key8(base+5), key8(base+1_000_000))
+		}, true},
+		"the extremes of uint64": {func() [][]byte {
+			return [][]byte{key8(0), key8(1), key8(^uint64(0)), key8(^uint64(0) - 1), key8(0)}
+		}, true},
+		"top of uint64 only": {func() [][]byte {
+			return [][]byte{key8(^uint64(0)), key8(^uint64(0) - 3), key8(^uint64(0) - 1), key8(^uint64(0))}
+		}, false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			keys := tc.keys()
+			s := NewKeySet(len(keys)) // as callers do: the size hint bounds the span early on
+			model := map[string]int{}
+			for i, k := range keys {
+				ord, added := s.Add(k)
+				want, had := model[string(k)]
+				if !had {
+					want = len(model)
+					model[string(k)] = want
+				}
+				if ord != want || added == had {
+					t.Fatalf("key %d (%x): Add = %d, %v; want %d, %v", i, k, ord, added, want, !had)
+				}
+			}
+			if s.Len() != len(model) || s.hashed != tc.hashed {
+				t.Fatalf("Len %d (want %d), hashed %v (want %v)", s.Len(), len(model), s.hashed, tc.hashed)
+			}
+			for k, ord := range model {
+				if got, ok := s.Find([]byte(k)); !ok || got != ord || string(s.Key(ord)) != k {
+					t.Fatalf("Find(%x) = %d, %v; Key = %x; want %d", k, got, ok, s.Key(ord), ord)
+				}
+			}
+			for _, miss := range [][]byte{key8(base - 1_000_000), key8(base + 10_000_000), key8(0), []byte("xyz")} {
+				if _, in := model[string(miss)]; in {
+					continue
+				}
+				if ord, ok := s.Find(miss); ok {
+					t.Fatalf("Find(%x) = %d, want none", miss, ord)
+				}
+			}
+			m := NewKeyMatcher(s)
+			for k, ord := range model {
+				if got, ok := m.Find([]byte(k)); !ok || got != ord {
+					t.Fatalf("matcher Find(%x) = %d, %v; want %d", k, got, ok, ord)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkKeySetAddInt64: 2M ids, shuffled and sorted (the direct
+// table), and 2M keys spread 1,000 apart (timestamps: the hash table).
+func BenchmarkKeySetAddInt64(b *testing.B) {
+	const n = 2_000_000
+	ids := make([][]byte, n)
+	for i, p := range rand.New(rand.NewPCG(1, 2)).Perm(n) {
+		ids[i] = key8(1<<63 + uint64(p))
+	}
+	ts := make([][]byte, n)
+	for i := range ts {
+		ts[i] = key8(1<<63 + 1000*uint64(i))
+	}
+	sorted := make([][]byte, n)
+	for i := range sorted {
+		sorted[i] = key8(1<<63 + uint64(i))
+	}
+	for name, keys := range map[string][][]byte{"ids-shuffled": ids, "ids-sorted": sorted, "spread": ts} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				s := NewKeySet(n)
+				for _, k := range keys {
+					s.Add(k)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
+		})
+	}
+}
