@@ -140,14 +140,18 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *lanceenc.Budget, s 
 				lanceenc.ReleaseAll(parts)
 				return nil, err
 			}
-			chunks, err := f.readLeaf21(mem, bud, l.dt, c)
+			// A lone primitive column (a merge's key scan) keeps its
+			// pages as they are: the records follow them, and nothing is
+			// copied into one array first.
+			lone := len(s.TopLevel()) == 1 && l.id == fl.ID && l.varPacked == nil && arrow.TypeEqual(l.dt, dt)
+			chunks, err := f.readLeaf21(mem, bud, l.dt, c, !lone)
 			if err == nil && l.varPacked != nil { // top-level, its only leaf
 				var st arrow.Array
 				st, err = lanceenc.UnpackVarStruct(bud, l.varPacked, chunks[0].(*array.LargeBinary))
 				chunks[0].Release()
 				chunks[0] = st
 			}
-			if err == nil && (len(chunks) > 1 || l.varPacked != nil) { // a dictionary or variable packed column: top-level, its only leaf
+			if err == nil && (len(chunks) > 1 || l.varPacked != nil) { // a dictionary, a lone column's pages or a variable packed column: top-level, its only leaf
 				cols = append(cols, chunks)
 				break
 			}
@@ -192,8 +196,9 @@ func dataOf(as []arrow.Array) []arrow.ArrayData {
 // readLeaf21 decodes every page of leaf column col as type dt (the
 // field's type reduced to the path to this leaf): one array, or several
 // for a dictionary whose distinct values its index type cannot address
-// in one (joinPages).
-func (f *FileReader) readLeaf21(mem memory.Allocator, bud *lanceenc.Budget, dt arrow.DataType, col int) ([]arrow.Array, error) {
+// in one (joinPages); with join false, one array per page (a dictionary
+// is still joined).
+func (f *FileReader) readLeaf21(mem memory.Allocator, bud *lanceenc.Budget, dt arrow.DataType, col int, join bool) ([]arrow.Array, error) {
 	if col < 0 || col >= len(f.columns) {
 		return nil, fmt.Errorf("file has %d columns, the schema needs column %d", len(f.columns), col)
 	}
@@ -213,6 +218,9 @@ func (f *FileReader) readLeaf21(mem memory.Allocator, bud *lanceenc.Budget, dt a
 			return nil, fmt.Errorf("page %d: %w", i, err)
 		}
 		parts = append(parts, a)
+	}
+	if _, dict := dt.(*arrow.DictionaryType); !join && !dict && len(parts) > 1 {
+		return parts, nil
 	}
 	return joinPages(mem, dt, parts)
 }
