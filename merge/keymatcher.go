@@ -119,6 +119,22 @@ func (m *KeyMatcher) Find(key []byte) (ord int, ok bool) {
 	return m.set.findHashed(key, h)
 }
 
+// FindInt64 is Find for the key KeyEncoder makes of x when x is the
+// value of a lone integer key column (8 bytes, big-endian, sign bit
+// flipped): a dense matcher tests x against its bitmap without encoding it,
+// and the set is searched only for the keys that pass.
+func (m *KeyMatcher) FindInt64(x int64) (int, bool) {
+	v := uint64(x) ^ signBit
+	if m.dense != nil {
+		if d := v - m.lo; d >= m.span || m.dense[d>>6]&(1<<(d&63)) == 0 {
+			return -1, false
+		}
+	}
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], v)
+	return m.Find(k[:])
+}
+
 // MatchRows appends to rows the rows of enc's last Encode whose key is in
 // the set, in row order, and to ords their keys' ordinals in the set, and
 // returns the extended slices.

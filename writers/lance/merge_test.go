@@ -267,3 +267,38 @@ func TestMergeInsertMixedStreams(t *testing.T) {
 		t.Fatalf("rows = %v, want %v", got, want)
 	}
 }
+
+// TestMergeInsertTargetNullKey: a target row whose int64 key is null
+// (another writer's) fails the merge naming the null, through the scan
+// that matches int64 keys without encoding them (scanInt64 hands such a
+// fragment to the generic scan), and leaves the dataset as it was.
+func TestMergeInsertTargetNullKey(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	ctx := context.Background()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64, Nullable: true}, {Name: "name", Type: arrow.BinaryTypes.String, Nullable: true}}, nil)
+	rec := func(ids []int64, valid []bool) arrow.RecordBatch {
+		b := array.NewRecordBuilder(mem, schema)
+		defer b.Release()
+		b.Field(0).(*array.Int64Builder).AppendValues(ids, valid)
+		for range ids {
+			b.Field(1).(*array.StringBuilder).Append("seed")
+		}
+		return b.NewRecordBatch()
+	}
+	w := newWriter(t, dir, mem)
+	seed := rec([]int64{1, 2, 3, 4}, []bool{true, true, false, true})
+	commitRows(t, w, writers.AutoKey("seed"), seed)
+	seed.Release()
+	w.Close(ctx)
+
+	m := mergeWriter(t, dir, mem, []string{"id"}, [3]string{"update_all", "insert_all", "keep"})
+	defer m.Close(ctx)
+	change := rec([]int64{2, 9}, nil)
+	defer change.Release()
+	_, err := mergeRows(m, 1, change)
+	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "null") {
+		t.Fatalf("error %v, want ErrInvalid naming the null key", err)
+	}
+}

@@ -7,11 +7,13 @@ import (
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"golang.org/x/sync/errgroup"
 
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
 	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -152,16 +154,52 @@ func (sc *fragmentScan) scan(ctx context.Context, b *storage.Bucket, d *lancetab
 	if err != nil {
 		return err
 	}
-	return fragmentKeys(ctx, b, d, f, on, enc, mem, func(off uint32, key []byte) {
-		if gone.has(off) {
-			return
-		}
-		if ord, ok := keys.Find(key); ok {
+	found := func(off uint32, ord int, ok bool) {
+		if ok {
 			sc.matches = append(sc.matches, scanMatch{int32(ord), f.ID<<32 | uint64(off)})
 		} else if bySource {
 			sc.unmatched = append(sc.unmatched, off)
 		}
+	}
+	if i := as.FieldIndices(on[0]); len(on) == 1 && len(i) == 1 && as.Field(i[0]).Type.ID() == arrow.INT64 {
+		if done, err := sc.scanInt64(ctx, b, d, f, on, keys, gone, mem, found); done || err != nil {
+			return err
+		}
+	}
+	return fragmentKeys(ctx, b, d, f, on, enc, mem, func(off uint32, key []byte) {
+		if !gone.has(off) {
+			ord, ok := keys.Find(key)
+			found(off, ord, ok)
+		}
 	})
+}
+
+// scanInt64 is scan for a lone int64 key column (ids, the common case):
+// the values are matched as they are (KeyMatcher.FindInt64), with no key
+// encoded per row. A fragment with a null key is left to the generic scan
+// (done false), which reports it.
+func (sc *fragmentScan) scanInt64(ctx context.Context, b *storage.Bucket, d *lancetable.Dataset, f *lancetable.Fragment, on []string, keys *merge.KeyMatcher, gone droppedFragment, mem memory.Allocator, found func(off uint32, ord int, ok bool)) (done bool, err error) {
+	recs, err := d.ReadColumns(ctx, b, f, on, mem)
+	if err != nil {
+		return false, err
+	}
+	defer lancefile.ReleaseRecords(recs)
+	for _, rec := range recs {
+		if rec.Column(0).NullN() > 0 {
+			return false, nil
+		}
+	}
+	var at uint32 // the fragment offset of the record's first row
+	for _, rec := range recs {
+		for i, x := range rec.Column(0).(*array.Int64).Int64Values() {
+			if off := at + uint32(i); !gone.has(off) {
+				ord, ok := keys.FindInt64(x)
+				found(off, ord, ok)
+			}
+		}
+		at += uint32(rec.NumRows())
+	}
+	return true, nil
 }
 
 // planMerge applies Lance's merge_insert semantics (the full-schema
