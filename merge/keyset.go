@@ -66,9 +66,14 @@ const maxArenaReserve = 64 << 20
 // maxKeys bounds the ordinal to the 32 bits a slot holds.
 const maxKeys = 1<<32 - 2
 
+// maxHint bounds what a size hint may reserve or allow ahead of the keys
+// themselves: hints come from files other processes wrote (a manifest's
+// row count), and a set grows past it as keys arrive.
+const maxHint = 1 << 22
+
 // NewKeySet returns an empty set sized for about sizeHint keys (0 is fine).
 func NewKeySet(sizeHint int) *KeySet {
-	return &KeySet{seed: maphash.MakeSeed(), width: -2, hint: sizeHint}
+	return &KeySet{seed: maphash.MakeSeed(), width: -2, hint: min(max(sizeHint, 0), maxHint)}
 }
 
 // rehash rebuilds the slot table with size slots.

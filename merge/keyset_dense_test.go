@@ -136,3 +136,21 @@ func BenchmarkKeySetAddInt64(b *testing.B) {
 		})
 	}
 }
+
+// TestKeySetHostileHint: a size hint from another process's file (a
+// manifest claiming 2^40 rows) reserves nothing beyond maxHint, whether
+// the keys stay dense or not.
+func TestKeySetHostileHint(t *testing.T) {
+	for _, keys := range [][][]byte{
+		{key8(0), key8(1 << 30)},                      // sparse: the direct table may not span it
+		{key8(5), []byte("not eight bytes"), key8(6)}, // to the hash table
+	} {
+		s := NewKeySet(1 << 40)
+		for _, k := range keys {
+			s.Add(k)
+		}
+		if b := s.MemoryBytes(); b > 16*maxHint*4 {
+			t.Errorf("%d keys hold %d bytes", len(keys), b)
+		}
+	}
+}
