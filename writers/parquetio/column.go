@@ -3,6 +3,7 @@ package parquetio
 import (
 	"encoding/binary"
 	"math/bits"
+	"slices"
 	"sort"
 	"strings"
 	"unsafe"
@@ -172,13 +173,14 @@ func (l *leaf) addRange(arr arrow.Array, lo, hi int) error {
 	}
 	if l.maxDef > 0 {
 		start := len(l.defs)
-		l.defs = append(l.defs, make([]uint8, n)...)
+		l.defs = slices.Grow(l.defs, n)[:start+n]
 		defs := l.defs[start:]
 		if sel == nil {
 			for i := range defs {
 				defs[i] = l.maxDef
 			}
 		} else {
+			clear(defs)
 			for _, p := range sel {
 				defs[int(p)-lo] = l.maxDef
 			}
@@ -271,19 +273,19 @@ func (l *leaf) pieceLevels() (reps, defs []uint8) {
 	return reps, defs
 }
 
-// addValues encodes the piece's values (l.vals) into the page. A page of
-// byte arrays that would outgrow maxPageBytes (what the package's own
-// reader accepts) is refused before it is built: a piece of a nested or
-// dictionary column is not cut, and a batch of small dictionary indexes
-// or lists can stand for gigabytes of values.
+// addValues encodes the piece's values (l.vals) into the page. A nested
+// leaf's page of byte arrays that would outgrow maxPageBytes (what the
+// package's own reader accepts) is refused before it is built: its pieces
+// are not cut (pageRun cuts flat ones), and a batch of small lists of
+// dictionary indexes can stand for gigabytes of values.
 func (l *leaf) addValues() error {
 	if !l.decided {
 		l.decide()
 	}
 	v := &l.vals
-	if l.encoding == encPlain && l.kind == parquet.ByteArray {
+	if l.pieceNulls < 0 && l.encoding == encPlain && l.kind == parquet.ByteArray {
 		if n := v.plainBytes(); len(l.plain)+n > maxPageBytes {
-			return writers.Errorf(writers.ErrInvalid, "parquetio: column %q: %d values of %d bytes in one page, more than the %d a page may hold: send smaller batches or values", strings.Join(l.path, "."), v.n, n, maxPageBytes)
+			return l.pageTooLarge(len(l.plain) + n)
 		}
 	}
 	v.observe(l.kind, &l.bounds)
@@ -295,9 +297,18 @@ func (l *leaf) addValues() error {
 		l.ints32 = append(l.ints32, v.i32...)
 		l.ints64 = append(l.ints64, v.i64...)
 	default:
-		l.plain = appendPlain(l.plain, l.kind, v)
+		// A flat piece is cut to the page's room, so only one value
+		// larger than a page gets here.
+		if l.plain = appendPlain(l.plain, l.kind, v); len(l.plain) > maxPageBytes {
+			return l.pageTooLarge(len(l.plain))
+		}
 	}
 	return nil
+}
+
+// pageTooLarge is the error for a page of n bytes, past maxPageBytes.
+func (l *leaf) pageTooLarge(n int) error {
+	return writers.Errorf(writers.ErrInvalid, "parquetio: column %q: a page of %d bytes, more than the %d a Parquet page may hold here: send smaller values, or fewer list elements per batch", strings.Join(l.path, "."), n, maxPageBytes)
 }
 
 // plainBytes is the size of the byte arrays PLAIN encoded.

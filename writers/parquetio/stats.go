@@ -36,9 +36,9 @@ func (m *minMax) addFloat(x float64) {
 	}
 }
 
-// observeInts and observeFloats add Arrow values without nulls (the
-// dense fast path of shredRange).
-func observeInts[T int32 | int64 | arrow.Timestamp](m *minMax, src []T) {
+// observeInts adds a piece's values (never null: values.go gathers the
+// non-null ones).
+func observeInts[T int32 | int64](m *minMax, src []T) {
 	if len(src) == 0 {
 		return
 	}

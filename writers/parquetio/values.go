@@ -9,6 +9,7 @@ import (
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/decimal128"
 	"github.com/parquet-go/parquet-go"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -231,20 +232,23 @@ func (v *values) decimals(l *leaf, a *array.Decimal128, lo, hi int, sel []int32)
 	src := a.Values()
 	switch l.kind {
 	case parquet.Int32:
-		out := slices.Grow(v.ownI32[:0], v.n)[:v.n]
-		for i := range out {
-			out[i] = int32(src[pos(lo, i, sel)].LowBits())
-		}
-		v.ownI32, v.i32 = out, out
+		v.i32 = unscaled(&v.ownI32, src, v.n, lo, sel)
 	case parquet.Int64:
-		out := slices.Grow(v.ownI64[:0], v.n)[:v.n]
-		for i := range out {
-			out[i] = int64(src[pos(lo, i, sel)].LowBits())
-		}
-		v.ownI64, v.i64 = out, out
+		v.i64 = unscaled(&v.ownI64, src, v.n, lo, sel)
 	default:
 		v.copyBytes(lo, hi, sel, func(dst []byte, i int) []byte { return appendBigEndian(dst, src[i], l.width) })
 	}
+}
+
+// unscaled returns the low bits of n decimals (at most 18 digits: they fit)
+// as INT32 or INT64 values.
+func unscaled[T int32 | int64](own *[]T, src []decimal128.Num, n, lo int, sel []int32) []T {
+	out := slices.Grow((*own)[:0], n)[:n]
+	for i := range out {
+		out[i] = T(src[pos(lo, i, sel)].LowBits())
+	}
+	*own = out
+	return out
 }
 
 // pos is the array position of a piece's i-th value.

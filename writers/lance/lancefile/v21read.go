@@ -124,7 +124,8 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *lanceenc.Budget, s 
 			lanceenc.ReleaseAll(c)
 		}
 	}()
-	for i, fl := range s.TopLevel() {
+	top := s.TopLevel()
+	for i, fl := range top {
 		if isBlobV2(fl.Metadata) {
 			return nil, writers.Errorf(writers.ErrInvalid, "lance: column %q is a Lance blob v2 column (extension %s, format 2.2), which Quiver does not read", fl.Name, blobV2)
 		}
@@ -143,7 +144,7 @@ func (f *FileReader) readFields21(mem memory.Allocator, bud *lanceenc.Budget, s 
 			// A lone primitive column (a merge's key scan) keeps its
 			// pages as they are: the records follow them, and nothing is
 			// copied into one array first.
-			lone := len(s.TopLevel()) == 1 && l.id == fl.ID && l.varPacked == nil && arrow.TypeEqual(l.dt, dt)
+			lone := len(top) == 1 && l.id == fl.ID && l.varPacked == nil && arrow.TypeEqual(l.dt, dt)
 			chunks, err := f.readLeaf21(mem, bud, l.dt, c, !lone)
 			if err == nil && l.varPacked != nil { // top-level, its only leaf
 				var st arrow.Array

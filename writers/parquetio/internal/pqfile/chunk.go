@@ -103,8 +103,7 @@ type Chunk struct {
 
 	pages   []byte // headers and compressed bodies of the data pages
 	scratch []byte // a compressed body
-	header  format.PageHeader
-	raw     int // data pages still to frame raw (RawFramer)
+	raw     int    // data pages still to frame raw (RawFramer)
 
 	meta      format.ColumnMetaData
 	locations []format.PageLocation
@@ -130,13 +129,13 @@ func (c *Chunk) AddPage(p DataPage) error {
 	if err != nil {
 		return err
 	}
-	c.header = format.PageHeader{
+	header := format.PageHeader{
 		Type:                 format.DataPage,
 		UncompressedPageSize: int32(len(p.Body)),
 		CompressedPageSize:   int32(len(body)),
 		CRC:                  int32(crc32.ChecksumIEEE(body)),
 	}
-	c.header.DataPageHeader.Set(format.DataPageHeader{
+	header.DataPageHeader.Set(format.DataPageHeader{
 		NumValues:               p.NumValues,
 		Encoding:                p.Encoding,
 		DefinitionLevelEncoding: format.RLE,
@@ -148,7 +147,7 @@ func (c *Chunk) AddPage(p DataPage) error {
 		c.pages = bufpool.Chunks.Get()
 	}
 	start := int64(len(c.pages))
-	if c.pages, err = appendHeader(c.pages, &c.header); err != nil {
+	if c.pages, err = appendHeader(c.pages, &header); err != nil {
 		return err
 	}
 	headerLen := int64(len(c.pages)) - start
@@ -187,9 +186,6 @@ func (c *Chunk) AddPage(p DataPage) error {
 func (c *Chunk) SetDictionary(values []byte, count int) {
 	c.dict, c.dictCount, c.hasDict = values, int32(count), true
 }
-
-// Pages reports whether the chunk holds data pages.
-func (c *Chunk) Pages() int { return len(c.locations) }
 
 // Release recycles the chunk's buffers (bufpool) once its file is
 // finished or abandoned; the chunk must not be used again.
@@ -351,7 +347,8 @@ func (c *Chunk) write(w *countingWriter) (format.ColumnChunk, *format.ColumnInde
 		}
 		meta.TotalUncompressedSize += int64(len(head) + len(c.dict))
 		meta.TotalCompressedSize += int64(len(head) + len(body))
-		c.addEncodingStatsTo(&meta, format.DictionaryPage, format.Plain)
+		// The dictionary page comes first, in the file and in the stats.
+		meta.EncodingStats = append([]format.PageEncodingStats{{PageType: format.DictionaryPage, Encoding: format.Plain, Count: 1}}, meta.EncodingStats...)
 	}
 	meta.DataPageOffset = w.n
 	if err := w.write(c.pages); err != nil {
@@ -373,10 +370,6 @@ func (c *Chunk) write(w *countingWriter) (format.ColumnChunk, *format.ColumnInde
 		index = &ci
 	}
 	return format.ColumnChunk{FileOffset: start, MetaData: meta}, index, offsets, nil
-}
-
-func (c *Chunk) addEncodingStatsTo(meta *format.ColumnMetaData, t format.PageType, e format.Encoding) {
-	meta.EncodingStats = append([]format.PageEncodingStats{{PageType: t, Encoding: e, Count: 1}}, meta.EncodingStats...)
 }
 
 // encodingsOf lists the chunk's encodings in the order parquet-go writes
