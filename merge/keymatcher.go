@@ -124,15 +124,16 @@ func (m *KeyMatcher) Find(key []byte) (ord int, ok bool) {
 // flipped): a dense matcher tests x against its bitmap without encoding it,
 // and the set is searched only for the keys that pass.
 func (m *KeyMatcher) FindInt64(x int64) (int, bool) {
-	v := uint64(x) ^ signBit
-	if m.dense != nil {
-		if d := v - m.lo; d >= m.span || m.dense[d>>6]&(1<<(d&63)) == 0 {
-			return -1, false
-		}
-	}
 	var k [8]byte
+	v := uint64(x) ^ signBit
 	binary.BigEndian.PutUint64(k[:], v)
-	return m.Find(k[:])
+	if m.dense == nil {
+		return m.Find(k[:])
+	}
+	if d := v - m.lo; d >= m.span || m.dense[d>>6]&(1<<(d&63)) == 0 {
+		return -1, false
+	}
+	return m.set.Find(k[:]) // passed the filter: not tested again
 }
 
 // MatchRows appends to rows the rows of enc's last Encode whose key is in
