@@ -181,6 +181,48 @@ func (s *KeySet) Add(key []byte) (int, bool) {
 	return ord, true
 }
 
+// AddInt64s adds the keys KeyEncoder makes of xs, the values of a lone
+// int64 key column (8 bytes, big-endian, sign bit flipped), and appends
+// each value's ordinal to ords, as Add would one by one. It encodes no key
+// per value: a dense set widens its direct table once to cover all of xs
+// (or moves to the hash table when xs does not fit it) and numbers the
+// values straight from it.
+func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
+	if len(xs) == 0 {
+		return ords
+	}
+	var k [8]byte
+	if !s.hashed {
+		lo, hi := uint64(math.MaxUint64), uint64(0)
+		for _, x := range xs {
+			v := uint64(x) ^ signBit
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		if s.coverDense(lo, hi) {
+			for _, x := range xs {
+				slot := &s.direct[uint64(x)^signBit-s.lo]
+				if *slot == 0 {
+					if s.n >= maxKeys {
+						panic("merge: KeySet holds 2^32-2 keys; bound the input")
+					}
+					binary.BigEndian.PutUint64(k[:], uint64(x)^signBit)
+					s.appendKey(k[:])
+					*slot = uint32(s.n)
+				}
+				ords = append(ords, int32(*slot-1))
+			}
+			return ords
+		}
+		s.toHashed()
+	}
+	for _, x := range xs {
+		binary.BigEndian.PutUint64(k[:], uint64(x)^signBit)
+		ord, _ := s.Add(k[:])
+		ords = append(ords, int32(ord))
+	}
+	return ords
+}
+
 // addDirect adds key to the direct table, growing it; ok is false when
 // the key does not fit a dense set (the set must move to the hash table).
 func (s *KeySet) addDirect(key []byte) (ord int, added, ok bool) {
@@ -188,10 +230,7 @@ func (s *KeySet) addDirect(key []byte) (ord int, added, ok bool) {
 		return 0, false, false
 	}
 	v := binary.BigEndian.Uint64(key)
-	if s.n == 0 && len(s.direct) == 0 {
-		s.lo = v
-	}
-	if v-s.lo >= uint64(len(s.direct)) && !s.growDirect(v) {
+	if !s.coverDense(v, v) {
 		return 0, false, false
 	}
 	slot := &s.direct[v-s.lo]
@@ -204,22 +243,37 @@ func (s *KeySet) addDirect(key []byte) (ord int, added, ok bool) {
 	return ord, true, true
 }
 
-// growDirect widens the direct table to cover v (and as much again on
-// that side, for the keys that follow), unless the span would pass the
-// dense bound. Bounds are inclusive: the span may reach either end of
-// uint64.
-func (s *KeySet) growDirect(v uint64) bool {
-	lo, last := v, v
+// coverDense makes the direct table cover the values lo..hi (inclusive),
+// growing it, and reports whether it could: false when the span would
+// pass the dense bound or the set is full (it must move to the hash
+// table).
+func (s *KeySet) coverDense(lo, hi uint64) bool {
+	if len(s.direct) > 0 && lo >= s.lo && hi-s.lo < uint64(len(s.direct)) {
+		return true
+	}
+	return s.growDirect(lo, hi)
+}
+
+// growDirect widens the direct table to cover lo..hi, and room for the
+// keys that follow on the side it grows (as much again, or what the size
+// hint expects), unless the span would pass the dense bound. Bounds are
+// inclusive: the span may reach either end of uint64.
+func (s *KeySet) growDirect(lo, hi uint64) bool {
+	last := hi
 	if len(s.direct) > 0 {
-		lo, last = min(s.lo, v), max(s.lo+uint64(len(s.direct)-1), v)
+		lo, last = min(s.lo, lo), max(s.lo+uint64(len(s.direct)-1), hi)
 	}
 	limit := uint64(max(minDenseSlots, denseSlotsPerKey*max(s.n+1, s.hint)))
 	if last-lo >= limit || s.n >= maxKeys {
 		return false
 	}
 	size := last - lo + 1
-	extra := min(max(size, uint64(len(s.direct))), limit-size)
-	if v < s.lo {
+	// The hint's keys, if they continue the span as densely: the whole
+	// table in one allocation (page faults and copies of the doublings
+	// cost more than a table sized ahead).
+	expect := uint64(s.hint) - min(uint64(s.hint), size)
+	extra := min(max(size, uint64(len(s.direct)), expect), limit-size)
+	if len(s.direct) > 0 && lo < s.lo {
 		lo -= min(extra, lo)
 	} else {
 		last += min(extra, math.MaxUint64-last)

@@ -1,9 +1,16 @@
 package merge
 
 import (
+	"bytes"
 	"encoding/binary"
+	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 func key8(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
@@ -67,44 +74,68 @@ func TestKeySetDense(t *testing.T) {
 		}, false},
 	}
 	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			keys := tc.keys()
-			s := NewKeySet(len(keys)) // as callers do: the size hint bounds the span early on
-			model := map[string]int{}
-			for i, k := range keys {
-				ord, added := s.Add(k)
-				want, had := model[string(k)]
-				if !had {
-					want = len(model)
-					model[string(k)] = want
-				}
-				if ord != want || added == had {
-					t.Fatalf("key %d (%x): Add = %d, %v; want %d, %v", i, k, ord, added, want, !had)
-				}
-			}
-			if s.Len() != len(model) || s.hashed != tc.hashed {
-				t.Fatalf("Len %d (want %d), hashed %v (want %v)", s.Len(), len(model), s.hashed, tc.hashed)
-			}
-			for k, ord := range model {
-				if got, ok := s.Find([]byte(k)); !ok || got != ord || string(s.Key(ord)) != k {
-					t.Fatalf("Find(%x) = %d, %v; Key = %x; want %d", k, got, ok, s.Key(ord), ord)
-				}
-			}
-			for _, miss := range [][]byte{key8(base - 1_000_000), key8(base + 10_000_000), key8(0), []byte("xyz")} {
-				if _, in := model[string(miss)]; in {
-					continue
-				}
-				if ord, ok := s.Find(miss); ok {
-					t.Fatalf("Find(%x) = %d, want none", miss, ord)
-				}
-			}
-			m := NewKeyMatcher(s)
-			for k, ord := range model {
-				if got, ok := m.Find([]byte(k)); !ok || got != ord {
-					t.Fatalf("matcher Find(%x) = %d, %v; want %d", k, got, ok, ord)
-				}
-			}
-		})
+		for _, bulk := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/AddInt64s=%v", name, bulk), func(t *testing.T) {
+				testKeySetDense(t, tc.keys(), tc.hashed, bulk, rng)
+			})
+		}
+	}
+}
+
+// testKeySetDense adds keys to a set, one by one or (bulk) runs of 8-byte
+// keys of random length through AddInt64s, and checks it against a map.
+func testKeySetDense(t *testing.T, keys [][]byte, hashed, bulk bool, rng *rand.Rand) {
+	base := uint64(1) << 63
+	s := NewKeySet(len(keys)) // as callers do: the size hint bounds the span early on
+	model := map[string]int{}
+	check := func(i int, k []byte, ord int, added, checkAdded bool) {
+		t.Helper()
+		want, had := model[string(k)]
+		if !had {
+			want = len(model)
+			model[string(k)] = want
+		}
+		if ord != want || checkAdded && added == had {
+			t.Fatalf("key %d (%x): Add = %d, %v; want %d, %v", i, k, ord, added, want, !had)
+		}
+	}
+	for i := 0; i < len(keys); {
+		if !bulk || len(keys[i]) != 8 {
+			ord, added := s.Add(keys[i])
+			check(i, keys[i], ord, added, true)
+			i++
+			continue
+		}
+		var xs []int64
+		for j, run := i, 1+rng.IntN(70_000); j < len(keys) && len(keys[j]) == 8 && len(xs) < run; j++ {
+			xs = append(xs, int64(binary.BigEndian.Uint64(keys[j])^base))
+		}
+		for j, ord := range s.AddInt64s(xs, nil) {
+			check(i+j, keys[i+j], int(ord), false, false)
+		}
+		i += len(xs)
+	}
+	if s.Len() != len(model) || s.hashed != hashed {
+		t.Fatalf("Len %d (want %d), hashed %v (want %v)", s.Len(), len(model), s.hashed, hashed)
+	}
+	for k, ord := range model {
+		if got, ok := s.Find([]byte(k)); !ok || got != ord || string(s.Key(ord)) != k {
+			t.Fatalf("Find(%x) = %d, %v; Key = %x; want %d", k, got, ok, s.Key(ord), ord)
+		}
+	}
+	for _, miss := range [][]byte{key8(base - 1_000_000), key8(base + 10_000_000), key8(0), []byte("xyz")} {
+		if _, in := model[string(miss)]; in {
+			continue
+		}
+		if ord, ok := s.Find(miss); ok {
+			t.Fatalf("Find(%x) = %d, want none", miss, ord)
+		}
+	}
+	m := NewKeyMatcher(s)
+	for k, ord := range model {
+		if got, ok := m.Find([]byte(k)); !ok || got != ord {
+			t.Fatalf("matcher Find(%x) = %d, %v; want %d", k, got, ok, ord)
+		}
 	}
 }
 
@@ -134,6 +165,20 @@ func BenchmarkKeySetAddInt64(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
 		})
+		b.Run(name+"/AddInt64s", func(b *testing.B) {
+			xs := make([]int64, n)
+			for i, k := range keys {
+				xs[i] = int64(binary.BigEndian.Uint64(k) ^ 1<<63)
+			}
+			var ords []int32
+			for b.Loop() {
+				s := NewKeySet(n)
+				for lo := 0; lo < n; lo += 4096 { // a page of a key column at a time
+					ords = s.AddInt64s(xs[lo:min(lo+4096, n)], ords[:0])
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
+		})
 	}
 }
 
@@ -151,6 +196,35 @@ func TestKeySetHostileHint(t *testing.T) {
 		}
 		if b := s.MemoryBytes(); b > 16*maxHint*4 {
 			t.Errorf("%d keys hold %d bytes", len(keys), b)
+		}
+	}
+}
+
+// TestAddInt64sIsKeyEncoder: AddInt64s numbers an int64 column's values
+// as Add numbers the keys KeyEncoder makes of them (negative values and
+// the extremes included), and stores the same key bytes.
+func TestAddInt64sIsKeyEncoder(t *testing.T) {
+	vals := []int64{5, -1, 0, math.MinInt64, math.MaxInt64, 5, -7, 1 << 40, -1}
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.AppendValues(vals, nil)
+	col := b.NewArray()
+	defer col.Release()
+	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(len(vals)))
+	defer rec.Release()
+	enc, err := NewKeyEncoder(schema, []string{"id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := enc.Encode(rec); err != nil {
+		t.Fatal(err)
+	}
+	bulk, one := NewKeySet(0), NewKeySet(0)
+	ords := bulk.AddInt64s(vals, nil)
+	for i := range vals {
+		ord, _ := one.Add(enc.Key(i))
+		if int(ords[i]) != ord || !bytes.Equal(bulk.Key(ord), enc.Key(i)) {
+			t.Fatalf("value %d: AddInt64s ordinal %d key %x, Add of the encoded key %d key %x", vals[i], ords[i], bulk.Key(int(ords[i])), ord, enc.Key(i))
 		}
 	}
 }

@@ -74,6 +74,9 @@ func (s *dropSet) has(addr uint64) bool {
 	return s.frags[id].has(uint32(addr))
 }
 
+// none reports whether the fragment loses no offset.
+func (f *droppedFragment) none() bool { return !f.all && len(f.bits) == 0 }
+
 // has reports whether offset off of the fragment is in the set.
 func (f *droppedFragment) has(off uint32) bool {
 	if f.all {

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/merge"
@@ -261,25 +263,90 @@ func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lance
 	if err != nil {
 		return err
 	}
-	var live uint64
-	err = fragmentKeys(ctx, b, d, f, on, x.enc, mem, func(off uint32, key []byte) {
-		if !gone.has(off) {
-			x.add(key, f.ID<<32|uint64(off))
-			live++
-		}
-	})
+	recs, err := d.ReadColumns(ctx, b, f, on, mem)
 	if err != nil {
 		return err
+	}
+	defer lancefile.ReleaseRecords(recs)
+	var live uint64
+	if loneInt64(recs) {
+		live = x.addInt64s(recs, f.ID, gone)
+	} else {
+		err = recordKeys(recs, x.enc, func(off uint32, key []byte) {
+			if !gone.has(off) {
+				x.add(key, f.ID<<32|uint64(off))
+				live++
+			}
+		})
+		if err != nil {
+			return err
+		}
 	}
 	x.frags[f.ID] = indexedFragment{seen: seenAs(f), live: live}
 	return nil
 }
 
-// add records one more live row of key at addr.
+// addInt64s indexes the live rows of fragment id whose keys are recs'
+// lone int64 column (see loneInt64), with no key encoded per row
+// (KeySet.AddInt64s), and returns how many it indexed.
+func (x *keyIndex) addInt64s(recs []arrow.RecordBatch, id uint64, gone droppedFragment) (live uint64) {
+	var kept []int64       // the live values, when some rows are gone
+	var offs, ords []int32 // offs: the offset of each of kept
+	var at uint32          // the fragment offset of the record's first row
+	for _, rec := range recs {
+		vals := rec.Column(0).(*array.Int64).Int64Values()
+		xs := vals
+		if !gone.none() {
+			kept, offs = kept[:0], offs[:0]
+			for i, v := range vals {
+				if off := at + uint32(i); !gone.has(off) {
+					kept, offs = append(kept, v), append(offs, int32(off))
+				}
+			}
+			xs = kept
+		}
+		ords = x.keys.AddInt64s(xs, ords[:0])
+		for i, ord := range ords {
+			off := at + uint32(i)
+			if !gone.none() {
+				off = uint32(offs[i])
+			}
+			x.addRow(int(ord), id<<32|uint64(off))
+		}
+		live += uint64(len(xs))
+		at += uint32(len(vals))
+	}
+	return live
+}
+
+// loneInt64 reports whether recs hold one int64 column without nulls: a
+// lone int64 key, which KeySet.AddInt64s and KeyMatcher.FindInt64 take as
+// values.
+func loneInt64(recs []arrow.RecordBatch) bool {
+	for _, rec := range recs {
+		if rec.NumCols() != 1 || rec.Column(0).DataType().ID() != arrow.INT64 || rec.Column(0).NullN() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// add records one more live row of key (borrowed) at addr.
 func (x *keyIndex) add(key []byte, addr uint64) {
-	ord, old, replaced := x.put(key, addr)
+	ord, _ := x.keys.Add(key)
+	x.addRow(ord, addr)
+}
+
+// addRow records one more live row, at addr, of the key of ordinal ord in
+// x.keys (a new key when ord is the next ordinal: its first row).
+func (x *keyIndex) addRow(ord int, addr uint64) {
+	if ord == len(x.vals) {
+		x.vals = append(x.vals, addr)
+		return
+	}
+	old := x.vals[ord]
+	x.vals[ord] = addr
 	switch {
-	case !replaced:
 	case old == tombstone:
 		x.tombs--
 	case old&multiBit != 0:

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -86,8 +87,12 @@ func planOf(t *testing.T, w *Writer, rows []diffRow, useIndex bool, mem memory.A
 // index's plans equal the scan's, and the index holds exactly the live
 // keys and rows.
 func TestKeyIndexMatchesScan(t *testing.T) {
-	for _, withLanceDB := range []bool{false, true} {
-		t.Run(fmt.Sprintf("lancedb=%v", withLanceDB), func(t *testing.T) {
+	for _, tc := range []struct {
+		withLanceDB bool
+		on          []string
+	}{{false, []string{"id", "k2"}}, {true, []string{"id", "k2"}}, {false, []string{"id"}}, {true, []string{"id"}}} {
+		withLanceDB, on := tc.withLanceDB, tc.on
+		t.Run(fmt.Sprintf("lancedb=%v/on=%s", withLanceDB, strings.Join(on, ",")), func(t *testing.T) {
 			if withLanceDB {
 				probetest.Dir(t)
 			}
@@ -106,7 +111,7 @@ func TestKeyIndexMatchesScan(t *testing.T) {
 				commitRows(t, other, writers.AutoKey("seed"), rec)
 				rec.Release()
 			}
-			w := mergeWriter(t, dir, mem, []string{"id", "k2"}, [3]string{"update_all", "insert_all", "keep"})
+			w := mergeWriter(t, dir, mem, on, [3]string{"update_all", "insert_all", "keep"})
 			defer w.Close(context.Background())
 			combos := [][4]string{
 				{"update_all", "insert_all", "keep", "fail"}, {"update_all", "insert_all", "delete", "first_seen"},
@@ -139,7 +144,7 @@ func TestKeyIndexMatchesScan(t *testing.T) {
 					file := filepath.Join(db, fmt.Sprintf("l%d.arrow", round))
 					writeIPC(t, file, rec)
 					rec.Release()
-					probetest.Run(t, "merge-insert", db, "t", file, "--on", "id,k2")
+					probetest.Run(t, "merge-insert", db, "t", file, "--on", strings.Join(on, ","))
 				}
 				c := combos[round%len(combos)]
 				w.cfg.WhenMatched, w.cfg.WhenNotMatched, w.cfg.WhenNotMatchedBySource, w.cfg.SourceDuplicates = c[0], c[1], c[2], c[3]
@@ -155,7 +160,11 @@ func TestKeyIndexMatchesScan(t *testing.T) {
 				}
 				distinct := map[[2]string]bool{}
 				for _, r := range live {
-					distinct[[2]string{fmt.Sprint(r.id), r.k2}] = true
+					k := [2]string{fmt.Sprint(r.id), r.k2}
+					if len(on) == 1 {
+						k[1] = ""
+					}
+					distinct[k] = true
 				}
 				indexIdle(w)
 				var indexed uint64
@@ -166,8 +175,22 @@ func TestKeyIndexMatchesScan(t *testing.T) {
 					t.Fatalf("round %d: index holds %d keys, %d rows; dataset has %d keys, %d rows",
 						round, w.idx.Len(), indexed, len(distinct), len(live))
 				}
+				// Kept current by patches and syncs, it holds what an index
+				// built from scratch on this version holds (deletion files
+				// and duplicate keys included).
+				d, err := w.latest(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				fresh := newKeyIndex()
+				if _, err := fresh.sync(context.Background(), w.bucket, d, on, 0, mem); err != nil {
+					t.Fatal(err)
+				}
+				if got, want := indexContent(w.idx), indexContent(fresh); !maps.EqualFunc(got, want, slices.Equal) {
+					t.Fatalf("round %d: the kept index holds %v, one built from scratch %v", round, got, want)
+				}
 				rec := diffRecord(mem, src)
-				_, err := mergeRows(w, int64(round+1), rec)
+				_, err = mergeRows(w, int64(round+1), rec)
 				rec.Release()
 				if (err != nil) != (scan.err != "") {
 					t.Fatalf("round %d: merge error %v, planned error %q", round, err, scan.err)
@@ -188,6 +211,26 @@ func TestKeyIndexMatchesScan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// indexContent is every live key of x (in hex) with its sorted row
+// addresses.
+func indexContent(x *keyIndex) map[string][]uint64 {
+	out := map[string][]uint64{}
+	for ord, v := range x.vals {
+		var addrs []uint64
+		switch {
+		case v == tombstone:
+			continue
+		case v&multiBit != 0:
+			addrs = slices.Clone(x.multi[v&^multiBit])
+		default:
+			addrs = []uint64{v}
+		}
+		slices.Sort(addrs)
+		out[fmt.Sprintf("%x", x.keys.Key(ord))] = addrs
+	}
+	return out
 }
 
 // TestKeyIndexMemory builds the index of 200,000 int64 keys and bounds its

@@ -2,6 +2,7 @@ package lance
 
 import (
 	"context"
+	"runtime/debug"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -148,4 +149,31 @@ func commitRecs(w *Writer, epoch int64, recs []arrow.RecordBatch) (writers.Commi
 		return writers.CommitInfo{}, err
 	}
 	return w.Commit(ctx, key, []writers.Descriptor{d})
+}
+
+// BenchmarkKeyIndexBuild times building the key index of the base dataset
+// from scratch (what the background does after a cold merge's commit).
+func BenchmarkKeyIndexBuild(b *testing.B) {
+	mb := newMergeBench(b, "")
+	w := mb.open(ModeMergeInsert)
+	defer w.Close(context.Background())
+	ctx := context.Background()
+	d, err := w.latest(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		b.StopTimer()
+		debug.FreeOSMemory() // a server builds its index in memory it had not used yet
+		b.StartTimer()
+		x := newKeyIndex()
+		if _, err := x.sync(ctx, w.bucket, d, w.cfg.On, 0, mb.mem); err != nil {
+			b.Fatal(err)
+		}
+		if x.Len() != benchBaseRows {
+			b.Fatalf("%d keys", x.Len())
+		}
+	}
+	b.ReportMetric(float64(benchBaseRows)*float64(b.N)/b.Elapsed().Seconds(), "keys/s")
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/merge"
@@ -25,6 +26,7 @@ type source struct {
 	keys   *merge.KeySet
 	keyCol []int // column of each key in recs' schema
 	on     []string
+	ords   []int32 // scratch: the ordinals of one batch's keys
 }
 
 func (s *source) Release() {
@@ -105,9 +107,14 @@ func (b *sourceBuilder) add(rec arrow.RecordBatch) error {
 }
 
 // add encodes rec's keys and appends its rows; unless del, rec is
-// retained for output.
+// retained for output. A lone int64 key column without nulls (ids) is
+// added as values (KeySet.AddInt64s), with no key encoded per row.
 func (s *source) add(enc *merge.KeyEncoder, rec arrow.RecordBatch, del bool) error {
-	if err := enc.Encode(rec); err != nil {
+	cols := enc.Columns()
+	ids, lone := rec.Column(cols[0]).(*array.Int64)
+	if lone = lone && len(cols) == 1 && ids.NullN() == 0; lone {
+		s.ords = s.keys.AddInt64s(ids.Int64Values(), s.ords[:0])
+	} else if err := enc.Encode(rec); err != nil {
 		return err
 	}
 	ri := int32(-1)
@@ -116,9 +123,15 @@ func (s *source) add(enc *merge.KeyEncoder, rec arrow.RecordBatch, del bool) err
 		s.recs = append(s.recs, rec)
 		ri = int32(len(s.recs) - 1)
 	}
-	for i := range enc.Len() {
-		ord, _ := s.keys.Add(enc.Key(i))
-		s.rows = append(s.rows, srcRow{rec: ri, row: int32(i), ord: int32(ord), del: del})
+	for i := range int32(rec.NumRows()) {
+		var ord int32
+		if lone {
+			ord = s.ords[i]
+		} else {
+			o, _ := s.keys.Add(enc.Key(int(i)))
+			ord = int32(o)
+		}
+		s.rows = append(s.rows, srcRow{rec: ri, row: i, ord: ord, del: del})
 	}
 	return nil
 }
