@@ -1,10 +1,12 @@
 package lance
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -301,4 +303,48 @@ func TestMergeInsertTargetNullKey(t *testing.T) {
 	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "null") {
 		t.Fatalf("error %v, want ErrInvalid naming the null key", err)
 	}
+}
+
+// TestMergeEagerOutRewritten: a merge's output is written while its
+// targets are found, guessing one row per source row; when the target
+// holds a key twice (update_all writes a row per target row), the guess
+// is dropped and the planned rows written instead: the dataset has both
+// updated rows, and no file of the guess is left behind.
+func TestMergeEagerOutRewritten(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	seedDiff(t, dir, mem) // ids 0..9
+	other := newWriter(t, dir, mem)
+	dup := diffRecord(mem, []diffRow{{id: 7, k2: "a", val: 70, name: "again"}})
+	commitRows(t, other, writers.AutoKey("dup"), dup)
+	dup.Release()
+	other.Close(context.Background())
+	w := mergeWriter(t, dir, mem, []string{"id"}, [3]string{"update_all", "insert_all", "keep"})
+	defer w.Close(context.Background())
+	rec := diffRecord(mem, []diffRow{{id: 7, k2: "b", val: -7, name: "new"}, {id: 20, k2: "b", val: -20, name: "new"}})
+	defer rec.Release()
+	before := len(onlyData(dataFiles(t, dir)))
+	if _, err := mergeRows(w, 1, rec); err != nil {
+		t.Fatal(err)
+	}
+	var got []diffRow
+	for _, r := range liveRows(t, w, mem) {
+		if r.name == "new" {
+			got = append(got, r)
+		}
+	}
+	slices.SortFunc(got, func(a, b diffRow) int { return cmp.Compare(a.id, b.id) })
+	want := []diffRow{{7, "b", -7, "new"}, {7, "b", -7, "new"}, {20, "b", -20, "new"}}
+	if !slices.Equal(got, want) || len(liveRows(t, w, mem)) != 12 {
+		t.Fatalf("merged rows %v of %d live, want %v of 12", got, len(liveRows(t, w, mem)), want)
+	}
+	if after := len(onlyData(dataFiles(t, dir))); after != before+1 {
+		t.Fatalf("%d data files before the merge, %d after: want one more (the guessed output was left behind?)", before, after)
+	}
+}
+
+// onlyData keeps the paths of data files (not deletion files).
+func onlyData(paths []string) []string {
+	return slices.DeleteFunc(paths, func(p string) bool { return filepath.Base(filepath.Dir(p)) != "data" })
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -104,13 +105,14 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 		return nil, err
 	}
 	defer src.Release()
+	eager := w.startEagerOut(ctx, s, src, mem)
 	plan := &mergePlan{deletes: map[uint64][]uint32{}, out: make([]outRef, 0, len(src.rows))}
 	t, err := w.findTargets(ctx, d, src, plan, mem)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = planMerge(src, t, w.cfg, plan)
 	}
-	if err := planMerge(src, t, w.cfg, plan); err != nil {
-		return nil, err
+	if err != nil {
+		return nil, w.dropEagerOut(ctx, s, eager, err)
 	}
 	desc.Merge.Counts = plan.counts
 	// The new data files and the deletion files are independent: write
@@ -119,7 +121,14 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 	g, gctx := errgroup.WithContext(ctx)
 	// Guarded: these goroutines are the sink's, which gRPC's recovery
 	// does not cover; a panic fails the merge.
-	g.Go(writers.Guard(func() error { return w.writeOut(gctx, s, src, plan.out, mem) }))
+	if eager != nil && slices.Equal(eager.out, plan.out) {
+		g.Go(eager.wait)
+	} else {
+		if err := w.dropEagerOut(ctx, s, eager, nil); err != nil {
+			return nil, err
+		}
+		g.Go(writers.Guard(func() error { return w.writeOut(gctx, s, src, plan.out, mem) }))
+	}
 	g.Go(writers.Guard(func() error {
 		var err error
 		deletions, err = w.writeDeletions(gctx, d, plan, desc.Merge)
@@ -142,6 +151,62 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 	s.finished = nil
 	*touched = desc.Merge.touchedIDs()
 	return desc.encode()
+}
+
+// eagerOut is a merge's output written before its plan is known, on the
+// guess that every source row is written once, in source order: what
+// update_all + insert_all does unless the source or the target repeats a
+// key. Encoding the new data file then overlaps with finding the targets
+// (the scan of a cold index, the lookups of a warm one). The plan
+// confirms the guess, or the files are dropped and written again.
+type eagerOut struct {
+	out    []outRef // the guessed plan.out
+	cancel context.CancelFunc
+	done   chan struct{}
+	err    error
+}
+
+// startEagerOut starts writing src's rows into s's data files, as
+// writeOut would for the guessed plan; nil when the guess is known to be
+// wrong: the endpoint's merge does not write every row it matches and
+// every row it does not, or the source repeats a key.
+func (w *Writer) startEagerOut(ctx context.Context, s *stage, src *source, mem memory.Allocator) *eagerOut {
+	if w.cfg.WhenMatched != "update_all" || w.cfg.WhenNotMatched != "insert_all" || src.keys.Len() != len(src.rows) {
+		return nil
+	}
+	e := &eagerOut{out: make([]outRef, 0, len(src.rows)), done: make(chan struct{})}
+	for _, r := range src.rows {
+		if !r.del {
+			e.out = append(e.out, outRef{r.rec, r.row, r.ord})
+		}
+	}
+	ctx, e.cancel = context.WithCancel(ctx)
+	go func() {
+		defer close(e.done)
+		// Guarded: a panic on this goroutine fails the merge.
+		e.err = writers.Guard(func() error { return w.writeOut(ctx, s, src, e.out, mem) })()
+	}()
+	return e
+}
+
+// wait waits for the eager write and returns its error.
+func (e *eagerOut) wait() error {
+	<-e.done
+	e.cancel()
+	return e.err
+}
+
+// dropEagerOut stops e (nil: none) and removes the files it wrote, for a
+// plan that writes other rows or a merge that failed with cause (nil:
+// none); it returns cause joined with any error removing them. s's files
+// are all e's: a merge's stage writes none before its precommit.
+func (w *Writer) dropEagerOut(ctx context.Context, s *stage, e *eagerOut, cause error) error {
+	if e == nil {
+		return cause
+	}
+	e.cancel()
+	_ = e.wait() // the write's own error: cancelled, or moot now
+	return errors.Join(cause, w.dropFiles(context.WithoutCancel(ctx), s))
 }
 
 // writeOut writes the rows out of src, in order, into s's data files

@@ -287,6 +287,12 @@ func (w *Writer) Rollback(ctx context.Context, key writers.TxnKey) error {
 
 func (w *Writer) discard(ctx context.Context, s *stage) error {
 	releaseSource(s)
+	return w.dropFiles(ctx, s)
+}
+
+// dropFiles abandons s's open data file and deletes its finished ones
+// (those in no descriptor).
+func (w *Writer) dropFiles(ctx context.Context, s *stage) error {
 	if s.files != nil {
 		s.finished = append(s.finished, s.files.Abort()...)
 		s.files = nil
