@@ -237,7 +237,7 @@ func TestMergeInsertBadInput(t *testing.T) {
 // TestMergeInsertMixedStreams: a transaction whose first stream is plain
 // and whose second is a changelog merges the rows of both (the plain
 // source built as it arrived is dropped for the encoding of all batches
-// at Precommit).
+// at Precommit), writing one data file.
 func TestMergeInsertMixedStreams(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -251,6 +251,7 @@ func TestMergeInsertMixedStreams(t *testing.T) {
 	defer plain.Release()
 	changes := opRecord(mem, []int64{40}, []string{"I"})
 	defer changes.Release()
+	before := len(onlyData(dataFiles(t, dir)))
 	for _, rec := range []arrow.RecordBatch{plain, changes} {
 		if err := w.Write(ctx, key, rec); err != nil {
 			t.Fatal(err)
@@ -267,6 +268,9 @@ func TestMergeInsertMixedStreams(t *testing.T) {
 	want[1], want[40] = "p1", "I40"
 	if got := diffState(t, w, mem); !maps.Equal(got, want) {
 		t.Fatalf("rows = %v, want %v", got, want)
+	}
+	if after := len(onlyData(dataFiles(t, dir))); after != before+1 {
+		t.Fatalf("%d data files before the merge, %d after: want one more", before, after)
 	}
 }
 
