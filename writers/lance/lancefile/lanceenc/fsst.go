@@ -156,12 +156,8 @@ func (t *fsstTable) compress(out, data []byte, o, from, to int) int {
 		if s := &t.long[fsstHash(w)]; w&s.mask == s.val {
 			c = uint16(s.n)<<8 | uint16(s.code)
 		}
-		if n := int(c >> 8 & 15); n > to-p {
-			code, n := t.match(w, to-p)
-			c = uint16(n)<<8 | uint16(code)
-			if n == 0 {
-				c = fsstEscaped
-			}
+		if int(c>>8&15) > to-p {
+			c = t.exact(w, to-p)
 		}
 		out[o], out[o+1] = uint8(c), uint8(w)
 		o += 1 + int(c>>12)
@@ -232,24 +228,111 @@ const fsstSplitBytes = 1 << 20
 // end offsets (relative to the first's start) to cOffs[from+1 : to+1],
 // and returns the codes and the widest value's; ok is false once the codes
 // reach limit bytes (the page's values: FSST would not shrink them).
+//
+// Each symbol's lookup depends on where the last one ended, a chain of
+// loads one core runs one step at a time; so the two halves of the range
+// are compressed in step, as two runs whose chains the core overlaps,
+// then joined.
 func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to, limit int) (codes []byte, widest int, ok bool) {
-	codes = make([]byte, int(offs[to]-offs[from])+64)
-	o := 0
-	for i := from; i < to; i++ {
-		a, b := int(offs[i]), int(offs[i+1])
-		if need := o + 2*(b-a) + 1; need > len(codes) { // every byte escaped
-			bigger := make([]byte, 2*need)
-			copy(bigger, codes[:o])
-			codes = bigger
+	mid := from + (to-from)/2
+	a := fsstRun{row: from, end: mid, codes: make([]byte, int(offs[mid]-offs[from])+64)}
+	b := fsstRun{row: mid, end: to, codes: make([]byte, int(offs[to]-offs[mid])+64)}
+	a.begin(offs)
+	b.begin(offs)
+	for a.row < a.end && b.row < b.end {
+		for a.p < a.to && b.p < b.to && a.p+8 <= cap(data) && b.p+8 <= cap(data) {
+			wa := binary.LittleEndian.Uint64(data[a.p : a.p+8])
+			wb := binary.LittleEndian.Uint64(data[b.p : b.p+8])
+			ca, cb := t.fast[wa&0xFFFF], t.fast[wb&0xFFFF]
+			if s := &t.long[fsstHash(wa)]; wa&s.mask == s.val {
+				ca = uint16(s.n)<<8 | uint16(s.code)
+			}
+			if s := &t.long[fsstHash(wb)]; wb&s.mask == s.val {
+				cb = uint16(s.n)<<8 | uint16(s.code)
+			}
+			if int(ca>>8&15) > a.to-a.p {
+				ca = t.exact(wa, a.to-a.p)
+			}
+			if int(cb>>8&15) > b.to-b.p {
+				cb = t.exact(wb, b.to-b.p)
+			}
+			a.codes[a.o], a.codes[a.o+1] = uint8(ca), uint8(wa)
+			b.codes[b.o], b.codes[b.o+1] = uint8(cb), uint8(wb)
+			a.o, a.p = a.o+1+int(ca>>12), a.p+int(ca>>8&15)
+			b.o, b.p = b.o+1+int(cb>>12), b.p+int(cb>>8&15)
 		}
-		start := o
-		if o = t.compress(codes, data, o, a, b); o >= limit {
-			return nil, 0, false
+		// A run at the end of its value (or of the page's bytes)
+		// finishes it alone and moves to its next one.
+		for _, r := range []*fsstRun{&a, &b} {
+			if r.p >= r.to || r.p+8 > cap(data) {
+				if !r.next(t, cOffs, offs, data, limit) {
+					return nil, 0, false
+				}
+			}
 		}
-		widest = max(widest, o-start)
-		cOffs[i+1] = uint64(o)
 	}
-	return codes[:o], widest, true
+	for _, r := range []*fsstRun{&a, &b} {
+		for r.row < r.end {
+			if !r.next(t, cOffs, offs, data, limit) {
+				return nil, 0, false
+			}
+		}
+	}
+	if a.o+b.o >= limit {
+		return nil, 0, false
+	}
+	for i := mid + 1; i <= to; i++ {
+		cOffs[i] += uint64(a.o)
+	}
+	return append(a.codes[:a.o], b.codes[:b.o]...), max(a.widest, b.widest), true
+}
+
+// fsstRun is values [row, end) of a page being compressed: row's bytes
+// data[p:to] are left, its codes start at codes[start], end at codes[o].
+type fsstRun struct {
+	row, end int
+	p, to    int
+	o, start int
+	codes    []byte
+	widest   int
+}
+
+// begin starts value row (if any), making room for its codes were every
+// byte escaped.
+func (r *fsstRun) begin(offs []uint64) {
+	if r.row >= r.end {
+		return
+	}
+	r.p, r.to, r.start = int(offs[r.row]), int(offs[r.row+1]), r.o
+	if need := r.o + 2*(r.to-r.p) + 1; need > len(r.codes) {
+		bigger := make([]byte, 2*need)
+		copy(bigger, r.codes[:r.o])
+		r.codes = bigger
+	}
+}
+
+// next compresses what is left of value row, records where its codes end
+// and begins the next value; false once the codes reach limit bytes.
+func (r *fsstRun) next(t *fsstTable, cOffs, offs []uint64, data []byte, limit int) bool {
+	r.o = t.compress(r.codes, data, r.o, r.p, r.to)
+	if r.o >= limit {
+		return false
+	}
+	r.widest = max(r.widest, r.o-r.start)
+	cOffs[r.row+1] = uint64(r.o)
+	r.row++
+	r.begin(offs)
+	return true
+}
+
+// exact is the fast entry of the longest symbol at the start of w that
+// fits in the left bytes of its value (an escape when none does).
+func (t *fsstTable) exact(w uint64, left int) uint16 {
+	code, n := t.match(w, left)
+	if n == 0 {
+		return fsstEscaped
+	}
+	return uint16(n)<<8 | uint16(code)
 }
 
 // export is the table as Lance reads it: a header (symbol count, the

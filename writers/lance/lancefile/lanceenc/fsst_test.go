@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -264,5 +265,75 @@ func TestLZ4Dictionary(t *testing.T) {
 		if err != nil || !bytes.Equal(got, buf) {
 			t.Fatalf("dictionary of %d bytes read back as %d bytes: %v", len(buf), len(got), err)
 		}
+	}
+}
+
+// compressRows, which compresses two runs of values in step, writes the
+// codes and offsets one value at a time would: over pages of 0 to 9
+// values and of random lengths (empty values, one-byte values, values
+// ending at the page's last byte, escapes), with the page's capacity ending
+// at its bytes.
+func TestFSSTRowsInStep(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	for trial := range 300 {
+		n := trial % 10
+		if trial >= 100 {
+			n = r.IntN(300)
+		}
+		values := make([]string, n)
+		for i := range values {
+			v := make([]byte, r.IntN(30))
+			for j := range v {
+				v[j] = "aab cde\x00\xffz"[r.IntN(10)]
+			}
+			values[i] = string(v)
+		}
+		offs, data := fsstPage(values)
+		data = data[:len(data):len(data)]
+		tb := buildFSST(fsstSample(offs, data))
+		tb.fill()
+		want := make([]byte, 2*len(data)+64)
+		wantOffs := make([]uint64, len(offs))
+		o := 0
+		for i := range n {
+			o = tb.compress(want, data, o, int(offs[i]), int(offs[i+1]))
+			wantOffs[i+1] = uint64(o)
+		}
+		gotOffs := make([]uint64, len(offs))
+		got, _, ok := tb.compressRows(gotOffs, offs, data, 0, n, 1<<30)
+		if !ok || !bytes.Equal(got, want[:o]) || !slices.Equal(gotOffs, wantOffs) {
+			t.Fatalf("trial %d (%d values): in step %x %v, one by one %x %v", trial, n, got, gotOffs, want[:o], wantOffs)
+		}
+	}
+}
+
+// BenchmarkFSSTRows: the compression loop alone, on one goroutine (the
+// table built off the clock), over the merge benchmark's random names and
+// the append benchmark's user names.
+func BenchmarkFSSTRows(b *testing.B) {
+	r := rand.New(rand.NewPCG(5, 6))
+	random := make([]string, 200_000)
+	for i := range random {
+		v := make([]byte, 8+r.IntN(17))
+		for j := range v {
+			v[j] = "abcdefghijklmnopqrstuvwxyz0123456789"[r.IntN(36)]
+		}
+		random[i] = string(v)
+	}
+	roffs, rdata := fsstPage(random)
+	uoffs, udata := page(190_000, 20_000)
+	for name, pg := range map[string]struct {
+		offs []uint64
+		data []byte
+	}{"random": {roffs, rdata}, "users": {uoffs, udata}} {
+		b.Run(name, func(b *testing.B) {
+			t := buildFSST(fsstSample(pg.offs, pg.data))
+			t.fill()
+			cOffs := make([]uint64, len(pg.offs))
+			b.SetBytes(int64(len(pg.data)))
+			for b.Loop() {
+				t.compressRows(cOffs, pg.offs, pg.data, 0, len(pg.offs)-1, len(pg.data))
+			}
+		})
 	}
 }
