@@ -390,6 +390,45 @@ type fsstCounts struct {
 	one   [512]uint32
 	two   [512 * 512]uint32
 	pairs []int32 // entries of two in use, in the order first counted
+	seen  symTable
+}
+
+// symTable numbers the distinct candidate symbols of a round: an open
+// addressing table of symbols (a map cost more than the rest of a round,
+// with the tens of thousands of pairs random text has).
+type symTable struct {
+	slots []symSlot
+	mask  uint64
+}
+
+// symSlot is a symbol and its candidate number (n 0: a free slot).
+type symSlot struct {
+	val uint64
+	n   uint8
+	i   int32
+}
+
+// reset empties the table, sized for n symbols.
+func (t *symTable) reset(n int) {
+	size := 1 << 10
+	for size < 2*n {
+		size *= 2
+	}
+	if cap(t.slots) < size {
+		t.slots = make([]symSlot, size)
+	}
+	t.slots = t.slots[:size]
+	clear(t.slots)
+	t.mask = uint64(size - 1)
+}
+
+// slot returns s's slot, or the free one where it goes.
+func (t *symTable) slot(s fsstSymbol) *symSlot {
+	for i := (s.val ^ uint64(s.n)<<56) * 0x9E3779B97F4A7C15 >> 32 & t.mask; ; i = (i + 1) & t.mask {
+		if sl := &t.slots[i]; sl.n == 0 || sl.val == s.val && sl.n == s.n {
+			return sl
+		}
+	}
 }
 
 func (c *fsstCounts) pair(i int) {
@@ -494,26 +533,21 @@ func (t *fsstTable) count(sample [][]byte, c *fsstCounts, pairs bool) int {
 // they would save (single bytes promoted: fewer escapes), best first.
 func (t *fsstTable) candidates(c *fsstCounts, frac int) []fsstSymbol {
 	codes := 256 + len(t.syms)
-	// A symbol's key: its bytes and a 1 above them (8-byte symbols in a
-	// map of their own), to sum the gains of one symbol found twice (as
-	// itself and joined from a pair).
-	at := make(map[uint64]int, 4096)
-	at8 := make(map[uint64]int)
+	// The gains of one symbol found twice (as itself and joined from a
+	// pair) add up: c.seen numbers the candidates.
+	c.seen.reset(codes + len(c.pairs))
 	var syms []fsstSymbol
 	var gains []uint64
 	add := func(s fsstSymbol, count uint64) {
 		if count < uint64(5*frac/128) {
 			return
 		}
-		m, k := at, s.val|1<<(8*s.n)
-		if s.n == 8 {
-			m, k = at8, s.val
-		}
-		if i, ok := m[k]; ok {
-			gains[i] += count * uint64(s.n)
+		slot := c.seen.slot(s)
+		if slot.n != 0 {
+			gains[slot.i] += count * uint64(s.n)
 			return
 		}
-		m[k] = len(syms)
+		*slot = symSlot{val: s.val, n: s.n, i: int32(len(syms))}
 		syms = append(syms, s)
 		gains = append(gains, count*uint64(s.n))
 	}

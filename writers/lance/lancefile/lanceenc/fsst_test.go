@@ -159,29 +159,40 @@ func BenchmarkFSST(b *testing.B) {
 	}
 }
 
-// BenchmarkFSSTTable: the symbol table of a page built from its sample.
+// BenchmarkFSSTTable: the symbol table of a page built from its sample,
+// for the append benchmark's user names and the merge benchmark's random
+// names (whose tens of thousands of symbol pairs make the candidates).
 func BenchmarkFSSTTable(b *testing.B) {
-	offs, data := page(190_000, 20_000)
-	sample := fsstSample(offs, data)
-	for b.Loop() {
-		buildFSST(sample)
+	uoffs, udata := page(190_000, 20_000)
+	roffs, rdata := fsstPage(randomNames(200_000))
+	for name, sample := range map[string][][]byte{"users": fsstSample(uoffs, udata), "random": fsstSample(roffs, rdata)} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				fsstTables.Put(buildFSST(sample))
+			}
+		})
 	}
 }
 
-// BenchmarkFSSTRandomNames: 200,000 names of 8 to 24 random letters and
-// digits (the merge benchmark's), which compress little.
-func BenchmarkFSSTRandomNames(b *testing.B) {
+// randomNames returns n names of 8 to 24 random letters and digits (the
+// merge benchmark's), which compress little.
+func randomNames(n int) []string {
 	r := rand.New(rand.NewPCG(5, 6))
-	values := make([]string, 200_000)
+	values := make([]string, n)
 	for i := range values {
-		n := 8 + r.IntN(17)
-		v := make([]byte, n)
+		v := make([]byte, 8+r.IntN(17))
 		for j := range v {
 			v[j] = "abcdefghijklmnopqrstuvwxyz0123456789"[r.IntN(36)]
 		}
 		values[i] = string(v)
 	}
-	offs, data := fsstPage(values)
+	return values
+}
+
+// BenchmarkFSSTRandomNames: a page of 200,000 random names compressed,
+// table built included.
+func BenchmarkFSSTRandomNames(b *testing.B) {
+	offs, data := fsstPage(randomNames(200_000))
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
 		fsstCompress(offs, data)
@@ -311,16 +322,7 @@ func TestFSSTRowsInStep(t *testing.T) {
 // table built off the clock), over the merge benchmark's random names and
 // the append benchmark's user names.
 func BenchmarkFSSTRows(b *testing.B) {
-	r := rand.New(rand.NewPCG(5, 6))
-	random := make([]string, 200_000)
-	for i := range random {
-		v := make([]byte, 8+r.IntN(17))
-		for j := range v {
-			v[j] = "abcdefghijklmnopqrstuvwxyz0123456789"[r.IntN(36)]
-		}
-		random[i] = string(v)
-	}
-	roffs, rdata := fsstPage(random)
+	roffs, rdata := fsstPage(randomNames(200_000))
 	uoffs, udata := page(190_000, 20_000)
 	for name, pg := range map[string]struct {
 		offs []uint64
