@@ -80,6 +80,19 @@ func decodeMiniBlock(bud *Budget, m *encodings21pb.MiniBlockLayout, bufs [][]byt
 	p := &LeafPage{layers: m.Layers}
 	hasRep, hasDef := m.RepCompression != nil, m.DefCompression != nil
 	var vals []block
+	// Bit-packed integers (ids, the common case) are unpacked straight
+	// into the page's values, not chunk by chunk and then joined.
+	var into []byte
+	t := 0
+	if bp := m.ValueCompression.GetInlineBitpacking(); bp != nil && m.Dictionary == nil {
+		switch t = int(bp.UncompressedBitsPerValue); t {
+		case 8, 16, 32, 64:
+			if err := bud.SpendDecoded(uint64(m.NumItems) * uint64(t) / 8); err != nil {
+				return nil, err
+			}
+			into = make([]byte, int(m.NumItems)*t/8)
+		}
+	}
 	pos, seen := 0, 0
 	for c := 0; c+word <= len(meta); c += word {
 		w := uint64(binary.LittleEndian.Uint16(meta[c:]))
@@ -97,19 +110,31 @@ func decodeMiniBlock(bud *Budget, m *encodings21pb.MiniBlockLayout, bufs [][]byt
 		}
 		chunk := data[pos : pos+size]
 		pos += size
-		seen += n
-		v, err := decodeChunk(bud, m, chunk, n, word, hasRep, hasDef, p)
+		if into != nil && seen+n > int(m.NumItems) {
+			return nil, fmt.Errorf("mini-block chunks hold more than the page's %d items", m.NumItems)
+		}
+		bufs, err := chunkValues(bud, m, chunk, n, word, hasRep, hasDef, p)
+		if err == nil && into != nil {
+			err = inlineUnpackInto(into[seen*t/8:], t, first(bufs), n)
+		} else if err == nil {
+			var v block
+			v, err = decodeMini(bud, m.ValueCompression, bufs, n, 0)
+			vals = append(vals, v)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("mini-block chunk %d: %w", c/word, err)
 		}
-		vals = append(vals, v)
+		seen += n
 	}
 	if seen != int(m.NumItems) {
 		return nil, fmt.Errorf("mini-block chunks hold %d items, the page %d", seen, m.NumItems)
 	}
-	v, err := concatBlocks(vals)
-	if err != nil {
-		return nil, err
+	v := block{n: seen, bits: t, data: into}
+	var err error
+	if into == nil {
+		if v, err = concatBlocks(vals); err != nil {
+			return nil, err
+		}
 	}
 	if m.Dictionary != nil {
 		if v, err = dictionaryLookup(bud, m, bufs[2:], v); err != nil {
@@ -120,11 +145,12 @@ func decodeMiniBlock(bud *Budget, m *encodings21pb.MiniBlockLayout, bufs [][]byt
 	return p, nil
 }
 
-// decodeChunk reads one chunk: its level count and the sizes of its rep
+// chunkValues reads one chunk: its level count and the sizes of its rep
 // and def buffers (16 bits each), the sizes of its value buffers (16 bits,
 // or 32 in 2.2's large chunks: word), padding to 8 bytes, then each
-// buffer padded to 8 bytes. The levels are appended to p.
-func decodeChunk(bud *Budget, m *encodings21pb.MiniBlockLayout, chunk []byte, n, word int, hasRep, hasDef bool, p *LeafPage) (block, error) {
+// buffer padded to 8 bytes. The levels are appended to p; it returns the
+// value buffers.
+func chunkValues(bud *Budget, m *encodings21pb.MiniBlockLayout, chunk []byte, n, word int, hasRep, hasDef bool, p *LeafPage) ([][]byte, error) {
 	nl := 0
 	if hasRep {
 		nl++
@@ -135,7 +161,7 @@ func decodeChunk(bud *Budget, m *encodings21pb.MiniBlockLayout, chunk []byte, n,
 	nb := nl + int(m.NumBuffers)
 	hdr := 2 + 2*nl + word*int(m.NumBuffers)
 	if len(chunk) < hdr {
-		return block{}, fmt.Errorf("chunk of %d bytes has no header", len(chunk))
+		return nil, fmt.Errorf("chunk of %d bytes has no header", len(chunk))
 	}
 	levels := int(binary.LittleEndian.Uint16(chunk))
 	sizes := make([]int, nb)
@@ -153,7 +179,7 @@ func decodeChunk(bud *Budget, m *encodings21pb.MiniBlockLayout, chunk []byte, n,
 	bufs := make([][]byte, nb)
 	for i, s := range sizes {
 		if s > len(chunk)-pos {
-			return block{}, fmt.Errorf("chunk buffer %d of %d bytes ends outside the chunk", i, s)
+			return nil, fmt.Errorf("chunk buffer %d of %d bytes ends outside the chunk", i, s)
 		}
 		bufs[i] = chunk[pos : pos+s]
 		pos = pad8(pos + s)
@@ -164,7 +190,7 @@ func decodeChunk(bud *Budget, m *encodings21pb.MiniBlockLayout, chunk []byte, n,
 	if hasRep {
 		r, err := decodeLevels(bud, m.RepCompression, bufs[0], levels)
 		if err != nil {
-			return block{}, fmt.Errorf("repetition levels: %w", err)
+			return nil, fmt.Errorf("repetition levels: %w", err)
 		}
 		p.rep = append(p.rep, r...)
 		bufs = bufs[1:]
@@ -172,12 +198,12 @@ func decodeChunk(bud *Budget, m *encodings21pb.MiniBlockLayout, chunk []byte, n,
 	if hasDef {
 		d, err := decodeLevels(bud, m.DefCompression, bufs[0], levels)
 		if err != nil {
-			return block{}, fmt.Errorf("definition levels: %w", err)
+			return nil, fmt.Errorf("definition levels: %w", err)
 		}
 		p.def = append(p.def, d...)
 		bufs = bufs[1:]
 	}
-	return decodeMini(bud, m.ValueCompression, bufs, n, 0)
+	return bufs, nil
 }
 
 func decodeLevels(bud *Budget, enc *encodings21pb.CompressiveEncoding, buf []byte, n int) ([]uint16, error) {

@@ -233,31 +233,41 @@ func inlineUnpack(bud *Budget, t int, buf []byte, n int) (block, error) {
 		return block{}, err
 	}
 	out := make([]byte, n*t/8)
-	vals := make([]uint64, flBlock)
+	if err := inlineUnpackInto(out, t, buf, n); err != nil {
+		return block{}, err
+	}
+	return block{n: n, bits: t, data: out}, nil
+}
+
+// inlineUnpackInto is inlineUnpack into out, which holds n t-bit values
+// (t one of 8, 16, 32, 64).
+func inlineUnpackInto(out []byte, t int, buf []byte, n int) error {
+	blocks := (n + flBlock - 1) / flBlock
+	var vals [flBlock]uint64
 	pos := 0
 	for i := range blocks {
 		if len(buf)-pos < t/8 {
-			return block{}, fmt.Errorf("bit-packed chunk ends before its width")
+			return fmt.Errorf("bit-packed chunk ends before its width")
 		}
 		// Compared before int(): a 64-bit word with its top bit set
 		// would turn negative.
 		word := readWord(buf[pos:], t, 0)
 		pos += t / 8
 		if word > uint64(t) {
-			return block{}, fmt.Errorf("bit width %d of %d-bit values", word, t)
+			return fmt.Errorf("bit width %d of %d-bit values", word, t)
 		}
 		w := int(word)
 		size := flWords(t, w) * t / 8
 		if len(buf)-pos < size {
-			return block{}, fmt.Errorf("bit-packed chunk of %d bytes, want %d", len(buf)-pos, size)
+			return fmt.Errorf("bit-packed chunk of %d bytes, want %d", len(buf)-pos, size)
 		}
-		if err := flUnpack(t, w, buf[pos:pos+size], vals); err != nil {
-			return block{}, err
+		if err := flUnpack(t, w, buf[pos:pos+size], vals[:]); err != nil {
+			return err
 		}
 		pos += size
 		putWords(out, t, i*flBlock, vals[:min(flBlock, n-i*flBlock)])
 	}
-	return block{n: n, bits: t, data: out}, nil
+	return nil
 }
 
 // outOfLineUnpack decodes blocks of 1024 values packed at a fixed width
