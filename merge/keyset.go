@@ -198,7 +198,11 @@ func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 			v := uint64(x) ^ signBit
 			lo, hi = min(lo, v), max(hi, v)
 		}
-		if s.coverDense(lo, hi) {
+		// The batch's own keys count toward the dense bound, as they
+		// would added one by one; a batch as dense as the bound sizes
+		// the table for the hint's keys at once.
+		dense := hi-lo < uint64(denseSlotsPerKey*len(xs))
+		if s.coverDense(lo, hi, s.n+len(xs), dense) {
 			for _, x := range xs {
 				slot := &s.direct[uint64(x)^signBit-s.lo]
 				if *slot == 0 {
@@ -230,7 +234,7 @@ func (s *KeySet) addDirect(key []byte) (ord int, added, ok bool) {
 		return 0, false, false
 	}
 	v := binary.BigEndian.Uint64(key)
-	if !s.coverDense(v, v) {
+	if !s.coverDense(v, v, s.n+1, false) {
 		return 0, false, false
 	}
 	slot := &s.direct[v-s.lo]
@@ -245,33 +249,37 @@ func (s *KeySet) addDirect(key []byte) (ord int, added, ok bool) {
 
 // coverDense makes the direct table cover the values lo..hi (inclusive),
 // growing it, and reports whether it could: false when the span would
-// pass the dense bound or the set is full (it must move to the hash
-// table).
-func (s *KeySet) coverDense(lo, hi uint64) bool {
+// pass the dense bound for keys keys or the set is full (it must move to
+// the hash table). ahead sizes a new table for the hint's keys.
+func (s *KeySet) coverDense(lo, hi uint64, keys int, ahead bool) bool {
 	if len(s.direct) > 0 && lo >= s.lo && hi-s.lo < uint64(len(s.direct)) {
 		return true
 	}
-	return s.growDirect(lo, hi)
+	return s.growDirect(lo, hi, keys, ahead)
 }
 
 // growDirect widens the direct table to cover lo..hi, and room for the
-// keys that follow on the side it grows (as much again, or what the size
-// hint expects), unless the span would pass the dense bound. Bounds are
-// inclusive: the span may reach either end of uint64.
-func (s *KeySet) growDirect(lo, hi uint64) bool {
+// keys that follow on the side it grows (as much again or, ahead, what
+// the size hint expects), unless the span would pass the dense bound of
+// keys keys. Bounds are inclusive: the span may reach either end of
+// uint64.
+func (s *KeySet) growDirect(lo, hi uint64, keys int, ahead bool) bool {
 	last := hi
 	if len(s.direct) > 0 {
 		lo, last = min(s.lo, lo), max(s.lo+uint64(len(s.direct)-1), hi)
 	}
-	limit := uint64(max(minDenseSlots, denseSlotsPerKey*max(s.n+1, s.hint)))
+	limit := uint64(max(minDenseSlots, denseSlotsPerKey*max(keys, s.hint)))
 	if last-lo >= limit || s.n >= maxKeys {
 		return false
 	}
 	size := last - lo + 1
-	// The hint's keys, if they continue the span as densely: the whole
-	// table in one allocation (page faults and copies of the doublings
-	// cost more than a table sized ahead).
-	expect := uint64(s.hint) - min(uint64(s.hint), size)
+	// The hint's keys, if they continue a dense batch's span as densely:
+	// the whole table in one allocation (page faults and copies of the
+	// doublings cost more than a table sized ahead).
+	var expect uint64
+	if ahead {
+		expect = uint64(s.hint) - min(uint64(s.hint), size)
+	}
 	extra := min(max(size, uint64(len(s.direct)), expect), limit-size)
 	if len(s.direct) > 0 && lo < s.lo {
 		lo -= min(extra, lo)

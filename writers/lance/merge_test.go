@@ -303,9 +303,56 @@ func TestMergeInsertTargetNullKey(t *testing.T) {
 	defer m.Close(ctx)
 	change := rec([]int64{2, 9}, nil)
 	defer change.Release()
+	before := dataFiles(t, dir)
 	_, err := mergeRows(m, 1, change)
 	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "null") {
 		t.Fatalf("error %v, want ErrInvalid naming the null key", err)
+	}
+	// The output the merge wrote while it scanned is gone with it.
+	if after := dataFiles(t, dir); !slices.Equal(before, after) {
+		t.Fatalf("the failed merge left files: before %v, after %v", before, after)
+	}
+}
+
+// TestMergePrecommitRetried: a merge's precommit that fails (the store
+// does not answer) keeps the transaction's source and leaves no file
+// behind; the retry merges all of it, and the commit publishes it once.
+func TestMergePrecommitRetried(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	dir := t.TempDir()
+	seedDiff(t, dir, mem) // ids 0..9
+	w := mergeWriter(t, dir, mem, []string{"id"}, [3]string{"update_all", "insert_all", "keep"})
+	defer w.Close(context.Background())
+	ctx := context.Background()
+	key := writers.TxnKey{Writer: "job", Epoch: 1}
+	rec := diffRecord(mem, []diffRow{{id: 3, k2: "a", name: "new"}, {id: 30, k2: "a", name: "new"}})
+	defer rec.Release()
+	if err := w.Write(ctx, key, rec); err != nil {
+		t.Fatal(err)
+	}
+	before := dataFiles(t, dir)
+	w.bucket.SetFault(func(ctx context.Context, op, key string, do func() error) error {
+		return errors.New("the store did not answer")
+	})
+	if _, err := w.Precommit(ctx, key); err == nil {
+		t.Fatal("precommit passed without its store")
+	}
+	w.bucket.SetFault(nil)
+	if after := dataFiles(t, dir); !slices.Equal(before, after) {
+		t.Fatalf("the failed precommit left files: before %v, after %v", before, after)
+	}
+	d, err := w.Precommit(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Commit(ctx, key, []writers.Descriptor{d}); err != nil {
+		t.Fatal(err)
+	}
+	want := names(0, 1, 2, 4, 5, 6, 7, 8, 9)("r")
+	want[3], want[30] = "new", "new"
+	if got := diffState(t, w, mem); !maps.Equal(got, want) {
+		t.Fatalf("rows = %v, want %v", got, want)
 	}
 }
 

@@ -81,12 +81,23 @@ func (w *Writer) takeSource(s *stage, mem memory.Allocator) (*source, error) {
 // precommitMerge runs the merge of s's source against the latest version:
 // it writes the updated and inserted rows as new data files and the
 // touched fragments' new deletion files, and returns the descriptor Commit
-// publishes. Any error removes every file it wrote before it returns; an
-// input error (null key, duplicate key under fail, when_matched fail)
-// wraps writers.ErrInvalid. touched receives the ids of the existing
+// publishes. Any error removes every file it wrote before it returns and
+// keeps the source staged, so that Precommit can be retried; an input
+// error (null key, duplicate key under fail, when_matched fail) wraps
+// writers.ErrInvalid. touched receives the ids of the existing
 // fragments the merge changes, for the compaction gate to pin.
-func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64) (writers.Descriptor, error) {
-	defer releaseSource(s)
+func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64) (_ writers.Descriptor, err error) {
+	// A precommit that fails (or panics) keeps the source staged, for a
+	// retry (a sink's Precommit is repeatable) or Rollback, and leaves no
+	// data file of its own behind.
+	done := false
+	defer func() {
+		if !done {
+			if derr := w.dropFiles(context.WithoutCancel(ctx), s); err != nil {
+				err = errors.Join(err, derr)
+			}
+		}
+	}()
 	d, err := w.latest(ctx)
 	if err != nil {
 		return nil, err
@@ -106,13 +117,14 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 	}
 	defer src.Release()
 	eager := w.startEagerOut(ctx, s, src, mem)
+	defer eager.stop() // before src is released, whatever happens
 	plan := &mergePlan{deletes: map[uint64][]uint32{}, out: make([]outRef, 0, len(src.rows))}
 	t, err := w.findTargets(ctx, d, src, plan, mem)
 	if err == nil {
 		err = planMerge(src, t, w.cfg, plan)
 	}
 	if err != nil {
-		return nil, w.dropEagerOut(ctx, s, eager, err)
+		return nil, err
 	}
 	desc.Merge.Counts = plan.counts
 	// The new data files and the deletion files are independent: write
@@ -122,9 +134,11 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 	// Guarded: these goroutines are the sink's, which gRPC's recovery
 	// does not cover; a panic fails the merge.
 	if eager != nil && slices.Equal(eager.out, plan.out) {
+		defer context.AfterFunc(gctx, eager.cancel)() // a failed deletion file stops it
 		g.Go(eager.wait)
 	} else {
-		if err := w.dropEagerOut(ctx, s, eager, nil); err != nil {
+		eager.stop()
+		if err := w.dropFiles(context.WithoutCancel(ctx), s); err != nil {
 			return nil, err
 		}
 		g.Go(writers.Guard(func() error { return w.writeOut(gctx, s, src, plan.out, mem) }))
@@ -135,7 +149,7 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 		return err
 	}))
 	if err := g.Wait(); err != nil {
-		errs := []error{err, w.discard(context.WithoutCancel(ctx), s)}
+		errs := []error{err}
 		for _, k := range deletions {
 			if derr := w.bucket.Delete(context.WithoutCancel(ctx), k); derr != nil {
 				errs = append(errs, fmt.Errorf("lance: remove deletion file %s of the failed merge: %w", k, derr))
@@ -149,6 +163,8 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 	desc.Fragments = s.finished
 	s.precommitted = append(s.precommitted, s.finished...)
 	s.finished = nil
+	done = true
+	releaseSource(s)
 	*touched = desc.Merge.touchedIDs()
 	return desc.encode()
 }
@@ -196,17 +212,12 @@ func (e *eagerOut) wait() error {
 	return e.err
 }
 
-// dropEagerOut stops e (nil: none) and removes the files it wrote, for a
-// plan that writes other rows or a merge that failed with cause (nil:
-// none); it returns cause joined with any error removing them. s's files
-// are all e's: a merge's stage writes none before its precommit.
-func (w *Writer) dropEagerOut(ctx context.Context, s *stage, e *eagerOut, cause error) error {
-	if e == nil {
-		return cause
+// stop cancels e (nil: none) and waits for it.
+func (e *eagerOut) stop() {
+	if e != nil {
+		e.cancel()
+		<-e.done
 	}
-	e.cancel()
-	_ = e.wait() // the write's own error: cancelled, or moot now
-	return errors.Join(cause, w.dropFiles(context.WithoutCancel(ctx), s))
 }
 
 // writeOut writes the rows out of src, in order, into s's data files

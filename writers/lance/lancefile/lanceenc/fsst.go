@@ -262,10 +262,12 @@ func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to, li
 			b.o, b.p = b.o+1+int(cb>>12), b.p+int(cb>>8&15)
 		}
 		// A run at the end of its value (or of the page's bytes)
-		// finishes it alone and moves to its next one.
+		// finishes it alone and moves to its next one; the codes of
+		// both runs reaching limit end it all.
 		for _, r := range []*fsstRun{&a, &b} {
 			if r.p >= r.to || r.p+8 > cap(data) {
-				if !r.next(t, cOffs, offs, data, limit) {
+				r.next(t, cOffs, offs, data)
+				if a.o+b.o >= limit {
 					return nil, 0, false
 				}
 			}
@@ -273,13 +275,11 @@ func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to, li
 	}
 	for _, r := range []*fsstRun{&a, &b} {
 		for r.row < r.end {
-			if !r.next(t, cOffs, offs, data, limit) {
+			r.next(t, cOffs, offs, data)
+			if a.o+b.o >= limit {
 				return nil, 0, false
 			}
 		}
-	}
-	if a.o+b.o >= limit {
-		return nil, 0, false
 	}
 	for i := mid + 1; i <= to; i++ {
 		cOffs[i] += uint64(a.o)
@@ -312,17 +312,13 @@ func (r *fsstRun) begin(offs []uint64) {
 }
 
 // next compresses what is left of value row, records where its codes end
-// and begins the next value; false once the codes reach limit bytes.
-func (r *fsstRun) next(t *fsstTable, cOffs, offs []uint64, data []byte, limit int) bool {
+// and begins the next value.
+func (r *fsstRun) next(t *fsstTable, cOffs, offs []uint64, data []byte) {
 	r.o = t.compress(r.codes, data, r.o, r.p, r.to)
-	if r.o >= limit {
-		return false
-	}
 	r.widest = max(r.widest, r.o-r.start)
 	cOffs[r.row+1] = uint64(r.o)
 	r.row++
 	r.begin(offs)
-	return true
 }
 
 // exact is the fast entry of the longest symbol at the start of w that

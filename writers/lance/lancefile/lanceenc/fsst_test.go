@@ -315,6 +315,20 @@ func TestFSSTRowsInStep(t *testing.T) {
 		if !ok || !bytes.Equal(got, want[:o]) || !slices.Equal(gotOffs, wantOffs) {
 			t.Fatalf("trial %d (%d values): in step %x %v, one by one %x %v", trial, n, got, gotOffs, want[:o], wantOffs)
 		}
+		// The second half of a page on its own (fsstCompress's split),
+		// its offsets relative to its first value's codes.
+		mid := n / 2
+		half, _, ok := tb.compressRows(gotOffs, offs, data, mid, n, 1<<30)
+		for i := mid; i < n && ok; i++ {
+			ok = gotOffs[i+1] == wantOffs[i+1]-wantOffs[mid]
+		}
+		if !ok || !bytes.Equal(half, want[wantOffs[mid]:o]) {
+			t.Fatalf("trial %d: rows %d..%d in step %x, one by one %x", trial, mid, n, half, want[wantOffs[mid]:o])
+		}
+		// Codes reaching the limit (the page's bytes) fail it.
+		if _, _, ok := tb.compressRows(gotOffs, offs, data, 0, n, o); o > 0 && ok {
+			t.Fatalf("trial %d: %d bytes of codes passed a limit of %d", trial, o, o)
+		}
 	}
 }
 

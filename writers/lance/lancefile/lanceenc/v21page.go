@@ -113,12 +113,12 @@ func decodeMiniBlock(bud *Budget, m *encodings21pb.MiniBlockLayout, bufs [][]byt
 		if into != nil && seen+n > int(m.NumItems) {
 			return nil, fmt.Errorf("mini-block chunks hold more than the page's %d items", m.NumItems)
 		}
-		bufs, err := chunkValues(bud, m, chunk, n, word, hasRep, hasDef, p)
+		cbufs, err := chunkValues(bud, m, chunk, n, word, hasRep, hasDef, p)
 		if err == nil && into != nil {
-			err = inlineUnpackInto(into[seen*t/8:], t, first(bufs), n)
+			err = inlineUnpackInto(into[seen*t/8:], t, first(cbufs), n)
 		} else if err == nil {
 			var v block
-			v, err = decodeMini(bud, m.ValueCompression, bufs, n, 0)
+			v, err = decodeMini(bud, m.ValueCompression, cbufs, n, 0)
 			vals = append(vals, v)
 		}
 		if err != nil {
