@@ -183,13 +183,17 @@ func (s *KeySet) Add(key []byte) (int, bool) {
 
 // AddInt64s adds the keys KeyEncoder makes of xs, the values of a lone
 // int64 key column (8 bytes, big-endian, sign bit flipped), and appends
-// each value's ordinal to ords, as Add would one by one. It encodes no key
+// each value's ordinal to ords, as Add would one by one (the set must stay
+// within 2^31-1 keys: the ordinals are int32). It encodes no key
 // per value: a dense set widens its direct table once to cover all of xs
 // (or moves to the hash table when xs does not fit it) and numbers the
 // values straight from it.
 func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 	if len(xs) == 0 {
 		return ords
+	}
+	if s.n+len(xs) > math.MaxInt32 {
+		panic("merge: AddInt64s numbers at most 2^31-1 keys; use Add")
 	}
 	var k [8]byte
 	if !s.hashed {

@@ -269,7 +269,11 @@ func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lance
 	}
 	defer lancefile.ReleaseRecords(recs)
 	var live uint64
-	if loneInt64(recs) {
+	var rows int64
+	for _, rec := range recs {
+		rows += rec.NumRows()
+	}
+	if loneInt64(recs) && int64(x.keys.Len())+rows <= math.MaxInt32 { // AddInt64s' bound
 		live = x.addInt64s(recs, f.ID, gone)
 	} else {
 		err = recordKeys(recs, x.enc, func(off uint32, key []byte) {
