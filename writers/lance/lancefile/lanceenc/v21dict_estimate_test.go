@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -107,5 +108,74 @@ func TestPageStringsInPlace(t *testing.T) {
 		if !bytes.Equal(wantIdx, gotIdx) || !bytes.Equal(wantDict.buf, gotDict.buf) || wantDict.n != gotDict.n {
 			t.Fatalf("%s: the dictionary built in place differs from the gathered one", dt)
 		}
+	}
+}
+
+// TestDictTableKeys: each distinct value gets one index, in first-seen
+// order, as a map gives: values differing only in length or trailing zero
+// bytes, only in the middle (same first and last 8 bytes), and enough of
+// them to grow the table.
+func TestDictTableKeys(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	var values [][]byte
+	for _, v := range []string{"", "\x00", "\x00\x00", "a", "a\x00", "abcdefgh", "abcdefgh\x00", "abcdefghijklmnop", "abcdefghijklmnopq"} {
+		values = append(values, []byte(v))
+	}
+	for range 3000 {
+		n := r.IntN(40)
+		v := make([]byte, n)
+		for j := range v {
+			v[j] = "ab\x00"[r.IntN(3)]
+		}
+		values = append(values, v)
+		if n > 16 { // the same ends, another middle
+			w := slices.Clone(v)
+			w[n/2] ^= 1
+			values = append(values, w)
+		}
+	}
+	d := newDictTable(0)
+	model := map[string]uint32{}
+	for round := range 2 {
+		for i, v := range values {
+			want, ok := model[string(v)]
+			if !ok {
+				want = uint32(len(model))
+				model[string(v)] = want
+			}
+			got, ok := d.index(v, 1<<20)
+			if !ok || got != want {
+				t.Fatalf("round %d, value %d %q: index %d, %v; want %d", round, i, v, got, ok, want)
+			}
+		}
+	}
+	if len(d.offs)-1 != len(model) {
+		t.Fatalf("%d values in the dictionary, want %d", len(d.offs)-1, len(model))
+	}
+}
+
+// BenchmarkDictTableIndex: a page of 190,000 values of 16 distinct ones
+// indexed into a dictionary, of 15 and of 40 bytes.
+func BenchmarkDictTableIndex(b *testing.B) {
+	offs, data := page(190_000, 16)
+	long := make([]byte, 0, len(data)*3)
+	loffs := []uint64{0}
+	for i := range len(offs) - 1 {
+		long = fmt.Appendf(long, "%s-%024d", data[offs[i]:offs[i+1]], 7)
+		loffs = append(loffs, uint64(len(long)))
+	}
+	for name, pg := range map[string]struct {
+		offs []uint64
+		data []byte
+	}{"short": {offs, data}, "long": {loffs, long}} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				t := newDictTable(16)
+				for i := range len(pg.offs) - 1 {
+					t.index(pg.data[pg.offs[i]:pg.offs[i+1]], 1000)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(len(pg.offs)-1)), "ns/value")
+		})
 	}
 }
