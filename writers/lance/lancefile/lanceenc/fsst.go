@@ -240,9 +240,13 @@ func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to, li
 	a.begin(offs)
 	b.begin(offs)
 	for a.row < a.end && b.row < b.end {
-		for a.p < a.to && b.p < b.to && a.p+8 <= cap(data) && b.p+8 <= cap(data) {
-			wa := binary.LittleEndian.Uint64(data[a.p : a.p+8])
-			wb := binary.LittleEndian.Uint64(data[b.p : b.p+8])
+		// In locals, not the runs' fields: the core keeps them in
+		// registers, off the chains.
+		ap, ato, ao, acodes := a.p, a.to, a.o, a.codes
+		bp, bto, bo, bcodes := b.p, b.to, b.o, b.codes
+		for ap < ato && bp < bto && ap+8 <= cap(data) && bp+8 <= cap(data) {
+			wa := binary.LittleEndian.Uint64(data[ap : ap+8])
+			wb := binary.LittleEndian.Uint64(data[bp : bp+8])
 			ca, cb := t.fast[wa&0xFFFF], t.fast[wb&0xFFFF]
 			if s := &t.long[fsstHash(wa)]; wa&s.mask == s.val {
 				ca = uint16(s.n)<<8 | uint16(s.code)
@@ -250,17 +254,18 @@ func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to, li
 			if s := &t.long[fsstHash(wb)]; wb&s.mask == s.val {
 				cb = uint16(s.n)<<8 | uint16(s.code)
 			}
-			if int(ca>>8&15) > a.to-a.p {
-				ca = t.exact(wa, a.to-a.p)
+			if int(ca>>8&15) > ato-ap {
+				ca = t.exact(wa, ato-ap)
 			}
-			if int(cb>>8&15) > b.to-b.p {
-				cb = t.exact(wb, b.to-b.p)
+			if int(cb>>8&15) > bto-bp {
+				cb = t.exact(wb, bto-bp)
 			}
-			a.codes[a.o], a.codes[a.o+1] = uint8(ca), uint8(wa)
-			b.codes[b.o], b.codes[b.o+1] = uint8(cb), uint8(wb)
-			a.o, a.p = a.o+1+int(ca>>12), a.p+int(ca>>8&15)
-			b.o, b.p = b.o+1+int(cb>>12), b.p+int(cb>>8&15)
+			acodes[ao], acodes[ao+1] = uint8(ca), uint8(wa)
+			bcodes[bo], bcodes[bo+1] = uint8(cb), uint8(wb)
+			ao, ap = ao+1+int(ca>>12), ap+int(ca>>8&15)
+			bo, bp = bo+1+int(cb>>12), bp+int(cb>>8&15)
 		}
+		a.p, a.o, b.p, b.o = ap, ao, bp, bo
 		// A run at the end of its value (or of the page's bytes)
 		// finishes it alone and moves to its next one; the codes of
 		// both runs reaching limit end it all.
