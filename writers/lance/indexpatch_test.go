@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	"github.com/apache/arrow-go/v18/arrow/memory"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -18,12 +17,7 @@ import (
 // fragments. Every plan matches
 // the dataset (the rows are checked after each merge).
 func TestIndexPatchedByCommit(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dir := t.TempDir()
-	seedDiff(t, dir, mem) // ids 0..9
-	w := mergeWriter(t, dir, mem, []string{"id"}, [3]string{"update_all", "insert_all", "keep"})
-	defer w.Close(context.Background())
+	w, dir, mem := seededIDMerge(t)
 	other := newWriter(t, dir, mem)
 	defer other.Close(context.Background())
 	ctx := context.Background()

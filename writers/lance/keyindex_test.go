@@ -311,12 +311,7 @@ func TestKeyIndexRemoveCompact(t *testing.T) {
 // TestMergeMetrics: a merge counts its rows by action, its data and
 // deletion files, and the key index's size and syncs.
 func TestMergeMetrics(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dir := t.TempDir()
-	seedDiff(t, dir, mem) // ids 0..9, fragments 0..4 and 5..9
-	w := mergeWriter(t, dir, mem, []string{"id"}, [3]string{"update_all", "insert_all", "keep"})
-	defer w.Close(context.Background())
+	w, _, mem := seededIDMerge(t)
 	w.cfg.SourceDuplicates = "first_seen"
 	rec := diffRecord(mem, []diffRow{{id: 1, k2: "a"}, {id: 7, k2: "a"}, {id: 7, k2: "a"}, {id: 20, k2: "a"}})
 	defer rec.Release()

@@ -18,6 +18,20 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 )
 
+// seededIDMerge returns a merge writer (on id, update_all + insert_all)
+// of a dataset seedDiff made in a new directory, and its checked
+// allocator; the test's end closes the writer and checks the allocator.
+func seededIDMerge(t *testing.T) (*Writer, string, *memory.CheckedAllocator) {
+	t.Helper()
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	t.Cleanup(func() { mem.AssertSize(t, 0) })
+	dir := t.TempDir()
+	seedDiff(t, dir, mem)
+	w := mergeWriter(t, dir, mem, []string{"id"}, [3]string{"update_all", "insert_all", "keep"})
+	t.Cleanup(func() { w.Close(context.Background()) })
+	return w, dir, mem
+}
+
 // seedDiff creates a dataset of ids 0..9 (two fragments) in dir.
 func seedDiff(t *testing.T, dir string, mem memory.Allocator) {
 	t.Helper()
@@ -239,12 +253,7 @@ func TestMergeInsertBadInput(t *testing.T) {
 // source built as it arrived is dropped for the encoding of all batches
 // at Precommit), writing one data file.
 func TestMergeInsertMixedStreams(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dir := t.TempDir()
-	seedDiff(t, dir, mem)
-	w := mergeWriter(t, dir, mem, []string{"id"}, [3]string{"update_all", "insert_all", "keep"})
-	defer w.Close(context.Background())
+	w, dir, mem := seededIDMerge(t)
 	ctx := context.Background()
 	key := writers.TxnKey{Writer: "job", Epoch: 1}
 	plain := diffRecord(mem, []diffRow{{id: 1, k2: "a", name: "p1"}})
@@ -318,12 +327,7 @@ func TestMergeInsertTargetNullKey(t *testing.T) {
 // does not answer) keeps the transaction's source and leaves no file
 // behind; the retry merges all of it, and the commit publishes it once.
 func TestMergePrecommitRetried(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dir := t.TempDir()
-	seedDiff(t, dir, mem) // ids 0..9
-	w := mergeWriter(t, dir, mem, []string{"id"}, [3]string{"update_all", "insert_all", "keep"})
-	defer w.Close(context.Background())
+	w, dir, mem := seededIDMerge(t)
 	ctx := context.Background()
 	key := writers.TxnKey{Writer: "job", Epoch: 1}
 	rec := diffRecord(mem, []diffRow{{id: 3, k2: "a", name: "new"}, {id: 30, k2: "a", name: "new"}})
