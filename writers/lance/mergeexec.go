@@ -157,9 +157,9 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 		}
 		return nil, errors.Join(errs...)
 	}
-	if w.idx != nil {
-		s.patch = newIndexPatch(desc.Merge.ReadVersion, src, t, plan, s.finished, w.cfg)
-	}
+	// nil unless the index found the targets (w.idx, which a background
+	// sync may drop, is read under idxMu only).
+	s.patch = newIndexPatch(desc.Merge.ReadVersion, src, t, plan, s.finished, w.cfg)
 	desc.Fragments = s.finished
 	s.precommitted = append(s.precommitted, s.finished...)
 	s.finished = nil
