@@ -204,8 +204,19 @@ func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lancetable.Da
 	if x.tombs > x.Len() && x.tombs > minCompact {
 		x.compact()
 	}
+	reads, stop := readAhead(ctx, b, d, read, on, mem)
+	defer stop()
 	for _, f := range read {
-		if err := x.readFragment(ctx, b, d, f, on, mem); err != nil {
+		r, ok := <-reads
+		if !ok { // cancelled before it read f
+			r.err = fmt.Errorf("lance: read the key columns of fragment %d: %w", f.ID, context.Cause(ctx))
+		}
+		if r.err != nil {
+			return st, x.fail(r.err)
+		}
+		err := x.indexFragment(f, r.recs, r.gone)
+		lancefile.ReleaseRecords(r.recs)
+		if err != nil {
 			return st, x.fail(err)
 		}
 		if maxBytes > 0 && x.MemoryBytes() > maxBytes {
@@ -257,17 +268,55 @@ func seenAs(f *lancetable.Fragment) touchedFragment {
 	return t
 }
 
-// readFragment indexes the live rows of f (only its key columns are read).
-func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lancetable.Dataset, f *lancetable.Fragment, on []string, mem memory.Allocator) error {
-	gone, err := deletedOffsets(ctx, b, f)
-	if err != nil {
-		return err
+// fragmentRead is a fragment's key columns and deleted offsets.
+type fragmentRead struct {
+	recs []arrow.RecordBatch
+	gone droppedFragment
+	err  error
+}
+
+// readAhead reads the key columns (and deletion files) of frags, in
+// order, on a goroutine of its own one fragment ahead of the caller, who
+// indexes one fragment while the next is read and decoded. stop ends it
+// and releases what was read and not received.
+func readAhead(ctx context.Context, b *storage.Bucket, d *lancetable.Dataset, frags []*lancetable.Fragment, on []string, mem memory.Allocator) (<-chan fragmentRead, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	out := make(chan fragmentRead, 1)
+	go func() {
+		defer close(out)
+		for _, f := range frags {
+			var r fragmentRead
+			// Guarded: this goroutine is the sink's; a panic (a file
+			// it cannot decode) fails the sync.
+			r.err = writers.Guard(func() error {
+				var err error
+				if r.gone, err = deletedOffsets(ctx, b, f); err == nil {
+					r.recs, err = d.ReadColumns(ctx, b, f, on, mem)
+				}
+				return err
+			})()
+			select {
+			case out <- r:
+			case <-ctx.Done():
+				lancefile.ReleaseRecords(r.recs)
+				return
+			}
+			if r.err != nil {
+				return
+			}
+		}
+	}()
+	return out, func() {
+		cancel()
+		for r := range out {
+			lancefile.ReleaseRecords(r.recs)
+		}
 	}
-	recs, err := d.ReadColumns(ctx, b, f, on, mem)
-	if err != nil {
-		return err
-	}
-	defer lancefile.ReleaseRecords(recs)
+}
+
+// indexFragment indexes the live rows of f, whose key columns are recs
+// (borrowed) and deleted offsets gone.
+func (x *keyIndex) indexFragment(f *lancetable.Fragment, recs []arrow.RecordBatch, gone droppedFragment) error {
 	var live uint64
 	var rows int64
 	for _, rec := range recs {
@@ -276,7 +325,7 @@ func (x *keyIndex) readFragment(ctx context.Context, b *storage.Bucket, d *lance
 	if loneInt64(recs) && int64(x.keys.Len())+rows <= math.MaxInt32 { // AddInt64s' bound
 		live = x.addInt64s(recs, f.ID, gone)
 	} else {
-		err = recordKeys(recs, x.enc, func(off uint32, key []byte) {
+		err := recordKeys(recs, x.enc, func(off uint32, key []byte) {
 			if !gone.has(off) {
 				x.add(key, f.ID<<32|uint64(off))
 				live++

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -451,5 +452,39 @@ func TestRecordKeysChunks(t *testing.T) {
 	var re *merge.RowError
 	if !errors.As(err, &re) || re.Row != keyChunkRows+5 || re.StreamRow != keyChunkRows+5 {
 		t.Fatalf("recordKeys = %v, want a RowError at fragment row %d", err, keyChunkRows+5)
+	}
+}
+
+// TestKeyIndexSyncFails: a fragment that cannot be read (its data file
+// cut short by another process) or a cancelled sync fails it, leaves the
+// index empty for the next sync to rebuild, and holds no Arrow memory
+// (the fragments read ahead are released).
+func TestKeyIndexSyncFails(t *testing.T) {
+	w, dir, mem := seededIDMerge(t)
+	ctx := context.Background()
+	d, err := w.latest(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	x := newKeyIndex()
+	if _, err := x.sync(cancelled, w.bucket, d, w.cfg.On, 0, mem); err == nil || x.Len() != 0 || x.version != 0 {
+		t.Fatalf("cancelled sync: %v, %d keys, version %d; want an error and an empty index", err, x.Len(), x.version)
+	}
+	files := onlyData(dataFiles(t, dir))
+	if len(files) < 2 {
+		t.Fatalf("data files %v, want two", files)
+	}
+	last := files[len(files)-1]
+	b, err := os.ReadFile(last)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(last, b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := x.sync(ctx, w.bucket, d, w.cfg.On, 0, mem); err == nil || x.Len() != 0 || x.version != 0 {
+		t.Fatalf("sync over a cut data file: %v, %d keys, version %d; want an error and an empty index", err, x.Len(), x.version)
 	}
 }
