@@ -169,11 +169,7 @@ func (s *KeySet) Add(key []byte) (int, bool) {
 			}
 		}
 	}
-	ord := s.n
-	if ord >= maxKeys {
-		panic("merge: KeySet holds 2^32-2 keys; bound the input")
-	}
-	s.appendKey(key)
+	ord := s.newKey(key)
 	s.slots[i] = tag<<32 | uint64(ord+1)
 	if uint64(s.n) > (s.mask+1)*3/4 {
 		s.rehash(2 * len(s.slots))
@@ -195,7 +191,6 @@ func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 	if s.n+len(xs) > math.MaxInt32 {
 		panic("merge: AddInt64s numbers at most 2^31-1 keys; use Add")
 	}
-	var k [8]byte
 	if !s.hashed {
 		lo, hi := uint64(math.MaxUint64), uint64(0)
 		for _, x := range xs {
@@ -208,21 +203,14 @@ func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 		dense := hi-lo < uint64(denseSlotsPerKey*len(xs))
 		if s.coverDense(lo, hi, s.n+len(xs), dense) {
 			for _, x := range xs {
-				slot := &s.direct[uint64(x)^signBit-s.lo]
-				if *slot == 0 {
-					if s.n >= maxKeys {
-						panic("merge: KeySet holds 2^32-2 keys; bound the input")
-					}
-					binary.BigEndian.PutUint64(k[:], uint64(x)^signBit)
-					s.appendKey(k[:])
-					*slot = uint32(s.n)
-				}
-				ords = append(ords, int32(*slot-1))
+				ord, _ := s.addCovered(uint64(x) ^ signBit)
+				ords = append(ords, int32(ord))
 			}
 			return ords
 		}
 		s.toHashed()
 	}
+	var k [8]byte
 	for _, x := range xs {
 		binary.BigEndian.PutUint64(k[:], uint64(x)^signBit)
 		ord, _ := s.Add(k[:])
@@ -241,14 +229,32 @@ func (s *KeySet) addDirect(key []byte) (ord int, added, ok bool) {
 	if !s.coverDense(v, v, s.n+1, false) {
 		return 0, false, false
 	}
+	ord, added = s.addCovered(v)
+	return ord, added, true
+}
+
+// addCovered adds the key of big-endian value v, which the direct table
+// covers, and returns its ordinal and whether it was added.
+func (s *KeySet) addCovered(v uint64) (ord int, added bool) {
 	slot := &s.direct[v-s.lo]
 	if *slot != 0 {
-		return int(*slot) - 1, false, true
+		return int(*slot) - 1, false
 	}
-	ord = s.n
-	s.appendKey(key)
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], v)
+	ord = s.newKey(k[:])
 	*slot = uint32(ord + 1)
-	return ord, true, true
+	return ord, true
+}
+
+// newKey stores a copy of key as the next ordinal and returns it; it
+// panics past maxKeys.
+func (s *KeySet) newKey(key []byte) int {
+	if s.n >= maxKeys {
+		panic("merge: KeySet holds 2^32-2 keys; bound the input")
+	}
+	s.appendKey(key)
+	return s.n - 1
 }
 
 // coverDense makes the direct table cover the values lo..hi (inclusive),

@@ -346,10 +346,11 @@ func (x *keyIndex) addInt64s(recs []arrow.RecordBatch, id uint64, gone droppedFr
 	var kept []int64       // the live values, when some rows are gone
 	var offs, ords []int32 // offs: the offset of each of kept
 	var at uint32          // the fragment offset of the record's first row
+	filter := !gone.none()
 	for _, rec := range recs {
 		vals := rec.Column(0).(*array.Int64).Int64Values()
 		xs := vals
-		if !gone.none() {
+		if filter {
 			kept, offs = kept[:0], offs[:0]
 			for i, v := range vals {
 				if off := at + uint32(i); !gone.has(off) {
@@ -361,7 +362,7 @@ func (x *keyIndex) addInt64s(recs []arrow.RecordBatch, id uint64, gone droppedFr
 		ords = x.keys.AddInt64s(xs, ords[:0])
 		for i, ord := range ords {
 			off := at + uint32(i)
-			if !gone.none() {
+			if filter {
 				off = uint32(offs[i])
 			}
 			x.addRow(int(ord), id<<32|uint64(off))

@@ -208,7 +208,6 @@ func (w *Writer) startEagerOut(ctx context.Context, s *stage, src *source, mem m
 // wait waits for the eager write and returns its error.
 func (e *eagerOut) wait() error {
 	<-e.done
-	e.cancel()
 	return e.err
 }
 
@@ -221,7 +220,7 @@ func (e *eagerOut) stop() {
 }
 
 // writeOut writes the rows out of src, in order, into s's data files
-// (finished ones are in s.finished; discard removes them). A run of rows
+// (finished ones are in s.finished; dropFiles removes them). A run of rows
 // that is a contiguous range of one source batch (the usual case: every
 // source row updates or inserts) is written as a slice of it, with no
 // copy; other runs are gathered with Take.

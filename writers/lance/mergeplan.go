@@ -184,10 +184,8 @@ func (sc *fragmentScan) scanInt64(ctx context.Context, b *storage.Bucket, d *lan
 		return false, err
 	}
 	defer lancefile.ReleaseRecords(recs)
-	for _, rec := range recs {
-		if rec.Column(0).NullN() > 0 {
-			return false, nil
-		}
+	if !loneInt64(recs) { // a null key
+		return false, nil
 	}
 	var at uint32 // the fragment offset of the record's first row
 	for _, rec := range recs {

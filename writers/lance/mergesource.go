@@ -111,11 +111,17 @@ func (b *sourceBuilder) add(rec arrow.RecordBatch) error {
 // added as values (KeySet.AddInt64s), with no key encoded per row.
 func (s *source) add(enc *merge.KeyEncoder, rec arrow.RecordBatch, del bool) error {
 	cols := enc.Columns()
-	ids, lone := rec.Column(cols[0]).(*array.Int64)
-	if lone = lone && len(cols) == 1 && ids.NullN() == 0; lone {
+	if ids, ok := rec.Column(cols[0]).(*array.Int64); ok && len(cols) == 1 && ids.NullN() == 0 {
 		s.ords = s.keys.AddInt64s(ids.Int64Values(), s.ords[:0])
-	} else if err := enc.Encode(rec); err != nil {
-		return err
+	} else {
+		if err := enc.Encode(rec); err != nil {
+			return err
+		}
+		s.ords = s.ords[:0]
+		for i := range enc.Len() {
+			ord, _ := s.keys.Add(enc.Key(i))
+			s.ords = append(s.ords, int32(ord))
+		}
 	}
 	ri := int32(-1)
 	if !del {
@@ -123,15 +129,8 @@ func (s *source) add(enc *merge.KeyEncoder, rec arrow.RecordBatch, del bool) err
 		s.recs = append(s.recs, rec)
 		ri = int32(len(s.recs) - 1)
 	}
-	for i := range int32(rec.NumRows()) {
-		var ord int32
-		if lone {
-			ord = s.ords[i]
-		} else {
-			o, _ := s.keys.Add(enc.Key(int(i)))
-			ord = int32(o)
-		}
-		s.rows = append(s.rows, srcRow{rec: ri, row: i, ord: ord, del: del})
+	for i, ord := range s.ords {
+		s.rows = append(s.rows, srcRow{rec: ri, row: int32(i), ord: ord, del: del})
 	}
 	return nil
 }

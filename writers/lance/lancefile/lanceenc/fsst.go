@@ -152,11 +152,8 @@ func (t *fsstTable) compress(out, data []byte, o, from, to int) int {
 	p := from
 	for p < to && p+8 <= cap(data) {
 		w := binary.LittleEndian.Uint64(data[p : p+8])
-		c := t.fast[w&0xFFFF]
-		if s := &t.long[fsstHash(w)]; w&s.mask == s.val {
-			c = uint16(s.n)<<8 | uint16(s.code)
-		}
-		if int(c>>8&15) > to-p {
+		c := t.code(w)
+		if int(c>>8&15) > to-p { // overruns the value: look it up exactly
 			c = t.exact(w, to-p)
 		}
 		out[o], out[o+1] = uint8(c), uint8(w)
@@ -247,13 +244,7 @@ func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to, li
 		for ap < ato && bp < bto && ap+8 <= cap(data) && bp+8 <= cap(data) {
 			wa := binary.LittleEndian.Uint64(data[ap : ap+8])
 			wb := binary.LittleEndian.Uint64(data[bp : bp+8])
-			ca, cb := t.fast[wa&0xFFFF], t.fast[wb&0xFFFF]
-			if s := &t.long[fsstHash(wa)]; wa&s.mask == s.val {
-				ca = uint16(s.n)<<8 | uint16(s.code)
-			}
-			if s := &t.long[fsstHash(wb)]; wb&s.mask == s.val {
-				cb = uint16(s.n)<<8 | uint16(s.code)
-			}
+			ca, cb := t.code(wa), t.code(wb)
 			if int(ca>>8&15) > ato-ap {
 				ca = t.exact(wa, ato-ap)
 			}
@@ -324,6 +315,16 @@ func (r *fsstRun) next(t *fsstTable, cOffs, offs []uint64, data []byte) {
 	cOffs[r.row+1] = uint64(r.o)
 	r.row++
 	r.begin(offs)
+}
+
+// code is the fast entry (length << 8 | code, escapes flagged as in
+// fsstEscaped) of the longest symbol at the start of w, whatever the
+// value's length: the 2-byte table, or the long symbol in its hash slot.
+func (t *fsstTable) code(w uint64) uint16 {
+	if s := &t.long[fsstHash(w)]; w&s.mask == s.val {
+		return uint16(s.n)<<8 | uint16(s.code)
+	}
+	return t.fast[w&0xFFFF]
 }
 
 // exact is the fast entry of the longest symbol at the start of w that
