@@ -27,6 +27,26 @@ func fromJSON(t testing.TB, mem memory.Allocator, schema *arrow.Schema, rows str
 	return rec
 }
 
+// int64Keys returns an encoder of a lone int64 key column that has
+// encoded vals.
+func int64Keys(t testing.TB, vals []int64) *KeyEncoder {
+	t.Helper()
+	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
+	enc, err := NewKeyEncoder(schema, []string{"id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := array.NewInt64Builder(memory.DefaultAllocator)
+	b.AppendValues(vals, nil)
+	col := b.NewArray()
+	b.Release()
+	defer col.Release()
+	if err := enc.EncodeColumns([]arrow.Array{col}, len(vals)); err != nil {
+		t.Fatal(err)
+	}
+	return enc
+}
+
 // rowStrings renders recs as one "a|b|c" string per row, nulls as (null).
 func rowStrings(recs []arrow.RecordBatch) []string {
 	var out []string

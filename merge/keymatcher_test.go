@@ -5,10 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
 
 // int64Key encodes v as a fixed-width key, as KeyEncoder does for one
@@ -154,34 +150,18 @@ func BenchmarkKeyMatch(b *testing.B) {
 // makes of an int64 x, with a dense matcher (ids) and a Bloom one (spread
 // values), for members and non-members at the edges.
 func TestFindInt64(t *testing.T) {
-	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	encode := func(vals []int64) *KeyEncoder {
-		enc, err := NewKeyEncoder(schema, []string{"id"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b := array.NewInt64Builder(memory.DefaultAllocator)
-		b.AppendValues(vals, nil)
-		col := b.NewArray()
-		b.Release()
-		defer col.Release()
-		if err := enc.EncodeColumns([]arrow.Array{col}, len(vals)); err != nil {
-			t.Fatal(err)
-		}
-		return enc
-	}
 	for name, members := range map[string][]int64{
 		"dense":  {-3, -2, 0, 1, 5, 100},
 		"spread": {math.MinInt64, -1 << 40, 0, 7, 1 << 50, math.MaxInt64},
 	} {
 		set := NewKeySet(len(members))
-		enc := encode(members)
+		enc := int64Keys(t, members)
 		for i := range enc.Len() {
 			set.Add(enc.Key(i))
 		}
 		m := NewKeyMatcher(set)
 		probes := append([]int64{math.MinInt64, math.MinInt64 + 1, -4, -1, 2, 6, 99, 101, math.MaxInt64 - 1, math.MaxInt64}, members...)
-		penc := encode(probes)
+		penc := int64Keys(t, probes)
 		for i, x := range probes {
 			want, wantOK := m.Find(penc.Key(i))
 			if got, ok := m.FindInt64(x); got != want || ok != wantOK {

@@ -7,13 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
-
-	"github.com/apache/arrow-go/v18/arrow"
-	"github.com/apache/arrow-go/v18/arrow/array"
-	"github.com/apache/arrow-go/v18/arrow/memory"
 )
-
-func key8(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
 
 // TestKeySetDense: sets of 8-byte keys that span few values per key
 // (ids) number them through the direct table; a key far outside the span,
@@ -28,49 +22,49 @@ func TestKeySetDense(t *testing.T) {
 	}{
 		"ascending ids": {func() (ks [][]byte) {
 			for i := range 200_000 {
-				ks = append(ks, key8(base+uint64(i)))
+				ks = append(ks, int64Key(base+uint64(i)))
 			}
 			return
 		}, false},
 		"shuffled ids, duplicates, descending start": {func() (ks [][]byte) {
 			for range 300_000 {
-				ks = append(ks, key8(base-uint64(rng.IntN(100_000))))
+				ks = append(ks, int64Key(base-uint64(rng.IntN(100_000))))
 			}
 			return
 		}, false},
 		"ids every 3": {func() (ks [][]byte) {
 			for i := range 100_000 {
-				ks = append(ks, key8(base+3*uint64(i)))
+				ks = append(ks, int64Key(base+3*uint64(i)))
 			}
 			return
 		}, false},
 		"ids every 1000 (timestamps)": {func() (ks [][]byte) {
 			for i := range 100_000 {
-				ks = append(ks, key8(base+1000*uint64(i)))
+				ks = append(ks, int64Key(base+1000*uint64(i)))
 			}
 			return
 		}, true},
 		"ids then one far key then ids": {func() (ks [][]byte) {
 			for i := range 50_000 {
-				ks = append(ks, key8(base+uint64(i)))
+				ks = append(ks, int64Key(base+uint64(i)))
 			}
-			ks = append(ks, key8(1))
+			ks = append(ks, int64Key(1))
 			for i := range 50_000 {
-				ks = append(ks, key8(base+uint64(i)*2))
+				ks = append(ks, int64Key(base+uint64(i)*2))
 			}
 			return
 		}, true},
 		"ids then a 4-byte key": {func() (ks [][]byte) {
 			for i := range 1000 {
-				ks = append(ks, key8(base+uint64(i)))
+				ks = append(ks, int64Key(base+uint64(i)))
 			}
-			return append(ks, []byte("abcd"), key8(base+5), key8(base+1_000_000))
+			return append(ks, []byte("abcd"), int64Key(base+5), int64Key(base+1_000_000))
 		}, true},
 		"the extremes of uint64": {func() [][]byte {
-			return [][]byte{key8(0), key8(1), key8(^uint64(0)), key8(^uint64(0) - 1), key8(0)}
+			return [][]byte{int64Key(0), int64Key(1), int64Key(^uint64(0)), int64Key(^uint64(0) - 1), int64Key(0)}
 		}, true},
 		"top of uint64 only": {func() [][]byte {
-			return [][]byte{key8(^uint64(0)), key8(^uint64(0) - 3), key8(^uint64(0) - 1), key8(^uint64(0))}
+			return [][]byte{int64Key(^uint64(0)), int64Key(^uint64(0) - 3), int64Key(^uint64(0) - 1), int64Key(^uint64(0))}
 		}, false},
 	}
 	for name, tc := range cases {
@@ -123,7 +117,7 @@ func testKeySetDense(t *testing.T, keys [][]byte, hashed, bulk bool, rng *rand.R
 			t.Fatalf("Find(%x) = %d, %v; Key = %x; want %d", k, got, ok, s.Key(ord), ord)
 		}
 	}
-	for _, miss := range [][]byte{key8(base - 1_000_000), key8(base + 10_000_000), key8(0), []byte("xyz")} {
+	for _, miss := range [][]byte{int64Key(base - 1_000_000), int64Key(base + 10_000_000), int64Key(0), []byte("xyz")} {
 		if _, in := model[string(miss)]; in {
 			continue
 		}
@@ -145,15 +139,15 @@ func BenchmarkKeySetAddInt64(b *testing.B) {
 	const n = 2_000_000
 	ids := make([][]byte, n)
 	for i, p := range rand.New(rand.NewPCG(1, 2)).Perm(n) {
-		ids[i] = key8(1<<63 + uint64(p))
+		ids[i] = int64Key(1<<63 + uint64(p))
 	}
 	ts := make([][]byte, n)
 	for i := range ts {
-		ts[i] = key8(1<<63 + 1000*uint64(i))
+		ts[i] = int64Key(1<<63 + 1000*uint64(i))
 	}
 	sorted := make([][]byte, n)
 	for i := range sorted {
-		sorted[i] = key8(1<<63 + uint64(i))
+		sorted[i] = int64Key(1<<63 + uint64(i))
 	}
 	for name, keys := range map[string][][]byte{"ids-shuffled": ids, "ids-sorted": sorted, "spread": ts} {
 		b.Run(name, func(b *testing.B) {
@@ -187,8 +181,8 @@ func BenchmarkKeySetAddInt64(b *testing.B) {
 // the keys stay dense or not.
 func TestKeySetHostileHint(t *testing.T) {
 	for _, keys := range [][][]byte{
-		{key8(0), key8(1 << 30)},                      // sparse: the direct table may not span it
-		{key8(5), []byte("not eight bytes"), key8(6)}, // to the hash table
+		{int64Key(0), int64Key(1 << 30)},                      // sparse: the direct table may not span it
+		{int64Key(5), []byte("not eight bytes"), int64Key(6)}, // to the hash table
 	} {
 		s := NewKeySet(1 << 40)
 		for _, k := range keys {
@@ -205,20 +199,7 @@ func TestKeySetHostileHint(t *testing.T) {
 // the extremes included), and stores the same key bytes.
 func TestAddInt64sIsKeyEncoder(t *testing.T) {
 	vals := []int64{5, -1, 0, math.MinInt64, math.MaxInt64, 5, -7, 1 << 40, -1}
-	schema := arrow.NewSchema([]arrow.Field{{Name: "id", Type: arrow.PrimitiveTypes.Int64}}, nil)
-	b := array.NewInt64Builder(memory.DefaultAllocator)
-	b.AppendValues(vals, nil)
-	col := b.NewArray()
-	defer col.Release()
-	rec := array.NewRecordBatch(schema, []arrow.Array{col}, int64(len(vals)))
-	defer rec.Release()
-	enc, err := NewKeyEncoder(schema, []string{"id"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := enc.Encode(rec); err != nil {
-		t.Fatal(err)
-	}
+	enc := int64Keys(t, vals)
 	bulk, one := NewKeySet(0), NewKeySet(0)
 	ords := bulk.AddInt64s(vals, nil)
 	for i := range vals {
