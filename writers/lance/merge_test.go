@@ -366,17 +366,12 @@ func TestMergePrecommitRetried(t *testing.T) {
 // is dropped and the planned rows written instead: the dataset has both
 // updated rows, and no file of the guess is left behind.
 func TestMergeEagerOutRewritten(t *testing.T) {
-	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
-	defer mem.AssertSize(t, 0)
-	dir := t.TempDir()
-	seedDiff(t, dir, mem) // ids 0..9
+	w, dir, mem := seededIDMerge(t) // ids 0..9
 	other := newWriter(t, dir, mem)
 	dup := diffRecord(mem, []diffRow{{id: 7, k2: "a", val: 70, name: "again"}})
 	commitRows(t, other, writers.AutoKey("dup"), dup)
 	dup.Release()
 	other.Close(context.Background())
-	w := mergeWriter(t, dir, mem, []string{"id"}, [3]string{"update_all", "insert_all", "keep"})
-	defer w.Close(context.Background())
 	rec := diffRecord(mem, []diffRow{{id: 7, k2: "b", val: -7, name: "new"}, {id: 20, k2: "b", val: -20, name: "new"}})
 	defer rec.Release()
 	before := len(onlyData(dataFiles(t, dir)))
