@@ -434,6 +434,7 @@ def bench_append(server: Quiver, binary: Path, data: pa.Table, work: Path, runs:
         all_features_table(server.table_path(f"append_all_r{r}"))
         k = r % len(jobs)
         for name, fn in jobs[k:] + jobs[:k]:
+            os.sync()  # earlier jobs' unsynced files are not written during this one
             loads.append(load())
             s0 = proc_cpu(server.proc.pid)
             c0 = time.process_time() + s0

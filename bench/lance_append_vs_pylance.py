@@ -154,6 +154,7 @@ def main() -> int:
                 order = ["quiver", "pylance"] if r % 2 == 0 else ["pylance", "quiver"]
                 for e in order:
                     dirs = [work / e / f"la{s}_r{r}_{i}.lance" for i in range(s)]
+                    os.sync()  # the previous run's unsynced files are not written during this one
                     if e == "quiver":
                         before = proc_cpu(server.proc.pid)
                         wall = concurrently([

@@ -81,6 +81,7 @@ def main() -> int:
             order = ["quiver", "pylance"] if r % 2 == 0 else ["pylance", "quiver"]
             for e in order:
                 for i, cl in enumerate(cls):
+                    os.sync()  # earlier runs' unsynced files are not written during this one
                     start = time.perf_counter()
                     if e == "quiver":
                         client.put(f"merge_r{r}", cl, chunk=65_536)

@@ -132,7 +132,17 @@ type fileWriter struct {
 	f    *os.File
 	path string
 	err  error // first Write error; Close then abandons
+	// written counts the bytes written, queued those handed to the kernel's
+	// writeback (startWriteback).
+	written, queued int64
 }
+
+// writebackBytes is how much of a file being written may wait in the page
+// cache before the writer asks the kernel to start writing it to disk. The
+// fsync that publishing a file needs then waits for the last part alone,
+// not for the whole file at once: four Lance streams of 11 MB files spent
+// a fifth of their wall time in that final wait.
+const writebackBytes = 1 << 20
 
 func (w *fileWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
@@ -140,6 +150,11 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 	}
 	n, err := w.f.Write(p)
 	w.err = err
+	w.written += int64(n)
+	if w.written-w.queued >= writebackBytes {
+		startWriteback(w.f, w.queued, w.written-w.queued)
+		w.queued = w.written
+	}
 	return n, err
 }
 

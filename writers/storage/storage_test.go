@@ -537,3 +537,41 @@ func TestCheckObjects(t *testing.T) {
 		})
 	}
 }
+
+// TestNewWriterStartsWriteback checks that a file:// writer hands what it
+// has written to the kernel's writeback every writebackBytes, in order and
+// without gaps, so that Close's fsync finds little left to write.
+func TestNewWriterStartsWriteback(t *testing.T) {
+	type span struct{ off, n int64 }
+	var got []span
+	defer func(f func(*os.File, int64, int64)) { startWriteback = f }(startWriteback)
+	startWriteback = func(_ *os.File, off, n int64) { got = append(got, span{off, n}) }
+
+	b := mustOpen(t, "file://"+t.TempDir()+"/root", Options{})
+	w, err := b.NewWriter(t.Context(), "data/part")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want []byte
+	for i := range 70 { // 70 writes of 100,000 bytes: 7,000,000 bytes, 6 MiB queued
+		chunk := bytes.Repeat([]byte{byte(i)}, 100_000)
+		want = append(want, chunk...)
+		if _, err := w.Write(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	wantContent(t, b, "data/part", string(want))
+	var next int64
+	for _, s := range got {
+		if s.off != next || s.n < writebackBytes || s.n >= writebackBytes+100_000 {
+			t.Fatalf("writeback ranges %v: want contiguous ranges from 0 of %d to %d bytes", got, writebackBytes, writebackBytes+100_000)
+		}
+		next += s.n
+	}
+	if len(want)-int(next) >= writebackBytes || len(got) != 6 {
+		t.Fatalf("writeback ranges %v cover %d of %d bytes: want all but the last MiB in 6 ranges", got, next, len(want))
+	}
+}
