@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/experimental"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
@@ -54,6 +55,8 @@ func newGRPCServer(maxRecv int, maxStreams uint32, tc *tls.Config, authFn auth.A
 		grpc.InitialConnWindowSize(connWindowBytes),
 		// A received batch is held once, not three times (see Codec).
 		grpc.ForceServerCodecV2(flightsvc.NewCodec()),
+		// HTTP/2 frames are read into buffers gRPC does not clear first.
+		experimental.BufferPool(flightsvc.NewRecvPool()),
 		// Stop must not return while a DoPut handler still runs: the
 		// writers close right after, and the handler's rollback needs them.
 		grpc.WaitForHandlers(true),
