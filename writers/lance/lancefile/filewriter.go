@@ -303,7 +303,9 @@ func (w *FileWriter) flush21() error {
 	base := 0
 	for i := range fields {
 		for _, p := range pages[i] {
-			if err := w.writePage21(base+p.col, p.p); err != nil {
+			err := w.writePage21(base+p.col, p.p)
+			p.p.Recycle()
+			if err != nil {
 				return err
 			}
 		}

@@ -73,7 +73,7 @@ func FixedValues(dt arrow.DataType, chunks []arrow.Array) ([]byte, uint64) {
 	for _, c := range chunks {
 		n += c.Len()
 	}
-	out := make([]byte, 0, n*width)
+	out := getScratch(n * width)
 	for _, c := range chunks {
 		d := c.Data()
 		off := d.Offset() * width

@@ -75,6 +75,16 @@ type Page struct {
 	Bufs   [][]byte
 	Length uint64
 	Layout *encodings21pb.PageLayout
+	// scratch are the buffers of Bufs that Recycle gives back.
+	scratch [][]byte
+}
+
+// Recycle gives the page's buffers back for later pages to reuse, once
+// they are written: neither Bufs nor anything sliced from them may be
+// used after.
+func (p *Page) Recycle() {
+	putScratch(p.scratch...)
+	p.Bufs, p.scratch = nil, nil
 }
 
 // EncodeField encodes chunks of one top-level field of type dt as one
@@ -214,6 +224,7 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (Page, error) {
 	if err != nil {
 		return Page{}, err
 	}
+	defer putScratch(pv.scratch...) // the page's values, copied into its chunks
 	if pv.zip != nil {
 		return encodeFullZip(pv.zip, layers, rep, def, maxRep, topRows), nil
 	}
@@ -267,7 +278,7 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (Page, error) {
 			Layout: &encodings21pb.PageLayout_AllNullLayout{AllNullLayout: &encodings21pb.AllNullLayout{Layers: layers}}}}, nil
 	}
 	cw := &chunkWriter{c: c, rep: rep, def: def, repBits: bits.Len16(maxRep), defBits: bits.Len16(maxDefLevel(layers)), large: large,
-		data: make([]byte, 0, c.sizeHint()+len(rep)/2+len(def)/2+64)}
+		data: getScratch(c.sizeHint() + len(rep)/2 + len(def)/2 + 64)}
 	var (
 		meta     []byte
 		repIndex []uint64 // per chunk: rows finishing in it, leftover levels
@@ -291,6 +302,7 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (Page, error) {
 				break
 			}
 			if n <= 2 {
+				putScratch(cw.data)
 				z, err := zipValues(dt, vals, rows)
 				if err != nil {
 					return Page{}, err
@@ -330,7 +342,7 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (Page, error) {
 		}
 		bufs = append(bufs, b)
 	}
-	return Page{Length: uint64(topRows), Bufs: bufs, Layout: layout}, nil
+	return Page{Length: uint64(topRows), Bufs: bufs, Layout: layout, scratch: [][]byte{cw.data}}, nil
 }
 
 // valueEnds returns, per value of a page with levels, the index just
@@ -501,6 +513,9 @@ type pageValues struct {
 	enc  *encodings21pb.CompressiveEncoding
 	dict *pageDict
 	zip  *zipped
+	// scratch are the gathered values c reads, recycled once the page's
+	// chunks are written.
+	scratch [][]byte
 }
 
 // newChunker picks the compressive encoding of a page of values: zipped
@@ -539,13 +554,15 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, er
 			return pageValues{zip: z}, err
 		}
 		c, enc := newVarChunker(offs, data, widest)
-		return pageValues{c: c, enc: enc}, nil
+		return pageValues{c: c, enc: enc, scratch: [][]byte{data}}, nil
 	case arrow.FixedWidthDataType:
 		b, _ := FixedValues(dt, vals)
 		if bitPackable(dt) {
-			return intValues(b, t.BitWidth(), rows), nil
+			pv := intValues(b, t.BitWidth(), rows)
+			pv.scratch = [][]byte{b}
+			return pv, nil
 		}
-		return pageValues{c: &flatChunker{data: b, bits: t.BitWidth(), rows: rows}, enc: flatEncoding(t.BitWidth())}, nil
+		return pageValues{c: &flatChunker{data: b, bits: t.BitWidth(), rows: rows}, enc: flatEncoding(t.BitWidth()), scratch: [][]byte{b}}, nil
 	}
 	return pageValues{}, writers.Errorf(writers.ErrInvalid, "lance: type %s is not written in Lance file formats 2.1 and 2.2 by Quiver", dt)
 }
@@ -742,7 +759,7 @@ func varValues(vals []arrow.Array, rows int) ([]uint64, []byte, int64) {
 		off, _ := BinaryChunk(a)
 		total += int(off(a.Len()) - off(0))
 	}
-	offs, data := make([]uint64, 1, rows+1), make([]byte, 0, total)
+	offs, data := make([]uint64, 1, rows+1), getScratch(total)
 	var widest int64
 	for _, a := range vals {
 		off, raw := BinaryChunk(a)

@@ -1,0 +1,96 @@
+package lanceenc
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
+	"github.com/apache/arrow-go/v18/arrow/memory"
+)
+
+func TestScratchTiers(t *testing.T) {
+	for _, n := range []int{0, 1, 1 << 16, 1<<16 + 1, 3 << 20, 1 << 26, 1<<26 + 1} {
+		b := getScratch(n)
+		if len(b) != 0 || cap(b) < n {
+			t.Fatalf("getScratch(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		if n > 1<<16 && n <= 1<<26 && cap(b) >= 2*n {
+			t.Fatalf("getScratch(%d): cap %d, want less than twice n", n, cap(b))
+		}
+	}
+	// A buffer of any capacity goes back to the tier it fills: what comes
+	// back for n always has room for n.
+	for _, c := range []int{1<<16 + 5, 100_000, 1<<20 - 1, 1 << 20, 5 << 20} {
+		putScratch(make([]byte, 10, c))
+		for _, n := range []int{1 << 16, 1<<17 + 1, c} {
+			if b := getScratch(n); cap(b) < n || len(b) != 0 {
+				t.Fatalf("after putting cap %d: getScratch(%d) has len %d cap %d", c, n, len(b), cap(b))
+			}
+		}
+	}
+}
+
+// TestScratchReuseKeepsPages encodes the same columns with fresh buffers
+// and with recycled buffers full of garbage: the pages must not differ.
+func TestScratchReuseKeepsPages(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	ids := array.NewInt64Builder(memory.DefaultAllocator)
+	names := array.NewStringBuilder(memory.DefaultAllocator)
+	amounts := array.NewFloat64Builder(memory.DefaultAllocator)
+	for i := range 200_000 {
+		ids.Append(int64(i * 3))
+		if i%97 == 0 {
+			names.AppendNull()
+		} else {
+			names.Append(fmt.Sprintf("user-%08x@example.com", rng.Uint32()))
+		}
+		amounts.Append(rng.Float64())
+	}
+	cols := []arrow.Array{ids.NewArray(), names.NewArray(), amounts.NewArray()}
+	defer func() {
+		for _, c := range cols {
+			c.Release()
+		}
+	}()
+	encode := func() [][]byte {
+		var out [][]byte
+		for _, c := range cols {
+			// two chunks, so that the values are gathered, not aliased
+			chunks := []arrow.Array{array.NewSlice(c, 0, 70_000), array.NewSlice(c, 70_000, int64(c.Len()))}
+			_, err := EncodeField(c.DataType(), chunks, 1, 0, 2, func(_ int, p Page) error {
+				for _, b := range p.Bufs {
+					out = append(out, bytes.Clone(b))
+				}
+				p.Recycle()
+				return nil
+			})
+			for _, ch := range chunks {
+				ch.Release()
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		return out
+	}
+	fresh := encode()
+	for range 4 { // every tier holds garbage
+		for s := 16; s < 16+scratchTierCount; s++ {
+			putScratch(bytes.Repeat([]byte{0xA5}, 1<<s))
+		}
+	}
+	for run := range 3 {
+		got := encode()
+		if len(got) != len(fresh) {
+			t.Fatalf("run %d: %d buffers, want %d", run, len(got), len(fresh))
+		}
+		for i := range got {
+			if !bytes.Equal(got[i], fresh[i]) {
+				t.Fatalf("run %d: buffer %d differs with recycled scratch buffers", run, i)
+			}
+		}
+	}
+}
