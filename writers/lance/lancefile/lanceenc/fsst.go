@@ -208,6 +208,7 @@ func fsstCompress(offs []uint64, data []byte) (cOffs []uint64, codes, table []by
 			}
 			codes, widest = append(codes, second...), max(widest, widest2)
 		}
+		putScratch(second)
 	}
 	// A value FSST made wider than a mini-block value may be (escapes
 	// take two bytes) would push the page out of mini-blocks: plain then.
@@ -232,8 +233,9 @@ const fsstSplitBytes = 1 << 20
 // then joined.
 func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to, limit int) (codes []byte, widest int, ok bool) {
 	mid := from + (to-from)/2
-	a := fsstRun{row: from, end: mid, codes: make([]byte, int(offs[mid]-offs[from])+64)}
-	b := fsstRun{row: mid, end: to, codes: make([]byte, int(offs[to]-offs[mid])+64)}
+	a := fsstRun{row: from, end: mid, codes: scratchOf(int(offs[mid]-offs[from]) + 64)}
+	b := fsstRun{row: mid, end: to, codes: scratchOf(int(offs[to]-offs[mid]) + 64)}
+	defer putScratch(b.codes) // joined to a's below
 	a.begin(offs)
 	b.begin(offs)
 	for a.row < a.end && b.row < b.end {

@@ -48,3 +48,6 @@ func putScratch(bufs ...[]byte) {
 		scratchTiers[t].Put(&b)
 	}
 }
+
+// scratchOf is getScratch(n) of length n: bytes to be written before read.
+func scratchOf(n int) []byte { return getScratch(n)[:n] }

@@ -554,7 +554,11 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, er
 			return pageValues{zip: z}, err
 		}
 		c, enc := newVarChunker(offs, data, widest)
-		return pageValues{c: c, enc: enc, scratch: [][]byte{data}}, nil
+		pv := pageValues{c: c, enc: enc, scratch: [][]byte{data}}
+		if enc.GetFsst() != nil { // c holds the codes, not data
+			pv.scratch = append(pv.scratch, c.data)
+		}
+		return pv, nil
 	case arrow.FixedWidthDataType:
 		b, _ := FixedValues(dt, vals)
 		if bitPackable(dt) {
@@ -818,7 +822,7 @@ func rebased[T int32 | int64](offs []uint64, o []T, at uint64) ([]uint64, int64)
 // newVarChunker stores variable-width values as pylance does: FSST-
 // compressed when the page holds 32 KiB or more and a value of 5 bytes or
 // more (unless that does not shrink them: random bytes), else as they are.
-func newVarChunker(offs []uint64, data []byte, widest int64) (chunker, *encodings21pb.CompressiveEncoding) {
+func newVarChunker(offs []uint64, data []byte, widest int64) (*varChunker, *encodings21pb.CompressiveEncoding) {
 	if len(data) >= fsstMinBytes && widest >= fsstMinWidest {
 		if cOffs, codes, table, ok := fsstCompress(offs, data); ok {
 			return &varChunker{offs: cOffs, data: codes}, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Fsst{
