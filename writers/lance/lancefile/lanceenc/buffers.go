@@ -59,7 +59,8 @@ func Nulls(chunks []arrow.Array) (nulls, rows int) {
 }
 
 // FixedValues returns the value bytes of fixed-width chunks (bools
-// bit-packed), honouring array offsets.
+// bit-packed), honouring array offsets, in a buffer of its own: never the
+// chunks' memory, since a page's values are recycled (putScratch).
 func FixedValues(dt arrow.DataType, chunks []arrow.Array) ([]byte, uint64) {
 	if dt.ID() == arrow.BOOL {
 		var w BitWriter

@@ -756,7 +756,8 @@ type varChunker struct {
 }
 
 // varValues gathers variable-width values: page-relative offsets (rows+1),
-// the bytes (null values empty) and the widest value's length.
+// the bytes (null values empty, copied into a scratch buffer, never the
+// chunks' own) and the widest value's length.
 func varValues(vals []arrow.Array, rows int) ([]uint64, []byte, int64) {
 	total := 0
 	for _, a := range vals {
