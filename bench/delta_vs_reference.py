@@ -522,6 +522,7 @@ def bench_upsert(server: Quiver, spark: Any, data: pa.Table, cl: list[pa.Table],
                 up = lambda i: spark_merge(spark, p, cl_pq[i])  # noqa: E731
             time.sleep(settle)
             for i in range(len(cl)):
+                os.sync()  # earlier runs' unsynced files are not written during this one
                 loads.append(load())
                 secs[e][i].append(timed(lambda: up(i)))
                 print(f"upsert run {r} {e} #{i + 1}: {cl[i].num_rows / secs[e][i][-1] / 1e3:.0f} k rows/s "

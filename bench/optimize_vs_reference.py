@@ -140,6 +140,7 @@ class Scenario:
         for r in range(runs):
             order = self.engines[r % len(self.engines):] + self.engines[:r % len(self.engines)]
             for e in order:
+                os.sync()  # earlier runs' unsynced files are not written during this one
                 secs = timed(lambda: run[e](r))
                 secs_of[e].append(secs)
                 got = self.digest(self.path(work, e, r))

@@ -8,25 +8,26 @@ import (
 )
 
 // RecvPool is the gRPC buffer pool of the Flight listener
-// (experimental.BufferPool): gRPC's default pool, except that it does not
-// clear the buffers it hands out. gRPC reads every HTTP/2 frame into one
-// of them, and clearing each before a read overwrites it whole cost a
-// receive-bound server 7% of its CPU. gRPC only ever reads back what it
-// wrote into a buffer (frames are read with io.ReadFull, messages are
-// copied in, decompression keeps what it read).
+// (experimental.BufferPool): like gRPC's default pool, tiers of powers of
+// two, but it does not clear the buffers it hands out. gRPC reads every
+// HTTP/2 frame over 1 KiB into one of them, and clearing each before a
+// read overwrites it whole cost a receive-bound server 7% of its CPU.
+// gRPC only ever reads back what it wrote into a buffer (frames are read
+// with io.ReadFull, messages are copied in, decompression keeps what it
+// read).
 type RecvPool struct {
 	tiers [recvTiers]sync.Pool // tier i holds buffers of cap 1<<(recvMinShift+i)
 }
 
 const (
-	recvMinShift = 8  // 256 bytes: gRPC copies anything smaller
-	recvTiers    = 13 // up to 1 MiB; larger buffers are not kept
+	recvMinShift = 10 // 1 KiB (mem.IsBelowBufferPoolingThreshold): gRPC pools nothing smaller
+	recvTiers    = 11 // up to 1 MiB; larger buffers are not kept
 )
 
 // NewRecvPool returns an empty pool.
 func NewRecvPool() *RecvPool { return new(RecvPool) }
 
-// tier is the tier whose buffers hold n bytes.
+// recvTier is the tier whose buffers hold n bytes.
 func recvTier(n int) int {
 	if n <= 1<<recvMinShift {
 		return 0

@@ -138,10 +138,10 @@ type fileWriter struct {
 }
 
 // writebackBytes is how much of a file being written may wait in the page
-// cache before the writer asks the kernel to start writing it to disk. The
-// fsync that publishing a file needs then waits for the last part alone,
-// not for the whole file at once: four Lance streams of 11 MB files spent
-// a fifth of their wall time in that final wait.
+// cache before the writer asks the kernel to start writing it to disk, so
+// that less is left for the fsync that publishing the file needs: four
+// Lance streams of 15 MB files waited 47-85 ms of a 280 ms run in their
+// final fsyncs, 30-50 ms with this.
 const writebackBytes = 1 << 20
 
 func (w *fileWriter) Write(p []byte) (int, error) {

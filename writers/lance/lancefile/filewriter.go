@@ -304,7 +304,7 @@ func (w *FileWriter) flush21() error {
 	for i := range fields {
 		for _, p := range pages[i] {
 			err := w.writePage21(base+p.col, p.p)
-			p.p.Recycle()
+			p.p.Recycle() // on an error, the pages not written go to the collector
 			if err != nil {
 				return err
 			}

@@ -59,9 +59,14 @@ func Nulls(chunks []arrow.Array) (nulls, rows int) {
 }
 
 // FixedValues returns the value bytes of fixed-width chunks (bools
-// bit-packed), honouring array offsets, in a buffer of its own: never the
-// chunks' memory, since a page's values are recycled (putScratch).
+// bit-packed), honouring array offsets, in a new buffer.
 func FixedValues(dt arrow.DataType, chunks []arrow.Array) ([]byte, uint64) {
+	return fixedValues(dt, chunks, exactBuf)
+}
+
+// fixedValues is FixedValues gathering into alloc(size) (getScratch for
+// values recycled with their page): never the chunks' own memory.
+func fixedValues(dt arrow.DataType, chunks []arrow.Array, alloc func(int) []byte) ([]byte, uint64) {
 	if dt.ID() == arrow.BOOL {
 		var w BitWriter
 		for _, c := range chunks {
@@ -74,7 +79,7 @@ func FixedValues(dt arrow.DataType, chunks []arrow.Array) ([]byte, uint64) {
 	for _, c := range chunks {
 		n += c.Len()
 	}
-	out := getScratch(n * width)
+	out := alloc(n * width)
 	for _, c := range chunks {
 		d := c.Data()
 		off := d.Offset() * width

@@ -206,7 +206,7 @@ func fsstCompress(offs []uint64, data []byte) (cOffs []uint64, codes, table []by
 			for i := mid + 1; i <= rows; i++ {
 				cOffs[i] += at
 			}
-			codes, widest = append(codes, second...), max(widest, widest2)
+			codes, widest = appendScratch(codes, second), max(widest, widest2)
 		}
 		putScratch(second)
 	}
@@ -235,7 +235,7 @@ func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to, li
 	mid := from + (to-from)/2
 	a := fsstRun{row: from, end: mid, codes: scratchOf(int(offs[mid]-offs[from]) + 64)}
 	b := fsstRun{row: mid, end: to, codes: scratchOf(int(offs[to]-offs[mid]) + 64)}
-	defer putScratch(b.codes) // joined to a's below
+	defer func() { putScratch(b.codes) }() // joined to a's below; b.codes may grow
 	a.begin(offs)
 	b.begin(offs)
 	for a.row < a.end && b.row < b.end {
@@ -282,7 +282,7 @@ func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to, li
 	for i := mid + 1; i <= to; i++ {
 		cOffs[i] += uint64(a.o)
 	}
-	return append(a.codes[:a.o], b.codes[:b.o]...), max(a.widest, b.widest), true
+	return appendScratch(a.codes[:a.o], b.codes[:b.o]), max(a.widest, b.widest), true
 }
 
 // fsstRun is values [row, end) of a page being compressed: row's bytes
@@ -303,8 +303,9 @@ func (r *fsstRun) begin(offs []uint64) {
 	}
 	r.p, r.to, r.start = int(offs[r.row]), int(offs[r.row+1]), r.o
 	if need := r.o + 2*(r.to-r.p) + 1; need > len(r.codes) {
-		bigger := make([]byte, 2*need)
+		bigger := scratchOf(2 * need)
 		copy(bigger, r.codes[:r.o])
+		putScratch(r.codes)
 		r.codes = bigger
 	}
 }

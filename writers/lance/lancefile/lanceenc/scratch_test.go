@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -12,13 +13,16 @@ import (
 )
 
 func TestScratchTiers(t *testing.T) {
-	for _, n := range []int{0, 1, 1 << 16, 1<<16 + 1, 3 << 20, 1 << 26, 1<<26 + 1} {
-		b := getScratch(n)
-		if len(b) != 0 || cap(b) < n {
+	for _, n := range []int{0, 1, 1<<16 - 1, 1 << 16, 1<<16 + 1, 3 << 20, 1 << 26, 1<<26 + 1} {
+		if b := getScratch(n); len(b) != 0 || cap(b) < n {
 			t.Fatalf("getScratch(%d): len %d cap %d", n, len(b), cap(b))
 		}
-		if n > 1<<16 && n <= 1<<26 && cap(b) >= 2*n {
-			t.Fatalf("getScratch(%d): cap %d, want less than twice n", n, cap(b))
+		tier, ok := scratchTier(n)
+		if want := n >= 1<<16 && n <= 1<<26; ok != want {
+			t.Fatalf("scratchTier(%d): pooled %v, want %v", n, ok, want)
+		}
+		if c := 1 << (scratchMinShift + tier); ok && (c < n || c >= 2*n) {
+			t.Fatalf("scratchTier(%d) = %d: a new buffer of %d bytes, want n to 2n", n, tier, c)
 		}
 	}
 	// A buffer of any capacity goes back to the tier it fills: what comes
@@ -76,9 +80,11 @@ func TestScratchReuseKeepsPages(t *testing.T) {
 		}
 		return out
 	}
+	runtime.GC() // two collections empty the pools: the first run's buffers are new
+	runtime.GC()
 	fresh := encode()
-	for range 4 { // every tier holds garbage
-		for s := 16; s < 16+scratchTierCount; s++ {
+	for range 2 { // the tiers these pages use hold garbage
+		for s := scratchMinShift; s <= 23; s++ {
 			putScratch(bytes.Repeat([]byte{0xA5}, 1<<s))
 		}
 	}

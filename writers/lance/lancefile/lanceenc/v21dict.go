@@ -195,7 +195,7 @@ func dictionaryOf(values arrow.Array) *pageDict {
 		b, bits := FixedValues(values.DataType(), []arrow.Array{values})
 		return &pageDict{n: n, buf: b, enc: flatEncoding(int(bits))}
 	}
-	offs, data, _ := varValues([]arrow.Array{values}, n)
+	offs, data, _ := varValues([]arrow.Array{values}, n, exactBuf)
 	return binaryDictionary(values.DataType(), offs, data)
 }
 

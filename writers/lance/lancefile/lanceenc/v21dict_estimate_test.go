@@ -99,7 +99,7 @@ func TestPageStringsInPlace(t *testing.T) {
 			vals = append(vals, s)
 			rows += s.Len()
 		}
-		offs, data, _ := varValues(vals, rows)
+		offs, data, _ := varValues(vals, rows, exactBuf)
 		wantIdx, wantDict := dictionaryEncode(dt, pageStringsOfBytes(offs, data))
 		gotIdx, gotDict := dictionaryEncode(dt, pageStringsOf(vals, rows))
 		if wantDict == nil || gotDict == nil {

@@ -43,7 +43,7 @@ func zipValues(dt arrow.DataType, vals []arrow.Array, rows int) (*zipped, error)
 		}
 		return &zipped{n: rows, width: len(b) / max(rows, 1), data: b, enc: fslEncoding(t, ew)}, nil
 	case arrow.BinaryDataType:
-		offs, data, _ := varValues(vals, rows)
+		offs, data, _ := varValues(vals, rows, exactBuf)
 		return zipVariable(dt, offs, data)
 	case arrow.FixedWidthDataType:
 		if dt.ID() != arrow.BOOL {

@@ -548,7 +548,7 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, er
 				return pv, nil
 			}
 		}
-		offs, data, widest := varValues(vals, rows)
+		offs, data, widest := varValues(vals, rows, getScratch)
 		if widest > maxMiniValue {
 			z, err := zipVariable(dt, offs, data)
 			return pageValues{zip: z}, err
@@ -560,7 +560,7 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, er
 		}
 		return pv, nil
 	case arrow.FixedWidthDataType:
-		b, _ := FixedValues(dt, vals)
+		b, _ := fixedValues(dt, vals, getScratch)
 		if bitPackable(dt) {
 			pv := intValues(b, t.BitWidth(), rows)
 			pv.scratch = [][]byte{b}
@@ -756,15 +756,15 @@ type varChunker struct {
 }
 
 // varValues gathers variable-width values: page-relative offsets (rows+1),
-// the bytes (null values empty, copied into a scratch buffer, never the
-// chunks' own) and the widest value's length.
-func varValues(vals []arrow.Array, rows int) ([]uint64, []byte, int64) {
+// the bytes (null values empty, copied into alloc(size), never the chunks'
+// own memory) and the widest value's length.
+func varValues(vals []arrow.Array, rows int, alloc func(int) []byte) ([]uint64, []byte, int64) {
 	total := 0
 	for _, a := range vals {
 		off, _ := BinaryChunk(a)
 		total += int(off(a.Len()) - off(0))
 	}
-	offs, data := make([]uint64, 1, rows+1), getScratch(total)
+	offs, data := make([]uint64, 1, rows+1), alloc(total)
 	var widest int64
 	for _, a := range vals {
 		off, raw := BinaryChunk(a)
