@@ -74,6 +74,12 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error
 	}
 	err := b.faulty(ctx, "put-if-absent", key, func() error {
 		if b.local() {
+			// A key already taken (a commit that lost a race) is refused
+			// before a temporary file is written and synced for nothing;
+			// link(2) stays the arbiter for a key free at this moment.
+			if _, err := os.Lstat(b.path(key)); err == nil {
+				return ErrAlreadyExists
+			}
 			return b.putLocal(ctx, key, data, publishNew)
 		}
 		return b.putIfAbsentBlob(ctx, key, data)

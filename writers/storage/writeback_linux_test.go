@@ -1,8 +1,11 @@
 package storage
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -22,4 +25,42 @@ func TestQueueWriteback(t *testing.T) {
 	if err := queueWriteback(f, 0, 1); err == nil {
 		t.Fatal("queueWriteback on a closed file: no error")
 	}
+}
+
+// TestPutIfAbsentTakenWritesNothing: a put-if-absent on a taken file://
+// key (a Delta commit that lost its race) answers without writing a
+// temporary file first (no write syscall: /proc/self/io's syscw).
+func TestPutIfAbsentTakenWritesNothing(t *testing.T) {
+	b := mustOpen(t, "file://"+t.TempDir()+"/root", Options{})
+	key := "_delta_log/00000000000000000007.json"
+	mustPut(t, b, key, "winner")
+	before := writeSyscalls(t)
+	if err := b.PutIfAbsent(t.Context(), key, []byte("loser")); !errors.Is(err, ErrAlreadyExists) {
+		t.Fatalf("PutIfAbsent of a taken key: %v, want ErrAlreadyExists", err)
+	}
+	if n := writeSyscalls(t) - before; n != 0 {
+		t.Fatalf("PutIfAbsent of a taken key made %d write syscalls, want none", n)
+	}
+	wantContent(t, b, key, "winner")
+	wantNoSideFiles(t, b.dir)
+}
+
+// writeSyscalls is the process's count of write syscalls so far.
+func writeSyscalls(t *testing.T) int64 {
+	t.Helper()
+	data, err := os.ReadFile("/proc/self/io")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(data)) {
+		if v, ok := strings.CutPrefix(line, "syscw: "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("/proc/self/io has no syscw")
+	return 0
 }
