@@ -41,9 +41,14 @@ func TestScratchTiers(t *testing.T) {
 // and with recycled buffers full of garbage: the pages must not differ.
 func TestScratchReuseKeepsPages(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
-	ids := array.NewInt64Builder(memory.DefaultAllocator)
-	names := array.NewStringBuilder(memory.DefaultAllocator)
-	amounts := array.NewFloat64Builder(memory.DefaultAllocator)
+	mem := memory.DefaultAllocator
+	ids := array.NewInt64Builder(mem)
+	names := array.NewStringBuilder(mem)                           // FSST
+	amounts := array.NewFloat64Builder(mem)                        // flat
+	kinds := array.NewStringBuilder(mem)                           // a dictionary
+	flags := array.NewBooleanBuilder(mem)                          // bit-packed bools
+	lists := array.NewListBuilder(mem, arrow.PrimitiveTypes.Int32) // levels and values
+	items := lists.ValueBuilder().(*array.Int32Builder)
 	for i := range 200_000 {
 		ids.Append(int64(i * 3))
 		if i%97 == 0 {
@@ -52,8 +57,22 @@ func TestScratchReuseKeepsPages(t *testing.T) {
 			names.Append(fmt.Sprintf("user-%08x@example.com", rng.Uint32()))
 		}
 		amounts.Append(rng.Float64())
+		kinds.Append(fmt.Sprintf("kind-%d", rng.IntN(12)))
+		flags.Append(rng.IntN(3) == 0)
+		switch n := rng.IntN(5); {
+		case n == 0 && i%2 == 0:
+			lists.AppendNull()
+		default:
+			lists.Append(true)
+			for range n {
+				items.Append(rng.Int32N(1 << 20))
+			}
+		}
 	}
-	cols := []arrow.Array{ids.NewArray(), names.NewArray(), amounts.NewArray()}
+	cols := []arrow.Array{ids.NewArray(), names.NewArray(), amounts.NewArray(), kinds.NewArray(), flags.NewArray(), lists.NewArray()}
+	for _, b := range []interface{ Release() }{ids, names, amounts, kinds, flags, lists} {
+		b.Release()
+	}
 	defer func() {
 		for _, c := range cols {
 			c.Release()
