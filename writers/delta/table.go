@@ -94,6 +94,7 @@ func (w *Writer) commitPlanned(ctx context.Context, base *deltalog.Snapshot, act
 		opts = w.upsertCommitOptions(upsert)
 	}
 	opts.CheckpointInterval = w.env.Maintenance.CheckpointInterval // 0: the table's
+	opts.Turn = w.commitTurn
 	v, err := deltalog.Commit(ctx, w.bucket, base, actions, opts)
 	if err != nil {
 		return 0, fmt.Errorf("delta: commit to %s: %w", w.cfg.TableURI, err)
@@ -104,6 +105,19 @@ func (w *Writer) commitPlanned(ctx context.Context, base *deltalog.Snapshot, act
 	}
 	w.m.version.Set(float64(v))
 	return v, nil
+}
+
+// commitTurn waits for the endpoint's turn to publish a commit
+// (deltalog.CommitOptions.Turn): sixteen streams finishing together
+// otherwise race for each version, every loser writing and syncing its
+// commit file for nothing.
+func (w *Writer) commitTurn(ctx context.Context) (release func(), err error) {
+	select {
+	case w.turn <- struct{}{}:
+		return func() { <-w.turn }, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
 
 // checkTable refuses a table Quiver cannot write or whose partitioning

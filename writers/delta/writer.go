@@ -63,6 +63,9 @@ type Writer struct {
 	ids deltalayout.IdentityAllocator
 	// newCols shares the column mapping of added columns (newcolumns.go).
 	newCols newColumns
+	// turn is the endpoint's turn to publish a commit (commitTurn): its
+	// streams' commits take turns instead of racing for each version.
+	turn chan struct{}
 
 	mu   sync.Mutex // guards the following fields
 	snap *deltalog.Snapshot
@@ -97,6 +100,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		parts:      deltalayout.Partitioner{Cols: cfg.PartitionBy},
 		root:       tablesink.Root{Sink: "delta", Option: "table_uri", URI: cfg.TableURI, BaseDir: env.ConfigDir},
 		lastCommit: make(map[string]committedAt),
+		turn:       make(chan struct{}, 1),
 	}
 	w.stages = tablesink.NewStages("delta", w.discard)
 	w.Fences = tablesink.Fences{Bucket: &w.bucket}

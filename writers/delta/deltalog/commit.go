@@ -46,6 +46,13 @@ type CommitOptions struct {
 	// Logger reports checkpoint failures after a successful commit (the
 	// commit stands); nil discards.
 	Logger *slog.Logger
+	// Turn, when set, is held while the commit publishes (its attempts,
+	// not the checkpoint after). The committers of a process sharing one
+	// Turn then take turns instead of racing each other through the
+	// store: one whose snapshot an earlier turn made stale is refused
+	// before it writes anything, rebases and publishes at once (only a
+	// commit of another process can still beat it).
+	Turn func(ctx context.Context) (release func(), err error)
 }
 
 // Commit writes actions as the next table version with optimistic
@@ -87,11 +94,34 @@ func Commit(ctx context.Context, store Store, read *Snapshot, actions []Action, 
 	if err != nil {
 		return 0, err
 	}
+	snap, version, err := in.publishTurn(ctx, store, read, opts)
+	if err != nil {
+		return 0, err
+	}
+	in.checkpoint(ctx, store, snap, version)
+	return version, nil
+}
+
+// publishTurn is publishLoop during a turn, when opts.Turn is set.
+func (in *intent) publishTurn(ctx context.Context, store Store, read *Snapshot, opts CommitOptions) (*Snapshot, int64, error) {
+	if opts.Turn != nil {
+		release, err := opts.Turn(ctx)
+		if err != nil {
+			return nil, 0, fmt.Errorf("delta: commit: waiting for the turn to publish: %w", err)
+		}
+		defer release()
+	}
+	return in.publishLoop(ctx, store, read, opts)
+}
+
+// publishLoop puts the intent as the version after snap, rebasing on the
+// winners after each lost race, and returns the snapshot it committed on
+// and the version.
+func (in *intent) publishLoop(ctx context.Context, store Store, snap *Snapshot, opts CommitOptions) (*Snapshot, int64, error) {
 	attempts := opts.MaxAttempts
 	if attempts <= 0 {
 		attempts = DefaultMaxAttempts
 	}
-	snap := read
 	for attempt := 1; ; attempt++ {
 		version := int64(0)
 		if snap != nil {
@@ -99,27 +129,31 @@ func Commit(ctx context.Context, store Store, read *Snapshot, actions []Action, 
 		}
 		data, err := in.encode(ctx, store, snap)
 		if err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 		err = putCommit(ctx, store, version, data)
 		if err == nil {
-			in.checkpoint(ctx, store, snap, version)
-			return version, nil
+			return snap, version, nil
 		}
 		if !errors.Is(err, storage.ErrAlreadyExists) {
-			return 0, err
+			return nil, 0, err
 		}
 		if snap == nil {
-			return 0, &ConflictError{Kind: ConflictTableExists, WinnerVersion: 0}
+			return nil, 0, &ConflictError{Kind: ConflictTableExists, WinnerVersion: 0}
 		}
 		if attempt >= attempts {
-			return 0, &ConflictError{Kind: ConflictRetries, WinnerVersion: version}
+			return nil, 0, &ConflictError{Kind: ConflictRetries, WinnerVersion: version}
 		}
 		if snap, err = in.rebase(ctx, store, snap); err != nil {
-			return 0, err
+			return nil, 0, err
+		}
+		// The first loss of a turn is to the turns before it: no one
+		// left to back off from.
+		if opts.Turn != nil && attempt == 1 {
+			continue
 		}
 		if err := backoff(ctx, attempt); err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 	}
 }

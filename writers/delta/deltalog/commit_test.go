@@ -444,3 +444,53 @@ func TestCommitNormalizesRequiredFields(t *testing.T) {
 		}
 	})
 }
+
+// TestCommitTurns: committers sharing a Turn never publish at once, each
+// loses at most once (to the turns before it, which made its snapshot
+// stale), and all land.
+func TestCommitTurns(t *testing.T) {
+	stores(t, func(t *testing.T, store Store) {
+		s0 := create(t, store, nil)
+		var inPut, maxInPut, puts atomic.Int64
+		store.(*storage.Bucket).SetFault(func(ctx context.Context, op, key string, do func() error) error {
+			if op != "put-if-absent" {
+				return do()
+			}
+			puts.Add(1)
+			n := inPut.Add(1)
+			defer inPut.Add(-1)
+			for m := maxInPut.Load(); n > m && !maxInPut.CompareAndSwap(m, n); m = maxInPut.Load() {
+			}
+			time.Sleep(time.Millisecond) // a window for another publisher to overlap
+			return do()
+		})
+		turn := make(chan struct{}, 1)
+		opts := CommitOptions{Turn: func(ctx context.Context) (func(), error) {
+			turn <- struct{}{}
+			return func() { <-turn }, nil
+		}}
+		const n = 8
+		var wg sync.WaitGroup
+		errs := make([]error, n)
+		for i := range n {
+			wg.Go(func() {
+				_, errs[i] = Commit(t.Context(), store, s0, []Action{addAction(fmt.Sprint("f", i), "d")}, opts)
+			})
+		}
+		wg.Wait()
+		for i, err := range errs {
+			if err != nil {
+				t.Fatalf("committer %d: %v", i, err)
+			}
+		}
+		if m := maxInPut.Load(); m != 1 {
+			t.Errorf("%d puts ran at once, want turns", m)
+		}
+		if p := puts.Load(); p > 2*n-1 {
+			t.Errorf("%d puts for %d commits: a committer lost more than once", p, n)
+		}
+		if s, err := Load(t.Context(), store); err != nil || s.Version != n || s.NumFiles() != n {
+			t.Fatalf("after %d commits: %v, %v", n, s, err)
+		}
+	})
+}
