@@ -146,13 +146,6 @@ func (c *Chunk) AddPage(p DataPage) error {
 	if c.pages == nil {
 		c.pages = bufpool.Chunks.Get()
 	}
-	// Doubling up to 4 MiB at a time: append grows a large slice by a
-	// quarter, and a chunk that outgrew its recycled buffer (the files of
-	// many concurrent streams find few) was copied a dozen times on its
-	// way to a few megabytes.
-	if need := len(body) + pageHeaderRoom; cap(c.pages)-len(c.pages) < need {
-		c.pages = slices.Grow(c.pages, max(need, min(cap(c.pages), 4<<20)))
-	}
 	start := int64(len(c.pages))
 	if c.pages, err = appendHeader(c.pages, &header); err != nil {
 		return err
@@ -232,10 +225,6 @@ func (c *Chunk) compress(src []byte) ([]byte, error) {
 	c.scratch = out
 	return out, nil
 }
-
-// pageHeaderRoom is room enough for a data page header (no bounds, a null
-// count): an estimate for growing buffers, not a limit.
-const pageHeaderRoom = 128
 
 func appendHeader(dst []byte, h *format.PageHeader) ([]byte, error) {
 	b, err := thrift.Marshal(new(thrift.CompactProtocol), h)
