@@ -136,6 +136,7 @@ func (w *Writer) optimizeOnce(ctx context.Context, req writers.OptimizeRequest) 
 			EngineInfo:          "quiver",
 			CheckpointInterval:  w.env.Maintenance.CheckpointInterval,
 			Logger:              w.log,
+			Turn:                w.turnFor(),
 		})
 		return err
 	})

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -94,7 +95,7 @@ func (w *Writer) commitPlanned(ctx context.Context, base *deltalog.Snapshot, act
 		opts = w.upsertCommitOptions(upsert)
 	}
 	opts.CheckpointInterval = w.env.Maintenance.CheckpointInterval // 0: the table's
-	opts.Turn = w.commitTurn
+	opts.Turn = w.turnFor()
 	v, err := deltalog.Commit(ctx, w.bucket, base, actions, opts)
 	if err != nil {
 		return 0, fmt.Errorf("delta: commit to %s: %w", w.cfg.TableURI, err)
@@ -107,14 +108,36 @@ func (w *Writer) commitPlanned(ctx context.Context, base *deltalog.Snapshot, act
 	return v, nil
 }
 
-// commitTurn waits for the endpoint's turn to publish a commit
-// (deltalog.CommitOptions.Turn): sixteen streams finishing together
-// otherwise race for each version, every loser writing and syncing its
-// commit file for nothing.
+// turnWait bounds how long a commit waits for its turn: past it, it
+// publishes anyway, racing as commits did without turns, so that a turn
+// held by a stuck store call does not stall every stream of the endpoint.
+const turnWait = 2 * time.Second
+
+// turnFor is the endpoint's turn to publish a commit
+// (deltalog.CommitOptions.Turn) on file://, nil elsewhere. Sixteen
+// streams finishing together otherwise race for each version, every
+// loser writing and syncing its commit file for nothing, then sleeping a
+// backoff. On object stores a commit made stale by an earlier turn would
+// still pay a refused PUT and the rebase's reads while holding the turn:
+// they race as before.
+func (w *Writer) turnFor() func(context.Context) (func(), error) {
+	if !w.bucket.Local() {
+		return nil
+	}
+	return w.commitTurn
+}
+
+// commitTurn waits for the endpoint's turn, at most w.turnWait; after that
+// it returns a release that gives back nothing.
 func (w *Writer) commitTurn(ctx context.Context) (release func(), err error) {
+	t := time.NewTimer(w.turnWait)
+	defer t.Stop()
 	select {
 	case w.turn <- struct{}{}:
 		return func() { <-w.turn }, nil
+	case <-t.C:
+		w.log.Warn("delta: a commit waited for its turn to publish longer than allowed and races for its version instead", "table", w.cfg.TableURI, "waited", w.turnWait)
+		return func() {}, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}

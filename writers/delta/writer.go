@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
@@ -64,8 +65,10 @@ type Writer struct {
 	// newCols shares the column mapping of added columns (newcolumns.go).
 	newCols newColumns
 	// turn is the endpoint's turn to publish a commit (commitTurn): its
-	// streams' commits take turns instead of racing for each version.
-	turn chan struct{}
+	// streams' commits take turns instead of racing for each version;
+	// turnWait bounds the wait for it.
+	turn     chan struct{}
+	turnWait time.Duration
 
 	mu   sync.Mutex // guards the following fields
 	snap *deltalog.Snapshot
@@ -101,6 +104,7 @@ func New(cfg *Config, env writers.Env) (*Writer, error) {
 		root:       tablesink.Root{Sink: "delta", Option: "table_uri", URI: cfg.TableURI, BaseDir: env.ConfigDir},
 		lastCommit: make(map[string]committedAt),
 		turn:       make(chan struct{}, 1),
+		turnWait:   turnWait,
 	}
 	w.stages = tablesink.NewStages("delta", w.discard)
 	w.Fences = tablesink.Fences{Bucket: &w.bucket}

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -34,12 +35,19 @@ func TestPutIfAbsentTakenWritesNothing(t *testing.T) {
 	b := mustOpen(t, "file://"+t.TempDir()+"/root", Options{})
 	key := "_delta_log/00000000000000000007.json"
 	mustPut(t, b, key, "winner")
-	before := writeSyscalls(t)
-	if err := b.PutIfAbsent(t.Context(), key, []byte("loser")); !errors.Is(err, ErrAlreadyExists) {
-		t.Fatalf("PutIfAbsent of a taken key: %v, want ErrAlreadyExists", err)
+	if _, err := os.Stat("/proc/self/io"); err != nil {
+		t.Skipf("no /proc/self/io to count write syscalls: %v", err)
 	}
-	if n := writeSyscalls(t) - before; n != 0 {
-		t.Fatalf("PutIfAbsent of a taken key made %d write syscalls, want none", n)
+	fewest := int64(math.MaxInt64) // the runtime may write now and then: the fewest of three
+	for range 3 {
+		before := writeSyscalls(t)
+		if err := b.PutIfAbsent(t.Context(), key, []byte("loser")); !errors.Is(err, ErrAlreadyExists) {
+			t.Fatalf("PutIfAbsent of a taken key: %v, want ErrAlreadyExists", err)
+		}
+		fewest = min(fewest, writeSyscalls(t)-before)
+	}
+	if fewest != 0 {
+		t.Fatalf("PutIfAbsent of a taken key made %d write syscalls, want none", fewest)
 	}
 	wantContent(t, b, key, "winner")
 	wantNoSideFiles(t, b.dir)

@@ -147,8 +147,8 @@ func (in *intent) publishLoop(ctx context.Context, store Store, snap *Snapshot, 
 		if snap, err = in.rebase(ctx, store, snap); err != nil {
 			return nil, 0, err
 		}
-		// The first loss of a turn is to the turns before it: no one
-		// left to back off from.
+		// The first loss of a turn is mostly to the turns before it,
+		// which are done: no one to back off from.
 		if opts.Turn != nil && attempt == 1 {
 			continue
 		}
