@@ -209,3 +209,51 @@ func TestAddInt64sIsKeyEncoder(t *testing.T) {
 		}
 	}
 }
+
+// TestAddInt64sHashedGrows: a hashed set with no size hint, filled by
+// AddInt64s batches and single Adds of the same keys (duplicates within
+// and across batches), grows through many rehashes and numbers every key
+// as a map does.
+func TestAddInt64sHashedGrows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	pool := make([]int64, 40_000)
+	for i := range pool {
+		pool[i] = int64(rng.Uint64())
+	}
+	s := NewKeySet(0)
+	model := map[int64]int{}
+	want := func(x int64) int {
+		if ord, ok := model[x]; ok {
+			return ord
+		}
+		model[x] = len(model)
+		return len(model) - 1
+	}
+	for range 200 {
+		if rng.IntN(4) == 0 {
+			x := pool[rng.IntN(len(pool))]
+			if ord, _ := s.Add(int64Key(uint64(x) ^ signBit)); ord != want(x) {
+				t.Fatalf("Add(%d) = %d, want %d", x, ord, model[x])
+			}
+			continue
+		}
+		xs := make([]int64, 1+rng.IntN(2000))
+		for i := range xs {
+			xs[i] = pool[rng.IntN(len(pool))]
+		}
+		for i, ord := range s.AddInt64s(xs, nil) {
+			if int(ord) != want(xs[i]) {
+				t.Fatalf("AddInt64s: %d numbered %d, want %d", xs[i], ord, model[xs[i]])
+			}
+		}
+	}
+	if !s.hashed || s.Len() != len(model) || len(s.slots)*3/4 < s.Len() {
+		t.Fatalf("hashed %v, Len %d (want %d), %d slots", s.hashed, s.Len(), len(model), len(s.slots))
+	}
+	for x, ord := range model {
+		k := int64Key(uint64(x) ^ signBit)
+		if got, ok := s.Find(k); !ok || got != ord || !bytes.Equal(s.Key(ord), k) {
+			t.Fatalf("Find(%d) = %d, %v, want %d", x, got, ok, ord)
+		}
+	}
+}
