@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -95,6 +96,14 @@ type Create[F any] func(ctx context.Context, p Part, slot func()) (F, error)
 // Files is the data files of one encoder: at most one open file per
 // partition directory, rolled when Full or before rows it does not Fit,
 // and the files it finished. It is used by one goroutine at a time.
+//
+// A rolled file finishes on a goroutine of its own while the encoder
+// goes on with the next one: the file's last pages, footer, fsync and
+// publication no longer stall the stream (a Lance stream of 2M rows rolls
+// at 1M, and waited about 40 ms for it). One file at a time rolls in the
+// background: the next roll, FinishAll and Abort wait for it, and it
+// keeps its file writer slot and what it buffered on the budget until
+// done.
 type Files[F File[R], R any] struct {
 	// Finished is the files finished so far (durable, in no descriptor).
 	Finished []R
@@ -109,9 +118,26 @@ type Files[F File[R], R any] struct {
 	held   int64
 	// base is the file writer slot a pooled encoder's set holds while it
 	// has parts to encode (Staged gives it and takes it back), so that it
-	// never waits for one; baseBusy while one of its files has it.
+	// never waits for one; baseBusy while one of its files has it (a
+	// rolling file gives it back from its own goroutine).
 	base     func()
-	baseBusy bool
+	baseBusy atomic.Bool
+	// rolling is the rolled file finishing in the background, nil when
+	// none; rollingHeld is what it buffered, held on the budget.
+	// isRolling is set while the rolling file finishes (and holds its
+	// slot), for Rolling, which Staged calls from other goroutines too;
+	// onRolled, when set, is called once it is done, before awaitRolling
+	// can return.
+	rolling     chan rolled[R]
+	rollingHeld int64
+	isRolling   atomic.Bool
+	onRolled    func()
+}
+
+// rolled is what finishing a rolled file came to.
+type rolled[R any] struct {
+	r   R
+	err error
 }
 
 // NewFiles returns an empty set of sink whose files create starts, in
@@ -127,7 +153,7 @@ func (s *Files[F, R]) Write(ctx context.Context, p Part) error {
 	key := p.Key()
 	f, ok := s.open[key]
 	if ok && !f.Fits(p.Rec) {
-		if err := s.finish(key); err != nil {
+		if err := s.roll(key); err != nil {
 			return err
 		}
 		ok = false
@@ -151,10 +177,58 @@ func (s *Files[F, R]) Write(ctx context.Context, p Part) error {
 		return s.encodeError(f, err)
 	}
 	if f.Full() {
-		return s.finish(key)
+		return s.roll(key)
 	}
 	return nil
 }
+
+// roll starts finishing the open file of key in the background, once the
+// file rolled before it is done (whose failure it returns).
+func (s *Files[F, R]) roll(key string) error {
+	if err := s.awaitRolling(); err != nil {
+		return err
+	}
+	f := s.open[key]
+	delete(s.open, key)
+	s.rollingHeld = f.Buffered()
+	done := make(chan rolled[R], 1)
+	s.rolling = done
+	s.isRolling.Store(true)
+	go func() {
+		var r rolled[R]
+		// Guarded: a panic finishing the file fails the encoder, not
+		// the process.
+		r.err = writers.Guard(func() (err error) {
+			r.r, err = f.Finish()
+			return err
+		})()
+		s.isRolling.Store(false)
+		if s.onRolled != nil {
+			s.onRolled()
+		}
+		done <- r
+	}()
+	return nil
+}
+
+// awaitRolling waits for the file rolling in the background, if any, and
+// records it finished.
+func (s *Files[F, R]) awaitRolling() error {
+	if s.rolling == nil {
+		return nil
+	}
+	r := <-s.rolling
+	s.rolling, s.rollingHeld = nil, 0
+	if r.err != nil {
+		return r.err
+	}
+	s.Finished = append(s.Finished, r.r)
+	return nil
+}
+
+// Rolling reports whether a rolled file is still finishing in the
+// background (holding its file writer slot).
+func (s *Files[F, R]) Rolling() bool { return s.isRolling.Load() }
 
 // Open returns the open file of p's partition (p.Rec is not used).
 func (s *Files[F, R]) Open(p Part) (F, bool) {
@@ -169,7 +243,7 @@ func (s *Files[F, R]) Open(p Part) (F, bool) {
 // encoders waiting for them. That slot is the new file's alone, given
 // back when it ends, so a set keeps no slot without an open file.
 func (s *Files[F, R]) slot(ctx context.Context) (func(), error) {
-	if s.base != nil && !s.baseBusy {
+	if s.base != nil && !s.baseBusy.Load() {
 		return s.takeBase(), nil
 	}
 	if slot, ok := s.budget.TryOpenFile(); ok {
@@ -190,8 +264,8 @@ func (s *Files[F, R]) slot(ctx context.Context) (func(), error) {
 
 // takeBase gives the base slot to a new file.
 func (s *Files[F, R]) takeBase() func() {
-	s.baseBusy = true
-	return func() { s.baseBusy = false }
+	s.baseBusy.Store(true)
+	return func() { s.baseBusy.Store(false) }
 }
 
 // finish finishes the open file of key and records it as finished.
@@ -206,9 +280,9 @@ func (s *Files[F, R]) finish(key string) error {
 	return nil
 }
 
-// FinishAll finishes every open file.
+// FinishAll finishes every open file, after the one rolling.
 func (s *Files[F, R]) FinishAll() error {
-	var errs []error
+	errs := []error{s.awaitRolling()}
 	for key := range s.open {
 		errs = append(errs, s.finish(key))
 	}
@@ -217,8 +291,11 @@ func (s *Files[F, R]) FinishAll() error {
 }
 
 // Abort abandons every open file and gives back the base slot and what
-// the set held on the budget: the set is done.
+// the set held on the budget: the set is done. A file rolling in the
+// background is waited for: finished, it is among Finished (for the
+// caller to delete).
 func (s *Files[F, R]) Abort() {
+	_ = s.awaitRolling() // failed, it published nothing
 	for key, f := range s.open {
 		f.Abort()
 		delete(s.open, key)
@@ -236,7 +313,7 @@ func (s *Files[F, R]) account() {
 	if !s.charge {
 		return
 	}
-	var now int64
+	now := s.rollingHeld
 	for _, f := range s.open {
 		now += f.Buffered()
 	}

@@ -41,10 +41,11 @@ type Pool struct {
 // open file and, pooled, one for each encoder with parts to encode (its
 // files' base, see Files.slot), so that an encoder never waits for a slot
 // its siblings hold. An encoder gives its base back once it has nothing
-// queued and no open file, and gets one again from Send: a free one, or,
-// when the key holds none at all, the first that frees up (up to
-// limits.admission_timeout). A key between the streams of a transaction
-// thus holds slots for its open files only.
+// queued and no open or rolling file, and gets one again from Send: a
+// free one, or, when the key holds none at all, the first that frees up
+// (up to limits.admission_timeout). A key between the streams of a
+// transaction thus holds slots for its open files (and a file still
+// finishing in the background) only.
 //
 // Memory: queued parts (writers.MemoryQueued) and what the files buffer
 // (writers.MemoryEncoder) are held on the server's memory budget; under
@@ -118,6 +119,11 @@ func NewPool[F File[R], R any](sink string, budget writers.MemoryCharger, pool P
 	for range max(n, 1) {
 		e := &encoder[F, R]{in: make(chan job, 1), files: NewFiles[F, R](sink, budget, create)}
 		e.files.charge = true
+		e.files.onRolled = func() {
+			p.slots.Lock()
+			defer p.slots.Unlock()
+			p.releaseIdle(e)
+		}
 		p.workers = append(p.workers, e)
 		p.wg.Go(func() { p.run(e) })
 	}
@@ -190,7 +196,8 @@ func (p *Staged[F, R]) take(e *encoder[F, R]) *encoder[F, R] {
 }
 
 // done counts a part of e done (encoded, dropped or never queued); once e
-// has nothing pending and no open file, it gives its base back.
+// has nothing pending and no open or rolling file, it gives its base
+// back.
 func (p *Staged[F, R]) done(e *encoder[F, R]) {
 	p.slots.Lock()
 	defer p.slots.Unlock()
@@ -198,7 +205,14 @@ func (p *Staged[F, R]) done(e *encoder[F, R]) {
 	if p.queued--; p.queued == 0 {
 		p.busy.Add(-1)
 	}
-	if e.pending == 0 && len(e.files.open) == 0 && e.files.base != nil {
+	p.releaseIdle(e)
+}
+
+// releaseIdle gives e's base back when e has nothing pending and no open
+// or rolling file. Called with slots held: by done, and by e's rolling
+// file once finished (e's goroutine, having nothing pending, is idle).
+func (p *Staged[F, R]) releaseIdle(e *encoder[F, R]) {
+	if e.pending == 0 && len(e.files.open) == 0 && !e.files.Rolling() && e.files.base != nil {
 		e.files.base()
 		e.files.base = nil
 	}

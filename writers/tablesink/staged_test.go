@@ -99,6 +99,8 @@ type file struct {
 	fail     error // returned by Write
 	slot     func()
 	aborted  *atomic.Int32
+	gate     chan struct{} // Finish waits for it to close, when not nil
+	finErr   error         // returned by Finish
 }
 
 type done struct {
@@ -119,21 +121,29 @@ func (f *file) Write(rec arrow.RecordBatch) error {
 	f.buffered += 8 * rec.NumRows()
 	return nil
 }
-func (f *file) Finish() (done, error) { f.slot(); return done{f.dir, f.rows}, nil }
-func (f *file) Abort()                { f.slot(); f.aborted.Add(1) }
+func (f *file) Finish() (done, error) {
+	if f.gate != nil {
+		<-f.gate
+	}
+	f.slot()
+	return done{f.dir, f.rows}, f.finErr
+}
+func (f *file) Abort() { f.slot(); f.aborted.Add(1) }
 
 // starter starts files full at limit rows, failing their writes with
 // fail; it counts aborted files in aborted and keeps the files started.
 type starter struct {
 	limit   int64
 	fail    error
+	gate    chan struct{} // files' Finish waits for it, when not nil
+	finErr  error         // files' Finish returns it
 	aborted atomic.Int32
 	mu      sync.Mutex
 	started []*file
 }
 
 func (s *starter) create(ctx context.Context, p Part, slot func()) (*file, error) {
-	f := &file{dir: p.Dir, values: p.Values, schema: p.Rec.Schema(), limit: s.limit, fail: s.fail, slot: slot, aborted: &s.aborted}
+	f := &file{dir: p.Dir, values: p.Values, schema: p.Rec.Schema(), limit: s.limit, fail: s.fail, slot: slot, aborted: &s.aborted, gate: s.gate, finErr: s.finErr}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.started = append(s.started, f)
@@ -181,13 +191,13 @@ func TestFiles(t *testing.T) {
 	}
 	write("a/", ints, 4)
 	write("b/", ints, 4)
-	write("a/", ints, 6) // a/ is full
+	write("a/", ints, 6) // a/ is full: it rolls, finishing in the background
+	if _, ok := fs.Open(Part{Dir: "a/"}); ok || len(fs.Finished) != 0 {
+		t.Fatalf("a/ open %v, finished %v; want a/ rolled, finished once waited for", ok, fs.Finished)
+	}
+	write("b/", strs, 1) // another schema: b/'s file rolls, after a/'s
 	if len(fs.Finished) != 1 || fs.Finished[0] != (done{"a/", 10}) {
 		t.Fatalf("finished %v, want a/ with 10 rows", fs.Finished)
-	}
-	write("b/", strs, 1) // another schema: b/'s file rolls
-	if len(fs.Finished) != 2 || fs.Finished[1] != (done{"b/", 4}) {
-		t.Fatalf("finished %v, want b/ with 4 rows rolled by the schema change", fs.Finished)
 	}
 	if f, ok := fs.Open(Part{Dir: "b/"}); !ok || f.rows != 1 {
 		t.Fatalf("open b/ = %v %v, want the new file with 1 row", f, ok)
@@ -196,8 +206,9 @@ func TestFiles(t *testing.T) {
 	for i := range MaxOpenFiles {
 		write(string(rune('c'+i))+"/", ints, 1)
 	}
-	if len(fs.Finished) != MaxOpenFiles {
-		t.Fatalf("%d files finished past %d open ones, want all %d", len(fs.Finished), MaxOpenFiles, MaxOpenFiles)
+	// The rolled b/, then every open file.
+	if len(fs.Finished) != MaxOpenFiles+1 || fs.Finished[0] != (done{"b/", 4}) {
+		t.Fatalf("%d files finished past %d open ones (first %v), want the rolled b/ with 4 rows and all %d", len(fs.Finished), MaxOpenFiles, fs.Finished[0], MaxOpenFiles)
 	}
 	if got := b.Held(writers.MemoryEncoder); got != 0 {
 		t.Errorf("uncharged files hold %d bytes on the budget", got)
@@ -502,8 +513,8 @@ func (w waitBudget) OpenFile(ctx context.Context) (func(), error) {
 }
 
 // TestStagedInlineSlots: an inline key that waited for a file writer
-// slot gives it back with its file, so a transaction between streams
-// holds no slot without an open file.
+// slot gives it back once its file has finished, so a transaction between
+// streams holds no slot without an open (or finishing) file.
 func TestStagedInlineSlots(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -513,9 +524,8 @@ func TestStagedInlineSlots(t *testing.T) {
 	if err := s.Send(context.Background(), Part{Rec: rows(t, mem, ints, 10)}); err != nil { // a full file
 		t.Fatal(err)
 	}
-	if b.Slots() != 1 {
-		t.Errorf("%d slots free after the key's only file finished, want 1", b.Slots())
-	}
+	// The full file finishes in the background, then gives its slot back.
+	testpoll.Until(t, "the rolled file's slot given back", func() bool { return b.Slots() == 1 })
 	if got, err := s.Finish(); err != nil || len(got) != 1 {
 		t.Fatalf("finish: %v, %v; want the one file", got, err)
 	}
