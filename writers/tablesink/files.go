@@ -14,8 +14,9 @@ import (
 )
 
 // MaxOpenFiles bounds the data files one Files keeps open at once (one
-// per partition it is writing). Past it every open file is finished, so
-// memory stays bounded however many partitions a stream touches.
+// per partition it is writing, and one rolled file finishing in the
+// background). Past it every open file is finished, so memory stays
+// bounded however many partitions a stream touches.
 const MaxOpenFiles = 32
 
 // MemoryEncoder is what an open file buffers in memory (row groups,
@@ -103,7 +104,8 @@ type Create[F any] func(ctx context.Context, p Part, slot func()) (F, error)
 // at 1M, and waited about 40 ms for it). One file at a time rolls in the
 // background: the next roll, FinishAll and Abort wait for it, and it
 // keeps its file writer slot and what it buffered on the budget until
-// done.
+// done. A new file that would need a second slot for the set (a pooled
+// set's base is the rolled file's, or no slot is free) waits for it too.
 type Files[F File[R], R any] struct {
 	// Finished is the files finished so far (durable, in no descriptor).
 	Finished []R
@@ -123,15 +125,14 @@ type Files[F File[R], R any] struct {
 	base     func()
 	baseBusy atomic.Bool
 	// rolling is the rolled file finishing in the background, nil when
-	// none; rollingHeld is what it buffered, held on the budget.
-	// isRolling is set while the rolling file finishes (and holds its
-	// slot), for Rolling, which Staged calls from other goroutines too;
-	// onRolled, when set, is called once it is done, before awaitRolling
-	// can return.
-	rolling     chan rolled[R]
-	rollingHeld int64
-	isRolling   atomic.Bool
-	onRolled    func()
+	// none. isRolling is set while it finishes (holding its slot and
+	// what it buffered on the budget, which it gives back itself), for
+	// Rolling, which Staged calls from other goroutines too; onRolled,
+	// when set, is called once it is done, before awaitRolling can
+	// return.
+	rolling   chan rolled[R]
+	isRolling atomic.Bool
+	onRolled  func()
 }
 
 // rolled is what finishing a rolled file came to.
@@ -148,7 +149,7 @@ func NewFiles[F File[R], R any](sink string, budget writers.MemoryCharger, creat
 }
 
 // Write appends p's rows (borrowed) to the open file of p's partition
-// (Part.Key), starting one when needed, and finishes it once Full.
+// (Part.Key), starting one when needed, and rolls it once Full.
 func (s *Files[F, R]) Write(ctx context.Context, p Part) error {
 	key := p.Key()
 	f, ok := s.open[key]
@@ -188,9 +189,15 @@ func (s *Files[F, R]) roll(key string) error {
 	if err := s.awaitRolling(); err != nil {
 		return err
 	}
+	// What the file buffered stays held until it is done, by it.
+	s.account()
 	f := s.open[key]
 	delete(s.open, key)
-	s.rollingHeld = f.Buffered()
+	var held int64
+	if s.charge {
+		held = f.Buffered()
+		s.held -= held
+	}
 	done := make(chan rolled[R], 1)
 	s.rolling = done
 	s.isRolling.Store(true)
@@ -202,6 +209,9 @@ func (s *Files[F, R]) roll(key string) error {
 			r.r, err = f.Finish()
 			return err
 		})()
+		if held != 0 {
+			s.budget.Hold(writers.MemoryEncoder, -held)
+		}
 		s.isRolling.Store(false)
 		if s.onRolled != nil {
 			s.onRolled()
@@ -218,7 +228,7 @@ func (s *Files[F, R]) awaitRolling() error {
 		return nil
 	}
 	r := <-s.rolling
-	s.rolling, s.rollingHeld = nil, 0
+	s.rolling = nil
 	if r.err != nil {
 		return r.err
 	}
@@ -242,12 +252,29 @@ func (s *Files[F, R]) Open(p Part) (F, bool) {
 // holding no slot: slots held while waiting could deadlock with the
 // encoders waiting for them. That slot is the new file's alone, given
 // back when it ends, so a set keeps no slot without an open file.
+//
+// A file rolling in the background holds a slot: a pooled set waits for
+// it (often its base) rather than take a second slot, and any set waits
+// for it before finishing its other open files for want of one.
 func (s *Files[F, R]) slot(ctx context.Context) (func(), error) {
 	if s.base != nil && !s.baseBusy.Load() {
 		return s.takeBase(), nil
 	}
-	if slot, ok := s.budget.TryOpenFile(); ok {
-		return slot, nil
+	if s.base == nil || s.rolling == nil {
+		if slot, ok := s.budget.TryOpenFile(); ok {
+			return slot, nil
+		}
+	}
+	if s.rolling != nil {
+		if err := s.awaitRolling(); err != nil {
+			return nil, err
+		}
+		if s.base != nil && !s.baseBusy.Load() {
+			return s.takeBase(), nil
+		}
+		if slot, ok := s.budget.TryOpenFile(); ok {
+			return slot, nil
+		}
 	}
 	if err := s.FinishAll(); err != nil {
 		return nil, err
@@ -313,7 +340,7 @@ func (s *Files[F, R]) account() {
 	if !s.charge {
 		return
 	}
-	now := s.rollingHeld
+	var now int64
 	for _, f := range s.open {
 		now += f.Buffered()
 	}

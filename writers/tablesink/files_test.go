@@ -3,11 +3,13 @@ package tablesink
 import (
 	"context"
 	"errors"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -71,9 +73,8 @@ func TestFilesKeyedByValues(t *testing.T) {
 // TestFilesRollInBackground: a full file finishes on a goroutine of its
 // own: Write returns while its Finish is blocked, and the next file takes
 // rows meanwhile, while the rolled file keeps its slot and what it
-// buffered on the budget. The next roll, FinishAll and Abort wait for it;
-// files are finished in the order they rolled; a failed finish is
-// returned by the next wait.
+// buffered on the budget, which it gives back once done. The next roll
+// waits for it; files are finished in the order they rolled.
 func TestFilesRollInBackground(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
@@ -82,74 +83,103 @@ func TestFilesRollInBackground(t *testing.T) {
 	st := &starter{limit: 10, gate: make(chan struct{})}
 	fs := NewFiles[*file, done]("test", b, st.create)
 	fs.charge = true
-	write := func(n int) <-chan error {
+	// write writes n rows to dir on another goroutine: a Write that waits
+	// for a Finish must not block the test.
+	write := func(dir string, n int) <-chan error {
+		rec := rows(t, mem, ints, n)
 		out := make(chan error, 1)
 		go func() {
-			rec := rows(t, mem, ints, n)
 			defer rec.Release()
-			err := fs.Write(ctx, Part{Rec: rec})
+			err := fs.Write(ctx, Part{Dir: dir, Rec: rec})
 			fs.account()
 			out <- err
 		}()
 		return out
 	}
-	returns := func(what string, c <-chan error) error {
+	returned := func(what string, c <-chan error) {
 		t.Helper()
 		select {
 		case err := <-c:
-			return err
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
 		case <-time.After(10 * time.Second):
 			t.Fatalf("%s: Write waited for the rolled file's Finish", what)
-			return nil
 		}
 	}
-	if err := returns("the roll", write(10)); err != nil {
-		t.Fatal(err)
-	}
+	returned("the roll of a/", write("a/", 10))
 	if !fs.Rolling() || b.Slots() != 3 || b.Held(writers.MemoryEncoder) != 80 {
 		t.Fatalf("rolling %v, %d slots free, %d bytes held; want the rolled file holding 1 slot and its 80 bytes", fs.Rolling(), b.Slots(), b.Held(writers.MemoryEncoder))
 	}
-	if err := returns("rows for the next file", write(3)); err != nil {
-		t.Fatal(err)
-	}
-	second := write(7) // fills the second file: its roll waits for the first
+	returned("rows for b/", write("b/", 3))
+	second := write("b/", 7) // fills b/: its roll waits for a/'s
+	// What follows cannot happen before the gate opens: a wrong Files
+	// would show it within this wait.
 	select {
 	case err := <-second:
-		t.Fatalf("a second roll returned (%v) while the first file was finishing", err)
-	default:
+		t.Fatalf("b/'s roll returned (%v) while a/ was finishing", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	if n := st.finishing.Load(); n != 1 {
+		t.Fatalf("%d files finishing at once, want 1", n)
 	}
 	close(st.gate)
-	if err := returns("the second roll", second); err != nil {
-		t.Fatal(err)
-	}
+	returned("the roll of b/", second)
+	testpoll.Until(t, "b/ finished and its bytes given back", func() bool { return !fs.Rolling() && b.Held(writers.MemoryEncoder) == 0 })
 	if err := fs.FinishAll(); err != nil {
 		t.Fatal(err)
 	}
-	if len(fs.Finished) != 2 || fs.Finished[0] != (done{"", 10}) || fs.Finished[1] != (done{"", 10}) {
-		t.Fatalf("finished %v, want two files of 10 rows", fs.Finished)
+	if len(fs.Finished) != 2 || fs.Finished[0] != (done{"a/", 10}) || fs.Finished[1] != (done{"b/", 10}) {
+		t.Fatalf("finished %v, want a/ then b/, 10 rows each", fs.Finished)
 	}
 	fs.Abort()
 	if b.Slots() != 4 || b.Held(writers.MemoryEncoder) != 0 {
 		t.Fatalf("%d slots free, %d bytes held after Abort; want 4 and 0", b.Slots(), b.Held(writers.MemoryEncoder))
 	}
+}
 
-	// A rolled file that fails to finish fails the next wait for it.
+// TestFilesRollFailsLater: a rolled file that fails to finish fails the
+// next roll, and FinishAll when it is the last.
+func TestFilesRollFailsLater(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
 	boom := errors.New("boom")
-	st = &starter{limit: 5, finErr: boom}
-	fs = NewFiles[*file, done]("test", b, st.create)
-	if err := returns("a failing roll", write(5)); err != nil {
-		t.Fatal(err)
+	for _, next := range []string{"a roll", "FinishAll"} {
+		b := newBudget(4)
+		st := &starter{limit: 5, finErr: boom}
+		fs := NewFiles[*file, done]("test", b, st.create)
+		rec := rows(t, mem, ints, 5)
+		if err := fs.Write(context.Background(), Part{Rec: rec}); err != nil {
+			t.Fatalf("the failing file's roll: %v", err)
+		}
+		var err error
+		if next == "a roll" {
+			err = fs.Write(context.Background(), Part{Rec: rec})
+		} else {
+			err = fs.FinishAll()
+		}
+		rec.Release()
+		if !errors.Is(err, boom) {
+			t.Fatalf("%s after the failed file: %v, want %v", next, err, boom)
+		}
+		fs.Abort()
+		if b.Slots() != 4 {
+			t.Fatalf("%d slots free after Abort, want 4", b.Slots())
+		}
 	}
-	if err := fs.FinishAll(); !errors.Is(err, boom) {
-		t.Fatalf("FinishAll: %v, want %v", err, boom)
-	}
-	fs.Abort()
+}
 
-	// Abort waits for the rolled file: finished, it is listed for the
-	// caller to delete.
-	st = &starter{limit: 5, gate: make(chan struct{})}
-	fs = NewFiles[*file, done]("test", b, st.create)
-	if err := returns("a roll before Abort", write(5)); err != nil {
+// TestFilesAbortWaitsForRoll: Abort waits for the rolled file: finished,
+// it is listed for the caller to delete.
+func TestFilesAbortWaitsForRoll(t *testing.T) {
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	b := newBudget(4)
+	st := &starter{limit: 5, gate: make(chan struct{})}
+	fs := NewFiles[*file, done]("test", b, st.create)
+	rec := rows(t, mem, ints, 5)
+	defer rec.Release()
+	if err := fs.Write(context.Background(), Part{Rec: rec}); err != nil {
 		t.Fatal(err)
 	}
 	aborted := make(chan struct{})
@@ -157,11 +187,61 @@ func TestFilesRollInBackground(t *testing.T) {
 	select {
 	case <-aborted:
 		t.Fatal("Abort returned while the rolled file was finishing")
-	default:
+	case <-time.After(100 * time.Millisecond):
 	}
 	close(st.gate)
 	<-aborted
 	if len(fs.Finished) != 1 || b.Slots() != 4 {
 		t.Fatalf("finished %v, %d slots free after Abort; want the rolled file and 4", fs.Finished, b.Slots())
+	}
+}
+
+// TestFilesRollSlots: a rolled file's slot is not a reason for a second
+// one. A pooled encoder whose base the rolled file holds waits for it
+// before its next file (one slot held, not two); with no slot free, a
+// roll does not finish the set's other partitions' files.
+func TestFilesRollSlots(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
+	defer mem.AssertSize(t, 0)
+	ctx := context.Background()
+	b := newBudget(4)
+	st := &starter{limit: 10}
+	p := NewPool[*file, done]("test", b, Pool{Max: 1}, st.create, nil)
+	for _, n := range []int{10, 3} { // a full file, then rows for the next
+		if err := p.Send(ctx, Part{Rec: rows(t, mem, ints, n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	testpoll.Until(t, "the encoder idle, its rolled file done", func() bool { return p.busy.Load() == 0 && !p.workers[0].files.Rolling() })
+	if b.Slots() != 3 {
+		t.Fatalf("%d slots held for one open file, want 1", 4-b.Slots())
+	}
+	if got, err := p.Finish(); err != nil || len(got) != 2 {
+		t.Fatalf("finish: %v, %v; want 2 files", got, err)
+	}
+
+	b = newBudget(3)
+	p = NewPool[*file, done]("test", b, Pool{Max: 1}, st.create, nil)
+	send := func(dir string, n int) {
+		t.Helper()
+		if err := p.Send(ctx, Part{Dir: dir, Rec: rows(t, mem, ints, n)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send("a/", 4)
+	send("b/", 4)
+	testpoll.Until(t, "a/ and b/ open", func() bool { return b.Slots() == 1 })
+	release, _ := b.TryOpenFile() // another key takes the last slot
+	defer release()
+	send("a/", 6) // a/ is full: it rolls
+	send("a/", 1) // a new a/ file, for want of a slot, after the rolled one
+	testpoll.Until(t, "the parts encoded", func() bool { return p.busy.Load() == 0 })
+	if _, open := p.workers[0].files.Open(Part{Dir: "b/"}); !open {
+		t.Fatal("b/'s file was finished by a/'s roll")
+	}
+	got, err := p.Finish()
+	if err != nil || len(got) != 3 || got[0] != (done{"a/", 10}) {
+		t.Fatalf("finished %v, %v; want a/ with 10 rows first, then a/ with 1 and b/ with 4", got, err)
 	}
 }

@@ -89,18 +89,19 @@ func (b *budget) Slots() int {
 // file is a File that buffers 8 bytes a row until flushed and is full at
 // limit rows; it finishes as its directory and row count.
 type file struct {
-	dir      string
-	values   map[string]*string
-	schema   *arrow.Schema
-	limit    int64
-	rows     int64
-	buffered int64
-	flushes  int
-	fail     error // returned by Write
-	slot     func()
-	aborted  *atomic.Int32
-	gate     chan struct{} // Finish waits for it to close, when not nil
-	finErr   error         // returned by Finish
+	dir       string
+	values    map[string]*string
+	schema    *arrow.Schema
+	limit     int64
+	rows      int64
+	buffered  int64
+	flushes   int
+	fail      error // returned by Write
+	slot      func()
+	aborted   *atomic.Int32
+	gate      chan struct{} // Finish waits for it to close, when not nil
+	finErr    error         // returned by Finish
+	finishing *atomic.Int32 // files in Finish at once
 }
 
 type done struct {
@@ -122,6 +123,8 @@ func (f *file) Write(rec arrow.RecordBatch) error {
 	return nil
 }
 func (f *file) Finish() (done, error) {
+	f.finishing.Add(1)
+	defer f.finishing.Add(-1)
 	if f.gate != nil {
 		<-f.gate
 	}
@@ -133,17 +136,18 @@ func (f *file) Abort() { f.slot(); f.aborted.Add(1) }
 // starter starts files full at limit rows, failing their writes with
 // fail; it counts aborted files in aborted and keeps the files started.
 type starter struct {
-	limit   int64
-	fail    error
-	gate    chan struct{} // files' Finish waits for it, when not nil
-	finErr  error         // files' Finish returns it
-	aborted atomic.Int32
-	mu      sync.Mutex
-	started []*file
+	limit     int64
+	fail      error
+	gate      chan struct{} // files' Finish waits for it, when not nil
+	finErr    error         // files' Finish returns it
+	finishing atomic.Int32  // its files in Finish at once
+	aborted   atomic.Int32
+	mu        sync.Mutex
+	started   []*file
 }
 
 func (s *starter) create(ctx context.Context, p Part, slot func()) (*file, error) {
-	f := &file{dir: p.Dir, values: p.Values, schema: p.Rec.Schema(), limit: s.limit, fail: s.fail, slot: slot, aborted: &s.aborted, gate: s.gate, finErr: s.finErr}
+	f := &file{dir: p.Dir, values: p.Values, schema: p.Rec.Schema(), limit: s.limit, fail: s.fail, slot: slot, aborted: &s.aborted, gate: s.gate, finErr: s.finErr, finishing: &s.finishing}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.started = append(s.started, f)
