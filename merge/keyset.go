@@ -249,6 +249,11 @@ func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 	return s.addInt64sHashed(xs, ords)
 }
 
+// KeyInt64 is the value AddInt64s encodes as the 8-byte key: Add(key) and
+// AddInt64s of KeyInt64(key) add the same key, whatever column type made
+// it.
+func KeyInt64(key []byte) int64 { return int64(binary.BigEndian.Uint64(key) ^ signBit) }
+
 // addInt64sHashed is AddInt64s into the hash table of a set of 8-byte
 // keys: Add's loop with the key compared as a number and appended in
 // place. Kept this small, the loop lets the core run ahead to the next

@@ -1,6 +1,8 @@
 package lance
 
 import (
+	"math"
+
 	"github.com/quiver-ingest/quiver/merge"
 	"github.com/quiver-ingest/quiver/writers/lance/lancetable"
 )
@@ -105,11 +107,18 @@ func (x *keyIndex) apply(p *indexPatch, nd *lancetable.Dataset, maxBytes int) bo
 			x.set(p, ord, tombstone, nil)
 		}
 	}
+	var fresh []int32 // keys new to the index, added at once below
+	var freshVals []uint64
 	for ord, a := range first {
-		if a != noAddr {
+		switch {
+		case a == noAddr:
+		case p.indexOrd[ord] < 0:
+			fresh, freshVals = append(fresh, int32(ord)), append(freshVals, x.rowsValue(a, more[int32(ord)]))
+		default:
 			x.set(p, int32(ord), a, more[int32(ord)])
 		}
 	}
+	x.addKeys(p.keys, fresh, freshVals)
 	for id, offs := range p.deletes {
 		e, ok := x.frags[id]
 		f := byID[id]
@@ -134,11 +143,7 @@ func (x *keyIndex) apply(p *indexPatch, nd *lancetable.Dataset, maxBytes int) bo
 // key ord of p, replacing what the index held for it: by the ordinal the
 // plan found, without hashing the key again, or as a new key.
 func (x *keyIndex) set(p *indexPatch, ord int32, first uint64, more []uint64) {
-	v := first
-	if len(more) > 0 {
-		x.multi = append(x.multi, append([]uint64{first}, more...))
-		v = multiBit | uint64(len(x.multi)-1)
-	}
+	v := x.rowsValue(first, more)
 	old := uint64(tombstone) // a new key: as if it had been a tombstone
 	if io := p.indexOrd[ord]; io >= 0 {
 		old, x.vals[io] = x.vals[io], v
@@ -155,4 +160,51 @@ func (x *keyIndex) set(p *indexPatch, ord int32, first uint64, more []uint64) {
 	case old != tombstone && v == tombstone:
 		x.tombs++
 	}
+}
+
+// rowsValue is the index value of a key whose rows are first and more.
+func (x *keyIndex) rowsValue(first uint64, more []uint64) uint64 {
+	if len(more) == 0 {
+		return first
+	}
+	x.multi = append(x.multi, append([]uint64{first}, more...))
+	return multiBit | uint64(len(x.multi)-1)
+}
+
+// addKeys adds the keys ords of keys, new to the index, with values vals
+// (rows, not tombstones). Keys of 8 bytes (one int64 or timestamp key
+// column, the usual merge key) are added in one KeySet.AddInt64s, whose
+// dense table takes a merge's new ids without hashing; others one by
+// one.
+func (x *keyIndex) addKeys(keys *merge.KeySet, ords []int32, vals []uint64) {
+	if len(ords) == 0 {
+		return
+	}
+	if int64(x.keys.Len())+int64(len(ords)) > math.MaxInt32 || !allWidth(keys, ords, 8) {
+		for i, ord := range ords {
+			x.put(keys.Key(int(ord)), vals[i])
+		}
+		return
+	}
+	xs := make([]int64, len(ords))
+	for i, ord := range ords {
+		xs[i] = merge.KeyInt64(keys.Key(int(ord)))
+	}
+	for i, io := range x.keys.AddInt64s(xs, make([]int32, 0, len(xs))) {
+		if int(io) == len(x.vals) {
+			x.vals = append(x.vals, vals[i])
+		} else {
+			x.vals[io] = vals[i] // as put does: a key the plan did not find
+		}
+	}
+}
+
+// allWidth reports whether the keys ords of keys are all width bytes.
+func allWidth(keys *merge.KeySet, ords []int32, width int) bool {
+	for _, ord := range ords {
+		if len(keys.Key(int(ord))) != width {
+			return false
+		}
+	}
+	return true
 }
