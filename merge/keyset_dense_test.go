@@ -196,7 +196,8 @@ func TestKeySetHostileHint(t *testing.T) {
 
 // TestAddInt64sIsKeyEncoder: AddInt64s numbers an int64 column's values
 // as Add numbers the keys KeyEncoder makes of them (negative values and
-// the extremes included), and stores the same key bytes.
+// the extremes included), and stores the same key bytes; KeyInt64 gives
+// each value back from its key.
 func TestAddInt64sIsKeyEncoder(t *testing.T) {
 	vals := []int64{5, -1, 0, math.MinInt64, math.MaxInt64, 5, -7, 1 << 40, -1}
 	enc := int64Keys(t, vals)
@@ -206,6 +207,9 @@ func TestAddInt64sIsKeyEncoder(t *testing.T) {
 		ord, _ := one.Add(enc.Key(i))
 		if int(ords[i]) != ord || !bytes.Equal(bulk.Key(ord), enc.Key(i)) {
 			t.Fatalf("value %d: AddInt64s ordinal %d key %x, Add of the encoded key %d key %x", vals[i], ords[i], bulk.Key(int(ords[i])), ord, enc.Key(i))
+		}
+		if got := KeyInt64(enc.Key(i)); got != vals[i] {
+			t.Fatalf("KeyInt64 of %d's key = %d", vals[i], got)
 		}
 	}
 }
