@@ -14,8 +14,8 @@ import (
 )
 
 // MaxOpenFiles bounds the data files one Files keeps open at once (one
-// per partition it is writing, and one rolled file finishing in the
-// background). Past it every open file is finished, so memory stays
+// per partition it is writing; a rolled file finishing in the background
+// comes on top). Past it every open file is finished, so memory stays
 // bounded however many partitions a stream touches.
 const MaxOpenFiles = 32
 
@@ -104,8 +104,11 @@ type Create[F any] func(ctx context.Context, p Part, slot func()) (F, error)
 // at 1M, and waited about 40 ms for it). One file at a time rolls in the
 // background: the next roll, FinishAll and Abort wait for it, and it
 // keeps its file writer slot and what it buffered on the budget until
-// done. A new file that would need a second slot for the set (a pooled
-// set's base is the rolled file's, or no slot is free) waits for it too.
+// done. A pooled set's next file waits for it while it holds a slot
+// (the base is often the rolled file's), rather than take a second one;
+// a set without a base takes a free slot, or waits for the rolled file's
+// before finishing its other files for want of one. So a pooled set
+// (Delta) gains little; an inline one (Lance) encodes on meanwhile.
 type Files[F File[R], R any] struct {
 	// Finished is the files finished so far (durable, in no descriptor).
 	Finished []R

@@ -3,7 +3,6 @@ package tablesink
 import (
 	"context"
 	"errors"
-	"runtime"
 	"testing"
 	"time"
 
@@ -89,9 +88,9 @@ func TestFilesRollInBackground(t *testing.T) {
 		rec := rows(t, mem, ints, n)
 		out := make(chan error, 1)
 		go func() {
-			defer rec.Release()
 			err := fs.Write(ctx, Part{Dir: dir, Rec: rec})
 			fs.account()
+			rec.Release()
 			out <- err
 		}()
 		return out
@@ -197,22 +196,34 @@ func TestFilesAbortWaitsForRoll(t *testing.T) {
 }
 
 // TestFilesRollSlots: a rolled file's slot is not a reason for a second
-// one. A pooled encoder whose base the rolled file holds waits for it
-// before its next file (one slot held, not two); with no slot free, a
-// roll does not finish the set's other partitions' files.
+// one, nor for finishing the set's other files. The rolled files finish
+// behind a gate, so each case is decided before they can be done:
+//   - a pooled encoder whose base the rolled file holds waits for it
+//     before its next file (one slot held, not two);
+//   - with no slot free, a pooled encoder's roll leaves its other
+//     partition's file open;
+//   - so does a set without a base (a slot of its own per file).
 func TestFilesRollSlots(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
 	ctx := context.Background()
 	b := newBudget(4)
-	st := &starter{limit: 10}
+	st := &starter{limit: 10, gate: make(chan struct{})}
 	p := NewPool[*file, done]("test", b, Pool{Max: 1}, st.create, nil)
-	for _, n := range []int{10, 3} { // a full file, then rows for the next
-		if err := p.Send(ctx, Part{Rec: rows(t, mem, ints, n)}); err != nil {
+	send := func(dir string, n int) {
+		t.Helper()
+		if err := p.Send(ctx, Part{Dir: dir, Rec: rows(t, mem, ints, n)}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	send("", 10) // a full file: it rolls, holding the base
+	send("", 3)  // rows for the next file
+	// A wrong encoder takes a second slot for them at once; give it time to.
+	<-time.After(100 * time.Millisecond)
+	if b.Slots() != 3 {
+		t.Fatalf("%d slots held while the rolled file finishes, want its 1", 4-b.Slots())
+	}
+	close(st.gate)
 	testpoll.Until(t, "the encoder idle, its rolled file done", func() bool { return p.busy.Load() == 0 && !p.workers[0].files.Rolling() })
 	if b.Slots() != 3 {
 		t.Fatalf("%d slots held for one open file, want 1", 4-b.Slots())
@@ -222,13 +233,8 @@ func TestFilesRollSlots(t *testing.T) {
 	}
 
 	b = newBudget(3)
+	st = &starter{limit: 10, gate: make(chan struct{})}
 	p = NewPool[*file, done]("test", b, Pool{Max: 1}, st.create, nil)
-	send := func(dir string, n int) {
-		t.Helper()
-		if err := p.Send(ctx, Part{Dir: dir, Rec: rows(t, mem, ints, n)}); err != nil {
-			t.Fatal(err)
-		}
-	}
 	send("a/", 4)
 	send("b/", 4)
 	testpoll.Until(t, "a/ and b/ open", func() bool { return b.Slots() == 1 })
@@ -236,6 +242,7 @@ func TestFilesRollSlots(t *testing.T) {
 	defer release()
 	send("a/", 6) // a/ is full: it rolls
 	send("a/", 1) // a new a/ file, for want of a slot, after the rolled one
+	close(st.gate)
 	testpoll.Until(t, "the parts encoded", func() bool { return p.busy.Load() == 0 })
 	if _, open := p.workers[0].files.Open(Part{Dir: "b/"}); !open {
 		t.Fatal("b/'s file was finished by a/'s roll")
@@ -243,5 +250,39 @@ func TestFilesRollSlots(t *testing.T) {
 	got, err := p.Finish()
 	if err != nil || len(got) != 3 || got[0] != (done{"a/", 10}) {
 		t.Fatalf("finished %v, %v; want a/ with 10 rows first, then a/ with 1 and b/ with 4", got, err)
+	}
+
+	b = newBudget(2)
+	st = &starter{limit: 10, gate: make(chan struct{})}
+	fs := NewFiles[*file, done]("test", b, st.create)
+	write := func(dir string, n int) <-chan error {
+		rec := rows(t, mem, ints, n)
+		out := make(chan error, 1)
+		go func() {
+			err := fs.Write(ctx, Part{Dir: dir, Rec: rec})
+			rec.Release()
+			out <- err
+		}()
+		return out
+	}
+	for _, w := range []struct {
+		dir string
+		n   int
+	}{{"a/", 4}, {"b/", 4}, {"a/", 6}} { // a/ and b/ take both slots; a/ rolls
+		if err := <-write(w.dir, w.n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	next := write("a/", 1) // no slot free until a/'s roll is done
+	close(st.gate)
+	if err := <-next; err != nil {
+		t.Fatal(err)
+	}
+	if _, open := fs.Open(Part{Dir: "b/"}); !open {
+		t.Fatal("b/'s file was finished by a/'s roll (no base)")
+	}
+	fs.Abort()
+	if len(fs.Finished) != 1 || b.Slots() != 2 {
+		t.Fatalf("finished %v, %d slots free after Abort; want a/ and 2", fs.Finished, b.Slots())
 	}
 }
