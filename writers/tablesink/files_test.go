@@ -69,6 +69,21 @@ func TestFilesKeyedByValues(t *testing.T) {
 	fs.Abort()
 }
 
+// writeAsync writes n rows to dir of fs on another goroutine, and
+// accounts for its files: a Write that waits for a Finish must not block
+// the test.
+func writeAsync(t *testing.T, fs *Files[*file, done], mem memory.Allocator, dir string, n int) <-chan error {
+	rec := rows(t, mem, ints, n)
+	out := make(chan error, 1)
+	go func() {
+		err := fs.Write(context.Background(), Part{Dir: dir, Rec: rec})
+		fs.account()
+		rec.Release()
+		out <- err
+	}()
+	return out
+}
+
 // TestFilesRollInBackground: a full file finishes on a goroutine of its
 // own: Write returns while its Finish is blocked, and the next file takes
 // rows meanwhile, while the rolled file keeps its slot and what it
@@ -77,24 +92,11 @@ func TestFilesKeyedByValues(t *testing.T) {
 func TestFilesRollInBackground(t *testing.T) {
 	mem := memory.NewCheckedAllocator(memory.NewGoAllocator())
 	defer mem.AssertSize(t, 0)
-	ctx := context.Background()
 	b := newBudget(4)
 	st := &starter{limit: 10, gate: make(chan struct{})}
 	fs := NewFiles[*file, done]("test", b, st.create)
 	fs.charge = true
-	// write writes n rows to dir on another goroutine: a Write that waits
-	// for a Finish must not block the test.
-	write := func(dir string, n int) <-chan error {
-		rec := rows(t, mem, ints, n)
-		out := make(chan error, 1)
-		go func() {
-			err := fs.Write(ctx, Part{Dir: dir, Rec: rec})
-			fs.account()
-			rec.Release()
-			out <- err
-		}()
-		return out
-	}
+	write := func(dir string, n int) <-chan error { return writeAsync(t, fs, mem, dir, n) }
 	returned := func(what string, c <-chan error) {
 		t.Helper()
 		select {
@@ -255,16 +257,7 @@ func TestFilesRollSlots(t *testing.T) {
 	b = newBudget(2)
 	st = &starter{limit: 10, gate: make(chan struct{})}
 	fs := NewFiles[*file, done]("test", b, st.create)
-	write := func(dir string, n int) <-chan error {
-		rec := rows(t, mem, ints, n)
-		out := make(chan error, 1)
-		go func() {
-			err := fs.Write(ctx, Part{Dir: dir, Rec: rec})
-			rec.Release()
-			out <- err
-		}()
-		return out
-	}
+	write := func(dir string, n int) <-chan error { return writeAsync(t, fs, mem, dir, n) }
 	for _, w := range []struct {
 		dir string
 		n   int
