@@ -208,6 +208,12 @@ func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lancetable.Da
 	defer stop()
 	for _, f := range read {
 		r, ok := <-reads
+		if ok && r.err == nil && ctx.Err() != nil {
+			// Read, but the sync was cancelled meanwhile: the reader's
+			// send and its cancellation race, the sync fails either way.
+			lancefile.ReleaseRecords(r.recs)
+			ok = false
+		}
 		if !ok { // cancelled before it read f
 			r.err = fmt.Errorf("lance: read the key columns of fragment %d: %w", f.ID, context.Cause(ctx))
 		}
