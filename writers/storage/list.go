@@ -30,7 +30,7 @@ func (b *Bucket) List(ctx context.Context, prefix, startAfter string) iter.Seq2[
 			yield(Object{}, b.wrap("list", prefix, err))
 			return
 		}
-		if b.local() {
+		if b.Local() {
 			objs, err := b.listLocal(ctx, prefix, startAfter)
 			if err != nil {
 				yield(Object{}, b.wrap("list", prefix, err))

@@ -26,7 +26,7 @@ func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
 	}
 	var data []byte
 	err := b.faulty(ctx, "get", key, func() (err error) {
-		if b.local() {
+		if b.Local() {
 			data, err = os.ReadFile(b.path(key))
 		} else {
 			data, err = b.blob.ReadAll(ctx, key)
@@ -47,7 +47,7 @@ func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
 		return b.wrap("put", key, err)
 	}
 	var err error
-	if b.local() {
+	if b.Local() {
 		err = b.putLocal(ctx, key, data, publishReplace)
 	} else {
 		err = b.blob.WriteAll(ctx, key, data, writeOpts(false))
@@ -73,7 +73,7 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error
 		return b.wrap("put-if-absent", key, err)
 	}
 	err := b.faulty(ctx, "put-if-absent", key, func() error {
-		if b.local() {
+		if b.Local() {
 			// A key already taken (a commit that lost a race) is refused
 			// before a temporary file is written and synced for nothing;
 			// link(2) stays the arbiter for a key free at this moment.
@@ -137,7 +137,7 @@ func (b *Bucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, err
 	if err := CheckKey(key); err != nil {
 		return nil, b.wrap("new-writer", key, err)
 	}
-	if b.local() {
+	if b.Local() {
 		path := b.path(key)
 		f, err := createTemp(path)
 		if err != nil {
@@ -183,7 +183,7 @@ func (b *Bucket) OpenReader(ctx context.Context, key string) (ReaderAtCloser, in
 	if err := CheckKey(key); err != nil {
 		return nil, 0, b.wrap("open-reader", key, err)
 	}
-	if b.local() {
+	if b.Local() {
 		f, size, err := openFile(b.path(key))
 		if err != nil {
 			return nil, 0, b.wrap("open-reader", key, err)
@@ -203,7 +203,7 @@ func (b *Bucket) Stat(ctx context.Context, key string) (Object, error) {
 	if err := CheckKey(key); err != nil {
 		return Object{}, b.wrap("stat", key, err)
 	}
-	if b.local() {
+	if b.Local() {
 		fi, err := os.Stat(b.path(key))
 		if err == nil && !fi.Mode().IsRegular() {
 			err = fmt.Errorf("%s is not a regular file: %w", b.path(key), fs.ErrNotExist)
@@ -225,7 +225,7 @@ func (b *Bucket) Delete(ctx context.Context, key string) error {
 	if err := CheckKey(key); err != nil {
 		return b.wrap("delete", key, err)
 	}
-	if b.local() {
+	if b.Local() {
 		if err := os.Remove(b.path(key)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return b.wrap("delete", key, err)
 		}

@@ -86,10 +86,7 @@ func (b *Bucket) Close() error {
 	return b.closeErr
 }
 
-// local reports whether the bucket is a file:// root, whose writes and
-// reads bypass gocloud (see the package comment).
-func (b *Bucket) local() bool { return b.dir != "" }
-
-// Local reports whether the bucket is a file:// root: a put-if-absent of
-// a taken key is refused there before anything is written.
-func (b *Bucket) Local() bool { return b.local() }
+// Local reports whether the bucket is a file:// root, whose writes and
+// reads bypass gocloud (see the package comment): a put-if-absent of a
+// taken key is refused there before anything is written.
+func (b *Bucket) Local() bool { return b.dir != "" }

@@ -224,7 +224,7 @@ func TestNewWriterCancelAbandons(t *testing.T) {
 			if _, err := b.Stat(t.Context(), "x/abandoned"); !errors.Is(err, ErrNotExist) {
 				t.Fatalf("Stat of abandoned object: err = %v, want ErrNotExist", err)
 			}
-			if b.local() {
+			if b.Local() {
 				wantNoSideFiles(t, b.dir)
 			}
 		})

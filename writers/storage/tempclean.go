@@ -22,7 +22,7 @@ const StaleTempAge = time.Hour
 // removed. Object stores have none: their uploads appear whole or not at
 // all. Sinks call it when they open.
 func (b *Bucket) RemoveStaleTemps(ctx context.Context, olderThan time.Duration) (int, error) {
-	if !b.local() {
+	if !b.Local() {
 		return 0, nil
 	}
 	cutoff := time.Now().Add(-olderThan)

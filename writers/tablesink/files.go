@@ -272,12 +272,7 @@ func (s *Files[F, R]) slot(ctx context.Context) (func(), error) {
 		if err := s.awaitRolling(); err != nil {
 			return nil, err
 		}
-		if s.base != nil && !s.baseBusy.Load() {
-			return s.takeBase(), nil
-		}
-		if slot, ok := s.budget.TryOpenFile(); ok {
-			return slot, nil
-		}
+		return s.slot(ctx) // with the rolled file's slot free
 	}
 	if err := s.FinishAll(); err != nil {
 		return nil, err
