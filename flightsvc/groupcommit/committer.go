@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -376,6 +377,9 @@ func (c *Committer) finish(g *group, info writers.CommitInfo, err error) {
 				// holds none of these rows without seq.
 				s.failLocked(writers.Errorf(writers.ErrUnavailable, "endpoint %q: %d rows this stream sent without seq may not have been published (their group commit found its seqs already recorded): send them again", c.endpoint, g.unseq[s]))
 				continue
+			}
+			if rows == 0 && !slices.ContainsFunc(g.seqs, func(ws writers.WriterSeq) bool { return ws.Writer == s.writer }) {
+				continue // nothing of s became durable (an empty batch without seq): no answer
 			}
 			s.durableLocked(g, rows, c.writers[s.writer])
 		}

@@ -622,3 +622,39 @@ func TestGroupCommitRetryIsAlone(t *testing.T) {
 		t.Fatal("no batch was refused: the test did not mix the kinds")
 	}
 }
+
+// TestGroupCommitNoAckForNothingDurable: a group commit that made nothing
+// of a stream durable (its only batch was empty and without seq, as a
+// client's opening schema batch is) sends it no answer; the next commit's
+// answer carries the seq it made durable.
+func TestGroupCommitNoAckForNothingDurable(t *testing.T) {
+	sink := newFakeSink()
+	c := newCommitter(t, sink, 10*time.Millisecond, writers.MinCommitBytes)
+	s, _, err := c.Open(t.Context(), "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write(t, s, 0, NoSeq); err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	g := s.lastGroup
+	c.mu.Unlock()
+	if g == nil {
+		t.Fatal("the empty batch joined no group")
+	}
+	select {
+	case <-g.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the empty batch's group did not commit within 10s")
+	}
+	if ack, ok, err := s.Take(); ok || err != nil {
+		t.Fatalf("answer %+v, %v after a commit that made nothing of the stream durable, want none", ack, err)
+	}
+	if _, err := write(t, s, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if ack, err := awaitAck(t, s); err != nil || ack.DurableSeq != 0 || ack.Rows != 10 {
+		t.Fatalf("answer %+v, %v; want seq 0 durable with 10 rows", ack, err)
+	}
+}
