@@ -332,10 +332,10 @@ func TestMergePrecommitRetried(t *testing.T) {
 	key := writers.TxnKey{Writer: "job", Epoch: 1}
 	rec := diffRecord(mem, []diffRow{{id: 3, k2: "a", name: "new"}, {id: 30, k2: "a", name: "new"}})
 	defer rec.Release()
-	if err := w.Write(ctx, key, rec); err != nil {
+	before := dataFiles(t, dir)
+	if err := w.Write(ctx, key, rec); err != nil { // starts writing the output
 		t.Fatal(err)
 	}
-	before := dataFiles(t, dir)
 	w.bucket.SetFault(func(ctx context.Context, op, key string, do func() error) error {
 		return errors.New("the store did not answer")
 	})

@@ -20,8 +20,9 @@ import (
 // of one transaction is held in memory until then. A plain source's keys
 // are encoded and hashed here already, as the stream arrives (a
 // changelog's are collapsed at Precommit, and so is a source that mixes
-// both); a null key is ErrInvalid and stages nothing.
-func (w *Writer) writeMerge(s *stage, rec arrow.RecordBatch) error {
+// both); a null key is ErrInvalid and stages nothing. While the guessed
+// output (see eagerOut) holds, it is written here too (streamOut).
+func (w *Writer) writeMerge(ctx context.Context, s *stage, rec arrow.RecordBatch) error {
 	switch {
 	case isChangelog(rec.Schema()):
 		// Precommit encodes the buffered batches, all of them (a
@@ -30,6 +31,7 @@ func (w *Writer) writeMerge(s *stage, rec arrow.RecordBatch) error {
 			s.build.src.Release()
 			s.build = nil
 		}
+		s.streamed = false
 	case len(s.source) == 0 || s.build != nil: // every batch so far plain
 		if s.build == nil {
 			// Sized like the last source, or for a few batches like this
@@ -40,10 +42,12 @@ func (w *Writer) writeMerge(s *stage, rec arrow.RecordBatch) error {
 				return fmt.Errorf("lance: merge source: %w", err)
 			}
 			s.build = b
+			s.streamed = w.guessesOut() && s.files == nil && len(s.finished) == 0
 		}
 		if err := s.build.add(rec); err != nil {
 			return fmt.Errorf("lance: merge source: %w", err)
 		}
+		w.streamOut(ctx, s)
 	}
 	rec.Retain()
 	s.source = append(s.source, rec)
@@ -60,6 +64,39 @@ func releaseSource(s *stage) {
 		s.build.src.Release()
 		s.build = nil
 	}
+}
+
+// streamOut queues the source batch Write just added to s.build for s's
+// data files, while s.streamed: the guessed output is then encoded as the
+// stream arrives, on the stage's outStream, while the stream's transfer
+// and key hashing go on; Precommit only waits for the last batches and
+// finishes the last file. The guess ends when a key repeats (the writes
+// stop, and Precommit drops what they wrote).
+func (w *Writer) streamOut(ctx context.Context, s *stage) {
+	src := s.build.src
+	if !s.streamed || src.keys.Len() != len(src.rows) {
+		s.streamed = false
+		s.stopOut()
+		return
+	}
+	rec := src.recs[len(src.recs)-1]
+	if rec.NumRows() == 0 {
+		return // as writeRec: no file for no rows
+	}
+	if s.out == nil {
+		s.out = w.startOutStream(ctx, s)
+	}
+	if !s.out.send(ctx, rec) {
+		s.streamed = false
+		s.stopOut()
+	}
+}
+
+// guessesOut reports whether the endpoint's merges write every source
+// row they match and every one they do not (update_all, insert_all): the
+// case eagerOut guesses.
+func (w *Writer) guessesOut() bool {
+	return w.cfg.WhenMatched == "update_all" && w.cfg.WhenNotMatched == "insert_all"
 }
 
 // takeSource returns s's source, key-encoded: the one Write built, or
@@ -116,7 +153,15 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 		return nil, err
 	}
 	defer src.Release()
-	eager := w.startEagerOut(ctx, s, src, mem)
+	streamed := s.streamed
+	if !streamed {
+		// What a stream wrote before its guess ended.
+		if err := w.dropFiles(context.WithoutCancel(ctx), s); err != nil {
+			return nil, err
+		}
+	}
+	s.streamed = false
+	eager := w.startEagerOut(ctx, s, src, streamed, mem)
 	defer eager.stop() // before src is released, whatever happens
 	plan := &mergePlan{deletes: map[uint64][]uint32{}, out: make([]outRef, 0, len(src.rows))}
 	t, err := w.findTargets(ctx, d, src, plan, mem)
@@ -172,9 +217,10 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 // eagerOut is a merge's output written before its plan is known, on the
 // guess that every source row is written once, in source order: what
 // update_all + insert_all does unless the source or the target repeats a
-// key. Encoding the new data file then overlaps with finding the targets
-// (the scan of a cold index, the lookups of a warm one). The plan
-// confirms the guess, or the files are dropped and written again.
+// key. Encoding the new data file then overlaps with the source's
+// transfer (streamOut) and with finding the targets (the scan of a cold
+// index, the lookups of a warm one). The plan confirms the guess, or the
+// files are dropped and written again.
 type eagerOut struct {
 	out    []outRef // the guessed plan.out
 	cancel context.CancelFunc
@@ -183,11 +229,12 @@ type eagerOut struct {
 }
 
 // startEagerOut starts writing src's rows into s's data files, as
-// writeOut would for the guessed plan; nil when the guess is known to be
-// wrong: the endpoint's merge does not write every row it matches and
-// every row it does not, or the source repeats a key.
-func (w *Writer) startEagerOut(ctx context.Context, s *stage, src *source, mem memory.Allocator) *eagerOut {
-	if w.cfg.WhenMatched != "update_all" || w.cfg.WhenNotMatched != "insert_all" || src.keys.Len() != len(src.rows) {
+// writeOut would for the guessed plan, or, when the stream wrote them
+// already (streamed), finishing the last file; nil when the guess is
+// known to be wrong: the endpoint's merge does not write every row it
+// matches and every row it does not, or the source repeats a key.
+func (w *Writer) startEagerOut(ctx context.Context, s *stage, src *source, streamed bool, mem memory.Allocator) *eagerOut {
+	if !w.guessesOut() || src.keys.Len() != len(src.rows) {
 		return nil
 	}
 	e := &eagerOut{out: make([]outRef, 0, len(src.rows)), done: make(chan struct{})}
@@ -200,7 +247,21 @@ func (w *Writer) startEagerOut(ctx context.Context, s *stage, src *source, mem m
 	go func() {
 		defer close(e.done)
 		// Guarded: a panic on this goroutine fails the merge.
-		e.err = writers.Guard(func() error { return w.writeOut(ctx, s, src, e.out, mem) })()
+		e.err = writers.Guard(func() error {
+			if streamed {
+				if o := s.out; o != nil {
+					defer context.AfterFunc(ctx, o.cancel)()
+				}
+				if err := s.awaitOut(); err == nil {
+					return w.finishFiles(s)
+				}
+				// The stream's writes failed: write the output again.
+				if err := w.dropFiles(context.WithoutCancel(ctx), s); err != nil {
+					return err
+				}
+			}
+			return w.writeOut(ctx, s, src, e.out, mem)
+		})()
 	}()
 	return e
 }

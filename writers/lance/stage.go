@@ -38,6 +38,11 @@ type stage struct {
 	// changelog, collapsed at Precommit).
 	source []arrow.RecordBatch
 	build  *sourceBuilder
+	// streamed reports that s's data files hold (or out is writing)
+	// exactly build's rows, in order: the output a merge is guessed to
+	// write (eagerOut), written as the source arrives.
+	streamed bool
+	out      *outStream // writes s's files while the stream arrives; nil: none
 	// patch is the precommitted merge's change to the key index, for
 	// Commit (nil: none, the next sync catches up).
 	patch *indexPatch
@@ -124,7 +129,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		s.schema, s.admitted, s.minor = ls, rec.Schema(), minor
 	}
 	if w.cfg.WriteMode == ModeMergeInsert {
-		return w.writeMerge(s, rec)
+		return w.writeMerge(ctx, s, rec)
 	}
 	return w.writeRec(ctx, s, rec)
 }
@@ -139,8 +144,13 @@ func (w *Writer) writeRec(ctx context.Context, s *stage, rec arrow.RecordBatch) 
 	if s.files == nil {
 		s.files = w.newStaged(s)
 	}
+	return sendRows(ctx, s.files, rec)
+}
+
+// sendRows sends rec (borrowed) to files.
+func sendRows(ctx context.Context, files *staged, rec arrow.RecordBatch) error {
 	rec.Retain()
-	return s.files.Send(ctx, tablesink.Part{Rec: rec})
+	return files.Send(ctx, tablesink.Part{Rec: rec})
 }
 
 // newStaged returns the encoder of s's data files.
@@ -167,8 +177,11 @@ func (s *stage) openFile() (*dataFile, bool) {
 	if s.files == nil {
 		return nil, false
 	}
-	return s.files.Open(tablesink.Part{})
+	return openFile(s.files)
 }
+
+// openFile returns the open data file of files.
+func openFile(files *staged) (*dataFile, bool) { return files.Open(tablesink.Part{}) }
 
 // finishFiles completes s's open data file and records its fragment.
 func (w *Writer) finishFiles(s *stage) error {
@@ -293,6 +306,8 @@ func (w *Writer) discard(ctx context.Context, s *stage) error {
 // dropFiles abandons s's open data file and deletes its finished ones
 // (those in no descriptor).
 func (w *Writer) dropFiles(ctx context.Context, s *stage) error {
+	s.streamed = false
+	s.stopOut()
 	if s.files != nil {
 		s.finished = append(s.finished, s.files.Abort()...)
 		s.files = nil
