@@ -7,6 +7,8 @@ import (
 	"math"
 	"math/bits"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 )
 
 // KeySet interns encoded keys (from a [KeyEncoder]) and numbers the distinct
@@ -28,6 +30,15 @@ import (
 // no hashing, and building or probing touches memory in key order (ids
 // arrive sorted or clustered). The set moves to the hash table, for good,
 // at the first key that breaks that.
+//
+// Keys added by AddInt64s that are too spread for the direct table but
+// span at most seenBitsPerKey values per key (a merge source: updates
+// spread over a table, new ids after it) are first only marked in a
+// bitmap over their span, and numbered in the order they come: while no
+// key repeats, ordinals need no table, and a source whose keys are never
+// looked up (the key index looks them up in its own set) never builds
+// one. The hash table is built from the keys when one repeats, one falls
+// outside the span, or a lookup or Add needs it.
 //
 // The zero KeySet is not usable; call NewKeySet. Find, Key and Len may run
 // concurrently with each other, not with Add.
@@ -54,6 +65,13 @@ type KeySet struct {
 	direct []uint32
 	lo     uint64
 	hashed bool // the hash table is in use (no longer dense)
+	// seen, while the hash table is owed (lazy): bit v-seenLo is set for
+	// the key of big-endian value v; every key so far is distinct, and at
+	// most seenHi.
+	seen           []uint64
+	seenLo, seenHi uint64
+	lazy           atomic.Bool
+	mu             sync.Mutex // builds the owed table once, under concurrent Finds
 }
 
 // Dense sets: a direct table of at most denseSlotsPerKey 4-byte slots per
@@ -63,6 +81,10 @@ const (
 	denseSlotsPerKey = 4
 	minDenseSlots    = 1 << 16
 )
+
+// seenBitsPerKey bounds the span of the bitmap of an owed table: 64
+// values (8 bytes of bitmap) per key, what the key itself takes.
+const seenBitsPerKey = 64
 
 // maxArenaReserve bounds the arena NewKeySet's size hint reserves.
 const maxArenaReserve = 64 << 20
@@ -108,7 +130,7 @@ func (s *KeySet) Key(ord int) []byte {
 
 // MemoryBytes returns the bytes held by the set's buffers (capacity).
 func (s *KeySet) MemoryBytes() int {
-	return cap(s.arena) + 8*cap(s.offs) + 8*cap(s.slots) + 4*cap(s.direct)
+	return cap(s.arena) + 8*cap(s.offs) + 8*cap(s.slots) + 4*cap(s.direct) + 8*cap(s.seen)
 }
 
 // Find returns the ordinal of key and true, or -1 and false.
@@ -151,6 +173,9 @@ func (s *KeySet) findHashed(key []byte, h uint64) (int, bool) {
 	if !s.hashed {
 		return s.Find(key) // a dense set: no hash needed
 	}
+	if s.lazy.Load() {
+		s.table()
+	}
 	tag := h >> 32
 	for i := h & s.mask; ; i = (i + 1) & s.mask {
 		sl := s.slots[i]
@@ -174,6 +199,9 @@ func (s *KeySet) Add(key []byte) (int, bool) {
 			return ord, added
 		}
 		s.toHashed()
+	}
+	if s.lazy.Load() {
+		s.table()
 	}
 	return s.addHashed(key, s.hash(key))
 }
@@ -207,7 +235,8 @@ func (s *KeySet) addHashed(key []byte, h uint64) (int, bool) {
 // within 2^31-1 keys: the ordinals are int32). It encodes no key
 // per value: a dense set widens its direct table once to cover all of xs
 // (or moves to the hash table when xs does not fit it) and numbers the
-// values straight from it.
+// values straight from it; a sparse set marks them in the bitmap of its
+// owed table, while they do not repeat.
 func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 	if len(xs) == 0 {
 		return ords
@@ -215,12 +244,12 @@ func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 	if s.n+len(xs) > math.MaxInt32 {
 		panic("merge: AddInt64s numbers at most 2^31-1 keys; use Add")
 	}
+	lo, hi := uint64(math.MaxUint64), uint64(0)
+	for _, x := range xs {
+		v := uint64(x) ^ signBit
+		lo, hi = min(lo, v), max(hi, v)
+	}
 	if !s.hashed {
-		lo, hi := uint64(math.MaxUint64), uint64(0)
-		for _, x := range xs {
-			v := uint64(x) ^ signBit
-			lo, hi = min(lo, v), max(hi, v)
-		}
 		// The batch's own keys count toward the dense bound, as they
 		// would added one by one; a batch as dense as the bound sizes
 		// the table for the hint's keys at once.
@@ -232,10 +261,18 @@ func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 			}
 			return ords
 		}
-		s.toHashed()
+		s.toSeen()
 	}
 	if s.width == -2 {
 		s.startArena(8)
+	}
+	if s.lazy.Load() {
+		var done int
+		ords, done = s.addInt64sSeen(xs, lo, hi, ords)
+		if xs = xs[done:]; len(xs) == 0 {
+			return ords
+		}
+		s.table() // a key repeats, or the keys spread too far
 	}
 	if s.width != 8 {
 		var k [8]byte
@@ -382,11 +419,113 @@ func (s *KeySet) growDirect(lo, hi uint64, keys int, ahead bool) bool {
 func (s *KeySet) toHashed() {
 	s.hashed = true
 	s.direct = nil
+	s.rehash(s.tableSize())
+}
+
+// tableSize is the size of a hash table built for the set's keys and
+// hint.
+func (s *KeySet) tableSize() int {
 	size := 16
 	for size*3/4 < max(s.n+1, s.hint) {
 		size *= 2
 	}
-	s.rehash(size)
+	return size
+}
+
+// toSeen moves the set from the direct table to the owed hash table (its
+// keys, all 8 bytes wide, marked in seen).
+func (s *KeySet) toSeen() {
+	s.hashed = true
+	s.direct = nil
+	s.lazy.Store(true)
+	s.seen, s.seenLo, s.seenHi = nil, 0, 0
+	if lo, hi := s.keySpan(); s.n > 0 && !s.coverSeen(lo, hi, s.n) {
+		s.table()
+		return
+	}
+	for ord := range s.n {
+		d := binary.BigEndian.Uint64(s.arena[8*ord:]) - s.seenLo
+		s.seen[d>>6] |= 1 << (d & 63)
+	}
+}
+
+// keySpan returns the least and greatest value of the set's keys (8
+// bytes wide, at least one).
+func (s *KeySet) keySpan() (lo, hi uint64) {
+	lo = math.MaxUint64
+	for ord := range s.n {
+		v := binary.BigEndian.Uint64(s.arena[8*ord:])
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return lo, hi
+}
+
+// coverSeen makes the bitmap of the owed table cover the values lo..hi
+// (inclusive), growing it, and reports whether it could: false when the
+// span would pass seenBitsPerKey values per key for keys keys (or the
+// hint).
+func (s *KeySet) coverSeen(lo, hi uint64, keys int) bool {
+	if len(s.seen) > 0 {
+		last := s.seenLo + 64*uint64(len(s.seen)) - 1 // within uint64: see below
+		if lo >= s.seenLo && hi <= last {
+			s.seenHi = max(s.seenHi, hi)
+			return true
+		}
+		lo, hi = min(lo, s.seenLo), max(hi, s.seenHi)
+	}
+	lo &^= 63
+	limit := uint64(seenBitsPerKey) * uint64(max(keys, s.hint, 1<<10))
+	if hi-lo >= limit {
+		return false
+	}
+	// Whole words from lo (a multiple of 64), so the last bit is at most
+	// math.MaxUint64; and room for as much again above (ids count up),
+	// within the limit and uint64.
+	words := (hi-lo)/64 + 1
+	last := lo + 64*words - 1
+	words += min(words, (limit-(hi-lo))/64, (math.MaxUint64-last)/64)
+	seen := make([]uint64, words)
+	if len(s.seen) > 0 {
+		copy(seen[(s.seenLo-lo)/64:], s.seen)
+	}
+	s.seen, s.seenLo, s.seenHi = seen, lo, hi
+	return true
+}
+
+// addInt64sSeen is AddInt64s while the table is owed: each value, if
+// not marked yet, is marked, stored and numbered next. It stops at the
+// first value that repeats, or before xs (whose values span lo..hi) when
+// the bitmap cannot cover them, and returns the ordinals and how many
+// values it added.
+func (s *KeySet) addInt64sSeen(xs []int64, lo, hi uint64, ords []int32) ([]int32, int) {
+	if !s.coverSeen(lo, hi, s.n+len(xs)) {
+		return ords, 0
+	}
+	seen, base := s.seen, s.seenLo
+	for i, x := range xs {
+		v := uint64(x) ^ signBit
+		d := v - base
+		if seen[d>>6]&(1<<(d&63)) != 0 {
+			return ords, i
+		}
+		seen[d>>6] |= 1 << (d & 63)
+		s.arena = binary.BigEndian.AppendUint64(s.arena, v)
+		ords = append(ords, int32(s.n))
+		s.n++
+	}
+	return ords, len(xs)
+}
+
+// table builds the owed hash table from the keys, if it is still owed.
+// Finds may call it concurrently: one builds, the others wait.
+func (s *KeySet) table() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.lazy.Load() {
+		s.seen = nil
+		s.rehash(s.tableSize())
+		s.lazy.Store(false)
+	}
 }
 
 // startArena makes the empty set's keys width bytes wide, for now.

@@ -261,3 +261,25 @@ func TestAddInt64sHashedGrows(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkKeySetMergeSource: the keys of a merge source as a stream
+// brings them: 100,000 updates spread over 2M ids, then 100,000 new ids,
+// 65,536 at a time (too sparse for the direct table).
+func BenchmarkKeySetMergeSource(b *testing.B) {
+	const n = 200_000
+	xs := make([]int64, n)
+	for i, p := range rand.New(rand.NewPCG(1, 2)).Perm(2_000_000)[:n/2] {
+		xs[i] = int64(p)
+	}
+	for i := n / 2; i < n; i++ {
+		xs[i] = int64(2_000_000 + i)
+	}
+	var ords []int32
+	for b.Loop() {
+		s := NewKeySet(4 * 65536)
+		for lo := 0; lo < n; lo += 65536 {
+			ords = s.AddInt64s(xs[lo:min(lo+65536, n)], ords[:0])
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*n), "ns/key")
+}
