@@ -488,3 +488,14 @@ func TestKeyIndexSyncFails(t *testing.T) {
 		t.Fatalf("sync over a cut data file: %v, %d keys, version %d; want an error and an empty index", err, x.Len(), x.version)
 	}
 }
+
+// TestKeyIndexHostileRowCount: the index is sized by the manifest's row
+// count, another process's claim: a manifest claiming 2^40 rows reserves
+// no more than a bounded hint (it would otherwise end the process out of
+// memory).
+func TestKeyIndexHostileRowCount(t *testing.T) {
+	x := newKeyIndexSized(rebuiltSize(1 << 40))
+	if b := x.MemoryBytes(); b > 256<<20 {
+		t.Fatalf("an index sized for a claimed 2^40 rows holds %d bytes", b)
+	}
+}
