@@ -255,11 +255,7 @@ func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 		// the table for the hint's keys at once.
 		dense := hi-lo < uint64(denseSlotsPerKey*len(xs))
 		if s.coverDense(lo, hi, s.n+len(xs), dense) {
-			for _, x := range xs {
-				ord, _ := s.addCovered(uint64(x) ^ signBit)
-				ords = append(ords, int32(ord))
-			}
-			return ords
+			return s.addInt64sDirect(xs, ords)
 		}
 		s.toSeen()
 	}
@@ -326,6 +322,27 @@ func (s *KeySet) addInt64sHashed(xs []int64, ords []int32) []int32 {
 			}
 		}
 		ords = append(ords, int32(ord))
+	}
+	return ords
+}
+
+// addInt64sDirect is AddInt64s into the direct table, which covers xs:
+// addCovered in one loop, with each key appended as a number (building a
+// 2M-key index spent two thirds of its time in the calls per key).
+func (s *KeySet) addInt64sDirect(xs []int64, ords []int32) []int32 {
+	if s.width == -2 {
+		s.startArena(8)
+	}
+	direct, lo := s.direct, s.lo
+	for _, x := range xs {
+		v := uint64(x) ^ signBit
+		slot := &direct[v-lo]
+		if *slot == 0 {
+			s.arena = binary.BigEndian.AppendUint64(s.arena, v)
+			s.n++
+			*slot = uint32(s.n)
+		}
+		ords = append(ords, int32(*slot)-1)
 	}
 	return ords
 }
