@@ -275,12 +275,7 @@ func TestMergeInsertMixedStreams(t *testing.T) {
 	}
 	want := names(0, 2, 3, 4, 5, 6, 7, 8, 9)("r")
 	want[1], want[40] = "p1", "I40"
-	if got := diffState(t, w, mem); !maps.Equal(got, want) {
-		t.Fatalf("rows = %v, want %v", got, want)
-	}
-	if after := len(onlyData(dataFiles(t, dir))); after != before+1 {
-		t.Fatalf("%d data files before the merge, %d after: want one more", before, after)
-	}
+	checkMerged(t, w, dir, mem, want, before)
 }
 
 // TestMergeInsertTargetNullKey: a target row whose int64 key is null

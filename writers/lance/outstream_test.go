@@ -67,12 +67,7 @@ func TestMergeStreamsOut(t *testing.T) {
 	precommitAndCommit(t, w, key)
 	want := names(0, 1, 2, 4, 5, 6, 7, 8, 9)("r")
 	want[3], want[20], want[21] = "n3", "n20", "n21"
-	if got := diffState(t, w, mem); !maps.Equal(got, want) {
-		t.Fatalf("rows = %v, want %v", got, want)
-	}
-	if after := len(onlyData(dataFiles(t, dir))); after != before+1 {
-		t.Fatalf("%d data files before the merge, %d after: want one more", before, after)
-	}
+	checkMerged(t, w, dir, mem, want, before)
 }
 
 // TestMergeStreamEmpty: a merge of an empty batch writes no data file.
@@ -114,12 +109,7 @@ func TestMergeStreamEndsAtRepeat(t *testing.T) {
 	precommitAndCommit(t, w, key)
 	want := names(0, 1, 2, 3, 5, 6, 7, 8, 9)("r")
 	want[4], want[20], want[22] = "first", "first", "first"
-	if got := diffState(t, w, mem); !maps.Equal(got, want) {
-		t.Fatalf("rows = %v, want %v", got, want)
-	}
-	if after := len(onlyData(dataFiles(t, dir))); after != before+1 {
-		t.Fatalf("%d data files before the merge, %d after: the streamed file was left behind", before, after)
-	}
+	checkMerged(t, w, dir, mem, want, before)
 }
 
 // TestMergeStreamWriteFails: when a streamed write fails, Precommit
@@ -142,12 +132,7 @@ func TestMergeStreamWriteFails(t *testing.T) {
 	precommitAndCommit(t, w, key)
 	want := names(0, 1, 2, 3, 4, 6, 7, 8, 9)("r")
 	want[5], want[20] = "n5", "n20"
-	if got := diffState(t, w, mem); !maps.Equal(got, want) {
-		t.Fatalf("rows = %v, want %v", got, want)
-	}
-	if after := len(onlyData(dataFiles(t, dir))); after != before+1 {
-		t.Fatalf("%d data files before the merge, %d after: want one more", before, after)
-	}
+	checkMerged(t, w, dir, mem, want, before)
 }
 
 // TestMergeStreamRolledBack: a rollback while the output streams stops
@@ -200,6 +185,19 @@ func TestMergeStreamFlushesIdle(t *testing.T) {
 	precommitAndCommit(t, w, key)
 	if got := len(diffState(t, w, mem)); got != 10+len(rows) {
 		t.Fatalf("%d live rows, want %d", got, 10+len(rows))
+	}
+}
+
+// checkMerged fails unless w's live rows (id -> name) are want and the
+// dataset in dir holds one data file more than before: the merge's
+// output, no file of a dropped guess left behind.
+func checkMerged(t *testing.T, w *Writer, dir string, mem memory.Allocator, want map[int64]string, before int) {
+	t.Helper()
+	if got := diffState(t, w, mem); !maps.Equal(got, want) {
+		t.Fatalf("rows = %v, want %v", got, want)
+	}
+	if after := len(onlyData(dataFiles(t, dir))); after != before+1 {
+		t.Fatalf("%d data files before the merge, %d after: want one more", before, after)
 	}
 }
 
