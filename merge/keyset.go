@@ -31,14 +31,15 @@ import (
 // arrive sorted or clustered). The set moves to the hash table, for good,
 // at the first key that breaks that.
 //
-// Keys added by AddInt64s that are too spread for the direct table but
-// span at most seenBitsPerKey values per key (a merge source: updates
-// spread over a table, new ids after it) are first only marked in a
-// bitmap over their span, and numbered in the order they come: while no
-// key repeats, ordinals need no table, and a source whose keys are never
-// looked up (the key index looks them up in its own set) never builds
-// one. The hash table is built from the keys when one repeats, one falls
-// outside the span, or a lookup or Add needs it.
+// A set made by NewLazyKeySet goes further: keys added by AddInt64s that
+// are too spread for the direct table but span at most seenBitsPerKey
+// values per key (a merge source: updates spread over a table, new ids
+// after it) are first only marked in a bitmap over their span, and
+// numbered in the order they come. While no key repeats, ordinals need
+// no table, and a source whose keys are never looked up (the key index
+// looks them up in its own set) never builds one. The hash table is built
+// from the keys when one repeats, one falls outside the span, or a lookup
+// or Add needs it; until then MemoryBytes does not count it.
 //
 // The zero KeySet is not usable; call NewKeySet. Find, Key and Len may run
 // concurrently with each other, not with Add.
@@ -72,6 +73,7 @@ type KeySet struct {
 	seenLo, seenHi uint64
 	lazy           atomic.Bool
 	mu             sync.Mutex // builds the owed table once, under concurrent Finds
+	mayOwe         bool       // the set may owe its table (NewLazyKeySet)
 }
 
 // Dense sets: a direct table of at most denseSlotsPerKey 4-byte slots per
@@ -100,6 +102,15 @@ const maxHint = 1 << 22
 // NewKeySet returns an empty set sized for about sizeHint keys (0 is fine).
 func NewKeySet(sizeHint int) *KeySet {
 	return &KeySet{seed: maphash.MakeSeed(), mix: [2]uint64{rand.Uint64(), rand.Uint64()}, width: -2, hint: min(max(sizeHint, 0), maxHint)}
+}
+
+// NewLazyKeySet returns an empty set sized for about sizeHint keys that
+// builds its hash table only when it must (see KeySet): for sets filled
+// far more than looked up.
+func NewLazyKeySet(sizeHint int) *KeySet {
+	s := NewKeySet(sizeHint)
+	s.mayOwe = true
+	return s
 }
 
 // rehash rebuilds the slot table with size slots.
@@ -257,7 +268,11 @@ func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 		if s.coverDense(lo, hi, s.n+len(xs), dense) {
 			return s.addInt64sDirect(xs, ords)
 		}
-		s.toSeen()
+		if s.mayOwe {
+			s.toSeen()
+		} else {
+			s.toHashed()
+		}
 	}
 	if s.width == -2 {
 		s.startArena(8)
@@ -496,11 +511,20 @@ func (s *KeySet) coverSeen(lo, hi uint64, keys int) bool {
 		return false
 	}
 	// Whole words from lo (a multiple of 64), so the last bit is at most
-	// math.MaxUint64; and room for as much again above (ids count up),
-	// within the limit and uint64.
+	// math.MaxUint64; and room for as much again on the side it grows
+	// (below, when keys came under the bitmap; else above: ids count up),
+	// within the limit and uint64, so that keys arriving in either order
+	// copy the bitmap a logarithmic number of times.
 	words := (hi-lo)/64 + 1
-	last := lo + 64*words - 1
-	words += min(words, (limit-(hi-lo))/64, (math.MaxUint64-last)/64)
+	extra := min(words, (limit-(hi-lo))/64)
+	if len(s.seen) > 0 && lo < s.seenLo {
+		below := min(extra, lo/64)
+		lo -= 64 * below
+		words += below
+	} else {
+		last := lo + 64*words - 1
+		words += min(extra, (math.MaxUint64-last)/64)
+	}
 	seen := make([]uint64, words)
 	if len(s.seen) > 0 {
 		copy(seen[(s.seenLo-lo)/64:], s.seen)

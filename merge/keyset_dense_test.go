@@ -276,7 +276,7 @@ func BenchmarkKeySetMergeSource(b *testing.B) {
 	}
 	var ords []int32
 	for b.Loop() {
-		s := NewKeySet(4 * 65536)
+		s := NewLazyKeySet(4 * 65536)
 		for lo := 0; lo < n; lo += 65536 {
 			ords = s.AddInt64s(xs[lo:min(lo+65536, n)], ords[:0])
 		}

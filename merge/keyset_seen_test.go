@@ -49,7 +49,7 @@ func TestKeySetSeen(t *testing.T) {
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			s := NewKeySet(0)
+			s := NewLazyKeySet(0)
 			model := map[int64]int{}
 			want := func(x int64) int {
 				if ord, ok := model[x]; ok {
@@ -104,7 +104,7 @@ func TestKeySetSeenConcurrentFinds(t *testing.T) {
 	for i, p := range rand.New(rand.NewPCG(11, 12)).Perm(1_000_000)[:len(xs)] {
 		xs[i] = int64(p)
 	}
-	s := NewKeySet(len(xs))
+	s := NewLazyKeySet(len(xs))
 	s.AddInt64s(xs, nil)
 	if !s.lazy.Load() {
 		t.Fatal("the table was built before any lookup")
@@ -137,7 +137,7 @@ func TestKeySetSeenBounded(t *testing.T) {
 		{math.MinInt64, math.MaxInt64, 0},
 		{0, 1 << 20, 1 << 21, 3 << 20}, // 2^20 values a key, hint 0
 	} {
-		s := NewKeySet(0)
+		s := NewLazyKeySet(0)
 		s.AddInt64s(xs, nil)
 		if b := 8 * cap(s.seen); b > seenBitsPerKey*(1<<10)/8*2 {
 			t.Errorf("%v: a bitmap of %d bytes", xs, b)
@@ -145,5 +145,46 @@ func TestKeySetSeenBounded(t *testing.T) {
 		if s.Len() != len(xs) {
 			t.Errorf("%v: Len %d", xs, s.Len())
 		}
+	}
+}
+
+// TestKeySetSeenEitherOrder: keys arriving in descending batches grow
+// the bitmap downward with room, as ascending ones grow it upward: a
+// logarithmic number of copies, not one per batch.
+func TestKeySetSeenEitherOrder(t *testing.T) {
+	for _, desc := range []bool{false, true} {
+		s := NewLazyKeySet(0)
+		copies, last := 0, (*uint64)(nil)
+		for b := range 2000 {
+			xs := make([]int64, 1000)
+			for i := range xs {
+				k := int64(b*1000 + i)
+				if desc {
+					k = -k
+				}
+				xs[i] = 16 * k
+			}
+			s.AddInt64s(xs, nil)
+			if len(s.seen) > 0 && &s.seen[0] != last {
+				copies, last = copies+1, &s.seen[0]
+			}
+		}
+		if !s.lazy.Load() || s.Len() != 2_000_000 || copies > 40 {
+			t.Errorf("descending %v: table owed %v, %d keys, the bitmap copied %d times", desc, s.lazy.Load(), s.Len(), copies)
+		}
+	}
+}
+
+// TestKeySetNotLazy: a set made by NewKeySet (a key index: looked up as
+// much as filled) builds its table as keys come, and counts it.
+func TestKeySetNotLazy(t *testing.T) {
+	s := NewKeySet(0)
+	xs := make([]int64, 10_000)
+	for i := range xs {
+		xs[i] = int64(10 * i)
+	}
+	s.AddInt64s(xs, nil)
+	if s.lazy.Load() || len(s.slots) == 0 || s.MemoryBytes() < 8*len(s.slots) {
+		t.Fatalf("table owed %v, %d slots, %d bytes counted", s.lazy.Load(), len(s.slots), s.MemoryBytes())
 	}
 }

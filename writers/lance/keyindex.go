@@ -85,13 +85,13 @@ func newKeyIndexSized(n int) *keyIndex {
 }
 
 // rebuiltSize is the size of an index built for a dataset of rows rows:
-// those and a quarter more (at most 1Mi keys), so that the keys the next
-// merges insert land without copying the index's arrays. (Growing a
+// those and a quarter more (within maxIndexHint), so that the keys the
+// next merges insert land without copying the index's arrays. (Growing a
 // 2M-key index by copying took 60-90 ms, most of it faulting in the new
 // arrays' pages, while the next merge waited.)
 func rebuiltSize(rows uint64) int {
-	n := min(rows, maxIndexHint)
-	return int(n + min(n/4, 1<<20))
+	n := min(rows, maxIndexHint*4/5)
+	return int(n + n/4)
 }
 
 // put sets the value of key (borrowed) and returns its ordinal, the

@@ -21,8 +21,9 @@ import (
 // are encoded and hashed here already, as the stream arrives (a
 // changelog's are collapsed at Precommit, and so is a source that mixes
 // both); a null key is ErrInvalid and stages nothing. While the guessed
-// output (see eagerOut) holds, it is written here too (streamOut).
-func (w *Writer) writeMerge(ctx context.Context, s *stage, rec arrow.RecordBatch) error {
+// output (see eagerOut) holds, an auto-commit stream's is written here
+// too (streamOut).
+func (w *Writer) writeMerge(ctx context.Context, key writers.TxnKey, s *stage, rec arrow.RecordBatch) error {
 	switch {
 	case isChangelog(rec.Schema()):
 		// Precommit encodes the buffered batches, all of them (a
@@ -32,6 +33,7 @@ func (w *Writer) writeMerge(ctx context.Context, s *stage, rec arrow.RecordBatch
 			s.build = nil
 		}
 		s.streamed = false
+		s.stopOut()
 	case len(s.source) == 0 || s.build != nil: // every batch so far plain
 		if s.build == nil {
 			// Sized like the last source, or for a few batches like this
@@ -42,7 +44,11 @@ func (w *Writer) writeMerge(ctx context.Context, s *stage, rec arrow.RecordBatch
 				return fmt.Errorf("lance: merge source: %w", err)
 			}
 			s.build = b
-			s.streamed = w.guessesOut() && s.files == nil && len(s.finished) == 0
+			// Only an auto-commit stream (Precommit follows it): the
+			// files hold a file-writer slot until Precommit, which a
+			// transaction may call much later, with other transactions
+			// waiting for the slot meanwhile.
+			s.streamed = key.Auto && w.guessesOut() && s.files == nil && len(s.finished) == 0
 		}
 		if err := s.build.add(rec); err != nil {
 			return fmt.Errorf("lance: merge source: %w", err)
@@ -70,11 +76,11 @@ func releaseSource(s *stage) {
 // data files, while s.streamed: the guessed output is then encoded as the
 // stream arrives, on the stage's outStream, while the stream's transfer
 // and key hashing go on; Precommit only waits for the last batches and
-// finishes the last file. The guess ends when a key repeats (the writes
-// stop, and Precommit drops what they wrote).
+// finishes the last file. The guess ends when a key repeats or a write
+// failed (the writes stop, and Precommit drops what they wrote).
 func (w *Writer) streamOut(ctx context.Context, s *stage) {
 	src := s.build.src
-	if !s.streamed || src.keys.Len() != len(src.rows) {
+	if !s.streamed || src.keys.Len() != len(src.rows) || s.out != nil && s.out.failed.Load() {
 		s.streamed = false
 		s.stopOut()
 		return

@@ -81,15 +81,21 @@ type sourceBuilder struct {
 	stream int64 // rows added so far
 }
 
+// maxSourceHint bounds the rows a source is sized for ahead of them.
+const maxSourceHint = 1 << 22
+
 // newSourceBuilder returns a builder for batches of schema, its key set
-// sized for about rows keys.
+// sized for about rows keys. The set may owe its hash table
+// (merge.NewLazyKeySet): a warm merge looks the source's keys up in the
+// key index, never in the source.
 func newSourceBuilder(schema *arrow.Schema, on []string, rows int) (*sourceBuilder, error) {
 	enc, err := merge.NewKeyEncoder(merge.StripMetadata(schema), on)
 	if err != nil {
 		return nil, err
 	}
+	rows = min(rows, maxSourceHint)
 	return &sourceBuilder{enc: enc,
-		src: &source{keys: merge.NewKeySet(rows), rows: make([]srcRow, 0, rows), keyCol: enc.Columns(), on: on}}, nil
+		src: &source{keys: merge.NewLazyKeySet(rows), rows: make([]srcRow, 0, rows), keyCol: enc.Columns(), on: on}}, nil
 }
 
 // add appends the rows of rec (borrowed; retained without its metadata

@@ -2,6 +2,7 @@ package lance
 
 import (
 	"context"
+	"sync/atomic"
 
 	"github.com/apache/arrow-go/v18/arrow"
 
@@ -22,7 +23,8 @@ type outStream struct {
 	recs   chan arrow.RecordBatch
 	cancel context.CancelFunc
 	done   chan struct{}
-	err    error // the first write's error; later batches are dropped
+	err    error       // the first write's error; later batches are dropped
+	failed atomic.Bool // err is set (read by the queuing stream)
 }
 
 // startOutStream starts writing s's files (opened now, if none is) from
@@ -50,6 +52,7 @@ func (w *Writer) startOutStream(ctx context.Context, s *stage) *outStream {
 					}
 					return nil
 				})()
+				o.failed.Store(o.err != nil)
 			}
 			rec.Release()
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"runtime"
 	"testing"
+	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -48,7 +50,7 @@ func precommitAndCommit(t *testing.T, w *Writer, key writers.TxnKey) {
 // row, and the merge publishes them in one new data file.
 func TestMergeStreamsOut(t *testing.T) {
 	w, dir, mem := seededIDMerge(t) // ids 0..9
-	key := writers.TxnKey{Writer: "job", Epoch: 1}
+	key := writers.AutoKey("put")
 	a := diffRecord(mem, []diffRow{{id: 20, k2: "b", name: "n20"}, {id: 3, k2: "b", name: "n3"}})
 	defer a.Release()
 	b := diffRecord(mem, []diffRow{{id: 21, k2: "b", name: "n21"}})
@@ -73,7 +75,7 @@ func TestMergeStreamsOut(t *testing.T) {
 // TestMergeStreamEmpty: a merge of an empty batch writes no data file.
 func TestMergeStreamEmpty(t *testing.T) {
 	w, dir, mem := seededIDMerge(t)
-	key := writers.TxnKey{Writer: "job", Epoch: 1}
+	key := writers.AutoKey("put")
 	empty := diffRecord(mem, nil)
 	defer empty.Release()
 	before := len(onlyData(dataFiles(t, dir)))
@@ -96,7 +98,7 @@ func TestMergeStreamEndsAtRepeat(t *testing.T) {
 	cfg.DatasetURI, cfg.WriteMode, cfg.On, cfg.SourceDuplicates = "file://"+dir, ModeMergeInsert, []string{"id"}, "first_seen"
 	w := openWriter(t, cfg, mem)
 	defer w.Close(context.Background())
-	key := writers.TxnKey{Writer: "job", Epoch: 1}
+	key := writers.AutoKey("put")
 	a := diffRecord(mem, []diffRow{{id: 20, k2: "b", name: "first"}, {id: 4, k2: "b", name: "first"}})
 	defer a.Release()
 	b := diffRecord(mem, []diffRow{{id: 20, k2: "b", name: "again"}, {id: 22, k2: "b", name: "first"}})
@@ -117,7 +119,7 @@ func TestMergeStreamEndsAtRepeat(t *testing.T) {
 // is published or left behind.
 func TestMergeStreamWriteFails(t *testing.T) {
 	w, dir, mem := seededIDMerge(t)
-	key := writers.TxnKey{Writer: "job", Epoch: 1}
+	key := writers.AutoKey("put")
 	a := diffRecord(mem, []diffRow{{id: 20, k2: "b", name: "n20"}, {id: 5, k2: "b", name: "n5"}})
 	defer a.Release()
 	before := len(onlyData(dataFiles(t, dir)))
@@ -129,9 +131,39 @@ func TestMergeStreamWriteFails(t *testing.T) {
 	if !s.out.send(context.Background(), bad) {
 		t.Fatal("the queue refused a batch")
 	}
+	for deadline := time.Now().Add(10 * time.Second); !s.out.failed.Load(); {
+		if time.Now().After(deadline) {
+			t.Fatal("the bad batch's write did not fail")
+		}
+		runtime.Gosched()
+	}
+	// The next batch ends the guess: the writes stop.
+	b := diffRecord(mem, []diffRow{{id: 21, k2: "b", name: "n21"}})
+	defer b.Release()
+	if streamedStage(t, w, key, b); s.streamed || s.out != nil {
+		t.Fatalf("streamed %v, out %v after a failed write", s.streamed, s.out)
+	}
 	precommitAndCommit(t, w, key)
 	want := names(0, 1, 2, 3, 4, 6, 7, 8, 9)("r")
-	want[5], want[20] = "n5", "n20"
+	want[5], want[20], want[21] = "n5", "n20", "n21"
+	checkMerged(t, w, dir, mem, want, before)
+}
+
+// TestMergeTransactionNotStreamed: a transaction's merge (not an
+// auto-commit stream) writes nothing before Precommit, which it may call
+// much later: its files would hold a file-writer slot meanwhile.
+func TestMergeTransactionNotStreamed(t *testing.T) {
+	w, dir, mem := seededIDMerge(t)
+	key := writers.TxnKey{Writer: "job", Epoch: 1}
+	a := diffRecord(mem, []diffRow{{id: 20, k2: "b", name: "n20"}})
+	defer a.Release()
+	before := len(onlyData(dataFiles(t, dir)))
+	if s := streamedStage(t, w, key, a); s.streamed || s.out != nil || s.files != nil {
+		t.Fatalf("streamed %v, out %v, files %v before Precommit", s.streamed, s.out, s.files)
+	}
+	precommitAndCommit(t, w, key)
+	want := names(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)("r")
+	want[20] = "n20"
 	checkMerged(t, w, dir, mem, want, before)
 }
 
@@ -140,7 +172,7 @@ func TestMergeStreamWriteFails(t *testing.T) {
 // allocator).
 func TestMergeStreamRolledBack(t *testing.T) {
 	w, dir, mem := seededIDMerge(t)
-	key := writers.TxnKey{Writer: "job", Epoch: 1}
+	key := writers.AutoKey("put")
 	before := dataFiles(t, dir)
 	for i := range 5 {
 		rec := diffRecord(mem, []diffRow{{id: int64(100 + i), k2: "b", name: "x"}})
@@ -164,7 +196,7 @@ func TestMergeStreamRolledBack(t *testing.T) {
 // before Precommit although it holds less than a full page.
 func TestMergeStreamFlushesIdle(t *testing.T) {
 	w, _, mem := seededIDMerge(t)
-	key := writers.TxnKey{Writer: "job", Epoch: 1}
+	key := writers.AutoKey("put")
 	rows := make([]diffRow, 60_000)
 	for i := range rows {
 		rows[i] = diffRow{id: int64(1000 + i), k2: "b", val: float64(i), name: fmt.Sprintf("a longer name for row %d", i)}

@@ -129,7 +129,7 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		s.schema, s.admitted, s.minor = ls, rec.Schema(), minor
 	}
 	if w.cfg.WriteMode == ModeMergeInsert {
-		return w.writeMerge(ctx, s, rec)
+		return w.writeMerge(ctx, key, s, rec)
 	}
 	return w.writeRec(ctx, s, rec)
 }
