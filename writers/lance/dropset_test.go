@@ -3,6 +3,8 @@ package lance
 import (
 	"slices"
 	"testing"
+
+	"github.com/quiver-ingest/quiver/internal/alloccheck"
 )
 
 func TestDropSet(t *testing.T) {
@@ -53,5 +55,42 @@ func TestUnionSorted(t *testing.T) {
 				t.Fatalf("unionSorted = %v, want %v", got, c.want)
 			}
 		})
+	}
+}
+
+// TestDropSetSparse: offsets spread far apart go to a roaring bitmap,
+// dense ones to a bitset, and both answer has alike, also when a
+// fragment's offsets come in two calls that need different kinds.
+func TestDropSetSparse(t *testing.T) {
+	var s dropSet
+	far := []uint32{5, 1 << 20, 1<<32 - 1}
+	s.addOffsets(7, far)
+	s.addOffsets(8, []uint32{1, 2, 3})
+	s.addOffsets(8, []uint32{1 << 30}) // the bitset moves to a bitmap
+	if s.frags[7].sparse == nil || s.frags[7].bits != nil {
+		t.Fatal("far-apart offsets took a bitset")
+	}
+	for addr, want := range map[uint64]bool{
+		7<<32 | 5: true, 7<<32 | 1<<20: true, 7<<32 | (1<<32 - 1): true, 7<<32 | 6: false,
+		8<<32 | 1: true, 8<<32 | 3: true, 8<<32 | 1<<30: true, 8<<32 | 4: false, 9<<32 | 1: false,
+	} {
+		if got := s.has(addr); got != want {
+			t.Errorf("has(%d:%d) = %v, want %v", addr>>32, uint32(addr), got, want)
+		}
+	}
+}
+
+// TestDropSetHostileBounded: fragment ids and offsets come from other
+// processes' manifests and deletion files: the largest id an index
+// accepts and the largest offset allocate next to nothing (a slice by id
+// took 16 GiB, a bitset by offset 512 MiB).
+func TestDropSetHostileBounded(t *testing.T) {
+	var s dropSet
+	alloccheck.Below(t, "dropSet", func() {
+		s.addFragment(maxIndexedFragment)
+		s.addOffsets(maxIndexedFragment-1, []uint32{1<<32 - 1})
+	})
+	if !s.has(maxIndexedFragment<<32|7) || !s.has((maxIndexedFragment-1)<<32|(1<<32-1)) || s.has(3<<32) {
+		t.Fatal("the hostile entries are not what was added")
 	}
 }

@@ -52,6 +52,11 @@ func EncodeDeletionArrow(offsets []uint32) ([]byte, error) {
 // arrow-go allocates before decompressing.
 const maxArrowDeletionBytes = 64 << 20
 
+// maxDeletions bounds the deleted offsets of one fragment either kind of
+// deletion file may hold (16Mi: LanceDB's fragments hold 1Mi rows by
+// default).
+const maxDeletions = maxArrowDeletionBytes / 4
+
 // DecodeDeletionArrow reads the offsets of an .arrow deletion file
 // (ZSTD-compressed IPC bodies, as LanceDB writes them, included) of a
 // fragment of rows physical rows. Decoding allocates at most
@@ -84,8 +89,8 @@ func DecodeDeletionArrow(b []byte, rows uint64) (out []uint32, err error) {
 			return nil, fmt.Errorf("lance: deletion file, record batch %d: %w: %w", i, writers.ErrInvalid, err)
 		}
 		vs := rec.Column(0).(*array.Uint32).Uint32Values()
-		if len(out)+len(vs) > maxArrowDeletionBytes/4 {
-			return nil, fmt.Errorf("lance: deletion file holds more than %d offsets: %w", maxArrowDeletionBytes/4, writers.ErrInvalid)
+		if len(out)+len(vs) > maxDeletions {
+			return nil, fmt.Errorf("lance: deletion file holds more than %d offsets: %w", maxDeletions, writers.ErrInvalid)
 		}
 		for _, v := range vs {
 			if uint64(v) >= rows {
@@ -204,14 +209,15 @@ func sortedDistinct(vs []uint32) bool {
 // bitmap and run containers) deleting rows of a fragment of rows physical
 // rows, and returns its offsets in ascending order. The bitmap is
 // validated (containers present in b, sorted, cardinalities matching)
-// before anything is sized from it, and an offset at or past rows is an
-// error, so the result never takes more than 4×rows bytes however b
-// declares its containers. Malformed input wraps writers.ErrInvalid.
+// before anything is sized from it; an offset at or past rows, or more
+// than maxDeletions of them, is an error, so the result never takes more
+// than 64 MiB however b declares its containers (rows is the manifest's
+// claim, another process's). Malformed input wraps writers.ErrInvalid.
 func DecodeDeletionBitmap(b []byte, rows uint64) ([]uint32, error) {
 	bm := roaring.New()
 	// roaring checks the container count (at most 2^16) and reads every
 	// container's bytes before keeping it, so what it allocates stays
-	// proportional to len(b) (TestDeletionBitmapAllocationBounded).
+	// proportional to len(b) (TestDeletionDecodersAllocationBounded).
 	if _, err := bm.ReadFrom(bytes.NewReader(b)); err != nil {
 		return nil, fmt.Errorf("lance: deletion bitmap of %d bytes is malformed: %w: %w", len(b), writers.ErrInvalid, err)
 	}
@@ -222,6 +228,8 @@ func DecodeDeletionBitmap(b []byte, rows uint64) ([]uint32, error) {
 	// offsets by the fragment, not by b.
 	if n := bm.GetCardinality(); n > 0 && (n > rows || uint64(bm.Maximum()) >= rows) {
 		return nil, fmt.Errorf("lance: deletion bitmap deletes %d rows up to offset %d of a fragment of %d rows: %w", n, bm.Maximum(), rows, writers.ErrInvalid)
+	} else if n > maxDeletions {
+		return nil, fmt.Errorf("lance: deletion bitmap deletes %d rows of one fragment, more than the %d Quiver reads: %w", n, maxDeletions, writers.ErrInvalid)
 	}
 	return bm.ToArray(), nil
 }

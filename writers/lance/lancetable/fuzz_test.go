@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/RoaringBitmap/roaring/v2"
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
@@ -236,6 +237,26 @@ func TestDeletionDecodersAllocationBounded(t *testing.T) {
 		if (name == "valid" || name == "zstd") != (err == nil) {
 			t.Errorf("arrow %s: err %v", name, err)
 		}
+	}
+}
+
+// TestDeletionBitmapOfClaimedRows: a fragment's row count is the
+// manifest's claim. A few kilobytes of run containers deleting 2^26 rows
+// of a fragment claiming 2^32-1 are refused before they are materialised
+// (256 MiB of offsets, 16 GiB at 2^32 deletions: the process would die
+// out of memory).
+func TestDeletionBitmapOfClaimedRows(t *testing.T) {
+	bm := roaring.New()
+	bm.AddRange(0, 1<<26)
+	bm.RunOptimize()
+	var buf bytes.Buffer
+	if _, err := bm.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	var err error
+	alloccheck.Below(t, "bitmap", func() { _, err = DecodeDeletionBitmap(buf.Bytes(), 1<<32-1) })
+	if !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("a %d-byte bitmap deleting 2^26 rows: err %v, want ErrInvalid", buf.Len(), err)
 	}
 }
 
