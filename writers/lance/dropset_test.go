@@ -8,12 +8,16 @@ import (
 )
 
 func TestDropSet(t *testing.T) {
-	var s dropSet
+	s := newDropSet(1)
 	if !s.empty() || s.has(0) {
 		t.Fatal("a new set is not empty")
 	}
 	s.addFragment(3)
 	s.addOffsets(1, []uint32{0, 63, 64, 1000})
+	s.addOffsets(5000, []uint32{1000}) // beyond the ids kept in the slice
+	if len(s.far) != 1 || len(s.slots) != 4 {
+		t.Fatalf("%d fragments in the map, %d slots: want 1, 4", len(s.far), len(s.slots))
+	}
 	if s.empty() {
 		t.Fatal("the set is empty after adds")
 	}
@@ -31,6 +35,8 @@ func TestDropSet(t *testing.T) {
 		{"past the bitset", 1<<32 | 5000, false},
 		{"fragment without entry", 2 << 32, false},
 		{"fragment past the slice", 9 << 32, false},
+		{"fragment in the map", 5000<<32 | 1000, true},
+		{"fragment past the map's", 5001<<32 | 1000, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := s.has(c.addr); got != c.want {
@@ -67,8 +73,13 @@ func TestDropSetSparse(t *testing.T) {
 	s.addOffsets(7, far)
 	s.addOffsets(8, []uint32{1, 2, 3})
 	s.addOffsets(8, []uint32{1 << 30}) // the bitset moves to a bitmap
-	if s.frags[7].sparse == nil || s.frags[7].bits != nil {
+	if f := s.fragment(7); f.sparse == nil || f.bits != nil {
 		t.Fatal("far-apart offsets took a bitset")
+	}
+	// The scans' form: a bitset of the rows read, no sparse part.
+	g := s.fragment(7).forRows(1 << 21)
+	if g.sparse != nil || len(g.bits) != 1<<21/64 || !g.inBits(5) || !g.inBits(1<<20) || g.inBits(6) || g.inBits(1<<21-1) {
+		t.Fatalf("forRows: sparse %v, %d words, wrong offsets", g.sparse != nil, len(g.bits))
 	}
 	for addr, want := range map[uint64]bool{
 		7<<32 | 5: true, 7<<32 | 1<<20: true, 7<<32 | (1<<32 - 1): true, 7<<32 | 6: false,

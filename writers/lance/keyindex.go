@@ -161,9 +161,9 @@ func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lancetable.Da
 		st.rebuilt = true
 	}
 	current := make(map[uint64]*lancetable.Fragment, len(d.Manifest.Fragments))
-	var read []*lancetable.Fragment // new or rewritten: read whole
-	var purged, deleted []uint64    // fragments losing all / some addresses
-	var drop dropSet                // the addresses they lose
+	var read []*lancetable.Fragment               // new or rewritten: read whole
+	var purged, deleted []uint64                  // fragments losing all / some addresses
+	drop := newDropSet(len(d.Manifest.Fragments)) // the addresses they lose
 	for i := range d.Manifest.Fragments {
 		f := &d.Manifest.Fragments[i]
 		if f.ID > maxIndexedFragment {
@@ -197,7 +197,7 @@ func (x *keyIndex) sync(ctx context.Context, b *storage.Bucket, d *lancetable.Da
 	if !drop.empty() {
 		x.remove(drop.has)
 		// Rows that came back (a restore) are not in the index: re-read.
-		var back dropSet
+		back := newDropSet(len(d.Manifest.Fragments))
 		for _, id := range deleted {
 			f := current[id]
 			if x.frags[id].live != f.LiveRows() {
@@ -344,11 +344,12 @@ func (x *keyIndex) indexFragment(f *lancetable.Fragment, recs []arrow.RecordBatc
 	for _, rec := range recs {
 		rows += rec.NumRows()
 	}
+	gone = gone.forRows(rows)
 	if loneInt64(recs) && int64(x.keys.Len())+rows <= math.MaxInt32 { // AddInt64s' bound
 		live = x.addInt64s(recs, f.ID, gone)
 	} else {
 		err := recordKeys(recs, x.enc, func(off uint32, key []byte) {
-			if !gone.has(off) {
+			if !gone.inBits(off) {
 				x.add(key, f.ID<<32|uint64(off))
 				live++
 			}
@@ -363,7 +364,8 @@ func (x *keyIndex) indexFragment(f *lancetable.Fragment, recs []arrow.RecordBatc
 
 // addInt64s indexes the live rows of fragment id whose keys are recs'
 // lone int64 column (see loneInt64), with no key encoded per row
-// (KeySet.AddInt64s), and returns how many it indexed.
+// (KeySet.AddInt64s), and returns how many it indexed; gone has no sparse
+// part (droppedFragment.forRows).
 func (x *keyIndex) addInt64s(recs []arrow.RecordBatch, id uint64, gone droppedFragment) (live uint64) {
 	var kept []int64       // the live values, when some rows are gone
 	var offs, ords []int32 // offs: the offset of each of kept
@@ -375,7 +377,7 @@ func (x *keyIndex) addInt64s(recs []arrow.RecordBatch, id uint64, gone droppedFr
 		if filter {
 			kept, offs = kept[:0], offs[:0]
 			for i, v := range vals {
-				if off := at + uint32(i); !gone.has(off) {
+				if off := at + uint32(i); !gone.inBits(off) {
 					kept, offs = append(kept, v), append(offs, int32(off))
 				}
 			}
