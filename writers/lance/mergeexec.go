@@ -32,8 +32,7 @@ func (w *Writer) writeMerge(ctx context.Context, key writers.TxnKey, s *stage, r
 			s.build.src.Release()
 			s.build = nil
 		}
-		s.streamed = false
-		s.stopOut()
+		w.endStream(ctx, s)
 	case len(s.source) == 0 || s.build != nil: // every batch so far plain
 		if s.build == nil {
 			// Sized like the last source, or for a few batches like this
@@ -44,10 +43,12 @@ func (w *Writer) writeMerge(ctx context.Context, key writers.TxnKey, s *stage, r
 				return fmt.Errorf("lance: merge source: %w", err)
 			}
 			s.build = b
-			// Only an auto-commit stream (Precommit follows it): the
-			// files hold a file-writer slot until Precommit, which a
-			// transaction may call much later, with other transactions
-			// waiting for the slot meanwhile.
+			// Only an auto-commit key: a put's (Precommit follows its
+			// stream) or a continuous stream's group (committed at its
+			// interval, holding its files meanwhile as an append's
+			// group does). The files hold a file-writer slot until
+			// Precommit, which a transaction may call much later, with
+			// other transactions waiting for the slot meanwhile.
 			s.streamed = key.Auto && w.guessesOut() && s.files == nil && len(s.finished) == 0
 		}
 		if err := s.build.add(rec); err != nil {
@@ -77,12 +78,14 @@ func releaseSource(s *stage) {
 // stream arrives, on the stage's outStream, while the stream's transfer
 // and key hashing go on; Precommit only waits for the last batches and
 // finishes the last file. The guess ends when a key repeats or a write
-// failed (the writes stop, and Precommit drops what they wrote).
+// failed (endStream).
 func (w *Writer) streamOut(ctx context.Context, s *stage) {
+	if !s.streamed {
+		return
+	}
 	src := s.build.src
-	if !s.streamed || src.keys.Len() != len(src.rows) || s.out != nil && s.out.failed.Load() {
-		s.streamed = false
-		s.stopOut()
+	if src.keys.Len() != len(src.rows) || s.out != nil && s.out.failed.Load() {
+		w.endStream(ctx, s)
 		return
 	}
 	rec := src.recs[len(src.recs)-1]
@@ -93,8 +96,19 @@ func (w *Writer) streamOut(ctx context.Context, s *stage) {
 		s.out = w.startOutStream(ctx, s)
 	}
 	if !s.out.send(ctx, rec) {
-		s.streamed = false
-		s.stopOut()
+		w.endStream(ctx, s)
+	}
+}
+
+// endStream ends s's streamed guess: the writes stop and what they wrote
+// is dropped now, giving its file-writer slot back (Precommit writes the
+// output from the source).
+func (w *Writer) endStream(ctx context.Context, s *stage) {
+	if !s.streamed && s.out == nil && s.files == nil && len(s.finished) == 0 {
+		return
+	}
+	if err := w.dropFiles(context.WithoutCancel(ctx), s); err != nil {
+		w.log.Warn("lance: removing a merge's streamed output failed; vacuum removes what is left", "err", err)
 	}
 }
 

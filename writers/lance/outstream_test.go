@@ -105,8 +105,8 @@ func TestMergeStreamEndsAtRepeat(t *testing.T) {
 	defer b.Release()
 	before := len(onlyData(dataFiles(t, dir)))
 	s := streamedStage(t, w, key, a, b)
-	if s.streamed || s.out != nil {
-		t.Fatalf("streamed %v, out %v after a repeated key: the guess goes on", s.streamed, s.out)
+	if s.streamed || s.out != nil || s.files != nil {
+		t.Fatalf("streamed %v, out %v, files %v after a repeated key: the guess goes on, or holds its file slot", s.streamed, s.out, s.files)
 	}
 	precommitAndCommit(t, w, key)
 	want := names(0, 1, 2, 3, 5, 6, 7, 8, 9)("r")
@@ -140,8 +140,8 @@ func TestMergeStreamWriteFails(t *testing.T) {
 	// The next batch ends the guess: the writes stop.
 	b := diffRecord(mem, []diffRow{{id: 21, k2: "b", name: "n21"}})
 	defer b.Release()
-	if streamedStage(t, w, key, b); s.streamed || s.out != nil {
-		t.Fatalf("streamed %v, out %v after a failed write", s.streamed, s.out)
+	if streamedStage(t, w, key, b); s.streamed || s.out != nil || s.files != nil {
+		t.Fatalf("streamed %v, out %v, files %v after a failed write", s.streamed, s.out, s.files)
 	}
 	precommitAndCommit(t, w, key)
 	want := names(0, 1, 2, 3, 4, 6, 7, 8, 9)("r")

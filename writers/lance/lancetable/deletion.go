@@ -52,10 +52,11 @@ func EncodeDeletionArrow(offsets []uint32) ([]byte, error) {
 // arrow-go allocates before decompressing.
 const maxArrowDeletionBytes = 64 << 20
 
-// maxDeletions bounds the deleted offsets of one fragment either kind of
-// deletion file may hold (16Mi: LanceDB's fragments hold 1Mi rows by
-// default).
-const maxDeletions = maxArrowDeletionBytes / 4
+// maxDeletions bounds the deleted offsets of one fragment a deletion
+// bitmap may hold, read or written: 64Mi (256 MiB of offsets), every row
+// of the largest fragments common writers make (LanceDB and pylance 1Mi
+// rows, Ray's write_lance 64Mi). A var for tests.
+var maxDeletions = 1 << 26
 
 // DecodeDeletionArrow reads the offsets of an .arrow deletion file
 // (ZSTD-compressed IPC bodies, as LanceDB writes them, included) of a
@@ -89,8 +90,8 @@ func DecodeDeletionArrow(b []byte, rows uint64) (out []uint32, err error) {
 			return nil, fmt.Errorf("lance: deletion file, record batch %d: %w: %w", i, writers.ErrInvalid, err)
 		}
 		vs := rec.Column(0).(*array.Uint32).Uint32Values()
-		if len(out)+len(vs) > maxDeletions {
-			return nil, fmt.Errorf("lance: deletion file holds more than %d offsets: %w", maxDeletions, writers.ErrInvalid)
+		if len(out)+len(vs) > maxArrowDeletionBytes/4 {
+			return nil, fmt.Errorf("lance: deletion file holds more than %d offsets: %w", maxArrowDeletionBytes/4, writers.ErrInvalid)
 		}
 		for _, v := range vs {
 			if uint64(v) >= rows {
@@ -211,7 +212,7 @@ func sortedDistinct(vs []uint32) bool {
 // validated (containers present in b, sorted, cardinalities matching)
 // before anything is sized from it; an offset at or past rows, or more
 // than maxDeletions of them, is an error, so the result never takes more
-// than 64 MiB however b declares its containers (rows is the manifest's
+// than 256 MiB however b declares its containers (rows is the manifest's
 // claim, another process's). Malformed input wraps writers.ErrInvalid.
 func DecodeDeletionBitmap(b []byte, rows uint64) ([]uint32, error) {
 	bm := roaring.New()
@@ -228,8 +229,8 @@ func DecodeDeletionBitmap(b []byte, rows uint64) ([]uint32, error) {
 	// offsets by the fragment, not by b.
 	if n := bm.GetCardinality(); n > 0 && (n > rows || uint64(bm.Maximum()) >= rows) {
 		return nil, fmt.Errorf("lance: deletion bitmap deletes %d rows up to offset %d of a fragment of %d rows: %w", n, bm.Maximum(), rows, writers.ErrInvalid)
-	} else if n > maxDeletions {
-		return nil, fmt.Errorf("lance: deletion bitmap deletes %d rows of one fragment, more than the %d Quiver reads: %w", n, maxDeletions, writers.ErrInvalid)
+	} else if n > uint64(maxDeletions) {
+		return nil, fmt.Errorf("lance: deletion bitmap deletes %d rows of one fragment, more than the %d Quiver reads (compact the dataset): %w", n, maxDeletions, writers.ErrInvalid)
 	}
 	return bm.ToArray(), nil
 }
@@ -249,6 +250,9 @@ func NewDeletionFile(readVersion uint64, offsets []uint32) (*DeletionFile, []byt
 		slices.Sort(vs)
 	}
 	vs = slices.Compact(vs)
+	if len(vs) > maxDeletions { // what no reader here would read back
+		return nil, nil, fmt.Errorf("lance: a fragment with %d deleted rows, more than the %d a deletion file may hold: compact the dataset first: %w", len(vs), maxDeletions, writers.ErrWrongState)
+	}
 	var idb [8]byte
 	if _, err := rand.Read(idb[:]); err != nil {
 		return nil, nil, err

@@ -241,13 +241,13 @@ func TestDeletionDecodersAllocationBounded(t *testing.T) {
 }
 
 // TestDeletionBitmapOfClaimedRows: a fragment's row count is the
-// manifest's claim. A few kilobytes of run containers deleting 2^26 rows
+// manifest's claim. A few kilobytes of run containers deleting 2^27 rows
 // of a fragment claiming 2^32-1 are refused before they are materialised
-// (256 MiB of offsets, 16 GiB at 2^32 deletions: the process would die
+// (512 MiB of offsets, 16 GiB at 2^32 deletions: the process would die
 // out of memory).
 func TestDeletionBitmapOfClaimedRows(t *testing.T) {
 	bm := roaring.New()
-	bm.AddRange(0, 1<<26)
+	bm.AddRange(0, 1<<27)
 	bm.RunOptimize()
 	var buf bytes.Buffer
 	if _, err := bm.WriteTo(&buf); err != nil {
@@ -256,7 +256,30 @@ func TestDeletionBitmapOfClaimedRows(t *testing.T) {
 	var err error
 	alloccheck.Below(t, "bitmap", func() { _, err = DecodeDeletionBitmap(buf.Bytes(), 1<<32-1) })
 	if !errors.Is(err, writers.ErrInvalid) {
-		t.Fatalf("a %d-byte bitmap deleting 2^26 rows: err %v, want ErrInvalid", buf.Len(), err)
+		t.Fatalf("a %d-byte bitmap deleting 2^27 rows: err %v, want ErrInvalid", buf.Len(), err)
+	}
+}
+
+// TestDeletionFileBound: no deletion file is written with more offsets
+// than the reader takes (maxDeletions, lowered here), and the reader
+// refuses one that has them.
+func TestDeletionFileBound(t *testing.T) {
+	defer func(n int) { maxDeletions = n }(maxDeletions)
+	maxDeletions = 6000
+	offs := make([]uint32, maxDeletions+1)
+	for i := range offs {
+		offs[i] = uint32(3 * i)
+	}
+	if _, _, err := NewDeletionFile(1, offs); !errors.Is(err, writers.ErrWrongState) {
+		t.Fatalf("writing %d deletions: err %v, want ErrWrongState", len(offs), err)
+	}
+	if _, err := DecodeDeletionBitmap(EncodeDeletionBitmap(offs), 1<<20); !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("reading %d deletions: err %v, want ErrInvalid", len(offs), err)
+	}
+	if _, b, err := NewDeletionFile(1, offs[:maxDeletions]); err != nil {
+		t.Fatal(err)
+	} else if got, err := DecodeDeletionBitmap(b, 1<<20); err != nil || len(got) != maxDeletions {
+		t.Fatalf("%d deletions read back as %d: %v", maxDeletions, len(got), err)
 	}
 }
 
