@@ -104,10 +104,7 @@ func TestMergeStreamEndsAtRepeat(t *testing.T) {
 	b := diffRecord(mem, []diffRow{{id: 20, k2: "b", name: "again"}, {id: 22, k2: "b", name: "first"}})
 	defer b.Release()
 	before := len(onlyData(dataFiles(t, dir)))
-	s := streamedStage(t, w, key, a, b)
-	if s.streamed || s.out != nil || s.files != nil {
-		t.Fatalf("streamed %v, out %v, files %v after a repeated key: the guess goes on, or holds its file slot", s.streamed, s.out, s.files)
-	}
+	checkNotStreaming(t, streamedStage(t, w, key, a, b), "a repeated key")
 	precommitAndCommit(t, w, key)
 	want := names(0, 1, 2, 3, 5, 6, 7, 8, 9)("r")
 	want[4], want[20], want[22] = "first", "first", "first"
@@ -140,9 +137,7 @@ func TestMergeStreamWriteFails(t *testing.T) {
 	// The next batch ends the guess: the writes stop.
 	b := diffRecord(mem, []diffRow{{id: 21, k2: "b", name: "n21"}})
 	defer b.Release()
-	if streamedStage(t, w, key, b); s.streamed || s.out != nil || s.files != nil {
-		t.Fatalf("streamed %v, out %v, files %v after a failed write", s.streamed, s.out, s.files)
-	}
+	checkNotStreaming(t, streamedStage(t, w, key, b), "a failed write")
 	precommitAndCommit(t, w, key)
 	want := names(0, 1, 2, 3, 4, 6, 7, 8, 9)("r")
 	want[5], want[20], want[21] = "n5", "n20", "n21"
@@ -158,9 +153,7 @@ func TestMergeTransactionNotStreamed(t *testing.T) {
 	a := diffRecord(mem, []diffRow{{id: 20, k2: "b", name: "n20"}})
 	defer a.Release()
 	before := len(onlyData(dataFiles(t, dir)))
-	if s := streamedStage(t, w, key, a); s.streamed || s.out != nil || s.files != nil {
-		t.Fatalf("streamed %v, out %v, files %v before Precommit", s.streamed, s.out, s.files)
-	}
+	checkNotStreaming(t, streamedStage(t, w, key, a), "a transaction's batch")
 	precommitAndCommit(t, w, key)
 	want := names(0, 1, 2, 3, 4, 5, 6, 7, 8, 9)("r")
 	want[20] = "n20"
@@ -217,6 +210,15 @@ func TestMergeStreamFlushesIdle(t *testing.T) {
 	precommitAndCommit(t, w, key)
 	if got := len(diffState(t, w, mem)); got != 10+len(rows) {
 		t.Fatalf("%d live rows, want %d", got, 10+len(rows))
+	}
+}
+
+// checkNotStreaming fails unless s writes nothing before Precommit and
+// holds no file (and so no file-writer slot) after what.
+func checkNotStreaming(t *testing.T, s *stage, what string) {
+	t.Helper()
+	if s.streamed || s.out != nil || s.files != nil {
+		t.Fatalf("after %s: streamed %v, out %v, files %v: the writes go on, or hold their file slot", what, s.streamed, s.out, s.files)
 	}
 }
 
