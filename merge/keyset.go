@@ -94,14 +94,14 @@ const maxArenaReserve = 64 << 20
 // maxKeys bounds the ordinal to the 32 bits a slot holds.
 const maxKeys = 1<<32 - 2
 
-// maxHint bounds what a size hint may reserve or allow ahead of the keys
+// MaxSizeHint bounds what a size hint may reserve or allow ahead of the keys
 // themselves: hints come from files other processes wrote (a manifest's
 // row count), and a set grows past it as keys arrive.
-const maxHint = 1 << 22
+const MaxSizeHint = 1 << 22
 
 // NewKeySet returns an empty set sized for about sizeHint keys (0 is fine).
 func NewKeySet(sizeHint int) *KeySet {
-	return &KeySet{seed: maphash.MakeSeed(), mix: [2]uint64{rand.Uint64(), rand.Uint64()}, width: -2, hint: min(max(sizeHint, 0), maxHint)}
+	return &KeySet{seed: maphash.MakeSeed(), mix: [2]uint64{rand.Uint64(), rand.Uint64()}, width: -2, hint: min(max(sizeHint, 0), MaxSizeHint)}
 }
 
 // NewLazyKeySet returns an empty set sized for about sizeHint keys that
@@ -255,10 +255,9 @@ func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 	if s.n+len(xs) > math.MaxInt32 {
 		panic("merge: AddInt64s numbers at most 2^31-1 keys; use Add")
 	}
-	lo, hi := uint64(math.MaxUint64), uint64(0)
-	for _, x := range xs {
-		v := uint64(x) ^ signBit
-		lo, hi = min(lo, v), max(hi, v)
+	var lo, hi uint64 // the span of xs, for a direct table or a bitmap
+	if !s.hashed || s.lazy.Load() {
+		lo, hi = int64Span(xs)
 	}
 	if !s.hashed {
 		// The batch's own keys count toward the dense bound, as they
@@ -295,6 +294,17 @@ func (s *KeySet) AddInt64s(xs []int64, ords []int32) []int32 {
 		return ords
 	}
 	return s.addInt64sHashed(xs, ords)
+}
+
+// int64Span returns the least and greatest big-endian key value of xs
+// (not empty).
+func int64Span(xs []int64) (lo, hi uint64) {
+	lo = math.MaxUint64
+	for _, x := range xs {
+		v := uint64(x) ^ signBit
+		lo, hi = min(lo, v), max(hi, v)
+	}
+	return lo, hi
 }
 
 // KeyInt64 is the value AddInt64s encodes as the 8-byte key: Add(key) and

@@ -177,7 +177,7 @@ func BenchmarkKeySetAddInt64(b *testing.B) {
 }
 
 // TestKeySetHostileHint: a size hint from another process's file (a
-// manifest claiming 2^40 rows) reserves nothing beyond maxHint, whether
+// manifest claiming 2^40 rows) reserves nothing beyond MaxSizeHint, whether
 // the keys stay dense or not.
 func TestKeySetHostileHint(t *testing.T) {
 	for _, keys := range [][][]byte{
@@ -188,7 +188,7 @@ func TestKeySetHostileHint(t *testing.T) {
 		for _, k := range keys {
 			s.Add(k)
 		}
-		if b := s.MemoryBytes(); b > 16*maxHint*4 {
+		if b := s.MemoryBytes(); b > 16*MaxSizeHint*4 {
 			t.Errorf("%d keys hold %d bytes", len(keys), b)
 		}
 	}

@@ -73,24 +73,21 @@ func newKeyIndex() *keyIndex {
 	return newKeyIndexSized(0)
 }
 
-// maxIndexHint bounds the keys an index is sized for ahead of them: the
-// size comes from a manifest's row count, another process's claim.
-const maxIndexHint = 1 << 22
-
 // newKeyIndexSized returns an empty index sized for about n keys (at most
-// maxIndexHint).
+// merge.MaxSizeHint: n comes from a manifest's row count, another
+// process's claim).
 func newKeyIndexSized(n int) *keyIndex {
-	n = min(max(n, 0), maxIndexHint)
+	n = min(max(n, 0), merge.MaxSizeHint)
 	return &keyIndex{keys: merge.NewKeySet(n), vals: make([]uint64, 0, n), frags: map[uint64]indexedFragment{}}
 }
 
 // rebuiltSize is the size of an index built for a dataset of rows rows:
-// those and a quarter more (within maxIndexHint), so that the keys the
+// those and a quarter more (within merge.MaxSizeHint), so that the keys the
 // next merges insert land without copying the index's arrays. (Growing a
 // 2M-key index by copying took 60-90 ms, most of it faulting in the new
 // arrays' pages, while the next merge waited.)
 func rebuiltSize(rows uint64) int {
-	n := min(rows, maxIndexHint*4/5)
+	n := min(rows, merge.MaxSizeHint*4/5)
 	return int(n + n/4)
 }
 
@@ -340,10 +337,7 @@ func readAhead(ctx context.Context, b *storage.Bucket, d *lancetable.Dataset, fr
 // (borrowed) and deleted offsets gone.
 func (x *keyIndex) indexFragment(f *lancetable.Fragment, recs []arrow.RecordBatch, gone droppedFragment) error {
 	var live uint64
-	var rows int64
-	for _, rec := range recs {
-		rows += rec.NumRows()
-	}
+	rows := lancefile.Rows(recs)
 	gone = gone.forRows(rows)
 	if loneInt64(recs) && int64(x.keys.Len())+rows <= math.MaxInt32 { // AddInt64s' bound
 		live = x.addInt64s(recs, f.ID, gone)

@@ -104,8 +104,8 @@ func (w *Writer) streamOut(ctx context.Context, s *stage) {
 // is dropped now, giving its file-writer slot back (Precommit writes the
 // output from the source).
 func (w *Writer) endStream(ctx context.Context, s *stage) {
-	if !s.streamed && s.out == nil && s.files == nil && len(s.finished) == 0 {
-		return
+	if !s.streamed {
+		return // nothing streamed: a merge stage has files only while it streams
 	}
 	if err := w.dropFiles(context.WithoutCancel(ctx), s); err != nil {
 		w.log.Warn("lance: removing a merge's streamed output failed; vacuum removes what is left", "err", err)
@@ -173,13 +173,9 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 		return nil, err
 	}
 	defer src.Release()
+	// The stage's files, if any, are the streamed guess's: one that ended
+	// dropped its own (endStream).
 	streamed := s.streamed
-	if !streamed {
-		// What a stream wrote before its guess ended.
-		if err := w.dropFiles(context.WithoutCancel(ctx), s); err != nil {
-			return nil, err
-		}
-	}
 	s.streamed = false
 	eager := w.startEagerOut(ctx, s, src, streamed, mem)
 	defer eager.stop() // before src is released, whatever happens

@@ -187,11 +187,7 @@ func (sc *fragmentScan) scanInt64(ctx context.Context, b *storage.Bucket, d *lan
 	if !loneInt64(recs) { // a null key
 		return false, nil
 	}
-	var rows int64
-	for _, rec := range recs {
-		rows += rec.NumRows()
-	}
-	gone = gone.forRows(rows)
+	gone = gone.forRows(lancefile.Rows(recs))
 	var at uint32 // the fragment offset of the record's first row
 	for _, rec := range recs {
 		for i, x := range rec.Column(0).(*array.Int64).Int64Values() {

@@ -9,6 +9,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 
 	"github.com/quiver-ingest/quiver/merge"
+	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
 )
 
 // srcRow is one row of a merge source: row of recs[rec], its key ordinal
@@ -54,11 +55,8 @@ func newSource(recs []arrow.RecordBatch, on []string, mem memory.Allocator) (*so
 	if isChangelog(recs[0].Schema()) {
 		return collapsedSource(recs, on, mem)
 	}
-	var rows int64 // at most that many keys: size the set once
-	for _, rec := range recs {
-		rows += rec.NumRows()
-	}
-	b, err := newSourceBuilder(recs[0].Schema(), on, int(rows))
+	// At most that many keys: size the set once.
+	b, err := newSourceBuilder(recs[0].Schema(), on, int(lancefile.Rows(recs)))
 	if err != nil {
 		return nil, err
 	}
@@ -81,9 +79,6 @@ type sourceBuilder struct {
 	stream int64 // rows added so far
 }
 
-// maxSourceHint bounds the rows a source is sized for ahead of them.
-const maxSourceHint = 1 << 22
-
 // newSourceBuilder returns a builder for batches of schema, its key set
 // sized for about rows keys. The set may owe its hash table
 // (merge.NewLazyKeySet): a warm merge looks the source's keys up in the
@@ -93,7 +88,7 @@ func newSourceBuilder(schema *arrow.Schema, on []string, rows int) (*sourceBuild
 	if err != nil {
 		return nil, err
 	}
-	rows = min(rows, maxSourceHint)
+	rows = min(rows, merge.MaxSizeHint)
 	return &sourceBuilder{enc: enc,
 		src: &source{keys: merge.NewLazyKeySet(rows), rows: make([]srcRow, 0, rows), keyCol: enc.Columns(), on: on}}, nil
 }

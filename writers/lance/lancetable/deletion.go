@@ -230,7 +230,7 @@ func DecodeDeletionBitmap(b []byte, rows uint64) ([]uint32, error) {
 	if n := bm.GetCardinality(); n > 0 && (n > rows || uint64(bm.Maximum()) >= rows) {
 		return nil, fmt.Errorf("lance: deletion bitmap deletes %d rows up to offset %d of a fragment of %d rows: %w", n, bm.Maximum(), rows, writers.ErrInvalid)
 	} else if n > uint64(maxDeletions) {
-		return nil, fmt.Errorf("lance: deletion bitmap deletes %d rows of one fragment, more than the %d Quiver reads (compact the dataset): %w", n, maxDeletions, writers.ErrInvalid)
+		return nil, fmt.Errorf("lance: deletion bitmap deletes %d rows of one fragment, more than the %d Quiver reads: compact the dataset with Lance (compact_files), which rewrites the fragment without its deleted rows: %w", n, maxDeletions, writers.ErrInvalid)
 	}
 	return bm.ToArray(), nil
 }
@@ -251,7 +251,7 @@ func NewDeletionFile(readVersion uint64, offsets []uint32) (*DeletionFile, []byt
 	}
 	vs = slices.Compact(vs)
 	if len(vs) > maxDeletions { // what no reader here would read back
-		return nil, nil, fmt.Errorf("lance: a fragment with %d deleted rows, more than the %d a deletion file may hold: compact the dataset first: %w", len(vs), maxDeletions, writers.ErrWrongState)
+		return nil, nil, fmt.Errorf("lance: the merge would leave a fragment with %d deleted rows, more than the %d a deletion file may hold: run the endpoint's optimize action (it rewrites fragments without their deleted rows), then replay the transaction: %w", len(vs), maxDeletions, writers.ErrWrongState)
 	}
 	var idb [8]byte
 	if _, err := rand.Read(idb[:]); err != nil {
