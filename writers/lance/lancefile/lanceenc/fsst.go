@@ -257,11 +257,21 @@ func (t *fsstTable) compressRows(cOffs, offs []uint64, data []byte, from, to, li
 			bcodes[bo], bcodes[bo+1] = uint8(cb), uint8(wb)
 			ao, ap = ao+1+int(ca>>12), ap+int(ca>>8&15)
 			bo, bp = bo+1+int(cb>>12), bp+int(cb>>8&15)
+			// A value ends about every tenth step: the run goes on to
+			// its next one here, without leaving the loop.
+			if ap == ato && ao+bo < limit {
+				ato = a.advance(ao, cOffs, offs)
+			}
+			if bp == bto && ao+bo < limit {
+				bto = b.advance(bo, cOffs, offs)
+			}
 		}
-		a.p, a.o, b.p, b.o = ap, ao, bp, bo
-		// A run at the end of its value (or of the page's bytes)
-		// finishes it alone and moves to its next one; the codes of
-		// both runs reaching limit end it all.
+		a.p, a.to, a.o, b.p, b.to, b.o = ap, ato, ao, bp, bto, bo
+		// A run at the end of its value (or of the page's bytes) that
+		// could not go on in the loop (its last value, one that needs
+		// more room for its codes, an empty one) finishes it alone and
+		// moves to its next one; the codes of both runs reaching limit
+		// end it all.
 		for _, r := range []*fsstRun{&a, &b} {
 			if r.p >= r.to || r.p+8 > cap(data) {
 				r.next(t, cOffs, offs, data)
@@ -293,6 +303,25 @@ type fsstRun struct {
 	o, start int
 	codes    []byte
 	widest   int
+}
+
+// advance ends value row at codes offset o and starts the next one,
+// returning where its bytes end, when that needs nothing of next: there
+// is a next value and its codes fit were every byte escaped. Otherwise it
+// changes nothing and returns the current end.
+func (r *fsstRun) advance(o int, cOffs, offs []uint64) int {
+	row := r.row + 1
+	if row >= r.end {
+		return int(offs[r.row+1])
+	}
+	from, to := int(offs[row]), int(offs[row+1])
+	if o+2*(to-from)+1 > len(r.codes) {
+		return from
+	}
+	r.widest = max(r.widest, o-r.start)
+	cOffs[row] = uint64(o)
+	r.row, r.start = row, o
+	return to
 }
 
 // begin starts value row (if any), making room for its codes were every
