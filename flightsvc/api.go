@@ -96,10 +96,11 @@ type Options struct {
 	// Endpoint.Memory. Zero means 512 MiB.
 	EndpointBufferBytes int64
 	// StreamIdleTimeout cancels and rolls back a stream that receives no
-	// message for this long once its schema is read; zero means never.
+	// message for this long once its schema is read, or whose client takes
+	// no ack for this long; zero means never.
 	StreamIdleTimeout time.Duration
-	// FirstMessageTimeout fails a stream that sends no first message
-	// (its descriptor) for this long; zero means 10 s.
+	// FirstMessageTimeout fails a stream that has not sent its descriptor
+	// and schema this long after it opened; zero means 10 s.
 	FirstMessageTimeout time.Duration
 	// ClientMaxStreams bounds the DoPut streams one client (a token, or a
 	// peer host without auth) has open at once; zero means 128.

@@ -21,7 +21,8 @@ import (
 // times while it is read, and the pooled copy stays in the pool after.
 // Here it is gathered once, into a buffer of its own that becomes the
 // decoded batch's memory (the IPC reader does not copy either), and that
-// the memory budget charges.
+// the memory budget charges whole (ownFields keeps it the size of the
+// fields a batch is charged for).
 type Codec struct{ base encoding.CodecV2 }
 
 // NewCodec returns the Flight listener's codec.
@@ -39,7 +40,41 @@ func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	}
 	// Materialize copies into a new slice, not a pooled one: gRPC frees
 	// data when Unmarshal returns, the batch lives on.
-	return unmarshalFlightData(data.Materialize(), fd)
+	b := data.Materialize()
+	if err := unmarshalFlightData(b, fd); err != nil {
+		return err
+	}
+	ownFields(fd, len(b))
+	return nil
+}
+
+// maxSlack is how many bytes of a received message may lie outside the
+// byte fields that alias it (tags, the descriptor, unknown fields) before
+// the fields are copied out of it.
+const maxSlack = 64 << 10
+
+// ownFields copies fd's byte fields into a buffer of their own when the
+// message of size bytes they alias holds more than maxSlack besides: an
+// alias keeps the whole message in memory, and the memory budget charges
+// a batch its fields (a hostile client's unknown or repeated fields would
+// be held uncharged).
+func ownFields(fd *flight.FlightData, size int) {
+	fields := [...]*[]byte{&fd.DataHeader, &fd.DataBody, &fd.AppMetadata}
+	n := 0
+	for _, f := range fields {
+		n += len(*f)
+	}
+	if size-n <= maxSlack {
+		return
+	}
+	own := make([]byte, 0, n)
+	for _, f := range fields {
+		if len(*f) > 0 {
+			at := len(own)
+			own = append(own, *f...)
+			*f = own[at:len(own):len(own)]
+		}
+	}
 }
 
 // The fields of FlightData (Flight.proto).

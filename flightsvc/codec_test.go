@@ -1,6 +1,7 @@
 package flightsvc
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -93,5 +94,32 @@ func TestCodecAliasesTheMessage(t *testing.T) {
 	}
 	if err := NewCodec().Unmarshal(mem.BufferSlice{mem.SliceBuffer(b)}, &desc); err != nil || string(desc.Cmd) != "x" {
 		t.Fatalf("descriptor %v, %v", &desc, err)
+	}
+}
+
+// A message holding more than maxSlack besides its byte fields (unknown
+// or repeated fields) has its fields copied out, so that the message can
+// be freed: the budget charges a batch its fields. Other messages keep
+// aliasing theirs.
+func TestCodecOwnsFieldsOfPaddedMessages(t *testing.T) {
+	for _, slack := range []int{maxSlack, maxSlack + 1} {
+		msg := []byte("[header][body][meta]")
+		fd := &flight.FlightData{DataHeader: msg[1:7], DataBody: msg[9:13], AppMetadata: msg[15:19]}
+		fields := len(fd.DataHeader) + len(fd.DataBody) + len(fd.AppMetadata)
+		ownFields(fd, fields+slack)
+		for i := range msg {
+			msg[i] = 'X'
+		}
+		got := string(fd.DataHeader) + string(fd.DataBody) + string(fd.AppMetadata)
+		owned := slack > maxSlack
+		switch {
+		case owned && got != "headerbodymeta":
+			t.Fatalf("slack %d: fields %q still alias the message", slack, got)
+		case !owned && got != strings.Repeat("X", fields):
+			t.Fatalf("slack %d: fields %q were copied", slack, got)
+		}
+		if owned && cap(fd.DataHeader) != len(fd.DataHeader) {
+			t.Fatalf("an append to data_header (cap %d) would write over data_body", cap(fd.DataHeader))
+		}
 	}
 }

@@ -102,7 +102,8 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	// Who may write where is settled from the first message's descriptor
 	// before any IPC byte is decoded: a caller without a grant gets
 	// nothing decoded.
-	first, err := s.recvFirst(ctx, stream)
+	deadline := time.Now().Add(s.first)
+	first, err := s.recvBy(stream, deadline, "descriptor")
 	if errors.Is(err, io.EOF) {
 		return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
 	}
@@ -127,8 +128,26 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 		}
 		stream = sqlAckStream{stream}
 	}
+	// A descriptor sent alone is followed by the schema within the same
+	// deadline: every later wait for a message is timed by the guard's
+	// idle timer, which starts with the schema, and a stream that sent its
+	// descriptor and went silent would hold a whole message's reservation
+	// until its client left.
+	read := 1
+	if len(first.GetDataHeader()) == 0 {
+		if first, err = s.recvBy(stream, deadline, "schema"); errors.Is(err, io.EOF) {
+			return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
+		}
+		if err != nil {
+			return err
+		}
+		if len(first.GetDataHeader()) == 0 {
+			return writers.Errorf(writers.ErrInvalid, "doput: message 2 carries no IPC header: after the descriptor, every message must be a schema, dictionary or record batch")
+		}
+		read++
+	}
 
-	guard := &recvGuard{stream: stream, first: first, limit: s.maxMsg, reservation: s.recvCap(), dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, acct: ep.Memory.Account(c.quota)}
+	guard := &recvGuard{stream: stream, first: first, messages: read - 1, limit: s.maxMsg, reservation: s.recvCap(), dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, acct: ep.Memory.Account(c.quota)}
 	rdr, err := ipc.NewReaderFromMessageReader(&guardMessages{guard: guard}, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
 	if err != nil {
 		guard.close()
@@ -162,19 +181,21 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	return s.putAuto(ctx, stream, ps)
 }
 
-// recvFirst reads a stream's first message, which names its endpoint,
-// within limits.first_message_timeout. Nothing is reserved for it in
-// advance: a reservation would be held by streams that never send (15
-// silent streams held a 1 GiB budget, blocking every endpoint). gRPC
-// holds at most one message of a stream (MaxRecvMsgSize) as it arrives,
-// limits.client_max_streams bounds the streams, and the guard charges
-// the message at its size once the endpoint is known. A stream still
-// silent at the deadline fails with DeadlineExceeded: its Recv goroutine
-// returns when gRPC cancels the stream, after the handler. It holds
-// nothing of the allocator or the budget, so Close does not wait for it
-// (which could not be ordered before Close's wait anyway: the handler may
-// start while the server stops).
-func (s *Service) recvFirst(ctx context.Context, stream flight.FlightService_DoPutServer) (*flight.FlightData, error) {
+// recvBy reads a stream's next message before deadline, what (the
+// descriptor or the schema) naming it in the error: the first messages,
+// which name the endpoint and carry the schema, must come within
+// limits.first_message_timeout. Nothing is reserved for them in advance:
+// a reservation would be held by streams that never send (15 silent
+// streams held a 1 GiB budget, blocking every endpoint). gRPC holds at
+// most one message of a stream (MaxRecvMsgSize) as it arrives,
+// limits.client_max_streams bounds the streams, and the guard charges the
+// message at its size once the endpoint is known. A stream still silent
+// at the deadline fails with DeadlineExceeded: its Recv goroutine returns
+// when gRPC cancels the stream, after the handler. It holds nothing of the
+// allocator or the budget, so Close does not wait for it (which could not
+// be ordered before Close's wait anyway: the handler may start while the
+// server stops).
+func (s *Service) recvBy(stream flight.FlightService_DoPutServer, deadline time.Time, what string) (*flight.FlightData, error) {
 	type result struct {
 		fd  *flight.FlightData
 		err error
@@ -184,14 +205,14 @@ func (s *Service) recvFirst(ctx context.Context, stream flight.FlightService_DoP
 		fd, err := stream.Recv()
 		got <- result{fd, err}
 	}()
-	deadline := time.NewTimer(s.first)
-	defer deadline.Stop()
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
 	select {
 	case r := <-got:
 		return r.fd, r.err
-	case <-deadline.C:
-		s.log.Info("doput: a stream sent no first message in time; closed", "timeout", s.first)
-		return nil, fmt.Errorf("doput: no first message (the descriptor) within %s (limits.first_message_timeout): send the descriptor and schema as soon as the stream opens: %w", s.first, context.DeadlineExceeded)
+	case <-timer.C:
+		s.log.Info("doput: a stream sent no "+what+" in time; closed", "timeout", s.first)
+		return nil, fmt.Errorf("doput: no %s within %s of the stream's start (limits.first_message_timeout): send the descriptor and schema as soon as the stream opens: %w", what, s.first, context.DeadlineExceeded)
 	}
 }
 

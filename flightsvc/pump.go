@@ -52,8 +52,8 @@ type putStream struct {
 	// batch's seq from its app_metadata (queued.seq).
 	seqs bool
 	// drain takes the queued batches instead of Service.drain (a
-	// continuous stream's, stream.go).
-	drain func(ctx context.Context, queue <-chan queued) (pumped, error)
+	// continuous stream's, stream.go), answering on stream.
+	drain func(ctx context.Context, stream flight.FlightService_DoPutServer, queue <-chan queued) (pumped, error)
 	// unacked counts the batches received and not yet acknowledged, and
 	// acked is when the last ack was sent (Unix ns): a client waiting for
 	// acks is not idle, and its idle time starts with the last one.
@@ -75,11 +75,15 @@ func (ps *putStream) release() {
 }
 
 // queued is a received batch on its way to the writer. It holds a
-// reference on rec and size bytes of the endpoint's memory share, both
+// reference on rec and held bytes of the endpoint's memory share, both
 // given back by release, exactly once.
 type queued struct {
 	rec  arrow.RecordBatch
-	size int64
+	size int64 // the bytes of its Arrow buffers
+	// held is what it is charged: its buffers point into the message they
+	// were decoded from, which stays in memory whole as long as any of
+	// them does, however little of it they cover.
+	held int64
 	// seq is a continuous stream's batch's seq, groupcommit.NoSeq when it
 	// has none (and in other streams).
 	seq int64
@@ -87,8 +91,8 @@ type queued struct {
 
 func (q queued) release(ps *putStream) {
 	q.rec.Release()
-	ps.guard.acct.Release(membudget.Decoded, q.size)
-	ps.ep.m.buffered.Sub(float64(q.size))
+	ps.guard.acct.Release(membudget.Decoded, q.held)
+	ps.ep.m.buffered.Sub(float64(q.held))
 }
 
 // pumped counts what a pump saw.
@@ -117,8 +121,9 @@ type pumped struct {
 // in Recv, waiting for a client that waits for acks: only the end of the
 // handler makes gRPC cancel the stream and Recv return. The receiver then
 // releases ps and whatever is still queued; Service.Close waits for it.
-// A stream that waits longer than Options.StreamIdleTimeout for a message
-// fails like one whose receiving side failed.
+// A stream that waits longer than Options.StreamIdleTimeout for a message,
+// or for its client to take an ack (ackSends), fails like one whose
+// receiving side failed.
 func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutServer, ps *putStream) (pumped, error) {
 	ep := ps.ep
 	ctx, cancel := context.WithCancelCause(ctx)
@@ -131,17 +136,23 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 	defer close(writerDone)
 
 	ps.guard.ctx = ctx
+	idle := func(what string) func() {
+		return func() {
+			if ps.seqs {
+				// A quiet collector is not a failure: what it sent is
+				// committed, and its client reconnects when it has more.
+				cancel(writers.Errorf(writers.ErrUnavailable, "doput: endpoint %q: %s for %s (limits.stream_idle_timeout): the continuous stream was ended, what it sent is committed with its group; reconnect to send more", ep.Name, what, s.idle))
+				return
+			}
+			cancel(fmt.Errorf("doput: endpoint %q: %s for %s (limits.stream_idle_timeout): the stream was cancelled and rolled back: %w", ep.Name, what, s.idle, context.DeadlineExceeded))
+		}
+	}
 	ps.guard.armIdle(s.idle, func() bool {
 		return ps.unacked.Load() > 0 || time.Since(time.Unix(0, ps.acked.Load())) < s.idle
-	}, func() {
-		if ps.seqs {
-			// A quiet collector is not a failure: what it sent is
-			// committed, and its client reconnects when it has more.
-			cancel(writers.Errorf(writers.ErrUnavailable, "doput: endpoint %q: no message for %s (limits.stream_idle_timeout): the continuous stream was ended, what it sent is committed with its group; reconnect to send more", ep.Name, s.idle))
-			return
-		}
-		cancel(fmt.Errorf("doput: endpoint %q: no message for %s (limits.stream_idle_timeout): the stream was cancelled and rolled back: %w", ep.Name, s.idle, context.DeadlineExceeded))
-	})
+	}, idle("no message"))
+	if s.idle > 0 {
+		stream = ackSends{stream, s.idle, idle("the client took no ack")}
+	}
 	s.receivers.Add(1)
 	go func() {
 		defer s.receivers.Done()
@@ -151,6 +162,11 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 			// Cancel before closing the queue, so that the writing side,
 			// seeing the queue closed, finds the cause.
 			cancel(err)
+			// The stream failed: a batch still queued would only be
+			// failed by the writing side, which may be stuck in an ack's
+			// Send (ackSends) for as long as its client stays. It is
+			// given back now.
+			releaseQueued(ps, queue)
 		}
 		close(queue)
 		// Batches the writing side did not take are released here, once
@@ -163,9 +179,11 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 
 	drain := ps.drain
 	if drain == nil {
-		drain = func(ctx context.Context, queue <-chan queued) (pumped, error) { return s.drain(ctx, stream, ps, queue) }
+		drain = func(ctx context.Context, stream flight.FlightService_DoPutServer, queue <-chan queued) (pumped, error) {
+			return s.drain(ctx, stream, ps, queue)
+		}
 	}
-	p, err := drain(ctx, queue)
+	p, err := drain(ctx, stream, queue)
 	if err != nil {
 		cancel(err)
 	}
@@ -175,6 +193,36 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 		err = cause
 	}
 	return p, err
+}
+
+// releaseQueued releases the batches waiting in queue, without waiting
+// for more.
+func releaseQueued(ps *putStream, queue <-chan queued) {
+	for {
+		select {
+		case q := <-queue:
+			q.release(ps)
+		default:
+			return
+		}
+	}
+}
+
+// ackSends bounds every Send of a stream's acks by the idle timeout. A
+// client that stops reading acks fills its HTTP/2 window, then Send waits
+// until the client reads or leaves, and nothing can interrupt it. The
+// stream is cancelled instead (stuck), so that its receiving side gives
+// back the batches and memory it holds; the handler ends with the Send.
+type ackSends struct {
+	flight.FlightService_DoPutServer
+	timeout time.Duration
+	stuck   func()
+}
+
+func (a ackSends) Send(r *flight.PutResult) error {
+	t := time.AfterFunc(a.timeout, a.stuck)
+	defer t.Stop()
+	return a.FlightService_DoPutServer.Send(r)
 }
 
 // receive decodes and validates the batches of ps into queue until the
@@ -201,11 +249,15 @@ func receive(ctx context.Context, ps *putStream, queue chan<- queued) (err error
 		}
 		size := util.TotalRecordSize(rec)
 		// The messages' bytes become the batch's (a compressed batch's
-		// decompressed size was charged when it arrived, recvGuard.received).
-		ps.guard.acct.Trade(membudget.Received, ps.guard.takePending(), membudget.Decoded, size)
-		ep.m.buffered.Add(float64(size))
+		// decompressed size was charged when it arrived, recvGuard.received):
+		// its buffers may cover only part of its message (a hostile body
+		// of slack), which it holds all the same.
+		pending := ps.guard.takePending()
+		held := max(size, pending)
+		ps.guard.acct.Trade(membudget.Received, pending, membudget.Decoded, held)
+		ep.m.buffered.Add(float64(held))
 		rec.Retain() // rdr releases rec on its next Next
-		q := queued{rec: rec, size: size, seq: seq}
+		q := queued{rec: rec, size: size, held: held, seq: seq}
 		ps.unacked.Add(1)
 		select {
 		case queue <- q:

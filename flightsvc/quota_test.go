@@ -8,10 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/flight"
+	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
 	"github.com/quiver-ingest/quiver/internal/membudget"
@@ -131,6 +134,145 @@ func TestFirstMessageTimeout(t *testing.T) {
 	if _, err := s.put(ctx, pathDesc("events"), 3); err != nil {
 		t.Fatalf("a put after the timeout: %v", err)
 	}
+}
+
+// gateWriter holds every Write until open is closed, telling entered.
+type gateWriter struct {
+	writers.Writer
+	entered chan struct{}
+	open    chan struct{}
+}
+
+func (w gateWriter) Write(ctx context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
+	w.entered <- struct{}{}
+	<-w.open
+	return w.Writer.Write(ctx, key, rec)
+}
+
+// A batch's buffers point into the message it was decoded from, which
+// stays in memory whole. A one-row batch sent with a body of 8 MiB (its
+// buffers cover a few bytes of it) was charged those few bytes: the budget
+// no longer bounded what streams hold. It is now charged the message.
+func TestBatchChargedItsWholeBody(t *testing.T) {
+	budget, err := membudget.New(membudget.Options{Limit: 64 << 20, MaxOpenFiles: 16, AdmissionTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gate := gateWriter{Writer: discard.New(nil), entered: make(chan struct{}), open: make(chan struct{})}
+	s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": gate}, maxMessageBytes: 16 << 20, memory: budget})
+	rec := s.record(1)
+	defer rec.Release()
+	msgs := flightsvc.Encode(rec.Schema(), rec)
+	const slack = 8 << 20
+	msgs[1].DataBody = append(msgs[1].DataBody, make([]byte, slack)...)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.putRaw(t.Context(), pathDesc("events"), msgs)
+		done <- err
+	}()
+	<-gate.entered // the batch is in Write, decoded
+	held := budget.Used(membudget.Decoded)
+	close(gate.open)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if held < slack {
+		t.Fatalf("a batch holding a body of %d bytes was charged %d", len(msgs[1].DataBody), held)
+	}
+	testpoll.Until(t, "the batch's charge given back", func() bool { return budget.Used(membudget.Decoded) == 0 })
+}
+
+// A client that sends batches and never reads their acks fills its HTTP/2
+// window; the server's ack Send then waits for as long as the client stays,
+// and the stream held its queued and decoded batches meanwhile (the idle
+// timer runs only while the server waits for a message). A Send that waits
+// longer than limits.stream_idle_timeout now cancels the stream, which
+// gives back everything it holds while the client still reads nothing.
+func TestUnreadAcksReleaseTheStream(t *testing.T) {
+	const idle = 200 * time.Millisecond
+	budget, err := membudget.New(membudget.Options{Limit: 256 << 20, MaxOpenFiles: 16, AdmissionTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, serverConfig{idle: idle, memory: budget})
+	// Fixed windows (no BDP growth): the client's takes about 2,000 acks.
+	c, err := flight.NewClientWithMiddleware(s.addr, nil, nil,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	stream, err := c.DoPut(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := s.record(1000)
+	defer rec.Release()
+	var sent atomic.Int64
+	go func() { // blocks once the server stops reading; ends with the stream
+		w := flight.NewRecordWriter(stream, ipc.WithSchema(rec.Schema()))
+		w.SetFlightDescriptor(pathDesc("events"))
+		for sent.Load() < 100_000 && w.Write(rec) == nil {
+			sent.Add(1)
+		}
+	}()
+	held := func() int64 { return budget.Used(membudget.Received) + budget.Used(membudget.Decoded) }
+	// Until the client's sends have stopped for twice the idle timeout
+	// (the server stopped reading: its ack Send waits) and the stream
+	// holds nothing.
+	last, since := int64(-1), time.Now()
+	testpoll.Until(t, "the stream's client stalled and everything it held given back", func() bool {
+		if n := sent.Load(); n != last {
+			last, since = n, time.Now()
+		}
+		return last > 0 && time.Since(since) > 2*idle && held() == 0
+	})
+	_, err = recvAcks(stream)
+	wantCode(t, err, codes.DeadlineExceeded, "the client took no ack", "limits.stream_idle_timeout")
+}
+
+// A stream that sent its descriptor alone and went silent waited for the
+// schema with a whole message reserved and no timer (the idle timer starts
+// with the schema), until its client left: a few such streams held the
+// budget. The schema is now read within limits.first_message_timeout too,
+// unreserved; the stream fails with DeadlineExceeded and holds nothing.
+func TestDescriptorAloneThenSilence(t *testing.T) {
+	budget, err := membudget.New(membudget.Options{Limit: 64 << 20, MaxOpenFiles: 16, AdmissionTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startServer(t, serverConfig{firstMessage: 300 * time.Millisecond, maxMessageBytes: 4 << 20, memory: budget})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	stream, err := s.client.DoPut(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stream.Send(&flight.FlightData{FlightDescriptor: pathDesc("events")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = stream.Recv()
+	wantCode(t, err, codes.DeadlineExceeded, "limits.first_message_timeout")
+	testpoll.Until(t, "the stream no longer counted", func() bool { return s.svc.ClientStreams("peer 127.0.0.1") == 0 })
+	if n := budget.Used(membudget.Received); n != 0 {
+		t.Fatalf("%d bytes still reserved after the stream failed", n)
+	}
+
+	// A second message without an IPC header is refused at once.
+	stream, err = s.client.DoPut(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := stream.Send(&flight.FlightData{FlightDescriptor: pathDesc("events")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err = stream.Recv()
+	wantCode(t, err, codes.InvalidArgument, "message 2 carries no IPC header")
 }
 
 // One token could open any number of streams. At limits.client_max_streams

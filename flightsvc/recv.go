@@ -208,10 +208,7 @@ func (g *recvGuard) check(fd *flight.FlightData) (grow int64, err error) {
 		return 0, writers.Errorf(writers.ErrExhausted, "doput: a batch of %d bytes exceeds the limit of %d bytes (limits.max_message_bytes): send smaller batches or raise the limit", n, g.limit)
 	}
 	header := fd.GetDataHeader()
-	if len(header) == 0 {
-		if g.messages == 1 { // the descriptor may come alone, before the schema
-			return 0, nil
-		}
+	if len(header) == 0 { // a descriptor sent alone came before the schema: recvFirst
 		return 0, writers.Errorf(writers.ErrInvalid, "doput: message %d carries no IPC header: after the descriptor, every message must be a schema, dictionary or record batch", g.messages)
 	}
 	m, err := ipccheck.ParseMessage(header)
@@ -331,9 +328,6 @@ type guardMessages struct {
 func (m *guardMessages) Message() (*ipc.Message, error) {
 	m.Release()
 	fd, err := m.guard.Recv()
-	if err == nil && len(fd.GetDataHeader()) == 0 { // the descriptor alone, first
-		fd, err = m.guard.Recv()
-	}
 	if err != nil {
 		return nil, err
 	}

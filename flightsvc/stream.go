@@ -80,7 +80,7 @@ func (s *Service) putContinuous(ctx context.Context, stream flight.FlightService
 	log.Debug("continuous stream opened", "durable_seq", durable)
 
 	ps.seqs = true
-	ps.drain = func(ctx context.Context, queue <-chan queued) (pumped, error) {
+	ps.drain = func(ctx context.Context, stream flight.FlightService_DoPutServer, queue <-chan queued) (pumped, error) {
 		return s.drainContinuous(ctx, stream, ps, gs, queue)
 	}
 	p, err := s.pump(ctx, stream, ps)
