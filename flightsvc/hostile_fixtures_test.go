@@ -29,8 +29,13 @@ func HostileSchema() *arrow.Schema {
 // Encode returns the FlightData messages of a stream of recs with schema:
 // the schema first, then one per batch (dictionaries included).
 func Encode(schema *arrow.Schema, recs ...arrow.RecordBatch) []*flight.FlightData {
+	return EncodeWith(nil, schema, recs...)
+}
+
+// EncodeWith is Encode with IPC writer options (compression).
+func EncodeWith(opts []ipc.Option, schema *arrow.Schema, recs ...arrow.RecordBatch) []*flight.FlightData {
 	var c capture
-	w := flight.NewRecordWriter(&c, ipc.WithSchema(schema))
+	w := flight.NewRecordWriter(&c, append([]ipc.Option{ipc.WithSchema(schema)}, opts...)...)
 	for _, r := range recs {
 		if err := w.Write(r); err != nil {
 			panic(err)

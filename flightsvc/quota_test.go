@@ -3,12 +3,14 @@ package flightsvc_test
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/apache/arrow-go/v18/arrow"
+	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/ipc"
 	"github.com/apache/arrow-go/v18/arrow/memory"
@@ -152,34 +154,66 @@ func (w gateWriter) Write(ctx context.Context, key writers.TxnKey, rec arrow.Rec
 // A batch's buffers point into the message it was decoded from, which
 // stays in memory whole. A one-row batch sent with a body of 8 MiB (its
 // buffers cover a few bytes of it) was charged those few bytes: the budget
-// no longer bounded what streams hold. It is now charged the message.
-func TestBatchChargedItsWholeBody(t *testing.T) {
-	budget, err := membudget.New(membudget.Options{Limit: 64 << 20, MaxOpenFiles: 16, AdmissionTimeout: 300 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	gate := gateWriter{Writer: discard.New(nil), entered: make(chan struct{}), open: make(chan struct{})}
-	s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": gate}, maxMessageBytes: 16 << 20, memory: budget})
-	rec := s.record(1)
-	defer rec.Release()
-	msgs := flightsvc.Encode(rec.Schema(), rec)
+// no longer bounded what streams hold. It is now charged the message; a
+// compressed batch, its buffers decompressed and its body besides when a
+// buffer of it is stored uncompressed (the arrays point into it).
+func TestBatchChargedWhatItHolds(t *testing.T) {
 	const slack = 8 << 20
-	msgs[1].DataBody = append(msgs[1].DataBody, make([]byte, slack)...)
-	done := make(chan error, 1)
-	go func() {
-		_, err := s.putRaw(t.Context(), pathDesc("events"), msgs)
-		done <- err
-	}()
-	<-gate.entered // the batch is in Write, decoded
-	held := budget.Used(membudget.Decoded)
-	close(gate.open)
-	if err := <-done; err != nil {
-		t.Fatal(err)
+	plain := func(s *server) ([]*flight.FlightData, int) {
+		rec := s.record(1)
+		defer rec.Release()
+		msgs := flightsvc.Encode(rec.Schema(), rec)
+		msgs[1].DataBody = append(msgs[1].DataBody, make([]byte, slack)...)
+		return msgs, len(msgs[1].DataBody)
 	}
-	if held < slack {
-		t.Fatalf("a batch holding a body of %d bytes was charged %d", len(msgs[1].DataBody), held)
+	// 2 MiB of random ids stored uncompressed, 2 MiB of zeros compressed
+	// to a few bytes, 2 MiB of slack: the batch holds the body and the
+	// zeros decompressed.
+	compressed := func(s *server) ([]*flight.FlightData, int) {
+		const rows = 256 << 10
+		b := array.NewRecordBuilder(s.mem, arrow.NewSchema([]arrow.Field{
+			{Name: "random", Type: arrow.PrimitiveTypes.Int64}, {Name: "zeros", Type: arrow.PrimitiveTypes.Int64}}, nil))
+		defer b.Release()
+		r := rand.New(rand.NewPCG(1, 2))
+		for range rows {
+			b.Field(0).(*array.Int64Builder).Append(r.Int64())
+			b.Field(1).(*array.Int64Builder).Append(0)
+		}
+		rec := b.NewRecordBatch()
+		defer rec.Release()
+		msgs := flightsvc.EncodeWith([]ipc.Option{ipc.WithZstd(), ipc.WithMinSpaceSavings(0.5)}, rec.Schema(), rec)
+		if n := len(msgs[1].DataBody); n > rows*8+4096 {
+			t.Fatalf("a body of %d bytes: the random ids were compressed, or the zeros not", n)
+		}
+		msgs[1].DataBody = append(msgs[1].DataBody, make([]byte, 2<<20)...)
+		return msgs, len(msgs[1].DataBody) + rows*8
 	}
-	testpoll.Until(t, "the batch's charge given back", func() bool { return budget.Used(membudget.Decoded) == 0 })
+	for name, build := range map[string]func(*server) ([]*flight.FlightData, int){"slack": plain, "compressed": compressed} {
+		t.Run(name, func(t *testing.T) {
+			budget, err := membudget.New(membudget.Options{Limit: 64 << 20, MaxOpenFiles: 16, AdmissionTimeout: 300 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			gate := gateWriter{Writer: discard.New(nil), entered: make(chan struct{}), open: make(chan struct{})}
+			s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": gate}, maxMessageBytes: 16 << 20, memory: budget})
+			msgs, holds := build(s)
+			done := make(chan error, 1)
+			go func() {
+				_, err := s.putRaw(t.Context(), pathDesc("events"), msgs)
+				done <- err
+			}()
+			<-gate.entered // the batch is in Write, decoded
+			held := budget.Used(membudget.Decoded)
+			close(gate.open)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+			if held < int64(holds) {
+				t.Fatalf("a batch holding %d bytes was charged %d", holds, held)
+			}
+			testpoll.Until(t, "the batch's charge given back", func() bool { return budget.Used(membudget.Decoded) == 0 })
+		})
+	}
 }
 
 // A client that sends batches and never reads their acks fills its HTTP/2

@@ -540,7 +540,7 @@ func CheckBatch(m Message, l *Layout, bc Batch) (dict Dictionary, err error) {
 			return dict, fmt.Errorf("compression codec %d, method %d is not supported (LZ4 frame or ZSTD, per buffer)", kind, method)
 		}
 	}
-	var unpacked int64
+	var unpacked, raw int64
 	for i := range buffers.n {
 		off, length := buffers.word(i, 0), buffers.word(i, 1)
 		if off < 0 || length < 0 || off > int64(len(bc.Body)) || length > int64(len(bc.Body))-off {
@@ -555,17 +555,22 @@ func CheckBatch(m Message, l *Layout, bc Batch) (dict Dictionary, err error) {
 		size := int64(binary.LittleEndian.Uint64(bc.Body[off:]))
 		if size == -1 { // stored uncompressed
 			size = length - 8
+			raw += size
 		}
 		if size < 0 || size > bc.Unpacked-unpacked {
 			return dict, fmt.Errorf("compressed buffers decompress to more than %d bytes (limits.max_message_bytes)", bc.Unpacked)
 		}
 		unpacked += size
 	}
-	// What the reader keeps of a dictionary: the body as received, or
-	// its buffers decompressed.
+	// What the reader keeps: the body as received, or the buffers
+	// decompressed, and the whole body besides when a buffer of it is
+	// stored uncompressed (the reader points into it).
 	dict.Size = int64(len(bc.Body))
 	if compressed {
 		dict.Size = unpacked
+		if raw > 0 {
+			dict.Size += int64(len(bc.Body)) - raw
+		}
 	}
 	return dict, nil
 }
@@ -577,6 +582,7 @@ type Dictionary struct {
 	Delta bool
 	// Size is what arrow-go keeps of it: its body, or its buffers
 	// decompressed when compressed (a few bytes of ZSTD can stand for a
-	// whole message of values).
+	// whole message of values), and then the body too if a buffer of it
+	// is stored uncompressed (arrays point into the body).
 	Size int64
 }
