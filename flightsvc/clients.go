@@ -60,6 +60,7 @@ func clientName(tok *Token, ctx context.Context) string {
 func (cs *clients) open(name string) (*client, error) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
+	cs.sweepLocked()
 	c := cs.m[name]
 	if c == nil {
 		c = &client{name: name, quota: cs.budget.Quota(name, cs.memory)}
@@ -83,6 +84,22 @@ func (cs *clients) close(c *client) {
 	c.streams--
 	if c.streams == 0 && cs.m[c.name] == c && c.quota.Idle() {
 		delete(cs.m, c.name)
+	}
+}
+
+// sweepLocked forgets up to two clients (the map's iteration starts at
+// random) that close kept because they still held something then, and that
+// have since given it back: without it, every peer host whose last stream's
+// receiver outlived its handler would stay in the map.
+func (cs *clients) sweepLocked() {
+	seen := 0
+	for name, c := range cs.m {
+		if seen++; seen > 2 {
+			return
+		}
+		if c.streams == 0 && c.quota.Idle() {
+			delete(cs.m, name)
+		}
 	}
 }
 
