@@ -1,6 +1,7 @@
 package lance
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
@@ -346,6 +347,44 @@ func TestMergePrecommitRetried(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := w.Commit(ctx, key, []writers.Descriptor{d}); err != nil {
+		t.Fatal(err)
+	}
+	want := names(0, 1, 2, 4, 5, 6, 7, 8, 9)("r")
+	want[3], want[30] = "new", "new"
+	if got := diffState(t, w, mem); !maps.Equal(got, want) {
+		t.Fatalf("rows = %v, want %v", got, want)
+	}
+}
+
+// TestMergePrecommitRepeated: a transaction's precommit is retried when
+// another participant (or the journal) failed it. A merge's second
+// Precommit returned a descriptor of nothing (its source was released by
+// the first), and the commit published the epoch without its rows. It now
+// returns the first descriptor, and the key takes no more rows.
+func TestMergePrecommitRepeated(t *testing.T) {
+	w, _, mem := seededIDMerge(t)
+	ctx := context.Background()
+	key := writers.TxnKey{Writer: "job", Epoch: 1}
+	rec := diffRecord(mem, []diffRow{{id: 3, k2: "a", name: "new"}, {id: 30, k2: "a", name: "new"}})
+	defer rec.Release()
+	if err := w.Write(ctx, key, rec); err != nil {
+		t.Fatal(err)
+	}
+	first, err := w.Precommit(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := w.Precommit(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(first, second) {
+		t.Fatalf("a repeated Precommit returned %s, the first %s", second, first)
+	}
+	if err := w.Write(ctx, key, rec); !errors.Is(err, writers.ErrWrongState) {
+		t.Fatalf("a write after the precommit: %v, want ErrWrongState", err)
+	}
+	if _, err := w.Commit(ctx, key, []writers.Descriptor{second}); err != nil {
 		t.Fatal(err)
 	}
 	want := names(0, 1, 2, 4, 5, 6, 7, 8, 9)("r")

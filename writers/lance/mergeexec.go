@@ -144,6 +144,9 @@ func (w *Writer) takeSource(s *stage, mem memory.Allocator) (*source, error) {
 // writers.ErrInvalid. touched receives the ids of the existing
 // fragments the merge changes, for the compaction gate to pin.
 func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64) (_ writers.Descriptor, err error) {
+	if s.merged != nil {
+		return s.merged, nil
+	}
 	// A precommit that fails (or panics) keeps the source staged, for a
 	// retry (a sink's Precommit is repeatable) or Rollback, and leaves no
 	// data file of its own behind.
@@ -222,12 +225,17 @@ func (w *Writer) precommitMerge(ctx context.Context, s *stage, touched *[]uint64
 	// sync may drop, is read under idxMu only).
 	s.patch = newIndexPatch(desc.Merge.ReadVersion, src, t, plan, s.finished, w.cfg)
 	desc.Fragments = s.finished
+	encoded, err := desc.encode()
+	if err != nil {
+		return nil, err
+	}
 	s.precommitted = append(s.precommitted, s.finished...)
 	s.finished = nil
+	s.merged = encoded
 	done = true
 	releaseSource(s)
 	*touched = desc.Merge.touchedIDs()
-	return desc.encode()
+	return encoded, nil
 }
 
 // eagerOut is a merge's output written before its plan is known, on the

@@ -46,6 +46,11 @@ type stage struct {
 	// patch is the precommitted merge's change to the key index, for
 	// Commit (nil: none, the next sync catches up).
 	patch *indexPatch
+	// merged is the descriptor of the key's merge once its Precommit
+	// succeeded: a repeated Precommit (the transaction's precommit retried
+	// after another participant or the journal failed) returns it again,
+	// the source being gone, and the key takes no more rows.
+	merged writers.Descriptor
 }
 
 // staged encodes a key's rows into data files (tablesink.Staged) on the
@@ -129,6 +134,9 @@ func (w *Writer) Write(ctx context.Context, key writers.TxnKey, rec arrow.Record
 		s.schema, s.admitted, s.minor = ls, rec.Schema(), minor
 	}
 	if w.cfg.WriteMode == ModeMergeInsert {
+		if s.merged != nil {
+			return writers.Errorf(writers.ErrWrongState, "lance: %s is precommitted: a merge_insert takes no rows after its precommit; commit it, or roll back and replay", key)
+		}
 		return w.writeMerge(ctx, key, s, rec)
 	}
 	return w.writeRec(ctx, s, rec)
@@ -266,7 +274,10 @@ func (w *Writer) admit(ctx context.Context, got *arrow.Schema) (*lancefile.Schem
 
 // Precommit finishes key's data files and returns the descriptor of their
 // fragments (in merge_insert mode: runs the merge, see precommitMerge).
-// They stay invisible until a Commit publishes them.
+// They stay invisible until a Commit publishes them. A repeated call
+// returns every fragment the key has precommitted so far (in merge_insert
+// mode: the first merge's descriptor), as Delta's does: a transaction's
+// precommit is retried when another participant failed it.
 func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Descriptor, error) {
 	s, err := w.stages.Get(key, true)
 	if err != nil {
@@ -283,9 +294,9 @@ func (w *Writer) Precommit(ctx context.Context, key writers.TxnKey) (writers.Des
 	if err := w.finishFiles(s); err != nil {
 		return nil, err
 	}
-	d := descriptor{Schema: s.schema, Fragments: s.finished}
 	s.precommitted = append(s.precommitted, s.finished...)
 	s.finished = nil
+	d := descriptor{Schema: s.schema, Fragments: s.precommitted}
 	return d.encode()
 }
 

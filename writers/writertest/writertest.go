@@ -81,6 +81,7 @@ func Run(t *testing.T, h Harness) {
 		{"auto-commit", (*suite).autoCommit},
 		{"transaction", (*suite).transaction},
 		{"idempotent-commit", (*suite).idempotentCommit},
+		{"repeated-precommit", (*suite).repeatedPrecommit},
 		{"rollback", (*suite).rollbackDiscards},
 		{"empty-precommit", (*suite).emptyPrecommit},
 		{"empty-first-epoch", (*suite).emptyFirstEpoch},
@@ -250,6 +251,18 @@ func (s *suite) idempotentCommit() {
 		s.t.Fatalf("second Commit version %d, want the original %d", second.Version, first.Version)
 	}
 	s.wantPublished(rows, "after the second Commit")
+}
+
+// repeatedPrecommit: a transaction's precommit is retried when another
+// participant (or the journal) failed it, so a sink's Precommit runs twice
+// for one key; the second descriptor publishes the rows, once.
+func (s *suite) repeatedPrecommit() {
+	key := writers.TxnKey{Writer: "job-1", Epoch: 1}
+	rows := s.write(s.w, key, 5)
+	s.precommit(s.w, key)
+	d := s.precommit(s.w, key)
+	s.commit(s.w, key, d)
+	s.wantPublished(rows, "after Commit of the second Precommit's descriptor")
 }
 
 func (s *suite) rollbackDiscards() {
