@@ -187,6 +187,24 @@ func gatherCounters(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	return out
 }
 
+// Two endpoints may write one table, and Delta and Lance record a
+// transaction's epoch in the table under its writer: a transaction that
+// wrote the table through both had its second endpoint's commit find the
+// epoch recorded by the first and publish nothing. The second endpoint's
+// join is refused instead, naming both; other endpoints still join.
+func TestJoinRefusesASecondEndpointOfOneTable(t *testing.T) {
+	fx := newFixture(t, "a", "b", "c")
+	fx.eps["b"].target, fx.eps["c"].target = "delta file:///t", "delta file:///t"
+	fx.write("job", 1, "b", 3)
+	fx.write("job", 1, "a", 2)
+	fx.write("job", 1, "b", 1) // the same endpoint again
+	_, err := fx.c.Join(bg, "job", 1, "c")
+	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), `endpoints "b" and "c" write the same table (delta file:///t)`) {
+		t.Fatalf("join of a second endpoint of the table: %v, want ErrInvalid naming both", err)
+	}
+	fx.write("job", 2, "c", 4) // another epoch may use it
+}
+
 func TestRollbackIsIdempotent(t *testing.T) {
 	fx := newFixture(t)
 	fx.write("w", 1, "a", 3)

@@ -42,6 +42,15 @@ type fakeWriter struct {
 	panicPrecommit, panicCommit bool
 	// single: the sink publishes one descriptor per commit (upsert).
 	single bool
+	// target is the table it writes (writers.Targeted); "": its own.
+	target string
+}
+
+func (f *fakeWriter) Target() string {
+	if f.target != "" {
+		return f.target
+	}
+	return "fake " + f.name
 }
 
 type fakeCommit struct {
@@ -54,6 +63,7 @@ var (
 	_ writers.DescriptorChecker  = (*fakeWriter)(nil)
 	_ writers.PrecommitKeeper    = (*fakeWriter)(nil)
 	_ writers.PrecommitDiscarder = (*fakeWriter)(nil)
+	_ writers.Targeted           = (*fakeWriter)(nil)
 )
 
 func newFake(name string) *fakeWriter {

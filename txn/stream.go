@@ -3,6 +3,8 @@ package txn
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync/atomic"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -221,6 +223,7 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 	} else {
 		c.mu.Lock()
 		state, poison, joined := t.state, t.poison, t.parts[endpoint] != nil
+		others := slices.Collect(maps.Keys(t.parts))
 		err := c.mayUseLocked(ctx, "join", t)
 		if err == nil && state != StateCommitted {
 			err = checkAttemptLocked(ctx, "join", t)
@@ -264,6 +267,9 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 		case poison != "":
 			return nil, writers.Errorf(writers.ErrWrongState, "txn: %s: a stream of this transaction failed (%s): roll back and replay the epoch", id, poison)
 		case !joined:
+			if err := c.refuseSharedTable(id, endpoint, others); err != nil {
+				return nil, err
+			}
 			rec := &record{typ: recJoin, Writer: writer, Epoch: epoch, At: c.now(), Endpoint: endpoint}
 			if err := c.log(nil, rec); err != nil {
 				return nil, err
@@ -276,6 +282,33 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 	c.mu.Unlock()
 	caller := callerOf(ctx)
 	return &Stream{c: c, t: t, endpoint: endpoint, key: key, bounded: !caller.Admin}, nil
+}
+
+// refuseSharedTable refuses endpoint joining transaction id when one of
+// its endpoints (others) writes the same table (writers.Targeted): the
+// sinks record the epoch in the table under the writer, so the second
+// endpoint's commit would take the epoch for committed and publish
+// nothing.
+func (c *Coordinator) refuseSharedTable(id txnID, endpoint string, others []string) error {
+	w, err := c.writerOf(endpoint)
+	if err != nil {
+		return err
+	}
+	tw, ok := writers.Find[writers.Targeted](w)
+	if !ok {
+		return nil
+	}
+	target := tw.Target()
+	for _, other := range others {
+		ow, err := c.writerOf(other)
+		if err != nil {
+			continue // gone since it joined: its own commit fails
+		}
+		if o, ok := writers.Find[writers.Targeted](ow); ok && o.Target() == target {
+			return writers.Errorf(writers.ErrInvalid, "txn: %s: endpoints %q and %q write the same table (%s): a transaction writes a table through one endpoint; send these rows through %q, or in another epoch", id, other, endpoint, target, other)
+		}
+	}
+	return nil
 }
 
 // Stage counts n more bytes written by the stream into its transaction,

@@ -184,6 +184,17 @@ type PrecommitKeeper interface {
 	KeepPrecommitted(key TxnKey, descs []Descriptor)
 }
 
+// Targeted is implemented by writers that record a transaction's epoch
+// in the table they write, under its writer (Delta's txn app ids, Lance's
+// transaction properties), where another endpoint may write the same
+// table. One transaction must write such a table through one endpoint:
+// the second endpoint's Commit would find the epoch recorded by the first
+// and publish nothing.
+type Targeted interface {
+	// Target names the table: equal for two endpoints that write one.
+	Target() string
+}
+
 // Find returns the T behind w: w itself when it is a T, else the writer
 // an Unwrap() Writer method returns (the server's endpoint wrapper), and
 // so on. ok is false when there is none (the sink does not implement T,

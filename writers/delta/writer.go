@@ -132,6 +132,12 @@ func (w *Writer) Open(ctx context.Context) error {
 	return err
 }
 
+// Target names the table: a transaction writes it through one endpoint
+// (writers.Targeted), its epoch being recorded under its writer's app id.
+func (w *Writer) Target() string { return w.root.Target(w.bucket) }
+
+var _ writers.Targeted = (*Writer)(nil)
+
 // Close discards what open keys staged (precommitted files stay for a
 // commit to publish), stops their encoders and releases the table root.
 // It must not run concurrently with Write (the server closes writers once

@@ -101,6 +101,13 @@ func (w *Writer) Open(ctx context.Context) error {
 	return err
 }
 
+// Target names the dataset: a transaction writes it through one endpoint
+// (writers.Targeted), its epoch being recorded under its writer in the
+// transaction properties.
+func (w *Writer) Target() string { return w.root.Target(w.bucket) }
+
+var _ writers.Targeted = (*Writer)(nil)
+
 // latest returns the newest version, nil when there is no dataset, or an
 // error when it cannot be read or Quiver cannot write it.
 func (w *Writer) latest(ctx context.Context) (*lancetable.Dataset, error) {

@@ -43,6 +43,15 @@ func (r Root) Open(ctx context.Context, log *slog.Logger, bucket **storage.Bucke
 	return nil
 }
 
+// Target names the table of a writer of root opened into b (nil: not
+// open yet) for writers.Targeted: its sink and canonical URI.
+func (r Root) Target(b *storage.Bucket) string {
+	if b == nil {
+		return r.Sink + " " + r.URI
+	}
+	return r.Sink + " " + b.URI()
+}
+
 // Probe runs check on b, or, before the writer is open (b nil), on the
 // root opened for the call: a writer's Check, which may run before Open.
 func (r Root) Probe(ctx context.Context, b *storage.Bucket, check func(b *storage.Bucket) error) error {
