@@ -20,7 +20,12 @@ type getPutter interface {
 // same thing about its outcome:
 //   - nil: data is at key, written by this call (or by an earlier attempt
 //     whose answer was lost);
-//   - ErrAlreadyExists: another writer took key (a lost race);
+//   - ErrAlreadyExists: another writer took key (a lost race): key holds
+//     other bytes. A store's SDK retries a conditional put whose answer it
+//     lost, and the retry finds the object the first attempt wrote; taken
+//     for a lost race, the commit would be rebased over itself and
+//     published twice (or, for optimize, its files deleted under the
+//     version that names them);
 //   - the put's own class (ErrPermissionDenied, ErrInvalid) when the store
 //     refused it outright: nothing was written;
 //   - writers.ErrUnavailable when the put failed and key is still absent:
@@ -29,8 +34,18 @@ type getPutter interface {
 //     tell whether it landed.
 func Publish(ctx context.Context, s getPutter, key string, data []byte) error {
 	err := s.PutIfAbsent(ctx, key, data)
-	if err == nil || errors.Is(err, ErrAlreadyExists) || refused(err) {
+	if err == nil || refused(err) {
 		return err
+	}
+	if errors.Is(err, ErrAlreadyExists) {
+		got, gerr := s.Get(ctx, key)
+		switch {
+		case gerr == nil && bytes.Equal(got, data):
+			return nil // an earlier attempt of this put landed
+		case gerr == nil || errors.Is(gerr, ErrNotExist):
+			return err
+		}
+		return fmt.Errorf("storage: publish %q: %w: the key exists and cannot be read back: %w", key, writers.ErrOutcomeUnknown, errors.Join(err, gerr))
 	}
 	// The put may have landed and its answer been lost: read key to tell.
 	got, gerr := s.Get(ctx, key)

@@ -37,7 +37,10 @@ func TestPublishClassesOutcomes(t *testing.T) {
 		readsTo bool
 	}{
 		{"put succeeds", faultyStore{}, nil, nil, false},
-		{"lost race", faultyStore{putErr: ErrAlreadyExists}, ErrAlreadyExists, writers.ErrOutcomeUnknown, false},
+		{"lost race", faultyStore{putErr: ErrAlreadyExists, got: []byte("other")}, ErrAlreadyExists, writers.ErrOutcomeUnknown, true},
+		// An SDK's retry of a put that landed, its answer lost.
+		{"own put found", faultyStore{putErr: ErrAlreadyExists, got: data}, nil, nil, true},
+		{"exists, unreadable", faultyStore{putErr: ErrAlreadyExists, getErr: unreachable}, writers.ErrOutcomeUnknown, nil, true},
 		{"refused", faultyStore{putErr: denied}, writers.ErrPermissionDenied, writers.ErrOutcomeUnknown, false},
 		{"answer lost, landed", faultyStore{putErr: unreachable, got: data}, nil, nil, true},
 		{"answer lost, another's", faultyStore{putErr: unreachable, got: []byte("other")}, ErrAlreadyExists, writers.ErrOutcomeUnknown, true},
