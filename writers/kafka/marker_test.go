@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/kafka"
@@ -94,5 +97,49 @@ func TestOpenRemovesDeadStagingFiles(t *testing.T) {
 		if kept != (err == nil) {
 			t.Errorf("%s: kept %v, want %v", name, err == nil, kept)
 		}
+	}
+}
+
+// A transaction left open on the marker topic (a commit that crashed, until
+// the broker aborts it) holds its last stable offset, and the markers
+// committed after it cannot be read. A marker read used to answer from the
+// records before it after a few seconds: a commit whose answer was lost
+// was then taken for undone and published again. The read now fails
+// Unavailable until the open transaction ends, then answers.
+func TestMarkersHiddenByAnOpenTransaction(t *testing.T) {
+	forPlainClusters(t, testMarkersHiddenByAnOpenTransaction)
+}
+
+func testMarkersHiddenByAnOpenTransaction(t *testing.T, c cluster) {
+	mem := checkedMem(t)
+	topic := uniqueTopic("hidden")
+	cfg := newConfig(c, topic, func(cfg *kafka.Config) {
+		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 1, ReplicationFactor: 1}
+	})
+	w, _ := openEndpoint(t, cfg, "ep", mem)
+	ctx := context.Background()
+	commitTxn(t, w, mem, writers.TxnKey{Writer: "job", Epoch: 1}, `[{"user":"a","n":1}]`)
+
+	stuck, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID("stuck-"+topic), kgo.TransactionTimeout(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stuck.Close()
+	if err := stuck.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := stuck.ProduceSync(ctx, &kgo.Record{Topic: cfg.MarkerTopic, Key: []byte("other/w"), Value: []byte(`{}`)}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	// Another server's view: no cached epoch, a read of the markers.
+	other, _ := openEndpoint(t, cfg, "ep", mem)
+	if _, _, err := other.CommittedEpoch(ctx, "job"); !errors.Is(err, writers.ErrUnavailable) || !strings.Contains(err.Error(), "left open") {
+		t.Fatalf("marker read behind an open transaction: %v, want ErrUnavailable", err)
+	}
+	if err := stuck.EndTransaction(ctx, kgo.TryAbort); err != nil {
+		t.Fatal(err)
+	}
+	if epoch, ok, err := other.CommittedEpoch(ctx, "job"); err != nil || !ok || epoch != 1 {
+		t.Fatalf("marker read once the transaction ended: epoch %d, %v, %v; want 1", epoch, ok, err)
 	}
 }

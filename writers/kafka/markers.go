@@ -72,6 +72,9 @@ func (w *Writer) scanMarkers(ctx context.Context, seen func(marker)) error {
 // cancellation stays one; anything else is a broker error (brokerError).
 func (w *Writer) markerError(ctx context.Context, err error) error {
 	err = fmt.Errorf("read marker topic %q: %w", w.cfg.MarkerTopic, err)
+	if errors.Is(err, errUnsettled) {
+		return writers.Errorf(writers.ErrUnavailable, "kafka: %w (a commit that crashed or stalled, aborted by the broker after its transaction timeout): retry then", err)
+	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("kafka: %w", err)
 	}

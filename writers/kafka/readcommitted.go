@@ -25,8 +25,15 @@ const (
 // transaction after EndTxn has answered, so a commit that has just
 // answered may not be readable yet; its markers follow within
 // milliseconds. A transaction left open by a crash holds the last stable
-// offset until the transaction timeout: the read then goes up to it.
+// offset until the broker aborts it (its transaction timeout): the read
+// then fails with errUnsettled rather than answer from the records before
+// it, which would miss the markers committed after it (a commit whose
+// answer was lost would be taken for undone and published again).
 const settleWait = 5 * time.Second
+
+// errUnsettled is a partition whose last stable offset stayed below its
+// end for settleWait.
+var errUnsettled = errors.New("a transaction left open on the partition hides what was committed after it")
 
 // readCommitted calls each with the key and value of every record of
 // partition p of topic that a read_committed consumer sees, from the log
@@ -53,6 +60,9 @@ func (a *admin) readCommitted(ctx context.Context, topic string, p int32, each f
 		return fail(err)
 	}
 	end, err := settledEnd(ctx, leader, topic, p)
+	if errors.Is(err, errUnsettled) {
+		return err
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -128,8 +138,8 @@ func isAbortMarker(key []byte) bool {
 }
 
 // settledEnd returns the partition's last stable offset once it has
-// reached the high watermark of the moment settledEnd was called, or as it
-// is after settleWait.
+// reached the high watermark of the moment settledEnd was called, or
+// errUnsettled when it has not after settleWait.
 func settledEnd(ctx context.Context, leader *sarama.Broker, topic string, p int32) (int64, error) {
 	hwm, err := listOffset(leader, topic, p, sarama.OffsetNewest, sarama.ReadUncommitted)
 	if err != nil {
@@ -138,8 +148,11 @@ func settledEnd(ctx context.Context, leader *sarama.Broker, topic string, p int3
 	deadline := time.Now().Add(settleWait)
 	for {
 		lso, err := listOffset(leader, topic, p, sarama.OffsetNewest, sarama.ReadCommitted)
-		if err != nil || lso >= hwm || time.Now().After(deadline) {
+		if err != nil || lso >= hwm {
 			return lso, err
+		}
+		if time.Now().After(deadline) {
+			return 0, fmt.Errorf("%w: its last stable offset %d stayed below its end %d for %s", errUnsettled, lso, hwm, settleWait)
 		}
 		select {
 		case <-ctx.Done():
