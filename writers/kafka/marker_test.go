@@ -101,11 +101,13 @@ func TestOpenRemovesDeadStagingFiles(t *testing.T) {
 }
 
 // A transaction left open on the marker topic (a commit that crashed, until
-// the broker aborts it) holds its last stable offset, and the markers
-// committed after it cannot be read. A marker read used to answer from the
-// records before it after a few seconds: a commit whose answer was lost
-// was then taken for undone and published again. The read now fails
-// Unavailable until the open transaction ends, then answers.
+// the broker aborts it, or one whose data is still being delivered) holds
+// its last stable offset, and the markers past it cannot be read yet. A
+// marker read used to answer from the records before it after a few
+// seconds: a commit whose answer was lost was then taken for undone and
+// published again. A read asking about a writer with a record past that
+// offset now fails Unavailable until the transaction ends; reads about
+// other writers answer.
 func TestMarkersHiddenByAnOpenTransaction(t *testing.T) {
 	forPlainClusters(t, testMarkersHiddenByAnOpenTransaction)
 }
@@ -120,6 +122,7 @@ func testMarkersHiddenByAnOpenTransaction(t *testing.T, c cluster) {
 	ctx := context.Background()
 	commitTxn(t, w, mem, writers.TxnKey{Writer: "job", Epoch: 1}, `[{"user":"a","n":1}]`)
 
+	// job's next marker, in a transaction left open.
 	stuck, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID("stuck-"+topic), kgo.TransactionTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
@@ -128,13 +131,17 @@ func testMarkersHiddenByAnOpenTransaction(t *testing.T, c cluster) {
 	if err := stuck.BeginTransaction(); err != nil {
 		t.Fatal(err)
 	}
-	if err := stuck.ProduceSync(ctx, &kgo.Record{Topic: cfg.MarkerTopic, Key: []byte("other/w"), Value: []byte(`{}`)}).FirstErr(); err != nil {
+	rec := &kgo.Record{Topic: cfg.MarkerTopic, Key: []byte("ep/job"), Value: []byte(`{"endpoint":"ep","writer":"job","epoch":2}`)}
+	if err := stuck.ProduceSync(ctx, rec).FirstErr(); err != nil {
 		t.Fatal(err)
 	}
 	// Another server's view: no cached epoch, a read of the markers.
 	other, _ := openEndpoint(t, cfg, "ep", mem)
-	if _, _, err := other.CommittedEpoch(ctx, "job"); !errors.Is(err, writers.ErrUnavailable) || !strings.Contains(err.Error(), "left open") {
-		t.Fatalf("marker read behind an open transaction: %v, want ErrUnavailable", err)
+	if _, _, err := other.CommittedEpoch(ctx, "job"); !errors.Is(err, writers.ErrUnavailable) || !strings.Contains(err.Error(), "still open") {
+		t.Fatalf("a read of job's markers behind its open transaction: %v, want ErrUnavailable", err)
+	}
+	if _, found, err := other.CommittedEpoch(ctx, "someone-else"); err != nil || found {
+		t.Fatalf("a read of another writer's markers: found %v, %v; want none, no error", found, err)
 	}
 	if err := stuck.EndTransaction(ctx, kgo.TryAbort); err != nil {
 		t.Fatal(err)

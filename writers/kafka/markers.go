@@ -31,7 +31,7 @@ func (w *Writer) CommittedEpoch(ctx context.Context, writer string) (int64, bool
 func (w *Writer) readMarkers(ctx context.Context, writer string) (int64, bool, error) {
 	var epoch int64
 	found := false
-	err := w.scanMarkers(ctx, func(m marker) {
+	err := w.scanMarkers(ctx, map[string]bool{writer: true}, func(m marker) {
 		if m.Writer == writer && (!found || m.Epoch > epoch) {
 			epoch, found = m.Epoch, true
 		}
@@ -41,7 +41,9 @@ func (w *Writer) readMarkers(ctx context.Context, writer string) (int64, bool, e
 
 // scanMarkers reads every committed marker of this endpoint (read_committed,
 // up to the last stable offset of each partition) and hands it to seen.
-func (w *Writer) scanMarkers(ctx context.Context, seen func(marker)) error {
+// It fails Unavailable when a marker of one of names lies past a last
+// stable offset that an open transaction holds (see readCommitted).
+func (w *Writer) scanMarkers(ctx context.Context, names map[string]bool, seen func(marker)) error {
 	w.m.markerReads.Inc()
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
@@ -51,8 +53,12 @@ func (w *Writer) scanMarkers(ctx context.Context, seen func(marker)) error {
 		return w.markerError(ctx, err)
 	}
 	prefix := w.markerKey("")
+	wanted := func(k []byte) bool {
+		name, ok := strings.CutPrefix(string(k), prefix)
+		return ok && names[name]
+	}
 	for _, p := range parts {
-		err := w.adm.readCommitted(ctx, topic, p, func(k, v []byte) {
+		err := w.adm.readCommitted(ctx, topic, p, wanted, func(k, v []byte) {
 			if !strings.HasPrefix(string(k), prefix) || v == nil {
 				return
 			}
@@ -73,7 +79,7 @@ func (w *Writer) scanMarkers(ctx context.Context, seen func(marker)) error {
 func (w *Writer) markerError(ctx context.Context, err error) error {
 	err = fmt.Errorf("read marker topic %q: %w", w.cfg.MarkerTopic, err)
 	if errors.Is(err, errUnsettled) {
-		return writers.Errorf(writers.ErrUnavailable, "kafka: %w (a commit that crashed or stalled, aborted by the broker after its transaction timeout): retry then", err)
+		return writers.Errorf(writers.ErrUnavailable, "kafka: %w (a commit of the same writer still in flight, or crashed and left open until the broker aborts it at its transaction timeout): retry", err)
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return fmt.Errorf("kafka: %w", err)

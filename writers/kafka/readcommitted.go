@@ -25,25 +25,27 @@ const (
 // transaction after EndTxn has answered, so a commit that has just
 // answered may not be readable yet; its markers follow within
 // milliseconds. A transaction left open by a crash holds the last stable
-// offset until the broker aborts it (its transaction timeout): the read
-// then fails with errUnsettled rather than answer from the records before
-// it, which would miss the markers committed after it (a commit whose
-// answer was lost would be taken for undone and published again).
+// offset until the broker aborts it (its transaction timeout), and a large
+// commit holds it while its data is delivered: the read then answers from
+// the records before it, unless a record it is asked about lies past it
+// (committed or not, no reader can tell yet): errUnsettled. Answering
+// without such a marker would take a commit whose answer was lost for
+// undone, and publish it again.
 const settleWait = 5 * time.Second
 
-// errUnsettled is a partition whose last stable offset stayed below its
-// end for settleWait.
-var errUnsettled = errors.New("a transaction left open on the partition hides what was committed after it")
+// errUnsettled is a record asked about past the last stable offset.
+var errUnsettled = errors.New("a transaction still open on the partition holds a marker asked about")
 
 // readCommitted calls each with the key and value of every record of
 // partition p of topic that a read_committed consumer sees, from the log
 // start to the last stable offset once the transactions open when the read
-// begins have ended (or after settleWait): records
+// begins have ended (or after settleWait: then errUnsettled when a record
+// past it has a key wanted reports): records
 // of aborted transactions and control records are skipped, and the read
 // knows it is done even when the log ends with a transaction marker.
 // sarama's consumer hides control records and its position, so the sink
 // fetches itself, with sarama's protocol types.
-func (a *admin) readCommitted(ctx context.Context, topic string, p int32, each func(key, value []byte)) error {
+func (a *admin) readCommitted(ctx context.Context, topic string, p int32, wanted func(key []byte) bool, each func(key, value []byte)) error {
 	leader, err := a.cl.Leader(topic, p)
 	if err != nil {
 		return err
@@ -59,12 +61,18 @@ func (a *admin) readCommitted(ctx context.Context, topic string, p int32, each f
 	if err != nil {
 		return fail(err)
 	}
-	end, err := settledEnd(ctx, leader, topic, p)
-	if errors.Is(err, errUnsettled) {
-		return err
-	}
+	end, hwm, err := settledEnd(ctx, leader, topic, p)
 	if err != nil {
 		return fail(err)
+	}
+	if end < hwm {
+		hidden, err := uncommittedKey(ctx, leader, topic, p, end, hwm, wanted)
+		if err != nil {
+			return fail(err)
+		}
+		if hidden {
+			return fmt.Errorf("%w: past its last stable offset %d (its end %d, %s later)", errUnsettled, end, hwm, settleWait)
+		}
 	}
 	for pos := start; pos < end; {
 		if err := ctx.Err(); err != nil {
@@ -138,28 +146,68 @@ func isAbortMarker(key []byte) bool {
 }
 
 // settledEnd returns the partition's last stable offset once it has
-// reached the high watermark of the moment settledEnd was called, or
-// errUnsettled when it has not after settleWait.
-func settledEnd(ctx context.Context, leader *sarama.Broker, topic string, p int32) (int64, error) {
-	hwm, err := listOffset(leader, topic, p, sarama.OffsetNewest, sarama.ReadUncommitted)
+// reached the high watermark of the moment settledEnd was called, or as it
+// is after settleWait, with that high watermark.
+func settledEnd(ctx context.Context, leader *sarama.Broker, topic string, p int32) (lso, hwm int64, err error) {
+	hwm, err = listOffset(leader, topic, p, sarama.OffsetNewest, sarama.ReadUncommitted)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	deadline := time.Now().Add(settleWait)
 	for {
-		lso, err := listOffset(leader, topic, p, sarama.OffsetNewest, sarama.ReadCommitted)
-		if err != nil || lso >= hwm {
-			return lso, err
-		}
-		if time.Now().After(deadline) {
-			return 0, fmt.Errorf("%w: its last stable offset %d stayed below its end %d for %s", errUnsettled, lso, hwm, settleWait)
+		lso, err = listOffset(leader, topic, p, sarama.OffsetNewest, sarama.ReadCommitted)
+		if err != nil || lso >= hwm || time.Now().After(deadline) {
+			return lso, hwm, err
 		}
 		select {
 		case <-ctx.Done():
-			return 0, ctx.Err()
+			return 0, 0, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+}
+
+// uncommittedKey reports whether a data record of partition p in offsets
+// [from, to) has a key wanted reports, reading uncommitted: records of
+// transactions still open, and those committed or aborted after them.
+func uncommittedKey(ctx context.Context, leader *sarama.Broker, topic string, p int32, from, to int64, wanted func([]byte) bool) (bool, error) {
+	for pos := from; pos < to; {
+		if err := ctx.Err(); err != nil {
+			return false, err
+		}
+		req := &sarama.FetchRequest{Version: 12, MinBytes: 1, MaxWaitTime: fetchMaxWaitMs, MaxBytes: 4 * fetchPartitionBytes,
+			Isolation: sarama.ReadUncommitted, SessionEpoch: -1}
+		req.AddBlock(topic, p, pos, fetchPartitionBytes, -1)
+		resp, err := leader.Fetch(req)
+		if err != nil {
+			return false, err
+		}
+		block := resp.GetBlock(topic, p)
+		if block == nil {
+			return false, sarama.ErrIncompleteResponse
+		}
+		if !errors.Is(block.Err, sarama.ErrNoError) {
+			return false, block.Err
+		}
+		next := pos
+		for _, rs := range block.RecordsSet {
+			b := rs.RecordBatch
+			if b == nil || b.PartialTrailingRecord {
+				break
+			}
+			for _, r := range b.Records {
+				if o := b.FirstOffset + r.OffsetDelta; !b.Control && o >= pos && o < to && wanted(r.Key) {
+					return true, nil
+				}
+			}
+			next = max(next, b.FirstOffset+int64(b.LastOffsetDelta)+1)
+		}
+		if next == pos {
+			return false, fmt.Errorf("offset %d: the fetch up to %d returned no record batch", pos, to)
+		}
+		pos = next
+	}
+	return false, nil
 }
 
 // listOffset asks leader for the earliest (sarama.OffsetOldest) or latest

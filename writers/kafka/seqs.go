@@ -98,7 +98,7 @@ func (w *Writer) sendSeqMarkers(ctx context.Context, key writers.TxnKey, seqs []
 // endpoint, in one scan of the marker topic (see readMarkers).
 func (w *Writer) readMarkersOf(ctx context.Context, names map[string]bool) (map[string]int64, error) {
 	out := make(map[string]int64, len(names))
-	err := w.scanMarkers(ctx, func(m marker) {
+	err := w.scanMarkers(ctx, names, func(m marker) {
 		if names[m.Writer] {
 			if e, ok := out[m.Writer]; !ok || m.Epoch > e {
 				out[m.Writer] = m.Epoch
