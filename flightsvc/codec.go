@@ -69,11 +69,13 @@ func ownFields(fd *flight.FlightData, size int) {
 	}
 	own := make([]byte, 0, n)
 	for _, f := range fields {
-		if len(*f) > 0 {
-			at := len(own)
-			own = append(own, *f...)
-			*f = own[at:len(own):len(own)]
+		if len(*f) == 0 {
+			*f = nil // an empty slice of the message holds it too
+			continue
 		}
+		at := len(own)
+		own = append(own, *f...)
+		*f = own[at:len(own):len(own)]
 	}
 }
 

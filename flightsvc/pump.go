@@ -151,7 +151,13 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 		return ps.unacked.Load() > 0 || time.Since(time.Unix(0, ps.acked.Load())) < s.idle
 	}, idle("no message"))
 	if s.idle > 0 {
-		stream = ackSends{stream, s.idle, idle("the client took no ack")}
+		noAck := idle("the client took no ack")
+		stream = ackSends{stream, s.idle, func() {
+			noAck()
+			// The receiver may be waiting in Recv, which nothing
+			// interrupts, for a message the client will not send.
+			releaseQueued(ps, queue)
+		}}
 	}
 	s.receivers.Add(1)
 	go func() {
@@ -220,9 +226,16 @@ type ackSends struct {
 }
 
 func (a ackSends) Send(r *flight.PutResult) error {
-	t := time.AfterFunc(a.timeout, a.stuck)
-	defer t.Stop()
-	return a.FlightService_DoPutServer.Send(r)
+	var sent atomic.Bool
+	t := time.AfterFunc(a.timeout, func() {
+		if !sent.Load() { // not a Send that returned as the timer fired
+			a.stuck()
+		}
+	})
+	err := a.FlightService_DoPutServer.Send(r)
+	sent.Store(true)
+	t.Stop()
+	return err
 }
 
 // receive decodes and validates the batches of ps into queue until the
@@ -320,7 +333,7 @@ func (s *Service) write(ctx context.Context, ps *putStream, q queued, n int64) e
 		return nil
 	}
 	if ps.stage != nil {
-		if err := ps.stage(q.size); err != nil {
+		if err := ps.stage(q.held); err != nil { // what a sink retaining the batch holds
 			return fmt.Errorf("doput: endpoint %q: write batch %d: %w", ep.Name, n, err)
 		}
 	}

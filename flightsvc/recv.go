@@ -115,8 +115,12 @@ func (g *recvGuard) reserve() error {
 
 // received charges fd, now in memory, against the reservation.
 // A compressed batch is charged its decompressed size (grow more): the
-// reservation covers it (ipccheck.CheckBatch refuses more than max_message_bytes),
-// so a stream never waits for memory while holding a message.
+// reservation covers it (ipccheck.CheckBatch refuses more than
+// max_message_bytes decompressed), so a stream never waits for memory
+// while holding a message. One with a buffer stored uncompressed holds
+// its body besides, up to a second message more than the reservation:
+// charged all the same (the budget runs over by that much, and the next
+// reservation waits).
 func (g *recvGuard) received(fd *flight.FlightData, grow int64) {
 	n := int64(len(fd.GetDataBody())+len(fd.GetDataHeader())+len(fd.GetAppMetadata())) + grow
 	g.acct.Trade(membudget.Received, g.reserved, membudget.Received, n)

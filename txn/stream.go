@@ -295,7 +295,7 @@ func (c *Coordinator) refuseSharedTable(id txnID, endpoint string, others []stri
 		return err
 	}
 	tw, ok := writers.Find[writers.Targeted](w)
-	if !ok {
+	if !ok || tw.Target() == "" {
 		return nil
 	}
 	target := tw.Target()

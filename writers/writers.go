@@ -191,7 +191,8 @@ type PrecommitKeeper interface {
 // the second endpoint's Commit would find the epoch recorded by the first
 // and publish nothing.
 type Targeted interface {
-	// Target names the table: equal for two endpoints that write one.
+	// Target names the table: equal for two endpoints that write one; ""
+	// for none.
 	Target() string
 }
 

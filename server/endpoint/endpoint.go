@@ -98,6 +98,7 @@ var (
 	_ writers.Writer         = (*Writer)(nil)
 	_ writers.SchemaReporter = (*Writer)(nil)
 	_ writers.SchemaChecker  = (*Writer)(nil)
+	_ writers.Targeted       = (*Writer)(nil)
 )
 
 // New wraps first, the endpoint's unopened writer.
@@ -451,3 +452,12 @@ func (w *Writer) CheckSchema(ctx context.Context, s *arrow.Schema) error {
 
 // Unwrap returns the open sink writer, nil while unavailable.
 func (w *Writer) Unwrap() writers.Writer { return w.state.Load().w }
+
+// Target is the sink's table (writers.Targeted), known while the sink is
+// down too; "" for a sink without one.
+func (w *Writer) Target() string {
+	if t, ok := w.first.(writers.Targeted); ok {
+		return t.Target()
+	}
+	return ""
+}

@@ -134,7 +134,7 @@ func (w *Writer) Open(ctx context.Context) error {
 
 // Target names the table: a transaction writes it through one endpoint
 // (writers.Targeted), its epoch being recorded under its writer's app id.
-func (w *Writer) Target() string { return w.root.Target(w.bucket) }
+func (w *Writer) Target() string { return w.root.Target() }
 
 var _ writers.Targeted = (*Writer)(nil)
 

@@ -98,6 +98,22 @@ type resolved struct {
 	prefix    string // mem and cloud: "" or "a/b/"
 }
 
+// Location names the storage location of root uri without touching
+// storage: equal for two spellings of one location (a relative file path,
+// a trailing slash, the store's query parameters such as a region).
+func Location(uri string, opts Options) (string, error) {
+	r, err := resolve(uri, opts)
+	if err != nil {
+		return "", err
+	}
+	u, err := url.Parse(r.uri)
+	if err != nil {
+		return "", err
+	}
+	u.RawQuery = ""
+	return u.String(), nil
+}
+
 // resolve parses uri without touching storage.
 func resolve(uri string, opts Options) (resolved, error) {
 	if rest, ok := strings.CutPrefix(uri, "file://"); ok {

@@ -43,13 +43,14 @@ func (r Root) Open(ctx context.Context, log *slog.Logger, bucket **storage.Bucke
 	return nil
 }
 
-// Target names the table of a writer of root opened into b (nil: not
-// open yet) for writers.Targeted: its sink and canonical URI.
-func (r Root) Target(b *storage.Bucket) string {
-	if b == nil {
-		return r.Sink + " " + r.URI
+// Target names the table for writers.Targeted: its sink and storage
+// location (storage.Location), known before the writer is open.
+func (r Root) Target() string {
+	loc, err := storage.Location(r.URI, storage.Options{BaseDir: r.BaseDir})
+	if err != nil {
+		loc = r.URI // refused by Open anyway
 	}
-	return r.Sink + " " + b.URI()
+	return r.Sink + " " + loc
 }
 
 // Probe runs check on b, or, before the writer is open (b nil), on the
