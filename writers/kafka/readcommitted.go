@@ -78,25 +78,34 @@ func (a *admin) readCommitted(ctx context.Context, topic string, p int32, wanted
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		req := &sarama.FetchRequest{Version: 12, MinBytes: 1, MaxWaitTime: fetchMaxWaitMs, MaxBytes: 4 * fetchPartitionBytes,
-			Isolation: sarama.ReadCommitted, SessionEpoch: -1}
-		req.AddBlock(topic, p, pos, fetchPartitionBytes, -1)
-		resp, err := leader.Fetch(req)
+		block, err := fetch(leader, topic, p, pos, sarama.ReadCommitted)
 		if err != nil {
 			return fail(err)
-		}
-		block := resp.GetBlock(topic, p)
-		if block == nil {
-			return fail(sarama.ErrIncompleteResponse)
-		}
-		if !errors.Is(block.Err, sarama.ErrNoError) {
-			return fail(block.Err)
 		}
 		if pos, err = committedRecords(block, pos, each); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// fetch reads partition p of topic from offset pos under isolation.
+func fetch(leader *sarama.Broker, topic string, p int32, pos int64, isolation sarama.IsolationLevel) (*sarama.FetchResponseBlock, error) {
+	req := &sarama.FetchRequest{Version: 12, MinBytes: 1, MaxWaitTime: fetchMaxWaitMs, MaxBytes: 4 * fetchPartitionBytes,
+		Isolation: isolation, SessionEpoch: -1}
+	req.AddBlock(topic, p, pos, fetchPartitionBytes, -1)
+	resp, err := leader.Fetch(req)
+	if err != nil {
+		return nil, err
+	}
+	block := resp.GetBlock(topic, p)
+	switch {
+	case block == nil:
+		return nil, sarama.ErrIncompleteResponse
+	case !errors.Is(block.Err, sarama.ErrNoError):
+		return nil, block.Err
+	}
+	return block, nil
 }
 
 // committedRecords walks the record batches of one fetch from pos, as
@@ -175,19 +184,9 @@ func uncommittedKey(ctx context.Context, leader *sarama.Broker, topic string, p 
 		if err := ctx.Err(); err != nil {
 			return false, err
 		}
-		req := &sarama.FetchRequest{Version: 12, MinBytes: 1, MaxWaitTime: fetchMaxWaitMs, MaxBytes: 4 * fetchPartitionBytes,
-			Isolation: sarama.ReadUncommitted, SessionEpoch: -1}
-		req.AddBlock(topic, p, pos, fetchPartitionBytes, -1)
-		resp, err := leader.Fetch(req)
+		block, err := fetch(leader, topic, p, pos, sarama.ReadUncommitted)
 		if err != nil {
 			return false, err
-		}
-		block := resp.GetBlock(topic, p)
-		if block == nil {
-			return false, sarama.ErrIncompleteResponse
-		}
-		if !errors.Is(block.Err, sarama.ErrNoError) {
-			return false, block.Err
 		}
 		next := pos
 		for _, rs := range block.RecordsSet {
