@@ -202,11 +202,14 @@ func (s *Service) pump(ctx context.Context, stream flight.FlightService_DoPutSer
 }
 
 // releaseQueued releases the batches waiting in queue, without waiting
-// for more.
+// for more; queue may be closed.
 func releaseQueued(ps *putStream, queue <-chan queued) {
 	for {
 		select {
-		case q := <-queue:
+		case q, ok := <-queue:
+			if !ok {
+				return
+			}
 			q.release(ps)
 		default:
 			return
