@@ -426,6 +426,7 @@ func (c *Committer) failGroupLocked(g *group, err error) {
 	affected := map[string]bool{}
 	for s := range g.members {
 		affected[s.writer] = true
+		s.lost = true
 		s.failLocked(cause)
 	}
 	for s := range c.cur.members {

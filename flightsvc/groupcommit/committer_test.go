@@ -44,6 +44,9 @@ type fakeSink struct {
 	picky   int64
 	kinds   map[writers.TxnKey]bool
 	refused int // batches refused as of another kind
+	// entered and gate, when set, make each Write tell entered and wait
+	// for gate before it writes.
+	entered, gate chan struct{}
 }
 
 func newFakeSink() *fakeSink {
@@ -53,6 +56,13 @@ func newFakeSink() *fakeSink {
 func (f *fakeSink) Open(context.Context) error  { return nil }
 func (f *fakeSink) Close(context.Context) error { return nil }
 func (f *fakeSink) Write(_ context.Context, key writers.TxnKey, rec arrow.RecordBatch) error {
+	f.mu.Lock()
+	entered, gate := f.entered, f.gate
+	f.mu.Unlock()
+	if entered != nil {
+		entered <- struct{}{}
+		<-gate
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.failWrites > 0 {
@@ -282,6 +292,51 @@ func TestGroupCommitFailureFailsItsStreams(t *testing.T) {
 	if last, err := s.Close(t.Context()); err != nil || last.DurableSeq != 0 {
 		t.Fatalf("close: %+v %v", last, err)
 	}
+}
+
+// TestGroupCommitFailureDuringAWrite: a group commit failed while its
+// stream's next batch was in the sink's Write, its first into the next
+// group. The failure could not poison that group (the stream was not a
+// member yet), the batch was recorded after it, and the group published
+// seq 1 with seq 0 lost: a reconnected client resumed past it. The group
+// is now poisoned and publishes nothing.
+func TestGroupCommitFailureDuringAWrite(t *testing.T) {
+	sink := newFakeSink()
+	sink.slow = make(chan struct{})
+	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+	s, _, err := c.Open(t.Context(), "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write(t, s, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	testpoll.Until(t, "a group commit under way", committing(c))
+	sink.mu.Lock()
+	sink.failCommit = []error{writers.Errorf(writers.ErrConflict, "boom")}
+	sink.entered, sink.gate = make(chan struct{}), make(chan struct{})
+	sink.mu.Unlock()
+	wrote := make(chan error, 1)
+	go func() {
+		_, err := write(t, s, 10, 1)
+		wrote <- err
+	}()
+	<-sink.entered // seq 1 is in the sink's Write, for group 2
+	close(sink.slow)
+	testpoll.Until(t, "group 1 failed its stream", func() bool { c.mu.Lock(); defer c.mu.Unlock(); return s.err != nil })
+	close(sink.gate)
+	if err := <-wrote; !errors.Is(err, writers.ErrUnavailable) {
+		t.Fatalf("the write that outlived its group's failure: %v, want ErrUnavailable", err)
+	}
+	s.Abandon()
+	s, d, err := c.Open(t.Context(), "w")
+	if err != nil || d != NoSeq {
+		t.Fatalf("reopened at %d (%v), want no durable seq: seq 0 was lost, so seq 1 may not be published", d, err)
+	}
+	if published, _ := sink.state(); published != 0 {
+		t.Fatalf("published %d rows, want 0", published)
+	}
+	s.Abandon()
 }
 
 // TestGroupCommitOpenWaitsForPendingRows: a stream that replaces one whose

@@ -43,6 +43,12 @@ type Stream struct {
 	// err ends the stream: fenced by a newer stream of the writer, a
 	// failed group commit, the server stopping.
 	err error
+	// lost: a group commit holding rows of the stream failed
+	// (failGroupLocked). A batch the sink was writing meanwhile is in the
+	// current group, which failGroupLocked could not see it in: stage
+	// poisons the group then, or publishing it would make the batch's seq
+	// durable past the lost ones.
+	lost bool
 	// gone: no longer the writer's open stream.
 	gone bool
 	// ack accumulates what Take has not returned yet; pending says there
@@ -203,6 +209,13 @@ func (s *Stream) stage(ctx context.Context, rec arrow.RecordBatch, seq, size int
 	now := time.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if werr == nil && s.lost {
+		if g.poisoned == nil {
+			g.poisoned = fmt.Errorf("a group commit holding earlier rows of writer %q failed while it wrote into this one: %w", s.writer, s.err)
+		}
+		g.members[s] += 0 // its stream fails with the group
+		return g, shared, s.err
+	}
 	if werr != nil {
 		if !errors.Is(werr, writers.ErrInvalid) && g.poisoned == nil {
 			g.poisoned = fmt.Errorf("a sink write of writer %q failed: %w", s.writer, werr)
