@@ -256,6 +256,29 @@ func TestGroupCommitPublishesAndDeduplicates(t *testing.T) {
 // same writer, is not published (that would skip the lost seqs); a
 // reopened stream resumes from the durable seq.
 func TestGroupCommitFailureFailsItsStreams(t *testing.T) {
+	sink, c, s := failingCommit(t)
+	// Group 1 is committing: seq 1 goes into group 2.
+	if _, err := write(t, s, 10, 1); err != nil {
+		t.Fatal(err)
+	}
+	close(sink.slow)
+	if _, err := awaitAck(t, s); !errors.Is(err, writers.ErrUnavailable) {
+		t.Fatalf("the stream of a failed group: %v, want ErrUnavailable", err)
+	}
+	s = reopenUnpublished(t, sink, c, s)
+	if _, err := write(t, s, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if last, err := s.Close(t.Context()); err != nil || last.DurableSeq != 0 {
+		t.Fatalf("close: %+v %v", last, err)
+	}
+}
+
+// failingCommit returns a committer whose stream of writer "w" wrote seq 0
+// into group 1, which is committing (sink.slow holds it) and will fail
+// once sink.slow is closed.
+func failingCommit(t *testing.T) (*fakeSink, *Committer, *Stream) {
+	t.Helper()
 	sink := newFakeSink()
 	sink.slow = make(chan struct{})
 	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
@@ -266,32 +289,26 @@ func TestGroupCommitFailureFailsItsStreams(t *testing.T) {
 	if _, err := write(t, s, 10, 0); err != nil {
 		t.Fatal(err)
 	}
-	// Wait until group 1 is committing, then write seq 1 into group 2.
 	testpoll.Until(t, "a group commit under way", committing(c))
-	if _, err := write(t, s, 10, 1); err != nil {
-		t.Fatal(err)
-	}
 	sink.mu.Lock()
 	sink.failCommit = []error{writers.Errorf(writers.ErrConflict, "boom")}
 	sink.mu.Unlock()
-	close(sink.slow)
-	if _, err := awaitAck(t, s); !errors.Is(err, writers.ErrUnavailable) {
-		t.Fatalf("the stream of a failed group: %v, want ErrUnavailable", err)
-	}
+	return sink, c, s
+}
+
+// reopenUnpublished abandons s and opens writer "w" again, which must find
+// nothing of it published: no durable seq, no row.
+func reopenUnpublished(t *testing.T, sink *fakeSink, c *Committer, s *Stream) *Stream {
+	t.Helper()
 	s.Abandon()
 	s, d, err := c.Open(t.Context(), "w")
 	if err != nil || d != NoSeq {
-		t.Fatalf("reopened at %d (%v), want no durable seq: neither group may publish", d, err)
+		t.Fatalf("reopened at %d (%v), want no durable seq: seq 0 was lost, so no later seq may be published", d, err)
 	}
 	if published, _ := sink.state(); published != 0 {
 		t.Fatalf("published %d rows, want 0", published)
 	}
-	if _, err := write(t, s, 10, 0); err != nil {
-		t.Fatal(err)
-	}
-	if last, err := s.Close(t.Context()); err != nil || last.DurableSeq != 0 {
-		t.Fatalf("close: %+v %v", last, err)
-	}
+	return s
 }
 
 // TestGroupCommitFailureDuringAWrite: a group commit failed while its
@@ -301,19 +318,8 @@ func TestGroupCommitFailureFailsItsStreams(t *testing.T) {
 // seq 1 with seq 0 lost: a reconnected client resumed past it. The group
 // is now poisoned and publishes nothing.
 func TestGroupCommitFailureDuringAWrite(t *testing.T) {
-	sink := newFakeSink()
-	sink.slow = make(chan struct{})
-	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
-	s, _, err := c.Open(t.Context(), "w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := write(t, s, 10, 0); err != nil {
-		t.Fatal(err)
-	}
-	testpoll.Until(t, "a group commit under way", committing(c))
+	sink, c, s := failingCommit(t)
 	sink.mu.Lock()
-	sink.failCommit = []error{writers.Errorf(writers.ErrConflict, "boom")}
 	sink.entered, sink.gate = make(chan struct{}), make(chan struct{})
 	sink.mu.Unlock()
 	wrote := make(chan error, 1)
@@ -328,15 +334,7 @@ func TestGroupCommitFailureDuringAWrite(t *testing.T) {
 	if err := <-wrote; !errors.Is(err, writers.ErrUnavailable) {
 		t.Fatalf("the write that outlived its group's failure: %v, want ErrUnavailable", err)
 	}
-	s.Abandon()
-	s, d, err := c.Open(t.Context(), "w")
-	if err != nil || d != NoSeq {
-		t.Fatalf("reopened at %d (%v), want no durable seq: seq 0 was lost, so seq 1 may not be published", d, err)
-	}
-	if published, _ := sink.state(); published != 0 {
-		t.Fatalf("published %d rows, want 0", published)
-	}
-	s.Abandon()
+	reopenUnpublished(t, sink, c, s).Abandon()
 }
 
 // TestGroupCommitOpenWaitsForPendingRows: a stream that replaces one whose
