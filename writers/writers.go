@@ -107,7 +107,11 @@ type Writer interface {
 	Write(ctx context.Context, key TxnKey, rec arrow.RecordBatch) error
 	// Precommit makes everything staged for key durable but invisible and
 	// returns the descriptor that publishes it. A key with no staged rows
-	// yields a valid descriptor that publishes nothing.
+	// yields a valid descriptor that publishes nothing. It may be called
+	// again for the same key (a transaction's precommit is retried when
+	// another participant or the journal failed it): the descriptor then
+	// publishes everything precommitted so far, and a sink that takes no
+	// rows after a precommit (upsert, merge_insert) returns the first one.
 	Precommit(ctx context.Context, key TxnKey) (Descriptor, error)
 	// Commit publishes descs (this server's own descriptor and any handed
 	// over from other servers) in one sink commit that also records key
