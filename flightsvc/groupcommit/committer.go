@@ -68,9 +68,13 @@ type Committer struct {
 	// last group commit has begun.
 	closed, stopped bool
 	// alone, when set, is a stream whose batch the sink refused in a
-	// shared group: the next group is its own until it wrote the batch
-	// again, and other streams' Writes wait.
+	// shared group: the current group is fresh and its own until it wrote
+	// the batch again, and other streams' Writes wait for that one Write.
 	alone *Stream
+	// lonely are the streams waiting to be alone, first come first
+	// served: each swap of groups makes the first of them alone. Other
+	// streams go on writing to the current group meanwhile.
+	lonely []*Stream
 
 	kick   chan struct{} // commit now: the current group is full
 	ctx    context.Context
@@ -258,6 +262,16 @@ func (c *Committer) waitUntil(ctx context.Context, done func() (bool, error)) er
 	}
 }
 
+// nextAloneLocked makes the first lonely stream alone in the current
+// group when it is fresh and nobody is alone.
+func (c *Committer) nextAloneLocked() {
+	if c.alone != nil || len(c.lonely) == 0 || len(c.cur.members) > 0 {
+		return
+	}
+	c.alone, c.lonely = c.lonely[0], c.lonely[1:]
+	c.wakeLocked()
+}
+
 // wakeLocked lets Writes waiting for room look again.
 func (c *Committer) wakeLocked() {
 	close(c.room)
@@ -273,12 +287,14 @@ func (c *Committer) commitNext(last bool) {
 	g := c.cur
 	c.stopped = last
 	if len(g.members) == 0 {
+		c.nextAloneLocked()
 		c.mu.Unlock()
 		c.writeMu.Unlock()
 		return
 	}
 	c.cur = newGroup()
 	c.committing = true
+	c.nextAloneLocked()
 	c.wakeLocked()
 	c.mu.Unlock()
 	c.writeMu.Unlock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -424,6 +425,61 @@ func TestGroupCommitBadBatchFailsOnlyItsStream(t *testing.T) {
 	}
 	if published, _ := sink.state(); published != 30 {
 		t.Fatalf("published %d rows, want 30", published)
+	}
+}
+
+// TestGroupCommitRefusedBatchDoesNotStallOthers: a stream whose batch is
+// refused in a shared group while a commit is under way waits for a fresh
+// group of its own; the other streams write on meanwhile, and the retry
+// gets the group after the swap.
+func TestGroupCommitRefusedBatchDoesNotStallOthers(t *testing.T) {
+	sink := newFakeSink()
+	sink.slow = make(chan struct{})
+	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
+	good, _, _ := c.Open(t.Context(), "good")
+	other, _, _ := c.Open(t.Context(), "other")
+	if _, err := write(t, good, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.kickNow()
+	testpoll.Until(t, "a group commit under way", committing(c))
+	if _, err := write(t, good, 10, 1); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	sink.failWrite, sink.failWrites = writers.Errorf(writers.ErrInvalid, "the streams of the key send different schemas"), 1
+	sink.mu.Unlock()
+	retried := make(chan error, 1)
+	go func() {
+		_, err := write(t, other, 10, 0)
+		retried <- err
+	}()
+	testpoll.Until(t, "the refused stream waits for a group of its own", func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return slices.Contains(c.lonely, other)
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	rec := batch(10)
+	defer rec.Release()
+	if _, err := good.Write(ctx, rec, 2, 80); err != nil {
+		t.Fatalf("a write while another stream waits to be alone and a commit is under way: %v", err)
+	}
+	close(sink.slow)
+	if err := <-retried; err != nil {
+		t.Fatalf("the refused batch, written again alone: %v", err)
+	}
+	c.kickNow()
+	if last, err := other.Close(t.Context()); err != nil || last.Rows != 10 {
+		t.Fatalf("refused stream: %+v %v", last, err)
+	}
+	c.kickNow()
+	if last, err := good.Close(t.Context()); err != nil || last.DurableSeq != 2 || last.Rows != 30 {
+		t.Fatalf("good stream: %+v %v", last, err)
+	}
+	if published, commits := sink.state(); published != 40 || commits != 3 {
+		t.Fatalf("published %d rows in %d commits, want 40 in 3 (the retry's group alone)", published, commits)
 	}
 }
 

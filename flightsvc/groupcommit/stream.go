@@ -145,36 +145,41 @@ func (s *Stream) Write(ctx context.Context, rec arrow.RecordBatch, seq, size int
 	if err := s.waitRoom(ctx); err != nil {
 		return false, err
 	}
-	g, shared, err := s.stage(ctx, rec, seq, size)
+	shared, err := s.stage(ctx, rec, seq, size)
 	if err != nil && shared && errors.Is(err, writers.ErrInvalid) {
 		defer s.leaveAlone()
-		if err := s.waitSwap(ctx, g); err != nil {
+		if err := s.waitSwap(ctx); err != nil {
 			return false, err
 		}
-		_, _, err = s.stage(ctx, rec, seq, size)
+		_, err = s.stage(ctx, rec, seq, size)
 	}
 	return false, err
 }
 
-// leaveAlone gives the group s had to itself back to every stream.
+// leaveAlone gives the group s had to itself back to every stream, or
+// leaves the line of lonely streams; the next lonely one needs a swap.
 func (s *Stream) leaveAlone() {
 	c := s.c
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.lonely = slices.DeleteFunc(c.lonely, func(o *Stream) bool { return o == s })
 	if c.alone == s {
 		c.alone = nil
 		c.wakeLocked()
 	}
+	if len(c.lonely) > 0 {
+		c.kickNow()
+	}
 }
 
-// stage writes rec into the current group g and records it there, once
-// no other stream has the group to itself. shared is whether other
-// streams had written to g.
-func (s *Stream) stage(ctx context.Context, rec arrow.RecordBatch, seq, size int64) (g *group, shared bool, err error) {
+// stage writes rec into the current group and records it there, once no
+// other stream has the group to itself. shared is whether other streams
+// had written to the group.
+func (s *Stream) stage(ctx context.Context, rec arrow.RecordBatch, seq, size int64) (shared bool, err error) {
 	c := s.c
 	for {
 		if err := s.waitOthersAlone(ctx); err != nil {
-			return nil, false, err
+			return false, err
 		}
 		c.writeMu.Lock()
 		c.mu.Lock()
@@ -192,12 +197,12 @@ func (s *Stream) stage(ctx context.Context, rec arrow.RecordBatch, seq, size int
 	case c.stopped:
 		err = c.refusedErr()
 	}
-	g = c.cur
+	g := c.cur
 	_, mine := g.members[s]
 	shared = len(g.members) > 1 || len(g.members) == 1 && !mine
 	c.mu.Unlock()
 	if err != nil {
-		return g, shared, err
+		return shared, err
 	}
 
 	// Not the stream's context: a client leaving in the middle of a Write
@@ -214,14 +219,14 @@ func (s *Stream) stage(ctx context.Context, rec arrow.RecordBatch, seq, size int
 			g.poisoned = fmt.Errorf("a group commit holding earlier rows of writer %q failed while it wrote into this one: %w", s.writer, s.err)
 		}
 		g.members[s] += 0 // its stream fails with the group
-		return g, shared, s.err
+		return shared, s.err
 	}
 	if werr != nil {
 		if !errors.Is(werr, writers.ErrInvalid) && g.poisoned == nil {
 			g.poisoned = fmt.Errorf("a sink write of writer %q failed: %w", s.writer, werr)
 			g.members[s] += 0 // its stream fails with the group
 		}
-		return g, shared, werr
+		return shared, werr
 	}
 	rows := rec.NumRows()
 	g.members[s] += rows
@@ -247,7 +252,7 @@ func (s *Stream) stage(ctx context.Context, rec arrow.RecordBatch, seq, size int
 	if g.bytes >= c.cfg.CommitBytes {
 		c.kickNow()
 	}
-	return g, shared, nil
+	return shared, nil
 }
 
 // waitOthersAlone returns once no other stream has the group to itself
@@ -259,40 +264,26 @@ func (s *Stream) waitOthersAlone(ctx context.Context) error {
 	})
 }
 
-// waitSwap takes the next group for s alone: once no other stream has
-// one, it holds every other stream's Writes back and waits until the
-// current group (g, or one other streams wrote to since) is swapped out
-// for a fresh one, which stays empty for s (or the stream failed, or ctx
-// ended). The caller gives the group back (leaveAlone).
-func (s *Stream) waitSwap(ctx context.Context, g *group) error {
+// waitSwap waits until s is alone in a fresh group (or the stream
+// failed, or the committer stopped, or ctx ended): it joins the lonely
+// streams and asks for a commit now, whose swap of groups makes the first
+// of them alone. Other streams write on until then: a refused batch holds
+// them back for its own Write only, not for a commit under way. The
+// caller leaves (leaveAlone).
+func (s *Stream) waitSwap(ctx context.Context) error {
 	c := s.c
-	var target *group
-	err := c.waitUntil(ctx, func() (bool, error) {
-		switch {
-		case s.err != nil:
-			return true, s.err
-		case c.stopped:
-			return true, nil // stage refuses the batch
-		case c.alone == nil || c.alone == s:
-			c.alone = s
-			if len(c.cur.members) > 0 {
-				target = c.cur
-			}
-			return true, nil
-		}
-		return false, nil
-	})
-	if err != nil || target == nil {
-		return err // or the current group is fresh already, and s's now
-	}
+	c.mu.Lock()
+	c.lonely = append(c.lonely, s)
+	c.nextAloneLocked()
+	c.mu.Unlock()
 	return c.waitUntil(ctx, func() (bool, error) {
-		c.kickNow()
 		switch {
 		case s.err != nil:
 			return true, s.err
-		case c.cur != target || c.stopped:
-			return true, nil
+		case c.alone == s || c.stopped:
+			return true, nil // stage refuses the batch when stopped
 		}
+		c.kickNow()
 		return false, nil
 	})
 }
