@@ -263,7 +263,8 @@ func (c *Committer) waitUntil(ctx context.Context, done func() (bool, error)) er
 }
 
 // nextAloneLocked makes the first lonely stream alone in the current
-// group when it is fresh and nobody is alone.
+// group when it is fresh and nobody is alone. The caller holds writeMu
+// and mu.
 func (c *Committer) nextAloneLocked() {
 	if c.alone != nil || len(c.lonely) == 0 || len(c.cur.members) > 0 {
 		return

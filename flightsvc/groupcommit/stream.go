@@ -272,10 +272,14 @@ func (s *Stream) waitOthersAlone(ctx context.Context) error {
 // caller leaves (leaveAlone).
 func (s *Stream) waitSwap(ctx context.Context) error {
 	c := s.c
+	// writeMu too: a Write under way into the current group has not
+	// counted itself among its members yet.
+	c.writeMu.Lock()
 	c.mu.Lock()
 	c.lonely = append(c.lonely, s)
 	c.nextAloneLocked()
 	c.mu.Unlock()
+	c.writeMu.Unlock()
 	return c.waitUntil(ctx, func() (bool, error) {
 		switch {
 		case s.err != nil:
