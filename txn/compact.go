@@ -46,7 +46,9 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 		}
 	}
 	for _, w := range slices.Sorted(maps.Keys(c.streamWriters)) {
-		recs = append(recs, &record{typ: recStreamWriter, Writer: w})
+		if c.claims[w] == nil {
+			recs = append(recs, &record{typ: recStreamWriter, Writer: w})
+		}
 	}
 	var live []*txn
 	for _, t := range c.txns {

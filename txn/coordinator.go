@@ -172,6 +172,10 @@ type Coordinator struct {
 	// streamWriters are the writers of continuous streams
 	// (ClaimStreamWriter), which transactions refuse.
 	streamWriters map[string]bool
+	// claims are the stream-writer claims being journaled: a second claim
+	// of the writer waits for the first's outcome, and a compaction leaves
+	// them out (their own record lands after it).
+	claims map[string]*claim
 
 	ctx       context.Context // canceled by Close; bounds background sink calls
 	cancel    context.CancelFunc
@@ -225,6 +229,7 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 		committed:         make(map[epochKey]int64),
 		writerMax:         make(map[string]int64),
 		streamWriters:     make(map[string]bool),
+		claims:            make(map[string]*claim),
 		stopc:             make(chan struct{}),
 		donec:             make(chan struct{}),
 	}

@@ -13,10 +13,16 @@ import (
 // precommitted, ended within the retention, or a committed epoch it
 // remembers): a writer's name means
 // one kind of delivery, so that its committed epoch and its durable seq
-// are never the same number read two ways. The claim is this server's:
-// servers do not share journals.
+// are never the same number read two ways. A claim of writer being
+// journaled is waited for: its outcome is the answer. The claim is this
+// server's: servers do not share journals.
 func (c *Coordinator) ClaimStreamWriter(writer string) error {
 	c.mu.Lock()
+	if p := c.claims[writer]; p != nil {
+		c.mu.Unlock()
+		<-p.done
+		return p.err
+	}
 	if c.streamWriters[writer] {
 		c.mu.Unlock()
 		return nil
@@ -35,15 +41,27 @@ func (c *Coordinator) ClaimStreamWriter(writer string) error {
 	}
 	// Refuse transactions of writer from now on; undone if the claim
 	// cannot be journaled.
+	p := &claim{done: make(chan struct{})}
+	c.claims[writer] = p
 	c.streamWriters[writer] = true
 	c.mu.Unlock()
-	if err := c.log(nil, &record{typ: recStreamWriter, Writer: writer}); err != nil {
-		c.mu.Lock()
+	err := c.log(nil, &record{typ: recStreamWriter, Writer: writer})
+	c.mu.Lock()
+	if err != nil {
 		delete(c.streamWriters, writer)
-		c.mu.Unlock()
-		return fmt.Errorf("txn: claim writer %q for continuous streams: %w", writer, err)
+		p.err = fmt.Errorf("txn: claim writer %q for continuous streams: %w", writer, err)
 	}
-	return nil
+	delete(c.claims, writer)
+	c.mu.Unlock()
+	close(p.done)
+	return p.err
+}
+
+// claim is a ClaimStreamWriter being journaled; err is its outcome once
+// done is closed.
+type claim struct {
+	done chan struct{}
+	err  error
 }
 
 // refuseStreamWriter refuses op on a transaction of a continuous-stream

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+	"time"
 
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -61,5 +63,37 @@ func TestStreamWriterClaim(t *testing.T) {
 	fx.c.mu.Unlock()
 	if err := fx.c.ClaimStreamWriter("etl"); !errors.Is(err, writers.ErrWrongState) {
 		t.Fatalf("claim of a writer with a remembered committed epoch: %v, want ErrWrongState", err)
+	}
+}
+
+// TestStreamWriterClaimWaitsForTheJournal: a second claim of a writer
+// whose first claim is still being journaled answers that claim's
+// outcome: a claim the journal refused is nobody's.
+func TestStreamWriterClaimWaitsForTheJournal(t *testing.T) {
+	fx := newFixture(t)
+	fx.c.gate.Lock() // the first claim's journal append waits here
+	first := make(chan error, 1)
+	go func() { first <- fx.c.ClaimStreamWriter("collector") }()
+	testpoll.Until(t, "the first claim is being journaled", func() bool {
+		fx.c.mu.Lock()
+		defer fx.c.mu.Unlock()
+		return fx.c.claims["collector"] != nil
+	})
+	second := make(chan error, 1)
+	go func() { second <- fx.c.ClaimStreamWriter("collector") }()
+	select {
+	case err := <-second:
+		t.Fatalf("second claim answered %v while the first was still being journaled", err)
+	case <-time.After(200 * time.Millisecond): // it waits, as it should
+	}
+	fx.c.j.Close() // every append fails from now on
+	fx.c.gate.Unlock()
+	for name, ch := range map[string]chan error{"first": first, "second": second} {
+		if err := <-ch; !errors.Is(err, writers.ErrUnavailable) {
+			t.Errorf("%s claim while the journal fails: %v, want ErrUnavailable", name, err)
+		}
+	}
+	if _, err := fx.c.Begin(bg, "collector", 1, 0); err != nil && errors.Is(err, writers.ErrWrongState) {
+		t.Errorf("begin after the claim failed: %v: the writer is still claimed", err)
 	}
 }
