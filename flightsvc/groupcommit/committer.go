@@ -266,6 +266,12 @@ func (c *Committer) waitUntil(ctx context.Context, done func() (bool, error)) er
 // group when it is fresh and nobody is alone. The caller holds writeMu
 // and mu.
 func (c *Committer) nextAloneLocked() {
+	// A failed stream would only waste its turn: it leaves on waking.
+	if n := len(c.lonely); n > 0 {
+		if c.lonely = slices.DeleteFunc(c.lonely, func(s *Stream) bool { return s.err != nil }); len(c.lonely) < n {
+			c.wakeLocked()
+		}
+	}
 	if c.alone != nil || len(c.lonely) == 0 || len(c.cur.members) > 0 {
 		return
 	}

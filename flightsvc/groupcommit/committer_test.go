@@ -88,9 +88,12 @@ func (f *fakeSink) Commit(context.Context, writers.TxnKey, []writers.Descriptor)
 	return writers.CommitInfo{}, errors.New("fake: only CommitSeqs")
 }
 func (f *fakeSink) CommitSeqs(ctx context.Context, key writers.TxnKey, _ []writers.Descriptor, seqs []writers.WriterSeq) (writers.CommitInfo, error) {
-	if f.slow != nil {
+	f.mu.Lock()
+	slow := f.slow
+	f.mu.Unlock()
+	if slow != nil {
 		select {
-		case <-f.slow:
+		case <-slow:
 		case <-ctx.Done():
 			return writers.CommitInfo{}, ctx.Err()
 		}
@@ -481,6 +484,62 @@ func TestGroupCommitRefusedBatchDoesNotStallOthers(t *testing.T) {
 	if published, commits := sink.state(); published != 40 || commits != 3 {
 		t.Fatalf("published %d rows in %d commits, want 40 in 3 (the retry's group alone)", published, commits)
 	}
+}
+
+// TestGroupCommitLonelyTurnPassesOn: a stream fenced while it waits in
+// line for a group of its own does not take its turn: the next in line
+// gets the fresh group at once, not after another commit.
+func TestGroupCommitLonelyTurnPassesOn(t *testing.T) {
+	sink := newFakeSink()
+	sink.slow = make(chan struct{})
+	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
+	good, _, _ := c.Open(t.Context(), "good")
+	a, _, _ := c.Open(t.Context(), "a")
+	b, _, _ := c.Open(t.Context(), "b")
+	if _, err := write(t, good, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	c.kickNow()
+	testpoll.Until(t, "a group commit under way", committing(c))
+	if _, err := write(t, good, 10, 1); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	sink.failWrite, sink.failWrites = writers.Errorf(writers.ErrInvalid, "the streams of the key send different schemas"), 2
+	sink.mu.Unlock()
+	lonely := func(want ...*Stream) func() bool {
+		return func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return slices.Equal(c.lonely, want)
+		}
+	}
+	aDone, bDone := make(chan error, 1), make(chan error, 1)
+	go func() { _, err := write(t, a, 10, 0); aDone <- err }()
+	testpoll.Until(t, "a waits in line", lonely(a))
+	go func() { _, err := write(t, b, 10, 0); bDone <- err }()
+	testpoll.Until(t, "a and b wait in line", lonely(a, b))
+	if _, _, err := c.Open(t.Context(), "a"); err != nil { // fences a
+		t.Fatal(err)
+	}
+	next := make(chan struct{}) // the next publish stays under way
+	sink.mu.Lock()
+	slow := sink.slow
+	sink.slow = next
+	sink.mu.Unlock()
+	close(slow)
+	if err := <-aDone; !errors.Is(err, writers.ErrConflict) {
+		t.Fatalf("a, fenced in line: %v", err)
+	}
+	select {
+	case err := <-bDone:
+		if err != nil {
+			t.Fatalf("b, written alone: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("b still waits for a commit: the fenced stream took its turn")
+	}
+	close(next)
 }
 
 // TestGroupCommitFencesAndBackpressure: a second stream of a writer fences

@@ -157,9 +157,13 @@ func (s *Stream) Write(ctx context.Context, rec arrow.RecordBatch, seq, size int
 }
 
 // leaveAlone gives the group s had to itself back to every stream, or
-// leaves the line of lonely streams; the next lonely one needs a swap.
+// leaves the line of lonely streams. The group being fresh still when s
+// wrote nothing, the next in line may have it at once; else it needs a
+// swap.
 func (s *Stream) leaveAlone() {
 	c := s.c
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.lonely = slices.DeleteFunc(c.lonely, func(o *Stream) bool { return o == s })
@@ -167,6 +171,7 @@ func (s *Stream) leaveAlone() {
 		c.alone = nil
 		c.wakeLocked()
 	}
+	c.nextAloneLocked()
 	if len(c.lonely) > 0 {
 		c.kickNow()
 	}
