@@ -57,14 +57,21 @@ func OpenChecked(b []byte) (*parquet.File, error) {
 	for g, rg := range f.Metadata().RowGroups {
 		for c, cc := range rg.Columns {
 			md := &cc.MetaData
+			// parquet-go reads a chunk from its dictionary page offset
+			// whenever one is set, and seeks to its data page offset to
+			// skip rows: the first must not follow the second, which must
+			// start a page.
 			start := md.DataPageOffset
-			if md.DictionaryPageOffset > 0 && md.DictionaryPageOffset < start {
+			if md.DictionaryPageOffset != 0 {
+				if md.DictionaryPageOffset > md.DataPageOffset {
+					return nil, fmt.Errorf("parquet: row group %d column %d: dictionary page offset %d follows data page offset %d", g, c, md.DictionaryPageOffset, md.DataPageOffset)
+				}
 				start = md.DictionaryPageOffset
 			}
 			if start < 4 || md.TotalCompressedSize < 0 || md.TotalCompressedSize > int64(footStart)-start {
 				return nil, fmt.Errorf("parquet: row group %d column %d: chunk at offset %d of %d bytes is outside the data", g, c, start, md.TotalCompressedSize)
 			}
-			if err := checkPages(b[start:start+md.TotalCompressedSize], start); err != nil {
+			if err := checkPages(b[start:start+md.TotalCompressedSize], start, md.DataPageOffset); err != nil {
 				return nil, fmt.Errorf("parquet: row group %d column %d: %w", g, c, err)
 			}
 		}
@@ -73,9 +80,11 @@ func OpenChecked(b []byte) (*parquet.File, error) {
 }
 
 // checkPages walks the page headers of one column chunk starting at file
-// offset base.
-func checkPages(chunk []byte, base int64) error {
+// offset base; one of them must start at file offset data.
+func checkPages(chunk []byte, base, data int64) error {
+	atData := false
 	for pos := 0; pos < len(chunk); {
+		atData = atData || base+int64(pos) == data
 		var compressed, uncompressed, values int64 = -1, -1, 0
 		h, err := walkThrift(chunk[pos:], func(path []int16, v int64) {
 			switch {
@@ -99,6 +108,9 @@ func checkPages(chunk []byte, base int64) error {
 			return fmt.Errorf("page at offset %d: %d values is over the limit of %d", at, values, maxPageValues)
 		}
 		pos += h + int(compressed)
+	}
+	if !atData && len(chunk) > 0 {
+		return fmt.Errorf("data page offset %d starts no page of the chunk at offset %d", data, base)
 	}
 	return nil
 }

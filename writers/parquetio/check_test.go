@@ -2,9 +2,13 @@ package parquetio
 
 import (
 	"bytes"
+	"encoding/binary"
+	"slices"
 	"testing"
 
 	"github.com/parquet-go/parquet-go"
+	"github.com/parquet-go/parquet-go/encoding/thrift"
+	"github.com/parquet-go/parquet-go/format"
 
 	"github.com/quiver-ingest/quiver/internal/alloccheck"
 )
@@ -86,12 +90,58 @@ func TestCheckPagesLimits(t *testing.T) {
 		return append(append(h, values...), 0x00, 0x00)
 	}
 	small, huge := []byte{0x02}, []byte{0xFE, 0xFF, 0xFF, 0xFF, 0x0F}
-	if err := checkPages(header(small, small), 4); err != nil {
+	if err := checkPages(header(small, small), 4, 4); err != nil {
 		t.Fatalf("small page: %v", err)
 	}
 	for name, h := range map[string][]byte{"uncompressed": header(huge, small), "values": header(small, huge)} {
-		if err := checkPages(h, 4); err == nil {
+		if err := checkPages(h, 4, 4); err == nil {
 			t.Errorf("%s: 2^31-1 accepted", name)
+		}
+	}
+}
+
+// TestOpenCheckedChunkOffsets: parquet-go reads a chunk from its
+// dictionary page offset whenever one is set and seeks to its data page
+// offset: a dictionary offset after the data (pointing at a page header
+// that claims 2 GiB) and a data offset inside a page are refused, not
+// read past the check.
+func TestOpenCheckedChunkOffsets(t *testing.T) {
+	valid := layoutSeeds(t)["valid"]
+	n := int(binary.LittleEndian.Uint32(valid[len(valid)-8:]))
+	footStart := len(valid) - 8 - n
+	// A page header claiming 2^31-1 bytes both ways, after the data.
+	evil := int64(footStart)
+	hostile := []byte{0x15, 0x00, 0x15, 0xFE, 0xFF, 0xFF, 0xFF, 0x0F, 0x15, 0xFE, 0xFF, 0xFF, 0xFF, 0x0F, 0x00}
+	rewrite := func(edit func(md *format.ColumnMetaData)) []byte {
+		var meta format.FileMetaData
+		if err := thrift.Unmarshal(new(thrift.CompactProtocol), valid[footStart:len(valid)-8], &meta); err != nil {
+			t.Fatal(err)
+		}
+		edit(&meta.RowGroups[0].Columns[0].MetaData)
+		enc, err := thrift.Marshal(new(thrift.CompactProtocol), &meta)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := append(append(slices.Clone(valid[:footStart]), hostile...), enc...)
+		out = binary.LittleEndian.AppendUint32(out, uint32(len(enc)))
+		return append(out, "PAR1"...)
+	}
+	cases := map[string][]byte{
+		"dictionary after the data": rewrite(func(md *format.ColumnMetaData) { md.DictionaryPageOffset = evil }),
+		"negative dictionary":       rewrite(func(md *format.ColumnMetaData) { md.DictionaryPageOffset = -1 }),
+		"data inside a page": rewrite(func(md *format.ColumnMetaData) {
+			md.DictionaryPageOffset = md.DataPageOffset
+			md.DataPageOffset++
+		}),
+	}
+	if _, err := OpenChecked(rewrite(func(*format.ColumnMetaData) {})); err != nil {
+		t.Fatalf("the file with bytes between its data and its footer: %v", err)
+	}
+	for name, b := range cases {
+		var err error
+		alloccheck.Below(t, name, func() { _, err = OpenChecked(b) })
+		if err == nil {
+			t.Errorf("%s: accepted", name)
 		}
 	}
 }
