@@ -58,8 +58,14 @@ func OpenFile(r io.ReaderAt, size int64) (*FileReader, error) {
 	}
 	// Read from the lowest metadata position to the footer at once.
 	start := min(metaStart, cmoPos, gboPos)
-	if end-start > maxMetadataBytes {
-		return nil, fmt.Errorf("lance: data file metadata of %d bytes exceeds the limit", end-start)
+	tooLarge := func(start uint64) error {
+		if end-start > maxMetadataBytes {
+			return fmt.Errorf("lance: data file metadata of %d bytes exceeds the limit of %d", end-start, maxMetadataBytes)
+		}
+		return nil
+	}
+	if err := tooLarge(start); err != nil {
+		return nil, err
 	}
 	gbo := make([]byte, 16)
 	if _, err := r.ReadAt(gbo, int64(gboPos)); err != nil {
@@ -70,6 +76,9 @@ func OpenFile(r io.ReaderAt, size int64) (*FileReader, error) {
 		return nil, fmt.Errorf("lance: file descriptor outside the file")
 	}
 	start = min(start, gbPos)
+	if err := tooLarge(start); err != nil {
+		return nil, err
+	}
 	tail := make([]byte, end-start)
 	if _, err := r.ReadAt(tail, int64(start)); err != nil {
 		return nil, fmt.Errorf("lance: read data file metadata: %w", err)

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -269,5 +270,48 @@ func TestDataFilesSurviveMutations(t *testing.T) {
 	}
 	for range 3000 {
 		checkDataFile(t, lancetest.Mutate(rng, files[rng.IntN(len(files))]))
+	}
+}
+
+// sparseFile is a file of size bytes, zeros but for tail at its end.
+type sparseFile struct {
+	size int64
+	tail []byte
+}
+
+func (f sparseFile) ReadAt(p []byte, off int64) (int, error) {
+	clear(p)
+	base := f.size - int64(len(f.tail))
+	for i := range p {
+		if at := off + int64(i); at >= base && at < f.size {
+			p[i] = f.tail[at-base]
+		}
+	}
+	return len(p), nil
+}
+
+// TestDataFileMetadataCapAfterGlobalBuffer: a file descriptor (global
+// buffer 0) placed at the file's start lowers where the metadata read
+// begins; the cap on that read holds after it too, instead of reading a
+// 300 MiB file whole.
+func TestDataFileMetadataCapAfterGlobalBuffer(t *testing.T) {
+	const size = 300 << 20
+	end := uint64(size - footerLen)
+	tail := binary.LittleEndian.AppendUint64(nil, 0)  // global buffer 0 at offset 0,
+	tail = binary.LittleEndian.AppendUint64(tail, 16) // 16 bytes long
+	tail = binary.LittleEndian.AppendUint64(tail, end-16)
+	tail = binary.LittleEndian.AppendUint64(tail, end-16) // no columns
+	tail = binary.LittleEndian.AppendUint64(tail, end-16) // the global buffer offsets
+	tail = binary.LittleEndian.AppendUint32(tail, 1)
+	tail = binary.LittleEndian.AppendUint32(tail, 0)
+	tail = binary.LittleEndian.AppendUint16(tail, 2)
+	tail = binary.LittleEndian.AppendUint16(tail, 0)
+	tail = append(tail, Magic...)
+	var err error
+	alloccheck.Below(t, "a descriptor at the start of a 300 MiB file", func() {
+		_, err = OpenFile(sparseFile{size, tail}, size)
+	})
+	if err == nil || !strings.Contains(err.Error(), "exceeds the limit") {
+		t.Fatalf("err %v, want the metadata limit", err)
 	}
 }
