@@ -17,8 +17,8 @@ import (
 // of its children that follow) as one array of type dt allocated from
 // mem. It returns the next column index.
 func (f *FileReader) readColumn(mem memory.Allocator, bud *lanceenc.Budget, dt arrow.DataType, col int) (arrow.Array, int, error) {
-	if col >= len(f.columns) {
-		return nil, 0, fmt.Errorf("file has %d columns, the schema needs more", len(f.columns))
+	if col < 0 || col >= len(f.columns) {
+		return nil, 0, fmt.Errorf("column %d: the file has %d columns", col, len(f.columns))
 	}
 	switch dt := dt.(type) {
 	case *arrow.ListType:

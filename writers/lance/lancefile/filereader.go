@@ -109,7 +109,11 @@ func (f *FileReader) decodeDescriptor(b []byte) error {
 	if err := Unmarshal(b, fd); err != nil {
 		return fmt.Errorf("lance: file descriptor: %w", err)
 	}
-	*f.Schema = SchemaOf(fd.GetSchema().GetFields(), fd.GetSchema().GetMetadata())
+	schema, err := SchemaOf(fd.GetSchema().GetFields(), fd.GetSchema().GetMetadata())
+	if err != nil {
+		return err
+	}
+	*f.Schema = schema
 	f.Rows = fd.Length
 	return nil
 }

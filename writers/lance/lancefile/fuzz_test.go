@@ -315,3 +315,14 @@ func TestDataFileMetadataCapAfterGlobalBuffer(t *testing.T) {
 		t.Fatalf("err %v, want the metadata limit", err)
 	}
 }
+
+// TestReadColumnIndexOutOfRange: a column index a manifest states below
+// zero or past the file's columns is an error, not a panic.
+func TestReadColumnIndexOutOfRange(t *testing.T) {
+	f := &FileReader{columns: make([][]pageRef, 1)}
+	for _, col := range []int{-1, 1} {
+		if _, _, err := f.readColumn(memory.DefaultAllocator, lanceenc.NewBudget(0), arrow.PrimitiveTypes.Int64, col); err == nil {
+			t.Errorf("column %d of a file of 1: no error", col)
+		}
+	}
+}

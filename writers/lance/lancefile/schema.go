@@ -67,13 +67,43 @@ func (s *Schema) ToPB() []*filepb.Field {
 	return out
 }
 
-// SchemaOf is the schema of decoded fields and metadata.
-func SchemaOf(fields []*filepb.Field, metadata map[string][]byte) Schema {
+// maxSchemaDepth bounds how deep the fields of a schema nest.
+const maxSchemaDepth = 128
+
+// SchemaOf is the schema of decoded fields and metadata, which another
+// process wrote: field ids are unique, and every parent is a field of the
+// schema, at most maxSchemaDepth levels up (no cycle: the schema's
+// readers recurse along parents). Else it is ErrInvalid. Lance gives
+// some nested fields of its own id -1 (blob v2's); such a field cannot
+// have children (they would be the top-level fields).
+func SchemaOf(fields []*filepb.Field, metadata map[string][]byte) (Schema, error) {
 	s := Schema{Fields: make([]Field, len(fields)), Metadata: metadata}
+	parent := make(map[int32]int32, len(fields))
 	for i, f := range fields {
 		s.Fields[i] = fieldOf(f)
+		if f.Id < 0 {
+			if hasChildren(f.LogicalType) {
+				return Schema{}, writers.Errorf(writers.ErrInvalid, "lance: schema field %q of type %s has id %d: its children cannot be told from the top-level fields", f.Name, f.LogicalType, f.Id)
+			}
+			continue
+		}
+		if _, dup := parent[f.Id]; dup {
+			return Schema{}, writers.Errorf(writers.ErrInvalid, "lance: schema fields share id %d (%q)", f.Id, f.Name)
+		}
+		parent[f.Id] = f.ParentId
 	}
-	return s
+	for _, f := range s.Fields {
+		depth := 0
+		for p := f.ParentID; p != -1; p = parent[p] {
+			if _, ok := parent[p]; !ok {
+				return Schema{}, writers.Errorf(writers.ErrInvalid, "lance: schema field %q (id %d) names parent %d, which is no field", f.Name, f.ID, p)
+			}
+			if depth++; depth > maxSchemaDepth {
+				return Schema{}, writers.Errorf(writers.ErrInvalid, "lance: schema field %q (id %d) nests deeper than %d levels, or its parents form a cycle", f.Name, f.ID, maxSchemaDepth)
+			}
+		}
+	}
+	return s, nil
 }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -227,10 +257,19 @@ func ptrMeta(m arrow.Metadata) *arrow.Metadata {
 	return &m
 }
 
+// hasChildren reports the logical types whose fields have child fields.
+func hasChildren(logicalType string) bool {
+	switch logicalType {
+	case "list", "large_list", "struct", "map":
+		return true
+	}
+	return false
+}
+
 func (s *Schema) arrowField(f Field) (arrow.Field, error) {
 	af := arrow.Field{Name: f.Name, Nullable: f.Nullable, Metadata: toArrowMeta(f.Metadata)}
-	switch f.LogicalType {
-	case "list", "large_list", "struct", "map":
+	switch {
+	case hasChildren(f.LogicalType):
 		kids := s.children(f.ID)
 		conv := make([]arrow.Field, len(kids))
 		for i, k := range kids {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -291,5 +292,57 @@ func TestManifestsSurviveMutations(t *testing.T) {
 	manifests := manifestSeeds(t)
 	for range 3000 {
 		checkManifestFile(t, lancetest.Mutate(rng, manifests[rng.IntN(len(manifests))]))
+	}
+}
+
+// TestManifestHostileSchemaAndFragments: a manifest another process wrote
+// whose schema fields loop through their parents (readers recursed until
+// the stack overflowed), name a missing parent or repeat an id, or whose
+// fragments repeat an id, is ErrInvalid; a max_fragment_id below the
+// fragments listed does not hand out a taken id.
+func TestManifestHostileSchemaAndFragments(t *testing.T) {
+	encode := func(m *Manifest) []byte {
+		file, err := encodeManifestFile(m, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return file
+	}
+	field := func(id, parent int32, typ string) lancefile.Field {
+		return lancefile.Field{Name: fmt.Sprint("f", id), ID: id, ParentID: parent, LogicalType: typ, Nullable: true}
+	}
+	schemas := map[string][]lancefile.Field{
+		"its own parent":  {field(-1, -1, "struct")},
+		"parents cycle":   {field(0, -1, "int64"), field(1, 2, "struct"), field(2, 1, "struct")},
+		"missing parent":  {field(0, 7, "int64")},
+		"id twice":        {field(0, -1, "int64"), field(0, -1, "int64")},
+		"deeper than 128": nil,
+	}
+	deep := []lancefile.Field{field(0, -1, "struct")}
+	for id := int32(1); id <= 130; id++ {
+		deep = append(deep, field(id, id-1, "struct"))
+	}
+	schemas["deeper than 128"] = deep
+	for name, fields := range schemas {
+		_, err := decodeManifestFile(encode(&Manifest{Schema: lancefile.Schema{Fields: fields}, Version: 1}))
+		if !errors.Is(err, writers.ErrInvalid) {
+			t.Errorf("schema field %s: %v, want ErrInvalid", name, err)
+		}
+	}
+
+	frag := func(id uint64) Fragment {
+		return Fragment{ID: id, PhysicalRows: 1, Files: []DataFile{{Path: fmt.Sprint(id, ".lance"), Fields: []int32{0}, ColumnIndices: []int32{0}, Major: 2}}}
+	}
+	ok := lancefile.Schema{Fields: []lancefile.Field{field(0, -1, "int64")}}
+	if _, err := decodeManifestFile(encode(&Manifest{Schema: ok, Version: 1, Fragments: []Fragment{frag(1), frag(1)}})); !errors.Is(err, writers.ErrInvalid) {
+		t.Errorf("fragment 1 twice: %v, want ErrInvalid", err)
+	}
+	low := uint32(0)
+	mf, err := decodeManifestFile(encode(&Manifest{Schema: ok, Version: 1, MaxFragmentID: &low, Fragments: []Fragment{frag(0), frag(1)}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next := mf.m.nextFragmentID(); next != 2 {
+		t.Errorf("next fragment id %d after fragments 0 and 1 (max_fragment_id 0), want 2", next)
 	}
 }

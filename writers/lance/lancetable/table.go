@@ -7,6 +7,7 @@ import (
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/lance/lancefile"
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/tablepb"
 )
@@ -182,9 +183,21 @@ func decodeManifest(msg []byte) (*Manifest, error) {
 	// Per-version data, never copied into the next version; next_row_id
 	// only comes with stable row ids, which CheckWritable refuses.
 	p.VersionAuxData, p.Tag, p.Branch, p.NextRowId = 0, "", nil, 0
+	schema, err := lancefile.SchemaOf(p.Fields, p.SchemaMetadata)
+	if err != nil {
+		return nil, err
+	}
+	frags := fragmentsOf(p.Fragments)
+	ids := make(map[uint64]bool, len(frags))
+	for _, f := range frags {
+		if ids[f.ID] {
+			return nil, writers.Errorf(writers.ErrInvalid, "lance: manifest lists fragment %d twice", f.ID)
+		}
+		ids[f.ID] = true
+	}
 	m := &Manifest{
-		Schema:        lancefile.SchemaOf(p.Fields, p.SchemaMetadata),
-		Fragments:     fragmentsOf(p.Fragments),
+		Schema:        schema,
+		Fragments:     frags,
 		Version:       p.Version,
 		Timestamp:     p.Timestamp.AsTime(),
 		ReaderFlags:   p.ReaderFeatureFlags,
@@ -217,12 +230,14 @@ func (m *Manifest) NumRows() uint64 {
 	return n
 }
 
-// nextFragmentID is the id the next new fragment gets.
+// nextFragmentID is the id the next new fragment gets: past
+// max_fragment_id and past every fragment listed (a manifest another
+// process wrote may state a max_fragment_id below them).
 func (m *Manifest) nextFragmentID() uint64 {
-	if m.MaxFragmentID != nil {
-		return uint64(*m.MaxFragmentID) + 1
-	}
 	var next uint64
+	if m.MaxFragmentID != nil {
+		next = uint64(*m.MaxFragmentID) + 1
+	}
 	for _, f := range m.Fragments {
 		next = max(next, f.ID+1)
 	}
