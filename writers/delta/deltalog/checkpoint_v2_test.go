@@ -10,6 +10,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 
+	"github.com/quiver-ingest/quiver/internal/alloccheck"
 	"github.com/quiver-ingest/quiver/internal/deltagolden"
 	"github.com/quiver-ingest/quiver/writers/storage"
 )
@@ -405,5 +406,36 @@ func TestCheckpointWithoutState(t *testing.T) {
 				t.Errorf("cleanup deletes %s (the only state is in the commits)", o.Key)
 			}
 		})
+	}
+}
+
+// TestLogCleanupHugePartCount: a multi-part checkpoint part whose name
+// claims 9,999,999,999 parts (an incomplete set) does not size anything by
+// that count, and a log file name past the largest version is ignored.
+func TestLogCleanupHugePartCount(t *testing.T) {
+	ctx := t.Context()
+	store, err := storage.Open(ctx, memURI(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys := []string{LogDir + "00000000000000000005.checkpoint.0000000001.9999999999.parquet", SidecarDir + "x.parquet"}
+	var objs []storage.Object
+	for _, k := range keys {
+		if err := store.Put(ctx, k, nil); err != nil {
+			t.Fatal(err)
+		}
+		objs = append(objs, storage.Object{Key: k})
+	}
+	alloccheck.Below(t, "keptSidecars", func() { _, err = keptSidecars(ctx, store, objs, 0) })
+	if err == nil {
+		t.Error("an empty checkpoint part read as a checkpoint")
+	}
+	if v, ok := logFileVersion(LogDir + "99999999999999999999.json"); ok {
+		t.Errorf("log file 99999999999999999999.json read as version %d", v)
+	}
+	l := &logListing{commits: map[int64]string{}, checkpoints: map[int64][]*checkpointSet{}}
+	l.add(LogDir+"99999999999999999999.json", map[string]*checkpointSet{})
+	if len(l.commits) != 0 {
+		t.Errorf("commit 99999999999999999999 listed as %v", l.commits)
 	}
 }

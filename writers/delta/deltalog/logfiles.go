@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -38,13 +40,21 @@ type checkpointSet struct {
 
 func (c *checkpointSet) complete() bool { return len(c.parts) == c.total }
 
-// keys returns the part keys in part order.
+// keys returns the keys of the parts listed, in part order (sized by
+// them: a part's name may claim up to 9,999,999,999 parts).
 func (c *checkpointSet) keys() []string {
-	out := make([]string, 0, c.total)
-	for i := 1; i <= c.total; i++ {
+	out := make([]string, 0, len(c.parts))
+	for _, i := range slices.Sorted(maps.Keys(c.parts)) {
 		out = append(out, c.parts[i])
 	}
 	return out
+}
+
+// parseVersion parses the 20 digits of a log file name, ok false when
+// they pass the largest version (a name no writer makes).
+func parseVersion(digits string) (int64, bool) {
+	v, err := strconv.ParseInt(digits, 10, 64)
+	return v, err == nil
 }
 
 // logListing is what a listing of _delta_log found.
@@ -90,20 +100,25 @@ func (l *logListing) add(key string, multi map[string]*checkpointSet) {
 		return
 	}
 	if m := commitRe.FindStringSubmatch(name); m != nil {
-		v, _ := strconv.ParseInt(m[1], 10, 64)
-		l.commits[v] = key
+		if v, ok := parseVersion(m[1]); ok {
+			l.commits[v] = key
+		}
 		return
 	}
 	if m := v2CheckpointRe.FindStringSubmatch(name); m != nil {
-		v, _ := strconv.ParseInt(m[1], 10, 64)
-		l.checkpoints[v] = append(l.checkpoints[v], &checkpointSet{version: v, total: 1, parts: map[int]string{1: key}})
+		if v, ok := parseVersion(m[1]); ok {
+			l.checkpoints[v] = append(l.checkpoints[v], &checkpointSet{version: v, total: 1, parts: map[int]string{1: key}})
+		}
 		return
 	}
 	m := checkpointRe.FindStringSubmatch(name)
 	if m == nil {
 		return
 	}
-	v, _ := strconv.ParseInt(m[1], 10, 64)
+	v, ok := parseVersion(m[1])
+	if !ok {
+		return
+	}
 	if m[2] == "" {
 		l.checkpoints[v] = append(l.checkpoints[v], &checkpointSet{version: v, total: 1, parts: map[int]string{1: key}})
 		return

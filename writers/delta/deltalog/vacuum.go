@@ -148,12 +148,14 @@ func logFileVersion(key string) (int64, bool) {
 	if !ok || strings.Contains(name, "/") || len(name) < 21 || name[20] != '.' {
 		return 0, false
 	}
-	var v int64
 	for _, c := range name[:20] {
 		if c < '0' || c > '9' {
 			return 0, false
 		}
-		v = v*10 + int64(c-'0')
+	}
+	v, ok := parseVersion(name[:20])
+	if !ok {
+		return 0, false
 	}
 	rest := name[20:]
 	if rest == ".json" || rest == ".crc" || checkpointRe.MatchString(name) || v2CheckpointRe.MatchString(name) {
