@@ -162,13 +162,16 @@ func referenced(d *lancetable.Dataset, refs map[string]bool) {
 	}
 }
 
+// maxTagBytes bounds a tag file (a small JSON object).
+const maxTagBytes = 1 << 20
+
 // taggedVersions adds the versions of the dataset's tags to keep.
 func (w *Writer) taggedVersions(ctx context.Context, keep map[uint64]bool) error {
 	for o, err := range w.bucket.List(ctx, tagsDir, "") {
 		if err != nil {
 			return fmt.Errorf("lance: vacuum %s: list tags: %w", w.cfg.DatasetURI, err)
 		}
-		raw, err := w.bucket.Get(ctx, o.Key)
+		raw, err := w.bucket.GetMax(ctx, o.Key, maxTagBytes)
 		if err != nil {
 			return fmt.Errorf("lance: vacuum %s: read tag %s: %w", w.cfg.DatasetURI, o.Key, err)
 		}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/quiver-ingest/quiver/internal/fsync"
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 // tempMarker marks the temporary files of file:// writes; see tempPath.
@@ -189,8 +190,11 @@ func openFile(path string) (*os.File, int64, error) {
 		return nil, 0, err
 	}
 	fi, err := f.Stat()
-	if err == nil && fi.IsDir() {
+	switch {
+	case err == nil && fi.IsDir():
 		err = &fs.PathError{Op: "open", Path: path, Err: fs.ErrNotExist}
+	case err == nil && !fi.Mode().IsRegular():
+		err = writers.Errorf(writers.ErrInvalid, "%s is not a regular file", path)
 	}
 	if err != nil {
 		_ = f.Close()

@@ -1,6 +1,7 @@
 package storage
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,8 @@ import (
 	"github.com/aws/smithy-go"
 	"gocloud.dev/blob"
 	"gocloud.dev/gcerrors"
+
+	"github.com/quiver-ingest/quiver/writers"
 )
 
 // writeOpts are the options of every gocloud write: a fixed content type
@@ -19,24 +22,67 @@ func writeOpts(ifNotExist bool) *blob.WriterOptions {
 	return &blob.WriterOptions{ContentType: "application/octet-stream", IfNotExist: ifNotExist}
 }
 
-// Get reads a whole object; ErrNotExist when missing.
+// MaxGetBytes bounds what Get reads. Objects are read whole, and another
+// process may have written them: a larger one fails (ErrInvalid) instead
+// of exhausting memory, and so does a file:// key that is no regular file
+// (a symlink to /dev/zero never ends).
+const MaxGetBytes = 2 << 30
+
+// Get reads a whole object of at most MaxGetBytes; ErrNotExist when
+// missing.
 func (b *Bucket) Get(ctx context.Context, key string) ([]byte, error) {
+	return b.GetMax(ctx, key, MaxGetBytes)
+}
+
+// GetMax reads a whole object of at most limit bytes: a larger one is
+// ErrInvalid, read no further than the limit.
+func (b *Bucket) GetMax(ctx context.Context, key string, limit int64) ([]byte, error) {
 	if err := CheckKey(key); err != nil {
 		return nil, b.wrap("get", key, err)
 	}
 	var data []byte
 	err := b.faulty(ctx, "get", key, func() (err error) {
-		if b.Local() {
-			data, err = os.ReadFile(b.path(key))
-		} else {
-			data, err = b.blob.ReadAll(ctx, key)
-		}
+		data, err = b.readAll(ctx, key, limit)
 		return err
 	})
 	if err != nil {
 		return nil, b.wrap("get", key, err)
 	}
 	return data, nil
+}
+
+// readAll reads key whole, refusing it when over limit bytes.
+func (b *Bucket) readAll(ctx context.Context, key string, limit int64) ([]byte, error) {
+	var r io.ReadCloser
+	var size int64
+	if b.Local() {
+		f, n, err := openFile(b.path(key))
+		if err != nil {
+			return nil, err
+		}
+		r, size = f, n
+	} else {
+		br, err := b.blob.NewReader(ctx, key, nil)
+		if err != nil {
+			return nil, err
+		}
+		r, size = br, br.Size()
+	}
+	defer r.Close()
+	tooLarge := func(n int64) error {
+		return writers.Errorf(writers.ErrInvalid, "the object holds %d bytes or more, over the limit of %d for this read", n, limit)
+	}
+	if size > limit {
+		return nil, tooLarge(size)
+	}
+	buf := bytes.NewBuffer(make([]byte, 0, size+bytes.MinRead))
+	if _, err := buf.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
+		return nil, err
+	}
+	if int64(buf.Len()) > limit {
+		return nil, tooLarge(int64(buf.Len()))
+	}
+	return buf.Bytes(), nil
 }
 
 // Put writes a whole object, replacing any existing one atomically (readers

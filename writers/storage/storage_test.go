@@ -123,6 +123,32 @@ func TestGetPut(t *testing.T) {
 	}
 }
 
+// TestGetMax: an object over the read's limit is ErrInvalid, on every
+// store; on file:// a key that is no regular file (a symlink to
+// /dev/zero would be read forever) is refused too.
+func TestGetMax(t *testing.T) {
+	for _, o := range openers {
+		t.Run(o.name, func(t *testing.T) {
+			b := o.open(t)
+			mustPut(t, b, "k", "0123456789")
+			if got, err := b.GetMax(t.Context(), "k", 10); err != nil || string(got) != "0123456789" {
+				t.Fatalf("GetMax at the limit = %q, %v", got, err)
+			}
+			if got, err := b.GetMax(t.Context(), "k", 9); !errors.Is(err, writers.ErrInvalid) {
+				t.Fatalf("GetMax over the limit = %q, %v, want ErrInvalid", got, err)
+			}
+		})
+	}
+	dir := t.TempDir()
+	b := mustOpen(t, "file://"+dir, Options{})
+	if err := os.Symlink("/dev/zero", filepath.Join(dir, "zero")); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Get(t.Context(), "zero"); !errors.Is(err, writers.ErrInvalid) {
+		t.Fatalf("Get of a symlink to /dev/zero = %d bytes, %v, want ErrInvalid", len(got), err)
+	}
+}
+
 func TestPutIfAbsent(t *testing.T) {
 	for _, o := range openers {
 		t.Run(o.name, func(t *testing.T) {

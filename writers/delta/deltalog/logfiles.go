@@ -138,11 +138,15 @@ func (l *logListing) add(key string, multi map[string]*checkpointSet) {
 	set.parts[part] = key
 }
 
+// maxLastCheckpointBytes bounds _last_checkpoint, a small JSON object
+// read at every load.
+const maxLastCheckpointBytes = 1 << 20
+
 // lastCheckpointHint reads _last_checkpoint. It is only a hint: a missing,
 // unreadable or corrupt file yields ok=false and the caller lists the whole
 // log.
 func lastCheckpointHint(ctx context.Context, store Store) (version int64, ok bool) {
-	data, err := store.Get(ctx, lastCheckpointKey)
+	data, err := store.GetMax(ctx, lastCheckpointKey, maxLastCheckpointBytes)
 	if err != nil {
 		return 0, false
 	}

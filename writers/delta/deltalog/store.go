@@ -14,6 +14,7 @@ import (
 // with one wrapping storage.ErrAlreadyExists.
 type Store interface {
 	Get(ctx context.Context, key string) ([]byte, error)
+	GetMax(ctx context.Context, key string, limit int64) ([]byte, error)
 	Put(ctx context.Context, key string, data []byte) error
 	PutIfAbsent(ctx context.Context, key string, data []byte) error
 	List(ctx context.Context, prefix, startAfter string) iter.Seq2[storage.Object, error]
