@@ -439,3 +439,39 @@ func TestLogCleanupHugePartCount(t *testing.T) {
 		t.Errorf("commit 99999999999999999999 listed as %v", l.commits)
 	}
 }
+
+// TestCheckpointRowsBoundedByBytes: a Parquet checkpoint whose pages claim
+// far more rows than its bytes could carry actions for (300,000 identical
+// txn rows compress to a few KiB) is ErrCorrupt, not decoded and held.
+func TestCheckpointRowsBoundedByBytes(t *testing.T) {
+	ctx := t.Context()
+	var buf bytes.Buffer
+	w := parquet.NewGenericWriter[cpRow](&buf, parquet.Compression(&parquet.Zstd))
+	app, version := "a", int64(1)
+	rows := make([]cpRow, 1000)
+	for i := range rows {
+		rows[i] = cpRow{Txn: &cpTxn{AppID: &app, Version: &version}}
+	}
+	for range 300 {
+		if _, err := w.Write(rows); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if rows := maxCheckpointRows(buf.Len()); rows >= 300_000 {
+		t.Fatalf("the file of %d bytes may hold %d rows: the test needs a smaller one", buf.Len(), rows)
+	}
+	store, err := storage.Open(ctx, memURI(), storage.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := CheckpointKey(3)
+	if err := store.Put(ctx, key, buf.Bytes()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readCheckpointFile(ctx, store, key); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("300,000 rows in %d bytes: %v, want ErrCorrupt", buf.Len(), err)
+	}
+}

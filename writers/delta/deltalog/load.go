@@ -203,8 +203,12 @@ func readCheckpointFile(ctx context.Context, store Store, key string) (checkpoin
 	pr := parquet.NewGenericReader[cpRow](f)
 	defer pr.Close()
 	rows := make([]cpRow, 256)
+	maxRows, read := maxCheckpointRows(len(data)), 0
 	for {
 		n, err := pr.Read(rows)
+		if read += n; read > maxRows {
+			return checkpointFile{}, fmt.Errorf("delta: checkpoint %s: more than %d rows in %d bytes: %w", key, maxRows, len(data), ErrCorrupt)
+		}
 		for i := range rows[:n] {
 			a, aerr := rows[i].action()
 			if aerr != nil {
@@ -226,6 +230,13 @@ func readCheckpointFile(ctx context.Context, store Store, key string) (checkpoin
 		}
 	}
 }
+
+// maxCheckpointRows bounds the rows of a Parquet checkpoint file of size
+// bytes. Every action a writer checkpoints carries something of its own (a
+// path, an app id), which costs bytes even compressed; run-length and
+// dictionary pages can claim millions of identical rows in a few bytes,
+// which would be decoded and held.
+func maxCheckpointRows(size int) int { return 2*size + 4096 }
 
 // Update returns the snapshot at the latest version, replaying only the
 // commits after s.Version (s itself is unchanged). When the log no longer
