@@ -183,7 +183,8 @@ func (r *Runner) run(ctx context.Context, op string, f func(context.Context, wri
 	}
 	defer release()
 	start := time.Now()
-	err = func() error {
+	err = func() (err error) {
+		defer writers.Recover(&err) // the background runs have no gRPC recovery
 		m, err := r.maintainer(ctx)
 		if err != nil {
 			return err

@@ -189,3 +189,28 @@ func TestEvery(t *testing.T) {
 		}
 	}
 }
+
+// brittle is a table whose optimize panics, as a sink reading a table
+// another process wrote may.
+type brittle struct{ table }
+
+func (b *brittle) Optimize(context.Context, writers.OptimizeRequest) (writers.OptimizeResult, error) {
+	panic("index out of range reading the table")
+}
+
+// TestRunnerPanicIsAFailedRun: a sink panicking in a run (background runs
+// have no gRPC recovery) is a failed run, logged and counted; the vacuum
+// after it still runs.
+func TestRunnerPanicIsAFailedRun(t *testing.T) {
+	tbl := &brittle{table{Writer: discard.New(nil)}}
+	r, _ := newRunner(t, tbl, writers.NewMaintenance(), nil)
+	if _, err := r.Optimize(t.Context(), nil); err == nil || !strings.Contains(err.Error(), "index out of range") {
+		t.Fatalf("optimize that panics: %v, want the panic as the error", err)
+	}
+	if _, err := r.Vacuum(t.Context(), nil, false); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(r.m.runs.WithLabelValues("optimize", "failed")); got != 1 {
+		t.Errorf("runs{optimize,failed} = %v, want 1", got)
+	}
+}

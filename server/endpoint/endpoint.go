@@ -134,7 +134,7 @@ func New(first writers.Writer, opts Options) *Writer {
 // (logged at WARN) and Open returns nil: the server starts anyway, and
 // Retry keeps trying. Only a cancelled ctx is an error.
 func (w *Writer) Open(ctx context.Context) error {
-	err := w.first.Open(ctx)
+	err := openGuarded(ctx, w.first)
 	if err == nil {
 		w.state.Store(&state{w: w.first})
 		return nil
@@ -227,10 +227,18 @@ func (w *Writer) attempt(ctx context.Context) (writers.Writer, error) {
 	}
 	actx, cancel := context.WithTimeout(ctx, w.opts.AttemptTimeout)
 	defer cancel()
-	if err := nw.Open(actx); err != nil {
+	if err := openGuarded(actx, nw); err != nil {
 		return nil, errors.Join(err, nw.Close(context.WithoutCancel(ctx)))
 	}
 	return nw, nil
+}
+
+// openGuarded opens w, a panic returned as its error: opening reads the
+// table, which another process may have written, and no endpoint's table
+// may take the server down.
+func openGuarded(ctx context.Context, w writers.Writer) (err error) {
+	defer writers.Recover(&err)
+	return w.Open(ctx)
 }
 
 // jitter spreads d over [d/2, d) so that servers restarted together do

@@ -16,6 +16,7 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/memory"
 	"go.uber.org/goleak"
 
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/discard"
 )
@@ -34,6 +35,8 @@ type sink struct {
 	// (then openErr): an attempt's error must not depend on whether the
 	// test changed openErr before or after that attempt read it.
 	script []error
+	// panics makes Open panic (a sink reading a hostile table).
+	panics bool
 }
 
 type flaky struct {
@@ -47,6 +50,9 @@ func (f flaky) Open(ctx context.Context) error {
 	}
 	f.s.mu.Lock()
 	defer f.s.mu.Unlock()
+	if f.s.panics {
+		panic("index out of range reading the table")
+	}
 	if len(f.s.script) > 0 {
 		err := f.s.script[0]
 		f.s.script = f.s.script[1:]
@@ -116,6 +122,38 @@ func TestClasses(t *testing.T) {
 			t.Errorf("the writer whose Open failed was closed %d times, want 1", s.closed.Load())
 		}
 	}
+}
+
+// TestOpenPanicIsUnavailable: a sink whose Open panics (a table another
+// process wrote that the reader trips over) leaves its endpoint
+// unavailable with the panic as the reason, on the first open and on
+// retries, and the server up; once Open succeeds the endpoint serves.
+func TestOpenPanicIsUnavailable(t *testing.T) {
+	s := &sink{panics: true}
+	var logs bytes.Buffer
+	w := newWriter(t, s, &logs)
+	if err := w.Open(t.Context()); err != nil {
+		t.Fatalf("Open: %v, want nil (the endpoint is unavailable, not the server)", err)
+	}
+	if err := w.Check(t.Context()); err == nil || !strings.Contains(err.Error(), "index out of range reading the table") {
+		t.Fatalf("Check = %v, want the panic as the reason", err)
+	}
+	s.mu.Lock()
+	s.attempts = make(chan struct{})
+	s.mu.Unlock()
+	w.Retry(nil, nil)
+	<-s.attempts // a retry that panics too
+	<-s.attempts
+	s.mu.Lock()
+	s.panics = false
+	s.mu.Unlock()
+	go func() {
+		for range s.attempts {
+		}
+	}()
+	testpoll.Until(t, "the endpoint opens once Open stops panicking", w.Up)
+	w.Close(context.Background())
+	close(s.attempts)
 }
 
 // TestRetryOpensAndSwaps: writes racing the background reopen either fail

@@ -182,7 +182,11 @@ func (w *Writer) cleanLogAfter(base *deltalog.Snapshot, v int64) {
 	go func() {
 		defer w.warming.Done()
 		defer w.cleaning.Store(false)
-		n, err := w.cleanLog(w.warmCtx, base, time.Now(), false)
+		var n int64
+		err := writers.Guard(func() (err error) {
+			n, err = w.cleanLog(w.warmCtx, base, time.Now(), false)
+			return err
+		})()
 		switch {
 		case err != nil:
 			w.log.Warn("delta log cleanup failed; the next checkpoint tries again", "version", v, "err", err)
