@@ -3,6 +3,7 @@ package kafka_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +149,55 @@ func testMarkersHiddenByAnOpenTransaction(t *testing.T, c cluster) {
 	}
 	if epoch, ok, err := other.CommittedEpoch(ctx, "job"); err != nil || !ok || epoch != 1 {
 		t.Fatalf("marker read once the transaction ended: epoch %d, %v, %v; want 1", epoch, ok, err)
+	}
+}
+
+// TestMarkerReadsGoOnAndTrustTransactionsOnly: a marker read goes on from
+// where the last one ended (a group commit reads the markers every
+// interval; the topic holds a record per writer that ever committed), and
+// sees what another server committed since; a plain record under a marker
+// key (another producer's, not in a transaction) is not a marker: it
+// neither answers committed-epoch nor makes a commit a replay.
+func TestMarkerReadsGoOnAndTrustTransactionsOnly(t *testing.T) {
+	forPlainClusters(t, testMarkerReadsGoOn)
+}
+
+func testMarkerReadsGoOn(t *testing.T, c cluster) {
+	mem := checkedMem(t)
+	topic := uniqueTopic("markers")
+	cfg := newConfig(c, topic, func(cfg *kafka.Config) {
+		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 1, ReplicationFactor: 1}
+	})
+	w, reg := openEndpoint(t, cfg, "ep", mem)
+	ctx := context.Background()
+	for i := range int64(5) {
+		commitTxn(t, w, mem, writers.TxnKey{Writer: fmt.Sprint("w", i), Epoch: 1}, `[{"user":"a","n":1}]`)
+	}
+	forger, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer forger.Close()
+	forged := &kgo.Record{Topic: cfg.MarkerTopic, Key: []byte("ep/w0"), Value: []byte(`{"endpoint":"ep","writer":"w0","epoch":99}`)}
+	if err := forger.ProduceSync(ctx, forged).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if epoch, ok, err := w.CommittedEpoch(ctx, "w0"); err != nil || !ok || epoch != 1 {
+		t.Fatalf("w0's committed epoch beside a plain record claiming 99: %d, %v, %v; want 1", epoch, ok, err)
+	}
+	first := counter(t, reg, "quiver_kafka_marker_records_read_total")
+	if first < 6 {
+		t.Fatalf("the first read read %d records of the marker topic, want its 5 markers and the plain record", first)
+	}
+
+	other, _ := openEndpoint(t, cfg, "ep", mem) // another server
+	if info := commitTxn(t, other, mem, writers.TxnKey{Writer: "w0", Epoch: 2}, `[{"user":"b","n":2}]`); info.Replayed {
+		t.Fatal("the commit of w0's epoch 2 answered replayed: the plain record claiming 99 was taken for a marker")
+	}
+	if epoch, ok, err := w.CommittedEpoch(ctx, "w0"); err != nil || !ok || epoch != 2 {
+		t.Fatalf("w0's committed epoch after another server committed 2: %d, %v, %v; want 2", epoch, ok, err)
+	}
+	if again := counter(t, reg, "quiver_kafka_marker_records_read_total") - first; again < 1 || again > 3 {
+		t.Errorf("the second read read %d records, want only those since the first (the new marker)", again)
 	}
 }

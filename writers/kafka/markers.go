@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -29,49 +30,83 @@ func (w *Writer) CommittedEpoch(ctx context.Context, writer string) (int64, bool
 
 // readMarkers reads writer's markers of this endpoint (see CommittedEpoch).
 func (w *Writer) readMarkers(ctx context.Context, writer string) (int64, bool, error) {
-	var epoch int64
-	found := false
-	err := w.scanMarkers(ctx, map[string]bool{writer: true}, func(m marker) {
-		if m.Writer == writer && (!found || m.Epoch > epoch) {
-			epoch, found = m.Epoch, true
-		}
-	})
+	epochs, err := w.scanMarkers(ctx, map[string]bool{writer: true})
+	epoch, found := epochs[writer]
 	return epoch, found, err
 }
 
-// scanMarkers reads every committed marker of this endpoint (read_committed,
-// up to the last stable offset of each partition) and hands it to seen.
-// It fails Unavailable when a marker of one of names lies past a last
-// stable offset that an open transaction holds (see readCommitted).
-func (w *Writer) scanMarkers(ctx context.Context, names map[string]bool, seen func(marker)) error {
+// markerView is what the sink has read of the marker topic: the highest
+// committed epoch of every writer of this endpoint up to next, the offset
+// each partition's next read starts from. Reads go on from there (a group
+// commit reads the markers every commit interval; the topic holds a
+// record per writer that ever committed). It grows with the writers of
+// the endpoint, as the compacted topic does.
+type markerView struct {
+	mu     sync.Mutex // one read at a time, held through it
+	next   map[int32]int64
+	epochs map[string]int64
+}
+
+// scanMarkers reads the committed markers of this endpoint
+// (read_committed, up to the last stable offset of each partition) that
+// the sink has not read yet, and returns the highest epoch of each of
+// names that has one. It fails Unavailable when a marker of one of names
+// lies past a last stable offset that an open transaction holds (see
+// readCommitted). Only markers of transactional batches count: the sink
+// writes every marker in a transaction, and a plain record under a marker
+// key is some other producer's.
+func (w *Writer) scanMarkers(ctx context.Context, names map[string]bool) (map[string]int64, error) {
 	w.m.markerReads.Inc()
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
+	v := &w.markers
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.next == nil {
+		v.next, v.epochs = map[int32]int64{}, map[string]int64{}
+	}
 	topic := w.cfg.MarkerTopic
 	parts, err := w.adm.cl.Partitions(topic)
 	if err != nil {
-		return w.markerError(ctx, err)
+		return nil, w.markerError(ctx, err)
 	}
 	prefix := w.markerKey("")
 	wanted := func(k []byte) bool {
 		name, ok := strings.CutPrefix(string(k), prefix)
 		return ok && names[name]
 	}
-	for _, p := range parts {
-		err := w.adm.readCommitted(ctx, topic, p, wanted, func(k, v []byte) {
-			if !strings.HasPrefix(string(k), prefix) || v == nil {
-				return
+	fold := func(k, val []byte, transactional bool) {
+		w.m.markerRecords.Inc()
+		if !transactional || !strings.HasPrefix(string(k), prefix) || val == nil {
+			return
+		}
+		var m marker
+		if json.Unmarshal(val, &m) == nil && m.Endpoint == w.env.Endpoint && string(k) == w.markerKey(m.Writer) {
+			if e, ok := v.epochs[m.Writer]; !ok || m.Epoch > e {
+				v.epochs[m.Writer] = m.Epoch
 			}
-			var m marker
-			if json.Unmarshal(v, &m) == nil && m.Endpoint == w.env.Endpoint && string(k) == w.markerKey(m.Writer) {
-				seen(m)
-			}
-		})
-		if err != nil {
-			return w.markerError(ctx, fmt.Errorf("partition %d: %w", p, err))
 		}
 	}
-	return nil
+	for _, p := range parts {
+		next, err := w.adm.readCommitted(ctx, topic, p, v.next[p], wanted, fold)
+		if errors.Is(err, errRewound) {
+			// The topic was recreated: what was read of it is gone.
+			w.log.Warn("kafka marker topic's offsets went back (recreated?): reading it again from its start", "topic", topic, "partition", p)
+			v.next, v.epochs = map[int32]int64{}, map[string]int64{}
+			next, err = w.adm.readCommitted(ctx, topic, p, 0, wanted, fold)
+		}
+		if err != nil {
+			return nil, w.markerError(ctx, fmt.Errorf("partition %d: %w", p, err))
+		}
+		v.next[p] = next
+	}
+	out := make(map[string]int64, len(names))
+	for name := range names {
+		if e, ok := v.epochs[name]; ok {
+			out[name] = e
+		}
+	}
+	return out, nil
 }
 
 // markerError classifies a failed read of the marker topic: the caller's

@@ -15,6 +15,7 @@ type metrics struct {
 	commits       *prometheus.CounterVec
 	commitSeconds prometheus.Histogram
 	markerReads   prometheus.Counter
+	markerRecords prometheus.Counter
 	autoProducers prometheus.Counter
 	// registered holds the collectors on the endpoint's Registerer until
 	// the writer closes.
@@ -39,11 +40,14 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		markerReads: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "quiver_kafka_marker_reads_total", Help: "Reads of the marker topic (committed-epoch and commits whose writer's epoch is not cached).",
 		}),
+		markerRecords: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "quiver_kafka_marker_records_read_total", Help: "Records of the marker topic read: each read goes on from where the last one ended.",
+		}),
 		autoProducers: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "quiver_kafka_auto_producers_started_total", Help: "Transactional producers started (InitProducerId) for the pool of auto-commit streams.",
 		}),
 	}
-	registered, err := writers.RegisterMetrics(reg, "kafka", m.staged, m.records, m.commits, m.commitSeconds, m.markerReads, m.autoProducers)
+	registered, err := writers.RegisterMetrics(reg, "kafka", m.staged, m.records, m.commits, m.commitSeconds, m.markerReads, m.markerRecords, m.autoProducers)
 	if err != nil {
 		return nil, err
 	}

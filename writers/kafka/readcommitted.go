@@ -20,6 +20,18 @@ const (
 	fetchMaxWaitMs      = 100
 )
 
+// maxDecompressedBatch bounds what one compressed record batch a read
+// fetches may inflate to (sarama leaves it unbounded): a few hundred bytes
+// of zstd may claim gigabytes. The sink's only fetches are its marker
+// reads, whose batches hold markers of about a hundred bytes each.
+const maxDecompressedBatch = 64 << 20
+
+func init() {
+	if sarama.MaxDecompressedBatchSize == 0 {
+		sarama.MaxDecompressedBatchSize = maxDecompressedBatch
+	}
+}
+
 // settleWait bounds how long a read waits for the transactions open on a
 // partition when it begins to end. A broker writes the markers of a
 // transaction after EndTxn has answered, so a commit that has just
@@ -36,26 +48,32 @@ const settleWait = 5 * time.Second
 // errUnsettled is a record asked about past the last stable offset.
 var errUnsettled = errors.New("a transaction still open on the partition holds a marker asked about")
 
+// errRewound is a read from an offset past the partition's end: the topic
+// was deleted and created again.
+var errRewound = errors.New("the partition ends before the offset the read goes on from")
+
 // readCommitted calls each with the key and value of every record of
-// partition p of topic that a read_committed consumer sees, from the log
-// start to the last stable offset once the transactions open when the read
-// begins have ended (or after settleWait: then errUnsettled when a record
-// past it has a key wanted reports): records
-// of aborted transactions and control records are skipped, and the read
-// knows it is done even when the log ends with a transaction marker.
-// sarama's consumer hides control records and its position, so the sink
-// fetches itself, with sarama's protocol types.
-func (a *admin) readCommitted(ctx context.Context, topic string, p int32, wanted func(key []byte) bool, each func(key, value []byte)) error {
+// partition p of topic that a read_committed consumer sees, and whether
+// its batch is transactional, from offset from (or the log start, when
+// later) to the last stable offset once the transactions open when the
+// read begins have ended (or after settleWait: then errUnsettled when a
+// record past it has a key wanted reports): records of aborted
+// transactions and control records are skipped, and the read knows it is
+// done even when the log ends with a transaction marker. It returns the
+// offset the next read goes on from; errRewound when the partition ends
+// before from. sarama's consumer hides control records and its position,
+// so the sink fetches itself, with sarama's protocol types.
+func (a *admin) readCommitted(ctx context.Context, topic string, p int32, from int64, wanted func(key []byte) bool, each func(key, value []byte, transactional bool)) (int64, error) {
 	leader, err := a.cl.Leader(topic, p)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	fail := func(err error) error {
+	fail := func(err error) (int64, error) {
 		// A failed connection is reopened by the next Leader call; stale
 		// metadata is refreshed.
 		_ = leader.Close()
 		_ = a.cl.RefreshMetadata(topic)
-		return err
+		return 0, err
 	}
 	start, err := listOffset(leader, topic, p, sarama.OffsetOldest, sarama.ReadCommitted)
 	if err != nil {
@@ -65,28 +83,37 @@ func (a *admin) readCommitted(ctx context.Context, topic string, p int32, wanted
 	if err != nil {
 		return fail(err)
 	}
+	if hwm < from {
+		return 0, errRewound
+	}
 	if end < hwm {
 		hidden, err := uncommittedKey(ctx, leader, topic, p, end, hwm, wanted)
 		if err != nil {
 			return fail(err)
 		}
 		if hidden {
-			return fmt.Errorf("%w: past its last stable offset %d (its end %d, %s later)", errUnsettled, end, hwm, settleWait)
+			return 0, fmt.Errorf("%w: past its last stable offset %d (its end %d, %s later)", errUnsettled, end, hwm, settleWait)
 		}
 	}
-	for pos := start; pos < end; {
+	pos := max(start, from)
+	for pos < end {
 		if err := ctx.Err(); err != nil {
-			return err
+			return 0, err
 		}
 		block, err := fetch(leader, topic, p, pos, sarama.ReadCommitted)
 		if err != nil {
 			return fail(err)
 		}
-		if pos, err = committedRecords(block, pos, each); err != nil {
-			return err
+		next, err := committedRecords(block, pos, each)
+		if err != nil {
+			return 0, err
 		}
+		if next == pos {
+			return 0, fmt.Errorf("offset %d: the fetch up to %d returned no record batch", pos, end)
+		}
+		pos = next
 	}
-	return nil
+	return pos, nil
 }
 
 // fetch reads partition p of topic from offset pos under isolation.
@@ -111,9 +138,9 @@ func fetch(leader *sarama.Broker, topic string, p int32, pos int64, isolation sa
 // committedRecords walks the record batches of one fetch from pos, as
 // Kafka's consumer does under read_committed: a transactional batch of a
 // producer with an aborted transaction starting at or before it is
-// skipped, until that producer's abort marker. It returns the offset to
-// fetch next.
-func committedRecords(block *sarama.FetchResponseBlock, pos int64, each func(key, value []byte)) (int64, error) {
+// skipped, until that producer's abort marker. A batch ending before pos
+// answers another fetch. It returns the offset to fetch next.
+func committedRecords(block *sarama.FetchResponseBlock, pos int64, each func(key, value []byte, transactional bool)) (int64, error) {
 	aborted := slices.Clone(block.AbortedTransactions)
 	slices.SortFunc(aborted, func(x, y *sarama.AbortedTransaction) int { return cmp.Compare(x.FirstOffset, y.FirstOffset) })
 	abortedBy := map[int64]bool{} // producer ids inside an aborted transaction
@@ -126,6 +153,9 @@ func committedRecords(block *sarama.FetchResponseBlock, pos int64, each func(key
 			break // fetched whole by the next request
 		}
 		last := b.FirstOffset + int64(b.LastOffsetDelta)
+		if last < pos || b.LastOffsetDelta < 0 {
+			return pos, fmt.Errorf("offset %d: the fetch answered a batch of offsets %d to %d, before it", pos, b.FirstOffset, last)
+		}
 		for len(aborted) > 0 && aborted[0].FirstOffset <= last {
 			abortedBy[aborted[0].ProducerID] = true
 			aborted = aborted[1:]
@@ -139,7 +169,7 @@ func committedRecords(block *sarama.FetchResponseBlock, pos int64, each func(key
 		default:
 			for _, r := range b.Records {
 				if b.FirstOffset+r.OffsetDelta >= pos {
-					each(r.Key, r.Value)
+					each(r.Key, r.Value, b.IsTransactional)
 				}
 			}
 		}

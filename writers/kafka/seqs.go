@@ -95,16 +95,9 @@ func (w *Writer) sendSeqMarkers(ctx context.Context, key writers.TxnKey, seqs []
 }
 
 // readMarkersOf reads the highest epoch each of names committed on this
-// endpoint, in one scan of the marker topic (see readMarkers).
+// endpoint (see readMarkers).
 func (w *Writer) readMarkersOf(ctx context.Context, names map[string]bool) (map[string]int64, error) {
-	out := make(map[string]int64, len(names))
-	err := w.scanMarkers(ctx, names, func(m marker) {
-		if names[m.Writer] {
-			if e, ok := out[m.Writer]; !ok || m.Epoch > e {
-				out[m.Writer] = m.Epoch
-			}
-		}
-	})
+	out, err := w.scanMarkers(ctx, names)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: %w", err)
 	}

@@ -29,16 +29,22 @@ func openEndpoint(t *testing.T, cfg *kafka.Config, endpoint string, mem memory.A
 
 func markerReads(t *testing.T, reg *prometheus.Registry) int {
 	t.Helper()
+	return counter(t, reg, "quiver_kafka_marker_reads_total")
+}
+
+// counter returns the value of the counter name gathered from reg.
+func counter(t *testing.T, reg *prometheus.Registry, name string) int {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, mf := range mfs {
-		if mf.GetName() == "quiver_kafka_marker_reads_total" {
+		if mf.GetName() == name {
 			return int(mf.GetMetric()[0].GetCounter().GetValue())
 		}
 	}
-	t.Fatal("no quiver_kafka_marker_reads_total metric")
+	t.Fatalf("no %s metric", name)
 	return 0
 }
 

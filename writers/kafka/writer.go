@@ -44,6 +44,7 @@ type Writer struct {
 	autoTimeout    time.Duration // transaction timeout of auto-commit streams
 
 	autoPool autoPool       // transactional producers of auto-commit streams
+	markers  markerView     // what has been read of the marker topic
 	aborts   sync.WaitGroup // background aborts of failed auto-commit streams
 
 	mu     sync.Mutex // guards the following fields
