@@ -185,6 +185,10 @@ func (w *fileWriter) Close() error {
 // ReaderAt there is (Parquet reads are the hot path). A directory does not
 // exist as an object.
 func openFile(path string) (*os.File, int64, error) {
+	// Stat first: opening a FIFO blocks until a writer comes.
+	if fi, err := os.Stat(path); err == nil && !fi.IsDir() && !fi.Mode().IsRegular() {
+		return nil, 0, writers.Errorf(writers.ErrInvalid, "%s is not a regular file", path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, 0, err

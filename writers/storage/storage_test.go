@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 
 	"github.com/quiver-ingest/quiver/internal/emulator"
@@ -146,6 +147,12 @@ func TestGetMax(t *testing.T) {
 	}
 	if got, err := b.Get(t.Context(), "zero"); !errors.Is(err, writers.ErrInvalid) {
 		t.Fatalf("Get of a symlink to /dev/zero = %d bytes, %v, want ErrInvalid", len(got), err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(dir, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := b.Get(t.Context(), "fifo"); !errors.Is(err, writers.ErrInvalid) { // opening it would block
+		t.Fatalf("Get of a FIFO = %d bytes, %v, want ErrInvalid", len(got), err)
 	}
 }
 

@@ -233,7 +233,7 @@ func TestCheckpointManyBatches(t *testing.T) {
 	if err := store.Put(t.Context(), "cp.checkpoint.parquet", data); err != nil {
 		t.Fatal(err)
 	}
-	cf, err := readCheckpointFile(t.Context(), store, "cp.checkpoint.parquet")
+	cf, err := readCheckpointFile(t.Context(), store, "cp.checkpoint.parquet", maxLogObjectBytes)
 	if err != nil {
 		t.Fatal(err)
 	}

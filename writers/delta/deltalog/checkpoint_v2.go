@@ -133,7 +133,7 @@ func readV2Sidecars(ctx context.Context, store Store, sidecars []Sidecar) ([]Act
 			return nil, fmt.Errorf("delta: checkpoint names sidecar %s twice: %w", key, ErrCorrupt)
 		}
 		seen[key] = true
-		f, err := readCheckpointFile(ctx, store, key)
+		f, err := readCheckpointFile(ctx, store, key, int64(maxSidecarBytes-total))
 		if err != nil {
 			return nil, err
 		}

@@ -471,7 +471,7 @@ func TestCheckpointRowsBoundedByBytes(t *testing.T) {
 	if err := store.Put(ctx, key, buf.Bytes()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := readCheckpointFile(ctx, store, key); !errors.Is(err, ErrCorrupt) {
+	if _, err := readCheckpointFile(ctx, store, key, maxLogObjectBytes); !errors.Is(err, ErrCorrupt) {
 		t.Fatalf("300,000 rows in %d bytes: %v, want ErrCorrupt", buf.Len(), err)
 	}
 }

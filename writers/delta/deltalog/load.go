@@ -127,7 +127,7 @@ func snapshotFromCheckpoint(ctx context.Context, store Store, l *logListing, ver
 // commit wraps storage.ErrNotExist.
 func ReadCommit(ctx context.Context, store Store, v int64) ([]Action, error) {
 	key := CommitKey(v)
-	data, err := store.Get(ctx, key)
+	data, err := store.GetMax(ctx, key, maxLogObjectBytes)
 	if err != nil {
 		return nil, StorageError("read", key, err)
 	}
@@ -148,7 +148,7 @@ func ReadCommit(ctx context.Context, store Store, v int64) ([]Action, error) {
 func readCheckpoint(ctx context.Context, store Store, v int64, keys []string) ([]Action, error) {
 	var out []Action
 	for _, key := range keys {
-		f, err := readCheckpointFile(ctx, store, key)
+		f, err := readCheckpointFile(ctx, store, key, maxLogObjectBytes)
 		if err != nil {
 			return nil, err
 		}
@@ -180,10 +180,17 @@ func readCheckpoint(ctx context.Context, store Store, v int64, keys []string) ([
 	return out, nil
 }
 
-// readCheckpointFile reads one checkpoint file, Parquet or (V2) JSON: its
-// actions, the sidecars it names and its checkpointMetadata.
-func readCheckpointFile(ctx context.Context, store Store, key string) (checkpointFile, error) {
-	data, err := store.Get(ctx, key)
+// maxLogObjectBytes bounds a commit or checkpoint file, read whole: far
+// above what a table of tens of millions of files needs (a checkpoint
+// spends a few hundred bytes per file), it stops a hostile object from
+// being read without end.
+const maxLogObjectBytes = 16 << 30
+
+// readCheckpointFile reads one checkpoint file of at most limit bytes,
+// Parquet or (V2) JSON: its actions, the sidecars it names and its
+// checkpointMetadata.
+func readCheckpointFile(ctx context.Context, store Store, key string, limit int64) (checkpointFile, error) {
+	data, err := store.GetMax(ctx, key, limit)
 	if err != nil {
 		return checkpointFile{}, StorageError("read", key, err)
 	}
@@ -196,6 +203,10 @@ func readCheckpointFile(ctx context.Context, store Store, key string) (checkpoin
 	if err != nil {
 		return checkpointFile{}, err
 	}
+	maxRows := maxCheckpointRows(len(data))
+	if f.NumRows() > int64(maxRows) {
+		return checkpointFile{}, fmt.Errorf("delta: checkpoint %s: %d rows in %d bytes, more than %d: %w", key, f.NumRows(), len(data), maxRows, ErrCorrupt)
+	}
 	cf := checkpointFile{size: len(data)}
 	if err := readParquetV2(f, key, &cf); err != nil {
 		return checkpointFile{}, err
@@ -203,7 +214,7 @@ func readCheckpointFile(ctx context.Context, store Store, key string) (checkpoin
 	pr := parquet.NewGenericReader[cpRow](f)
 	defer pr.Close()
 	rows := make([]cpRow, 256)
-	maxRows, read := maxCheckpointRows(len(data)), 0
+	read := 0 // the footer's count is a claim: the pages are counted too
 	for {
 		n, err := pr.Read(rows)
 		if read += n; read > maxRows {

@@ -124,7 +124,7 @@ func keptSidecars(ctx context.Context, store Store, objs []storage.Object, floor
 				if key == "" {
 					continue // an incomplete multi-part set names no sidecars
 				}
-				f, err := readCheckpointFile(ctx, store, key)
+				f, err := readCheckpointFile(ctx, store, key, maxLogObjectBytes)
 				if err != nil {
 					return nil, fmt.Errorf("delta: log cleanup: %w", err)
 				}
