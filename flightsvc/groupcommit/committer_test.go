@@ -431,16 +431,16 @@ func TestGroupCommitBadBatchFailsOnlyItsStream(t *testing.T) {
 	}
 }
 
-// TestGroupCommitRefusedBatchDoesNotStallOthers: a stream whose batch is
-// refused in a shared group while a commit is under way waits for a fresh
-// group of its own; the other streams write on meanwhile, and the retry
-// gets the group after the swap.
-func TestGroupCommitRefusedBatchDoesNotStallOthers(t *testing.T) {
+// refusalsUnderWay sets up a committer whose sink holds every commit
+// (sink.slow) with one under way, stream "good" holding seq 0 in it and
+// seq 1 in the current group, and the sink refusing its next n Writes as
+// invalid (the group's schema).
+func refusalsUnderWay(t *testing.T, n int) (*fakeSink, *Committer, *Stream) {
+	t.Helper()
 	sink := newFakeSink()
 	sink.slow = make(chan struct{})
 	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
 	good, _, _ := c.Open(t.Context(), "good")
-	other, _, _ := c.Open(t.Context(), "other")
 	if _, err := write(t, good, 10, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -450,8 +450,18 @@ func TestGroupCommitRefusedBatchDoesNotStallOthers(t *testing.T) {
 		t.Fatal(err)
 	}
 	sink.mu.Lock()
-	sink.failWrite, sink.failWrites = writers.Errorf(writers.ErrInvalid, "the streams of the key send different schemas"), 1
+	sink.failWrite, sink.failWrites = writers.Errorf(writers.ErrInvalid, "the streams of the key send different schemas"), n
 	sink.mu.Unlock()
+	return sink, c, good
+}
+
+// TestGroupCommitRefusedBatchDoesNotStallOthers: a stream whose batch is
+// refused in a shared group while a commit is under way waits for a fresh
+// group of its own; the other streams write on meanwhile, and the retry
+// gets the group after the swap.
+func TestGroupCommitRefusedBatchDoesNotStallOthers(t *testing.T) {
+	sink, c, good := refusalsUnderWay(t, 1)
+	other, _, _ := c.Open(t.Context(), "other")
 	retried := make(chan error, 1)
 	go func() {
 		_, err := write(t, other, 10, 0)
@@ -490,23 +500,9 @@ func TestGroupCommitRefusedBatchDoesNotStallOthers(t *testing.T) {
 // line for a group of its own does not take its turn: the next in line
 // gets the fresh group at once, not after another commit.
 func TestGroupCommitLonelyTurnPassesOn(t *testing.T) {
-	sink := newFakeSink()
-	sink.slow = make(chan struct{})
-	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
-	good, _, _ := c.Open(t.Context(), "good")
+	sink, c, _ := refusalsUnderWay(t, 2)
 	a, _, _ := c.Open(t.Context(), "a")
 	b, _, _ := c.Open(t.Context(), "b")
-	if _, err := write(t, good, 10, 0); err != nil {
-		t.Fatal(err)
-	}
-	c.kickNow()
-	testpoll.Until(t, "a group commit under way", committing(c))
-	if _, err := write(t, good, 10, 1); err != nil {
-		t.Fatal(err)
-	}
-	sink.mu.Lock()
-	sink.failWrite, sink.failWrites = writers.Errorf(writers.ErrInvalid, "the streams of the key send different schemas"), 2
-	sink.mu.Unlock()
 	lonely := func(want ...*Stream) func() bool {
 		return func() bool {
 			c.mu.Lock()

@@ -115,16 +115,13 @@ func TestMarkersHiddenByAnOpenTransaction(t *testing.T) {
 
 func testMarkersHiddenByAnOpenTransaction(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	topic := uniqueTopic("hidden")
-	cfg := newConfig(c, topic, func(cfg *kafka.Config) {
-		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 1, ReplicationFactor: 1}
-	})
+	cfg := onePartition(c, "hidden")
 	w, _ := openEndpoint(t, cfg, "ep", mem)
 	ctx := context.Background()
 	commitTxn(t, w, mem, writers.TxnKey{Writer: "job", Epoch: 1}, `[{"user":"a","n":1}]`)
 
 	// job's next marker, in a transaction left open.
-	stuck, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID("stuck-"+topic), kgo.TransactionTimeout(time.Minute))
+	stuck, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...), kgo.TransactionalID("stuck-"+cfg.Topic), kgo.TransactionTimeout(time.Minute))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,10 +161,7 @@ func TestMarkerReadsGoOnAndTrustTransactionsOnly(t *testing.T) {
 
 func testMarkerReadsGoOn(t *testing.T, c cluster) {
 	mem := checkedMem(t)
-	topic := uniqueTopic("markers")
-	cfg := newConfig(c, topic, func(cfg *kafka.Config) {
-		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 1, ReplicationFactor: 1}
-	})
+	cfg := onePartition(c, "markers")
 	w, reg := openEndpoint(t, cfg, "ep", mem)
 	ctx := context.Background()
 	for i := range int64(5) {
@@ -200,4 +194,12 @@ func testMarkerReadsGoOn(t *testing.T, c cluster) {
 	if again := counter(t, reg, "quiver_kafka_marker_records_read_total") - first; again < 1 || again > 3 {
 		t.Errorf("the second read read %d records, want only those since the first (the new marker)", again)
 	}
+}
+
+// onePartition is the config of a new one-partition topic on c, created
+// by the sink.
+func onePartition(c cluster, prefix string) *kafka.Config {
+	return newConfig(c, uniqueTopic(prefix), func(cfg *kafka.Config) {
+		cfg.CreateTopic = &kafka.CreateTopic{Partitions: 1, ReplicationFactor: 1}
+	})
 }
