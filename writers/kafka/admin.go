@@ -76,6 +76,28 @@ func (a *admin) describe(res sarama.ConfigResource) ([]sarama.ConfigEntry, error
 	return results[0].Configs, nil
 }
 
+// topicPartitions returns topic's id and partitions, as the cluster's
+// controller knows them now.
+func (a *admin) topicPartitions(topic string) (sarama.Uuid, []int32, error) {
+	mds, err := a.adm.DescribeTopics([]string{topic})
+	if err != nil {
+		return sarama.Uuid{}, nil, err
+	}
+	i := slices.IndexFunc(mds, func(md *sarama.TopicMetadata) bool { return md.Name == topic })
+	switch {
+	case i < 0:
+		return sarama.Uuid{}, nil, sarama.ErrUnknownTopicOrPartition
+	case !errors.Is(mds[i].Err, sarama.ErrNoError):
+		return sarama.Uuid{}, nil, mds[i].Err
+	}
+	parts := make([]int32, len(mds[i].Partitions))
+	for j, p := range mds[i].Partitions {
+		parts[j] = p.ID
+	}
+	slices.Sort(parts)
+	return mds[i].Uuid, parts, nil
+}
+
 // topicInfo describes an existing topic.
 type topicInfo struct {
 	partitions int

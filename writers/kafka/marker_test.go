@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -149,15 +150,12 @@ func testMarkersHiddenByAnOpenTransaction(t *testing.T, c cluster) {
 	}
 }
 
-// TestMarkerReadsGoOnAndTrustTransactionsOnly: a marker read goes on from
-// where the last one ended (a group commit reads the markers every
-// interval; the topic holds a record per writer that ever committed), and
-// sees what another server committed since; a plain record under a marker
-// key (another producer's, not in a transaction) is not a marker: it
-// neither answers committed-epoch nor makes a commit a replay.
-func TestMarkerReadsGoOnAndTrustTransactionsOnly(t *testing.T) {
-	forPlainClusters(t, testMarkerReadsGoOn)
-}
+// TestMarkerReadsGoOn: a marker read goes on from where the last one
+// ended (a group commit reads the markers every interval; the topic holds
+// a record per writer that ever committed) and sees what another server
+// committed since; a marker topic deleted and created again (another
+// topic id) is read from its start, its old markers forgotten.
+func TestMarkerReadsGoOn(t *testing.T) { forPlainClusters(t, testMarkerReadsGoOn) }
 
 func testMarkerReadsGoOn(t *testing.T, c cluster) {
 	mem := checkedMem(t)
@@ -167,33 +165,49 @@ func testMarkerReadsGoOn(t *testing.T, c cluster) {
 	for i := range int64(5) {
 		commitTxn(t, w, mem, writers.TxnKey{Writer: fmt.Sprint("w", i), Epoch: 1}, `[{"user":"a","n":1}]`)
 	}
-	forger, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer forger.Close()
-	forged := &kgo.Record{Topic: cfg.MarkerTopic, Key: []byte("ep/w0"), Value: []byte(`{"endpoint":"ep","writer":"w0","epoch":99}`)}
-	if err := forger.ProduceSync(ctx, forged).FirstErr(); err != nil {
-		t.Fatal(err)
-	}
 	if epoch, ok, err := w.CommittedEpoch(ctx, "w0"); err != nil || !ok || epoch != 1 {
-		t.Fatalf("w0's committed epoch beside a plain record claiming 99: %d, %v, %v; want 1", epoch, ok, err)
+		t.Fatalf("w0's committed epoch: %d, %v, %v; want 1", epoch, ok, err)
 	}
 	first := counter(t, reg, "quiver_kafka_marker_records_read_total")
-	if first < 6 {
-		t.Fatalf("the first read read %d records of the marker topic, want its 5 markers and the plain record", first)
+	if first < 5 {
+		t.Fatalf("the first read read %d records of the marker topic, want its 5 markers", first)
 	}
-
 	other, _ := openEndpoint(t, cfg, "ep", mem) // another server
-	if info := commitTxn(t, other, mem, writers.TxnKey{Writer: "w0", Epoch: 2}, `[{"user":"b","n":2}]`); info.Replayed {
-		t.Fatal("the commit of w0's epoch 2 answered replayed: the plain record claiming 99 was taken for a marker")
-	}
+	commitTxn(t, other, mem, writers.TxnKey{Writer: "w0", Epoch: 2}, `[{"user":"b","n":2}]`)
 	if epoch, ok, err := w.CommittedEpoch(ctx, "w0"); err != nil || !ok || epoch != 2 {
 		t.Fatalf("w0's committed epoch after another server committed 2: %d, %v, %v; want 2", epoch, ok, err)
 	}
 	if again := counter(t, reg, "quiver_kafka_marker_records_read_total") - first; again < 1 || again > 3 {
 		t.Errorf("the second read read %d records, want only those since the first (the new marker)", again)
 	}
+
+	// The marker topic deleted and created again, with more records than
+	// this server read of the old one before it asks again.
+	adm := kadm.NewClient(newKgo(t, c))
+	if _, err := adm.DeleteTopics(ctx, cfg.MarkerTopic); err != nil {
+		t.Fatal(err)
+	}
+	third, _ := openEndpoint(t, cfg, "ep", mem) // creates it again
+	for i := range int64(8) {
+		commitTxn(t, third, mem, writers.TxnKey{Writer: fmt.Sprint("x", i), Epoch: 3}, `[{"user":"c","n":3}]`)
+	}
+	if epoch, ok, err := w.CommittedEpoch(ctx, "x0"); err != nil || !ok || epoch != 3 {
+		t.Fatalf("x0's committed epoch on the new marker topic: %d, %v, %v; want 3", epoch, ok, err)
+	}
+	if _, ok, err := w.CommittedEpoch(ctx, "w0"); err != nil || ok {
+		t.Fatalf("w0's marker of the deleted topic: found %v, %v; want forgotten", ok, err)
+	}
+}
+
+// newKgo returns a franz-go client of c, closed at the end of the test.
+func newKgo(t *testing.T, c cluster) *kgo.Client {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cl.Close)
+	return cl
 }
 
 // onePartition is the config of a new one-partition topic on c, created

@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/IBM/sarama"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -35,14 +38,16 @@ func (w *Writer) readMarkers(ctx context.Context, writer string) (int64, bool, e
 	return epoch, found, err
 }
 
-// markerView is what the sink has read of the marker topic: the highest
+// markerView is what the sink has read of the marker topic (identified
+// by its topic id: one deleted and created again is another): the highest
 // committed epoch of every writer of this endpoint up to next, the offset
 // each partition's next read starts from. Reads go on from there (a group
 // commit reads the markers every commit interval; the topic holds a
 // record per writer that ever committed). It grows with the writers of
 // the endpoint, as the compacted topic does.
 type markerView struct {
-	mu     sync.Mutex // one read at a time, held through it
+	mu     sync.Mutex // guards the fields; reads run outside it
+	topic  sarama.Uuid
 	next   map[int32]int64
 	epochs map[string]int64
 }
@@ -52,53 +57,78 @@ type markerView struct {
 // the sink has not read yet, and returns the highest epoch of each of
 // names that has one. It fails Unavailable when a marker of one of names
 // lies past a last stable offset that an open transaction holds (see
-// readCommitted). Only markers of transactional batches count: the sink
-// writes every marker in a transaction, and a plain record under a marker
-// key is some other producer's.
+// readCommitted). Reads run concurrently: each goes on from the view as it
+// was when it began, and folds what it read into it at its end (epochs
+// and offsets only grow).
 func (w *Writer) scanMarkers(ctx context.Context, names map[string]bool) (map[string]int64, error) {
 	w.m.markerReads.Inc()
 	ctx, cancel := context.WithTimeout(ctx, readTimeout)
 	defer cancel()
-	v := &w.markers
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.next == nil {
-		v.next, v.epochs = map[int32]int64{}, map[string]int64{}
-	}
 	topic := w.cfg.MarkerTopic
-	parts, err := w.adm.cl.Partitions(topic)
+	id, parts, err := w.adm.topicPartitions(topic)
 	if err != nil {
 		return nil, w.markerError(ctx, err)
 	}
+	v := &w.markers
+	v.mu.Lock()
+	if v.topic != id || v.next == nil {
+		v.topic, v.next, v.epochs = id, map[int32]int64{}, map[string]int64{}
+	}
+	from := maps.Clone(v.next)
+	v.mu.Unlock()
+
 	prefix := w.markerKey("")
 	wanted := func(k []byte) bool {
 		name, ok := strings.CutPrefix(string(k), prefix)
 		return ok && names[name]
 	}
-	fold := func(k, val []byte, transactional bool) {
+	next, epochs := map[int32]int64{}, map[string]int64{}
+	fold := func(k, val []byte) {
 		w.m.markerRecords.Inc()
-		if !transactional || !strings.HasPrefix(string(k), prefix) || val == nil {
+		if !strings.HasPrefix(string(k), prefix) || val == nil {
 			return
 		}
 		var m marker
 		if json.Unmarshal(val, &m) == nil && m.Endpoint == w.env.Endpoint && string(k) == w.markerKey(m.Writer) {
-			if e, ok := v.epochs[m.Writer]; !ok || m.Epoch > e {
-				v.epochs[m.Writer] = m.Epoch
+			if e, ok := epochs[m.Writer]; !ok || m.Epoch > e {
+				epochs[m.Writer] = m.Epoch
 			}
 		}
 	}
-	for _, p := range parts {
-		next, err := w.adm.readCommitted(ctx, topic, p, v.next[p], wanted, fold)
-		if errors.Is(err, errRewound) {
-			// The topic was recreated: what was read of it is gone.
-			w.log.Warn("kafka marker topic's offsets went back (recreated?): reading it again from its start", "topic", topic, "partition", p)
-			v.next, v.epochs = map[int32]int64{}, map[string]int64{}
-			next, err = w.adm.readCommitted(ctx, topic, p, 0, wanted, fold)
+	rewound := false
+	for i := 0; i < len(parts); i++ {
+		p := parts[i]
+		n, err := w.adm.readCommitted(ctx, topic, p, from[p], wanted, fold)
+		if errors.Is(err, errRewound) && !rewound {
+			// The partition's offsets went back (an unclean leader
+			// election): every partition is read again from its start.
+			w.log.Warn("kafka marker topic's offsets went back: reading it again from its start", "topic", topic, "partition", p)
+			rewound, from, i = true, nil, -1
+			clear(next)
+			clear(epochs)
+			continue
 		}
 		if err != nil {
 			return nil, w.markerError(ctx, fmt.Errorf("partition %d: %w", p, err))
 		}
-		v.next[p] = next
+		next[p] = n
+	}
+
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.topic != id {
+		return nil, writers.Errorf(writers.ErrUnavailable, "kafka: marker topic %q was created again during a read of its markers: retry", topic)
+	}
+	if rewound {
+		v.next, v.epochs = map[int32]int64{}, map[string]int64{}
+	}
+	for p, n := range next {
+		v.next[p] = max(v.next[p], n)
+	}
+	for writer, e := range epochs {
+		if old, ok := v.epochs[writer]; !ok || e > old {
+			v.epochs[writer] = e
+		}
 	}
 	out := make(map[string]int64, len(names))
 	for name := range names {

@@ -48,13 +48,13 @@ const settleWait = 5 * time.Second
 // errUnsettled is a record asked about past the last stable offset.
 var errUnsettled = errors.New("a transaction still open on the partition holds a marker asked about")
 
-// errRewound is a read from an offset past the partition's end: the topic
-// was deleted and created again.
+// errRewound is a read from an offset past the partition's end: its
+// offsets went back (an unclean leader election truncated it).
 var errRewound = errors.New("the partition ends before the offset the read goes on from")
 
 // readCommitted calls each with the key and value of every record of
-// partition p of topic that a read_committed consumer sees, and whether
-// its batch is transactional, from offset from (or the log start, when
+// partition p of topic that a read_committed consumer sees, from offset
+// from (or the log start, when
 // later) to the last stable offset once the transactions open when the
 // read begins have ended (or after settleWait: then errUnsettled when a
 // record past it has a key wanted reports): records of aborted
@@ -63,7 +63,7 @@ var errRewound = errors.New("the partition ends before the offset the read goes 
 // offset the next read goes on from; errRewound when the partition ends
 // before from. sarama's consumer hides control records and its position,
 // so the sink fetches itself, with sarama's protocol types.
-func (a *admin) readCommitted(ctx context.Context, topic string, p int32, from int64, wanted func(key []byte) bool, each func(key, value []byte, transactional bool)) (int64, error) {
+func (a *admin) readCommitted(ctx context.Context, topic string, p int32, from int64, wanted func(key []byte) bool, each func(key, value []byte)) (int64, error) {
 	leader, err := a.cl.Leader(topic, p)
 	if err != nil {
 		return 0, err
@@ -140,7 +140,7 @@ func fetch(leader *sarama.Broker, topic string, p int32, pos int64, isolation sa
 // producer with an aborted transaction starting at or before it is
 // skipped, until that producer's abort marker. A batch ending before pos
 // answers another fetch. It returns the offset to fetch next.
-func committedRecords(block *sarama.FetchResponseBlock, pos int64, each func(key, value []byte, transactional bool)) (int64, error) {
+func committedRecords(block *sarama.FetchResponseBlock, pos int64, each func(key, value []byte)) (int64, error) {
 	aborted := slices.Clone(block.AbortedTransactions)
 	slices.SortFunc(aborted, func(x, y *sarama.AbortedTransaction) int { return cmp.Compare(x.FirstOffset, y.FirstOffset) })
 	abortedBy := map[int64]bool{} // producer ids inside an aborted transaction
@@ -169,7 +169,7 @@ func committedRecords(block *sarama.FetchResponseBlock, pos int64, each func(key
 		default:
 			for _, r := range b.Records {
 				if b.FirstOffset+r.OffsetDelta >= pos {
-					each(r.Key, r.Value, b.IsTransactional)
+					each(r.Key, r.Value)
 				}
 			}
 		}
