@@ -120,10 +120,10 @@ func keptSidecars(ctx context.Context, store Store, objs []storage.Object, floor
 			continue
 		}
 		for _, set := range sets {
+			if set.total > 1 {
+				continue // only V2 checkpoints (one file) name sidecars
+			}
 			for _, key := range set.keys() {
-				if key == "" {
-					continue // an incomplete multi-part set names no sidecars
-				}
 				f, err := readCheckpointFile(ctx, store, key, maxLogObjectBytes)
 				if err != nil {
 					return nil, fmt.Errorf("delta: log cleanup: %w", err)
