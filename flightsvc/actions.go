@@ -75,13 +75,16 @@ func (s *Service) ListActions(_ *flight.Empty, stream flight.FlightService_ListA
 // InvalidArgument naming the field; an empty body counts as {}. An unknown
 // action type is InvalidArgument listing the known ones.
 func (s *Service) DoAction(a *flight.Action, stream flight.FlightService_DoActionServer) error {
+	if n, limit := len(a.GetBody()), maxActionBody(a.GetType()); n > limit {
+		return Status(writers.Errorf(writers.ErrInvalid, "action %q: a body of %d bytes is over the limit of %d", shown(a.GetType()), n, limit))
+	}
 	if ok, err := s.sqlDoAction(a, stream); ok {
 		return Status(err)
 	}
 	ctx := stream.Context()
 	act := s.findAction(a.GetType())
 	if act == nil {
-		return Status(writers.Errorf(writers.ErrInvalid, "unknown action %q (known: %s)", a.GetType(), strings.Join(s.actionNames(), ", ")))
+		return Status(writers.Errorf(writers.ErrInvalid, "unknown action %q (known: %s)", shown(a.GetType()), strings.Join(s.actionNames(), ", ")))
 	}
 	if err := s.allowAction(ctx, act.name); err != nil {
 		return Status(err)
@@ -462,4 +465,14 @@ func (s *Service) healthAction(ctx context.Context, body []byte) (any, error) {
 		res.Endpoints[name] = "ok"
 	}
 	return res, nil
+}
+
+// maxActionBody bounds an action's body before it is decoded (JSON decodes
+// to several times its bytes): commit carries the descriptors other
+// servers precommitted, every other action a few fields.
+func maxActionBody(typ string) int {
+	if typ == "commit" {
+		return 16 << 20
+	}
+	return 1 << 20
 }

@@ -362,7 +362,7 @@ func (s *Service) endpoint(ctx context.Context, name string) (*endpoint, error) 
 	if e, ok := s.eps[name]; ok {
 		return e, nil
 	}
-	return nil, writers.Errorf(writers.ErrNotFound, "unknown endpoint %q (this server has: %s)", name, listOrNone(s.names))
+	return nil, writers.Errorf(writers.ErrNotFound, "unknown endpoint %q (this server has: %s)", shown(name), listOrNone(s.names))
 }
 
 // Health probes every endpoint's sink (writers.Writer.Check) concurrently:

@@ -96,7 +96,7 @@ func (s *Service) allowEndpoint(ctx context.Context, name string) error {
 	if err != nil || tok == nil || permits(tok.Endpoints, name) {
 		return err
 	}
-	return writers.Errorf(writers.ErrPermissionDenied, "auth: token %q may not use endpoint %q (it may use: %s)", tok.Name, name, listOrNone(tok.Endpoints))
+	return writers.Errorf(writers.ErrPermissionDenied, "auth: token %q may not use endpoint %q (it may use: %s)", tok.Name, shown(name), listOrNone(tok.Endpoints))
 }
 
 // withAccess returns ctx carrying the caller's endpoint permissions for

@@ -104,7 +104,11 @@ func parsePathDescriptor(what string, d *flight.FlightDescriptor) (string, error
 		return "", writers.Errorf(writers.ErrInvalid, `%s: expected a PATH descriptor ["<endpoint>"], got type %s`, what, d.GetType())
 	}
 	if p := d.GetPath(); len(p) != 1 || p[0] == "" {
-		return "", writers.Errorf(writers.ErrInvalid, `%s: the descriptor path must be one element, the endpoint name; got %q`, what, p)
+		first := ""
+		if len(p) > 0 {
+			first = p[0]
+		}
+		return "", writers.Errorf(writers.ErrInvalid, `%s: the descriptor path must be one element, the endpoint name; got %d elements, the first %q`, what, len(p), shown(first))
 	}
 	return d.GetPath()[0], nil
 }

@@ -88,3 +88,19 @@ func classified(err error) bool {
 	_, grpcStatus := status.FromError(err)
 	return class || grpcStatus || isContextError(err)
 }
+
+// truncate cuts s to n bytes for an error message.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// shownNameBytes bounds a name the client chose (an endpoint, an action
+// type) quoted in an error: a 60 MiB name must not become a 60 MiB
+// status message and log line.
+const shownNameBytes = 128
+
+// shown is a client-chosen name cut for an error message.
+func shown(name string) string { return truncate(name, shownNameBytes) }

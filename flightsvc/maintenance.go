@@ -46,7 +46,7 @@ func (s *Service) maintenanceOf(ctx context.Context, what, name string) (Mainten
 		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	if e.Maintenance == nil {
-		return nil, writers.Errorf(writers.ErrInvalid, "%s: endpoint %q (sink %s) has no table maintenance", what, name, e.Sink)
+		return nil, writers.Errorf(writers.ErrInvalid, "%s: endpoint %q (sink %s) has no table maintenance", what, shown(name), e.Sink)
 	}
 	return e.Maintenance, nil
 }
@@ -64,8 +64,8 @@ func (s *Service) optimize(ctx context.Context, body []byte) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if b.TargetFileBytes != nil && *b.TargetFileBytes <= 0 {
-		return nil, writers.Errorf(writers.ErrInvalid, `%s: field "target_file_bytes" must be positive, got %d`, what, *b.TargetFileBytes)
+	if b.TargetFileBytes != nil && (*b.TargetFileBytes <= 0 || *b.TargetFileBytes > maxTargetFileBytes) {
+		return nil, writers.Errorf(writers.ErrInvalid, `%s: field "target_file_bytes" must be from 1 to %d (16 GiB), got %d`, what, maxTargetFileBytes, *b.TargetFileBytes)
 	}
 	m, err := s.maintenanceOf(ctx, what, name)
 	if err != nil {
@@ -110,3 +110,8 @@ func (s *Service) vacuum(ctx context.Context, body []byte) (any, error) {
 	}
 	return vacuumResult{Endpoint: name, VacuumResult: res}, nil
 }
+
+// maxTargetFileBytes bounds the optimize action's target_file_bytes: a
+// caller asking for more would have every optimize rewrite whole
+// partitions as "small".
+const maxTargetFileBytes = 16 << 30

@@ -99,7 +99,8 @@ func TestMaintenanceActions(t *testing.T) {
 		fragment  string
 	}{
 		{admin, "optimize", `{}`, codes.InvalidArgument, `missing field "endpoint"`},
-		{admin, "optimize", `{"endpoint":"table","target_file_bytes":0}`, codes.InvalidArgument, "must be positive"},
+		{admin, "optimize", `{"endpoint":"table","target_file_bytes":0}`, codes.InvalidArgument, "must be from 1"},
+		{admin, "optimize", `{"endpoint":"table","target_file_bytes":17179869185}`, codes.InvalidArgument, "must be from 1"},
 		{admin, "optimize", `{"endpoint":"table","target_file_bytes":"big"}`, codes.InvalidArgument, `"target_file_bytes"`},
 		{admin, "optimize", `{"endpoint":"table","zorder":["x"]}`, codes.InvalidArgument, `unknown field "zorder"`},
 		{admin, "optimize", `{"endpoint":"events"}`, codes.InvalidArgument, "no table maintenance"},

@@ -61,10 +61,19 @@ var sqlOtherActions = map[string]bool{
 	flightsql.EndSavepointActionType:                true,
 }
 
+// maxCommandBytes bounds a command (a descriptor's CMD, a ticket) before
+// it is decoded: Quiver's own are JSON of a few hundred bytes and Flight
+// SQL's a few names, while a decoded protobuf map or repeated field may
+// take ten times its bytes.
+const maxCommandBytes = 64 << 10
+
 // sqlCommand decodes b as a Flight SQL command. ok is false when b is not
 // a google.protobuf.Any of the Flight SQL package (a Quiver JSON
 // descriptor, say); err is set when it is one but does not decode.
 func sqlCommand(b []byte) (msg proto.Message, ok bool, err error) {
+	if len(b) > maxCommandBytes {
+		return nil, true, writers.Errorf(writers.ErrInvalid, "a command of %d bytes is over the limit of %d", len(b), maxCommandBytes)
+	}
 	var a anypb.Any
 	if len(b) == 0 || proto.Unmarshal(b, &a) != nil || !strings.HasPrefix(a.GetTypeUrl(), sqlTypePrefix) {
 		return nil, false, nil
@@ -199,9 +208,11 @@ func (q *sqlServer) DoGetSqlInfo(ctx context.Context, cmd flightsql.GetSqlInfo) 
 	if len(asked) == 0 {
 		return q.BaseServer.DoGetSqlInfo(ctx, cmd)
 	}
-	known := make(sqlInfoIDs, 0, len(asked))
+	known := sqlInfoIDs{}
+	seen := map[uint32]bool{}
 	for _, id := range asked {
-		if q.info[id] {
+		if q.info[id] && !seen[id] { // each answered once, however often asked
+			seen[id] = true
 			known = append(known, id)
 		}
 	}

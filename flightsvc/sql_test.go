@@ -2,6 +2,7 @@ package flightsvc_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -428,5 +429,52 @@ func TestSQLHostile(t *testing.T) {
 
 	if n, err := s.ingest(ctx, ingestOpts("events"), 2); err != nil || n != 2 {
 		t.Fatalf("after hostile requests: %d rows, %v", n, err)
+	}
+}
+
+// TestHostileRequestSizes: what a client controls outside the Arrow stream
+// is bounded before it is decoded or quoted: a GetSqlInfo asking one id
+// 10,000 times answers it once (each asked id was a row), a command or an
+// action body over its limit is InvalidArgument, and a megabyte-long
+// endpoint name is not echoed whole.
+func TestHostileRequestSizes(t *testing.T) {
+	s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": discard.New(testSchema())}})
+	ctx := t.Context()
+	c := s.sqlClient()
+
+	ids := make([]flightsql.SqlInfo, 10_000)
+	for i := range ids {
+		ids[i] = flightsql.SqlInfoFlightSqlServerName
+	}
+	info, err := c.GetSqlInfo(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int64
+	for _, rec := range readAll(ctx, t, c, info) {
+		rows += rec.NumRows()
+		rec.Release()
+	}
+	if rows != 1 {
+		t.Errorf("GetSqlInfo of one id asked 10,000 times: %d rows, want 1", rows)
+	}
+
+	opts := ingestOpts("events")
+	opts.Options = map[string]string{}
+	for i := range 20_000 {
+		opts.Options[fmt.Sprintf("option-%05d", i)] = "v"
+	}
+	_, err = s.ingest(ctx, opts, 2)
+	wantCode(t, err, codes.InvalidArgument, "over the limit")
+	if len(err.Error()) > 1024 {
+		t.Errorf("the refusal of 20,000 ingest options is %d bytes long", len(err.Error()))
+	}
+
+	_, err = s.actionRaw(ctx, "status", `{"writer":"`+strings.Repeat("w", 2<<20)+`","epoch":1}`)
+	wantCode(t, err, codes.InvalidArgument, "over the limit")
+
+	_, err = s.client.GetSchema(ctx, pathDesc(strings.Repeat("x", 1<<20)))
+	if err == nil || len(err.Error()) > 1024 {
+		t.Errorf("GetSchema of a 1 MiB endpoint name: an error of %d bytes, want a short one", len(fmt.Sprint(err)))
 	}
 }

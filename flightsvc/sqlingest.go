@@ -44,7 +44,8 @@ func ingestTarget(msg proto.Message) (putTarget, error) {
 	case cmd.GetTemporary():
 		return bad("temporary tables are not supported: every table is a configured endpoint")
 	case len(cmd.GetOptions()) > 0:
-		return bad("options are not supported, got %q", slices.Sorted(maps.Keys(cmd.GetOptions())))
+		keys := slices.Sorted(maps.Keys(cmd.GetOptions()))
+		return bad("options are not supported, got %d, the first %q", len(keys), shown(keys[0]))
 	}
 	opts := cmd.GetTableDefinitionOptions()
 	if opts == nil || opts.GetIfExists() == pb.CommandStatementIngest_TableDefinitionOptions_TABLE_EXISTS_OPTION_UNSPECIFIED ||
@@ -98,7 +99,11 @@ func (s *Service) checkIngest(ctx context.Context, ep *endpoint, t *putTarget) e
 		}
 		t.txn, t.writer = true, writer
 	}
-	st, err := s.coord.Status(ctx, t.writer, t.epoch)
+	actx, err := s.withAccess(ctx) // another token's transaction is not found
+	if err != nil {
+		return err
+	}
+	st, err := s.coord.Status(actx, t.writer, t.epoch)
 	if err != nil {
 		return fmt.Errorf("flight sql: ingest in transaction %s: %w", t.writer, err)
 	}

@@ -45,13 +45,6 @@ func sqlTxnWriter(what string, id []byte) (string, error) {
 	return w, nil
 }
 
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
-}
-
 // BeginTransaction begins a Quiver transaction and returns its id.
 func (q *sqlServer) BeginTransaction(ctx context.Context, _ flightsql.ActionBeginTransactionRequest) ([]byte, error) {
 	const what = "flight sql: BeginTransaction"
