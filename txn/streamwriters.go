@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -16,7 +17,11 @@ import (
 // are never the same number read two ways. A claim of writer being
 // journaled is waited for: its outcome is the answer. The claim is this
 // server's: servers do not share journals.
-func (c *Coordinator) ClaimStreamWriter(writer string) error {
+func (c *Coordinator) ClaimStreamWriter(ctx context.Context, writer string) error {
+	if err := c.refuseForeignWriter(ctx, "stream", writer, -1); err != nil {
+		return err
+	}
+	owner := callerOf(ctx).Owner
 	c.mu.Lock()
 	if p := c.claims[writer]; p != nil {
 		c.mu.Unlock()
@@ -45,7 +50,7 @@ func (c *Coordinator) ClaimStreamWriter(writer string) error {
 	c.claims[writer] = p
 	c.streamWriters[writer] = true
 	c.mu.Unlock()
-	err := c.log(nil, &record{typ: recStreamWriter, Writer: writer})
+	err := c.log(nil, &record{typ: recStreamWriter, Writer: writer, Owner: owner})
 	c.mu.Lock()
 	if err != nil {
 		delete(c.streamWriters, writer)
