@@ -63,11 +63,7 @@ func (s *Service) putContinuous(ctx context.Context, stream flight.FlightService
 		ps.release()
 		return writers.Errorf(writers.ErrWrongState, "doput: endpoint %q (sink %q) does not take continuous streams: use auto-commit puts or transactions", ep.Name, ep.Sink)
 	}
-	actx, err := s.withAccess(ctx) // the writer name is the caller's
-	if err == nil {
-		err = s.coord.ClaimStreamWriter(actx, t.writer)
-	}
-	if err != nil {
+	if err := s.coord.ClaimStreamWriter(t.writer); err != nil {
 		ps.release()
 		return fmt.Errorf("doput: endpoint %q: %w", ep.Name, err)
 	}

@@ -140,30 +140,6 @@ func (c *Coordinator) mayStartLocked(ctx context.Context, op string, id txnID, t
 	return nil
 }
 
-// refuseForeignWriter refuses op on writer (epoch: the transaction it
-// targets, -1 for none) when the name belongs to another caller
-// (ErrPermissionDenied): committed epochs are recorded per endpoint and
-// writer, whoever committed them, so a caller committing a high epoch
-// under another's writer name would make that one's later epochs
-// replays, their rows dropped. A name is its first owner's (a begin, or
-// a claim for streams); admins and callers without owner (no auth) are
-// not bound, and names without owner are anyone's. A transaction the
-// coordinator holds is left to its own owner check (to other callers it
-// does not exist).
-func (c *Coordinator) refuseForeignWriter(ctx context.Context, op, writer string, epoch int64) error {
-	caller := callerOf(ctx)
-	if caller.Owner == "" || caller.Admin {
-		return nil
-	}
-	c.mu.Lock()
-	owner, held := c.writerOwners[writer], c.txns[txnID{writer, epoch}] != nil
-	c.mu.Unlock()
-	if owner != "" && owner != caller.Owner && !held {
-		return writers.Errorf(writers.ErrPermissionDenied, "txn: %s: writer %q belongs to another caller: use a writer name of your own", op, writer)
-	}
-	return nil
-}
-
 // startCheck is lockOrCreate's check for op creating a transaction: access
 // first (a refused caller learns nothing of the writer's epochs), then
 // fencing.

@@ -197,12 +197,11 @@ func TestOwnersSurviveRestart(t *testing.T) {
 	fx.fillUntilCompacted()
 	fx.restart()
 	refused := map[string]func() error{
-		"status":    func() error { _, err := fx.c.Status(bob, "w", 3); return err },
-		"rollback":  func() error { _, err := fx.c.Rollback(bob, "w", 3); return err },
-		"commit":    func() error { _, err := fx.c.Commit(bob, "w", 3, nil); return err },
-		"precommit": func() error { _, err := fx.c.Precommit(bob, "w", 3); return err },
-		"join":      func() error { _, err := fx.c.Join(bob, "w", 3, "a"); return err },
-		"begin":     func() error { _, err := fx.c.Begin(bob, "w", 3, 0); return err },
+		"status":   func() error { _, err := fx.c.Status(bob, "w", 3); return err },
+		"rollback": func() error { _, err := fx.c.Rollback(bob, "w", 3); return err },
+		"commit":   func() error { _, err := fx.c.Commit(bob, "w", 3, nil); return err },
+		"join":     func() error { _, err := fx.c.Join(bob, "w", 3, "a"); return err },
+		"begin":    func() error { _, err := fx.c.Begin(bob, "w", 3, 0); return err },
 	}
 	for name, call := range refused {
 		if err := call(); !errors.Is(err, writers.ErrNotFound) {
@@ -267,72 +266,5 @@ func TestOwnerQuotaAndMaxTTL(t *testing.T) {
 	}
 	if _, err := c.Begin(bg, "long", 1, time.Hour+time.Second); !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "txn.max_ttl") {
 		t.Fatalf("ttl above txn.max_ttl: %v, want ErrInvalid naming it", err)
-	}
-}
-
-// TestWriterNamesBelongToTheirOwner: committed epochs are recorded per
-// endpoint and writer, whoever committed them. Another caller committing a
-// high epoch under a writer name made the owner's later epochs replays
-// (their rows dropped, answered replayed). A name is its first owner's:
-// others' begins, joins and commits of epochs the coordinator does not
-// hold (replays included) and committed-epoch reads are PermissionDenied,
-// also once the owner's transactions are gone, after a compaction and a
-// restart; admins are not bound.
-func TestWriterNamesBelongToTheirOwner(t *testing.T) {
-	fx := newFixture(t)
-	fx.c.Close()
-	fx.c = nil
-	fx.tune = func(c *Coordinator) { c.segmentBytes = 4 << 10 }
-	fx.open()
-	alice := WithCaller(bg, Caller{Owner: "alice"})
-	bob := WithCaller(bg, Caller{Owner: "bob"})
-	admin := WithCaller(bg, Caller{Owner: "root", Admin: true})
-	s, err := fx.c.Join(alice, "w", 1, "a")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.Done(1, nil)
-	if _, err := fx.c.Precommit(alice, "w", 1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := fx.c.Commit(alice, "w", 1, nil); err != nil {
-		t.Fatal(err)
-	}
-	refused := func(when string, replays bool) {
-		t.Helper()
-		calls := map[string]func() error{
-			"begin":           func() error { _, err := fx.c.Begin(bob, "w", 1<<62, 0); return err },
-			"join (new)":      func() error { _, err := fx.c.Join(bob, "w", 1<<62, "a"); return err },
-			"committed-epoch": func() error { _, _, err := fx.c.CommittedEpoch(bob, "a", "w"); return err },
-		}
-		if replays { // once the transaction is gone (while held, it is alice's alone)
-			calls["join (replay)"] = func() error { _, err := fx.c.Join(bob, "w", 1, "a"); return err }
-			calls["commit (replay)"] = func() error { _, err := fx.c.Commit(bob, "w", 1, nil); return err }
-		}
-		for name, call := range calls {
-			if err := call(); !errors.Is(err, writers.ErrPermissionDenied) {
-				t.Errorf("%s: bob's %s under alice's writer name: %v, want ErrPermissionDenied", when, name, err)
-			}
-		}
-	}
-	refused("after alice's commit", false)
-	fx.c.mu.Lock()
-	for id, tx := range fx.c.txns {
-		if id.writer == "w" {
-			fx.c.dropLocked(tx) // as the retention does
-		}
-	}
-	fx.c.mu.Unlock()
-	fx.fillUntilCompacted()
-	fx.restart()
-	refused("after the retention, a compaction and a restart", true)
-	if _, err := fx.c.Begin(alice, "w", 2, 0); err != nil {
-		t.Errorf("alice's own begin: %v", err)
-	}
-	if _, _, err := fx.c.CommittedEpoch(admin, "a", "w"); err != nil {
-		t.Errorf("an admin's committed-epoch: %v", err)
-	}
-	if _, err := fx.c.Begin(bob, "bobs-own", 1, 0); err != nil {
-		t.Errorf("bob's begin of a name of his own: %v", err)
 	}
 }

@@ -11,9 +11,6 @@ import (
 // records describe. Records are trusted: decodeRecord rejected unknown
 // types.
 func (c *Coordinator) applyLocked(r *record) {
-	if r.Owner != "" && c.writerOwners[r.Writer] == "" && (r.typ == recBegin || r.typ == recEpoch || r.typ == recStreamWriter) {
-		c.writerOwners[r.Writer] = r.Owner // the first owner of the name keeps it
-	}
 	switch r.typ {
 	case recEpoch:
 		c.noteCommittedLocked(r.Writer, r.Endpoint, r.Epoch)

@@ -42,9 +42,6 @@ func (c *Coordinator) begin(ctx context.Context, writer string, epoch int64, ttl
 	if err := c.refuseStreamWriter("begin", writer); err != nil {
 		return Status{}, err
 	}
-	if err := c.refuseForeignWriter(ctx, "begin", writer, epoch); err != nil {
-		return Status{}, err
-	}
 	if ttl > c.maxTTL {
 		return Status{}, writers.Errorf(writers.ErrInvalid, "txn: begin %s: ttl %s is above the maximum %s (txn.max_ttl): ask for less, or have the operator raise txn.max_ttl", id, ttl, c.maxTTL)
 	}

@@ -49,9 +49,6 @@ func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, ha
 	if err != nil {
 		return Status{}, err
 	}
-	if err := c.refuseForeignWriter(ctx, "commit", writer, epoch); err != nil {
-		return Status{}, err
-	}
 	for ep := range handed {
 		if _, err := c.writerOf(ep); err != nil {
 			return Status{}, err

@@ -42,12 +42,12 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 	})
 	for _, k := range keys {
 		if e := c.committed[k]; e >= 0 {
-			recs = append(recs, &record{typ: recEpoch, Writer: k.writer, Endpoint: k.endpoint, Epoch: e, Owner: c.writerOwners[k.writer]})
+			recs = append(recs, &record{typ: recEpoch, Writer: k.writer, Endpoint: k.endpoint, Epoch: e})
 		}
 	}
 	for _, w := range slices.Sorted(maps.Keys(c.streamWriters)) {
 		if c.claims[w] == nil {
-			recs = append(recs, &record{typ: recStreamWriter, Writer: w, Owner: c.writerOwners[w]})
+			recs = append(recs, &record{typ: recStreamWriter, Writer: w})
 		}
 	}
 	var live []*txn

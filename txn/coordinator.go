@@ -172,10 +172,6 @@ type Coordinator struct {
 	// streamWriters are the writers of continuous streams
 	// (ClaimStreamWriter), which transactions refuse.
 	streamWriters map[string]bool
-	// writerOwners is the owner (caller) of each writer name that one
-	// began a transaction of or claimed for streams: other callers may
-	// not use the name (access.go, refuseForeignWriter).
-	writerOwners map[string]string
 	// claims are the stream-writer claims being journaled: a second claim
 	// of the writer waits for the first's outcome, and a compaction leaves
 	// them out (their own record lands after it).
@@ -234,7 +230,6 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 		writerMax:         make(map[string]int64),
 		streamWriters:     make(map[string]bool),
 		claims:            make(map[string]*claim),
-		writerOwners:      make(map[string]string),
 		stopc:             make(chan struct{}),
 		donec:             make(chan struct{}),
 	}

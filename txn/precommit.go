@@ -36,9 +36,6 @@ func (c *Coordinator) precommit(ctx context.Context, writer string, epoch int64)
 	if err != nil {
 		return Status{}, err
 	}
-	if err := c.refuseForeignWriter(ctx, "precommit", writer, epoch); err != nil {
-		return Status{}, err
-	}
 	t := c.lockTxn(id)
 	if t == nil {
 		c.mu.Lock()

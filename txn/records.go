@@ -42,9 +42,8 @@ type record struct {
 	Versions     map[string]int64                `json:"versions,omitempty"`
 	Replayed     bool                            `json:"replayed,omitempty"`
 	Expired      bool                            `json:"expired,omitempty"`
-	// Owner is the caller that began the transaction (recBegin), or that
-	// owns the writer name (recEpoch, recStreamWriter); absent without
-	// auth and in journals written before owners were recorded.
+	// Owner is the caller that began the transaction (recBegin); absent
+	// in journals written before owners were recorded.
 	Owner string `json:"owner,omitempty"`
 }
 

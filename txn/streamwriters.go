@@ -1,7 +1,6 @@
 package txn
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -17,11 +16,7 @@ import (
 // are never the same number read two ways. A claim of writer being
 // journaled is waited for: its outcome is the answer. The claim is this
 // server's: servers do not share journals.
-func (c *Coordinator) ClaimStreamWriter(ctx context.Context, writer string) error {
-	if err := c.refuseForeignWriter(ctx, "stream", writer, -1); err != nil {
-		return err
-	}
-	owner := callerOf(ctx).Owner
+func (c *Coordinator) ClaimStreamWriter(writer string) error {
 	c.mu.Lock()
 	if p := c.claims[writer]; p != nil {
 		c.mu.Unlock()
@@ -50,7 +45,7 @@ func (c *Coordinator) ClaimStreamWriter(ctx context.Context, writer string) erro
 	c.claims[writer] = p
 	c.streamWriters[writer] = true
 	c.mu.Unlock()
-	err := c.log(nil, &record{typ: recStreamWriter, Writer: writer, Owner: owner})
+	err := c.log(nil, &record{typ: recStreamWriter, Writer: writer})
 	c.mu.Lock()
 	if err != nil {
 		delete(c.streamWriters, writer)
