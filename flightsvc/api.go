@@ -59,6 +59,24 @@ type Token struct {
 	Secret    string
 	Endpoints []string // endpoint names or "*"
 	Actions   []string // action types or "*"
+	// Writers are the writer names the token's transactions and
+	// continuous streams may use: names, or prefixes ending in "*";
+	// empty: any. Committed epochs are recorded per endpoint and writer,
+	// whoever committed them: tenants sharing an endpoint each get names
+	// of their own, or one could make another's epochs replays.
+	Writers []string
+}
+
+// mayUseWriter reports whether the token may use writer name w. Flight
+// SQL's transactions are named by the server, and owned.
+func (t *Token) mayUseWriter(w string) bool {
+	if len(t.Writers) == 0 || strings.HasPrefix(w, sqlWriterPrefix) {
+		return true
+	}
+	return slices.ContainsFunc(t.Writers, func(p string) bool {
+		prefix, wild := strings.CutSuffix(p, "*")
+		return p == w || wild && strings.HasPrefix(w, prefix)
+	})
 }
 
 // Caller is the token as the coordinator sees it: the owner of the

@@ -110,6 +110,7 @@ func (s *Service) withAccess(ctx context.Context) (context.Context, error) {
 		return ctx, err
 	}
 	ctx = txn.WithCaller(ctx, tok.Caller())
+	ctx = txn.WithWriters(ctx, tok.mayUseWriter)
 	return txn.WithAccess(ctx, func(endpoint string) bool { return permits(tok.Endpoints, endpoint) }), nil
 }
 

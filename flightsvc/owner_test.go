@@ -2,6 +2,8 @@ package flightsvc_test
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -53,5 +55,66 @@ func TestTransactionsBelongToTheirOwner(t *testing.T) {
 	wantCode(t, err, codes.NotFound, "mine@1")
 	if st, err := s.action(admin, "rollback", `{"writer":"mine","epoch":1}`); err != nil || st["state"] != "aborted" {
 		t.Fatalf("the admin's rollback of low's transaction: %v, %v", st, err)
+	}
+}
+
+// Committed epochs are recorded per endpoint and writer, whoever committed
+// them: token low, sharing endpoint devnull with tenant, could commit a
+// huge epoch under tenant's writer name once tenant's transaction had
+// ended, and every later epoch of tenant's was a replay, its rows dropped.
+// With writer names per token (auth.tokens[].writers) low is refused, and
+// tenant's next epoch is written; Flight SQL's server-named transactions
+// stay usable.
+func TestWriterNamesPerToken(t *testing.T) {
+	tokens := slices.Clone(tenantTokens)
+	tokens[0].Writers = []string{"low-*"}
+	tokens[0].Actions = append(slices.Clone(tokens[0].Actions), "committed-epoch")
+	tokens[1].Writers = []string{"tenant-*", "nightly"}
+	s := startServer(t, serverConfig{
+		endpoints: map[string]writers.Writer{"events": discard.New(testSchema()), "devnull": discard.New(testSchema())},
+		tokens:    tokens,
+	})
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	tenant, low := bearer(ctx, ownSecret), bearer(ctx, lowSecret)
+	commit := func(who context.Context, writer string, epoch int64) (map[string]any, error) {
+		if _, err := s.put(who, txnDesc("devnull", writer, epoch), 2); err != nil {
+			return nil, err
+		}
+		body := fmt.Sprintf(`{"writer":%q,"epoch":%d}`, writer, epoch)
+		if _, err := s.action(who, "precommit", body); err != nil {
+			return nil, err
+		}
+		return s.action(who, "commit", body)
+	}
+	if _, err := commit(tenant, "tenant-w", 1); err != nil {
+		t.Fatal(err)
+	}
+	_, err := s.action(low, "begin", `{"writer":"tenant-w","epoch":4611686018427387904}`)
+	wantCode(t, err, codes.PermissionDenied, "auth.tokens[].writers")
+	_, err = s.put(low, txnDesc("devnull", "tenant-w", 4611686018427387904), 1)
+	wantCode(t, err, codes.PermissionDenied, "auth.tokens[].writers")
+	_, err = s.action(low, "committed-epoch", `{"endpoint":"devnull","writer":"tenant-w"}`)
+	wantCode(t, err, codes.PermissionDenied, "auth.tokens[].writers")
+	if st, err := commit(tenant, "tenant-w", 2); err != nil || st["replayed"] == true {
+		t.Fatalf("tenant's epoch 2 after low's attempts: %v, %v (want committed, not a replay)", st, err)
+	}
+	if _, err := commit(low, "low-job", 1); err != nil {
+		t.Fatalf("low's own writer name: %v", err)
+	}
+	if _, err := commit(tenant, "nightly", 1); err != nil {
+		t.Fatalf("tenant's exact writer name: %v", err)
+	}
+	tx, err := s.sqlClient().BeginTransaction(low)
+	if err != nil {
+		t.Fatalf("a Flight SQL transaction of a token with writer names: %v", err)
+	}
+	opts := ingestOpts("devnull")
+	opts.TransactionId = tx.ID()
+	if _, err := s.ingest(low, opts, 2); err != nil {
+		t.Fatalf("an ingest in it: %v", err)
+	}
+	if err := tx.Commit(low); err != nil {
+		t.Fatalf("its commit: %v", err)
 	}
 }

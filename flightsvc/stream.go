@@ -63,7 +63,11 @@ func (s *Service) putContinuous(ctx context.Context, stream flight.FlightService
 		ps.release()
 		return writers.Errorf(writers.ErrWrongState, "doput: endpoint %q (sink %q) does not take continuous streams: use auto-commit puts or transactions", ep.Name, ep.Sink)
 	}
-	if err := s.coord.ClaimStreamWriter(t.writer); err != nil {
+	actx, err := s.withAccess(ctx) // the token's writer names
+	if err == nil {
+		err = s.coord.ClaimStreamWriter(actx, t.writer)
+	}
+	if err != nil {
 		ps.release()
 		return fmt.Errorf("doput: endpoint %q: %w", ep.Name, err)
 	}

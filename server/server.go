@@ -374,7 +374,7 @@ func tokens(a *config.Auth) []flightsvc.Token {
 	}
 	out := make([]flightsvc.Token, len(a.Tokens))
 	for i, t := range a.Tokens {
-		out[i] = flightsvc.Token{Name: t.Name, Secret: t.Secret, Endpoints: t.Endpoints, Actions: t.Actions}
+		out[i] = flightsvc.Token{Name: t.Name, Secret: t.Secret, Endpoints: t.Endpoints, Actions: t.Actions, Writers: t.Writers}
 	}
 	return out
 }

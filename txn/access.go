@@ -140,6 +140,24 @@ func (c *Coordinator) mayStartLocked(ctx context.Context, op string, id txnID, t
 	return nil
 }
 
+type writersKey struct{}
+
+// WithWriters returns ctx carrying the writer names its caller may use
+// (a token's auth.tokens[].writers): transactions and stream claims of
+// any other name are ErrPermissionDenied.
+func WithWriters(ctx context.Context, allowed func(writer string) bool) context.Context {
+	return context.WithValue(ctx, writersKey{}, allowed)
+}
+
+// refuseWriter refuses op on writer unless ctx's caller may use the name
+// (WithWriters; any without).
+func refuseWriter(ctx context.Context, op, writer string) error {
+	if allowed, ok := ctx.Value(writersKey{}).(func(string) bool); ok && !allowed(writer) {
+		return writers.Errorf(writers.ErrPermissionDenied, "txn: %s: writer %q is not one of this caller's writer names (auth.tokens[].writers)", op, writer)
+	}
+	return nil
+}
+
 // startCheck is lockOrCreate's check for op creating a transaction: access
 // first (a refused caller learns nothing of the writer's epochs), then
 // fencing.

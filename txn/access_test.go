@@ -268,3 +268,35 @@ func TestOwnerQuotaAndMaxTTL(t *testing.T) {
 		t.Fatalf("ttl above txn.max_ttl: %v, want ErrInvalid naming it", err)
 	}
 }
+
+// TestWriterNamesOfACaller: committed epochs are recorded per endpoint and
+// writer, whoever committed them, so tenants sharing an endpoint get writer
+// names of their own (auth.tokens[].writers, WithWriters): a caller's
+// begin, put, precommit, commit, rollback, status, committed-epoch and
+// stream claim of another name are PermissionDenied, before anything is
+// read or written.
+func TestWriterNamesOfACaller(t *testing.T) {
+	fx := newFixture(t)
+	etl := WithWriters(WithCaller(bg, Caller{Owner: "etl"}), func(w string) bool { return strings.HasPrefix(w, "etl-") })
+	if _, err := fx.c.Begin(etl, "etl-1", 1, 0); err != nil {
+		t.Fatalf("a name of the caller's: %v", err)
+	}
+	calls := map[string]func() error{
+		"begin":           func() error { _, err := fx.c.Begin(etl, "billing", 9, 0); return err },
+		"join":            func() error { _, err := fx.c.Join(etl, "billing", 9, "a"); return err },
+		"precommit":       func() error { _, err := fx.c.Precommit(etl, "billing", 9); return err },
+		"commit":          func() error { _, err := fx.c.Commit(etl, "billing", 9, nil); return err },
+		"rollback":        func() error { _, err := fx.c.Rollback(etl, "billing", 9); return err },
+		"status":          func() error { _, err := fx.c.Status(etl, "billing", 9); return err },
+		"committed-epoch": func() error { _, _, err := fx.c.CommittedEpoch(etl, "a", "billing"); return err },
+		"stream":          func() error { return fx.c.ClaimStreamWriter(etl, "billing") },
+	}
+	for name, call := range calls {
+		if err := call(); !errors.Is(err, writers.ErrPermissionDenied) || !strings.Contains(err.Error(), "auth.tokens[].writers") {
+			t.Errorf("%s of a name not the caller's: %v, want ErrPermissionDenied naming auth.tokens[].writers", name, err)
+		}
+	}
+	if live := fx.c.Live(); len(live) != 1 || live[0].Writer != "etl-1" {
+		t.Fatalf("live transactions %+v: the refused calls began something", live)
+	}
+}

@@ -42,6 +42,9 @@ func (c *Coordinator) begin(ctx context.Context, writer string, epoch int64, ttl
 	if err := c.refuseStreamWriter("begin", writer); err != nil {
 		return Status{}, err
 	}
+	if err := refuseWriter(ctx, "begin", writer); err != nil {
+		return Status{}, err
+	}
 	if ttl > c.maxTTL {
 		return Status{}, writers.Errorf(writers.ErrInvalid, "txn: begin %s: ttl %s is above the maximum %s (txn.max_ttl): ask for less, or have the operator raise txn.max_ttl", id, ttl, c.maxTTL)
 	}

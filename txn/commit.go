@@ -49,6 +49,9 @@ func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, ha
 	if err != nil {
 		return Status{}, err
 	}
+	if err := refuseWriter(ctx, "commit", writer); err != nil {
+		return Status{}, err
+	}
 	for ep := range handed {
 		if _, err := c.writerOf(ep); err != nil {
 			return Status{}, err

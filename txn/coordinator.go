@@ -424,6 +424,9 @@ func (c *Coordinator) Status(ctx context.Context, writer string, epoch int64) (S
 	if err != nil {
 		return Status{}, err
 	}
+	if err := refuseWriter(ctx, "status", writer); err != nil {
+		return Status{}, err
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := c.txns[id]

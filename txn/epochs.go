@@ -34,7 +34,7 @@ func (c *Coordinator) lastCommitted(ctx context.Context, writer, endpoint string
 	if ok {
 		return e, nil
 	}
-	e, ok, err := c.CommittedEpoch(ctx, endpoint, writer)
+	e, ok, err := c.committedEpoch(ctx, endpoint, writer)
 	if !ok {
 		e = -1
 	}
@@ -44,8 +44,17 @@ func (c *Coordinator) lastCommitted(ctx context.Context, writer, endpoint string
 // CommittedEpoch asks endpoint's sink for writer's last committed epoch
 // (ok is false when it never committed) and remembers the answer for
 // replay detection. An unknown endpoint is ErrNotFound; sink errors keep
-// their class.
+// their class; a writer name the caller may not use is
+// ErrPermissionDenied (WithWriters).
 func (c *Coordinator) CommittedEpoch(ctx context.Context, endpoint, writer string) (int64, bool, error) {
+	if err := refuseWriter(ctx, "committed-epoch", writer); err != nil {
+		return 0, false, err
+	}
+	return c.committedEpoch(ctx, endpoint, writer)
+}
+
+// committedEpoch is CommittedEpoch for the coordinator's own reads.
+func (c *Coordinator) committedEpoch(ctx context.Context, endpoint, writer string) (int64, bool, error) {
 	w, err := c.writerOf(endpoint)
 	if err != nil {
 		return 0, false, err

@@ -36,6 +36,9 @@ func (c *Coordinator) precommit(ctx context.Context, writer string, epoch int64)
 	if err != nil {
 		return Status{}, err
 	}
+	if err := refuseWriter(ctx, "precommit", writer); err != nil {
+		return Status{}, err
+	}
 	t := c.lockTxn(id)
 	if t == nil {
 		c.mu.Lock()

@@ -24,6 +24,9 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	if err != nil {
 		return Status{}, err
 	}
+	if err := refuseWriter(ctx, "rollback", writer); err != nil {
+		return Status{}, err
+	}
 	t := c.lockTxn(id)
 	if t == nil {
 		return Status{Writer: writer, Epoch: epoch, State: StateAborted}, nil

@@ -197,6 +197,9 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 	if err := c.refuseStreamWriter("join", writer); err != nil {
 		return nil, err
 	}
+	if err := refuseWriter(ctx, "join", writer); err != nil {
+		return nil, err
+	}
 	key := writers.TxnKey{Writer: writer, Epoch: epoch}
 	last, err := c.lastCommitted(ctx, writer, endpoint)
 	if err != nil {

@@ -1,6 +1,7 @@
 package txn
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -16,7 +17,10 @@ import (
 // are never the same number read two ways. A claim of writer being
 // journaled is waited for: its outcome is the answer. The claim is this
 // server's: servers do not share journals.
-func (c *Coordinator) ClaimStreamWriter(writer string) error {
+func (c *Coordinator) ClaimStreamWriter(ctx context.Context, writer string) error {
+	if err := refuseWriter(ctx, "stream", writer); err != nil {
+		return err
+	}
 	c.mu.Lock()
 	if p := c.claims[writer]; p != nil {
 		c.mu.Unlock()

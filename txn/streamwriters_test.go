@@ -20,10 +20,10 @@ func TestStreamWriterClaim(t *testing.T) {
 	fx.tune = func(c *Coordinator) { c.segmentBytes = 4 << 10 }
 	fx.open()
 	fx.write("job", 1, "a", 1)
-	if err := fx.c.ClaimStreamWriter("job"); !errors.Is(err, writers.ErrWrongState) {
+	if err := fx.c.ClaimStreamWriter(bg, "job"); !errors.Is(err, writers.ErrWrongState) {
 		t.Fatalf("claim of a writer with transactions: %v, want ErrWrongState", err)
 	}
-	if err := fx.c.ClaimStreamWriter("collector"); err != nil {
+	if err := fx.c.ClaimStreamWriter(bg, "collector"); err != nil {
 		t.Fatal(err)
 	}
 	refused := func(when string) {
@@ -61,7 +61,7 @@ func TestStreamWriterClaim(t *testing.T) {
 		}
 	}
 	fx.c.mu.Unlock()
-	if err := fx.c.ClaimStreamWriter("etl"); !errors.Is(err, writers.ErrWrongState) {
+	if err := fx.c.ClaimStreamWriter(bg, "etl"); !errors.Is(err, writers.ErrWrongState) {
 		t.Fatalf("claim of a writer with a remembered committed epoch: %v, want ErrWrongState", err)
 	}
 }
@@ -73,14 +73,14 @@ func TestStreamWriterClaimWaitsForTheJournal(t *testing.T) {
 	fx := newFixture(t)
 	fx.c.gate.Lock() // the first claim's journal append waits here
 	first := make(chan error, 1)
-	go func() { first <- fx.c.ClaimStreamWriter("collector") }()
+	go func() { first <- fx.c.ClaimStreamWriter(bg, "collector") }()
 	testpoll.Until(t, "the first claim is being journaled", func() bool {
 		fx.c.mu.Lock()
 		defer fx.c.mu.Unlock()
 		return fx.c.claims["collector"] != nil
 	})
 	second := make(chan error, 1)
-	go func() { second <- fx.c.ClaimStreamWriter("collector") }()
+	go func() { second <- fx.c.ClaimStreamWriter(bg, "collector") }()
 	select {
 	case err := <-second:
 		t.Fatalf("second claim answered %v while the first was still being journaled", err)

@@ -83,6 +83,10 @@ type Token struct {
 	Endpoints []string `yaml:"endpoints"`
 	// Actions the token may run: action types or "*".
 	Actions []string `yaml:"actions"`
+	// Writers are the writer names the token's transactions and
+	// continuous streams may use: names, or prefixes ending in "*".
+	// Empty: any.
+	Writers []string `yaml:"writers"`
 	// Secret is the value of TokenEnv, read by Load; never empty.
 	Secret string `yaml:"-"`
 }

@@ -214,6 +214,11 @@ func (v *validator) auth(c *Config) {
 				v.fail(fmt.Sprintf("%s.actions[%d]", p, j), "unknown action %q (known: %s, or \"*\")", a, strings.Join(KnownActions, ", "))
 			}
 		}
+		for j, w := range t.Writers {
+			if body := strings.TrimSuffix(w, "*"); body == "" && w != "*" || strings.Contains(body, "*") || len(w) > 256 {
+				v.fail(fmt.Sprintf("%s.writers[%d]", p, j), "%q: use a writer name or a prefix ending in \"*\" (\"etl-*\"), at most 256 bytes", w)
+			}
+		}
 	}
 }
 
