@@ -67,10 +67,9 @@ type Token struct {
 	Writers []string
 }
 
-// mayUseWriter reports whether the token may use writer name w. Flight
-// SQL's transactions are named by the server, and owned.
+// mayUseWriter reports whether the token may use writer name w.
 func (t *Token) mayUseWriter(w string) bool {
-	if len(t.Writers) == 0 || strings.HasPrefix(w, sqlWriterPrefix) {
+	if len(t.Writers) == 0 {
 		return true
 	}
 	return slices.ContainsFunc(t.Writers, func(p string) bool {

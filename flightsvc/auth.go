@@ -99,6 +99,14 @@ func (s *Service) allowEndpoint(ctx context.Context, name string) error {
 	return writers.Errorf(writers.ErrPermissionDenied, "auth: token %q may not use endpoint %q (it may use: %s)", tok.Name, shown(name), listOrNone(tok.Endpoints))
 }
 
+// serverNamed marks ctx for a transaction the server named (Flight SQL's
+// BeginTransaction): its writer name is not the client's choice, and so
+// is not bound by the token's writer names. The transaction stays its
+// owner's alone.
+func serverNamed(ctx context.Context) context.Context {
+	return txn.WithWriters(ctx, func(string) bool { return true })
+}
+
 // withAccess returns ctx carrying the caller's endpoint permissions for
 // the coordinator (txn.WithAccess), which checks them against every
 // endpoint a transaction touches under the transaction's lock, and the

@@ -309,6 +309,11 @@ func (s *Service) putTxn(ctx context.Context, stream flight.FlightService_DoPutS
 		ps.release()
 		return err
 	}
+	if t.ingest != nil {
+		// A Flight SQL ingest joins a transaction BeginTransaction named,
+		// which must exist and be the caller's (sqlingest.go).
+		actx = serverNamed(actx)
+	}
 	actx = txn.WithAttempt(withConn(actx), t.attempt)
 	st, err := s.coord.Join(actx, t.writer, t.epoch, ep.Name)
 	if err != nil {

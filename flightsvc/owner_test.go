@@ -96,6 +96,9 @@ func TestWriterNamesPerToken(t *testing.T) {
 	wantCode(t, err, codes.PermissionDenied, "auth.tokens[].writers")
 	_, err = s.action(low, "committed-epoch", `{"endpoint":"devnull","writer":"tenant-w"}`)
 	wantCode(t, err, codes.PermissionDenied, "auth.tokens[].writers")
+	// Flight SQL's prefix is no way out: only transactions the server named are exempt.
+	_, err = s.put(low, txnDesc("devnull", "flightsql-nightly", 1), 1)
+	wantCode(t, err, codes.PermissionDenied, "auth.tokens[].writers")
 	if st, err := commit(tenant, "tenant-w", 2); err != nil || st["replayed"] == true {
 		t.Fatalf("tenant's epoch 2 after low's attempts: %v, %v (want committed, not a replay)", st, err)
 	}

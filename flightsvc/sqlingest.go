@@ -103,6 +103,7 @@ func (s *Service) checkIngest(ctx context.Context, ep *endpoint, t *putTarget) e
 	if err != nil {
 		return err
 	}
+	actx = serverNamed(actx)
 	st, err := s.coord.Status(actx, t.writer, t.epoch)
 	if err != nil {
 		return fmt.Errorf("flight sql: ingest in transaction %s: %w", t.writer, err)

@@ -56,6 +56,7 @@ func (q *sqlServer) BeginTransaction(ctx context.Context, _ flightsql.ActionBegi
 	if err != nil {
 		return nil, Status(err)
 	}
+	actx = serverNamed(actx)
 	writer := sqlWriterPrefix + rand.Text()
 	if _, err := s.coord.Begin(actx, writer, 0, 0); err != nil {
 		return nil, Status(fmt.Errorf("%s: %w", what, err))
@@ -98,6 +99,7 @@ func (s *Service) endSQLTxn(ctx context.Context, what, writer string, action fli
 	if err != nil {
 		return err
 	}
+	ctx = serverNamed(ctx)
 	if action == flightsql.EndTransactionRollback {
 		if _, err := s.coord.Rollback(ctx, writer, 0); err != nil {
 			return fmt.Errorf("%s: rollback %s: %w", what, writer, err)

@@ -281,6 +281,11 @@ func TestWriterNamesOfACaller(t *testing.T) {
 	if _, err := fx.c.Begin(etl, "etl-1", 1, 0); err != nil {
 		t.Fatalf("a name of the caller's: %v", err)
 	}
+	// Another tenant's stream writer: refused like any other name, not
+	// told apart (WrongState would say it streams).
+	if err := fx.c.ClaimStreamWriter(bg, "billing"); err != nil {
+		t.Fatal(err)
+	}
 	calls := map[string]func() error{
 		"begin":           func() error { _, err := fx.c.Begin(etl, "billing", 9, 0); return err },
 		"join":            func() error { _, err := fx.c.Join(etl, "billing", 9, "a"); return err },

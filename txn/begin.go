@@ -39,10 +39,10 @@ func (c *Coordinator) begin(ctx context.Context, writer string, epoch int64, ttl
 	if err != nil {
 		return Status{}, err
 	}
-	if err := c.refuseStreamWriter("begin", writer); err != nil {
+	if err := refuseWriter(ctx, "begin", writer); err != nil {
 		return Status{}, err
 	}
-	if err := refuseWriter(ctx, "begin", writer); err != nil {
+	if err := c.refuseStreamWriter("begin", writer); err != nil {
 		return Status{}, err
 	}
 	if ttl > c.maxTTL {

@@ -194,10 +194,10 @@ func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endp
 	if _, err := c.writerOf(endpoint); err != nil {
 		return nil, err
 	}
-	if err := c.refuseStreamWriter("join", writer); err != nil {
+	if err := refuseWriter(ctx, "join", writer); err != nil {
 		return nil, err
 	}
-	if err := refuseWriter(ctx, "join", writer); err != nil {
+	if err := c.refuseStreamWriter("join", writer); err != nil {
 		return nil, err
 	}
 	key := writers.TxnKey{Writer: writer, Epoch: epoch}

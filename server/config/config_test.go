@@ -292,7 +292,7 @@ func TestProblems(t *testing.T) {
 		{"empty host is remote", "listen: :8815\n" + ep,
 			[]string{`line 1: auth: required because listen ":8815" accepts remote clients: configure auth.tokens (secrets from token_env), or listen on 127.0.0.1`}},
 		{"token problems", ep + "auth:\n  tokens:\n    - {name: a, token_env: QUIVER_TEST_TOKEN_A, endpoints: [nope], actions: [comit], writers: [etl-*, \"a*b\", \"*\", \"\"]}\n" +
-			"    - {name: a, token_env: QUIVER_TEST_TOKEN_B}\n    - {name: c, token_env: QUIVER_TEST_EMPTY}\n    - {name: d}\n",
+			"    - {name: a, token_env: QUIVER_TEST_TOKEN_B, writers: []}\n    - {name: c, token_env: QUIVER_TEST_EMPTY}\n    - {name: d}\n",
 			[]string{
 				`line 4: auth.tokens[0].endpoints[0]: no endpoint is called "nope" (use an endpoint name or "*")`,
 				`line 4: auth.tokens[0].actions[0]: unknown action "comit" (known: begin, precommit, commit, rollback, status, committed-epoch, endpoints, health, optimize, vacuum, or "*")`,
@@ -300,6 +300,7 @@ func TestProblems(t *testing.T) {
 				`line 4: auth.tokens[0].writers[3]: "": use a writer name or a prefix ending in "*" ("etl-*"), at most 256 bytes`,
 				`line 5: auth.tokens[1].name: "a" is already the name of auth.tokens[0]`,
 				`line 5: auth.tokens[1].token_env: QUIVER_TEST_TOKEN_B holds the same secret as the token of auth.tokens[0]; give every token its own secret`,
+				`line 5: auth.tokens[1].writers: an empty list: omit writers to allow any writer name, or list the names ("etl-*")`,
 				`line 6: auth.tokens[2].token_env: environment variable QUIVER_TEST_EMPTY is not set or empty: set it to the token's secret`,
 				`line 7: auth.tokens[3].token_env: required: the environment variable holding the token's secret`,
 			}},

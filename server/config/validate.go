@@ -214,6 +214,9 @@ func (v *validator) auth(c *Config) {
 				v.fail(fmt.Sprintf("%s.actions[%d]", p, j), "unknown action %q (known: %s, or \"*\")", a, strings.Join(KnownActions, ", "))
 			}
 		}
+		if t.Writers != nil && len(t.Writers) == 0 {
+			v.fail(p+".writers", "an empty list: omit writers to allow any writer name, or list the names (\"etl-*\")")
+		}
 		for j, w := range t.Writers {
 			if body := strings.TrimSuffix(w, "*"); body == "" && w != "*" || strings.Contains(body, "*") || len(w) > 256 {
 				v.fail(fmt.Sprintf("%s.writers[%d]", p, j), "%q: use a writer name or a prefix ending in \"*\" (\"etl-*\"), at most 256 bytes", w)
