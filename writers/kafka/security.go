@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -196,16 +197,16 @@ func (c *Config) ClientConfig() (*sarama.Config, error) {
 // registryOpts are the sr client options of the schema_registry section:
 // its TLS and basic authentication.
 func (c *Config) registryOpts() ([]sr.ClientOpt, error) {
-	opts := []sr.ClientOpt{sr.URLs(c.SchemaRegistry.URL)}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
 	if t := c.SchemaRegistry.TLS; t != nil {
 		tc, err := t.config()
 		if err != nil {
 			return nil, fmt.Errorf("schema_registry.tls: %w", err)
 		}
-		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.TLSClientConfig = tc
-		opts = append(opts, sr.HTTPClient(&http.Client{Transport: tr, Timeout: openTimeout}))
 	}
+	opts := []sr.ClientOpt{sr.URLs(c.SchemaRegistry.URL),
+		sr.HTTPClient(&http.Client{Transport: limitedBodies{tr}, Timeout: openTimeout})}
 	if b := c.SchemaRegistry.BasicAuth; b != nil {
 		pw, err := b.password()
 		if err != nil {
@@ -214,6 +215,40 @@ func (c *Config) registryOpts() ([]sr.ClientOpt, error) {
 		opts = append(opts, sr.BasicAuth(b.Username, pw))
 	}
 	return opts, nil
+}
+
+// maxRegistryAnswer bounds a Schema Registry answer (an id, an error
+// message): the sr client reads answers whole, and the registry is
+// another process.
+const maxRegistryAnswer = 1 << 20
+
+// limitedBodies fails a read of a response body past maxRegistryAnswer.
+type limitedBodies struct{ http.RoundTripper }
+
+func (l limitedBodies) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := l.RoundTripper.RoundTrip(r)
+	if resp != nil && resp.Body != nil {
+		resp.Body = &limitedBody{ReadCloser: resp.Body, left: maxRegistryAnswer}
+	}
+	return resp, err
+}
+
+type limitedBody struct {
+	io.ReadCloser
+	left int
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left == 0 {
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n == 0 {
+			return 0, err // the end, or a read error
+		}
+		return 0, fmt.Errorf("schema registry: an answer of more than %d bytes", maxRegistryAnswer)
+	}
+	n, err := b.ReadCloser.Read(p[:min(len(p), b.left)])
+	b.left -= n
+	return n, err
 }
 
 // scramClient adapts xdg-go/scram to sarama's SCRAMClient.

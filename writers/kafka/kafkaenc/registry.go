@@ -3,6 +3,7 @@ package kafkaenc
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -47,6 +48,10 @@ func (r *Registry) Register(ctx context.Context, text string) (int, error) {
 	id, err := r.cl.RegisterSchema(ctx, r.subject, sr.Schema{Schema: text, Type: sr.TypeAvro}, -1, -1)
 	if err != nil {
 		return 0, fmt.Errorf("kafkaenc: register the value schema under subject %q: %w", r.subject, err)
+	}
+	if id < 1 || id > math.MaxInt32 {
+		// The record header holds a 4-byte id, and registries number from 1.
+		return 0, fmt.Errorf("kafkaenc: register the value schema under subject %q: the registry answered schema id %d", r.subject, id)
 	}
 	r.mu.Lock()
 	r.ids[text] = id
