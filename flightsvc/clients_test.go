@@ -3,7 +3,6 @@ package flightsvc
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/quiver-ingest/quiver/internal/membudget"
 )
@@ -12,10 +11,7 @@ import (
 // kept (its quota must not restart from zero); once it holds nothing, later
 // opens of other clients forget it, so that peer hosts do not pile up.
 func TestClientsForgetIdleKeptClients(t *testing.T) {
-	budget, err := membudget.New(membudget.Options{Limit: 1 << 20, MaxOpenFiles: 4, AdmissionTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	budget := smallBudget(t)
 	cs := &clients{budget: budget, maxStreams: 8, memory: 1 << 20, m: map[string]*client{}}
 	share := budget.Share("events", 0)
 	var held []*client

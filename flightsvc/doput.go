@@ -105,7 +105,7 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	deadline := time.Now().Add(s.first)
 	first, err := s.recvBy(stream, deadline, "descriptor")
 	if errors.Is(err, io.EOF) {
-		return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
+		return errNoSchema
 	}
 	if err != nil {
 		return err
@@ -133,10 +133,10 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	// idle timer, which starts with the schema, and a stream that sent its
 	// descriptor and went silent would hold a whole message's reservation
 	// until its client left.
-	read := 1
+	read := 0 // messages before the schema (a descriptor sent alone)
 	if len(first.GetDataHeader()) == 0 {
 		if first, err = s.recvBy(stream, deadline, "schema"); errors.Is(err, io.EOF) {
-			return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
+			return errNoSchema
 		}
 		if err != nil {
 			return err
@@ -147,12 +147,12 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 		read++
 	}
 
-	guard := &recvGuard{stream: stream, first: first, messages: read - 1, limit: s.maxMsg, reservation: s.recvCap(), dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, acct: ep.Memory.Account(c.quota)}
+	guard := &recvGuard{stream: stream, first: first, messages: read, limit: s.maxMsg, reservation: s.recvCap(), dictLimit: ep.Memory.Limit(), mem: s.mem, ctx: ctx, acct: ep.Memory.Account(c.quota)}
 	rdr, err := ipc.NewReaderFromMessageReader(&guardMessages{guard: guard}, ipc.WithAllocator(s.mem), ipc.WithBodySizeLimit(s.maxMsg))
 	if err != nil {
 		guard.close()
 		if errors.Is(err, io.EOF) {
-			return writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
+			return errNoSchema
 		}
 		return streamError(err)
 	}
@@ -180,6 +180,9 @@ func (s *Service) doPut(stream flight.FlightService_DoPutServer) error {
 	}
 	return s.putAuto(ctx, stream, ps)
 }
+
+// errNoSchema is a stream that ended before its schema came.
+var errNoSchema = writers.Errorf(writers.ErrInvalid, "doput: the stream ended before its schema: send the descriptor and the schema first")
 
 // recvBy reads a stream's next message before deadline, what (the
 // descriptor or the schema) naming it in the error: the first messages,

@@ -15,10 +15,7 @@ import (
 // closed the queue: it releases what is left and returns, where reading
 // a closed queue's zero values would release a nil batch forever.
 func TestReleaseQueuedOfAClosedQueue(t *testing.T) {
-	budget, err := membudget.New(membudget.Options{Limit: 1 << 20, MaxOpenFiles: 1, AdmissionTimeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
+	budget := smallBudget(t)
 	m, err := newMetrics(prometheus.NewRegistry())
 	if err != nil {
 		t.Fatal(err)
@@ -49,4 +46,14 @@ func TestReleaseQueuedOfAClosedQueue(t *testing.T) {
 	if n := budget.Used(membudget.Decoded); n != 0 {
 		t.Fatalf("%d bytes still charged", n)
 	}
+}
+
+// smallBudget is a 1 MiB memory budget of a few file slots.
+func smallBudget(t *testing.T) *membudget.Budget {
+	t.Helper()
+	budget, err := membudget.New(membudget.Options{Limit: 1 << 20, MaxOpenFiles: 4, AdmissionTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return budget
 }

@@ -84,7 +84,7 @@ type recvGuard struct {
 // widens the stream's window to the message once the stream reads, then
 // holds it whole): the largest message gRPC accepts, as nothing tells its
 // size before. The stream's first message is not reserved for
-// (recvFirst); later ones are, charged to the client's quota too, so that
+// (recvBy); later ones are, charged to the client's quota too, so that
 // streams waiting for their client's next message hold at most that
 // quota. A stream holds nothing while it waits, or streams waiting with a
 // few bytes each could starve one another: its pending bytes (a
@@ -212,7 +212,7 @@ func (g *recvGuard) check(fd *flight.FlightData) (grow int64, err error) {
 		return 0, writers.Errorf(writers.ErrExhausted, "doput: a batch of %d bytes exceeds the limit of %d bytes (limits.max_message_bytes): send smaller batches or raise the limit", n, g.limit)
 	}
 	header := fd.GetDataHeader()
-	if len(header) == 0 { // a descriptor sent alone came before the schema: recvFirst
+	if len(header) == 0 { // a descriptor sent alone came before the schema (doPut)
 		return 0, writers.Errorf(writers.ErrInvalid, "doput: message %d carries no IPC header: after the descriptor, every message must be a schema, dictionary or record batch", g.messages)
 	}
 	m, err := ipccheck.ParseMessage(header)

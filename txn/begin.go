@@ -35,11 +35,8 @@ func (c *Coordinator) Adopt(ctx context.Context, writer string, epoch int64, ttl
 }
 
 func (c *Coordinator) begin(ctx context.Context, writer string, epoch int64, ttl time.Duration, adopt bool) (Status, error) {
-	id, err := checkID(writer, epoch)
+	id, err := checkID(ctx, "begin", writer, epoch)
 	if err != nil {
-		return Status{}, err
-	}
-	if err := refuseWriter(ctx, "begin", writer); err != nil {
 		return Status{}, err
 	}
 	if err := c.refuseStreamWriter("begin", writer); err != nil {

@@ -45,11 +45,8 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 }
 
 func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, handed map[string][]writers.Descriptor) (Status, error) {
-	id, err := checkID(writer, epoch)
+	id, err := checkID(ctx, "commit", writer, epoch)
 	if err != nil {
-		return Status{}, err
-	}
-	if err := refuseWriter(ctx, "commit", writer); err != nil {
 		return Status{}, err
 	}
 	for ep := range handed {

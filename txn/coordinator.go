@@ -420,11 +420,8 @@ func (c *Coordinator) statusLocked(t *txn) Status {
 // Status reports a transaction; unknown ones are ErrNotFound, and with an
 // Access (WithAccess) one touching a refused endpoint ErrPermissionDenied.
 func (c *Coordinator) Status(ctx context.Context, writer string, epoch int64) (Status, error) {
-	id, err := checkID(writer, epoch)
+	id, err := checkID(ctx, "status", writer, epoch)
 	if err != nil {
-		return Status{}, err
-	}
-	if err := refuseWriter(ctx, "status", writer); err != nil {
 		return Status{}, err
 	}
 	c.mu.Lock()
@@ -501,8 +498,9 @@ func (c *Coordinator) oldestPrecommitted() time.Duration {
 	return oldest
 }
 
-// checkID validates a transaction identity.
-func checkID(writer string, epoch int64) (txnID, error) {
+// checkID validates a transaction identity for op, and that ctx's
+// caller may use its writer name (WithWriters).
+func checkID(ctx context.Context, op, writer string, epoch int64) (txnID, error) {
 	if writer == "" {
 		return txnID{}, writers.Errorf(writers.ErrInvalid, "txn: writer is empty: name the producer (for example \"orders-pipeline/p3\")")
 	}
@@ -512,6 +510,9 @@ func checkID(writer string, epoch int64) (txnID, error) {
 	}
 	if epoch < 0 {
 		return txnID{}, writers.Errorf(writers.ErrInvalid, "txn: epoch %d of writer %q is negative: epochs are int64 >= 0", epoch, writer)
+	}
+	if err := refuseWriter(ctx, op, writer); err != nil {
+		return txnID{}, err
 	}
 	return txnID{writer, epoch}, nil
 }

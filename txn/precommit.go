@@ -32,11 +32,8 @@ func (c *Coordinator) Precommit(ctx context.Context, writer string, epoch int64)
 }
 
 func (c *Coordinator) precommit(ctx context.Context, writer string, epoch int64) (Status, error) {
-	id, err := checkID(writer, epoch)
+	id, err := checkID(ctx, "precommit", writer, epoch)
 	if err != nil {
-		return Status{}, err
-	}
-	if err := refuseWriter(ctx, "precommit", writer); err != nil {
 		return Status{}, err
 	}
 	t := c.lockTxn(id)

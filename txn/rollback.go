@@ -20,11 +20,8 @@ import (
 // returned with the status. With an Access (WithAccess), a transaction
 // touching a refused endpoint is ErrPermissionDenied.
 func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) (Status, error) {
-	id, err := checkID(writer, epoch)
+	id, err := checkID(ctx, "rollback", writer, epoch)
 	if err != nil {
-		return Status{}, err
-	}
-	if err := refuseWriter(ctx, "rollback", writer); err != nil {
 		return Status{}, err
 	}
 	t := c.lockTxn(id)

@@ -187,14 +187,11 @@ func (s *Stream) Done(rows int64, err error) error {
 // of the transaction, and beginning it those Begin requires. The caller
 // must call Done.
 func (c *Coordinator) Join(ctx context.Context, writer string, epoch int64, endpoint string) (*Stream, error) {
-	id, err := checkID(writer, epoch)
+	id, err := checkID(ctx, "join", writer, epoch)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := c.writerOf(endpoint); err != nil {
-		return nil, err
-	}
-	if err := refuseWriter(ctx, "join", writer); err != nil {
 		return nil, err
 	}
 	if err := c.refuseStreamWriter("join", writer); err != nil {

@@ -82,36 +82,37 @@ func (w *Writer) scanMarkers(ctx context.Context, names map[string]bool) (map[st
 		name, ok := strings.CutPrefix(string(k), prefix)
 		return ok && names[name]
 	}
-	next, epochs := map[int32]int64{}, map[string]int64{}
-	fold := func(k, val []byte) {
-		w.m.markerRecords.Inc()
-		if !strings.HasPrefix(string(k), prefix) || val == nil {
-			return
-		}
-		var m marker
-		if json.Unmarshal(val, &m) == nil && m.Endpoint == w.env.Endpoint && string(k) == w.markerKey(m.Writer) {
-			if e, ok := epochs[m.Writer]; !ok || m.Epoch > e {
-				epochs[m.Writer] = m.Epoch
+	// read reads every partition from its offset in from (nil: their
+	// starts), folding the markers into the highest epoch per writer.
+	read := func(from map[int32]int64) (next map[int32]int64, epochs map[string]int64, err error) {
+		next, epochs = map[int32]int64{}, map[string]int64{}
+		fold := func(k, val []byte) {
+			w.m.markerRecords.Inc()
+			if !strings.HasPrefix(string(k), prefix) || val == nil {
+				return
+			}
+			var m marker
+			if json.Unmarshal(val, &m) == nil && m.Endpoint == w.env.Endpoint && string(k) == w.markerKey(m.Writer) {
+				raise(epochs, m.Writer, m.Epoch)
 			}
 		}
+		for _, p := range parts {
+			if next[p], err = w.adm.readCommitted(ctx, topic, p, from[p], wanted, fold); err != nil {
+				return nil, nil, fmt.Errorf("partition %d: %w", p, err)
+			}
+		}
+		return next, epochs, nil
 	}
-	rewound := false
-	for i := 0; i < len(parts); i++ {
-		p := parts[i]
-		n, err := w.adm.readCommitted(ctx, topic, p, from[p], wanted, fold)
-		if errors.Is(err, errRewound) && !rewound {
-			// The partition's offsets went back (an unclean leader
-			// election): every partition is read again from its start.
-			w.log.Warn("kafka marker topic's offsets went back: reading it again from its start", "topic", topic, "partition", p)
-			rewound, from, i = true, nil, -1
-			clear(next)
-			clear(epochs)
-			continue
-		}
-		if err != nil {
-			return nil, w.markerError(ctx, fmt.Errorf("partition %d: %w", p, err))
-		}
-		next[p] = n
+	next, epochs, err := read(from)
+	rewound := errors.Is(err, errRewound)
+	if rewound {
+		// A partition's offsets went back (an unclean leader election):
+		// every partition is read again from its start.
+		w.log.Warn("kafka marker topic's offsets went back: reading it again from its start", "topic", topic, "err", err)
+		next, epochs, err = read(nil)
+	}
+	if err != nil {
+		return nil, w.markerError(ctx, err)
 	}
 
 	v.mu.Lock()
@@ -126,9 +127,7 @@ func (w *Writer) scanMarkers(ctx context.Context, names map[string]bool) (map[st
 		v.next[p] = max(v.next[p], n)
 	}
 	for writer, e := range epochs {
-		if old, ok := v.epochs[writer]; !ok || e > old {
-			v.epochs[writer] = e
-		}
+		raise(v.epochs, writer, e)
 	}
 	out := make(map[string]int64, len(names))
 	for name := range names {
@@ -137,6 +136,13 @@ func (w *Writer) scanMarkers(ctx context.Context, names map[string]bool) (map[st
 		}
 	}
 	return out, nil
+}
+
+// raise records epoch as writer's in epochs unless it holds a higher one.
+func raise(epochs map[string]int64, writer string, epoch int64) {
+	if e, ok := epochs[writer]; !ok || epoch > e {
+		epochs[writer] = epoch
+	}
 }
 
 // markerError classifies a failed read of the marker topic: the caller's

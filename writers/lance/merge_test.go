@@ -326,7 +326,7 @@ func TestMergePrecommitRetried(t *testing.T) {
 	w, dir, mem := seededIDMerge(t)
 	ctx := context.Background()
 	key := writers.TxnKey{Writer: "job", Epoch: 1}
-	rec := diffRecord(mem, []diffRow{{id: 3, k2: "a", name: "new"}, {id: 30, k2: "a", name: "new"}})
+	rec := id3And30New(mem)
 	defer rec.Release()
 	before := dataFiles(t, dir)
 	if err := w.Write(ctx, key, rec); err != nil { // starts writing the output
@@ -349,11 +349,7 @@ func TestMergePrecommitRetried(t *testing.T) {
 	if _, err := w.Commit(ctx, key, []writers.Descriptor{d}); err != nil {
 		t.Fatal(err)
 	}
-	want := names(0, 1, 2, 4, 5, 6, 7, 8, 9)("r")
-	want[3], want[30] = "new", "new"
-	if got := diffState(t, w, mem); !maps.Equal(got, want) {
-		t.Fatalf("rows = %v, want %v", got, want)
-	}
+	wantIDs3And30New(t, w, mem)
 }
 
 // TestMergePrecommitRepeated: a transaction's precommit is retried when
@@ -365,7 +361,7 @@ func TestMergePrecommitRepeated(t *testing.T) {
 	w, _, mem := seededIDMerge(t)
 	ctx := context.Background()
 	key := writers.TxnKey{Writer: "job", Epoch: 1}
-	rec := diffRecord(mem, []diffRow{{id: 3, k2: "a", name: "new"}, {id: 30, k2: "a", name: "new"}})
+	rec := id3And30New(mem)
 	defer rec.Release()
 	if err := w.Write(ctx, key, rec); err != nil {
 		t.Fatal(err)
@@ -387,11 +383,7 @@ func TestMergePrecommitRepeated(t *testing.T) {
 	if _, err := w.Commit(ctx, key, []writers.Descriptor{second}); err != nil {
 		t.Fatal(err)
 	}
-	want := names(0, 1, 2, 4, 5, 6, 7, 8, 9)("r")
-	want[3], want[30] = "new", "new"
-	if got := diffState(t, w, mem); !maps.Equal(got, want) {
-		t.Fatalf("rows = %v, want %v", got, want)
-	}
+	wantIDs3And30New(t, w, mem)
 }
 
 // TestMergeEagerOutRewritten: a merge's output is written while its
@@ -431,4 +423,20 @@ func TestMergeEagerOutRewritten(t *testing.T) {
 // onlyData keeps the paths of data files (not deletion files).
 func onlyData(paths []string) []string {
 	return slices.DeleteFunc(paths, func(p string) bool { return filepath.Base(filepath.Dir(p)) != "data" })
+}
+
+// id3And30New is a change of the seeded id table: id 3 updated and id 30
+// inserted, both named "new".
+func id3And30New(mem memory.Allocator) arrow.RecordBatch {
+	return diffRecord(mem, []diffRow{{id: 3, k2: "a", name: "new"}, {id: 30, k2: "a", name: "new"}})
+}
+
+// wantIDs3And30New checks the seeded id table after id3And30New merged.
+func wantIDs3And30New(t *testing.T, w *Writer, mem memory.Allocator) {
+	t.Helper()
+	want := names(0, 1, 2, 4, 5, 6, 7, 8, 9)("r")
+	want[3], want[30] = "new", "new"
+	if got := diffState(t, w, mem); !maps.Equal(got, want) {
+		t.Fatalf("rows = %v, want %v", got, want)
+	}
 }

@@ -37,27 +37,21 @@ func Publish(ctx context.Context, s getPutter, key string, data []byte) error {
 	if err == nil || refused(err) {
 		return err
 	}
-	if errors.Is(err, ErrAlreadyExists) {
-		got, gerr := s.Get(ctx, key)
-		switch {
-		case gerr == nil && bytes.Equal(got, data):
-			return nil // an earlier attempt of this put landed
-		case gerr == nil || errors.Is(gerr, ErrNotExist):
-			return err
-		}
-		return fmt.Errorf("storage: publish %q: %w: the key exists and cannot be read back: %w", key, writers.ErrOutcomeUnknown, errors.Join(err, gerr))
-	}
-	// The put may have landed and its answer been lost: read key to tell.
+	// The put may have landed: its answer lost, or an SDK's retry of it
+	// finding the object the first attempt wrote. Read key to tell.
+	taken := errors.Is(err, ErrAlreadyExists)
 	got, gerr := s.Get(ctx, key)
 	switch {
 	case gerr == nil && bytes.Equal(got, data):
 		return nil
+	case taken && (gerr == nil || errors.Is(gerr, ErrNotExist)):
+		return err
 	case gerr == nil:
 		return fmt.Errorf("storage: publish %q: %w", key, ErrAlreadyExists)
 	case errors.Is(gerr, ErrNotExist):
 		return writers.Errorf(writers.ErrUnavailable, "storage: publish %q: nothing was published: %w", key, err)
 	}
-	return fmt.Errorf("storage: publish %q: %w: %w", key, writers.ErrOutcomeUnknown, errors.Join(err, gerr))
+	return fmt.Errorf("storage: publish %q: %w: %s cannot be read back: %w", key, writers.ErrOutcomeUnknown, key, errors.Join(err, gerr))
 }
 
 // refused reports whether err is a store's definite refusal of a write
