@@ -70,7 +70,7 @@ func (b *Bucket) readAll(ctx context.Context, key string, limit int64) ([]byte, 
 	}
 	defer r.Close()
 	tooLarge := func(n int64) error {
-		return writers.Errorf(writers.ErrInvalid, "the object holds %d bytes or more, over the limit of %d for this read", n, limit)
+		return writers.Errorf(writers.ErrInvalid, "the object holds %d bytes or more, over the limit of %d for this read: it is not what belongs there (another process wrote it?); inspect it, restore or remove it", n, limit)
 	}
 	if size > limit {
 		return nil, tooLarge(size)

@@ -51,7 +51,7 @@ func (r *Registry) Register(ctx context.Context, text string) (int, error) {
 	}
 	if id < 1 || id > math.MaxInt32 {
 		// The record header holds a 4-byte id, and registries number from 1.
-		return 0, fmt.Errorf("kafkaenc: register the value schema under subject %q: the registry answered schema id %d", r.subject, id)
+		return 0, fmt.Errorf("kafkaenc: register the value schema under subject %q: the registry answered schema id %d, which no record header can carry: check that schema_registry.url is a Confluent-compatible registry", r.subject, id)
 	}
 	r.mu.Lock()
 	r.ids[text] = id
