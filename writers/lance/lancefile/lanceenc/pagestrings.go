@@ -1,7 +1,7 @@
 package lanceenc
 
 import (
-	"sort"
+	"iter"
 
 	"github.com/apache/arrow-go/v18/arrow"
 )
@@ -105,10 +105,25 @@ func measure[T int32 | int64 | uint64](o []T, nulls arrow.Array) (bytes int, wid
 	return bytes, widest
 }
 
-// at returns value j of the page (random access, for sampling).
-func (p *pageStrings) at(j int) []byte {
-	k := sort.Search(len(p.starts), func(k int) bool { return p.starts[k] > j }) - 1
-	c, i := p.chunks[k], j-p.starts[k]
+// sampled yields every stride-th value of the page, n of them.
+func (p *pageStrings) sampled(stride, n int) iter.Seq[[]byte] {
+	return func(yield func([]byte) bool) {
+		k := 0
+		for i := range n {
+			j := i * stride
+			for k+1 < len(p.starts) && p.starts[k+1] <= j {
+				k++
+			}
+			if !yield(p.value(k, j-p.starts[k])) {
+				return
+			}
+		}
+	}
+}
+
+// value returns value i of chunk k.
+func (p *pageStrings) value(k, i int) []byte {
+	c := p.chunks[k]
 	if c.nulls != nil && c.nulls.IsNull(i) {
 		return nil
 	}

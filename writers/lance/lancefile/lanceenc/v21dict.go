@@ -5,6 +5,8 @@ import (
 	"encoding/binary"
 	"hash/maphash"
 	"math"
+	"math/bits"
+	"math/rand/v2"
 	"slices"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -270,15 +272,27 @@ func dictMaxDistinct(rows int) int {
 }
 
 // dictTable is the dictionary of one page being built: its distinct
-// values (offs, data) and an open-addressing table of their indexes,
-// hashed from the values' bytes, so that a lookup copies no key and
-// allocates nothing (a Go map of strings copied every new value into a
-// key of its own and spent a quarter of an append's CPU in lookups).
+// values (offs, data) and an open-addressing table of their indexes, so
+// that a lookup copies no key and allocates nothing (a Go map of strings
+// copied every new value into a key of its own and spent a quarter of an
+// append's CPU in lookups). A slot holds a value of up to 16 bytes
+// itself, as two words and its length, so that most dictionary values
+// are found by comparing words; a longer value's slot holds its hash and
+// the bytes are compared where hash and length agree.
 type dictTable struct {
 	offs  []uint64
 	data  []byte
-	slots []uint32 // index+1 of a distinct value; 0: empty
-	seed  maphash.Seed
+	slots []dictSlot
+	seed  [3]uint64
+	mseed maphash.Seed
+}
+
+// dictSlot is a distinct value in the table: its key words (see
+// dictTable.key), its length plus one (0: an empty slot) and its index.
+type dictSlot struct {
+	a, b uint64
+	size uint32
+	k    uint32
 }
 
 func newDictTable(expect int) *dictTable {
@@ -286,20 +300,48 @@ func newDictTable(expect int) *dictTable {
 	for n < 2*expect {
 		n *= 2
 	}
-	return &dictTable{offs: []uint64{0}, slots: make([]uint32, n), seed: maphash.MakeSeed()}
+	t := &dictTable{offs: []uint64{0}, slots: make([]dictSlot, n), mseed: maphash.MakeSeed()}
+	for i := range t.seed {
+		t.seed[i] = rand.Uint64()
+	}
+	return t
+}
+
+// key returns v's key words and its hash, seeded per table. A value of up
+// to 16 bytes is its own key: two little-endian loads (overlapping below
+// 16 bytes, or its first, middle and last byte below 4) that, with its
+// length, tell it from any other; a longer value's key is its hash.
+func (t *dictTable) key(v []byte) (a, b, h uint64) {
+	switch n := len(v); {
+	case n > 16:
+		h = maphash.Bytes(t.mseed, v)
+		return h, 0, h
+	case n >= 8:
+		a, b = binary.LittleEndian.Uint64(v), binary.LittleEndian.Uint64(v[n-8:])
+	case n >= 4:
+		a, b = uint64(binary.LittleEndian.Uint32(v)), uint64(binary.LittleEndian.Uint32(v[n-4:]))
+	case n > 0:
+		a = uint64(v[0])<<16 | uint64(v[n/2])<<8 | uint64(v[n-1])
+	}
+	hi, lo := bits.Mul64(a^t.seed[0], b^t.seed[1]^uint64(len(v)))
+	hi, lo = bits.Mul64(hi^lo, t.seed[2]|1)
+	return a, b, hi ^ lo
 }
 
 // index returns v's index in the dictionary, adding it when it is new;
 // ok is false when that would make more than limit values.
 func (t *dictTable) index(v []byte, limit int) (k uint32, ok bool) {
+	a, b, h := t.key(v)
+	size := uint32(len(v) + 1)
 	mask := uint64(len(t.slots) - 1)
-	for i := maphash.Bytes(t.seed, v) & mask; ; i = (i + 1) & mask {
-		s := t.slots[i]
-		if s == 0 {
+	for i := h & mask; ; i = (i + 1) & mask {
+		s := &t.slots[i]
+		if s.size == 0 {
 			break
 		}
-		if bytes.Equal(t.data[t.offs[s-1]:t.offs[s]], v) {
-			return s - 1, true
+		if s.a == a && s.b == b && s.size == size &&
+			(size <= 17 || bytes.Equal(t.data[t.offs[s.k]:t.offs[s.k+1]], v)) {
+			return s.k, true
 		}
 	}
 	n := len(t.offs) - 1
@@ -311,26 +353,28 @@ func (t *dictTable) index(v []byte, limit int) (k uint32, ok bool) {
 	if 2*(n+1) > len(t.slots) {
 		t.grow()
 	} else {
-		t.place(n, v)
+		t.place(dictSlot{a: a, b: b, size: size, k: uint32(n)}, h)
 	}
 	return uint32(n), true
 }
 
-// place puts value n (whose bytes are v) in its slot.
-func (t *dictTable) place(n int, v []byte) {
+// place puts s, whose hash is h, in its slot.
+func (t *dictTable) place(s dictSlot, h uint64) {
 	mask := uint64(len(t.slots) - 1)
-	i := maphash.Bytes(t.seed, v) & mask
-	for t.slots[i] != 0 {
+	i := h & mask
+	for t.slots[i].size != 0 {
 		i = (i + 1) & mask
 	}
-	t.slots[i] = uint32(n + 1)
+	t.slots[i] = s
 }
 
 // grow doubles the table and places every value again.
 func (t *dictTable) grow() {
-	t.slots = make([]uint32, 2*len(t.slots))
+	t.slots = make([]dictSlot, 2*len(t.slots))
 	for n := range len(t.offs) - 1 {
-		t.place(n, t.data[t.offs[n]:t.offs[n+1]])
+		v := t.data[t.offs[n]:t.offs[n+1]]
+		a, b, h := t.key(v)
+		t.place(dictSlot{a: a, b: b, size: uint32(len(v) + 1), k: uint32(n)}, h)
 	}
 }
 
@@ -349,14 +393,13 @@ func estimateDistinct(p *pageStrings, limit int) int {
 	rows := p.rows
 	s := min(rows, 4096)
 	stride := rows / s
-	seen := make(map[uint64]struct{}, min(s, limit+1))
-	for i := range s {
-		seen[xxhash.Sum64(p.at(i*stride))] = struct{}{}
-		if len(seen) > limit {
+	seen := newHashSet(min(s, limit+1))
+	for v := range p.sampled(stride, s) {
+		if seen.add(xxhash.Sum64(v)) && seen.n > limit {
 			return rows
 		}
 	}
-	d := float64(len(seen))
+	d := float64(seen.n)
 	expect := func(D float64) float64 { return D * (1 - math.Exp(-float64(s)/D)) }
 	if d >= float64(s) || expect(float64(rows)) <= d {
 		return rows
@@ -370,4 +413,45 @@ func estimateDistinct(p *pageStrings, limit int) int {
 		}
 	}
 	return int(hi)
+}
+
+// hashSet is a set of 64-bit hashes, open-addressed (a Go map of them
+// spent five times as long on a page's sample).
+type hashSet struct {
+	slots []uint64 // h|1 of a hash h; 0: empty
+	n     int
+}
+
+// newHashSet returns a set for up to size hashes.
+func newHashSet(size int) *hashSet {
+	n := 64
+	for n < 2*size {
+		n *= 2
+	}
+	return &hashSet{slots: make([]uint64, n)}
+}
+
+// add adds h, reporting whether it was new. Hashes that differ in their
+// lowest bit only count once. The set grows past half full.
+func (s *hashSet) add(h uint64) bool {
+	h |= 1
+	mask := uint64(len(s.slots) - 1)
+	i := h >> 1 & mask
+	for ; s.slots[i] != 0; i = (i + 1) & mask {
+		if s.slots[i] == h {
+			return false
+		}
+	}
+	s.slots[i] = h
+	if s.n++; 2*s.n > len(s.slots) {
+		old := s.slots
+		s.slots = make([]uint64, 2*len(old))
+		s.n = 0
+		for _, o := range old {
+			if o != 0 {
+				s.add(o)
+			}
+		}
+	}
+	return true
 }

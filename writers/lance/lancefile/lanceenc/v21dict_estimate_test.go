@@ -111,6 +111,42 @@ func TestPageStringsInPlace(t *testing.T) {
 	}
 }
 
+// TestPageStringsSampled: a stride sample walks chunks in place (an empty
+// one among them, nulls as empty values) as it walks the gathered values.
+func TestPageStringsSampled(t *testing.T) {
+	var vals []arrow.Array
+	rows := 0
+	for c := range 4 {
+		b := array.NewStringBuilder(memory.DefaultAllocator)
+		for i := range 97 * (c % 3) { // chunk 0 is empty
+			if i%13 == 0 {
+				b.AppendNull()
+			} else {
+				b.Append(fmt.Sprintf("c%d-%d", c, i))
+			}
+		}
+		a := b.NewArray()
+		b.Release()
+		defer a.Release()
+		vals = append(vals, a)
+		rows += a.Len()
+	}
+	offs, data, _ := varValues(vals, rows, exactBuf)
+	for _, stride := range []int{1, 3, 50} {
+		n := (rows + stride - 1) / stride
+		var got, want []string
+		for v := range pageStringsOf(vals, rows).sampled(stride, n) {
+			got = append(got, string(v))
+		}
+		for v := range pageStringsOfBytes(offs, data).sampled(stride, n) {
+			want = append(want, string(v))
+		}
+		if len(got) != n || !slices.Equal(got, want) {
+			t.Fatalf("stride %d: sampled %d values %q, want %d %q", stride, len(got), got, n, want)
+		}
+	}
+}
+
 // TestDictTableKeys: each distinct value gets one index, in first-seen
 // order, as a map gives: values differing only in length or trailing zero
 // bytes, only in the middle (same first and last 8 bytes), and enough of
