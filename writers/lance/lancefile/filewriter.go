@@ -59,7 +59,8 @@ type FileWriter struct {
 	pendingDictBytes int64
 	dicts            map[int]*fileDict // per narrow dictionary column
 	rows             uint64
-	columns          [][]pageRef // per column, in order
+	columns          [][]pageRef            // per column, in order
+	fieldStates      []*lanceenc.FieldState // per top-level field (2.1, 2.2)
 	closed           bool
 }
 
@@ -93,7 +94,11 @@ func NewFileWriter(out io.Writer, s *arrow.Schema, ls *Schema, pageBytes int64, 
 	if minor > 0 {
 		cols = len(leafFields(ls))
 	}
-	return &FileWriter{out: out, schema: ls, arrow: s, pageBytes: pageBytes, minor: minor, columns: make([][]pageRef, cols)}, nil
+	states := make([]*lanceenc.FieldState, s.NumFields())
+	for i := range states {
+		states[i] = new(lanceenc.FieldState)
+	}
+	return &FileWriter{out: out, schema: ls, arrow: s, pageBytes: pageBytes, minor: minor, columns: make([][]pageRef, cols), fieldStates: states}, nil
 }
 
 // Write buffers rec (borrowed: retained while pending). Its schema must be
@@ -289,7 +294,7 @@ func (w *FileWriter) flush21() error {
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, f := range fields {
 		g.Go(func() error {
-			n, err := lanceenc.EncodeField(f.Type, w.chunks(i), leafCount(f.Type), 0, w.minor, func(col int, p lanceenc.Page) error {
+			n, err := lanceenc.EncodeField(f.Type, w.chunks(i), leafCount(f.Type), 0, w.minor, w.fieldStates[i], func(col int, p lanceenc.Page) error {
 				pages[i] = append(pages[i], page{col, p})
 				return nil
 			})

@@ -177,8 +177,8 @@ func (t *fsstTable) compress(out, data []byte, o, from, to int) int {
 // offsets) with a symbol table built from a sample of them, returning the
 // codes, their offsets and the table as Lance stores it; ok is false when
 // that would not shrink the values.
-func fsstCompress(offs []uint64, data []byte) (cOffs []uint64, codes, table []byte, ok bool) {
-	t := buildFSST(fsstSample(offs, data))
+func fsstCompress(offs []uint64, data []byte, h *fsstHistory) (cOffs []uint64, codes, table []byte, ok bool) {
+	t := h.table(fsstSample(offs, data))
 	defer fsstTables.Put(t)
 	t.fill()
 	cOffs = make([]uint64, len(offs))
@@ -216,6 +216,65 @@ func fsstCompress(offs []uint64, data []byte) (cOffs []uint64, codes, table []by
 		return nil, nil, nil, false
 	}
 	return cOffs, codes, t.export(), true
+}
+
+// fsstHistory is the symbol table a column's last pages of one file were
+// compressed with. Building a table costs as much as compressing a fifth
+// of a page's values (a tenth of an append's CPU); a page like the one
+// the table was built from reuses it: when the table saves, on the page's
+// sample, at least fsstReuseFloor of what it saved on the sample it was
+// built from, for up to fsstMaxReuses pages in a row. A column whose values
+// change gets a table of its own within a page; one whose values do not
+// still gets a new table every fsstMaxReuses+1 pages.
+type fsstHistory struct {
+	syms   []fsstSymbol // the table's symbols in code order; nil before a page
+	saved  float64      // bytes saved per byte of the sample it was built from
+	reuses int          // pages compressed with it since
+}
+
+const (
+	fsstReuseFloor = 0.97
+	fsstMaxReuses  = 7
+)
+
+// table returns the symbol table to compress a page whose sample is
+// sample: the last one if the page is like its own, else one built from
+// sample (and kept in h). A nil h keeps nothing. Put it back in
+// fsstTables when done with it.
+func (h *fsstHistory) table(sample [][]byte) *fsstTable {
+	size := 0
+	for _, v := range sample {
+		size += len(v)
+	}
+	if h != nil && h.syms != nil && h.reuses < fsstMaxReuses {
+		t := fsstTables.Get().(*fsstTable)
+		t.set(h.syms)
+		if float64(t.saves(sample)) >= fsstReuseFloor*h.saved*float64(size) {
+			h.reuses++
+			return t
+		}
+		fsstTables.Put(t)
+	}
+	t, saved := buildFSST(sample)
+	if h != nil && size > 0 {
+		h.syms, h.saved, h.reuses = slices.Clone(t.syms), float64(saved)/float64(size), 0
+	}
+	return t
+}
+
+// saves returns the bytes the table saves on sample (escapes cost one).
+func (t *fsstTable) saves(sample [][]byte) int {
+	saved := 0
+	for _, v := range sample {
+		for p := 0; p < len(v); {
+			if _, n := t.match(load(v, p), len(v)-p); n > 0 {
+				saved, p = saved+n-1, p+n
+			} else {
+				saved, p = saved-1, p+1
+			}
+		}
+	}
+	return saved
 }
 
 // fsstSplitBytes is the page size from which compression runs in two
@@ -496,9 +555,10 @@ var (
 // sample with the table so far, counting how often each symbol and each
 // pair of adjacent symbols occurs, then keep the 255 symbols (old ones and
 // pairs joined) that save the most bytes. The table that compressed the
-// sample best wins. Put it back in fsstTables when done with it.
-func buildFSST(sample [][]byte) *fsstTable {
-	t := fsstTables.Get().(*fsstTable)
+// sample best wins; saved is what it saves on the sample. Put it back in
+// fsstTables when done with it.
+func buildFSST(sample [][]byte) (t *fsstTable, saved int) {
+	t = fsstTables.Get().(*fsstTable)
 	t.set(nil)
 	c := fsstCounters.Get().(*fsstCounts)
 	defer fsstCounters.Put(c)
@@ -513,7 +573,7 @@ func buildFSST(sample [][]byte) *fsstTable {
 		t.set(t.candidates(c, frac))
 	}
 	t.set(best)
-	return t
+	return t, bestGain
 }
 
 // symbolOf is the symbol a counter code stands for.

@@ -32,8 +32,15 @@ func fsstPage(values []string) ([]uint64, []byte) {
 // difference; it returns the compressed size (0: left uncompressed).
 func fsstRoundTrip(t *testing.T, values []string) int {
 	t.Helper()
+	return fsstRoundTripWith(t, values, nil)
+}
+
+// fsstRoundTripWith is fsstRoundTrip of a page of a column whose FSST
+// history is h.
+func fsstRoundTripWith(t *testing.T, values []string, h *fsstHistory) int {
+	t.Helper()
 	offs, data := fsstPage(values)
-	cOffs, codes, table, ok := fsstCompress(offs, data)
+	cOffs, codes, table, ok := fsstCompress(offs, data, h)
 	if !ok {
 		return 0
 	}
@@ -106,6 +113,46 @@ func TestFSSTRoundTrip(t *testing.T) {
 }
 
 // Values FSST cannot shrink (uniformly random bytes) stay as they are.
+// TestFSSTReusesTableOfLikePages: a column's pages reuse the table built
+// for an earlier page while their values are alike, up to fsstMaxReuses
+// pages in a row, and build their own when the values change; every page
+// reads back, and a reused table compresses within 4% of a fresh one.
+func TestFSSTReusesTableOfLikePages(t *testing.T) {
+	rnd := rand.New(rand.NewPCG(5, 6))
+	users := func() []string {
+		out := make([]string, 20_000)
+		for i := range out {
+			out[i] = fmt.Sprintf("user-%010x", rnd.Uint64()>>24)
+		}
+		return out
+	}
+	urls := func() []string {
+		out := make([]string, 20_000)
+		for i := range out {
+			out[i] = fmt.Sprintf("https://example.com/items/%d/view?ref=mail", rnd.IntN(1e6))
+		}
+		return out
+	}
+	h := new(fsstHistory)
+	for i, c := range []struct {
+		values func() []string
+		built  bool
+	}{
+		{users, true}, {users, false}, {users, false}, {users, false}, {users, false},
+		{users, false}, {users, false}, {users, false}, // fsstMaxReuses reuses
+		{users, true}, {users, false}, {urls, true}, {urls, false}, {users, true},
+	} {
+		values := c.values()
+		size := fsstRoundTripWith(t, values, h)
+		if built := h.reuses == 0; built != c.built {
+			t.Errorf("page %d: table built %v, want %v", i, built, c.built)
+		}
+		if fresh := fsstRoundTrip(t, values); size == 0 || float64(size) > 1.04*float64(fresh) {
+			t.Errorf("page %d: %d bytes with the column's table, %d with its own", i, size, fresh)
+		}
+	}
+}
+
 func TestFSSTRandomBytesStayRaw(t *testing.T) {
 	rnd := rand.New(rand.NewPCG(3, 4))
 	values := make([]string, 3000)
@@ -140,8 +187,8 @@ func TestFSSTDeterministic(t *testing.T) {
 		values[i] = fmt.Sprintf("customer-%d-%d", i*7919%1000, i%13)
 	}
 	offs, data := fsstPage(values)
-	_, a, ta, _ := fsstCompress(offs, data)
-	_, b, tb, _ := fsstCompress(offs, data)
+	_, a, ta, _ := fsstCompress(offs, data, nil)
+	_, b, tb, _ := fsstCompress(offs, data, nil)
 	if !bytes.Equal(a, b) || !bytes.Equal(ta, tb) {
 		t.Fatal("two compressions of one page differ")
 	}
@@ -153,7 +200,7 @@ func BenchmarkFSST(b *testing.B) {
 	offs, data := page(190_000, 20_000)
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		if _, _, _, ok := fsstCompress(offs, data); !ok {
+		if _, _, _, ok := fsstCompress(offs, data, nil); !ok {
 			b.Fatal("not compressed")
 		}
 	}
@@ -168,7 +215,8 @@ func BenchmarkFSSTTable(b *testing.B) {
 	for name, sample := range map[string][][]byte{"users": fsstSample(uoffs, udata), "random": fsstSample(roffs, rdata)} {
 		b.Run(name, func(b *testing.B) {
 			for b.Loop() {
-				fsstTables.Put(buildFSST(sample))
+				t, _ := buildFSST(sample)
+				fsstTables.Put(t)
 			}
 		})
 	}
@@ -195,7 +243,7 @@ func BenchmarkFSSTRandomNames(b *testing.B) {
 	offs, data := fsstPage(randomNames(200_000))
 	b.SetBytes(int64(len(data)))
 	for b.Loop() {
-		fsstCompress(offs, data)
+		fsstCompress(offs, data, nil)
 	}
 }
 
@@ -249,7 +297,7 @@ func TestFSSTWideningStaysMiniBlock(t *testing.T) {
 	}
 	a := b.NewArray()
 	defer a.Release()
-	pv, err := newChunker(a.DataType(), []arrow.Array{a}, a.Len())
+	pv, err := newChunker(a.DataType(), []arrow.Array{a}, a.Len(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +349,7 @@ func TestFSSTRowsInStep(t *testing.T) {
 		}
 		offs, data := fsstPage(values)
 		data = data[:len(data):len(data)]
-		tb := buildFSST(fsstSample(offs, data))
+		tb, _ := buildFSST(fsstSample(offs, data))
 		tb.fill()
 		want := make([]byte, 2*len(data)+64)
 		wantOffs := make([]uint64, len(offs))
@@ -343,7 +391,7 @@ func BenchmarkFSSTRows(b *testing.B) {
 		data []byte
 	}{"random": {roffs, rdata}, "users": {uoffs, udata}} {
 		b.Run(name, func(b *testing.B) {
-			t := buildFSST(fsstSample(pg.offs, pg.data))
+			t, _ := buildFSST(fsstSample(pg.offs, pg.data))
 			t.fill()
 			cOffs := make([]uint64, len(pg.offs))
 			b.SetBytes(int64(len(pg.data)))

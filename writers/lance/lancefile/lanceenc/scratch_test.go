@@ -83,7 +83,7 @@ func TestScratchReuseKeepsPages(t *testing.T) {
 		for _, c := range cols {
 			// two chunks, so that the values are gathered, not aliased
 			chunks := []arrow.Array{array.NewSlice(c, 0, 70_000), array.NewSlice(c, 70_000, int64(c.Len()))}
-			_, err := EncodeField(c.DataType(), chunks, 1, 0, 2, func(_ int, p Page) error {
+			_, err := EncodeField(c.DataType(), chunks, 1, 0, 2, nil, func(_ int, p Page) error {
 				for _, b := range p.Bufs {
 					out = append(out, bytes.Clone(b))
 				}

@@ -78,7 +78,7 @@ func encodeDictionary(chunks []arrow.Array, col int, minor uint16, emit func(col
 		}
 		leaf[i] = leafCol{vals: dictIndices(c.(*array.Dictionary), tr)}
 	}
-	p, err := encodeLeaf21(leaf, minor, dictionaryOf(dict))
+	p, err := encodeLeaf21(leaf, minor, dictionaryOf(dict), nil)
 	for _, l := range leaf {
 		l.vals.Release()
 	}

@@ -91,8 +91,9 @@ func (p *Page) Recycle() {
 // mini-block page per leaf column, starting at column col, calling emit
 // for each; it returns the next column. leaves is dt's number of leaf
 // columns (a packed struct is one), the empty pages written when there
-// are no chunks.
-func EncodeField(dt arrow.DataType, chunks []arrow.Array, leaves, col int, minor uint16, emit func(col int, p Page) error) (int, error) {
+// are no chunks. st is what the field's earlier pages in the same file
+// leave to the next ones (nil: nothing).
+func EncodeField(dt arrow.DataType, chunks []arrow.Array, leaves, col int, minor uint16, st *FieldState, emit func(col int, p Page) error) (int, error) {
 	if _, ok := dt.(*arrow.DictionaryType); ok && len(chunks) > 0 {
 		return col + 1, encodeDictionary(chunks, col, minor, emit)
 	}
@@ -109,8 +110,8 @@ func EncodeField(dt arrow.DataType, chunks []arrow.Array, leaves, col int, minor
 	if perLeaf == nil { // no rows: one empty page per leaf
 		perLeaf = make([][]leafCol, leaves)
 	}
-	for _, leaf := range perLeaf {
-		p, err := encodeLeaf21(leaf, minor, nil)
+	for i, leaf := range perLeaf {
+		p, err := encodeLeaf21(leaf, minor, nil, st.leaf(i))
 		if err != nil {
 			return 0, err
 		}
@@ -120,6 +121,24 @@ func EncodeField(dt arrow.DataType, chunks []arrow.Array, leaves, col int, minor
 		col++
 	}
 	return col, nil
+}
+
+// FieldState is what the pages of one field in one file share: per leaf
+// column, the FSST symbol table its last pages were compressed with (see
+// fsstHistory). A nil *FieldState shares nothing.
+type FieldState struct {
+	fsst []*fsstHistory
+}
+
+// leaf returns the FSST history of the field's leaf i (nil for a nil s).
+func (s *FieldState) leaf(i int) *fsstHistory {
+	if s == nil {
+		return nil
+	}
+	for len(s.fsst) <= i {
+		s.fsst = append(s.fsst, new(fsstHistory))
+	}
+	return s.fsst[i]
 }
 
 // leafLevels returns the rep/def layers of a leaf and its definition
@@ -185,7 +204,7 @@ type chunker interface {
 // encodeLeaf21 encodes one leaf's chunks as a mini-block page. Format
 // 2.2 requires its "large chunk" grammar: 32-bit chunk metadata words and
 // value buffer sizes, flagged by MiniBlockLayout field 10.
-func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (Page, error) {
+func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict, h *fsstHistory) (Page, error) {
 	var (
 		layers   []encodings21pb.RepDefLayer
 		rep, def []uint16
@@ -220,7 +239,7 @@ func encodeLeaf21(leaf []leafCol, minor uint16, dict *pageDict) (Page, error) {
 	if len(vals) > 0 {
 		dt = vals[0].DataType()
 	}
-	pv, err := newChunker(dt, vals, rows)
+	pv, err := newChunker(dt, vals, rows, h)
 	if err != nil {
 		return Page{}, err
 	}
@@ -520,8 +539,8 @@ type pageValues struct {
 
 // newChunker picks the compressive encoding of a page of values: zipped
 // when they are too wide for mini-block chunks, dictionary indices when
-// few distinct strings repeat.
-func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, error) {
+// few distinct strings repeat. h is the column's FSST history (nil: none).
+func newChunker(dt arrow.DataType, vals []arrow.Array, rows int, h *fsstHistory) (pageValues, error) {
 	switch t := dt.(type) {
 	case *arrow.NullType:
 		return pageValues{enc: flatEncoding(8)}, nil
@@ -553,7 +572,7 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int) (pageValues, er
 			z, err := zipVariable(dt, offs, data)
 			return pageValues{zip: z}, err
 		}
-		c, enc := newVarChunker(offs, data, widest)
+		c, enc := newVarChunker(offs, data, widest, h)
 		pv := pageValues{c: c, enc: enc, scratch: [][]byte{data}}
 		if enc.GetFsst() != nil { // c holds the codes, not data
 			pv.scratch = append(pv.scratch, c.data)
@@ -823,9 +842,9 @@ func rebased[T int32 | int64](offs []uint64, o []T, at uint64) ([]uint64, int64)
 // newVarChunker stores variable-width values as pylance does: FSST-
 // compressed when the page holds 32 KiB or more and a value of 5 bytes or
 // more (unless that does not shrink them: random bytes), else as they are.
-func newVarChunker(offs []uint64, data []byte, widest int64) (*varChunker, *encodings21pb.CompressiveEncoding) {
+func newVarChunker(offs []uint64, data []byte, widest int64, h *fsstHistory) (*varChunker, *encodings21pb.CompressiveEncoding) {
 	if len(data) >= fsstMinBytes && widest >= fsstMinWidest {
-		if cOffs, codes, table, ok := fsstCompress(offs, data); ok {
+		if cOffs, codes, table, ok := fsstCompress(offs, data, h); ok {
 			return &varChunker{offs: cOffs, data: codes}, &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_Fsst{
 				Fsst: &encodings21pb.Fsst{Values: variableEncoding(32), SymbolTable: table}}}
 		}
