@@ -3,6 +3,7 @@ package lanceenc
 import (
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 )
 
 // FastLanes bit-packing, the layout Lance 2.1+ bit-packs integers in: a
@@ -144,30 +145,49 @@ func flUnpack(t, w int, packed []byte, out []uint64) error {
 	return nil
 }
 
-// flPack packs 1024 t-bit values (each below 2^w) at w bits into out
-// (flWords(t, w) words). The words are assembled in 64-bit registers and
-// written once each.
-func flPack(t, w int, in []uint64, out []byte) {
+// flWord is the unsigned integer of a FastLanes word of t bits.
+type flWord interface {
+	uint8 | uint16 | uint32 | uint64
+}
+
+// flPack packs a block of 1024 values, each under 1<<w, into out, its
+// flWords(t, w) words (t the bits of T), in FastLanes' transposed layout.
+// Working on words of the values' own size (not widened to 64 bits)
+// reads the page's buffer in place and needs no conversion after.
+func flPack[T flWord](w int, in, out []T) {
+	clear(out)
 	if w == 0 {
 		return
 	}
+	t := 8 * int(unsafe.Sizeof(T(0)))
 	lanes := flBlock / t
-	var buf [flBlock]uint64
-	words := buf[:flWords(t, w)]
 	for row := range t {
 		bit := row * w
 		word, shift := bit/t, bit%t
 		base := flOrder[row/8]*16 + (row%8)*128
-		cur := words[lanes*word : lanes*word+lanes]
-		for lane, v := range in[base : base+lanes] {
+		src := in[base : base+lanes]
+		cur := out[lanes*word : lanes*word+lanes]
+		cur = cur[:len(src)]
+		for lane, v := range src {
 			cur[lane] |= v << shift
 		}
 		if shift+w > t {
-			next := words[lanes*(word+1) : lanes*(word+1)+lanes]
-			for lane, v := range in[base : base+lanes] {
+			next := out[lanes*(word+1) : lanes*(word+1)+lanes]
+			next = next[:len(src)]
+			for lane, v := range src {
 				next[lane] |= v >> (t - shift)
 			}
 		}
 	}
-	putWords(out, t, 0, words) // bits above t are dropped here
+}
+
+// wordsOf is b read as little-endian words of T in place (the hosts Quiver
+// builds for are little-endian, as Lance's and Arrow's buffers are).
+func wordsOf[T flWord](b []byte) []T {
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(T(0))))
+}
+
+// bytesOf is the bytes of words, in place.
+func bytesOf[T flWord](words []T) []byte {
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*int(unsafe.Sizeof(T(0))))
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -504,7 +505,7 @@ func padTo8(b []byte) []byte {
 func packLevels(levels []uint16, w int) []byte {
 	words := flWords(16, w)
 	var out []byte
-	vals := make([]uint64, flBlock)
+	blk := make([]uint16, words)
 	for i := 0; i < len(levels); i += flBlock {
 		n := min(flBlock, len(levels)-i)
 		if n < flBlock && words >= n {
@@ -513,13 +514,13 @@ func packLevels(levels []uint16, w int) []byte {
 			}
 			break
 		}
-		clear(vals)
-		for j := range n {
-			vals[j] = uint64(levels[i+j])
+		in := levels[i : i+n]
+		if n < flBlock {
+			in = make([]uint16, flBlock)
+			copy(in, levels[i:])
 		}
-		blk := make([]byte, words*2)
-		flPack(16, w, vals, blk)
-		out = append(out, blk...)
+		flPack(w, in, blk)
+		out = append(out, bytesOf(blk)...)
 	}
 	return out
 }
@@ -593,16 +594,29 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int, h *fsstHistory)
 // intValues stores rows w-bit integers bit-packed, or flat when packing
 // does not make them smaller.
 func intValues(b []byte, w, rows int) pageValues {
-	widths := blockWidths(b, w, rows)
+	switch w {
+	case 8:
+		return packedValues(wordsOf[uint8](b)[:rows])
+	case 16:
+		return packedValues(wordsOf[uint16](b)[:rows])
+	case 32:
+		return packedValues(wordsOf[uint32](b)[:rows])
+	}
+	return packedValues(wordsOf[uint64](b)[:rows])
+}
+
+func packedValues[T flWord](vals []T) pageValues {
+	t := 8 * int(unsafe.Sizeof(T(0)))
+	widths := blockWidths(vals)
 	packed := 0
 	for _, bw := range widths {
-		packed += w/8 + flWords(w, int(bw))*w/8
+		packed += t/8 + flWords(t, int(bw))*t/8
 	}
-	if packed < rows*w/8 {
-		return pageValues{c: &packChunker{data: b, t: w, rows: rows, widths: widths}, enc: &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_InlineBitpacking{
-			InlineBitpacking: &encodings21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(w)}}}}
+	if packed < len(vals)*t/8 {
+		return pageValues{c: &packChunker[T]{vals: vals, widths: widths}, enc: &encodings21pb.CompressiveEncoding{Compression: &encodings21pb.CompressiveEncoding_InlineBitpacking{
+			InlineBitpacking: &encodings21pb.InlineBitpacking{UncompressedBitsPerValue: uint64(t)}}}}
 	}
-	return pageValues{c: &flatChunker{data: b, bits: w, rows: rows}, enc: flatEncoding(w)}
+	return pageValues{c: &flatChunker{data: bytesOf(vals), bits: t, rows: len(vals)}, enc: flatEncoding(t)}
 }
 
 func flatEncoding(bits int) *encodings21pb.CompressiveEncoding {
@@ -655,32 +669,15 @@ func nullItems(l, items arrow.Array, dim int) bool {
 	return false
 }
 
-// blockWidths returns, per block of 1024 of the rows t-bit values of
-// data, the bits of its widest value: one pass, a loop per word size.
-func blockWidths(data []byte, t, rows int) []uint8 {
-	out := make([]uint8, (rows+flBlock-1)/flBlock)
+// blockWidths returns, per block of 1024 values, the bits of its widest.
+func blockWidths[T flWord](vals []T) []uint8 {
+	out := make([]uint8, (len(vals)+flBlock-1)/flBlock)
 	for k := range out {
-		b := data[k*flBlock*t/8 : min(rows, (k+1)*flBlock)*t/8]
-		var or uint64
-		switch t {
-		case 8:
-			for _, v := range b {
-				or |= uint64(v)
-			}
-		case 16:
-			for i := 0; i+2 <= len(b); i += 2 {
-				or |= uint64(binary.LittleEndian.Uint16(b[i:]))
-			}
-		case 32:
-			for i := 0; i+4 <= len(b); i += 4 {
-				or |= uint64(binary.LittleEndian.Uint32(b[i:]))
-			}
-		default:
-			for i := 0; i+8 <= len(b); i += 8 {
-				or |= binary.LittleEndian.Uint64(b[i:])
-			}
+		var or T
+		for _, v := range vals[k*flBlock : min(len(vals), (k+1)*flBlock)] {
+			or |= v
 		}
-		out[k] = uint8(bits.Len64(or))
+		out[k] = uint8(bits.Len64(uint64(or)))
 	}
 	return out
 }
@@ -725,45 +722,47 @@ func (c *flatChunker) encode(first, n int) []byte {
 	return c.data[first*c.bits/8 : (first+n)*c.bits/8]
 }
 
-// packChunker bit-packs t-bit integers in FastLanes blocks of 1024, each
+// packChunker bit-packs integers of T in FastLanes blocks of 1024, each
 // led by its bit width (the chunk's widest value).
-type packChunker struct {
-	data   []byte
-	t      int
-	rows   int
-	widths []uint8  // per block of 1024 values (blockWidths)
-	vals   []uint64 // one block's values, reused
-	out    []byte   // the last chunk, reused
+type packChunker[T flWord] struct {
+	vals   []T
+	widths []uint8 // per block of 1024 values (blockWidths)
+	tail   []T     // a block cut short, zero-padded to 1024
+	out    []T     // the last chunk, reused
 }
 
-func (c *packChunker) next(first int) int { return min(flBlock, c.rows-first) }
+func (c *packChunker[T]) next(first int) int { return min(flBlock, len(c.vals)-first) }
 
-func (c *packChunker) sizeHint() int { return len(c.data) }
+func (c *packChunker[T]) sizeHint() int { return len(bytesOf(c.vals)) }
 
-func (c *packChunker) encode(first, n int) []byte {
-	if c.vals == nil {
-		c.vals = make([]uint64, flBlock)
-	}
-	readWords(c.vals[:n], c.data[first*c.t/8:], c.t)
-	clear(c.vals[n:])
+func (c *packChunker[T]) encode(first, n int) []byte {
+	t := 8 * int(unsafe.Sizeof(T(0)))
+	in := c.vals[first : first+n]
 	var w int
-	if first%flBlock == 0 && (n == flBlock || first+n == c.rows) {
+	if first%flBlock == 0 && (n == flBlock || first+n == len(c.vals)) {
 		w = int(c.widths[first/flBlock])
 	} else { // a chunk cut short for its levels
-		var or uint64
-		for _, v := range c.vals[:n] {
+		var or T
+		for _, v := range in {
 			or |= v
 		}
-		w = bits.Len64(or)
+		w = bits.Len64(uint64(or))
 	}
-	size := c.t/8 + flWords(c.t, w)*c.t/8
-	if cap(c.out) < size {
-		c.out = make([]byte, c.t/8+flWords(c.t, c.t)*c.t/8)
+	if n < flBlock {
+		if c.tail == nil {
+			c.tail = make([]T, flBlock)
+		}
+		copy(c.tail, in)
+		clear(c.tail[n:])
+		in = c.tail
 	}
-	out := c.out[:size] // every byte is written below
-	putWord(out, c.t, 0, uint64(w))
-	flPack(c.t, w, c.vals, out[c.t/8:])
-	return out
+	if c.out == nil {
+		c.out = make([]T, 1+flWords(t, t))
+	}
+	out := c.out[:1+flWords(t, w)]
+	out[0] = T(w)
+	flPack(w, in, out[1:])
+	return bytesOf(out)
 }
 
 // varChunker stores variable-width values as chunk-relative 32-bit
