@@ -180,6 +180,11 @@ func (t *fsstTable) compress(out, data []byte, o, from, to int) int {
 func fsstCompress(offs []uint64, data []byte, h *fsstHistory) (cOffs []uint64, codes, table []byte, ok bool) {
 	t := h.table(fsstSample(offs, data))
 	defer fsstTables.Put(t)
+	defer func() {
+		if !ok && h != nil {
+			h.syms = nil // the next page builds its own
+		}
+	}()
 	t.fill()
 	cOffs = make([]uint64, len(offs))
 	rows := len(offs) - 1
@@ -223,9 +228,13 @@ func fsstCompress(offs []uint64, data []byte, h *fsstHistory) (cOffs []uint64, c
 // of a page's values (a tenth of an append's CPU); a page like the one
 // the table was built from reuses it: when the table saves, on the page's
 // sample, at least fsstReuseFloor of what it saved on the sample it was
-// built from, for up to fsstMaxReuses pages in a row. A column whose values
-// change gets a table of its own within a page; one whose values do not
-// still gets a new table every fsstMaxReuses+1 pages.
+// built from, for up to fsstMaxReuses pages in a row. Values that compress
+// worse than before get a table of their own at once. A table is only
+// measured against its own sample, not against the table the page would
+// build, so values that would compress better keep the old table until
+// the next build (fsstMaxReuses pages at most); a table saving less than
+// fsstMinReused of its sample, or one that failed to shrink a page, is not
+// reused at all.
 type fsstHistory struct {
 	syms   []fsstSymbol // the table's symbols in code order; nil before a page
 	saved  float64      // bytes saved per byte of the sample it was built from
@@ -234,7 +243,8 @@ type fsstHistory struct {
 
 const (
 	fsstReuseFloor = 0.97
-	fsstMaxReuses  = 7
+	fsstMaxReuses  = 3
+	fsstMinReused  = 0.125
 )
 
 // table returns the symbol table to compress a page whose sample is
@@ -246,7 +256,7 @@ func (h *fsstHistory) table(sample [][]byte) *fsstTable {
 	for _, v := range sample {
 		size += len(v)
 	}
-	if h != nil && h.syms != nil && h.reuses < fsstMaxReuses {
+	if h != nil && h.syms != nil && h.reuses < fsstMaxReuses && h.saved >= fsstMinReused {
 		t := fsstTables.Get().(*fsstTable)
 		t.set(h.syms)
 		if float64(t.saves(sample)) >= fsstReuseFloor*h.saved*float64(size) {

@@ -13,7 +13,6 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/array"
 	"github.com/apache/arrow-go/v18/arrow/bitutil"
 	"github.com/apache/arrow-go/v18/arrow/memory"
-	"github.com/cespare/xxhash/v2"
 	"github.com/pierrec/lz4/v4"
 
 	"github.com/quiver-ingest/quiver/writers/lance/lancepb/encodings21pb"
@@ -387,15 +386,17 @@ func (t *dictTable) grow() {
 // then stops.
 //
 // A sample that alone holds more than limit distinct values ends it early,
-// estimating rows. Values are told apart by their xxhash (no key copies,
-// the same estimate for the same page; a collision only lowers it by one).
+// estimating rows. Values are told apart by a hash seeded per page (no
+// key copies; a client cannot pick values whose hashes crowd the set; a
+// collision only lowers the estimate by one).
 func estimateDistinct(p *pageStrings, limit int) int {
 	rows := p.rows
 	s := min(rows, 4096)
 	stride := rows / s
 	seen := newHashSet(min(s, limit+1))
+	seed := maphash.MakeSeed()
 	for v := range p.sampled(stride, s) {
-		if seen.add(xxhash.Sum64(v)) && seen.n > limit {
+		if seen.add(maphash.Bytes(seed, v)) && seen.n > limit {
 			return rows
 		}
 	}
