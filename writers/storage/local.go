@@ -99,7 +99,12 @@ func publishNew(tmp, path string) error {
 	if err != nil {
 		return err
 	}
-	return fsync.Dir(filepath.Dir(path))
+	if err := fsync.Dir(filepath.Dir(path)); err != nil {
+		// Visible now, but a crash may still lose it: not a success, and
+		// not a failure either (the name is taken).
+		return writers.Errorf(writers.ErrOutcomeUnknown, "storage: %s is published but its folder could not be synced: %w", path, err)
+	}
+	return nil
 }
 
 // mkdirAllSync is os.MkdirAll that also syncs the parent of every directory

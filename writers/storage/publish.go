@@ -9,10 +9,13 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 )
 
-// getPutter is the part of a Bucket Publish needs.
+// getPutter is the part of a Bucket Publish needs. Local tells a local
+// folder, whose put is over when it returns, from an object store, which
+// may still be writing a put whose answer was lost.
 type getPutter interface {
 	Get(ctx context.Context, key string) ([]byte, error)
 	PutIfAbsent(ctx context.Context, key string, data []byte) error
+	Local() bool
 }
 
 // Publish writes the object that publishes a commit (a Delta log entry, a
@@ -28,13 +31,16 @@ type getPutter interface {
 //     version that names them);
 //   - the put's own class (ErrPermissionDenied, ErrInvalid) when the store
 //     refused it outright: nothing was written;
-//   - writers.ErrUnavailable when the put failed and key is still absent:
-//     nothing was published, retrying may succeed;
+//   - writers.ErrUnavailable when the put into a local folder failed and
+//     key is still absent: nothing was published, retrying may succeed;
 //   - writers.ErrOutcomeUnknown when neither the put nor a read of key can
-//     tell whether it landed.
+//     tell whether it landed or will: an object store's key read absent
+//     after a put whose answer was lost (the store may still be writing
+//     it: a timeout after the body was sent), and a put that reported its
+//     outcome unknown itself (linked, but its folder not synced).
 func Publish(ctx context.Context, s getPutter, key string, data []byte) error {
 	err := s.PutIfAbsent(ctx, key, data)
-	if err == nil || refused(err) {
+	if err == nil || refused(err) || errors.Is(err, writers.ErrOutcomeUnknown) {
 		return err
 	}
 	// The put may have landed: its answer lost, or an SDK's retry of it
@@ -48,8 +54,10 @@ func Publish(ctx context.Context, s getPutter, key string, data []byte) error {
 		return err
 	case gerr == nil:
 		return fmt.Errorf("storage: publish %q: %w", key, ErrAlreadyExists)
-	case errors.Is(gerr, ErrNotExist):
+	case errors.Is(gerr, ErrNotExist) && s.Local():
 		return writers.Errorf(writers.ErrUnavailable, "storage: publish %q: nothing was published: %w", key, err)
+	case errors.Is(gerr, ErrNotExist):
+		return fmt.Errorf("storage: publish %q: %w: the put failed and %s is absent, but the store may still be writing it: %w", key, writers.ErrOutcomeUnknown, key, err)
 	}
 	return fmt.Errorf("storage: publish %q: %w: %s cannot be read back: %w", key, writers.ErrOutcomeUnknown, key, errors.Join(err, gerr))
 }

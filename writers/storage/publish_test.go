@@ -14,7 +14,10 @@ type faultyStore struct {
 	got     []byte
 	getErr  error
 	getCall bool
+	local   bool
 }
+
+func (s *faultyStore) Local() bool { return s.local }
 
 func (s *faultyStore) PutIfAbsent(context.Context, string, []byte) error { return s.putErr }
 
@@ -44,7 +47,11 @@ func TestPublishClassesOutcomes(t *testing.T) {
 		{"refused", faultyStore{putErr: denied}, writers.ErrPermissionDenied, writers.ErrOutcomeUnknown, false},
 		{"answer lost, landed", faultyStore{putErr: unreachable, got: data}, nil, nil, true},
 		{"answer lost, another's", faultyStore{putErr: unreachable, got: []byte("other")}, ErrAlreadyExists, writers.ErrOutcomeUnknown, true},
-		{"nothing landed", faultyStore{putErr: unreachable, getErr: &Error{Class: ErrNotExist}}, writers.ErrUnavailable, writers.ErrOutcomeUnknown, true},
+		{"nothing landed in a folder", faultyStore{putErr: unreachable, getErr: &Error{Class: ErrNotExist}, local: true}, writers.ErrUnavailable, writers.ErrOutcomeUnknown, true},
+		// An object store may still be writing a put whose answer was lost.
+		{"absent from a store", faultyStore{putErr: unreachable, getErr: &Error{Class: ErrNotExist}}, writers.ErrOutcomeUnknown, nil, true},
+		// Linked, its folder not synced: visible, but a crash may lose it.
+		{"landed, not durable", faultyStore{putErr: writers.Errorf(writers.ErrOutcomeUnknown, "folder not synced"), got: data}, writers.ErrOutcomeUnknown, nil, false},
 		{"cannot tell", faultyStore{putErr: unreachable, getErr: unreachable}, writers.ErrOutcomeUnknown, nil, true},
 	}
 	for _, tt := range tests {

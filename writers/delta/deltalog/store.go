@@ -19,6 +19,9 @@ type Store interface {
 	PutIfAbsent(ctx context.Context, key string, data []byte) error
 	List(ctx context.Context, prefix, startAfter string) iter.Seq2[storage.Object, error]
 	OpenReader(ctx context.Context, key string) (storage.ReaderAtCloser, int64, error)
+	// Local reports a local folder (a put is over when it returns) rather
+	// than an object store (see storage.Publish).
+	Local() bool
 }
 
 var _ Store = (*storage.Bucket)(nil)
