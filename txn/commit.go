@@ -176,12 +176,16 @@ func (c *Coordinator) checkHanded(ctx context.Context, t *txn, handed map[string
 	return nil
 }
 
-// conflictedEverywhere reports whether t's decided commit can never
-// succeed and published nothing: no endpoint of the decision has committed
-// and every failure of this attempt is a conflict (a concurrent commit won
-// and this one cannot be rebased; the sink published nothing). Retrying such
-// a decision would fail forever, so it is undone instead.
-func (c *Coordinator) conflictedEverywhere(t *txn, errs []error) bool {
+// refusedEverywhere reports whether t's decided commit can never succeed
+// and published nothing: no endpoint of the decision has committed and
+// every failure of this attempt is final — a conflict (a concurrent commit
+// won and this one cannot be rebased) or a refusal (ErrInvalid: a table
+// created meanwhile with other columns or another format, identity values
+// generated on another server, staged files gone), both answered before
+// the sink publishes anything — and none has an unknown outcome. Retrying
+// such a decision would fail forever, and rollback, begin and expiry all
+// leave a decision alone: it is undone instead.
+func (c *Coordinator) refusedEverywhere(t *txn, errs []error) bool {
 	c.mu.Lock()
 	committed := len(t.done)
 	c.mu.Unlock()
@@ -189,21 +193,25 @@ func (c *Coordinator) conflictedEverywhere(t *txn, errs []error) bool {
 		return false
 	}
 	for _, err := range errs {
-		if err != nil && !errors.Is(err, writers.ErrConflict) {
+		if err == nil {
+			continue
+		}
+		final := errors.Is(err, writers.ErrConflict) || errors.Is(err, writers.ErrInvalid)
+		if !final || errors.Is(err, writers.ErrOutcomeUnknown) {
 			return false
 		}
 	}
 	return true
 }
 
-// abortDecided undoes t's decided commit after conflictedEverywhere: it
+// abortDecided undoes t's decided commit after refusedEverywhere: it
 // journals the abort (which clears the decision), rolls the participants
-// back and returns cause, still a conflict, telling the client to replay.
+// back and returns cause, of its class, telling the client to replay.
 func (c *Coordinator) abortDecided(ctx context.Context, t *txn, cause error) (Status, error) {
 	if err := c.abort(ctx, t, false); err != nil && c.isLive(t) {
 		return Status{}, errors.Join(cause, err)
 	}
-	c.logger.Warn("txn: decided commit conflicted on every endpoint and published nothing: aborted", "txn", t.id.String(), "err", cause)
+	c.logger.Warn("txn: decided commit refused by every endpoint, nothing published: aborted", "txn", t.id.String(), "err", cause)
 	return Status{}, fmt.Errorf("txn: %s is aborted, nothing was published: begin the epoch again and replay it: %w", t.id, cause)
 }
 
@@ -320,7 +328,7 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		if c.conflictedEverywhere(t, errs) {
+		if c.refusedEverywhere(t, errs) {
 			return c.abortDecided(ctx, t, err)
 		}
 		return Status{}, fmt.Errorf("%w (the commit is decided and kept: retry commit to finish it)", err)

@@ -3,6 +3,7 @@ package txn
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -625,6 +626,46 @@ func TestCommitConflictEverywhereAborts(t *testing.T) {
 	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = conflict })
 	if _, err := fx.c.Commit(bg, "w", 2, nil); !errors.Is(err, writers.ErrConflict) || !strings.Contains(err.Error(), "decided and kept") {
 		t.Fatalf("half-committed: %v, want the decision kept", err)
+	}
+	fx.mustState("w", 2, StatePrecommitted)
+}
+
+// TestCommitRefusedEverywhereAborts: a decided commit that every sink
+// refuses as invalid (the table created meanwhile with other columns, the
+// staged files gone) published nothing and would be refused forever, while
+// rollback refuses a decided commit: it is undone like a conflict, and the
+// epoch can be begun again. An unknown outcome beside a refusal keeps it.
+func TestCommitRefusedEverywhereAborts(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	fx.write("w", 1, "b", 1)
+	fx.c.Precommit(bg, "w", 1)
+	invalid := writers.Errorf(writers.ErrInvalid, "delta: the table was created meanwhile with other columns")
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = invalid })
+	fx.eps["b"].set(func(f *fakeWriter) {
+		f.failCommit = writers.Errorf(writers.ErrConflict, "delta: a concurrent commit removed a file")
+	})
+	_, err := fx.c.Commit(bg, "w", 1, nil)
+	if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "begin the epoch again and replay it") {
+		t.Fatalf("commit: %v, want the refusal telling to replay", err)
+	}
+	fx.mustState("w", 1, StateAborted)
+	if _, err := fx.c.Begin(bg, "w", 1, 0); err != nil {
+		t.Fatalf("begin the aborted epoch again: %v", err)
+	}
+
+	// A refusal beside an unknown outcome: the decision stays.
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
+	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = nil })
+	fx.write("w", 2, "a", 1)
+	fx.write("w", 2, "b", 1)
+	fx.c.Precommit(bg, "w", 2)
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = invalid })
+	fx.eps["b"].set(func(f *fakeWriter) {
+		f.failCommit = writers.Errorf(writers.ErrInvalid, "lost answer: %w", writers.ErrOutcomeUnknown)
+	})
+	if _, err := fx.c.Commit(bg, "w", 2, nil); !strings.Contains(fmt.Sprint(err), "decided and kept") {
+		t.Fatalf("refusal beside an unknown outcome: %v, want the decision kept", err)
 	}
 	fx.mustState("w", 2, StatePrecommitted)
 }
