@@ -13,7 +13,9 @@ import (
 // recover rebuilds the state from the journal's records, then aborts the
 // open transactions (their streams died with the previous process) and
 // finishes the decided commits. Precommitted transactions stay as they
-// are, deadlines included.
+// are, with at least a whole TTL from now: their clients could not commit
+// while the server was down, and a restart longer than the TTL would
+// otherwise roll back every one of them at once.
 func (c *Coordinator) recover(ctx context.Context, jrs []journal.Record) error {
 	c.mu.Lock()
 	for _, jr := range jrs {
@@ -34,6 +36,9 @@ func (c *Coordinator) recover(ctx context.Context, jrs []journal.Record) error {
 			decided = append(decided, t)
 		case t.state == StatePrecommitted:
 			precommitted++
+			if d := c.now().Add(t.ttl); t.deadline.Before(d) {
+				t.deadline = d
+			}
 		}
 	}
 	c.mu.Unlock()

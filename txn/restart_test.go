@@ -48,6 +48,28 @@ func TestRestartKeepsPrecommitted(t *testing.T) {
 	}
 }
 
+// TestRestartLongerThanTTLKeepsPrecommitted: a server down for longer than
+// the TTL keeps its precommitted transactions for a TTL from its restart
+// (their clients could not commit meanwhile) instead of rolling them back
+// at once; the TTL still expires them after that.
+func TestRestartLongerThanTTLKeepsPrecommitted(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 7)
+	if _, err := fx.c.Precommit(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	fx.clock.Advance(3 * fx.c.ttl) // the outage
+	fx.restart()
+	fx.c.expireNow(fx.clock.Now())
+	st := fx.mustState("w", 1, StatePrecommitted)
+	if want := fx.clock.Now().Add(fx.c.ttl); !st.Deadline.Equal(want) {
+		t.Fatalf("deadline after the restart %v, want %v", st.Deadline, want)
+	}
+	fx.clock.Advance(fx.c.ttl)
+	fx.c.expireNow(fx.clock.Now())
+	fx.mustState("w", 1, StateAborted)
+}
+
 func TestRestartAbortsOpen(t *testing.T) {
 	fx := newFixture(t)
 	fx.write("w", 1, "a", 1)
