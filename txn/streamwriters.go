@@ -49,14 +49,17 @@ func (c *Coordinator) ClaimStreamWriter(ctx context.Context, writer string) erro
 	c.claims[writer] = p
 	c.streamWriters[writer] = true
 	c.mu.Unlock()
-	err := c.log(nil, &record{typ: recStreamWriter, Writer: writer})
-	c.mu.Lock()
+	// The claim stops being pending as its record is applied: the
+	// compaction its own append may start must restate it (it leaves
+	// pending claims out, and deletes the segment that holds this one).
+	err := c.log(func() { delete(c.claims, writer) }, &record{typ: recStreamWriter, Writer: writer})
 	if err != nil {
+		c.mu.Lock()
 		delete(c.streamWriters, writer)
+		delete(c.claims, writer)
 		p.err = fmt.Errorf("txn: claim writer %q for continuous streams: %w", writer, err)
+		c.mu.Unlock()
 	}
-	delete(c.claims, writer)
-	c.mu.Unlock()
 	close(p.done)
 	return p.err
 }

@@ -10,6 +10,24 @@ import (
 	"github.com/quiver-ingest/quiver/writers"
 )
 
+// TestStreamWriterClaimCompactedByItsOwnAppend: a claim whose own journal
+// append starts a compaction is restated by it (a compaction leaves pending
+// claims out, and deletes the segment holding the claim's record).
+func TestStreamWriterClaimCompactedByItsOwnAppend(t *testing.T) {
+	fx := newFixture(t)
+	fx.c.Close()
+	fx.c = nil
+	fx.tune = func(c *Coordinator) { c.segmentBytes = 1 } // every append compacts
+	fx.open()
+	if err := fx.c.ClaimStreamWriter(bg, "collector"); err != nil {
+		t.Fatal(err)
+	}
+	fx.restart()
+	if _, err := fx.c.Begin(bg, "collector", 1, 0); !errors.Is(err, writers.ErrWrongState) {
+		t.Fatalf("begin of a stream writer after a compaction and a restart: %v, want ErrWrongState", err)
+	}
+}
+
 // TestStreamWriterClaim: a writer claimed for continuous streams is
 // refused by Begin and Join, before and after a restart and a
 // compaction; a writer with epoch transactions cannot be claimed.
