@@ -145,6 +145,16 @@ func (c *Coordinator) olderLiveLocked(id txnID) (*txn, bool) {
 func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.Duration, endpoint string) error {
 	c.mu.Lock()
 	if !created {
+		// A rollback that failed (the sink down when a restart or the TTL
+		// aborted the epoch) is retried here: nothing else would before the
+		// client gives up, and the epoch cannot start afresh without it.
+		if t.streams == 0 && t.rollingBack == 0 && len(t.discard) > 0 {
+			c.mu.Unlock()
+			if err := c.discardParts(ctx, t); err != nil {
+				return writers.Errorf(writers.ErrUnavailable, "txn: %s was aborted and rolling back its last attempt failed again: %w: retry once the sink is reachable", t.id, err)
+			}
+			c.mu.Lock()
+		}
 		// The key is the same for every incarnation of the epoch: the old
 		// one's streams and rollbacks must be over before new data comes.
 		if t.streams > 0 || len(t.discard) > 0 || t.rollingBack > 0 {

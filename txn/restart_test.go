@@ -5,6 +5,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,6 +84,30 @@ func TestRestartAbortsOpen(t *testing.T) {
 	}
 	if _, _, n, _ := fx.eps["b"].counts(); n != 1 {
 		t.Fatalf("b rollbacks %d, want 1", n)
+	}
+}
+
+// TestBeginRetriesFailedRollback: an epoch aborted by a restart while its
+// sink could not roll back can be begun again once the sink is back: the
+// begin retries the rollback (it used to refuse until the retention
+// dropped the transaction).
+func TestBeginRetriesFailedRollback(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	fx.eps["a"].set(func(f *fakeWriter) { f.failRollback = writers.Errorf(writers.ErrUnavailable, "storage down") })
+	fx.restart()
+	fx.mustState("w", 1, StateAborted)
+	if _, err := fx.c.Begin(bg, "w", 1, 0); !errors.Is(err, writers.ErrUnavailable) || !strings.Contains(err.Error(), "storage down") {
+		t.Fatalf("begin while the sink is down: %v, want Unavailable naming the cause", err)
+	}
+	fx.eps["a"].set(func(f *fakeWriter) { f.failRollback = nil })
+	if _, err := fx.c.Begin(bg, "w", 1, 0); err != nil {
+		t.Fatalf("begin once the sink is back: %v", err)
+	}
+	fx.write("w", 1, "a", 1)
+	fx.c.Precommit(bg, "w", 1)
+	if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.State != StateCommitted {
+		t.Fatalf("replayed epoch: %+v %v", st, err)
 	}
 }
 
