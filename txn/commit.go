@@ -176,6 +176,41 @@ func (c *Coordinator) checkHanded(ctx context.Context, t *txn, handed map[string
 	return nil
 }
 
+// commitJob is the sink commit of one endpoint of a decision.
+type commitJob struct {
+	endpoint string
+	descs    []writers.Descriptor
+}
+
+// commitJobs runs the sink commits of jobs concurrently, recording each
+// that succeeds in t.done, and returns their errors.
+func (c *Coordinator) commitJobs(ctx context.Context, t *txn, jobs []commitJob) []error {
+	errs := make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, jb := range jobs {
+		wg.Go(func() {
+			// A panic mid-Commit leaves the outcome open: the decision is
+			// kept and a later commit (idempotent) finishes it.
+			defer c.recoverSink(&errs[i], "commit", t.id, jb.endpoint)
+			w, ok := c.eps.Writer(jb.endpoint)
+			if !ok {
+				errs[i] = writers.Errorf(writers.ErrNotFound, "txn: commit %s: endpoint %q is no longer configured: restore it to finish the decided commit", t.id, jb.endpoint)
+				return
+			}
+			info, err := w.Commit(ctx, t.key(), jb.descs)
+			if err != nil {
+				errs[i] = fmt.Errorf("txn: commit %s on endpoint %q: %w", t.id, jb.endpoint, err)
+				return
+			}
+			c.mu.Lock()
+			t.done[jb.endpoint] = info
+			c.mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return errs
+}
+
 // refusedEverywhere reports whether t's decided commit can never succeed
 // and published nothing: no endpoint of the decision has committed and
 // every failure of this attempt is final — a conflict (a concurrent commit
@@ -285,48 +320,34 @@ func (t *txn) decisionLocked(handed map[string][]writers.Descriptor) map[string]
 }
 
 // finish commits the decided transaction t (op held) on every endpoint of
-// the decision not committed yet, concurrently, and journals it committed
-// once all have. Sink commits are idempotent, so retrying after a failure
-// or a crash is safe.
+// the decision not committed yet, and journals it committed once all have.
+// Endpoints that rewrite what the transaction read (writers.Contract
+// Rewrites: upsert, merge_insert), whose commit a concurrent one can refuse
+// for good, commit first; the others, concurrently, once those all have: a
+// refusal then leaves nothing published, and the decision is undone
+// (refusedEverywhere) instead of half published. Sink commits are
+// idempotent, so retrying after a failure or a crash is safe.
 func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
-	type job struct {
-		endpoint string
-		descs    []writers.Descriptor
-	}
 	c.mu.Lock()
-	var jobs []job
+	var rewrites, others []commitJob
 	for ep, ds := range t.decision {
-		if _, ok := t.done[ep]; !ok {
-			jobs = append(jobs, job{ep, ds})
+		if _, ok := t.done[ep]; ok {
+			continue
+		}
+		if w, ok := c.eps.Writer(ep); ok && w.Contract().Rewrites {
+			rewrites = append(rewrites, commitJob{ep, ds})
+		} else {
+			others = append(others, commitJob{ep, ds})
 		}
 	}
 	c.mu.Unlock()
 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
 	defer cancel()
-	errs := make([]error, len(jobs))
-	var wg sync.WaitGroup
-	for i, jb := range jobs {
-		wg.Go(func() {
-			// A panic mid-Commit leaves the outcome open: the decision is
-			// kept and a later commit (idempotent) finishes it.
-			defer c.recoverSink(&errs[i], "commit", t.id, jb.endpoint)
-			w, ok := c.eps.Writer(jb.endpoint)
-			if !ok {
-				errs[i] = writers.Errorf(writers.ErrNotFound, "txn: commit %s: endpoint %q is no longer configured: restore it to finish the decided commit", t.id, jb.endpoint)
-				return
-			}
-			info, err := w.Commit(ctx, t.key(), jb.descs)
-			if err != nil {
-				errs[i] = fmt.Errorf("txn: commit %s on endpoint %q: %w", t.id, jb.endpoint, err)
-				return
-			}
-			c.mu.Lock()
-			t.done[jb.endpoint] = info
-			c.mu.Unlock()
-		})
+	errs := c.commitJobs(ctx, t, rewrites)
+	if errors.Join(errs...) == nil {
+		errs = c.commitJobs(ctx, t, others)
 	}
-	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		if c.refusedEverywhere(t, errs) {
 			return c.abortDecided(ctx, t, err)

@@ -670,6 +670,28 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 	fx.mustState("w", 2, StatePrecommitted)
 }
 
+// TestCommitRewritesFirst: an endpoint that rewrites what the transaction
+// read (upsert) commits before the others; when a concurrent commit refuses
+// it for good, nothing was published (the append endpoint was not asked),
+// and the decision is undone instead of being left half published.
+func TestCommitRewritesFirst(t *testing.T) {
+	fx := newFixture(t)
+	fx.eps["b"].set(func(f *fakeWriter) { f.single = true })
+	fx.write("w", 1, "a", 1)
+	fx.write("w", 1, "b", 1)
+	fx.c.Precommit(bg, "w", 1)
+	fx.eps["b"].set(func(f *fakeWriter) {
+		f.failCommit = writers.Errorf(writers.ErrConflict, "delta: a concurrent append added rows this upsert did not read")
+	})
+	if _, err := fx.c.Commit(bg, "w", 1, nil); !errors.Is(err, writers.ErrConflict) || !strings.Contains(err.Error(), "begin the epoch again and replay it") {
+		t.Fatalf("commit: %v, want the conflict telling to replay", err)
+	}
+	fx.mustState("w", 1, StateAborted)
+	if _, commits, _, _ := fx.eps["a"].counts(); commits != 0 {
+		t.Fatalf("the append endpoint committed %d times before the upsert, want 0", commits)
+	}
+}
+
 // TestStreamTurns: two streams of one transaction on one endpoint take
 // turns to write (a sink's Write of one key is never concurrent); one
 // whose context ends while it waits gets the cause; a stream on another

@@ -156,7 +156,7 @@ func (f *fakeWriter) CommittedEpoch(_ context.Context, writer string) (int64, bo
 func (f *fakeWriter) Contract() writers.Contract {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return writers.Contract{Delivery: "exactly-once", AggregatesDescriptors: !f.single}
+	return writers.Contract{Delivery: "exactly-once", AggregatesDescriptors: !f.single, Rewrites: f.single}
 }
 func (f *fakeWriter) Check(context.Context) error { return nil }
 

@@ -78,6 +78,11 @@ type Contract struct {
 	// AggregatesDescriptors is true when Commit can publish descriptors
 	// precommitted by other servers in one sink commit.
 	AggregatesDescriptors bool
+	// Rewrites is true when Commit rewrites or marks rows the transaction
+	// read (upsert, merge_insert), so that a concurrent commit can refuse
+	// it for good (ErrConflict): such endpoints of a transaction commit
+	// before its others.
+	Rewrites bool
 }
 
 // Writer lands rows in one endpoint's sink.

@@ -160,6 +160,7 @@ func (w *Writer) Contract() writers.Contract {
 		// An upsert is planned against one snapshot by one server: two
 		// plans made apart cannot be published together (upsertOf).
 		AggregatesDescriptors: w.cfg.WriteMode != ModeUpsert,
+		Rewrites:              w.cfg.WriteMode == ModeUpsert,
 	}
 }
 

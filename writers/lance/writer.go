@@ -142,7 +142,8 @@ func (w *Writer) Close(ctx context.Context) error {
 // aggregate.
 func (w *Writer) Contract() writers.Contract {
 	return writers.Contract{Delivery: "exactly-once", Modes: []string{ModeAppend, ModeMergeInsert},
-		AggregatesDescriptors: w.cfg.WriteMode != ModeMergeInsert}
+		AggregatesDescriptors: w.cfg.WriteMode != ModeMergeInsert,
+		Rewrites:              w.cfg.WriteMode == ModeMergeInsert}
 }
 
 // Schema returns the dataset's schema, or nil before the dataset exists,
