@@ -239,6 +239,24 @@ func (c *Coordinator) refusedEverywhere(t *txn, errs []error) bool {
 	return true
 }
 
+// publishedNowhere asks every sink of t's decision whether t's epoch is
+// committed there: t.done is this process's memory, and a process that
+// published an endpoint and crashed before journaling it left a decision
+// whose retry may now be refused (the table changed meanwhile) though its
+// epoch is in the table. Any doubt (a sink that cannot answer) is false.
+func (c *Coordinator) publishedNowhere(ctx context.Context, t *txn) bool {
+	c.mu.Lock()
+	eps := slices.Sorted(maps.Keys(t.decision))
+	c.mu.Unlock()
+	for _, ep := range eps {
+		e, ok, err := c.committedEpoch(ctx, ep, t.id.writer)
+		if err != nil || ok && e >= t.id.epoch {
+			return false
+		}
+	}
+	return true
+}
+
 // abortDecided undoes t's decided commit after refusedEverywhere: it
 // journals the abort (which clears the decision), rolls the participants
 // back and returns cause, of its class, telling the client to replay.
@@ -349,7 +367,7 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 		errs = c.commitJobs(ctx, t, others)
 	}
 	if err := errors.Join(errs...); err != nil {
-		if c.refusedEverywhere(t, errs) {
+		if c.refusedEverywhere(t, errs) && c.publishedNowhere(ctx, t) {
 			return c.abortDecided(ctx, t, err)
 		}
 		return Status{}, fmt.Errorf("%w (the commit is decided and kept: retry commit to finish it)", err)

@@ -668,6 +668,22 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 		t.Fatalf("refusal beside an unknown outcome: %v, want the decision kept", err)
 	}
 	fx.mustState("w", 2, StatePrecommitted)
+
+	// A refusal of an epoch a crashed process already published on a
+	// sink (the journal never said so): the sink is asked, the decision
+	// stays.
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
+	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = nil })
+	fx.write("x", 1, "a", 1)
+	fx.c.Precommit(bg, "x", 1)
+	fx.eps["a"].set(func(f *fakeWriter) {
+		f.committed["x"] = 1 // published by a process that crashed
+		f.failCommit = invalid
+	})
+	if _, err := fx.c.Commit(bg, "x", 1, nil); !strings.Contains(fmt.Sprint(err), "decided and kept") {
+		t.Fatalf("refusal of an epoch the sink holds: %v, want the decision kept", err)
+	}
+	fx.mustState("x", 1, StatePrecommitted)
 }
 
 // TestCommitRewritesFirst: an endpoint that rewrites what the transaction
