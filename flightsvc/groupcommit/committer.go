@@ -339,7 +339,10 @@ func (c *Committer) publish(g *group) (info writers.CommitInfo, err error) {
 			return info, nil
 		case !errors.Is(err, writers.ErrOutcomeUnknown):
 			return rollback(fmt.Errorf("commit: %w", err))
-		case try == unknownRetries:
+		case try == unknownRetries || len(g.seqs) == 0:
+			// Without seqs a retry has no replay check: a first commit
+			// landing late (an object store's lost answer) and the retry
+			// would both publish the rows.
 			return c.settleUnknown(ctx, g, err)
 		}
 		c.log.Warn("group commit outcome unknown; trying again", "try", try+1, "err", err)

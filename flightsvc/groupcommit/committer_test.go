@@ -388,6 +388,29 @@ func TestGroupCommitUnknownOutcomeIsRetried(t *testing.T) {
 	}
 }
 
+// TestGroupCommitUnknownOutcomeWithoutSeqsIsNotRetried: a group of batches
+// without seqs has no replay check, so a commit whose answer was lost is
+// not tried again (a first commit landing late and the retry would both
+// publish): the stream fails with the unknown outcome, published once.
+func TestGroupCommitUnknownOutcomeWithoutSeqsIsNotRetried(t *testing.T) {
+	sink := newFakeSink()
+	sink.failCommit = []error{writers.Errorf(writers.ErrOutcomeUnknown, "lost answer")}
+	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+	s, _, err := c.Open(t.Context(), "w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write(t, s, 10, NoSeq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Close(t.Context()); err == nil || !strings.Contains(err.Error(), "lost answer") {
+		t.Fatalf("close: %v, want the failed group's lost answer", err)
+	}
+	if _, commits := sink.state(); commits != 1 {
+		t.Fatalf("%d commits, want the first only", commits)
+	}
+}
+
 // TestGroupCommitBadBatchFailsOnlyItsStream: a Write refused as invalid
 // (nothing staged) in a group other streams share is tried again alone in
 // a fresh group: refused again, it fails that stream only; accepted (the
