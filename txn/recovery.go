@@ -13,9 +13,10 @@ import (
 // recover rebuilds the state from the journal's records, then aborts the
 // open transactions (their streams died with the previous process) and
 // finishes the decided commits. Precommitted transactions stay as they
-// are, with at least a whole TTL from now: their clients could not commit
-// while the server was down, and a restart longer than the TTL would
-// otherwise roll back every one of them at once.
+// are, with at least a whole TTL from now (no later than MaxTTL after
+// their precommit, the age past which vacuum may take unreferenced files):
+// their clients could not commit while the server was down, and a restart
+// longer than the TTL would otherwise roll back every one of them at once.
 func (c *Coordinator) recover(ctx context.Context, jrs []journal.Record) error {
 	c.mu.Lock()
 	for _, jr := range jrs {
@@ -36,7 +37,11 @@ func (c *Coordinator) recover(ctx context.Context, jrs []journal.Record) error {
 			decided = append(decided, t)
 		case t.state == StatePrecommitted:
 			precommitted++
-			if d := c.now().Add(t.ttl); t.deadline.Before(d) {
+			d := c.now().Add(t.ttl)
+			if limit := t.since.Add(MaxTTL); d.After(limit) {
+				d = limit
+			}
+			if t.deadline.Before(d) {
 				t.deadline = d
 			}
 		}

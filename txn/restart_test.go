@@ -69,6 +69,16 @@ func TestRestartLongerThanTTLKeepsPrecommitted(t *testing.T) {
 	fx.clock.Advance(fx.c.ttl)
 	fx.c.expireNow(fx.clock.Now())
 	fx.mustState("w", 1, StateAborted)
+
+	// Never past MaxTTL from its precommit: vacuum may take older files.
+	fx.write("v", 1, "a", 7)
+	if _, err := fx.c.Precommit(bg, "v", 1); err != nil {
+		t.Fatal(err)
+	}
+	fx.clock.Advance(MaxTTL)
+	fx.restart()
+	fx.c.expireNow(fx.clock.Now())
+	fx.mustState("v", 1, StateAborted)
 }
 
 func TestRestartAbortsOpen(t *testing.T) {

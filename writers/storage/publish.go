@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -43,6 +44,10 @@ func Publish(ctx context.Context, s getPutter, key string, data []byte) error {
 	if err == nil || refused(err) || errors.Is(err, writers.ErrOutcomeUnknown) {
 		return err
 	}
+	if throttled(err) {
+		// Turned away before the store did anything: nothing can land.
+		return writers.Errorf(writers.ErrUnavailable, "storage: publish %q: nothing was published: %w", key, err)
+	}
 	// The put may have landed: its answer lost, or an SDK's retry of it
 	// finding the object the first attempt wrote. Read key to tell.
 	taken := errors.Is(err, ErrAlreadyExists)
@@ -60,6 +65,14 @@ func Publish(ctx context.Context, s getPutter, key string, data []byte) error {
 		return fmt.Errorf("storage: publish %q: %w: the put failed and %s is absent, but the store may still be writing it: %w", key, writers.ErrOutcomeUnknown, key, err)
 	}
 	return fmt.Errorf("storage: publish %q: %w: %s cannot be read back: %w", key, writers.ErrOutcomeUnknown, key, errors.Join(err, gerr))
+}
+
+// throttled reports whether err is a store's answer that it turned the
+// request away unprocessed (429 Too Many Requests, 503 Slow Down /
+// Server Busy), which an SDK gives only once its own retries are spent.
+func throttled(err error) bool {
+	s := httpStatus(err)
+	return s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable
 }
 
 // refused reports whether err is a store's definite refusal of a write

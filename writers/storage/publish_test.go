@@ -3,6 +3,7 @@ package storage
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -25,6 +26,12 @@ func (s *faultyStore) Get(context.Context, string) ([]byte, error) {
 	s.getCall = true
 	return s.got, s.getErr
 }
+
+// httpError is a driver's error carrying an HTTP status, as the AWS SDK's.
+type httpError int
+
+func (e httpError) Error() string       { return fmt.Sprintf("HTTP %d", int(e)) }
+func (e httpError) HTTPStatusCode() int { return int(e) }
 
 // Every sink classes a failed publish the same way: the same storage
 // fault used to be Unavailable in Delta and "outcome unknown" in Lance.
@@ -52,6 +59,8 @@ func TestPublishClassesOutcomes(t *testing.T) {
 		{"absent from a store", faultyStore{putErr: unreachable, getErr: &Error{Class: ErrNotExist}}, writers.ErrOutcomeUnknown, nil, true},
 		// Linked, its folder not synced: visible, but a crash may lose it.
 		{"landed, not durable", faultyStore{putErr: writers.Errorf(writers.ErrOutcomeUnknown, "folder not synced"), got: data}, writers.ErrOutcomeUnknown, nil, false},
+		// Turned away unprocessed: nothing can land, no read needed.
+		{"throttled", faultyStore{putErr: &Error{Class: writers.ErrUnavailable, Err: httpError(503)}}, writers.ErrUnavailable, writers.ErrOutcomeUnknown, false},
 		{"cannot tell", faultyStore{putErr: unreachable, getErr: unreachable}, writers.ErrOutcomeUnknown, nil, true},
 	}
 	for _, tt := range tests {
