@@ -150,10 +150,14 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 		// client gives up, and the epoch cannot start afresh without it.
 		if t.streams == 0 && t.rollingBack == 0 && len(t.discard) > 0 {
 			c.mu.Unlock()
-			if err := c.discardParts(ctx, t); err != nil {
+			if err := c.discardPartsWithin(ctx, t, beginRollbackWait); err != nil {
 				return writers.Errorf(writers.ErrUnavailable, "txn: %s was aborted and rolling back its last attempt failed again: %w: retry once the sink is reachable", t.id, err)
 			}
 			c.mu.Lock()
+			if t.gone {
+				c.mu.Unlock()
+				return writers.Errorf(writers.ErrUnavailable, "txn: %s was forgotten while its last attempt was rolled back: begin it again", t.id)
+			}
 		}
 		// The key is the same for every incarnation of the epoch: the old
 		// one's streams and rollbacks must be over before new data comes.

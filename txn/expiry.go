@@ -34,7 +34,9 @@ func (c *Coordinator) expireNow(now time.Time) {
 	c.mu.Lock()
 	for _, t := range c.txns {
 		switch {
-		case !t.live() && !t.pending && now.Sub(t.ended) >= c.retention:
+		case !t.live() && !t.pending && now.Sub(t.ended) >= c.retention && len(t.discard) == 0 && t.rollingBack == 0:
+			// One whose rollback failed stays: beginning it again retries
+			// the rollback, which must not be forgotten.
 			c.dropLocked(t)
 		case t.expiredLocked(now):
 			expired = append(expired, t)

@@ -110,9 +110,15 @@ func TestBeginRetriesFailedRollback(t *testing.T) {
 	if _, err := fx.c.Begin(bg, "w", 1, 0); !errors.Is(err, writers.ErrUnavailable) || !strings.Contains(err.Error(), "storage down") {
 		t.Fatalf("begin while the sink is down: %v, want Unavailable naming the cause", err)
 	}
+	// Past the retention the transaction is kept: its rollback is owed.
+	fx.clock.Advance(2 * fx.c.retention)
+	fx.c.expireNow(fx.clock.Now())
 	fx.eps["a"].set(func(f *fakeWriter) { f.failRollback = nil })
 	if _, err := fx.c.Begin(bg, "w", 1, 0); err != nil {
 		t.Fatalf("begin once the sink is back: %v", err)
+	}
+	if _, _, rollbacks, _ := fx.eps["a"].counts(); rollbacks != 1 {
+		t.Fatalf("%d rollbacks of the aborted attempt, want 1", rollbacks)
 	}
 	fx.write("w", 1, "a", 1)
 	fx.c.Precommit(bg, "w", 1)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -150,6 +151,16 @@ func (c *Coordinator) discardPrecommitted(ctx context.Context, t *txn, descs map
 // so then the last Stream.Done does it. Failed endpoints stay listed for a
 // later Rollback call.
 func (c *Coordinator) discardParts(ctx context.Context, t *txn) error {
+	return c.discardPartsWithin(ctx, t, c.commitTimeout)
+}
+
+// beginRollbackWait bounds the rollback a begin retries (the begin holds
+// the transaction's op lock meanwhile; clients retry begins for 30 s).
+const beginRollbackWait = 10 * time.Second
+
+// discardPartsWithin is discardParts with the sinks' rollbacks bounded by
+// d.
+func (c *Coordinator) discardPartsWithin(ctx context.Context, t *txn, d time.Duration) error {
 	c.mu.Lock()
 	if t.streams > 0 {
 		c.mu.Unlock()
@@ -169,7 +180,7 @@ func (c *Coordinator) discardParts(ctx context.Context, t *txn) error {
 		t.rollingBack--
 		c.mu.Unlock()
 	}()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
 	defer cancel()
 	var failed []string
 	var errs []error
