@@ -182,9 +182,12 @@ type commitJob struct {
 	descs    []writers.Descriptor
 }
 
-// commitJobs runs the sink commits of jobs concurrently, recording each
-// that succeeds in t.done, and returns their errors.
+// commitJobs runs the sink commits of jobs concurrently, within the
+// commit timeout (each phase of finish its own) whatever ctx says,
+// recording each that succeeds in t.done, and returns their errors.
 func (c *Coordinator) commitJobs(ctx context.Context, t *txn, jobs []commitJob) []error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
+	defer cancel()
 	errs := make([]error, len(jobs))
 	var wg sync.WaitGroup
 	for i, jb := range jobs {
@@ -352,7 +355,9 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 		if _, ok := t.done[ep]; ok {
 			continue
 		}
-		if w, ok := c.eps.Writer(ep); ok && w.Contract().Rewrites {
+		// An endpoint no longer configured goes first too: it may be a
+		// rewriting one, and fails (NotFound) before the others publish.
+		if w, ok := c.eps.Writer(ep); !ok || w.Contract().Rewrites {
 			rewrites = append(rewrites, commitJob{ep, ds})
 		} else {
 			others = append(others, commitJob{ep, ds})
@@ -360,12 +365,13 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 	}
 	c.mu.Unlock()
 
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
-	defer cancel()
 	errs := c.commitJobs(ctx, t, rewrites)
 	if errors.Join(errs...) == nil {
 		errs = c.commitJobs(ctx, t, others)
 	}
+	// Undoing or journaling the outcome is not the client's to cancel.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
+	defer cancel()
 	if err := errors.Join(errs...); err != nil {
 		if c.refusedEverywhere(t, errs) && c.publishedNowhere(ctx, t) {
 			return c.abortDecided(ctx, t, err)

@@ -150,18 +150,28 @@ func TestRestartFinishesDecidedCommit(t *testing.T) {
 	}
 }
 
+// TestRestartKeepsDecisionForMissingEndpoint: a decided commit with an
+// endpoint no longer configured is kept, and its other endpoints wait for
+// it (the missing one may be an upsert a concurrent commit can refuse: it
+// must not be left half published); restored, the commit finishes.
 func TestRestartKeepsDecisionForMissingEndpoint(t *testing.T) {
 	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
 	fx.write("w", 1, "b", 1)
 	fx.c.Precommit(bg, "w", 1)
 	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = writers.Errorf(writers.ErrUnavailable, "down") })
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = writers.Errorf(writers.ErrUnavailable, "down") })
 	fx.c.Commit(bg, "w", 1, nil)
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
 	fx.c.Close()
 	fx.c = nil
 	b := fx.eps["b"]
 	delete(fx.eps, "b")
 	fx.open()
 	fx.mustState("w", 1, StatePrecommitted)
+	if _, commits, _, _ := fx.eps["a"].counts(); commits != 0 {
+		t.Fatalf("endpoint a committed %d times while b is missing, want 0", commits)
+	}
 	b.set(func(f *fakeWriter) { f.failCommit = nil })
 	fx.eps["b"] = b
 	if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.State != StateCommitted {
