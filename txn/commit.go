@@ -242,6 +242,21 @@ func (c *Coordinator) refusedEverywhere(t *txn, errs []error) bool {
 	return true
 }
 
+// laterLive reports whether t's writer has a later epoch open or
+// precommitted: undoing t would let that one commit first (t being no
+// longer live), and a replay of t would then read as a replay of an older
+// epoch and be dropped. The decision is kept instead.
+func (c *Coordinator) laterLive(t *txn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := range c.liveByWriter[t.id.writer] {
+		if e > t.id.epoch {
+			return true
+		}
+	}
+	return false
+}
+
 // publishedNowhere asks every sink of t's decision whether t's epoch is
 // committed there: t.done is this process's memory, and a process that
 // published an endpoint and crashed before journaling it left a decision
@@ -373,7 +388,7 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
 	defer cancel()
 	if err := errors.Join(errs...); err != nil {
-		if c.refusedEverywhere(t, errs) && c.publishedNowhere(ctx, t) {
+		if c.refusedEverywhere(t, errs) && !c.laterLive(t) && c.publishedNowhere(ctx, t) {
 			return c.abortDecided(ctx, t, err)
 		}
 		return Status{}, fmt.Errorf("%w (the commit is decided and kept: retry commit to finish it)", err)

@@ -684,6 +684,20 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 		t.Fatalf("refusal of an epoch the sink holds: %v, want the decision kept", err)
 	}
 	fx.mustState("x", 1, StatePrecommitted)
+
+	// A refusal while a later epoch of the writer is precommitted: undoing
+	// this one would let the later commit first and this replay be
+	// dropped; the decision stays.
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
+	fx.write("y", 1, "a", 1)
+	fx.c.Precommit(bg, "y", 1)
+	fx.write("y", 2, "a", 1)
+	fx.c.Precommit(bg, "y", 2)
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = invalid })
+	if _, err := fx.c.Commit(bg, "y", 1, nil); !strings.Contains(fmt.Sprint(err), "decided and kept") {
+		t.Fatalf("refusal with a later epoch precommitted: %v, want the decision kept", err)
+	}
+	fx.mustState("y", 1, StatePrecommitted)
 }
 
 // TestCommitRewritesFirst: an endpoint that rewrites what the transaction

@@ -126,8 +126,9 @@ type Writer interface {
 	// each references only objects under the sink's own root, that exist
 	// as stated, and returns ErrInvalid naming the endpoint, the
 	// descriptor's index and the file otherwise. ErrInvalid and ErrConflict
-	// mean nothing was published and a retry would be refused alike: a
-	// decided commit refused so by every endpoint is undone.
+	// mean nothing was published (a Kafka sink's dead-letter records
+	// excepted: they are at-least-once) and a retry would be refused
+	// alike: a decided commit refused so by every endpoint is undone.
 	Commit(ctx context.Context, key TxnKey, descs []Descriptor) (CommitInfo, error)
 	// Rollback discards what is staged or precommitted for key. Unknown
 	// keys are a no-op. Rollback is idempotent.
