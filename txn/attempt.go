@@ -125,7 +125,7 @@ func (c *Coordinator) checkFencedElsewhere(ctx context.Context, t *txn, endpoint
 // elsewhere racing it could publish them anyway).
 func (c *Coordinator) markFenced(ctx context.Context, t *txn) {
 	c.mu.Lock()
-	precommitted, attempt := t.state == StatePrecommitted && t.decision == nil, t.attempt
+	precommitted, attempt := t.state == StatePrecommitted && (t.decision == nil || t.undoing), t.attempt
 	eps := slices.Sorted(maps.Keys(t.parts))
 	c.mu.Unlock()
 	if !precommitted || attempt == "" {

@@ -320,9 +320,10 @@ func (fx *fixture) discardedOf(endpoint string) []string {
 
 // TestAbortedPrecommitsDeleteTheirFiles: when no other server can hold
 // this server's descriptors (Options.DiscardPrecommitted), a precommitted
-// attempt that is rolled back, fenced by a new begin, expired, or rolled
-// back after a restart has its precommit's files deleted by the sink; an
-// open one only rolls back, and with a shared key nothing is deleted.
+// attempt that is rolled back, fenced by a new begin, expired, rolled back
+// after a restart, or whose decided commit every sink refused has its
+// precommit's files deleted by the sink; an open one only rolls back, and
+// with a shared key nothing is deleted.
 func TestAbortedPrecommitsDeleteTheirFiles(t *testing.T) {
 	precommit := func(fx *fixture, writer string) {
 		t.Helper()
@@ -351,11 +352,17 @@ func TestAbortedPrecommitsDeleteTheirFiles(t *testing.T) {
 	if _, err := fx.c.Rollback(bg, "restarted", 1); err != nil {
 		t.Fatal(err)
 	}
+	precommit(fx, "refused")
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = writers.Errorf(writers.ErrConflict, "a concurrent commit won") })
+	if _, err := fx.c.Commit(bg, "refused", 1, nil); !errors.Is(err, writers.ErrConflict) {
+		t.Fatalf("refused commit: %v", err)
+	}
+	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
 	fx.write("open", 1, "a", 3)
 	if _, err := fx.c.Rollback(bg, "open", 1); err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"a/rolled@1", "a/fenced@1", "a/expired@1", "a/restarted@1"}
+	want := []string{"a/rolled@1", "a/fenced@1", "a/expired@1", "a/restarted@1", "a/refused@1"}
 	if got := fx.discardedOf("a"); !slices.Equal(got, want) {
 		t.Fatalf("discarded %q, want %q", got, want)
 	}

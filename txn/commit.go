@@ -279,7 +279,14 @@ func (c *Coordinator) publishedNowhere(ctx context.Context, t *txn) bool {
 // journals the abort (which clears the decision), rolls the participants
 // back and returns cause, of its class, telling the client to replay.
 func (c *Coordinator) abortDecided(ctx context.Context, t *txn, cause error) (Status, error) {
-	if err := c.abort(ctx, t, false); err != nil && c.isLive(t) {
+	c.mu.Lock()
+	t.undoing = true
+	c.mu.Unlock()
+	err := c.abort(ctx, t, false)
+	c.mu.Lock()
+	t.undoing = false
+	c.mu.Unlock()
+	if err != nil && c.isLive(t) {
 		return Status{}, errors.Join(cause, err)
 	}
 	c.logger.Warn("txn: decided commit refused by every endpoint, nothing published: aborted", "txn", t.id.String(), "err", cause)

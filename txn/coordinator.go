@@ -71,6 +71,10 @@ type txn struct {
 	parts   map[string]*part
 	streams int    // streams joined and not Done
 	poison  string // why a stream failed
+	// undoing: abortDecided is undoing the decision, which the abort's
+	// record clears: its attempt is fenced and its precommitted files
+	// discarded as a precommitted transaction's are.
+	undoing bool
 	// decision is non-nil once the commit is decided and until it is
 	// finished: endpoint → descriptors to commit.
 	decision map[string][]writers.Descriptor

@@ -105,7 +105,7 @@ func (c *Coordinator) ownPrecommits(t *txn) map[string]writers.Descriptor {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t.state != StatePrecommitted || t.decision != nil {
+	if t.state != StatePrecommitted || t.decision != nil && !t.undoing {
 		return nil
 	}
 	descs := make(map[string]writers.Descriptor, len(t.parts))
