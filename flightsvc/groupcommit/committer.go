@@ -113,6 +113,10 @@ type group struct {
 	done    chan struct{}
 	err     error
 	version int64
+	// settled: its commit's outcome was unknown and settleUnknown found
+	// every seq recorded; whether by this commit or an earlier one, nothing
+	// tells, so its rows without seq are neither acked nor resent.
+	settled bool
 }
 
 func newGroup() *group {
@@ -339,10 +343,11 @@ func (c *Committer) publish(g *group) (info writers.CommitInfo, err error) {
 			return info, nil
 		case !errors.Is(err, writers.ErrOutcomeUnknown):
 			return rollback(fmt.Errorf("commit: %w", err))
-		case try == unknownRetries || len(g.seqs) == 0:
-			// Without seqs a retry has no replay check: a first commit
-			// landing late (an object store's lost answer) and the retry
-			// would both publish the rows.
+		case try == unknownRetries || len(g.unseq) > 0:
+			// Rows without seq have no replay check: a first commit
+			// landing late (an object store's lost answer) and a retry
+			// would both publish them, or the retry answer Replayed
+			// and have them resent.
 			return c.settleUnknown(ctx, g, err)
 		}
 		c.log.Warn("group commit outcome unknown; trying again", "try", try+1, "err", err)
@@ -378,6 +383,7 @@ func (c *Committer) settleUnknown(ctx context.Context, g *group, cause error) (w
 		}
 	}
 	c.log.Info("group commit outcome was unknown; the sink records all its seqs: it landed", "writers", len(g.seqs))
+	g.settled = true
 	return writers.CommitInfo{Version: writers.NoVersion, Replayed: true}, nil
 }
 
@@ -398,6 +404,10 @@ func (c *Committer) finish(g *group, info writers.CommitInfo, err error) {
 	} else {
 		for s, rows := range g.members {
 			if info.Replayed && g.unseq[s] > 0 {
+				if g.settled {
+					s.failLocked(c.unseqUnknown(g, s))
+					continue
+				}
 				// A replay publishes nothing: the seqs were recorded by
 				// an earlier attempt, or by another server, whose commit
 				// holds none of these rows without seq.
@@ -453,6 +463,10 @@ func (c *Committer) failGroupLocked(g *group, err error) {
 	for s := range g.members {
 		affected[s.writer] = true
 		s.lost = true
+		if g.unseq[s] > 0 && errors.Is(err, writers.ErrOutcomeUnknown) {
+			s.failLocked(c.unseqUnknown(g, s))
+			continue
+		}
 		s.failLocked(cause)
 	}
 	for s := range c.cur.members {
@@ -460,6 +474,13 @@ func (c *Committer) failGroupLocked(g *group, err error) {
 			c.cur.poisoned = fmt.Errorf("an earlier group commit holding rows of writer %q failed: %w", s.writer, err)
 		}
 	}
+}
+
+// unseqUnknown is the failure of stream s whose rows without seq in g
+// may or may not have been published: resending them could duplicate
+// them, so the class stays an unknown outcome.
+func (c *Committer) unseqUnknown(g *group, s *Stream) error {
+	return fmt.Errorf("endpoint %q: %d rows this stream sent without seq may have been published (%w: their group commit's answer was lost): check the table before sending them again; rows with seqs resume from the durable seq", c.endpoint, g.unseq[s], writers.ErrOutcomeUnknown)
 }
 
 // forgetLocked drops writer's state once it has no open stream and no

@@ -403,11 +403,40 @@ func TestGroupCommitUnknownOutcomeWithoutSeqsIsNotRetried(t *testing.T) {
 	if _, err := write(t, s, 10, NoSeq); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Close(t.Context()); err == nil || !strings.Contains(err.Error(), "lost answer") {
-		t.Fatalf("close: %v, want the failed group's lost answer", err)
+	if _, err := s.Close(t.Context()); !errors.Is(err, writers.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "check the table before sending them again") {
+		t.Fatalf("close: %v, want an unknown outcome telling to check before resending", err)
 	}
 	if _, commits := sink.state(); commits != 1 {
 		t.Fatalf("%d commits, want the first only", commits)
+	}
+}
+
+// TestGroupCommitUnknownOutcomeMixedGroup: a group holding a stream with
+// seqs and one without, whose commit landed but lost its answer, is not
+// committed again; the seqs tell it landed (the first stream is acked),
+// while the rows without seq are answered as an unknown outcome, not
+// "send them again" (they were in the commit that landed).
+func TestGroupCommitUnknownOutcomeMixedGroup(t *testing.T) {
+	sink := newFakeSink()
+	sink.failCommit = []error{writers.Errorf(writers.ErrOutcomeUnknown, "lost answer")}
+	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
+	withSeq, _, _ := c.Open(t.Context(), "seq")
+	without, _, _ := c.Open(t.Context(), "noseq")
+	if _, err := write(t, withSeq, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write(t, without, 5, NoSeq); err != nil {
+		t.Fatal(err)
+	}
+	c.kickNow()
+	if last, err := withSeq.Close(t.Context()); err != nil || last.DurableSeq != 0 {
+		t.Fatalf("stream with seqs: %+v %v, want durable seq 0", last, err)
+	}
+	if _, err := without.Close(t.Context()); !errors.Is(err, writers.ErrOutcomeUnknown) {
+		t.Fatalf("stream without seqs: %v, want an unknown outcome", err)
+	}
+	if published, commits := sink.state(); published != 15 || commits != 1 {
+		t.Fatalf("published %d rows in %d commits, want 15 in 1", published, commits)
 	}
 }
 

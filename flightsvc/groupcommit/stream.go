@@ -239,7 +239,9 @@ func (s *Stream) stage(ctx context.Context, rec arrow.RecordBatch, seq, size int
 	g.bytes += size
 	g.written = append(g.written, now)
 	if seq == NoSeq {
-		g.unseq[s] += rows
+		if rows > 0 {
+			g.unseq[s] += rows
+		}
 	} else {
 		if i, ok := g.seqAt[s.writer]; ok {
 			g.seqs[i].Last = seq
