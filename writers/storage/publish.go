@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -37,16 +36,14 @@ type getPutter interface {
 //   - writers.ErrOutcomeUnknown when neither the put nor a read of key can
 //     tell whether it landed or will: an object store's key read absent
 //     after a put whose answer was lost (the store may still be writing
-//     it: a timeout after the body was sent), and a put that reported its
-//     outcome unknown itself (linked, but its folder not synced).
+//     it: a timeout after the body was sent; a 503 only describes the
+//     SDK's last attempt, not an earlier one whose answer was lost), and
+//     a put that reported its outcome unknown itself (linked, but its
+//     folder not synced).
 func Publish(ctx context.Context, s getPutter, key string, data []byte) error {
 	err := s.PutIfAbsent(ctx, key, data)
 	if err == nil || refused(err) || errors.Is(err, writers.ErrOutcomeUnknown) {
 		return err
-	}
-	if throttled(err) {
-		// Turned away before the store did anything: nothing can land.
-		return writers.Errorf(writers.ErrUnavailable, "storage: publish %q: nothing was published: %w", key, err)
 	}
 	// The put may have landed: its answer lost, or an SDK's retry of it
 	// finding the object the first attempt wrote. Read key to tell.
@@ -65,14 +62,6 @@ func Publish(ctx context.Context, s getPutter, key string, data []byte) error {
 		return fmt.Errorf("storage: publish %q: %w: the put failed and %s is absent, but the store may still be writing it: %w", key, writers.ErrOutcomeUnknown, key, err)
 	}
 	return fmt.Errorf("storage: publish %q: %w: %s cannot be read back: %w", key, writers.ErrOutcomeUnknown, key, errors.Join(err, gerr))
-}
-
-// throttled reports whether err is a store's answer that it turned the
-// request away unprocessed (429 Too Many Requests, 503 Slow Down /
-// Server Busy), which an SDK gives only once its own retries are spent.
-func throttled(err error) bool {
-	s := httpStatus(err)
-	return s == http.StatusTooManyRequests || s == http.StatusServiceUnavailable
 }
 
 // refused reports whether err is a store's definite refusal of a write

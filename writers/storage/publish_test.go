@@ -59,8 +59,10 @@ func TestPublishClassesOutcomes(t *testing.T) {
 		{"absent from a store", faultyStore{putErr: unreachable, getErr: &Error{Class: ErrNotExist}}, writers.ErrOutcomeUnknown, nil, true},
 		// Linked, its folder not synced: visible, but a crash may lose it.
 		{"landed, not durable", faultyStore{putErr: writers.Errorf(writers.ErrOutcomeUnknown, "folder not synced"), got: data}, writers.ErrOutcomeUnknown, nil, false},
-		// Turned away unprocessed: nothing can land, no read needed.
-		{"throttled", faultyStore{putErr: &Error{Class: writers.ErrUnavailable, Err: httpError(503)}}, writers.ErrUnavailable, writers.ErrOutcomeUnknown, false},
+		// A 503 after the SDK's retries says nothing of an earlier attempt
+		// whose answer was lost: read back, and absent from a store is
+		// still unknown.
+		{"throttled", faultyStore{putErr: &Error{Class: writers.ErrUnavailable, Err: httpError(503)}, getErr: &Error{Class: ErrNotExist}}, writers.ErrOutcomeUnknown, nil, true},
 		{"cannot tell", faultyStore{putErr: unreachable, getErr: unreachable}, writers.ErrOutcomeUnknown, nil, true},
 	}
 	for _, tt := range tests {
