@@ -279,13 +279,17 @@ func (c *Coordinator) publishedNowhere(ctx context.Context, t *txn) bool {
 // journals the abort (which clears the decision), rolls the participants
 // back and returns cause, of its class, telling the client to replay.
 func (c *Coordinator) abortDecided(ctx context.Context, t *txn, cause error) (Status, error) {
-	c.mu.Lock()
-	t.undoing = true
-	c.mu.Unlock()
-	err := c.abort(ctx, t, false)
-	c.mu.Lock()
-	t.undoing = false
-	c.mu.Unlock()
+	err := func() error {
+		c.mu.Lock()
+		t.undoing = true
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			t.undoing = false
+			c.mu.Unlock()
+		}()
+		return c.abort(ctx, t, false)
+	}()
 	if err != nil && c.isLive(t) {
 		return Status{}, errors.Join(cause, err)
 	}
@@ -395,7 +399,9 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
 	defer cancel()
 	if err := errors.Join(errs...); err != nil {
-		if c.refusedEverywhere(t, errs) && !c.laterLive(t) && c.publishedNowhere(ctx, t) {
+		// laterLive again after the sinks' answers: a later epoch may
+		// have been begun while they were read.
+		if c.refusedEverywhere(t, errs) && !c.laterLive(t) && c.publishedNowhere(ctx, t) && !c.laterLive(t) {
 			return c.abortDecided(ctx, t, err)
 		}
 		return Status{}, fmt.Errorf("%w (the commit is decided and kept: retry commit to finish it)", err)

@@ -72,8 +72,8 @@ type txn struct {
 	streams int    // streams joined and not Done
 	poison  string // why a stream failed
 	// undoing: abortDecided is undoing the decision, which the abort's
-	// record clears: its attempt is fenced and its precommitted files
-	// discarded as a precommitted transaction's are.
+	// record clears: its attempt is fenced as a precommitted
+	// transaction's is (its files are left to vacuum).
 	undoing bool
 	// decision is non-nil once the commit is decided and until it is
 	// finished: endpoint → descriptors to commit.

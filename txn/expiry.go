@@ -35,8 +35,12 @@ func (c *Coordinator) expireNow(now time.Time) {
 	for _, t := range c.txns {
 		switch {
 		case !t.live() && !t.pending && now.Sub(t.ended) >= c.retention && len(t.discard) == 0 && t.rollingBack == 0:
-			// One whose rollback failed stays: beginning it again retries
-			// the rollback, which must not be forgotten.
+			c.dropLocked(t)
+		case !t.live() && !t.pending && now.Sub(t.ended) >= owedRollbackKeep && t.rollingBack == 0:
+			// One whose rollback failed stays past the retention
+			// (beginning it again retries the rollback), but not for
+			// ever: its staged files are then vacuum's.
+			c.logger.Warn("txn: forgetting an aborted transaction whose rollback kept failing; its staged files are left to vacuum", "writer", t.id.writer, "epoch", t.id.epoch, "endpoints", t.discard)
 			c.dropLocked(t)
 		case t.expiredLocked(now):
 			expired = append(expired, t)
@@ -58,6 +62,10 @@ func (c *Coordinator) expireNow(now time.Time) {
 		t.op.Unlock()
 	}
 }
+
+// owedRollbackKeep is how long an aborted transaction whose rollback
+// failed is kept, for a begin of its epoch to retry the rollback.
+const owedRollbackKeep = 24 * time.Hour
 
 // expiredLocked reports whether t is due for expiry at now.
 func (t *txn) expiredLocked(now time.Time) bool {

@@ -120,6 +120,19 @@ func TestBeginRetriesFailedRollback(t *testing.T) {
 	if _, _, rollbacks, _ := fx.eps["a"].counts(); rollbacks != 1 {
 		t.Fatalf("%d rollbacks of the aborted attempt, want 1", rollbacks)
 	}
+
+	// Not for ever: a rollback failing for a day is left to vacuum.
+	fx.write("v", 1, "a", 1)
+	fx.eps["a"].set(func(f *fakeWriter) { f.failRollback = writers.Errorf(writers.ErrUnavailable, "storage down") })
+	fx.c.Rollback(bg, "v", 1)
+	fx.clock.Advance(owedRollbackKeep)
+	fx.c.expireNow(fx.clock.Now())
+	fx.c.mu.Lock()
+	_, kept := fx.c.txns[txnID{"v", 1}]
+	fx.c.mu.Unlock()
+	if kept {
+		t.Fatal("an aborted transaction owing a rollback for a day is still kept")
+	}
 	fx.write("w", 1, "a", 1)
 	fx.c.Precommit(bg, "w", 1)
 	if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.State != StateCommitted {

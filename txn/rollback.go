@@ -105,7 +105,11 @@ func (c *Coordinator) ownPrecommits(t *txn) map[string]writers.Descriptor {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if t.state != StatePrecommitted || t.decision != nil && !t.undoing {
+	if t.state != StatePrecommitted || t.decision != nil {
+		// An undone decision's files are left to vacuum: its undoing
+		// rests on the sinks' committed epochs, whose memory is finite
+		// (a vacuumed Lance history), and a wrong answer must not delete
+		// files a published version names.
 		return nil
 	}
 	descs := make(map[string]writers.Descriptor, len(t.parts))
