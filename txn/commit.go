@@ -231,15 +231,41 @@ func (c *Coordinator) refusedEverywhere(t *txn, errs []error) bool {
 		return false
 	}
 	for _, err := range errs {
-		if err == nil {
-			continue
-		}
-		final := errors.Is(err, writers.ErrConflict) || errors.Is(err, writers.ErrInvalid)
-		if !final || errors.Is(err, writers.ErrOutcomeUnknown) {
+		if err != nil && !refusedForGood(err) {
 			return false
 		}
 	}
 	return true
+}
+
+// refusedForGood reports a sink commit's refusal that a retry meets
+// again (a conflict, an invalid commit) and that published nothing.
+func refusedForGood(err error) bool {
+	return (errors.Is(err, writers.ErrConflict) || errors.Is(err, writers.ErrInvalid)) && !errors.Is(err, writers.ErrOutcomeUnknown)
+}
+
+// replayedRefusals takes the refusals among jobs' errs whose sink already
+// records t's epoch (its writer's committed epoch at or above it) for
+// replays, as the sinks' own replay checks do: a commit a crashed process
+// published, refused on retry by a check that comes before the sink's
+// replay check (the table changed meanwhile), would otherwise keep the
+// decision for ever. It clears those errors and marks their endpoints
+// done.
+func (c *Coordinator) replayedRefusals(ctx context.Context, t *txn, jobs []commitJob, errs []error) {
+	for i, err := range errs {
+		if err == nil || !refusedForGood(err) {
+			continue
+		}
+		e, ok, cerr := c.committedEpoch(ctx, jobs[i].endpoint, t.id.writer)
+		if cerr != nil || !ok || e < t.id.epoch {
+			continue
+		}
+		c.logger.Warn("txn: a sink refused a commit whose epoch it already records: taken for a replay", "txn", t.id.String(), "endpoint", jobs[i].endpoint, "committed_epoch", e, "err", err)
+		c.mu.Lock()
+		t.done[jobs[i].endpoint] = writers.CommitInfo{Version: writers.NoVersion, Replayed: true}
+		c.mu.Unlock()
+		errs[i] = nil
+	}
 }
 
 // laterLive reports whether t's writer has a later epoch open or
@@ -392,8 +418,10 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 	c.mu.Unlock()
 
 	errs := c.commitJobs(ctx, t, rewrites)
+	c.replayedRefusals(ctx, t, rewrites, errs)
 	if errors.Join(errs...) == nil {
 		errs = c.commitJobs(ctx, t, others)
+		c.replayedRefusals(ctx, t, others, errs)
 	}
 	// Undoing or journaling the outcome is not the client's to cancel.
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)

@@ -670,8 +670,9 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 	fx.mustState("w", 2, StatePrecommitted)
 
 	// A refusal of an epoch a crashed process already published on a
-	// sink (the journal never said so): the sink is asked, the decision
-	// stays.
+	// sink (the journal never said so): the sink is asked and, holding the
+	// epoch, the refusal is taken for a replay: committed, not undone and
+	// not kept for ever.
 	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
 	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = nil })
 	fx.write("x", 1, "a", 1)
@@ -680,10 +681,9 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 		f.committed["x"] = 1 // published by a process that crashed
 		f.failCommit = invalid
 	})
-	if _, err := fx.c.Commit(bg, "x", 1, nil); !strings.Contains(fmt.Sprint(err), "decided and kept") {
-		t.Fatalf("refusal of an epoch the sink holds: %v, want the decision kept", err)
+	if st, err := fx.c.Commit(bg, "x", 1, nil); err != nil || st.State != StateCommitted || !st.Replayed {
+		t.Fatalf("refusal of an epoch the sink holds: %+v %v, want it committed as a replay", st, err)
 	}
-	fx.mustState("x", 1, StatePrecommitted)
 
 	// A refusal while a later epoch of the writer is precommitted: undoing
 	// this one would let the later commit first and this replay be
