@@ -429,8 +429,14 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 	if err := errors.Join(errs...); err != nil {
 		// laterLive again after the sinks' answers: a later epoch may
 		// have been begun while they were read.
-		if c.refusedEverywhere(t, errs) && !c.laterLive(t) && c.publishedNowhere(ctx, t) && !c.laterLive(t) {
+		refused := c.refusedEverywhere(t, errs)
+		if refused && !c.laterLive(t) && c.publishedNowhere(ctx, t) && !c.laterLive(t) {
 			return c.abortDecided(ctx, t, err)
+		}
+		if refused && c.laterLive(t) {
+			// The later epoch waits for this one, and this one cannot be
+			// undone while the later one could commit first: say how out.
+			return Status{}, fmt.Errorf("%w (the commit is decided and kept: every endpoint refused it, but a later epoch of writer %q is open or precommitted; roll that one back, then commit this one again to have it undone and replay both)", err, t.id.writer)
 		}
 		return Status{}, fmt.Errorf("%w (the commit is decided and kept: retry commit to finish it)", err)
 	}

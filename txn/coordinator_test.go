@@ -694,10 +694,18 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 	fx.write("y", 2, "a", 1)
 	fx.c.Precommit(bg, "y", 2)
 	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = invalid })
-	if _, err := fx.c.Commit(bg, "y", 1, nil); !strings.Contains(fmt.Sprint(err), "decided and kept") {
-		t.Fatalf("refusal with a later epoch precommitted: %v, want the decision kept", err)
+	if _, err := fx.c.Commit(bg, "y", 1, nil); !strings.Contains(fmt.Sprint(err), "roll that one back, then commit this one again") {
+		t.Fatalf("refusal with a later epoch precommitted: %v, want the decision kept, saying how out", err)
 	}
 	fx.mustState("y", 1, StatePrecommitted)
+	// The way out it names: roll the later epoch back, commit again.
+	if _, err := fx.c.Rollback(bg, "y", 2); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Commit(bg, "y", 1, nil); !strings.Contains(fmt.Sprint(err), "begin the epoch again and replay it") {
+		t.Fatalf("refusal once the later epoch is rolled back: %v, want it undone", err)
+	}
+	fx.mustState("y", 1, StateAborted)
 }
 
 // TestCommitRewritesFirst: an endpoint that rewrites what the transaction
