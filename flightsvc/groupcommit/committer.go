@@ -117,6 +117,9 @@ type group struct {
 	// every seq recorded; whether by this commit or an earlier one, nothing
 	// tells, so its rows without seq are neither acked nor resent.
 	settled bool
+	// unknown: its own commit's outcome stayed unknown (not a group
+	// poisoned by one that did): its rows without seq may be published.
+	unknown bool
 }
 
 func newGroup() *group {
@@ -354,6 +357,7 @@ func (c *Committer) publish(g *group) (info writers.CommitInfo, err error) {
 		select {
 		case <-time.After(unknownBackoff << try):
 		case <-ctx.Done():
+			g.unknown = true
 			return writers.CommitInfo{}, fmt.Errorf("commit: %w", err)
 		}
 	}
@@ -368,11 +372,13 @@ func (c *Committer) publish(g *group) (info writers.CommitInfo, err error) {
 func (c *Committer) settleUnknown(ctx context.Context, g *group, cause error) (writers.CommitInfo, error) {
 	cause = fmt.Errorf("commit: %w", cause)
 	if len(g.seqs) == 0 {
+		g.unknown = true
 		return writers.CommitInfo{}, cause
 	}
 	for _, s := range g.seqs {
 		seq, ok, err := c.w.CommittedEpoch(ctx, s.Writer)
 		if err != nil {
+			g.unknown = true
 			return writers.CommitInfo{}, cause
 		}
 		if !ok || seq < s.Last {
@@ -463,7 +469,7 @@ func (c *Committer) failGroupLocked(g *group, err error) {
 	for s := range g.members {
 		affected[s.writer] = true
 		s.lost = true
-		if g.unseq[s] > 0 && errors.Is(err, writers.ErrOutcomeUnknown) {
+		if g.unseq[s] > 0 && g.unknown {
 			s.failLocked(c.unseqUnknown(g, s))
 			continue
 		}
@@ -471,16 +477,17 @@ func (c *Committer) failGroupLocked(g *group, err error) {
 	}
 	for s := range c.cur.members {
 		if affected[s.writer] && c.cur.poisoned == nil {
-			c.cur.poisoned = fmt.Errorf("an earlier group commit holding rows of writer %q failed: %w", s.writer, err)
+			c.cur.poisoned = fmt.Errorf("an earlier group commit holding rows of writer %q failed: %v", s.writer, err)
 		}
 	}
 }
 
 // unseqUnknown is the failure of stream s whose rows without seq in g
 // may or may not have been published: resending them could duplicate
-// them, so the class stays an unknown outcome.
+// them, so the class stays an unknown outcome. Rows it sent without seq
+// after them, staged in the next group, may be published too (unacked).
 func (c *Committer) unseqUnknown(g *group, s *Stream) error {
-	return fmt.Errorf("endpoint %q: %d rows this stream sent without seq may have been published (%w: their group commit's answer was lost): check the table before sending them again; rows with seqs resume from the durable seq", c.endpoint, g.unseq[s], writers.ErrOutcomeUnknown)
+	return fmt.Errorf("endpoint %q: %d or more rows this stream sent without seq and that were not acknowledged may have been published (%w: their group commit's answer was lost): check the table before sending them again; rows with seqs resume from the durable seq", c.endpoint, g.unseq[s], writers.ErrOutcomeUnknown)
 }
 
 // forgetLocked drops writer's state once it has no open stream and no

@@ -440,6 +440,40 @@ func TestGroupCommitUnknownOutcomeMixedGroup(t *testing.T) {
 	}
 }
 
+// TestGroupCommitUnknownOutcomeDoesNotSpreadToThePoisonedGroup: only the
+// group whose own commit lost its answer answers its rows without seq as
+// an unknown outcome; the next group, poisoned by it and rolled back
+// without a commit, fails its streams (another writer's too) with
+// Unavailable: their rows were not published and must be sent again.
+func TestGroupCommitUnknownOutcomeDoesNotSpreadToThePoisonedGroup(t *testing.T) {
+	sink := newFakeSink()
+	sink.slow = make(chan struct{})
+	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+	a, _, _ := c.Open(t.Context(), "a")
+	b, _, _ := c.Open(t.Context(), "b")
+	if _, err := write(t, a, 10, NoSeq); err != nil {
+		t.Fatal(err)
+	}
+	testpoll.Until(t, "a group commit under way", committing(c))
+	sink.mu.Lock()
+	sink.failCommit = []error{writers.Errorf(writers.ErrOutcomeUnknown, "lost answer")}
+	sink.mu.Unlock()
+	if _, err := write(t, a, 10, NoSeq); err != nil { // into group 2, which it poisons
+		t.Fatal(err)
+	}
+	if _, err := write(t, b, 5, NoSeq); err != nil {
+		t.Fatal(err)
+	}
+	close(sink.slow)
+	if _, err := a.Close(t.Context()); !errors.Is(err, writers.ErrOutcomeUnknown) {
+		t.Fatalf("stream of the group whose answer was lost: %v, want an unknown outcome", err)
+	}
+	_, err := b.Close(t.Context())
+	if !errors.Is(err, writers.ErrUnavailable) || errors.Is(err, writers.ErrOutcomeUnknown) {
+		t.Fatalf("stream of the poisoned group: %v, want Unavailable, not an unknown outcome", err)
+	}
+}
+
 // TestGroupCommitBadBatchFailsOnlyItsStream: a Write refused as invalid
 // (nothing staged) in a group other streams share is tried again alone in
 // a fresh group: refused again, it fails that stream only; accepted (the
