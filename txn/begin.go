@@ -144,6 +144,15 @@ func (c *Coordinator) olderLiveLocked(id txnID) (*txn, bool) {
 // epochs. A failed start forgets a created t.
 func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.Duration, endpoint string) error {
 	c.mu.Lock()
+	for e, o := range c.liveByWriter[t.id.writer] {
+		if e < t.id.epoch && o.undoing {
+			if created {
+				c.dropLocked(t)
+			}
+			c.mu.Unlock()
+			return writers.Errorf(writers.ErrUnavailable, "txn: %s: epoch %d of writer %q is being undone (every endpoint refused its commit): retry shortly, and replay epoch %d first", t.id, e, t.id.writer, e)
+		}
+	}
 	if !created {
 		// A rollback that failed (the sink down when a restart or the TTL
 		// aborted the epoch) is retried here: nothing else would before the

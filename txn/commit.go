@@ -268,6 +268,21 @@ func (c *Coordinator) replayedRefusals(ctx context.Context, t *txn, jobs []commi
 	}
 }
 
+// markUndoing marks t as being undone unless a later epoch of its writer
+// is live (it may have been begun while the sinks were read): from then
+// on, start refuses later epochs of the writer until t is aborted.
+func (c *Coordinator) markUndoing(t *txn) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := range c.liveByWriter[t.id.writer] {
+		if e > t.id.epoch {
+			return false
+		}
+	}
+	t.undoing = true
+	return true
+}
+
 // laterLive reports whether t's writer has a later epoch open or
 // precommitted: undoing t would let that one commit first (t being no
 // longer live), and a replay of t would then read as a replay of an older
@@ -305,10 +320,7 @@ func (c *Coordinator) publishedNowhere(ctx context.Context, t *txn) bool {
 // journals the abort (which clears the decision), rolls the participants
 // back and returns cause, of its class, telling the client to replay.
 func (c *Coordinator) abortDecided(ctx context.Context, t *txn, cause error) (Status, error) {
-	err := func() error {
-		c.mu.Lock()
-		t.undoing = true
-		c.mu.Unlock()
+	err := func() error { // t.undoing was set by markUndoing
 		defer func() {
 			c.mu.Lock()
 			t.undoing = false
@@ -430,13 +442,13 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 		// laterLive again after the sinks' answers: a later epoch may
 		// have been begun while they were read.
 		refused := c.refusedEverywhere(t, errs)
-		if refused && !c.laterLive(t) && c.publishedNowhere(ctx, t) && !c.laterLive(t) {
+		if refused && !c.laterLive(t) && c.publishedNowhere(ctx, t) && c.markUndoing(t) {
 			return c.abortDecided(ctx, t, err)
 		}
 		if refused && c.laterLive(t) {
 			// The later epoch waits for this one, and this one cannot be
 			// undone while the later one could commit first: say how out.
-			return Status{}, fmt.Errorf("%w (the commit is decided and kept: every endpoint refused it, but a later epoch of writer %q is open or precommitted; roll that one back, then commit this one again to have it undone and replay both)", err, t.id.writer)
+			return Status{}, fmt.Errorf("%w (the commit is decided and kept: every endpoint refused it, but a later epoch of writer %q is open or precommitted; roll that one back and commit this one again: with no later epoch live, a commit every endpoint refuses and none records is undone, to be replayed)", err, t.id.writer)
 		}
 		return Status{}, fmt.Errorf("%w (the commit is decided and kept: retry commit to finish it)", err)
 	}

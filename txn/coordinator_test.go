@@ -694,7 +694,7 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 	fx.write("y", 2, "a", 1)
 	fx.c.Precommit(bg, "y", 2)
 	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = invalid })
-	if _, err := fx.c.Commit(bg, "y", 1, nil); !strings.Contains(fmt.Sprint(err), "roll that one back, then commit this one again") {
+	if _, err := fx.c.Commit(bg, "y", 1, nil); !strings.Contains(fmt.Sprint(err), "roll that one back and commit this one again") {
 		t.Fatalf("refusal with a later epoch precommitted: %v, want the decision kept, saying how out", err)
 	}
 	fx.mustState("y", 1, StatePrecommitted)
@@ -706,6 +706,28 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 		t.Fatalf("refusal once the later epoch is rolled back: %v, want it undone", err)
 	}
 	fx.mustState("y", 1, StateAborted)
+}
+
+// TestBeginWaitsForAnUndoneEpoch: while an epoch's refused commit is being
+// undone, a later epoch of the writer cannot begin (it could commit before
+// the undone one is replayed, which would then read as a replay).
+func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	fx.c.Precommit(bg, "w", 1)
+	fx.c.mu.Lock()
+	tx := fx.c.txns[txnID{"w", 1}]
+	tx.undoing = true // as markUndoing leaves it for the abort
+	fx.c.mu.Unlock()
+	if _, err := fx.c.Begin(bg, "w", 2, 0); !errors.Is(err, writers.ErrUnavailable) || !strings.Contains(err.Error(), "replay epoch 1 first") {
+		t.Fatalf("begin of a later epoch while epoch 1 is undone: %v, want Unavailable", err)
+	}
+	fx.c.mu.Lock()
+	tx.undoing = false
+	fx.c.mu.Unlock()
+	if _, err := fx.c.Begin(bg, "w", 2, 0); err != nil {
+		t.Fatalf("begin once the undoing is over: %v", err)
+	}
 }
 
 // TestCommitRewritesFirst: an endpoint that rewrites what the transaction

@@ -36,7 +36,8 @@ func (c *Coordinator) expireNow(now time.Time) {
 		switch {
 		case !t.live() && !t.pending && now.Sub(t.ended) >= c.retention && len(t.discard) == 0 && t.rollingBack == 0:
 			c.dropLocked(t)
-		case !t.live() && !t.pending && now.Sub(t.ended) >= owedRollbackKeep && t.rollingBack == 0:
+		case !t.live() && !t.pending && len(t.discard) > 0 && t.streams == 0 && t.rollingBack == 0 &&
+			now.Sub(t.ended) >= max(owedRollbackKeep, c.retention):
 			// One whose rollback failed stays past the retention
 			// (beginning it again retries the rollback), but not for
 			// ever: its staged files are then vacuum's.

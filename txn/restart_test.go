@@ -133,6 +133,22 @@ func TestBeginRetriesFailedRollback(t *testing.T) {
 	if kept {
 		t.Fatal("an aborted transaction owing a rollback for a day is still kept")
 	}
+}
+
+// TestExpiryKeepsFinishedTransactionsForTheRetention: with a TTL longer
+// than a day (so a retention longer than a day), finished transactions
+// owing nothing are kept for the whole retention, not dropped at a day.
+func TestExpiryKeepsFinishedTransactionsForTheRetention(t *testing.T) {
+	fx := newFixture(t)
+	fx.c.retention = 3 * owedRollbackKeep
+	fx.write("w", 1, "a", 1)
+	fx.c.Precommit(bg, "w", 1)
+	if _, err := fx.c.Commit(bg, "w", 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	fx.clock.Advance(2 * owedRollbackKeep)
+	fx.c.expireNow(fx.clock.Now())
+	fx.mustState("w", 1, StateCommitted)
 	fx.write("w", 1, "a", 1)
 	fx.c.Precommit(bg, "w", 1)
 	if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.State != StateCommitted {
