@@ -144,14 +144,12 @@ func (c *Coordinator) olderLiveLocked(id txnID) (*txn, bool) {
 // epochs. A failed start forgets a created t.
 func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.Duration, endpoint string) error {
 	c.mu.Lock()
-	for e, o := range c.liveByWriter[t.id.writer] {
-		if e < t.id.epoch && o.undoing {
-			if created {
-				c.dropLocked(t)
-			}
-			c.mu.Unlock()
-			return writers.Errorf(writers.ErrUnavailable, "txn: %s: epoch %d of writer %q is being undone (every endpoint refused its commit): retry shortly, and replay epoch %d first", t.id, e, t.id.writer, e)
+	if err := c.replayOwedLocked("begin", t.id); err != nil {
+		if created {
+			c.dropLocked(t)
 		}
+		c.mu.Unlock()
+		return err
 	}
 	if !created {
 		// A rollback that failed (the sink down when a restart or the TTL
@@ -197,7 +195,7 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 	if endpoint != "" {
 		recs = append(recs, &record{typ: recJoin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, Endpoint: endpoint})
 	}
-	if err := c.log(func() { t.conn = connOf(ctx) }, recs...); err != nil {
+	if err := c.log(func() { t.conn = connOf(ctx); c.settleReplayOwedLocked(t.id) }, recs...); err != nil {
 		if created {
 			c.mu.Lock()
 			c.dropLocked(t)

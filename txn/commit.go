@@ -119,6 +119,9 @@ func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, ha
 		if older, ok := c.olderLiveLocked(t.id); ok {
 			return refuse(writers.Errorf(writers.ErrWrongState, "txn: commit %s: epoch %d of writer %q is still %s: a writer's epochs commit in order; commit epoch %d first, or roll it back", id, older.id.epoch, writer, older.state, older.id.epoch))
 		}
+		if err := c.replayOwedLocked("commit", t.id); err != nil {
+			return refuse(err)
+		}
 	}
 	decision := t.decision
 	if decision == nil {
@@ -269,8 +272,9 @@ func (c *Coordinator) replayedRefusals(ctx context.Context, t *txn, jobs []commi
 }
 
 // markUndoing marks t as being undone unless a later epoch of its writer
-// is live (it may have been begun while the sinks were read): from then
-// on, start refuses later epochs of the writer until t is aborted.
+// is live (it may have been begun while the sinks were read), and owes
+// its replay: from then on later epochs of the writer neither begin nor
+// commit until t's epoch is begun again or rolled back (replayOwed).
 func (c *Coordinator) markUndoing(t *txn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -280,7 +284,27 @@ func (c *Coordinator) markUndoing(t *txn) bool {
 		}
 	}
 	t.undoing = true
+	if e, ok := c.replayOwed[t.id.writer]; !ok || t.id.epoch < e {
+		c.replayOwed[t.id.writer] = t.id.epoch
+	}
 	return true
+}
+
+// replayOwedLocked refuses op on id while an earlier epoch of its writer
+// owes a replay (markUndoing).
+func (c *Coordinator) replayOwedLocked(op string, id txnID) error {
+	if e, ok := c.replayOwed[id.writer]; ok && e < id.epoch {
+		return writers.Errorf(writers.ErrWrongState, "txn: %s %s: epoch %d of writer %q was aborted because every endpoint refused its commit: begin it again and replay it first (or roll it back to give it up)", op, id, e, id.writer)
+	}
+	return nil
+}
+
+// settleReplayOwedLocked ends the replay owed by id's epoch (it is begun
+// again, or rolled back by the client).
+func (c *Coordinator) settleReplayOwedLocked(id txnID) {
+	if e, ok := c.replayOwed[id.writer]; ok && e == id.epoch {
+		delete(c.replayOwed, id.writer)
+	}
 }
 
 // laterLive reports whether t's writer has a later epoch open or
@@ -324,6 +348,9 @@ func (c *Coordinator) abortDecided(ctx context.Context, t *txn, cause error) (St
 		defer func() {
 			c.mu.Lock()
 			t.undoing = false
+			if t.live() { // not aborted: the decision stands, nothing is owed
+				c.settleReplayOwedLocked(t.id)
+			}
 			c.mu.Unlock()
 		}()
 		return c.abort(ctx, t, false)

@@ -180,6 +180,11 @@ type Coordinator struct {
 	// of the writer waits for the first's outcome, and a compaction leaves
 	// them out (their own record lands after it).
 	claims map[string]*claim
+	// replayOwed is, per writer, the epoch whose refused commit was undone
+	// (markUndoing) and not yet begun again or rolled back: a later epoch
+	// committing first would make its replay read as a replay and be
+	// dropped, so later epochs wait (in memory only: a restart forgets it).
+	replayOwed map[string]int64
 
 	ctx       context.Context // canceled by Close; bounds background sink calls
 	cancel    context.CancelFunc
@@ -234,6 +239,7 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 		writerMax:         make(map[string]int64),
 		streamWriters:     make(map[string]bool),
 		claims:            make(map[string]*claim),
+		replayOwed:        make(map[string]int64),
 		stopc:             make(chan struct{}),
 		donec:             make(chan struct{}),
 	}

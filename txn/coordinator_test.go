@@ -708,25 +708,39 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 	fx.mustState("y", 1, StateAborted)
 }
 
-// TestBeginWaitsForAnUndoneEpoch: while an epoch's refused commit is being
-// undone, a later epoch of the writer cannot begin (it could commit before
-// the undone one is replayed, which would then read as a replay).
+// TestBeginWaitsForAnUndoneEpoch: once an epoch's refused commit is
+// undone, later epochs of the writer neither begin nor commit until it is
+// begun again (replayed) or rolled back (given up): committing first, a
+// later epoch would make the replay read as a replay and drop it.
 func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
 	fx := newFixture(t)
-	fx.write("w", 1, "a", 1)
-	fx.c.Precommit(bg, "w", 1)
-	fx.c.mu.Lock()
-	tx := fx.c.txns[txnID{"w", 1}]
-	tx.undoing = true // as markUndoing leaves it for the abort
-	fx.c.mu.Unlock()
-	if _, err := fx.c.Begin(bg, "w", 2, 0); !errors.Is(err, writers.ErrUnavailable) || !strings.Contains(err.Error(), "replay epoch 1 first") {
-		t.Fatalf("begin of a later epoch while epoch 1 is undone: %v, want Unavailable", err)
+	invalid := writers.Errorf(writers.ErrInvalid, "delta: the table was created meanwhile with other columns")
+	undo := func(writer string) {
+		t.Helper()
+		fx.write(writer, 1, "a", 1)
+		fx.c.Precommit(bg, writer, 1)
+		fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = invalid })
+		if _, err := fx.c.Commit(bg, writer, 1, nil); !strings.Contains(fmt.Sprint(err), "begin the epoch again and replay it") {
+			t.Fatalf("commit: %v, want it undone", err)
+		}
+		fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
 	}
-	fx.c.mu.Lock()
-	tx.undoing = false
-	fx.c.mu.Unlock()
+	undo("w")
+	if _, err := fx.c.Begin(bg, "w", 2, 0); !errors.Is(err, writers.ErrWrongState) || !strings.Contains(err.Error(), "replay it first") {
+		t.Fatalf("begin of a later epoch before the replay: %v, want it refused", err)
+	}
+	if _, err := fx.c.Begin(bg, "w", 1, 0); err != nil {
+		t.Fatalf("begin of the undone epoch: %v", err)
+	}
 	if _, err := fx.c.Begin(bg, "w", 2, 0); err != nil {
-		t.Fatalf("begin once the undoing is over: %v", err)
+		t.Fatalf("begin of a later epoch once the replay began: %v", err)
+	}
+	undo("v")
+	if _, err := fx.c.Rollback(bg, "v", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Begin(bg, "v", 2, 0); err != nil {
+		t.Fatalf("begin of a later epoch once the undone one is given up: %v", err)
 	}
 }
 

@@ -27,6 +27,9 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	}
 	t := c.lockTxn(id)
 	if t == nil {
+		c.mu.Lock()
+		c.settleReplayOwedLocked(id) // the client gives the epoch up
+		c.mu.Unlock()
 		return Status{Writer: writer, Epoch: epoch, State: StateAborted}, nil
 	}
 	defer t.op.Unlock()
@@ -50,6 +53,9 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	case decided:
 		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: the commit of %s is decided: it can no longer be rolled back; retry commit to finish it", id)
 	case state == StateAborted:
+		c.mu.Lock()
+		c.settleReplayOwedLocked(id) // the client gives the epoch up
+		c.mu.Unlock()
 		err = c.discardParts(ctx, t)
 		c.mu.Lock()
 		retry := t.undiscarded
