@@ -325,6 +325,15 @@ func (c *Committer) commitNext(last bool) {
 func (c *Committer) publish(g *group) (info writers.CommitInfo, err error) {
 	ctx, cancel := context.WithTimeout(c.ctx, c.timeout)
 	defer cancel()
+	dispatched := false
+	defer func() {
+		// A panic once the commit was dispatched (in CommitSeqs, or in
+		// settleUnknown's reads) leaves its outcome unknown.
+		var pe *writers.PanicError
+		if dispatched && errors.As(err, &pe) {
+			g.unknown = true
+		}
+	}()
 	defer writers.Recover(&err)
 	rollback := func(cause error) (writers.CommitInfo, error) {
 		if rerr := c.w.Rollback(ctx, g.key); rerr != nil {
@@ -339,6 +348,7 @@ func (c *Committer) publish(g *group) (info writers.CommitInfo, err error) {
 	if err != nil {
 		return rollback(fmt.Errorf("precommit: %w", err))
 	}
+	dispatched = true
 	for try := 0; ; try++ {
 		info, err = c.sc.CommitSeqs(ctx, g.key, []writers.Descriptor{desc}, g.seqs)
 		switch {
@@ -382,6 +392,11 @@ func (c *Committer) settleUnknown(ctx context.Context, g *group, cause error) (w
 			return writers.CommitInfo{}, cause
 		}
 		if !ok || seq < s.Last {
+			// Read right after the lost answer, the seqs say little of a
+			// put the store may still be writing: rows with seqs resume
+			// safely (a late landing records their seqs), rows without
+			// stay unknown.
+			g.unknown = len(g.unseq) > 0
 			if rerr := c.w.Rollback(ctx, g.key); rerr != nil {
 				c.log.Warn("rollback of a group commit that did not land failed", "err", rerr)
 			}
@@ -411,7 +426,7 @@ func (c *Committer) finish(g *group, info writers.CommitInfo, err error) {
 		for s, rows := range g.members {
 			if info.Replayed && g.unseq[s] > 0 {
 				if g.settled {
-					s.failLocked(c.unseqUnknown(g, s))
+					s.failLocked(c.unseqUnknown(g, s, true))
 					continue
 				}
 				// A replay publishes nothing: the seqs were recorded by
@@ -470,7 +485,7 @@ func (c *Committer) failGroupLocked(g *group, err error) {
 		affected[s.writer] = true
 		s.lost = true
 		if g.unseq[s] > 0 && g.unknown {
-			s.failLocked(c.unseqUnknown(g, s))
+			s.failLocked(c.unseqUnknown(g, s, false))
 			continue
 		}
 		s.failLocked(cause)
@@ -484,10 +499,16 @@ func (c *Committer) failGroupLocked(g *group, err error) {
 
 // unseqUnknown is the failure of stream s whose rows without seq in g
 // may or may not have been published: resending them could duplicate
-// them, so the class stays an unknown outcome. Rows it sent without seq
-// after them, staged in the next group, may be published too (unacked).
-func (c *Committer) unseqUnknown(g *group, s *Stream) error {
-	return fmt.Errorf("endpoint %q: %d or more rows this stream sent without seq and that were not acknowledged may have been published (%w: their group commit's answer was lost): check the table before sending them again; rows with seqs resume from the durable seq", c.endpoint, g.unseq[s], writers.ErrOutcomeUnknown)
+// them, so the class stays an unknown outcome. When g's seqs showed it
+// landed (later), rows the stream sent without seq after them, staged in
+// the next group, are published too, unacked; when g failed, the next
+// group holding them is poisoned and they were not.
+func (c *Committer) unseqUnknown(g *group, s *Stream, later bool) error {
+	which := fmt.Sprintf("%d rows this stream sent without seq", g.unseq[s])
+	if later {
+		which = fmt.Sprintf("%d rows this stream sent without seq, and those it sent without seq after them,", g.unseq[s])
+	}
+	return fmt.Errorf("endpoint %q: %s may have been published (%w: their group commit's answer was lost): check the table before sending them again; rows with seqs resume from the durable seq", c.endpoint, which, writers.ErrOutcomeUnknown)
 }
 
 // forgetLocked drops writer's state once it has no open stream and no

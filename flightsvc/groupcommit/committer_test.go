@@ -37,8 +37,8 @@ type fakeSink struct {
 	// slow blocks every CommitSeqs until it is closed (nil: never blocks).
 	slow chan struct{}
 	// unknown makes every CommitSeqs end with an unknown outcome, after
-	// publishing (lands) or not.
-	unknown, lands bool
+	// publishing (lands) or not; panics makes it panic.
+	unknown, lands, panics bool
 	// picky sets two kinds of batches apart: of this many rows, and the
 	// others; a key takes one kind only (ErrInvalid for the other), as
 	// Delta refuses a schema other than the key's.
@@ -100,6 +100,9 @@ func (f *fakeSink) CommitSeqs(ctx context.Context, key writers.TxnKey, _ []write
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.panics {
+		panic("injected commit panic")
+	}
 	if f.unknown {
 		if f.lands && f.staged[key] > 0 {
 			f.published += f.staged[key]
@@ -437,6 +440,48 @@ func TestGroupCommitUnknownOutcomeMixedGroup(t *testing.T) {
 	}
 	if published, commits := sink.state(); published != 15 || commits != 1 {
 		t.Fatalf("published %d rows in %d commits, want 15 in 1", published, commits)
+	}
+}
+
+// TestGroupCommitUnknownOutcomeSeqsNotYetRecorded: a mixed group whose
+// commit lost its answer and whose seqs are not recorded when read right
+// after (the store may still be writing it): streams with seqs resume from
+// the durable seq (a late landing records their seqs), the rows without
+// seq stay an unknown outcome.
+func TestGroupCommitUnknownOutcomeSeqsNotYetRecorded(t *testing.T) {
+	sink := newFakeSink()
+	sink.unknown = true // every commit: answer lost, nothing published
+	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
+	withSeq, _, _ := c.Open(t.Context(), "seq")
+	without, _, _ := c.Open(t.Context(), "noseq")
+	if _, err := write(t, withSeq, 10, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := write(t, without, 5, NoSeq); err != nil {
+		t.Fatal(err)
+	}
+	c.kickNow()
+	if _, err := withSeq.Close(t.Context()); !errors.Is(err, writers.ErrUnavailable) || errors.Is(err, writers.ErrOutcomeUnknown) {
+		t.Fatalf("stream with seqs: %v, want Unavailable (resume from the durable seq)", err)
+	}
+	if _, err := without.Close(t.Context()); !errors.Is(err, writers.ErrOutcomeUnknown) {
+		t.Fatalf("stream without seqs: %v, want an unknown outcome", err)
+	}
+}
+
+// TestGroupCommitPanicInCommitIsAnUnknownOutcome: a sink commit that
+// panics may have published: its rows without seq are an unknown outcome,
+// not rows to send again.
+func TestGroupCommitPanicInCommitIsAnUnknownOutcome(t *testing.T) {
+	sink := newFakeSink()
+	sink.panics = true
+	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+	s, _, _ := c.Open(t.Context(), "w")
+	if _, err := write(t, s, 10, NoSeq); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Close(t.Context()); !errors.Is(err, writers.ErrOutcomeUnknown) {
+		t.Fatalf("close: %v, want an unknown outcome", err)
 	}
 }
 
