@@ -369,49 +369,52 @@ func TestGroupCommitOpenWaitsForPendingRows(t *testing.T) {
 	}
 }
 
-// TestGroupCommitUnknownOutcomeIsRetried: a commit that landed but whose
-// answer was lost is tried again, finds its seqs recorded and does not
-// publish twice.
-func TestGroupCommitUnknownOutcomeIsRetried(t *testing.T) {
-	sink := newFakeSink()
-	sink.failCommit = []error{writers.Errorf(writers.ErrOutcomeUnknown, "lost answer")}
-	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
-	s, _, err := c.Open(t.Context(), "w")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := write(t, s, 10, 0); err != nil {
-		t.Fatal(err)
-	}
-	if last, err := s.Close(t.Context()); err != nil || last.DurableSeq != 0 {
-		t.Fatalf("close: %+v %v", last, err)
-	}
-	if published, commits := sink.state(); published != 10 || commits != 1 {
-		t.Fatalf("published %d rows in %d commits, want 10 in 1", published, commits)
+// TestGroupCommitUnknownOutcomeOneStream: a commit that landed but whose
+// answer was lost is tried again when its rows carry seqs, finds them
+// recorded and does not publish twice; rows without seq have no replay
+// check, so it is not tried again (a first commit landing late and the
+// retry would both publish): the stream fails with the unknown outcome.
+// Either way the rows are published once.
+func TestGroupCommitUnknownOutcomeOneStream(t *testing.T) {
+	for _, seq := range []int64{0, NoSeq} {
+		sink := newFakeSink()
+		sink.failCommit = []error{writers.Errorf(writers.ErrOutcomeUnknown, "lost answer")}
+		c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
+		s, _, err := c.Open(t.Context(), "w")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := write(t, s, 10, seq); err != nil {
+			t.Fatal(err)
+		}
+		last, err := s.Close(t.Context())
+		switch {
+		case seq == 0 && (err != nil || last.DurableSeq != 0):
+			t.Fatalf("with seqs, close: %+v %v, want durable seq 0", last, err)
+		case seq == NoSeq && (!errors.Is(err, writers.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "check the table before sending them again")):
+			t.Fatalf("without seqs, close: %v, want an unknown outcome telling to check before resending", err)
+		}
+		if published, commits := sink.state(); published != 10 || commits != 1 {
+			t.Fatalf("seq %d: published %d rows in %d commits, want 10 in 1", seq, published, commits)
+		}
 	}
 }
 
-// TestGroupCommitUnknownOutcomeWithoutSeqsIsNotRetried: a group of batches
-// without seqs has no replay check, so a commit whose answer was lost is
-// not tried again (a first commit landing late and the retry would both
-// publish): the stream fails with the unknown outcome, published once.
-func TestGroupCommitUnknownOutcomeWithoutSeqsIsNotRetried(t *testing.T) {
-	sink := newFakeSink()
-	sink.failCommit = []error{writers.Errorf(writers.ErrOutcomeUnknown, "lost answer")}
-	c := newCommitter(t, sink, 20*time.Millisecond, writers.MinCommitBytes)
-	s, _, err := c.Open(t.Context(), "w")
-	if err != nil {
+// mixedGroup commits one group holding 10 rows of a stream with seq 0
+// (writer "seq") and 5 rows of a stream without seq (writer "noseq").
+func mixedGroup(t *testing.T, sink *fakeSink) (withSeq, without *Stream) {
+	t.Helper()
+	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
+	withSeq, _, _ = c.Open(t.Context(), "seq")
+	without, _, _ = c.Open(t.Context(), "noseq")
+	if _, err := write(t, withSeq, 10, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := write(t, s, 10, NoSeq); err != nil {
+	if _, err := write(t, without, 5, NoSeq); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Close(t.Context()); !errors.Is(err, writers.ErrOutcomeUnknown) || !strings.Contains(err.Error(), "check the table before sending them again") {
-		t.Fatalf("close: %v, want an unknown outcome telling to check before resending", err)
-	}
-	if _, commits := sink.state(); commits != 1 {
-		t.Fatalf("%d commits, want the first only", commits)
-	}
+	c.kickNow()
+	return withSeq, without
 }
 
 // TestGroupCommitUnknownOutcomeMixedGroup: a group holding a stream with
@@ -422,16 +425,7 @@ func TestGroupCommitUnknownOutcomeWithoutSeqsIsNotRetried(t *testing.T) {
 func TestGroupCommitUnknownOutcomeMixedGroup(t *testing.T) {
 	sink := newFakeSink()
 	sink.failCommit = []error{writers.Errorf(writers.ErrOutcomeUnknown, "lost answer")}
-	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
-	withSeq, _, _ := c.Open(t.Context(), "seq")
-	without, _, _ := c.Open(t.Context(), "noseq")
-	if _, err := write(t, withSeq, 10, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := write(t, without, 5, NoSeq); err != nil {
-		t.Fatal(err)
-	}
-	c.kickNow()
+	withSeq, without := mixedGroup(t, sink)
 	if last, err := withSeq.Close(t.Context()); err != nil || last.DurableSeq != 0 {
 		t.Fatalf("stream with seqs: %+v %v, want durable seq 0", last, err)
 	}
@@ -451,16 +445,7 @@ func TestGroupCommitUnknownOutcomeMixedGroup(t *testing.T) {
 func TestGroupCommitUnknownOutcomeSeqsNotYetRecorded(t *testing.T) {
 	sink := newFakeSink()
 	sink.unknown = true // every commit: answer lost, nothing published
-	c := newCommitter(t, sink, time.Hour, writers.MinCommitBytes)
-	withSeq, _, _ := c.Open(t.Context(), "seq")
-	without, _, _ := c.Open(t.Context(), "noseq")
-	if _, err := write(t, withSeq, 10, 0); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := write(t, without, 5, NoSeq); err != nil {
-		t.Fatal(err)
-	}
-	c.kickNow()
+	withSeq, without := mixedGroup(t, sink)
 	if _, err := withSeq.Close(t.Context()); !errors.Is(err, writers.ErrUnavailable) || errors.Is(err, writers.ErrOutcomeUnknown) {
 		t.Fatalf("stream with seqs: %v, want Unavailable (resume from the durable seq)", err)
 	}
