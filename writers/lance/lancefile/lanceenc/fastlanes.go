@@ -150,6 +150,9 @@ type flWord interface {
 	uint8 | uint16 | uint32 | uint64
 }
 
+// flBits is t, the bits of a word of T.
+func flBits[T flWord]() int { return 8 * int(unsafe.Sizeof(T(0))) }
+
 // flPack packs a block of 1024 values, each under 1<<w, into out, its
 // flWords(t, w) words (t the bits of T), in FastLanes' transposed layout.
 // Working on words of the values' own size (not widened to 64 bits)
@@ -159,7 +162,7 @@ func flPack[T flWord](w int, in, out []T) {
 	if w == 0 {
 		return
 	}
-	t := 8 * int(unsafe.Sizeof(T(0)))
+	t := flBits[T]()
 	lanes := flBlock / t
 	for row := range t {
 		bit := row * w
@@ -184,10 +187,10 @@ func flPack[T flWord](w int, in, out []T) {
 // wordsOf is b read as little-endian words of T in place (the hosts Quiver
 // builds for are little-endian, as Lance's and Arrow's buffers are).
 func wordsOf[T flWord](b []byte) []T {
-	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)/int(unsafe.Sizeof(T(0))))
+	return unsafe.Slice((*T)(unsafe.Pointer(unsafe.SliceData(b))), len(b)*8/flBits[T]())
 }
 
 // bytesOf is the bytes of words, in place.
 func bytesOf[T flWord](words []T) []byte {
-	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*int(unsafe.Sizeof(T(0))))
+	return unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(words))), len(words)*flBits[T]()/8)
 }

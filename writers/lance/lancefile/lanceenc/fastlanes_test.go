@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"unsafe"
 )
 
 // TestFastLanesRoundTrip: every width of every type packs and unpacks
@@ -53,7 +52,7 @@ func packAs[T flWord](w int, in []uint64) []byte {
 	for i, v := range in {
 		vals[i] = T(v)
 	}
-	t := 8 * int(unsafe.Sizeof(T(0)))
+	t := flBits[T]()
 	out := make([]T, flWords(t, w))
 	flPack(w, vals, out)
 	return bytesOf(out)

@@ -423,7 +423,8 @@ type hashSet struct {
 	n     int
 }
 
-// newHashSet returns a set for up to size hashes.
+// newHashSet returns a set for at most size hashes (it stays at most half
+// full, so a probe always finds a free slot).
 func newHashSet(size int) *hashSet {
 	n := 64
 	for n < 2*size {
@@ -433,7 +434,7 @@ func newHashSet(size int) *hashSet {
 }
 
 // add adds h, reporting whether it was new. Hashes that differ in their
-// lowest bit only count once. The set grows past half full.
+// lowest bit only count once.
 func (s *hashSet) add(h uint64) bool {
 	h |= 1
 	mask := uint64(len(s.slots) - 1)
@@ -443,16 +444,10 @@ func (s *hashSet) add(h uint64) bool {
 			return false
 		}
 	}
-	s.slots[i] = h
-	if s.n++; 2*s.n > len(s.slots) {
-		old := s.slots
-		s.slots = make([]uint64, 2*len(old))
-		s.n = 0
-		for _, o := range old {
-			if o != 0 {
-				s.add(o)
-			}
-		}
+	if 2*(s.n+1) > len(s.slots) {
+		panic("lanceenc: hashSet holds more hashes than it was made for")
 	}
+	s.slots[i] = h
+	s.n++
 	return true
 }

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"slices"
-	"unsafe"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -606,7 +605,7 @@ func intValues(b []byte, w, rows int) pageValues {
 }
 
 func packedValues[T flWord](vals []T) pageValues {
-	t := 8 * int(unsafe.Sizeof(T(0)))
+	t := flBits[T]()
 	widths := blockWidths(vals)
 	packed := 0
 	for _, bw := range widths {
@@ -736,7 +735,7 @@ func (c *packChunker[T]) next(first int) int { return min(flBlock, len(c.vals)-f
 func (c *packChunker[T]) sizeHint() int { return len(bytesOf(c.vals)) }
 
 func (c *packChunker[T]) encode(first, n int) []byte {
-	t := 8 * int(unsafe.Sizeof(T(0)))
+	t := flBits[T]()
 	in := c.vals[first : first+n]
 	var w int
 	if first%flBlock == 0 && (n == flBlock || first+n == len(c.vals)) {
