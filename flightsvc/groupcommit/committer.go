@@ -113,12 +113,9 @@ type group struct {
 	done    chan struct{}
 	err     error
 	version int64
-	// settled: its commit's outcome was unknown and settleUnknown found
-	// every seq recorded; whether by this commit or an earlier one, nothing
-	// tells, so its rows without seq are neither acked nor resent.
-	settled bool
-	// unknown: its own commit's outcome stayed unknown (not a group
-	// poisoned by one that did): its rows without seq may be published.
+	// unknown: its own commit's answer was lost (not a group poisoned by
+	// one whose was), so nothing confirms its rows without seq: they may
+	// be published, and are neither acked nor to be resent.
 	unknown bool
 }
 
@@ -380,15 +377,14 @@ func (c *Committer) publish(g *group) (info writers.CommitInfo, err error) {
 // rolled back); without, nothing tells, and the group is neither rolled
 // back (it may have been published) nor acknowledged.
 func (c *Committer) settleUnknown(ctx context.Context, g *group, cause error) (writers.CommitInfo, error) {
+	g.unknown = true
 	cause = fmt.Errorf("commit: %w", cause)
 	if len(g.seqs) == 0 {
-		g.unknown = true
 		return writers.CommitInfo{}, cause
 	}
 	for _, s := range g.seqs {
 		seq, ok, err := c.w.CommittedEpoch(ctx, s.Writer)
 		if err != nil {
-			g.unknown = true
 			return writers.CommitInfo{}, cause
 		}
 		if !ok || seq < s.Last {
@@ -396,7 +392,6 @@ func (c *Committer) settleUnknown(ctx context.Context, g *group, cause error) (w
 			// put the store may still be writing: rows with seqs resume
 			// safely (a late landing records their seqs), rows without
 			// stay unknown.
-			g.unknown = len(g.unseq) > 0
 			if rerr := c.w.Rollback(ctx, g.key); rerr != nil {
 				c.log.Warn("rollback of a group commit that did not land failed", "err", rerr)
 			}
@@ -404,7 +399,6 @@ func (c *Committer) settleUnknown(ctx context.Context, g *group, cause error) (w
 		}
 	}
 	c.log.Info("group commit outcome was unknown; the sink records all its seqs: it landed", "writers", len(g.seqs))
-	g.settled = true
 	return writers.CommitInfo{Version: writers.NoVersion, Replayed: true}, nil
 }
 
@@ -425,7 +419,7 @@ func (c *Committer) finish(g *group, info writers.CommitInfo, err error) {
 	} else {
 		for s, rows := range g.members {
 			if info.Replayed && g.unseq[s] > 0 {
-				if g.settled {
+				if g.unknown { // whether by this commit or an earlier one, nothing tells
 					s.failLocked(c.unseqUnknown(g, s, true))
 					continue
 				}
