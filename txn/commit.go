@@ -278,10 +278,8 @@ func (c *Coordinator) replayedRefusals(ctx context.Context, t *txn, jobs []commi
 func (c *Coordinator) markUndoing(t *txn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for e := range c.liveByWriter[t.id.writer] {
-		if e > t.id.epoch {
-			return false
-		}
+	if c.laterLiveLocked(t) {
+		return false
 	}
 	t.undoing = true
 	if e, ok := c.replayOwed[t.id.writer]; !ok || t.id.epoch < e {
@@ -314,6 +312,10 @@ func (c *Coordinator) settleReplayOwedLocked(id txnID) {
 func (c *Coordinator) laterLive(t *txn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.laterLiveLocked(t)
+}
+
+func (c *Coordinator) laterLiveLocked(t *txn) bool {
 	for e := range c.liveByWriter[t.id.writer] {
 		if e > t.id.epoch {
 			return true
@@ -466,18 +468,20 @@ func (c *Coordinator) finish(ctx context.Context, t *txn) (Status, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.commitTimeout)
 	defer cancel()
 	if err := errors.Join(errs...); err != nil {
-		// laterLive again after the sinks' answers: a later epoch may
-		// have been begun while they were read.
-		refused := c.refusedEverywhere(t, errs)
-		if refused && !c.laterLive(t) && c.publishedNowhere(ctx, t) && c.markUndoing(t) {
+		if !c.refusedEverywhere(t, errs) {
+			return Status{}, fmt.Errorf("%w (the commit is decided and kept: retry commit to finish it)", err)
+		}
+		// markUndoing checks for a later live epoch again, under the lock:
+		// one may have been begun while the sinks were read.
+		if !c.laterLive(t) && c.publishedNowhere(ctx, t) && c.markUndoing(t) {
 			return c.abortDecided(ctx, t, err)
 		}
-		if refused && c.laterLive(t) {
+		if c.laterLive(t) {
 			// The later epoch waits for this one, and this one cannot be
 			// undone while the later one could commit first: say how out.
 			return Status{}, fmt.Errorf("%w (the commit is decided and kept: every endpoint refused it, but a later epoch of writer %q is open or precommitted; roll that one back and commit this one again: with no later epoch live, a commit every endpoint refuses and none records is undone, to be replayed)", err, t.id.writer)
 		}
-		return Status{}, fmt.Errorf("%w (the commit is decided and kept: retry commit to finish it)", err)
+		return Status{}, fmt.Errorf("%w (the commit is decided and kept: every endpoint refused it, but not every sink could say its epoch is absent; retry commit once they can)", err)
 	}
 
 	c.mu.Lock()

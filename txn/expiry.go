@@ -34,14 +34,10 @@ func (c *Coordinator) expireNow(now time.Time) {
 	c.mu.Lock()
 	for _, t := range c.txns {
 		switch {
-		case !t.live() && !t.pending && now.Sub(t.ended) >= c.retention && len(t.discard) == 0 && t.rollingBack == 0:
-			c.dropLocked(t)
-		case !t.live() && !t.pending && len(t.discard) > 0 && t.streams == 0 && t.rollingBack == 0 &&
-			now.Sub(t.ended) >= max(owedRollbackKeep, c.retention):
-			// One whose rollback failed stays past the retention
-			// (beginning it again retries the rollback), but not for
-			// ever: its staged files are then vacuum's.
-			c.logger.Warn("txn: forgetting an aborted transaction whose rollback kept failing; its staged files are left to vacuum", "writer", t.id.writer, "epoch", t.id.epoch, "endpoints", t.discard)
+		case c.forgettableLocked(t, now):
+			if len(t.discard) > 0 {
+				c.logger.Warn("txn: forgetting an aborted transaction whose rollback kept failing; its staged files are left to vacuum", "writer", t.id.writer, "epoch", t.id.epoch, "endpoints", t.discard)
+			}
 			c.dropLocked(t)
 		case t.expiredLocked(now):
 			expired = append(expired, t)
@@ -67,6 +63,24 @@ func (c *Coordinator) expireNow(now time.Time) {
 // owedRollbackKeep is how long an aborted transaction whose rollback
 // failed is kept, for a begin of its epoch to retry the rollback.
 const owedRollbackKeep = 24 * time.Hour
+
+// forgettableLocked reports whether terminal t may be forgotten at now:
+// a retention after it ended, or, while it owes a rollback (beginning it
+// again retries that), a day or the retention, whichever is longer, and
+// none in flight nor owed to a stream still ending.
+func (c *Coordinator) forgettableLocked(t *txn, now time.Time) bool {
+	if t.live() || t.pending || t.rollingBack > 0 {
+		return false
+	}
+	keep := c.retention
+	if len(t.discard) > 0 {
+		if t.streams > 0 {
+			return false
+		}
+		keep = max(owedRollbackKeep, c.retention)
+	}
+	return now.Sub(t.ended) >= keep
+}
 
 // expiredLocked reports whether t is due for expiry at now.
 func (t *txn) expiredLocked(now time.Time) bool {
