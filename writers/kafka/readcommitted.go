@@ -55,10 +55,11 @@ var errRewound = errors.New("the partition ends before the offset the read goes 
 // readCommitted calls each with the key and value of every record of
 // partition p of topic that a read_committed consumer sees, from offset
 // from (or the log start, when later) to the last stable offset once the
-// transactions open when the read begins have ended (or after settleWait: then errUnsettled when a
-// record past it has a key wanted reports): records of aborted
-// transactions and control records are skipped, and the read knows it is
-// done even when the log ends with a transaction marker. It returns the
+// transactions open when the read begins have ended (or after settleWait:
+// then errUnsettled when a record past it has a key wanted reports):
+// records of aborted transactions and control records are skipped, and the
+// read knows it is done even when the log ends with a transaction marker.
+// It returns the
 // offset the next read goes on from; errRewound when the partition ends
 // before from. sarama's consumer hides control records and its position,
 // so the sink fetches itself, with sarama's protocol types.
