@@ -571,40 +571,66 @@ func TestCheckObjects(t *testing.T) {
 	}
 }
 
-// TestNewWriterStartsWriteback checks that a file:// writer hands what it
-// has written to the kernel's writeback every writebackBytes, in order and
-// without gaps, so that Close's fsync finds little left to write.
-func TestNewWriterStartsWriteback(t *testing.T) {
-	type span struct{ off, n int64 }
-	var got []span
-	defer func(f func(*os.File, int64, int64)) { startWriteback = f }(startWriteback)
-	startWriteback = func(_ *os.File, off, n int64) { got = append(got, span{off, n}) }
-
-	b := mustOpen(t, "file://"+t.TempDir()+"/root", Options{})
-	w, err := b.NewWriter(t.Context(), "data/part")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want []byte
-	for i := range 70 { // 70 writes of 100,000 bytes: 7,000,000 bytes, 6 MiB queued
-		chunk := bytes.Repeat([]byte{byte(i)}, 100_000)
-		want = append(want, chunk...)
-		if _, err := w.Write(chunk); err != nil {
+// TestNewWriterSyncsAhead checks that a file:// writer syncs what it has
+// written in the background every syncAheadBytes, so that Close's fsync
+// finds little left to write, and that a background sync's failure fails
+// the file (the kernel reports a lost write once: the final fsync could
+// succeed after it) with nothing published.
+func TestNewWriterSyncsAhead(t *testing.T) {
+	write := func(t *testing.T, b *Bucket) ([]byte, error) {
+		w, err := b.NewWriter(t.Context(), "data/part")
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	wantContent(t, b, "data/part", string(want))
-	var next int64
-	for _, s := range got {
-		if s.off != next || s.n < writebackBytes || s.n >= writebackBytes+100_000 {
-			t.Fatalf("writeback ranges %v: want contiguous ranges from 0 of %d to %d bytes", got, writebackBytes, writebackBytes+100_000)
+		var want []byte
+		for i := range 70 { // 70 writes of 100,000 bytes: 7,000,000 bytes
+			chunk := bytes.Repeat([]byte{byte(i)}, 100_000)
+			want = append(want, chunk...)
+			if _, err := w.Write(chunk); err != nil {
+				break
+			}
 		}
-		next += s.n
+		return want, w.Close()
 	}
-	if len(want)-int(next) >= writebackBytes || len(got) != 6 {
-		t.Fatalf("writeback ranges %v cover %d of %d bytes: want all but the last MiB in 6 ranges", got, next, len(want))
-	}
+	defer func(f func(*os.File) error) { syncData = f }(syncData)
+
+	t.Run("ahead", func(t *testing.T) {
+		var sizes []int64 // the file's size at each background sync
+		syncData = func(f *os.File) error {
+			fi, err := f.Stat()
+			if err != nil {
+				return err
+			}
+			sizes = append(sizes, fi.Size())
+			return f.Sync()
+		}
+		b := mustOpen(t, "file://"+t.TempDir()+"/root", Options{})
+		want, err := write(t, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantContent(t, b, "data/part", string(want))
+		// A sync starts once 2 MiB more are written than when the one
+		// before started, and only after that one ended: 1 to 3 of them
+		// (the hook sees the file when its goroutine runs: maybe larger).
+		if len(sizes) == 0 || len(sizes) > 3 {
+			t.Fatalf("background syncs at sizes %v: want 1 to 3, one per %d bytes", sizes, syncAheadBytes)
+		}
+		for i, n := range sizes {
+			if n < int64(i+1)*syncAheadBytes {
+				t.Fatalf("background syncs at sizes %v: want at least %d bytes more each", sizes, syncAheadBytes)
+			}
+		}
+	})
+	t.Run("failed", func(t *testing.T) {
+		syncData = func(*os.File) error { return syscall.EIO }
+		b := mustOpen(t, "file://"+t.TempDir()+"/root", Options{})
+		if _, err := write(t, b); !errors.Is(err, syscall.EIO) {
+			t.Fatalf("Close after a failed background sync: %v, want EIO", err)
+		}
+		if _, err := b.Stat(t.Context(), "data/part"); !errors.Is(err, ErrNotExist) {
+			t.Fatalf("Stat of a file whose background sync failed: %v, want ErrNotExist", err)
+		}
+		wantNoSideFiles(t, b.dir)
+	})
 }
