@@ -1,6 +1,7 @@
 package flightsvc
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/apache/arrow-go/v18/arrow/flight"
@@ -38,14 +39,29 @@ func (c Codec) Unmarshal(data mem.BufferSlice, v any) error {
 	if !ok {
 		return c.base.Unmarshal(data, v)
 	}
-	// Materialize copies into a new slice, not a pooled one: gRPC frees
-	// data when Unmarshal returns, the batch lives on.
-	b := data.Materialize()
+	// Into a new slice, not a pooled one: gRPC frees data when Unmarshal
+	// returns, the batch lives on.
+	b := gather(data)
 	if err := unmarshalFlightData(b, fd); err != nil {
 		return err
 	}
 	ownFields(fd, len(b))
 	return nil
+}
+
+// gather concatenates data's buffers (a message's HTTP/2 frames) into one
+// new slice. It is data.Materialize without clearing the slice first
+// (bytes.Join allocates without zeroing what it is about to write over),
+// which cost a receive-bound server a tenth of its CPU.
+func gather(data mem.BufferSlice) []byte {
+	if len(data) == 0 {
+		return nil
+	}
+	parts := make([][]byte, len(data))
+	for i, buf := range data {
+		parts[i] = buf.ReadOnlyData()
+	}
+	return bytes.Join(parts, nil)
 }
 
 // maxSlack is how many bytes of a received message may lie outside the

@@ -1,6 +1,7 @@
 package ipccheck
 
 import (
+	"encoding/binary"
 	"fmt"
 	"unicode/utf8"
 
@@ -70,30 +71,65 @@ func checkStrings[O int32 | int64](offsets []O, data []byte) error {
 	}
 	// ValueOffsets is the column's n+1 offsets, which array.Validate
 	// checked are present and whose first and last lie in data.
-	first := offsets[0]
+	first, last := offsets[0], offsets[n]
 	if first < 0 {
 		return fmt.Errorf("string offset %d of row 0 is negative", first)
 	}
-	for i := 1; i <= n; i++ {
-		if offsets[i] < offsets[i-1] {
-			return fmt.Errorf("string offsets decrease at row %d: %d < %d", i, offsets[i], offsets[i-1])
-		}
+	// In ASCII every byte starts a character: no offset can split one.
+	if first > last || isASCII(data[first:last]) {
+		return checkIncreasing(offsets)
 	}
-	last := offsets[n]
 	if !utf8.Valid(data[first:last]) {
 		return badUTF8(offsets, data)
 	}
-	for i := 1; i < n; i++ {
-		if o := offsets[i]; o < last && !utf8.RuneStart(data[o]) {
+	prev := first
+	for _, o := range offsets[1:] {
+		if o < prev {
+			return checkIncreasing(offsets) // names the row
+		}
+		// Every offset before last starts a value: a character's first byte.
+		if o < last && !utf8.RuneStart(data[o]) {
 			return badUTF8(offsets, data)
+		}
+		prev = o
+	}
+	return nil
+}
+
+// checkIncreasing checks that offsets do not decrease.
+func checkIncreasing[O int32 | int64](offsets []O) error {
+	for i := 1; i < len(offsets); i++ {
+		if offsets[i] < offsets[i-1] {
+			return fmt.Errorf("string offsets decrease at row %d: %d < %d", i, offsets[i], offsets[i-1])
 		}
 	}
 	return nil
 }
 
+// isASCII reports whether b has no byte over 0x7f, eight bytes at a time.
+func isASCII(b []byte) bool {
+	var or uint64
+	for len(b) >= 32 {
+		or |= binary.LittleEndian.Uint64(b) | binary.LittleEndian.Uint64(b[8:]) |
+			binary.LittleEndian.Uint64(b[16:]) | binary.LittleEndian.Uint64(b[24:])
+		b = b[32:]
+	}
+	for len(b) >= 8 {
+		or |= binary.LittleEndian.Uint64(b)
+		b = b[8:]
+	}
+	for _, c := range b {
+		or |= uint64(c)
+	}
+	return or&0x8080808080808080 == 0
+}
+
 // badUTF8 names the first row that is not valid UTF-8, without quoting it
 // (it may be megabytes).
 func badUTF8[O int32 | int64](offsets []O, data []byte) error {
+	if err := checkIncreasing(offsets); err != nil {
+		return err // the values cannot be cut out yet
+	}
 	for i := 1; i < len(offsets); i++ {
 		if !utf8.Valid(data[offsets[i-1]:offsets[i]]) {
 			return fmt.Errorf("string at row %d is not valid UTF-8", i-1)

@@ -2,6 +2,7 @@ package ipccheck
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -17,7 +18,7 @@ import (
 // path accepts exactly what array.ValidateFull accepts.
 func TestValidateStringsAgreesWithArrow(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
-	alphabet := []string{"a", "b", "Z", "é", "ß", "€", "中", "😀", ""}
+	alphabet := []string{"a", "b", "Z", "é", "ß", "€", "中", "😀", "", "quite a long run of plain ASCII text"}
 	damages := []string{"none", "byte", "split", "decrease", "negative", "beyond", "nullcount"}
 	accepted, refused := 0, 0
 	for iter := range 3000 {
@@ -157,5 +158,30 @@ func TestValidateEmptyStringColumns(t *testing.T) {
 			col.Release()
 			data.Release()
 		}
+	}
+}
+
+// BenchmarkValidateStrings: a 65,536-row batch's string column of short
+// values, ASCII or with a few multi-byte characters.
+func BenchmarkValidateStrings(b *testing.B) {
+	for _, tc := range []struct{ name, rare string }{{"ascii", "x"}, {"utf8", "é"}} {
+		b.Run(tc.name, func(b *testing.B) {
+			sb := array.NewStringBuilder(memory.DefaultAllocator)
+			for i := range 65_536 {
+				s := fmt.Sprintf("user-%d", i%5000)
+				if i%100 == 0 {
+					s += tc.rare
+				}
+				sb.Append(s)
+			}
+			col := sb.NewArray()
+			defer col.Release()
+			b.SetBytes(int64(col.Data().Buffers()[2].Len()))
+			for b.Loop() {
+				if err := ValidateColumn(col); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
