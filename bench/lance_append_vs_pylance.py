@@ -44,7 +44,7 @@ import pyarrow.compute as pc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
 from delta_vs_reference import batched, proc_cpu, rows  # noqa: E402
-from helpers import REPO, Quiver  # noqa: E402
+from helpers import REPO, Client, Quiver  # noqa: E402
 
 
 def cardinality(n: int, seed: int) -> pa.Table:
@@ -143,8 +143,11 @@ def main() -> int:
     server = Quiver(Path(args.quiver), work / "server", endpoints)
     loads = [os.getloadavg()[0]]
     report = []
+    clients: list[Client] = []
     try:
-        clients = [server.client() for _ in range(max(streams))]
+        # One connection per stream, as separate collectors would have (the
+        # server's cached client would carry every stream on one).
+        clients = [Client(server.flight_addr) for _ in range(max(streams))]
         for s in streams:
             split = parts(table, s)
             secs: dict[str, list[float]] = {"quiver": [], "pylance": []}
@@ -179,6 +182,8 @@ def main() -> int:
             report.append((s, med, {e: statistics.median(v) for e, v in cpu.items()},
                            {e: statistics.median(v) for e, v in disk.items()}))
     finally:
+        for c in clients:
+            c.close()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
 
