@@ -40,6 +40,7 @@ func (c *Coordinator) applyLocked(r *record) {
 		t.decision, t.done, t.versions, t.discard = nil, nil, nil, nil
 		t.ttl, t.deadline = time.Duration(r.TTLMillis)*time.Millisecond, r.Deadline
 		t.since, t.owner = r.At, r.Owner
+		c.settleReplayOwedLocked(t.id)
 	case recJoin:
 		if t.parts[r.Endpoint] == nil {
 			t.parts[r.Endpoint] = &part{}
@@ -70,6 +71,11 @@ func (c *Coordinator) applyLocked(r *record) {
 		buryLocked(t)
 		t.state, t.ended, t.expired = StateAborted, r.At, r.Expired
 		t.decision, t.done = nil, nil
+		if r.OwesReplay {
+			c.oweReplayLocked(t.id)
+		} else {
+			c.settleReplayOwedLocked(t.id) // the client gave the epoch up
+		}
 		for s, cut := range t.cuts {
 			cut(t.abortedErr())
 			delete(t.cuts, s)

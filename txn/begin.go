@@ -195,7 +195,7 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 	if endpoint != "" {
 		recs = append(recs, &record{typ: recJoin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, Endpoint: endpoint})
 	}
-	if err := c.log(func() { t.conn = connOf(ctx); c.settleReplayOwedLocked(t.id) }, recs...); err != nil {
+	if err := c.log(func() { t.conn = connOf(ctx) }, recs...); err != nil {
 		if created {
 			c.mu.Lock()
 			c.dropLocked(t)

@@ -282,10 +282,21 @@ func (c *Coordinator) markUndoing(t *txn) bool {
 		return false
 	}
 	t.undoing = true
-	if e, ok := c.replayOwed[t.id.writer]; !ok || t.id.epoch < e {
-		c.replayOwed[t.id.writer] = t.id.epoch
-	}
+	c.oweReplayLocked(t.id) // now: a begin must not slip in before the abort is journaled
 	return true
+}
+
+// oweReplayLocked records that id's epoch owes its replay.
+func (c *Coordinator) oweReplayLocked(id txnID) {
+	if e, ok := c.replayOwed[id.writer]; !ok || id.epoch < e {
+		c.replayOwed[id.writer] = id.epoch
+	}
+}
+
+// owesReplayLocked reports whether id's epoch owes its replay.
+func (c *Coordinator) owesReplayLocked(id txnID) bool {
+	e, ok := c.replayOwed[id.writer]
+	return ok && e == id.epoch
 }
 
 // replayOwedLocked refuses op on id while an earlier epoch of its writer
@@ -300,7 +311,7 @@ func (c *Coordinator) replayOwedLocked(op string, id txnID) error {
 // settleReplayOwedLocked ends the replay owed by id's epoch (it is begun
 // again, or rolled back by the client).
 func (c *Coordinator) settleReplayOwedLocked(id txnID) {
-	if e, ok := c.replayOwed[id.writer]; ok && e == id.epoch {
+	if c.owesReplayLocked(id) {
 		delete(c.replayOwed, id.writer)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/quiver-ingest/quiver/txn/journal"
 )
@@ -33,8 +34,9 @@ func (c *Coordinator) maybeCompact() {
 }
 
 // snapshotLocked restates the live state as records
-// (docs/journal-format.md, "Records"): last committed epochs, then each
-// open or precommitted transaction.
+// (docs/journal-format.md, "Records"): last committed epochs, epochs owing
+// their replay, stream writers, then each open or precommitted
+// transaction.
 func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 	var recs []*record
 	keys := slices.SortedFunc(maps.Keys(c.committed), func(a, b epochKey) int {
@@ -44,6 +46,16 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 		if e := c.committed[k]; e >= 0 {
 			recs = append(recs, &record{typ: recEpoch, Writer: k.writer, Endpoint: k.endpoint, Epoch: e})
 		}
+	}
+	// Epochs owing their replay: their aborts say so (and keep the
+	// transaction, which is never forgotten while it owes).
+	for _, w := range slices.Sorted(maps.Keys(c.replayOwed)) {
+		id := txnID{w, c.replayOwed[w]}
+		var ended time.Time
+		if t := c.txns[id]; t != nil {
+			ended = t.ended
+		}
+		recs = append(recs, &record{typ: recAbort, Writer: w, Epoch: id.epoch, At: ended, OwesReplay: true})
 	}
 	for _, w := range slices.Sorted(maps.Keys(c.streamWriters)) {
 		if c.claims[w] == nil {

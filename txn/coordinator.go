@@ -183,7 +183,8 @@ type Coordinator struct {
 	// replayOwed is, per writer, the epoch whose refused commit was undone
 	// (markUndoing) and not yet begun again or rolled back: a later epoch
 	// committing first would make its replay read as a replay and be
-	// dropped, so later epochs wait (in memory only: a restart forgets it).
+	// dropped, so later epochs wait. Journaled: an abort with OwesReplay
+	// sets it, a begin or a plain abort of the epoch settles it.
 	replayOwed map[string]int64
 
 	ctx       context.Context // canceled by Close; bounds background sink calls

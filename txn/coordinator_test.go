@@ -744,6 +744,61 @@ func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
 	}
 }
 
+// TestUndoneEpochOwesItsReplayDurably: the replay an undone epoch owes
+// is in the journal (its abort record, restated by a compaction), so a
+// restart does not let a later epoch begin first; the epoch is never
+// forgotten while it owes, and beginning it again or rolling it back
+// settles the debt for good.
+func TestUndoneEpochOwesItsReplayDurably(t *testing.T) {
+	fx := newFixture(t)
+	fx.tune = func(c *Coordinator) { c.segmentBytes = 4 << 10 }
+	fx.restart()
+	invalid := writers.Errorf(writers.ErrInvalid, "delta: the table was created meanwhile with other columns")
+	undo := func(writer string) {
+		t.Helper()
+		fx.write(writer, 1, "a", 1)
+		fx.c.Precommit(bg, writer, 1)
+		fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = invalid })
+		if _, err := fx.c.Commit(bg, writer, 1, nil); !strings.Contains(fmt.Sprint(err), "begin the epoch again and replay it") {
+			t.Fatalf("commit: %v, want it undone", err)
+		}
+		fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
+	}
+	refused := func(writer, when string) {
+		t.Helper()
+		if _, err := fx.c.Begin(bg, writer, 2, 0); !errors.Is(err, writers.ErrWrongState) || !strings.Contains(err.Error(), "replay it first") {
+			t.Fatalf("%s: begin of a later epoch of %q: %v, want it refused until epoch 1 is replayed", when, writer, err)
+		}
+	}
+	begins := func(writer string, epoch int64, when string) {
+		t.Helper()
+		if _, err := fx.c.Begin(bg, writer, epoch, 0); err != nil {
+			t.Fatalf("%s: begin %q %d: %v", when, writer, epoch, err)
+		}
+	}
+	undo("w")
+	undo("v")
+	fx.restart()
+	refused("w", "after a restart")
+	refused("v", "after a restart")
+
+	// Far past the retention, the owing epochs are still known: rolling
+	// one back (giving it up) is journaled, compactions keep the other's.
+	fx.clock.Advance(30 * 24 * time.Hour)
+	fx.c.expireNow(fx.clock.Now())
+	if _, err := fx.c.Rollback(bg, "v", 1); err != nil {
+		t.Fatal(err)
+	}
+	fx.fillUntilCompacted()
+	fx.restart()
+	refused("w", "after the retention, a compaction and a restart")
+	begins("v", 2, "after the epoch was given up, a compaction and a restart")
+
+	begins("w", 1, "the replay")
+	fx.restart()
+	begins("w", 2, "after the replay began and a restart")
+}
+
 // TestCommitRewritesFirst: an endpoint that rewrites what the transaction
 // read (upsert) commits before the others; when a concurrent commit refuses
 // it for good, nothing was published (the append endpoint was not asked),

@@ -67,9 +67,10 @@ const owedRollbackKeep = 24 * time.Hour
 // forgettableLocked reports whether terminal t may be forgotten at now:
 // a retention after it ended, or, while it owes a rollback (beginning it
 // again retries that), a day or the retention, whichever is longer, and
-// none in flight nor owed to a stream still ending.
+// none in flight nor owed to a stream still ending. An epoch owing its
+// replay is kept until the client begins it again or rolls it back.
 func (c *Coordinator) forgettableLocked(t *txn, now time.Time) bool {
-	if t.live() || t.pending || t.rollingBack > 0 {
+	if t.live() || t.pending || t.rollingBack > 0 || c.owesReplayLocked(t.id) {
 		return false
 	}
 	keep := c.retention

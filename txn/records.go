@@ -42,6 +42,10 @@ type record struct {
 	Versions     map[string]int64                `json:"versions,omitempty"`
 	Replayed     bool                            `json:"replayed,omitempty"`
 	Expired      bool                            `json:"expired,omitempty"`
+	// OwesReplay marks the abort of a decided commit that every endpoint
+	// refused (recAbort): later epochs of the writer wait until this one
+	// is begun again, or rolled back (a plain abort record of it).
+	OwesReplay bool `json:"owes_replay,omitempty"`
 	// Owner is the caller that began the transaction (recBegin); absent
 	// in journals written before owners were recorded.
 	Owner string `json:"owner,omitempty"`

@@ -26,10 +26,7 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 		return Status{}, err
 	}
 	t := c.lockTxn(id)
-	if t == nil {
-		c.mu.Lock()
-		c.settleReplayOwedLocked(id) // the client gives the epoch up
-		c.mu.Unlock()
+	if t == nil { // an epoch owing its replay is never forgotten
 		return Status{Writer: writer, Epoch: epoch, State: StateAborted}, nil
 	}
 	defer t.op.Unlock()
@@ -53,9 +50,9 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	case decided:
 		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: the commit of %s is decided: it can no longer be rolled back; retry commit to finish it", id)
 	case state == StateAborted:
-		c.mu.Lock()
-		c.settleReplayOwedLocked(id) // the client gives the epoch up
-		c.mu.Unlock()
+		if err := c.giveUpReplay(t); err != nil {
+			return Status{}, err
+		}
 		err = c.discardParts(ctx, t)
 		c.mu.Lock()
 		retry := t.undiscarded
@@ -74,6 +71,20 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	return c.statusLocked(t), err
 }
 
+// giveUpReplay journals that the client gives aborted t's epoch up when it
+// owes its replay (a plain abort record of it: applyLocked settles the
+// debt), so that later epochs of the writer may begin, also after a
+// restart.
+func (c *Coordinator) giveUpReplay(t *txn) error {
+	c.mu.Lock()
+	owes := c.owesReplayLocked(t.id)
+	c.mu.Unlock()
+	if !owes {
+		return nil
+	}
+	return c.log(nil, &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now()})
+}
+
 // isLive reports whether t is open or precommitted.
 func (c *Coordinator) isLive(t *txn) bool {
 	c.mu.Lock()
@@ -87,7 +98,10 @@ func (c *Coordinator) isLive(t *txn) bool {
 func (c *Coordinator) abort(ctx context.Context, t *txn, expired bool) error {
 	c.markFenced(ctx, t)
 	precommitted := c.ownPrecommits(t)
-	rec := &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now(), Expired: expired}
+	c.mu.Lock()
+	owes := t.undoing // abortDecided: the client must replay the epoch
+	c.mu.Unlock()
+	rec := &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now(), Expired: expired, OwesReplay: owes}
 	err := c.log(func() { t.discard = slices.Sorted(maps.Keys(t.parts)) }, rec)
 	if err != nil {
 		return err
