@@ -27,6 +27,7 @@ process's for pylance.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import random
 import resource
@@ -147,7 +148,8 @@ def main() -> int:
     try:
         # One connection per stream, as separate collectors would have (the
         # server's cached client would carry every stream on one).
-        clients = [Client(server.flight_addr) for _ in range(max(streams))]
+        for _ in range(max(streams)):
+            clients.append(Client(server.flight_addr))
         for s in streams:
             split = parts(table, s)
             secs: dict[str, list[float]] = {"quiver": [], "pylance": []}
@@ -183,7 +185,8 @@ def main() -> int:
                            {e: statistics.median(v) for e, v in disk.items()}))
     finally:
         for c in clients:
-            c.close()
+            with contextlib.suppress(Exception):
+                c.close()
         server.stop()
         shutil.rmtree(work, ignore_errors=True)
 

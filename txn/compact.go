@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"maps"
 	"slices"
-	"time"
 
 	"github.com/quiver-ingest/quiver/txn/journal"
 )
@@ -47,15 +46,17 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 			recs = append(recs, &record{typ: recEpoch, Writer: k.writer, Endpoint: k.endpoint, Epoch: e})
 		}
 	}
-	// Epochs owing their replay: their aborts say so (and keep the
-	// transaction, which is never forgotten while it owes).
+	// Epochs owing their replay (never forgotten while they owe): the
+	// last attempt's begin, whose attempt and owner a rollback giving the
+	// epoch up is checked against, then the abort that owes.
 	for _, w := range slices.Sorted(maps.Keys(c.replayOwed)) {
-		id := txnID{w, c.replayOwed[w]}
-		var ended time.Time
-		if t := c.txns[id]; t != nil {
-			ended = t.ended
+		e := c.replayOwed[w]
+		owing := &record{typ: recAbort, Writer: w, Epoch: e, OwesReplay: true}
+		if t := c.txns[txnID{w, e}]; t != nil {
+			recs = append(recs, &record{typ: recBegin, Writer: w, Epoch: e, Attempt: t.attempt, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline, Owner: t.owner})
+			owing.At = t.ended
 		}
-		recs = append(recs, &record{typ: recAbort, Writer: w, Epoch: id.epoch, At: ended, OwesReplay: true})
+		recs = append(recs, owing)
 	}
 	for _, w := range slices.Sorted(maps.Keys(c.streamWriters)) {
 		if c.claims[w] == nil {

@@ -784,15 +784,24 @@ func TestUndoneEpochOwesItsReplayDurably(t *testing.T) {
 
 	// Far past the retention, the owing epochs are still known: rolling
 	// one back (giving it up) is journaled, compactions keep the other's.
+	// The client rolls back naming its attempt (as the clients do): a
+	// compaction keeps the attempt (and the owner) the rollback is checked
+	// against.
 	fx.clock.Advance(30 * 24 * time.Hour)
 	fx.c.expireNow(fx.clock.Now())
-	if _, err := fx.c.Rollback(bg, "v", 1); err != nil {
-		t.Fatal(err)
-	}
+	attempt := fx.status("v", 1).Attempt
 	fx.fillUntilCompacted()
 	fx.restart()
+	if st := fx.status("v", 1); st.Attempt != attempt || st.State != StateAborted {
+		t.Fatalf("owing epoch after a compaction and a restart: %+v, want aborted with attempt %q", st, attempt)
+	}
 	refused("w", "after the retention, a compaction and a restart")
-	begins("v", 2, "after the epoch was given up, a compaction and a restart")
+	refused("v", "after the retention, a compaction and a restart")
+	if _, err := fx.c.Rollback(WithAttempt(bg, attempt), "v", 1); err != nil {
+		t.Fatal(err)
+	}
+	fx.restart()
+	begins("v", 2, "after the epoch was given up and a restart")
 
 	begins("w", 1, "the replay")
 	fx.restart()

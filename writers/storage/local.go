@@ -166,7 +166,8 @@ func (w *fileWriter) Write(p []byte) (int, error) {
 }
 
 // syncAhead collects the background sync in flight if it has ended, and
-// starts one when syncAheadBytes more have been written since the last.
+// starts one when syncAheadBytes more have been written since the last,
+// unless the write is abandoned (ctx done: Close will remove the file).
 // One at a time: a sync covers everything written before it started.
 func (w *fileWriter) syncAhead() {
 	if w.syncing != nil {
@@ -178,7 +179,7 @@ func (w *fileWriter) syncAhead() {
 			return
 		}
 	}
-	if w.err != nil || w.written-w.synced < syncAheadBytes {
+	if w.err != nil || w.written-w.synced < syncAheadBytes || w.ctx.Err() != nil {
 		return
 	}
 	w.synced = w.written

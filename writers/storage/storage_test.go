@@ -622,6 +622,30 @@ func TestNewWriterSyncsAhead(t *testing.T) {
 			}
 		}
 	})
+	t.Run("abandoned", func(t *testing.T) {
+		// Data written after the write is abandoned is not synced: Close
+		// removes it (a rollback does not wait for the disk).
+		syncs := 0
+		syncData = func(*os.File) error { syncs++; return nil }
+		b := mustOpen(t, "file://"+t.TempDir()+"/root", Options{})
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		w, err := b.NewWriter(ctx, "data/part")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for range 70 {
+			if _, err := w.Write(make([]byte, 100_000)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.Close(); !errors.Is(err, context.Canceled) {
+			t.Fatalf("Close of an abandoned write: %v, want context.Canceled", err)
+		}
+		if syncs != 0 {
+			t.Fatalf("%d background syncs of an abandoned write, want none", syncs)
+		}
+	})
 	t.Run("failed", func(t *testing.T) {
 		syncData = func(*os.File) error { return syscall.EIO }
 		b := mustOpen(t, "file://"+t.TempDir()+"/root", Options{})
