@@ -415,6 +415,26 @@ func TestExpiry(t *testing.T) {
 	}
 }
 
+// TestNotForgottenWhileHeld: a terminal transaction past its retention is
+// not forgotten while a call holds it (a begin starting the epoch afresh
+// would journal into a transaction no longer known, and answer from it).
+func TestNotForgottenWhileHeld(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	if _, err := fx.c.Rollback(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	held := fx.c.lockTxn(txnID{"w", 1})
+	fx.clock.Advance(2 * fx.c.retention)
+	fx.c.expireNow(fx.clock.Now())
+	fx.mustState("w", 1, StateAborted)
+	held.op.Unlock()
+	fx.c.expireNow(fx.clock.Now())
+	if _, err := fx.c.Status(bg, "w", 1); !errors.Is(err, writers.ErrNotFound) {
+		t.Fatalf("status past the retention, no call holding it: %v, want NotFound", err)
+	}
+}
+
 // The ttl measures how long the client leaves a transaction idle: while
 // the server works for one of its streams (waits for memory, writes a
 // batch), it does not run, however long that takes.

@@ -34,11 +34,16 @@ func (c *Coordinator) expireNow(now time.Time) {
 	c.mu.Lock()
 	for _, t := range c.txns {
 		switch {
-		case c.forgettableLocked(t, now):
+		// Not while a call holds op: a begin starting the epoch afresh
+		// would journal into a transaction no longer in the map (and
+		// answer from it). TryLock under mu: op comes before mu, never
+		// wait for it here.
+		case c.forgettableLocked(t, now) && t.op.TryLock():
 			if len(t.discard) > 0 {
 				c.logger.Warn("txn: forgetting an aborted transaction whose rollback kept failing; its staged files are left to vacuum", "writer", t.id.writer, "epoch", t.id.epoch, "endpoints", t.discard)
 			}
 			c.dropLocked(t)
+			t.op.Unlock()
 		case t.expiredLocked(now):
 			expired = append(expired, t)
 		}
