@@ -40,7 +40,6 @@ func (c *Coordinator) applyLocked(r *record) {
 		t.decision, t.done, t.versions, t.discard = nil, nil, nil, nil
 		t.ttl, t.deadline = time.Duration(r.TTLMillis)*time.Millisecond, r.Deadline
 		t.since, t.owner = r.At, r.Owner
-		c.settleReplayOwedLocked(t.id)
 	case recJoin:
 		if t.parts[r.Endpoint] == nil {
 			t.parts[r.Endpoint] = &part{}
@@ -64,6 +63,7 @@ func (c *Coordinator) applyLocked(r *record) {
 		t.state, t.ended = StateCommitted, r.At
 		t.versions, t.replayed = r.Versions, r.Replayed
 		t.decision, t.done = nil, nil
+		c.settleReplayOwedLocked(t.id) // the replay is in
 		for ep := range r.Versions {
 			c.noteCommittedLocked(r.Writer, ep, r.Epoch)
 		}
@@ -71,10 +71,11 @@ func (c *Coordinator) applyLocked(r *record) {
 		buryLocked(t)
 		t.state, t.ended, t.expired = StateAborted, r.At, r.Expired
 		t.decision, t.done = nil, nil
-		if r.OwesReplay {
+		switch {
+		case r.OwesReplay:
 			c.oweReplayLocked(t.id)
-		} else {
-			c.settleReplayOwedLocked(t.id) // the client gave the epoch up
+		case r.GaveUp:
+			c.settleReplayOwedLocked(t.id)
 		}
 		for s, cut := range t.cuts {
 			cut(t.abortedErr())

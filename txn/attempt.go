@@ -213,7 +213,7 @@ func (c *Coordinator) fence(ctx context.Context, t *txn, by string) error {
 		level = slog.LevelWarn
 	}
 	c.logger.Log(context.Background(), level, "txn: fencing the current attempt of an epoch; its staged rows are discarded", "txn", t.id.String(), "attempt", t.attempt, "by", by, "rows", rows)
-	if err := c.abort(ctx, t, false); err != nil && c.isLive(t) {
+	if err := c.abort(ctx, t, abortFenced); err != nil && c.isLive(t) {
 		return err
 	}
 	deadline := time.NewTimer(drainWait)

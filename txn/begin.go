@@ -227,7 +227,7 @@ func (c *Coordinator) fenceOlder(ctx context.Context, id txnID) {
 		c.mu.Unlock()
 		if still {
 			c.logger.Info("txn: fencing an older open epoch", "writer", id.writer, "epoch", o.id.epoch, "by", id.epoch)
-			if err := c.abort(ctx, o, false); err != nil {
+			if err := c.abort(ctx, o, abortFenced); err != nil {
 				c.logger.Warn("txn: fencing an older epoch", "writer", id.writer, "epoch", o.id.epoch, "err", err)
 			}
 		}

@@ -274,45 +274,52 @@ func (c *Coordinator) replayedRefusals(ctx context.Context, t *txn, jobs []commi
 // markUndoing marks t as being undone unless a later epoch of its writer
 // is live (it may have been begun while the sinks were read), and owes
 // its replay: from then on later epochs of the writer neither begin nor
-// commit until t's epoch is begun again or rolled back (replayOwed).
+// commit until t's epoch is committed or given up (replayOwed).
 func (c *Coordinator) markUndoing(t *txn) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.laterLiveLocked(t) {
 		return false
 	}
-	t.undoing = true
+	t.undoing, t.owedBefore = true, c.owesReplayLocked(t.id)
 	c.oweReplayLocked(t.id) // now: a begin must not slip in before the abort is journaled
 	return true
 }
 
 // oweReplayLocked records that id's epoch owes its replay.
 func (c *Coordinator) oweReplayLocked(id txnID) {
-	if e, ok := c.replayOwed[id.writer]; !ok || id.epoch < e {
-		c.replayOwed[id.writer] = id.epoch
+	owed := c.replayOwed[id.writer]
+	if i, found := slices.BinarySearch(owed, id.epoch); !found {
+		c.replayOwed[id.writer] = slices.Insert(owed, i, id.epoch)
 	}
 }
 
 // owesReplayLocked reports whether id's epoch owes its replay.
 func (c *Coordinator) owesReplayLocked(id txnID) bool {
-	e, ok := c.replayOwed[id.writer]
-	return ok && e == id.epoch
+	_, found := slices.BinarySearch(c.replayOwed[id.writer], id.epoch)
+	return found
 }
 
 // replayOwedLocked refuses op on id while an earlier epoch of its writer
-// owes a replay (markUndoing).
+// owes its replay (markUndoing).
 func (c *Coordinator) replayOwedLocked(op string, id txnID) error {
-	if e, ok := c.replayOwed[id.writer]; ok && e < id.epoch {
-		return writers.Errorf(writers.ErrWrongState, "txn: %s %s: epoch %d of writer %q was aborted because every endpoint refused its commit: begin it again and replay it first (or roll it back to give it up)", op, id, e, id.writer)
+	if owed := c.replayOwed[id.writer]; len(owed) > 0 && owed[0] < id.epoch {
+		return writers.Errorf(writers.ErrWrongState, "txn: %s %s: epoch %d of writer %q was aborted because every endpoint refused its commit: replay it first (begin, write, precommit and commit it again), or roll it back to give it up", op, id, owed[0], id.writer)
 	}
 	return nil
 }
 
-// settleReplayOwedLocked ends the replay owed by id's epoch (it is begun
-// again, or rolled back by the client).
+// settleReplayOwedLocked ends the replay owed by id's epoch (its replay
+// is committed, or the client gave it up).
 func (c *Coordinator) settleReplayOwedLocked(id txnID) {
-	if c.owesReplayLocked(id) {
+	owed := c.replayOwed[id.writer]
+	i, found := slices.BinarySearch(owed, id.epoch)
+	switch {
+	case !found:
+	case len(owed) == 1:
 		delete(c.replayOwed, id.writer)
+	default:
+		c.replayOwed[id.writer] = slices.Delete(owed, i, i+1)
 	}
 }
 
@@ -361,12 +368,12 @@ func (c *Coordinator) abortDecided(ctx context.Context, t *txn, cause error) (St
 		defer func() {
 			c.mu.Lock()
 			t.undoing = false
-			if t.live() { // not aborted: the decision stands, nothing is owed
+			if t.live() && !t.owedBefore { // not aborted: the decision stands, nothing more is owed
 				c.settleReplayOwedLocked(t.id)
 			}
 			c.mu.Unlock()
 		}()
-		return c.abort(ctx, t, false)
+		return c.abort(ctx, t, abortRefused)
 	}()
 	if err != nil && c.isLive(t) {
 		return Status{}, errors.Join(cause, err)

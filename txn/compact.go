@@ -47,16 +47,22 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 		}
 	}
 	// Epochs owing their replay (never forgotten while they owe): the
-	// last attempt's begin, whose attempt and owner a rollback giving the
-	// epoch up is checked against, then the abort that owes.
+	// last attempt's begin and joins, which a rollback giving the epoch
+	// up is checked against (attempt, owner, endpoints), then the abort
+	// that owes. One being replayed is restated live below, after.
 	for _, w := range slices.Sorted(maps.Keys(c.replayOwed)) {
-		e := c.replayOwed[w]
-		owing := &record{typ: recAbort, Writer: w, Epoch: e, OwesReplay: true}
-		if t := c.txns[txnID{w, e}]; t != nil {
-			recs = append(recs, &record{typ: recBegin, Writer: w, Epoch: e, Attempt: t.attempt, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline, Owner: t.owner})
-			owing.At = t.ended
+		for _, e := range c.replayOwed[w] {
+			t := c.txns[txnID{w, e}]
+			owing := &record{typ: recAbort, Writer: w, Epoch: e, OwesReplay: true}
+			if t != nil && !t.live() {
+				recs = append(recs, &record{typ: recBegin, Writer: w, Epoch: e, Attempt: t.attempt, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline, Owner: t.owner})
+				for _, ep := range slices.Sorted(maps.Keys(t.parts)) {
+					recs = append(recs, &record{typ: recJoin, Writer: w, Epoch: e, Endpoint: ep})
+				}
+				owing.At = t.ended
+			}
+			recs = append(recs, owing)
 		}
-		recs = append(recs, owing)
 	}
 	for _, w := range slices.Sorted(maps.Keys(c.streamWriters)) {
 		if c.claims[w] == nil {

@@ -73,8 +73,10 @@ type txn struct {
 	poison  string // why a stream failed
 	// undoing: abortDecided is undoing the decision, which the abort's
 	// record clears: its attempt is fenced as a precommitted
-	// transaction's is (its files are left to vacuum).
-	undoing bool
+	// transaction's is (its files are left to vacuum). owedBefore: the
+	// epoch already owed its replay (this was one), so an undo that
+	// fails settles nothing.
+	undoing, owedBefore bool
 	// decision is non-nil once the commit is decided and until it is
 	// finished: endpoint → descriptors to commit.
 	decision map[string][]writers.Descriptor
@@ -180,12 +182,13 @@ type Coordinator struct {
 	// of the writer waits for the first's outcome, and a compaction leaves
 	// them out (their own record lands after it).
 	claims map[string]*claim
-	// replayOwed is, per writer, the epoch whose refused commit was undone
-	// (markUndoing) and not yet begun again or rolled back: a later epoch
-	// committing first would make its replay read as a replay and be
-	// dropped, so later epochs wait. Journaled: an abort with OwesReplay
-	// sets it, a begin or a plain abort of the epoch settles it.
-	replayOwed map[string]int64
+	// replayOwed is, per writer, the epochs (ascending) whose refused
+	// commits were undone (markUndoing) and are neither committed again
+	// nor given up: a later epoch committing first would make a replay
+	// read as a replay and be dropped, so epochs above the first wait.
+	// Journaled: an abort with OwesReplay adds one, its committed record
+	// or an abort with GaveUp (the client's rollback) settles it.
+	replayOwed map[string][]int64
 
 	ctx       context.Context // canceled by Close; bounds background sink calls
 	cancel    context.CancelFunc
@@ -240,7 +243,7 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 		writerMax:         make(map[string]int64),
 		streamWriters:     make(map[string]bool),
 		claims:            make(map[string]*claim),
-		replayOwed:        make(map[string]int64),
+		replayOwed:        make(map[string][]int64),
 		stopc:             make(chan struct{}),
 		donec:             make(chan struct{}),
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -673,10 +674,19 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 	if _, err := fx.c.Begin(bg, "w", 1, 0); err != nil {
 		t.Fatalf("begin the aborted epoch again: %v", err)
 	}
-
-	// A refusal beside an unknown outcome: the decision stays.
+	// The replay, once the tables take it.
 	fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
 	fx.eps["b"].set(func(f *fakeWriter) { f.failCommit = nil })
+	fx.write("w", 1, "a", 1)
+	fx.write("w", 1, "b", 1)
+	if _, err := fx.c.Precommit(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := fx.c.Commit(bg, "w", 1, nil); err != nil || st.State != StateCommitted {
+		t.Fatalf("commit of the replay: %+v %v", st, err)
+	}
+
+	// A refusal beside an unknown outcome: the decision stays.
 	fx.write("w", 2, "a", 1)
 	fx.write("w", 2, "b", 1)
 	fx.c.Precommit(bg, "w", 2)
@@ -729,61 +739,138 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 }
 
 // TestBeginWaitsForAnUndoneEpoch: once an epoch's refused commit is
-// undone, later epochs of the writer neither begin nor commit until it is
-// begun again (replayed) or rolled back (given up): committing first, a
-// later epoch would make the replay read as a replay and drop it.
+// undone, later epochs of the writer neither begin nor commit until its
+// replay is committed or the client rolls it back (gives it up):
+// committing first, a later epoch would make the replay read as a replay
+// and drop it. A replay attempt that ends otherwise (fenced by a new
+// attempt, expired) leaves the debt; epochs owing at once wait in order.
 func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
 	fx := newFixture(t)
-	invalid := writers.Errorf(writers.ErrInvalid, "delta: the table was created meanwhile with other columns")
-	undo := func(writer string) {
+	undo := func(writer string, epoch int64) {
 		t.Helper()
-		fx.write(writer, 1, "a", 1)
-		fx.c.Precommit(bg, writer, 1)
-		fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = invalid })
-		if _, err := fx.c.Commit(bg, writer, 1, nil); !strings.Contains(fmt.Sprint(err), "begin the epoch again and replay it") {
-			t.Fatalf("commit: %v, want it undone", err)
+		undoEpoch(t, fx, writer, epoch)
+	}
+	refused := func(writer string, epoch int64, owed int64, when string) {
+		t.Helper()
+		_, err := fx.c.Begin(bg, writer, epoch, 0)
+		if !errors.Is(err, writers.ErrWrongState) || !strings.Contains(err.Error(), fmt.Sprintf("epoch %d of writer %q was aborted", owed, writer)) {
+			t.Fatalf("%s: begin %s@%d: %v, want it refused until epoch %d is replayed", when, writer, epoch, err, owed)
 		}
-		fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
 	}
-	undo("w")
-	if _, err := fx.c.Begin(bg, "w", 2, 0); !errors.Is(err, writers.ErrWrongState) || !strings.Contains(err.Error(), "replay it first") {
-		t.Fatalf("begin of a later epoch before the replay: %v, want it refused", err)
-	}
+	undo("w", 1)
+	refused("w", 2, 1, "before the replay")
+	// Replay attempts that end without a commit settle nothing.
 	if _, err := fx.c.Begin(bg, "w", 1, 0); err != nil {
 		t.Fatalf("begin of the undone epoch: %v", err)
 	}
-	if _, err := fx.c.Begin(bg, "w", 2, 0); err != nil {
-		t.Fatalf("begin of a later epoch once the replay began: %v", err)
+	refused("w", 2, 1, "while the replay is open")
+	fx.write("w", 1, "a", 1)
+	if _, err := fx.c.Begin(bg, "w", 1, 0); err != nil { // fences the open attempt
+		t.Fatal(err)
 	}
-	undo("v")
+	fx.clock.Advance(2 * time.Minute)
+	fx.c.expireNow(fx.clock.Now())
+	fx.mustState("w", 1, StateAborted)
+	refused("w", 2, 1, "after a fenced and an expired replay attempt")
+	// The replay committed settles it.
+	replayEpoch(t, fx, "w", 1)
+	if _, err := fx.c.Begin(bg, "w", 2, 0); err != nil {
+		t.Fatalf("begin of a later epoch once the replay is committed: %v", err)
+	}
+
+	// Given up: rolled back while aborted, or while its replay is open.
+	undo("v", 1)
 	if _, err := fx.c.Rollback(bg, "v", 1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := fx.c.Begin(bg, "v", 2, 0); err != nil {
 		t.Fatalf("begin of a later epoch once the undone one is given up: %v", err)
 	}
+	undo("u", 1)
+	if _, err := fx.c.Begin(bg, "u", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Rollback(bg, "u", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Begin(bg, "u", 2, 0); err != nil {
+		t.Fatalf("begin of a later epoch once the replay attempt is rolled back: %v", err)
+	}
+
+	// Two epochs owing: the earlier first; settling it leaves the later.
+	undo("x", 5)
+	undo("x", 3)
+	refused("x", 5, 3, "two owed")
+	replayEpoch(t, fx, "x", 3)
+	refused("x", 6, 5, "one of two settled")
+	replayEpoch(t, fx, "x", 5)
+	if _, err := fx.c.Begin(bg, "x", 6, 0); err != nil {
+		t.Fatalf("begin once both replays are committed: %v", err)
+	}
+
+	// A replay refused everywhere again, whose undo the journal refuses:
+	// the decision stands, and the debt it was replaying too.
+	undo("y", 1)
+	if _, err := fx.c.Begin(bg, "y", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	fx.write("y", 1, "a", 1)
+	if _, err := fx.c.Precommit(bg, "y", 1); err != nil {
+		t.Fatal(err)
+	}
+	fx.eps["a"].set(func(f *fakeWriter) {
+		f.failCommit = writers.Errorf(writers.ErrInvalid, "delta: the table was created meanwhile with other columns")
+		f.onCommit = func() { fx.c.j.Close() } // the decision is journaled, the undo will not be
+	})
+	if _, err := fx.c.Commit(bg, "y", 1, nil); !errors.Is(err, writers.ErrUnavailable) {
+		t.Fatalf("commit whose undo cannot be journaled: %v, want Unavailable", err)
+	}
+	fx.mustState("y", 1, StatePrecommitted)
+	refused("y", 2, 1, "a failed undo of the replay")
+}
+
+// undoEpoch has every endpoint refuse (writer, epoch)'s decided commit, so
+// that the coordinator undoes it.
+func undoEpoch(t *testing.T, fx *fixture, writer string, epoch int64) {
+	t.Helper()
+	fx.write(writer, epoch, "a", 1)
+	if _, err := fx.c.Precommit(bg, writer, epoch); err != nil {
+		t.Fatal(err)
+	}
+	fx.eps["a"].set(func(f *fakeWriter) {
+		f.failCommit = writers.Errorf(writers.ErrInvalid, "delta: the table was created meanwhile with other columns")
+	})
+	defer fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
+	if _, err := fx.c.Commit(bg, writer, epoch, nil); !strings.Contains(fmt.Sprint(err), "begin the epoch again and replay it") {
+		t.Fatalf("commit %s@%d: %v, want it undone", writer, epoch, err)
+	}
+}
+
+// replayEpoch begins, writes, precommits and commits (writer, epoch).
+func replayEpoch(t *testing.T, fx *fixture, writer string, epoch int64) {
+	t.Helper()
+	if _, err := fx.c.Begin(bg, writer, epoch, 0); err != nil {
+		t.Fatalf("begin %s@%d: %v", writer, epoch, err)
+	}
+	fx.write(writer, epoch, "a", 1)
+	if _, err := fx.c.Precommit(bg, writer, epoch); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := fx.c.Commit(bg, writer, epoch, nil); err != nil || st.State != StateCommitted {
+		t.Fatalf("commit %s@%d: %+v %v", writer, epoch, st, err)
+	}
 }
 
 // TestUndoneEpochOwesItsReplayDurably: the replay an undone epoch owes
-// is in the journal (its abort record, restated by a compaction), so a
-// restart does not let a later epoch begin first; the epoch is never
-// forgotten while it owes, and beginning it again or rolling it back
-// settles the debt for good.
+// is in the journal (its abort record, restated by compactions with the
+// attempt, owner and endpoints a rollback is checked against), so a
+// restart does not let a later epoch begin first, nor does the restart
+// aborting a replay attempt; the epoch is never forgotten while it owes,
+// and committing its replay or rolling it back settles the debt for good.
 func TestUndoneEpochOwesItsReplayDurably(t *testing.T) {
 	fx := newFixture(t)
 	fx.tune = func(c *Coordinator) { c.segmentBytes = 4 << 10 }
 	fx.restart()
-	invalid := writers.Errorf(writers.ErrInvalid, "delta: the table was created meanwhile with other columns")
-	undo := func(writer string) {
-		t.Helper()
-		fx.write(writer, 1, "a", 1)
-		fx.c.Precommit(bg, writer, 1)
-		fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = invalid })
-		if _, err := fx.c.Commit(bg, writer, 1, nil); !strings.Contains(fmt.Sprint(err), "begin the epoch again and replay it") {
-			t.Fatalf("commit: %v, want it undone", err)
-		}
-		fx.eps["a"].set(func(f *fakeWriter) { f.failCommit = nil })
-	}
 	refused := func(writer, when string) {
 		t.Helper()
 		if _, err := fx.c.Begin(bg, writer, 2, 0); !errors.Is(err, writers.ErrWrongState) || !strings.Contains(err.Error(), "replay it first") {
@@ -796,36 +883,51 @@ func TestUndoneEpochOwesItsReplayDurably(t *testing.T) {
 			t.Fatalf("%s: begin %q %d: %v", when, writer, epoch, err)
 		}
 	}
-	undo("w")
-	undo("v")
+	undoEpoch(t, fx, "w", 1)
+	undoEpoch(t, fx, "v", 1)
 	fx.restart()
 	refused("w", "after a restart")
 	refused("v", "after a restart")
 
-	// Far past the retention, the owing epochs are still known: rolling
-	// one back (giving it up) is journaled, compactions keep the other's.
-	// The client rolls back naming its attempt (as the clients do): a
-	// compaction keeps the attempt (and the owner) the rollback is checked
-	// against.
-	fx.clock.Advance(30 * 24 * time.Hour)
-	fx.c.expireNow(fx.clock.Now())
-	attempt := fx.status("v", 1).Attempt
+	// A replay attempt the restart aborts (open), before and after a
+	// compaction restating it live, settles nothing.
+	begins("w", 1, "a replay attempt")
+	fx.write("w", 1, "a", 1)
+	fx.restart()
+	refused("w", "after a restart aborted the replay attempt")
+	begins("w", 1, "a second replay attempt")
 	fx.fillUntilCompacted()
 	fx.restart()
-	if st := fx.status("v", 1); st.Attempt != attempt || st.State != StateAborted {
-		t.Fatalf("owing epoch after a compaction and a restart: %+v, want aborted with attempt %q", st, attempt)
+	refused("w", "after a compaction restated the replay attempt and a restart aborted it")
+
+	// Far past the retention, the owing epochs are still known. The client
+	// rolls back naming its attempt (as the clients do): a compaction keeps
+	// the attempt, owner and endpoints the rollback is checked against.
+	fx.clock.Advance(30 * 24 * time.Hour)
+	fx.c.expireNow(fx.clock.Now())
+	want := fx.status("v", 1)
+	fx.fillUntilCompacted()
+	fx.restart()
+	if st := fx.status("v", 1); st.Attempt != want.Attempt || st.Owner != want.Owner || st.State != StateAborted {
+		t.Fatalf("owing epoch after a compaction and a restart: %+v, want %+v", st, want)
+	}
+	fx.c.mu.Lock()
+	endpoints := fx.c.txns[txnID{"v", 1}].endpointsLocked()
+	fx.c.mu.Unlock()
+	if !slices.Equal(endpoints, []string{"a"}) { // what its access is checked against
+		t.Fatalf("owing epoch's endpoints after a compaction and a restart: %v, want [a]", endpoints)
 	}
 	refused("w", "after the retention, a compaction and a restart")
 	refused("v", "after the retention, a compaction and a restart")
-	if _, err := fx.c.Rollback(WithAttempt(bg, attempt), "v", 1); err != nil {
+	if _, err := fx.c.Rollback(WithAttempt(bg, want.Attempt), "v", 1); err != nil {
 		t.Fatal(err)
 	}
 	fx.restart()
 	begins("v", 2, "after the epoch was given up and a restart")
 
-	begins("w", 1, "the replay")
+	replayEpoch(t, fx, "w", 1)
 	fx.restart()
-	begins("w", 2, "after the replay began and a restart")
+	begins("w", 2, "after the replay was committed and a restart")
 }
 
 // TestCommitRewritesFirst: an endpoint that rewrites what the transaction

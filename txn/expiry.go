@@ -57,7 +57,7 @@ func (c *Coordinator) expireNow(now time.Time) {
 		c.mu.Unlock()
 		if still {
 			c.logger.Info("txn: rolling back a transaction idle past its ttl", "writer", t.id.writer, "epoch", t.id.epoch)
-			if err := c.abort(c.ctx, t, true); err != nil {
+			if err := c.abort(c.ctx, t, abortExpired); err != nil {
 				c.logger.Warn("txn: expiring a transaction", "writer", t.id.writer, "epoch", t.id.epoch, "err", err)
 			}
 		}

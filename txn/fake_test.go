@@ -40,6 +40,8 @@ type fakeWriter struct {
 	checks    int
 	// Injected panics, until reset.
 	panicPrecommit, panicCommit bool
+	// onCommit runs at the start of every Commit, until reset.
+	onCommit func()
 	// single: the sink publishes one descriptor per commit (upsert).
 	single bool
 	// target is the table it writes (writers.Targeted); "": its own.
@@ -96,6 +98,9 @@ func (f *fakeWriter) Precommit(_ context.Context, key writers.TxnKey) (writers.D
 func (f *fakeWriter) Commit(_ context.Context, key writers.TxnKey, descs []writers.Descriptor) (writers.CommitInfo, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.onCommit != nil {
+		f.onCommit()
+	}
 	if f.panicCommit {
 		panic("injected commit panic")
 	}

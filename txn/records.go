@@ -44,8 +44,11 @@ type record struct {
 	Expired      bool                            `json:"expired,omitempty"`
 	// OwesReplay marks the abort of a decided commit that every endpoint
 	// refused (recAbort): later epochs of the writer wait until this one
-	// is begun again, or rolled back (a plain abort record of it).
+	// is committed, or given up (GaveUp).
 	OwesReplay bool `json:"owes_replay,omitempty"`
+	// GaveUp marks an abort by the client's rollback (recAbort): the
+	// epoch's replay is no longer owed.
+	GaveUp bool `json:"gave_up,omitempty"`
 	// Owner is the caller that began the transaction (recBegin); absent
 	// in journals written before owners were recorded.
 	Owner string `json:"owner,omitempty"`

@@ -62,7 +62,7 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	default:
 		// abort fails before changing the state only when the journal
 		// does; afterwards the error is a sink rollback's.
-		if err = c.abort(ctx, t, false); c.isLive(t) {
+		if err = c.abort(ctx, t, abortRollback); c.isLive(t) {
 			return Status{}, err
 		}
 	}
@@ -72,8 +72,8 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 }
 
 // giveUpReplay journals that the client gives aborted t's epoch up when it
-// owes its replay (a plain abort record of it: applyLocked settles the
-// debt), so that later epochs of the writer may begin, also after a
+// owes its replay (an abort record of it with GaveUp: applyLocked settles
+// the debt), so that later epochs of the writer may begin, also after a
 // restart.
 func (c *Coordinator) giveUpReplay(t *txn) error {
 	c.mu.Lock()
@@ -82,7 +82,7 @@ func (c *Coordinator) giveUpReplay(t *txn) error {
 	if !owes {
 		return nil
 	}
-	return c.log(nil, &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now()})
+	return c.log(nil, &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now(), GaveUp: true})
 }
 
 // isLive reports whether t is open or precommitted.
@@ -92,16 +92,28 @@ func (c *Coordinator) isLive(t *txn) bool {
 	return t.live()
 }
 
+// abortCause is why a transaction is aborted, as its abort record says.
+type abortCause int
+
+const (
+	abortFenced   abortCause = iota // a begin of the epoch or of a later one
+	abortRollback                   // the client's rollback: gives up a replay owed
+	abortExpired                    // idle past its ttl
+	abortRefused                    // a decided commit every endpoint refused: owes its replay
+)
+
 // abort journals the abort of t (op held; open or precommitted, commit not
 // decided) and rolls its participants back, now or when its last stream
 // ends.
-func (c *Coordinator) abort(ctx context.Context, t *txn, expired bool) error {
+func (c *Coordinator) abort(ctx context.Context, t *txn, why abortCause) error {
 	c.markFenced(ctx, t)
 	precommitted := c.ownPrecommits(t)
+	expired := why == abortExpired
 	c.mu.Lock()
-	owes := t.undoing // abortDecided: the client must replay the epoch
+	gaveUp := why == abortRollback && c.owesReplayLocked(t.id) // a replay attempt the client gives up
 	c.mu.Unlock()
-	rec := &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now(), Expired: expired, OwesReplay: owes}
+	rec := &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now(), Expired: expired,
+		OwesReplay: why == abortRefused, GaveUp: gaveUp}
 	err := c.log(func() { t.discard = slices.Sorted(maps.Keys(t.parts)) }, rec)
 	if err != nil {
 		return err
