@@ -32,7 +32,7 @@ func (s *Service) actionTable() []action {
 		{"begin", `start a new attempt of a transaction, fencing the current one (resume: keep a precommitted one) {"writer","epoch","ttl_s"?,"resume"?}`, s.begin},
 		{"precommit", `make a transaction's staged rows durable and return their descriptors {"writer","epoch","attempt"?}`, s.precommit},
 		{"commit", `publish a precommitted transaction, with descriptors handed over from other servers {"writer","epoch","attempt"?,"descriptors"?}`, s.commit},
-		{"rollback", `discard a transaction's staged rows (only the named attempt's) {"writer","epoch","attempt"?}`, s.rollback},
+		{"rollback", `discard a transaction's staged rows (only the named attempt's) {"writer","epoch","attempt"?,"give_up"?}`, s.rollback},
 		{"status", `show a transaction's state, attempt, participants and deadline {"writer","epoch"}`, s.status},
 		{"committed-epoch", `read a writer's last committed epoch from an endpoint's sink {"endpoint","writer"}`, s.committedEpoch},
 		{"endpoints", `list the endpoints: name, sink, mode and schema {}`, s.endpointsAction},
@@ -344,11 +344,28 @@ func (s *Service) countCommit(st txn.Status, seconds float64, result string) {
 
 func (s *Service) rollback(ctx context.Context, body []byte) (any, error) {
 	const what = "action rollback"
-	ctx, writer, epoch, err := decodeTxnRef(ctx, what, body)
+	var b struct {
+		Writer  *string `json:"writer"`
+		Epoch   *int64  `json:"epoch"`
+		Attempt *string `json:"attempt"`
+		GiveUp  bool    `json:"give_up"` // also give up the replay the epoch owes
+	}
+	if err := decodeStrict(what, body, &b); err != nil {
+		return nil, err
+	}
+	ref := txnRef{Writer: b.Writer, Epoch: b.Epoch, Attempt: b.Attempt}
+	writer, epoch, err := ref.check(what)
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.coord.Rollback(ctx, writer, epoch)
+	if ctx, err = ref.withAttempt(ctx, what); err != nil {
+		return nil, err
+	}
+	rollback := s.coord.Rollback
+	if b.GiveUp {
+		rollback = s.coord.GiveUp
+	}
+	st, err := rollback(ctx, writer, epoch)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s@%d: %w", what, writer, epoch, err)
 	}

@@ -63,6 +63,8 @@ func TestBadInput(t *testing.T) {
 		{"malformed action body", action("precommit", `{"writer":`), codes.InvalidArgument, []string{"action precommit", "JSON"}},
 		{"action body unknown field", action("commit", `{"writer":"w","epoch":1,"descriptor":{}}`), codes.InvalidArgument, []string{`unknown field "descriptor"`, "descriptors"}},
 		{"action body missing epoch", action("rollback", `{"writer":"w"}`), codes.InvalidArgument, []string{`missing field "epoch"`}},
+		{"rollback give_up not a boolean", action("rollback", `{"writer":"w","epoch":1,"give_up":"yes"}`), codes.InvalidArgument, []string{`field "give_up" must be`}},
+		{"rollback unknown field", action("rollback", `{"writer":"w","epoch":1,"giveup":true}`), codes.InvalidArgument, []string{`unknown field "giveup"`, "give_up"}},
 		{"action body wrong type", action("status", `{"writer":1,"epoch":1}`), codes.InvalidArgument, []string{`field "writer" must be a string`}},
 		{"action body not an object", action("status", `[1]`), codes.InvalidArgument, []string{"JSON object"}},
 		{"action body trailing data", action("status", `{"writer":"w","epoch":1} {}`), codes.InvalidArgument, []string{"after the JSON object"}},

@@ -279,6 +279,9 @@ def test_begin_retries_while_a_fenced_attempt_ends(monkeypatch: pytest.MonkeyPat
     answers.append({"writer": "w", "epoch": 1, "state": "aborted", "attempt": "00112233445566ff"})
     tx.rollback()
     assert calls[-1] == ("rollback", {"writer": "w", "epoch": 1, "attempt": "00112233445566ff"})
+    answers.append({"writer": "w", "epoch": 1, "state": "aborted", "attempt": "00112233445566ff"})
+    tx.rollback(give_up=True)
+    assert calls[-1] == ("rollback", {"writer": "w", "epoch": 1, "attempt": "00112233445566ff", "give_up": True})
     answers.append(quiver.WrongStateError("txn: w@1 is fenced by epoch 5 of the same writer"))
     with pytest.raises(quiver.WrongStateError, match="fenced by epoch 5"):
         client.transaction("w", 1).begin()

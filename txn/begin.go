@@ -160,11 +160,7 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 			if err := c.discardPartsWithin(ctx, t, beginRollbackWait); err != nil {
 				return writers.Errorf(writers.ErrUnavailable, "txn: %s was aborted and rolling back its last attempt failed again: %w: retry once the sink is reachable", t.id, err)
 			}
-			c.mu.Lock()
-			if t.gone {
-				c.mu.Unlock()
-				return writers.Errorf(writers.ErrUnavailable, "txn: %s was forgotten while its last attempt was rolled back: begin it again", t.id)
-			}
+			c.mu.Lock() // t is not forgotten meanwhile: op is held (expireNow)
 		}
 		// The key is the same for every incarnation of the epoch: the old
 		// one's streams and rollbacks must be over before new data comes.
@@ -174,6 +170,10 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 			return writers.Errorf(writers.ErrWrongState, "txn: %s was aborted and is still being rolled back (%d streams ending): retry shortly", t.id, n)
 		}
 		if err := c.fencedLocked(t.id); err != nil {
+			c.mu.Unlock()
+			return err
+		}
+		if err := c.replayOwedLocked("begin", t.id); err != nil { // mu was let go for the rollback
 			c.mu.Unlock()
 			return err
 		}
@@ -189,18 +189,22 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 		return err
 	}
 	owner := t.owner
+	// Live from here for an undo of an earlier epoch (laterLiveLocked),
+	// which would otherwise owe a replay this begin then fences.
+	t.starting = true
 	c.mu.Unlock()
 	now := c.now()
 	recs := []*record{{typ: recBegin, Writer: t.id.writer, Epoch: t.id.epoch, Attempt: c.newAttempt(), At: now, TTLMillis: ttl.Milliseconds(), Deadline: now.Add(ttl), Owner: owner}}
 	if endpoint != "" {
 		recs = append(recs, &record{typ: recJoin, Writer: t.id.writer, Epoch: t.id.epoch, At: now, Endpoint: endpoint})
 	}
-	if err := c.log(func() { t.conn = connOf(ctx) }, recs...); err != nil {
+	if err := c.log(func() { t.conn, t.starting = connOf(ctx), false }, recs...); err != nil {
+		c.mu.Lock()
+		t.starting = false
 		if created {
-			c.mu.Lock()
 			c.dropLocked(t)
-			c.mu.Unlock()
 		}
+		c.mu.Unlock()
 		return err
 	}
 	c.fenceOlder(ctx, t.id)

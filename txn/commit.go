@@ -304,7 +304,7 @@ func (c *Coordinator) owesReplayLocked(id txnID) bool {
 // owes its replay (markUndoing).
 func (c *Coordinator) replayOwedLocked(op string, id txnID) error {
 	if owed := c.replayOwed[id.writer]; len(owed) > 0 && owed[0] < id.epoch {
-		return writers.Errorf(writers.ErrWrongState, "txn: %s %s: epoch %d of writer %q was aborted because every endpoint refused its commit: replay it first (begin, write, precommit and commit it again), or roll it back to give it up", op, id, owed[0], id.writer)
+		return writers.Errorf(writers.ErrWrongState, "txn: %s %s: epoch %d of writer %q was aborted because every endpoint refused its commit: replay it first (begin, write, precommit and commit it again), or give it up (rollback with give_up)", op, id, owed[0], id.writer)
 	}
 	return nil
 }
@@ -336,6 +336,13 @@ func (c *Coordinator) laterLive(t *txn) bool {
 func (c *Coordinator) laterLiveLocked(t *txn) bool {
 	for e := range c.liveByWriter[t.id.writer] {
 		if e > t.id.epoch {
+			return true
+		}
+	}
+	// An aborted epoch being begun again is not indexed until its begin
+	// is journaled. A scan: this runs only for refused commits.
+	for id, o := range c.txns {
+		if o.starting && id.writer == t.id.writer && id.epoch > t.id.epoch {
 			return true
 		}
 	}

@@ -77,6 +77,8 @@ type txn struct {
 	// epoch already owed its replay (this was one), so an undo that
 	// fails settles nothing.
 	undoing, owedBefore bool
+	// starting: a begin of it is being journaled (start).
+	starting bool
 	// decision is non-nil once the commit is decided and until it is
 	// finished: endpoint → descriptors to commit.
 	decision map[string][]writers.Descriptor

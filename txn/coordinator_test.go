@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/quiver-ingest/quiver/internal/testpoll"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -740,7 +741,7 @@ func TestCommitRefusedEverywhereAborts(t *testing.T) {
 
 // TestBeginWaitsForAnUndoneEpoch: once an epoch's refused commit is
 // undone, later epochs of the writer neither begin nor commit until its
-// replay is committed or the client rolls it back (gives it up):
+// replay is committed or the client gives it up (GiveUp):
 // committing first, a later epoch would make the replay read as a replay
 // and drop it. A replay attempt that ends otherwise (fenced by a new
 // attempt, expired) leaves the debt; epochs owing at once wait in order.
@@ -778,9 +779,14 @@ func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
 		t.Fatalf("begin of a later epoch once the replay is committed: %v", err)
 	}
 
-	// Given up: rolled back while aborted, or while its replay is open.
+	// A rollback (a client's cleanup after an error) gives nothing up,
+	// aborted or while its replay is open; GiveUp does, either way.
 	undo("v", 1)
 	if _, err := fx.c.Rollback(bg, "v", 1); err != nil {
+		t.Fatal(err)
+	}
+	refused("v", 2, 1, "after a rollback of the undone epoch")
+	if _, err := fx.c.GiveUp(bg, "v", 1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := fx.c.Begin(bg, "v", 2, 0); err != nil {
@@ -793,8 +799,15 @@ func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
 	if _, err := fx.c.Rollback(bg, "u", 1); err != nil {
 		t.Fatal(err)
 	}
+	refused("u", 2, 1, "after a rollback of the replay attempt")
+	if _, err := fx.c.Begin(bg, "u", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.GiveUp(bg, "u", 1); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := fx.c.Begin(bg, "u", 2, 0); err != nil {
-		t.Fatalf("begin of a later epoch once the replay attempt is rolled back: %v", err)
+		t.Fatalf("begin of a later epoch once the replay attempt is given up: %v", err)
 	}
 
 	// Two epochs owing: the earlier first; settling it leaves the later.
@@ -827,6 +840,54 @@ func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
 	}
 	fx.mustState("y", 1, StatePrecommitted)
 	refused("y", 2, 1, "a failed undo of the replay")
+}
+
+// TestUndoSeesAnEpochBeingBegunAgain: a later epoch that was aborted and
+// is being begun again (its begin not yet journaled, so not yet live)
+// counts as live for the undo of an earlier epoch's refused commit: undone,
+// the earlier epoch would owe a replay that the later one, once begun,
+// fences (and the later one could not commit either: the writer stuck).
+func TestUndoSeesAnEpochBeingBegunAgain(t *testing.T) {
+	fx := newFixture(t)
+	fx.write("w", 1, "a", 1)
+	if _, err := fx.c.Precommit(bg, "w", 1); err != nil {
+		t.Fatal(err)
+	}
+	fx.write("w", 2, "a", 1)
+	if _, err := fx.c.Rollback(bg, "w", 2); err != nil {
+		t.Fatal(err)
+	}
+	begun := make(chan error, 1)
+	fx.eps["a"].set(func(f *fakeWriter) {
+		f.failCommit = writers.Errorf(writers.ErrInvalid, "delta: the table was created meanwhile with other columns")
+		f.onCommit = func() {
+			f.onCommit = nil
+			fx.c.gate.Lock() // the begin's journal append waits here
+			go func() { _, err := fx.c.Begin(bg, "w", 2, 0); begun <- err }()
+			testpoll.Until(t, "epoch 2 being begun again", func() bool {
+				fx.c.mu.Lock()
+				defer fx.c.mu.Unlock()
+				return fx.c.txns[txnID{"w", 2}].starting
+			})
+		}
+	})
+	committed := make(chan error, 1)
+	go func() { _, err := fx.c.Commit(bg, "w", 1, nil); committed <- err }()
+	// The commit answers, or is undoing epoch 1 (its abort waits for the gate).
+	testpoll.Until(t, "the commit to answer or undo", func() bool {
+		fx.c.mu.Lock()
+		defer fx.c.mu.Unlock()
+		return len(committed) > 0 || fx.c.txns[txnID{"w", 1}].undoing
+	})
+	fx.c.gate.Unlock()
+	err := <-committed
+	if !strings.Contains(fmt.Sprint(err), "a later epoch of writer") {
+		t.Fatalf("commit refused everywhere while epoch 2 is being begun again: %v, want the decision kept", err)
+	}
+	if err := <-begun; err != nil {
+		t.Fatalf("begin of epoch 2: %v", err)
+	}
+	fx.mustState("w", 1, StatePrecommitted)
 }
 
 // undoEpoch has every endpoint refuse (writer, epoch)'s decided commit, so
@@ -865,8 +926,9 @@ func replayEpoch(t *testing.T, fx *fixture, writer string, epoch int64) {
 // is in the journal (its abort record, restated by compactions with the
 // attempt, owner and endpoints a rollback is checked against), so a
 // restart does not let a later epoch begin first, nor does the restart
-// aborting a replay attempt; the epoch is never forgotten while it owes,
-// and committing its replay or rolling it back settles the debt for good.
+// aborting a replay attempt, nor a plain rollback; the epoch is never
+// forgotten while it owes, and committing its replay or giving it up
+// settles the debt for good.
 func TestUndoneEpochOwesItsReplayDurably(t *testing.T) {
 	fx := newFixture(t)
 	fx.tune = func(c *Coordinator) { c.segmentBytes = 4 << 10 }
@@ -920,6 +982,11 @@ func TestUndoneEpochOwesItsReplayDurably(t *testing.T) {
 	refused("w", "after the retention, a compaction and a restart")
 	refused("v", "after the retention, a compaction and a restart")
 	if _, err := fx.c.Rollback(WithAttempt(bg, want.Attempt), "v", 1); err != nil {
+		t.Fatal(err)
+	}
+	fx.restart()
+	refused("v", "after a rollback (not a give-up) and a restart")
+	if _, err := fx.c.GiveUp(WithAttempt(bg, want.Attempt), "v", 1); err != nil {
 		t.Fatal(err)
 	}
 	fx.restart()

@@ -46,7 +46,7 @@ type record struct {
 	// refused (recAbort): later epochs of the writer wait until this one
 	// is committed, or given up (GaveUp).
 	OwesReplay bool `json:"owes_replay,omitempty"`
-	// GaveUp marks an abort by the client's rollback (recAbort): the
+	// GaveUp marks an abort by the client's GiveUp (recAbort): the
 	// epoch's replay is no longer owed.
 	GaveUp bool `json:"gave_up,omitempty"`
 	// Owner is the caller that began the transaction (recBegin); absent

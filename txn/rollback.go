@@ -19,8 +19,23 @@ import (
 // ErrWrongState; an unknown transaction answers aborted. When a sink
 // rollback fails the transaction is aborted anyway and the error is
 // returned with the status. With an Access (WithAccess), a transaction
-// touching a refused endpoint is ErrPermissionDenied.
+// touching a refused endpoint is ErrPermissionDenied. The replay an
+// epoch owes (its decided commit refused by every endpoint was undone)
+// stays owed: see GiveUp.
 func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) (Status, error) {
+	return c.rollback(ctx, writer, epoch, false)
+}
+
+// GiveUp is Rollback that also gives up the replay the epoch owes: later
+// epochs of the writer may then begin and commit, and the epoch's rows are
+// lost unless it is replayed before them. Only this settles the debt
+// short of committing the replay: a rollback cleaning up after a failed
+// replay attempt (a client's error path) must not.
+func (c *Coordinator) GiveUp(ctx context.Context, writer string, epoch int64) (Status, error) {
+	return c.rollback(ctx, writer, epoch, true)
+}
+
+func (c *Coordinator) rollback(ctx context.Context, writer string, epoch int64, giveUp bool) (Status, error) {
 	id, err := checkID(ctx, "rollback", writer, epoch)
 	if err != nil {
 		return Status{}, err
@@ -50,8 +65,10 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	case decided:
 		return Status{}, writers.Errorf(writers.ErrWrongState, "txn: the commit of %s is decided: it can no longer be rolled back; retry commit to finish it", id)
 	case state == StateAborted:
-		if err := c.giveUpReplay(t); err != nil {
-			return Status{}, err
+		if giveUp {
+			if err := c.giveUpReplay(t); err != nil {
+				return Status{}, err
+			}
 		}
 		err = c.discardParts(ctx, t)
 		c.mu.Lock()
@@ -62,7 +79,11 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	default:
 		// abort fails before changing the state only when the journal
 		// does; afterwards the error is a sink rollback's.
-		if err = c.abort(ctx, t, abortRollback); c.isLive(t) {
+		why := abortRollback
+		if giveUp {
+			why = abortGiveUp
+		}
+		if err = c.abort(ctx, t, why); c.isLive(t) {
 			return Status{}, err
 		}
 	}
@@ -71,8 +92,8 @@ func (c *Coordinator) Rollback(ctx context.Context, writer string, epoch int64) 
 	return c.statusLocked(t), err
 }
 
-// giveUpReplay journals that the client gives aborted t's epoch up when it
-// owes its replay (an abort record of it with GaveUp: applyLocked settles
+// giveUpReplay journals that the client gives aborted t's epoch up (GiveUp)
+// when it owes its replay (an abort record of it with GaveUp: applyLocked settles
 // the debt), so that later epochs of the writer may begin, also after a
 // restart.
 func (c *Coordinator) giveUpReplay(t *txn) error {
@@ -97,7 +118,8 @@ type abortCause int
 
 const (
 	abortFenced   abortCause = iota // a begin of the epoch or of a later one
-	abortRollback                   // the client's rollback: gives up a replay owed
+	abortRollback                   // the client's rollback
+	abortGiveUp                     // the client's rollback giving up a replay owed (GiveUp)
 	abortExpired                    // idle past its ttl
 	abortRefused                    // a decided commit every endpoint refused: owes its replay
 )
@@ -110,7 +132,7 @@ func (c *Coordinator) abort(ctx context.Context, t *txn, why abortCause) error {
 	precommitted := c.ownPrecommits(t)
 	expired := why == abortExpired
 	c.mu.Lock()
-	gaveUp := why == abortRollback && c.owesReplayLocked(t.id) // a replay attempt the client gives up
+	gaveUp := why == abortGiveUp && c.owesReplayLocked(t.id)
 	c.mu.Unlock()
 	rec := &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now(), Expired: expired,
 		OwesReplay: why == abortRefused, GaveUp: gaveUp}

@@ -239,6 +239,12 @@ func TestTxn(t *testing.T) {
 	if got := string(f.lastBody); got != `{"writer":"job","epoch":4}` {
 		t.Errorf("rollback of a handle that never began = %s, want no attempt", got)
 	}
+	if res, err := replay.GiveUp(ctx); err != nil || res.State != StateAborted {
+		t.Errorf("give up = %+v, %v", res, err)
+	}
+	if got := string(f.lastBody); got != `{"writer":"job","epoch":3,"attempt":"0000000000000002","give_up":true}` {
+		t.Errorf("give up's body = %s, want the rollback's with give_up", got)
+	}
 }
 
 // TestBeginRetriesWhileAFencedAttemptEnds: begin is sent again while the

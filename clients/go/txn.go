@@ -250,6 +250,18 @@ func (t *Txn) Rollback(ctx context.Context) (TxnStatus, error) {
 	return t.call(ctx, "rollback", t.key())
 }
 
+// GiveUp is Rollback that also gives up the replay the epoch owes after
+// the server undid its commit (every endpoint refused it): the writer's
+// later epochs may then commit, and the epoch's rows are lost unless it is
+// replayed before them. A plain Rollback leaves the replay owed.
+func (t *Txn) GiveUp(ctx context.Context) (TxnStatus, error) {
+	body := struct {
+		txnKey
+		GiveUp bool `json:"give_up"`
+	}{t.key(), true}
+	return t.call(ctx, "rollback", body)
+}
+
 // Status reports the transaction's state; an unknown transaction is
 // NotFound.
 func (t *Txn) Status(ctx context.Context) (TxnStatus, error) {

@@ -386,11 +386,18 @@ class Transaction:
             body["descriptors"] = descriptors
         return TxnResult._of(self.client.action("commit", body))
 
-    def rollback(self) -> TxnResult:
+    def rollback(self, *, give_up: bool = False) -> TxnResult:
         """Rolls back this transaction's attempt (or, if none was begun
         here, the epoch's current one). If a later attempt has fenced this
-        one, the answer is that attempt's status, untouched."""
-        return TxnResult._of(self.client.action("rollback", self._key()))
+        one, the answer is that attempt's status, untouched. With `give_up`,
+        also gives up the replay the epoch owes after the server undid its
+        commit (every endpoint refused it): the writer's later epochs may
+        then commit, and the epoch's rows are lost unless it is replayed
+        before them."""
+        body = self._key()
+        if give_up:
+            body["give_up"] = True
+        return TxnResult._of(self.client.action("rollback", body))
 
     def status(self) -> TxnResult:
         return TxnResult._of(self.client.action("status", {"writer": self.writer, "epoch": self.epoch}))
