@@ -478,3 +478,36 @@ func TestHostileRequestSizes(t *testing.T) {
 		t.Errorf("GetSchema of a 1 MiB endpoint name: an error of %d bytes, want a short one", len(fmt.Sprint(err)))
 	}
 }
+
+// refusingCommits is a discard sink whose commits are refused for good
+// (a table created meanwhile with other columns).
+type refusingCommits struct{ *discard.Writer }
+
+func (refusingCommits) Commit(context.Context, writers.TxnKey, []writers.Descriptor) (writers.CommitInfo, error) {
+	return writers.CommitInfo{}, writers.Errorf(writers.ErrInvalid, "the table was created meanwhile with other columns")
+}
+
+// TestSQLCommitRefusedEverywhere: a Flight SQL transaction whose commit
+// every endpoint refuses is undone (InvalidArgument, nothing published),
+// and the replay it would owe is given up: its writer is its own, no
+// later epoch waits for it, and an owing transaction is never forgotten.
+func TestSQLCommitRefusedEverywhere(t *testing.T) {
+	s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": refusingCommits{discard.New(nil)}}})
+	ctx := t.Context()
+	tx, err := s.sqlClient().BeginTransaction(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := ingestOpts("events")
+	opts.TransactionId = tx.ID()
+	if _, err := s.ingest(ctx, opts, 3); err != nil {
+		t.Fatal(err)
+	}
+	writer := string(tx.ID()) // the server's writer name for the transaction
+	wantCode(t, tx.Commit(ctx), codes.InvalidArgument, "begin the epoch again and replay it")
+	if st := s.mustAction("status", fmt.Sprintf(`{"writer":%q,"epoch":0}`, writer)); st["state"] != "aborted" {
+		t.Fatalf("status after the refused commit: %v, want aborted", st)
+	}
+	// Nothing owed: a later epoch of the writer may begin.
+	s.mustAction("begin", fmt.Sprintf(`{"writer":%q,"epoch":1}`, writer))
+}
