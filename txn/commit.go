@@ -304,7 +304,7 @@ func (c *Coordinator) owesReplayLocked(id txnID) bool {
 // owes its replay (markUndoing).
 func (c *Coordinator) replayOwedLocked(op string, id txnID) error {
 	if owed := c.replayOwed[id.writer]; len(owed) > 0 && owed[0] < id.epoch {
-		return writers.Errorf(writers.ErrWrongState, "txn: %s %s: epoch %d of writer %q was aborted because every endpoint refused its commit: replay it first (begin, write, precommit and commit it again), or give it up (rollback with give_up)", op, id, owed[0], id.writer)
+		return writers.Errorf(writers.ErrWrongState, "txn: %s %s: epoch %d of writer %q was aborted because every endpoint refused its commit: replay it first (begin, write, precommit and commit it again), or give it up (rollback with \"give_up\": true)", op, id, owed[0], id.writer)
 	}
 	return nil
 }

@@ -189,7 +189,7 @@ type Coordinator struct {
 	// nor given up: a later epoch committing first would make a replay
 	// read as a replay and be dropped, so epochs above the first wait.
 	// Journaled: an abort with OwesReplay adds one, its committed record
-	// or an abort with GaveUp (the client's rollback) settles it.
+	// or an abort with GaveUp (the client gives it up: GiveUp) settles it.
 	replayOwed map[string][]int64
 
 	ctx       context.Context // canceled by Close; bounds background sink calls

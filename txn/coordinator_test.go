@@ -793,6 +793,7 @@ func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
 		t.Fatalf("begin of a later epoch once the undone one is given up: %v", err)
 	}
 	undo("u", 1)
+	undone := WithAttempt(bg, fx.status("u", 1).Attempt) // the client's handle
 	if _, err := fx.c.Begin(bg, "u", 1, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -800,13 +801,32 @@ func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused("u", 2, 1, "after a rollback of the replay attempt")
+	// Giving up from the undone attempt's handle: refused while another
+	// attempt is live (its rows are not the caller's), done once aborted.
 	if _, err := fx.c.Begin(bg, "u", 1, 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := fx.c.GiveUp(bg, "u", 1); err != nil {
+	if _, err := fx.c.GiveUp(undone, "u", 1); !errors.Is(err, writers.ErrWrongState) || !strings.Contains(err.Error(), "is current") {
+		t.Fatalf("give up naming an old attempt while another is live: %v, want WrongState", err)
+	}
+	fx.mustState("u", 1, StateOpen)
+	if _, err := fx.c.Rollback(bg, "u", 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.GiveUp(undone, "u", 1); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := fx.c.Begin(bg, "u", 2, 0); err != nil {
+		t.Fatalf("begin of a later epoch once the epoch is given up: %v", err)
+	}
+	undo("s", 1)
+	if _, err := fx.c.Begin(bg, "s", 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fx.c.GiveUp(bg, "s", 1); err != nil { // its replay attempt, live
+		t.Fatal(err)
+	}
+	if _, err := fx.c.Begin(bg, "s", 2, 0); err != nil {
 		t.Fatalf("begin of a later epoch once the replay attempt is given up: %v", err)
 	}
 
@@ -864,11 +884,16 @@ func TestUndoSeesAnEpochBeingBegunAgain(t *testing.T) {
 			f.onCommit = nil
 			fx.c.gate.Lock() // the begin's journal append waits here
 			go func() { _, err := fx.c.Begin(bg, "w", 2, 0); begun <- err }()
-			testpoll.Until(t, "epoch 2 being begun again", func() bool {
+			// Not testpoll: this is the sink's goroutine, where a failed
+			// test must not stop (the gate held); the test sees it below.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
 				fx.c.mu.Lock()
-				defer fx.c.mu.Unlock()
-				return fx.c.txns[txnID{"w", 2}].starting
-			})
+				starting := fx.c.txns[txnID{"w", 2}].starting
+				fx.c.mu.Unlock()
+				if starting {
+					return
+				}
+			}
 		}
 	})
 	committed := make(chan error, 1)

@@ -73,7 +73,7 @@ const owedRollbackKeep = 24 * time.Hour
 // a retention after it ended, or, while it owes a rollback (beginning it
 // again retries that), a day or the retention, whichever is longer, and
 // none in flight nor owed to a stream still ending. An epoch owing its
-// replay is kept until the client begins it again or rolls it back.
+// replay is kept until its replay is committed or the client gives it up.
 func (c *Coordinator) forgettableLocked(t *txn, now time.Time) bool {
 	if t.live() || t.pending || t.rollingBack > 0 || c.owesReplayLocked(t.id) {
 		return false

@@ -49,11 +49,21 @@ func (c *Coordinator) rollback(ctx context.Context, writer string, epoch int64, 
 	state, decided := t.state, t.decision != nil
 	err = c.mayUseLocked(ctx, "rollback", t)
 	if err == nil && checkAttemptLocked(ctx, "rollback", t) != nil {
-		// Another attempt is current: this one is gone already, and the
-		// current one is not the caller's to roll back.
-		st := c.statusLocked(t)
-		c.mu.Unlock()
-		return st, nil
+		switch {
+		case giveUp && t.live():
+			// The replay is the epoch's to give up, but not another
+			// attempt's rows: say so rather than answer as if done.
+			err = writers.Errorf(writers.ErrWrongState, "txn: give up %s: attempt %s is current: roll that one back with give_up (or name no attempt)", id, orNone(t.attempt))
+		case giveUp:
+			// Aborted: nothing of another attempt is touched; the debt
+			// is the epoch's, whichever attempt the caller names.
+		default:
+			// Another attempt is current: this one is gone already, and
+			// the current one is not the caller's to roll back.
+			st := c.statusLocked(t)
+			c.mu.Unlock()
+			return st, nil
+		}
 	}
 	c.mu.Unlock()
 	if err != nil {
