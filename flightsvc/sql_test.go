@@ -488,9 +488,10 @@ func (refusingCommits) Commit(context.Context, writers.TxnKey, []writers.Descrip
 }
 
 // TestSQLCommitRefusedEverywhere: a Flight SQL transaction whose commit
-// every endpoint refuses is undone (InvalidArgument, nothing published),
-// and the replay it would owe is given up: its writer is its own, no
-// later epoch waits for it, and an owing transaction is never forgotten.
+// every endpoint refuses is undone (InvalidArgument, nothing published)
+// owing no replay (txn.Options.OneEpochWriter): its writer is its own, no
+// later epoch could commit first, and an owing transaction would never be
+// forgotten.
 func TestSQLCommitRefusedEverywhere(t *testing.T) {
 	s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": refusingCommits{discard.New(nil)}}})
 	ctx := t.Context()

@@ -36,6 +36,14 @@ const sqlWriterPrefix = "flightsql-"
 // characters.
 const maxSQLTxnID = len(sqlWriterPrefix) + 26
 
+// IsSQLWriter reports whether writer names a Flight SQL transaction
+// (BeginTransaction's): its epoch 0 is its only one
+// (txn.Options.OneEpochWriter).
+func IsSQLWriter(writer string) bool {
+	_, err := sqlTxnWriter("", []byte(writer))
+	return err == nil
+}
+
 // sqlTxnWriter returns the writer of a Flight SQL transaction id.
 func sqlTxnWriter(what string, id []byte) (string, error) {
 	w := string(id)
@@ -101,10 +109,7 @@ func (s *Service) endSQLTxn(ctx context.Context, what, writer string, action fli
 	}
 	ctx = serverNamed(ctx)
 	if action == flightsql.EndTransactionRollback {
-		// GiveUp: the writer is this transaction's alone, so a replay its
-		// undone commit would owe protects no later epoch, and would keep
-		// the transaction for ever.
-		if _, err := s.coord.GiveUp(ctx, writer, 0); err != nil {
+		if _, err := s.coord.Rollback(ctx, writer, 0); err != nil {
 			return fmt.Errorf("%s: rollback %s: %w", what, writer, err)
 		}
 		return nil
@@ -115,12 +120,6 @@ func (s *Service) endSQLTxn(ctx context.Context, what, writer string, action fli
 	start := time.Now()
 	st, err := s.coord.Commit(ctx, writer, 0, nil)
 	if err != nil {
-		// A commit every endpoint refused is undone and owes a replay;
-		// the writer is this transaction's alone, so no later epoch waits
-		// for it: given up, or the transaction would be kept for ever.
-		if now, serr := s.coord.Status(ctx, writer, 0); serr == nil && now.State == txn.StateAborted {
-			_, _ = s.coord.GiveUp(ctx, writer, 0)
-		}
 		return fmt.Errorf("%s: commit %s: %w", what, writer, err)
 	}
 	s.countCommit(st, time.Since(start).Seconds(), resultCommitted)

@@ -66,7 +66,10 @@ func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, ha
 		if answered || err != nil {
 			return st, err
 		}
-		if t, _, err = c.lockOrCreate(id, StatePrecommitted, nil); err != nil {
+		// Not for a continuous-stream writer: an undone commit would owe
+		// a replay its writer can never begin.
+		notStreams := func(id txnID) error { return c.streamWriterLocked("commit", id.writer) }
+		if t, _, err = c.lockOrCreate(id, StatePrecommitted, notStreams); err != nil {
 			return Status{}, err
 		}
 	}
@@ -282,8 +285,27 @@ func (c *Coordinator) markUndoing(t *txn) bool {
 		return false
 	}
 	t.undoing, t.owedBefore = true, c.owesReplayLocked(t.id)
-	c.oweReplayLocked(t.id) // now: a begin must not slip in before the abort is journaled
+	if c.owesOnUndo(t.id) {
+		c.oweReplayLocked(t.id) // now: a begin must not slip in before the abort is journaled
+	}
 	return true
+}
+
+// owingReplays counts the epochs owing their replay (for metrics).
+func (c *Coordinator) owingReplays() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, owed := range c.replayOwed {
+		n += len(owed)
+	}
+	return n
+}
+
+// owesOnUndo reports whether id's epoch owes its replay once its refused
+// commit is undone: unless its writer never has a later epoch.
+func (c *Coordinator) owesOnUndo(id txnID) bool {
+	return c.oneEpochWriter == nil || !c.oneEpochWriter(id.writer)
 }
 
 // oweReplayLocked records that id's epoch owes its replay.

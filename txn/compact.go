@@ -47,19 +47,16 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 		}
 	}
 	// Epochs owing their replay (never forgotten while they owe): the
-	// last attempt's begin and joins, which a rollback giving the epoch
-	// up is checked against (attempt, owner, endpoints), then the abort
-	// that owes. One being replayed is restated live below, after.
+	// last attempt as it ended, whose attempt, owner and endpoints a
+	// give-up is checked against, then the abort that owes. One being
+	// replayed is restated live below, after.
 	for _, w := range slices.Sorted(maps.Keys(c.replayOwed)) {
 		for _, e := range c.replayOwed[w] {
 			t := c.txns[txnID{w, e}]
 			owing := &record{typ: recAbort, Writer: w, Epoch: e, OwesReplay: true}
 			if t != nil && !t.live() {
-				recs = append(recs, &record{typ: recBegin, Writer: w, Epoch: e, Attempt: t.attempt, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline, Owner: t.owner})
-				for _, ep := range slices.Sorted(maps.Keys(t.parts)) {
-					recs = append(recs, &record{typ: recJoin, Writer: w, Epoch: e, Endpoint: ep})
-				}
-				owing.At = t.ended
+				recs = append(recs, restateLocked(t)...)
+				owing.At, owing.Expired = t.ended, t.expired
 			}
 			recs = append(recs, owing)
 		}
@@ -79,22 +76,9 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 		return cmp.Or(cmp.Compare(a.id.writer, b.id.writer), cmp.Compare(a.id.epoch, b.id.epoch))
 	})
 	for _, t := range live {
-		w, e := t.id.writer, t.id.epoch
-		recs = append(recs, &record{typ: recBegin, Writer: w, Epoch: e, Attempt: t.attempt, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline, Owner: t.owner})
-		eps := slices.Sorted(maps.Keys(t.parts))
-		if t.state == StateOpen {
-			for _, ep := range eps {
-				recs = append(recs, &record{typ: recJoin, Writer: w, Epoch: e, Endpoint: ep})
-			}
-			continue
-		}
-		pre := &record{typ: recPrecommit, Writer: w, Epoch: e, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline}
-		for _, ep := range eps {
-			pre.Participants = append(pre.Participants, newRecordPart(ep, t.parts[ep]))
-		}
-		recs = append(recs, pre)
+		recs = append(recs, restateLocked(t)...)
 		if t.decision != nil {
-			recs = append(recs, &record{typ: recDecide, Writer: w, Epoch: e, Descriptors: t.decision})
+			recs = append(recs, &record{typ: recDecide, Writer: t.id.writer, Epoch: t.id.epoch, Descriptors: t.decision})
 		}
 	}
 	out := make([]journal.Record, len(recs))
@@ -106,4 +90,26 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 		out[i] = jr
 	}
 	return out, nil
+}
+
+// restateLocked is the begin of t's attempt and its joins (open), or its
+// begin and precommit (precommitted, or aborted with every participant's
+// descriptor: an undone commit).
+func restateLocked(t *txn) []*record {
+	w, e := t.id.writer, t.id.epoch
+	recs := []*record{{typ: recBegin, Writer: w, Epoch: e, Attempt: t.attempt, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline, Owner: t.owner}}
+	eps := slices.Sorted(maps.Keys(t.parts))
+	precommitted := t.state == StatePrecommitted ||
+		t.state == StateAborted && len(eps) > 0 && !slices.ContainsFunc(eps, func(ep string) bool { return t.parts[ep].desc == nil })
+	if !precommitted {
+		for _, ep := range eps {
+			recs = append(recs, &record{typ: recJoin, Writer: w, Epoch: e, Endpoint: ep})
+		}
+		return recs
+	}
+	pre := &record{typ: recPrecommit, Writer: w, Epoch: e, At: t.since, TTLMillis: t.ttl.Milliseconds(), Deadline: t.deadline}
+	for _, ep := range eps {
+		pre.Participants = append(pre.Participants, newRecordPart(ep, t.parts[ep]))
+	}
+	return append(recs, pre)
 }

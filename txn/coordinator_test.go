@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -760,6 +761,9 @@ func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
 	}
 	undo("w", 1)
 	refused("w", 2, 1, "before the replay")
+	if n := fx.c.owingReplays(); n != 1 { // quiver_transactions_owing_replay
+		t.Fatalf("%d epochs owing their replay, want 1", n)
+	}
 	// Replay attempts that end without a commit settle nothing.
 	if _, err := fx.c.Begin(bg, "w", 1, 0); err != nil {
 		t.Fatalf("begin of the undone epoch: %v", err)
@@ -777,6 +781,9 @@ func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
 	replayEpoch(t, fx, "w", 1)
 	if _, err := fx.c.Begin(bg, "w", 2, 0); err != nil {
 		t.Fatalf("begin of a later epoch once the replay is committed: %v", err)
+	}
+	if n := fx.c.owingReplays(); n != 0 {
+		t.Fatalf("%d epochs owing their replay once it is committed, want 0", n)
 	}
 
 	// A rollback (a client's cleanup after an error) gives nothing up,
@@ -972,6 +979,7 @@ func TestUndoneEpochOwesItsReplayDurably(t *testing.T) {
 	}
 	undoEpoch(t, fx, "w", 1)
 	undoEpoch(t, fx, "v", 1)
+	want := fx.status("v", 1) // before any compaction
 	fx.restart()
 	refused("w", "after a restart")
 	refused("v", "after a restart")
@@ -992,10 +1000,9 @@ func TestUndoneEpochOwesItsReplayDurably(t *testing.T) {
 	// the attempt, owner and endpoints the rollback is checked against.
 	fx.clock.Advance(30 * 24 * time.Hour)
 	fx.c.expireNow(fx.clock.Now())
-	want := fx.status("v", 1)
 	fx.fillUntilCompacted()
 	fx.restart()
-	if st := fx.status("v", 1); st.Attempt != want.Attempt || st.Owner != want.Owner || st.State != StateAborted {
+	if st := fx.status("v", 1); st.Attempt != want.Attempt || st.Owner != want.Owner || st.State != StateAborted || !reflect.DeepEqual(st.Participants, want.Participants) || len(want.Participants) != 1 {
 		t.Fatalf("owing epoch after a compaction and a restart: %+v, want %+v", st, want)
 	}
 	fx.c.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -234,6 +235,7 @@ type fixture struct {
 	// attempts numbers the attempt ids of the fixture's coordinators.
 	attempts atomic.Int64
 	c        *Coordinator
+	fillers  int64 // fillUntilCompacted calls
 }
 
 func newFixture(t *testing.T, endpoints ...string) *fixture {
@@ -276,13 +278,16 @@ func (fx *fixture) restart() {
 // new segment, which restates every live transaction.
 func (fx *fixture) fillUntilCompacted() {
 	fx.t.Helper()
+	before, _ := filepath.Glob(filepath.Join(fx.dir, "*.journal"))
+	fx.fillers++ // epochs above the last call's: each begin a new record
 	for e := range int64(40) {
-		if _, err := fx.c.Begin(context.Background(), "filler", e, 0); err != nil {
+		if _, err := fx.c.Begin(context.Background(), "filler", fx.fillers*40+e, 0); err != nil {
 			fx.t.Fatal(err)
 		}
 	}
-	if segs, _ := filepath.Glob(filepath.Join(fx.dir, "*.journal")); len(segs) != 1 || filepath.Base(segs[0]) == "00000001.journal" {
-		fx.t.Fatalf("segments %v: want one compacted segment", segs)
+	segs, _ := filepath.Glob(filepath.Join(fx.dir, "*.journal"))
+	if len(segs) != 1 || slices.Contains(before, segs[0]) {
+		fx.t.Fatalf("segments %v (before: %v): want one new compacted segment", segs, before)
 	}
 }
 

@@ -19,6 +19,7 @@ type metrics struct {
 	total *prometheus.CounterVec
 	open  prometheus.GaugeFunc
 	stuck prometheus.GaugeFunc
+	owing prometheus.GaugeFunc
 	live  liveByState
 	// replayMismatches counts replays that sent other rows than their
 	// epoch's commit published (checkReplayLocked).
@@ -40,6 +41,10 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 			Name: "quiver_transactions_oldest_precommitted_seconds",
 			Help: "How long the oldest precommitted transaction has waited for its commit or rollback (0: none waits).",
 		}, func() float64 { return c.oldestPrecommitted().Seconds() }),
+		owing: prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "quiver_transactions_owing_replay",
+			Help: "Epochs undone after every endpoint refused their commit, whose replay is neither committed nor given up: later epochs of their writers wait.",
+		}, func() float64 { return float64(c.owingReplays()) }),
 		live: liveByState{c: c, desc: prometheus.NewDesc("quiver_transactions_live",
 			"Transactions open or precommitted, by state.", []string{"state"}, nil)},
 		replayMismatches: prometheus.NewCounter(prometheus.CounterOpts{
@@ -67,7 +72,7 @@ func newMetrics(reg prometheus.Registerer, c *Coordinator) (*metrics, error) {
 func (m *metrics) result(r string) { m.total.WithLabelValues(r).Inc() }
 
 func (m *metrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.total, m.open, m.stuck, m.live, m.replayMismatches}
+	return []prometheus.Collector{m.total, m.open, m.stuck, m.owing, m.live, m.replayMismatches}
 }
 
 func (m *metrics) unregister() {

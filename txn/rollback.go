@@ -145,7 +145,7 @@ func (c *Coordinator) abort(ctx context.Context, t *txn, why abortCause) error {
 	gaveUp := why == abortGiveUp && c.owesReplayLocked(t.id)
 	c.mu.Unlock()
 	rec := &record{typ: recAbort, Writer: t.id.writer, Epoch: t.id.epoch, At: c.now(), Expired: expired,
-		OwesReplay: why == abortRefused, GaveUp: gaveUp}
+		OwesReplay: why == abortRefused && c.owesOnUndo(t.id), GaveUp: gaveUp}
 	err := c.log(func() { t.discard = slices.Sorted(maps.Keys(t.parts)) }, rec)
 	if err != nil {
 		return err

@@ -3,6 +3,7 @@ package txn
 import (
 	"errors"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,10 @@ func TestStreamWriterClaim(t *testing.T) {
 		}
 		if _, err := fx.c.Join(bg, "collector", 3, "a"); !errors.Is(err, writers.ErrWrongState) {
 			t.Errorf("%s: join of a stream writer: %v, want ErrWrongState", when, err)
+		}
+		// Nor a commit of descriptors another server precommitted for it.
+		if _, err := fx.c.Commit(bg, "collector", 3, map[string][]writers.Descriptor{"a": {[]byte("peer")}}); !errors.Is(err, writers.ErrWrongState) || !strings.Contains(err.Error(), "continuous streams") {
+			t.Errorf("%s: commit of handed descriptors of a stream writer: %v, want ErrWrongState", when, err)
 		}
 	}
 	refused("claimed")
