@@ -37,6 +37,19 @@ func ingestOpts(table string) *flightsql.ExecuteIngestOpts {
 	}
 }
 
+// beginSQL begins a Flight SQL transaction and returns it with ingest
+// options naming it, into endpoint "events".
+func (s *server) beginSQL(ctx context.Context) (*flightsql.Txn, *flightsql.ExecuteIngestOpts) {
+	s.t.Helper()
+	tx, err := s.sqlClient().BeginTransaction(ctx)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	opts := ingestOpts("events")
+	opts.TransactionId = tx.ID()
+	return tx, opts
+}
+
 // ingest sends batches of rows rows each with ExecuteIngest.
 func (s *server) ingest(ctx context.Context, opts *flightsql.ExecuteIngestOpts, rows ...int) (int64, error) {
 	recs := make([]arrow.RecordBatch, len(rows))
@@ -495,12 +508,7 @@ func (refusingCommits) Commit(context.Context, writers.TxnKey, []writers.Descrip
 func TestSQLCommitRefusedEverywhere(t *testing.T) {
 	s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": refusingCommits{discard.New(nil)}}})
 	ctx := t.Context()
-	tx, err := s.sqlClient().BeginTransaction(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := ingestOpts("events")
-	opts.TransactionId = tx.ID()
+	tx, opts := s.beginSQL(ctx)
 	if _, err := s.ingest(ctx, opts, 3); err != nil {
 		t.Fatal(err)
 	}

@@ -13,12 +13,7 @@ import "testing"
 func TestSQLTransactionIngestsFromTwoConnections(t *testing.T) {
 	s := startServer(t, serverConfig{})
 	ctx := t.Context()
-	tx, err := s.sqlClient().BeginTransaction(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts := ingestOpts("events")
-	opts.TransactionId = tx.ID()
+	tx, opts := s.beginSQL(ctx)
 	if n, err := s.ingest(ctx, opts, 4); err != nil || n != 4 {
 		t.Fatalf("first ingest: %d, %v", n, err)
 	}
