@@ -96,7 +96,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 		}
 	}
 	cfg.txn.Dir = t.TempDir()
-	cfg.txn.OneEpochWriter = flightsvc.IsSQLWriter
+	cfg.txn.OneEpoch = flightsvc.IsSQLTransaction
 	coord, err := txn.Open(context.Background(), cfg.txn, flightsvc.EndpointWriters(eps))
 	if err != nil {
 		t.Fatal(err)

@@ -502,7 +502,7 @@ func (refusingCommits) Commit(context.Context, writers.TxnKey, []writers.Descrip
 
 // TestSQLCommitRefusedEverywhere: a Flight SQL transaction whose commit
 // every endpoint refuses is undone (InvalidArgument, nothing published)
-// owing no replay (txn.Options.OneEpochWriter): its writer is its own, no
+// owing no replay (txn.Options.OneEpoch): its writer is its own, no
 // later epoch could commit first, and an owing transaction would never be
 // forgotten.
 func TestSQLCommitRefusedEverywhere(t *testing.T) {
@@ -519,4 +519,23 @@ func TestSQLCommitRefusedEverywhere(t *testing.T) {
 	}
 	// Nothing owed: a later epoch of the writer may begin.
 	s.mustAction("begin", fmt.Sprintf(`{"writer":%q,"epoch":1}`, writer))
+
+	// Only BeginTransaction's shape is a one-epoch transaction: other
+	// writers, and other epochs, owe their replays.
+	for _, tc := range []struct {
+		writer string
+		epoch  int64
+		want   bool
+	}{
+		{writer, 0, true},
+		{writer, 1, false},
+		{"flightsql-nightly", 0, false},
+		{strings.ToLower(writer), 0, false},
+		{writer + "A", 0, false},
+		{strings.TrimPrefix(writer, "flightsql-"), 0, false},
+	} {
+		if got := flightsvc.IsSQLTransaction(tc.writer, tc.epoch); got != tc.want {
+			t.Errorf("IsSQLTransaction(%q, %d) = %v, want %v", tc.writer, tc.epoch, got, tc.want)
+		}
+	}
 }

@@ -36,12 +36,13 @@ const sqlWriterPrefix = "flightsql-"
 // characters.
 const maxSQLTxnID = len(sqlWriterPrefix) + 26
 
-// IsSQLWriter reports whether writer names a Flight SQL transaction
-// (BeginTransaction's): its epoch 0 is its only one
-// (txn.Options.OneEpochWriter).
-func IsSQLWriter(writer string) bool {
-	_, err := sqlTxnWriter("", []byte(writer))
-	return err == nil
+// IsSQLTransaction reports whether (writer, epoch) has the shape of a
+// Flight SQL transaction (BeginTransaction's: epoch 0 of "flightsql-" and
+// rand.Text's 26 characters), whose writer has no other epoch
+// (txn.Options.OneEpoch). Any other name or epoch is an ordinary one.
+func IsSQLTransaction(writer string, epoch int64) bool {
+	id, ok := strings.CutPrefix(writer, sqlWriterPrefix)
+	return ok && epoch == 0 && len(id) == 26 && strings.Trim(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") == ""
 }
 
 // sqlTxnWriter returns the writer of a Flight SQL transaction id.

@@ -263,7 +263,7 @@ func (s *Server) start(ctx context.Context) (err error) {
 		DiscardPrecommitted: s.cfg.Txn.DescriptorKey.IsZero(),
 		MaxOpenPerOwner:     s.cfg.Limits.ClientMaxTransactions,
 		MaxStagedPerOwner:   s.cfg.Limits.ClientStagedBytes,
-		OneEpochWriter:      flightsvc.IsSQLWriter,
+		OneEpoch:            flightsvc.IsSQLTransaction,
 		Logger:              s.logger.With("component", "txn"),
 		Registerer:          s.reg,
 		TracerProvider:      s.tp,

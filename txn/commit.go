@@ -59,6 +59,13 @@ func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, ha
 	}
 	t := c.lockTxn(id)
 	if t == nil {
+		// Not for a continuous-stream writer (its sinks' committed epoch
+		// is its durable seq: not to be read as an epoch), nor one created
+		// for it below: an undone commit would owe a replay its writer can
+		// never begin.
+		if err := c.refuseStreamWriter("commit", writer); err != nil {
+			return Status{}, err
+		}
 		if err := c.singleDescriptorOnly(id, nil, handed); err != nil {
 			return Status{}, err
 		}
@@ -66,8 +73,6 @@ func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, ha
 		if answered || err != nil {
 			return st, err
 		}
-		// Not for a continuous-stream writer: an undone commit would owe
-		// a replay its writer can never begin.
 		notStreams := func(id txnID) error { return c.streamWriterLocked("commit", id.writer) }
 		if t, _, err = c.lockOrCreate(id, StatePrecommitted, notStreams); err != nil {
 			return Status{}, err
@@ -305,7 +310,7 @@ func (c *Coordinator) owingReplays() int {
 // owesOnUndo reports whether id's epoch owes its replay once its refused
 // commit is undone: unless its writer never has a later epoch.
 func (c *Coordinator) owesOnUndo(id txnID) bool {
-	return c.oneEpochWriter == nil || !c.oneEpochWriter(id.writer)
+	return c.oneEpoch == nil || !c.oneEpoch(id.writer, id.epoch)
 }
 
 // oweReplayLocked records that id's epoch owes its replay.

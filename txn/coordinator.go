@@ -191,8 +191,8 @@ type Coordinator struct {
 	// Journaled: an abort with OwesReplay adds one, its committed record
 	// or an abort with GaveUp (the client gives it up: GiveUp) settles it.
 	replayOwed map[string][]int64
-	// oneEpochWriter: Options.OneEpochWriter.
-	oneEpochWriter func(writer string) bool
+	// oneEpoch: Options.OneEpoch.
+	oneEpoch func(writer string, epoch int64) bool
 
 	ctx       context.Context // canceled by Close; bounds background sink calls
 	cancel    context.CancelFunc
@@ -241,7 +241,7 @@ func open(ctx context.Context, opts Options, eps Endpoints, tick time.Duration, 
 		newAttempt:        newAttempt,
 		replayCheck:       cmp.Or(opts.ReplayCheck, ReplayWarn),
 		discardPrecommits: opts.DiscardPrecommitted,
-		oneEpochWriter:    opts.OneEpochWriter,
+		oneEpoch:          opts.OneEpoch,
 		txns:              make(map[txnID]*txn),
 		liveByWriter:      make(map[string]map[int64]*txn),
 		committed:         make(map[epochKey]int64),

@@ -59,6 +59,10 @@ func TestStreamWriterClaim(t *testing.T) {
 		}
 	}
 	refused("claimed")
+	// Also when its sink records a seq at or above the epoch (the
+	// committed epoch of a stream writer is its durable seq): not a replay.
+	fx.eps["a"].set(func(f *fakeWriter) { f.committed["collector"] = 10 })
+	refused("with a durable seq")
 	fx.restart()
 	refused("after a restart")
 	for e := range int64(60) { // past the segment size: a compaction
