@@ -96,7 +96,7 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 		}
 	}
 	cfg.txn.Dir = t.TempDir()
-	cfg.txn.OneEpoch = flightsvc.IsSQLTransaction
+	cfg.txn.OneEpoch = flightsvc.IsSQLWriter
 	coord, err := txn.Open(context.Background(), cfg.txn, flightsvc.EndpointWriters(eps))
 	if err != nil {
 		t.Fatal(err)

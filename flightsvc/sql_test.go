@@ -11,11 +11,13 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
+	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/discard"
 )
@@ -506,7 +508,8 @@ func (refusingCommits) Commit(context.Context, writers.TxnKey, []writers.Descrip
 // later epoch could commit first, and an owing transaction would never be
 // forgotten.
 func TestSQLCommitRefusedEverywhere(t *testing.T) {
-	s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": refusingCommits{discard.New(nil)}}})
+	reg := prometheus.NewRegistry() // the coordinator's metrics
+	s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": refusingCommits{discard.New(nil)}}, txn: txn.Options{Registerer: reg}})
 	ctx := t.Context()
 	tx, opts := s.beginSQL(ctx)
 	if _, err := s.ingest(ctx, opts, 3); err != nil {
@@ -517,25 +520,42 @@ func TestSQLCommitRefusedEverywhere(t *testing.T) {
 	if st := s.mustAction("status", fmt.Sprintf(`{"writer":%q,"epoch":0}`, writer)); st["state"] != "aborted" {
 		t.Fatalf("status after the refused commit: %v, want aborted", st)
 	}
-	// Nothing owed: a later epoch of the writer may begin.
-	s.mustAction("begin", fmt.Sprintf(`{"writer":%q,"epoch":1}`, writer))
+	if owing := gauge(t, reg, "quiver_transactions_owing_replay"); owing != 0 {
+		t.Fatalf("%v epochs owing their replay, want none", owing)
+	}
+	// Its writer has no other epoch, so none could commit first.
+	_, err := s.action(t.Context(), "begin", fmt.Sprintf(`{"writer":%q,"epoch":1}`, writer))
+	wantCode(t, err, codes.InvalidArgument, "only epoch is 0")
 
-	// Only BeginTransaction's shape is a one-epoch transaction: other
-	// writers, and other epochs, owe their replays.
+	// Only BeginTransaction's shape is a Flight SQL writer.
 	for _, tc := range []struct {
 		writer string
-		epoch  int64
 		want   bool
 	}{
-		{writer, 0, true},
-		{writer, 1, false},
-		{"flightsql-nightly", 0, false},
-		{strings.ToLower(writer), 0, false},
-		{writer + "A", 0, false},
-		{strings.TrimPrefix(writer, "flightsql-"), 0, false},
+		{writer, true},
+		{"flightsql-nightly", false},
+		{strings.ToLower(writer), false},
+		{writer + "A", false},
+		{strings.TrimPrefix(writer, "flightsql-"), false},
 	} {
-		if got := flightsvc.IsSQLTransaction(tc.writer, tc.epoch); got != tc.want {
-			t.Errorf("IsSQLTransaction(%q, %d) = %v, want %v", tc.writer, tc.epoch, got, tc.want)
+		if got := flightsvc.IsSQLWriter(tc.writer); got != tc.want {
+			t.Errorf("IsSQLWriter(%q) = %v, want %v", tc.writer, got, tc.want)
 		}
 	}
+}
+
+// gauge is a gauge's value in reg.
+func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
 }

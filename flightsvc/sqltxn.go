@@ -36,13 +36,12 @@ const sqlWriterPrefix = "flightsql-"
 // characters.
 const maxSQLTxnID = len(sqlWriterPrefix) + 26
 
-// IsSQLTransaction reports whether (writer, epoch) has the shape of a
-// Flight SQL transaction (BeginTransaction's: epoch 0 of "flightsql-" and
-// rand.Text's 26 characters), whose writer has no other epoch
-// (txn.Options.OneEpoch). Any other name or epoch is an ordinary one.
-func IsSQLTransaction(writer string, epoch int64) bool {
+// IsSQLWriter reports whether writer has the shape of a Flight SQL
+// transaction's (BeginTransaction's: "flightsql-" and rand.Text's 26
+// characters), whose only epoch is 0 (txn.Options.OneEpoch).
+func IsSQLWriter(writer string) bool {
 	id, ok := strings.CutPrefix(writer, sqlWriterPrefix)
-	return ok && epoch == 0 && len(id) == 26 && strings.Trim(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") == ""
+	return ok && len(id) == 26 && strings.Trim(id, "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567") == ""
 }
 
 // sqlTxnWriter returns the writer of a Flight SQL transaction id.

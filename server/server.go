@@ -263,7 +263,7 @@ func (s *Server) start(ctx context.Context) (err error) {
 		DiscardPrecommitted: s.cfg.Txn.DescriptorKey.IsZero(),
 		MaxOpenPerOwner:     s.cfg.Limits.ClientMaxTransactions,
 		MaxStagedPerOwner:   s.cfg.Limits.ClientStagedBytes,
-		OneEpoch:            flightsvc.IsSQLTransaction,
+		OneEpoch:            flightsvc.IsSQLWriter,
 		Logger:              s.logger.With("component", "txn"),
 		Registerer:          s.reg,
 		TracerProvider:      s.tp,

@@ -68,14 +68,17 @@ func (c *Coordinator) applyLocked(r *record) {
 			c.noteCommittedLocked(r.Writer, ep, r.Epoch)
 		}
 	case recAbort:
+		if r.GaveUp {
+			c.settleReplayOwedLocked(t.id)
+			if t.state == StateAborted {
+				break // the give-up of an aborted epoch: it ended when it did
+			}
+		}
 		buryLocked(t)
 		t.state, t.ended, t.expired = StateAborted, r.At, r.Expired
 		t.decision, t.done = nil, nil
-		switch {
-		case r.OwesReplay:
+		if r.OwesReplay {
 			c.oweReplayLocked(t.id)
-		case r.GaveUp:
-			c.settleReplayOwedLocked(t.id)
 		}
 		for s, cut := range t.cuts {
 			cut(t.abortedErr())

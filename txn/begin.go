@@ -16,7 +16,8 @@ import (
 // left). Beginning a committed epoch returns it with Replayed set. A newer
 // epoch fences (aborts and rolls back) older open transactions of the
 // same writer; beginning an epoch older than an open or precommitted
-// epoch of the writer is ErrWrongState. ttl <= 0 means the default.
+// epoch of the writer, or later than one owing its replay, is
+// ErrWrongState. ttl <= 0 means the default.
 // Epochs below 0, empty or too long writers and a ttl above MaxTTL are
 // ErrInvalid.
 //
@@ -35,7 +36,7 @@ func (c *Coordinator) Adopt(ctx context.Context, writer string, epoch int64, ttl
 }
 
 func (c *Coordinator) begin(ctx context.Context, writer string, epoch int64, ttl time.Duration, adopt bool) (Status, error) {
-	id, err := checkID(ctx, "begin", writer, epoch)
+	id, err := c.checkID(ctx, "begin", writer, epoch)
 	if err != nil {
 		return Status{}, err
 	}
@@ -189,8 +190,9 @@ func (c *Coordinator) start(ctx context.Context, t *txn, created bool, ttl time.
 		return err
 	}
 	owner := t.owner
-	// Live from here for an undo of an earlier epoch (laterLiveLocked),
-	// which would otherwise owe a replay this begin then fences.
+	// Live from here for an undo of an earlier epoch (laterLiveLocked):
+	// checked for debts above, this begin would otherwise land after the
+	// undo made the earlier epoch owe its replay.
 	t.starting = true
 	c.mu.Unlock()
 	now := c.now()

@@ -24,14 +24,17 @@ import (
 // answers Replayed. Commit of an open or aborted transaction is
 // ErrWrongState, and so is deciding the commit of an epoch while an older
 // epoch of the same writer is open or precommitted (epochs commit in
-// order); of an unknown one without handed descriptors, ErrNotFound
-// unless the writer is known to have committed the epoch (Replayed).
+// order) or owes its replay (markUndoing); of an unknown one without
+// handed descriptors, ErrNotFound unless the writer is known to have
+// committed the epoch (Replayed).
 //
 // The sink commits run with ctx's values but not its cancellation, bounded
-// by the coordinator's own timeout: once decided, a commit is finished. When
-// a sink commit fails the error keeps its class, the decision stays
-// journaled and a later Commit (or a restart) retries it; descriptors
-// handed to that later call are ignored.
+// by the coordinator's own timeout. When a sink commit fails the error
+// keeps its class, the decision stays journaled and a later Commit (or a
+// restart) retries it; descriptors handed to that later call are ignored.
+// Except when every endpoint refuses it for good and none published it
+// (finish): then the decision is undone, the transaction aborted, and the
+// epoch owes its replay until that commits or the client gives it up.
 //
 // Descriptors handed over for an endpoint whose sink cannot aggregate
 // descriptors are ErrInvalid, except the transaction's own. With an Access
@@ -45,7 +48,7 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 }
 
 func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, handed map[string][]writers.Descriptor) (Status, error) {
-	id, err := checkID(ctx, "commit", writer, epoch)
+	id, err := c.checkID(ctx, "commit", writer, epoch)
 	if err != nil {
 		return Status{}, err
 	}
@@ -310,7 +313,7 @@ func (c *Coordinator) owingReplays() int {
 // owesOnUndo reports whether id's epoch owes its replay once its refused
 // commit is undone: unless its writer never has a later epoch.
 func (c *Coordinator) owesOnUndo(id txnID) bool {
-	return c.oneEpoch == nil || !c.oneEpoch(id.writer, id.epoch)
+	return c.oneEpoch == nil || !c.oneEpoch(id.writer)
 }
 
 // oweReplayLocked records that id's epoch owes its replay.

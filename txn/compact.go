@@ -52,9 +52,9 @@ func (c *Coordinator) snapshotLocked() ([]journal.Record, error) {
 	// replayed is restated live below, after.
 	for _, w := range slices.Sorted(maps.Keys(c.replayOwed)) {
 		for _, e := range c.replayOwed[w] {
-			t := c.txns[txnID{w, e}]
+			t := c.txns[txnID{w, e}] // never forgotten while it owes
 			owing := &record{typ: recAbort, Writer: w, Epoch: e, OwesReplay: true}
-			if t != nil && !t.live() {
+			if !t.live() {
 				recs = append(recs, restateLocked(t)...)
 				owing.At, owing.Expired = t.ended, t.expired
 			}

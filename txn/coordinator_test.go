@@ -793,8 +793,18 @@ func TestBeginWaitsForAnUndoneEpoch(t *testing.T) {
 		t.Fatal(err)
 	}
 	refused("v", 2, 1, "after a rollback of the undone epoch")
+	ended := func() time.Time {
+		fx.c.mu.Lock()
+		defer fx.c.mu.Unlock()
+		return fx.c.txns[txnID{"v", 1}].ended
+	}
+	before := ended()
+	fx.clock.Advance(time.Second)
 	if _, err := fx.c.GiveUp(bg, "v", 1); err != nil {
 		t.Fatal(err)
+	}
+	if after := ended(); !after.Equal(before) { // its retention runs from its abort
+		t.Fatalf("giving up an aborted epoch moved its end from %v to %v", before, after)
 	}
 	if _, err := fx.c.Begin(bg, "v", 2, 0); err != nil {
 		t.Fatalf("begin of a later epoch once the undone one is given up: %v", err)

@@ -36,7 +36,7 @@ func (c *Coordinator) GiveUp(ctx context.Context, writer string, epoch int64) (S
 }
 
 func (c *Coordinator) rollback(ctx context.Context, writer string, epoch int64, giveUp bool) (Status, error) {
-	id, err := checkID(ctx, "rollback", writer, epoch)
+	id, err := c.checkID(ctx, "rollback", writer, epoch)
 	if err != nil {
 		return Status{}, err
 	}
@@ -134,9 +134,9 @@ const (
 	abortRefused                    // a decided commit every endpoint refused: owes its replay
 )
 
-// abort journals the abort of t (op held; open or precommitted, commit not
-// decided) and rolls its participants back, now or when its last stream
-// ends.
+// abort journals the abort of t (op held; open or precommitted, its commit
+// not decided unless abortDecided undoes it) and rolls its participants
+// back, now or when its last stream ends.
 func (c *Coordinator) abort(ctx context.Context, t *txn, why abortCause) error {
 	c.markFenced(ctx, t)
 	precommitted := c.ownPrecommits(t)

@@ -72,11 +72,12 @@ type Options struct {
 	// limits.client_staged_bytes. Zero means no bound. The count starts
 	// from zero at a restart.
 	MaxStagedPerOwner int64
-	// OneEpoch reports the transactions whose writer never has another
-	// epoch (Flight SQL transactions, each epoch 0 of a writer named for
-	// it): a decided commit of theirs that every endpoint refuses is undone
-	// owing no replay, as nothing could commit before it. Nil means none.
-	OneEpoch func(writer string, epoch int64) bool
+	// OneEpoch reports the writers whose only epoch is 0 (Flight SQL
+	// transactions, each under a writer named for it): other epochs of
+	// theirs are refused, and a decided commit of theirs that every
+	// endpoint refuses is undone owing no replay, as nothing could commit
+	// before it. Nil means none.
+	OneEpoch func(writer string) bool
 }
 
 // DefaultTTL is the TTL when Options.TTL is zero.
