@@ -18,7 +18,8 @@ import (
 // same writer; beginning an epoch older than an open or precommitted
 // epoch of the writer, or later than one owing its replay, is
 // ErrWrongState. ttl <= 0 means the default.
-// Epochs below 0, empty or too long writers and a ttl above MaxTTL are
+// Epochs below 0, empty or too long writers, a ttl above MaxTTL and an
+// epoch other than 0 of a one-epoch writer (Options.OneEpoch) are
 // ErrInvalid.
 //
 // With an Access in ctx (WithAccess), Begin is ErrPermissionDenied unless
