@@ -97,6 +97,9 @@ func startServer(t testing.TB, cfg serverConfig) *server {
 	}
 	cfg.txn.Dir = t.TempDir()
 	cfg.txn.OneEpoch = flightsvc.IsSQLWriter
+	if cfg.txn.Registerer == nil {
+		cfg.txn.Registerer = s.reg // the coordinator's metrics beside the service's (s.metric)
+	}
 	coord, err := txn.Open(context.Background(), cfg.txn, flightsvc.EndpointWriters(eps))
 	if err != nil {
 		t.Fatal(err)

@@ -11,13 +11,11 @@ import (
 	"github.com/apache/arrow-go/v18/arrow/flight"
 	"github.com/apache/arrow-go/v18/arrow/flight/flightsql"
 	pb "github.com/apache/arrow-go/v18/arrow/flight/gen/flight"
-	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/quiver-ingest/quiver/flightsvc"
-	"github.com/quiver-ingest/quiver/txn"
 	"github.com/quiver-ingest/quiver/writers"
 	"github.com/quiver-ingest/quiver/writers/discard"
 )
@@ -508,8 +506,7 @@ func (refusingCommits) Commit(context.Context, writers.TxnKey, []writers.Descrip
 // later epoch could commit first, and an owing transaction would never be
 // forgotten.
 func TestSQLCommitRefusedEverywhere(t *testing.T) {
-	reg := prometheus.NewRegistry() // the coordinator's metrics
-	s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": refusingCommits{discard.New(nil)}}, txn: txn.Options{Registerer: reg}})
+	s := startServer(t, serverConfig{endpoints: map[string]writers.Writer{"events": refusingCommits{discard.New(nil)}}})
 	ctx := t.Context()
 	tx, opts := s.beginSQL(ctx)
 	if _, err := s.ingest(ctx, opts, 3); err != nil {
@@ -520,7 +517,7 @@ func TestSQLCommitRefusedEverywhere(t *testing.T) {
 	if st := s.mustAction("status", fmt.Sprintf(`{"writer":%q,"epoch":0}`, writer)); st["state"] != "aborted" {
 		t.Fatalf("status after the refused commit: %v, want aborted", st)
 	}
-	if owing := gauge(t, reg, "quiver_transactions_owing_replay"); owing != 0 {
+	if owing := s.metric("quiver_transactions_owing_replay", nil); owing != 0 {
 		t.Fatalf("%v epochs owing their replay, want none", owing)
 	}
 	// Its writer has no other epoch, so none could commit first.
@@ -542,20 +539,4 @@ func TestSQLCommitRefusedEverywhere(t *testing.T) {
 			t.Errorf("IsSQLWriter(%q) = %v, want %v", tc.writer, got, tc.want)
 		}
 	}
-}
-
-// gauge is a gauge's value in reg.
-func gauge(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, f := range families {
-		if f.GetName() == name {
-			return f.GetMetric()[0].GetGauge().GetValue()
-		}
-	}
-	t.Fatalf("no gauge %s", name)
-	return 0
 }

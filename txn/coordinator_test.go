@@ -895,26 +895,29 @@ func TestUndoSeesAnEpochBeingBegunAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	begun := make(chan error, 1)
+	hooked, proceed := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	release := func() { once.Do(func() { close(proceed) }) }
+	defer release() // a failed poll below must not leave the sink waiting
 	fx.eps["a"].set(func(f *fakeWriter) {
 		f.failCommit = writers.Errorf(writers.ErrInvalid, "delta: the table was created meanwhile with other columns")
 		f.onCommit = func() {
 			f.onCommit = nil
 			fx.c.gate.Lock() // the begin's journal append waits here
 			go func() { _, err := fx.c.Begin(bg, "w", 2, 0); begun <- err }()
-			// Not testpoll: this is the sink's goroutine, where a failed
-			// test must not stop (the gate held); the test sees it below.
-			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
-				fx.c.mu.Lock()
-				starting := fx.c.txns[txnID{"w", 2}].starting
-				fx.c.mu.Unlock()
-				if starting {
-					return
-				}
-			}
+			close(hooked)
+			<-proceed // the test sees the begin starting
 		}
 	})
 	committed := make(chan error, 1)
 	go func() { _, err := fx.c.Commit(bg, "w", 1, nil); committed <- err }()
+	<-hooked
+	testpoll.Until(t, "epoch 2 being begun again", func() bool {
+		fx.c.mu.Lock()
+		defer fx.c.mu.Unlock()
+		return fx.c.txns[txnID{"w", 2}].starting
+	})
+	release()
 	// The commit answers, or is undoing epoch 1 (its abort waits for the gate).
 	testpoll.Until(t, "the commit to answer or undo", func() bool {
 		fx.c.mu.Lock()
