@@ -100,8 +100,9 @@ func BenchmarkPackPage(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
 				pv := intValues(data, c.t, n)
+				var dst []byte
 				for first := 0; first < n; first += flBlock {
-					pv.c.encode(first, pv.c.next(first))
+					dst = pv.c.appendChunk(dst[:0], first, pv.c.next(first))
 				}
 			}
 		})
