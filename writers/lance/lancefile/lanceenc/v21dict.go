@@ -385,29 +385,50 @@ func (t *dictTable) grow() {
 // makes dictionaryEncode try a dictionary that its own bound (limit)
 // then stops.
 //
-// A sample that alone holds more than limit distinct values ends it early,
-// estimating rows. Values are told apart by a hash seeded per page (no
-// key copies; a client cannot pick values whose hashes crowd the set; a
-// collision only lowers the estimate by one).
+// Values nearly all distinct (names, ids: most pages without a
+// dictionary) are told by a first look at 512 of them, estimating more
+// than four times limit; a sample that alone holds more than limit
+// distinct values ends it too. Both estimate rows. Values are told apart
+// by a hash seeded per page (no key copies; a client cannot pick values
+// whose hashes crowd the set; a collision only lowers the estimate by
+// one).
 func estimateDistinct(p *pageStrings, limit int) int {
 	rows := p.rows
-	s := min(rows, 4096)
-	stride := rows / s
-	seen := newHashSet(min(s, limit+1))
 	seed := maphash.MakeSeed()
-	for v := range p.sampled(stride, s) {
-		if seen.add(maphash.Bytes(seed, v)) && seen.n > limit {
+	if rows > 4096 {
+		if d, _ := sampleDistinct(p, 512, seed, 512); distinctFrom(d, 512, rows) > 4*limit {
 			return rows
 		}
 	}
-	d := float64(seen.n)
-	expect := func(D float64) float64 { return D * (1 - math.Exp(-float64(s)/D)) }
-	if d >= float64(s) || expect(float64(rows)) <= d {
+	s := min(rows, 4096)
+	d, over := sampleDistinct(p, s, seed, limit)
+	if over {
 		return rows
 	}
-	lo, hi := d, float64(rows)
+	return distinctFrom(d, s, rows)
+}
+
+// sampleDistinct counts the distinct values among s of the page's spread
+// evenly over it, stopping (over) past limit of them.
+func sampleDistinct(p *pageStrings, s int, seed maphash.Seed, limit int) (d int, over bool) {
+	seen := newHashSet(min(s, limit+1))
+	for v := range p.sampled(p.rows/s, s) {
+		if seen.add(maphash.Bytes(seed, v)) && seen.n > limit {
+			return seen.n, true
+		}
+	}
+	return seen.n, false
+}
+
+// distinctFrom solves D(1 - e^(-s/D)) = d for D, at most rows.
+func distinctFrom(d, s, rows int) int {
+	expect := func(D float64) float64 { return D * (1 - math.Exp(-float64(s)/D)) }
+	if d >= s || expect(float64(rows)) <= float64(d) {
+		return rows
+	}
+	lo, hi := float64(d), float64(rows)
 	for range 40 {
-		if mid := (lo + hi) / 2; expect(mid) < d {
+		if mid := (lo + hi) / 2; expect(mid) < float64(d) {
 			lo = mid
 		} else {
 			hi = mid

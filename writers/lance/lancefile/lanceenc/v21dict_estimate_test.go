@@ -44,6 +44,27 @@ func TestDictionaryAsPylanceDecides(t *testing.T) {
 	}
 }
 
+// The first look at 512 values, which ends the estimate for values
+// nearly all distinct, never ends it for a page a dictionary suits: pages
+// of up to limit distinct values (at random, many draws) keep their
+// estimate, and a page of unique values is estimated at its rows.
+func TestEstimateFirstLook(t *testing.T) {
+	limit := dictMaxDistinct(65_536)
+	for k := range 20 {
+		rows := 65_536 + k
+		for _, distinct := range []int{limit / 2, limit} {
+			offs, data := page(rows, distinct)
+			if est := estimateDistinct(pageStringsOfBytes(offs, data), limit); est > distinct*5/4 {
+				t.Fatalf("%d rows of %d distinct values estimated at %d (limit %d)", rows, distinct, est, limit)
+			}
+		}
+		offs, data := page(rows, 1<<40)
+		if est := estimateDistinct(pageStringsOfBytes(offs, data), limit); est != rows {
+			t.Fatalf("%d unique values estimated at %d", rows, est)
+		}
+	}
+}
+
 // TestDictTable: values get indexes in order of first appearance, equal
 // values the same index, through the table's growth; the limit ends it.
 func TestDictTable(t *testing.T) {
