@@ -17,6 +17,10 @@ int64, two float64, a random and a 16-value string, bool).
     commit's ack;
   - pylance: `lance.write_dataset` of the same parts into STREAMS new
     datasets from STREAMS threads, in process.
+Before the timed runs each engine writes the table WARMUP times (default
+2, untimed): a long-running server's heap has grown to its working size
+(a fresh one spends up to a third more CPU on its first appends, faulting
+in new memory), pylance's thread pools and allocator are warm.
 Engines alternate their order from run to run. Every dataset is read back
 by pylance (count, distinct ids, sum(amount)) and must hold its rows. The
 report gives medians over RUNS runs: rows/s, Quiver / pylance, bytes on disk
@@ -124,6 +128,7 @@ def main() -> int:
     ap.add_argument("--quiver", default=str(REPO / "bin" / "quiver"), help="the quiver binary")
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--warmup", type=int, default=2, help="untimed runs per engine before the timed ones")
     ap.add_argument("--streams", default="1,4", help="comma list of concurrent writers")
     ap.add_argument("--storage", default="2.2", help="the Lance data storage version (2.1 or 2.2)")
     ap.add_argument("--data", default="cardinality", choices=["cardinality", "standard"], help="the table's columns")
@@ -137,7 +142,8 @@ def main() -> int:
     else:
         t = cardinality(args.rows, seed=1).combine_chunks()
         table = pa.Table.from_batches(t.to_batches(max_chunksize=65_536), t.schema)
-    names = [f"la{s}_r{r}_{i}" for s in streams for r in range(args.runs) for i in range(s)]
+    runs = args.warmup + args.runs  # the first ones warm up
+    names = [f"la{s}_r{r}_{i}" for s in streams for r in range(runs) for i in range(s)]
     endpoints = [{"name": n, "sink": "lance", "lance": {
         "dataset_uri": f"file://{work}/quiver/{n}.lance", "mode": "append",
         "data_storage_version": args.storage}} for n in names]
@@ -155,7 +161,7 @@ def main() -> int:
             secs: dict[str, list[float]] = {"quiver": [], "pylance": []}
             cpu: dict[str, list[float]] = {"quiver": [], "pylance": []}
             disk: dict[str, list[int]] = {"quiver": [], "pylance": []}
-            for r in range(args.runs):
+            for r in range(runs):
                 order = ["quiver", "pylance"] if r % 2 == 0 else ["pylance", "quiver"]
                 for e in order:
                     dirs = [work / e / f"la{s}_r{r}_{i}.lance" for i in range(s)]
@@ -172,12 +178,15 @@ def main() -> int:
                             (lambda d=dirs[i], t=split[i]: lance.write_dataset(t, str(d), data_storage_version=args.storage))
                             for i in range(s)])
                         used = own_cpu() - before
-                    secs[e].append(wall)
-                    cpu[e].append(used)
                     for d, t in zip(dirs, split):
                         check(d, t)
+                    if r < args.warmup:
+                        print(f"streams {s} warm-up {e}: {args.rows / wall / 1e6:.2f} M rows/s", flush=True)
+                        continue
+                    secs[e].append(wall)
+                    cpu[e].append(used)
                     disk[e].append(sum(size(d) for d in dirs))
-                    print(f"streams {s} run {r} {e}: {args.rows / wall / 1e6:.2f} M rows/s, "
+                    print(f"streams {s} run {r - args.warmup} {e}: {args.rows / wall / 1e6:.2f} M rows/s, "
                           f"{used / args.rows * 1e6:.2f} CPU s per M rows", flush=True)
                 loads.append(os.getloadavg()[0])
             med = {e: statistics.median(v) for e, v in secs.items()}
