@@ -107,10 +107,15 @@ func measure[T int32 | int64 | uint64](o []T, nulls arrow.Array) (bytes int, wid
 
 // sampled yields every stride-th value of the page, n of them.
 func (p *pageStrings) sampled(stride, n int) iter.Seq[[]byte] {
+	return p.rowsAt(n, func(i int) int { return i * stride })
+}
+
+// rowsAt yields the values at rows row(0) <= row(1) <= ... <= row(n-1).
+func (p *pageStrings) rowsAt(n int, row func(i int) int) iter.Seq[[]byte] {
 	return func(yield func([]byte) bool) {
 		k := 0
 		for i := range n {
-			j := i * stride
+			j := row(i)
 			for k+1 < len(p.starts) && p.starts[k+1] <= j {
 				k++
 			}

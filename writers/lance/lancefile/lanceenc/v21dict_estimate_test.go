@@ -3,6 +3,7 @@ package lanceenc
 import (
 	"bytes"
 	"fmt"
+	"hash/maphash"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -44,24 +45,51 @@ func TestDictionaryAsPylanceDecides(t *testing.T) {
 	}
 }
 
-// The first look at 512 values, which ends the estimate for values
-// nearly all distinct, never ends it for a page a dictionary suits: pages
-// of up to limit distinct values (at random, many draws) keep their
-// estimate, and a page of unique values is estimated at its rows.
+// The first look (mostlyDistinct) ends the estimate for values nearly
+// all distinct (unique ones, 20,000 names) and never for a page a
+// dictionary suits, however it is ordered: up to limit distinct values at
+// random, sorted, or cycling with a period a stride sample would read as
+// all distinct.
 func TestEstimateFirstLook(t *testing.T) {
 	limit := dictMaxDistinct(65_536)
-	for k := range 20 {
-		rows := 65_536 + k
-		for _, distinct := range []int{limit / 2, limit} {
-			offs, data := page(rows, distinct)
-			if est := estimateDistinct(pageStringsOfBytes(offs, data), limit); est > distinct*5/4 {
-				t.Fatalf("%d rows of %d distinct values estimated at %d (limit %d)", rows, distinct, est, limit)
+	seed := maphash.MakeSeed()
+	names := 0
+	for k := range 10 {
+		rows := 65_536 + 7*k
+		value := func(v int) []byte { return fmt.Appendf(nil, "sensor-%06d", v) }
+		arranged := func(name string, of func(i int) int) {
+			t.Helper()
+			offs, data := []uint64{0}, []byte{}
+			for i := range rows {
+				data = append(data, value(of(i))...)
+				offs = append(offs, uint64(len(data)))
+			}
+			if mostlyDistinct(pageStringsOfBytes(offs, data), limit, seed) {
+				t.Errorf("%d rows, %s: read as mostly distinct (limit %d)", rows, name, limit)
 			}
 		}
-		offs, data := page(rows, 1<<40)
-		if est := estimateDistinct(pageStringsOfBytes(offs, data), limit); est != rows {
-			t.Fatalf("%d unique values estimated at %d", rows, est)
+		for _, distinct := range []int{limit / 2, limit} {
+			offs, data := page(rows, distinct)
+			if mostlyDistinct(pageStringsOfBytes(offs, data), limit, seed) {
+				t.Errorf("%d rows of %d distinct values at random: read as mostly distinct", rows, distinct)
+			}
+			arranged(fmt.Sprintf("%d values sorted", distinct), func(i int) int { return i * distinct / rows })
 		}
+		for _, period := range []int{601, 1000, limit - 1} {
+			arranged(fmt.Sprintf("%d values cycling", period), func(i int) int { return i % period })
+		}
+		offs, data := page(rows, 1<<40)
+		if !mostlyDistinct(pageStringsOfBytes(offs, data), limit, seed) {
+			t.Errorf("%d unique values: not read as mostly distinct", rows)
+		}
+		// 20,000 names read about 505 distinct of 512 against a bound of
+		// 499: nearly always caught (else the stride sample decides).
+		if offs, data := page(rows, 20_000); mostlyDistinct(pageStringsOfBytes(offs, data), limit, seed) {
+			names++
+		}
+	}
+	if names < 8 {
+		t.Errorf("pages of 20,000 names read as mostly distinct %d times of 10", names)
 	}
 }
 
