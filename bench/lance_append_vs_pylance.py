@@ -133,6 +133,8 @@ def main() -> int:
     ap.add_argument("--storage", default="2.2", help="the Lance data storage version (2.1 or 2.2)")
     ap.add_argument("--data", default="cardinality", choices=["cardinality", "standard"], help="the table's columns")
     args = ap.parse_args()
+    if args.warmup < 0 or args.runs < 1:
+        ap.error("--warmup must be 0 or more and --runs 1 or more")
     import lance
 
     streams = [int(s) for s in args.streams.split(",")]
@@ -162,7 +164,7 @@ def main() -> int:
             cpu: dict[str, list[float]] = {"quiver": [], "pylance": []}
             disk: dict[str, list[int]] = {"quiver": [], "pylance": []}
             for r in range(runs):
-                order = ["quiver", "pylance"] if r % 2 == 0 else ["pylance", "quiver"]
+                order = ["quiver", "pylance"] if (r - args.warmup) % 2 == 0 else ["pylance", "quiver"]
                 for e in order:
                     dirs = [work / e / f"la{s}_r{r}_{i}.lance" for i in range(s)]
                     os.sync()  # the previous run's unsynced files are not written during this one
@@ -188,7 +190,8 @@ def main() -> int:
                     disk[e].append(sum(size(d) for d in dirs))
                     print(f"streams {s} run {r - args.warmup} {e}: {args.rows / wall / 1e6:.2f} M rows/s, "
                           f"{used / args.rows * 1e6:.2f} CPU s per M rows", flush=True)
-                loads.append(os.getloadavg()[0])
+                if r >= args.warmup:
+                    loads.append(os.getloadavg()[0])
             med = {e: statistics.median(v) for e, v in secs.items()}
             report.append((s, med, {e: statistics.median(v) for e, v in cpu.items()},
                            {e: statistics.median(v) for e, v in disk.items()}))
