@@ -249,12 +249,14 @@ func dictionaryEncode(dt arrow.DataType, p *pageStrings) ([]byte, *pageDict) {
 		return nil, nil
 	}
 	// Too many distinct values end it before any map is built (names,
-	// ids); the estimate also sizes the map.
-	est := estimateDistinct(p, limit)
-	if est > limit {
+	// ids); the estimate sizes the map. An estimate over limit from a
+	// sample of at most limit distinct values (sorted values read as more
+	// than they are) leaves it to the map, bounded by limit.
+	est, over := estimateDistinct(p, limit)
+	if over {
 		return nil, nil
 	}
-	t := newDictTable(est)
+	t := newDictTable(min(est, limit))
 	idx := make([]byte, 4*rows)
 	if !p.index(t, limit, idx) {
 		return nil, nil
@@ -378,49 +380,51 @@ func (t *dictTable) grow() {
 	}
 }
 
-// estimateDistinct estimates the distinct values of offs from a stride
+// estimateDistinct estimates the distinct values of a page from a stride
 // sample of up to 4,096 of them: d distinct values among s sampled ones
 // are about D(1 - e^(-s/D)) of D distinct values repeating at random,
 // solved for D (a sample without a repeat: as many as there are values).
-// Clustered values repeat more in the sample and read fewer, which only
-// makes dictionaryEncode try a dictionary that its own bound (limit)
-// then stops.
+// Values in runs read fewer when a run is shorter than the stride and
+// more when it is longer (a sample of sorted values meets every one), so
+// the estimate only sizes the dictionary's map.
 //
-// Values nearly all distinct (names, ids: most pages without a
-// dictionary) end it at a first look (mostlyDistinct); a sample that
-// alone holds more than limit distinct values ends it too. Both estimate
-// rows. Values are told apart by a hash seeded per page (no key copies; a
-// client cannot pick values whose hashes crowd the set; a collision only
-// lowers the estimate by one).
-func estimateDistinct(p *pageStrings, limit int) int {
+// over reports more than limit distinct values for certain: a sample
+// that alone holds more (the estimate is then rows), or values nearly
+// all distinct (names, ids: most pages without a dictionary), told by a
+// first look (mostlyDistinct). Values are told apart by a hash seeded
+// per page (no key copies; a client cannot pick values whose hashes crowd
+// the set; a collision only lowers the estimate by one).
+func estimateDistinct(p *pageStrings, limit int) (est int, over bool) {
 	rows := p.rows
 	seed := maphash.MakeSeed()
 	if mostlyDistinct(p, limit, seed) {
-		return rows
+		return rows, true
 	}
 	s := min(rows, 4096)
 	d, over := sampleDistinct(p.sampled(rows/s, s), s, seed, limit)
 	if over {
-		return rows
+		return rows, true
 	}
-	return distinctFrom(d, s, rows)
+	return distinctFrom(d, s, rows), false
 }
 
 // firstLook is how many values mostlyDistinct reads.
 const firstLook = 512
 
 // mostlyDistinct reports whether firstLook values at random rows of a
-// page of more than 4,096 (drawn the same way for every page of as many
-// rows) read as more than four times limit distinct values: a fifth of
-// the stride sample's hashing for the many pages of names and ids. Rows
-// drawn at random read repeats as often as the page holds them, whatever
-// its order (a stride can step over every repeat of sorted or periodic
-// values): a page of at most limit distinct values reads at most
-// limit(1 - e^(-firstLook/limit)) of them on average, far below the bound
-// (for limit 2,550: 464 against 499, six standard deviations).
+// page of more than 4,096 read as more than four times limit distinct
+// values: a fifth of the stride sample's hashing for the many pages of
+// names and ids. Rows drawn at random read repeats as often as the page
+// holds them, whatever its order (a stride can step over every repeat of
+// sorted or periodic values): a page of at most limit distinct values
+// reads at most limit(1 - e^(-firstLook/limit)) of them on average, far
+// below the bound (for limit 2,550: 464 against 499, six standard
+// deviations). The rows are drawn the same way for every page of as many
+// rows, so that a page always gets the same encoding; a client that
+// arranges its values on them can only cost its page the dictionary.
 func mostlyDistinct(p *pageStrings, limit int, seed maphash.Seed) bool {
 	rows := p.rows
-	if rows <= 4096 {
+	if rows <= max(4096, 4*limit) { // the estimate is at most rows
 		return false
 	}
 	r := rand.New(rand.NewPCG(uint64(rows), 0x6c616e6365))
