@@ -19,8 +19,8 @@ int64, two float64, a random and a 16-value string, bool).
     datasets from STREAMS threads, in process.
 Before the timed runs each engine writes the table WARMUP times (default
 2, untimed): a long-running server's heap has grown to its working size
-(a fresh one spends up to a third more CPU on its first appends, faulting
-in new memory), pylance's thread pools and allocator are warm.
+(a fresh one spends a third to two thirds more CPU on its first appends,
+faulting in new memory), pylance's thread pools and allocator are warm.
 Engines alternate their order from run to run. Every dataset is read back
 by pylance (count, distinct ids, sum(amount)) and must hold its rows. The
 report gives medians over RUNS runs: rows/s, Quiver / pylance, bytes on disk

@@ -257,8 +257,9 @@ func dictionaryEncode(dt arrow.DataType, p *pageStrings) ([]byte, *pageDict) {
 		return nil, nil
 	}
 	t := newDictTable(min(est, limit))
-	idx := make([]byte, 4*rows)
+	idx := scratchOf(4 * rows) // recycled with the page's values
 	if !p.index(t, limit, idx) {
+		putScratch(idx)
 		return nil, nil
 	}
 	return idx, binaryDictionary(dt, t.offs, t.data)
@@ -388,10 +389,12 @@ func (t *dictTable) grow() {
 // more when it is longer (a sample of sorted values meets every one), so
 // the estimate only sizes the dictionary's map.
 //
-// over reports more than limit distinct values for certain: a sample
-// that alone holds more (the estimate is then rows), or values nearly
-// all distinct (names, ids: most pages without a dictionary), told by a
-// first look (mostlyDistinct). Values are told apart by a hash seeded
+// over reports more than limit distinct values: a sample that alone
+// holds more (certain; the estimate is then rows), or values nearly all
+// distinct (names, ids: most pages without a dictionary), told by a
+// first look (mostlyDistinct: wrong about a page of at most limit
+// distinct values with a chance of about 1e-10, or for a client that
+// places its values on the rows it reads). Values are told apart by a hash seeded
 // per page (no key copies; a client cannot pick values whose hashes crowd
 // the set; a collision only lowers the estimate by one).
 func estimateDistinct(p *pageStrings, limit int) (est int, over bool) {

@@ -446,7 +446,8 @@ func (w *chunkWriter) chunk(first, n, lc, end int) (int, bool) {
 		binary.LittleEndian.PutUint16(data[sizeAt:], uint16(vb))
 	}
 	data = padTo8(data)
-	if size := len(data) - start; size > maxChunk || !w.large && vb > 0xffff {
+	// A 2.1 chunk's 16-bit value size cannot overflow: maxChunk is less.
+	if size := len(data) - start; size > maxChunk {
 		w.data = data[:start]
 		return 0, false
 	}
@@ -570,6 +571,7 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int, h *fsstHistory)
 			if idx, dict := dictionaryEncode(dt, ps); dict != nil {
 				pv := intValues(idx, 32, rows)
 				pv.dict = dict
+				pv.scratch = [][]byte{idx}
 				return pv, nil
 			}
 		}
@@ -882,8 +884,8 @@ func (c *varChunker) appendChunk(dst []byte, first, n int) []byte {
 	return dst
 }
 
-// grow extends b by n bytes, returning it and the n bytes, to be written
-// (unless b had room, they hold whatever its memory held).
+// grow extends b by n bytes, returning it and the n bytes, to be written:
+// when b had room, they hold whatever its memory held.
 func grow(b []byte, n int) (grown, added []byte) {
 	at := len(b)
 	b = slices.Grow(b, n)[:at+n]
