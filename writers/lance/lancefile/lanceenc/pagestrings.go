@@ -11,7 +11,7 @@ import (
 // on a dictionary and building it need no copy of the bytes, which a
 // page that becomes a dictionary never stores.
 type pageStrings struct {
-	rows   int
+	rows   int   // the chunks' values, counted by add
 	bytes  int   // the valid values' bytes
 	widest int64 // the longest valid value
 	chunks []strChunk
@@ -28,10 +28,9 @@ type strChunk struct {
 	nulls arrow.Array
 }
 
-// pageStringsOf reads the values of vals, string or binary chunks of
-// rows values in all.
-func pageStringsOf(vals []arrow.Array, rows int) *pageStrings {
-	p := &pageStrings{rows: rows}
+// pageStringsOf reads the values of vals, string or binary chunks.
+func pageStringsOf(vals []arrow.Array) *pageStrings {
+	p := &pageStrings{}
 	for _, a := range vals {
 		o32, o64 := valueOffsets(a)
 		_, raw := BinaryChunk(a)
@@ -53,7 +52,7 @@ func pageStringsOf(vals []arrow.Array, rows int) *pageStrings {
 
 // pageStringsOfBytes is the page of values data[offs[i]:offs[i+1]].
 func pageStringsOfBytes(offs []uint64, data []byte) *pageStrings {
-	p := &pageStrings{rows: len(offs) - 1}
+	p := &pageStrings{}
 	n, w := measure(offs, nil)
 	p.add(strChunk{u64: offs, raw: data}, n, w)
 	return p
@@ -66,6 +65,7 @@ func (p *pageStrings) add(c strChunk, bytes int, widest int64) {
 		start = p.starts[k-1] + p.chunkRows(k-1)
 	}
 	p.chunks, p.starts = append(p.chunks, c), append(p.starts, start)
+	p.rows = start + p.chunkRows(len(p.chunks)-1)
 	p.bytes += bytes
 	p.widest = max(p.widest, widest)
 }

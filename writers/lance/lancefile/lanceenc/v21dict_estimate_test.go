@@ -44,6 +44,9 @@ func TestDictionaryAsPylanceDecides(t *testing.T) {
 		if _, dict := dictionaryEncode(arrow.BinaryTypes.String, pageStringsOfBytes(offs, data)); (dict != nil) != c.dict {
 			t.Errorf("%d distinct values of %d: dictionary %v, want %v", c.distinct, rows, dict != nil, c.dict)
 		}
+		if _, over := estimateDistinct(pageStringsOfBytes(offs, data), dictMaxDistinct(rows)); c.distinct == 2200 && over {
+			t.Errorf("2,200 distinct values of %d read as over the limit before the map decided", rows)
+		}
 	}
 }
 
@@ -156,7 +159,7 @@ func TestPageStringsInPlace(t *testing.T) {
 		}
 		offs, data, _ := varValues(vals, rows, exactBuf)
 		wantIdx, wantDict := dictionaryEncode(dt, pageStringsOfBytes(offs, data))
-		gotIdx, gotDict := dictionaryEncode(dt, pageStringsOf(vals, rows))
+		gotIdx, gotDict := dictionaryEncode(dt, pageStringsOf(vals))
 		if wantDict == nil || gotDict == nil {
 			t.Fatalf("%s: no dictionary (gathered %v, in place %v)", dt, wantDict != nil, gotDict != nil)
 		}
@@ -190,7 +193,7 @@ func TestPageStringsSampled(t *testing.T) {
 	for _, stride := range []int{1, 3, 50} {
 		n := (rows + stride - 1) / stride
 		var got, want []string
-		for v := range pageStringsOf(vals, rows).sampled(stride, n) {
+		for v := range pageStringsOf(vals).sampled(stride, n) {
 			got = append(got, string(v))
 		}
 		for v := range pageStringsOfBytes(offs, data).sampled(stride, n) {

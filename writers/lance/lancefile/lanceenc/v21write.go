@@ -567,7 +567,7 @@ func newChunker(dt arrow.DataType, vals []arrow.Array, rows int, h *fsstHistory)
 	case arrow.BinaryDataType:
 		// A dictionary is decided, and built, from the chunks' own bytes:
 		// the page's values are gathered only when it is not one.
-		if ps := pageStringsOf(vals, rows); ps.widest <= maxMiniValue {
+		if ps := pageStringsOf(vals); ps.widest <= maxMiniValue {
 			if idx, dict := dictionaryEncode(dt, ps); dict != nil {
 				pv := intValues(idx, 32, rows)
 				pv.dict = dict
