@@ -37,7 +37,7 @@ func (c *Coordinator) Adopt(ctx context.Context, writer string, epoch int64, ttl
 }
 
 func (c *Coordinator) begin(ctx context.Context, writer string, epoch int64, ttl time.Duration, adopt bool) (Status, error) {
-	id, err := c.checkID(ctx, "begin", writer, epoch)
+	id, err := checkID(ctx, "begin", writer, epoch)
 	if err != nil {
 		return Status{}, err
 	}
@@ -105,16 +105,29 @@ func (c *Coordinator) lockOrCreate(id txnID, state State, check func(txnID) erro
 			c.mu.Unlock()
 			continue
 		}
-		if check != nil {
-			if err := check(id); err != nil {
-				c.mu.Unlock()
-				return nil, false, err
-			}
+		err := c.oneEpochOnly(id)
+		if err == nil && check != nil {
+			err = check(id)
+		}
+		if err != nil {
+			c.mu.Unlock()
+			return nil, false, err
 		}
 		t := c.newTxnLocked(id, state)
 		c.mu.Unlock()
 		return t, true, nil
 	}
+}
+
+// oneEpochOnly refuses an epoch other than 0 of a one-epoch writer
+// (Options.OneEpoch): what makes its undone commits owe no replay
+// (owesOnUndo). Checked where transactions are created, so that one an
+// earlier version journaled can still be committed or rolled back.
+func (c *Coordinator) oneEpochOnly(id txnID) error {
+	if id.epoch != 0 && c.oneEpoch != nil && c.oneEpoch(id.writer) {
+		return writers.Errorf(writers.ErrInvalid, "txn: %s: writer %q is named as a Flight SQL transaction, whose only epoch is 0: use another writer name", id, id.writer)
+	}
+	return nil
 }
 
 // fencedLocked refuses epochs older than an open or precommitted epoch of

@@ -48,7 +48,7 @@ func (c *Coordinator) Commit(ctx context.Context, writer string, epoch int64, ha
 }
 
 func (c *Coordinator) commit(ctx context.Context, writer string, epoch int64, handed map[string][]writers.Descriptor) (Status, error) {
-	id, err := c.checkID(ctx, "commit", writer, epoch)
+	id, err := checkID(ctx, "commit", writer, epoch)
 	if err != nil {
 		return Status{}, err
 	}

@@ -439,7 +439,7 @@ func (c *Coordinator) statusLocked(t *txn) Status {
 // Status reports a transaction; unknown ones are ErrNotFound, and with an
 // Access (WithAccess) one touching a refused endpoint ErrPermissionDenied.
 func (c *Coordinator) Status(ctx context.Context, writer string, epoch int64) (Status, error) {
-	id, err := c.checkID(ctx, "status", writer, epoch)
+	id, err := checkID(ctx, "status", writer, epoch)
 	if err != nil {
 		return Status{}, err
 	}
@@ -519,7 +519,7 @@ func (c *Coordinator) oldestPrecommitted() time.Duration {
 
 // checkID validates a transaction identity for op, and that ctx's
 // caller may use its writer name (WithWriters).
-func (c *Coordinator) checkID(ctx context.Context, op, writer string, epoch int64) (txnID, error) {
+func checkID(ctx context.Context, op, writer string, epoch int64) (txnID, error) {
 	if writer == "" {
 		return txnID{}, writers.Errorf(writers.ErrInvalid, "txn: writer is empty: name the producer (for example \"orders-pipeline/p3\")")
 	}
@@ -532,10 +532,6 @@ func (c *Coordinator) checkID(ctx context.Context, op, writer string, epoch int6
 	}
 	if err := refuseWriter(ctx, op, writer); err != nil {
 		return txnID{}, err
-	}
-	if epoch != 0 && c.oneEpoch != nil && c.oneEpoch(writer) {
-		// What makes its undone commits owe no replay (owesOnUndo).
-		return txnID{}, writers.Errorf(writers.ErrInvalid, "txn: %s: writer %q is named as a Flight SQL transaction, whose only epoch is 0: use another writer name", op, writer)
 	}
 	return txnID{writer, epoch}, nil
 }

@@ -1102,3 +1102,40 @@ func TestStreamTurns(t *testing.T) {
 		s.Done(0, nil)
 	}
 }
+
+// TestOneEpochWriter: a one-epoch writer's other epochs are refused where
+// transactions are created (begin, join, a commit of handed
+// descriptors), not where they are used: one an earlier version
+// journaled is still seen, committed and rolled back.
+func TestOneEpochWriter(t *testing.T) {
+	fx := newFixture(t, "a")
+	fx.write("one", 3, "a", 1) // journaled before the writer was one-epoch
+	if _, err := fx.c.Precommit(bg, "one", 3); err != nil {
+		t.Fatal(err)
+	}
+	fx.write("one", 4, "a", 1)
+	fx.c.oneEpoch = func(w string) bool { return w == "one" }
+	invalid := func(what string, err error) {
+		t.Helper()
+		if !errors.Is(err, writers.ErrInvalid) || !strings.Contains(err.Error(), "only epoch is 0") {
+			t.Errorf("%s: %v, want ErrInvalid naming the one epoch", what, err)
+		}
+	}
+	_, err := fx.c.Begin(bg, "one", 5, 0)
+	invalid("begin of epoch 5", err)
+	_, err = fx.c.Join(bg, "one", 6, "a")
+	invalid("join of epoch 6", err)
+	_, err = fx.c.Commit(bg, "one", 7, map[string][]writers.Descriptor{"a": {[]byte("peer")}})
+	invalid("commit of handed descriptors of epoch 7", err)
+
+	fx.mustState("one", 3, StatePrecommitted)
+	if st, err := fx.c.Commit(bg, "one", 3, nil); err != nil || st.State != StateCommitted {
+		t.Fatalf("commit of the journaled epoch 3: %+v %v", st, err)
+	}
+	if _, err := fx.c.Rollback(bg, "one", 4); err != nil {
+		t.Fatalf("rollback of the journaled epoch 4: %v", err)
+	}
+	if _, err := fx.c.Begin(bg, "two", 5, 0); err != nil {
+		t.Fatalf("begin of another writer's epoch 5: %v", err)
+	}
+}

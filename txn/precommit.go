@@ -32,7 +32,7 @@ func (c *Coordinator) Precommit(ctx context.Context, writer string, epoch int64)
 }
 
 func (c *Coordinator) precommit(ctx context.Context, writer string, epoch int64) (Status, error) {
-	id, err := c.checkID(ctx, "precommit", writer, epoch)
+	id, err := checkID(ctx, "precommit", writer, epoch)
 	if err != nil {
 		return Status{}, err
 	}

@@ -36,7 +36,7 @@ func (c *Coordinator) GiveUp(ctx context.Context, writer string, epoch int64) (S
 }
 
 func (c *Coordinator) rollback(ctx context.Context, writer string, epoch int64, giveUp bool) (Status, error) {
-	id, err := c.checkID(ctx, "rollback", writer, epoch)
+	id, err := checkID(ctx, "rollback", writer, epoch)
 	if err != nil {
 		return Status{}, err
 	}

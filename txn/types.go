@@ -74,7 +74,8 @@ type Options struct {
 	MaxStagedPerOwner int64
 	// OneEpoch reports the writers whose only epoch is 0 (Flight SQL
 	// transactions, each under a writer named for it): other epochs of
-	// theirs are refused, and a decided commit of theirs that every
+	// theirs are not created (begin, join and a commit of handed
+	// descriptors refuse them), and a decided commit of theirs that every
 	// endpoint refuses is undone owing no replay, as nothing could commit
 	// before it. Nil means none.
 	OneEpoch func(writer string) bool
