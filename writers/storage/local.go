@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 
 	"github.com/quiver-ingest/quiver/internal/fsync"
 	"github.com/quiver-ingest/quiver/writers"
@@ -139,10 +140,11 @@ type fileWriter struct {
 	f    *os.File
 	path string
 	err  error // first Write or background sync error; Close then abandons
-	// written counts the bytes written, synced those a background sync
-	// (syncAhead) has been started for.
-	written, synced int64
-	syncing         chan error // the background sync in flight's result; nil when none
+	// written counts the bytes written (read by the background sync too),
+	// synced where the background syncs had got to when the last one
+	// started.
+	written, synced atomic.Int64
+	syncing         chan error // the background syncs' result; nil when none runs
 }
 
 // syncAheadBytes is how much of a file being written may wait unsynced
@@ -154,21 +156,28 @@ type fileWriter struct {
 // in their final fsyncs, under 15 ms with this.
 const syncAheadBytes = 2 << 20
 
+// syncAgainBytes is how much written during a background sync makes it
+// sync again at once rather than wait for the next write: a writer
+// writes in bursts (a Lance flush, a Parquet row group), and what the
+// end of a burst left unsynced would otherwise wait for the next one, or
+// for the final fsync.
+const syncAgainBytes = 256 << 10
+
 func (w *fileWriter) Write(p []byte) (int, error) {
 	if w.err != nil {
 		return 0, w.err
 	}
 	n, err := w.f.Write(p)
 	w.err = err
-	w.written += int64(n)
+	w.written.Add(int64(n))
 	w.syncAhead()
 	return n, err
 }
 
-// syncAhead collects the background sync in flight if it has ended, and
-// starts one when syncAheadBytes more have been written since the last,
+// syncAhead collects the background syncs if they have ended, and starts
+// them when syncAheadBytes more have been written since the last started,
 // unless the write is abandoned (ctx done: Close will remove the file).
-// One at a time: a sync covers everything written before it started.
+// One runs at a time: a sync covers everything written before it started.
 func (w *fileWriter) syncAhead() {
 	if w.syncing != nil {
 		select {
@@ -179,13 +188,27 @@ func (w *fileWriter) syncAhead() {
 			return
 		}
 	}
-	if w.err != nil || w.written-w.synced < syncAheadBytes || w.ctx.Err() != nil {
+	if w.err != nil || w.written.Load()-w.synced.Load() < syncAheadBytes || w.ctx.Err() != nil {
 		return
 	}
-	w.synced = w.written
 	done := make(chan error, 1)
 	w.syncing = done
-	go func(f *os.File) { done <- syncData(f) }(w.f)
+	go func(f *os.File) { done <- w.syncBehind(f) }(w.f)
+}
+
+// syncBehind syncs f, again while syncAgainBytes or more were written
+// during the last sync, until the write is abandoned or a sync fails.
+func (w *fileWriter) syncBehind(f *os.File) error {
+	for {
+		from := w.written.Load()
+		w.synced.Store(from)
+		if err := syncData(f); err != nil {
+			return err
+		}
+		if w.written.Load()-from < syncAgainBytes || w.ctx.Err() != nil {
+			return nil
+		}
+	}
 }
 
 // failSync records a background sync's error. It must fail the file: the

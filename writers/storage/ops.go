@@ -89,19 +89,11 @@ func (b *Bucket) readAll(ctx context.Context, key string, limit int64) ([]byte, 
 // never see a partial object). On file:// the object is durable (fsynced,
 // directory included) when Put returns nil.
 func (b *Bucket) Put(ctx context.Context, key string, data []byte) error {
-	if err := CheckKey(key); err != nil {
-		return b.wrap("put", key, err)
-	}
-	var err error
-	if b.Local() {
-		err = b.putLocal(ctx, key, data, publishReplace)
-	} else {
-		err = b.blob.WriteAll(ctx, key, data, writeOpts(false))
-	}
+	p, err := b.Prepare(ctx, key, data)
 	if err != nil {
-		return b.wrap("put", key, err)
+		return err
 	}
-	return nil
+	return p.Put(ctx)
 }
 
 // PutIfAbsent writes data at key only if key does not exist, atomically
@@ -118,22 +110,122 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error
 	if err := CheckKey(key); err != nil {
 		return b.wrap("put-if-absent", key, err)
 	}
-	err := b.faulty(ctx, "put-if-absent", key, func() error {
-		if b.Local() {
-			// A key already taken (a commit that lost a race) is refused
-			// before a temporary file is written and synced for nothing;
-			// link(2) stays the arbiter for a key free at this moment.
-			if _, err := os.Lstat(b.path(key)); err == nil {
-				return ErrAlreadyExists
-			}
-			return b.putLocal(ctx, key, data, publishNew)
+	p := &Prepared{b: b, key: key, data: data}
+	return p.putIfAbsent(ctx, func() error {
+		if !b.Local() {
+			return nil
 		}
-		return b.putIfAbsentBlob(ctx, key, data)
+		// A key already taken (a commit that lost a race) is refused
+		// before a temporary file is written and synced for nothing;
+		// link(2) stays the arbiter for a key free at this moment.
+		if _, err := os.Lstat(b.path(key)); err == nil {
+			return ErrAlreadyExists
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		tmp, err := writeTemp(b.path(key), data)
+		p.tmp = tmp
+		return err
 	})
+}
+
+// Prepared is an object written ahead of its publication: on file:// to a
+// durable temporary file beside its key (missing folders created and
+// synced), so that publishing it only renames or links that file and
+// syncs its folder; on an object store it holds the data, which the put
+// sends. Objects prepared at once have their syncs overlap: a commit
+// prepares everything it writes together, then publishes in the order
+// readers need. A Prepared is published once, by Put or PutIfAbsent, or
+// dropped by Discard; after either nothing temporary is left. It is not
+// safe for concurrent use.
+type Prepared struct {
+	b    *Bucket
+	key  string
+	data []byte
+	tmp  string // file://: the temporary file, "" once published or discarded
+}
+
+// Prepare readies data to be published at key (see Prepared).
+func (b *Bucket) Prepare(ctx context.Context, key string, data []byte) (*Prepared, error) {
+	if err := CheckKey(key); err != nil {
+		return nil, b.wrap("put", key, err)
+	}
+	p := &Prepared{b: b, key: key, data: data}
+	if b.Local() {
+		if err := ctx.Err(); err != nil {
+			return nil, b.wrap("put", key, err)
+		}
+		tmp, err := writeTemp(b.path(key), data)
+		if err != nil {
+			return nil, b.wrap("put", key, err)
+		}
+		p.tmp = tmp
+	}
+	return p, nil
+}
+
+// Put publishes p, replacing any existing object atomically; see
+// Bucket.Put.
+func (p *Prepared) Put(ctx context.Context) error {
+	var err error
+	if p.b.Local() {
+		err = p.publishLocal(ctx, publishReplace)
+	} else {
+		err = p.b.blob.WriteAll(ctx, p.key, p.data, writeOpts(false))
+	}
 	if err != nil {
-		return b.wrap("put-if-absent", key, err)
+		return p.b.wrap("put", p.key, err)
 	}
 	return nil
+}
+
+// PutIfAbsent publishes p only if its key does not exist; see
+// Bucket.PutIfAbsent.
+func (p *Prepared) PutIfAbsent(ctx context.Context) error {
+	return p.putIfAbsent(ctx, func() error { return nil })
+}
+
+// putIfAbsent runs prepare, then publishes p if its key does not exist,
+// both as one operation of the bucket's Fault.
+func (p *Prepared) putIfAbsent(ctx context.Context, prepare func() error) error {
+	defer p.Discard() // what a failed prepare or a test's fault left
+	err := p.b.faulty(ctx, "put-if-absent", p.key, func() error {
+		if err := prepare(); err != nil {
+			return err
+		}
+		if p.b.Local() {
+			return p.publishLocal(ctx, publishNew)
+		}
+		return p.b.putIfAbsentBlob(ctx, p.key, p.data)
+	})
+	if err != nil {
+		return p.b.wrap("put-if-absent", p.key, err)
+	}
+	return nil
+}
+
+// publishLocal publishes p's temporary file with publish, unless ctx is
+// done, which removes it.
+func (p *Prepared) publishLocal(ctx context.Context, publish func(tmp, path string) error) error {
+	tmp := p.tmp
+	if tmp == "" {
+		return os.ErrClosed
+	}
+	p.tmp = ""
+	if err := ctx.Err(); err != nil {
+		_ = os.Remove(tmp)
+		return err
+	}
+	return publish(tmp, p.b.path(p.key))
+}
+
+// Discard drops p unpublished (a no-op once published).
+func (p *Prepared) Discard() {
+	if p.tmp != "" {
+		_ = os.Remove(p.tmp)
+		p.tmp = ""
+	}
 }
 
 // conflictRetries bounds the retries of a conditional S3 write that lost
@@ -159,19 +251,6 @@ func (b *Bucket) putIfAbsentBlob(ctx context.Context, key string, data []byte) e
 		}
 		return err
 	}
-}
-
-// putLocal writes data to a durable temporary file and publishes it.
-func (b *Bucket) putLocal(ctx context.Context, key string, data []byte, publish func(tmp, path string) error) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	path := b.path(key)
-	tmp, err := writeTemp(path, data)
-	if err != nil {
-		return err
-	}
-	return publish(tmp, path)
 }
 
 // NewWriter streams a new object; it becomes visible (atomically, replacing

@@ -41,7 +41,17 @@ type getPutter interface {
 //     a put that reported its outcome unknown itself (linked, but its
 //     folder not synced).
 func Publish(ctx context.Context, s getPutter, key string, data []byte) error {
-	err := s.PutIfAbsent(ctx, key, data)
+	return publish(ctx, s, key, data, s.PutIfAbsent(ctx, key, data))
+}
+
+// PublishPrepared is Publish of an object prepared ahead (Bucket.Prepare).
+func PublishPrepared(ctx context.Context, p *Prepared) error {
+	return publish(ctx, p.b, p.key, p.data, p.PutIfAbsent(ctx))
+}
+
+// publish classes err, the answer of the put-if-absent of data at key,
+// as Publish does.
+func publish(ctx context.Context, s getPutter, key string, data []byte, err error) error {
 	if err == nil || refused(err) || errors.Is(err, writers.ErrOutcomeUnknown) {
 		return err
 	}

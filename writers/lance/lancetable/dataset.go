@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -191,6 +192,13 @@ const maxRebases = 32
 // writers.ErrConflict, after which the caller re-checks its plan against
 // the new version. The hint file is rewritten best effort.
 //
+// The transaction file, the manifest and the hint are prepared at once
+// (storage.Prepare: on file://, their syncs overlap), then published in
+// the order readers need: the transaction, the manifest that names it,
+// the hint that names the manifest. A commit so waits for one round of
+// overlapping file syncs (and folder creations) and three folder syncs,
+// not six to eight syncs in a row.
+//
 // Errors: ErrConflict as above; a failed manifest write is classed by
 // storage.Publish (outcome unknown only when a read cannot tell whether it
 // landed).
@@ -210,30 +218,49 @@ func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 		return nil, err
 	}
 	txnName := fmt.Sprintf("%d-%s.txn", txn.ReadVersion, txn.UUID)
-	if err := b.Put(ctx, txnDir+txnName, raw); err != nil {
+	next, err := nextVersion(base, txn, txnName, raw, naming)
+	if err != nil {
+		return nil, err
+	}
+	var txnFile, manifest, hint *storage.Prepared
+	defer func() { // unpublished ones
+		for _, p := range []*storage.Prepared{txnFile, manifest, hint} {
+			if p != nil {
+				p.Discard()
+			}
+		}
+	}()
+	var g errgroup.Group
+	g.Go(func() (err error) {
+		txnFile, err = b.Prepare(ctx, txnDir+txnName, raw)
+		return err
+	})
+	g.Go(func() (err error) {
+		manifest, err = b.Prepare(ctx, next.key, next.file)
+		return err
+	})
+	g.Go(func() error {
+		hint, _ = b.Prepare(ctx, hintKey, hintOf(next.m.Version)) // best effort
+		return nil
+	})
+	if err := g.Wait(); err != nil {
+		return nil, fmt.Errorf("lance: write commit files: %w", err)
+	}
+	if err := txnFile.Put(ctx); err != nil {
 		return nil, fmt.Errorf("lance: write transaction file: %w", err)
 	}
 	for range maxRebases {
-		m, err := build(base, txn, txnName)
-		if err != nil {
-			return nil, err
-		}
-		var index []byte
-		if base != nil {
-			index = base.index
-		}
-		file, err := encodeManifestFile(m, raw, index)
-		if err != nil {
-			return nil, err
-		}
-		key := ManifestKey(m.Version, naming)
-		err = storage.Publish(ctx, b, key, file)
+		err := storage.PublishPrepared(ctx, manifest)
 		switch {
 		case err == nil:
-			writeHint(ctx, b, m.Version)
-			return &Dataset{Manifest: m, Naming: naming, txn: raw, index: index}, nil
+			if hint == nil {
+				writeHint(ctx, b, next.m.Version)
+			} else {
+				_ = hint.Put(ctx)
+			}
+			return &Dataset{Manifest: next.m, Naming: naming, txn: raw, index: next.index}, nil
 		case !errors.Is(err, storage.ErrAlreadyExists):
-			return nil, fmt.Errorf("lance: publish version %d: %w", m.Version, err)
+			return nil, fmt.Errorf("lance: publish version %d: %w", next.m.Version, err)
 		}
 		if base == nil {
 			return nil, writers.Errorf(writers.ErrConflict, "lance: another writer created the dataset concurrently: retry against the existing dataset")
@@ -241,8 +268,44 @@ func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 		if base, err = Rebase(ctx, b, base, txn); err != nil {
 			return nil, err
 		}
+		if next, err = nextVersion(base, txn, txnName, raw, naming); err != nil {
+			return nil, err
+		}
+		if hint != nil {
+			hint.Discard()
+			hint = nil // written after the manifest: its version changed
+		}
+		if manifest, err = b.Prepare(ctx, next.key, next.file); err != nil {
+			return nil, fmt.Errorf("lance: publish version %d: %w", next.m.Version, err)
+		}
 	}
 	return nil, writers.Errorf(writers.ErrConflict, "lance: lost the commit race %d times: retry later", maxRebases)
+}
+
+// pendingVersion is a manifest ready to publish: the version after a base.
+type pendingVersion struct {
+	m     *Manifest
+	key   string
+	file  []byte
+	index []byte // the base's index section, carried over
+}
+
+// nextVersion builds the manifest file of the version after base that
+// applies txn (raw, written as txnName).
+func nextVersion(base *Dataset, txn *Transaction, txnName string, raw []byte, naming Naming) (pendingVersion, error) {
+	m, err := build(base, txn, txnName)
+	if err != nil {
+		return pendingVersion{}, err
+	}
+	var index []byte
+	if base != nil {
+		index = base.index
+	}
+	file, err := encodeManifestFile(m, raw, index)
+	if err != nil {
+		return pendingVersion{}, err
+	}
+	return pendingVersion{m: m, key: ManifestKey(m.Version, naming), file: file, index: index}, nil
 }
 
 // Rebase returns the latest version if txn may be applied on top of every
@@ -420,8 +483,11 @@ func applyUpdate(frags []Fragment, txn *Transaction) ([]Fragment, error) {
 // writeHint rewrites _versions/latest_version_hint.json. Readers treat it
 // as a lower bound, so a failure only costs them a listing.
 func writeHint(ctx context.Context, b *storage.Bucket, v uint64) {
-	_ = b.Put(ctx, hintKey, fmt.Appendf(nil, `{"version":%d}`, v))
+	_ = b.Put(ctx, hintKey, hintOf(v))
 }
+
+// hintOf is the hint file naming version v.
+func hintOf(v uint64) []byte { return fmt.Appendf(nil, `{"version":%d}`, v) }
 
 // DataKey returns the storage key of a data file path of a DataFile.
 func DataKey(p string) string { return dataDir + p }

@@ -19,7 +19,7 @@ import (
 )
 
 // putFragment writes recs as one data file and returns its fragment.
-func putFragment(t *testing.T, b *storage.Bucket, ls *lancefile.Schema, recs ...arrow.RecordBatch) Fragment {
+func putFragment(t testing.TB, b *storage.Bucket, ls *lancefile.Schema, recs ...arrow.RecordBatch) Fragment {
 	t.Helper()
 	var buf bytes.Buffer
 	w, err := lancefile.NewFileWriter(&buf, recs[0].Schema(), ls, 0, 0)
@@ -47,7 +47,7 @@ func putFragment(t *testing.T, b *storage.Bucket, ls *lancefile.Schema, recs ...
 	return Fragment{Files: []DataFile{df}, PhysicalRows: w.Rows()}
 }
 
-func openDir(t *testing.T, dir string) *storage.Bucket {
+func openDir(t testing.TB, dir string) *storage.Bucket {
 	t.Helper()
 	b, err := storage.Open(context.Background(), "file://"+dir, storage.Options{})
 	if err != nil {

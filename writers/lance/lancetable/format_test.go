@@ -3,8 +3,10 @@ package lancetable
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/quiver-ingest/quiver/writers"
@@ -138,6 +140,70 @@ func TestCommitRebase(t *testing.T) {
 	}
 	if _, err := Commit(ctx, b, nil, &Transaction{Op: OpOverwrite, Schema: ls}); !errors.Is(err, writers.ErrConflict) {
 		t.Fatalf("second create = %v, want ErrConflict", err)
+	}
+}
+
+// TestCommitPublishesInOrder: a commit prepares its files together but
+// publishes them in the order readers need (the transaction file before
+// the manifest that names it, the hint after the manifest), and leaves no
+// temporary file behind, after a rebase or a conflict either.
+func TestCommitPublishesInOrder(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b := openDir(t, dir)
+	ls, _ := lancefile.FromArrow(lancetest.AllTypesSchema())
+	var checked int
+	b.SetFault(func(ctx context.Context, op, key string, do func() error) error {
+		if op != "put-if-absent" || !strings.HasPrefix(key, versionsDir) {
+			return do()
+		}
+		v, _, ok := parseManifestName(strings.TrimPrefix(key, versionsDir))
+		if !ok {
+			t.Errorf("manifest key %q", key)
+			return do()
+		}
+		// Every commit writes a transaction file: version v's is the v-th
+		// or later (lost races write theirs too), published by now.
+		names, err := filepath.Glob(filepath.Join(dir, txnDir, "*.txn"))
+		if err != nil || uint64(len(names)) < v {
+			t.Errorf("manifest of version %d published before its transaction file (%d of them, %v)", v, len(names), err)
+		}
+		_, taken := os.Stat(filepath.Join(dir, key)) // a lost race: the winner's hint
+		if hint, err := b.Get(ctx, hintKey); err == nil && taken != nil && string(hint) == string(hintOf(v)) {
+			t.Errorf("hint names version %d before its manifest is published", v)
+		}
+		checked++
+		return do()
+	})
+	v1, err := Commit(ctx, b, nil, &Transaction{Op: OpOverwrite, Schema: ls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frag := Fragment{PhysicalRows: 0}
+	if _, err := Commit(ctx, b, v1, &Transaction{Op: OpAppend, Fragments: []Fragment{frag}}); err != nil {
+		t.Fatal(err)
+	}
+	v3, err := Commit(ctx, b, v1, &Transaction{Op: OpAppend, Fragments: []Fragment{frag}}) // rebases
+	if err != nil || v3.Version() != 3 {
+		t.Fatalf("stale append: version %v, %v", v3, err)
+	}
+	if _, err := Commit(ctx, b, nil, &Transaction{Op: OpOverwrite, Schema: ls}); !errors.Is(err, writers.ErrConflict) {
+		t.Fatalf("second create = %v, want ErrConflict", err)
+	}
+	if hint, err := b.Get(ctx, hintKey); err != nil || string(hint) != string(hintOf(3)) {
+		t.Fatalf("hint %q, %v; want version 3", hint, err)
+	}
+	if checked < 4 {
+		t.Fatalf("%d manifest publications seen, want 4 or more", checked)
+	}
+	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err == nil && strings.Contains(d.Name(), ".quiver-tmp-") {
+			t.Errorf("temporary file left: %s", path)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
