@@ -144,7 +144,8 @@ type fileWriter struct {
 	// synced where the background syncs had got to when the last one
 	// started.
 	written, synced atomic.Int64
-	syncing         chan error // the background syncs' result; nil when none runs
+	syncing         chan error  // the background syncs' result; nil when none runs
+	closing         atomic.Bool // Close's fsync takes over: no more background syncs
 }
 
 // syncAheadBytes is how much of a file being written may wait unsynced
@@ -197,7 +198,8 @@ func (w *fileWriter) syncAhead() {
 }
 
 // syncBehind syncs f, again while syncAgainBytes or more were written
-// during the last sync, until the write is abandoned or a sync fails.
+// during the last sync, until the write is abandoned or closed (Close's
+// own fsync covers the rest) or a sync fails.
 func (w *fileWriter) syncBehind(f *os.File) error {
 	for {
 		from := w.written.Load()
@@ -205,7 +207,7 @@ func (w *fileWriter) syncBehind(f *os.File) error {
 		if err := syncData(f); err != nil {
 			return err
 		}
-		if w.written.Load()-from < syncAgainBytes || w.ctx.Err() != nil {
+		if w.written.Load()-from < syncAgainBytes || w.closing.Load() || w.ctx.Err() != nil {
 			return nil
 		}
 	}
@@ -229,6 +231,7 @@ func (w *fileWriter) Close() error {
 	}
 	f := w.f
 	w.f = nil
+	w.closing.Store(true)
 	if w.syncing != nil {
 		w.failSync(<-w.syncing)
 		w.syncing = nil

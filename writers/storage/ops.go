@@ -136,9 +136,11 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error
 // syncs its folder; on an object store it holds the data, which the put
 // sends. Objects prepared at once have their syncs overlap: a commit
 // prepares everything it writes together, then publishes in the order
-// readers need. A Prepared is published once, by Put or PutIfAbsent, or
-// dropped by Discard; after either nothing temporary is left. It is not
-// safe for concurrent use.
+// readers need. A Prepared is published once, by Put or PutIfAbsent (a
+// second publication fails with os.ErrClosed), or dropped by Discard;
+// after either nothing temporary is left. Its data must not change until
+// then (an object store sends it when published). It is not safe for
+// concurrent use.
 type Prepared struct {
 	b    *Bucket
 	key  string
@@ -220,9 +222,9 @@ func (p *Prepared) publishLocal(ctx context.Context, publish func(tmp, path stri
 	return publish(tmp, p.b.path(p.key))
 }
 
-// Discard drops p unpublished (a no-op once published).
+// Discard drops p unpublished (a no-op once published, or on nil).
 func (p *Prepared) Discard() {
-	if p.tmp != "" {
+	if p != nil && p.tmp != "" {
 		_ = os.Remove(p.tmp)
 		p.tmp = ""
 	}

@@ -673,6 +673,9 @@ func TestNewWriterSyncsAhead(t *testing.T) {
 		if len(sizes) == 0 || sizes[0] < syncAheadBytes {
 			t.Fatalf("background syncs at sizes %v: want the first at %d bytes or more", sizes, syncAheadBytes)
 		}
+		if len(sizes) > 7_000_000/syncAgainBytes+1 {
+			t.Fatalf("%d background syncs of 7,000,000 bytes: want one per %d bytes at most", len(sizes), syncAgainBytes)
+		}
 		for i := 1; i < len(sizes); i++ {
 			if sizes[i] <= sizes[i-1] {
 				t.Fatalf("background syncs at sizes %v: want each to see more", sizes)

@@ -224,12 +224,12 @@ func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 	}
 	var txnFile, manifest, hint *storage.Prepared
 	defer func() { // unpublished ones
-		for _, p := range []*storage.Prepared{txnFile, manifest, hint} {
-			if p != nil {
-				p.Discard()
-			}
-		}
+		txnFile.Discard()
+		manifest.Discard()
+		hint.Discard()
 	}()
+	// All three must be prepared, the hint too: on a dataset's creation
+	// the first to reach a missing folder creates and syncs it for all.
 	var g errgroup.Group
 	g.Go(func() (err error) {
 		txnFile, err = b.Prepare(ctx, txnDir+txnName, raw)
@@ -239,31 +239,32 @@ func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 		manifest, err = b.Prepare(ctx, next.key, next.file)
 		return err
 	})
-	g.Go(func() error {
-		hint, _ = b.Prepare(ctx, hintKey, hintOf(next.m.Version)) // best effort
-		return nil
+	g.Go(func() (err error) {
+		hint, err = b.Prepare(ctx, hintKey, hintOf(next.m.Version))
+		return err
 	})
 	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("lance: write commit files: %w", err)
+		return nil, unpublished(err)
 	}
 	if err := txnFile.Put(ctx); err != nil {
 		return nil, fmt.Errorf("lance: write transaction file: %w", err)
 	}
-	for range maxRebases {
+	for attempt := 1; ; attempt++ {
 		err := storage.PublishPrepared(ctx, manifest)
 		switch {
 		case err == nil:
 			if hint == nil {
 				writeHint(ctx, b, next.m.Version)
 			} else {
-				_ = hint.Put(ctx)
+				_ = hint.Put(ctx) // best effort
 			}
 			return &Dataset{Manifest: next.m, Naming: naming, txn: raw, index: next.index}, nil
 		case !errors.Is(err, storage.ErrAlreadyExists):
 			return nil, fmt.Errorf("lance: publish version %d: %w", next.m.Version, err)
-		}
-		if base == nil {
+		case base == nil:
 			return nil, writers.Errorf(writers.ErrConflict, "lance: another writer created the dataset concurrently: retry against the existing dataset")
+		case attempt == maxRebases:
+			return nil, writers.Errorf(writers.ErrConflict, "lance: lost the commit race %d times: retry later", maxRebases)
 		}
 		if base, err = Rebase(ctx, b, base, txn); err != nil {
 			return nil, err
@@ -271,15 +272,18 @@ func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 		if next, err = nextVersion(base, txn, txnName, raw, naming); err != nil {
 			return nil, err
 		}
-		if hint != nil {
-			hint.Discard()
-			hint = nil // written after the manifest: its version changed
-		}
+		hint.Discard()
+		hint = nil // written after the manifest: its version changed
 		if manifest, err = b.Prepare(ctx, next.key, next.file); err != nil {
-			return nil, fmt.Errorf("lance: publish version %d: %w", next.m.Version, err)
+			return nil, unpublished(err)
 		}
 	}
-	return nil, writers.Errorf(writers.ErrConflict, "lance: lost the commit race %d times: retry later", maxRebases)
+}
+
+// unpublished classes a failure to prepare a commit's files: nothing was
+// published, and trying again may succeed.
+func unpublished(err error) error {
+	return writers.Errorf(writers.ErrUnavailable, "lance: write commit files: nothing was published: %w", err)
 }
 
 // pendingVersion is a manifest ready to publish: the version after a base.

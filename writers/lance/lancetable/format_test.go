@@ -3,6 +3,7 @@ package lancetable
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -152,7 +153,10 @@ func TestCommitPublishesInOrder(t *testing.T) {
 	dir := t.TempDir()
 	b := openDir(t, dir)
 	ls, _ := lancefile.FromArrow(lancetest.AllTypesSchema())
-	var checked int
+	var (
+		uuid    string // the transaction being committed
+		checked int
+	)
 	b.SetFault(func(ctx context.Context, op, key string, do func() error) error {
 		if op != "put-if-absent" || !strings.HasPrefix(key, versionsDir) {
 			return do()
@@ -162,11 +166,8 @@ func TestCommitPublishesInOrder(t *testing.T) {
 			t.Errorf("manifest key %q", key)
 			return do()
 		}
-		// Every commit writes a transaction file: version v's is the v-th
-		// or later (lost races write theirs too), published by now.
-		names, err := filepath.Glob(filepath.Join(dir, txnDir, "*.txn"))
-		if err != nil || uint64(len(names)) < v {
-			t.Errorf("manifest of version %d published before its transaction file (%d of them, %v)", v, len(names), err)
+		if names, err := filepath.Glob(filepath.Join(dir, txnDir, "*-"+uuid+".txn")); err != nil || len(names) != 1 {
+			t.Errorf("manifest of version %d published before its transaction file %s (%v)", v, uuid, err)
 		}
 		_, taken := os.Stat(filepath.Join(dir, key)) // a lost race: the winner's hint
 		if hint, err := b.Get(ctx, hintKey); err == nil && taken != nil && string(hint) == string(hintOf(v)) {
@@ -175,28 +176,39 @@ func TestCommitPublishesInOrder(t *testing.T) {
 		checked++
 		return do()
 	})
-	v1, err := Commit(ctx, b, nil, &Transaction{Op: OpOverwrite, Schema: ls})
+	commit := func(base *Dataset, txn *Transaction) (*Dataset, error) {
+		uuid = fmt.Sprintf("txn-%d", checked)
+		txn.UUID = uuid
+		return Commit(ctx, b, base, txn)
+	}
+	v1, err := commit(nil, &Transaction{Op: OpOverwrite, Schema: ls})
 	if err != nil {
 		t.Fatal(err)
 	}
 	frag := Fragment{PhysicalRows: 0}
-	if _, err := Commit(ctx, b, v1, &Transaction{Op: OpAppend, Fragments: []Fragment{frag}}); err != nil {
+	if _, err := commit(v1, &Transaction{Op: OpAppend, Fragments: []Fragment{frag}}); err != nil {
 		t.Fatal(err)
 	}
-	v3, err := Commit(ctx, b, v1, &Transaction{Op: OpAppend, Fragments: []Fragment{frag}}) // rebases
+	v3, err := commit(v1, &Transaction{Op: OpAppend, Fragments: []Fragment{frag}}) // rebases
 	if err != nil || v3.Version() != 3 {
 		t.Fatalf("stale append: version %v, %v", v3, err)
 	}
-	if _, err := Commit(ctx, b, nil, &Transaction{Op: OpOverwrite, Schema: ls}); !errors.Is(err, writers.ErrConflict) {
+	if _, err := commit(nil, &Transaction{Op: OpOverwrite, Schema: ls}); !errors.Is(err, writers.ErrConflict) {
 		t.Fatalf("second create = %v, want ErrConflict", err)
 	}
 	if hint, err := b.Get(ctx, hintKey); err != nil || string(hint) != string(hintOf(3)) {
 		t.Fatalf("hint %q, %v; want version 3", hint, err)
 	}
-	if checked < 4 {
-		t.Fatalf("%d manifest publications seen, want 4 or more", checked)
+	if checked != 5 { // the stale append's two attempts included
+		t.Fatalf("%d manifest publications seen, want 5", checked)
 	}
-	err = filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+	wantNoTemporaries(t, dir)
+}
+
+// wantNoTemporaries fails t if a temporary file is left under dir.
+func wantNoTemporaries(t *testing.T, dir string) {
+	t.Helper()
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
 		if err == nil && strings.Contains(d.Name(), ".quiver-tmp-") {
 			t.Errorf("temporary file left: %s", path)
 		}
@@ -205,6 +217,26 @@ func TestCommitPublishesInOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestCommitPrepareFails: a commit whose manifest cannot be written
+// publishes nothing, not even its transaction file, leaves nothing
+// temporary and is ErrUnavailable (trying again may succeed).
+func TestCommitPrepareFails(t *testing.T) {
+	dir := t.TempDir()
+	b := openDir(t, dir)
+	ls, _ := lancefile.FromArrow(lancetest.AllTypesSchema())
+	if err := os.WriteFile(filepath.Join(dir, "_versions"), nil, 0o600); err != nil { // not a folder
+		t.Fatal(err)
+	}
+	_, err := Commit(context.Background(), b, nil, &Transaction{Op: OpOverwrite, Schema: ls})
+	if !errors.Is(err, writers.ErrUnavailable) {
+		t.Fatalf("commit without a _versions folder: %v, want ErrUnavailable", err)
+	}
+	if names, _ := filepath.Glob(filepath.Join(dir, txnDir, "*.txn")); len(names) != 0 {
+		t.Fatalf("transaction files published by a failed commit: %v", names)
+	}
+	wantNoTemporaries(t, dir)
 }
 
 // TestCommitRebaseAsksConcurrent: a stale append asks its Concurrent rule
