@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/quiver-ingest/quiver/internal/fsync"
@@ -111,12 +112,15 @@ func publishNew(tmp, path string) error {
 
 // mkdirAllSync is os.MkdirAll that also syncs the parent of every directory
 // it creates, so that a file published below survives a crash with its path.
+// A directory another goroutine of the process is creating is waited for
+// until its parent is synced: a file published in it before then could be
+// lost with it.
 func mkdirAllSync(dir string) error {
 	if fi, err := os.Stat(dir); err == nil {
 		if !fi.IsDir() {
 			return &fs.PathError{Op: "mkdir", Path: dir, Err: fs.ErrExist}
 		}
-		return nil
+		return awaitDir(dir)
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
@@ -124,13 +128,49 @@ func mkdirAllSync(dir string) error {
 			return err
 		}
 	}
-	if err := os.Mkdir(dir, 0o777); err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return nil // a concurrent writer created it
-		}
+	c := &dirCreation{done: make(chan struct{})}
+	if other, loaded := dirsCreating.LoadOrStore(dir, c); loaded {
+		return other.(*dirCreation).wait()
+	}
+	defer func() {
+		close(c.done)
+		dirsCreating.Delete(dir)
+	}()
+	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+		c.err = err
 		return err
 	}
-	return fsync.Dir(parent)
+	// Synced also when another process created it: it may not have yet.
+	c.err = syncParent(parent)
+	return c.err
+}
+
+// syncParent syncs the parent of a directory mkdirAllSync created (a
+// variable, for tests to hold it).
+var syncParent = fsync.Dir
+
+// dirsCreating holds the directories being created (by mkdirAllSync) and
+// not yet synced into their parents, by path.
+var dirsCreating sync.Map
+
+// dirCreation is a directory being created; err is its outcome once done
+// is closed.
+type dirCreation struct {
+	done chan struct{}
+	err  error
+}
+
+func (c *dirCreation) wait() error {
+	<-c.done
+	return c.err
+}
+
+// awaitDir waits for the creation of dir, when one is under way.
+func awaitDir(dir string) error {
+	if c, ok := dirsCreating.Load(dir); ok {
+		return c.(*dirCreation).wait()
+	}
+	return nil
 }
 
 // fileWriter is NewWriter for file://: a temporary file renamed over the

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/quiver-ingest/quiver/internal/emulator"
+	"github.com/quiver-ingest/quiver/internal/fsync"
 	"github.com/quiver-ingest/quiver/writers"
 )
 
@@ -230,6 +231,40 @@ func TestPrepared(t *testing.T) {
 			wantNoSideFiles(t, b.dir)
 		})
 	}
+}
+
+// TestMkdirWaitsForItsSync: a file published in a folder another
+// goroutine is creating waits until that folder's parent is synced: a
+// crash before then could lose the folder and the file with it.
+func TestMkdirWaitsForItsSync(t *testing.T) {
+	b := mustOpen(t, "file://"+t.TempDir()+"/root", Options{})
+	defer func(f func(string) error) { syncParent = f }(syncParent)
+	held, release := make(chan struct{}), make(chan struct{})
+	syncParent = func(dir string) error {
+		if filepath.Base(dir) == "root" { // the sync of root/new's creation
+			close(held)
+			<-release
+		}
+		return fsync.Dir(dir)
+	}
+	first := make(chan error, 1)
+	go func() { first <- b.Put(t.Context(), "new/a", []byte("a")) }()
+	<-held
+	second := make(chan error, 1)
+	go func() { second <- b.Put(t.Context(), "new/b", []byte("b")) }()
+	select {
+	case err := <-second:
+		t.Fatalf("a put in a folder whose creation is not synced returned %v before the sync", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	close(release)
+	for _, c := range []chan error{first, second} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantContent(t, b, "new/a", "a")
+	wantContent(t, b, "new/b", "b")
 }
 
 // TestPutIfAbsentRace: of N goroutines racing for one key exactly one wins
