@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"golang.org/x/sync/singleflight"
+
 	"github.com/quiver-ingest/quiver/internal/fsync"
 	"github.com/quiver-ingest/quiver/writers"
 )
@@ -41,10 +43,10 @@ func (b *Bucket) path(key string) string {
 	return filepath.Join(b.dir, filepath.FromSlash(key))
 }
 
-// createTemp creates the temporary file for path, creating (and syncing)
-// missing parent directories first.
-func createTemp(path string) (*os.File, error) {
-	if err := mkdirAllSync(filepath.Dir(path)); err != nil {
+// createTemp creates the temporary file for path (under b's root),
+// creating (and syncing) missing parent directories first.
+func (b *Bucket) createTemp(path string) (*os.File, error) {
+	if err := mkdirAllSync(b.dir, filepath.Dir(path)); err != nil {
 		return nil, err
 	}
 	return os.OpenFile(tempPath(path), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
@@ -65,8 +67,8 @@ func finishTemp(f *os.File) error {
 
 // writeTemp writes data to a new durable temporary file for path and
 // returns its name.
-func writeTemp(path string, data []byte) (string, error) {
-	f, err := createTemp(path)
+func (b *Bucket) writeTemp(path string, data []byte) (string, error) {
+	f, err := b.createTemp(path)
 	if err != nil {
 		return "", err
 	}
@@ -110,67 +112,71 @@ func publishNew(tmp, path string) error {
 	return nil
 }
 
-// mkdirAllSync is os.MkdirAll that also syncs the parent of every directory
-// it creates, so that a file published below survives a crash with its path.
-// A directory another goroutine of the process is creating is waited for
-// until its parent is synced: a file published in it before then could be
-// lost with it.
-func mkdirAllSync(dir string) error {
-	if fi, err := os.Stat(dir); err == nil {
-		if !fi.IsDir() {
-			return &fs.PathError{Op: "mkdir", Path: dir, Err: fs.ErrExist}
-		}
-		return awaitDir(dir)
+// mkdirAllSync is os.MkdirAll that also makes the name of every directory
+// under root durable before a file is published in it: a directory it
+// creates is synced into its parent, and so is one under root it finds
+// but has not seen synced (another process may not have synced it yet, or
+// a sync of this process failed). root and the directories above it are
+// taken as they are when they exist. A directory is synced once per
+// process; concurrent callers share the sync and wait for it.
+func mkdirAllSync(root, dir string) error {
+	if _, ok := durableDirs.Load(dir); ok {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	if err == nil && !fi.IsDir() {
+		return &fs.PathError{Op: "mkdir", Path: dir, Err: fs.ErrExist}
+	}
+	if err == nil && !under(root, dir) {
+		return nil
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
-		if err := mkdirAllSync(parent); err != nil {
+		if err := mkdirAllSync(root, parent); err != nil {
 			return err
 		}
 	}
-	c := &dirCreation{done: make(chan struct{})}
-	if other, loaded := dirsCreating.LoadOrStore(dir, c); loaded {
-		return other.(*dirCreation).wait()
-	}
-	defer func() {
-		close(c.done)
-		dirsCreating.Delete(dir)
-	}()
-	if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
-		c.err = err
-		return err
-	}
-	// Synced also when another process created it: it may not have yet.
-	c.err = syncParent(parent)
-	return c.err
+	_, err, _ = dirSyncs.Do(dir, func() (any, error) {
+		if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
+			return nil, err
+		}
+		if err := syncParent(parent); err != nil {
+			return nil, err
+		}
+		rememberDurable(dir)
+		return nil, nil
+	})
+	return err
 }
 
-// syncParent syncs the parent of a directory mkdirAllSync created (a
-// variable, for tests to hold it).
+// under reports whether dir is strictly below root.
+func under(root, dir string) bool {
+	rel, err := filepath.Rel(root, dir)
+	return err == nil && rel != "." && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
+}
+
+// syncParent syncs the parent of a directory mkdirAllSync made durable (a
+// variable, for tests to hold or fail it).
 var syncParent = fsync.Dir
 
-// dirsCreating holds the directories being created (by mkdirAllSync) and
-// not yet synced into their parents, by path.
-var dirsCreating sync.Map
+// dirSyncs shares a directory's creation and sync among the callers that
+// need it at once; durableDirs holds the directories known synced into
+// their parents (at most maxDurableDirs: beyond, all are forgotten and
+// synced again when next used). Process-wide, as the directories are.
+var (
+	dirSyncs     singleflight.Group
+	durableDirs  sync.Map
+	durableCount atomic.Int64
+)
 
-// dirCreation is a directory being created; err is its outcome once done
-// is closed.
-type dirCreation struct {
-	done chan struct{}
-	err  error
-}
+const maxDurableDirs = 1 << 16
 
-func (c *dirCreation) wait() error {
-	<-c.done
-	return c.err
-}
-
-// awaitDir waits for the creation of dir, when one is under way.
-func awaitDir(dir string) error {
-	if c, ok := dirsCreating.Load(dir); ok {
-		return c.(*dirCreation).wait()
+func rememberDurable(dir string) {
+	if durableCount.Add(1) > maxDurableDirs {
+		durableDirs.Clear()
+		durableCount.Store(0)
 	}
-	return nil
+	durableDirs.Store(dir, struct{}{})
 }
 
 // fileWriter is NewWriter for file://: a temporary file renamed over the
@@ -194,7 +200,7 @@ type fileWriter struct {
 // is the data it writes since the one before (the disk's cache flush, not
 // only the page cache's writeback: sync_file_range alone left it to the
 // final fsync): four Lance append streams waited 30-50 ms of a 250 ms run
-// in their final fsyncs, under 15 ms with this.
+// in their final fsyncs without background syncs.
 const syncAheadBytes = 2 << 20
 
 // syncAgainBytes is how much written during a background sync makes it

@@ -180,8 +180,8 @@ func resolveFile(p string, opts Options) (resolved, error) {
 	return resolved{scheme: fileblob.Scheme, uri: "file://" + filepath.ToSlash(dir), dir: dir}, nil
 }
 
-// memBuckets holds the mem:// buckets of the process by name. It is the
-// one package-level variable: two Open calls of "mem://x" must reach the
+// memBuckets holds the mem:// buckets of the process by name. It is
+// process-wide (as is what mkdirAllSync knows of directories): two Open calls of "mem://x" must reach the
 // same objects (a multi-writer test opens a table twice), and gocloud's
 // mem opener returns a fresh empty bucket per call, so something
 // process-wide has to remember them. Buckets are never freed.

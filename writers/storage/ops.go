@@ -124,7 +124,7 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		tmp, err := writeTemp(b.path(key), data)
+		tmp, err := b.writeTemp(b.path(key), data)
 		p.tmp = tmp
 		return err
 	})
@@ -158,7 +158,7 @@ func (b *Bucket) Prepare(ctx context.Context, key string, data []byte) (*Prepare
 		if err := ctx.Err(); err != nil {
 			return nil, b.wrap("put", key, err)
 		}
-		tmp, err := writeTemp(b.path(key), data)
+		tmp, err := b.writeTemp(b.path(key), data)
 		if err != nil {
 			return nil, b.wrap("put", key, err)
 		}
@@ -266,7 +266,7 @@ func (b *Bucket) NewWriter(ctx context.Context, key string) (io.WriteCloser, err
 	}
 	if b.Local() {
 		path := b.path(key)
-		f, err := createTemp(path)
+		f, err := b.createTemp(path)
 		if err != nil {
 			return nil, b.wrap("new-writer", key, err)
 		}

@@ -240,6 +240,8 @@ func TestMkdirWaitsForItsSync(t *testing.T) {
 	b := mustOpen(t, "file://"+t.TempDir()+"/root", Options{})
 	defer func(f func(string) error) { syncParent = f }(syncParent)
 	held, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	defer once.Do(func() { close(release) })
 	syncParent = func(dir string) error {
 		if filepath.Base(dir) == "root" { // the sync of root/new's creation
 			close(held)
@@ -257,7 +259,7 @@ func TestMkdirWaitsForItsSync(t *testing.T) {
 		t.Fatalf("a put in a folder whose creation is not synced returned %v before the sync", err)
 	case <-time.After(100 * time.Millisecond):
 	}
-	close(release)
+	once.Do(func() { close(release) })
 	for _, c := range []chan error{first, second} {
 		if err := <-c; err != nil {
 			t.Fatal(err)
@@ -265,6 +267,41 @@ func TestMkdirWaitsForItsSync(t *testing.T) {
 	}
 	wantContent(t, b, "new/a", "a")
 	wantContent(t, b, "new/b", "b")
+}
+
+// TestMkdirSyncsWhatItHasNotSeen: a folder under the root whose sync
+// failed, or that another process created, is synced into its parent by
+// the next put in it, once.
+func TestMkdirSyncsWhatItHasNotSeen(t *testing.T) {
+	dir := t.TempDir() + "/root"
+	b := mustOpen(t, "file://"+dir, Options{})
+	defer func(f func(string) error) { syncParent = f }(syncParent)
+	synced := map[string]int{} // folder synced into its parent, by name
+	fail := true
+	syncParent = func(parent string) error {
+		if filepath.Base(parent) == "root" && fail {
+			fail = false
+			return syscall.EIO
+		}
+		synced[filepath.Base(parent)]++
+		return fsync.Dir(parent)
+	}
+	if err := b.Put(t.Context(), "new/a", []byte("a")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("put in a folder whose sync failed: %v, want EIO", err)
+	}
+	mustPut(t, b, "new/b", "b")
+	if synced["root"] != 1 {
+		t.Fatalf("root synced %d times after its new folder's sync failed, want 1", synced["root"])
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "other", "deep"), 0o777); err != nil { // another process
+		t.Fatal(err)
+	}
+	mustPut(t, b, "other/deep/c", "c")
+	mustPut(t, b, "other/deep/d", "d")
+	if synced["root"] != 2 || synced["other"] != 1 {
+		t.Fatalf("folders another process made synced %v, want root twice (new, other) and other once", synced)
+	}
+	wantNoSideFiles(t, dir)
 }
 
 // TestPutIfAbsentRace: of N goroutines racing for one key exactly one wins

@@ -171,7 +171,8 @@ func (d *Dataset) CheckWritable() error {
 	return nil
 }
 
-// maxRebases bounds how often Commit rebases over concurrent commits.
+// maxRebases bounds Commit's attempts to publish a version (it rebases
+// over the concurrent commits between two).
 const maxRebases = 32
 
 // Commit publishes txn as the version after base (base nil: create the
@@ -190,7 +191,9 @@ const maxRebases = 32
 // All need an unchanged schema and retry on the new latest version;
 // anything else, and a create losing to any version, is
 // writers.ErrConflict, after which the caller re-checks its plan against
-// the new version. The hint file is rewritten best effort.
+// the new version. The hint file is rewritten after the manifest, best
+// effort (it must be written ahead like the others, though: a commit
+// creating a dataset may create its folder).
 //
 // The transaction file, the manifest and the hint are prepared at once
 // (storage.Prepare: on file://, their syncs overlap), then published in
@@ -199,9 +202,10 @@ const maxRebases = 32
 // overlapping file syncs (and folder creations) and three folder syncs,
 // not six to eight syncs in a row.
 //
-// Errors: ErrConflict as above; a failed manifest write is classed by
-// storage.Publish (outcome unknown only when a read cannot tell whether it
-// landed).
+// Errors: ErrConflict as above; ErrUnavailable when the files could not be
+// written ahead (no version published; ErrInvalid for a key storage
+// refuses); a failed manifest publication is classed by storage.Publish
+// (outcome unknown only when a read cannot tell whether it landed).
 func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transaction) (*Dataset, error) {
 	naming := NamingV2
 	if base != nil {
@@ -280,10 +284,14 @@ func Commit(ctx context.Context, b *storage.Bucket, base *Dataset, txn *Transact
 	}
 }
 
-// unpublished classes a failure to prepare a commit's files: nothing was
-// published, and trying again may succeed.
+// unpublished classes a failure to prepare a commit's files: no version
+// was published, and trying again may succeed (unless storage refused
+// the key itself).
 func unpublished(err error) error {
-	return writers.Errorf(writers.ErrUnavailable, "lance: write commit files: nothing was published: %w", err)
+	if errors.Is(err, writers.ErrInvalid) {
+		return err
+	}
+	return writers.Errorf(writers.ErrUnavailable, "lance: write commit files: no version was published: %w", err)
 }
 
 // pendingVersion is a manifest ready to publish: the version after a base.
