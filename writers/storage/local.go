@@ -46,10 +46,21 @@ func (b *Bucket) path(key string) string {
 // createTemp creates the temporary file for path (under b's root),
 // creating (and syncing) missing parent directories first.
 func (b *Bucket) createTemp(path string) (*os.File, error) {
-	if err := mkdirAllSync(b.dir, filepath.Dir(path)); err != nil {
-		return nil, err
+	dir := filepath.Dir(path)
+	for retried := false; ; retried = true {
+		if err := mkdirAllSync(b.dir, dir); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(tempPath(path), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
+		if err == nil || retried || !errors.Is(err, fs.ErrNotExist) {
+			return f, err
+		}
+		// Removed since it was made durable (an operator's cleanup):
+		// made again, with its parents.
+		for d := dir; d == b.dir || under(b.dir, d); d = filepath.Dir(d) {
+			durableDirs.Delete(d)
+		}
 	}
-	return os.OpenFile(tempPath(path), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o666)
 }
 
 // finishTemp makes f's content durable and closes it; on failure it removes
@@ -115,10 +126,11 @@ func publishNew(tmp, path string) error {
 // mkdirAllSync is os.MkdirAll that also makes the name of every directory
 // under root durable before a file is published in it: a directory it
 // creates is synced into its parent, and so is one under root it finds
-// but has not seen synced (another process may not have synced it yet, or
-// a sync of this process failed). root and the directories above it are
-// taken as they are when they exist. A directory is synced once per
-// process; concurrent callers share the sync and wait for it.
+// but has not seen synced (another process may not have synced it yet).
+// root and the directories above it are taken as they are when they
+// exist, unless this process created one and its sync failed or has not
+// ended. A directory is synced once per process; concurrent callers share
+// the sync and wait for it.
 func mkdirAllSync(root, dir string) error {
 	if _, ok := durableDirs.Load(dir); ok {
 		return nil
@@ -128,7 +140,9 @@ func mkdirAllSync(root, dir string) error {
 		return &fs.PathError{Op: "mkdir", Path: dir, Err: fs.ErrExist}
 	}
 	if err == nil && !under(root, dir) {
-		return nil
+		if _, unsynced := unsyncedDirs.Load(dir); !unsynced {
+			return nil
+		}
 	}
 	parent := filepath.Dir(dir)
 	if parent != dir {
@@ -137,12 +151,14 @@ func mkdirAllSync(root, dir string) error {
 		}
 	}
 	_, err, _ = dirSyncs.Do(dir, func() (any, error) {
+		unsyncedDirs.Store(dir, struct{}{}) // before it can exist
 		if err := os.Mkdir(dir, 0o777); err != nil && !errors.Is(err, fs.ErrExist) {
 			return nil, err
 		}
 		if err := syncParent(parent); err != nil {
 			return nil, err
 		}
+		unsyncedDirs.Delete(dir)
 		rememberDurable(dir)
 		return nil, nil
 	})
@@ -162,11 +178,13 @@ var syncParent = fsync.Dir
 // dirSyncs shares a directory's creation and sync among the callers that
 // need it at once; durableDirs holds the directories known synced into
 // their parents (at most maxDurableDirs: beyond, all are forgotten and
-// synced again when next used). Process-wide, as the directories are.
+// synced again when next used), unsyncedDirs those mkdirAllSync began to
+// make durable and has not. Process-wide, as the directories are.
 var (
 	dirSyncs     singleflight.Group
 	durableDirs  sync.Map
 	durableCount atomic.Int64
+	unsyncedDirs sync.Map
 )
 
 const maxDurableDirs = 1 << 16

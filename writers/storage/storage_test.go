@@ -304,6 +304,39 @@ func TestMkdirSyncsWhatItHasNotSeen(t *testing.T) {
 	wantNoSideFiles(t, dir)
 }
 
+// TestMkdirRoot: a bucket root this process created but could not sync
+// into its parent is synced by the next put, not taken as it is; a folder
+// removed after it was made durable is made again.
+func TestMkdirRoot(t *testing.T) {
+	dir := t.TempDir() + "/root"
+	b := mustOpen(t, "file://"+dir, Options{})
+	defer func(f func(string) error) { syncParent = f }(syncParent)
+	parentSyncs, fail := 0, true
+	syncParent = func(parent string) error {
+		if parent == filepath.Dir(dir) {
+			if fail {
+				fail = false
+				return syscall.EIO
+			}
+			parentSyncs++
+		}
+		return fsync.Dir(parent)
+	}
+	if err := b.Put(t.Context(), "k", []byte("a")); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("put in a root whose sync failed: %v, want EIO", err)
+	}
+	mustPut(t, b, "k", "b")
+	if parentSyncs != 1 {
+		t.Fatalf("the root synced into its parent %d times after its sync failed, want 1", parentSyncs)
+	}
+	mustPut(t, b, "sub/k", "c")
+	if err := os.RemoveAll(filepath.Join(dir, "sub")); err != nil {
+		t.Fatal(err)
+	}
+	mustPut(t, b, "sub/k", "d")
+	wantContent(t, b, "sub/k", "d")
+}
+
 // TestPutIfAbsentRace: of N goroutines racing for one key exactly one wins
 // and the stored content is the winner's.
 func TestPutIfAbsentRace(t *testing.T) {

@@ -169,8 +169,8 @@ func TestCommitPublishesInOrder(t *testing.T) {
 		if names, err := filepath.Glob(filepath.Join(dir, txnDir, "*-"+uuid+".txn")); err != nil || len(names) != 1 {
 			t.Errorf("manifest of version %d published before its transaction file %s (%v)", v, uuid, err)
 		}
-		_, taken := os.Stat(filepath.Join(dir, key)) // a lost race: the winner's hint
-		if hint, err := b.Get(ctx, hintKey); err == nil && taken != nil && string(hint) == string(hintOf(v)) {
+		_, absent := os.Stat(filepath.Join(dir, key)) // nil: a lost race, the winner's hint
+		if hint, err := b.Get(ctx, hintKey); err == nil && absent != nil && string(hint) == string(hintOf(v)) {
 			t.Errorf("hint names version %d before its manifest is published", v)
 		}
 		checked++
