@@ -121,12 +121,7 @@ func (b *Bucket) PutIfAbsent(ctx context.Context, key string, data []byte) error
 		if _, err := os.Lstat(b.path(key)); err == nil {
 			return ErrAlreadyExists
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		tmp, err := b.writeTemp(b.path(key), data)
-		p.tmp = tmp
-		return err
+		return p.writeTemp(ctx)
 	})
 }
 
@@ -155,16 +150,22 @@ func (b *Bucket) Prepare(ctx context.Context, key string, data []byte) (*Prepare
 	}
 	p := &Prepared{b: b, key: key, data: data}
 	if b.Local() {
-		if err := ctx.Err(); err != nil {
+		if err := p.writeTemp(ctx); err != nil {
 			return nil, b.wrap("put", key, err)
 		}
-		tmp, err := b.writeTemp(b.path(key), data)
-		if err != nil {
-			return nil, b.wrap("put", key, err)
-		}
-		p.tmp = tmp
 	}
 	return p, nil
+}
+
+// writeTemp writes p's durable temporary file (file://), unless ctx is
+// done.
+func (p *Prepared) writeTemp(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	tmp, err := p.b.writeTemp(p.b.path(p.key), p.data)
+	p.tmp = tmp
+	return err
 }
 
 // Put publishes p, replacing any existing object atomically; see
