@@ -18,9 +18,13 @@ int64, two float64, a random and a 16-value string, bool).
   - pylance: `lance.write_dataset` of the same parts into STREAMS new
     datasets from STREAMS threads, in process.
 Before the timed runs each engine writes the table WARMUP times (default
-2, untimed): a long-running server's heap has grown to its working size
-(a fresh one spends a third to two thirds more CPU on its first appends,
-faulting in new memory), pylance's thread pools and allocator are warm.
+8, untimed), so that both are measured warm, as a long-running server is:
+pylance's thread pools and allocator, and the server's heap grown to its
+working size. A fresh server's heap grows over its first 6 to 8 runs of 4
+streams (the collector lets it reach five times the live data before a
+collection, and the live data at each collection differs); a run that
+grows it faults in 10,000 to 60,000 new pages and spends a quarter more
+CPU (about 5 us a page on this VM). Every run prints its page faults.
 Engines alternate their order from run to run. Every dataset is read back
 by pylance (count, distinct ids, sum(amount)) and must hold its rows. The
 report gives medians over RUNS runs: rows/s, Quiver / pylance, bytes on disk
@@ -96,6 +100,16 @@ def own_cpu() -> float:
     return r.ru_utime + r.ru_stime
 
 
+def proc_faults(pid: int) -> int:
+    """Minor page faults of process pid so far (Linux /proc): memory it
+    touched for the first time, or again after returning it to the OS."""
+    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
+
+
+def own_faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
 def parts(table: pa.Table, n: int) -> list[pa.Table]:
     """table's batches dealt round-robin into n tables."""
     batches = table.to_batches()
@@ -128,7 +142,7 @@ def main() -> int:
     ap.add_argument("--quiver", default=str(REPO / "bin" / "quiver"), help="the quiver binary")
     ap.add_argument("--rows", type=int, default=2_000_000)
     ap.add_argument("--runs", type=int, default=5)
-    ap.add_argument("--warmup", type=int, default=2, help="untimed runs per engine before the timed ones")
+    ap.add_argument("--warmup", type=int, default=8, help="untimed runs per engine before the timed ones")
     ap.add_argument("--streams", default="1,4", help="comma list of concurrent writers")
     ap.add_argument("--storage", default="2.2", help="the Lance data storage version (2.1 or 2.2)")
     ap.add_argument("--data", default="cardinality", choices=["cardinality", "standard"], help="the table's columns")
@@ -169,27 +183,27 @@ def main() -> int:
                     dirs = [work / e / f"la{s}_r{r}_{i}.lance" for i in range(s)]
                     os.sync()  # the previous run's unsynced files are not written during this one
                     if e == "quiver":
-                        before = proc_cpu(server.proc.pid)
+                        before, faults = proc_cpu(server.proc.pid), proc_faults(server.proc.pid)
                         wall = concurrently([
                             (lambda c=clients[i], ep=f"la{s}_r{r}_{i}", t=split[i]: c.put(ep, t))
                             for i in range(s)])
-                        used = proc_cpu(server.proc.pid) - before
+                        used, faults = proc_cpu(server.proc.pid) - before, proc_faults(server.proc.pid) - faults
                     else:
-                        before = own_cpu()
+                        before, faults = own_cpu(), own_faults()
                         wall = concurrently([
                             (lambda d=dirs[i], t=split[i]: lance.write_dataset(t, str(d), data_storage_version=args.storage))
                             for i in range(s)])
-                        used = own_cpu() - before
+                        used, faults = own_cpu() - before, own_faults() - faults
                     for d, t in zip(dirs, split):
                         check(d, t)
                     if r < args.warmup:
-                        print(f"streams {s} warm-up {e}: {args.rows / wall / 1e6:.2f} M rows/s", flush=True)
+                        print(f"streams {s} warm-up {e}: {args.rows / wall / 1e6:.2f} M rows/s, {faults:,} page faults", flush=True)
                         continue
                     secs[e].append(wall)
                     cpu[e].append(used)
                     disk[e].append(sum(size(d) for d in dirs))
                     print(f"streams {s} run {r - args.warmup} {e}: {args.rows / wall / 1e6:.2f} M rows/s, "
-                          f"{used / args.rows * 1e6:.2f} CPU s per M rows", flush=True)
+                          f"{used / args.rows * 1e6:.2f} CPU s per M rows, {faults:,} page faults", flush=True)
                 if r >= args.warmup:
                     loads.append(os.getloadavg()[0])
             med = {e: statistics.median(v) for e, v in secs.items()}
