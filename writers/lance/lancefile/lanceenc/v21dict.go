@@ -403,11 +403,24 @@ func (t *dictTable) grow() {
 // places its values on the rows it reads). Values are told apart by a hash seeded
 // per page (no key copies; a client cannot pick values whose hashes crowd
 // the set; a collision only lowers the estimate by one).
+//
+// A first look that finds few distinct values (at most a quarter of
+// limit) is the estimate: the stride sample would read the same few, and
+// it costs more than the first look: its 4,096 values spread over the
+// page are each a cache miss (BenchmarkEstimateDistinct/16: 205 µs with
+// it, 43 without; hashing samples took 2.7 % of a 4-writer append's
+// server CPU). A page with more values than the first look saw is still
+// found out by the map, exactly.
 func estimateDistinct(p *pageStrings, limit int) (est int, over bool) {
 	rows := p.rows
 	seed := maphash.MakeSeed()
-	if mostlyDistinct(p, limit, seed) {
-		return rows, true
+	if first, looked := firstLookDistinct(p, limit, seed); looked {
+		switch {
+		case first > 4*limit:
+			return rows, true
+		case 4*first <= limit:
+			return first, false
+		}
 	}
 	s := min(rows, 4096)
 	d, over := sampleDistinct(p.sampled(rows/s, s), s, seed, limit)
@@ -432,9 +445,18 @@ const firstLook = 512
 // rows, so that a page always gets the same encoding; a client that
 // arranges its values on them can only cost its page the dictionary.
 func mostlyDistinct(p *pageStrings, limit int, seed maphash.Seed) bool {
+	first, looked := firstLookDistinct(p, limit, seed)
+	return looked && first > 4*limit
+}
+
+// firstLookDistinct estimates a page's distinct values from firstLook
+// values at random rows (see mostlyDistinct); looked is false for a page
+// of at most 4,096 rows or 4 × limit (its estimate could not exceed 4 ×
+// limit), which it leaves to the stride sample.
+func firstLookDistinct(p *pageStrings, limit int, seed maphash.Seed) (est int, looked bool) {
 	rows := p.rows
-	if rows <= max(4096, 4*limit) { // the estimate is at most rows
-		return false
+	if rows <= max(4096, 4*limit) {
+		return 0, false
 	}
 	r := rand.New(rand.NewPCG(uint64(rows), 0x6c616e6365))
 	at := make([]int, firstLook)
@@ -443,7 +465,7 @@ func mostlyDistinct(p *pageStrings, limit int, seed maphash.Seed) bool {
 	}
 	slices.Sort(at)
 	d, _ := sampleDistinct(p.rowsAt(firstLook, func(i int) int { return at[i] }), firstLook, seed, firstLook)
-	return distinctFrom(d, firstLook, rows) > 4*limit
+	return distinctFrom(d, firstLook, rows), true
 }
 
 // sampleDistinct counts the distinct values of sample, s of them,

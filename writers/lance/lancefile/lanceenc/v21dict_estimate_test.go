@@ -102,6 +102,35 @@ func TestEstimateFirstLook(t *testing.T) {
 	}
 }
 
+// A first look that reads few distinct values is the estimate, without
+// the stride sample; values it did not meet are still counted by the map:
+// a page of 16 categories with one distinct value on every 32nd row (4,096
+// of them, over the limit of 2,550, which a stride sample of every 32nd
+// row would read whole) gets no dictionary.
+func TestEstimateFirstLookFew(t *testing.T) {
+	const rows = 131_072
+	limit := dictMaxDistinct(rows)
+	offs, data := page(rows, 16)
+	if est, over := estimateDistinct(pageStringsOfBytes(offs, data), limit); over || est < 14 || est > 18 {
+		t.Errorf("16 categories: estimated %d, over %v", est, over)
+	}
+	offs, data = []uint64{0}, nil
+	for i := range rows {
+		if i%32 == 0 {
+			data = fmt.Appendf(data, "rare-%010d", i)
+		} else {
+			data = fmt.Appendf(data, "user-%010x", i%16)
+		}
+		offs = append(offs, uint64(len(data)))
+	}
+	if est, over := estimateDistinct(pageStringsOfBytes(offs, data), limit); over || 4*est > limit {
+		t.Errorf("16 categories and 4,096 rare values: estimated %d, over %v; want the first look's few", est, over)
+	}
+	if _, dict := dictionaryEncode(arrow.BinaryTypes.String, pageStringsOfBytes(offs, data)); dict != nil {
+		t.Errorf("16 categories and 4,096 rare values (limit %d): a dictionary of %d", limit, dict.n)
+	}
+}
+
 // TestDictTable: values get indexes in order of first appearance, equal
 // values the same index, through the table's growth; the limit ends it.
 func TestDictTable(t *testing.T) {
@@ -270,6 +299,22 @@ func BenchmarkDictTableIndex(b *testing.B) {
 				}
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*(len(pg.offs)-1)), "ns/value")
+		})
+	}
+}
+
+// BenchmarkEstimateDistinct: the estimate of a 131,072-row page of 16
+// categories (the first look ends it), of 1,000 (the stride sample too)
+// and of 20,000 names (the first look reads them as mostly distinct).
+func BenchmarkEstimateDistinct(b *testing.B) {
+	const rows = 131_072
+	for _, distinct := range []int{16, 1000, 20_000} {
+		offs, data := page(rows, distinct)
+		p := pageStringsOfBytes(offs, data)
+		b.Run(fmt.Sprint(distinct), func(b *testing.B) {
+			for b.Loop() {
+				estimateDistinct(p, dictMaxDistinct(rows))
+			}
 		})
 	}
 }
