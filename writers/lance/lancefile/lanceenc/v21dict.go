@@ -398,19 +398,22 @@ func (t *dictTable) grow() {
 // over reports more than limit distinct values: a sample that alone
 // holds more (certain; the estimate is then rows), or values nearly all
 // distinct (names, ids: most pages without a dictionary), told by a
-// first look (mostlyDistinct: wrong about a page of at most limit
+// first look (firstLookDistinct: wrong about a page of at most limit
 // distinct values with a chance of about 1e-10, or for a client that
 // places its values on the rows it reads). Values are told apart by a hash seeded
 // per page (no key copies; a client cannot pick values whose hashes crowd
 // the set; a collision only lowers the estimate by one).
 //
-// A first look that finds few distinct values (at most a quarter of
-// limit) is the estimate: the stride sample would read the same few, and
-// it costs more than the first look: its 4,096 values spread over the
-// page are each a cache miss (BenchmarkEstimateDistinct/16: 205 µs with
-// it, 43 without; hashing samples took 2.7 % of a 4-writer append's
-// server CPU). A page with more values than the first look saw is still
-// found out by the map, exactly.
+// A first look that reads nearly only repeats (an estimate of at most
+// fewCategories) is the estimate, without the stride sample, whose 4,096
+// values spread over the page are each a cache miss
+// (BenchmarkEstimateDistinct/16: 205 µs with it, 43 without; hashing
+// samples took 2.7 % of a 4-writer append's server CPU). Such a page
+// holds a few values on nearly all its rows; any others (at most about
+// an eighth of the rows, or values a client placed on the rows the first
+// look skips) are counted by the map, which decides exactly: it gives up
+// past limit, at worst after one pass over the page, as a dictionary
+// page's indexing takes anyway.
 func estimateDistinct(p *pageStrings, limit int) (est int, over bool) {
 	rows := p.rows
 	seed := maphash.MakeSeed()
@@ -418,7 +421,7 @@ func estimateDistinct(p *pageStrings, limit int) (est int, over bool) {
 		switch {
 		case first > 4*limit:
 			return rows, true
-		case 4*first <= limit:
+		case first <= fewCategories:
 			return first, false
 		}
 	}
@@ -430,29 +433,28 @@ func estimateDistinct(p *pageStrings, limit int) (est int, over bool) {
 	return distinctFrom(d, s, rows), false
 }
 
-// firstLook is how many values mostlyDistinct reads.
-const firstLook = 512
-
-// mostlyDistinct reports whether firstLook values at random rows of a
-// page of more than 4,096 read as more than four times limit distinct
-// values: a fifth of the stride sample's hashing for the many pages of
-// names and ids. Rows drawn at random read repeats as often as the page
-// holds them, whatever its order (a stride can step over every repeat of
-// sorted or periodic values): a page of at most limit distinct values
-// reads at most limit(1 - e^(-firstLook/limit)) of them on average, far
-// below the bound (for limit 2,550: 464 against 499, six standard
-// deviations). The rows are drawn the same way for every page of as many
-// rows, so that a page always gets the same encoding; a client that
-// arranges its values on them can only cost its page the dictionary.
-func mostlyDistinct(p *pageStrings, limit int, seed maphash.Seed) bool {
-	first, looked := firstLookDistinct(p, limit, seed)
-	return looked && first > 4*limit
-}
+// firstLook is how many values firstLookDistinct reads; an estimate of
+// at most fewCategories distinct values from them (at most 64 distinct of
+// 512: seven reads in eight were repeats) ends estimateDistinct.
+const (
+	firstLook     = 512
+	fewCategories = firstLook / 8
+)
 
 // firstLookDistinct estimates a page's distinct values from firstLook
-// values at random rows (see mostlyDistinct); looked is false for a page
-// of at most 4,096 rows or 4 × limit (its estimate could not exceed 4 ×
-// limit), which it leaves to the stride sample.
+// values at random rows; an estimate over 4 × limit reads the page as
+// mostly distinct (names, ids): a fifth of the stride sample's hashing
+// for the many pages of names and ids. Rows drawn at random read repeats
+// as often as the page holds them, whatever its order (a stride can step
+// over every repeat of sorted or periodic values): a page of at most
+// limit distinct values reads at most limit(1 - e^(-firstLook/limit)) of
+// them on average, far below the bound (for limit 2,550: 464 against
+// 499, six standard deviations). The rows are drawn the same way for
+// every page of as many rows, so that a page always gets the same
+// encoding; a client that arranges its values on them can only cost its
+// page the dictionary. looked is false for a page of at most 4,096 rows
+// or 4 × limit (its estimate could not exceed 4 × limit), which it leaves
+// to the stride sample.
 func firstLookDistinct(p *pageStrings, limit int, seed maphash.Seed) (est int, looked bool) {
 	rows := p.rows
 	if rows <= max(4096, 4*limit) {
