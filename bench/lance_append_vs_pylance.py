@@ -17,14 +17,15 @@ int64, two float64, a random and a 16-value string, bool).
     commit's ack;
   - pylance: `lance.write_dataset` of the same parts into STREAMS new
     datasets from STREAMS threads, in process.
-Before the timed runs each engine writes the table WARMUP times (default
-8, untimed), so that both are measured warm, as a long-running server is:
-pylance's thread pools and allocator, and the server's heap grown to its
-working size. A fresh server's heap grows over its first 6 to 8 runs of 4
-streams (the collector lets it reach five times the live data before a
-collection, and the live data at each collection differs); a run that
-grows it faults in 10,000 to 60,000 new pages and spends a quarter more
-CPU (about 5 us a page on this VM). Every run prints its page faults.
+Before the timed runs of each writer count, each engine writes the table
+WARMUP times (default 8, untimed), so that both are measured warm, as a
+long-running server is: pylance's thread pools and allocator, and the
+server's heap grown to its working size. A fresh server's heap grows over
+its first 6 to 15 runs of 4 streams (the collector lets it reach five
+times the live data before a collection, and the live data at each
+collection differs); a run that grows it faults in 3,000 to 60,000 new
+pages, at about 5 us each on a VM (30,000 add a third to a run's CPU).
+Every run prints its page faults.
 Engines alternate their order from run to run. Every dataset is read back
 by pylance (count, distinct ids, sum(amount)) and must hold its rows. The
 report gives medians over RUNS runs: rows/s, Quiver / pylance, bytes on disk
