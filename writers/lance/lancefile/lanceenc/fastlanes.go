@@ -163,7 +163,6 @@ func flPack[T flWord](w int, in, out []T) {
 		return
 	}
 	t := flBits[T]()
-	lanes := flBlock / t
 	// Rows in the order their values lie in the block (flOrder is its
 	// own inverse: row k*8+r8's values start at flOrder[k]*16 + r8*128),
 	// so that the block is read front to back. In row order, each row's
@@ -175,27 +174,32 @@ func flPack[T flWord](w int, in, out []T) {
 			if k >= t/8 {
 				continue
 			}
-			flPackRow(k*8+r8, w, t, lanes, in, out)
+			flPackRow(k*8+r8, w, in, out)
 		}
 	}
 }
 
-// flPackRow ors the values of one row of a block into their words.
-func flPackRow[T flWord](row, w, t, lanes int, in, out []T) {
+// flPackRow ors the values of one row of a block into their words. The
+// shifts are masked to the word's bits (they are below it already), so
+// that the compiler need not make a shift by t or more yield 0.
+func flPackRow[T flWord](row, w int, in, out []T) {
+	t := flBits[T]()
+	lanes := flBlock / t
 	bit := row * w
-	word, shift := bit/t, bit%t
+	word, shift := bit/t, uint(bit%t)
 	base := flOrder[row/8]*16 + (row%8)*128
 	src := in[base : base+lanes]
 	cur := out[lanes*word : lanes*word+lanes]
 	cur = cur[:len(src)]
 	for lane, v := range src {
-		cur[lane] |= v << shift
+		cur[lane] |= v << (shift & uint(t-1))
 	}
-	if shift+w > t {
+	if int(shift)+w > t {
 		next := out[lanes*(word+1) : lanes*(word+1)+lanes]
 		next = next[:len(src)]
+		back := (uint(t) - shift) & uint(t-1)
 		for lane, v := range src {
-			next[lane] |= v >> (t - shift)
+			next[lane] |= v >> back
 		}
 	}
 }

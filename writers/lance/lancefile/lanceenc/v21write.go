@@ -680,11 +680,18 @@ func nullItems(l, items arrow.Array, dim int) bool {
 func blockWidths[T flWord](vals []T) []uint8 {
 	out := make([]uint8, (len(vals)+flBlock-1)/flBlock)
 	for k := range out {
-		var or T
-		for _, v := range vals[k*flBlock : min(len(vals), (k+1)*flBlock)] {
-			or |= v
+		blk := vals[k*flBlock : min(len(vals), (k+1)*flBlock)]
+		// Four accumulators: one would make every value wait for the
+		// last one's or.
+		var or0, or1, or2, or3 T
+		for len(blk) >= 4 {
+			or0, or1, or2, or3 = or0|blk[0], or1|blk[1], or2|blk[2], or3|blk[3]
+			blk = blk[4:]
 		}
-		out[k] = uint8(bits.Len64(uint64(or)))
+		for _, v := range blk {
+			or0 |= v
+		}
+		out[k] = uint8(bits.Len64(uint64(or0 | or1 | or2 | or3)))
 	}
 	return out
 }
