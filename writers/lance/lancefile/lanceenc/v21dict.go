@@ -405,7 +405,8 @@ func (t *dictTable) grow() {
 // the set; a collision only lowers the estimate by one).
 //
 // A first look that reads nearly only repeats (an estimate of at most
-// fewCategories) is the estimate, without the stride sample, whose 4,096
+// fewCategories, and of a quarter of limit) is the estimate, without the
+// stride sample, whose 4,096
 // values spread over the page are each a cache miss
 // (BenchmarkEstimateDistinct/16: 205 µs with it, 43 without; hashing
 // samples took 2.7 % of a 4-writer append's server CPU). Such a page
@@ -421,7 +422,7 @@ func estimateDistinct(p *pageStrings, limit int) (est int, over bool) {
 		switch {
 		case first > 4*limit:
 			return rows, true
-		case first <= fewCategories:
+		case first <= min(fewCategories, limit/4):
 			return first, false
 		}
 	}

@@ -110,7 +110,8 @@ func readsMostlyDistinct(p *pageStrings, limit int, seed maphash.Seed) bool {
 }
 
 // A first look that reads few distinct values is the estimate, without
-// the stride sample; values it did not meet are still counted by the map:
+// the stride sample, and more do not end it; values it did not meet are
+// still counted by the map:
 // a page of 16 categories with one distinct value on every 32nd row (4,096
 // of them, over the limit of 2,550, which a stride sample of every 32nd
 // row would read whole) gets no dictionary.
@@ -130,11 +131,25 @@ func TestEstimateFirstLookFew(t *testing.T) {
 		}
 		offs = append(offs, uint64(len(data)))
 	}
-	if est, over := estimateDistinct(pageStringsOfBytes(offs, data), limit); over || 4*est > limit {
+	if est, over := estimateDistinct(pageStringsOfBytes(offs, data), limit); over || est > fewCategories {
 		t.Errorf("16 categories and 4,096 rare values: estimated %d, over %v; want the first look's few", est, over)
 	}
 	if _, dict := dictionaryEncode(arrow.BinaryTypes.String, pageStringsOfBytes(offs, data)); dict != nil {
 		t.Errorf("16 categories and 4,096 rare values (limit %d): a dictionary of %d", limit, dict.n)
+	}
+	// 200 categories are more than a first look ends the estimate with:
+	// the stride sample reads the rare values and refuses the page.
+	offs, data = []uint64{0}, nil
+	for i := range rows {
+		if i%32 == 0 {
+			data = fmt.Appendf(data, "rare-%010d", i)
+		} else {
+			data = fmt.Appendf(data, "user-%010x", i%200)
+		}
+		offs = append(offs, uint64(len(data)))
+	}
+	if est, over := estimateDistinct(pageStringsOfBytes(offs, data), limit); !over {
+		t.Errorf("200 categories and 4,096 rare values: estimated %d, not over the limit of %d", est, limit)
 	}
 }
 
