@@ -122,15 +122,7 @@ func TestEstimateFirstLookFew(t *testing.T) {
 	if est, over := estimateDistinct(pageStringsOfBytes(offs, data), limit); over || est < 14 || est > 18 {
 		t.Errorf("16 categories: estimated %d, over %v", est, over)
 	}
-	offs, data = []uint64{0}, nil
-	for i := range rows {
-		if i%32 == 0 {
-			data = fmt.Appendf(data, "rare-%010d", i)
-		} else {
-			data = fmt.Appendf(data, "user-%010x", i%16)
-		}
-		offs = append(offs, uint64(len(data)))
-	}
+	offs, data = categoriesAndRare(rows, 16)
 	if est, over := estimateDistinct(pageStringsOfBytes(offs, data), limit); over || est > fewCategories {
 		t.Errorf("16 categories and 4,096 rare values: estimated %d, over %v; want the first look's few", est, over)
 	}
@@ -139,18 +131,25 @@ func TestEstimateFirstLookFew(t *testing.T) {
 	}
 	// 200 categories are more than a first look ends the estimate with:
 	// the stride sample reads the rare values and refuses the page.
-	offs, data = []uint64{0}, nil
+	offs, data = categoriesAndRare(rows, 200)
+	if est, over := estimateDistinct(pageStringsOfBytes(offs, data), limit); !over {
+		t.Errorf("200 categories and 4,096 rare values: estimated %d, not over the limit of %d", est, limit)
+	}
+}
+
+// categoriesAndRare is a page of rows values: a distinct one on every
+// 32nd row, one of n categories on the others.
+func categoriesAndRare(rows, n int) ([]uint64, []byte) {
+	offs, data := []uint64{0}, []byte{}
 	for i := range rows {
 		if i%32 == 0 {
 			data = fmt.Appendf(data, "rare-%010d", i)
 		} else {
-			data = fmt.Appendf(data, "user-%010x", i%200)
+			data = fmt.Appendf(data, "user-%010x", i%n)
 		}
 		offs = append(offs, uint64(len(data)))
 	}
-	if est, over := estimateDistinct(pageStringsOfBytes(offs, data), limit); !over {
-		t.Errorf("200 categories and 4,096 rare values: estimated %d, not over the limit of %d", est, limit)
-	}
+	return offs, data
 }
 
 // TestDictTable: values get indexes in order of first appearance, equal
