@@ -200,10 +200,21 @@ def timed(fn: Callable[[], Any]) -> float:
     return time.perf_counter() - t
 
 
+def proc_stat(pid: int) -> list[str]:
+    """The fields of /proc/<pid>/stat after the process name (field 3 on)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
 def proc_cpu(pid: int) -> float:
     """user+system CPU seconds of process pid so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    fields = proc_stat(pid)
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def proc_faults(pid: int) -> int:
+    """Minor page faults of process pid so far (Linux /proc): memory it
+    touched for the first time, or again after returning it to the OS."""
+    return int(proc_stat(pid)[7])
 
 
 def load() -> float:

@@ -53,7 +53,7 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
-from delta_vs_reference import batched, proc_cpu, rows  # noqa: E402
+from delta_vs_reference import batched, proc_cpu, proc_faults, rows  # noqa: E402
 from helpers import REPO, Client, Quiver  # noqa: E402
 
 
@@ -99,12 +99,6 @@ def size(path: Path) -> int:
 def own_cpu() -> float:
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
-
-
-def proc_faults(pid: int) -> int:
-    """Minor page faults of process pid so far (Linux /proc): memory it
-    touched for the first time, or again after returning it to the OS."""
-    return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[7])
 
 
 def own_faults() -> int:

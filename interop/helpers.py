@@ -391,17 +391,17 @@ def assert_rows(actual: pa.Table, expected: pa.Table, who: str) -> None:
         )
 
 
+def commits(path: Path) -> list[list[dict[str, Any]]]:
+    """The actions of each JSON commit of the table's _delta_log, in
+    version order."""
+    return [[json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+            for f in sorted((path / "_delta_log").glob("*.json"))]
+
+
 def log_actions(path: Path, kind: str) -> list[dict[str, Any]]:
     """Every action of kind (add, remove, txn, metaData, protocol, ...) in the
     JSON commits of the table's _delta_log, in version order."""
-    out = []
-    for f in sorted((path / "_delta_log").glob("*.json")):
-        for line in f.read_text().splitlines():
-            if line.strip():
-                a = json.loads(line)
-                if kind in a:
-                    out.append(a[kind])
-    return out
+    return [a[kind] for c in commits(path) for a in c if kind in a]
 
 
 READERS = ("delta-rs", "spark")

@@ -50,7 +50,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import quiver
-from helpers import REPO, DeltaRs, Quiver, Spark, assert_rows, log_actions, poll, require_tool
+from helpers import REPO, DeltaRs, Quiver, Spark, assert_rows, commits, log_actions, poll, require_tool
 from quiver.spark import default_writer, foreach_batch_writer, to_arrow
 
 SCHEMA = pa.schema([
@@ -94,12 +94,9 @@ def sent_rows(table: Path) -> pa.Table:
     them: its epochs' commits in version order (not a compaction's), each
     commit's files in the order it adds them, each file's rows in order
     (the append sink writes a stream's rows in the order it receives them)."""
-    parts = []
-    for f in sorted((table / "_delta_log").glob("*.json")):
-        actions = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
-        if any("txn" in a for a in actions):
-            parts += [pq.read_table(table / urllib.parse.unquote(a["add"]["path"])).select(SCHEMA.names).cast(SCHEMA)
-                      for a in actions if "add" in a]
+    parts = [pq.read_table(table / urllib.parse.unquote(a["add"]["path"])).select(SCHEMA.names).cast(SCHEMA)
+             for actions in commits(table) if any("txn" in a for a in actions)
+             for a in actions if "add" in a]
     return pa.concat_tables(parts) if parts else SCHEMA.empty_table()
 
 
@@ -262,13 +259,12 @@ class Pipeline:
             epochs = sorted(t["version"] for t in txns)
             assert epochs == list(range(upto + 1)), f"{ep}: epochs in the Delta log {epochs}, want each of 0..{upto} once"
         # Each append commit holds its batch's rows.
-        for f in sorted((self.tables / "append" / "_delta_log").glob("*.json")):
-            actions = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
+        for version, actions in enumerate(commits(self.tables / "append")):
             epochs = [a["txn"]["version"] for a in actions if "txn" in a]
             if epochs:
                 rows = sum(json.loads(a["add"]["stats"])["numRecords"] for a in actions if "add" in a)
                 want = sum(SIZES[i] for i in batches[epochs[0]])
-                assert rows == want, f"{f.name}: epoch {epochs[0]} (files {batches[epochs[0]]}) added {rows} rows, want {want}"
+                assert rows == want, f"commit {version}: epoch {epochs[0]} (files {batches[epochs[0]]}) added {rows} rows, want {want}"
         with quiver.connect(f"grpc://{self.srv.flight_addr}") as c:
             for ep in ENDPOINTS:
                 assert c.committed_epoch(ep, writer) == upto, ep

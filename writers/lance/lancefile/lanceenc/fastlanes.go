@@ -168,7 +168,7 @@ func flPack[T flWord](w int, in, out []T) {
 	// so that the block is read front to back. In row order, each row's
 	// values of a page no longer in cache were a miss the prefetcher did
 	// not foresee (BenchmarkPackPage/t64_w20: 9.8-11.4 ms a page of 1M
-	// values in row order, 4.3-4.9 in this one).
+	// values in row order, 4.3-4.9 in this order).
 	for r8 := range 8 {
 		for _, k := range flOrder {
 			if k >= t/8 {

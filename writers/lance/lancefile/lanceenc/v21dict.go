@@ -406,10 +406,9 @@ func (t *dictTable) grow() {
 //
 // A first look that reads nearly only repeats (an estimate of at most
 // fewCategories, and of a quarter of limit) is the estimate, without the
-// stride sample, whose 4,096
-// values spread over the page are each a cache miss
-// (BenchmarkEstimateDistinct/16: 205 µs with it, 43 without; hashing
-// samples took 2.7 % of a 4-writer append's server CPU). Such a page
+// stride sample, whose 4,096 values spread over the page are each a
+// cache miss (BenchmarkEstimateDistinct/16: 205 µs with it, 43 without;
+// hashing samples took 2.7 % of a 4-writer append's server CPU). Such a page
 // holds a few values on nearly all its rows; any others (at most about
 // an eighth of the rows, or values a client placed on the rows the first
 // look skips) are counted by the map, which decides exactly: it gives up
@@ -436,7 +435,8 @@ func estimateDistinct(p *pageStrings, limit int) (est int, over bool) {
 
 // firstLook is how many values firstLookDistinct reads; an estimate of
 // at most fewCategories distinct values from them (at most 64 distinct of
-// 512: seven reads in eight were repeats) ends estimateDistinct.
+// 512: seven reads in eight were repeats) ends estimateDistinct, when it
+// is also at most a quarter of the limit.
 const (
 	firstLook     = 512
 	fewCategories = firstLook / 8
